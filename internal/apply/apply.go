@@ -1,0 +1,253 @@
+// Package apply executes a diff.Plan against the kernel.
+//
+// An operation that fails does not stop independent ones; operations that
+// depend on a failed link are skipped. The run reports every failure, and
+// because every pass re-reads the kernel, the next apply converges from
+// wherever this one stopped.
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// Failure is an operation that did not happen.
+type Failure struct {
+	Op  diff.Op
+	Err error
+}
+
+// Result is what an apply did.
+type Result struct {
+	Done   []diff.Op
+	Failed []Failure
+}
+
+// Err summarises the failures: the count and each error; nil if none.
+func (r *Result) Err() error {
+	if len(r.Failed) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(r.Failed))
+	errs := make([]error, len(r.Failed))
+	for i, f := range r.Failed {
+		msgs[i] = f.Err.Error()
+		errs[i] = f.Err
+	}
+	return &Error{Count: len(r.Failed), Total: len(r.Failed) + len(r.Done), Msgs: msgs, errs: errs}
+}
+
+// Error reports the failures of one apply.
+type Error struct {
+	Count, Total int
+	Msgs         []string
+	errs         []error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%d of %d operations failed:\n  %s", e.Count, e.Total, strings.Join(e.Msgs, "\n  "))
+}
+
+// Unwrap exposes the individual errors to errors.Is.
+func (e *Error) Unwrap() []error { return e.errs }
+
+// Hooks let the caller record ownership the kernel cannot hold.
+type Hooks struct {
+	// FouChanged is called after a FoU port was opened (owned=true) or closed.
+	FouChanged func(key model.FouKey, owned bool)
+}
+
+// Apply runs the plan's operations in order.
+func Apply(ctx context.Context, k kernel.Writer, plan *diff.Plan, hooks Hooks) *Result {
+	res := &Result{}
+	failedLinks := map[string]bool{}
+	for _, op := range plan.Ops {
+		if err := ctx.Err(); err != nil {
+			res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: %w", op.Action, op.Kind, op.ID, err)})
+			continue
+		}
+		if dep := dependsOn(op, failedLinks); dep != "" {
+			res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: skipped: link %s failed", op.Action, op.Kind, op.ID, dep)})
+			if op.Kind == diff.KindLink {
+				failedLinks[op.ID] = true
+			}
+			continue
+		}
+		if err := run(k, plan.Protocol, op, hooks); err != nil {
+			res.Failed = append(res.Failed, Failure{op, err})
+			if op.Kind == diff.KindLink && op.Action != diff.Delete {
+				failedLinks[op.ID] = true
+			}
+			continue
+		}
+		res.Done = append(res.Done, op)
+	}
+	return res
+}
+
+// dependsOn names the failed link an operation needs, if any.
+func dependsOn(op diff.Op, failed map[string]bool) string {
+	if len(failed) == 0 || op.Action == diff.Delete {
+		return ""
+	}
+	var refs []string
+	switch {
+	case op.Link != nil:
+		l := op.Link
+		refs = append(refs, l.Master)
+		if l.IPVlan != nil {
+			refs = append(refs, l.IPVlan.Parent)
+		}
+		if l.VXLAN != nil {
+			refs = append(refs, l.VXLAN.Dev)
+		}
+		if op.PeerOfPair {
+			refs = append(refs, l.Veth.Peer)
+		}
+	case op.Address != nil:
+		refs = append(refs, op.Address.Link)
+	case op.Route != nil:
+		refs = append(refs, op.Route.Dev)
+	}
+	for _, r := range refs {
+		if r != "" && failed[r] {
+			return r
+		}
+	}
+	return ""
+}
+
+func run(k kernel.Writer, proto int, op diff.Op, hooks Hooks) error {
+	switch op.Kind {
+	case diff.KindLink:
+		return runLink(k, op)
+	case diff.KindAddress:
+		switch op.Action {
+		case diff.Create:
+			return k.ReplaceAddress(op.Address)
+		case diff.Replace:
+			if err := k.DeleteAddress(op.Old); err != nil {
+				return err
+			}
+			return k.ReplaceAddress(op.Address)
+		case diff.Delete:
+			return k.DeleteAddress(op.Address)
+		}
+	case diff.KindRoute:
+		switch op.Action {
+		case diff.Create:
+			return k.AddRoute(op.Route, proto)
+		case diff.Update:
+			return k.ReplaceRoute(op.Route, proto)
+		case diff.Delete:
+			return k.DeleteRoute(op.Route)
+		}
+	case diff.KindRule:
+		switch op.Action {
+		case diff.Create:
+			return k.AddRule(op.Rule, proto)
+		case diff.Delete:
+			return k.DeleteRule(op.Rule)
+		}
+	case diff.KindFou:
+		return runFou(k, op, hooks)
+	}
+	return fmt.Errorf("%s %s %s: no such operation", op.Action, op.Kind, op.ID)
+}
+
+func runFou(k kernel.Writer, op diff.Op, hooks Hooks) error {
+	note := func(owned bool) {
+		if hooks.FouChanged != nil {
+			hooks.FouChanged(op.Fou.Key(), owned)
+		}
+	}
+	switch op.Action {
+	case diff.Replace:
+		if err := k.DeleteFou(op.Fou); err != nil {
+			return err
+		}
+		note(false)
+		fallthrough
+	case diff.Create:
+		if err := k.AddFou(op.Fou); err != nil {
+			return err
+		}
+		note(true)
+	case diff.Delete:
+		if err := k.DeleteFou(op.Fou); err != nil {
+			return err
+		}
+		note(false)
+	}
+	return nil
+}
+
+func runLink(k kernel.Writer, op diff.Op) error {
+	l := op.Link
+	switch op.Action {
+	case diff.Delete:
+		err := k.DeleteLink(l.Name)
+		if errors.Is(err, kernel.ErrNotFound) {
+			return nil // gone already (with its parent or peer)
+		}
+		return err
+	case diff.Replace:
+		if err := k.DeleteLink(l.Name); err != nil && !errors.Is(err, kernel.ErrNotFound) {
+			return err
+		}
+		fallthrough
+	case diff.Create:
+		if op.PeerOfPair {
+			// The pair was created with the other end: mark and configure this one.
+			if err := k.SetLinkAlias(l.Name, l.Alias, true); err != nil {
+				return err
+			}
+			if l.MTU != 0 {
+				if err := k.SetLinkMTU(l.Name, l.MTU); err != nil {
+					return err
+				}
+			}
+		} else if err := k.AddLink(l); err != nil {
+			return err
+		}
+		if l.Master != "" {
+			if err := k.SetLinkMaster(l.Name, l.Master); err != nil {
+				return err
+			}
+		}
+		if l.Up {
+			return k.SetLinkUp(l.Name, true)
+		}
+		return nil
+	case diff.Update:
+		owned := l.Kind != model.KindDevice
+		for _, c := range op.Changes {
+			var err error
+			switch c.Field {
+			case "mtu":
+				err = k.SetLinkMTU(l.Name, l.MTU)
+			case "master":
+				err = k.SetLinkMaster(l.Name, l.Master)
+			case "alias":
+				err = k.SetLinkAlias(l.Name, l.Alias, owned)
+			case "state":
+				err = k.SetLinkUp(l.Name, l.Up)
+			case "owner":
+				// written with the alias
+			default:
+				err = fmt.Errorf("update link %s: cannot change %s in place", l.Name, c.Field)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%s link %s: no such operation", op.Action, l.Name)
+}

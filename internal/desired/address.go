@@ -1,0 +1,38 @@
+package desired
+
+import (
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+func (b *builder) address(link, path string, ac *addressConf) {
+	if ac.Address == nil {
+		b.errs.add(ac.Pos, path+".address", "missing; expected an address with prefix length like 10.0.0.1/24")
+		return
+	}
+	a := model.Address{Link: link, Prefix: ac.Address.P, NoPrefixRoute: ac.NoPrefixRoute, Origin: ac.Pos.String()}
+	if ac.Scope != nil {
+		a.Scope = ac.Scope.N
+	}
+	if ac.Peer != nil {
+		if ac.Peer.Default {
+			b.errs.add(ac.at("peer"), path+".peer", "expected the far end's address, not default")
+		} else if ac.Peer.P.Addr().Is4() != a.Prefix.Addr().Is4() {
+			b.errs.add(ac.at("peer"), path+".peer", "peer %s and address %s are of different families", ac.Peer.P, a.Prefix)
+		}
+		a.Peer = ac.Peer.P
+	}
+	if !a.Prefix.Addr().IsValid() || a.Prefix.Addr().IsUnspecified() {
+		b.errs.add(ac.at("address"), path+".address", "expected a unicast address, found %s", a.Prefix)
+		return
+	}
+	if a.Prefix.Addr().IsMulticast() {
+		b.errs.add(ac.at("address"), path+".address", "%s is a multicast address", a.Prefix.Addr())
+	}
+	for _, o := range b.st.Addresses {
+		if o.Link == link && o.Prefix.Addr() == a.Prefix.Addr() {
+			b.errs.add(ac.at("address"), path+".address", "%s is already on %s (declared at %s)", a.Prefix.Addr(), link, o.Origin)
+			return
+		}
+	}
+	b.st.Addresses = append(b.st.Addresses, a)
+}

@@ -1,0 +1,30 @@
+package desired
+
+import "gopkg.in/yaml.v3"
+
+// addressConf is an entry of a link's addresses: either the shorthand
+// "10.0.0.1/24" or a mapping with the address and its options.
+type addressConf struct {
+	Meta
+	Address       *IfAddr `yaml:"address"`
+	Peer          *Prefix `yaml:"peer"`
+	Scope         *Scope  `yaml:"scope"`
+	NoPrefixRoute bool    `yaml:"noprefixroute"`
+}
+
+func (a *addressConf) decodeNode(d *decoder, n *yaml.Node, path string) {
+	if n.Kind == yaml.ScalarNode {
+		a.Pos = d.pos(n)
+		a.Keys = map[string]Pos{"address": a.Pos}
+		a.Address = &IfAddr{}
+		if err := a.Address.parse(n.Value); err != nil {
+			d.fail(n, path, "%v", err)
+		}
+		return
+	}
+	// Decode the mapping form with the generic struct decoder; the alias type
+	// has no decodeNode method, which stops the recursion.
+	type plain addressConf
+	p := (*plain)(a)
+	d.decodeStructValue(n, path, p)
+}

@@ -1,0 +1,269 @@
+package desired
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The decoder maps a yaml.Node tree onto the conf structs by reflection,
+// instead of yaml.v3's own Decode, because yaml.v3 reports unknown fields
+// without a column or a field path and stops at the first type error. Users
+// fix files faster when every error names file:line:col, the path, and the
+// accepted values.
+
+// scalar is implemented by value types that parse themselves from one scalar
+// node. parse returns a description of what is accepted on failure.
+type scalar interface {
+	parse(s string) error
+}
+
+// Meta is embedded in conf structs: where the mapping is, and where each key is.
+type Meta struct {
+	Pos  Pos
+	Keys map[string]Pos
+}
+
+func (m *Meta) at(key string) Pos {
+	if p, ok := m.Keys[key]; ok {
+		return p
+	}
+	return m.Pos
+}
+
+// has reports whether the key was written in the file.
+func (m *Meta) has(key string) bool { _, ok := m.Keys[key]; return ok }
+
+var (
+	scalarType = reflect.TypeOf((*scalar)(nil)).Elem()
+	metaType   = reflect.TypeOf(Meta{})
+)
+
+type decoder struct {
+	file string
+	errs *errList
+}
+
+func (d *decoder) pos(n *yaml.Node) Pos { return Pos{d.file, n.Line, n.Column} }
+
+func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
+	d.errs.add(d.pos(n), path, format, args...)
+}
+
+func kindWord(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "nothing"
+		}
+		return fmt.Sprintf("%q", n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "something else"
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// decode fills v (addressable) from n.
+func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if v.Kind() == reflect.Pointer {
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			return
+		}
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		d.decode(n, path, v.Elem())
+		return
+	}
+	if v.Addr().Type().Implements(scalarType) {
+		if n.Kind != yaml.ScalarNode {
+			d.fail(n, path, "expected a scalar, found %s", kindWord(n))
+			return
+		}
+		if err := v.Addr().Interface().(scalar).parse(n.Value); err != nil {
+			d.fail(n, path, "%v", err)
+		}
+		return
+	}
+	if u, ok := v.Addr().Interface().(nodeDecoder); ok {
+		u.decodeNode(d, n, path)
+		return
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		d.decodeStruct(n, path, v)
+	case reflect.Map:
+		d.decodeMap(n, path, v)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.fail(n, path, "expected a list, found %s", kindWord(n))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, c := range n.Content {
+			d.decode(c, fmt.Sprintf("%s[%d]", path, i), s.Index(i))
+		}
+		v.Set(s)
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+			d.fail(n, path, "expected a string, found %s", kindWord(n))
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(n.Value)
+		if n.Kind != yaml.ScalarNode || err != nil || n.Tag == "!!str" && n.Style != 0 {
+			d.fail(n, path, "expected true or false, found %s", kindWord(n))
+			return
+		}
+		v.SetBool(b)
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint8, reflect.Uint16, reflect.Uint32:
+		d.decodeInt(n, path, v)
+	default:
+		panic(fmt.Sprintf("desired: unsupported field type %s at %s", v.Type(), path))
+	}
+}
+
+// nodeDecoder is implemented by types that accept several shapes (a scalar
+// shorthand or a mapping).
+type nodeDecoder interface {
+	decodeNode(d *decoder, n *yaml.Node, path string)
+}
+
+func (d *decoder) decodeInt(n *yaml.Node, path string, v reflect.Value) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		d.fail(n, path, "expected an integer, found %s", kindWord(n))
+		return
+	}
+	bits := v.Type().Bits()
+	if v.CanUint() {
+		u, err := strconv.ParseUint(n.Value, 0, bits)
+		if err != nil {
+			d.fail(n, path, "expected an integer from 0 to %d, found %q", uint64(1)<<bits-1, n.Value)
+			return
+		}
+		v.SetUint(u)
+		return
+	}
+	i, err := strconv.ParseInt(n.Value, 0, bits)
+	if err != nil {
+		d.fail(n, path, "expected an integer, found %q", n.Value)
+		return
+	}
+	v.SetInt(i)
+}
+
+type fieldInfo struct {
+	index []int
+	name  string
+}
+
+func fieldsOf(t reflect.Type) (map[string]fieldInfo, []string, int) {
+	fields := map[string]fieldInfo{}
+	var names []string
+	metaIdx := -1
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Type == metaType {
+			metaIdx = i
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		name := strings.Split(tag, ",")[0]
+		fields[name] = fieldInfo{f.Index, name}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return fields, names, metaIdx
+}
+
+func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, path, "expected a mapping, found %s", kindWord(n))
+		return
+	}
+	fields, names, metaIdx := fieldsOf(v.Type())
+	var m *Meta
+	if metaIdx >= 0 {
+		m = v.Field(metaIdx).Addr().Interface().(*Meta)
+		m.Pos = d.pos(n)
+		m.Keys = map[string]Pos{}
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		fp := join(path, k.Value)
+		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+			d.fail(k, path, "merge keys (<<) are not supported")
+			continue
+		}
+		if seen[k.Value] {
+			d.fail(k, fp, "key given twice")
+			continue
+		}
+		seen[k.Value] = true
+		f, ok := fields[k.Value]
+		if !ok {
+			d.fail(k, fp, "unknown key; expected one of: %s", strings.Join(names, ", "))
+			continue
+		}
+		if m != nil {
+			m.Keys[k.Value] = d.pos(val)
+		}
+		d.decode(val, fp, v.FieldByIndex(f.index))
+	}
+}
+
+func (d *decoder) decodeMap(n *yaml.Node, path string, v reflect.Value) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, path, "expected a mapping, found %s", kindWord(n))
+		return
+	}
+	if v.Type().Key().Kind() != reflect.String {
+		panic("desired: map keys must be strings")
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMap(v.Type()))
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		fp := join(path, k.Value)
+		if k.Kind != yaml.ScalarNode || k.Value == "" {
+			d.fail(k, path, "expected a name as key, found %s", kindWord(k))
+			continue
+		}
+		if v.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
+			d.fail(k, fp, "name given twice")
+			continue
+		}
+		e := reflect.New(v.Type().Elem()).Elem()
+		d.decode(val, fp, e)
+		v.SetMapIndex(reflect.ValueOf(k.Value), e)
+	}
+}
+
+// decodeStructValue decodes a mapping into the struct p points to.
+func (d *decoder) decodeStructValue(n *yaml.Node, path string, p any) {
+	d.decodeStruct(n, path, reflect.ValueOf(p).Elem())
+}

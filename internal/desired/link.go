@@ -1,0 +1,287 @@
+package desired
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// Kernel limits on link attributes.
+const (
+	minMTU          = 68 // IPv4's minimum (RFC 791)
+	maxMTU          = 65535
+	minWireGuardMTU = 1280 // IPv6's minimum: WireGuard carries IPv6, and KubeSpan refuses less
+	maxVNI          = 1<<24 - 1
+	// defaultVXLANPort is the IANA port. The kernel's default (8472) is the
+	// pre-standard Linux one; the file defaults to what peers expect.
+	defaultVXLANPort = 4789
+)
+
+func (b *builder) link(name string, lc *linkConf) {
+	path := "links." + name
+	l := &model.Link{Name: name, Kind: lc.Kind, MTU: lc.MTU, Up: true, Master: lc.Master, Alias: lc.Alias, Adopt: lc.Adopt, Origin: lc.Pos.String()}
+	if !validIfname(name) {
+		b.errs.add(lc.Pos, path, "not a valid interface name: 1 to 15 characters, none of '/', ':' or white space")
+	}
+	switch {
+	case !lc.has("kind"):
+		b.errs.add(lc.Pos, path+".kind", "missing; expected one of: %s", strings.Join(model.Kinds, ", "))
+	case !contains(model.Kinds, lc.Kind):
+		b.errs.add(lc.at("kind"), path+".kind", "unknown kind %q; expected one of: %s", lc.Kind, strings.Join(model.Kinds, ", "))
+	}
+	if lc.has("mtu") {
+		lo := minMTU
+		if lc.Kind == model.KindWireGuard {
+			lo = minWireGuardMTU
+		}
+		if lc.MTU < lo || lc.MTU > maxMTU {
+			b.errs.add(lc.at("mtu"), path+".mtu", "expected an MTU from %d to %d for a %s link, found %d", lo, maxMTU, lc.Kind, lc.MTU)
+		}
+	}
+	switch lc.State {
+	case "", "up":
+	case "down":
+		l.Up = false
+	default:
+		b.errs.add(lc.at("state"), path+".state", "expected up or down, found %q", lc.State)
+	}
+	if lc.Alias != "" && strings.HasPrefix(lc.Alias, model.LinkMarker) {
+		b.errs.add(lc.at("alias"), path+".alias", "must not start with %q: that word marks links netreconcile owns", model.LinkMarker)
+	}
+	if lc.Adopt && lc.Kind == model.KindDevice {
+		b.errs.add(lc.at("adopt"), path+".adopt", "a device link is never owned; adopt applies to kinds netreconcile creates")
+	}
+	if lc.Master != "" {
+		if ml, ok := b.links[lc.Master]; !ok {
+			b.errs.add(lc.at("master"), path+".master", "link %q is not declared; declare it (kind bridge, or kind device for an existing bridge)", lc.Master)
+		} else if ml.Kind != model.KindBridge && ml.Kind != model.KindDevice {
+			b.errs.add(lc.at("master"), path+".master", "link %q is a %s; a master must be a bridge", lc.Master, ml.Kind)
+		} else if lc.Master == name {
+			b.errs.add(lc.at("master"), path+".master", "a link cannot be its own master")
+		}
+	}
+	b.kindBlock(name, lc, l)
+	for i, ac := range lc.Addresses {
+		b.address(name, fmt.Sprintf("%s.addresses[%d]", path, i), ac)
+	}
+	b.st.Links[name] = l
+}
+
+// kindBlock checks that only the block matching the kind is present and converts it.
+func (b *builder) kindBlock(name string, lc *linkConf, l *model.Link) {
+	path := "links." + name
+	blocks := map[string]bool{"veth": lc.Veth != nil, "vxlan": lc.VXLAN != nil, "ipvlan": lc.IPVlan != nil, "ipip": lc.IPIP != nil, "ip6tnl": lc.IP6Tnl != nil, "wireguard": lc.WireGuard != nil}
+	for blk, present := range blocks {
+		if present && blk != lc.Kind {
+			b.errs.add(lc.at(blk), path+"."+blk, "a %q block belongs to kind %s, but this link is kind %q", blk, blk, lc.Kind)
+		}
+	}
+	need := func(blk string) bool {
+		if !blocks[blk] {
+			b.errs.add(lc.Pos, path+"."+blk, "missing; a %s link needs a %q block", blk, blk)
+			return false
+		}
+		return true
+	}
+	switch lc.Kind {
+	case model.KindVeth:
+		if need("veth") {
+			b.veth(name, lc.Veth, l)
+		}
+	case model.KindVXLAN:
+		if need("vxlan") {
+			b.vxlan(path+".vxlan", lc.VXLAN, l)
+		}
+	case model.KindIPVlan:
+		if need("ipvlan") {
+			b.ipvlan(path+".ipvlan", lc.IPVlan, l)
+		}
+	case model.KindIPIP:
+		if need("ipip") {
+			b.tunnel(path+".ipip", lc.IPIP, l, false)
+		}
+	case model.KindIP6Tnl:
+		if need("ip6tnl") {
+			b.tunnel(path+".ip6tnl", lc.IP6Tnl, l, true)
+		}
+	case model.KindWireGuard:
+		wc := lc.WireGuard
+		if wc == nil {
+			wc = &wireguardConf{}
+		}
+		b.wireguard(path+".wireguard", wc, l)
+	}
+}
+
+func (b *builder) veth(name string, vc *vethConf, l *model.Link) {
+	path := "links." + name + ".veth"
+	l.Veth = &model.Veth{Peer: vc.Peer, PeerNetNS: vc.PeerNetNS}
+	switch {
+	case vc.Peer == "":
+		b.errs.add(vc.Pos, path+".peer", "missing; expected the name of the other end")
+	case !validIfname(vc.Peer):
+		b.errs.add(vc.at("peer"), path+".peer", "not a valid interface name")
+	case vc.Peer == name:
+		b.errs.add(vc.at("peer"), path+".peer", "a veth cannot be its own peer")
+	}
+	if pc, ok := b.links[vc.Peer]; ok && vc.PeerNetNS == "" {
+		if pc.Kind != model.KindVeth || pc.Veth == nil || pc.Veth.Peer != name {
+			b.errs.add(vc.at("peer"), path+".peer", "link %q is declared too but is not a veth whose peer is %q", vc.Peer, name)
+		}
+	}
+	if vc.PeerNetNS != "" && !validNetnsName(vc.PeerNetNS) {
+		b.errs.add(vc.at("peer-netns"), path+".peer-netns", "expected a network namespace name as in /run/netns, found %q", vc.PeerNetNS)
+	}
+}
+
+func validNetnsName(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\x00") && len(s) < 256
+}
+
+func (b *builder) vxlan(path string, vc *vxlanConf, l *model.Link) {
+	v := &model.VXLAN{ID: vc.ID, Port: defaultVXLANPort, Dev: vc.Dev, TTL: vc.TTL, Learning: true}
+	if !vc.has("id") {
+		b.errs.add(vc.Pos, path+".id", "missing; expected a VXLAN network identifier from 0 to %d", maxVNI)
+	} else if vc.ID > maxVNI {
+		b.errs.add(vc.at("id"), path+".id", "expected a VXLAN network identifier from 0 to %d, found %d", maxVNI, vc.ID)
+	}
+	if vc.has("port") {
+		v.Port = vc.Port
+		if vc.Port == 0 {
+			b.errs.add(vc.at("port"), path+".port", "expected a UDP port from 1 to 65535")
+		}
+	}
+	if vc.Learning != nil {
+		v.Learning = *vc.Learning
+	}
+	if vc.Local != nil {
+		v.Local = vc.Local.A
+	}
+	switch {
+	case vc.Remote != nil && vc.Group != nil:
+		b.errs.add(vc.at("group"), path+".group", "give either remote (unicast) or group (multicast), not both")
+	case vc.Remote != nil:
+		v.Remote = vc.Remote.A
+		if v.Remote.IsMulticast() {
+			b.errs.add(vc.at("remote"), path+".remote", "%s is a multicast address; use group", v.Remote)
+		}
+	case vc.Group != nil:
+		v.Remote = vc.Group.A
+		if !v.Remote.IsMulticast() {
+			b.errs.add(vc.at("group"), path+".group", "expected a multicast address, found %s", v.Remote)
+		}
+		if vc.Dev == "" {
+			b.errs.add(vc.at("group"), path+".dev", "a multicast group needs dev, the link to join it on")
+		}
+	}
+	if v.Local.IsValid() && v.Remote.IsValid() && v.Local.Is4() != v.Remote.Is4() {
+		b.errs.add(vc.at("local"), path+".local", "local %s and remote %s are of different families", v.Local, v.Remote)
+	}
+	if vc.Dev != "" && !b.declared(vc.Dev) {
+		b.errs.add(vc.at("dev"), path+".dev", "link %q is not declared; declare it (kind device for an existing NIC)", vc.Dev)
+	}
+	l.VXLAN = v
+}
+
+func (b *builder) ipvlan(path string, ic *ipvlanConf, l *model.Link) {
+	v := &model.IPVlan{Parent: ic.Parent, Mode: model.IPVlanL2}
+	switch ic.Mode {
+	case "":
+	case model.IPVlanL2, model.IPVlanL3, model.IPVlanL3S:
+		v.Mode = ic.Mode
+	default:
+		b.errs.add(ic.at("mode"), path+".mode", "expected l2, l3 or l3s, found %q", ic.Mode)
+	}
+	switch {
+	case ic.Parent == "":
+		b.errs.add(ic.Pos, path+".parent", "missing; expected the link the ipvlan sits on")
+	case !b.declared(ic.Parent):
+		b.errs.add(ic.at("parent"), path+".parent", "link %q is not declared; declare it (kind device for an existing NIC)", ic.Parent)
+	case b.links[ic.Parent].Kind == model.KindIPVlan:
+		b.errs.add(ic.at("parent"), path+".parent", "link %q is an ipvlan; the parent must be a real or virtual ethernet link", ic.Parent)
+	}
+	l.IPVlan = v
+}
+
+func (b *builder) tunnel(path string, tc *tunnelConf, l *model.Link, v6 bool) {
+	t := &model.Tunnel{External: tc.External, Mode: "ipip"}
+	if v6 {
+		t.Mode = "ip6ip6"
+		switch tc.Mode {
+		case "":
+		case "ip6ip6", "ipip6", "any":
+			t.Mode = tc.Mode
+		default:
+			b.errs.add(tc.at("mode"), path+".mode", "expected ip6ip6, ipip6 or any, found %q", tc.Mode)
+		}
+	} else if tc.Mode != "" && tc.Mode != "ipip" {
+		b.errs.add(tc.at("mode"), path+".mode", "an ipip link has only mode ipip; found %q", tc.Mode)
+	}
+	if tc.TTL != nil {
+		t.TTL = *tc.TTL
+	}
+	famOK := func(key string, a *Addr) netip.Addr {
+		if a == nil {
+			return netip.Addr{}
+		}
+		if a.A.Is6() != v6 {
+			want := "an IPv4"
+			if v6 {
+				want = "an IPv6"
+			}
+			b.errs.add(tc.at(key), path+"."+key, "expected %s address for a %s link, found %s", want, l.Kind, a.A)
+		}
+		return a.A
+	}
+	t.Local, t.Remote = famOK("local", tc.Local), famOK("remote", tc.Remote)
+	if tc.External {
+		for _, k := range []string{"local", "remote", "encap", "ttl"} {
+			if tc.has(k) {
+				b.errs.add(tc.at(k), path+"."+k, "a flow-based (external) tunnel takes no %s: each packet carries its own", k)
+			}
+		}
+	}
+	if ec := tc.Encap; ec != nil {
+		e := &model.Encap{Type: ec.Type, Dport: ec.Dport}
+		switch ec.Type {
+		case "fou", "gue":
+		case "":
+			b.errs.add(ec.Pos, path+".encap.type", "missing; expected fou or gue")
+		default:
+			b.errs.add(ec.at("type"), path+".encap.type", "expected fou or gue, found %q", ec.Type)
+		}
+		if ec.Dport == 0 {
+			b.errs.add(ec.at("dport"), path+".encap.dport", "missing; expected the FoU port of the far end (1-65535)")
+		}
+		if ec.Sport != nil && !ec.Sport.Auto {
+			e.Sport = ec.Sport.Port
+		}
+		t.Encap = e
+	}
+	l.Tunnel = t
+}
+
+func (b *builder) wireguard(path string, wc *wireguardConf, l *model.Link) {
+	w := &model.WireGuard{PrivateKeyFile: wc.PrivateKeyFile, ListenPort: wc.ListenPort, Userspace: wc.Userspace}
+	if wc.ListenPort < 0 || wc.ListenPort > 65535 {
+		b.errs.add(wc.at("listen-port"), path+".listen-port", "expected a UDP port from 0 (random) to 65535, found %d", wc.ListenPort)
+	}
+	if wc.FwMark != nil {
+		if wc.FwMark.HasMask {
+			b.errs.add(wc.at("fwmark"), path+".fwmark", "WireGuard sets a whole mark; a mask is not accepted")
+		}
+		w.FwMark = wc.FwMark.Value
+	}
+	l.WireGuard = w
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,139 @@
+package desired
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+func (b *builder) route(i int, rc *routeConf) {
+	path := fmt.Sprintf("routes[%d]", i)
+	if rc.To == nil {
+		b.errs.add(rc.Pos, path+".to", "missing; expected a destination prefix like 10.0.0.0/24 or default")
+		return
+	}
+	typ := model.RouteUnicast
+	if rc.Type != "" {
+		t, ok := model.RouteTypeNames[rc.Type]
+		if !ok {
+			b.errs.add(rc.at("type"), path+".type", "expected one of: %s; found %q", strings.Join(routeTypeWords(), ", "), rc.Type)
+			return
+		}
+		typ = t
+	}
+	// The family comes from the destination; "default" takes it from via, or
+	// from family (ipv4 unless told otherwise), which may also ask for both.
+	var fams []bool // true = IPv6
+	switch {
+	case !rc.To.Default:
+		fams = []bool{rc.To.P.Addr().Is6()}
+		if rc.Family != nil && (rc.Family.V4 && rc.Family.V6 || rc.Family.V6 != fams[0]) {
+			b.errs.add(rc.at("family"), path+".family", "does not match the destination %s", rc.To.P)
+		}
+	case rc.Family != nil:
+		if rc.Family.V4 {
+			fams = append(fams, false)
+		}
+		if rc.Family.V6 {
+			fams = append(fams, true)
+		}
+	case rc.Via != nil:
+		fams = []bool{rc.Via.A.Is6()}
+	default:
+		fams = []bool{false}
+	}
+	for _, v6 := range fams {
+		r := model.Route{Table: model.TableMain, Type: typ, Dev: rc.Dev, Metric: rc.Metric, TOS: int(rc.TOS), OnLink: rc.OnLink, MTU: rc.MTU, Origin: rc.Pos.String()}
+		if rc.To.Default {
+			r.Dst = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+			if v6 {
+				r.Dst = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+			}
+		} else {
+			r.Dst = rc.To.P
+		}
+		if rc.Table != nil {
+			r.Table = rc.Table.N
+		}
+		if rc.Via != nil {
+			r.Gateway = rc.Via.A
+			if r.Gateway.Is4() && v6 {
+				b.errs.add(rc.at("via"), path+".via", "gateway %s is not of the destination's family (%s)", r.Gateway, familyWord(v6))
+				continue
+			}
+			if r.Gateway.Is6() && !v6 {
+				// An IPv6 next hop for an IPv4 route (RFC 5549) needs RTA_VIA, which we do not write yet.
+				b.errs.add(rc.at("via"), path+".via", "an IPv6 gateway for an IPv4 route is not supported; use an IPv4 gateway")
+				continue
+			}
+		}
+		if rc.Src != nil {
+			r.Src = rc.Src.A
+			if r.Src.Is6() != v6 {
+				b.errs.add(rc.at("src"), path+".src", "source %s is not of the destination's family (%s)", r.Src, familyWord(v6))
+			}
+		}
+		if rc.MTU < 0 || rc.MTU > 65535 || (rc.MTU != 0 && rc.MTU < minMTU) {
+			b.errs.add(rc.at("mtu"), path+".mtu", "expected a route MTU from %d to 65535, found %d", minMTU, rc.MTU)
+		}
+		if rc.Metric < 0 {
+			b.errs.add(rc.at("metric"), path+".metric", "expected a metric from 0 to 4294967295, found %d", rc.Metric)
+		}
+		// The kernel stores IPv6 metric 0 as 1024: normalise so the diff compares like with like.
+		if v6 && r.Metric == 0 {
+			r.Metric = model.IPv6DefaultMetric
+		}
+		switch {
+		case rc.Scope != nil:
+			r.Scope = rc.Scope.N
+		case v6:
+			// IPv6 routes have no scope: the kernel reports universe whatever is sent.
+		case typ == model.RouteLocal:
+			r.Scope = model.ScopeHost
+		case typ == model.RouteUnicast && rc.Via == nil:
+			// What `ip route add ... dev X` does: a route without a gateway is on-link.
+			r.Scope = model.ScopeLink
+		}
+		if typ == model.RouteUnicast || typ == model.RouteLocal {
+			if rc.Dev == "" && rc.Via == nil {
+				b.errs.add(rc.Pos, path, "a %s route needs via, dev or both", model.RouteTypeName(typ))
+				continue
+			}
+		} else if rc.Dev != "" || rc.Via != nil {
+			b.errs.add(rc.Pos, path, "a %s route takes neither via nor dev", rc.Type)
+			continue
+		}
+		if rc.OnLink && rc.Via == nil {
+			b.errs.add(rc.at("onlink"), path+".onlink", "onlink applies to a gateway; give via")
+		}
+		if rc.Dev != "" && !b.declared(rc.Dev) {
+			b.errs.add(rc.at("dev"), path+".dev", "link %q is not declared; declare it (kind device for an existing NIC)", rc.Dev)
+			continue
+		}
+		if prev, dup := b.routeAt[r.Key()]; dup {
+			b.errs.add(rc.Pos, path, "route %s is declared twice (first at %s); a route is identified by table, destination, tos and metric", r.Key(), prev)
+			continue
+		}
+		b.routeAt[r.Key()] = rc.Pos
+		b.st.Routes = append(b.st.Routes, r)
+	}
+}
+
+func familyWord(v6 bool) string {
+	if v6 {
+		return "IPv6"
+	}
+	return "IPv4"
+}
+
+func routeTypeWords() []string {
+	var ws []string
+	for w := range model.RouteTypeNames {
+		ws = append(ws, w)
+	}
+	sort.Strings(ws)
+	return ws
+}

@@ -1,0 +1,104 @@
+package desired
+
+import (
+	"fmt"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+func (b *builder) rule(i int, rc *ruleConf) {
+	path := fmt.Sprintf("rules[%d]", i)
+	if rc.Priority == nil {
+		// The kernel would pick one, and the rule's identity would then depend on
+		// what else is in the list: refuse rather than guess.
+		b.errs.add(rc.Pos, path+".priority", "missing; expected a rule priority from 1 to 32765 or 32768 to 4294967295")
+		return
+	}
+	prio := *rc.Priority
+	for _, r := range model.ReservedRulePriorities {
+		if prio == r {
+			b.errs.add(rc.at("priority"), path+".priority", "priority %d belongs to the kernel's default rules (0 local, 32766 main, 32767 default); choose another", prio)
+			return
+		}
+	}
+	if prio < 0 || prio > 1<<32-1 {
+		b.errs.add(rc.at("priority"), path+".priority", "expected a rule priority from 1 to 4294967295, found %d", prio)
+		return
+	}
+	action := model.RuleLookup
+	if rc.Action != "" {
+		a, ok := model.RuleActionNames[rc.Action]
+		if !ok {
+			b.errs.add(rc.at("action"), path+".action", "expected lookup, blackhole, unreachable or prohibit; found %q", rc.Action)
+			return
+		}
+		action = a
+	}
+	r := model.Rule{Priority: prio, Action: action, IIF: rc.IIF, OIF: rc.OIF, Invert: rc.Not, SuppressPrefixLen: -1, Origin: rc.Pos.String()}
+	switch {
+	case action == model.RuleLookup && rc.Table == nil:
+		b.errs.add(rc.Pos, path+".table", "missing; a lookup rule needs the table to look up")
+		return
+	case action == model.RuleLookup:
+		r.Table = rc.Table.N
+	case rc.Table != nil:
+		b.errs.add(rc.at("table"), path+".table", "a %s rule takes no table", rc.Action)
+	}
+	if rc.FwMark != nil {
+		r.FwMark, r.FwMask = rc.FwMark.Value, 0xffffffff
+		if rc.FwMark.HasMask {
+			r.FwMask = rc.FwMark.Mask
+		}
+	}
+	if rc.SuppressPrefixLen != nil {
+		if *rc.SuppressPrefixLen < 0 || *rc.SuppressPrefixLen > 128 {
+			b.errs.add(rc.at("suppress-prefixlength"), path+".suppress-prefixlength", "expected 0 to 128, found %d", *rc.SuppressPrefixLen)
+		}
+		r.SuppressPrefixLen = *rc.SuppressPrefixLen
+	}
+	// Family: from the prefixes when given, else from family, else both.
+	v4, v6 := true, true
+	for _, p := range []struct {
+		key string
+		p   *Prefix
+	}{{"from", rc.From}, {"to", rc.To}} {
+		if p.p == nil || p.p.Default {
+			continue
+		}
+		if p.p.P.Addr().Is4() {
+			v6 = false
+		} else {
+			v4 = false
+		}
+	}
+	if !v4 && !v6 {
+		b.errs.add(rc.at("to"), path+".to", "from and to are of different families")
+		return
+	}
+	if rc.Family != nil {
+		if (rc.Family.V4 && !v4) || (rc.Family.V6 && !v6) {
+			b.errs.add(rc.at("family"), path+".family", "does not match the family of from/to")
+			return
+		}
+		v4, v6 = rc.Family.V4, rc.Family.V6
+	}
+	for _, fam6 := range []bool{false, true} {
+		if fam6 && !v6 || !fam6 && !v4 {
+			continue
+		}
+		x := r
+		x.IPv6 = fam6
+		if rc.From != nil && !rc.From.Default {
+			x.From = rc.From.P
+		}
+		if rc.To != nil && !rc.To.Default {
+			x.To = rc.To.P
+		}
+		if prev, dup := b.ruleAt[x.Key()]; dup {
+			b.errs.add(rc.Pos, path, "rule %s is declared twice (first at %s)", x.Key(), prev)
+			continue
+		}
+		b.ruleAt[x.Key()] = rc.Pos
+		b.st.Rules = append(b.st.Rules, x)
+	}
+}

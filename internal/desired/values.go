@@ -1,0 +1,165 @@
+package desired
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// Prefix is a CIDR prefix; "default" means 0.0.0.0/0 or ::/0 (family from context).
+type Prefix struct {
+	P       netip.Prefix
+	Default bool
+}
+
+func (p *Prefix) parse(s string) error {
+	if s == "default" || s == "all" {
+		p.Default = true
+		return nil
+	}
+	q, err := netip.ParsePrefix(s)
+	if err != nil {
+		a, aerr := netip.ParseAddr(s)
+		if aerr != nil || a.Zone() != "" {
+			return fmt.Errorf("expected a CIDR prefix like 10.0.0.0/24 or fd00::/64 (or \"default\"), found %q", s)
+		}
+		q = netip.PrefixFrom(a, a.BitLen())
+	}
+	if q.Masked() != q {
+		return fmt.Errorf("%q has host bits set; the prefix is %s", s, q.Masked())
+	}
+	p.P = q
+	return nil
+}
+
+// Interface address: the address with the subnet's prefix length (host bits allowed).
+type IfAddr struct{ P netip.Prefix }
+
+func (p *IfAddr) parse(s string) error {
+	q, err := netip.ParsePrefix(s)
+	if err != nil {
+		a, aerr := netip.ParseAddr(s)
+		if aerr != nil {
+			return fmt.Errorf("expected an address with prefix length like 10.0.0.1/24, found %q", s)
+		}
+		q = netip.PrefixFrom(a, a.BitLen())
+	}
+	p.P = q
+	return nil
+}
+
+// Addr is a single IP address.
+type Addr struct{ A netip.Addr }
+
+func (a *Addr) parse(s string) error {
+	v, err := netip.ParseAddr(s)
+	if err != nil || v.Zone() != "" {
+		return fmt.Errorf("expected an IP address like 192.0.2.1 or 2001:db8::1, found %q", s)
+	}
+	a.A = v.Unmap()
+	return nil
+}
+
+// Mark is a firewall mark with an optional mask: "0x40", "0x40/0x60", 64.
+type Mark struct {
+	Value, Mask uint32
+	HasMask     bool
+}
+
+func (m *Mark) parse(s string) error {
+	v, mask, hasMask := strings.Cut(s, "/")
+	bad := fmt.Errorf("expected a mark like 0x40 or 0x40/0x60 (32-bit numbers), found %q", s)
+	x, err := strconv.ParseUint(strings.TrimSpace(v), 0, 32)
+	if err != nil {
+		return bad
+	}
+	m.Value = uint32(x)
+	if hasMask {
+		y, err := strconv.ParseUint(strings.TrimSpace(mask), 0, 32)
+		if err != nil {
+			return bad
+		}
+		m.Mask, m.HasMask = uint32(y), true
+	}
+	return nil
+}
+
+// Table is a routing table: a number from 1 to 2^32-1 or main/local/default.
+type Table struct{ N int }
+
+func (t *Table) parse(s string) error {
+	if n, ok := model.TableNames[s]; ok {
+		t.N = n
+		return nil
+	}
+	n, err := strconv.ParseUint(s, 0, 32)
+	if err != nil || n == 0 {
+		return fmt.Errorf("expected a table number from 1 to 4294967295 or main, local, default; found %q", s)
+	}
+	t.N = int(n)
+	return nil
+}
+
+// Duration is a Go duration string such as 30s or 5m.
+type Duration struct{ D time.Duration }
+
+func (d *Duration) parse(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return fmt.Errorf("expected a duration like 30s, 5m or 1h30m, found %q", s)
+	}
+	d.D = v
+	return nil
+}
+
+// Sport is a FoU source port: a number or "auto".
+type Sport struct {
+	Port uint16
+	Auto bool
+}
+
+func (p *Sport) parse(s string) error {
+	if s == "auto" {
+		p.Auto = true
+		return nil
+	}
+	n, err := strconv.ParseUint(s, 0, 16)
+	if err != nil || n == 0 {
+		return errors.New(`expected a UDP port from 1 to 65535 or "auto", found ` + strconv.Quote(s))
+	}
+	p.Port = uint16(n)
+	return nil
+}
+
+// Scope is an address or route scope.
+type Scope struct{ N int }
+
+func (sc *Scope) parse(s string) error {
+	if n, ok := model.ScopeNames[s]; ok {
+		sc.N = n
+		return nil
+	}
+	return fmt.Errorf("expected one of global, site, link, host, nowhere; found %q", s)
+}
+
+// Family is ipv4, ipv6 or both.
+type Family struct{ V4, V6 bool }
+
+func (f *Family) parse(s string) error {
+	switch s {
+	case "ipv4", "inet", "4":
+		f.V4 = true
+	case "ipv6", "inet6", "6":
+		f.V6 = true
+	case "both", "all":
+		f.V4, f.V6 = true, true
+	default:
+		return fmt.Errorf("expected ipv4, ipv6 or both, found %q", s)
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package diff
+
+import (
+	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// addresses: an address on a link netreconcile owns is its to prune; on a
+// device link only the file's addresses are touched, and none is deleted
+// (the kernel records no owner for an address before Linux 6.3).
+func (c *computer) addresses() {
+	have := map[model.AddressKey]*model.Address{}
+	for i := range c.a.Addresses {
+		a := &c.a.Addresses[i]
+		if c.recreated[a.Link] {
+			continue
+		}
+		have[a.Key()] = a
+	}
+	want := map[model.AddressKey]bool{}
+	for i := range c.d.Addresses {
+		w := &c.d.Addresses[i]
+		want[w.Key()] = true
+		h, ok := have[w.Key()]
+		switch {
+		case !ok:
+			c.add(Op{Action: Create, Kind: KindAddress, ID: w.Key().String(), Summary: addressSummary(w), Address: w})
+		default:
+			if ch := addressChanges(w, h); len(ch) > 0 {
+				// The kernel keeps scope and peer at creation: NLM_F_REPLACE
+				// on an address only refreshes lifetimes.
+				c.add(Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h})
+			}
+		}
+	}
+	for i := range c.a.Addresses {
+		h := &c.a.Addresses[i]
+		if want[h.Key()] || c.recreated[h.Link] {
+			continue
+		}
+		// IPv6 link-local addresses are the kernel's (addrconf makes them
+		// with the same flags as a user's): never pruned.
+		if h.Prefix.Addr().Is6() && h.Prefix.Addr().IsLinkLocalUnicast() {
+			continue
+		}
+		l, ok := c.a.Links[h.Link]
+		if !ok || !l.Owned {
+			continue
+		}
+		if _, stays := c.d.Links[h.Link]; !stays {
+			continue // the link goes, its addresses with it
+		}
+		c.del(Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Address: h})
+	}
+}
+
+func addressChanges(w, h *model.Address) []Change {
+	var ch []Change
+	if w.Scope != h.Scope {
+		ch = append(ch, Change{"scope", model.ScopeName(h.Scope), model.ScopeName(w.Scope)})
+	}
+	if w.Peer != h.Peer {
+		ch = append(ch, Change{"peer", prefixStr(h.Peer), prefixStr(w.Peer)})
+	}
+	if w.NoPrefixRoute != h.NoPrefixRoute {
+		ch = append(ch, Change{"noprefixroute", boolStr(h.NoPrefixRoute), boolStr(w.NoPrefixRoute)})
+	}
+	return ch
+}
+
+// addressSummary lists what an address has beyond its identity.
+func addressSummary(a *model.Address) string {
+	var parts []string
+	if a.Peer.IsValid() {
+		parts = append(parts, "peer "+a.Peer.String())
+	}
+	if a.Scope != model.ScopeUniverse {
+		parts = append(parts, "scope "+model.ScopeName(a.Scope))
+	}
+	if a.NoPrefixRoute {
+		parts = append(parts, "noprefixroute")
+	}
+	return strings.Join(parts, " ")
+}

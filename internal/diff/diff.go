@@ -1,0 +1,62 @@
+package diff
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// Conflicts lists objects the file names that the kernel holds in a way
+// netreconcile may not change: a foreign link without adopt, a device link
+// that does not exist, a link of another kind that is not ours.
+type Conflicts []string
+
+func (c Conflicts) Error() string {
+	return fmt.Sprintf("%d conflict(s) with the kernel's state:\n  %s", len(c), strings.Join(c, "\n  "))
+}
+
+// Compute returns the plan that turns actual into desired. Only objects that
+// actual marks as ours (Owned links, routes and rules of desired.Protocol,
+// owned FoU ports) are ever deleted or replaced.
+//
+// The order of operations, and why:
+//  1. links are created, replaced and updated, parents and masters first,
+//     because addresses, routes and slaves need their link;
+//  2. FoU ports, then addresses, then routes, then rules are added or
+//     changed: a route's device must be up and its source address present,
+//     and a rule should only send traffic to a table that is filled;
+//  3. stale rules, routes, addresses and FoU ports are deleted after their
+//     replacements exist, so traffic never falls into a gap;
+//  4. stale links are deleted last, children before parents.
+func Compute(desired, actual *model.State) (*Plan, error) {
+	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}}
+	c.links()
+	c.fou()
+	c.addresses()
+	c.routes()
+	c.rules()
+	c.plan.Ops = append(c.plan.Ops, c.deletes...)
+	c.plan.Ops = append(c.plan.Ops, c.linkDeletes...)
+	if len(c.conflicts) > 0 {
+		return c.plan, c.conflicts
+	}
+	return c.plan, nil
+}
+
+type computer struct {
+	d, a        *model.State
+	plan        *Plan
+	deletes     []Op // rules, routes, addresses, fou: appended after every create
+	linkDeletes []Op
+	conflicts   Conflicts
+	// recreated names links that are created or replaced by this plan: the
+	// kernel holds none of their addresses or routes afterwards.
+	recreated map[string]bool
+}
+
+func (c *computer) add(op Op) { c.plan.Ops = append(c.plan.Ops, op) }
+func (c *computer) del(op Op) { c.deletes = append(c.deletes, op) }
+func (c *computer) conflict(format string, args ...any) {
+	c.conflicts = append(c.conflicts, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,78 @@
+package diff
+
+import (
+	"strconv"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// routes: the actual state holds only routes of our protocol (the stage that
+// reads the kernel filters them), so everything unmatched there is ours to
+// delete. A create that meets a foreign route with the same key fails in the
+// apply stage (NLM_F_EXCL) instead of silently taking it over.
+func (c *computer) routes() {
+	have := make(map[model.RouteKey]*model.Route, len(c.a.Routes))
+	for i := range c.a.Routes {
+		r := &c.a.Routes[i]
+		if r.Protocol != c.d.Protocol || (r.Dev != "" && c.recreated[r.Dev]) {
+			continue
+		}
+		have[r.Key()] = r
+	}
+	want := make(map[model.RouteKey]bool, len(c.d.Routes))
+	for i := range c.d.Routes {
+		w := &c.d.Routes[i]
+		k := w.Key()
+		want[k] = true
+		h, ok := have[k]
+		if !ok {
+			c.add(Op{Action: Create, Kind: KindRoute, ID: k.String(), Summary: w.Attrs(), Route: w})
+			continue
+		}
+		if ch := routeChanges(w, h); len(ch) > 0 {
+			c.add(Op{Action: Update, Kind: KindRoute, ID: k.String(), Changes: ch, Route: w})
+		}
+	}
+	for i := range c.a.Routes {
+		h := &c.a.Routes[i]
+		if h.Protocol != c.d.Protocol || want[h.Key()] || c.recreated[h.Dev] {
+			continue
+		}
+		if h.Dev != "" {
+			if _, stays := c.d.Links[h.Dev]; !stays {
+				if l, ok := c.a.Links[h.Dev]; ok && l.Owned {
+					continue // deleted with its link
+				}
+			}
+		}
+		c.del(Op{Action: Delete, Kind: KindRoute, ID: h.Key().String(), Summary: h.Attrs(), Route: h})
+	}
+}
+
+func routeChanges(w, h *model.Route) []Change {
+	var ch []Change
+	if w.Type != h.Type {
+		ch = append(ch, Change{"type", model.RouteTypeName(h.Type), model.RouteTypeName(w.Type)})
+	}
+	if w.Gateway != h.Gateway {
+		ch = append(ch, Change{"via", addrStr(h.Gateway), addrStr(w.Gateway)})
+	}
+	// Without a dev the kernel picks the gateway's link: only a dev the file
+	// names is compared.
+	if w.Dev != "" && w.Dev != h.Dev {
+		ch = append(ch, Change{"dev", orNone(h.Dev), orNone(w.Dev)})
+	}
+	if w.Src != h.Src {
+		ch = append(ch, Change{"src", addrStr(h.Src), addrStr(w.Src)})
+	}
+	if w.Scope != h.Scope {
+		ch = append(ch, Change{"scope", model.ScopeName(h.Scope), model.ScopeName(w.Scope)})
+	}
+	if w.OnLink != h.OnLink {
+		ch = append(ch, Change{"onlink", boolStr(h.OnLink), boolStr(w.OnLink)})
+	}
+	if w.MTU != h.MTU {
+		ch = append(ch, Change{"mtu", strconv.Itoa(h.MTU), strconv.Itoa(w.MTU)})
+	}
+	return ch
+}

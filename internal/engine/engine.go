@@ -1,0 +1,52 @@
+// Package engine runs one reconcile pass: read the kernel, diff against the
+// desired state, apply. The command line and the daemon share it.
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/netreconcile/netreconcile/internal/actual"
+	"github.com/netreconcile/netreconcile/internal/apply"
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/ledger"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// Engine reconciles one network namespace.
+type Engine struct {
+	Kernel kernel.Interface
+	Ledger *ledger.Ledger
+}
+
+// Actual reads the kernel state relevant to desired's protocol.
+func (e *Engine) Actual(protocol int, all bool) (*model.State, error) {
+	return actual.Read(e.Kernel, actual.Options{Protocol: protocol, AllRoutes: all, OwnedFou: e.Ledger.Fou})
+}
+
+// Plan reads the kernel and computes the plan to reach desired. A non-nil
+// plan may come with a diff.Conflicts error: the conflicting objects are left
+// out of it.
+func (e *Engine) Plan(desired *model.State) (*diff.Plan, error) {
+	act, err := e.Actual(desired.Protocol, false)
+	if err != nil {
+		return nil, fmt.Errorf("read kernel state: %w", err)
+	}
+	return diff.Compute(desired, act)
+}
+
+// Apply executes a plan and records what the ledger must remember.
+func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, error) {
+	dirty := false
+	res := apply.Apply(ctx, e.Kernel, plan, apply.Hooks{FouChanged: func(k model.FouKey, owned bool) {
+		e.Ledger.SetFou(k, owned)
+		dirty = true
+	}})
+	if dirty {
+		if err := e.Ledger.Save(); err != nil {
+			return res, fmt.Errorf("save ownership ledger: %w", err)
+		}
+	}
+	return res, nil
+}

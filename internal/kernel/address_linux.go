@@ -1,0 +1,74 @@
+package kernel
+
+import (
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// Addresses lists every address but those the kernel or SLAAC made (IPv6
+// addresses without IFA_F_PERMANENT: link-local and autoconfigured ones).
+func (k *Netlink) Addresses() ([]model.Address, error) {
+	var as []netlink.Addr
+	if err := retry("addresses", func() (err error) { as, err = k.h.AddrList(nil, netlink.FAMILY_ALL); return }); err != nil {
+		return nil, err
+	}
+	out := make([]model.Address, 0, len(as))
+	for _, a := range as {
+		p := toPrefix(a.IPNet)
+		if p.Addr().Is6() && a.Flags&unix.IFA_F_PERMANENT == 0 {
+			continue
+		}
+		m := model.Address{Link: k.name(a.LinkIndex), Prefix: p, Scope: a.Scope, NoPrefixRoute: a.Flags&unix.IFA_F_NOPREFIXROUTE != 0}
+		if a.Peer != nil {
+			m.Peer = toPrefix(a.Peer)
+		}
+		out = append(out, m)
+	}
+	model.SortAddresses(out)
+	return out, nil
+}
+
+func (k *Netlink) addr(a *model.Address) (netlink.Link, *netlink.Addr, error) {
+	ref, err := k.linkRef(a.Link)
+	if err != nil {
+		return nil, nil, err
+	}
+	na := &netlink.Addr{IPNet: fromPrefix(a.Prefix), Scope: a.Scope}
+	if a.Peer.IsValid() {
+		na.Peer = fromPrefix(a.Peer)
+	}
+	if a.NoPrefixRoute {
+		na.Flags |= unix.IFA_F_NOPREFIXROUTE
+	}
+	return ref, na, nil
+}
+
+// ReplaceAddress adds an address or updates its attributes.
+func (k *Netlink) ReplaceAddress(a *model.Address) error {
+	ref, na, err := k.addr(a)
+	if err != nil {
+		return fmt.Errorf("add address %s: %w", a.Key(), err)
+	}
+	k.wrote()
+	if err := k.h.AddrReplace(ref, na); err != nil {
+		return fmt.Errorf("add address %s: %w", a.Key(), err)
+	}
+	return nil
+}
+
+// DeleteAddress removes an address.
+func (k *Netlink) DeleteAddress(a *model.Address) error {
+	ref, na, err := k.addr(a)
+	if err != nil {
+		return fmt.Errorf("delete address %s: %w", a.Key(), err)
+	}
+	k.wrote()
+	if err := k.h.AddrDel(ref, na); err != nil {
+		return fmt.Errorf("delete address %s: %w", a.Key(), err)
+	}
+	return nil
+}

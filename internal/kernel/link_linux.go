@@ -1,0 +1,265 @@
+package kernel
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// Links lists every link.
+func (k *Netlink) Links() ([]*model.Link, error) {
+	var ls []netlink.Link
+	if err := retry("links", func() (err error) { ls, err = k.h.LinkList(); return }); err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	k.byName, k.byIndex = map[string]int{}, map[int]string{}
+	for _, l := range ls {
+		k.byName[l.Attrs().Name] = l.Attrs().Index
+		k.byIndex[l.Attrs().Index] = l.Attrs().Name
+	}
+	k.mu.Unlock()
+	out := make([]*model.Link, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, k.fromLink(l))
+	}
+	return out, nil
+}
+
+func (k *Netlink) fromLink(nl netlink.Link) *model.Link {
+	a := nl.Attrs()
+	l := &model.Link{Name: a.Name, Kind: nl.Type(), MTU: a.MTU, Up: a.Flags&net.FlagUp != 0, Index: a.Index, Master: k.name(a.MasterIndex)}
+	l.Alias, l.Owned = model.ParseAlias(a.Alias)
+	switch v := nl.(type) {
+	case *netlink.Veth:
+		if a.NetNsID < 0 {
+			l.Veth = &model.Veth{Peer: k.name(a.ParentIndex)}
+		} else {
+			l.Veth = &model.Veth{}
+		}
+	case *netlink.Vxlan:
+		l.VXLAN = &model.VXLAN{ID: uint32(v.VxlanId), Local: toAddr(v.SrcAddr), Remote: toAddr(v.Group), Port: uint16(v.Port), Dev: k.name(v.VtepDevIndex), TTL: uint8(v.TTL), Learning: v.Learning}
+	case *netlink.IPVlan:
+		l.IPVlan = &model.IPVlan{Parent: k.name(a.ParentIndex), Mode: ipvlanModeName(v.Mode)}
+	case *netlink.Iptun:
+		l.Tunnel = &model.Tunnel{Mode: "ipip", Local: toAddr(v.Local), Remote: toAddr(v.Remote), TTL: v.Ttl, External: v.FlowBased, Encap: encapFrom(v.EncapType, v.EncapSport, v.EncapDport)}
+	case *netlink.Ip6tnl:
+		l.Tunnel = &model.Tunnel{Mode: ip6tnlModeName(v.Proto), Local: toAddr(v.Local), Remote: toAddr(v.Remote), TTL: v.Ttl, External: v.FlowBased, Encap: encapFrom(v.EncapType, v.EncapSport, v.EncapDport)}
+	case *netlink.Wireguard:
+		l.WireGuard = &model.WireGuard{}
+	case *netlink.Device:
+		l.Kind = model.KindDevice
+	}
+	return l
+}
+
+// Encapsulation types of IFLA_IPTUN_ENCAP_TYPE.
+const (
+	encapNone = 0
+	encapFOU  = 1
+	encapGUE  = 2
+)
+
+func encapFrom(typ, sport, dport uint16) *model.Encap {
+	switch typ {
+	case encapFOU:
+		return &model.Encap{Type: "fou", Sport: sport, Dport: dport}
+	case encapGUE:
+		return &model.Encap{Type: "gue", Sport: sport, Dport: dport}
+	}
+	return nil
+}
+
+func encapTo(e *model.Encap) (typ, sport, dport uint16) {
+	if e == nil {
+		return encapNone, 0, 0
+	}
+	typ = encapFOU
+	if e.Type == "gue" {
+		typ = encapGUE
+	}
+	return typ, e.Sport, e.Dport
+}
+
+func ipvlanModeName(m netlink.IPVlanMode) string {
+	switch m {
+	case netlink.IPVLAN_MODE_L3:
+		return model.IPVlanL3
+	case netlink.IPVLAN_MODE_L3S:
+		return model.IPVlanL3S
+	}
+	return model.IPVlanL2
+}
+
+func ipvlanMode(s string) netlink.IPVlanMode {
+	switch s {
+	case model.IPVlanL3:
+		return netlink.IPVLAN_MODE_L3
+	case model.IPVlanL3S:
+		return netlink.IPVLAN_MODE_L3S
+	}
+	return netlink.IPVLAN_MODE_L2
+}
+
+// IP protocol numbers that name an ip6tnl mode.
+const (
+	protoIPIP = 4  // ipip6: IPv4 over IPv6
+	protoIPv6 = 41 // ip6ip6
+)
+
+func ip6tnlModeName(p uint8) string {
+	switch p {
+	case protoIPIP:
+		return "ipip6"
+	case protoIPv6:
+		return "ip6ip6"
+	}
+	return "any"
+}
+
+func ip6tnlProto(mode string) uint8 {
+	switch mode {
+	case "ipip6":
+		return protoIPIP
+	case "any":
+		return 0
+	}
+	return protoIPv6
+}
+
+// AddLink creates a link, marked as ours, administratively down.
+func (k *Netlink) AddLink(l *model.Link) error {
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = l.Name
+	attrs.MTU = l.MTU
+	var nl netlink.Link
+	switch l.Kind {
+	case model.KindDummy:
+		nl = &netlink.Dummy{LinkAttrs: attrs}
+	case model.KindBridge:
+		nl = &netlink.Bridge{LinkAttrs: attrs}
+	case model.KindVeth:
+		v := &netlink.Veth{LinkAttrs: attrs, PeerName: l.Veth.Peer}
+		if l.Veth.PeerNetNS != "" {
+			ns, err := netns.GetFromName(l.Veth.PeerNetNS)
+			if err != nil {
+				return fmt.Errorf("add link %s: peer network namespace %s: %w", l.Name, l.Veth.PeerNetNS, err)
+			}
+			defer ns.Close()
+			v.PeerNamespace = netlink.NsFd(ns)
+		}
+		nl = v
+	case model.KindVXLAN:
+		x := l.VXLAN
+		v := &netlink.Vxlan{LinkAttrs: attrs, VxlanId: int(x.ID), SrcAddr: fromAddr(x.Local), Group: fromAddr(x.Remote), Port: int(x.Port), TTL: int(x.TTL), Learning: x.Learning}
+		if x.Dev != "" {
+			i, err := k.index(x.Dev)
+			if err != nil {
+				return fmt.Errorf("add link %s: %w", l.Name, err)
+			}
+			v.VtepDevIndex = i
+		}
+		nl = v
+	case model.KindIPVlan:
+		i, err := k.index(l.IPVlan.Parent)
+		if err != nil {
+			return fmt.Errorf("add link %s: %w", l.Name, err)
+		}
+		attrs.ParentIndex = i
+		nl = &netlink.IPVlan{LinkAttrs: attrs, Mode: ipvlanMode(l.IPVlan.Mode)}
+	case model.KindIPIP:
+		t := l.Tunnel
+		typ, sport, dport := encapTo(t.Encap)
+		// PMTU discovery on: what `ip link add type ipip` does, and required
+		// by the kernel for a fixed TTL.
+		nl = &netlink.Iptun{LinkAttrs: attrs, Local: fromAddr(t.Local), Remote: fromAddr(t.Remote), Ttl: t.TTL, PMtuDisc: 1, EncapType: typ, EncapSport: sport, EncapDport: dport, FlowBased: t.External}
+	case model.KindIP6Tnl:
+		t := l.Tunnel
+		typ, sport, dport := encapTo(t.Encap)
+		nl = &netlink.Ip6tnl{LinkAttrs: attrs, Local: fromAddr(t.Local), Remote: fromAddr(t.Remote), Ttl: t.TTL, Proto: ip6tnlProto(t.Mode), EncapLimit: 4, EncapType: typ, EncapSport: sport, EncapDport: dport, FlowBased: t.External}
+	case model.KindWireGuard:
+		nl = &netlink.Wireguard{LinkAttrs: attrs}
+	default:
+		return fmt.Errorf("add link %s: kind %s cannot be created", l.Name, l.Kind)
+	}
+	k.wrote()
+	if err := k.h.LinkAdd(nl); err != nil {
+		if errnoUnsupported(err) {
+			return fmt.Errorf("add link %s: kind %s: %w (%v)", l.Name, l.Kind, ErrUnsupported, err)
+		}
+		return fmt.Errorf("add link %s: %w", l.Name, err)
+	}
+	if a := nl.Attrs(); a.Index != 0 {
+		k.remember(l.Name, a.Index)
+	} else {
+		k.forget(l.Name)
+	}
+	// The kernel ignores IFLA_IFALIAS in a create request (only a change
+	// sets it), so the marker takes a second write.
+	return k.SetLinkAlias(l.Name, l.Alias, true)
+}
+
+// DeleteLink deletes a link (a veth takes its peer with it).
+func (k *Netlink) DeleteLink(name string) error {
+	ref, err := k.linkRef(name)
+	if err != nil {
+		return fmt.Errorf("delete link: %w", err)
+	}
+	k.wrote()
+	err = k.h.LinkDel(ref)
+	k.forget(name)
+	if err != nil {
+		return fmt.Errorf("delete link %s: %w", name, err)
+	}
+	return nil
+}
+
+// SetLinkMTU changes the MTU in place.
+func (k *Netlink) SetLinkMTU(name string, mtu int) error {
+	return k.set("set mtu", name, func(l netlink.Link) error { return k.h.LinkSetMTU(l, mtu) })
+}
+
+// SetLinkUp sets the administrative state.
+func (k *Netlink) SetLinkUp(name string, up bool) error {
+	if up {
+		return k.set("set up", name, k.h.LinkSetUp)
+	}
+	return k.set("set down", name, k.h.LinkSetDown)
+}
+
+// SetLinkMaster enslaves a link, or releases it when master is "".
+func (k *Netlink) SetLinkMaster(name, master string) error {
+	if master == "" {
+		return k.set("release from master", name, k.h.LinkSetNoMaster)
+	}
+	mi, err := k.index(master)
+	if err != nil {
+		return fmt.Errorf("set master of %s: %w", name, err)
+	}
+	return k.set("set master "+master, name, func(l netlink.Link) error { return k.h.LinkSetMasterByIndex(l, mi) })
+}
+
+// SetLinkAlias writes the alias, with the marker when owned.
+func (k *Netlink) SetLinkAlias(name, alias string, owned bool) error {
+	raw := alias
+	if owned {
+		raw = model.MarkedAlias(alias)
+	}
+	return k.set("set alias", name, func(l netlink.Link) error { return k.h.LinkSetAlias(l, raw) })
+}
+
+func (k *Netlink) set(what, name string, f func(netlink.Link) error) error {
+	ref, err := k.linkRef(name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	k.wrote()
+	if err := f(ref); err != nil {
+		return fmt.Errorf("%s on %s: %w", what, name, err)
+	}
+	return nil
+}

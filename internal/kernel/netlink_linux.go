@@ -1,0 +1,245 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// dumpRetries bounds the retries of a dump the kernel marks interrupted
+// (NLM_F_DUMP_INTR: the table changed while it was being read). A busy host
+// changes tables all the time; a few retries always got a clean dump in tests.
+const dumpRetries = 10
+
+// Netlink is the real kernel, reached over rtnetlink and generic netlink in one
+// network namespace.
+type Netlink struct {
+	h *netlink.Handle
+	// hr dumps routes with strict checking on, which lets the kernel filter
+	// by protocol and table. It is a handle of its own because other dump
+	// requests of the library (rules) are refused under strict checking.
+	hr *netlink.Handle
+	// sockets serves the requests the library has no function for.
+	sockets map[int]*nl.SocketHandle
+	ns     netns.NsHandle
+	writes atomic.Uint64
+
+	mu      sync.Mutex
+	byName  map[string]int
+	byIndex map[int]string
+}
+
+var _ Interface = (*Netlink)(nil)
+
+// Open returns a kernel bound to the network namespace at nsPath (such as
+// /run/netns/NAME or /proc/PID/ns/net), or to the caller's namespace when
+// nsPath is "". The sockets are opened inside that namespace and stay bound to
+// it whatever thread later uses them.
+func Open(nsPath string) (*Netlink, error) {
+	ns := netns.None()
+	if nsPath != "" {
+		var err error
+		ns, err = netns.GetFromPath(nsPath)
+		if err != nil {
+			return nil, fmt.Errorf("open network namespace %s: %w", nsPath, err)
+		}
+	}
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return nil, fmt.Errorf("open netlink: %w", err)
+	}
+	hr, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		h.Close()
+		return nil, fmt.Errorf("open netlink: %w", err)
+	}
+	// Kernels before 4.20 refuse the option; they still work, only slower.
+	_ = hr.SetStrictCheck(true)
+	sock, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
+	if err != nil {
+		h.Close()
+		hr.Close()
+		return nil, fmt.Errorf("open netlink: %w", err)
+	}
+	sockets := map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: sock}}
+	return &Netlink{h: h, hr: hr, sockets: sockets, ns: ns, byName: map[string]int{}, byIndex: map[int]string{}}, nil
+}
+
+// NsHandle returns the namespace handle (netns.None() for the caller's own).
+func (k *Netlink) NsHandle() netns.NsHandle { return k.ns }
+
+// InNamespace runs f on a locked OS thread switched into the kernel's network
+// namespace, for libraries that open their sockets in the calling thread's
+// namespace (wgctrl, programs started as children).
+func (k *Netlink) InNamespace(f func() error) error {
+	if !k.ns.IsOpen() {
+		return f()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return fmt.Errorf("get current network namespace: %w", err)
+	}
+	defer orig.Close()
+	if err := netns.Set(k.ns); err != nil {
+		return fmt.Errorf("enter network namespace: %w", err)
+	}
+	defer func() {
+		if err := netns.Set(orig); err != nil {
+			// A thread stuck in the wrong namespace must not be reused:
+			// leaving it locked makes the runtime discard it.
+			runtime.LockOSThread()
+		}
+	}()
+	return f()
+}
+
+// Close releases the sockets.
+func (k *Netlink) Close() error {
+	k.h.Close()
+	k.hr.Close()
+	for _, s := range k.sockets {
+		s.Close()
+	}
+	if k.ns.IsOpen() {
+		return k.ns.Close()
+	}
+	return nil
+}
+
+// Writes counts the writes made so far.
+func (k *Netlink) Writes() uint64 { return k.writes.Load() }
+
+func (k *Netlink) wrote() { k.writes.Add(1) }
+
+// retry runs a dump until the kernel reports it complete.
+func retry(what string, f func() error) error {
+	var err error
+	for i := 0; i < dumpRetries; i++ {
+		err = f()
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			if err != nil {
+				return fmt.Errorf("list %s: %w", what, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("list %s: interrupted %d times in a row: %w", what, dumpRetries, err)
+}
+
+func (k *Netlink) remember(name string, index int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if old, ok := k.byIndex[index]; ok {
+		delete(k.byName, old)
+	}
+	k.byName[name] = index
+	k.byIndex[index] = name
+}
+
+func (k *Netlink) forget(name string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if i, ok := k.byName[name]; ok {
+		delete(k.byIndex, i)
+	}
+	delete(k.byName, name)
+}
+
+// index resolves a link name, from the cache the last Links call filled or
+// from the kernel.
+func (k *Netlink) index(name string) (int, error) {
+	k.mu.Lock()
+	i, ok := k.byName[name]
+	k.mu.Unlock()
+	if ok {
+		return i, nil
+	}
+	l, err := k.h.LinkByName(name)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return 0, fmt.Errorf("link %s: %w", name, ErrNotFound)
+		}
+		return 0, fmt.Errorf("link %s: %w", name, err)
+	}
+	k.remember(name, l.Attrs().Index)
+	return l.Attrs().Index, nil
+}
+
+// name resolves an index; "" for 0 or unknown.
+func (k *Netlink) name(index int) string {
+	if index == 0 {
+		return ""
+	}
+	k.mu.Lock()
+	n, ok := k.byIndex[index]
+	k.mu.Unlock()
+	if ok {
+		return n
+	}
+	l, err := k.h.LinkByIndex(index)
+	if err != nil {
+		return ""
+	}
+	k.remember(l.Attrs().Name, index)
+	return l.Attrs().Name
+}
+
+// linkRef is the minimal netlink.Link the library needs to address a link by index.
+func (k *Netlink) linkRef(name string) (netlink.Link, error) {
+	i, err := k.index(name)
+	if err != nil {
+		return nil, err
+	}
+	return &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Index: i, Name: name}}, nil
+}
+
+func toAddr(ip net.IP) netip.Addr {
+	if ip == nil {
+		return netip.Addr{}
+	}
+	a, ok := netip.AddrFromSlice(ip)
+	if !ok {
+		return netip.Addr{}
+	}
+	return a.Unmap()
+}
+
+func toPrefix(n *net.IPNet) netip.Prefix {
+	if n == nil {
+		return netip.Prefix{}
+	}
+	a := toAddr(n.IP)
+	ones, _ := n.Mask.Size()
+	return netip.PrefixFrom(a, ones)
+}
+
+func fromAddr(a netip.Addr) net.IP {
+	if !a.IsValid() {
+		return nil
+	}
+	return net.IP(a.AsSlice())
+}
+
+func fromPrefix(p netip.Prefix) *net.IPNet {
+	if !p.IsValid() {
+		return nil
+	}
+	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+// errnoUnsupported tells kernel "no such feature" answers apart.
+func errnoUnsupported(err error) bool {
+	return errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EAFNOSUPPORT)
+}

@@ -1,0 +1,94 @@
+package model
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+)
+
+// Scopes, as rtnetlink numbers them.
+const (
+	ScopeUniverse = 0
+	ScopeSite     = 200
+	ScopeLink     = 253
+	ScopeHost     = 254
+	ScopeNowhere  = 255
+)
+
+// ScopeNames maps the file's words to scope numbers.
+var ScopeNames = map[string]int{"global": ScopeUniverse, "universe": ScopeUniverse, "site": ScopeSite, "link": ScopeLink, "host": ScopeHost, "nowhere": ScopeNowhere}
+
+// ScopeName renders a scope the way `ip` does.
+func ScopeName(s int) string {
+	switch s {
+	case ScopeUniverse:
+		return "global"
+	case ScopeSite:
+		return "site"
+	case ScopeLink:
+		return "link"
+	case ScopeHost:
+		return "host"
+	case ScopeNowhere:
+		return "nowhere"
+	}
+	return fmt.Sprint(s)
+}
+
+// Address is an interface address.
+type Address struct {
+	Link string
+	// Prefix is the local address with the prefix length of the subnet.
+	Prefix netip.Prefix
+	// Peer is the far end of a point-to-point address (invalid = none).
+	Peer          netip.Prefix
+	Scope         int
+	NoPrefixRoute bool
+
+	Owned  bool   // actual: on a link we own
+	Origin string // desired: file:line:col
+}
+
+// AddressKey is what the kernel identifies an address by on a link.
+type AddressKey struct {
+	Link   string
+	Prefix netip.Prefix
+}
+
+// Key returns the address's identity.
+func (a *Address) Key() AddressKey { return AddressKey{a.Link, a.Prefix} }
+
+func (k AddressKey) String() string { return fmt.Sprintf("%s dev %s", k.Prefix, k.Link) }
+
+// String renders the address as `ip addr add` arguments.
+func (a *Address) String() string {
+	s := a.Prefix.String()
+	if a.Peer.IsValid() {
+		s += " peer " + a.Peer.String()
+	}
+	s += " dev " + a.Link
+	if a.Scope != ScopeUniverse {
+		s += " scope " + ScopeName(a.Scope)
+	}
+	if a.NoPrefixRoute {
+		s += " noprefixroute"
+	}
+	return s
+}
+
+// SortAddresses orders addresses by link, then by address.
+func SortAddresses(as []Address) {
+	sort.Slice(as, func(i, j int) bool {
+		if as[i].Link != as[j].Link {
+			return as[i].Link < as[j].Link
+		}
+		return prefixLess(as[i].Prefix, as[j].Prefix)
+	})
+}
+
+func prefixLess(a, b netip.Prefix) bool {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c < 0
+	}
+	return a.Bits() < b.Bits()
+}

@@ -1,0 +1,158 @@
+package model
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+)
+
+// Link kinds.
+const (
+	KindDevice    = "device" // exists already (a NIC, or made by someone else): never created or deleted
+	KindVeth      = "veth"
+	KindBridge    = "bridge"
+	KindVXLAN     = "vxlan"
+	KindDummy     = "dummy"
+	KindIPVlan    = "ipvlan"
+	KindIPIP      = "ipip"
+	KindIP6Tnl    = "ip6tnl"
+	KindWireGuard = "wireguard"
+)
+
+// Kinds lists the kinds the file may declare.
+var Kinds = []string{KindDevice, KindVeth, KindBridge, KindVXLAN, KindDummy, KindIPVlan, KindIPIP, KindIP6Tnl, KindWireGuard}
+
+// LinkMarker is written into IFLA_IFALIAS of every link netreconcile creates.
+// The alias is the only free-form, persistent, per-link attribute every kernel
+// keeps and every tool shows (`ip link` prints it), so a restarted daemon can
+// tell its links from foreign ones without a state file. A user alias is kept
+// after the marker: "netreconcile: <alias>".
+const LinkMarker = "netreconcile"
+
+// Link is a network interface.
+type Link struct {
+	Name string
+	Kind string
+	// MTU 0 means "whatever the kernel chose".
+	MTU int
+	// Up is the administrative state.
+	Up bool
+	// Master is the bridge this link is enslaved to ("" = none).
+	Master string
+	// Alias is the user's alias, without the ownership marker.
+	Alias string
+	// Adopt lets the file take over a same-kind link that exists unmarked.
+	Adopt bool
+
+	Veth      *Veth
+	VXLAN     *VXLAN
+	IPVlan    *IPVlan
+	Tunnel    *Tunnel // ipip and ip6tnl
+	WireGuard *WireGuard
+
+	// Actual-only fields.
+	Index int
+	Owned bool // carries the marker
+	// Origin is where the object was declared ("file:line:col"); desired only.
+	Origin string
+}
+
+// Veth is one end of a veth pair.
+type Veth struct {
+	Peer string
+	// PeerNetNS places the peer end in a named network namespace (desired only;
+	// the kernel reports the peer's netns as a number we cannot name).
+	PeerNetNS string
+}
+
+// VXLAN attributes. Every one of them is fixed at creation: the kernel's
+// changelink refuses most, so a change replaces the link.
+type VXLAN struct {
+	ID       uint32
+	Local    netip.Addr
+	Remote   netip.Addr // unicast remote or multicast group
+	Port     uint16     // 0 = kernel default 8472; the file defaults to 4789
+	Dev      string
+	TTL      uint8
+	Learning bool
+}
+
+// IPVlan modes.
+const (
+	IPVlanL2  = "l2"
+	IPVlanL3  = "l3"
+	IPVlanL3S = "l3s"
+)
+
+// IPVlan attributes.
+type IPVlan struct {
+	Parent string
+	Mode   string
+}
+
+// Tunnel is an ipip or ip6tnl link.
+type Tunnel struct {
+	Local  netip.Addr
+	Remote netip.Addr
+	TTL    uint8
+	// Mode is "ipip" for ipip links; for ip6tnl: "ip6ip6", "ipip6" or "any".
+	Mode string
+	// External is the flow-based (collect_md) device: no local/remote.
+	External bool
+	Encap    *Encap
+}
+
+// Encap is FoU or GUE encapsulation of a tunnel.
+type Encap struct {
+	Type  string // "fou" or "gue"
+	Sport uint16 // 0 = auto
+	Dport uint16
+}
+
+// WireGuard holds the device attributes; peers are reconciled by the
+// wireguard stage, not by netlink.
+type WireGuard struct {
+	PrivateKeyFile string
+	ListenPort     int
+	FwMark         uint32
+	// Userspace allows falling back to wireguard-go where the kernel lacks the module.
+	Userspace bool
+}
+
+// Key identifies a link.
+func (l *Link) Key() string { return l.Name }
+
+// String is the link's one-line summary, in ip-link words.
+func (l *Link) String() string { return fmt.Sprintf("link %s (%s)", l.Name, l.Kind) }
+
+// Creatable reports whether netreconcile creates and deletes links of this kind.
+func (l *Link) Creatable() bool { return l.Kind != KindDevice }
+
+// SortedLinkNames returns the link names in order.
+func (s *State) SortedLinkNames() []string {
+	names := make([]string, 0, len(s.Links))
+	for n := range s.Links {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// MarkedAlias is the IFLA_IFALIAS value of an owned link with the user's alias.
+func MarkedAlias(alias string) string {
+	if alias == "" {
+		return LinkMarker
+	}
+	return LinkMarker + ": " + alias
+}
+
+// ParseAlias splits a kernel alias into the user's alias and the ownership marker.
+func ParseAlias(raw string) (alias string, owned bool) {
+	switch {
+	case raw == LinkMarker:
+		return "", true
+	case len(raw) > len(LinkMarker)+2 && raw[:len(LinkMarker)+2] == LinkMarker+": ":
+		return raw[len(LinkMarker)+2:], true
+	}
+	return raw, false
+}

@@ -1,0 +1,159 @@
+package model
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+)
+
+// Well-known routing tables.
+const (
+	TableDefault = 253
+	TableMain    = 254
+	TableLocal   = 255
+)
+
+// TableNames maps the file's words to table numbers (as /etc/iproute2/rt_tables).
+var TableNames = map[string]int{"main": TableMain, "local": TableLocal, "default": TableDefault}
+
+// TableName renders a table the way `ip` does.
+func TableName(t int) string {
+	switch t {
+	case TableMain:
+		return "main"
+	case TableLocal:
+		return "local"
+	case TableDefault:
+		return "default"
+	}
+	return fmt.Sprint(t)
+}
+
+// Route types, rtnetlink numbering.
+const (
+	RouteUnicast     = 1
+	RouteLocal       = 2
+	RouteBlackhole   = 6
+	RouteUnreachable = 7
+	RouteProhibit    = 8
+	RouteThrow       = 9
+)
+
+// RouteTypeNames maps the file's words to route types.
+var RouteTypeNames = map[string]int{"unicast": RouteUnicast, "local": RouteLocal, "blackhole": RouteBlackhole, "unreachable": RouteUnreachable, "prohibit": RouteProhibit, "throw": RouteThrow}
+
+// RouteTypeName renders a route type.
+func RouteTypeName(t int) string {
+	for n, v := range RouteTypeNames {
+		if v == t {
+			return n
+		}
+	}
+	return fmt.Sprint(t)
+}
+
+// IPv6DefaultMetric is what the kernel stores for an IPv6 route given metric 0.
+const IPv6DefaultMetric = 1024
+
+// Route is a route in one table.
+type Route struct {
+	Table  int
+	Dst    netip.Prefix
+	TOS    int
+	Metric int
+
+	Type    int
+	Gateway netip.Addr
+	Dev     string
+	Src     netip.Addr
+	Scope   int
+	OnLink  bool
+	MTU     int
+
+	Protocol int    // actual
+	Origin   string // desired: file:line:col
+}
+
+// RouteKey is what the kernel identifies a route by.
+type RouteKey struct {
+	Table  int
+	Dst    netip.Prefix // the family is Dst's
+	TOS    int
+	Metric int
+}
+
+// Key returns the route's identity.
+func (r *Route) Key() RouteKey { return RouteKey{r.Table, r.Dst, r.TOS, r.Metric} }
+
+// IsIPv6 reports the route's family.
+func (r *Route) IsIPv6() bool { return r.Dst.Addr().Is6() }
+
+func (k RouteKey) String() string {
+	dst := k.Dst.String()
+	if k.Dst.Bits() == 0 {
+		dst = "default"
+		if k.Dst.Addr().Is6() {
+			dst = "default (ipv6)"
+		}
+	}
+	s := dst + " table " + TableName(k.Table)
+	if k.Metric != 0 {
+		s += fmt.Sprintf(" metric %d", k.Metric)
+	}
+	if k.TOS != 0 {
+		s += fmt.Sprintf(" tos %#x", k.TOS)
+	}
+	return s
+}
+
+// Attrs renders the route's non-key attributes in `ip route` words.
+func (r *Route) Attrs() string {
+	var b []string
+	if r.Type != RouteUnicast && r.Type != 0 {
+		b = append(b, RouteTypeName(r.Type))
+	}
+	if r.Gateway.IsValid() {
+		b = append(b, "via "+r.Gateway.String())
+	}
+	if r.Dev != "" {
+		b = append(b, "dev "+r.Dev)
+	}
+	if r.Src.IsValid() {
+		b = append(b, "src "+r.Src.String())
+	}
+	if r.Scope != ScopeUniverse {
+		b = append(b, "scope "+ScopeName(r.Scope))
+	}
+	if r.OnLink {
+		b = append(b, "onlink")
+	}
+	if r.MTU != 0 {
+		b = append(b, fmt.Sprintf("mtu %d", r.MTU))
+	}
+	return strings.Join(b, " ")
+}
+
+// String renders the route as `ip route` would list it.
+func (r *Route) String() string {
+	return strings.TrimSpace(r.Key().String() + " " + r.Attrs())
+}
+
+// Less orders route keys: table, family, dst, metric, tos.
+func (k RouteKey) Less(o RouteKey) bool {
+	if k.Table != o.Table {
+		return k.Table < o.Table
+	}
+	if k.Dst != o.Dst {
+		return prefixLess(k.Dst, o.Dst)
+	}
+	if k.Metric != o.Metric {
+		return k.Metric < o.Metric
+	}
+	return k.TOS < o.TOS
+}
+
+// SortRoutes orders routes by key.
+func SortRoutes(rs []Route) {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Key().Less(rs[j].Key()) })
+}

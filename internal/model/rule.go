@@ -1,0 +1,128 @@
+package model
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+)
+
+// Reserved rule priorities: the kernel's default rules (local, main, default).
+var ReservedRulePriorities = []int{0, 32766, 32767}
+
+// Rule actions, rtnetlink FR_ACT numbering.
+const (
+	RuleLookup      = 1
+	RuleGoto        = 2
+	RuleBlackhole   = 6
+	RuleUnreachable = 7
+	RuleProhibit    = 8
+)
+
+// RuleActionNames maps the file's words to actions.
+var RuleActionNames = map[string]int{"lookup": RuleLookup, "blackhole": RuleBlackhole, "unreachable": RuleUnreachable, "prohibit": RuleProhibit}
+
+// Rule is a policy routing rule of one family. The kernel compares every field
+// to find a rule, so the whole rule is its identity: a changed rule is a
+// different rule.
+type Rule struct {
+	Priority int
+	IPv6     bool
+	From     netip.Prefix
+	To       netip.Prefix
+	FwMark   uint32
+	FwMask   uint32 // 0 with FwMark != 0 means an exact match (mask 0xffffffff)
+	IIF      string
+	OIF      string
+	Invert   bool
+	Action   int
+	Table    int
+	// SuppressPrefixLen is -1 when unset, as the kernel reports it.
+	SuppressPrefixLen int
+
+	Protocol int    // actual
+	Origin   string // desired: file:line:col
+}
+
+// RuleKey is the identity of a rule (all of its selectors and action).
+type RuleKey struct {
+	Priority          int
+	IPv6              bool
+	From, To          netip.Prefix
+	FwMark, FwMask    uint32
+	IIF, OIF          string
+	Invert            bool
+	Action, Table     int
+	SuppressPrefixLen int
+}
+
+// Key returns the rule's identity.
+func (r *Rule) Key() RuleKey {
+	return RuleKey{r.Priority, r.IPv6, r.From, r.To, r.FwMark, r.FwMask, r.IIF, r.OIF, r.Invert, r.Action, r.Table, r.SuppressPrefixLen}
+}
+
+// String renders the rule the way `ip rule` lists it.
+func (r *Rule) String() string { return r.Key().String() }
+
+func (k RuleKey) String() string {
+	var b []string
+	fam := "ipv4"
+	if k.IPv6 {
+		fam = "ipv6"
+	}
+	b = append(b, fmt.Sprintf("%d:", k.Priority))
+	if k.Invert {
+		b = append(b, "not")
+	}
+	from := "all"
+	if k.From.IsValid() {
+		from = k.From.String()
+	}
+	b = append(b, "from", from)
+	if k.To.IsValid() {
+		b = append(b, "to", k.To.String())
+	}
+	if k.FwMark != 0 || k.FwMask != 0 {
+		m := fmt.Sprintf("fwmark %#x", k.FwMark)
+		if k.FwMask != 0 && k.FwMask != 0xffffffff {
+			m += fmt.Sprintf("/%#x", k.FwMask)
+		}
+		b = append(b, m)
+	}
+	if k.IIF != "" {
+		b = append(b, "iif", k.IIF)
+	}
+	if k.OIF != "" {
+		b = append(b, "oif", k.OIF)
+	}
+	switch k.Action {
+	case RuleLookup:
+		b = append(b, "lookup", TableName(k.Table))
+	default:
+		for n, v := range RuleActionNames {
+			if v == k.Action {
+				b = append(b, n)
+			}
+		}
+	}
+	if k.SuppressPrefixLen >= 0 {
+		b = append(b, fmt.Sprintf("suppress_prefixlength %d", k.SuppressPrefixLen))
+	}
+	return strings.Join(b, " ") + " (" + fam + ")"
+}
+
+// Less orders rules by priority, family, then text.
+func (k RuleKey) Less(o RuleKey) bool {
+	if k.Priority != o.Priority {
+		return k.Priority < o.Priority
+	}
+	if k.IPv6 != o.IPv6 {
+		return !k.IPv6
+	}
+	return k.String() < o.String()
+}
+
+// SortRules orders rules by key.
+func SortRules(rs []Rule) {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Key().Less(rs[j].Key()) })
+}
