@@ -1,12 +1,35 @@
-# netreconcile — see README.md. `make test` runs every test; `sudo make demo` runs the demo.
+# netreconcile — see README.md.
+#   sudo make demo   the main job on the built-in example, in a throwaway netns
+#   make test        every test: unit, privileged (netns), real kernel (qemu)
 GO ?= go
 BIN := bin/netreconcile
+STATICCHECK := $(shell command -v staticcheck 2>/dev/null || echo $$(go env GOPATH)/bin/staticcheck)
+# Fragments append the targets `make test` and `make bench` run.
+TEST_TARGETS := test-go
+BENCH_TARGETS :=
 
-.PHONY: all build test
+.PHONY: all build test test-go lint demo bench clean
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/netreconcile
 
-# Fragments owned by sub-projects (VM harness, benches, packaging).
+lint: test-deps
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+# Privileged tests are required here: a skipped one fails the run.
+test-go: test-deps lint
+	NETRECONCILE_REQUIRE_PRIVILEGED=1 $(GO) test -count=1 -timeout 15m ./...
+
+demo: build
+	sh examples/demo.sh $(BIN)
+
+clean:
+	rm -rf bin .cache/vm/build
+
 -include mk/*.mk
+
+test: $(TEST_TARGETS)
+bench: $(BENCH_TARGETS)

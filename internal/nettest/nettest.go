@@ -1,0 +1,116 @@
+// Package nettest holds helpers for tests that need a real kernel: a fresh
+// network namespace per test, `ip` and `nft` run inside it, and the
+// netreconcile command line run in-process against it.
+//
+// Privileged tests skip when not run as root, unless the environment sets
+// NETRECONCILE_REQUIRE_PRIVILEGED=1 (make test and CI do), which turns the
+// skip into a failure: a privileged test that silently did not run proves
+// nothing.
+package nettest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/cli"
+)
+
+// RequireEnv is the variable that makes privileged tests mandatory.
+const RequireEnv = "NETRECONCILE_REQUIRE_PRIVILEGED"
+
+// RequireRoot skips (or, when required, fails) a test that is not root.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("this test needs root and %s=1 requires it to run", RequireEnv)
+	}
+	t.Skip("needs root (a fresh network namespace); run as root or with sudo")
+}
+
+// RequireTool skips (or fails) when a program the test drives is missing.
+func RequireTool(t testing.TB, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err == nil {
+		return
+	}
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("%s is not installed; make test-deps installs it", name)
+	}
+	t.Skipf("%s is not installed; make test-deps installs it", name)
+}
+
+var seq atomic.Uint64
+
+// NewNetNS creates a fresh named network namespace, deleted when the test ends.
+func NewNetNS(t testing.TB) string {
+	t.Helper()
+	RequireRoot(t)
+	RequireTool(t, "ip")
+	name := fmt.Sprintf("nrt-%d-%d", os.Getpid(), seq.Add(1))
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", name, err, out)
+		}
+	})
+	return name
+}
+
+// IP runs `ip -n NS ARGS...` and returns its output; a failure fails the test.
+func IP(t testing.TB, ns string, args ...string) string {
+	t.Helper()
+	return Exec(t, "ip", append([]string{"-n", ns}, args...)...)
+}
+
+// InNS runs a program inside the namespace (`ip netns exec`).
+func InNS(t testing.TB, ns string, prog string, args ...string) string {
+	t.Helper()
+	return Exec(t, "ip", append([]string{"netns", "exec", ns, prog}, args...)...)
+}
+
+// Exec runs a program and returns its standard output; a failure fails the test.
+func Exec(t testing.TB, prog string, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(prog, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s%s", prog, strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+// Result is the outcome of a command line run.
+type Result struct {
+	Code           int
+	Stdout, Stderr string
+}
+
+// CLI runs the netreconcile command line in-process.
+func CLI(t testing.TB, args ...string) Result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), &cli.Env{Stdout: &out, Stderr: &errb, Getenv: os.Getenv}, args)
+	return Result{code, out.String(), errb.String()}
+}
+
+// WriteFile writes a file in the test's temporary directory and returns its path.
+func WriteFile(t testing.TB, dir, name, content string) string {
+	t.Helper()
+	p := dir + "/" + name
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

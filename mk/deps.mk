@@ -1,0 +1,16 @@
+# Tools the tests drive, from Debian's packages. Installed only when missing.
+TEST_TOOLS := ip:iproute2 nft:nftables wg:wireguard-tools wireguard-go:wireguard-go
+STATICCHECK_VERSION := 2025.1.1
+
+.PHONY: test-deps
+test-deps:
+	@missing=""; for pair in $(TEST_TOOLS); do \
+		cmd=$${pair%%:*}; pkg=$${pair#*:}; \
+		command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	@command -v staticcheck >/dev/null 2>&1 || [ -x "$$(go env GOPATH)/bin/staticcheck" ] || \
+		$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
