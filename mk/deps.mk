@@ -1,6 +1,6 @@
 # Tools the tests drive, from Debian's packages. Installed only when missing.
 TEST_TOOLS := ip:iproute2 nft:nftables wg:wireguard-tools wireguard-go:wireguard-go
-STATICCHECK_VERSION := 2025.1.1
+STATICCHECK_VERSION := v0.8.2
 
 .PHONY: test-deps
 test-deps:
