@@ -285,6 +285,9 @@ table inet nr_test {
 				t.Errorf("nft list ruleset lacks %q:\n%s", want, out)
 			}
 		}
+		if _, err := os.Stat("/sys/module/nft_limit"); err != nil && !builtinModule("nft_limit") {
+			t.Errorf("nft_limit was not autoloaded: %v", err)
+		}
 	})
 }
 

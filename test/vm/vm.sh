@@ -19,6 +19,8 @@
 #                    of the host's apt sources, e.g. bookworm-backports (6.12)
 #   VM_APPEND        extra kernel command line
 #   VM_CACHE         cache directory (default .cache/vm in the repository)
+#   VM_REFRESH=1     ask apt for the newest packages even if it was asked less than 12 h ago
+#   VM_APT_UPDATE=1  also refresh the private apt lists of VM_KERNEL_SUITE
 #   GO               go command (default go)
 set -euo pipefail
 
@@ -31,7 +33,7 @@ kernel_suite=${VM_KERNEL_SUITE:-}
 timeout_s=${VM_TIMEOUT:-480}
 mem=${VM_MEM:-1024}
 smp=${VM_SMP:-2}
-qemu=qemu-system-x86_64
+qemu="qemu-system-x86_64"
 work=$cache/work
 export PATH=$PATH:/usr/sbin:/sbin
 
@@ -104,6 +106,7 @@ apt_update() {
 use_suite() {
 	local suite=$1 codename uri keyring
 	codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+	# shellcheck disable=SC2016 # apt's own $(FIELD) syntax
 	uri=$(apt-get indextargets --format '$(RELEASE) $(REPO_URI)' 'Created-By: Packages' |
 		awk -v c="$codename" '$1 == c { print $2; exit }')
 	[ -n "$uri" ] || die "no apt source for $codename on this host to derive $suite from"
@@ -121,7 +124,7 @@ use_suite() {
 		-o "Dir::Cache=$cache/apt/$suite/cache"
 	)
 	# A private list is fetched once, then again by `make vm-deps VM_APT_UPDATE=1`.
-	if [ -z "$(ls "$cache/apt/$suite/lists" 2>/dev/null | grep -v partial)" ] || [ "${VM_APT_UPDATE:-}" = 1 ]; then
+	if ! compgen -G "$cache/apt/$suite/lists/*_Packages*" >/dev/null || [ "${VM_APT_UPDATE:-}" = 1 ]; then
 		apt_update
 	fi
 }
@@ -176,7 +179,9 @@ unpack_kernel() { # deb dir
 	# Newer packages keep modules in /usr/lib/modules; depmod -b wants <base>/lib/modules.
 	[ -d "$tmp/lib/modules" ] || ln -s usr/lib "$tmp/lib"
 	kv=$(ls "$tmp/lib/modules")
-	[ -n "$kv" ] && [ -f "$tmp/boot/vmlinuz-$kv" ] || die "$deb holds no kernel and modules"
+	if [ -z "$kv" ] || [ ! -f "$tmp/boot/vmlinuz-$kv" ]; then
+		die "$deb holds no kernel and modules"
+	fi
 	# busybox insmod takes plain .ko files only.
 	find "$tmp/lib/modules/$kv" -name '*.ko.xz' -exec xz -d {} +
 	find "$tmp/lib/modules/$kv" -name '*.ko.zst' -exec zstd -q -d --rm {} +
@@ -210,6 +215,16 @@ cmd_deps() {
 	mkdir -p "$cache"
 	env=$(current_env)
 
+	# apt look-ups cost about a second each: a recent resolution is reused.
+	if [ "${VM_REFRESH:-}" != 1 ] && [ -n "$(find "$env" -mmin -720 2>/dev/null)" ]; then
+		# shellcheck disable=SC1090
+		. "$env"
+		if [ -f "${KERNEL_DIR:-/nonexistent}/.ok" ] && [ -f "${BUSYBOX_DIR:-/nonexistent}/.ok" ]; then
+			log "deps cached: ${KERNEL_PKG:-} ${KERNEL_VER:-} (resolved less than 12 h ago; VM_REFRESH=1 asks apt again)"
+			return
+		fi
+	fi
+
 	# busybox-static always comes from the host's own sources.
 	if read -r bname bver < <(resolve busybox-static); then
 		bdeb=$(fetch_deb "$bname" "$bver")
@@ -242,7 +257,10 @@ load_env() {
 	[ -f "$env" ] || die "no VM kernel in $cache; run: make vm-deps${kernel_suite:+ VM_KERNEL_SUITE=$kernel_suite}"
 	# shellcheck disable=SC1090
 	. "$env"
-	[ -f "$KERNEL_DIR/.ok" ] && [ -f "$BUSYBOX_DIR/.ok" ] || die "cache $cache is incomplete; run: make vm-deps"
+	: "${KERNEL_DIR:?}" "${KERNEL_PKG:?}" "${KERNEL_VER:?}" "${KVER:?}" "${BUSYBOX_DIR:?}"
+	if [ ! -f "$KERNEL_DIR/.ok" ] || [ ! -f "$BUSYBOX_DIR/.ok" ]; then
+		die "cache $cache is incomplete; run: make vm-deps"
+	fi
 	command -v "$qemu" >/dev/null || die "$qemu not found; run: make vm-deps"
 }
 
@@ -397,7 +415,7 @@ cmd_shell() {
 }
 
 cmd_test() {
-	local t0 report raw console watcher qrc tinit counts passed failed skipped rc
+	local t0 report raw console watcher qrc tinit up passed failed skipped rc failed_mods
 	cmd_initrd test
 	report=$work/report.txt
 	raw=$work/report.raw
@@ -405,7 +423,7 @@ cmd_test() {
 	rm -f "$raw" "$report" "$console" "$work/init.time"
 	: >"$raw"
 
-	log "booting $KERNEL_PKG $KERNEL_VER ($KVER) under TCG, timeout ${timeout_s}s${VMRUN:+, -test.run '$VMRUN'}"
+	log "booting $KERNEL_PKG $KERNEL_VER ($KVER) under TCG, timeout ${timeout_s}s${VMRUN:+, -test.run \"$VMRUN\"}"
 	t0=$(now)
 	# Wall-clock time until init runs, taken from the report as it is written.
 	(
@@ -426,8 +444,9 @@ cmd_test() {
 	wait "$watcher" 2>/dev/null || true
 
 	tr -d '\r' <"$raw" >"$report"
-	tinit=$(cat "$work/init.time" 2>/dev/null || echo "?")
-	log "qemu exited with $qrc after $(since "$t0")s; init reached after ${tinit}s (wall), guest $(sed -n 's/^NRVM-INIT uptime=\([^ ]*\).*/\1/p' "$report")s uptime"
+	tinit=$(cat "$work/init.time" 2>/dev/null || true)
+	up=$(sed -n 's/^NRVM-INIT uptime=\([^ ]*\).*/\1/p' "$report")
+	log "qemu exited with status $qrc after $(since "$t0")s${tinit:+; init reached after ${tinit}s wall clock, ${up}s guest uptime}"
 	log "report: $report, console: $console"
 
 	if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
