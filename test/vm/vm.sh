@@ -35,6 +35,8 @@ mem=${VM_MEM:-1024}
 smp=${VM_SMP:-2}
 qemu="qemu-system-x86_64"
 work=$cache/work
+root=""  # the initramfs tree, under $work
+nonce="" # marks this run's report lines
 export PATH=$PATH:/usr/sbin:/sbin
 
 log() { echo "vm: $*" >&2; }
@@ -383,6 +385,8 @@ cmd_initrd() {
 
 	# Run settings.
 	echo "$mode" >"$root/etc/nrvm/mode"
+	nonce=$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
+	echo "$nonce" >"$root/etc/nrvm/nonce"
 	printf '%s\n' "${VMRUN:-}" >"$root/etc/nrvm/run"
 	# The test binary's own timeout fires first, so a hung test prints its goroutines.
 	echo "$((timeout_s > 120 ? timeout_s - 60 : timeout_s * 3 / 4))s" >"$root/etc/nrvm/timeout"
@@ -453,10 +457,11 @@ cmd_test() {
 		die "the VM timed out after ${timeout_s}s (VM_TIMEOUT) and was killed"
 	fi
 	grep -q '^NRVM-INIT' "$report" || die "the VM did not reach init (qemu status $qrc); see the console above"
-	grep -q '^NRVM-BEGIN' "$report" || die "init did not start the tests; see the console above"
-	grep -q '^NRVM-END' "$report" || die "the test run did not finish (guest crashed or powered off early; qemu status $qrc)"
-	rc=$(sed -n 's/^EXIT=\([0-9][0-9]*\)$/\1/p' "$report" | tail -n 1)
-	[ -n "$rc" ] || die "the report has no EXIT= line"
+	grep -qx "NRVM-BEGIN $nonce" "$report" || die "init did not start the tests; see the console above"
+	grep -qx "NRVM-END $nonce" "$report" || die "the test run did not finish (guest crashed or powered off early; qemu status $qrc)"
+	# The status is the line right after this run's end marker.
+	rc=$(awk -v end="NRVM-END $nonce" 'prev == end && /^EXIT=[0-9]+$/ { sub(/^EXIT=/, ""); print } { prev = $0 }' "$report")
+	[ -n "$rc" ] || die "the report has no EXIT= line after its end marker"
 
 	failed_mods=$(sed -n 's/^NRVM-MODULES-FAILED //p' "$report")
 	[ -z "$failed_mods" ] || log "error: boot modules failed to load: $failed_mods"
