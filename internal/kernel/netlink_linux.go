@@ -53,7 +53,10 @@ func Open(nsPath string) (*Netlink, error) {
 			return nil, fmt.Errorf("open network namespace %s: %w", nsPath, err)
 		}
 	}
-	h, err := netlink.NewHandleAt(ns)
+	// Only the families we use: the library's default list includes XFRM,
+	// whose socket fails on kernels without the xfrm module (the Debian
+	// cloud kernel before it is loaded). Generic netlink carries FoU.
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE, unix.NETLINK_GENERIC)
 	if err != nil {
 		return nil, fmt.Errorf("open netlink: %w", err)
 	}
