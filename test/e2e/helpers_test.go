@@ -73,7 +73,13 @@ func nsName(t testing.TB, suffix string) string {
 // ns.Do, or use ns.NL. The name is derived from the test's name and suffix.
 func newNetNS(t testing.TB, suffix string) *NetNS {
 	t.Helper()
-	name := nsName(t, suffix)
+	return newNamedNetNS(t, nsName(t, suffix))
+}
+
+// newNamedNetNS is newNetNS with an exact name, for files that name a
+// namespace (a veth's peer-netns). Tests that use one must not run in parallel.
+func newNamedNetNS(t testing.TB, name string) *NetNS {
+	t.Helper()
 
 	// netns.NewNamed switches the calling thread into the new namespace: keep the thread
 	// to ourselves until it is back.
