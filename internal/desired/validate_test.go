@@ -170,3 +170,16 @@ func TestLoadReadsDropInsInNameOrder(t *testing.T) {
 		t.Errorf("links %v, want br0 br1 br2", cfg.State.SortedLinkNames())
 	}
 }
+
+// A prefix that failed to parse is reported once, where it is written, and
+// never again as a duplicate of another bad prefix.
+func TestBadPrefixReportedOnce(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", "version: 1\nroutes:\n  - {to: 10.0.0.0/33, type: blackhole}\n  - {to: 10.0.0.1/24, type: blackhole}\nrules:\n  - {priority: 10, from: 10.0.0.0/33, table: 5}\n  - {priority: 10, from: 10.0.0.1/8, table: 5}\n"))
+	want := "f.yaml:3:10: routes[0].to: expected a CIDR prefix like 10.0.0.0/24 or fd00::/64 (or \"default\"), found \"10.0.0.0/33\"\n" +
+		"f.yaml:4:10: routes[1].to: \"10.0.0.1/24\" has host bits set; the prefix is 10.0.0.0/24\n" +
+		"f.yaml:6:26: rules[0].from: expected a CIDR prefix like 10.0.0.0/24 or fd00::/64 (or \"default\"), found \"10.0.0.0/33\"\n" +
+		"f.yaml:7:26: rules[1].from: \"10.0.0.1/8\" has host bits set; the prefix is 10.0.0.0/8"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+}
