@@ -15,6 +15,9 @@ func (b *builder) route(i int, rc *routeConf) {
 		b.errs.add(rc.Pos, path+".to", "missing; expected a destination prefix like 10.0.0.0/24 or default")
 		return
 	}
+	if !rc.To.Default && !rc.To.P.IsValid() {
+		return // the decoder reported the bad prefix
+	}
 	typ := model.RouteUnicast
 	if rc.Type != "" {
 		t, ok := model.RouteTypeNames[rc.Type]

@@ -14,6 +14,11 @@ func (b *builder) rule(i int, rc *ruleConf) {
 		b.errs.add(rc.Pos, path+".priority", "missing; expected a rule priority from 1 to 32765 or 32768 to 4294967295")
 		return
 	}
+	for _, p := range []*Prefix{rc.From, rc.To} {
+		if p != nil && !p.Default && !p.P.IsValid() {
+			return // the decoder reported the bad prefix
+		}
+	}
 	prio := *rc.Priority
 	for _, r := range model.ReservedRulePriorities {
 		if prio == r {

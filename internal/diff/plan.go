@@ -103,6 +103,9 @@ func (p *Plan) Write(w io.Writer) {
 		fmt.Fprintln(w, line)
 		for _, c := range op.Changes {
 			switch {
+			case c.From == "" && c.To == "":
+				// Written again as it is (an adopted link's alias takes the marker).
+				fmt.Fprintf(w, "    %s\n", c.Field)
 			case c.From == "":
 				fmt.Fprintf(w, "    %s: %s\n", c.Field, c.To)
 			case c.To == "":

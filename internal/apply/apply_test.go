@@ -1,0 +1,250 @@
+package apply_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/apply"
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/ledger"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+const config = `version: 1
+links:
+  br0:
+    kind: bridge
+    addresses: [10.10.0.1/24]
+  vx0:
+    kind: vxlan
+    master: br0
+    vxlan: {id: 100, remote: 192.0.2.2}
+  up0:
+    kind: veth
+    veth: {peer: up1}
+    addresses: [192.0.2.1/24]
+  up1:
+    kind: veth
+    veth: {peer: up0}
+routes:
+  - {to: 198.51.100.0/24, via: 10.10.0.254, dev: br0}
+  - {to: 203.0.113.0/24, via: 192.0.2.2, dev: up0, table: 100}
+  - {to: 10.99.0.0/16, type: blackhole, table: 100}
+rules:
+  - {priority: 1000, from: 10.10.0.0/24, table: 100}
+`
+
+func load(t *testing.T, y string) *model.State {
+	t.Helper()
+	cfg, err := desired.Parse([]desired.Source{{Name: "test.yaml", Data: []byte(y)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.State
+}
+
+func newEngine(t *testing.T) (*engine.Engine, *kernel.Fake) {
+	t.Helper()
+	k := kernel.NewFake()
+	l, err := ledger.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &engine.Engine{Kernel: k, Ledger: l}, k
+}
+
+func reconcile(t *testing.T, e *engine.Engine, st *model.State) (*diff.Plan, *apply.Result) {
+	t.Helper()
+	plan, err := e.Plan(st)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	res, err := e.Apply(context.Background(), plan)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	return plan, res
+}
+
+// assertConverged checks that a new plan is empty and that applying it writes nothing.
+func assertConverged(t *testing.T, e *engine.Engine, st *model.State) {
+	t.Helper()
+	before := e.Kernel.Writes()
+	plan, res := reconcile(t, e, st)
+	if !plan.Empty() {
+		t.Fatalf("not converged; plan:\n%s", plan)
+	}
+	if err := res.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if w := e.Kernel.Writes() - before; w != 0 {
+		t.Fatalf("an empty plan made %d kernel writes", w)
+	}
+}
+
+func TestApplyConverges(t *testing.T) {
+	st := load(t, config)
+	e, _ := newEngine(t)
+	plan, res := reconcile(t, e, st)
+	if err := res.Err(); err != nil {
+		t.Fatalf("first apply: %v\nplan:\n%s", err, plan)
+	}
+	if len(res.Done) != len(plan.Ops) {
+		t.Fatalf("done %d of %d", len(res.Done), len(plan.Ops))
+	}
+	assertConverged(t, e, st)
+}
+
+func TestFailedLinkSkipsDependentsOnly(t *testing.T) {
+	st := load(t, config)
+	e, k := newEngine(t)
+	k.FailOn("AddLink", "br0", syscall.EPERM)
+	plan, res := reconcile(t, e, st)
+
+	var failed []string
+	for _, f := range res.Failed {
+		failed = append(failed, string(f.Op.Action)+" "+f.Op.Kind+" "+f.Op.ID)
+	}
+	want := []string{
+		"create link br0",
+		"create link vx0",                         // its master failed
+		"create address 10.10.0.1/24 dev br0",     // on the failed link
+		"create route 198.51.100.0/24 table main", // through the failed link
+	}
+	if strings.Join(failed, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("failed ops:\n%s\nwant:\n%s", strings.Join(failed, "\n"), strings.Join(want, "\n"))
+	}
+	if len(res.Done) != len(plan.Ops)-len(want) {
+		t.Fatalf("done %d, want every independent op (%d)", len(res.Done), len(plan.Ops)-len(want))
+	}
+	err := res.Err()
+	var ae *apply.Error
+	if !errors.As(err, &ae) || ae.Count != 4 || ae.Total != len(plan.Ops) {
+		t.Fatalf("error %v: want a count of 4 of %d", err, len(plan.Ops))
+	}
+	if !errors.Is(err, syscall.EPERM) {
+		t.Fatalf("error %v does not wrap the kernel's EPERM", err)
+	}
+	msg := err.Error()
+	for _, s := range []string{"4 of 10 operations failed", "add link br0", "create link vx0 skipped: link br0 failed"} {
+		if !strings.Contains(strings.ReplaceAll(msg, ": skipped", " skipped"), s) {
+			t.Errorf("error does not say %q:\n%s", s, msg)
+		}
+	}
+	// Skipped operations made no kernel write: only br0's own attempt failed.
+	for _, l := range k.Log {
+		if strings.Contains(l, "br0") || strings.Contains(l, "vx0") {
+			t.Errorf("a write touched a dependent of the failed link: %s", l)
+		}
+	}
+
+	k.FailOn("AddLink", "br0", nil)
+	plan, res = reconcile(t, e, st)
+	if err := res.Err(); err != nil {
+		t.Fatalf("second apply: %v", err)
+	}
+	if got, want := plan.Summary(), "4 to create, 0 to update, 0 to replace, 0 to delete"; got != want {
+		t.Fatalf("second plan %q, want %q:\n%s", got, want, plan)
+	}
+	assertConverged(t, e, st)
+}
+
+func TestInjectedFailures(t *testing.T) {
+	for _, tc := range []struct {
+		method string
+		err    error
+		// failed is how many ops fail; 0 means the read fails and nothing is written.
+		failed int
+	}{
+		{"AddRoute", syscall.EEXIST, 1},
+		{"AddRule", syscall.EEXIST, 1},
+		{"ReplaceAddress", syscall.ENOBUFS, 1},
+		{"SetLinkUp", syscall.EBUSY, 4}, // br0 is first: its dependents are skipped
+		{"Routes", syscall.EINTR, 0},
+		{"Links", syscall.EINTR, 0},
+		{"Rules", syscall.EINTR, 0},
+		{"Addresses", syscall.EINTR, 0},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			st := load(t, config)
+			e, k := newEngine(t)
+			k.FailNext(tc.method, tc.err)
+			if tc.failed == 0 {
+				_, err := e.Plan(st)
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("plan with a failed %s: %v, want %v", tc.method, err, tc.err)
+				}
+				if k.Writes() != 0 {
+					t.Fatal("a failed read led to writes")
+				}
+			} else {
+				_, res := reconcile(t, e, st)
+				if len(res.Failed) != tc.failed || !errors.Is(res.Err(), tc.err) {
+					t.Fatalf("failed %d ops (%v), want %d with %v", len(res.Failed), res.Err(), tc.failed, tc.err)
+				}
+			}
+			_, res := reconcile(t, e, st)
+			if err := res.Err(); err != nil {
+				t.Fatalf("next apply: %v", err)
+			}
+			assertConverged(t, e, st)
+		})
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	st := load(t, config)
+	e, k := newEngine(t)
+	plan, err := e.Plan(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res := apply.Apply(ctx, k, plan, apply.Hooks{})
+	if len(res.Done) != 0 || len(res.Failed) != len(plan.Ops) || !errors.Is(res.Err(), context.Canceled) {
+		t.Fatalf("cancelled apply: done %d failed %d: %v", len(res.Done), len(res.Failed), res.Err())
+	}
+	if k.Writes() != 0 {
+		t.Fatal("a cancelled apply wrote")
+	}
+}
+
+func TestPruneKeepsForeign(t *testing.T) {
+	st := load(t, config)
+	e, k := newEngine(t)
+	k.PutLink(&model.Link{Name: "eth0", Kind: model.KindDevice, MTU: 1500, Up: true})
+	k.PutRoute(model.Route{Table: 100, Dst: pfx("172.16.0.0/16"), Type: model.RouteBlackhole, Protocol: 4})
+	k.PutRule(model.Rule{Priority: 900, Action: model.RuleLookup, Table: 50, SuppressPrefixLen: -1, Protocol: 0})
+	if _, res := reconcile(t, e, st); res.Err() != nil {
+		t.Fatal(res.Err())
+	}
+	// An empty file prunes everything netreconcile made, and only that.
+	empty := load(t, "version: 1\n")
+	if _, res := reconcile(t, e, empty); res.Err() != nil {
+		t.Fatal(res.Err())
+	}
+	assertConverged(t, e, empty)
+	links, _ := k.Links()
+	var names []string
+	for _, l := range links {
+		names = append(names, l.Name)
+	}
+	if strings.Join(names, " ") != "eth0 lo" {
+		t.Errorf("links left: %v, want eth0 lo", names)
+	}
+	routes, _ := k.Routes(0)
+	rules, _ := k.Rules()
+	if len(routes) != 1 || routes[0].Protocol != 4 || len(rules) != 1 || rules[0].Priority != 900 {
+		t.Errorf("foreign objects not kept: routes %v rules %v", routes, rules)
+	}
+}
+
+func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }

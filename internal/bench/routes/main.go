@@ -1,0 +1,210 @@
+// Command routes measures route reconciliation against the kernel, in fresh
+// network namespaces (make bench-core, as root):
+//
+//   - cold converge: `netreconcile apply` of N routes against `ip -batch` of
+//     the same routes, for N = 10k and 100k;
+//   - no-op reconcile: one pass (read, diff, apply) over 100k owned routes
+//     among 100k foreign ones, with the desired state already loaded, as the
+//     daemon holds it; it must make no kernel write.
+//
+// Results are ratios to ip and per-route times; nothing is asserted on time.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/ledger"
+)
+
+// table holds the benchmark's routes; foreign routes go in the same table.
+const table = 100
+
+func main() {
+	bin := flag.String("bin", "bin/netreconcile", "netreconcile binary")
+	runs := flag.Int("runs", 3, "runs per measurement (the median is reported)")
+	sizes := flag.String("sizes", "10000,100000", "cold converge sizes")
+	noop := flag.Int("noop", 100000, "owned (and foreign) routes of the no-op reconcile")
+	flag.Parse()
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "bench-core needs root (fresh network namespaces)")
+		os.Exit(1)
+	}
+	dir, err := os.MkdirTemp("", "nr-bench-")
+	check(err)
+	defer os.RemoveAll(dir)
+	for _, s := range strings.Split(*sizes, ",") {
+		var n int
+		_, err := fmt.Sscan(s, &n)
+		check(err)
+		cold(*bin, dir, n, *runs)
+	}
+	noopReconcile(dir, *noop, *runs)
+}
+
+// prefix returns the i-th /24 of the benchmark, from 1.0.0.0 up; base shifts
+// the range so that owned and foreign routes do not collide.
+func prefix(base, i int) netip.Prefix {
+	v := uint32(base+i) << 8
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), 0}), 24)
+}
+
+func writeYAML(path string, n int) {
+	var b bytes.Buffer
+	b.WriteString("version: 1\nlinks:\n  bench0: {kind: device}\nroutes:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "  - {to: %s, dev: bench0, table: %d}\n", prefix(1<<16, i), table)
+	}
+	check(os.WriteFile(path, b.Bytes(), 0o644))
+}
+
+func writeBatch(path string, base, n int, proto string) {
+	var b bytes.Buffer
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "route add %s dev bench0 table %d proto %s\n", prefix(base, i), table, proto)
+	}
+	check(os.WriteFile(path, b.Bytes(), 0o644))
+}
+
+var nsSeq int
+
+// freshNS makes a namespace with the link bench0 (a bridge, up) the routes use.
+func freshNS() (string, func()) {
+	nsSeq++
+	ns := fmt.Sprintf("nr-bench-%d-%d", os.Getpid(), nsSeq)
+	run("ip", "netns", "add", ns)
+	run("ip", "-n", ns, "link", "add", "bench0", "type", "bridge")
+	run("ip", "-n", ns, "link", "set", "bench0", "up")
+	return ns, func() { run("ip", "netns", "del", ns) }
+}
+
+func timed(f func()) time.Duration {
+	t := time.Now()
+	f()
+	return time.Since(t)
+}
+
+func median(ds []time.Duration) time.Duration {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2]
+}
+
+func countRoutes(ns string) int {
+	out := output("ip", "-n", ns, "route", "show", "table", fmt.Sprint(table))
+	return strings.Count(out, "\n")
+}
+
+func cold(bin, dir string, n, runs int) {
+	yml := filepath.Join(dir, fmt.Sprintf("cold-%d.yaml", n))
+	batch := filepath.Join(dir, fmt.Sprintf("cold-%d.batch", n))
+	writeYAML(yml, n)
+	// The same routes as the file: same prefixes, device, table and protocol.
+	writeBatch(batch, 1<<16, n, "245")
+	var ipT, nrT []time.Duration
+	for r := 0; r < runs; r++ {
+		ns, del := freshNS()
+		ipT = append(ipT, timed(func() { run("ip", "-n", ns, "-batch", batch) }))
+		mustCount(ns, n)
+		del()
+		ns, del = freshNS()
+		state := filepath.Join(dir, "state")
+		nrT = append(nrT, timed(func() { run(bin, "apply", "-q", "--netns", ns, "-c", yml, "--state-dir", state) }))
+		mustCount(ns, n)
+		del()
+	}
+	ip, nr := median(ipT), median(nrT)
+	fmt.Printf("cold converge %6d routes: ip -batch %8.1f ms (%5.2f us/route)  netreconcile apply %8.1f ms (%5.2f us/route)  ratio %.2fx\n",
+		n, ms(ip), us(ip, n), ms(nr), us(nr, n), float64(nr)/float64(ip))
+}
+
+func noopReconcile(dir string, n, runs int) {
+	yml := filepath.Join(dir, fmt.Sprintf("noop-%d.yaml", n))
+	writeYAML(yml, n)
+	foreign := filepath.Join(dir, fmt.Sprintf("foreign-%d.batch", n))
+	writeBatch(foreign, 1<<18, n, "static")
+	cfg, err := desired.Load(yml, "")
+	check(err)
+	ns, del := freshNS()
+	defer del()
+	k, err := kernel.Open("/run/netns/" + ns)
+	check(err)
+	defer k.Close()
+	l, err := ledger.Open("")
+	check(err)
+	eng := &engine.Engine{Kernel: k, Ledger: l}
+	converge := func() {
+		plan, err := eng.Plan(cfg.State)
+		check(err)
+		res, err := eng.Apply(context.Background(), plan)
+		check(err)
+		check(res.Err())
+	}
+	converge()
+	run("ip", "-n", ns, "-batch", foreign)
+	mustCount(ns, 2*n)
+	var ts []time.Duration
+	var writes uint64
+	var ops int
+	for r := 0; r < runs; r++ {
+		before := k.Writes()
+		ts = append(ts, timed(func() {
+			plan, err := eng.Plan(cfg.State)
+			check(err)
+			ops += len(plan.Ops)
+			res, err := eng.Apply(context.Background(), plan)
+			check(err)
+			check(res.Err())
+		}))
+		writes += k.Writes() - before
+	}
+	t := median(ts)
+	fmt.Printf("no-op reconcile %d owned + %d foreign routes: %.1f ms (%.3f us/owned route), %d operations, %d kernel writes in %d runs\n",
+		n, n, ms(t), us(t, n), ops, writes, runs)
+	if writes != 0 || ops != 0 {
+		fmt.Fprintln(os.Stderr, "FAIL: the no-op reconcile wrote to the kernel")
+		os.Exit(1)
+	}
+}
+
+func mustCount(ns string, n int) {
+	if got := countRoutes(ns); got != n {
+		fmt.Fprintf(os.Stderr, "namespace %s holds %d routes in table %d, want %d\n", ns, got, table, n)
+		os.Exit(1)
+	}
+}
+
+func ms(d time.Duration) float64        { return float64(d) / float64(time.Millisecond) }
+func us(d time.Duration, n int) float64 { return float64(d) / float64(time.Microsecond) / float64(n) }
+
+func run(prog string, args ...string) {
+	cmd := exec.Command(prog, args...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s %s: %v\n%s", prog, strings.Join(args, " "), err, out)
+		os.Exit(1)
+	}
+}
+
+func output(prog string, args ...string) string {
+	out, err := exec.Command(prog, args...).Output()
+	check(err)
+	return string(out)
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-core:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,185 @@
+package desired
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// errorsOf parses the sources and returns every error, one per line.
+func errorsOf(t *testing.T, srcs ...Source) string {
+	t.Helper()
+	_, err := Parse(srcs)
+	if err == nil {
+		return ""
+	}
+	var es Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("error %v is not Errors", err)
+	}
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func src(name, y string) Source { return Source{Name: name, Data: []byte(y)} }
+
+func TestValidationErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, want string
+	}{{
+		name: "unknown key",
+		file: "version: 1\nlinks:\n  br0: {kind: bridge, mtuu: 1500}\n",
+		want: "f.yaml:3:23: links.br0.mtuu: unknown key; expected one of: addresses, adopt, alias, ip6tnl, ipip, ipvlan, kind, master, mtu, state, veth, vxlan, wireguard",
+	}, {
+		name: "wrong type",
+		file: "version: 1\nlinks:\n  br0: {kind: bridge, mtu: big}\nroutes: {to: default}\n",
+		want: "f.yaml:3:28: links.br0.mtu: expected an integer, found \"big\"\n" +
+			"f.yaml:4:9: routes: expected a list, found a mapping",
+	}, {
+		name: "reference to an undeclared link",
+		file: "version: 1\nlinks:\n  vx0: {kind: vxlan, master: br9, vxlan: {id: 1, dev: eth9}}\nroutes:\n  - {to: 10.1.0.0/16, dev: eth7}\n",
+		want: "f.yaml:3:30: links.vx0.master: link \"br9\" is not declared; declare it (kind bridge, or kind device for an existing bridge)\n" +
+			"f.yaml:3:55: links.vx0.vxlan.dev: link \"eth9\" is not declared; declare it (kind device for an existing NIC)\n" +
+			"f.yaml:5:28: routes[0].dev: link \"eth7\" is not declared; declare it (kind device for an existing NIC)",
+	}, {
+		name: "reserved rule priorities",
+		file: "version: 1\nrules:\n  - {priority: 0, table: 100}\n  - {priority: 32766, table: 100}\n  - {priority: 32767, table: 100}\n",
+		want: "f.yaml:3:16: rules[0].priority: priority 0 belongs to the kernel's default rules (0 local, 32766 main, 32767 default); choose another\n" +
+			"f.yaml:4:16: rules[1].priority: priority 32766 belongs to the kernel's default rules (0 local, 32766 main, 32767 default); choose another\n" +
+			"f.yaml:5:16: rules[2].priority: priority 32767 belongs to the kernel's default rules (0 local, 32766 main, 32767 default); choose another",
+	}, {
+		name: "gateway family mismatch",
+		file: "version: 1\nroutes:\n  - {to: 2001:db8::/32, via: 192.0.2.1}\n  - {to: 10.0.0.0/8, via: 2001:db8::1}\n",
+		want: "f.yaml:3:30: routes[0].via: gateway 192.0.2.1 is not of the destination's family (IPv6)\n" +
+			"f.yaml:4:27: routes[1].via: an IPv6 gateway for an IPv4 route is not supported; use an IPv4 gateway",
+	}, {
+		name: "duplicate names and objects",
+		file: "version: 1\nlinks:\n  br0: {kind: bridge, addresses: [10.0.0.1/24, 10.0.0.1/16]}\n  br0: {kind: bridge}\nroutes:\n  - {to: 10.1.0.0/16, type: blackhole}\n  - {to: 10.1.0.0/16, type: unreachable}\nrules:\n  - {priority: 10, table: 5, family: ipv4}\n  - {priority: 10, table: 5, family: ipv4}\n",
+		want: "f.yaml:3:48: links.br0.addresses[1].address: 10.0.0.1 is already on br0 (declared at f.yaml:3:35)\n" +
+			"f.yaml:4:3: links.br0: name given twice\n" +
+			"f.yaml:7:5: routes[1]: route 10.1.0.0/16 table main is declared twice (first at f.yaml:6:5); a route is identified by table, destination, tos and metric\n" +
+			"f.yaml:10:5: rules[1]: rule 10: from all lookup 5 (ipv4) is declared twice (first at f.yaml:9:5)",
+	}, {
+		name: "missing version",
+		file: "links: {}\n",
+		want: "f.yaml:1:1: version: missing; expected \"version: 1\" at the top of the main file",
+	}, {
+		name: "unsupported version",
+		file: "version: 2\n",
+		want: "f.yaml:1:10: version: unsupported version 2; this netreconcile reads version 1",
+	}, {
+		name: "every error of a file, in file order",
+		file: "version: 1\nlinks:\n  br0: {kind: bridge, mtu: 20}\n  x0: {kind: tap}\nroutes:\n  - {via: 10.0.0.1}\nrules:\n  - {table: 100}\n",
+		want: "f.yaml:3:28: links.br0.mtu: expected an MTU from 68 to 65535 for a bridge link, found 20\n" +
+			"f.yaml:4:14: links.x0.kind: unknown kind \"tap\"; expected one of: device, veth, bridge, vxlan, dummy, ipvlan, ipip, ip6tnl, wireguard\n" +
+			"f.yaml:6:5: routes[0].to: missing; expected a destination prefix like 10.0.0.0/24 or default\n" +
+			"f.yaml:8:5: rules[0].priority: missing; expected a rule priority from 1 to 32765 or 32768 to 4294967295",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := errorsOf(t, src("f.yaml", tc.file)); got != tc.want {
+				t.Errorf("errors:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDropInFragments(t *testing.T) {
+	main := "version: 1\nlinks:\n  br0: {kind: bridge}\nroutes:\n  - {to: 10.1.0.0/16, dev: br0}\n"
+	for _, tc := range []struct {
+		name     string
+		fragment string
+		want     string
+	}{{
+		name:     "a fragment may use the main file's links",
+		fragment: "routes:\n  - {to: 10.2.0.0/16, dev: br0}\n",
+	}, {
+		name:     "a link declared twice across fragments",
+		fragment: "links:\n  br0: {kind: bridge}\n",
+		want:     "conf.d/10-a.yaml:2:8: links.br0: link declared again (first at main.yaml:3:8); each fragment must own its links",
+	}, {
+		name:     "a route declared twice across fragments",
+		fragment: "routes:\n  - {to: 10.1.0.0/16, dev: br0}\n",
+		want:     "conf.d/10-a.yaml:2:5: routes[0]: route 10.1.0.0/16 table main is declared twice (first at main.yaml:5:5); a route is identified by table, destination, tos and metric",
+	}, {
+		name:     "a fragment with another version",
+		fragment: "version: 2\n",
+		want:     "conf.d/10-a.yaml:1:10: version: drop-in files must use version 1 like the main file",
+	}, {
+		name:     "conflicting settings",
+		fragment: "settings: {protocol: 200}\n",
+		want:     "",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := errorsOf(t, src("main.yaml", main), src("conf.d/10-a.yaml", tc.fragment))
+			if got != tc.want {
+				t.Errorf("errors:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestProtocolConflictBetweenFragments(t *testing.T) {
+	got := errorsOf(t,
+		src("main.yaml", "version: 1\nsettings: {protocol: 200}\n"),
+		src("conf.d/10-a.yaml", "settings: {protocol: 201}\n"))
+	want := "conf.d/10-a.yaml:1:22: settings.protocol: conflicts with protocol 200 set at main.yaml:2:22"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestLoadReadsDropInsInNameOrder checks the files Load reads, and that a
+// later fragment's conflict is reported at the later file.
+func TestLoadReadsDropInsInNameOrder(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("main.yaml", "version: 1\nlinks:\n  br0: {kind: bridge}\n")
+	write("conf.d/20-b.yaml", "links:\n  br1: {kind: bridge}\n")
+	write("conf.d/10-a.yaml", "links:\n  br1: {kind: bridge}\n")
+	write("conf.d/README", "not yaml: [")
+	write("conf.d/.hidden.yaml", "not yaml: [")
+	main := filepath.Join(dir, "main.yaml")
+	_, err := Load(main, DropInDir(main))
+	want := filepath.Join(dir, "conf.d/20-b.yaml") + ":2:8: links.br1: link declared again (first at " + filepath.Join(dir, "conf.d/10-a.yaml") + ":2:8)"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+	write("conf.d/20-b.yaml", "links:\n  br2: {kind: bridge}\n")
+	cfg, err := Load(main, DropInDir(main))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := strings.Join(cfg.Files, " ")
+	if wantF := main + " " + filepath.Join(dir, "conf.d/10-a.yaml") + " " + filepath.Join(dir, "conf.d/20-b.yaml"); files != wantF {
+		t.Errorf("files %s, want %s", files, wantF)
+	}
+	if len(cfg.State.Links) != 3 {
+		t.Errorf("links %v, want br0 br1 br2", cfg.State.SortedLinkNames())
+	}
+}
+
+// A prefix that failed to parse is reported once, where it is written, and
+// never again as a duplicate of another bad prefix.
+func TestBadPrefixReportedOnce(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", "version: 1\nroutes:\n  - {to: 10.0.0.0/33, type: blackhole}\n  - {to: 10.0.0.1/24, type: blackhole}\nrules:\n  - {priority: 10, from: 10.0.0.0/33, table: 5}\n  - {priority: 10, from: 10.0.0.1/8, table: 5}\n"))
+	want := "f.yaml:3:10: routes[0].to: expected a CIDR prefix like 10.0.0.0/24 or fd00::/64 (or \"default\"), found \"10.0.0.0/33\"\n" +
+		"f.yaml:4:10: routes[1].to: \"10.0.0.1/24\" has host bits set; the prefix is 10.0.0.0/24\n" +
+		"f.yaml:6:26: rules[0].from: expected a CIDR prefix like 10.0.0.0/24 or fd00::/64 (or \"default\"), found \"10.0.0.0/33\"\n" +
+		"f.yaml:7:26: rules[1].from: \"10.0.0.1/8\" has host bits set; the prefix is 10.0.0.0/8"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+}

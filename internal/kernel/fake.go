@@ -1,0 +1,546 @@
+package kernel
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"syscall"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// Fake is an in-memory kernel for unit tests of the diff and apply logic,
+// with failure injection in the manner of Calico Felix's mocknetlink: the next
+// call of a method, or every call on one object, can be made to fail.
+//
+// It keeps the kernel rules the reconciler relies on (a route's key is
+// unique, a link needs its parents, deleting a link takes its addresses,
+// routes and veth peer) and nothing more. It proves logic, never a feature.
+type Fake struct {
+	mu        sync.Mutex
+	links     map[string]*model.Link
+	nextIndex int
+	addrs     map[model.AddressKey]model.Address
+	routes    map[model.RouteKey]model.Route
+	rules     []model.Rule
+	fou       map[model.FouKey]model.FouPort
+	writes    uint64
+	next      map[string][]error
+	on        map[string]error
+	// Log lists every write that succeeded, as "Method id".
+	Log []string
+}
+
+var _ Interface = (*Fake)(nil)
+
+// NewFake returns an empty kernel holding only lo.
+func NewFake() *Fake {
+	f := &Fake{
+		links:  map[string]*model.Link{},
+		addrs:  map[model.AddressKey]model.Address{},
+		routes: map[model.RouteKey]model.Route{},
+		fou:    map[model.FouKey]model.FouPort{},
+		next:   map[string][]error{},
+		on:     map[string]error{},
+	}
+	f.PutLink(&model.Link{Name: "lo", Kind: model.KindDevice, MTU: 65536, Up: true})
+	return f
+}
+
+// FailNext makes the next call of method (such as "Routes" or "AddRoute")
+// fail with err; several calls queue several failures.
+func (f *Fake) FailNext(method string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next[method] = append(f.next[method], err)
+}
+
+// FailOn makes every call of method on the object id fail with err until
+// cleared with a nil err. id is a link name for link methods, the key's
+// String() for the others.
+func (f *Fake) FailOn(method, id string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil {
+		delete(f.on, method+" "+id)
+		return
+	}
+	f.on[method+" "+id] = err
+}
+
+// injected returns the failure planned for this call, if any. Called locked.
+func (f *Fake) injected(method, id string) error {
+	if q := f.next[method]; len(q) > 0 {
+		f.next[method] = q[1:]
+		return fmt.Errorf("%s %s: %w", method, id, q[0])
+	}
+	if err, ok := f.on[method+" "+id]; ok {
+		return fmt.Errorf("%s %s: %w", method, id, err)
+	}
+	return nil
+}
+
+// write counts a write attempt and returns the injected failure, if any.
+func (f *Fake) write(method, id string) error {
+	f.writes++
+	return f.injected(method, id)
+}
+
+func (f *Fake) logged(method, id string) { f.Log = append(f.Log, method+" "+id) }
+
+// PutLink stores a link as it is (foreign unless Owned), without a write.
+func (f *Fake) PutLink(l *model.Link) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := cloneLink(l)
+	f.nextIndex++
+	c.Index = f.nextIndex
+	c.Origin = ""
+	f.links[c.Name] = c
+}
+
+// PutAddress, PutRoute, PutRule and PutFou store objects without a write,
+// to set up foreign (or previously applied) state.
+func (f *Fake) PutAddress(a model.Address) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a.Owned, a.Origin = false, ""
+	f.addrs[a.Key()] = a
+}
+
+// PutRoute stores a route with its Protocol.
+func (f *Fake) PutRoute(r model.Route) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r.Origin = ""
+	f.routes[r.Key()] = r
+}
+
+// PutRule stores a rule with its Protocol.
+func (f *Fake) PutRule(r model.Rule) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r.Origin = ""
+	f.rules = append(f.rules, r)
+}
+
+// PutFou stores an open FoU port.
+func (f *Fake) PutFou(p model.FouPort) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p.Owned, p.Origin = false, ""
+	f.fou[p.Key()] = p
+}
+
+func cloneLink(l *model.Link) *model.Link {
+	c := *l
+	if l.Veth != nil {
+		v := *l.Veth
+		c.Veth = &v
+	}
+	if l.VXLAN != nil {
+		v := *l.VXLAN
+		c.VXLAN = &v
+	}
+	if l.IPVlan != nil {
+		v := *l.IPVlan
+		c.IPVlan = &v
+	}
+	if l.Tunnel != nil {
+		v := *l.Tunnel
+		if l.Tunnel.Encap != nil {
+			e := *l.Tunnel.Encap
+			v.Encap = &e
+		}
+		c.Tunnel = &v
+	}
+	if l.WireGuard != nil {
+		v := *l.WireGuard
+		c.WireGuard = &v
+	}
+	return &c
+}
+
+// Links lists every link.
+func (f *Fake) Links() ([]*model.Link, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.injected("Links", ""); err != nil {
+		return nil, fmt.Errorf("list links: %w", err)
+	}
+	out := make([]*model.Link, 0, len(f.links))
+	for _, n := range sortedNames(f.links) {
+		c := cloneLink(f.links[n])
+		c.Adopt = false
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func sortedNames(m map[string]*model.Link) []string {
+	ns := make([]string, 0, len(m))
+	for n := range m {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// Addresses lists every address.
+func (f *Fake) Addresses() ([]model.Address, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.injected("Addresses", ""); err != nil {
+		return nil, fmt.Errorf("list addresses: %w", err)
+	}
+	out := make([]model.Address, 0, len(f.addrs))
+	for _, a := range f.addrs {
+		out = append(out, a)
+	}
+	model.SortAddresses(out)
+	return out, nil
+}
+
+// Routes lists routes, of one protocol unless protocol is 0.
+func (f *Fake) Routes(protocol int) ([]model.Route, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.injected("Routes", ""); err != nil {
+		return nil, fmt.Errorf("list routes: %w", err)
+	}
+	var out []model.Route
+	for _, r := range f.routes {
+		if protocol == 0 || r.Protocol == protocol {
+			out = append(out, r)
+		}
+	}
+	model.SortRoutes(out)
+	return out, nil
+}
+
+// Rules lists the rules.
+func (f *Fake) Rules() ([]model.Rule, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.injected("Rules", ""); err != nil {
+		return nil, fmt.Errorf("list rules: %w", err)
+	}
+	out := append([]model.Rule(nil), f.rules...)
+	model.SortRules(out)
+	return out, nil
+}
+
+// FouPorts lists the open FoU ports.
+func (f *Fake) FouPorts() ([]model.FouPort, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.injected("FouPorts", ""); err != nil {
+		return nil, fmt.Errorf("list fou ports: %w", err)
+	}
+	var out []model.FouPort
+	for _, p := range f.fou {
+		out = append(out, p)
+	}
+	model.SortFou(out)
+	return out, nil
+}
+
+func (f *Fake) need(name string) (*model.Link, error) {
+	l, ok := f.links[name]
+	if !ok {
+		return nil, fmt.Errorf("link %s: %w", name, ErrNotFound)
+	}
+	return l, nil
+}
+
+// AddLink creates a link (and a veth's peer), marked, down.
+func (f *Fake) AddLink(l *model.Link) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.write("AddLink", l.Name); err != nil {
+		return fmt.Errorf("add link %s: %w", l.Name, err)
+	}
+	if _, ok := f.links[l.Name]; ok {
+		return fmt.Errorf("add link %s: %w", l.Name, syscall.EEXIST)
+	}
+	var deps []string
+	if l.VXLAN != nil && l.VXLAN.Dev != "" {
+		deps = append(deps, l.VXLAN.Dev)
+	}
+	if l.IPVlan != nil {
+		deps = append(deps, l.IPVlan.Parent)
+	}
+	for _, d := range deps {
+		if _, err := f.need(d); err != nil {
+			return fmt.Errorf("add link %s: %w", l.Name, err)
+		}
+	}
+	c := cloneLink(l)
+	c.Owned, c.Up, c.Master, c.Adopt, c.Origin = true, false, "", false, ""
+	if c.MTU == 0 {
+		c.MTU = 1500
+	}
+	f.nextIndex++
+	c.Index = f.nextIndex
+	if l.Kind == model.KindVeth && l.Veth.PeerNetNS == "" {
+		if _, ok := f.links[l.Veth.Peer]; ok {
+			return fmt.Errorf("add link %s: peer %s: %w", l.Name, l.Veth.Peer, syscall.EEXIST)
+		}
+		f.nextIndex++
+		f.links[l.Veth.Peer] = &model.Link{Name: l.Veth.Peer, Kind: model.KindVeth, MTU: 1500, Index: f.nextIndex, Veth: &model.Veth{Peer: l.Name}}
+	}
+	f.links[c.Name] = c
+	f.logged("AddLink", l.Name)
+	return nil
+}
+
+// DeleteLink deletes a link with its addresses, routes and veth peer, and
+// releases its slaves.
+func (f *Fake) DeleteLink(name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.write("DeleteLink", name); err != nil {
+		return fmt.Errorf("delete link %s: %w", name, err)
+	}
+	l, err := f.need(name)
+	if err != nil {
+		return fmt.Errorf("delete link: %w", err)
+	}
+	f.drop(name)
+	if l.Veth != nil && l.Veth.Peer != "" {
+		f.drop(l.Veth.Peer)
+	}
+	f.logged("DeleteLink", name)
+	return nil
+}
+
+func (f *Fake) drop(name string) {
+	delete(f.links, name)
+	for k := range f.addrs {
+		if k.Link == name {
+			delete(f.addrs, k)
+		}
+	}
+	for k, r := range f.routes {
+		if r.Dev == name {
+			delete(f.routes, k)
+		}
+	}
+	for _, l := range f.links {
+		if l.Master == name {
+			l.Master = ""
+		}
+	}
+}
+
+func (f *Fake) setLink(method, name string, set func(l *model.Link) error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.write(method, name); err != nil {
+		return err
+	}
+	l, err := f.need(name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	if err := set(l); err != nil {
+		return fmt.Errorf("%s %s: %w", method, name, err)
+	}
+	f.logged(method, name)
+	return nil
+}
+
+// SetLinkMTU changes the MTU.
+func (f *Fake) SetLinkMTU(name string, mtu int) error {
+	return f.setLink("SetLinkMTU", name, func(l *model.Link) error { l.MTU = mtu; return nil })
+}
+
+// SetLinkUp sets the administrative state.
+func (f *Fake) SetLinkUp(name string, up bool) error {
+	return f.setLink("SetLinkUp", name, func(l *model.Link) error { l.Up = up; return nil })
+}
+
+// SetLinkMaster enslaves a link to a bridge, or releases it.
+func (f *Fake) SetLinkMaster(name, master string) error {
+	return f.setLink("SetLinkMaster", name, func(l *model.Link) error {
+		if master != "" {
+			if _, err := f.need(master); err != nil {
+				return err
+			}
+		}
+		l.Master = master
+		return nil
+	})
+}
+
+// SetLinkAlias writes the alias, with the marker when owned.
+func (f *Fake) SetLinkAlias(name, alias string, owned bool) error {
+	return f.setLink("SetLinkAlias", name, func(l *model.Link) error {
+		l.Alias, l.Owned = alias, owned
+		return nil
+	})
+}
+
+// ReplaceAddress adds or changes an address.
+func (f *Fake) ReplaceAddress(a *model.Address) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := a.Key().String()
+	if err := f.write("ReplaceAddress", id); err != nil {
+		return fmt.Errorf("add address %s: %w", id, err)
+	}
+	if _, err := f.need(a.Link); err != nil {
+		return fmt.Errorf("add address %s: %w", id, err)
+	}
+	c := *a
+	c.Owned, c.Origin = false, ""
+	f.addrs[a.Key()] = c
+	f.logged("ReplaceAddress", id)
+	return nil
+}
+
+// DeleteAddress removes an address.
+func (f *Fake) DeleteAddress(a *model.Address) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := a.Key().String()
+	if err := f.write("DeleteAddress", id); err != nil {
+		return fmt.Errorf("delete address %s: %w", id, err)
+	}
+	if _, ok := f.addrs[a.Key()]; !ok {
+		return fmt.Errorf("delete address %s: %w", id, syscall.EADDRNOTAVAIL)
+	}
+	delete(f.addrs, a.Key())
+	f.logged("DeleteAddress", id)
+	return nil
+}
+
+func (f *Fake) putRoute(method string, r *model.Route, protocol int, excl bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := r.Key().String()
+	if err := f.write(method, id); err != nil {
+		return fmt.Errorf("%s %s: %w", method, id, err)
+	}
+	if _, ok := f.routes[r.Key()]; ok && excl {
+		return fmt.Errorf("add route %s: %w", id, syscall.EEXIST)
+	}
+	if r.Dev != "" {
+		if _, err := f.need(r.Dev); err != nil {
+			return fmt.Errorf("add route %s: %w", id, err)
+		}
+	}
+	c := *r
+	c.Protocol, c.Origin = protocol, ""
+	f.routes[r.Key()] = c
+	f.logged(method, id)
+	return nil
+}
+
+// AddRoute adds a route; EEXIST when its key exists.
+func (f *Fake) AddRoute(r *model.Route, protocol int) error {
+	return f.putRoute("AddRoute", r, protocol, true)
+}
+
+// ReplaceRoute adds or replaces a route.
+func (f *Fake) ReplaceRoute(r *model.Route, protocol int) error {
+	return f.putRoute("ReplaceRoute", r, protocol, false)
+}
+
+// DeleteRoute deletes the route with r's key.
+func (f *Fake) DeleteRoute(r *model.Route) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := r.Key().String()
+	if err := f.write("DeleteRoute", id); err != nil {
+		return fmt.Errorf("delete route %s: %w", id, err)
+	}
+	if _, ok := f.routes[r.Key()]; !ok {
+		return fmt.Errorf("delete route %s: %w", id, syscall.ESRCH)
+	}
+	delete(f.routes, r.Key())
+	f.logged("DeleteRoute", id)
+	return nil
+}
+
+// AddRule adds a rule; EEXIST when the same rule of the same protocol exists.
+func (f *Fake) AddRule(r *model.Rule, protocol int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := r.Key().String()
+	if err := f.write("AddRule", id); err != nil {
+		return fmt.Errorf("add rule %s: %w", id, err)
+	}
+	for _, h := range f.rules {
+		if h.Key() == r.Key() && h.Protocol == protocol {
+			return fmt.Errorf("add rule %s: %w", id, syscall.EEXIST)
+		}
+	}
+	c := *r
+	c.Protocol, c.Origin = protocol, ""
+	f.rules = append(f.rules, c)
+	f.logged("AddRule", id)
+	return nil
+}
+
+// DeleteRule deletes the rule with r's key and protocol.
+func (f *Fake) DeleteRule(r *model.Rule) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := r.Key().String()
+	if err := f.write("DeleteRule", id); err != nil {
+		return fmt.Errorf("delete rule %s: %w", id, err)
+	}
+	for i, h := range f.rules {
+		if h.Key() == r.Key() && h.Protocol == r.Protocol {
+			f.rules = append(f.rules[:i], f.rules[i+1:]...)
+			f.logged("DeleteRule", id)
+			return nil
+		}
+	}
+	return fmt.Errorf("delete rule %s: %w", id, syscall.ENOENT)
+}
+
+// AddFou opens a FoU port.
+func (f *Fake) AddFou(p *model.FouPort) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := p.Key().String()
+	if err := f.write("AddFou", id); err != nil {
+		return fmt.Errorf("add %s: %w", id, err)
+	}
+	if _, ok := f.fou[p.Key()]; ok {
+		return fmt.Errorf("add %s: %w", id, syscall.EEXIST)
+	}
+	c := *p
+	c.Owned, c.Origin = false, ""
+	f.fou[p.Key()] = c
+	f.logged("AddFou", id)
+	return nil
+}
+
+// DeleteFou closes a FoU port.
+func (f *Fake) DeleteFou(p *model.FouPort) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := p.Key().String()
+	if err := f.write("DeleteFou", id); err != nil {
+		return fmt.Errorf("delete %s: %w", id, err)
+	}
+	if _, ok := f.fou[p.Key()]; !ok {
+		return fmt.Errorf("delete %s: %w", id, syscall.ENOENT)
+	}
+	delete(f.fou, p.Key())
+	f.logged("DeleteFou", id)
+	return nil
+}
+
+// Writes counts write attempts, failed ones included.
+func (f *Fake) Writes() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.writes
+}
+
+// Close does nothing.
+func (f *Fake) Close() error { return nil }
