@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
@@ -34,6 +35,7 @@ type Netlink struct {
 	writes atomic.Uint64
 
 	mu      sync.Mutex
+	nftConn *nftables.Conn // opened on first nftables call (nft_linux.go)
 	byName  map[string]int
 	byIndex map[int]string
 }
@@ -106,6 +108,7 @@ func (k *Netlink) InNamespace(f func() error) error {
 
 // Close releases the sockets.
 func (k *Netlink) Close() error {
+	k.closeNFT()
 	k.h.Close()
 	k.hr.Close()
 	for _, s := range k.sockets {

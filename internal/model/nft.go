@@ -384,3 +384,31 @@ func NftElemsOverlap(es []NftElem) int {
 	}
 	return -1
 }
+
+// NftOp kinds.
+const (
+	NftAddTable = iota
+	NftDelTable
+	NftAddSet
+	NftDelSet
+	NftAddElems
+	NftDelElems
+	NftAddChain // creates a chain or updates its policy
+	NftDelChain
+	NftAddRule // appended, or inserted before handle Before
+	NftReplaceRule
+	NftDelRule
+)
+
+// NftOp is one change of an nftables batch.
+type NftOp struct {
+	Op    int
+	Table NftTableKey
+	Set   *NftSet   // sets and elements (the set's type and flags)
+	Elems []NftElem // NftAddElems / NftDelElems
+	Chain *NftChain // chains; the rule's chain for rule ops
+	Rule  *NftRule  // NftAddRule / NftReplaceRule: the rule to write
+	// Handle is the rule replaced or deleted; Before the rule an added rule
+	// goes in front of (0: at the end of the chain).
+	Handle, Before uint64
+}
