@@ -25,10 +25,10 @@ type nftTableConf struct {
 
 type nftSetConf struct {
 	Meta
-	Type     string       `yaml:"type"`
-	Flags    []string     `yaml:"flags"`
-	Timeout  *Duration    `yaml:"timeout"`
-	Elements []posText    `yaml:"elements"`
+	Type     string    `yaml:"type"`
+	Flags    []string  `yaml:"flags"`
+	Timeout  *Duration `yaml:"timeout"`
+	Elements []posText `yaml:"elements"`
 }
 
 type nftChainConf struct {

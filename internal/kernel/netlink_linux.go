@@ -31,8 +31,8 @@ type Netlink struct {
 	hr *netlink.Handle
 	// sockets serves the requests the library has no function for.
 	sockets map[int]*nl.SocketHandle
-	ns     netns.NsHandle
-	writes atomic.Uint64
+	ns      netns.NsHandle
+	writes  atomic.Uint64
 
 	mu      sync.Mutex
 	nftConn *nftables.Conn // opened on first nftables call (nft_linux.go)
