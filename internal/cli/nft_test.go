@@ -1,0 +1,183 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/nettest"
+)
+
+// nftEnv is a fresh namespace with the KubeSpan example's file copied to a
+// temporary directory (so tests may edit it) and a private state directory.
+type nftEnv struct {
+	ns, dir, config, state string
+}
+
+func newNftEnv(t *testing.T) *nftEnv {
+	t.Helper()
+	nettest.RequireTool(t, "nft")
+	ns := nettest.NewNetNS(t)
+	dir := t.TempDir()
+	data, err := os.ReadFile("../../examples/kubespan.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &nftEnv{ns: ns, dir: dir, config: filepath.Join(dir, "kubespan.yaml"), state: filepath.Join(dir, "state")}
+	e.write(t, string(data))
+	return e
+}
+
+func (e *nftEnv) write(t *testing.T, content string) {
+	t.Helper()
+	if err := os.WriteFile(e.config, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *nftEnv) run(t *testing.T, cmd string, wantCode int) string {
+	t.Helper()
+	r := nettest.CLI(t, cmd, "-c", e.config, "--netns", e.ns, "--state-dir", e.state)
+	if r.Code != wantCode {
+		t.Fatalf("netreconcile %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", cmd, r.Code, wantCode, r.Stdout, r.Stderr)
+	}
+	return r.Stdout
+}
+
+func (e *nftEnv) nft(t *testing.T, args ...string) string {
+	t.Helper()
+	return nettest.InNS(t, e.ns, "nft", args...)
+}
+
+var handleRe = regexp.MustCompile(`(?m)^\s*(.*\S) # handle (\d+)$`)
+
+// ruleHandles maps each listed rule (and set, chain) line to its handle.
+func ruleHandles(listing string) map[string]string {
+	out := map[string]string{}
+	for _, m := range handleRe.FindAllStringSubmatch(listing, -1) {
+		out[m[1]] = m[2]
+	}
+	return out
+}
+
+// handleLines lists every line carrying a handle (table, sets, chains,
+// rules), in order.
+func handleLines(listing string) []string {
+	var out []string
+	for _, m := range handleRe.FindAllStringSubmatch(listing, -1) {
+		out = append(out, strings.TrimSpace(m[0]))
+	}
+	return out
+}
+
+func TestNftKubeSpanExample(t *testing.T) {
+	e := newNftEnv(t)
+	out := e.run(t, "apply", 0)
+	if !strings.Contains(out, "+ nft table inet talos_kubespan") {
+		t.Errorf("apply did not create the table:\n%s", out)
+	}
+	got := e.nft(t, "list", "table", "inet", "talos_kubespan")
+	for _, want := range []string{
+		"set kubespan_targets_ipv4 {\n\t\ttype ipv4_addr\n\t\tflags interval\n",
+		"set kubespan_targets_ipv6 {\n\t\ttype ipv6_addr\n\t\tflags interval\n",
+		"chain kubespan_prerouting {\n\t\ttype filter hook prerouting priority filter; policy accept;\n" +
+			"\t\tmeta mark & 0x00000060 == 0x00000020 accept\n" +
+			"\t\tip daddr @kubespan_targets_ipv4 meta mark set meta mark & 0xffffffdf | 0x00000040 accept\n" +
+			"\t\tip6 daddr @kubespan_targets_ipv6 meta mark set meta mark & 0xffffffdf | 0x00000040 accept\n\t}",
+		"chain kubespan_outgoing {\n\t\ttype route hook output priority filter; policy accept;\n\t\toifname \"lo\" accept\n",
+		"tcp flags syn tcp option maxseg size set 1380",
+		"10.244.0.0/16", "fd00:a::/64",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("nft list table lacks %q; got:\n%s", want, got)
+		}
+	}
+	if ip := nettest.IP(t, e.ns, "rule", "show"); !strings.Contains(ip, "32500:\tfrom all fwmark 0x40/0x60 lookup 180") {
+		t.Errorf("ip rule lacks the 32500 rule:\n%s", ip)
+	}
+	if out := e.run(t, "apply", 0); !strings.Contains(out, "No changes") {
+		t.Errorf("second apply changed something:\n%s", out)
+	}
+}
+
+func TestNftOneElementChangesOnlyThatElement(t *testing.T) {
+	e := newNftEnv(t)
+	e.run(t, "apply", 0)
+	before := handleLines(e.nft(t, "-a", "list", "table", "inet", "talos_kubespan"))
+	data, _ := os.ReadFile(e.config)
+	e.write(t, strings.Replace(string(data), "elements: [10.244.0.0/16,", "elements: [10.244.0.0/16, 10.250.0.0/16,", 1))
+	plan := e.run(t, "diff", 2)
+	want := "+ nft element inet talos_kubespan set kubespan_targets_ipv4 element 10.250.0.0/16\n\nPlan: 1 to create, 0 to update, 0 to replace, 0 to delete.\n"
+	if plan != want {
+		t.Fatalf("plan:\n%s\nwant:\n%s", plan, want)
+	}
+	e.run(t, "apply", 0)
+	listing := e.nft(t, "-a", "list", "table", "inet", "talos_kubespan")
+	if !strings.Contains(listing, "10.250.0.0/16") {
+		t.Fatalf("element not added:\n%s", listing)
+	}
+	after := handleLines(listing)
+	if len(before) != 14 { // the table, 2 sets, 2 chains, 9 rules
+		t.Errorf("found %d lines with handles before the change, want 14:\n%s", len(before), strings.Join(before, "\n"))
+	}
+	if strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Errorf("handles changed:\nbefore:\n%s\nafter:\n%s", strings.Join(before, "\n"), strings.Join(after, "\n"))
+	}
+}
+
+func TestNftForeignTablesSurvive(t *testing.T) {
+	e := newNftEnv(t)
+	// Same name, other family; and another table of the same family.
+	e.nft(t, "add", "table", "ip", "talos_kubespan")
+	e.nft(t, "add", "chain", "ip", "talos_kubespan", "theirs")
+	e.nft(t, "add", "table", "inet", "someone_else")
+	e.run(t, "apply", 0)
+	data, _ := os.ReadFile(e.config)
+	// Prune: the file drops its nftables section.
+	e.write(t, strings.Split(string(data), "nftables:")[0])
+	out := e.run(t, "apply", 0)
+	if !strings.Contains(out, "- nft table inet talos_kubespan") {
+		t.Errorf("prune did not delete our table:\n%s", out)
+	}
+	got := e.nft(t, "list", "tables")
+	if got != "table ip talos_kubespan\ntable inet someone_else\n" {
+		t.Errorf("tables after prune:\n%s", got)
+	}
+	if !strings.Contains(e.nft(t, "list", "table", "ip", "talos_kubespan"), "chain theirs") {
+		t.Error("foreign chain lost")
+	}
+}
+
+func TestNftRuleEditedBehindOurBackIsPutBack(t *testing.T) {
+	e := newNftEnv(t)
+	e.run(t, "apply", 0)
+	orig := e.nft(t, "-a", "list", "chain", "inet", "talos_kubespan", "kubespan_prerouting")
+	h := ruleHandles(orig)["ip daddr @kubespan_targets_ipv4 meta mark set meta mark & 0xffffffdf | 0x00000040 accept"]
+	if h == "" {
+		t.Fatalf("rule not found:\n%s", orig)
+	}
+	e.nft(t, "replace", "rule", "inet", "talos_kubespan", "kubespan_prerouting", "handle", h, "ip", "daddr", "@kubespan_targets_ipv4", "accept")
+	plan := e.run(t, "diff", 2)
+	if !strings.Contains(plan, "~ nft rule inet talos_kubespan chain kubespan_prerouting rule 2") || !strings.Contains(plan, "Plan: 0 to create, 1 to update") {
+		t.Errorf("plan does not replace the edited rule in place:\n%s", plan)
+	}
+	e.run(t, "apply", 0)
+	if got := e.nft(t, "-a", "list", "chain", "inet", "talos_kubespan", "kubespan_prerouting"); got != orig {
+		t.Errorf("chain after repair:\n%s\nwant:\n%s", got, orig)
+	}
+	e.run(t, "apply", 0)
+}
+
+func TestNftGoldenParity(t *testing.T) {
+	e := newNftEnv(t)
+	e.run(t, "apply", 0)
+	ours := e.nft(t, "list", "table", "inet", "talos_kubespan")
+	other := nettest.NewNetNS(t)
+	nettest.InNS(t, other, "nft", "-f", "../../examples/testdata/kubespan.nft")
+	theirs := nettest.InNS(t, other, "nft", "list", "table", "inet", "talos_kubespan")
+	if ours != theirs {
+		t.Errorf("netreconcile's table:\n%s\nnft -f's table:\n%s", ours, theirs)
+	}
+}
