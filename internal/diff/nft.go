@@ -173,24 +173,28 @@ func (p *nftPlan) updateTable(w, h *model.NftTable) {
 			p.createSet(k, ws)
 			continue
 		}
-		have := map[model.NftElem]bool{}
-		for _, e := range hs.Elems {
-			have[e] = true
-		}
-		wantE := map[model.NftElem]bool{}
-		for _, e := range ws.Elems {
-			wantE[e] = true
-		}
-		for _, e := range hs.Elems {
-			if !wantE[e] {
-				p.elems = append(p.elems, elemOp(Delete, k, ws, e))
+		// Both lists are sorted by key: one merge walk, no maps (a set
+		// may hold 100k elements and change by one).
+		he, we := hs.Elems, ws.Elems
+		var dels, adds []Op
+		for i, j := 0, 0; i < len(he) || j < len(we); {
+			switch {
+			case j == len(we) || i < len(he) && he[i].Key < we[j].Key:
+				dels = append(dels, elemOp(Delete, k, ws, he[i]))
+				i++
+			case i == len(he) || we[j].Key < he[i].Key:
+				adds = append(adds, elemOp(Create, k, ws, we[j]))
+				j++
+			default:
+				if he[i] != we[j] {
+					dels = append(dels, elemOp(Delete, k, ws, he[i]))
+					adds = append(adds, elemOp(Create, k, ws, we[j]))
+				}
+				i++
+				j++
 			}
 		}
-		for _, e := range ws.Elems {
-			if !have[e] {
-				p.elems = append(p.elems, elemOp(Create, k, ws, e))
-			}
-		}
+		p.elems = append(append(p.elems, dels...), adds...)
 	}
 	for i := range h.Sets {
 		hs := &h.Sets[i]

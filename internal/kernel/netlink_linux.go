@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/google/nftables"
+	mdnetlink "github.com/mdlayher/netlink"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
@@ -34,10 +35,12 @@ type Netlink struct {
 	ns      netns.NsHandle
 	writes  atomic.Uint64
 
-	mu      sync.Mutex
-	nftConn *nftables.Conn // opened on first nftables call (nft_linux.go)
-	byName  map[string]int
-	byIndex map[int]string
+	mu       sync.Mutex
+	nftConn  *nftables.Conn // opened on first nftables call (nft_linux.go)
+	nftRaw   *mdnetlink.Conn
+	nftElems nftElemCache
+	byName   map[string]int
+	byIndex  map[int]string
 }
 
 var _ Interface = (*Netlink)(nil)
