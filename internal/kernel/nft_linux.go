@@ -255,6 +255,8 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	for _, s := range sets {
 		sk := nftSetKey{key, s.Name}
 		cached, ok := k.nftElems.sets[sk]
+		// Elements of timeout sets expire without a new generation.
+		ok = ok && !s.HasTimeout
 		ms, err := k.readSet(c, s, !ok)
 		if err != nil {
 			return nil, fmt.Errorf("table %s: %w", key, err)
