@@ -97,7 +97,11 @@ func (c *NftChain) Spec() string {
 	if c.Device != "" {
 		s += fmt.Sprintf(" device %q", c.Device)
 	}
-	return s + fmt.Sprintf(" priority %d; policy %s", c.Priority, c.Policy)
+	s += fmt.Sprintf(" priority %d", c.Priority)
+	if c.Policy != "" {
+		s += "; policy " + c.Policy
+	}
+	return s
 }
 
 // NftRule is one rule of a chain. Its identity is ID, the hash of its
