@@ -248,3 +248,36 @@ nftables:
 		t.Fatalf("no marked packet reached B\nA:\n%s\nB:\n%s", nettest.InNS(t, a, "nft", "list", "ruleset"), nettest.InNS(t, b, "nft", "list", "ruleset"))
 	}
 }
+
+// The Coil gateway's masquerade. The file's links (ipip with FoU) need
+// modules this machine lacks, so only its nftables part is applied here.
+func TestNftCoilGatewayMasquerade(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	data, err := os.ReadFile("../../examples/coil-egress-gateway.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	full := nettest.WriteFile(t, dir, "full.yaml", string(data))
+	if r := nettest.CLI(t, "validate", "-c", full); r.Code != 0 {
+		t.Fatalf("validate: %s%s", r.Stdout, r.Stderr)
+	}
+	_, nftPart, ok := strings.Cut(string(data), "\nnftables:\n")
+	if !ok {
+		t.Fatal("no nftables section in the example")
+	}
+	cfg := nettest.WriteFile(t, dir, "nft.yaml", "version: 1\nnftables:\n"+nftPart)
+	ns := nettest.NewNetNS(t)
+	args := []string{"-c", cfg, "--netns", ns, "--state-dir", filepath.Join(dir, "state")}
+	if r := nettest.CLI(t, append([]string{"apply"}, args...)...); r.Code != 0 {
+		t.Fatalf("apply: %s%s", r.Stdout, r.Stderr)
+	}
+	want := "table ip coil_egress {\n\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n" +
+		"\t\toifname \"eth0\" ip saddr != 192.168.1.10 masquerade\n\t}\n}\n"
+	if got := nettest.InNS(t, ns, "nft", "list", "table", "ip", "coil_egress"); got != want {
+		t.Errorf("nft list table:\n%s\nwant:\n%s", got, want)
+	}
+	if r := nettest.CLI(t, append([]string{"apply"}, args...)...); !strings.Contains(r.Stdout, "No changes") {
+		t.Errorf("second apply: %s%s", r.Stdout, r.Stderr)
+	}
+}
