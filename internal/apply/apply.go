@@ -61,13 +61,25 @@ func (e *Error) Unwrap() []error { return e.errs }
 type Hooks struct {
 	// FouChanged is called after a FoU port was opened (owned=true) or closed.
 	FouChanged func(key model.FouKey, owned bool)
+	// NftTableChanged is called after a table was created or adopted
+	// (owned=true) or deleted.
+	NftTableChanged func(key model.NftTableKey, owned bool)
 }
 
 // Apply runs the plan's operations in order.
 func Apply(ctx context.Context, k kernel.Writer, plan *diff.Plan, hooks Hooks) *Result {
 	res := &Result{}
 	failedLinks := map[string]bool{}
+	nftDone := false
 	for _, op := range plan.Ops {
+		if isNft(op) {
+			// All nftables ops go in one batch, at the first one's place.
+			if !nftDone {
+				runNFT(k, plan, hooks, res)
+				nftDone = true
+			}
+			continue
+		}
 		if err := ctx.Err(); err != nil {
 			res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: %w", op.Action, op.Kind, op.ID, err)})
 			continue

@@ -22,8 +22,8 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 		return fail(env, "validate", err)
 	}
 	st := cfg.State
-	fmt.Fprintf(env.Stdout, "%s: valid (%d files; %d links, %d addresses, %d routes, %d rules, %d fou ports)\n",
-		g.config, len(cfg.Files), len(st.Links), len(st.Addresses), len(st.Routes), len(st.Rules), len(st.FouPorts))
+	fmt.Fprintf(env.Stdout, "%s: valid (%d files; %d links, %d addresses, %d routes, %d rules, %d fou ports, %d nftables tables)\n",
+		g.config, len(cfg.Files), len(st.Links), len(st.Addresses), len(st.Routes), len(st.Rules), len(st.FouPorts), len(st.NFTables))
 	return ExitOK
 }
 

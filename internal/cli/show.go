@@ -30,6 +30,11 @@ func owned(st *model.State) *model.State {
 			out.Rules = append(out.Rules, r)
 		}
 	}
+	for _, t := range st.NFTables {
+		if t.Owned {
+			out.NFTables = append(out.NFTables, t)
+		}
+	}
 	for _, f := range st.FouPorts {
 		if f.Owned {
 			out.FouPorts = append(out.FouPorts, f)

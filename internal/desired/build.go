@@ -56,6 +56,7 @@ func build(confs []*fileConf, errs *errList) *model.State {
 			b.rule(i, rc)
 		}
 	}
+	b.nftables(confs)
 	model.SortAddresses(b.st.Addresses)
 	model.SortRoutes(b.st.Routes)
 	model.SortRules(b.st.Rules)

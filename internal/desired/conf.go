@@ -9,12 +9,13 @@ const CurrentVersion = 1
 
 type fileConf struct {
 	Meta
-	Version  int                  `yaml:"version"`
-	Settings *settingsConf        `yaml:"settings"`
-	Links    map[string]*linkConf `yaml:"links"`
-	Fou      []*fouConf           `yaml:"fou"`
-	Routes   []*routeConf         `yaml:"routes"`
-	Rules    []*ruleConf          `yaml:"rules"`
+	Version  int                      `yaml:"version"`
+	Settings *settingsConf            `yaml:"settings"`
+	Links    map[string]*linkConf     `yaml:"links"`
+	Fou      []*fouConf               `yaml:"fou"`
+	Routes   []*routeConf             `yaml:"routes"`
+	Rules    []*ruleConf              `yaml:"rules"`
+	NFTables map[string]*nftTableConf `yaml:"nftables"`
 }
 
 type settingsConf struct {

@@ -59,6 +59,9 @@ func Render(st *model.State) ([]byte, error) {
 		}
 		add(root, "rules", seq)
 	}
+	if len(st.NFTables) > 0 {
+		add(root, "nftables", renderNFT(st.NFTables))
+	}
 	return yaml.Marshal(root)
 }
 

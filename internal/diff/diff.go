@@ -36,6 +36,7 @@ func Compute(desired, actual *model.State) (*Plan, error) {
 	c.addresses()
 	c.routes()
 	c.rules()
+	c.nft()
 	c.plan.Ops = append(c.plan.Ops, c.deletes...)
 	c.plan.Ops = append(c.plan.Ops, c.linkDeletes...)
 	if len(c.conflicts) > 0 {

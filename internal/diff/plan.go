@@ -59,6 +59,9 @@ type Op struct {
 	Rule       *model.Rule    `json:"-"`
 	Fou        *model.FouPort `json:"-"`
 	Old        *model.Address `json:"-"` // the address an address replace removes
+	// NFT holds the nftables messages of an nft op; apply sends every nft
+	// op of a plan in one batch.
+	NFT []model.NftOp `json:"-"`
 }
 
 // Plan is the ordered list of operations.

@@ -22,7 +22,43 @@ type Engine struct {
 
 // Actual reads the kernel state relevant to desired's protocol.
 func (e *Engine) Actual(protocol int, all bool) (*model.State, error) {
-	return actual.Read(e.Kernel, actual.Options{Protocol: protocol, AllRoutes: all, OwnedFou: e.Ledger.Fou})
+	st, err := actual.Read(e.Kernel, actual.Options{Protocol: protocol, AllRoutes: all, OwnedFou: e.Ledger.Fou})
+	if err != nil {
+		return nil, err
+	}
+	return st, e.readNFT(st, nil)
+}
+
+// readNFT reads the nftables tables the ledger owns and those desired
+// declares, and no other.
+func (e *Engine) readNFT(st *model.State, desired *model.State) error {
+	nk, ok := e.Kernel.(kernel.NFTables)
+	if !ok {
+		return nil
+	}
+	var keys []model.NftTableKey
+	if desired == nil {
+		for k := range e.Ledger.NFTables {
+			keys = append(keys, k)
+		}
+	} else {
+		have := map[model.NftTableKey]bool{}
+		for _, t := range st.NFTables {
+			have[t.Key()] = true
+		}
+		for _, t := range desired.NFTables {
+			if !have[t.Key()] {
+				keys = append(keys, t.Key())
+			}
+		}
+	}
+	ts, err := actual.ReadNFT(nk, keys, e.Ledger.NFTables)
+	if err != nil {
+		return fmt.Errorf("read nftables: %w", err)
+	}
+	st.NFTables = append(st.NFTables, ts...)
+	model.SortNftTables(st.NFTables)
+	return nil
 }
 
 // Plan reads the kernel and computes the plan to reach desired. A non-nil
@@ -33,6 +69,9 @@ func (e *Engine) Plan(desired *model.State) (*diff.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read kernel state: %w", err)
 	}
+	if err := e.readNFT(act, desired); err != nil {
+		return nil, fmt.Errorf("read kernel state: %w", err)
+	}
 	return diff.Compute(desired, act)
 }
 
@@ -41,6 +80,9 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 	dirty := false
 	res := apply.Apply(ctx, e.Kernel, plan, apply.Hooks{FouChanged: func(k model.FouKey, owned bool) {
 		e.Ledger.SetFou(k, owned)
+		dirty = true
+	}, NftTableChanged: func(k model.NftTableKey, owned bool) {
+		e.Ledger.SetNftTable(k, owned)
 		dirty = true
 	}})
 	if dirty {

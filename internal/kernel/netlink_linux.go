@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/google/nftables"
+	mdnetlink "github.com/mdlayher/netlink"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
@@ -33,9 +35,12 @@ type Netlink struct {
 	ns      netns.NsHandle
 	writes  atomic.Uint64
 
-	mu      sync.Mutex
-	byName  map[string]int
-	byIndex map[int]string
+	mu       sync.Mutex
+	nftConn  *nftables.Conn // opened on first nftables call (nft_linux.go)
+	nftRaw   *mdnetlink.Conn
+	nftElems nftElemCache
+	byName   map[string]int
+	byIndex  map[int]string
 }
 
 var _ Interface = (*Netlink)(nil)
@@ -109,6 +114,7 @@ func (k *Netlink) InNamespace(f func() error) error {
 
 // Close releases the sockets.
 func (k *Netlink) Close() error {
+	k.closeNFT()
 	k.h.Close()
 	k.hr.Close()
 	for _, s := range k.sockets {

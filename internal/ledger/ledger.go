@@ -24,11 +24,23 @@ const formatVersion = 1
 type Ledger struct {
 	path string
 	Fou  map[model.FouKey]bool
+	// NFTables lists the nftables tables netreconcile created or adopted.
+	// Tables cannot carry an owner mark (google/nftables v0.3.0 has no
+	// table user data, and NFTA_TABLE_USERDATA needs kernel 5.13), and a
+	// name prefix would constrain users' names, so ownership is recorded
+	// here: a table that leaves the file is deleted only if listed.
+	NFTables map[model.NftTableKey]bool
 }
 
 type fileFormat struct {
 	Version  int       `json:"version"`
 	FouPorts []fouJSON `json:"fou_ports"`
+	NFTables []nftJSON `json:"nftables,omitempty"`
+}
+
+type nftJSON struct {
+	Family string `json:"family"`
+	Name   string `json:"name"`
 }
 
 type fouJSON struct {
@@ -40,7 +52,7 @@ type fouJSON struct {
 // unreadable or corrupt one is an error naming the file: pruning with a lost
 // ledger would leave ports open, so nothing is guessed.
 func Open(path string) (*Ledger, error) {
-	l := &Ledger{path: path, Fou: map[model.FouKey]bool{}}
+	l := &Ledger{path: path, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}}
 	if path == "" {
 		return l, nil
 	}
@@ -61,6 +73,9 @@ func Open(path string) (*Ledger, error) {
 	for _, p := range f.FouPorts {
 		l.Fou[model.FouKey{Port: p.Port, IPv6: p.IPv6}] = true
 	}
+	for _, t := range f.NFTables {
+		l.NFTables[model.NftTableKey{Family: t.Family, Name: t.Name}] = true
+	}
 	return l, nil
 }
 
@@ -70,6 +85,15 @@ func (l *Ledger) SetFou(k model.FouKey, owned bool) {
 		l.Fou[k] = true
 	} else {
 		delete(l.Fou, k)
+	}
+}
+
+// SetNftTable records an nftables table as ours or not.
+func (l *Ledger) SetNftTable(k model.NftTableKey, owned bool) {
+	if owned {
+		l.NFTables[k] = true
+	} else {
+		delete(l.NFTables, k)
 	}
 }
 
@@ -89,6 +113,13 @@ func (l *Ledger) Save() error {
 			return !a.IPv6
 		}
 		return a.Port < b.Port
+	})
+	for k := range l.NFTables {
+		f.NFTables = append(f.NFTables, nftJSON{k.Family, k.Name})
+	}
+	sort.Slice(f.NFTables, func(i, j int) bool {
+		a, b := f.NFTables[i], f.NFTables[j]
+		return model.NftTableKey{Family: a.Family, Name: a.Name}.Less(model.NftTableKey{Family: b.Family, Name: b.Name})
 	})
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {

@@ -16,6 +16,8 @@ type State struct {
 	Routes    []Route
 	Rules     []Rule
 	FouPorts  []FouPort
+	// NFTables are the nftables tables netreconcile owns, sorted by key.
+	NFTables []NftTable
 }
 
 // NewState returns an empty state with the default protocol.

@@ -1,0 +1,64 @@
+package apply
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+func isNft(op diff.Op) bool { return strings.HasPrefix(op.Kind, "nft ") }
+
+// runNFT sends every nftables op of the plan in one batch: the kernel
+// commits all of them or none, so they all succeed or all fail together.
+// Consecutive element ops of one set are merged into one message list (the
+// kernel side splits it to fit netlink attributes).
+func runNFT(k kernel.Writer, plan *diff.Plan, hooks Hooks, res *Result) {
+	var ops []diff.Op
+	var batch []model.NftOp
+	for _, op := range plan.Ops {
+		if !isNft(op) {
+			continue
+		}
+		ops = append(ops, op)
+		for _, n := range op.NFT {
+			if l := len(batch) - 1; l >= 0 && (n.Op == model.NftAddElems || n.Op == model.NftDelElems) &&
+				batch[l].Op == n.Op && batch[l].Table == n.Table && batch[l].Set.Name == n.Set.Name {
+				batch[l].Elems = append(batch[l].Elems, n.Elems...)
+				continue
+			}
+			if n.Elems != nil {
+				n.Elems = append([]model.NftElem(nil), n.Elems...)
+			}
+			batch = append(batch, n)
+		}
+	}
+	if len(ops) == 0 {
+		return
+	}
+	var err error
+	if len(batch) > 0 {
+		nk, ok := k.(kernel.NFTables)
+		if !ok {
+			err = fmt.Errorf("nftables: %w", kernel.ErrUnsupported)
+		} else {
+			err = nk.NFTApply(batch)
+		}
+	}
+	if err != nil {
+		for _, op := range ops {
+			res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: batch of %d nftables changes not applied (the ruleset is unchanged): %w", op.Action, op.Kind, op.ID, len(ops), err)})
+		}
+		return
+	}
+	for _, op := range ops {
+		res.Done = append(res.Done, op)
+		if op.Kind == diff.KindNftTable && hooks.NftTableChanged != nil {
+			key := model.NftTableKey{}
+			key.Family, key.Name, _ = strings.Cut(op.ID, " ")
+			hooks.NftTableChanged(key, op.Action != diff.Delete)
+		}
+	}
+}

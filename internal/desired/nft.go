@@ -1,0 +1,376 @@
+package desired
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/nftrule"
+)
+
+// The nftables section: tables keyed "FAMILY NAME" as nft writes them
+// ("inet talos_kubespan"), each with named sets and chains; rules are nft
+// lines (see package nftrule for why).
+
+type nftTableConf struct {
+	Meta
+	Sets   map[string]*nftSetConf   `yaml:"sets"`
+	Chains map[string]*nftChainConf `yaml:"chains"`
+}
+
+type nftSetConf struct {
+	Meta
+	Type     string    `yaml:"type"`
+	Flags    []string  `yaml:"flags"`
+	Timeout  *Duration `yaml:"timeout"`
+	Elements []posText `yaml:"elements"`
+}
+
+type nftChainConf struct {
+	Meta
+	Type     string    `yaml:"type"`
+	Hook     string    `yaml:"hook"`
+	Priority *posText  `yaml:"priority"`
+	Policy   string    `yaml:"policy"`
+	Device   string    `yaml:"device"`
+	Rules    []posText `yaml:"rules"`
+}
+
+// posText is a scalar with where it is, so that errors inside it (a word of
+// a rule) point at the word's column.
+type posText struct {
+	Text  string
+	Pos   Pos
+	Shift int // 1 for quoted scalars: the text starts after the quote
+}
+
+func (t *posText) decodeNode(d *decoder, n *yaml.Node, path string) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		d.fail(n, path, "expected a string, found %s", kindWord(n))
+		return
+	}
+	t.Text, t.Pos = n.Value, d.pos(n)
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		t.Shift = 1
+	}
+}
+
+// at returns the position of a byte offset inside the text.
+func (t *posText) at(off int) Pos {
+	p := t.Pos
+	if !strings.Contains(t.Text, "\n") {
+		p.Col += t.Shift + off
+	}
+	return p
+}
+
+// Well-known chain priorities (nft(8) "PRIORITY"): the bridge family numbers
+// some of them differently.
+var nftPriorities = map[string]int{"raw": -300, "mangle": -150, "dstnat": -100, "filter": 0, "security": 50, "srcnat": 100}
+var nftBridgePriorities = map[string]int{"dstnat": -300, "filter": -200, "out": 100, "srcnat": 300}
+
+var nftHooks = map[string][]string{
+	"ip":     {"prerouting", "input", "forward", "output", "postrouting"},
+	"ip6":    {"prerouting", "input", "forward", "output", "postrouting"},
+	"inet":   {"prerouting", "input", "forward", "output", "postrouting"},
+	"bridge": {"prerouting", "input", "forward", "output", "postrouting"},
+	"arp":    {"input", "output"},
+	"netdev": {"ingress", "egress"},
+}
+
+func (b *builder) nftables(confs []*fileConf) {
+	type declared struct {
+		key  model.NftTableKey
+		conf *nftTableConf
+		at   Pos
+	}
+	var tables []declared
+	seen := map[model.NftTableKey]Pos{}
+	for _, fc := range confs {
+		for _, k := range sortedKeys(fc.NFTables) {
+			tc := fc.NFTables[k]
+			path := "nftables." + k
+			at := fc.at("nftables")
+			if tc != nil {
+				at = tc.Pos
+			}
+			fam, name, ok := strings.Cut(strings.TrimSpace(k), " ")
+			name = strings.TrimSpace(name)
+			if !ok || !contains(model.NftFamilies, fam) || !validNftName(name) {
+				b.errs.add(at, path, "expected a table as \"FAMILY NAME\" with FAMILY one of %s (like \"inet filter\"), found %q", strings.Join(model.NftFamilies, ", "), k)
+				continue
+			}
+			key := model.NftTableKey{Family: fam, Name: name}
+			if prev, dup := seen[key]; dup {
+				b.errs.add(at, path, "table %s declared again (first at %s); a table belongs to one fragment", key, prev)
+				continue
+			}
+			seen[key] = at
+			if tc == nil {
+				tc = &nftTableConf{Meta: Meta{Pos: at, Keys: map[string]Pos{}}}
+			}
+			tables = append(tables, declared{key, tc, at})
+		}
+	}
+	for _, d := range tables {
+		t := b.nftTable(d.key, d.conf)
+		if t != nil {
+			b.st.NFTables = append(b.st.NFTables, *t)
+		}
+	}
+	model.SortNftTables(b.st.NFTables)
+}
+
+// nftName is what nft accepts unquoted as a table, chain or set name.
+func validNftName(s string) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	for i, c := range s {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return true
+}
+
+// inFileOrder returns map keys in the order they appear in the file (then by
+// name): the kernel lists sets and chains in creation order.
+func inFileOrder[V any](m map[string]*V, pos func(*V) Pos) []string {
+	keys := sortedKeys(m)
+	sort.SliceStable(keys, func(i, j int) bool {
+		a, b := m[keys[i]], m[keys[j]]
+		if a == nil || b == nil {
+			return a != nil
+		}
+		pa, pb := pos(a), pos(b)
+		if pa.Line != pb.Line {
+			return pa.Line < pb.Line
+		}
+		return pa.Col < pb.Col
+	})
+	return keys
+}
+
+func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTable {
+	path := "nftables." + key.String()
+	t := &model.NftTable{Family: key.Family, Name: key.Name, Origin: tc.Pos.String()}
+	ctx := nftrule.Context{Family: key.Family, Sets: map[string]string{}, Chains: map[string]bool{}}
+	nerr := len(b.errs.errs)
+	for _, name := range inFileOrder(tc.Sets, func(s *nftSetConf) Pos { return s.Pos }) {
+		sc := tc.Sets[name]
+		sp := path + ".sets." + name
+		if !validNftName(name) {
+			b.errs.add(tc.at("sets"), sp, "expected a set name of letters, digits, _ - and ., starting with a letter")
+			continue
+		}
+		if sc == nil {
+			b.errs.add(tc.at("sets"), sp, "empty set; expected at least \"type\" (%s)", strings.Join(model.NftSetTypes, ", "))
+			continue
+		}
+		if s := b.nftSet(sp, name, sc); s != nil {
+			t.Sets = append(t.Sets, *s)
+			ctx.Sets[name] = s.Type
+		}
+	}
+	chainConfs := map[string]*nftChainConf{}
+	for _, name := range inFileOrder(tc.Chains, func(c *nftChainConf) Pos { return c.Pos }) {
+		cc := tc.Chains[name]
+		cp := path + ".chains." + name
+		if !validNftName(name) {
+			b.errs.add(tc.at("chains"), cp, "expected a chain name of letters, digits, _ - and ., starting with a letter")
+			continue
+		}
+		if cc == nil {
+			cc = &nftChainConf{Meta: Meta{Pos: tc.at("chains"), Keys: map[string]Pos{}}}
+		}
+		c := b.nftChain(cp, key.Family, name, cc)
+		if c == nil {
+			continue
+		}
+		t.Chains = append(t.Chains, *c)
+		chainConfs[name] = cc
+		ctx.Chains[name] = c.Base()
+	}
+	for i := range t.Chains {
+		c := &t.Chains[i]
+		cc := chainConfs[c.Name]
+		cctx := ctx
+		cctx.ChainType, cctx.Hook = c.Type, c.Hook
+		for j := range cc.Rules {
+			rt := &cc.Rules[j]
+			rp := fmt.Sprintf("%s.chains.%s.rules[%d]", path, c.Name, j)
+			r, err := nftrule.Parse(rt.Text)
+			if err == nil {
+				err = nftrule.Check(r, cctx)
+			}
+			if err != nil {
+				var pe *nftrule.Error
+				at := rt.Pos
+				if errors.As(err, &pe) {
+					at = rt.at(pe.Offset)
+				}
+				b.errs.add(at, rp, "%v", err)
+				continue
+			}
+			c.Rules = append(c.Rules, model.NftRule{Text: r.String(), ID: r.ID(), Rule: r, Origin: rt.Pos.String()})
+		}
+	}
+	if len(b.errs.errs) != nerr {
+		return nil
+	}
+	return t
+}
+
+func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
+	s := &model.NftSet{Name: name, Type: sc.Type, Origin: sc.Pos.String()}
+	if !contains(model.NftSetTypes, sc.Type) {
+		b.errs.add(sc.at("type"), path+".type", "expected one of %s, found %q", strings.Join(model.NftSetTypes, ", "), sc.Type)
+		return nil
+	}
+	for i, f := range sc.Flags {
+		switch f {
+		case "interval":
+			s.Interval = true
+		case "timeout":
+			s.Timeout = true
+		default:
+			b.errs.add(sc.at("flags"), fmt.Sprintf("%s.flags[%d]", path, i), "expected interval or timeout, found %q", f)
+			return nil
+		}
+	}
+	if s.Interval && (s.Type == model.NftMark || s.Type == model.NftProto) {
+		b.errs.add(sc.at("flags"), path+".flags", "interval sets of %s are not supported; use single values", s.Type)
+		return nil
+	}
+	if sc.Timeout != nil {
+		s.DefaultTimeout, s.Timeout = sc.Timeout.D, true
+	}
+	if s.Timeout && s.Interval {
+		// The kernel's interval sets expire the start and end elements
+		// separately; nft refuses the pair as well.
+		b.errs.add(sc.at("flags"), path+".flags", "a set cannot have both interval and timeout")
+		return nil
+	}
+	seen := map[model.NftElem]int{}
+	for i := range sc.Elements {
+		et := &sc.Elements[i]
+		e, err := model.ParseNftElem(s.Type, s.Interval, et.Text)
+		if err != nil {
+			b.errs.add(et.Pos, fmt.Sprintf("%s.elements[%d]", path, i), "%v", err)
+			continue
+		}
+		if j, dup := seen[e]; dup {
+			b.errs.add(et.Pos, fmt.Sprintf("%s.elements[%d]", path, i), "element given twice (also elements[%d])", j)
+			continue
+		}
+		seen[e] = i
+		s.Elems = append(s.Elems, e)
+	}
+	model.SortNftElems(s.Elems)
+	if s.Interval {
+		if i := model.NftElemsOverlap(s.Elems); i >= 0 {
+			b.errs.add(sc.at("elements"), path+".elements", "%s overlaps %s; the kernel refuses overlapping intervals: merge them",
+				model.FormatNftElem(s.Type, true, s.Elems[i]), model.FormatNftElem(s.Type, true, s.Elems[i-1]))
+			return nil
+		}
+	}
+	return s
+}
+
+func (b *builder) nftChain(path, family, name string, cc *nftChainConf) *model.NftChain {
+	c := &model.NftChain{Name: name, Origin: cc.Pos.String()}
+	base := cc.has("hook") || cc.has("type") || cc.has("priority") || cc.has("policy")
+	if !base {
+		if cc.has("device") {
+			b.errs.add(cc.at("device"), path+".device", "a regular chain (no hook) takes no device")
+			return nil
+		}
+		return c
+	}
+	hooks := nftHooks[family]
+	switch {
+	case !cc.has("hook"):
+		b.errs.add(cc.Pos, path+".hook", "missing; a base chain needs a hook (%s)", strings.Join(hooks, ", "))
+		return nil
+	case !contains(hooks, cc.Hook):
+		b.errs.add(cc.at("hook"), path+".hook", "expected one of %s for family %s, found %q", strings.Join(hooks, ", "), family, cc.Hook)
+		return nil
+	}
+	c.Hook = cc.Hook
+	c.Type = cc.Type
+	if c.Type == "" {
+		c.Type = "filter"
+	}
+	switch {
+	case c.Type == "filter":
+	case c.Type == "nat" && (family == "ip" || family == "ip6" || family == "inet"):
+	case c.Type == "route" && (family == "ip" || family == "ip6" || family == "inet") && c.Hook == "output":
+	case c.Type == "route":
+		b.errs.add(cc.at("type"), path+".type", "type route needs hook output in an ip, ip6 or inet table")
+		return nil
+	default:
+		b.errs.add(cc.at("type"), path+".type", "expected filter, nat (ip, ip6, inet) or route (hook output), found %q", cc.Type)
+		return nil
+	}
+	if family == "netdev" {
+		if cc.Device == "" {
+			b.errs.add(cc.Pos, path+".device", "missing; a netdev chain hooks one device")
+			return nil
+		}
+		c.Device = cc.Device
+	} else if cc.has("device") {
+		b.errs.add(cc.at("device"), path+".device", "only netdev chains take a device")
+		return nil
+	}
+	if cc.Priority == nil {
+		b.errs.add(cc.Pos, path+".priority", "missing; expected a number or one of raw, mangle, dstnat, filter, security, srcnat (optionally + or - a number)")
+		return nil
+	}
+	prio, err := nftPriority(family, cc.Priority.Text)
+	if err != nil {
+		b.errs.add(cc.Priority.Pos, path+".priority", "%v", err)
+		return nil
+	}
+	c.Priority = prio
+	switch cc.Policy {
+	case "", "accept":
+		c.Policy = "accept"
+	case "drop":
+		c.Policy = "drop"
+	default:
+		b.errs.add(cc.at("policy"), path+".policy", "expected accept or drop, found %q", cc.Policy)
+		return nil
+	}
+	return c
+}
+
+func nftPriority(family, s string) (int, error) {
+	bad := fmt.Errorf("expected a number or one of raw, mangle, dstnat, filter, security, srcnat (optionally + or - a number), found %q", s)
+	if n, err := strconv.ParseInt(strings.TrimSpace(s), 0, 32); err == nil {
+		return int(n), nil
+	}
+	names := nftPriorities
+	if family == "bridge" {
+		names = nftBridgePriorities
+	}
+	word, delta := strings.TrimSpace(s), 0
+	if i := strings.IndexAny(word, "+-"); i > 0 {
+		d, err := strconv.Atoi(strings.ReplaceAll(word[i:], " ", ""))
+		if err != nil {
+			return 0, bad
+		}
+		word, delta = strings.TrimSpace(word[:i]), d
+	}
+	base, ok := names[word]
+	if !ok {
+		return 0, bad
+	}
+	return base + delta, nil
+}

@@ -1,0 +1,56 @@
+package desired
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNftErrorsPointAtTheText(t *testing.T) {
+	src := `version: 1
+nftables:
+  inet t:
+    sets:
+      s: {type: ipv4_addr, elements: [10.0.0.0/8]}
+      p: {type: ports}
+    chains:
+      c:
+        type: filter
+        hook: prerouting
+        priority: filtre
+        rules:
+          - ip daddr @s frobnicate
+          - "ip daddr @nope accept"
+          - jump c
+  bogus t2: {}
+`
+	_, err := Parse([]Source{{Name: "f.yaml", Data: []byte(src)}})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`f.yaml:5:39: nftables.inet t.sets.s.elements[0]: "10.0.0.0/8" is a prefix; a set of prefixes needs flags [interval]`,
+		`f.yaml:6:17: nftables.inet t.sets.p.type: expected one of ipv4_addr, ipv6_addr, inet_service, mark, inet_proto, found "ports"`,
+		`f.yaml:11:19: nftables.inet t.chains.c.priority: expected a number or one of raw, mangle, dstnat, filter, security, srcnat`,
+		`f.yaml:16:13: nftables.bogus t2: expected a table as "FAMILY NAME"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("errors lack %q:\n%v", want, err)
+		}
+	}
+	// Rule errors are reported once the chain is valid: fix the priority.
+	src = strings.Replace(src, "filtre", "filter", 1)
+	src = strings.Replace(src, "flags: [interval]", "", 1)
+	src = strings.Replace(src, "{type: ipv4_addr,", "{type: ipv4_addr, flags: [interval],", 1)
+	src = strings.Replace(src, "      p: {type: ports}\n", "", 1)
+	src = strings.Replace(src, "  bogus t2: {}\n", "", 1)
+	_, err = Parse([]Source{{Name: "f.yaml", Data: []byte(src)}})
+	for _, want := range []string{
+		`f.yaml:12:25: nftables.inet t.chains.c.rules[0]: unknown word "frobnicate"`,
+		`f.yaml:13:14: nftables.inet t.chains.c.rules[1]: no set "nope" in this table`,
+		`f.yaml:14:13: nftables.inet t.chains.c.rules[2]: chain "c" is a base chain; jump needs a regular chain`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("errors lack %q:\n%v", want, err)
+		}
+	}
+}

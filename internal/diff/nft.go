@@ -1,0 +1,300 @@
+package diff
+
+import (
+	"fmt"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// nftables object kinds.
+const (
+	KindNftTable = "nft table"
+	KindNftSet   = "nft set"
+	KindNftElem  = "nft element"
+	KindNftChain = "nft chain"
+	KindNftRule  = "nft rule"
+)
+
+// nftPlan collects the nftables ops of a plan in the order the batch runs
+// them. The whole group is one kernel transaction, and the order is the
+// one each message needs from those before it:
+//  1. tables created (or replaced whole);
+//  2. sets created with their elements, then elements of existing sets:
+//     deletes before adds, since a changed interval would overlap its old
+//     self;
+//  3. chains created (jump targets exist before rules use them) or updated;
+//  4. rules: deletes, in-place replaces (by handle), inserts (before the next
+//     kept rule, or appended), chain by chain in the file's order;
+//  5. chains deleted (their rules, deleted in 4, no longer jump anywhere),
+//     then sets (no rule looks them up any more), then tables.
+type nftPlan struct {
+	tables, sets, elems, chains, rules, chainDels, setDels, tableDels []Op
+}
+
+func (p *nftPlan) ops() []Op {
+	var out []Op
+	for _, g := range [][]Op{p.tables, p.sets, p.elems, p.chains, p.rules, p.chainDels, p.setDels, p.tableDels} {
+		out = append(out, g...)
+	}
+	return out
+}
+
+// nft diffs the tables the file declares against those the kernel holds,
+// and deletes the tables netreconcile owns that left the file. A table the
+// file does not declare and the ledger does not list is never read nor
+// touched; one the file declares is owned whole from then on (adopted).
+func (c *computer) nft() {
+	p := &nftPlan{}
+	have := map[model.NftTableKey]*model.NftTable{}
+	for i := range c.a.NFTables {
+		have[c.a.NFTables[i].Key()] = &c.a.NFTables[i]
+	}
+	want := map[model.NftTableKey]bool{}
+	for i := range c.d.NFTables {
+		w := &c.d.NFTables[i]
+		want[w.Key()] = true
+		h := have[w.Key()]
+		switch {
+		case h == nil:
+			p.createTable(w, Create, "")
+		default:
+			if !h.Owned {
+				p.tables = append(p.tables, Op{Action: Update, Kind: KindNftTable, ID: w.Key().String(),
+					Changes: []Change{{Field: "owner", From: "none", To: "netreconcile"}}, Reason: "declared in the file: owned whole from now on"})
+			}
+			if why := nftStructural(w, h); why != "" {
+				p.createTable(w, Replace, why)
+				continue
+			}
+			p.updateTable(w, h)
+		}
+	}
+	for i := range c.a.NFTables {
+		h := &c.a.NFTables[i]
+		if h.Owned && !want[h.Key()] {
+			p.tableDels = append(p.tableDels, Op{Action: Delete, Kind: KindNftTable, ID: h.Key().String(),
+				NFT: []model.NftOp{{Op: model.NftDelTable, Table: h.Key()}}})
+		}
+	}
+	c.plan.Ops = append(c.plan.Ops, p.ops()...)
+}
+
+// nftStructural says why a table cannot be changed in place: a set's type or
+// flags, or a chain's type, hook or priority changed. The kernel changes
+// neither, and deleting a set or chain first means deleting every rule that
+// refers to it, so the table is rebuilt whole, in the same atomic batch.
+func nftStructural(w, h *model.NftTable) string {
+	for i := range w.Sets {
+		ws := &w.Sets[i]
+		if hs := h.Set(ws.Name); hs != nil && hs.Spec() != ws.Spec() {
+			return fmt.Sprintf("set %s changes from %q to %q", ws.Name, hs.Spec(), ws.Spec())
+		}
+	}
+	for i := range w.Chains {
+		wc := &w.Chains[i]
+		hc := h.Chain(wc.Name)
+		if hc == nil {
+			continue
+		}
+		if hc.Base() != wc.Base() || hc.Type != wc.Type || hc.Hook != wc.Hook || hc.Priority != wc.Priority {
+			hs, ws := *hc, *wc
+			hs.Policy, ws.Policy = "", ""
+			return fmt.Sprintf("chain %s changes from %q to %q", wc.Name, hs.Spec(), ws.Spec())
+		}
+	}
+	return ""
+}
+
+func tableID(k model.NftTableKey) string { return k.String() }
+
+func (p *nftPlan) createTable(w *model.NftTable, action Action, why string) {
+	k := w.Key()
+	ops := []model.NftOp{{Op: model.NftAddTable, Table: k}}
+	if action == Replace {
+		ops = []model.NftOp{{Op: model.NftDelTable, Table: k}, {Op: model.NftAddTable, Table: k}}
+	}
+	p.tables = append(p.tables, Op{Action: action, Kind: KindNftTable, ID: tableID(k), Reason: why, NFT: ops})
+	for i := range w.Sets {
+		p.createSet(k, &w.Sets[i])
+	}
+	for i := range w.Chains {
+		wc := &w.Chains[i]
+		p.chains = append(p.chains, Op{Action: Create, Kind: KindNftChain, ID: chainID(k, wc.Name), Summary: wc.Spec(),
+			NFT: []model.NftOp{{Op: model.NftAddChain, Table: k, Chain: wc}}})
+		for j := range wc.Rules {
+			p.rules = append(p.rules, ruleOp(Create, k, wc, j, &wc.Rules[j], 0, 0))
+		}
+	}
+}
+
+func setID(k model.NftTableKey, name string) string   { return k.String() + " set " + name }
+func chainID(k model.NftTableKey, name string) string { return k.String() + " chain " + name }
+
+func (p *nftPlan) createSet(k model.NftTableKey, s *model.NftSet) {
+	p.sets = append(p.sets, Op{Action: Create, Kind: KindNftSet, ID: setID(k, s.Name), Summary: s.Spec(),
+		NFT: []model.NftOp{{Op: model.NftAddSet, Table: k, Set: s}}})
+	for _, e := range s.Elems {
+		p.sets = append(p.sets, elemOp(Create, k, s, e))
+	}
+}
+
+func elemOp(a Action, k model.NftTableKey, s *model.NftSet, e model.NftElem) Op {
+	op := model.NftAddElems
+	if a == Delete {
+		op = model.NftDelElems
+	}
+	return Op{Action: a, Kind: KindNftElem, ID: setID(k, s.Name) + " element " + model.FormatNftElem(s.Type, s.Interval, e),
+		NFT: []model.NftOp{{Op: op, Table: k, Set: s, Elems: []model.NftElem{e}}}}
+}
+
+func ruleOp(a Action, k model.NftTableKey, c *model.NftChain, pos int, r *model.NftRule, handle, before uint64) Op {
+	op := model.NftOp{Table: k, Chain: c, Rule: r, Handle: handle, Before: before}
+	switch a {
+	case Create:
+		op.Op = model.NftAddRule
+	case Update:
+		op.Op = model.NftReplaceRule
+	case Delete:
+		op.Op = model.NftDelRule
+	}
+	id := fmt.Sprintf("%s rule %d", chainID(k, c.Name), pos+1)
+	if a == Delete {
+		id = fmt.Sprintf("%s rule handle %d", chainID(k, c.Name), handle)
+	}
+	return Op{Action: a, Kind: KindNftRule, ID: id, Summary: r.Label(), NFT: []model.NftOp{op}}
+}
+
+func (p *nftPlan) updateTable(w, h *model.NftTable) {
+	k := w.Key()
+	for i := range w.Sets {
+		ws := &w.Sets[i]
+		hs := h.Set(ws.Name)
+		if hs == nil {
+			p.createSet(k, ws)
+			continue
+		}
+		// Both lists are sorted by key: one merge walk, no maps (a set
+		// may hold 100k elements and change by one).
+		he, we := hs.Elems, ws.Elems
+		var dels, adds []Op
+		for i, j := 0, 0; i < len(he) || j < len(we); {
+			switch {
+			case j == len(we) || i < len(he) && he[i].Key < we[j].Key:
+				dels = append(dels, elemOp(Delete, k, ws, he[i]))
+				i++
+			case i == len(he) || we[j].Key < he[i].Key:
+				adds = append(adds, elemOp(Create, k, ws, we[j]))
+				j++
+			default:
+				if he[i] != we[j] {
+					dels = append(dels, elemOp(Delete, k, ws, he[i]))
+					adds = append(adds, elemOp(Create, k, ws, we[j]))
+				}
+				i++
+				j++
+			}
+		}
+		p.elems = append(append(p.elems, dels...), adds...)
+	}
+	for i := range h.Sets {
+		hs := &h.Sets[i]
+		if w.Set(hs.Name) == nil {
+			p.setDels = append(p.setDels, Op{Action: Delete, Kind: KindNftSet, ID: setID(k, hs.Name),
+				NFT: []model.NftOp{{Op: model.NftDelSet, Table: k, Set: hs}}})
+		}
+	}
+	for i := range w.Chains {
+		wc := &w.Chains[i]
+		hc := h.Chain(wc.Name)
+		if hc == nil {
+			p.chains = append(p.chains, Op{Action: Create, Kind: KindNftChain, ID: chainID(k, wc.Name), Summary: wc.Spec(),
+				NFT: []model.NftOp{{Op: model.NftAddChain, Table: k, Chain: wc}}})
+			for j := range wc.Rules {
+				p.rules = append(p.rules, ruleOp(Create, k, wc, j, &wc.Rules[j], 0, 0))
+			}
+			continue
+		}
+		if wc.Base() && hc.Policy != wc.Policy {
+			p.chains = append(p.chains, Op{Action: Update, Kind: KindNftChain, ID: chainID(k, wc.Name),
+				Changes: []Change{{Field: "policy", From: hc.Policy, To: wc.Policy}},
+				NFT:     []model.NftOp{{Op: model.NftAddChain, Table: k, Chain: wc}}})
+		}
+		p.rules = append(p.rules, ruleDiff(k, wc, hc.Rules)...)
+	}
+	for i := range h.Chains {
+		hc := &h.Chains[i]
+		if w.Chain(hc.Name) != nil {
+			continue
+		}
+		for j := range hc.Rules {
+			p.rules = append(p.rules, ruleOp(Delete, k, hc, j, &hc.Rules[j], hc.Rules[j].Handle, 0))
+		}
+		p.chainDels = append(p.chainDels, Op{Action: Delete, Kind: KindNftChain, ID: chainID(k, hc.Name),
+			NFT: []model.NftOp{{Op: model.NftDelChain, Table: k, Chain: hc}}})
+	}
+}
+
+// ruleDiff turns the chain's actual rules into the desired list with the
+// fewest writes: the longest common subsequence of rule identities is kept
+// as is (handles unchanged); in each gap between kept rules, actual rules
+// are replaced in place by desired ones pairwise, extra desired rules are
+// inserted before the next kept rule (or appended), extra actual rules are
+// deleted. Rules without our marker never match, so a rule edited behind
+// our back is put back.
+func ruleDiff(k model.NftTableKey, c *model.NftChain, have []model.NftRule) []Op {
+	want := c.Rules
+	n, m := len(want), len(have)
+	// lcs[i][j] = LCS length of want[i:] and have[j:]
+	lcs := make([][]int32, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int32, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			switch {
+			case have[j].ID != "" && want[i].ID == have[j].ID:
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			case lcs[i+1][j] >= lcs[i][j+1]:
+				lcs[i][j] = lcs[i+1][j]
+			default:
+				lcs[i][j] = lcs[i][j+1]
+			}
+		}
+	}
+	var dels, repl, ins []Op
+	gapW, gapH := []int{}, []int{}
+	flush := func(anchor uint64) {
+		for x := 0; x < len(gapW) || x < len(gapH); x++ {
+			switch {
+			case x < len(gapW) && x < len(gapH):
+				wr, hr := &want[gapW[x]], &have[gapH[x]]
+				op := ruleOp(Update, k, c, gapW[x], wr, hr.Handle, 0)
+				op.Summary = ""
+				op.Changes = []Change{{Field: fmt.Sprintf("handle %d", hr.Handle), From: hr.Label(), To: wr.Text}}
+				repl = append(repl, op)
+			case x < len(gapW):
+				ins = append(ins, ruleOp(Create, k, c, gapW[x], &want[gapW[x]], 0, anchor))
+			default:
+				dels = append(dels, ruleOp(Delete, k, c, 0, &have[gapH[x]], have[gapH[x]].Handle, 0))
+			}
+		}
+		gapW, gapH = gapW[:0], gapH[:0]
+	}
+	i, j := 0, 0
+	for i < n || j < m {
+		switch {
+		case i < n && j < m && have[j].ID != "" && want[i].ID == have[j].ID:
+			flush(have[j].Handle)
+			i++
+			j++
+		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
+			gapH = append(gapH, j)
+			j++
+		default:
+			gapW = append(gapW, i)
+			i++
+		}
+	}
+	flush(0)
+	return append(append(dels, repl...), ins...)
+}

@@ -1,0 +1,139 @@
+package diff_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+const nftBase = `version: 1
+nftables:
+  inet t:
+    sets:
+      s4: {type: ipv4_addr, flags: [interval], elements: [10.0.0.0/8, 192.168.1.1]}
+    chains:
+      pre:
+        type: filter
+        hook: prerouting
+        priority: filter
+        rules:
+          - meta mark & 0x60 == 0x20 accept
+          - ip daddr @s4 meta mark set meta mark & 0xffffffdf | 0x40 accept
+          - counter
+`
+
+func parseFull(t *testing.T, y string) *model.State {
+	t.Helper()
+	cfg, err := desired.Parse([]desired.Source{{Name: "f.yaml", Data: []byte(y)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.State
+}
+
+// kernelOf turns a desired state into what the kernel would report after
+// applying it: rule handles numbered from 10, tables owned.
+func kernelOf(st *model.State) *model.State {
+	out := model.NewState()
+	h := uint64(10)
+	for _, t := range st.NFTables {
+		t.Owned = true
+		var chains []model.NftChain
+		for _, c := range t.Chains {
+			var rules []model.NftRule
+			for _, r := range c.Rules {
+				rules = append(rules, model.NftRule{Text: r.Text, ID: r.ID, Handle: h})
+				h++
+			}
+			c.Rules = rules
+			chains = append(chains, c)
+		}
+		t.Chains = chains
+		out.NFTables = append(out.NFTables, t)
+	}
+	return out
+}
+
+func plan(t *testing.T, d, a *model.State) string {
+	t.Helper()
+	p, err := diff.Compute(d, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.String()
+}
+
+func TestNftPlans(t *testing.T) {
+	base := parseFull(t, nftBase)
+	for _, tc := range []struct {
+		name string
+		edit func(string) string   // of the file
+		kern func(st *model.State) // of the kernel's state
+		want string
+	}{
+		{name: "unchanged", want: ""},
+		{name: "one element more",
+			edit: func(s string) string { return strings.Replace(s, "192.168.1.1]", "192.168.1.1, 172.16.0.0/12]", 1) },
+			want: "+ nft element inet t set s4 element 172.16.0.0/12\n"},
+		{name: "one element less",
+			edit: func(s string) string { return strings.Replace(s, "10.0.0.0/8, ", "", 1) },
+			want: "- nft element inet t set s4 element 10.0.0.0/8\n"},
+		{name: "prefix widened: delete then add",
+			edit: func(s string) string { return strings.Replace(s, "10.0.0.0/8", "10.0.0.0/7", 1) },
+			want: "- nft element inet t set s4 element 10.0.0.0/8\n+ nft element inet t set s4 element 10.0.0.0/7\n"},
+		{name: "rule changed in the middle: replaced in place",
+			edit: func(s string) string { return strings.Replace(s, "| 0x40 accept", "| 0x40 counter accept", 1) },
+			want: "~ nft rule inet t chain pre rule 2\n    handle 11: ip daddr @s4 meta mark set meta mark & 0xffffffdf | 0x00000040 accept -> ip daddr @s4 meta mark set meta mark & 0xffffffdf | 0x00000040 counter accept\n"},
+		{name: "rule inserted first: before the first kept rule",
+			edit: func(s string) string {
+				return strings.Replace(s, "        rules:\n", "        rules:\n          - iifname \"lo\" accept\n", 1)
+			},
+			want: "+ nft rule inet t chain pre rule 1 (iifname \"lo\" accept)\n"},
+		{name: "rule removed",
+			edit: func(s string) string { return strings.Replace(s, "          - counter\n", "", 1) },
+			want: "- nft rule inet t chain pre rule handle 12 (counter)\n"},
+		{name: "rule edited behind our back",
+			kern: func(st *model.State) { st.NFTables[0].Chains[0].Rules[0] = model.NftRule{Handle: 10} },
+			want: "~ nft rule inet t chain pre rule 1\n    handle 10: handle 10 (not written by netreconcile) -> meta mark & 0x00000060 == 0x00000020 accept\n"},
+		{name: "policy changed in place",
+			edit: func(s string) string {
+				return strings.Replace(s, "priority: filter\n", "priority: filter\n        policy: drop\n", 1)
+			},
+			want: "~ nft chain inet t chain pre\n    policy: accept -> drop\n"},
+		{name: "hook changed: table rebuilt in one batch",
+			edit: func(s string) string { return strings.Replace(s, "hook: prerouting", "hook: input", 1) },
+			want: "± nft table inet t: chain pre changes from \"type filter hook prerouting priority 0\" to \"type filter hook input priority 0\"\n"},
+		{name: "foreign table of the same name: adopted",
+			kern: func(st *model.State) { st.NFTables[0].Owned = false },
+			want: "~ nft table inet t: declared in the file: owned whole from now on\n    owner: none -> netreconcile\n"},
+		{name: "table left the file: deleted",
+			edit: func(s string) string { return "version: 1\n" },
+			want: "- nft table inet t\n"},
+		{name: "foreign table left alone",
+			edit: func(s string) string { return "version: 1\n" },
+			kern: func(st *model.State) { st.NFTables[0].Owned = false },
+			want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := base
+			if tc.edit != nil {
+				d = parseFull(t, tc.edit(nftBase))
+			}
+			a := kernelOf(base)
+			if tc.kern != nil {
+				tc.kern(a)
+			}
+			got := plan(t, d, a)
+			if tc.name == "hook changed: table rebuilt in one batch" {
+				// the rebuild lists every object after the table line
+				got = strings.SplitAfterN(got, "\n", 2)[0]
+			}
+			if got != tc.want {
+				t.Errorf("plan:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}

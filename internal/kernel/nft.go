@@ -1,0 +1,18 @@
+package kernel
+
+import "github.com/netreconcile/netreconcile/internal/model"
+
+// NFTables is the narrow interface to nftables: list tables, read one table
+// whole, and apply a list of changes as one atomic batch.
+//
+// Contract: NFTApply sends every op in one netlink batch (one nftables
+// transaction); the kernel commits all of them or none, so a failure leaves
+// the previous ruleset whole. Ops run in the order given.
+type NFTables interface {
+	// NFTTables lists the tables of every family.
+	NFTTables() ([]model.NftTableKey, error)
+	// NFTTable reads a table with its sets, elements, chains and rules;
+	// nil when it does not exist.
+	NFTTable(k model.NftTableKey) (*model.NftTable, error)
+	NFTApply(ops []model.NftOp) error
+}

@@ -1,0 +1,113 @@
+package kernel
+
+import (
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// nftElemCache keeps the elements of the sets read or written at one
+// ruleset generation. Reading a 100k-element interval set takes the kernel
+// seconds (its rbtree dump restarts at every message), while the generation
+// (one GETGEN) tells whether anything committed since: when nothing did, the
+// elements are known without reading them. After our own batch, the
+// generation must have moved by exactly one (ours) for the cache to be
+// updated with the batch's element changes; anything else drops it.
+type nftElemCache struct {
+	valid bool
+	gen   uint32
+	sets  map[nftSetKey][]model.NftElem
+}
+
+type nftSetKey struct {
+	table model.NftTableKey
+	set   string
+}
+
+func (c *nftElemCache) reset(gen uint32) {
+	c.valid, c.gen, c.sets = true, gen, map[nftSetKey][]model.NftElem{}
+}
+
+// applied updates the cache after a batch committed: the generation was
+// before when the batch was sent, and is gen now.
+func (c *nftElemCache) applied(ops []model.NftOp, before, gen uint32) {
+	if gen != before+1 {
+		c.valid = false
+		return
+	}
+	if !c.valid || c.gen != before {
+		// Only the sets this batch created are known whole.
+		c.reset(gen)
+		for _, op := range ops {
+			if op.Op == model.NftDelSet || op.Op == model.NftDelTable {
+				c.valid = false
+				return
+			}
+		}
+		created := map[nftSetKey]bool{}
+		for _, op := range ops {
+			if op.Set == nil {
+				continue
+			}
+			k := nftSetKey{op.Table, op.Set.Name}
+			switch {
+			case op.Op == model.NftAddSet:
+				created[k] = true
+				c.sets[k] = nil
+			case op.Op == model.NftAddElems && created[k]:
+				c.sets[k] = mergeElems(c.sets[k], op.Elems, false)
+			case op.Op == model.NftAddElems || op.Op == model.NftDelElems:
+				delete(c.sets, k)
+			}
+		}
+		return
+	}
+	c.gen = gen
+	for _, op := range ops {
+		switch op.Op {
+		case model.NftDelTable:
+			for k := range c.sets {
+				if k.table == op.Table {
+					delete(c.sets, k)
+				}
+			}
+		case model.NftAddSet:
+			c.sets[nftSetKey{op.Table, op.Set.Name}] = nil
+		case model.NftDelSet:
+			delete(c.sets, nftSetKey{op.Table, op.Set.Name})
+		case model.NftAddElems, model.NftDelElems:
+			k := nftSetKey{op.Table, op.Set.Name}
+			have, ok := c.sets[k]
+			if !ok {
+				continue
+			}
+			c.sets[k] = mergeElems(have, op.Elems, op.Op == model.NftDelElems)
+		}
+	}
+}
+
+// mergeElems returns sorted have with change added (or removed), as a new
+// slice: O(len(have)) for a small change.
+func mergeElems(have, change []model.NftElem, remove bool) []model.NftElem {
+	ch := append([]model.NftElem(nil), change...)
+	model.SortNftElems(ch)
+	out := make([]model.NftElem, 0, len(have)+len(ch))
+	i, j := 0, 0
+	for i < len(have) || j < len(ch) {
+		switch {
+		case j == len(ch) || i < len(have) && have[i].Key < ch[j].Key:
+			out = append(out, have[i])
+			i++
+		case i == len(have) || ch[j].Key < have[i].Key:
+			if !remove {
+				out = append(out, ch[j])
+			}
+			j++
+		default: // same key
+			if !remove {
+				out = append(out, ch[j])
+			}
+			i++
+			j++
+		}
+	}
+	return out
+}

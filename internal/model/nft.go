@@ -1,0 +1,418 @@
+package model
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/netreconcile/netreconcile/internal/nftrule"
+)
+
+// NftFamilies are the table families nftables knows, in nft's words.
+var NftFamilies = []string{"ip", "ip6", "inet", "arp", "bridge", "netdev"}
+
+// NftTableKey identifies a table: the same name in two families is two tables.
+type NftTableKey struct {
+	Family, Name string
+}
+
+func (k NftTableKey) String() string { return k.Family + " " + k.Name }
+
+// Less orders tables by family then name.
+func (k NftTableKey) Less(o NftTableKey) bool {
+	if k.Family != o.Family {
+		return k.Family < o.Family
+	}
+	return k.Name < o.Name
+}
+
+// NftTable is an nftables table netreconcile owns whole: every set, chain
+// and rule in it is the file's.
+type NftTable struct {
+	Family, Name string
+	// Sets and Chains are kept in creation order (the file's order), which
+	// is the order nft lists them in.
+	Sets   []NftSet
+	Chains []NftChain
+
+	Owned  bool   // actual: recorded in the ownership ledger
+	Origin string // desired: file:line:col
+}
+
+// Key returns the table's identity.
+func (t *NftTable) Key() NftTableKey { return NftTableKey{t.Family, t.Name} }
+
+// Set returns the named set or nil.
+func (t *NftTable) Set(name string) *NftSet {
+	for i := range t.Sets {
+		if t.Sets[i].Name == name {
+			return &t.Sets[i]
+		}
+	}
+	return nil
+}
+
+// Chain returns the named chain or nil.
+func (t *NftTable) Chain(name string) *NftChain {
+	for i := range t.Chains {
+		if t.Chains[i].Name == name {
+			return &t.Chains[i]
+		}
+	}
+	return nil
+}
+
+// SortNftTables orders tables by key.
+func SortNftTables(ts []NftTable) {
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Key().Less(ts[j].Key()) })
+}
+
+// NftChain is a base chain (Hook set) or a regular chain.
+type NftChain struct {
+	Name     string
+	Type     string // filter, nat, route; "" for a regular chain
+	Hook     string
+	Priority int
+	Policy   string // accept or drop; "" for a regular chain
+	Device   string // netdev hooks
+	Rules    []NftRule
+	Origin   string
+}
+
+// Base reports whether the chain is attached to a hook.
+func (c *NftChain) Base() bool { return c.Hook != "" }
+
+// Spec renders the chain's definition as nft writes it.
+func (c *NftChain) Spec() string {
+	if !c.Base() {
+		return "regular"
+	}
+	s := fmt.Sprintf("type %s hook %s", c.Type, c.Hook)
+	if c.Device != "" {
+		s += fmt.Sprintf(" device %q", c.Device)
+	}
+	s += fmt.Sprintf(" priority %d", c.Priority)
+	if c.Policy != "" {
+		s += "; policy " + c.Policy
+	}
+	return s
+}
+
+// NftRule is one rule of a chain. Its identity is ID, the hash of its
+// canonical text, which netreconcile stores in the rule's user data.
+type NftRule struct {
+	Text   string        // canonical text; "" for a rule read without our marker
+	ID     string        // "" for a rule without our marker
+	Handle uint64        // actual
+	Rule   *nftrule.Rule // desired: the parsed rule to compile
+	Origin string
+}
+
+// Label names the rule for plans: its text, or its handle when unknown.
+func (r *NftRule) Label() string {
+	if r.Text != "" {
+		return r.Text
+	}
+	return fmt.Sprintf("handle %d (not written by netreconcile)", r.Handle)
+}
+
+// Set key types netreconcile reads and writes.
+const (
+	NftIPv4    = "ipv4_addr"
+	NftIPv6    = "ipv6_addr"
+	NftService = "inet_service"
+	NftMark    = "mark"
+	NftProto   = "inet_proto"
+)
+
+// NftSetTypes lists the accepted set types.
+var NftSetTypes = []string{NftIPv4, NftIPv6, NftService, NftMark, NftProto}
+
+// NftSet is a named set. Its elements are kept sorted by key.
+type NftSet struct {
+	Name     string
+	Type     string
+	Interval bool
+	// Timeout is the flag "timeout": elements may expire. DefaultTimeout
+	// is the set's "timeout" value (0: none).
+	Timeout        bool
+	DefaultTimeout time.Duration
+	Elems          []NftElem
+	Origin         string
+}
+
+// Spec renders the set's definition (everything but elements).
+func (s *NftSet) Spec() string {
+	out := "type " + s.Type
+	var flags []string
+	if s.Interval {
+		flags = append(flags, "interval")
+	}
+	if s.Timeout {
+		flags = append(flags, "timeout")
+	}
+	if len(flags) > 0 {
+		out += "; flags " + strings.Join(flags, ",")
+	}
+	if s.DefaultTimeout != 0 {
+		out += "; timeout " + s.DefaultTimeout.String()
+	}
+	return out
+}
+
+// NftElem is one element: a key, and for interval sets the exclusive end of
+// the range ("" when the range runs to the top of the type). Keys are the
+// bytes the kernel holds (network order, host order for marks).
+type NftElem struct {
+	Key, End string
+}
+
+// SortNftElems orders elements by key.
+func SortNftElems(es []NftElem) {
+	sort.Slice(es, func(i, j int) bool { return es[i].Key < es[j].Key })
+}
+
+// NftKeyLen is the key size of a set type.
+func NftKeyLen(typ string) int {
+	switch typ {
+	case NftIPv4, NftMark:
+		return 4
+	case NftIPv6:
+		return 16
+	case NftService:
+		return 2
+	case NftProto:
+		return 1
+	}
+	return 0
+}
+
+// ParseNftElem parses one element of a set of type typ: an address, a
+// prefix or a range a-b for addresses; a port or a range for services; a
+// number for marks and protocols. Prefixes and ranges need an interval set.
+func ParseNftElem(typ string, interval bool, s string) (NftElem, error) {
+	lo, hi, isRange := strings.Cut(s, "-")
+	if typ == NftIPv6 && isRange && !strings.Contains(lo, ":") {
+		isRange = false
+	}
+	one := func(v string) ([]byte, int, error) {
+		switch typ {
+		case NftIPv4, NftIPv6:
+			p, err := netip.ParsePrefix(v)
+			if err != nil {
+				a, aerr := netip.ParseAddr(v)
+				if aerr != nil || a.Zone() != "" {
+					return nil, 0, fmt.Errorf("expected an address, a prefix or a range a-b, found %q", v)
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			if p.Addr().Is4() != (typ == NftIPv4) || p.Addr().Is4In6() {
+				return nil, 0, fmt.Errorf("%q is not of the set's type %s", v, typ)
+			}
+			if p.Masked() != p {
+				return nil, 0, fmt.Errorf("%q has host bits set; the prefix is %s", v, p.Masked())
+			}
+			return p.Addr().AsSlice(), p.Bits(), nil
+		case NftService:
+			n, err := strconv.ParseUint(v, 10, 16)
+			if err != nil {
+				return nil, 0, fmt.Errorf("expected a port 0-65535 or a range a-b, found %q", v)
+			}
+			return binary.BigEndian.AppendUint16(nil, uint16(n)), 16, nil
+		case NftMark:
+			n, err := strconv.ParseUint(v, 0, 32)
+			if err != nil {
+				return nil, 0, fmt.Errorf("expected a 32-bit mark such as 0x40, found %q", v)
+			}
+			return binary.NativeEndian.AppendUint32(nil, uint32(n)), 32, nil
+		case NftProto:
+			n, err := strconv.ParseUint(v, 10, 8)
+			if err != nil {
+				if p, ok := nftProtoByName(v); ok {
+					return []byte{p}, 8, nil
+				}
+				return nil, 0, fmt.Errorf("expected a protocol name or number, found %q", v)
+			}
+			return []byte{byte(n)}, 8, nil
+		}
+		return nil, 0, fmt.Errorf("unsupported set type %s", typ)
+	}
+	if !isRange {
+		k, plen, err := one(s)
+		if err != nil {
+			return NftElem{}, err
+		}
+		if !interval {
+			if plen != len(k)*8 {
+				return NftElem{}, fmt.Errorf("%q is a prefix; a set of prefixes needs flags [interval]", s)
+			}
+			return NftElem{Key: string(k)}, nil
+		}
+		return NftElem{Key: string(k), End: string(rangeEnd(k, plen))}, nil
+	}
+	if !interval {
+		return NftElem{}, fmt.Errorf("%q is a range; a set of ranges needs flags [interval]", s)
+	}
+	a, pa, err := one(lo)
+	if err != nil {
+		return NftElem{}, err
+	}
+	b, pb, err := one(hi)
+	if err != nil {
+		return NftElem{}, err
+	}
+	if pa != len(a)*8 || pb != len(b)*8 || bytes.Compare(a, b) > 0 {
+		return NftElem{}, fmt.Errorf("expected a range low-high of single values, low first, found %q", s)
+	}
+	return NftElem{Key: string(a), End: string(rangeEnd(b, len(b)*8))}, nil
+}
+
+func nftProtoByName(s string) (uint8, bool) {
+	for p := 0; p < 256; p++ {
+		if nftrule.ProtoName(uint8(p)) == s {
+			return uint8(p), true
+		}
+	}
+	return 0, false
+}
+
+// rangeEnd returns the first value after a prefix of plen bits starting at k,
+// or nil when the prefix reaches the top of the type.
+func rangeEnd(k []byte, plen int) []byte {
+	out := bytes.Clone(k)
+	for i := plen; i < len(out)*8; i++ {
+		out[i/8] |= 0x80 >> (i % 8)
+	}
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i]++
+		if out[i] != 0 {
+			return out
+		}
+	}
+	return nil
+}
+
+// FormatNftElem renders an element as nft lists it: a prefix when the range
+// is one, a range a-b otherwise.
+func FormatNftElem(typ string, interval bool, e NftElem) string {
+	k := []byte(e.Key)
+	if len(k) != NftKeyLen(typ) {
+		return fmt.Sprintf("0x%x", k)
+	}
+	if !interval {
+		return formatKey(typ, k)
+	}
+	last := lastOf(e)
+	if typ == NftIPv4 || typ == NftIPv6 {
+		if plen, ok := prefixLen(k, last); ok {
+			a, _ := netip.AddrFromSlice(k)
+			if plen == len(k)*8 {
+				return a.String()
+			}
+			return netip.PrefixFrom(a, plen).String()
+		}
+	}
+	if bytes.Equal(k, last) {
+		return formatKey(typ, k)
+	}
+	return formatKey(typ, k) + "-" + formatKey(typ, last)
+}
+
+// lastOf returns the last value of an interval element.
+func lastOf(e NftElem) []byte {
+	if e.End == "" {
+		return bytes.Repeat([]byte{0xff}, len(e.Key))
+	}
+	out := []byte(e.End)
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i]--
+		if out[i] != 0xff {
+			break
+		}
+	}
+	return out
+}
+
+func prefixLen(first, last []byte) (int, bool) {
+	// A prefix: first and last share the top n bits, first has zeros and
+	// last ones below.
+	n := 0
+	for i := range first {
+		x := first[i] ^ last[i]
+		if x == 0 {
+			n += 8
+			continue
+		}
+		lz := bits.LeadingZeros8(x)
+		n += lz
+		break
+	}
+	for i := n; i < len(first)*8; i++ {
+		bit := byte(0x80 >> (i % 8))
+		if first[i/8]&bit != 0 || last[i/8]&bit == 0 {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+func formatKey(typ string, k []byte) string {
+	switch typ {
+	case NftIPv4, NftIPv6:
+		a, _ := netip.AddrFromSlice(k)
+		return a.String()
+	case NftService:
+		return strconv.Itoa(int(binary.BigEndian.Uint16(k)))
+	case NftMark:
+		return fmt.Sprintf("0x%08x", binary.NativeEndian.Uint32(k))
+	case NftProto:
+		return nftrule.ProtoName(k[0])
+	}
+	return fmt.Sprintf("0x%x", k)
+}
+
+// NftElemsOverlap reports the first two elements of a sorted interval list
+// that overlap, or -1.
+func NftElemsOverlap(es []NftElem) int {
+	for i := 1; i < len(es); i++ {
+		prev := es[i-1]
+		if prev.End == "" || es[i].Key < prev.End {
+			return i
+		}
+	}
+	return -1
+}
+
+// NftOp kinds.
+const (
+	NftAddTable = iota
+	NftDelTable
+	NftAddSet
+	NftDelSet
+	NftAddElems
+	NftDelElems
+	NftAddChain // creates a chain or updates its policy
+	NftDelChain
+	NftAddRule // appended, or inserted before handle Before
+	NftReplaceRule
+	NftDelRule
+)
+
+// NftOp is one change of an nftables batch.
+type NftOp struct {
+	Op    int
+	Table NftTableKey
+	Set   *NftSet   // sets and elements (the set's type and flags)
+	Elems []NftElem // NftAddElems / NftDelElems
+	Chain *NftChain // chains; the rule's chain for rule ops
+	Rule  *NftRule  // NftAddRule / NftReplaceRule: the rule to write
+	// Handle is the rule replaced or deleted; Before the rule an added rule
+	// goes in front of (0: at the end of the chain).
+	Handle, Before uint64
+}
