@@ -273,7 +273,7 @@ func TestNftCoilGatewayMasquerade(t *testing.T) {
 		t.Fatalf("apply: %s%s", r.Stdout, r.Stderr)
 	}
 	want := "table ip coil_egress {\n\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n" +
-		"\t\toifname \"eth0\" ip saddr != 192.168.1.10 masquerade\n\t}\n}\n"
+		"\t\toifname \"eth0\" ip saddr != 10.20.30.1 masquerade\n\t}\n}\n"
 	if got := nettest.InNS(t, ns, "nft", "list", "table", "ip", "coil_egress"); got != want {
 		t.Errorf("nft list table:\n%s\nwant:\n%s", got, want)
 	}

@@ -12,19 +12,19 @@ import (
 
 // FouPorts lists FoU ports; ErrUnsupported when the kernel has no FoU.
 func (k *Netlink) FouPorts() ([]model.FouPort, error) {
-	var out []model.FouPort
-	for _, fam := range []int{unix.AF_INET, unix.AF_INET6} {
-		var fs []netlink.Fou
-		err := retry("fou ports", func() (err error) { fs, err = k.h.FouList(fam); return })
-		if err != nil {
-			if fouMissing(err) {
-				return nil, fmt.Errorf("list fou ports: %w", ErrUnsupported)
-			}
-			return nil, err
+	// The kernel's dump ignores the requested family and lists every port
+	// with its own FOU_ATTR_AF: one dump, each port by the family it reports.
+	var fs []netlink.Fou
+	err := retry("fou ports", func() (err error) { fs, err = k.h.FouList(unix.AF_INET); return })
+	if err != nil {
+		if fouMissing(err) {
+			return nil, fmt.Errorf("list fou ports: %w", ErrUnsupported)
 		}
-		for _, f := range fs {
-			out = append(out, model.FouPort{Port: uint16(f.Port), IPv6: fam == unix.AF_INET6, IPProto: uint8(f.Protocol), GUE: f.EncapType == netlink.FOU_ENCAP_GUE})
-		}
+		return nil, err
+	}
+	out := make([]model.FouPort, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, model.FouPort{Port: uint16(f.Port), IPv6: f.Family == unix.AF_INET6, IPProto: uint8(f.Protocol), GUE: f.EncapType == netlink.FOU_ENCAP_GUE})
 	}
 	model.SortFou(out)
 	return out, nil

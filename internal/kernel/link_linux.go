@@ -3,6 +3,7 @@ package kernel
 import (
 	"fmt"
 	"net"
+	"net/netip"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -42,13 +43,13 @@ func (k *Netlink) fromLink(nl netlink.Link) *model.Link {
 			l.Veth = &model.Veth{}
 		}
 	case *netlink.Vxlan:
-		l.VXLAN = &model.VXLAN{ID: uint32(v.VxlanId), Local: toAddr(v.SrcAddr), Remote: toAddr(v.Group), Port: uint16(v.Port), Dev: k.name(v.VtepDevIndex), TTL: uint8(v.TTL), Learning: v.Learning}
+		l.VXLAN = &model.VXLAN{ID: uint32(v.VxlanId), Local: optAddr(v.SrcAddr), Remote: optAddr(v.Group), Port: uint16(v.Port), Dev: k.name(v.VtepDevIndex), TTL: uint8(v.TTL), Learning: v.Learning}
 	case *netlink.IPVlan:
 		l.IPVlan = &model.IPVlan{Parent: k.name(a.ParentIndex), Mode: ipvlanModeName(v.Mode)}
 	case *netlink.Iptun:
-		l.Tunnel = &model.Tunnel{Mode: "ipip", Local: toAddr(v.Local), Remote: toAddr(v.Remote), TTL: v.Ttl, External: v.FlowBased, Encap: encapFrom(v.EncapType, v.EncapSport, v.EncapDport)}
+		l.Tunnel = &model.Tunnel{Mode: "ipip", Local: optAddr(v.Local), Remote: optAddr(v.Remote), TTL: v.Ttl, External: v.FlowBased, Encap: encapFrom(v.EncapType, v.EncapSport, v.EncapDport)}
 	case *netlink.Ip6tnl:
-		l.Tunnel = &model.Tunnel{Mode: ip6tnlModeName(v.Proto), Local: toAddr(v.Local), Remote: toAddr(v.Remote), TTL: v.Ttl, External: v.FlowBased, Encap: encapFrom(v.EncapType, v.EncapSport, v.EncapDport)}
+		l.Tunnel = &model.Tunnel{Mode: ip6tnlModeName(v.Proto), Local: optAddr(v.Local), Remote: optAddr(v.Remote), TTL: v.Ttl, External: v.FlowBased, Encap: encapFrom(v.EncapType, v.EncapSport, v.EncapDport)}
 	case *netlink.Wireguard:
 		l.WireGuard = &model.WireGuard{}
 	case *netlink.Device:
@@ -262,4 +263,14 @@ func (k *Netlink) set(what, name string, f func(netlink.Link) error) error {
 		return fmt.Errorf("%s on %s: %w", what, name, err)
 	}
 	return nil
+}
+
+// optAddr reads an address attribute the kernel reports as all zeroes when
+// unset (a tunnel's local or remote, a vxlan's group) as "none".
+func optAddr(ip net.IP) netip.Addr {
+	a := toAddr(ip)
+	if a.IsUnspecified() {
+		return netip.Addr{}
+	}
+	return a
 }
