@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -92,7 +93,7 @@ func (s *state) adopt(p *poolDef) {
 		return
 	}
 	if len(s.blocks) > 0 && s.layout.bits != p.layout.bits {
-		s.conflict = fmt.Errorf("%w: blockSizeBits cannot change from %d to %d while %d blocks are held; release their addresses first",
+		s.conflict = fmt.Errorf("%w: blockSizeBits cannot change from %d to %d while blocks are held (%d): release their addresses first",
 			ErrPoolInUse, s.layout.bits, p.layout.bits, len(s.blocks))
 		return
 	}
@@ -103,8 +104,12 @@ func (s *state) adopt(p *poolDef) {
 			new4, new6 = p.layout.block(b.index)
 		}
 		if old4 != new4 || old6 != new6 {
-			s.conflict = fmt.Errorf("%w: block %d (%s) is held and the new subnets would move it; subnets may only be appended while blocks are held; release its addresses first",
-				ErrPoolInUse, b.index, Block{IPv4: old4, IPv6: old6}.describe())
+			now := "no block " + strconv.FormatUint(b.index, 10)
+			if new4.IsValid() || new6.IsValid() {
+				now = "block " + strconv.FormatUint(b.index, 10) + " at " + Block{IPv4: new4, IPv6: new6}.describe()
+			}
+			s.conflict = fmt.Errorf("%w: block %d (%s) is held, but the new subnets have %s; subnets may only be appended while blocks are held: release its addresses first",
+				ErrPoolInUse, b.index, Block{IPv4: old4, IPv6: old6}.describe(), now)
 			return
 		}
 	}
@@ -194,7 +199,7 @@ func (s *state) allocate(p *poolDef, owner, iface string, now time.Time) (Alloca
 			}
 		}
 	}
-	return Allocation{}, fmt.Errorf("%w: no free address in the %d blocks this host may hold",
+	return Allocation{}, fmt.Errorf("%w: no free address in the blocks this host may hold (%d)",
 		ErrPoolExhausted, p.allowedCount())
 }
 

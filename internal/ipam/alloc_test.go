@@ -250,7 +250,7 @@ func TestBlocks(t *testing.T) {
 			{op: "alloc", owner: "b", want: "10.0.0.3"},
 			{op: "alloc", owner: "c", want: "10.0.0.6"},
 			{op: "alloc", owner: "d", want: "10.0.0.7"},
-			{op: "alloc", owner: "e", want: "error: no free address in the 2 blocks this host may hold"},
+			{op: "alloc", owner: "e", want: "error: no free address in the blocks this host may hold (2)"},
 		})
 		// Block 3 no longer allowed: its allocations stay, new ones go to newly allowed blocks.
 		p.AllowedBlocks = []IndexRange{{0, 1}}
@@ -281,22 +281,22 @@ func TestPoolChange(t *testing.T) {
 		name:    "remove a subnet with a held block",
 		held:    []string{"a", "b", "c", "d", "e"},
 		change:  func(p Pool) Pool { p.Subnets = p.Subnets[:1]; return p },
-		wantErr: "block 1 (10.1.0.0/30) is held and the new subnets would move it",
+		wantErr: "block 1 (10.1.0.0/30) is held, but the new subnets have no block 1",
 	}, {
 		name:    "replace the first subnet",
 		held:    []string{"a"},
 		change:  func(p Pool) Pool { p.Subnets = []Subnet{v4("10.9.0.0/30"), v4("10.1.0.0/30")}; return p },
-		wantErr: "block 0 (10.0.0.0/30) is held",
+		wantErr: "block 0 (10.0.0.0/30) is held, but the new subnets have block 0 at 10.9.0.0/30",
 	}, {
 		name:    "insert a subnet before held blocks",
 		held:    []string{"a", "b", "c", "d", "e"},
 		change:  func(p Pool) Pool { p.Subnets = []Subnet{p.Subnets[0], v4("10.5.0.0/30"), p.Subnets[1]}; return p },
-		wantErr: "block 1 (10.1.0.0/30) is held",
+		wantErr: "block 1 (10.1.0.0/30) is held, but the new subnets have block 1 at 10.5.0.0/30",
 	}, {
 		name:    "change the block size",
 		held:    []string{"a"},
 		change:  func(p Pool) Pool { p.BlockSizeBits = 1; return p },
-		wantErr: "blockSizeBits cannot change from 2 to 1 while 1 blocks are held",
+		wantErr: "blockSizeBits cannot change from 2 to 1 while blocks are held (1)",
 	}, {
 		name:   "change the block size when nothing is held",
 		change: func(p Pool) Pool { p.BlockSizeBits = 1; return p },

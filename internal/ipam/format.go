@@ -344,7 +344,7 @@ func (a Allocation) describe() string {
 func decodeHeader(line, pool string, s *state) (bits int, err error) {
 	magic, rest, _ := strings.Cut(line, " ")
 	if magic != formatMagic {
-		return 0, fmt.Errorf("not an ipam registry (the first line should start with %q)", formatMagic)
+		return 0, fmt.Errorf("header does not start with %q: not an ipam registry", formatMagic)
 	}
 	version := -1
 	bits = -1
