@@ -65,8 +65,8 @@ type state struct {
 	pool    string
 	layout  *layout // as recorded in the file, or the configured one once adopted
 	blocks  []heldBlock
-	allocs  []Allocation // in the order they were made
-	cooling []released   // in the order they were released
+	allocs  []record   // in the order they were made
+	cooling []released // in the order they were released
 	// conflict says why the configured pool cannot be adopted; allocating is refused, while
 	// releasing (which is how the conflict goes away) still works on the recorded layout.
 	conflict error
@@ -75,6 +75,14 @@ type state struct {
 type heldBlock struct {
 	index uint64
 	next  uint64 // offset to try first: the one after the last handed out
+}
+
+// slot is the place of an address, or of a dual-stack pair, in the layout.
+type slot struct{ index, off uint64 }
+
+type record struct {
+	Allocation
+	off uint64 // in block Allocation.Block
 }
 
 type released struct {
@@ -89,6 +97,7 @@ func newState(p *poolDef) *state {
 // adopt switches the state to the configured layout of its pool, unless that would change the
 // prefixes of a held block: appending subnets is fine, and so is any change while nothing is held.
 func (s *state) adopt(p *poolDef) {
+	s.conflict = nil
 	if s.layout.equal(p.layout) {
 		return
 	}
@@ -121,7 +130,7 @@ func (b Block) describe() string {
 }
 
 func (s *state) find(owner, iface string) int {
-	return slices.IndexFunc(s.allocs, func(a Allocation) bool { return a.Owner == owner && a.Iface == iface })
+	return slices.IndexFunc(s.allocs, func(r record) bool { return r.Owner == owner && r.Iface == iface })
 }
 
 // expire forgets released addresses whose reuse delay has passed.
@@ -135,40 +144,33 @@ func (s *state) allocate(p *poolDef, owner, iface string, now time.Time) (Alloca
 	if s.conflict != nil {
 		return Allocation{}, s.conflict
 	}
-	taken := make(map[netip.Addr]struct{}, 2*(len(s.allocs)+len(s.cooling)))
+	taken := make(map[slot]struct{}, len(s.allocs)+len(s.cooling))
 	inBlock := make(map[uint64]uint64, len(s.blocks))
-	mark := func(a4, a6 netip.Addr) {
-		for _, a := range []netip.Addr{a4, a6} {
-			if a.IsValid() {
-				taken[a] = struct{}{}
+	mark := func(at slot) {
+		if _, dup := taken[at]; !dup {
+			taken[at] = struct{}{}
+			inBlock[at.index]++
+		}
+	}
+	for _, r := range s.allocs {
+		mark(slot{r.Block, r.off})
+	}
+	// A released address is located anew: it may come from a layout since replaced.
+	for _, r := range s.cooling {
+		for _, a := range []netip.Addr{r.ipv4, r.ipv6} {
+			if index, off, ok := s.layout.locate(a); ok {
+				mark(slot{index, off})
 			}
 		}
-		primary := a4
-		if !primary.IsValid() {
-			primary = a6
-		}
-		if idx, _, ok := s.layout.locate(primary); ok {
-			inBlock[idx]++
-		}
-	}
-	for _, a := range s.allocs {
-		mark(a.IPv4, a.IPv6)
-	}
-	for _, r := range s.cooling {
-		mark(r.ipv4, r.ipv6)
 	}
 	free := func(index, start uint64) (uint64, bool) {
 		size := s.layout.size()
 		if inBlock[index] >= size {
 			return 0, false
 		}
-		v4, v6 := s.layout.block(index)
 		for k := range size {
 			off := (start + k) & (size - 1)
-			a4, a6 := at(v4, v6, off)
-			_, t4 := taken[a4]
-			_, t6 := taken[a6]
-			if !t4 && !t6 {
+			if _, t := taken[slot{index, off}]; !t {
 				return off, true
 			}
 		}
@@ -208,7 +210,7 @@ func (s *state) take(i int, off uint64, owner, iface string, now time.Time) Allo
 	v4, v6 := s.layout.block(b.index)
 	ip4, ip6 := at(v4, v6, off)
 	a := Allocation{Pool: s.pool, Owner: owner, Iface: iface, Block: b.index, IPv4: ip4, IPv6: ip6, AllocatedAt: now}
-	s.allocs = append(s.allocs, a)
+	s.allocs = append(s.allocs, record{a, off})
 	b.next = (off + 1) & (s.layout.size() - 1)
 	return a
 }
@@ -216,12 +218,12 @@ func (s *state) take(i int, off uint64, owner, iface string, now time.Time) Allo
 // release frees allocation i: its address cools for the reuse delay, and its block is given back
 // if nothing else is allocated in it.
 func (s *state) release(i int, now time.Time, delay time.Duration) Allocation {
-	a := s.allocs[i]
+	a := s.allocs[i].Allocation
 	s.allocs = slices.Delete(s.allocs, i, i+1)
 	if delay > 0 {
 		s.cooling = append(s.cooling, released{ipv4: a.IPv4, ipv6: a.IPv6, at: now})
 	}
-	if !slices.ContainsFunc(s.allocs, func(o Allocation) bool { return o.Block == a.Block }) {
+	if !slices.ContainsFunc(s.allocs, func(r record) bool { return r.Block == a.Block }) {
 		s.blocks = slices.DeleteFunc(s.blocks, func(b heldBlock) bool { return b.index == a.Block })
 	}
 	return a

@@ -437,3 +437,19 @@ func TestUnknownPool(t *testing.T) {
 		t.Errorf("List: %v", err)
 	}
 }
+
+func TestRegistriesTakeTurns(t *testing.T) {
+	// Two Registries on one directory, as two processes: each must see the other's changes
+	// although it keeps the state it last wrote.
+	dir, clock := t.TempDir(), newFakeClock()
+	p := testPool("p", 2, time.Minute, v4("10.0.0.0/28"))
+	r1, r2 := openTest(t, dir, clock, p), openTest(t, dir, clock, p)
+	play(t, r1, clock, "p", []step{{op: "alloc", owner: "a", want: "10.0.0.0"}})
+	play(t, r2, clock, "p", []step{{op: "alloc", owner: "b", want: "10.0.0.1"}})
+	play(t, r1, clock, "p", []step{{op: "alloc", owner: "c", want: "10.0.0.2"}})
+	play(t, r2, clock, "p", []step{{op: "release", owner: "c", want: "10.0.0.2"}})
+	play(t, r1, clock, "p", []step{
+		{op: "alloc", owner: "d", want: "10.0.0.3"},
+		{op: "alloc", owner: "c", want: "10.0.0.4"},
+	})
+}

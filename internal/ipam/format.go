@@ -115,222 +115,278 @@ func appendTime(b []byte, t time.Time) []byte {
 // decode reads a registry file of pool and checks that it is consistent in itself. Errors name
 // the line; the caller names the file.
 func decode(pool string, data []byte) (*state, error) {
-	text := string(data)
-	if text == "" {
+	if len(data) == 0 {
 		return nil, errors.New("empty file")
 	}
-	lineNo := 0
-	next := func() (string, bool) {
-		if text == "" {
-			return "", false
-		}
-		line, rest, ok := strings.Cut(text, "\n")
-		if !ok {
-			return "", false
-		}
-		text = rest
-		lineNo++
-		return line, true
-	}
-	var line string
+	d := decoder{text: string(data)}
+	var header string
 	for {
-		l, ok := next()
+		line, ok := d.next()
 		if !ok {
 			return nil, errors.New("no header line")
 		}
-		if !strings.HasPrefix(l, "#") {
-			line = l
+		if !strings.HasPrefix(line, "#") {
+			header = line
 			break
 		}
 	}
-
 	s := &state{}
-	bits, err := decodeHeader(line, pool, s)
-	if err != nil {
-		return nil, fmt.Errorf("line %d: %w", lineNo, err)
+	var err error
+	if d.bits, err = decodeHeader(header, pool, s); err != nil {
+		return nil, fmt.Errorf("line %d: %w", d.lineNo, err)
 	}
+	// The version first, so that a newer file says so rather than failing its checksum.
 	if err := checkChecksum(data); err != nil {
 		return nil, err
 	}
-
-	var subnets []Subnet
-	type blockLine struct {
-		hb     heldBlock
-		v4, v6 netip.Prefix
-		line   int
+	d.s = s
+	lines := strings.Count(d.text, "\n")
+	s.allocs = make([]record, 0, lines)
+	d.used = make(map[slot]int, lines)
+	d.owners = make(map[[2]string]int, lines)
+	d.inBlock = make(map[uint64]int)
+	if err := d.records(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", d.lineNo, err)
 	}
-	var blocks []blockLine
-	type allocLine struct {
-		a    Allocation
-		line int
+	if err := d.needLayout(); err != nil {
+		return nil, err
 	}
-	var allocs []allocLine
-	for {
-		line, ok := next()
-		if !ok {
-			break
-		}
-		kind, rest, _ := strings.Cut(line, " ")
-		var err error
-		switch kind {
-		case "subnet":
-			var sn Subnet
-			err = parseFields(rest, func(k, v string) (err error) {
-				switch k {
-				case "ipv4":
-					sn.IPv4, err = netip.ParsePrefix(v)
-				case "ipv6":
-					sn.IPv6, err = netip.ParsePrefix(v)
-				default:
-					err = errUnknownField
-				}
-				return err
-			})
-			subnets = append(subnets, sn)
-		case "block":
-			bl := blockLine{line: lineNo}
-			err = parseFields(rest, func(k, v string) (err error) {
-				switch k {
-				case "index":
-					bl.hb.index, err = strconv.ParseUint(v, 10, 64)
-				case "next":
-					bl.hb.next, err = strconv.ParseUint(v, 10, 64)
-				case "ipv4":
-					bl.v4, err = netip.ParsePrefix(v)
-				case "ipv6":
-					bl.v6, err = netip.ParsePrefix(v)
-				default:
-					err = errUnknownField
-				}
-				return err
-			})
-			blocks = append(blocks, bl)
-		case "alloc":
-			al := allocLine{a: Allocation{Pool: pool}, line: lineNo}
-			err = parseFields(rest, func(k, v string) (err error) {
-				switch k {
-				case "ipv4":
-					al.a.IPv4, err = netip.ParseAddr(v)
-				case "ipv6":
-					al.a.IPv6, err = netip.ParseAddr(v)
-				case "at":
-					al.a.AllocatedAt, err = time.Parse(time.RFC3339Nano, v)
-				case "owner":
-					al.a.Owner = v
-				case "iface":
-					al.a.Iface = v
-				default:
-					err = errUnknownField
-				}
-				return err
-			})
-			if err == nil {
-				err = checkOwner(al.a.Owner, al.a.Iface)
-			}
-			if err == nil && al.a.AllocatedAt.IsZero() {
-				err = errors.New("no time")
-			}
-			allocs = append(allocs, al)
-		case "released":
-			var r released
-			err = parseFields(rest, func(k, v string) (err error) {
-				switch k {
-				case "ipv4":
-					r.ipv4, err = netip.ParseAddr(v)
-				case "ipv6":
-					r.ipv6, err = netip.ParseAddr(v)
-				case "at":
-					r.at, err = time.Parse(time.RFC3339Nano, v)
-				default:
-					err = errUnknownField
-				}
-				return err
-			})
-			if err == nil && (r.at.IsZero() || !r.ipv4.IsValid() && !r.ipv6.IsValid()) {
-				err = errors.New("missing address or time")
-			}
-			s.cooling = append(s.cooling, r)
-		case "checksum":
-			if text != "" {
-				err = errors.New("checksum before the end of the file")
-			}
-		default:
-			err = fmt.Errorf("unknown record %q", kind)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %s: %w", lineNo, kind, err)
-		}
-	}
-
-	s.layout, err = newLayout(bits, subnets)
-	if err != nil {
-		return nil, fmt.Errorf("recorded subnets: %w", err)
-	}
-	for i, bl := range blocks {
-		if i > 0 && bl.hb.index <= blocks[i-1].hb.index {
-			return nil, fmt.Errorf("line %d: block %d: blocks out of order", bl.line, bl.hb.index)
-		}
-		if bl.hb.index >= s.layout.total || bl.hb.next >= s.layout.size() {
-			return nil, fmt.Errorf("line %d: block %d: index or next out of range", bl.line, bl.hb.index)
-		}
-		if v4, v6 := s.layout.block(bl.hb.index); v4 != bl.v4 || v6 != bl.v6 {
-			return nil, fmt.Errorf("line %d: block %d: prefixes %s do not match the recorded subnets (%s)",
-				bl.line, bl.hb.index, Block{IPv4: bl.v4, IPv6: bl.v6}.describe(), Block{IPv4: v4, IPv6: v6}.describe())
-		}
-		s.blocks = append(s.blocks, bl.hb)
-	}
-
-	used := make(map[netip.Addr]int, 2*(len(allocs)+len(s.cooling)))
-	owners := make(map[[2]string]int, len(allocs))
-	inBlock := make(map[uint64]int, len(s.blocks))
-	for _, hb := range s.blocks {
-		inBlock[hb.index] = 0
-	}
-	for _, al := range allocs {
-		a := al.a
-		primary := a.IPv4
-		if !s.layout.subnets[0].IPv4.IsValid() {
-			primary = a.IPv6
-		}
-		index, off, ok := s.layout.locate(primary)
-		if !ok {
-			return nil, fmt.Errorf("line %d: alloc %s: address outside the recorded subnets", al.line, a.describe())
-		}
-		v4, v6 := s.layout.block(index)
-		if a4, a6 := at(v4, v6, off); a4 != a.IPv4 || a6 != a.IPv6 {
-			return nil, fmt.Errorf("line %d: alloc %s: addresses are not a pair of block %d", al.line, a.describe(), index)
-		}
-		if _, ok := inBlock[index]; !ok {
-			return nil, fmt.Errorf("line %d: alloc %s: block %d is not held", al.line, a.describe(), index)
-		}
-		for _, x := range a.Addrs() {
-			if l, dup := used[x]; dup {
-				return nil, fmt.Errorf("line %d: alloc %s: address %s also on line %d", al.line, a.describe(), x, l)
-			}
-			used[x] = al.line
-		}
-		key := [2]string{a.Owner, a.Iface}
-		if l, dup := owners[key]; dup {
-			return nil, fmt.Errorf("line %d: alloc %s: owner also on line %d", al.line, a.describe(), l)
-		}
-		owners[key] = al.line
-		a.Block = index
-		inBlock[index]++
-		s.allocs = append(s.allocs, a)
-	}
-	for index, n := range inBlock {
+	for index, n := range d.inBlock {
 		if n == 0 {
 			return nil, fmt.Errorf("block %d is held with no allocation in it", index)
 		}
 	}
-	for _, r := range s.cooling {
-		for _, x := range []netip.Addr{r.ipv4, r.ipv6} {
-			if l, dup := used[x]; dup && x.IsValid() {
-				return nil, fmt.Errorf("released %s is also allocated on line %d", x, l)
+	return s, nil
+}
+
+// decoder reads the records after the header in one pass. They come in the order encode writes
+// them, so the layout is known before the first block, and the blocks before the allocations.
+type decoder struct {
+	text    string
+	lineNo  int
+	s       *state
+	bits    int
+	subnets []Subnet
+	rank    int
+	used    map[slot]int // line of the allocation in each slot
+	owners  map[[2]string]int
+	inBlock map[uint64]int // allocations in each held block
+}
+
+func (d *decoder) next() (string, bool) {
+	line, rest, ok := strings.Cut(d.text, "\n")
+	if !ok {
+		return "", false
+	}
+	d.text = rest
+	d.lineNo++
+	return line, true
+}
+
+var recordRank = map[string]int{"subnet": 1, "block": 2, "alloc": 3, "released": 4, "checksum": 5}
+
+func (d *decoder) records() error {
+	for {
+		line, ok := d.next()
+		if !ok {
+			return nil
+		}
+		kind, rest, _ := strings.Cut(line, " ")
+		rank, known := recordRank[kind]
+		if !known {
+			return fmt.Errorf("unknown record %q", kind)
+		}
+		if rank < d.rank {
+			return fmt.Errorf("%s record out of order", kind)
+		}
+		d.rank = rank
+		var err error
+		switch kind {
+		case "subnet":
+			err = d.subnet(rest)
+		case "block":
+			err = d.block(rest)
+		case "alloc":
+			err = d.alloc(rest)
+		case "released":
+			err = d.released(rest)
+		case "checksum":
+			if d.text != "" {
+				err = errors.New("before the end of the file")
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", kind, err)
+		}
+	}
+}
+
+// needLayout builds the recorded layout once the subnets have been read.
+func (d *decoder) needLayout() error {
+	if d.s.layout != nil {
+		return nil
+	}
+	l, err := newLayout(d.bits, d.subnets)
+	if err != nil {
+		return fmt.Errorf("recorded subnets: %w", err)
+	}
+	d.s.layout = l
+	return nil
+}
+
+func (d *decoder) subnet(rest string) error {
+	var sn Subnet
+	err := parseFields(rest, func(k, v string) (err error) {
+		switch k {
+		case "ipv4":
+			sn.IPv4, err = netip.ParsePrefix(v)
+		case "ipv6":
+			sn.IPv6, err = netip.ParsePrefix(v)
+		default:
+			err = errUnknownField
+		}
+		return err
+	})
+	d.subnets = append(d.subnets, sn)
+	return err
+}
+
+func (d *decoder) block(rest string) error {
+	var hb heldBlock
+	var v4, v6 netip.Prefix
+	err := parseFields(rest, func(k, v string) (err error) {
+		switch k {
+		case "index":
+			hb.index, err = strconv.ParseUint(v, 10, 64)
+		case "next":
+			hb.next, err = strconv.ParseUint(v, 10, 64)
+		case "ipv4":
+			v4, err = netip.ParsePrefix(v)
+		case "ipv6":
+			v6, err = netip.ParsePrefix(v)
+		default:
+			err = errUnknownField
+		}
+		return err
+	})
+	if err == nil {
+		err = d.needLayout()
+	}
+	if err != nil {
+		return err
+	}
+	l, blocks := d.s.layout, d.s.blocks
+	if len(blocks) > 0 && hb.index <= blocks[len(blocks)-1].index {
+		return fmt.Errorf("%d: out of order", hb.index)
+	}
+	if hb.index >= l.total || hb.next >= l.size() {
+		return fmt.Errorf("%d: index or next out of range", hb.index)
+	}
+	if w4, w6 := l.block(hb.index); w4 != v4 || w6 != v6 {
+		return fmt.Errorf("%d: prefixes %s do not match the recorded subnets (%s)",
+			hb.index, Block{IPv4: v4, IPv6: v6}.describe(), Block{IPv4: w4, IPv6: w6}.describe())
+	}
+	d.s.blocks = append(blocks, hb)
+	d.inBlock[hb.index] = 0
+	return nil
+}
+
+func (d *decoder) alloc(rest string) error {
+	a := Allocation{Pool: d.s.pool}
+	err := parseFields(rest, func(k, v string) (err error) {
+		switch k {
+		case "ipv4":
+			a.IPv4, err = netip.ParseAddr(v)
+		case "ipv6":
+			a.IPv6, err = netip.ParseAddr(v)
+		case "at":
+			a.AllocatedAt, err = time.Parse(time.RFC3339Nano, v)
+		case "owner":
+			a.Owner = v
+		case "iface":
+			a.Iface = v
+		default:
+			err = errUnknownField
+		}
+		return err
+	})
+	if err == nil {
+		err = checkOwner(a.Owner, a.Iface)
+	}
+	if err == nil && a.AllocatedAt.IsZero() {
+		err = errors.New("no time")
+	}
+	if err == nil {
+		err = d.needLayout()
+	}
+	if err != nil {
+		return err
+	}
+	l := d.s.layout
+	primary := a.IPv4
+	if !l.subnets[0].IPv4.IsValid() {
+		primary = a.IPv6
+	}
+	index, off, ok := l.locate(primary)
+	if !ok {
+		return fmt.Errorf("%s: address outside the recorded subnets", a.describe())
+	}
+	v4, v6 := l.block(index)
+	if a4, a6 := at(v4, v6, off); a4 != a.IPv4 || a6 != a.IPv6 {
+		return fmt.Errorf("%s: addresses are not a pair of block %d", a.describe(), index)
+	}
+	n, held := d.inBlock[index]
+	if !held {
+		return fmt.Errorf("%s: block %d is not held", a.describe(), index)
+	}
+	if line, dup := d.used[slot{index, off}]; dup {
+		return fmt.Errorf("%s: address %s also on line %d", a.describe(), primary, line)
+	}
+	key := [2]string{a.Owner, a.Iface}
+	if line, dup := d.owners[key]; dup {
+		return fmt.Errorf("%s: owner also on line %d", a.describe(), line)
+	}
+	d.used[slot{index, off}] = d.lineNo
+	d.owners[key] = d.lineNo
+	d.inBlock[index] = n + 1
+	a.Block = index
+	d.s.allocs = append(d.s.allocs, record{a, off})
+	return nil
+}
+
+func (d *decoder) released(rest string) error {
+	var r released
+	err := parseFields(rest, func(k, v string) (err error) {
+		switch k {
+		case "ipv4":
+			r.ipv4, err = netip.ParseAddr(v)
+		case "ipv6":
+			r.ipv6, err = netip.ParseAddr(v)
+		case "at":
+			r.at, err = time.Parse(time.RFC3339Nano, v)
+		default:
+			err = errUnknownField
+		}
+		return err
+	})
+	if err == nil && (r.at.IsZero() || !r.ipv4.IsValid() && !r.ipv6.IsValid()) {
+		err = errors.New("missing address or time")
+	}
+	if err == nil {
+		err = d.needLayout()
+	}
+	if err != nil {
+		return err
+	}
+	for _, a := range []netip.Addr{r.ipv4, r.ipv6} {
+		if index, off, ok := d.s.layout.locate(a); ok {
+			if line, dup := d.used[slot{index, off}]; dup {
+				return fmt.Errorf("%s is also allocated on line %d", a, line)
 			}
 		}
 	}
-	return s, nil
+	d.s.cooling = append(d.s.cooling, r)
+	return nil
 }
 
 func (a Allocation) describe() string {

@@ -1,12 +1,14 @@
 package ipam
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -31,6 +33,9 @@ type Registry struct {
 	dir   string
 	clock Clock
 	pools []*poolDef
+
+	mu    sync.Mutex
+	cache map[string]cached // by pool
 }
 
 // Open validates the pools and prepares <stateDir>/ipam. It reads no registry file: Check
@@ -74,7 +79,7 @@ func (r *Registry) Allocate(ctx context.Context, pool, owner, iface string) (All
 	var out Allocation
 	err := r.change(ctx, "allocate", pool, owner, iface, func(p *poolDef, s *state, now time.Time) (bool, error) {
 		if i := s.find(owner, iface); i >= 0 {
-			out = s.allocs[i]
+			out = s.allocs[i].Allocation
 			return false, nil
 		}
 		var err error
@@ -119,7 +124,11 @@ func (r *Registry) change(ctx context.Context, op, pool, owner, iface string, fn
 // List returns the allocations of pool, or of every pool if pool is empty, oldest first.
 func (r *Registry) List(ctx context.Context, pool string) ([]Allocation, error) {
 	var out []Allocation
-	err := r.read(ctx, pool, func(_ *poolDef, s *state) { out = append(out, s.allocs...) })
+	err := r.read(ctx, pool, func(_ *poolDef, s *state) {
+		for _, a := range s.allocs {
+			out = append(out, a.Allocation)
+		}
+	})
 	return out, err
 }
 
@@ -177,7 +186,7 @@ func (r *Registry) gcPool(ctx context.Context, p *poolDef, freeAfter time.Durati
 			alive[a.Owner] = ok
 		}
 		if !ok {
-			dead = append(dead, a)
+			dead = append(dead, a.Allocation)
 		}
 	}
 	if len(dead) == 0 {
@@ -187,7 +196,7 @@ func (r *Registry) gcPool(ctx context.Context, p *poolDef, freeAfter time.Durati
 	err = r.update(ctx, p, func(s *state, now time.Time) (bool, error) {
 		for _, d := range dead {
 			i := s.find(d.Owner, d.Iface)
-			if i < 0 || !s.allocs[i].same(d) {
+			if i < 0 || !s.allocs[i].Allocation.same(d) {
 				continue
 			}
 			freed = append(freed, s.release(i, now, p.ReuseDelay))
@@ -261,8 +270,15 @@ func (r *Registry) update(ctx context.Context, p *poolDef, fn func(*state, time.
 		return err
 	}
 	defer unlock()
-	s, err := r.load(p)
+	path := r.Path(p.Name)
+	data, err := readRegistry(path)
 	if err != nil {
+		return err
+	}
+	s := r.takeCached(p.Name, data)
+	if s != nil {
+		s.adopt(p) // as decode does: releases may have ended a conflict
+	} else if s, err = r.decode(p, path, data); err != nil {
 		return err
 	}
 	now := r.clock.Now()
@@ -271,18 +287,70 @@ func (r *Registry) update(ctx context.Context, p *poolDef, fn func(*state, time.
 	if err != nil || !changed {
 		return err
 	}
-	return writeDurable(r.Path(p.Name), s.encode())
+	data = s.encode()
+	if err := writeDurable(path, data); err != nil {
+		return err
+	}
+	r.keepCached(p.Name, data, s)
+	return nil
+}
+
+// cached is the state last written by this Registry, with the bytes it wrote. If the file
+// still holds exactly these bytes, the next change starts from the state instead of decoding
+// the file again: decoding is most of the work of a change (3.5 ms of a 6.5 ms allocation in a
+// registry of 4000), and a process making changes in a row finds its own bytes.
+type cached struct {
+	data []byte
+	s    *state
+}
+
+// takeCached returns the cached state of pool if data is what it was written as, and forgets
+// it either way: the caller changes the state.
+func (r *Registry) takeCached(pool string, data []byte) *state {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.cache[pool]
+	delete(r.cache, pool)
+	if ok && data != nil && bytes.Equal(c.data, data) {
+		return c.s
+	}
+	return nil
+}
+
+func (r *Registry) keepCached(pool string, data []byte, s *state) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cache == nil {
+		r.cache = map[string]cached{}
+	}
+	r.cache[pool] = cached{data, s}
 }
 
 // load reads the registry of pool; a missing file is an empty registry.
 func (r *Registry) load(p *poolDef) (*state, error) {
 	path := r.Path(p.Name)
+	data, err := readRegistry(path)
+	if err != nil {
+		return nil, err
+	}
+	return r.decode(p, path, data)
+}
+
+// readRegistry returns the content of a registry file, nil if there is none.
+func readRegistry(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return newState(p), nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read ipam registry: %w", err)
+	}
+	return data, nil
+}
+
+func (r *Registry) decode(p *poolDef, path string, data []byte) (*state, error) {
+	if data == nil {
+		return newState(p), nil
 	}
 	s, err := decode(p.Name, data)
 	if errors.Is(err, errNewerFormat) {
