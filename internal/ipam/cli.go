@@ -19,8 +19,9 @@ const defaultFreeAfter = 15 * time.Minute
 const cliUsage = `usage: netreconcile ipam <command> [flags]
 
 Hand out addresses from the IPAM pools of the configuration, and see what is handed out.
-The registry is kept in %s, one file per pool; these commands, the daemon and CNI
-plugins may all use it at the same time.
+The registry, a file per pool, is kept in
+  %s
+and these commands, the daemon and CNI plugins may all use it at the same time.
 
 Commands:
   allocate  give an owner an address from a pool (the same one if it already has one)
@@ -139,10 +140,10 @@ when their owner is gone:
 `
 
 func (c *cli) ownerFlags(cmd *command, output string) (pool, owner, iface, out *string) {
-	pool = cmd.String("pool", "", "the `pool` (may be left out when the configuration has only one)")
+	pool = cmd.String("pool", "", "the pool `P` (may be left out when the configuration has only one)")
 	owner = cmd.String("owner", "", "the owner `ID` (required)")
-	iface = cmd.String("iface", "", "the interface `name`, for an owner that has several")
-	out = cmd.String("output", output, "`format`: text or json")
+	iface = cmd.String("iface", "", "the interface `NAME`, for an owner that has several")
+	out = cmd.String("output", output, "output `FORMAT`: text or json")
 	return pool, owner, iface, out
 }
 
@@ -239,8 +240,8 @@ func (c *cli) list(args []string) error {
 		`Show the addresses handed out, oldest first, and for each pool the blocks held and how
 many addresses wait out the reuse delay.
 `)
-	pool := cmd.String("pool", "", "show only this `pool`")
-	output := cmd.String("output", "table", "`format`: table or json")
+	pool := cmd.String("pool", "", "show only the pool `P`")
+	output := cmd.String("output", "table", "output `FORMAT`: table or json")
 	if help, err := cmd.parse(c.stdout, args); help || err != nil {
 		return err
 	}
@@ -286,7 +287,7 @@ many addresses wait out the reuse delay.
 	}
 	for _, l := range listings {
 		u := l.Usage
-		fmt.Fprintf(c.stdout, "pool %s: %d addresses allocated, %d in their reuse delay; %d blocks held of %d allowed",
+		fmt.Fprintf(c.stdout, "pool %s: %d addresses allocated, %d waiting out the reuse delay, %d of %d allowed blocks held",
 			l.Pool, u.Allocated, u.Cooling, u.BlocksHeld, u.BlocksAllowed)
 		for i, b := range l.Blocks {
 			sep := ", "
@@ -318,7 +319,7 @@ what was freed. Only owners of the forms pid:N and netns:PATH can be checked her
 frees the addresses of configuration objects (config:...) itself.
 `)
 	freeAfter := cmd.Duration("free-after", defaultFreeAfter, "free only addresses handed out at least `D` ago, e.g. 30m")
-	output := cmd.String("output", "table", "`format`: table or json")
+	output := cmd.String("output", "table", "output `FORMAT`: table or json")
 	if help, err := cmd.parse(c.stdout, args); help || err != nil {
 		return err
 	}
@@ -394,14 +395,12 @@ func orDash(ok bool, s string) string {
 }
 
 func age(now, t time.Time) string {
-	d := now.Sub(t)
+	d := now.Sub(t).Truncate(time.Second)
 	switch {
-	case d < time.Second:
-		return "0s"
 	case d < time.Hour:
-		return d.Truncate(time.Second).String()
+		return d.String()
 	case d < 48*time.Hour:
-		return d.Truncate(time.Minute).String()
+		return fmt.Sprintf("%dh%dm", int(d.Hours()), int(d.Minutes())%60)
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
