@@ -47,6 +47,14 @@ func (a Allocation) Addrs() []netip.Addr {
 	return as
 }
 
+func (a Allocation) describe() string {
+	d := "owner=" + a.Owner
+	if a.Iface != "" {
+		d += " iface=" + a.Iface
+	}
+	return d
+}
+
 // Usage counts what a pool uses on this host, for metrics.
 type Usage struct {
 	Pool string `json:"pool"`
@@ -123,10 +131,6 @@ func (s *state) adopt(p *poolDef) {
 		}
 	}
 	s.layout = p.layout
-}
-
-func (b Block) describe() string {
-	return Subnet{IPv4: b.IPv4, IPv6: b.IPv6}.String()
 }
 
 func (s *state) find(owner, iface string) int {

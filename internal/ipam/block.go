@@ -28,6 +28,10 @@ func (b Block) Prefixes() []netip.Prefix {
 	return ps
 }
 
+func (b Block) describe() string {
+	return Subnet{IPv4: b.IPv4, IPv6: b.IPv6}.String()
+}
+
 // layout numbers the blocks of a list of subnets: index 0 is the first block of the first
 // subnet, and the numbering continues in the next subnet.
 type layout struct {

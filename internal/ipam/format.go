@@ -22,6 +22,7 @@ package ipam
 // they let a later run tell which definition the held blocks were carved from.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -389,14 +390,6 @@ func (d *decoder) released(rest string) error {
 	return nil
 }
 
-func (a Allocation) describe() string {
-	d := "owner=" + a.Owner
-	if a.Iface != "" {
-		d += " iface=" + a.Iface
-	}
-	return d
-}
-
 func decodeHeader(line, pool string, s *state) (bits int, err error) {
 	magic, rest, _ := strings.Cut(line, " ")
 	if magic != formatMagic {
@@ -436,7 +429,7 @@ func checkChecksum(data []byte) error {
 	if data[len(data)-1] != '\n' {
 		return errors.New("truncated: no newline at the end")
 	}
-	i := strings.LastIndexByte(string(data[:len(data)-1]), '\n') + 1
+	i := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
 	want, ok := strings.CutPrefix(string(data[i:len(data)-1]), "checksum crc32c=")
 	if !ok {
 		return errors.New("truncated: the last line is not the checksum")
