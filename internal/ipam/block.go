@@ -87,7 +87,7 @@ func newLayout(blockBits int, subnets []Subnet) (*layout, error) {
 				s, hostBits-blockBits, maxIndexBits)
 		}
 		for _, t := range subnets[:i] {
-			if s.IPv4.IsValid() && s.IPv4.Overlaps(t.IPv4) || s.IPv6.IsValid() && s.IPv6.Overlaps(t.IPv6) {
+			if s.IPv4.Overlaps(t.IPv4) || s.IPv6.Overlaps(t.IPv6) {
 				return nil, fmt.Errorf("subnet %s overlaps subnet %s", s, t)
 			}
 		}

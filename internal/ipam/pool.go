@@ -122,6 +122,7 @@ func compile(p Pool) (*poolDef, error) {
 		return nil, fmt.Errorf("pool %s: %w", p.Name, err)
 	}
 	p.Subnets = slices.Clone(p.Subnets)
+	p.AllowedBlocks = slices.Clone(p.AllowedBlocks)
 	return &poolDef{Pool: p, layout: l, allowed: allowed}, nil
 }
 
@@ -210,10 +211,8 @@ func checkOverlap(d *poolDef, others []*poolDef) error {
 	for _, o := range others {
 		for _, s := range d.Subnets {
 			for _, t := range o.Subnets {
-				for _, pair := range [][2]netip.Prefix{{s.IPv4, t.IPv4}, {s.IPv6, t.IPv6}} {
-					if pair[0].IsValid() && pair[1].IsValid() && pair[0].Overlaps(pair[1]) {
-						return fmt.Errorf("pool %s: subnet %s overlaps %s of pool %s", d.Name, pair[0], pair[1], o.Name)
-					}
+				if s.IPv4.Overlaps(t.IPv4) || s.IPv6.Overlaps(t.IPv6) {
+					return fmt.Errorf("pool %s: subnet %s overlaps %s of pool %s", d.Name, s, t, o.Name)
 				}
 			}
 		}
