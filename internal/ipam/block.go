@@ -54,30 +54,9 @@ func newLayout(blockBits int, subnets []Subnet) (*layout, error) {
 		return nil, fmt.Errorf("the first subnet has neither an IPv4 nor an IPv6 prefix")
 	}
 	for i, s := range subnets {
-		hostBits := -1
-		for _, f := range []struct {
-			p      netip.Prefix
-			is4    bool
-			want   bool
-			family string
-		}{{s.IPv4, true, v4, "IPv4"}, {s.IPv6, false, v6, "IPv6"}} {
-			if f.p.IsValid() != f.want {
-				return nil, fmt.Errorf("subnet %s: every subnet of a pool must have the same families as the first (%s)", s, subnets[0])
-			}
-			if !f.p.IsValid() {
-				continue
-			}
-			if f.p.Addr().Is4() != f.is4 || f.p.Addr().Is4In6() || f.p.Addr().Zone() != "" {
-				return nil, fmt.Errorf("subnet %s: %s is not an %s prefix", s, f.p, f.family)
-			}
-			if f.p != f.p.Masked() {
-				return nil, fmt.Errorf("subnet %s: %s has host bits set; did you mean %s?", s, f.p, f.p.Masked())
-			}
-			h := f.p.Addr().BitLen() - f.p.Bits()
-			if hostBits >= 0 && h != hostBits {
-				return nil, fmt.Errorf("subnet %s: IPv4 and IPv6 prefixes must have the same number of host bits (%d and %d)", s, hostBits, h)
-			}
-			hostBits = h
+		hostBits, err := checkSubnet(s, v4, v6)
+		if err != nil {
+			return nil, err
 		}
 		if hostBits < blockBits {
 			return nil, fmt.Errorf("subnet %s is smaller than a block of blockSizeBits %d", s, blockBits)
@@ -99,6 +78,35 @@ func newLayout(blockBits int, subnets []Subnet) (*layout, error) {
 		l.total += n
 	}
 	return l, nil
+}
+
+// checkSubnet checks a subnet of a pool whose first subnet has the families v4 and v6, and
+// returns its number of host bits.
+func checkSubnet(s Subnet, v4, v6 bool) (int, error) {
+	if s.IPv4.IsValid() != v4 || s.IPv6.IsValid() != v6 {
+		return 0, fmt.Errorf("subnet %s: every subnet of a pool must have the same families as the first", s)
+	}
+	if v4 && !s.IPv4.Addr().Is4() {
+		return 0, fmt.Errorf("subnet %s: %s is not an IPv4 prefix", s, s.IPv4)
+	}
+	if v6 && (!s.IPv6.Addr().Is6() || s.IPv6.Addr().Is4In6()) {
+		return 0, fmt.Errorf("subnet %s: %s is not an IPv6 prefix", s, s.IPv6)
+	}
+	hostBits := -1
+	for _, p := range []netip.Prefix{s.IPv4, s.IPv6} {
+		if !p.IsValid() {
+			continue
+		}
+		if p != p.Masked() {
+			return 0, fmt.Errorf("subnet %s: %s has host bits set; did you mean %s?", s, p, p.Masked())
+		}
+		h := p.Addr().BitLen() - p.Bits()
+		if hostBits >= 0 && h != hostBits {
+			return 0, fmt.Errorf("subnet %s: IPv4 and IPv6 prefixes must have the same number of host bits (%d and %d)", s, hostBits, h)
+		}
+		hostBits = h
+	}
+	return hostBits, nil
 }
 
 func (l *layout) size() uint64 { return 1 << l.bits }
