@@ -38,6 +38,7 @@ type Subnet struct {
 	IPv6 netip.Prefix
 }
 
+// String writes the subnet's prefixes joined by "+", as in error messages and `ipam list`.
 func (s Subnet) String() string {
 	switch {
 	case s.IPv4.IsValid() && s.IPv6.IsValid():
