@@ -37,15 +37,7 @@ type Allocation struct {
 }
 
 // Addrs returns the allocated addresses, IPv4 first.
-func (a Allocation) Addrs() []netip.Addr {
-	var as []netip.Addr
-	for _, x := range []netip.Addr{a.IPv4, a.IPv6} {
-		if x.IsValid() {
-			as = append(as, x)
-		}
-	}
-	return as
-}
+func (a Allocation) Addrs() []netip.Addr { return valid(a.IPv4, a.IPv6) }
 
 func (a Allocation) describe() string {
 	d := "owner=" + a.Owner

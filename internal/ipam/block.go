@@ -18,14 +18,22 @@ type Block struct {
 }
 
 // Prefixes returns the block's valid prefixes, IPv4 first.
-func (b Block) Prefixes() []netip.Prefix {
-	var ps []netip.Prefix
-	for _, p := range []netip.Prefix{b.IPv4, b.IPv6} {
-		if p.IsValid() {
-			ps = append(ps, p)
+func (b Block) Prefixes() []netip.Prefix { return valid(b.IPv4, b.IPv6) }
+
+// addrOrPrefix is a netip.Addr or a netip.Prefix: one family's half of a dual-stack pair.
+type addrOrPrefix interface {
+	IsValid() bool
+	AppendTo([]byte) []byte
+}
+
+func valid[T addrOrPrefix](v4, v6 T) []T {
+	var out []T
+	for _, x := range []T{v4, v6} {
+		if x.IsValid() {
+			out = append(out, x)
 		}
 	}
-	return ps
+	return out
 }
 
 func (b Block) describe() string {

@@ -139,39 +139,51 @@ when their owner is gone:
   config:link/wg0        an object of the configuration (netreconcile's own)
 `
 
-func (c *cli) ownerFlags(cmd *command, output string) (pool, owner, iface, out *string) {
-	pool = cmd.String("pool", "", "the pool `P` (may be left out when the configuration has only one)")
-	owner = cmd.String("owner", "", "the owner `ID` (required)")
-	iface = cmd.String("iface", "", "the interface `NAME`, for an owner that has several")
-	out = cmd.String("output", output, "output `FORMAT`: text or json")
-	return pool, owner, iface, out
+// ownerArgs are the flags of allocate and release.
+type ownerArgs struct {
+	pool, owner, iface, output string
+}
+
+// ownerCommand parses the flags of allocate or release and opens the registry; it returns a nil
+// Registry when --help was asked for and has been printed.
+func (c *cli) ownerCommand(name, about string, args []string) (*Registry, ownerArgs, error) {
+	cmd := newCommand(name, "[--pool P] --owner ID [--iface NAME] [--output text|json]", about)
+	var o ownerArgs
+	cmd.StringVar(&o.pool, "pool", "", "the pool `P` (may be left out when the configuration has only one)")
+	cmd.StringVar(&o.owner, "owner", "", "the owner `ID` (required)")
+	cmd.StringVar(&o.iface, "iface", "", "the interface `NAME`, for an owner that has several")
+	cmd.StringVar(&o.output, "output", "text", "output `FORMAT`: text or json")
+	help, err := cmd.parse(c.stdout, args)
+	switch {
+	case help || err != nil:
+		return nil, o, err
+	case o.owner == "":
+		return nil, o, fmt.Errorf("ipam %s: --owner is required (see 'netreconcile ipam %s --help')", name, name)
+	case o.output != "text" && o.output != "json":
+		return nil, o, fmt.Errorf("ipam %s: --output %q: use text or json", name, o.output)
+	}
+	if o.pool, err = c.poolName(o.pool); err != nil {
+		return nil, o, err
+	}
+	r, err := c.open()
+	return r, o, err
 }
 
 func (c *cli) allocate(args []string) error {
-	cmd := newCommand("allocate", "[--pool P] --owner ID [--iface NAME] [--output text|json]",
-		`Give an owner an address from a pool and print it; a dual-stack pool gives an IPv4 and an
+	r, o, err := c.ownerCommand("allocate", `Give an owner an address from a pool and print it; a dual-stack pool gives an IPv4 and an
 IPv6 address, one per line. The same owner and interface asking again get the same address.
 A new address is the next after the last one handed out; a released one is handed out again
 only after the pool's reuse delay.
 
-`+ownerHelp)
-	poolFlag, owner, iface, output := c.ownerFlags(cmd, "text")
-	if help, err := cmd.parse(c.stdout, args); help || err != nil {
+`+ownerHelp, args)
+	if r == nil {
 		return err
 	}
-	pool, err := c.checkOwnerFlags(cmd, *poolFlag, *owner, *output, "text")
+	a, err := r.Allocate(c.ctx, o.pool, o.owner, o.iface)
 	if err != nil {
 		return err
 	}
-	r, err := c.open()
-	if err != nil {
-		return err
-	}
-	a, err := r.Allocate(c.ctx, pool, *owner, *iface)
-	if err != nil {
-		return err
-	}
-	if *output == "json" {
+	if o.output == "json" {
 		return writeJSON(c.stdout, a)
 	}
 	for _, x := range a.Addrs() {
@@ -181,50 +193,30 @@ only after the pool's reuse delay.
 }
 
 func (c *cli) release(args []string) error {
-	cmd := newCommand("release", "[--pool P] --owner ID [--iface NAME] [--output text|json]",
-		`Take back the address an owner holds on an interface (or without one) in a pool. It is
+	r, o, err := c.ownerCommand("release", `Take back the address an owner holds on an interface (or without one) in a pool. It is
 handed out again only after the pool's reuse delay; a block left empty is given back at once.
 Releasing an address that is not held does nothing and is not an error.
-`)
-	poolFlag, owner, iface, output := c.ownerFlags(cmd, "text")
-	if help, err := cmd.parse(c.stdout, args); help || err != nil {
+`, args)
+	if r == nil {
 		return err
 	}
-	pool, err := c.checkOwnerFlags(cmd, *poolFlag, *owner, *output, "text")
+	a, ok, err := r.Release(c.ctx, o.pool, o.owner, o.iface)
 	if err != nil {
 		return err
 	}
-	r, err := c.open()
-	if err != nil {
-		return err
-	}
-	a, ok, err := r.Release(c.ctx, pool, *owner, *iface)
-	if err != nil {
-		return err
-	}
-	if *output == "json" {
-		var released []Allocation
+	if o.output == "json" {
+		released := []Allocation{}
 		if ok {
 			released = append(released, a)
 		}
 		return writeJSON(c.stdout, map[string]any{"released": released})
 	}
 	if !ok {
-		_, err := fmt.Fprintf(c.stdout, "%s holds no address in pool %s\n", Allocation{Owner: *owner, Iface: *iface}.describe(), pool)
+		_, err := fmt.Fprintf(c.stdout, "%s holds no address in pool %s\n", Allocation{Owner: o.owner, Iface: o.iface}.describe(), o.pool)
 		return err
 	}
 	_, err = fmt.Fprintf(c.stdout, "released %s\n", joinAddrs(a))
 	return err
-}
-
-func (c *cli) checkOwnerFlags(cmd *command, pool, owner, output, textFormat string) (string, error) {
-	if owner == "" {
-		return "", fmt.Errorf("ipam %s: --owner is required (see 'netreconcile ipam %s --help')", cmd.Name(), cmd.Name())
-	}
-	if output != textFormat && output != "json" {
-		return "", fmt.Errorf("ipam %s: --output %q: use %s or json", cmd.Name(), output, textFormat)
-	}
-	return c.poolName(pool)
 }
 
 // poolListing is what `list --output json` prints for a pool.

@@ -51,21 +51,21 @@ func (s *state) encode() []byte {
 	b = fmt.Appendf(b, "%s version=%d pool=%s block-size-bits=%d\n", formatMagic, formatVersion, s.pool, s.layout.bits)
 	for _, sn := range s.layout.subnets {
 		b = append(b, "subnet"...)
-		b = appendPrefixes(b, sn.IPv4, sn.IPv6)
+		b = appendPair(b, sn.IPv4, sn.IPv6)
 		b = append(b, '\n')
 	}
 	for _, hb := range s.blocks {
 		v4, v6 := s.layout.block(hb.index)
 		b = append(b, "block index="...)
 		b = strconv.AppendUint(b, hb.index, 10)
-		b = appendPrefixes(b, v4, v6)
+		b = appendPair(b, v4, v6)
 		b = append(b, " next="...)
 		b = strconv.AppendUint(b, hb.next, 10)
 		b = append(b, '\n')
 	}
 	for _, a := range s.allocs {
 		b = append(b, "alloc"...)
-		b = appendAddrs(b, a.IPv4, a.IPv6)
+		b = appendPair(b, a.IPv4, a.IPv6)
 		b = appendTime(b, a.AllocatedAt)
 		b = append(b, " owner="...)
 		b = append(b, a.Owner...)
@@ -77,26 +77,15 @@ func (s *state) encode() []byte {
 	}
 	for _, r := range s.cooling {
 		b = append(b, "released"...)
-		b = appendAddrs(b, r.ipv4, r.ipv6)
+		b = appendPair(b, r.ipv4, r.ipv6)
 		b = appendTime(b, r.at)
 		b = append(b, '\n')
 	}
 	return fmt.Appendf(b, "checksum crc32c=%08x\n", crc32.Checksum(b, castagnoli))
 }
 
-func appendPrefixes(b []byte, v4, v6 netip.Prefix) []byte {
-	if v4.IsValid() {
-		b = append(b, " ipv4="...)
-		b = v4.AppendTo(b)
-	}
-	if v6.IsValid() {
-		b = append(b, " ipv6="...)
-		b = v6.AppendTo(b)
-	}
-	return b
-}
-
-func appendAddrs(b []byte, v4, v6 netip.Addr) []byte {
+// appendPair appends the valid ones of v4 and v6 as ipv4= and ipv6= fields.
+func appendPair[T addrOrPrefix](b []byte, v4, v6 T) []byte {
 	if v4.IsValid() {
 		b = append(b, " ipv4="...)
 		b = v4.AppendTo(b)
