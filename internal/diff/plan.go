@@ -59,6 +59,7 @@ type Op struct {
 	Rule       *model.Rule    `json:"-"`
 	Fou        *model.FouPort `json:"-"`
 	Old        *model.Address `json:"-"` // the address an address replace removes
+	WireGuard  *WireGuardOp   `json:"-"`
 }
 
 // Plan is the ordered list of operations.

@@ -33,6 +33,8 @@ type Netlink struct {
 	ns     netns.NsHandle
 	writes atomic.Uint64
 
+	wg wgState
+
 	mu      sync.Mutex
 	byName  map[string]int
 	byIndex map[int]string
@@ -110,6 +112,9 @@ func (k *Netlink) Close() error {
 	k.hr.Close()
 	for _, s := range k.sockets {
 		s.Close()
+	}
+	if k.wg.client != nil {
+		k.wg.client.Close()
 	}
 	if k.ns.IsOpen() {
 		return k.ns.Close()

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"sort"
 	"time"
+
+	"golang.org/x/crypto/curve25519"
 )
 
 // KeyLen is the length of a WireGuard key (Curve25519).
@@ -137,4 +139,24 @@ var DefaultRotation = Rotation{
 // SortPeers orders peers by public key.
 func SortPeers(ps []WireGuardPeer) {
 	sort.Slice(ps, func(i, j int) bool { return ps[i].PublicKey.String() < ps[j].PublicKey.String() })
+}
+
+// PublicKey derives the public key of a private key.
+func (s Secret) PublicKey() Key {
+	pub, err := curve25519.X25519(s.b[:], curve25519.Basepoint)
+	if err != nil {
+		// Only a low-order point fails, and the base point is not one.
+		return Key{}
+	}
+	return Key(pub)
+}
+
+// SortPrefixes orders prefixes by address, then length.
+func SortPrefixes(ps []netip.Prefix) {
+	sort.Slice(ps, func(i, j int) bool {
+		if c := ps[i].Addr().Compare(ps[j].Addr()); c != 0 {
+			return c < 0
+		}
+		return ps[i].Bits() < ps[j].Bits()
+	})
 }
