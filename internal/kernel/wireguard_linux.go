@@ -166,7 +166,13 @@ func (k *Netlink) StartUserspaceWireGuard(name string) error {
 	k.wrote()
 	err = k.InNamespace(func() error {
 		cmd := exec.Command(prog, name)
-		cmd.Env = append(os.Environ(), "WG_PROCESS_FOREGROUND=")
+		// In the foreground wireguard-go would live only as long as we do;
+		// it daemonizes by starting itself again with this variable set.
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "WG_PROCESS_FOREGROUND=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("start %s %s: %w: %s", UserspaceProgram, name, err, lastLine(out))
