@@ -38,11 +38,19 @@ type rotationConf struct {
 
 type wgPeerConf struct {
 	Meta
-	PublicKey           string    `yaml:"public-key"`
-	PresharedKeyFile    string    `yaml:"preshared-key-file"`
-	AllowedIPs          []*Prefix `yaml:"allowed-ips"`
-	PersistentKeepalive *Duration `yaml:"persistent-keepalive"`
-	Endpoints           []string  `yaml:"endpoints"`
+	PublicKey           string        `yaml:"public-key"`
+	PresharedKeyFile    string        `yaml:"preshared-key-file"`
+	AllowedIPs          []*Prefix     `yaml:"allowed-ips"`
+	PersistentKeepalive *Duration     `yaml:"persistent-keepalive"`
+	Endpoints           []*wgEndpoint `yaml:"endpoints"`
+}
+
+// wgEndpoint is one candidate endpoint, checked where it is written.
+type wgEndpoint struct{ S string }
+
+func (e *wgEndpoint) parse(s string) error {
+	e.S = s
+	return checkEndpoint(s)
 }
 
 // CredentialsDirEnv is where systemd puts a unit's credentials (LoadCredential=).
@@ -178,12 +186,10 @@ func (b *builder) wgPeer(path string, pc *wgPeerConf) (model.WireGuardPeer, bool
 		}
 		p.Keepalive = k.D
 	}
-	for i, e := range pc.Endpoints {
-		if err := checkEndpoint(e); err != nil {
-			b.errs.add(pc.at("endpoints"), fmt.Sprintf("%s.endpoints[%d]", path, i), "%v", err)
-			continue
+	for _, e := range pc.Endpoints {
+		if e != nil {
+			p.Endpoints = append(p.Endpoints, e.S)
 		}
-		p.Endpoints = append(p.Endpoints, e)
 	}
 	return p, ok
 }

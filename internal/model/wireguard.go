@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
@@ -136,9 +137,9 @@ var DefaultRotation = Rotation{
 	Interval:       30 * time.Second,
 }
 
-// SortPeers orders peers by public key.
+// SortPeers orders peers by public key (its bytes: cheaper than base64).
 func SortPeers(ps []WireGuardPeer) {
-	sort.Slice(ps, func(i, j int) bool { return ps[i].PublicKey.String() < ps[j].PublicKey.String() })
+	sort.Slice(ps, func(i, j int) bool { return bytes.Compare(ps[i].PublicKey[:], ps[j].PublicKey[:]) < 0 })
 }
 
 // PublicKey derives the public key of a private key.
