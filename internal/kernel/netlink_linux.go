@@ -30,8 +30,8 @@ type Netlink struct {
 	hr *netlink.Handle
 	// sockets serves the requests the library has no function for.
 	sockets map[int]*nl.SocketHandle
-	ns     netns.NsHandle
-	writes atomic.Uint64
+	ns      netns.NsHandle
+	writes  atomic.Uint64
 
 	wg wgState
 

@@ -117,6 +117,8 @@ type Decision struct {
 	Next string
 	// Err reports candidates that could not be resolved.
 	Err error
+
+	changed time.Time // the change time Observe records
 }
 
 type peerKey struct {
@@ -198,6 +200,12 @@ func (t *Tracker) Decide(in Input) Decision {
 		m = memo{used: t.indexOf(in.Candidates, in.Current)}
 		if m.used >= 0 {
 			m.addr = in.Current
+			// When it was set is unknown. With a recent handshake, judge the
+			// peer by its handshakes alone; without, give the endpoint a
+			// fresh connect timeout from now rather than condemn it at once.
+			if in.LastHandshake.IsZero() || now.Sub(in.LastHandshake) >= in.Rotation.DownAfter {
+				m.changed = now
+			}
 		}
 	case !in.Current.IsValid():
 		// The device lost its endpoint (recreated): start over.
@@ -211,7 +219,7 @@ func (t *Tracker) Decide(in Input) Decision {
 		}
 	}
 	everSet := m.addr.IsValid()
-	d := Decision{State: Classify(in.Rotation, now, in.LastHandshake, m.changed, everSet), Candidate: m.used, Addr: in.Current}
+	d := Decision{State: Classify(in.Rotation, now, in.LastHandshake, m.changed, everSet), Candidate: m.used, Addr: in.Current, changed: m.changed}
 	n := len(in.Candidates)
 	if n == 0 {
 		d.Candidate = -1
@@ -270,7 +278,7 @@ func (t *Tracker) Observe(dev string, pub model.Key, d Decision) {
 	k := peerKey{dev, pub}
 	m, known := t.peers[k]
 	if !known || m.addr != d.Addr {
-		m = memo{used: d.Candidate, addr: d.Addr}
+		m = memo{used: d.Candidate, addr: d.Addr, changed: d.changed}
 	}
 	t.peers[k] = m
 }

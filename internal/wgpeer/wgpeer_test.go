@@ -123,8 +123,14 @@ func TestTrackerRotation(t *testing.T) {
 		{"device endpoint that is a candidate is kept (one-shot apply)", cand, []step{
 			{0, epB, 20 * time.Second, Up, none, false, 1, cand[2]},
 		}},
-		{"adopted candidate without handshakes is rotated", cand, []step{
-			{0, epB, never, Down, epC, true, 2, cand[0]},
+		{"adopted candidate without handshakes gets a connect timeout, then rotates", cand, []step{
+			{0, epB, never, Unknown, none, false, 1, cand[2]},
+			{10 * time.Second, epB, never, Unknown, none, false, 1, cand[2]},
+			{6 * time.Second, epB, never, Down, epC, true, 2, cand[0]},
+		}},
+		{"adopted candidate with a stale handshake gets a connect timeout", cand, []step{
+			{0, epB, 300 * time.Second, Unknown, none, false, 1, cand[2]},
+			{16 * time.Second, epB, 316 * time.Second, Down, epC, true, 2, cand[0]},
 		}},
 		{"device endpoint that is not a candidate is replaced by the first", cand, []step{
 			{0, netip.MustParseAddrPort("203.0.113.9:1"), time.Second, Up, epA, true, 0, cand[1]},
@@ -232,9 +238,8 @@ func TestForget(t *testing.T) {
 	tr.Forget("ks", func(model.Key) bool { return false })
 	in.Current = epA
 	clk.advance(time.Second)
-	// Forgotten: the device's candidate endpoint is adopted (no change time),
-	// and without a handshake it is Down at once.
-	if d := tr.Decide(in); d.State != Down || d.Addr != epB {
-		t.Fatalf("after Forget: %+v, want Down and a rotation to %v", d, epB)
+	// Forgotten: the device's candidate endpoint is adopted as if just set.
+	if d := tr.Decide(in); d.State != Unknown || d.Rotate || d.Candidate != 0 {
+		t.Fatalf("after Forget: %+v, want Unknown, adopted as candidate 0", d)
 	}
 }
