@@ -3,6 +3,7 @@ package engine_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -184,4 +185,9 @@ func readTrim(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(data))
+}
+
+func execOut(prog string, args ...string) (string, error) {
+	out, err := exec.Command(prog, args...).CombinedOutput()
+	return string(out), err
 }

@@ -117,6 +117,12 @@ func TestWireGuardMesh(t *testing.T) {
 	}
 	record(a.cli(t, "status", "-o", "json"))
 
+	// C's device leaves its file: the link goes, and wireguard-go with it.
+	record(c.apply(t, "version: 1\n"))
+	if out, err := execOut("ip", "-n", c.ns, "link", "show", c.dev); err == nil {
+		t.Errorf("%s still exists after leaving the file:\n%s", c.dev, out)
+	}
+
 	secrets := []string{a.priv.String(), b.priv.String(), c.priv.String(), readTrim(t, psk)}
 	for _, out := range outputs {
 		for _, s := range secrets {
