@@ -33,6 +33,11 @@ func Read(k kernel.Reader, opt Options) (*model.State, error) {
 	for _, l := range links {
 		st.Links[l.Name] = l
 	}
+	if wg, ok := k.(kernel.WireGuard); ok {
+		if err := readWireGuard(wg, st); err != nil {
+			return nil, err
+		}
+	}
 	if st.Addresses, err = k.Addresses(); err != nil {
 		return nil, err
 	}

@@ -71,7 +71,8 @@ func Apply(ctx context.Context, k kernel.Writer, plan *diff.Plan, hooks Hooks) *
 	res := &Result{}
 	failedLinks := map[string]bool{}
 	nftDone := false
-	for _, op := range plan.Ops {
+	for i := 0; i < len(plan.Ops); i++ {
+		op := plan.Ops[i]
 		if isNft(op) {
 			// All nftables ops go in one batch, at the first one's place.
 			if !nftDone {
@@ -89,6 +90,12 @@ func Apply(ctx context.Context, k kernel.Writer, plan *diff.Plan, hooks Hooks) *
 			if op.Kind == diff.KindLink {
 				failedLinks[op.ID] = true
 			}
+			continue
+		}
+		if op.Kind == diff.KindWGPeer {
+			j := peerBatchEnd(plan.Ops, i)
+			runWGPeers(k, plan.Ops[i:j], res)
+			i = j - 1
 			continue
 		}
 		if err := run(k, plan.Protocol, op, hooks); err != nil {
@@ -126,6 +133,8 @@ func dependsOn(op diff.Op, failed map[string]bool) string {
 		refs = append(refs, op.Address.Link)
 	case op.Route != nil:
 		refs = append(refs, op.Route.Dev)
+	case op.WireGuard != nil:
+		refs = append(refs, op.WireGuard.Link)
 	}
 	for _, r := range refs {
 		if r != "" && failed[r] {
@@ -169,6 +178,8 @@ func run(k kernel.Writer, proto int, op diff.Op, hooks Hooks) error {
 		}
 	case diff.KindFou:
 		return runFou(k, op, hooks)
+	case diff.KindWireGuard:
+		return runWGDevice(k, op)
 	}
 	return fmt.Errorf("%s %s %s: no such operation", op.Action, op.Kind, op.ID)
 }
@@ -225,7 +236,7 @@ func runLink(k kernel.Writer, op diff.Op) error {
 					return err
 				}
 			}
-		} else if err := k.AddLink(l); err != nil {
+		} else if err := addLink(k, l); err != nil {
 			return err
 		}
 		if l.Master != "" {

@@ -82,14 +82,6 @@ type encapConf struct {
 	Dport uint16 `yaml:"dport"`
 }
 
-type wireguardConf struct {
-	Meta
-	PrivateKeyFile string `yaml:"private-key-file"`
-	ListenPort     int    `yaml:"listen-port"`
-	FwMark         *Mark  `yaml:"fwmark"`
-	Userspace      bool   `yaml:"userspace"`
-}
-
 type fouConf struct {
 	Meta
 	Port    uint16  `yaml:"port"`

@@ -109,7 +109,7 @@ func (b *builder) kindBlock(name string, lc *linkConf, l *model.Link) {
 	case model.KindWireGuard:
 		wc := lc.WireGuard
 		if wc == nil {
-			wc = &wireguardConf{}
+			wc = &wireguardConf{Meta: Meta{Pos: lc.Pos}}
 		}
 		b.wireguard(path+".wireguard", wc, l)
 	}
@@ -261,20 +261,6 @@ func (b *builder) tunnel(path string, tc *tunnelConf, l *model.Link, v6 bool) {
 		t.Encap = e
 	}
 	l.Tunnel = t
-}
-
-func (b *builder) wireguard(path string, wc *wireguardConf, l *model.Link) {
-	w := &model.WireGuard{PrivateKeyFile: wc.PrivateKeyFile, ListenPort: wc.ListenPort, Userspace: wc.Userspace}
-	if wc.ListenPort < 0 || wc.ListenPort > 65535 {
-		b.errs.add(wc.at("listen-port"), path+".listen-port", "expected a UDP port from 0 (random) to 65535, found %d", wc.ListenPort)
-	}
-	if wc.FwMark != nil {
-		if wc.FwMark.HasMask {
-			b.errs.add(wc.at("fwmark"), path+".fwmark", "WireGuard sets a whole mark; a mask is not accepted")
-		}
-		w.FwMark = wc.FwMark.Value
-	}
-	l.WireGuard = w
 }
 
 func contains(list []string, s string) bool {

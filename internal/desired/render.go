@@ -144,6 +144,8 @@ func renderLink(l *model.Link, addrs []model.Address) *yaml.Node {
 			add(v, "encap", em)
 		}
 		add(m, l.Kind, v)
+	case l.WireGuard != nil:
+		add(m, "wireguard", renderWireGuard(l.WireGuard))
 	}
 	if len(addrs) > 0 {
 		seq := sequence()

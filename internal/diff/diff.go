@@ -32,6 +32,7 @@ func (c Conflicts) Error() string {
 func Compute(desired, actual *model.State) (*Plan, error) {
 	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}}
 	c.links()
+	c.wireguard()
 	c.fou()
 	c.addresses()
 	c.routes()

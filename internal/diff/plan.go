@@ -61,7 +61,8 @@ type Op struct {
 	Old        *model.Address `json:"-"` // the address an address replace removes
 	// NFT holds the nftables messages of an nft op; apply sends every nft
 	// op of a plan in one batch.
-	NFT []model.NftOp `json:"-"`
+	NFT       []model.NftOp `json:"-"`
+	WireGuard *WireGuardOp  `json:"-"`
 }
 
 // Plan is the ordered list of operations.

@@ -18,6 +18,8 @@ import (
 type Engine struct {
 	Kernel kernel.Interface
 	Ledger *ledger.Ledger
+	// rot keeps the WireGuard endpoint rotation between passes.
+	rot rotation
 }
 
 // Actual reads the kernel state relevant to desired's protocol.
@@ -72,6 +74,10 @@ func (e *Engine) Plan(desired *model.State) (*diff.Plan, error) {
 	if err := e.readNFT(act, desired); err != nil {
 		return nil, fmt.Errorf("read kernel state: %w", err)
 	}
+	desired, decisions := e.decide(desired, act)
+	e.rot.mu.Lock()
+	e.rot.pending = decisions
+	e.rot.mu.Unlock()
 	return diff.Compute(desired, act)
 }
 
@@ -85,6 +91,7 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 		e.Ledger.SetNftTable(k, owned)
 		dirty = true
 	}})
+	e.commitRotation(res)
 	if dirty {
 		if err := e.Ledger.Save(); err != nil {
 			return res, fmt.Errorf("save ownership ledger: %w", err)

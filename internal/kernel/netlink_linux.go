@@ -35,6 +35,8 @@ type Netlink struct {
 	ns      netns.NsHandle
 	writes  atomic.Uint64
 
+	wg wgState
+
 	mu       sync.Mutex
 	nftConn  *nftables.Conn // opened on first nftables call (nft_linux.go)
 	nftRaw   *mdnetlink.Conn
@@ -119,6 +121,9 @@ func (k *Netlink) Close() error {
 	k.hr.Close()
 	for _, s := range k.sockets {
 		s.Close()
+	}
+	if k.wg.client != nil {
+		k.wg.client.Close()
 	}
 	if k.ns.IsOpen() {
 		return k.ns.Close()

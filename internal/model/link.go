@@ -109,16 +109,6 @@ type Encap struct {
 	Dport uint16
 }
 
-// WireGuard holds the device attributes; peers are reconciled by the
-// wireguard stage, not by netlink.
-type WireGuard struct {
-	PrivateKeyFile string
-	ListenPort     int
-	FwMark         uint32
-	// Userspace allows falling back to wireguard-go where the kernel lacks the module.
-	Userspace bool
-}
-
 // Key identifies a link.
 func (l *Link) Key() string { return l.Name }
 

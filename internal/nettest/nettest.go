@@ -114,3 +114,13 @@ func WriteFile(t testing.TB, dir, name, content string) string {
 	}
 	return p
 }
+
+// ExecErr runs a program and returns its error with its output, for cleanups
+// that must not fail a finished test.
+func ExecErr(prog string, args ...string) error {
+	out, err := exec.Command(prog, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: %s", prog, strings.Join(args, " "), err, out)
+	}
+	return nil
+}

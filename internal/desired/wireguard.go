@@ -1,0 +1,295 @@
+package desired
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+type wireguardConf struct {
+	Meta
+	PrivateKeyFile       string        `yaml:"private-key-file"`
+	PrivateKeyCredential string        `yaml:"private-key-credential"`
+	ListenPort           int           `yaml:"listen-port"`
+	FwMark               *Mark         `yaml:"fwmark"`
+	Userspace            bool          `yaml:"userspace"`
+	Rotation             *rotationConf `yaml:"rotation"`
+	Peers                []*wgPeerConf `yaml:"peers"`
+}
+
+type rotationConf struct {
+	Meta
+	ConnectTimeout *Duration `yaml:"connect-timeout"`
+	DownAfter      *Duration `yaml:"down-after"`
+	Interval       *Duration `yaml:"interval"`
+}
+
+type wgPeerConf struct {
+	Meta
+	PublicKey           string        `yaml:"public-key"`
+	PresharedKeyFile    string        `yaml:"preshared-key-file"`
+	AllowedIPs          []*Prefix     `yaml:"allowed-ips"`
+	PersistentKeepalive *Duration     `yaml:"persistent-keepalive"`
+	Endpoints           []*wgEndpoint `yaml:"endpoints"`
+}
+
+// wgEndpoint is one candidate endpoint, checked where it is written.
+type wgEndpoint struct{ S string }
+
+func (e *wgEndpoint) parse(s string) error {
+	e.S = s
+	return checkEndpoint(s)
+}
+
+// CredentialsDirEnv is where systemd puts a unit's credentials (LoadCredential=).
+const CredentialsDirEnv = "CREDENTIALS_DIRECTORY"
+
+// maxKeepalive is the largest persistent keepalive WireGuard takes (a u16 of seconds).
+const maxKeepalive = 65535 * time.Second
+
+func (b *builder) wireguard(path string, wc *wireguardConf, l *model.Link) {
+	w := &model.WireGuard{ListenPort: wc.ListenPort, Userspace: wc.Userspace, Rotation: model.DefaultRotation}
+	if wc.ListenPort < 0 || wc.ListenPort > 65535 {
+		b.errs.add(wc.at("listen-port"), path+".listen-port", "expected a UDP port from 0 (random) to 65535, found %d", wc.ListenPort)
+	}
+	if wc.FwMark != nil {
+		if wc.FwMark.HasMask {
+			b.errs.add(wc.at("fwmark"), path+".fwmark", "WireGuard sets a whole mark; a mask is not accepted")
+		}
+		w.FwMark = wc.FwMark.Value
+	}
+	switch {
+	case wc.PrivateKeyFile != "" && wc.PrivateKeyCredential != "":
+		b.errs.add(wc.at("private-key-credential"), path+".private-key-credential", "give either private-key-file or private-key-credential, not both")
+	case wc.PrivateKeyFile != "":
+		w.PrivateKeyFile = resolvePath(wc.Pos.File, wc.PrivateKeyFile)
+		if k, err := readKey(w.PrivateKeyFile); err != nil {
+			b.errs.add(wc.at("private-key-file"), path+".private-key-file", "%v", err)
+		} else {
+			w.PrivateKey = k
+		}
+	case wc.PrivateKeyCredential != "":
+		w.PrivateKeyCredential = wc.PrivateKeyCredential
+		dir := os.Getenv(CredentialsDirEnv)
+		switch {
+		case strings.ContainsAny(wc.PrivateKeyCredential, "/\x00") || wc.PrivateKeyCredential == "." || wc.PrivateKeyCredential == "..":
+			b.errs.add(wc.at("private-key-credential"), path+".private-key-credential", "expected a credential name as in LoadCredential=, found %q", wc.PrivateKeyCredential)
+		case dir == "":
+			b.errs.add(wc.at("private-key-credential"), path+".private-key-credential", "$%s is not set: run under systemd with LoadCredential=%s:PATH, or use private-key-file", CredentialsDirEnv, wc.PrivateKeyCredential)
+		default:
+			if k, err := readKey(filepath.Join(dir, wc.PrivateKeyCredential)); err != nil {
+				b.errs.add(wc.at("private-key-credential"), path+".private-key-credential", "credential %s: %v", wc.PrivateKeyCredential, err)
+			} else {
+				w.PrivateKey = k
+			}
+		}
+	default:
+		b.errs.add(wc.Pos, path+".private-key-file", "missing; expected the path of a file holding the private key (wg genkey > FILE; chmod 600 FILE), or private-key-credential")
+	}
+	if w.PrivateKey.IsSet() {
+		w.PublicKey = w.PrivateKey.PublicKey()
+	}
+	if rc := wc.Rotation; rc != nil {
+		set := func(key string, d *Duration, dst *time.Duration) {
+			if d == nil {
+				return
+			}
+			if d.D <= 0 {
+				b.errs.add(rc.at(key), path+".rotation."+key, "expected a positive duration like 15s")
+				return
+			}
+			*dst = d.D
+		}
+		set("connect-timeout", rc.ConnectTimeout, &w.Rotation.ConnectTimeout)
+		set("down-after", rc.DownAfter, &w.Rotation.DownAfter)
+		set("interval", rc.Interval, &w.Rotation.Interval)
+		if w.Rotation.DownAfter < w.Rotation.ConnectTimeout {
+			b.errs.add(rc.Pos, path+".rotation.down-after", "must not be shorter than connect-timeout (%s)", w.Rotation.ConnectTimeout)
+		}
+	}
+	seen := map[model.Key]Pos{}
+	for i, pc := range wc.Peers {
+		pp := fmt.Sprintf("%s.peers[%d]", path, i)
+		if pc == nil {
+			b.errs.add(wc.at("peers"), pp, "empty peer; expected at least public-key")
+			continue
+		}
+		p, ok := b.wgPeer(pp, pc)
+		if !ok {
+			continue
+		}
+		if prev, dup := seen[p.PublicKey]; dup {
+			b.errs.add(pc.at("public-key"), pp+".public-key", "peer given twice (first at %s)", prev)
+			continue
+		}
+		if p.PublicKey == w.PublicKey && w.PrivateKey.IsSet() {
+			b.errs.add(pc.at("public-key"), pp+".public-key", "is this device's own public key")
+			continue
+		}
+		seen[p.PublicKey] = pc.Pos
+		w.Peers = append(w.Peers, p)
+	}
+	model.SortPeers(w.Peers)
+	l.WireGuard = w
+}
+
+func (b *builder) wgPeer(path string, pc *wgPeerConf) (model.WireGuardPeer, bool) {
+	p := model.WireGuardPeer{Origin: pc.Pos.String(), EndpointCandidate: -1}
+	ok := true
+	if pc.PublicKey == "" {
+		b.errs.add(pc.Pos, path+".public-key", "missing; expected the peer's public key (44 characters of base64, from wg pubkey)")
+		ok = false
+	} else if k, err := model.ParseKey(pc.PublicKey); err != nil {
+		b.errs.add(pc.at("public-key"), path+".public-key", "%v, found %q", err, pc.PublicKey)
+		ok = false
+	} else {
+		p.PublicKey = k
+	}
+	if pc.PresharedKeyFile != "" {
+		p.PresharedKeyFile = resolvePath(pc.Pos.File, pc.PresharedKeyFile)
+		if k, err := readKey(p.PresharedKeyFile); err != nil {
+			b.errs.add(pc.at("preshared-key-file"), path+".preshared-key-file", "%v", err)
+		} else {
+			p.PresharedKey = k
+		}
+	}
+	seen := map[netip.Prefix]bool{}
+	for i, a := range pc.AllowedIPs {
+		if a == nil {
+			continue
+		}
+		if a.Default {
+			b.errs.add(pc.at("allowed-ips"), fmt.Sprintf("%s.allowed-ips[%d]", path, i), "write 0.0.0.0/0 or ::/0 rather than default")
+			continue
+		}
+		if !seen[a.P] {
+			seen[a.P] = true
+			p.AllowedIPs = append(p.AllowedIPs, a.P)
+		}
+	}
+	model.SortPrefixes(p.AllowedIPs)
+	if k := pc.PersistentKeepalive; k != nil {
+		if k.D%time.Second != 0 || k.D > maxKeepalive {
+			b.errs.add(pc.at("persistent-keepalive"), path+".persistent-keepalive", "expected whole seconds from 0 (off) to 65535s, found %s", k.D)
+		}
+		p.Keepalive = k.D
+	}
+	for _, e := range pc.Endpoints {
+		if e != nil {
+			p.Endpoints = append(p.Endpoints, e.S)
+		}
+	}
+	return p, ok
+}
+
+// checkEndpoint accepts "192.0.2.1:51820", "[2001:db8::1]:51820" and "host.example:51820".
+func checkEndpoint(e string) error {
+	bad := fmt.Errorf("expected ADDRESS:PORT like 192.0.2.1:51820, [2001:db8::1]:51820 or node1.example.com:51820, found %q", e)
+	host, port, err := net.SplitHostPort(e)
+	if err != nil || host == "" {
+		return bad
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return bad
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	if strings.Contains(host, ":") || strings.ContainsAny(host, " /%") {
+		return bad
+	}
+	return nil
+}
+
+// resolvePath makes a relative key path relative to the file that names it.
+func resolvePath(file, p string) string {
+	if filepath.IsAbs(p) || file == "" {
+		return p
+	}
+	return filepath.Join(filepath.Dir(file), p)
+}
+
+// readKey reads a key file as wg(8) writes it (base64, one line). The file
+// must not be readable by group or others: a key others can read is no
+// secret, and wg-quick warns about the same. Errors never quote the content.
+func readKey(path string) (model.Secret, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return model.Secret{}, fmt.Errorf("key file %s does not exist", path)
+	}
+	if err != nil {
+		return model.Secret{}, fmt.Errorf("key file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return model.Secret{}, fmt.Errorf("key file %s is not a regular file", path)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return model.Secret{}, fmt.Errorf("key file %s is readable or writable by group or others (mode %04o); chmod 600 it", path, perm)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return model.Secret{}, fmt.Errorf("key file: %w", err)
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(data)))
+	if err != nil || len(b) != model.KeyLen {
+		return model.Secret{}, fmt.Errorf("key file %s does not hold a WireGuard key (base64 of 32 bytes, as wg genkey writes it)", path)
+	}
+	return model.NewSecret([model.KeyLen]byte(b)), nil
+}
+
+// renderWireGuard writes a device as the file would declare it. The kernel
+// never gives the private key's origin back: the public key is shown as a
+// comment, and private-key-file must be added by hand.
+func renderWireGuard(w *model.WireGuard) *yaml.Node {
+	m := mapping()
+	m.HeadComment = "private-key-file: not readable from the kernel; public-key " + w.PublicKey.String()
+	if w.PublicKey.IsZero() {
+		m.HeadComment = "no private key set"
+	}
+	if w.ListenPort != 0 {
+		add(m, "listen-port", yscalar(strconv.Itoa(w.ListenPort)))
+	}
+	if w.FwMark != 0 {
+		add(m, "fwmark", yscalar(fmt.Sprintf("%#x", w.FwMark)))
+	}
+	if w.Implementation == "userspace" || w.Userspace {
+		add(m, "userspace", yscalar("true"))
+	}
+	if len(w.Peers) == 0 {
+		return m
+	}
+	seq := sequence()
+	for _, p := range w.Peers {
+		pm := mapping()
+		add(pm, "public-key", yscalar(p.PublicKey.String()))
+		ips := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+		for _, a := range p.AllowedIPs {
+			ips.Content = append(ips.Content, yscalar(a.String()))
+		}
+		add(pm, "allowed-ips", ips)
+		if p.Keepalive != 0 {
+			add(pm, "persistent-keepalive", yscalar(p.Keepalive.String()))
+		}
+		if p.Endpoint.IsValid() {
+			add(pm, "endpoints", &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle, Content: []*yaml.Node{yscalar(p.Endpoint.String())}})
+		}
+		if p.PresharedKey.IsSet() {
+			pm.FootComment = "preshared-key-file: a preshared key is set"
+		}
+		seq.Content = append(seq.Content, pm)
+	}
+	add(m, "peers", seq)
+	return m
+}

@@ -1,0 +1,149 @@
+package desired
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// A key that is not a real one, recognisable in any output.
+var testKey = base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+
+const peerKey = "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg="
+
+func writeKey(t *testing.T, dir, name, content string, mode os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func parseWG(t *testing.T, dir, wg string) (*Config, error) {
+	t.Helper()
+	src := "version: 1\nlinks:\n  kubespan:\n    kind: wireguard\n    mtu: 1420\n    wireguard:\n" + wg
+	return Parse([]Source{{Name: filepath.Join(dir, "netreconcile.yaml"), Data: []byte(src)}})
+}
+
+func TestWireGuardConfig(t *testing.T) {
+	dir := t.TempDir()
+	key := writeKey(t, dir, "kubespan.key", testKey+"\n", 0o600)
+	psk := writeKey(t, dir, "peer.psk", testKey, 0o400)
+	cfg, err := parseWG(t, dir, fmt.Sprintf(`      private-key-file: %s
+      listen-port: 51820
+      fwmark: 0x20
+      rotation: {connect-timeout: 5s, down-after: 1m}
+      peers:
+        - public-key: %s
+          preshared-key-file: peer.psk
+          allowed-ips: [10.244.1.0/24, 192.168.1.2/32, "fd00::2/128"]
+          persistent-keepalive: 25s
+          endpoints: ["192.168.1.2:51820", "[2001:db8::2]:51820", "node2.example.com:51820"]
+`, key, peerKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := cfg.State.Links["kubespan"].WireGuard
+	var k [32]byte
+	copy(k[:], "0123456789abcdef0123456789abcdef")
+	if !w.PrivateKey.Equal(model.NewSecret(k)) || w.PublicKey != model.NewSecret(k).PublicKey() {
+		t.Errorf("private key not read, or public key not derived")
+	}
+	if w.ListenPort != 51820 || w.FwMark != 0x20 || w.Rotation.ConnectTimeout.Seconds() != 5 || w.Rotation.DownAfter.Seconds() != 60 || w.Rotation.Interval != model.DefaultRotation.Interval {
+		t.Errorf("device: %+v", w)
+	}
+	if len(w.Peers) != 1 {
+		t.Fatalf("peers: %+v", w.Peers)
+	}
+	p := w.Peers[0]
+	if p.PublicKey.String() != peerKey || !p.PresharedKey.IsSet() || p.PresharedKeyFile != psk || p.Keepalive.Seconds() != 25 || len(p.Endpoints) != 3 {
+		t.Errorf("peer: %+v", p)
+	}
+	if got := fmt.Sprint(p.AllowedIPs); got != "[10.244.1.0/24 192.168.1.2/32 fd00::2/128]" {
+		t.Errorf("allowed ips %s", got)
+	}
+}
+
+func TestWireGuardConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	good := writeKey(t, dir, "good.key", testKey, 0o600)
+	open := writeKey(t, dir, "open.key", testKey, 0o644)
+	group := writeKey(t, dir, "group.key", testKey, 0o640)
+	garbage := writeKey(t, dir, "garbage.key", "not-a-key-"+testKey[:20], 0o600)
+	tests := []struct {
+		name, wg string
+		want     []string
+	}{
+		{"world-readable key file", "      private-key-file: " + open + "\n",
+			[]string{"netreconcile.yaml:7:25: links.kubespan.wireguard.private-key-file: key file " + open + " is readable or writable by group or others (mode 0644); chmod 600 it"}},
+		{"group-readable key file", "      private-key-file: " + group + "\n", []string{"(mode 0640)"}},
+		{"not a key", "      private-key-file: " + garbage + "\n", []string{"does not hold a WireGuard key"}},
+		{"missing key file", "      private-key-file: /nonexistent/x.key\n", []string{"key file /nonexistent/x.key does not exist"}},
+		{"no key at all", "      listen-port: 1\n", []string{"private-key-file: missing"}},
+		{"both key sources", "      private-key-file: " + good + "\n      private-key-credential: ks\n", []string{"either private-key-file or private-key-credential"}},
+		{"world-readable preshared key", "      private-key-file: " + good + "\n      peers:\n        - {public-key: " + peerKey + ", preshared-key-file: " + open + "}\n", []string{"peers[0].preshared-key-file: key file", "(mode 0644)"}},
+		{"bad peer key", "      private-key-file: " + good + "\n      peers:\n        - {public-key: abc}\n", []string{"peers[0].public-key: expected a WireGuard key"}},
+		{"bad endpoint", "      private-key-file: " + good + "\n      peers:\n        - {public-key: " + peerKey + ", endpoints: [\"2001:db8::1:51820\", \"host\"]}\n", []string{"endpoints[0]: expected ADDRESS:PORT", "endpoints[1]: expected ADDRESS:PORT"}},
+		{"duplicate peer", "      private-key-file: " + good + "\n      peers:\n        - {public-key: " + peerKey + "}\n        - {public-key: " + peerKey + "}\n", []string{"peers[1].public-key: peer given twice"}},
+		{"keepalive fraction", "      private-key-file: " + good + "\n      peers:\n        - {public-key: " + peerKey + ", persistent-keepalive: 1500ms}\n", []string{"whole seconds"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseWG(t, dir, tc.wg)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+			if strings.Contains(err.Error(), testKey) || strings.Contains(err.Error(), testKey[:20]) {
+				t.Errorf("error quotes key material:\n%v", err)
+			}
+		})
+	}
+}
+
+func TestWireGuardCredential(t *testing.T) {
+	dir := t.TempDir()
+	writeKey(t, dir, "kubespan.key", testKey, 0o400)
+	t.Setenv(CredentialsDirEnv, dir)
+	cfg, err := parseWG(t, dir, "      private-key-credential: kubespan.key\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.State.Links["kubespan"].WireGuard.PrivateKey.IsSet() {
+		t.Fatal("credential not read")
+	}
+	t.Setenv(CredentialsDirEnv, "")
+	if _, err := parseWG(t, dir, "      private-key-credential: kubespan.key\n"); err == nil || !strings.Contains(err.Error(), "$CREDENTIALS_DIRECTORY is not set") {
+		t.Fatalf("without $CREDENTIALS_DIRECTORY: %v", err)
+	}
+}
+
+func TestRenderWireGuardHasNoSecret(t *testing.T) {
+	dir := t.TempDir()
+	key := writeKey(t, dir, "k", testKey, 0o600)
+	cfg, err := parseWG(t, dir, "      private-key-file: "+key+"\n      peers:\n        - {public-key: "+peerKey+", preshared-key-file: "+key+", allowed-ips: [10.0.0.2/32]}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Render(cfg.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
+	if strings.Contains(s, testKey) || !strings.Contains(s, peerKey) || !strings.Contains(s, cfg.State.Links["kubespan"].WireGuard.PublicKey.String()) {
+		t.Fatalf("render:\n%s", s)
+	}
+}

@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/netreconcile/netreconcile/internal/apply"
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/wgpeer"
+)
+
+// resolveTimeout bounds one endpoint host name lookup, so that a dead DNS
+// server delays a pass by seconds, not minutes.
+const resolveTimeout = 5 * time.Second
+
+// rotation is the WireGuard endpoint rotation state of an Engine. It lives
+// as long as the Engine: the daemon keeps one Engine, so which candidate a
+// peer uses and when it was set survive between its passes.
+type rotation struct {
+	once    sync.Once
+	tracker *wgpeer.Tracker
+	mu      sync.Mutex
+	// pending holds the decisions of the last Plan, committed by Apply.
+	pending []pendingDecision
+}
+
+type pendingDecision struct {
+	link string
+	pub  model.Key
+	d    wgpeer.Decision
+}
+
+// ResolveEndpoint looks a "host:port" candidate up, preferring the first
+// address the resolver returns.
+func ResolveEndpoint(hostport string) (netip.AddrPort, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	if len(addrs) == 0 {
+		return netip.AddrPort{}, fmt.Errorf("no address for %s", host)
+	}
+	p, err := net.LookupPort("udp", port)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	return netip.AddrPortFrom(addrs[0].Unmap(), uint16(p)), nil
+}
+
+// Tracker returns the engine's rotation tracker, made on first use with the
+// wall clock and the system resolver unless SetTracker gave one.
+func (e *Engine) Tracker() *wgpeer.Tracker {
+	e.rot.once.Do(func() {
+		if e.rot.tracker == nil {
+			e.rot.tracker = wgpeer.New(time.Now, ResolveEndpoint)
+		}
+	})
+	return e.rot.tracker
+}
+
+// SetTracker replaces the rotation tracker (tests: a fake clock).
+func (e *Engine) SetTracker(t *wgpeer.Tracker) { e.rot.tracker = t }
+
+// RecheckInterval is how often the daemon must run a pass for the endpoint
+// rotation of desired's WireGuard peers (0: no peer has candidates).
+func RecheckInterval(desired *model.State) time.Duration {
+	var every time.Duration
+	for _, l := range desired.Links {
+		if l.WireGuard == nil {
+			continue
+		}
+		for _, p := range l.WireGuard.Peers {
+			if len(p.Endpoints) > 0 && (every == 0 || l.WireGuard.Rotation.Interval < every) {
+				every = l.WireGuard.Rotation.Interval
+			}
+		}
+	}
+	return every
+}
+
+// decide runs the rotation for every peer of desired's WireGuard links
+// against the devices in act. It returns a copy of desired whose peers
+// carry the endpoint to write (desired itself is not changed), and the
+// decisions that wait for their write.
+func (e *Engine) decide(desired, act *model.State) (*model.State, []pendingDecision) {
+	t := e.Tracker()
+	var out *model.State
+	var decisions []pendingDecision
+	for _, name := range desired.SortedLinkNames() {
+		l := desired.Links[name]
+		if l.WireGuard == nil || len(l.WireGuard.Peers) == 0 {
+			continue
+		}
+		have := map[model.Key]*model.WireGuardPeer{}
+		if al := act.Links[name]; al != nil && al.Kind == model.KindWireGuard && al.WireGuard != nil {
+			for i := range al.WireGuard.Peers {
+				have[al.WireGuard.Peers[i].PublicKey] = &al.WireGuard.Peers[i]
+			}
+		}
+		if out == nil {
+			out = shallowCopy(desired)
+		}
+		nl, nw := *l, *l.WireGuard
+		nw.Peers = append([]model.WireGuardPeer(nil), l.WireGuard.Peers...)
+		nl.WireGuard = &nw
+		out.Links[name] = &nl
+		for i := range nw.Peers {
+			p := &nw.Peers[i]
+			in := wgpeer.Input{Device: name, PublicKey: p.PublicKey, Candidates: p.Endpoints, Rotation: nw.Rotation}
+			if hp := have[p.PublicKey]; hp != nil {
+				in.Current, in.LastHandshake = hp.Endpoint, hp.LastHandshake
+			}
+			d := t.Decide(in)
+			p.EndpointCandidate = d.Candidate
+			switch {
+			case d.Write:
+				// Committed by Apply once the peer operation succeeded.
+				p.Endpoint = d.Addr
+				decisions = append(decisions, pendingDecision{name, p.PublicKey, d})
+			case d.Rotate:
+				// Nothing to write (the candidate is the device's endpoint):
+				// the connect timer restarts now, even if no Apply follows.
+				t.Commit(name, p.PublicKey, d)
+			default:
+				t.Observe(name, p.PublicKey, d)
+			}
+		}
+		t.Forget(name, func(k model.Key) bool {
+			for _, p := range nw.Peers {
+				if p.PublicKey == k {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	if out == nil {
+		return desired, nil
+	}
+	return out, decisions
+}
+
+func shallowCopy(st *model.State) *model.State {
+	c := *st
+	c.Links = make(map[string]*model.Link, len(st.Links))
+	for n, l := range st.Links {
+		c.Links[n] = l
+	}
+	return &c
+}
+
+// commitRotation tells the tracker which decisions reached the device: a
+// rotation that needed a write counts once its peer operation succeeded.
+func (e *Engine) commitRotation(res *apply.Result) {
+	e.rot.mu.Lock()
+	pending := e.rot.pending
+	e.rot.pending = nil
+	e.rot.mu.Unlock()
+	if len(pending) == 0 {
+		return
+	}
+	done := map[string]bool{}
+	for _, op := range res.Done {
+		if op.Kind == diff.KindWGPeer {
+			done[op.ID] = true
+		}
+	}
+	t := e.Tracker()
+	for _, p := range pending {
+		if done[diff.PeerOpID(p.pub, p.link)] {
+			t.Commit(p.link, p.pub, p.d)
+		}
+	}
+}
+
+// PeerStatus is one peer as `netreconcile status` shows it. It holds no
+// key but the peer's public one.
+type PeerStatus struct {
+	Link          string    `json:"link"`
+	PublicKey     string    `json:"public-key"`
+	Endpoint      string    `json:"endpoint"`
+	State         string    `json:"state"`
+	LastHandshake time.Time `json:"last-handshake"`
+	RxBytes       int64     `json:"rx-bytes"`
+	TxBytes       int64     `json:"tx-bytes"`
+	Next          string    `json:"next-candidate"`
+	Declared      bool      `json:"declared"`
+}
+
+// PeerStatuses reads every WireGuard device the file names (or, with a nil
+// desired, every owned one) and judges its peers with the engine's tracker,
+// without changing anything.
+func (e *Engine) PeerStatuses(desired *model.State) ([]PeerStatus, error) {
+	proto := model.DefaultProtocol
+	if desired != nil {
+		proto = desired.Protocol
+	}
+	act, err := e.Actual(proto, false)
+	if err != nil {
+		return nil, err
+	}
+	t := e.Tracker()
+	var out []PeerStatus
+	for _, name := range act.SortedLinkNames() {
+		al := act.Links[name]
+		if al.Kind != model.KindWireGuard || al.WireGuard == nil {
+			continue
+		}
+		var dw *model.WireGuard
+		if desired != nil {
+			if dl := desired.Links[name]; dl != nil {
+				dw = dl.WireGuard
+			}
+		}
+		if dw == nil && !al.Owned {
+			continue
+		}
+		rot := model.DefaultRotation
+		want := map[model.Key]*model.WireGuardPeer{}
+		if dw != nil {
+			rot = dw.Rotation
+			for i := range dw.Peers {
+				want[dw.Peers[i].PublicKey] = &dw.Peers[i]
+			}
+		}
+		for _, p := range al.WireGuard.Peers {
+			in := wgpeer.Input{Device: name, PublicKey: p.PublicKey, Current: p.Endpoint, LastHandshake: p.LastHandshake, Rotation: rot}
+			wp := want[p.PublicKey]
+			if wp != nil {
+				in.Candidates = wp.Endpoints
+			}
+			d := t.Decide(in)
+			ps := PeerStatus{Link: name, PublicKey: p.PublicKey.String(), Endpoint: "none", State: d.State.String(), LastHandshake: p.LastHandshake, RxBytes: p.RxBytes, TxBytes: p.TxBytes, Next: d.Next, Declared: wp != nil}
+			if p.Endpoint.IsValid() {
+				ps.Endpoint = p.Endpoint.String()
+			}
+			out = append(out, ps)
+		}
+	}
+	return out, nil
+}

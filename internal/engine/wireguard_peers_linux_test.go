@@ -1,0 +1,244 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/ledger"
+	"github.com/netreconcile/netreconcile/internal/nettest"
+)
+
+// Three namespaces on one bridge, each with a WireGuard device configured by
+// netreconcile: a real handshake and ping; adding a peer leaves the other
+// peers' sessions alone; removing one removes only it; no output ever holds
+// a private or preshared key.
+func TestWireGuardMesh(t *testing.T) {
+	a, b, c := newNode(t, 1), newNode(t, 2), newNode(t, 3)
+	join(t, a, b, c)
+	psk := writePSK(t, a.dir, "ab.psk")
+	pskB := b.dir + "/ab.psk"
+	copyFile(t, psk, pskB)
+
+	var outputs []string
+	record := func(r nettest.Result) { outputs = append(outputs, r.Stdout, r.Stderr) }
+
+	confA := a.config("", peerSpec{node: b, endpoints: []string{b.under + ":51820"}, keepalive: "25s", psk: psk})
+	confB := b.config("", peerSpec{node: a, endpoints: []string{a.under + ":51820"}, psk: pskB})
+	record(a.cli(t, "validate"))
+	record(a.apply(t, confA))
+	record(b.apply(t, confB))
+	a.ping(t, b)
+	if hs := a.handshake(t, b); hs == "0" {
+		t.Fatalf("no handshake between %s and %s after a ping", a.dev, b.dev)
+	}
+	// What the kernel holds, in wg's words.
+	dump := nettest.InNS(t, a.ns, "wg", "show", a.dev)
+	for _, want := range []string{"listening port: 51820", "fwmark: 0x20", "allowed ips: " + b.tunnel + "/32", "endpoint: " + b.under + ":51820", "every 25 seconds", "preshared key: (hidden)"} {
+		if !strings.Contains(dump, want) {
+			t.Errorf("wg show %s lacks %q:\n%s", a.dev, want, dump)
+		}
+	}
+
+	// A second apply changes nothing.
+	r := a.cli(t, "apply")
+	record(r)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
+		t.Fatalf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r = a.cli(t, "diff", "-o", "json")
+	record(r)
+	if r.Code != 0 {
+		t.Fatalf("diff after apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+
+	// Add C to A (and A to C): one peer operation, B's session untouched.
+	before := a.handshake(t, b)
+	confA2 := a.config("", peerSpec{node: b, endpoints: []string{b.under + ":51820"}, keepalive: "25s", psk: psk},
+		peerSpec{node: c, endpoints: []string{c.under + ":51820"}})
+	writeConf(t, a, confA2)
+	r = a.cli(t, "diff")
+	record(r)
+	wantLine := "+ wireguard peer " + c.priv.PublicKey().String() + " on " + a.dev
+	if r.Code != 2 || !strings.Contains(r.Stdout, wantLine) || strings.Count(r.Stdout, "wireguard peer") != 1 {
+		t.Fatalf("diff after adding a peer: exit %d, want one line %q:\n%s%s", r.Code, wantLine, r.Stdout, r.Stderr)
+	}
+	record(a.apply(t, confA2))
+	record(c.apply(t, c.config("", peerSpec{node: a, endpoints: []string{a.under + ":51820"}})))
+	a.ping(t, c)
+	if after := a.handshake(t, b); after != before {
+		t.Errorf("adding a peer changed B's last handshake: %s -> %s (the peer was re-added or replaced)", before, after)
+	}
+	a.ping(t, b)
+
+	// Change B's allowed IPs in place.
+	confA3 := a.config("", peerSpec{node: b, endpoints: []string{b.under + ":51820"}, keepalive: "25s", psk: psk, allowedIPs: []string{b.tunnel + "/32", "10.200.0.0/16"}},
+		peerSpec{node: c, endpoints: []string{c.under + ":51820"}})
+	writeConf(t, a, confA3)
+	r = a.cli(t, "diff")
+	record(r)
+	if !strings.Contains(r.Stdout, "~ wireguard peer "+b.priv.PublicKey().String()) || !strings.Contains(r.Stdout, "allowed-ips: "+b.tunnel+"/32 -> "+b.tunnel+"/32, 10.200.0.0/16") {
+		t.Errorf("diff of an allowed-ips change:\n%s", r.Stdout)
+	}
+	beforeB, beforeC := a.handshake(t, b), a.handshake(t, c)
+	record(a.apply(t, confA3))
+	if got := a.handshake(t, b); got != beforeB {
+		t.Errorf("an allowed-ips update changed B's last handshake: %s -> %s", beforeB, got)
+	}
+
+	// Remove C: only C goes.
+	record(a.apply(t, confA))
+	peers := a.peers(t)
+	if len(peers) != 1 || peers[0] != b.priv.PublicKey().String() {
+		t.Errorf("after removing C, %s has peers %v, want only B", a.dev, peers)
+	}
+	if got := a.handshake(t, b); got != beforeB {
+		t.Errorf("removing C changed B's last handshake: %s -> %s", beforeB, got)
+	}
+	_ = beforeC
+	a.ping(t, b)
+
+	// show and status name B by its public key and hold no secret.
+	r = a.cli(t, "show")
+	record(r)
+	if !strings.Contains(r.Stdout, b.priv.PublicKey().String()) || !strings.Contains(r.Stdout, a.priv.PublicKey().String()) {
+		t.Errorf("show lacks the public keys:\n%s", r.Stdout)
+	}
+	r = a.cli(t, "status")
+	record(r)
+	if r.Code != 0 || !strings.Contains(r.Stdout, b.priv.PublicKey().String()) || !strings.Contains(r.Stdout, " up ") {
+		t.Errorf("status: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	record(a.cli(t, "status", "-o", "json"))
+
+	// C's device leaves its file: the link goes, and wireguard-go with it.
+	record(c.apply(t, "version: 1\n"))
+	if out, err := execOut("ip", "-n", c.ns, "link", "show", c.dev); err == nil {
+		t.Errorf("%s still exists after leaving the file:\n%s", c.dev, out)
+	}
+
+	secrets := []string{a.priv.String(), b.priv.String(), c.priv.String(), readTrim(t, psk)}
+	for _, out := range outputs {
+		for _, s := range secrets {
+			if strings.Contains(out, s) {
+				t.Fatalf("a secret key appears in the command output:\n%s", out)
+			}
+		}
+	}
+}
+
+// A peer whose first candidate endpoint is dead reaches Up on the second,
+// driven by a long-lived engine as the daemon runs it (short timings).
+func TestWireGuardEndpointRotation(t *testing.T) {
+	a, b := newNode(t, 1), newNode(t, 2)
+	join(t, a, b)
+	// wireguard-go retries a handshake every 5 s (Rekey-Timeout): the
+	// connect timeout must leave room for one retry on the new endpoint.
+	rot := "{connect-timeout: 8s, down-after: 30s, interval: 1s}"
+	dead := "10.1.0.250:51820"
+	confA := a.config(rot, peerSpec{node: b, endpoints: []string{dead, b.under + ":51820"}, keepalive: "1s"})
+	// B has no endpoint for A: it learns it from A's handshake.
+	b.apply(t, b.config("", peerSpec{node: a}))
+	writeConf(t, a, confA)
+	cfg, err := desired.Parse([]desired.Source{{Name: a.dir + "/netreconcile.yaml", Data: []byte(confA)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := kernel.Open("/run/netns/" + a.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	l, err := ledger.Open(a.dir + "/ledger.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := &engine.Engine{Kernel: k, Ledger: l}
+	var endpoints []string
+	pass := func() {
+		t.Helper()
+		plan, err := eng.Plan(cfg.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range plan.Ops {
+			for _, ch := range op.Changes {
+				if op.Kind == diff.KindWGPeer && ch.Field == "endpoint" {
+					endpoints = append(endpoints, ch.To)
+				}
+			}
+			if op.Kind == diff.KindWGPeer && op.Action == diff.Create && op.WireGuard.Peer.Endpoint.IsValid() {
+				endpoints = append(endpoints, op.WireGuard.Peer.Endpoint.String())
+			}
+		}
+		res, err := eng.Apply(context.Background(), plan)
+		if err == nil {
+			err = res.Err()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	pass()
+	if len(endpoints) != 1 || endpoints[0] != dead {
+		t.Fatalf("first pass set endpoints %v, want the first candidate %s", endpoints, dead)
+	}
+	// Passes every interval until the peer is up; the bound is generous: this
+	// waits for the rotation, it does not time it.
+	deadline := time.Now().Add(60 * time.Second)
+	var state string
+	for time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+		pass()
+		st, err := eng.PeerStatuses(cfg.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st) == 1 {
+			state = st[0].State
+			if state == "up" && st[0].Endpoint == b.under+":51820" {
+				break
+			}
+		}
+	}
+	if state != "up" {
+		t.Fatalf("peer never came up; endpoints set in turn: %v", endpoints)
+	}
+	if len(endpoints) != 2 || endpoints[1] != b.under+":51820" {
+		t.Fatalf("endpoints set in turn: %v, want %s then %s", endpoints, dead, b.under+":51820")
+	}
+	// Up on the second: further passes leave it there.
+	for i := 0; i < 3; i++ {
+		pass()
+	}
+	if len(endpoints) != 2 {
+		t.Errorf("an up peer was rotated again: %v", endpoints)
+	}
+	a.ping(t, b)
+}
+
+func writeConf(t *testing.T, w *wgNode, conf string) {
+	t.Helper()
+	if err := osWriteFile(w.dir+"/netreconcile.yaml", conf); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writePSK(t *testing.T, dir, name string) string {
+	t.Helper()
+	var k [32]byte
+	for i := range k {
+		k[i] = byte(i*7 + 3)
+	}
+	p := dir + "/" + name
+	if err := osWriteFileMode(p, base64.StdEncoding.EncodeToString(k[:])+"\n", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,203 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// uapiDir is where wireguard-go puts its control sockets. It is on the
+// filesystem, not in the network namespace: two devices of the same name in
+// two namespaces collide there.
+const uapiDir = "/var/run/wireguard"
+
+var _ WireGuard = (*Netlink)(nil)
+
+// wgState is the wgctrl client of one Netlink, opened on first use inside
+// the kernel's namespace: its generic netlink socket stays bound there.
+type wgState struct {
+	once   sync.Once
+	client *wgctrl.Client
+	err    error
+	peers  atomic.Uint64
+}
+
+func (k *Netlink) wgClient() (*wgctrl.Client, error) {
+	k.wg.once.Do(func() {
+		k.wg.err = k.InNamespace(func() error {
+			c, err := wgctrl.New()
+			if err != nil {
+				return fmt.Errorf("open wireguard control: %w", err)
+			}
+			k.wg.client = c
+			return nil
+		})
+	})
+	return k.wg.client, k.wg.err
+}
+
+// PeersSent counts the peer entries sent to devices so far (each add,
+// update or remove is one).
+func (k *Netlink) PeersSent() uint64 { return k.wg.peers.Load() }
+
+// WireGuardDevice reads a device; the private key is dropped on read.
+func (k *Netlink) WireGuardDevice(name string) (*model.WireGuard, error) {
+	c, err := k.wgClient()
+	if err != nil {
+		return nil, err
+	}
+	var d *wgtypes.Device
+	err = k.InNamespace(func() (err error) { d, err = c.Device(name); return })
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("wireguard device %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read wireguard device %s: %w", name, err)
+	}
+	d.PrivateKey = wgtypes.Key{}
+	w := &model.WireGuard{ListenPort: d.ListenPort, FwMark: uint32(d.FirewallMark), Implementation: WireGuardUserspace}
+	if d.Type == wgtypes.LinuxKernel {
+		w.Implementation = WireGuardKernel
+	}
+	if d.PublicKey != (wgtypes.Key{}) {
+		w.PublicKey = model.Key(d.PublicKey)
+	}
+	for _, p := range d.Peers {
+		mp := model.WireGuardPeer{
+			PublicKey:         model.Key(p.PublicKey),
+			Keepalive:         p.PersistentKeepaliveInterval,
+			LastHandshake:     p.LastHandshakeTime,
+			RxBytes:           p.ReceiveBytes,
+			TxBytes:           p.TransmitBytes,
+			EndpointCandidate: -1,
+		}
+		if p.PresharedKey != (wgtypes.Key{}) {
+			mp.PresharedKey = model.NewSecret(p.PresharedKey)
+		}
+		if p.Endpoint != nil {
+			if ap := p.Endpoint.AddrPort(); ap.IsValid() {
+				mp.Endpoint = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+			}
+		}
+		for _, n := range p.AllowedIPs {
+			mp.AllowedIPs = append(mp.AllowedIPs, toPrefix(&n))
+		}
+		model.SortPrefixes(mp.AllowedIPs)
+		w.Peers = append(w.Peers, mp)
+	}
+	model.SortPeers(w.Peers)
+	return w, nil
+}
+
+// ConfigureWireGuard applies a patch in one ConfigureDevice call (wgctrl
+// splits it into as many netlink messages as the kernel needs).
+func (k *Netlink) ConfigureWireGuard(name string, cfg *WireGuardConfig) error {
+	c, err := k.wgClient()
+	if err != nil {
+		return err
+	}
+	wc := wgtypes.Config{ListenPort: cfg.ListenPort}
+	if cfg.PrivateKey != nil {
+		key := wgtypes.Key(cfg.PrivateKey.Bytes())
+		wc.PrivateKey = &key
+	}
+	if cfg.FwMark != nil {
+		m := int(*cfg.FwMark)
+		wc.FirewallMark = &m
+	}
+	for _, p := range cfg.Peers {
+		pc := wgtypes.PeerConfig{PublicKey: wgtypes.Key(p.PublicKey), Remove: p.Remove, UpdateOnly: p.UpdateOnly, PersistentKeepaliveInterval: p.Keepalive, ReplaceAllowedIPs: p.ReplaceAllowedIPs}
+		if p.PresharedKey != nil {
+			psk := wgtypes.Key(p.PresharedKey.Bytes())
+			pc.PresharedKey = &psk
+		}
+		if p.Endpoint.IsValid() {
+			pc.Endpoint = net.UDPAddrFromAddrPort(p.Endpoint)
+		}
+		for _, a := range p.AllowedIPs {
+			pc.AllowedIPs = append(pc.AllowedIPs, *fromPrefix(a))
+		}
+		wc.Peers = append(wc.Peers, pc)
+	}
+	k.wrote()
+	k.wg.peers.Add(uint64(len(wc.Peers)))
+	err = k.InNamespace(func() error { return c.ConfigureDevice(name, wc) })
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("configure wireguard device %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		// wgctrl's errors name neither keys nor values.
+		return fmt.Errorf("configure wireguard device %s: %w", name, err)
+	}
+	return nil
+}
+
+// StartUserspaceWireGuard starts wireguard-go from a thread inside the
+// namespace, so that its tun device is created there. wireguard-go
+// daemonizes: the command returns once the device and the socket exist.
+func (k *Netlink) StartUserspaceWireGuard(name string) error {
+	sock := filepath.Join(uapiDir, name+".sock")
+	if _, err := os.Stat(sock); err == nil {
+		// A live socket of that name belongs to a device elsewhere (another
+		// namespace: the directory is shared); a stale one would block
+		// wireguard-go, which reports it.
+		if conn, err := net.Dial("unix", sock); err == nil {
+			conn.Close()
+			return fmt.Errorf("start %s %s: %s exists already (a device of that name in another network namespace?); choose another name", UserspaceProgram, name, sock)
+		}
+	}
+	prog, err := exec.LookPath(UserspaceProgram)
+	if err != nil {
+		return fmt.Errorf("start userspace wireguard for %s: %w (install the wireguard-go package)", name, err)
+	}
+	k.wrote()
+	err = k.InNamespace(func() error {
+		cmd := exec.Command(prog, name)
+		// In the foreground wireguard-go would live only as long as we do;
+		// it daemonizes by starting itself again with this variable set.
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "WG_PROCESS_FOREGROUND=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("start %s %s: %w: %s", UserspaceProgram, name, err, lastLine(out))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(userspaceStartTimeout)
+	for {
+		_, serr := os.Stat(sock)
+		k.forget(name)
+		_, lerr := k.index(name)
+		if serr == nil && lerr == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("start %s %s: no device or control socket after %s", UserspaceProgram, name, userspaceStartTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
