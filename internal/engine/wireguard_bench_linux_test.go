@@ -20,7 +20,7 @@ import (
 )
 
 const (
-	benchPeers  = 1000
+	benchPeers    = 1000
 	wgBenchRounds = 7
 )
 
