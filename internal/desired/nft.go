@@ -29,6 +29,8 @@ type nftSetConf struct {
 	Flags    []string  `yaml:"flags"`
 	Timeout  *Duration `yaml:"timeout"`
 	Elements []posText `yaml:"elements"`
+	// ElementsFrom: see nft_peers.go.
+	ElementsFrom *nftElemsFromConf `yaml:"elements-from"`
 }
 
 type nftChainConf struct {
@@ -274,6 +276,9 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 		s.Elems = append(s.Elems, e)
 	}
 	model.SortNftElems(s.Elems)
+	if sc.ElementsFrom != nil && !b.nftElemsFrom(path, s, sc) {
+		return nil
+	}
 	if s.Interval {
 		if i := model.NftElemsOverlap(s.Elems); i >= 0 {
 			b.errs.add(sc.at("elements"), path+".elements", "%s overlaps %s; the kernel refuses overlapping intervals: merge them",

@@ -74,10 +74,11 @@ func (e *Engine) Plan(desired *model.State) (*diff.Plan, error) {
 	if err := e.readNFT(act, desired); err != nil {
 		return nil, fmt.Errorf("read kernel state: %w", err)
 	}
-	desired, decisions := e.decide(desired, act)
+	desired, decisions, states := e.decide(desired, act)
 	e.rot.mu.Lock()
 	e.rot.pending = decisions
 	e.rot.mu.Unlock()
+	desired = fillPeerSets(desired, states)
 	return diff.Compute(desired, act)
 }
 

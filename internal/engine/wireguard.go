@@ -91,12 +91,13 @@ func RecheckInterval(desired *model.State) time.Duration {
 
 // decide runs the rotation for every peer of desired's WireGuard links
 // against the devices in act. It returns a copy of desired whose peers
-// carry the endpoint to write (desired itself is not changed), and the
-// decisions that wait for their write.
-func (e *Engine) decide(desired, act *model.State) (*model.State, []pendingDecision) {
+// carry the endpoint to write (desired itself is not changed), the
+// decisions that wait for their write, and every peer's state.
+func (e *Engine) decide(desired, act *model.State) (*model.State, []pendingDecision, peerStates) {
 	t := e.Tracker()
 	var out *model.State
 	var decisions []pendingDecision
+	states := peerStates{}
 	for _, name := range desired.SortedLinkNames() {
 		l := desired.Links[name]
 		if l.WireGuard == nil || len(l.WireGuard.Peers) == 0 {
@@ -122,6 +123,7 @@ func (e *Engine) decide(desired, act *model.State) (*model.State, []pendingDecis
 				in.Current, in.LastHandshake = hp.Endpoint, hp.LastHandshake
 			}
 			d := t.Decide(in)
+			states.set(name, p.PublicKey, d.State)
 			p.EndpointCandidate = d.Candidate
 			switch {
 			case d.Write:
@@ -146,9 +148,9 @@ func (e *Engine) decide(desired, act *model.State) (*model.State, []pendingDecis
 		})
 	}
 	if out == nil {
-		return desired, nil
+		return desired, nil, states
 	}
-	return out, decisions
+	return out, decisions, states
 }
 
 func shallowCopy(st *model.State) *model.State {

@@ -144,7 +144,10 @@ type NftSet struct {
 	Timeout        bool
 	DefaultTimeout time.Duration
 	Elems          []NftElem
-	Origin         string
+	// From feeds the set from WireGuard peers (desired only): Elems holds
+	// the file's literal elements until the engine adds the peers'.
+	From   *NftElemsFrom
+	Origin string
 }
 
 // Spec renders the set's definition (everything but elements).
