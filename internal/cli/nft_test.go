@@ -13,6 +13,8 @@ import (
 
 // nftEnv is a fresh namespace with the KubeSpan example's file copied to a
 // temporary directory (so tests may edit it) and a private state directory.
+// The copy's target sets take every peer (`peers: all`): no peer of the
+// example is reachable, so with `peers: up` they would stay empty.
 type nftEnv struct {
 	ns, dir, config, state string
 }
@@ -22,12 +24,12 @@ func newNftEnv(t *testing.T) *nftEnv {
 	nettest.RequireTool(t, "nft")
 	ns := nettest.NewNetNS(t)
 	dir := t.TempDir()
-	data, err := os.ReadFile("../../examples/kubespan.yaml")
-	if err != nil {
-		t.Fatal(err)
+	conf, _ := nettest.KubeSpanExample(t, "../../examples/kubespan.yaml", dir, ns)
+	if strings.Count(conf, "peers: up}") != 2 {
+		t.Fatalf("the example's target sets are not both fed by the peers that are up:\n%s", conf)
 	}
 	e := &nftEnv{ns: ns, dir: dir, config: filepath.Join(dir, "kubespan.yaml"), state: filepath.Join(dir, "state")}
-	e.write(t, string(data))
+	e.write(t, strings.ReplaceAll(conf, "peers: up}", "peers: all}"))
 	return e
 }
 
@@ -89,7 +91,8 @@ func TestNftKubeSpanExample(t *testing.T) {
 			"\t\tip6 daddr @kubespan_targets_ipv6 meta mark set meta mark & 0xffffffdf | 0x00000040 accept\n\t}",
 		"chain kubespan_outgoing {\n\t\ttype route hook output priority filter; policy accept;\n\t\toifname \"lo\" accept\n",
 		"tcp flags syn tcp option maxseg size set 1380",
-		"10.244.0.0/16", "fd00:a::/64",
+		"elements = { 10.100.0.2, 10.100.0.3,\n\t\t\t     10.244.2.0/24, 10.244.3.0/24 }",
+		"elements = { fd7a:115c:a1e0::2,\n\t\t\t     fd7a:115c:a1e0::3 }",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("nft list table lacks %q; got:\n%s", want, got)
@@ -108,7 +111,8 @@ func TestNftOneElementChangesOnlyThatElement(t *testing.T) {
 	e.run(t, "apply", 0)
 	before := handleLines(e.nft(t, "-a", "list", "table", "inet", "talos_kubespan"))
 	data, _ := os.ReadFile(e.config)
-	e.write(t, strings.Replace(string(data), "elements: [10.244.0.0/16,", "elements: [10.244.0.0/16, 10.250.0.0/16,", 1))
+	// The first set is kubespan_targets_ipv4: a literal element beside the peers'.
+	e.write(t, strings.Replace(string(data), "elements-from:", "elements: [10.250.0.0/16]\n        elements-from:", 1))
 	plan := e.run(t, "diff", 2)
 	want := "+ nft element inet talos_kubespan set kubespan_targets_ipv4 element 10.250.0.0/16\n\nPlan: 1 to create, 0 to update, 0 to replace, 0 to delete.\n"
 	if plan != want {

@@ -1,28 +1,22 @@
 package engine_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/netreconcile/netreconcile/internal/nettest"
 )
 
-// examples/kubespan-wireguard.yaml applied to a real kernel (wireguard-go
-// here), read back with wg. The link is renamed: wireguard-go's control
+// examples/kubespan.yaml applied to a real kernel (wireguard-go here), read
+// back with wg, ip and nft. The link is renamed: wireguard-go's control
 // sockets are shared by every namespace on the host.
-func TestExampleKubeSpanWireGuardApplies(t *testing.T) {
+func TestExampleKubeSpanApplies(t *testing.T) {
+	nettest.RequireTool(t, "nft")
 	n := newNode(t, 1)
-	data, err := os.ReadFile("../../examples/kubespan-wireguard.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	conf, dev := nettest.KubeSpanExample(t, "../../examples/kubespan.yaml", n.dir, n.ns)
 	copyFile(t, n.keyFile, n.dir+"/kubespan.key")
-	writePSK(t, n.dir, "node2.psk")
-	conf := strings.ReplaceAll(string(data), "/etc/netreconcile/", n.dir+"/")
-	conf = strings.Replace(conf, "\n  kubespan:\n", "\n  "+n.dev+":\n", 1)
 	n.apply(t, conf)
-	dump := nettest.InNS(t, n.ns, "wg", "show", n.dev, "dump")
+	dump := nettest.InNS(t, n.ns, "wg", "show", dev, "dump")
 	lines := strings.Split(strings.TrimSpace(dump), "\n")
 	if len(lines) != 3 {
 		t.Fatalf("wg show dump: want the device and 2 peers:\n%s", dump)
@@ -39,7 +33,21 @@ func TestExampleKubeSpanWireGuardApplies(t *testing.T) {
 	if r := n.cli(t, "apply"); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
 		t.Errorf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	if mtu := nettest.IP(t, n.ns, "link", "show", n.dev); !strings.Contains(mtu, "mtu 1420") {
+	if mtu := nettest.IP(t, n.ns, "link", "show", dev); !strings.Contains(mtu, "mtu 1420") {
 		t.Errorf("link: %s", mtu)
+	}
+	for _, fam := range []string{"-4", "-6"} {
+		if got := nettest.IP(t, n.ns, fam, "route", "show", "table", "180"); !strings.Contains(got, "default dev "+dev+" proto 245 ") || !strings.Contains(got, " metric 1 ") || !strings.Contains(got, "mtu 1420") {
+			t.Errorf("ip %s route show table 180:\n%s", fam, got)
+		}
+		if got := nettest.IP(t, n.ns, fam, "rule", "show"); !strings.Contains(got, "32500:\tfrom all fwmark 0x40/0x60 lookup 180 proto 245") {
+			t.Errorf("ip %s rule show:\n%s", fam, got)
+		}
+	}
+	// No peer is reachable, so none is up: the target sets are empty.
+	for _, set := range []string{"kubespan_targets_ipv4", "kubespan_targets_ipv6"} {
+		if got := nettest.InNS(t, n.ns, "nft", "list", "set", "inet", "talos_kubespan", set); strings.Contains(got, "elements") {
+			t.Errorf("set %s holds elements with no peer up:\n%s", set, got)
+		}
 	}
 }

@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// The example validates once its key files exist (the paths are moved to a
-// temporary directory).
-func TestExampleKubeSpanWireGuard(t *testing.T) {
-	data, err := os.ReadFile("../../examples/kubespan-wireguard.yaml")
+// The S1 example validates once its key files exist (the paths are moved to
+// a temporary directory).
+func TestExampleKubeSpan(t *testing.T) {
+	data, err := os.ReadFile("../../examples/kubespan.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,5 +25,12 @@ func TestExampleKubeSpanWireGuard(t *testing.T) {
 	w := cfg.State.Links["kubespan"].WireGuard
 	if len(w.Peers) != 2 || w.FwMark != 0x20 || w.ListenPort != 51820 || cfg.State.Links["kubespan"].MTU != 1420 {
 		t.Fatalf("example parsed as %+v", w)
+	}
+	tb := cfg.State.NFTables[0]
+	for _, name := range []string{"kubespan_targets_ipv4", "kubespan_targets_ipv6"} {
+		s := tb.Set(name)
+		if s == nil || s.From == nil || s.From.WireGuard != "kubespan" || s.From.AllPeers || len(s.Elems) != 0 {
+			t.Errorf("set %s: %+v", name, s)
+		}
 	}
 }
