@@ -119,6 +119,10 @@ type Decision struct {
 	Err error
 
 	changed time.Time // the change time Observe records
+	// at is when the decision was made: before the endpoint is written, so
+	// a handshake that completes while the rest of the pass is applied
+	// still counts as after the change.
+	at time.Time
 }
 
 type peerKey struct {
@@ -219,7 +223,7 @@ func (t *Tracker) Decide(in Input) Decision {
 		}
 	}
 	everSet := m.addr.IsValid()
-	d := Decision{State: Classify(in.Rotation, now, in.LastHandshake, m.changed, everSet), Candidate: m.used, Addr: in.Current, changed: m.changed}
+	d := Decision{State: Classify(in.Rotation, now, in.LastHandshake, m.changed, everSet), Candidate: m.used, Addr: in.Current, changed: m.changed, at: now}
 	n := len(in.Candidates)
 	if n == 0 {
 		d.Candidate = -1
@@ -257,14 +261,19 @@ func (t *Tracker) Decide(in Input) Decision {
 	return d
 }
 
-// Commit records that the decision's endpoint is now on the device.
+// Commit records that the decision's endpoint is now on the device. The
+// change dates from the decision, which precedes the write.
 func (t *Tracker) Commit(dev string, pub model.Key, d Decision) {
 	if !d.Rotate {
 		return
 	}
+	changed := d.at
+	if changed.IsZero() {
+		changed = t.now()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.peers[peerKey{dev, pub}] = memo{used: d.Candidate, addr: d.Addr, changed: t.now()}
+	t.peers[peerKey{dev, pub}] = memo{used: d.Candidate, addr: d.Addr, changed: changed}
 }
 
 // Observe records what the device holds for a peer that was not rotated,

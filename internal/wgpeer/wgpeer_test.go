@@ -243,3 +243,27 @@ func TestForget(t *testing.T) {
 		t.Fatalf("after Forget: %+v, want Unknown, adopted as candidate 0", d)
 	}
 }
+
+// A handshake that completes after the endpoint is written but before the
+// pass commits the decision (the rest of the plan is still being applied)
+// counts as after the change: the peer is Up, not Down at the connect
+// timeout. Seen with a live peer in the VM test of S1.
+func TestHandshakeBeforeCommitCountsAfterChange(t *testing.T) {
+	c := &fakeClock{t: t0}
+	tr := New(c.now, nil)
+	r := model.Rotation{ConnectTimeout: 5 * time.Second, DownAfter: 275 * time.Second, Interval: time.Second}
+	in := Input{Device: "wg0", PublicKey: pub, Candidates: []string{"192.0.2.1:51820"}, Rotation: r}
+	d := tr.Decide(in)
+	if !d.Rotate || !d.Write {
+		t.Fatalf("first decision: %+v", d)
+	}
+	c.advance(100 * time.Millisecond)
+	hs := c.t // the peer answered at once
+	c.advance(400 * time.Millisecond)
+	tr.Commit("wg0", pub, d)
+	c.advance(10 * time.Second)
+	in.Current, in.LastHandshake = epA, hs
+	if d := tr.Decide(in); d.State != Up || d.Rotate {
+		t.Errorf("after a handshake between write and commit: %s (rotate %v), want up", d.State, d.Rotate)
+	}
+}
