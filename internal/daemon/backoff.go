@@ -52,8 +52,6 @@ func (b *backoff) keep(live map[string]bool) {
 
 func (b *backoff) reset() { clear(b.m) }
 
-func (b *backoff) len() int { return len(b.m) }
-
 // next returns the earliest time an object may be tried again.
 func (b *backoff) next() (time.Time, bool) {
 	var t time.Time

@@ -90,6 +90,7 @@ type Daemon struct {
 	ready             bool
 
 	lastConflicts string
+	lastPlan      [sha256.Size]byte
 	stats         stats
 }
 
@@ -303,6 +304,14 @@ func (d *Daemon) pass(ctx context.Context) error {
 	d.reportConflicts(planErr)
 
 	now := time.Now()
+	// A plan that differs from the last one means the world moved (the
+	// missing link appeared, a conflict was resolved): what waits for a
+	// retry may work now, so everything is tried at once. A storm that
+	// does not change the plan leaves the backoff alone.
+	if sig := planSignature(plan, planErr); sig != d.lastPlan {
+		d.lastPlan = sig
+		d.bo.reset()
+	}
 	live := map[string]bool{}
 	held := 0
 	todo := &diff.Plan{Protocol: plan.Protocol}
@@ -468,6 +477,20 @@ func changedFields(op diff.Op) string {
 		names[i] = c.Field
 	}
 	return strings.Join(names, ",")
+}
+
+// planSignature identifies a plan by its operations and conflicts.
+func planSignature(plan *diff.Plan, conflicts error) [sha256.Size]byte {
+	h := sha256.New()
+	for _, op := range plan.Ops {
+		fmt.Fprintf(h, "%s %s\x00", op.Action, opKey(op))
+	}
+	if conflicts != nil {
+		h.Write([]byte(conflicts.Error()))
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 func opKey(op diff.Op) string { return op.Kind + " " + op.ID }
