@@ -102,6 +102,8 @@ func TestDaemonLatency(t *testing.T) {
 func line(name string, d []time.Duration) string {
 	s := slices.Clone(d)
 	slices.Sort(s)
-	q := func(f float64) time.Duration { return s[min(len(s)-1, int(f*float64(len(s))))].Round(100 * time.Microsecond) }
+	q := func(f float64) time.Duration {
+		return s[min(len(s)-1, int(f*float64(len(s))))].Round(100 * time.Microsecond)
+	}
 	return fmt.Sprintf("  %-22s min %-8v median %-8v p90 %-8v p99 %-8v max %v\n", name, s[0].Round(100*time.Microsecond), q(0.5), q(0.9), q(0.99), s[len(s)-1].Round(100*time.Microsecond))
 }
