@@ -86,6 +86,7 @@ type Daemon struct {
 	// gen counts configuration changes; convergedGen is gen at the last
 	// converged pass. Changes applied while they are equal repair drift.
 	gen, convergedGen uint64
+	forceParse        bool
 	everConverged     bool
 	ready             bool
 
@@ -210,10 +211,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 				reloading = true
 				d.opts.Notifier.Notify(reloadingMsg())
 			}
-			// An explicit request skips the debounce and reparses the files
+			// An explicit request skips the debounce and parses the files
 			// even when they look unchanged.
-			d.badHash = [sha256.Size]byte{}
-			d.cfgHash = [sha256.Size]byte{}
+			d.forceParse = true
 			due = time.Time{}
 			schedule(time.Now())
 		case <-timer.C:
@@ -395,16 +395,23 @@ func (d *Daemon) loadConfig() {
 		return
 	}
 	h := hashSources(srcs)
-	if d.cfg != nil && h == d.cfgHash {
+	force := d.forceParse
+	d.forceParse = false
+	if !force && d.cfg != nil && h == d.cfgHash {
 		d.configOK()
 		return
 	}
-	if h == d.badHash {
+	if !force && h == d.badHash {
 		return
 	}
 	cfg, err := desired.Parse(srcs)
 	if err != nil {
 		d.configFailed(err, h)
+		return
+	}
+	if d.cfg != nil && h == d.cfgHash {
+		d.configOK()
+		d.log.Info("configuration reloaded; unchanged")
 		return
 	}
 	first := d.cfg == nil

@@ -286,6 +286,9 @@ func TestReloadAndMetrics(t *testing.T) {
 		t.Errorf("RELOADING=1 without MONOTONIC_USEC: %q", msg)
 	}
 	p.waitMsg(i+1, "READY=1", startDeadline)
+	eventually(t, editDeadline, "reload logged", func() bool {
+		return strings.Contains(p.Stderr(), `msg="configuration reloaded; unchanged"`)
+	})
 
 	addr := regexp.MustCompile(`msg="serving metrics" address=(\S+)`).FindStringSubmatch(p.Stderr())
 	if addr == nil {

@@ -78,6 +78,14 @@ func NewMetrics() *Metrics {
 			Help: "Wake-ups received from every source, before coalescing.",
 		}),
 	}
+	// Every series exists from the start, at 0, so that rate() and alerts
+	// on "errors > 0" work before the first error.
+	for _, r := range []string{"converged", "failed", "conflict", "error"} {
+		m.passes.WithLabelValues(r)
+	}
+	for _, s := range []string{"config", "read", "apply", "conflict"} {
+		m.errors.WithLabelValues(s)
+	}
 	r.MustRegister(m.duration, m.passes, m.changes, m.drift, m.errors, m.lastSuccess, m.objects, m.configOK, m.wakeups,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
