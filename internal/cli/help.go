@@ -114,7 +114,8 @@ diff, apply. Passes run when something may have changed:
   - SIGHUP (systemctl reload), which also re-reads files that look unchanged;
   - a periodic full resync (--resync-interval).
 Notifications only wake the loop: a burst of them is coalesced into one pass
-(50 ms after the first), and passes are at least 100 ms apart, so a storm
+(50 ms after the first), and a pass starts no sooner after the previous one
+ended than 50 ms or that pass's duration, whichever is longer, so a storm
 cannot make it flap. A lost notification stream is subscribed again and
 followed by a full resync.
 

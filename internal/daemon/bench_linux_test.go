@@ -91,7 +91,7 @@ func TestDaemonLatency(t *testing.T) {
 		}
 		repair = append(repair, added(last).Sub(start))
 	}
-	report := fmt.Sprintf("daemon latency over %d trials each (debounce 50 ms, min interval 100 ms):\n", trials) +
+	report := fmt.Sprintf("daemon latency over %d trials each (debounce 50 ms, gap between passes max(50 ms, last pass)):\n", trials) +
 		line("file save -> kernel", save) + line("delete -> repair", repair)
 	fmt.Print(report)
 	if dir := os.Getenv("NETRECONCILE_BENCH_OUT"); dir != "" {

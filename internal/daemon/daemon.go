@@ -32,9 +32,11 @@ const (
 	// by this much, never indefinitely.
 	DefaultDebounce = 50 * time.Millisecond
 	// DefaultMinInterval separates the end of a pass from the start of the
-	// next: under a storm the loop spends at most about half its time in
-	// passes as short as the interval, less for longer ones.
-	DefaultMinInterval = 100 * time.Millisecond
+	// next; the gap grows to the last pass's duration when that is longer,
+	// so that under a storm the loop spends at most half its time in passes
+	// whatever their cost (100k routes take seconds), while a small
+	// configuration is repaired within about debounce + one pass.
+	DefaultMinInterval = 50 * time.Millisecond
 	// DefaultResync is the period of the full resync that catches what no
 	// notification reported.
 	DefaultResync = 5 * time.Minute
@@ -180,7 +182,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var due time.Time // when the scheduled pass runs; zero: none
 	var lastEnd time.Time
 	schedule := func(at time.Time) {
-		if earliest := lastEnd.Add(d.opts.MinInterval); !lastEnd.IsZero() && at.Before(earliest) {
+		gap := max(d.opts.MinInterval, d.stats.lastTook)
+		if earliest := lastEnd.Add(gap); !lastEnd.IsZero() && at.Before(earliest) {
 			at = earliest
 		}
 		if !due.IsZero() && !at.Before(due) {
