@@ -104,6 +104,7 @@ func commands() []command {
 		{"diff", "show the plan that apply would execute", diffHelp, runDiff},
 		{"apply", "make the kernel match the configuration, once", applyHelp, runApply},
 		{"show", "print the kernel state as configuration", showHelp, runShow},
+		{"run", "keep the kernel equal to the configuration (the service)", runHelp, runRun},
 		{"status", "show WireGuard peers: endpoint, state, handshake", statusHelp, runStatus},
 	}
 }
