@@ -239,6 +239,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if t, ok := d.bo.next(); ok {
 				schedule(t)
 			}
+			// WireGuard sends no notifications: endpoint rotation is
+			// checked on a timer (every 30 s in KubeSpan's timings).
+			if d.cfg != nil {
+				if every := engine.RecheckInterval(d.cfg.State); every > 0 {
+					schedule(time.Now().Add(every))
+				}
+			}
 		}
 	}
 }

@@ -331,3 +331,32 @@ func TestInvalidAtStart(t *testing.T) {
 		}
 	}
 }
+
+// An owned nftables rule deleted with nft is put back through an nftables
+// change notification (the periodic resync is 5 minutes away).
+func TestRepairsNftablesDrift(t *testing.T) {
+	t.Parallel()
+	nettest.RequireTool(t, "nft")
+	e := newEnv(t, `version: 1
+nftables:
+  inet nrd_mark:
+    chains:
+      out:
+        type: route
+        hook: output
+        priority: filter
+        rules:
+          - ip daddr 10.76.0.0/16 meta mark set 0x40 accept
+`)
+	p := e.start(t, nil)
+	p.waitMsg(0, "READY=1", startDeadline)
+	want := nettest.InNS(t, e.ns, "nft", "list", "table", "inet", "nrd_mark")
+	if !strings.Contains(want, "ip daddr 10.76.0.0/16 meta mark set 0x00000040 accept") {
+		t.Fatalf("nft list table after READY=1:\n%s", want)
+	}
+	p.settle()
+	nettest.InNS(t, e.ns, "nft", "flush", "chain", "inet", "nrd_mark", "out")
+	eventually(t, repairDeadline, "nftables rule repaired", func() bool {
+		return nettest.InNS(t, e.ns, "nft", "list", "table", "inet", "nrd_mark") == want
+	})
+}

@@ -56,6 +56,9 @@ func KernelEvents(ns netns.NsHandle) []Source {
 		SourceFunc{"netlink rules", func(ctx context.Context, wake func()) error {
 			return subscribeRules(ctx, ns, wake)
 		}},
+		SourceFunc{"nftables", func(ctx context.Context, wake func()) error {
+			return subscribeNftables(ctx, ns, wake)
+		}},
 	}
 }
 
@@ -131,6 +134,42 @@ func subscribeRules(ctx context.Context, ns netns.NsHandle, wake func()) error {
 				wake()
 				break
 			}
+		}
+	}
+}
+
+// nfnlgrpNftables is NFNLGRP_NFTABLES: every committed nftables change.
+const nfnlgrpNftables = 7
+
+// subscribeNftables listens to nftables changes (what `nft monitor` shows).
+// Any message from the kernel wakes the loop: the pass reads the owned tables
+// and finds out whether anything of ours changed. Our own batches cause one
+// extra, empty pass.
+func subscribeNftables(ctx context.Context, ns netns.NsHandle, wake func()) error {
+	s, err := nl.SubscribeAt(ns, netns.None(), unix.NETLINK_NETFILTER, nfnlgrpNftables)
+	if err != nil {
+		return fmt.Errorf("subscribe to nftables: %w", err)
+	}
+	if err := s.SetReceiveBufferSize(eventBufferSize, true); err != nil {
+		s.Close()
+		return fmt.Errorf("subscribe to nftables: set receive buffer: %w", err)
+	}
+	stop := context.AfterFunc(ctx, s.Close)
+	defer stop()
+	for {
+		_, from, err := s.Receive()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.Close()
+			if errors.Is(err, unix.ENOBUFS) {
+				return fmt.Errorf("nftables subscription overflowed: %w", err)
+			}
+			return fmt.Errorf("nftables subscription closed: %w", err)
+		}
+		if from.Pid == nl.PidKernel {
+			wake()
 		}
 	}
 }
