@@ -19,7 +19,6 @@ import (
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
-	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 // Defaults, chosen for a repair latency well under 200 ms while a storm of
@@ -292,7 +291,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrNoConfig, d.cfgErr)
 	}
 	st := d.cfg.State
-	d.stats.objects = countObjects(st)
+	d.stats.objects = st.Objects()
 	d.m.objects.Set(float64(d.stats.objects))
 
 	defer func() {
@@ -434,7 +433,7 @@ func (d *Daemon) loadConfig() {
 	if first {
 		msg = "configuration loaded"
 	}
-	d.log.Info(msg, "files", len(cfg.Files), "objects", countObjects(cfg.State))
+	d.log.Info(msg, "files", len(cfg.Files), "objects", cfg.State.Objects())
 }
 
 func (d *Daemon) configOK() {
@@ -524,9 +523,6 @@ func hashSources(srcs []desired.Source) [sha256.Size]byte {
 }
 
 // countObjects counts the declared objects for the status line.
-func countObjects(st *model.State) int {
-	return len(st.Links) + len(st.Addresses) + len(st.Routes) + len(st.Rules) + len(st.FouPorts)
-}
 
 // firstConfigError returns the first positioned error of an invalid
 // configuration (file:line:col: path: message), or the error itself.
