@@ -104,6 +104,7 @@ func commands() []command {
 		{"diff", "show the plan that apply would execute", diffHelp, runDiff},
 		{"apply", "make the kernel match the configuration, once", applyHelp, runApply},
 		{"show", "print the kernel state as configuration", showHelp, runShow},
+		{"ipam", "hand out addresses from the configuration's pools", ipamHelp, runIPAM},
 	}
 }
 

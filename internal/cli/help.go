@@ -22,6 +22,7 @@ Commands:
   diff       show what apply would change (exit 0: nothing, 2: changes pending)
   apply      make the kernel match the configuration, once
   show       print what netreconcile owns in the kernel, as configuration
+  ipam       hand out addresses from the IPAM pools (allocate, release, list, gc)
   version    print the version
   help CMD   show the help of one command
 
