@@ -68,7 +68,7 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stdout, "\nPlan: %s.\n", plan.Summary())
 	}
 	if output != "json" {
-		writePoolSummary(ctx, env.Stdout, &g, cfg.State, pools)
+		writePoolSummary(ctx, env.Stdout, &g, cfg.State, pools, true)
 	}
 	if err != nil {
 		return fail(env, "diff", err)
@@ -113,7 +113,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		done := &diff.Plan{Ops: res.Done}
 		done.Write(env.Stdout)
 		fmt.Fprintf(env.Stdout, "Applied %d of %d operations.\n", len(res.Done), len(plan.Ops))
-		writePoolSummary(ctx, env.Stdout, &g, cfg.State, pools)
+		writePoolSummary(ctx, env.Stdout, &g, cfg.State, pools, false)
 	}
 	err = errors.Join(conflicts, res.Err(), err)
 	if err != nil {

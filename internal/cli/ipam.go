@@ -87,13 +87,17 @@ func planWithPools(ctx context.Context, g *globals, eng *engine.Engine, st *mode
 }
 
 // writePoolSummary prints one line per pool: allocations and held blocks, after a plan.
-func writePoolSummary(ctx context.Context, w io.Writer, g *globals, st *model.State, p *engine.Pools) {
+func writePoolSummary(ctx context.Context, w io.Writer, g *globals, st *model.State, p *engine.Pools, dryRun bool) {
 	reg, err := g.openRegistry(st)
 	if reg == nil || err != nil {
 		return
 	}
+	verb := "given back"
+	if dryRun {
+		verb = "to be given back"
+	}
 	for _, a := range p.Released {
-		fmt.Fprintf(w, "Pool %s: %s of link %s given back.\n", a.Pool, joinAddrs(a.Addrs()), strings.TrimPrefix(a.Owner, ipam.ConfigOwner("link", "")))
+		fmt.Fprintf(w, "Pool %s: %s of link %s "+verb+".\n", a.Pool, joinAddrs(a.Addrs()), strings.TrimPrefix(a.Owner, ipam.ConfigOwner("link", "")))
 	}
 	for _, pool := range st.Pools {
 		u, err := reg.Usage(ctx, pool.Name)
