@@ -106,6 +106,7 @@ func commands() []command {
 		{"show", "print the kernel state as configuration", showHelp, runShow},
 		{"run", "keep the kernel equal to the configuration (the service)", runHelp, runRun},
 		{"status", "show WireGuard peers: endpoint, state, handshake", statusHelp, runStatus},
+		{"ipam", "hand out addresses from the configuration's pools", ipamHelp, runIPAM},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 func runValidate(ctx context.Context, env *Env, args []string) int {
@@ -50,7 +51,7 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 		return fail(env, "diff", err)
 	}
 	defer closeFn()
-	plan, err := eng.Plan(cfg.State)
+	plan, pools, err := planWithPools(ctx, &g, eng, cfg.State, true)
 	if plan == nil {
 		return fail(env, "diff", err)
 	}
@@ -65,6 +66,9 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 	} else {
 		plan.Write(env.Stdout)
 		fmt.Fprintf(env.Stdout, "\nPlan: %s.\n", plan.Summary())
+	}
+	if output != "json" {
+		writePoolSummary(ctx, env.Stdout, &g, cfg.State, pools, true)
 	}
 	if err != nil {
 		return fail(env, "diff", err)
@@ -94,7 +98,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		return fail(env, "apply", err)
 	}
 	defer closeFn()
-	plan, conflicts := eng.Plan(cfg.State)
+	plan, pools, conflicts := planWithPools(ctx, &g, eng, cfg.State, false)
 	if plan == nil {
 		return fail(env, "apply", conflicts)
 	}
@@ -109,6 +113,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		done := &diff.Plan{Ops: res.Done}
 		done.Write(env.Stdout)
 		fmt.Fprintf(env.Stdout, "Applied %d of %d operations.\n", len(res.Done), len(plan.Ops))
+		writePoolSummary(ctx, env.Stdout, &g, cfg.State, pools, false)
 	}
 	err = errors.Join(conflicts, res.Err(), err)
 	if err != nil {
@@ -128,8 +133,9 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 		return code
 	}
 	protocol := 0
+	var conf *model.State
 	if cfg, err := desired.Load(g.config, g.dropIn()); err == nil {
-		protocol = cfg.State.Protocol
+		protocol, conf = cfg.State.Protocol, cfg.State
 	} else if isSet(fs, "config") {
 		return fail(env, "show", err)
 	}
@@ -153,6 +159,13 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 		return fail(env, "show", err)
 	}
 	_, _ = env.Stdout.Write(data)
+	if conf != nil {
+		pools, err := renderPools(ctx, &g, conf)
+		if err != nil {
+			return fail(env, "show", err)
+		}
+		_, _ = env.Stdout.Write(pools)
+	}
 	return ExitOK
 }
 

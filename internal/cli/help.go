@@ -24,6 +24,7 @@ Commands:
   show       print what netreconcile owns in the kernel, as configuration
   run        keep the kernel equal to the configuration (the service)
   status     show WireGuard peers: endpoint in use, state, last handshake
+  ipam       hand out addresses from the IPAM pools (allocate, release, list, gc)
   version    print the version
   help CMD   show the help of one command
 

@@ -18,6 +18,10 @@ type State struct {
 	FouPorts  []FouPort
 	// NFTables are the nftables tables netreconcile owns, sorted by key.
 	NFTables []NftTable
+	// Pools are the IPAM pools of the configuration, sorted by name, and PoolAddresses the
+	// addresses links take from them (desired only; see pool.go).
+	Pools         []Pool
+	PoolAddresses []PoolAddress
 }
 
 // NewState returns an empty state with the default protocol.
