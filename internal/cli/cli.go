@@ -90,7 +90,7 @@ func (g *globals) openEngine() (*engine.Engine, func(), error) {
 		k.Close()
 		return nil, nil, err
 	}
-	return &engine.Engine{Kernel: k, Ledger: l}, func() { k.Close() }, nil
+	return &engine.Engine{Kernel: k, Ledger: l, IPAMDir: g.ipamDir()}, func() { k.Close() }, nil
 }
 
 type command struct {

@@ -51,7 +51,7 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 		return fail(env, "diff", err)
 	}
 	defer closeFn()
-	plan, pools, err := planWithPools(ctx, &g, eng, cfg.State, true)
+	plan, pools, err := eng.PlanDesired(ctx, cfg.State, true)
 	if plan == nil {
 		return fail(env, "diff", err)
 	}
@@ -98,7 +98,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		return fail(env, "apply", err)
 	}
 	defer closeFn()
-	plan, pools, conflicts := planWithPools(ctx, &g, eng, cfg.State, false)
+	plan, pools, conflicts := eng.PlanDesired(ctx, cfg.State, false)
 	if plan == nil {
 		return fail(env, "apply", conflicts)
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/desired"
-	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/ipam"
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -61,34 +60,9 @@ func (g *globals) ipamDir() string {
 	return filepath.Join(g.stateDir, "netns", filepath.Base(g.netns))
 }
 
-// openRegistry opens the registry of the configuration's pools; nil when it has none.
-func (g *globals) openRegistry(st *model.State) (*ipam.Registry, error) {
-	if len(st.Pools) == 0 {
-		return nil, nil
-	}
-	return ipam.Open(g.ipamDir(), model.IPAMPools(st.Pools), nil)
-}
-
-// planWithPools resolves the pools of the configuration and plans; a dry run writes nothing.
-func planWithPools(ctx context.Context, g *globals, eng *engine.Engine, st *model.State, dryRun bool) (*diff.Plan, *engine.Pools, error) {
-	reg, err := g.openRegistry(st)
-	if err != nil {
-		return nil, nil, err
-	}
-	pools, err := engine.PreparePools(ctx, reg, st, dryRun)
-	if err != nil {
-		return nil, nil, err
-	}
-	plan, err := eng.PlanPools(pools)
-	if plan != nil && dryRun {
-		plan.Ops = append(plan.Ops, pools.Pending...)
-	}
-	return plan, pools, err
-}
-
 // writePoolSummary prints one line per pool: allocations and held blocks, after a plan.
 func writePoolSummary(ctx context.Context, w io.Writer, g *globals, st *model.State, p *engine.Pools, dryRun bool) {
-	reg, err := g.openRegistry(st)
+	reg, err := (&engine.Engine{IPAMDir: g.ipamDir()}).OpenRegistry(st)
 	if reg == nil || err != nil {
 		return
 	}
@@ -119,7 +93,7 @@ func joinAddrs[T fmt.Stringer](xs []T) string {
 
 // renderPools is the pools section of show: definitions, held blocks and allocation counts.
 func renderPools(ctx context.Context, g *globals, st *model.State) ([]byte, error) {
-	reg, err := g.openRegistry(st)
+	reg, err := (&engine.Engine{IPAMDir: g.ipamDir()}).OpenRegistry(st)
 	if reg == nil || err != nil {
 		return nil, err
 	}

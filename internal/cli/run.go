@@ -85,7 +85,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	d, err := daemon.New(daemon.Options{
 		Config:   g.config,
 		DropIn:   g.dropIn(),
-		Engine:   &engine.Engine{Kernel: k, Ledger: l},
+		Engine:   &engine.Engine{Kernel: k, Ledger: l, IPAMDir: g.ipamDir()},
 		Sources:  sources,
 		Reload:   reload,
 		Resync:   resync,

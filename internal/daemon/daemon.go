@@ -19,6 +19,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 // Defaults, chosen for a repair latency well under 200 ms while a storm of
@@ -300,7 +301,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 		d.m.duration.Observe(took.Seconds())
 	}()
 
-	plan, planErr := d.eng.Plan(st)
+	plan, _, planErr := d.eng.PlanDesired(ctx, st, false)
 	if plan == nil {
 		d.m.errors.WithLabelValues("read").Inc()
 		d.m.passes.WithLabelValues("error").Inc()
@@ -364,6 +365,10 @@ func (d *Daemon) pass(ctx context.Context) error {
 	if saveErr != nil {
 		d.m.errors.WithLabelValues("apply").Inc()
 		d.log.Error("save ownership ledger failed", "error", saveErr)
+	}
+
+	if d.m.serving {
+		d.partMetrics(ctx, st)
 	}
 
 	var conflicts diff.Conflicts
@@ -545,4 +550,41 @@ func oneLine(s string) string {
 		s = s[:maxLen] + "…"
 	}
 	return s
+}
+
+// partMetrics refreshes the WireGuard peer and IPAM pool gauges.
+func (d *Daemon) partMetrics(ctx context.Context, st *model.State) {
+	d.m.peers.Reset()
+	if hasWireGuard(st) {
+		peers, err := d.eng.PeerStatuses(st)
+		if err != nil {
+			d.log.Warn("read WireGuard peers for metrics", "error", err)
+		}
+		for _, p := range peers {
+			d.m.peers.WithLabelValues(p.Link, p.State).Inc()
+		}
+	}
+	d.m.pool.Reset()
+	reg, err := d.eng.OpenRegistry(st)
+	if reg == nil || err != nil {
+		return
+	}
+	usage, err := engine.PoolUsage(ctx, reg)
+	if err != nil {
+		d.log.Warn("read IPAM pools for metrics", "error", err)
+	}
+	for _, u := range usage {
+		for measure, v := range map[string]float64{"blocks_held": float64(u.BlocksHeld), "blocks_allowed": float64(u.BlocksAllowed), "addresses": float64(u.Addresses), "allocated": float64(u.Allocated), "cooling": float64(u.Cooling)} {
+			d.m.pool.WithLabelValues(u.Pool, measure).Set(v)
+		}
+	}
+}
+
+func hasWireGuard(st *model.State) bool {
+	for _, l := range st.Links {
+		if l.WireGuard != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -360,3 +360,42 @@ nftables:
 		return nettest.InNS(t, e.ns, "nft", "list", "table", "inet", "nrd_mark") == want
 	})
 }
+
+// IPAM pool usage is exported once metrics are served.
+func TestPoolMetrics(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `version: 1
+pools:
+  nodes:
+    subnets: [10.84.0.0/16]
+links:
+  lo: {kind: device}
+  nrdp0:
+    kind: bridge
+    addresses: [{pool: nodes}]
+`)
+	p := e.start(t, nil, "--metrics-listen", "127.0.0.1:0")
+	p.waitMsg(0, "READY=1", startDeadline)
+	addr := regexp.MustCompile(`msg="serving metrics" address=(\S+)`).FindStringSubmatch(p.Stderr())
+	if addr == nil {
+		t.Fatalf("no metrics address logged:\n%s", p.Stderr())
+	}
+	resp, err := http.Get("http://" + addr[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`netreconcile_ipam_pool{measure="allocated",pool="nodes"} 1`,
+		`netreconcile_ipam_pool{measure="blocks_held",pool="nodes"} 1`,
+		`netreconcile_ipam_pool{measure="addresses",pool="nodes"} 32`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if out := nettest.IP(t, e.ns, "route", "show", "table", "119"); !strings.Contains(out, "10.84.0.0/27 dev lo proto 245") {
+		t.Errorf("export route missing from table 119: %q", out)
+	}
+}

@@ -30,6 +30,11 @@ type Metrics struct {
 	objects     prometheus.Gauge
 	configOK    prometheus.Gauge
 	wakeups     prometheus.Counter
+	peers       *prometheus.GaugeVec
+	pool        *prometheus.GaugeVec
+	// serving is set once Serve listens: the per-pass gauges below cost a
+	// WireGuard and registry read, done only when someone can scrape them.
+	serving bool
 }
 
 // NewMetrics creates the metrics on a registry of their own, with the Go
@@ -77,6 +82,14 @@ func NewMetrics() *Metrics {
 			Name: "netreconcile_wakeups_total",
 			Help: "Wake-ups received from every source, before coalescing.",
 		}),
+		peers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "netreconcile_wireguard_peers",
+			Help: "WireGuard peers by link and state (up, unknown, down), as the endpoint rotation judges them.",
+		}, []string{"link", "state"}),
+		pool: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "netreconcile_ipam_pool",
+			Help: "IPAM pool usage: blocks_held, blocks_allowed, addresses (in held blocks), allocated, cooling (released, waiting the reuse delay).",
+		}, []string{"pool", "measure"}),
 	}
 	// Every series exists from the start, at 0, so that rate() and alerts
 	// on "errors > 0" work before the first error.
@@ -86,7 +99,7 @@ func NewMetrics() *Metrics {
 	for _, s := range []string{"config", "read", "apply", "conflict"} {
 		m.errors.WithLabelValues(s)
 	}
-	r.MustRegister(m.duration, m.passes, m.changes, m.drift, m.errors, m.lastSuccess, m.objects, m.configOK, m.wakeups,
+	r.MustRegister(m.duration, m.passes, m.changes, m.drift, m.errors, m.lastSuccess, m.objects, m.configOK, m.wakeups, m.peers, m.pool,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -98,6 +111,7 @@ func (m *Metrics) Serve(ctx context.Context, addr string, log *slog.Logger) erro
 	if err != nil {
 		return fmt.Errorf("metrics listener: %w", err)
 	}
+	m.serving = true
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

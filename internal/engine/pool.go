@@ -246,3 +246,31 @@ func PoolUsage(ctx context.Context, reg *ipam.Registry) ([]ipam.Usage, error) {
 	}
 	return out, nil
 }
+
+// OpenRegistry opens the registry of desired's pools in e.IPAMDir; nil when
+// desired declares none.
+func (e *Engine) OpenRegistry(desired *model.State) (*ipam.Registry, error) {
+	if len(desired.Pools) == 0 {
+		return nil, nil
+	}
+	return ipam.Open(e.IPAMDir, model.IPAMPools(desired.Pools), nil)
+}
+
+// PlanDesired resolves desired's pools (allocating addresses and blocks
+// unless dryRun) and plans. A dry run's plan also lists what the pools would
+// add. The command line and the daemon both plan through here.
+func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun bool) (*diff.Plan, *Pools, error) {
+	reg, err := e.OpenRegistry(desired)
+	if err != nil {
+		return nil, nil, err
+	}
+	pools, err := PreparePools(ctx, reg, desired, dryRun)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, err := e.PlanPools(pools)
+	if plan != nil && dryRun {
+		plan.Ops = append(plan.Ops, pools.Pending...)
+	}
+	return plan, pools, err
+}
