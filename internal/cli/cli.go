@@ -16,6 +16,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
+	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 // Exit codes. diff uses ExitChanges to say "changes pending", like
@@ -52,6 +53,55 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.confDir, "conf-dir", "", "")
 	fs.StringVar(&g.netns, "netns", "", "")
 	fs.StringVar(&g.stateDir, "state-dir", DefaultStateDir, "")
+}
+
+// flags starts a subcommand's flag set with the common options.
+func (g *globals) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	g.register(fs)
+	return fs
+}
+
+// outputFlag registers -o/--output, text by default.
+func outputFlag(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "output", "text", "")
+	fs.StringVar(p, "o", "text", "")
+}
+
+// badOutput reports an --output value other than text or json.
+func badOutput(env *Env, cmd, output string) bool {
+	if output == "text" || output == "json" {
+		return false
+	}
+	fmt.Fprintf(env.Stderr, "netreconcile %s: --output must be text or json, not %q\n", cmd, output)
+	return true
+}
+
+// loadAndOpen loads the configuration and opens the engine on the kernel.
+func (g *globals) loadAndOpen() (*desired.Config, *engine.Engine, func(), error) {
+	cfg, err := desired.Load(g.config, g.dropIn())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	eng, closeFn, err := g.openEngine()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, eng, closeFn, nil
+}
+
+// loadOptional loads the configuration for commands that also work without
+// one (show, status): an unreadable default file gives nil, an unreadable
+// file named with --config is an error.
+func (g *globals) loadOptional(fs *flag.FlagSet) (*model.State, error) {
+	cfg, err := desired.Load(g.config, g.dropIn())
+	if err == nil {
+		return cfg.State, nil
+	}
+	if isSet(fs, "config") {
+		return nil, err
+	}
+	return nil, nil
 }
 
 func (g *globals) dropIn() string {

@@ -8,13 +8,11 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
-	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 func runValidate(ctx context.Context, env *Env, args []string) int {
 	var g globals
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	g.register(fs)
+	fs := g.flags("validate")
 	if ok, code := parse(env, fs, validateHelp, args); !ok {
 		return code
 	}
@@ -31,22 +29,15 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 func runDiff(ctx context.Context, env *Env, args []string) int {
 	var g globals
 	var output string
-	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
-	g.register(fs)
-	fs.StringVar(&output, "output", "text", "")
-	fs.StringVar(&output, "o", "text", "")
+	fs := g.flags("diff")
+	outputFlag(fs, &output)
 	if ok, code := parse(env, fs, diffHelp, args); !ok {
 		return code
 	}
-	if output != "text" && output != "json" {
-		fmt.Fprintf(env.Stderr, "netreconcile diff: --output must be text or json, not %q\n", output)
+	if badOutput(env, "diff", output) {
 		return ExitUsage
 	}
-	cfg, err := desired.Load(g.config, g.dropIn())
-	if err != nil {
-		return fail(env, "diff", err)
-	}
-	eng, closeFn, err := g.openEngine()
+	cfg, eng, closeFn, err := g.loadAndOpen()
 	if err != nil {
 		return fail(env, "diff", err)
 	}
@@ -82,18 +73,13 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 func runApply(ctx context.Context, env *Env, args []string) int {
 	var g globals
 	var quiet bool
-	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
-	g.register(fs)
+	fs := g.flags("apply")
 	fs.BoolVar(&quiet, "quiet", false, "")
 	fs.BoolVar(&quiet, "q", false, "")
 	if ok, code := parse(env, fs, applyHelp, args); !ok {
 		return code
 	}
-	cfg, err := desired.Load(g.config, g.dropIn())
-	if err != nil {
-		return fail(env, "apply", err)
-	}
-	eng, closeFn, err := g.openEngine()
+	cfg, eng, closeFn, err := g.loadAndOpen()
 	if err != nil {
 		return fail(env, "apply", err)
 	}
@@ -125,28 +111,25 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 func runShow(ctx context.Context, env *Env, args []string) int {
 	var g globals
 	var all bool
-	fs := flag.NewFlagSet("show", flag.ContinueOnError)
-	g.register(fs)
+	fs := g.flags("show")
 	fs.BoolVar(&all, "all", false, "")
 	fs.BoolVar(&all, "a", false, "")
 	if ok, code := parse(env, fs, showHelp, args); !ok {
 		return code
 	}
-	protocol := 0
-	var conf *model.State
-	if cfg, err := desired.Load(g.config, g.dropIn()); err == nil {
-		protocol, conf = cfg.State.Protocol, cfg.State
-	} else if isSet(fs, "config") {
+	conf, err := g.loadOptional(fs)
+	if err != nil {
 		return fail(env, "show", err)
+	}
+	protocol := defaultProtocol
+	if conf != nil {
+		protocol = conf.Protocol
 	}
 	eng, closeFn, err := g.openEngine()
 	if err != nil {
 		return fail(env, "show", err)
 	}
 	defer closeFn()
-	if protocol == 0 {
-		protocol = defaultProtocol
-	}
 	st, err := eng.Actual(protocol, all)
 	if err != nil {
 		return fail(env, "show", err)

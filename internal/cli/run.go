@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -23,8 +22,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	var g globals
 	var resync time.Duration
 	var metricsAddr, logLevel, logFormat string
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	g.register(fs)
+	fs := g.flags("run")
 	fs.DurationVar(&resync, "resync-interval", daemon.DefaultResync, "")
 	fs.StringVar(&metricsAddr, "metrics-listen", "", "")
 	fs.StringVar(&logLevel, "log-level", "info", "")
