@@ -16,6 +16,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
+	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 // Exit codes. diff uses ExitChanges to say "changes pending", like
@@ -54,6 +55,55 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.stateDir, "state-dir", DefaultStateDir, "")
 }
 
+// flags starts a subcommand's flag set with the common options.
+func (g *globals) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	g.register(fs)
+	return fs
+}
+
+// outputFlag registers -o/--output, text by default.
+func outputFlag(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "output", "text", "")
+	fs.StringVar(p, "o", "text", "")
+}
+
+// badOutput reports an --output value other than text or json.
+func badOutput(env *Env, cmd, output string) bool {
+	if output == "text" || output == "json" {
+		return false
+	}
+	fmt.Fprintf(env.Stderr, "netreconcile %s: --output must be text or json, not %q\n", cmd, output)
+	return true
+}
+
+// loadAndOpen loads the configuration and opens the engine on the kernel.
+func (g *globals) loadAndOpen() (*desired.Config, *engine.Engine, func(), error) {
+	cfg, err := desired.Load(g.config, g.dropIn())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	eng, closeFn, err := g.openEngine()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, eng, closeFn, nil
+}
+
+// loadOptional loads the configuration for commands that also work without
+// one (show, status): an unreadable default file gives nil, an unreadable
+// file named with --config is an error.
+func (g *globals) loadOptional(fs *flag.FlagSet) (*model.State, error) {
+	cfg, err := desired.Load(g.config, g.dropIn())
+	if err == nil {
+		return cfg.State, nil
+	}
+	if isSet(fs, "config") {
+		return nil, err
+	}
+	return nil, nil
+}
+
 func (g *globals) dropIn() string {
 	if g.confDir != "" {
 		return g.confDir
@@ -90,7 +140,7 @@ func (g *globals) openEngine() (*engine.Engine, func(), error) {
 		k.Close()
 		return nil, nil, err
 	}
-	return &engine.Engine{Kernel: k, Ledger: l}, func() { k.Close() }, nil
+	return &engine.Engine{Kernel: k, Ledger: l, IPAMDir: g.ipamDir()}, func() { k.Close() }, nil
 }
 
 type command struct {
@@ -104,7 +154,9 @@ func commands() []command {
 		{"diff", "show the plan that apply would execute", diffHelp, runDiff},
 		{"apply", "make the kernel match the configuration, once", applyHelp, runApply},
 		{"show", "print the kernel state as configuration", showHelp, runShow},
+		{"run", "keep the kernel equal to the configuration (the service)", runHelp, runRun},
 		{"status", "show WireGuard peers: endpoint, state, handshake", statusHelp, runStatus},
+		{"ipam", "hand out addresses from the configuration's pools", ipamHelp, runIPAM},
 	}
 }
 

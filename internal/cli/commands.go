@@ -12,8 +12,7 @@ import (
 
 func runValidate(ctx context.Context, env *Env, args []string) int {
 	var g globals
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	g.register(fs)
+	fs := g.flags("validate")
 	if ok, code := parse(env, fs, validateHelp, args); !ok {
 		return code
 	}
@@ -30,27 +29,20 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 func runDiff(ctx context.Context, env *Env, args []string) int {
 	var g globals
 	var output string
-	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
-	g.register(fs)
-	fs.StringVar(&output, "output", "text", "")
-	fs.StringVar(&output, "o", "text", "")
+	fs := g.flags("diff")
+	outputFlag(fs, &output)
 	if ok, code := parse(env, fs, diffHelp, args); !ok {
 		return code
 	}
-	if output != "text" && output != "json" {
-		fmt.Fprintf(env.Stderr, "netreconcile diff: --output must be text or json, not %q\n", output)
+	if badOutput(env, "diff", output) {
 		return ExitUsage
 	}
-	cfg, err := desired.Load(g.config, g.dropIn())
-	if err != nil {
-		return fail(env, "diff", err)
-	}
-	eng, closeFn, err := g.openEngine()
+	cfg, eng, closeFn, err := g.loadAndOpen()
 	if err != nil {
 		return fail(env, "diff", err)
 	}
 	defer closeFn()
-	plan, err := eng.Plan(cfg.State)
+	plan, pools, err := eng.PlanDesired(ctx, cfg.State, true)
 	if plan == nil {
 		return fail(env, "diff", err)
 	}
@@ -66,6 +58,9 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 		plan.Write(env.Stdout)
 		fmt.Fprintf(env.Stdout, "\nPlan: %s.\n", plan.Summary())
 	}
+	if output != "json" {
+		writePoolSummary(ctx, env.Stdout, &g, cfg.State, pools, true)
+	}
 	if err != nil {
 		return fail(env, "diff", err)
 	}
@@ -78,23 +73,18 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 func runApply(ctx context.Context, env *Env, args []string) int {
 	var g globals
 	var quiet bool
-	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
-	g.register(fs)
+	fs := g.flags("apply")
 	fs.BoolVar(&quiet, "quiet", false, "")
 	fs.BoolVar(&quiet, "q", false, "")
 	if ok, code := parse(env, fs, applyHelp, args); !ok {
 		return code
 	}
-	cfg, err := desired.Load(g.config, g.dropIn())
-	if err != nil {
-		return fail(env, "apply", err)
-	}
-	eng, closeFn, err := g.openEngine()
+	cfg, eng, closeFn, err := g.loadAndOpen()
 	if err != nil {
 		return fail(env, "apply", err)
 	}
 	defer closeFn()
-	plan, conflicts := eng.Plan(cfg.State)
+	plan, pools, conflicts := eng.PlanDesired(ctx, cfg.State, false)
 	if plan == nil {
 		return fail(env, "apply", conflicts)
 	}
@@ -109,6 +99,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		done := &diff.Plan{Ops: res.Done}
 		done.Write(env.Stdout)
 		fmt.Fprintf(env.Stdout, "Applied %d of %d operations.\n", len(res.Done), len(plan.Ops))
+		writePoolSummary(ctx, env.Stdout, &g, cfg.State, pools, false)
 	}
 	err = errors.Join(conflicts, res.Err(), err)
 	if err != nil {
@@ -120,27 +111,25 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 func runShow(ctx context.Context, env *Env, args []string) int {
 	var g globals
 	var all bool
-	fs := flag.NewFlagSet("show", flag.ContinueOnError)
-	g.register(fs)
+	fs := g.flags("show")
 	fs.BoolVar(&all, "all", false, "")
 	fs.BoolVar(&all, "a", false, "")
 	if ok, code := parse(env, fs, showHelp, args); !ok {
 		return code
 	}
-	protocol := 0
-	if cfg, err := desired.Load(g.config, g.dropIn()); err == nil {
-		protocol = cfg.State.Protocol
-	} else if isSet(fs, "config") {
+	conf, err := g.loadOptional(fs)
+	if err != nil {
 		return fail(env, "show", err)
+	}
+	protocol := defaultProtocol
+	if conf != nil {
+		protocol = conf.Protocol
 	}
 	eng, closeFn, err := g.openEngine()
 	if err != nil {
 		return fail(env, "show", err)
 	}
 	defer closeFn()
-	if protocol == 0 {
-		protocol = defaultProtocol
-	}
 	st, err := eng.Actual(protocol, all)
 	if err != nil {
 		return fail(env, "show", err)
@@ -153,6 +142,13 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 		return fail(env, "show", err)
 	}
 	_, _ = env.Stdout.Write(data)
+	if conf != nil {
+		pools, err := renderPools(ctx, &g, conf)
+		if err != nil {
+			return fail(env, "show", err)
+		}
+		_, _ = env.Stdout.Write(pools)
+	}
 	return ExitOK
 }
 

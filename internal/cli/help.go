@@ -22,7 +22,9 @@ Commands:
   diff       show what apply would change (exit 0: nothing, 2: changes pending)
   apply      make the kernel match the configuration, once
   show       print what netreconcile owns in the kernel, as configuration
+  run        keep the kernel equal to the configuration (the service)
   status     show WireGuard peers: endpoint in use, state, last handshake
+  ipam       hand out addresses from the IPAM pools (allocate, release, list, gc)
   version    print the version
   help CMD   show the help of one command
 
@@ -98,3 +100,64 @@ Options:
   -a, --all            print everything readable: foreign links, addresses,
                        routes of every protocol and table, and rules
 ` + commonFlags
+
+const runHelp = `Usage: netreconcile run [OPTIONS]
+
+Run as a service: converge once, then keep the kernel equal to the
+configuration. This is what netreconcile.service starts.
+
+Every pass does what apply does: read the configuration, read the kernel,
+diff, apply. Passes run when something may have changed:
+  - the configuration: any change in the main file's directory or in the
+    drop-in directory (directories are watched, so editors and tools that
+    replace the file by renaming a new one over it are seen);
+  - the kernel: netlink notifications about links, addresses, routes and
+    rules, in the --netns namespace when one is given;
+  - SIGHUP (systemctl reload), which also re-reads files that look unchanged;
+  - a periodic full resync (--resync-interval).
+Notifications only wake the loop: a burst of them is coalesced into one pass
+(50 ms after the first), and a pass starts no sooner after the previous one
+ended than 50 ms or that pass's duration, whichever is longer, so a storm
+cannot make it flap. A lost notification stream is subscribed again and
+followed by a full resync.
+
+An invalid configuration at start is an error (exit 1). An invalid edit
+later is logged with its position and shown in the service status; the last
+good configuration stays enforced until a valid edit replaces it. A failed
+operation is retried with exponential backoff (200 ms doubling to 30 s); a
+change of the configuration retries everything at once.
+
+On SIGTERM or SIGINT the service stops and leaves the kernel as it is: it
+never tears the network down. Run apply with an empty configuration to
+remove what netreconcile created.
+
+systemd integration (Type=notify-reload or Type=notify):
+  READY=1      after the first pass that left the kernel equal to the file
+  STATUS=      after every pass: objects, drift repaired, errors, last pass
+  RELOADING=1  on SIGHUP, followed by READY=1 when the reload pass is done
+  WATCHDOG=1   every half WatchdogSec, from the loop itself
+  STOPPING=1   on SIGTERM
+
+Logs go to standard error, one line per change applied and per error, with
+the fields kind, id and action; nothing is logged while nothing happens.
+Secrets are never logged.
+
+Options:
+      --resync-interval DURATION
+                       period of the full resync (default 5m)
+      --metrics-listen ADDR
+                       serve Prometheus metrics on http://ADDR/metrics, such
+                       as 127.0.0.1:9715 (default: off)
+      --log-level LEVEL
+                       debug, info (default), warn or error
+      --log-format FORMAT
+                       text (default) or json
+` + commonFlags + `
+Exit status: 0 after SIGTERM or SIGINT, 1 when the configuration is invalid
+at start or the kernel cannot be opened, 64 on a usage error.
+
+Examples:
+  netreconcile run --metrics-listen 127.0.0.1:9715
+  systemctl reload netreconcile     # re-read the configuration now
+  systemctl status netreconcile     # the STATUS= line
+`

@@ -3,13 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"text/tabwriter"
 	"time"
-
-	"github.com/netreconcile/netreconcile/internal/desired"
-	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 const statusHelp = `Usage: netreconcile status [OPTIONS]
@@ -30,21 +26,16 @@ Options:
 func runStatus(ctx context.Context, env *Env, args []string) int {
 	var g globals
 	var output string
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	g.register(fs)
-	fs.StringVar(&output, "output", "text", "")
-	fs.StringVar(&output, "o", "text", "")
+	fs := g.flags("status")
+	outputFlag(fs, &output)
 	if ok, code := parse(env, fs, statusHelp, args); !ok {
 		return code
 	}
-	if output != "text" && output != "json" {
-		fmt.Fprintf(env.Stderr, "netreconcile status: --output must be text or json, not %q\n", output)
+	if badOutput(env, "status", output) {
 		return ExitUsage
 	}
-	var st *model.State
-	if cfg, err := desired.Load(g.config, g.dropIn()); err == nil {
-		st = cfg.State
-	} else if isSet(fs, "config") {
+	st, err := g.loadOptional(fs)
+	if err != nil {
 		return fail(env, "status", err)
 	}
 	eng, closeFn, err := g.openEngine()

@@ -5,8 +5,17 @@ import (
 )
 
 func (b *builder) address(link, path string, ac *addressConf) {
+	if ac.has("pool") {
+		b.poolAddress(link, path, ac)
+		return
+	}
+	for _, k := range []string{"prefix-length", "ipv4-prefix-length", "ipv6-prefix-length"} {
+		if ac.has(k) {
+			b.errs.add(ac.at(k), path+"."+k, "applies to an address taken from a pool; give pool, or write the length in address")
+		}
+	}
 	if ac.Address == nil {
-		b.errs.add(ac.Pos, path+".address", "missing; expected an address with prefix length like 10.0.0.1/24")
+		b.errs.add(ac.Pos, path+".address", "missing; expected an address with prefix length like 10.0.0.1/24, or pool: NAME")
 		return
 	}
 	a := model.Address{Link: link, Prefix: ac.Address.P, NoPrefixRoute: ac.NoPrefixRoute, Origin: ac.Pos.String()}

@@ -10,6 +10,11 @@ type addressConf struct {
 	Peer          *Prefix `yaml:"peer"`
 	Scope         *Scope  `yaml:"scope"`
 	NoPrefixRoute bool    `yaml:"noprefixroute"`
+	// An address taken from a pool (pool.go) instead of given.
+	Pool             string `yaml:"pool"`
+	PrefixLength     *int   `yaml:"prefix-length"`
+	IPv4PrefixLength *int   `yaml:"ipv4-prefix-length"`
+	IPv6PrefixLength *int   `yaml:"ipv6-prefix-length"`
 }
 
 func (a *addressConf) decodeNode(d *decoder, n *yaml.Node, path string) {

@@ -14,6 +14,8 @@ type builder struct {
 	routeAt map[model.RouteKey]Pos
 	ruleAt  map[model.RuleKey]Pos
 	fouAt   map[model.FouKey]Pos
+	// poolConfs holds every declared pool, across files (pool.go).
+	poolConfs map[string]*poolConf
 }
 
 func build(confs []*fileConf, errs *errList) *model.State {
@@ -26,6 +28,7 @@ func build(confs []*fileConf, errs *errList) *model.State {
 		fouAt:   map[model.FouKey]Pos{},
 	}
 	b.settings(confs)
+	b.pools(confs)
 	// Links first, across all files, so that references resolve whatever
 	// fragment declares the target.
 	for _, fc := range confs {

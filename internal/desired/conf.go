@@ -16,6 +16,7 @@ type fileConf struct {
 	Routes   []*routeConf             `yaml:"routes"`
 	Rules    []*ruleConf              `yaml:"rules"`
 	NFTables map[string]*nftTableConf `yaml:"nftables"`
+	Pools    map[string]*poolConf     `yaml:"pools"`
 }
 
 type settingsConf struct {

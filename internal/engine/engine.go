@@ -18,6 +18,9 @@ import (
 type Engine struct {
 	Kernel kernel.Interface
 	Ledger *ledger.Ledger
+	// IPAMDir is where the registry of the configuration's pools lives
+	// (ipam/ below it); a configuration without pools never opens it.
+	IPAMDir string
 	// rot keeps the WireGuard endpoint rotation between passes.
 	rot rotation
 }

@@ -18,9 +18,32 @@ type State struct {
 	FouPorts  []FouPort
 	// NFTables are the nftables tables netreconcile owns, sorted by key.
 	NFTables []NftTable
+	// Pools are the IPAM pools of the configuration, sorted by name, and PoolAddresses the
+	// addresses links take from them (desired only; see pool.go).
+	Pools         []Pool
+	PoolAddresses []PoolAddress
 }
 
 // NewState returns an empty state with the default protocol.
 func NewState() *State {
 	return &State{Protocol: DefaultProtocol, Links: map[string]*Link{}}
+}
+
+// Objects counts the objects a state declares: links, addresses, routes,
+// rules, FoU ports, WireGuard peers, and nftables tables with their sets,
+// chains and rules (set elements are not counted: they are data).
+func (s *State) Objects() int {
+	n := len(s.Links) + len(s.Addresses) + len(s.Routes) + len(s.Rules) + len(s.FouPorts)
+	for _, l := range s.Links {
+		if l.WireGuard != nil {
+			n += len(l.WireGuard.Peers)
+		}
+	}
+	for _, t := range s.NFTables {
+		n += 1 + len(t.Sets) + len(t.Chains)
+		for _, c := range t.Chains {
+			n += len(c.Rules)
+		}
+	}
+	return n
 }

@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/ipam"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+const ipamHelp = `Usage: netreconcile ipam COMMAND [OPTIONS] [FLAGS]
+
+Hand out addresses from the IPAM pools of the configuration (the pools:
+section), and see what is handed out. The registry is a file per pool under
+STATE-DIR/ipam (STATE-DIR/netns/NAME/ipam with --netns), shared with apply
+and the daemon: any number of these commands, CNI plugins and apply may run
+at once.
+
+Commands:
+  allocate  --owner ID [--pool P] [--iface NAME] [--output text|json]
+            give an owner an address (the same one if it already has one)
+            and print it; a dual-stack pool prints an IPv4 and an IPv6 line
+  release   --owner ID [--pool P] [--iface NAME] [--output text|json]
+            take an owner's address back; it is handed out again only after
+            the pool's reuse-delay, and a block left empty is given back
+  list      [--pool P] [--output table|json]
+            the addresses handed out, and the blocks this host holds
+  gc        [--free-after D] [--output table|json]
+            free the addresses of owners that are gone (pid:N, netns:PATH)
+            and were handed out at least D ago (default 15m)
+
+--pool may be left out when the configuration has one pool. Owner IDs are
+printable text without spaces; pid:1234 and netns:/run/netns/blue let gc
+tell when the owner is gone; config:link/NAME are the addresses links take
+from pools, which apply hands out and gives back itself.
+
+A block taken by allocate is exported as a route (dev lo, table export-table)
+by the next apply, or the daemon's next pass; a block given back by release
+is withdrawn the same way.
+
+Run 'netreconcile ipam COMMAND --help' for the flags of one command.
+` + commonFlags + `
+Examples:
+  netreconcile ipam allocate --pool kubespan --owner pid:$$
+  netreconcile ipam release --pool kubespan --owner pid:$$
+  netreconcile ipam list --output json | jq '.pools[].usage'
+`
+
+// ipamDir keeps one IPAM registry per network namespace, as the ledger.
+func (g *globals) ipamDir() string {
+	if g.netns == "" {
+		return g.stateDir
+	}
+	return filepath.Join(g.stateDir, "netns", filepath.Base(g.netns))
+}
+
+// writePoolSummary prints one line per pool: allocations and held blocks, after a plan.
+func writePoolSummary(ctx context.Context, w io.Writer, g *globals, st *model.State, p *engine.Pools, dryRun bool) {
+	reg, err := (&engine.Engine{IPAMDir: g.ipamDir()}).OpenRegistry(st)
+	if reg == nil || err != nil {
+		return
+	}
+	verb := "given back"
+	if dryRun {
+		verb = "to be given back"
+	}
+	for _, a := range p.Released {
+		fmt.Fprintf(w, "Pool %s: %s of link %s "+verb+".\n", a.Pool, joinAddrs(a.Addrs()), strings.TrimPrefix(a.Owner, ipam.ConfigOwner("link", "")))
+	}
+	for _, pool := range st.Pools {
+		u, err := reg.Usage(ctx, pool.Name)
+		if err != nil {
+			fmt.Fprintf(w, "Pool %s: %v\n", pool.Name, err)
+			continue
+		}
+		fmt.Fprintf(w, "Pool %s: %d addresses allocated, %d of %d allowed blocks held.\n", pool.Name, u.Allocated, u.BlocksHeld, u.BlocksAllowed)
+	}
+}
+
+func joinAddrs[T fmt.Stringer](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = x.String()
+	}
+	return strings.Join(s, " ")
+}
+
+// renderPools is the pools section of show: definitions, held blocks and allocation counts.
+func renderPools(ctx context.Context, g *globals, st *model.State) ([]byte, error) {
+	reg, err := (&engine.Engine{IPAMDir: g.ipamDir()}).OpenRegistry(st)
+	if reg == nil || err != nil {
+		return nil, err
+	}
+	status := map[string]desired.PoolStatus{}
+	for _, p := range st.Pools {
+		var s desired.PoolStatus
+		if s.Usage, err = reg.Usage(ctx, p.Name); err != nil {
+			return nil, err
+		}
+		if s.Blocks, err = reg.HeldBlocks(ctx, p.Name); err != nil {
+			return nil, err
+		}
+		status[p.Name] = s
+	}
+	return desired.RenderPools(st.Pools, status)
+}
+
+// globalFlags are the options of every command; ipam takes them anywhere among its own.
+var globalFlags = map[string]bool{"c": true, "config": true, "conf-dir": true, "netns": true, "state-dir": true}
+
+// splitGlobals takes the common options out of args and leaves the ipam command's own.
+func splitGlobals(g *globals, args []string) ([]string, error) {
+	g.config, g.stateDir = DefaultConfig, DefaultStateDir
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" || !globalFlags[name] {
+			rest = append(rest, a)
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return nil, fmt.Errorf("flag needs an argument: %s", a)
+			}
+			i++
+			value = args[i]
+		}
+		switch name {
+		case "c", "config":
+			g.config = value
+		case "conf-dir":
+			g.confDir = value
+		case "netns":
+			g.netns = value
+		case "state-dir":
+			g.stateDir = value
+		}
+	}
+	return rest, nil
+}
+
+func runIPAM(ctx context.Context, env *Env, args []string) int {
+	var g globals
+	rest, err := splitGlobals(&g, args)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "netreconcile ipam: %v\n\n%s", err, ipamHelp)
+		return ExitUsage
+	}
+	if len(rest) == 0 || rest[0] == "help" || rest[0] == "-h" || rest[0] == "--help" || rest[0] == "-help" {
+		if len(rest) == 0 {
+			fmt.Fprint(env.Stderr, ipamHelp)
+			return ExitUsage
+		}
+		fmt.Fprint(env.Stdout, ipamHelp)
+		return ExitOK
+	}
+	if len(rest) > 1 && (rest[1] == "-h" || rest[1] == "--help" || rest[1] == "-help") {
+		// A command's help needs no configuration.
+		return ipamResult(env, ipam.RunCLI(ctx, rest, env.Stdout, env.Stderr, g.ipamDir(), nil))
+	}
+	cfg, err := desired.Load(g.config, g.dropIn())
+	if err != nil {
+		return fail(env, "ipam", err)
+	}
+	return ipamResult(env, ipam.RunCLI(ctx, rest, env.Stdout, env.Stderr, g.ipamDir(), model.IPAMPools(cfg.State.Pools)))
+}
+
+func ipamResult(env *Env, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, "ipam") {
+		fmt.Fprintf(env.Stderr, "netreconcile %s\n", msg)
+	} else {
+		fmt.Fprintf(env.Stderr, "netreconcile ipam: %s\n", msg)
+	}
+	if errors.Is(err, ipam.ErrPoolExhausted) || errors.Is(err, ipam.ErrUnknownPool) || errors.Is(err, ipam.ErrCorrupt) || errors.Is(err, ipam.ErrPoolInUse) {
+		return ExitError
+	}
+	if strings.Contains(msg, "see 'netreconcile ipam") || strings.Contains(msg, "unknown command") || strings.Contains(msg, "missing command") {
+		return ExitUsage
+	}
+	return ExitError
+}

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	sd "github.com/coreos/go-systemd/v22/daemon"
+
+	"github.com/netreconcile/netreconcile/internal/daemon"
+	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/ledger"
+)
+
+func runRun(ctx context.Context, env *Env, args []string) int {
+	var g globals
+	var resync time.Duration
+	var metricsAddr, logLevel, logFormat string
+	fs := g.flags("run")
+	fs.DurationVar(&resync, "resync-interval", daemon.DefaultResync, "")
+	fs.StringVar(&metricsAddr, "metrics-listen", "", "")
+	fs.StringVar(&logLevel, "log-level", "info", "")
+	fs.StringVar(&logFormat, "log-format", "text", "")
+	if ok, code := parse(env, fs, runHelp, args); !ok {
+		return code
+	}
+	if resync <= 0 {
+		fmt.Fprintf(env.Stderr, "netreconcile run: --resync-interval must be positive, not %s\n", resync)
+		return ExitUsage
+	}
+	log, err := newLogger(env, logLevel, logFormat)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "netreconcile run: %v\n", err)
+		return ExitUsage
+	}
+
+	// SIGHUP's default action kills the process: catch it before anything
+	// can take time.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	reload := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				select {
+				case reload <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+
+	k, err := kernel.Open(g.nsPath())
+	if err != nil {
+		return fail(env, "run", err)
+	}
+	defer k.Close()
+	l, err := ledger.Open(g.ledgerPath())
+	if err != nil {
+		return fail(env, "run", err)
+	}
+	metrics := daemon.NewMetrics()
+	if metricsAddr != "" {
+		if err := metrics.Serve(ctx, metricsAddr, log); err != nil {
+			return fail(env, "run", err)
+		}
+	}
+	watchdog, err := sd.SdWatchdogEnabled(false)
+	if err != nil {
+		log.Warn("ignoring the watchdog settings", "error", err)
+	}
+	sources := append(daemon.KernelEvents(k.NsHandle()), daemon.ConfigFiles(g.config, g.dropIn()))
+	d, err := daemon.New(daemon.Options{
+		Config:   g.config,
+		DropIn:   g.dropIn(),
+		Engine:   &engine.Engine{Kernel: k, Ledger: l, IPAMDir: g.ipamDir()},
+		Sources:  sources,
+		Reload:   reload,
+		Resync:   resync,
+		Log:      log,
+		Metrics:  metrics,
+		Watchdog: watchdog,
+	})
+	if err != nil {
+		return fail(env, "run", err)
+	}
+	attrs := []any{"version", Version, "config", g.config, "conf_dir", g.dropIn()}
+	if g.netns != "" {
+		attrs = append(attrs, "netns", g.netns)
+	}
+	log.Info("starting", attrs...)
+	if err := d.Run(ctx); err != nil {
+		return fail(env, "run", err)
+	}
+	return ExitOK
+}
+
+// newLogger logs to standard error. Under systemd (JOURNAL_STREAM set) the
+// journal stamps every line, so the time is left out.
+func newLogger(env *Env, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level must be debug, info, warn or error, not %q", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	if env.Getenv("JOURNAL_STREAM") != "" {
+		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}
+	}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(env.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(env.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+}

@@ -1,0 +1,90 @@
+package daemon
+
+import (
+	"context"
+	"time"
+)
+
+// Source is something that can tell the loop the kernel or the file may have
+// changed: netlink notifications, the configuration directory, a timer.
+//
+// Run watches until ctx is done and calls wake whenever it saw a change.
+// wake is cheap, never blocks and may be called from any goroutine, as often
+// as the source likes: wake-ups only wake the loop, which coalesces them and
+// then reads everything again (every pass is a full resync), so a source need
+// not say what changed, and a source that lost events (a closed
+// subscription, ENOBUFS) recovers by subscribing again and calling wake.
+//
+// Run returns nil when ctx is done. An error means the source stopped
+// working; the daemon logs it and starts the source again after a delay,
+// relying on the periodic resync meanwhile.
+//
+// Nftables change events and WireGuard peer polling plug in here: implement
+// Source and pass it in Options.Sources.
+type Source interface {
+	Name() string
+	Run(ctx context.Context, wake func()) error
+}
+
+// SourceFunc adapts a function to Source.
+type SourceFunc struct {
+	SourceName string
+	F          func(ctx context.Context, wake func()) error
+}
+
+// Name returns the source's name.
+func (s SourceFunc) Name() string { return s.SourceName }
+
+// Run calls F.
+func (s SourceFunc) Run(ctx context.Context, wake func()) error { return s.F(ctx, wake) }
+
+// Ticker wakes the loop at a fixed interval: the periodic full resync that
+// repairs whatever no notification reported (a lost event, a change in a
+// subsystem without notifications).
+func Ticker(name string, every time.Duration) Source {
+	return SourceFunc{name, func(ctx context.Context, wake func()) error {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				wake()
+			}
+		}
+	}}
+}
+
+// runSource runs a source until ctx is done, restarting it with exponential
+// backoff when it fails.
+func (d *Daemon) runSource(ctx context.Context, s Source, wake func()) {
+	delay := sourceRestartMin
+	for {
+		start := time.Now()
+		err := s.Run(ctx, wake)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(start) > sourceRestartMax {
+			delay = sourceRestartMin
+		}
+		d.log.Error("wake-up source stopped; restarting it", "source", s.Name(), "error", err, "retry_in", delay)
+		// Whatever it would have reported meanwhile is caught by this pass.
+		wake()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, sourceRestartMax)
+	}
+}
+
+// A failing source is restarted after 100 ms, then twice as late each time
+// up to 10 s: fast enough that a lost netlink subscription costs no more
+// than one debounce, slow enough not to spin on a source that cannot work.
+const (
+	sourceRestartMin = 100 * time.Millisecond
+	sourceRestartMax = 10 * time.Second
+)

@@ -1,0 +1,333 @@
+package desired
+
+import (
+	"fmt"
+	"math/bits"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/netreconcile/netreconcile/internal/ipam"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// poolConf is an entry of pools, keyed by the pool's name.
+type poolConf struct {
+	Meta
+	Subnets       []*subnetConf `yaml:"subnets"`
+	BlockSizeBits int           `yaml:"block-size-bits"`
+	ExportTable   *Table        `yaml:"export-table"`
+	ReuseDelay    *Duration     `yaml:"reuse-delay"`
+	Blocks        *blockRanges  `yaml:"blocks"`
+}
+
+// subnetConf is an entry of a pool's subnets: a prefix of one family, or a dual-stack pair
+// written {ipv4: P4, ipv6: P6}.
+type subnetConf struct {
+	Meta
+	IPv4 *Prefix `yaml:"ipv4"`
+	IPv6 *Prefix `yaml:"ipv6"`
+}
+
+func (s *subnetConf) decodeNode(d *decoder, n *yaml.Node, path string) {
+	if n.Kind == yaml.ScalarNode {
+		s.Pos = d.pos(n)
+		p := &Prefix{}
+		if err := p.parse(n.Value); err != nil {
+			d.fail(n, path, "%v", err)
+			return
+		}
+		if p.Default {
+			d.fail(n, path, "expected a subnet like 10.2.0.0/16, found %q", n.Value)
+			return
+		}
+		key := "ipv4"
+		if p.P.Addr().Is4() {
+			s.IPv4 = p
+		} else {
+			key, s.IPv6 = "ipv6", p
+		}
+		s.Keys = map[string]Pos{key: s.Pos}
+		return
+	}
+	type plain subnetConf
+	d.decodeStructValue(n, path, (*plain)(s))
+}
+
+// blockRanges is the block indexes a host may hold: "0-15", 7, or a list of those.
+type blockRanges struct {
+	ranges []ipam.IndexRange
+	at     []Pos
+}
+
+func (r *blockRanges) decodeNode(d *decoder, n *yaml.Node, path string) {
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	for i, c := range items {
+		p := path
+		if n.Kind == yaml.SequenceNode {
+			p = fmt.Sprintf("%s[%d]", path, i)
+		}
+		if c.Kind != yaml.ScalarNode || c.Tag == "!!null" {
+			d.fail(c, p, "expected a block index or a range like \"0-15\", found %s", kindWord(c))
+			continue
+		}
+		first, last, isRange := strings.Cut(c.Value, "-")
+		if !isRange {
+			last = first
+		}
+		f, err1 := strconv.ParseUint(strings.TrimSpace(first), 10, 64)
+		l, err2 := strconv.ParseUint(strings.TrimSpace(last), 10, 64)
+		if err1 != nil || err2 != nil {
+			d.fail(c, p, "expected a block index or a range like \"0-15\", found %q", c.Value)
+			continue
+		}
+		r.ranges = append(r.ranges, ipam.IndexRange{First: f, Last: l})
+		r.at = append(r.at, d.pos(c))
+	}
+}
+
+// pools builds every pool of every file; they come before links, whose addresses use them.
+func (b *builder) pools(confs []*fileConf) {
+	b.poolConfs = map[string]*poolConf{}
+	for _, fc := range confs {
+		for _, name := range sortedKeys(fc.Pools) {
+			pc := fc.Pools[name]
+			if pc == nil {
+				b.errs.add(fc.at("pools"), "pools."+name, "empty pool; expected at least \"subnets\"")
+				continue
+			}
+			if prev, dup := b.poolConfs[name]; dup {
+				b.errs.add(pc.Pos, "pools."+name, "pool declared again (first at %s)", prev.Pos)
+				continue
+			}
+			b.poolConfs[name] = pc
+		}
+	}
+	for _, name := range sortedKeys(b.poolConfs) {
+		pc := b.poolConfs[name]
+		p, ok := b.pool(name, pc)
+		if !ok {
+			continue
+		}
+		for _, o := range b.st.Pools {
+			if s, t, overlap := poolsOverlap(p.Pool, o.Pool); overlap {
+				b.errs.add(pc.at("subnets"), "pools."+name+".subnets", "subnet %s overlaps %s of pool %s (declared at %s)", s, t, o.Name, o.Origin)
+			}
+		}
+		b.st.Pools = append(b.st.Pools, p)
+	}
+}
+
+func poolsOverlap(p, o ipam.Pool) (ipam.Subnet, ipam.Subnet, bool) {
+	for _, s := range p.Subnets {
+		for _, t := range o.Subnets {
+			if s.IPv4.Overlaps(t.IPv4) || s.IPv6.Overlaps(t.IPv6) {
+				return s, t, true
+			}
+		}
+	}
+	return ipam.Subnet{}, ipam.Subnet{}, false
+}
+
+// pool converts one pool, reporting each problem at its place; ok is false if there was one.
+func (b *builder) pool(name string, pc *poolConf) (model.Pool, bool) {
+	path := "pools." + name
+	before := len(b.errs.errs)
+	p := model.Pool{Pool: ipam.DefaultPool(name), Origin: pc.Pos.String()}
+	if pc.has("block-size-bits") {
+		p.BlockSizeBits = pc.BlockSizeBits
+		if p.BlockSizeBits < 0 || p.BlockSizeBits > 32 {
+			b.errs.add(pc.at("block-size-bits"), path+".block-size-bits", "expected 0 to 32 host bits per block (5 gives /27 and /123 blocks), found %d", p.BlockSizeBits)
+		}
+	}
+	if pc.ExportTable != nil {
+		p.ExportTable = uint32(pc.ExportTable.N)
+		switch pc.ExportTable.N {
+		case model.TableDefault, model.TableMain, model.TableLocal, 252:
+			b.errs.add(pc.at("export-table"), path+".export-table", "table %s is the kernel's own; expected 1-251 or above 255 (default %d)", model.TableName(pc.ExportTable.N), ipam.DefaultExportTable)
+		}
+	}
+	if pc.ReuseDelay != nil {
+		p.ReuseDelay = pc.ReuseDelay.D
+	}
+	if len(pc.Subnets) == 0 {
+		b.errs.add(pc.at("subnets"), path+".subnets", "missing; expected a list of subnets like [10.2.0.0/16] or [{ipv4: 10.2.0.0/16, ipv6: \"fd01::/112\"}]")
+	}
+	var total uint64
+	overflow := false
+	for i, sc := range pc.Subnets {
+		sp := fmt.Sprintf("%s.subnets[%d]", path, i)
+		if sc == nil || sc.IPv4 == nil && sc.IPv6 == nil {
+			at := pc.at("subnets")
+			if sc != nil {
+				at = sc.Pos
+			}
+			b.errs.add(at, sp, "expected a subnet like 10.2.0.0/16 or a pair {ipv4: 10.2.0.0/16, ipv6: \"fd01::/112\"}")
+			continue
+		}
+		s, hostBits, ok := b.subnet(sp, sc)
+		if !ok {
+			continue
+		}
+		if len(p.Subnets) > 0 {
+			first := p.Subnets[0]
+			if first.IPv4.IsValid() != s.IPv4.IsValid() || first.IPv6.IsValid() != s.IPv6.IsValid() {
+				b.errs.add(sc.Pos, sp, "subnet %s has other families than the first, %s; a dual-stack pair is written {ipv4: P4, ipv6: P6}", s, first)
+				continue
+			}
+		}
+		for _, t := range p.Subnets {
+			if s.IPv4.Overlaps(t.IPv4) || s.IPv6.Overlaps(t.IPv6) {
+				b.errs.add(sc.Pos, sp, "subnet %s overlaps subnet %s of the same pool", s, t)
+			}
+		}
+		if p.BlockSizeBits < 0 || p.BlockSizeBits > 32 {
+			// reported at block-size-bits
+		} else if hostBits < p.BlockSizeBits {
+			b.errs.add(sc.Pos, sp, "subnet %s is smaller than one block of block-size-bits %d", s, p.BlockSizeBits)
+		} else if n := hostBits - p.BlockSizeBits; n > 62 {
+			overflow = true
+		} else {
+			var carry uint64
+			total, carry = bits.Add64(total, 1<<n, 0)
+			overflow = overflow || carry != 0
+		}
+		p.Subnets = append(p.Subnets, s)
+	}
+	if pc.Blocks != nil {
+		p.AllowedBlocks = pc.Blocks.ranges
+		for i, r := range pc.Blocks.ranges {
+			switch {
+			case r.First > r.Last:
+				b.errs.add(pc.Blocks.at[i], path+".blocks", "range %d-%d: the first index is after the last", r.First, r.Last)
+			case !overflow && len(b.errs.errs) == before && r.Last >= total:
+				b.errs.add(pc.Blocks.at[i], path+".blocks", "range %d-%d: the pool has blocks 0-%d", r.First, r.Last, total-1)
+			}
+		}
+	}
+	if len(b.errs.errs) > before {
+		return p, false
+	}
+	// What the ipam package refuses beyond the checks above (a name that cannot be a file name,
+	// a pool of more than 2^64 blocks) is reported at the pool.
+	if err := p.Validate(); err != nil {
+		b.errs.add(pc.Pos, path, "%s", strings.TrimPrefix(err.Error(), "pool "+name+": "))
+		return p, false
+	}
+	return p, true
+}
+
+// subnet converts one subnet and returns its number of host bits.
+func (b *builder) subnet(path string, sc *subnetConf) (ipam.Subnet, int, bool) {
+	var s ipam.Subnet
+	hostBits := -1
+	for _, f := range []struct {
+		key string
+		p   *Prefix
+		v6  bool
+		dst *netip.Prefix
+	}{{"ipv4", sc.IPv4, false, &s.IPv4}, {"ipv6", sc.IPv6, true, &s.IPv6}} {
+		if f.p == nil {
+			continue
+		}
+		if f.p.Default || f.p.P.Addr().Is6() != f.v6 {
+			b.errs.add(sc.at(f.key), path+"."+f.key, "expected an %s subnet, found %s", familyWord(f.v6), prefixWord(f.p))
+			return s, 0, false
+		}
+		*f.dst = f.p.P
+		h := f.p.P.Addr().BitLen() - f.p.P.Bits()
+		if hostBits >= 0 && h != hostBits {
+			b.errs.add(sc.at(f.key), path+"."+f.key, "a dual-stack pair needs prefixes of the same size in host bits: %s has %d, %s has %d", s.IPv4, hostBits, f.p.P, h)
+			return s, 0, false
+		}
+		hostBits = h
+	}
+	return s, hostBits, true
+}
+
+func prefixWord(p *Prefix) string {
+	if p.Default {
+		return "default"
+	}
+	return p.P.String()
+}
+
+// poolAddress is a link's address entry that names a pool instead of an address.
+func (b *builder) poolAddress(link, path string, ac *addressConf) {
+	for _, k := range []string{"address", "peer"} {
+		if ac.has(k) {
+			b.errs.add(ac.at(k), path+"."+k, "an address taken from a pool has no %s: give either address or pool", k)
+			return
+		}
+	}
+	pc, ok := b.poolConfs[ac.Pool]
+	if !ok {
+		b.errs.add(ac.at("pool"), path+".pool", "pool %q is not declared under pools", ac.Pool)
+		return
+	}
+	var pool *model.Pool
+	for i := range b.st.Pools {
+		if b.st.Pools[i].Name == ac.Pool {
+			pool = &b.st.Pools[i]
+		}
+	}
+	pa := model.PoolAddress{Link: link, Pool: ac.Pool, IPv4Bits: 32, IPv6Bits: 128, NoPrefixRoute: ac.NoPrefixRoute, Origin: ac.Pos.String()}
+	if ac.Scope != nil {
+		pa.Scope = ac.Scope.N
+	}
+	if pool == nil {
+		return // the pool's own errors are reported
+	}
+	v4, v6 := pool.Subnets[0].IPv4.IsValid(), pool.Subnets[0].IPv6.IsValid()
+	length := func(key string, n *int, v6 bool, dst *int) {
+		if n == nil {
+			return
+		}
+		max := 32
+		if v6 {
+			max = 128
+		}
+		if *n < 1 || *n > max {
+			b.errs.add(ac.at(key), path+"."+key, "expected a prefix length from 1 to %d, found %d", max, *n)
+			return
+		}
+		*dst = *n
+	}
+	switch {
+	case ac.PrefixLength != nil && v4 && v6:
+		b.errs.add(ac.at("prefix-length"), path+".prefix-length", "pool %s is dual-stack (declared at %s): give ipv4-prefix-length and ipv6-prefix-length instead", ac.Pool, pc.Pos)
+	case ac.PrefixLength != nil:
+		if v4 {
+			length("prefix-length", ac.PrefixLength, false, &pa.IPv4Bits)
+		} else {
+			length("prefix-length", ac.PrefixLength, true, &pa.IPv6Bits)
+		}
+	}
+	for _, f := range []struct {
+		key      string
+		n        *int
+		v6, have bool
+		dst      *int
+	}{{"ipv4-prefix-length", ac.IPv4PrefixLength, false, v4, &pa.IPv4Bits}, {"ipv6-prefix-length", ac.IPv6PrefixLength, true, v6, &pa.IPv6Bits}} {
+		if f.n == nil {
+			continue
+		}
+		if !f.have {
+			b.errs.add(ac.at(f.key), path+"."+f.key, "pool %s has no %s subnets", ac.Pool, familyWord(f.v6))
+			continue
+		}
+		length(f.key, f.n, f.v6, f.dst)
+	}
+	for _, o := range b.st.PoolAddresses {
+		if o.Link == link && o.Pool == ac.Pool {
+			b.errs.add(ac.at("pool"), path+".pool", "link %s already takes an address from pool %s (at %s); a link takes one address per pool", link, ac.Pool, o.Origin)
+			return
+		}
+	}
+	b.st.PoolAddresses = append(b.st.PoolAddresses, pa)
+}

@@ -1,0 +1,276 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/ipam"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// ExportDev is the device of export routes: like Coil, a held block is routed to lo, so the
+// route is valid whatever the host's links, and a routing daemon announces it as is.
+const ExportDev = "lo"
+
+// Pools is the IPAM part of a reconcile pass: what the pools of the configuration add to the
+// desired state, and what the pass took from and gave back to the registry.
+type Pools struct {
+	// Desired is the desired state with the links' pool addresses and the export routes of the
+	// held blocks added; the state given to PreparePools is not changed.
+	Desired *model.State
+	// Allocated are the addresses the links of the configuration hold.
+	Allocated []ipam.Allocation
+	// Released are the addresses given back because their link, or its pool entry, left the
+	// file; in a dry run, those that would be.
+	Released []ipam.Allocation
+	// Pending are the links' pool addresses a dry run could not show because they are not
+	// allocated yet, as plan operations to print (never to apply).
+	Pending []diff.Op
+}
+
+// PreparePools resolves the pools of desired against the registry. It refuses, before anything
+// is written to the kernel, a registry that cannot be read or a pool definition that conflicts
+// with held blocks (Registry.Check). It then allocates the address of each link that takes one
+// from a pool (the same owner gets the same address on every pass and after a restart), releases
+// the config-owned addresses nothing in the file takes any more, and adds the links' addresses
+// and a route per held block in the pool's export table to the desired state.
+//
+// A dry run (diff) reads the registry and writes nothing: an address not yet allocated is
+// reported in Pending, and the blocks an apply would give back are left out of the routes.
+func PreparePools(ctx context.Context, reg *ipam.Registry, desired *model.State, dryRun bool) (*Pools, error) {
+	st := *desired
+	st.Addresses = slices.Clone(desired.Addresses)
+	st.Routes = slices.Clone(desired.Routes)
+	out := &Pools{Desired: &st}
+	if reg == nil {
+		if len(desired.PoolAddresses) > 0 {
+			return nil, errors.New("the configuration takes addresses from pools but no registry is open")
+		}
+		return out, nil
+	}
+	if err := reg.Check(ctx); err != nil {
+		return nil, fmt.Errorf("ipam: %w", err)
+	}
+	held, err := reg.List(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("ipam: %w", err)
+	}
+	type ownerKey struct{ pool, owner string }
+	have := map[ownerKey]ipam.Allocation{}
+	for _, a := range held {
+		if a.Iface == "" {
+			have[ownerKey{a.Pool, a.Owner}] = a
+		}
+	}
+	wanted := map[ownerKey]bool{}
+	for _, pa := range desired.PoolAddresses {
+		k := ownerKey{pa.Pool, model.PoolOwner(pa.Link)}
+		wanted[k] = true
+		a, ok := have[k]
+		if !ok && dryRun {
+			out.Pending = append(out.Pending, diff.Op{Action: diff.Create, Kind: diff.KindAddress,
+				ID: fmt.Sprintf("(from pool %s) dev %s", pa.Pool, pa.Link), Reason: "allocated by apply"})
+			continue
+		}
+		if !ok {
+			if a, err = reg.Allocate(ctx, pa.Pool, k.owner, ""); err != nil {
+				return nil, fmt.Errorf("address of link %s (%s): %w", pa.Link, pa.Origin, err)
+			}
+		}
+		out.Allocated = append(out.Allocated, a)
+		if err := addPoolAddresses(&st, pa, a); err != nil {
+			return nil, err
+		}
+	}
+	// Only the addresses of links are the configuration's to give back: other config: owners
+	// may belong to kinds a newer netreconcile hands out.
+	var gone []ipam.Allocation
+	for _, a := range held {
+		if strings.HasPrefix(a.Owner, ipam.ConfigOwner("link", "")) && a.Iface == "" && !wanted[ownerKey{a.Pool, a.Owner}] {
+			gone = append(gone, a)
+		}
+	}
+	for _, a := range gone {
+		if !dryRun {
+			if _, _, err := reg.Release(ctx, a.Pool, a.Owner, ""); err != nil {
+				return nil, err
+			}
+		}
+		out.Released = append(out.Released, a)
+	}
+	blocks, err := reg.HeldBlocks(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("ipam: %w", err)
+	}
+	if dryRun {
+		blocks = withoutFreed(blocks, held, gone)
+	}
+	if err := addExportRoutes(&st, reg.Pools(), blocks); err != nil {
+		return nil, err
+	}
+	model.SortAddresses(st.Addresses)
+	model.SortRoutes(st.Routes)
+	return out, nil
+}
+
+func addPoolAddresses(st *model.State, pa model.PoolAddress, a ipam.Allocation) error {
+	for _, ip := range a.Addrs() {
+		bits := pa.IPv4Bits
+		if ip.Is6() {
+			bits = pa.IPv6Bits
+		}
+		ad := model.Address{Link: pa.Link, Prefix: netip.PrefixFrom(ip, bits), Scope: pa.Scope, NoPrefixRoute: pa.NoPrefixRoute,
+			Origin: pa.Origin + " (pool " + pa.Pool + ")"}
+		for _, o := range st.Addresses {
+			if o.Link == ad.Link && o.Prefix.Addr() == ip {
+				return fmt.Errorf("link %s: address %s from pool %s (%s) is also declared at %s", pa.Link, ip, pa.Pool, pa.Origin, o.Origin)
+			}
+		}
+		st.Addresses = append(st.Addresses, ad)
+	}
+	return nil
+}
+
+// withoutFreed leaves out the blocks whose every allocation is one to release: an apply gives
+// them back before it plans.
+func withoutFreed(blocks []ipam.Block, held, gone []ipam.Allocation) []ipam.Block {
+	type blockKey struct {
+		pool  string
+		index uint64
+	}
+	left := map[blockKey]int{}
+	for _, a := range held {
+		left[blockKey{a.Pool, a.Block}]++
+	}
+	for _, a := range gone {
+		left[blockKey{a.Pool, a.Block}]--
+	}
+	return slices.DeleteFunc(blocks, func(b ipam.Block) bool { return left[blockKey{b.Pool, b.Index}] == 0 })
+}
+
+// ExportRoutes returns the route of each held block in its pool's export table: dev lo, the
+// ownership protocol (set by apply), so BIRD or another routing daemon can announce it.
+func ExportRoutes(pools []ipam.Pool, blocks []ipam.Block) []model.Route {
+	table := map[string]uint32{}
+	for _, p := range pools {
+		table[p.Name] = p.ExportTable
+	}
+	var out []model.Route
+	for _, b := range blocks {
+		for _, dst := range b.Prefixes() {
+			r := model.Route{Table: int(table[b.Pool]), Dst: dst, Type: model.RouteUnicast, Dev: ExportDev,
+				Origin: fmt.Sprintf("pool %s block %d", b.Pool, b.Index)}
+			if dst.Addr().Is6() {
+				r.Metric = model.IPv6DefaultMetric
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func addExportRoutes(st *model.State, pools []ipam.Pool, blocks []ipam.Block) error {
+	declared := make(map[model.RouteKey]string, len(st.Routes))
+	for _, r := range st.Routes {
+		declared[r.Key()] = r.Origin
+	}
+	for _, r := range ExportRoutes(pools, blocks) {
+		if at, dup := declared[r.Key()]; dup {
+			return fmt.Errorf("route %s exports %s, and the file declares it too at %s: remove it from routes", r.Key(), r.Origin, at)
+		}
+		st.Routes = append(st.Routes, r)
+	}
+	return nil
+}
+
+// PlanPools is Plan for a desired state that PreparePools resolved. Beyond Plan, it deletes the
+// addresses a link held from a pool and no longer takes, also from links netreconcile does not
+// own (a device link keeps its other addresses): the registry says they were ours.
+func (e *Engine) PlanPools(p *Pools) (*diff.Plan, error) {
+	plan, err := e.Plan(p.Desired)
+	if plan == nil || len(p.Released)+len(p.Allocated) == 0 {
+		return plan, err
+	}
+	act, aerr := e.Actual(p.Desired.Protocol, false)
+	if aerr != nil {
+		return nil, fmt.Errorf("read kernel state: %w", aerr)
+	}
+	ours := map[string]map[netip.Addr]bool{} // link -> addresses from pools
+	for _, a := range append(slices.Clone(p.Allocated), p.Released...) {
+		link := strings.TrimPrefix(a.Owner, ipam.ConfigOwner("link", ""))
+		if ours[link] == nil {
+			ours[link] = map[netip.Addr]bool{}
+		}
+		for _, ip := range a.Addrs() {
+			ours[link][ip] = true
+		}
+	}
+	want := map[model.AddressKey]bool{}
+	for _, a := range p.Desired.Addresses {
+		want[a.Key()] = true
+	}
+	planned := map[string]bool{}
+	for _, op := range plan.Ops {
+		switch {
+		case op.Kind == diff.KindAddress:
+			planned[op.ID] = true
+		case op.Kind == diff.KindLink && op.Action != diff.Update && op.Link != nil:
+			planned["link "+op.Link.Name] = true
+		}
+	}
+	for i := range act.Addresses {
+		a := &act.Addresses[i]
+		if !ours[a.Link][a.Prefix.Addr()] || want[a.Key()] || planned[a.Key().String()] || planned["link "+a.Link] {
+			continue
+		}
+		plan.Ops = append(plan.Ops, diff.Op{Action: diff.Delete, Kind: diff.KindAddress, ID: a.Key().String(), Reason: "given back to its pool", Address: a})
+	}
+	return plan, err
+}
+
+// PoolUsage returns the usage of every pool of the registry, in the order of the configuration:
+// what the daemon exports as metrics (blocks held and allowed, addresses allocated and cooling).
+func PoolUsage(ctx context.Context, reg *ipam.Registry) ([]ipam.Usage, error) {
+	var out []ipam.Usage
+	for _, p := range reg.Pools() {
+		u, err := reg.Usage(ctx, p.Name)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// OpenRegistry opens the registry of desired's pools in e.IPAMDir; nil when
+// desired declares none.
+func (e *Engine) OpenRegistry(desired *model.State) (*ipam.Registry, error) {
+	if len(desired.Pools) == 0 {
+		return nil, nil
+	}
+	return ipam.Open(e.IPAMDir, model.IPAMPools(desired.Pools), nil)
+}
+
+// PlanDesired resolves desired's pools (allocating addresses and blocks
+// unless dryRun) and plans. A dry run's plan also lists what the pools would
+// add. The command line and the daemon both plan through here.
+func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun bool) (*diff.Plan, *Pools, error) {
+	reg, err := e.OpenRegistry(desired)
+	if err != nil {
+		return nil, nil, err
+	}
+	pools, err := PreparePools(ctx, reg, desired, dryRun)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, err := e.PlanPools(pools)
+	if plan != nil && dryRun {
+		plan.Ops = append(plan.Ops, pools.Pending...)
+	}
+	return plan, pools, err
+}

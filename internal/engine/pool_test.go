@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/ipam"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+func TestPreparePools(t *testing.T) {
+	ctx := context.Background()
+	pool := ipam.DefaultPool("p", ipam.Subnet{IPv4: netip.MustParsePrefix("10.2.0.0/24"), IPv6: netip.MustParsePrefix("fd01::/120")})
+	pool.BlockSizeBits = 1
+	reg, err := ipam.Open(t.TempDir(), []ipam.Pool{pool}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := model.NewState()
+	st.Pools = []model.Pool{{Pool: pool}}
+	st.PoolAddresses = []model.PoolAddress{{Link: "a", Pool: "p", IPv4Bits: 32, IPv6Bits: 64}}
+	st.Routes = []model.Route{{Table: 100, Dst: netip.MustParsePrefix("10.9.0.0/16"), Dev: "a"}}
+
+	// A dry run allocates nothing and says so.
+	dry, err := PreparePools(ctx, reg, st, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dry.Pending) != 1 || dry.Pending[0].ID != "(from pool p) dev a" || len(dry.Desired.Routes) != 1 {
+		t.Fatalf("dry run: pending %+v, routes %v", dry.Pending, dry.Desired.Routes)
+	}
+	if as, _ := reg.List(ctx, ""); len(as) != 0 {
+		t.Fatalf("dry run allocated %v", as)
+	}
+
+	got, err := PreparePools(ctx, reg, st, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, a := range got.Desired.Addresses {
+		lines = append(lines, a.String())
+	}
+	for _, r := range got.Desired.Routes {
+		lines = append(lines, r.String())
+	}
+	want := "10.2.0.0/32 dev a\nfd01::/64 dev a\n10.9.0.0/16 table 100 dev a\n10.2.0.0/31 table 119 dev lo\nfd01::/127 table 119 metric 1024 dev lo"
+	if g := strings.Join(lines, "\n"); g != want {
+		t.Errorf("desired:\n%s\nwant:\n%s", g, want)
+	}
+	if len(st.Addresses) != 0 || len(st.Routes) != 1 {
+		t.Errorf("the given state was changed")
+	}
+
+	// The link leaves the file: a dry run shows the block withdrawn, an apply gives it back.
+	gone := model.NewState()
+	gone.Pools = st.Pools
+	dry, err = PreparePools(ctx, reg, gone, true)
+	if err != nil || len(dry.Released) != 1 || len(dry.Desired.Routes) != 0 {
+		t.Fatalf("dry run without the link: %v, released %v, routes %v", err, dry.Released, dry.Desired.Routes)
+	}
+	if _, err := PreparePools(ctx, reg, gone, false); err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := reg.Usage(ctx, "p"); u.Allocated != 0 || u.BlocksHeld != 0 {
+		t.Errorf("after the link left: %+v", u)
+	}
+
+	// An export route the file declares too is an error.
+	st.Routes = append(st.Routes, model.Route{Table: 119, Dst: netip.MustParsePrefix("10.2.0.0/31"), Dev: "lo", Origin: "f.yaml:9:5"})
+	if _, err := PreparePools(ctx, reg, st, false); err == nil || !strings.Contains(err.Error(), "the file declares it too at f.yaml:9:5") {
+		t.Errorf("duplicate export route: %v", err)
+	}
+}

@@ -1,0 +1,34 @@
+package model
+
+import "github.com/netreconcile/netreconcile/internal/ipam"
+
+// Pool is an IPAM pool of the configuration, with every default filled in.
+type Pool struct {
+	ipam.Pool
+	Origin string // desired: file:line:col
+}
+
+// PoolAddress is an address a link takes from a pool: the engine allocates it (one per family of
+// the pool) and turns it into Addresses before the diff.
+type PoolAddress struct {
+	Link string
+	Pool string
+	// IPv4Bits and IPv6Bits are the prefix lengths the allocated addresses get.
+	IPv4Bits, IPv6Bits int
+	Scope              int
+	NoPrefixRoute      bool
+	Origin             string
+}
+
+// PoolOwner is the IPAM owner ID of a link's pool address: stable across restarts, so the link
+// gets the same address back.
+func PoolOwner(link string) string { return ipam.ConfigOwner("link", link) }
+
+// IPAMPools returns the pools as the ipam package takes them.
+func IPAMPools(ps []Pool) []ipam.Pool {
+	out := make([]ipam.Pool, len(ps))
+	for i, p := range ps {
+		out[i] = p.Pool
+	}
+	return out
+}
