@@ -18,7 +18,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=vm.sh
+# shellcheck source-path=SCRIPTDIR source=vm.sh
 . "$here/vm.sh"
 
 timeout_s=${VM_SYSTEMD_TIMEOUT:-300}
@@ -51,7 +51,7 @@ deb_depends() {
 }
 
 packages() {
-	# shellcheck disable=SC2086
+	# shellcheck disable=SC2086,SC2046 # word lists
 	printf '%s\n' $base_packages ${VM_SYSTEMD_PACKAGES:-} $(deb_depends) | LC_ALL=C sort -u | paste -sd' '
 }
 
