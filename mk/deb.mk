@@ -43,7 +43,7 @@ deb-dpkg: deb-bin
 	{ echo "Package: netreconcile"; echo "Version: $(DEB_VERSION)"; echo "Architecture: $(DEB_ARCH)"; \
 	  echo "Maintainer: netreconcile developers <netreconcile@example.invalid>"; \
 	  echo "Installed-Size: $$(du -sk --exclude=DEBIAN $(DEB_ROOT) | cut -f1)"; \
-	  echo "Section: net"; echo "Priority: optional"; echo "Recommends: iproute2"; echo "Suggests: nftables, wireguard-tools"; \
+	  echo "Section: net"; echo "Priority: optional"; echo "Depends: procps"; echo "Recommends: iproute2"; echo "Suggests: nftables, wireguard-tools"; \
 	  echo "Homepage: https://github.com/netreconcile/netreconcile"; \
 	  echo "Description: Declarative host network reconciler"; \
 	  echo " netreconcile keeps a Linux host's network equal to one YAML file."; } > $(DEB_ROOT)/DEBIAN/control

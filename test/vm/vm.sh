@@ -280,7 +280,7 @@ copy_elf() {
 # trees in modules.txt; prints the include list to $work/mods.include and the boot load
 # order to $work/mods.load.
 resolve_modules() {
-	local kmods=$1
+	local kmods=$1 list=${2:-$here/modules.txt}
 	awk -v inc="$work/mods.include" -v order="$work/mods.load" -v builtin="$kmods/modules.builtin" '
 		function key(p,   n) { n = p; sub(/.*\//, "", n); sub(/\.ko$/, "", n); gsub(/-/, "_", n); return n }
 		function emit(p, out,   d, n, j) {
@@ -315,7 +315,7 @@ resolve_modules() {
 			close(order); close(inc)
 			exit bad
 		}
-	' <(grep -v '^#' "$here/modules.txt") "$kmods/modules.dep"
+	' <(grep -v '^#' "$list") "$kmods/modules.dep"
 	touch "$work/mods.load"
 }
 
@@ -480,6 +480,9 @@ cmd_test() {
 	echo "vm-e2e: $passed passed, $failed failed, $skipped skipped"
 	exit "$rc"
 }
+
+# Sourced by test/vm/systemd.sh for its functions: no command then.
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
 case "${1:-}" in
 deps) cmd_deps ;;

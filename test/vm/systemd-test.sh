@@ -1,0 +1,219 @@
+#!/bin/bash
+# The checks of the systemd VM (test/vm/systemd.sh), run by nrvm-test.service once the
+# Debian root has booted with systemd as PID 1. Installs /nrvm/netreconcile.deb and
+# drives netreconcile.service through systemctl.
+#
+# Report on ttyS1 (a file on the host), copied to the console:
+#   NRVM-BEGIN <nonce>
+#   PASS: <check> / FAIL: <check>: <why>, and the evidence
+#   NRVM-END <nonce>
+#   EXIT=<number of failed checks, capped at 100>
+# then the guest powers off.
+set -u
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 SYSTEMD_COLORS=0 SYSTEMD_PAGER=
+report=/dev/ttyS1
+nonce=$(cat /nrvm/nonce)
+unit=netreconcile.service
+conf=/etc/netreconcile/netreconcile.yaml
+failed=0
+
+out() { echo "$*" | tee -a "$report"; }
+pass() { out "PASS: $*"; }
+fail() {
+	out "FAIL: $*"
+	failed=$((failed + 1))
+}
+show() { # evidence, indented
+	sed 's/^/    /' | tee -a "$report"
+}
+check() { # name command...: PASS when the command succeeds
+	local name=$1
+	shift
+	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+ms() { date +%s%3N; }
+active() { systemctl is-active "$unit" 2>/dev/null; }
+has() { # grep pattern, command...: the command's output matches
+	local pat=$1
+	shift
+	"$@" 2>&1 | grep -qE -- "$pat"
+}
+journal() { journalctl -b -u "$unit" --no-pager -o cat 2>&1 | tail -n "${1:-30}" | show; }
+finish() {
+	out "NRVM-END $nonce"
+	out "EXIT=$((failed > 100 ? 100 : failed))"
+	sync
+	systemctl poweroff -ff
+	sleep 30
+}
+
+out "NRVM-BEGIN $nonce"
+read -r up _ </proc/uptime
+out "booted: systemd $(systemctl --version | awk 'NR == 1 { print $2 }'), uptime ${up}s, $(systemctl is-system-running 2>&1)"
+
+# 1. The package installs under a running systemd: user, unit, enabled, started.
+t=$(ms)
+if dpkg -i /nrvm/netreconcile.deb >/tmp/dpkg.log 2>&1; then
+	pass "dpkg -i netreconcile.deb ($(($(ms) - t)) ms)"
+else
+	fail "dpkg -i netreconcile.deb"
+	show </tmp/dpkg.log
+	finish
+fi
+check "system user netreconcile exists" getent passwd netreconcile
+check "unit enabled by the package" has '^enabled$' systemctl is-enabled "$unit"
+state=$(active)
+if [ "$state" = active ]; then
+	pass "postinst started the unit with the packaged configuration: active"
+else
+	fail "after dpkg -i the unit is '$state', not active"
+	systemctl status "$unit" --no-pager -l 2>&1 | show
+fi
+
+# The daemon runs as netreconcile with CAP_NET_ADMIN and CAP_NET_RAW only.
+pid=$(systemctl show -P MainPID "$unit")
+if [ "${pid:-0}" != 0 ] && [ -r "/proc/$pid/status" ]; then
+	uid=$(awk '$1 == "Uid:" { print $2 }' "/proc/$pid/status")
+	capeff=$(awk '$1 == "CapEff:" { print $2 }' "/proc/$pid/status")
+	# CAP_NET_ADMIN is bit 12, CAP_NET_RAW bit 13.
+	if [ "$uid" = "$(id -u netreconcile)" ] && [ "$capeff" = 0000000000003000 ]; then
+		pass "daemon runs as uid $uid (netreconcile) with CapEff $capeff (NET_ADMIN, NET_RAW)"
+	else
+		fail "daemon runs as uid $uid with CapEff $capeff; want uid $(id -u netreconcile), 0000000000003000"
+	fi
+else
+	fail "no main process for $unit"
+fi
+
+# systemd-analyze security, as systemd itself sees the installed unit.
+systemd-analyze security "$unit" --no-pager >/tmp/security.txt 2>&1
+exposure=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\) .*/\1/p' /tmp/security.txt)
+out "systemd-analyze security $unit:"
+grep -E '^✗' /tmp/security.txt | show
+grep 'Overall exposure' /tmp/security.txt | show
+if [ -n "$exposure" ] && awk -v e="$exposure" 'BEGIN { exit !(e <= 2.5) }'; then
+	pass "systemd-analyze security: exposure $exposure (at most 2.5)"
+else
+	fail "systemd-analyze security: exposure '${exposure}', want at most 2.5"
+	show </tmp/security.txt
+fi
+
+# 2. A configuration that cannot converge yet: late0 (kind device) does not exist.
+systemctl stop "$unit"
+# The file is a symlink into a directory the daemon does not watch, so that an edit
+# there wakes nothing: only `systemctl reload` can apply it (step 4).
+real=/etc/nrvm-config/netreconcile.yaml
+mkdir -p /etc/nrvm-config
+ln -sf "$real" "$conf"
+cat >"$real" <<'EOF'
+version: 1
+links:
+  nrdummy0:
+    kind: dummy
+    addresses: [10.77.0.1/24]
+  late0:
+    kind: device
+    addresses: [10.78.0.1/24]
+routes:
+  - {to: 10.99.0.0/16, via: 10.77.0.254, table: 100}
+EOF
+systemctl start --no-block "$unit"
+# Until late0 exists, the daemon cannot converge: systemd keeps the start job waiting.
+t=$(ms)
+while [ "$(ip -br link show nrdummy0 2>/dev/null)" = "" ] && [ $(($(ms) - t)) -lt 30000 ]; do sleep 0.1; done
+sleep 3 # several passes and retries of the missing link
+state=$(active)
+status=$(systemctl show -P StatusText "$unit")
+if [ "$state" = activating ]; then
+	pass "while late0 is missing: is-active = activating (status: $status)"
+else
+	fail "while late0 is missing: is-active = '$state', want activating (status: $status)"
+	journal
+fi
+check "while late0 is missing: the rest is applied (nrdummy0 10.77.0.1/24)" \
+	has 'inet 10\.77\.0\.1/24' ip -4 addr show dev nrdummy0
+
+# 3. The missing device appears: active only once the kernel holds the whole state.
+ip link add late0 type dummy
+t=$(ms)
+while [ "$(active)" = activating ] && [ $(($(ms) - t)) -lt 60000 ]; do sleep 0.02; done
+state=$(active)
+# Read the kernel right away: what a unit ordered after netreconcile would see.
+kaddr=$(ip -4 addr show dev late0 2>&1)
+kaddr0=$(ip -4 addr show dev nrdummy0 2>&1)
+kroute=$(ip route show table 100 2>&1)
+if [ "$state" = active ]; then
+	pass "after ip link add late0: active in $(($(ms) - t)) ms"
+else
+	fail "after ip link add late0: is-active = '$state' after 60 s"
+	journal
+fi
+if echo "$kaddr" | grep -q 'inet 10\.78\.0\.1/24' && echo "$kaddr0" | grep -q 'inet 10\.77\.0\.1/24' &&
+	echo "$kroute" | grep -q '^10\.99\.0\.0/16 via 10\.77\.0\.254 dev nrdummy0'; then
+	pass "when active, the kernel holds the state (late0 10.78.0.1/24, nrdummy0 10.77.0.1/24, 10.99.0.0/16 table 100)"
+else
+	fail "active, but the kernel lacks part of the state"
+	{
+		echo "$kaddr"
+		echo "$kaddr0"
+		echo "table 100: $kroute"
+	} | show
+fi
+
+# 4. systemctl reload applies an edit before it returns. On systemd >= 253 the
+# postinst's drop-in makes the unit Type=notify-reload: systemd sends SIGHUP and waits
+# for the daemon's READY=1 after its reload pass. Older systemd (252, Debian 12) ends
+# the reload job when ExecReload=/bin/kill exits, before the pass: there the check is
+# that the reload succeeds and the edit arrives, and the delay is printed.
+sdver=$(systemctl --version | awk 'NR == 1 { print $2 }')
+out "unit type: $(systemctl show -P Type "$unit") (systemd $sdver)"
+edit_in_kernel() {
+	ip route show table 100 | grep -q '^10\.98\.0\.0/16 ' && ip -4 addr show dev late0 | grep -q 'inet 10\.78\.1\.1/24'
+}
+sed -e 's|^  - {to: 10.99.0.0/16, via: 10.77.0.254, table: 100}$|&\n  - {to: 10.98.0.0/16, via: 10.77.0.254, table: 100}|' \
+	-e 's|addresses: \[10.78.0.1/24\]|addresses: [10.78.0.1/24, 10.78.1.1/24]|' "$real" >"$real.new"
+cmp -s "$real" "$real.new" && fail "the test's edit changed nothing"
+mv "$real.new" "$real"
+# Precondition: nothing but the reload applies the edit (no file watch on that
+# directory, no netlink event, the periodic resync is minutes away).
+sleep 2
+if edit_in_kernel; then
+	fail "the edit reached the kernel before systemctl reload: the reload check would prove nothing"
+else
+	pass "before reload: the edit is not in the kernel 2 s after the save (only the reload can apply it)"
+fi
+t=$(ms)
+if systemctl reload "$unit"; then
+	d=$(($(ms) - t))
+	if edit_in_kernel; then
+		pass "systemctl reload returned after $d ms with the edit in the kernel (10.98.0.0/16 table 100, late0 10.78.1.1/24)"
+	else
+		t=$(ms)
+		while ! edit_in_kernel && [ $(($(ms) - t)) -lt 10000 ]; do sleep 0.01; done
+		late=$(($(ms) - t))
+		if [ "$sdver" -lt 253 ] && edit_in_kernel; then
+			pass "systemctl reload returned after $d ms; the edit reached the kernel $late ms later (systemd $sdver has no Type=notify-reload: reload is asynchronous)"
+		else
+			fail "systemctl reload returned after $d ms without the edit in the kernel (there $late ms later: $(edit_in_kernel && echo yes || echo no))"
+			{
+				ip route show table 100
+				ip -4 addr show dev late0
+			} 2>&1 | show
+		fi
+	fi
+else
+	fail "systemctl reload $unit failed"
+	journal
+fi
+check "after reload: is-active = active" has '^active$' active
+
+# 5. systemctl status shows the daemon's status line.
+systemctl status "$unit" --no-pager -l >/tmp/status.txt 2>&1
+show </tmp/status.txt
+check "systemctl status shows Status: \"converged: ...\"" grep -qE '^ +Status: "converged: ' /tmp/status.txt
+
+# 6. The log of the run, short.
+out "journal of $unit (last 15 lines):"
+journal 15
+
+finish
