@@ -41,6 +41,9 @@ type Netlink struct {
 	nftElems nftElemCache
 	byName   map[string]int
 	byIndex  map[int]string
+
+	batchMu sync.Mutex
+	batch   *routeBatcher // opened on the first WriteRoutes (route_batch_linux.go)
 }
 
 var _ Interface = (*Netlink)(nil)
@@ -117,6 +120,9 @@ func (k *Netlink) Close() error {
 	k.closeNFT()
 	k.h.Close()
 	k.hr.Close()
+	if k.batch != nil {
+		k.batch.close()
+	}
 	for _, s := range k.sockets {
 		s.Close()
 	}

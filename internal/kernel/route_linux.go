@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 
@@ -78,13 +77,7 @@ func (k *Netlink) AddRoute(r *model.Route, protocol int) error {
 		return fmt.Errorf("add route %s: %w", r.Key(), err)
 	}
 	k.wrote()
-	if err := k.h.RouteAdd(nr); err != nil {
-		if errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("add route %s: a route with this key exists and is not ours (another protocol): %w", r.Key(), err)
-		}
-		return fmt.Errorf("add route %s: %w", r.Key(), err)
-	}
-	return nil
+	return routeErr(RouteAdd, r, k.h.RouteAdd(nr))
 }
 
 // ReplaceRoute adds a route or replaces the one with the same key.
@@ -103,8 +96,10 @@ func (k *Netlink) ReplaceRoute(r *model.Route, protocol int) error {
 // DeleteRoute deletes the route with r's key.
 func (k *Netlink) DeleteRoute(r *model.Route) error {
 	// Only the key and the protocol identify the route to delete: sending
-	// more (a device that is gone) would make the kernel refuse.
-	nr := &netlink.Route{Table: r.Table, Dst: fromPrefix(r.Dst), Tos: r.TOS, Priority: r.Metric, Type: r.Type, Protocol: netlink.RouteProtocol(r.Protocol)}
+	// more (a device that is gone) would make the kernel refuse. Scope
+	// nowhere matches a route of any scope, as `ip route del` does; the
+	// library would send universe, which misses link-scope routes (ESRCH).
+	nr := &netlink.Route{Table: r.Table, Dst: fromPrefix(r.Dst), Tos: r.TOS, Priority: r.Metric, Type: r.Type, Protocol: netlink.RouteProtocol(r.Protocol), Scope: netlink.SCOPE_NOWHERE}
 	nr.Family = unix.AF_INET
 	if r.IsIPv6() {
 		nr.Family = unix.AF_INET6
