@@ -11,6 +11,14 @@ import (
 // delete. A create that meets a foreign route with the same key fails in the
 // apply stage (NLM_F_EXCL) instead of silently taking it over.
 func (c *computer) routes() {
+	if model.RoutesSorted(c.d.Routes) && model.RoutesSorted(c.a.Routes) {
+		c.routesSorted()
+		return
+	}
+	c.routesByMap()
+}
+
+func (c *computer) routesByMap() {
 	have := make(map[model.RouteKey]*model.Route, len(c.a.Routes))
 	for i := range c.a.Routes {
 		r := &c.a.Routes[i]
@@ -38,15 +46,66 @@ func (c *computer) routes() {
 		if h.Protocol != c.d.Protocol || want[h.Key()] || c.recreated[h.Dev] {
 			continue
 		}
-		if h.Dev != "" {
-			if _, stays := c.d.Links[h.Dev]; !stays {
-				if l, ok := c.a.Links[h.Dev]; ok && l.Owned {
-					continue // deleted with its link
-				}
+		c.deleteRoute(h)
+	}
+}
+
+// routesSorted is routes for lists in key order (as the desired and actual
+// stages give them): one merge walk, no maps, the same plan.
+func (c *computer) routesSorted() {
+	ours := func(r *model.Route) bool {
+		return r.Protocol == c.d.Protocol && (r.Dev == "" || !c.recreated[r.Dev])
+	}
+	ds, as := c.d.Routes, c.a.Routes
+	j := 0
+	for i := range ds {
+		w := &ds[i]
+		k := w.Key()
+		// The last of our actual routes with this key is the one compared,
+		// as a map from key to route would keep.
+		for j < len(as) && as[j].Key().Compare(k) < 0 {
+			j++
+		}
+		var h *model.Route
+		for m := j; m < len(as) && as[m].Key() == k; m++ {
+			if ours(&as[m]) {
+				h = &as[m]
 			}
 		}
-		c.del(Op{Action: Delete, Kind: KindRoute, ID: h.Key().String(), Summary: h.Attrs(), Route: h})
+		if h == nil {
+			c.add(Op{Action: Create, Kind: KindRoute, ID: k.String(), Summary: w.Attrs(), Route: w})
+			continue
+		}
+		if ch := routeChanges(w, h); len(ch) > 0 {
+			c.add(Op{Action: Update, Kind: KindRoute, ID: k.String(), Changes: ch, Route: w})
+		}
 	}
+	i := 0
+	for j := range as {
+		h := &as[j]
+		if h.Protocol != c.d.Protocol || c.recreated[h.Dev] {
+			continue
+		}
+		k := h.Key()
+		for i < len(ds) && ds[i].Key().Compare(k) < 0 {
+			i++
+		}
+		if i < len(ds) && ds[i].Key() == k {
+			continue // wanted
+		}
+		c.deleteRoute(h)
+	}
+}
+
+func (c *computer) deleteRoute(h *model.Route) {
+	if h.Dev != "" {
+		if _, stays := c.d.Links[h.Dev]; !stays {
+			if l, ok := c.a.Links[h.Dev]; ok && l.Owned {
+				return // deleted with its link
+			}
+		}
+	}
+	c.del(Op{Action: Delete, Kind: KindRoute, ID: h.Key().String(), Summary: h.Attrs(), Route: h})
 }
 
 func routeChanges(w, h *model.Route) []Change {

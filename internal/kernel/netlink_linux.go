@@ -43,7 +43,9 @@ type Netlink struct {
 	byIndex  map[int]string
 
 	batchMu sync.Mutex
-	batch   *routeBatcher // opened on the first WriteRoutes (route_batch_linux.go)
+	batch   *routeBatcher // opened on first use (route_batch_linux.go)
+	// routeHint is the length of the last route list, to size the next.
+	routeHint atomic.Int64
 }
 
 var _ Interface = (*Netlink)(nil)

@@ -42,8 +42,9 @@ const (
 	batchAckWait = 5000 // ms
 )
 
-// routeBatcher is the socket route batches are written on. It is a socket of
-// its own so that no other request's answers mix with a window's ACKs.
+// routeBatcher is the socket route batches are written and routes dumped
+// on. It is a socket of its own so that no other request's answers mix with
+// a window's ACKs.
 type routeBatcher struct {
 	sock   *nl.NetlinkSocket
 	fd     int
@@ -53,6 +54,9 @@ type routeBatcher struct {
 	acks   []byte
 	msgs   []unix.Mmsghdr
 	iovs   []unix.Iovec
+	dump   []byte // receive buffer of route dumps
+	// dumped is how many route messages the last dump received.
+	dumped int
 }
 
 func openRouteBatcher(ns netns.NsHandle) (*routeBatcher, error) {
@@ -67,6 +71,9 @@ func openRouteBatcher(ns netns.NsHandle) (*routeBatcher, error) {
 		_ = sock.SetReceiveBufferSize(batchRcvBuf, false)
 	}
 	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_CAP_ACK, 1)
+	// Strict checking lets the kernel filter route dumps by protocol.
+	// Kernels before 4.20 refuse the option; they still work, only slower.
+	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_GET_STRICT_CHK, 1)
 	rcv, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
 	if err != nil {
 		sock.Close()
@@ -85,20 +92,60 @@ func openRouteBatcher(ns netns.NsHandle) (*routeBatcher, error) {
 
 func (b *routeBatcher) close() { b.sock.Close() }
 
+// openBatch opens the route socket on first use. Called with batchMu held.
+func (k *Netlink) openBatch() error {
+	if k.batch != nil {
+		return nil
+	}
+	b, err := openRouteBatcher(k.ns)
+	if err != nil {
+		return err
+	}
+	k.batch = b
+	return nil
+}
+
+// read reads one datagram into buf, waiting for it.
+func (b *routeBatcher) read(buf []byte) (int, error) {
+	for {
+		n, _, err := unix.Recvfrom(b.fd, buf, unix.MSG_DONTWAIT)
+		switch {
+		case err == nil:
+			return n, nil
+		case errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.EAGAIN):
+			if err := b.wait(); err != nil {
+				return 0, err
+			}
+		default:
+			return 0, fmt.Errorf("receive: %w", err)
+		}
+	}
+}
+
+// wait waits until the socket has something to read.
+func (b *routeBatcher) wait() error {
+	fds := []unix.PollFd{{Fd: int32(b.fd), Events: unix.POLLIN}}
+	p, err := unix.Poll(fds, batchAckWait)
+	if err != nil && !errors.Is(err, unix.EINTR) {
+		return fmt.Errorf("wait for answer: %w", err)
+	}
+	if p == 0 && err == nil {
+		return errors.New("no answer from the kernel")
+	}
+	return nil
+}
+
 // WriteRoutes writes a batch of routes, a window of requests at a time.
 func (k *Netlink) WriteRoutes(ws []RouteWrite, protocol int) []error {
 	errs := make([]error, len(ws))
 	k.batchMu.Lock()
 	defer k.batchMu.Unlock()
-	if k.batch == nil {
-		b, err := openRouteBatcher(k.ns)
-		if err != nil {
-			for i, w := range ws {
-				errs[i] = routeErr(w.Action, w.Route, fmt.Errorf("open netlink: %w", err))
-			}
-			return errs
+	if err := k.openBatch(); err != nil {
+		for i, w := range ws {
+			errs[i] = routeErr(w.Action, w.Route, fmt.Errorf("open netlink: %w", err))
 		}
-		k.batch = b
+		return errs
 	}
 	b := k.batch
 	// seqs[j] is the sequence number of window request j; idx[j] its write.
@@ -181,13 +228,8 @@ func (b *routeBatcher) recv(n int) (int, error) {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			fds := []unix.PollFd{{Fd: int32(b.fd), Events: unix.POLLIN}}
-			p, err := unix.Poll(fds, batchAckWait)
-			if err != nil && !errors.Is(err, unix.EINTR) {
-				return 0, fmt.Errorf("wait for answer: %w", err)
-			}
-			if p == 0 {
-				return 0, errors.New("no answer from the kernel")
+			if err := b.wait(); err != nil {
+				return 0, err
 			}
 		case unix.ENOBUFS:
 			// An ACK was dropped: the outcome of this window is unknown.

@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"fmt"
-	"net/netip"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -13,42 +12,18 @@ import (
 // Routes lists the routes of every table (the local table included), of one
 // protocol when protocol is not 0.
 func (k *Netlink) Routes(protocol int) ([]model.Route, error) {
-	filter := &netlink.Route{Table: unix.RT_TABLE_UNSPEC, Protocol: netlink.RouteProtocol(protocol)}
-	mask := netlink.RT_FILTER_TABLE
-	if protocol != 0 {
-		mask |= netlink.RT_FILTER_PROTOCOL
-	}
 	var out []model.Route
 	err := retry("routes", func() error {
-		out = out[:0]
-		return k.hr.RouteListFilteredIter(netlink.FAMILY_ALL, filter, mask, func(r netlink.Route) bool {
-			if r.Family != unix.AF_INET && r.Family != unix.AF_INET6 {
-				return true
-			}
-			out = append(out, k.fromRoute(&r))
-			return true
-		})
+		var err error
+		out, _, err = k.dumpRoutes(protocol, make([]model.Route, 0, k.routeHint.Load()))
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	k.routeHint.Store(int64(len(out)))
 	model.SortRoutes(out)
 	return out, nil
-}
-
-func (k *Netlink) fromRoute(r *netlink.Route) model.Route {
-	m := model.Route{Table: r.Table, TOS: r.Tos, Metric: r.Priority, Type: r.Type, Gateway: toAddr(r.Gw), Src: toAddr(r.Src), Scope: int(r.Scope), OnLink: r.Flags&unix.RTNH_F_ONLINK != 0, MTU: r.MTU, Protocol: int(r.Protocol)}
-	if r.Dst != nil {
-		m.Dst = toPrefix(r.Dst)
-	} else if r.Family == unix.AF_INET6 {
-		m.Dst = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
-	} else {
-		m.Dst = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
-	}
-	if r.LinkIndex != 0 {
-		m.Dev = k.name(r.LinkIndex)
-	}
-	return m
 }
 
 func (k *Netlink) toRoute(r *model.Route, protocol int) (*netlink.Route, error) {
