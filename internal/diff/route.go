@@ -11,10 +11,11 @@ import (
 // delete. A create that meets a foreign route with the same key fails in the
 // apply stage (NLM_F_EXCL) instead of silently taking it over.
 func (c *computer) routes() {
-	if model.RoutesSorted(c.d.Routes) && model.RoutesSorted(c.a.Routes) {
-		c.routesSorted()
+	ops, dels := len(c.plan.Ops), len(c.deletes)
+	if c.routesSorted() {
 		return
 	}
+	c.plan.Ops, c.deletes = c.plan.Ops[:ops], c.deletes[:dels]
 	c.routesByMap()
 }
 
@@ -51,8 +52,10 @@ func (c *computer) routesByMap() {
 }
 
 // routesSorted is routes for lists in key order (as the desired and actual
-// stages give them): one merge walk, no maps, the same plan.
-func (c *computer) routesSorted() {
+// stages give them): one merge walk, no maps, the same plan. It checks the
+// order as it walks and returns false, its ops to be dropped, on lists that
+// are not sorted.
+func (c *computer) routesSorted() bool {
 	ours := func(r *model.Route) bool {
 		return r.Protocol == c.d.Protocol && (r.Dev == "" || !c.recreated[r.Dev])
 	}
@@ -61,6 +64,9 @@ func (c *computer) routesSorted() {
 	for i := range ds {
 		w := &ds[i]
 		k := w.Key()
+		if i > 0 && k.Compare(ds[i-1].Key()) < 0 {
+			return false
+		}
 		// The last of our actual routes with this key is the one compared,
 		// as a map from key to route would keep.
 		for j < len(as) && as[j].Key().Compare(k) < 0 {
@@ -83,6 +89,9 @@ func (c *computer) routesSorted() {
 	i := 0
 	for j := range as {
 		h := &as[j]
+		if j > 0 && h.Key().Compare(as[j-1].Key()) < 0 {
+			return false
+		}
 		if h.Protocol != c.d.Protocol || c.recreated[h.Dev] {
 			continue
 		}
@@ -95,6 +104,7 @@ func (c *computer) routesSorted() {
 		}
 		c.deleteRoute(h)
 	}
+	return true
 }
 
 func (c *computer) deleteRoute(h *model.Route) {
