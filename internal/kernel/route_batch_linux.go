@@ -31,9 +31,12 @@ const (
 	// margin over the truesize.
 	batchAckCost = 2048
 	// batchWindowMax bounds a window: more brings nothing once the system
-	// calls are amortised, and the datagram (~100 bytes a route) stays far
-	// below the default send buffer (208 KiB), which bounds one sendmsg.
+	// calls are amortised.
 	batchWindowMax = 1024
+	// batchSendMax bounds a window's datagram (70 to 130 bytes a route): the
+	// kernel refuses a sendmsg larger than the send buffer (EMSGSIZE), 208 KiB
+	// by default and smaller on some hosts.
+	batchSendMax = 64 << 10
 	// batchAckSlot is the room for one ACK: header, error and the echoed
 	// request header (NETLINK_CAP_ACK keeps the request's body out).
 	batchAckSlot = 256
@@ -153,7 +156,7 @@ func (k *Netlink) WriteRoutes(ws []RouteWrite, protocol int) []error {
 	idx := make([]int, 0, b.window)
 	for i := 0; i < len(ws); {
 		b.buf, seqs, idx = b.buf[:0], seqs[:0], idx[:0]
-		for ; i < len(ws) && len(seqs) < b.window; i++ {
+		for ; i < len(ws) && len(seqs) < b.window && len(b.buf) < batchSendMax; i++ {
 			msg, err := k.routeRequest(ws[i], protocol, b.seq+1)
 			if err != nil {
 				errs[i] = routeErr(ws[i].Action, ws[i].Route, err)
