@@ -52,57 +52,71 @@ func (c *computer) routesByMap() {
 }
 
 // routesSorted is routes for lists in key order (as the desired and actual
-// stages give them): one merge walk, no maps, the same plan. It checks the
-// order as it walks and returns false, its ops to be dropped, on lists that
-// are not sorted.
+// stages give them): one merge walk over both, no maps, the same plan. It
+// checks the order as it walks and returns false, its ops to be dropped, on
+// lists that are not sorted.
 func (c *computer) routesSorted() bool {
-	ours := func(r *model.Route) bool {
-		return r.Protocol == c.d.Protocol && (r.Dev == "" || !c.recreated[r.Dev])
-	}
 	ds, as := c.d.Routes, c.a.Routes
-	j := 0
-	for i := range ds {
-		w := &ds[i]
-		k := w.Key()
-		if i > 0 && k.Compare(ds[i-1].Key()) < 0 {
-			return false
-		}
-		// The last of our actual routes with this key is the one compared,
-		// as a map from key to route would keep.
-		for j < len(as) && as[j].Key().Compare(k) < 0 {
-			j++
-		}
-		var h *model.Route
-		for m := j; m < len(as) && as[m].Key() == k; m++ {
-			if ours(&as[m]) {
-				h = &as[m]
+	i, j := 0, 0
+	for i < len(ds) || j < len(as) {
+		var order int
+		var k model.RouteKey
+		switch {
+		case i == len(ds):
+			order, k = 1, as[j].Key()
+		case j == len(as):
+			order, k = -1, ds[i].Key()
+		default:
+			k = ds[i].Key()
+			if ak := as[j].Key(); ak != k {
+				order = k.Compare(ak)
+				if order > 0 {
+					k = ak
+				}
 			}
 		}
-		if h == nil {
-			c.add(Op{Action: Create, Kind: KindRoute, ID: k.String(), Summary: w.Attrs(), Route: w})
-			continue
+		// The run of desired routes with key k (one, unless declared twice).
+		ie := i
+		if order <= 0 {
+			for ie < len(ds) && ds[ie].Key() == k {
+				ie++
+			}
+			if ie < len(ds) && ds[ie].Key().Compare(k) < 0 {
+				return false
+			}
 		}
-		if ch := routeChanges(w, h); len(ch) > 0 {
-			c.add(Op{Action: Update, Kind: KindRoute, ID: k.String(), Changes: ch, Route: w})
+		// The run of actual routes with key k; the last of ours is compared,
+		// as a map from key to route would keep.
+		je := j
+		var h *model.Route
+		if order >= 0 {
+			for je < len(as) && as[je].Key() == k {
+				if a := &as[je]; a.Protocol == c.d.Protocol && (a.Dev == "" || !c.recreated[a.Dev]) {
+					h = a
+				}
+				je++
+			}
+			if je < len(as) && as[je].Key().Compare(k) < 0 {
+				return false
+			}
 		}
-	}
-	i := 0
-	for j := range as {
-		h := &as[j]
-		if j > 0 && h.Key().Compare(as[j-1].Key()) < 0 {
-			return false
+		for n := i; n < ie; n++ {
+			w := &ds[n]
+			if h == nil {
+				c.add(Op{Action: Create, Kind: KindRoute, ID: k.String(), Summary: w.Attrs(), Route: w})
+			} else if ch := routeChanges(w, h); len(ch) > 0 {
+				c.add(Op{Action: Update, Kind: KindRoute, ID: k.String(), Changes: ch, Route: w})
+			}
 		}
-		if h.Protocol != c.d.Protocol || c.recreated[h.Dev] {
-			continue
+		if ie == i {
+			// Not wanted: ours are deleted.
+			for n := j; n < je; n++ {
+				if h := &as[n]; h.Protocol == c.d.Protocol && !c.recreated[h.Dev] {
+					c.deleteRoute(h)
+				}
+			}
 		}
-		k := h.Key()
-		for i < len(ds) && ds[i].Key().Compare(k) < 0 {
-			i++
-		}
-		if i < len(ds) && ds[i].Key() == k {
-			continue // wanted
-		}
-		c.deleteRoute(h)
+		i, j = ie, je
 	}
 	return true
 }

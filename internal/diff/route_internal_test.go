@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"reflect"
 	"testing"
@@ -62,5 +63,49 @@ func TestRoutesUnsortedFallBack(t *testing.T) {
 	want := "+ route 10.0.1.0/24 table 100 (blackhole)\n- route 10.0.2.0/24 table 100 (blackhole)\n"
 	if got := plan.String(); got != want {
 		t.Errorf("plan:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// Random sorted lists over a small key space (duplicates, foreign routes,
+// recreated and owned links): the walk and the maps plan the same.
+func TestRoutesSortedMatchesMapRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	devs := []string{"", "eth0", "br0", "old0"}
+	route := func() model.Route {
+		return model.Route{
+			Table:    100 + rng.IntN(2),
+			Dst:      netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, byte(rng.IntN(6)), 0}), 24),
+			Metric:   rng.IntN(2),
+			Type:     1,
+			Dev:      devs[rng.IntN(len(devs))],
+			MTU:      1400 + rng.IntN(2),
+			Protocol: []int{model.DefaultProtocol, model.DefaultProtocol, 4}[rng.IntN(3)],
+		}
+	}
+	for n := 0; n < 500; n++ {
+		d := &model.State{Protocol: model.DefaultProtocol, Links: map[string]*model.Link{"eth0": {Name: "eth0"}, "br0": {Name: "br0"}}}
+		a := &model.State{Protocol: model.DefaultProtocol, Links: map[string]*model.Link{"eth0": {Name: "eth0"}, "br0": {Name: "br0", Owned: true}, "old0": {Name: "old0", Owned: true}}}
+		for m := rng.IntN(12); m > 0; m-- {
+			d.Routes = append(d.Routes, route())
+		}
+		for m := rng.IntN(12); m > 0; m-- {
+			a.Routes = append(a.Routes, route())
+		}
+		model.SortRoutes(d.Routes)
+		model.SortRoutes(a.Routes)
+		recreated := map[string]bool{"br0": rng.IntN(2) == 0}
+		plan := func(f func(*computer)) []Op {
+			c := &computer{d: d, a: a, plan: &Plan{}, recreated: recreated}
+			f(c)
+			return append(c.plan.Ops, c.deletes...)
+		}
+		got, want := plan(func(c *computer) {
+			if !c.routesSorted() {
+				t.Fatal("sorted lists refused")
+			}
+		}), plan((*computer).routesByMap)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("case %d: merge walk:\n%s\nmap:\n%s", n, (&Plan{Ops: got}).String(), (&Plan{Ops: want}).String())
+		}
 	}
 }

@@ -43,6 +43,7 @@ func (k *Netlink) dumpRoutes(protocol int, out []model.Route) (_ []model.Route, 
 	}
 	ne := binary.NativeEndian
 	intr := false
+	var dev lastName
 	for {
 		r, err := b.read(b.dump)
 		if err != nil {
@@ -81,7 +82,7 @@ func (k *Netlink) dumpRoutes(protocol int, out []model.Route) (_ []model.Route, 
 				}
 			case unix.RTM_NEWROUTE:
 				n++
-				if r, ok := k.parseRoute(m[unix.SizeofNlMsghdr:], protocol); ok {
+				if r, ok := k.parseRoute(m[unix.SizeofNlMsghdr:], protocol, &dev); ok {
 					out = append(out, r)
 				}
 			}
@@ -89,11 +90,18 @@ func (k *Netlink) dumpRoutes(protocol int, out []model.Route) (_ []model.Route, 
 	}
 }
 
+// lastName remembers the last link looked up: the routes of a dump mostly
+// share a few links, and each lookup takes the cache's lock.
+type lastName struct {
+	index int
+	name  string
+}
+
 func nlmAlign(l int) int { return (l + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_ALIGNTO - 1) }
 
 // parseRoute reads one RTM_NEWROUTE body as fromRoute reads the library's
 // netlink.Route; ok is false for routes Routes does not list.
-func (k *Netlink) parseRoute(b []byte, protocol int) (model.Route, bool) {
+func (k *Netlink) parseRoute(b []byte, protocol int, dev *lastName) (model.Route, bool) {
 	if len(b) < unix.SizeofRtMsg {
 		return model.Route{}, false
 	}
@@ -130,7 +138,10 @@ func (k *Netlink) parseRoute(b []byte, protocol int) (model.Route, bool) {
 			r.Src, _ = addrOf(v)
 		case unix.RTA_OIF:
 			if len(v) >= 4 {
-				r.Dev = k.name(int(ne.Uint32(v)))
+				if i := int(ne.Uint32(v)); i != dev.index {
+					dev.index, dev.name = i, k.name(i)
+				}
+				r.Dev = dev.name
 			}
 		case unix.RTA_PRIORITY:
 			if len(v) >= 4 {
