@@ -73,6 +73,16 @@ func Apply(ctx context.Context, k kernel.Writer, plan *diff.Plan, hooks Hooks) *
 	nftDone := false
 	for i := 0; i < len(plan.Ops); i++ {
 		op := plan.Ops[i]
+		if op.Kind == diff.KindRoute {
+			// A run of route ops goes to the kernel as one batch.
+			j := i + 1
+			for j < len(plan.Ops) && plan.Ops[j].Kind == diff.KindRoute {
+				j++
+			}
+			runRoutes(ctx, k, plan.Protocol, plan.Ops[i:j], failedLinks, res)
+			i = j - 1
+			continue
+		}
 		if isNft(op) {
 			// All nftables ops go in one batch, at the first one's place.
 			if !nftDone {
@@ -159,15 +169,6 @@ func run(k kernel.Writer, proto int, op diff.Op, hooks Hooks) error {
 			return k.ReplaceAddress(op.Address)
 		case diff.Delete:
 			return k.DeleteAddress(op.Address)
-		}
-	case diff.KindRoute:
-		switch op.Action {
-		case diff.Create:
-			return k.AddRoute(op.Route, proto)
-		case diff.Update:
-			return k.ReplaceRoute(op.Route, proto)
-		case diff.Delete:
-			return k.DeleteRoute(op.Route)
 		}
 	case diff.KindRule:
 		switch op.Action {

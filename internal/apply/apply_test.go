@@ -248,3 +248,30 @@ func TestPruneKeepsForeign(t *testing.T) {
 }
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+// Route ops go to the kernel as one batch, yet each op keeps its own result:
+// the one route that fails is the one failure, in plan order among the done.
+func TestRouteBatchKeepsPerOpResults(t *testing.T) {
+	st := load(t, "version: 1\nlinks:\n  eth0: {kind: device}\nroutes:\n"+
+		"  - {to: 10.1.0.0/24, dev: eth0}\n  - {to: 10.2.0.0/24, dev: eth0}\n  - {to: 10.3.0.0/24, dev: eth0}\n")
+	e, k := newEngine(t)
+	k.PutLink(&model.Link{Name: "eth0", Kind: model.KindDevice, Up: true})
+	k.FailOn("AddRoute", "10.2.0.0/24 table main", syscall.EEXIST)
+	plan, res := reconcile(t, e, st)
+	if len(res.Failed) != 1 || res.Failed[0].Op.ID != "10.2.0.0/24 table main" || !errors.Is(res.Failed[0].Err, syscall.EEXIST) {
+		t.Fatalf("failed %+v, want only 10.2.0.0/24 with EEXIST", res.Failed)
+	}
+	var done []string
+	for _, op := range res.Done {
+		done = append(done, op.ID)
+	}
+	if got, want := strings.Join(done, ","), "10.1.0.0/24 table main,10.3.0.0/24 table main"; got != want {
+		t.Fatalf("done %s, want %s (plan:\n%s)", got, want, plan)
+	}
+	k.FailOn("AddRoute", "10.2.0.0/24 table main", nil)
+	_, res = reconcile(t, e, st)
+	if err := res.Err(); err != nil {
+		t.Fatal(err)
+	}
+	assertConverged(t, e, st)
+}

@@ -27,6 +27,12 @@ func build(confs []*fileConf, errs *errList) *model.State {
 		ruleAt:  map[model.RuleKey]Pos{},
 		fouAt:   map[model.FouKey]Pos{},
 	}
+	n := 0
+	for _, fc := range confs {
+		n += len(fc.Routes)
+	}
+	b.routeAt = make(map[model.RouteKey]Pos, n)
+	b.st.Routes = make([]model.Route, 0, n)
 	b.settings(confs)
 	b.pools(confs)
 	// Links first, across all files, so that references resolve whatever

@@ -3,6 +3,7 @@ package desired
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -16,7 +17,7 @@ func (p Pos) String() string {
 	if p.Line == 0 {
 		return p.File
 	}
-	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+	return p.File + ":" + strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Col)
 }
 
 // FieldError is one problem in the file.

@@ -113,9 +113,10 @@ func Parse(srcs []Source) (*Config, error) {
 	return &Config{State: st, Files: files}, nil
 }
 
-func decodeFile(src Source, errs *errList) *fileConf {
+func decodeYAML(name string, data []byte, errs *errList) *fileConf {
+	src := Source{Name: name}
 	var root yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(src.Data))
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {
 			// An empty drop-in is allowed; an empty main file is caught by the version check.

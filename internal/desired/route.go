@@ -1,18 +1,19 @@
 package desired
 
 import (
-	"fmt"
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 func (b *builder) route(i int, rc *routeConf) {
-	path := fmt.Sprintf("routes[%d]", i)
+	// The path is only built for an error: a file of 100k routes has none.
+	path := func(field string) string { return "routes[" + strconv.Itoa(i) + "]" + field }
 	if rc.To == nil {
-		b.errs.add(rc.Pos, path+".to", "missing; expected a destination prefix like 10.0.0.0/24 or default")
+		b.errs.add(rc.Pos, path(".to"), "missing; expected a destination prefix like 10.0.0.0/24 or default")
 		return
 	}
 	if !rc.To.Default && !rc.To.P.IsValid() {
@@ -22,7 +23,7 @@ func (b *builder) route(i int, rc *routeConf) {
 	if rc.Type != "" {
 		t, ok := model.RouteTypeNames[rc.Type]
 		if !ok {
-			b.errs.add(rc.at("type"), path+".type", "expected one of: %s; found %q", strings.Join(routeTypeWords(), ", "), rc.Type)
+			b.errs.add(rc.at("type"), path(".type"), "expected one of: %s; found %q", strings.Join(routeTypeWords(), ", "), rc.Type)
 			return
 		}
 		typ = t
@@ -34,7 +35,7 @@ func (b *builder) route(i int, rc *routeConf) {
 	case !rc.To.Default:
 		fams = []bool{rc.To.P.Addr().Is6()}
 		if rc.Family != nil && (rc.Family.V4 && rc.Family.V6 || rc.Family.V6 != fams[0]) {
-			b.errs.add(rc.at("family"), path+".family", "does not match the destination %s", rc.To.P)
+			b.errs.add(rc.at("family"), path(".family"), "does not match the destination %s", rc.To.P)
 		}
 	case rc.Family != nil:
 		if rc.Family.V4 {
@@ -64,26 +65,26 @@ func (b *builder) route(i int, rc *routeConf) {
 		if rc.Via != nil {
 			r.Gateway = rc.Via.A
 			if r.Gateway.Is4() && v6 {
-				b.errs.add(rc.at("via"), path+".via", "gateway %s is not of the destination's family (%s)", r.Gateway, familyWord(v6))
+				b.errs.add(rc.at("via"), path(".via"), "gateway %s is not of the destination's family (%s)", r.Gateway, familyWord(v6))
 				continue
 			}
 			if r.Gateway.Is6() && !v6 {
 				// An IPv6 next hop for an IPv4 route (RFC 5549) needs RTA_VIA, which we do not write yet.
-				b.errs.add(rc.at("via"), path+".via", "an IPv6 gateway for an IPv4 route is not supported; use an IPv4 gateway")
+				b.errs.add(rc.at("via"), path(".via"), "an IPv6 gateway for an IPv4 route is not supported; use an IPv4 gateway")
 				continue
 			}
 		}
 		if rc.Src != nil {
 			r.Src = rc.Src.A
 			if r.Src.Is6() != v6 {
-				b.errs.add(rc.at("src"), path+".src", "source %s is not of the destination's family (%s)", r.Src, familyWord(v6))
+				b.errs.add(rc.at("src"), path(".src"), "source %s is not of the destination's family (%s)", r.Src, familyWord(v6))
 			}
 		}
 		if rc.MTU < 0 || rc.MTU > 65535 || (rc.MTU != 0 && rc.MTU < minMTU) {
-			b.errs.add(rc.at("mtu"), path+".mtu", "expected a route MTU from %d to 65535, found %d", minMTU, rc.MTU)
+			b.errs.add(rc.at("mtu"), path(".mtu"), "expected a route MTU from %d to 65535, found %d", minMTU, rc.MTU)
 		}
 		if rc.Metric < 0 {
-			b.errs.add(rc.at("metric"), path+".metric", "expected a metric from 0 to 4294967295, found %d", rc.Metric)
+			b.errs.add(rc.at("metric"), path(".metric"), "expected a metric from 0 to 4294967295, found %d", rc.Metric)
 		}
 		// The kernel stores IPv6 metric 0 as 1024: normalise so the diff compares like with like.
 		if v6 && r.Metric == 0 {
@@ -102,22 +103,22 @@ func (b *builder) route(i int, rc *routeConf) {
 		}
 		if typ == model.RouteUnicast || typ == model.RouteLocal {
 			if rc.Dev == "" && rc.Via == nil {
-				b.errs.add(rc.Pos, path, "a %s route needs via, dev or both", model.RouteTypeName(typ))
+				b.errs.add(rc.Pos, path(""), "a %s route needs via, dev or both", model.RouteTypeName(typ))
 				continue
 			}
 		} else if rc.Dev != "" || rc.Via != nil {
-			b.errs.add(rc.Pos, path, "a %s route takes neither via nor dev", rc.Type)
+			b.errs.add(rc.Pos, path(""), "a %s route takes neither via nor dev", rc.Type)
 			continue
 		}
 		if rc.OnLink && rc.Via == nil {
-			b.errs.add(rc.at("onlink"), path+".onlink", "onlink applies to a gateway; give via")
+			b.errs.add(rc.at("onlink"), path(".onlink"), "onlink applies to a gateway; give via")
 		}
 		if rc.Dev != "" && !b.declared(rc.Dev) {
-			b.errs.add(rc.at("dev"), path+".dev", "link %q is not declared; declare it (kind device for an existing NIC)", rc.Dev)
+			b.errs.add(rc.at("dev"), path(".dev"), "link %q is not declared; declare it (kind device for an existing NIC)", rc.Dev)
 			continue
 		}
 		if prev, dup := b.routeAt[r.Key()]; dup {
-			b.errs.add(rc.Pos, path, "route %s is declared twice (first at %s); a route is identified by table, destination, tos and metric", r.Key(), prev)
+			b.errs.add(rc.Pos, path(""), "route %s is declared twice (first at %s); a route is identified by table, destination, tos and metric", r.Key(), prev)
 			continue
 		}
 		b.routeAt[r.Key()] = rc.Pos

@@ -11,6 +11,15 @@ import (
 // delete. A create that meets a foreign route with the same key fails in the
 // apply stage (NLM_F_EXCL) instead of silently taking it over.
 func (c *computer) routes() {
+	ops, dels := len(c.plan.Ops), len(c.deletes)
+	if c.routesSorted() {
+		return
+	}
+	c.plan.Ops, c.deletes = c.plan.Ops[:ops], c.deletes[:dels]
+	c.routesByMap()
+}
+
+func (c *computer) routesByMap() {
 	have := make(map[model.RouteKey]*model.Route, len(c.a.Routes))
 	for i := range c.a.Routes {
 		r := &c.a.Routes[i]
@@ -38,15 +47,89 @@ func (c *computer) routes() {
 		if h.Protocol != c.d.Protocol || want[h.Key()] || c.recreated[h.Dev] {
 			continue
 		}
-		if h.Dev != "" {
-			if _, stays := c.d.Links[h.Dev]; !stays {
-				if l, ok := c.a.Links[h.Dev]; ok && l.Owned {
-					continue // deleted with its link
+		c.deleteRoute(h)
+	}
+}
+
+// routesSorted is routes for lists in key order (as the desired and actual
+// stages give them): one merge walk over both, no maps, the same plan. It
+// checks the order as it walks and returns false, its ops to be dropped, on
+// lists that are not sorted.
+func (c *computer) routesSorted() bool {
+	ds, as := c.d.Routes, c.a.Routes
+	i, j := 0, 0
+	for i < len(ds) || j < len(as) {
+		var order int
+		var k model.RouteKey
+		switch {
+		case i == len(ds):
+			order, k = 1, as[j].Key()
+		case j == len(as):
+			order, k = -1, ds[i].Key()
+		default:
+			k = ds[i].Key()
+			if ak := as[j].Key(); ak != k {
+				order = k.Compare(ak)
+				if order > 0 {
+					k = ak
 				}
 			}
 		}
-		c.del(Op{Action: Delete, Kind: KindRoute, ID: h.Key().String(), Summary: h.Attrs(), Route: h})
+		// The run of desired routes with key k (one, unless declared twice).
+		ie := i
+		if order <= 0 {
+			for ie < len(ds) && ds[ie].Key() == k {
+				ie++
+			}
+			if ie < len(ds) && ds[ie].Key().Compare(k) < 0 {
+				return false
+			}
+		}
+		// The run of actual routes with key k; the last of ours is compared,
+		// as a map from key to route would keep.
+		je := j
+		var h *model.Route
+		if order >= 0 {
+			for je < len(as) && as[je].Key() == k {
+				if a := &as[je]; a.Protocol == c.d.Protocol && (a.Dev == "" || !c.recreated[a.Dev]) {
+					h = a
+				}
+				je++
+			}
+			if je < len(as) && as[je].Key().Compare(k) < 0 {
+				return false
+			}
+		}
+		for n := i; n < ie; n++ {
+			w := &ds[n]
+			if h == nil {
+				c.add(Op{Action: Create, Kind: KindRoute, ID: k.String(), Summary: w.Attrs(), Route: w})
+			} else if ch := routeChanges(w, h); len(ch) > 0 {
+				c.add(Op{Action: Update, Kind: KindRoute, ID: k.String(), Changes: ch, Route: w})
+			}
+		}
+		if ie == i {
+			// Not wanted: ours are deleted.
+			for n := j; n < je; n++ {
+				if h := &as[n]; h.Protocol == c.d.Protocol && !c.recreated[h.Dev] {
+					c.deleteRoute(h)
+				}
+			}
+		}
+		i, j = ie, je
 	}
+	return true
+}
+
+func (c *computer) deleteRoute(h *model.Route) {
+	if h.Dev != "" {
+		if _, stays := c.d.Links[h.Dev]; !stays {
+			if l, ok := c.a.Links[h.Dev]; ok && l.Owned {
+				return // deleted with its link
+			}
+		}
+	}
+	c.del(Op{Action: Delete, Kind: KindRoute, ID: h.Key().String(), Summary: h.Attrs(), Route: h})
 }
 
 func routeChanges(w, h *model.Route) []Change {

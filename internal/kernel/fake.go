@@ -463,6 +463,12 @@ func (f *Fake) DeleteRoute(r *model.Route) error {
 	return nil
 }
 
+// WriteRoutes makes the writes one by one, with the failures injected into
+// AddRoute, ReplaceRoute and DeleteRoute.
+func (f *Fake) WriteRoutes(ws []RouteWrite, protocol int) []error {
+	return writeRoutesOneByOne(f, ws, protocol)
+}
+
 // AddRule adds a rule; EEXIST when the same rule of the same protocol exists.
 func (f *Fake) AddRule(r *model.Rule, protocol int) error {
 	f.mu.Lock()

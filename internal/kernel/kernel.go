@@ -54,6 +54,10 @@ type Writer interface {
 	// key), stamped with protocol.
 	ReplaceRoute(r *model.Route, protocol int) error
 	DeleteRoute(r *model.Route) error
+	// WriteRoutes makes the writes in order, as the three calls above would,
+	// without waiting for each answer: one error per write (nil for
+	// success), in the same order. Each route is one kernel write.
+	WriteRoutes(ws []RouteWrite, protocol int) []error
 
 	AddRule(r *model.Rule, protocol int) error
 	DeleteRule(r *model.Rule) error

@@ -26,9 +26,9 @@ const dumpRetries = 10
 // network namespace.
 type Netlink struct {
 	h *netlink.Handle
-	// hr dumps routes with strict checking on, which lets the kernel filter
-	// by protocol and table. It is a handle of its own because other dump
-	// requests of the library (rules) are refused under strict checking.
+	// hr is a library handle with strict checking on (other dump requests
+	// of the library, rules, are refused under it). Routes no longer use it:
+	// dumpRoutes parses route dumps itself (route_dump_linux.go).
 	hr *netlink.Handle
 	// sockets serves the requests the library has no function for.
 	sockets map[int]*nl.SocketHandle
@@ -43,6 +43,11 @@ type Netlink struct {
 	nftElems nftElemCache
 	byName   map[string]int
 	byIndex  map[int]string
+
+	batchMu sync.Mutex
+	batch   *routeBatcher // opened on first use (route_batch_linux.go)
+	// routeHint is the length of the last route list, to size the next.
+	routeHint atomic.Int64
 }
 
 var _ Interface = (*Netlink)(nil)
@@ -119,6 +124,9 @@ func (k *Netlink) Close() error {
 	k.closeNFT()
 	k.h.Close()
 	k.hr.Close()
+	if k.batch != nil {
+		k.batch.close()
+	}
 	for _, s := range k.sockets {
 		s.Close()
 	}

@@ -1,9 +1,7 @@
 package kernel
 
 import (
-	"errors"
 	"fmt"
-	"net/netip"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -14,42 +12,18 @@ import (
 // Routes lists the routes of every table (the local table included), of one
 // protocol when protocol is not 0.
 func (k *Netlink) Routes(protocol int) ([]model.Route, error) {
-	filter := &netlink.Route{Table: unix.RT_TABLE_UNSPEC, Protocol: netlink.RouteProtocol(protocol)}
-	mask := netlink.RT_FILTER_TABLE
-	if protocol != 0 {
-		mask |= netlink.RT_FILTER_PROTOCOL
-	}
 	var out []model.Route
 	err := retry("routes", func() error {
-		out = out[:0]
-		return k.hr.RouteListFilteredIter(netlink.FAMILY_ALL, filter, mask, func(r netlink.Route) bool {
-			if r.Family != unix.AF_INET && r.Family != unix.AF_INET6 {
-				return true
-			}
-			out = append(out, k.fromRoute(&r))
-			return true
-		})
+		var err error
+		out, _, err = k.dumpRoutes(protocol, make([]model.Route, 0, k.routeHint.Load()))
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	k.routeHint.Store(int64(len(out)))
 	model.SortRoutes(out)
 	return out, nil
-}
-
-func (k *Netlink) fromRoute(r *netlink.Route) model.Route {
-	m := model.Route{Table: r.Table, TOS: r.Tos, Metric: r.Priority, Type: r.Type, Gateway: toAddr(r.Gw), Src: toAddr(r.Src), Scope: int(r.Scope), OnLink: r.Flags&unix.RTNH_F_ONLINK != 0, MTU: r.MTU, Protocol: int(r.Protocol)}
-	if r.Dst != nil {
-		m.Dst = toPrefix(r.Dst)
-	} else if r.Family == unix.AF_INET6 {
-		m.Dst = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
-	} else {
-		m.Dst = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
-	}
-	if r.LinkIndex != 0 {
-		m.Dev = k.name(r.LinkIndex)
-	}
-	return m
 }
 
 func (k *Netlink) toRoute(r *model.Route, protocol int) (*netlink.Route, error) {
@@ -78,13 +52,7 @@ func (k *Netlink) AddRoute(r *model.Route, protocol int) error {
 		return fmt.Errorf("add route %s: %w", r.Key(), err)
 	}
 	k.wrote()
-	if err := k.h.RouteAdd(nr); err != nil {
-		if errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("add route %s: a route with this key exists and is not ours (another protocol): %w", r.Key(), err)
-		}
-		return fmt.Errorf("add route %s: %w", r.Key(), err)
-	}
-	return nil
+	return routeErr(RouteAdd, r, k.h.RouteAdd(nr))
 }
 
 // ReplaceRoute adds a route or replaces the one with the same key.
@@ -103,8 +71,10 @@ func (k *Netlink) ReplaceRoute(r *model.Route, protocol int) error {
 // DeleteRoute deletes the route with r's key.
 func (k *Netlink) DeleteRoute(r *model.Route) error {
 	// Only the key and the protocol identify the route to delete: sending
-	// more (a device that is gone) would make the kernel refuse.
-	nr := &netlink.Route{Table: r.Table, Dst: fromPrefix(r.Dst), Tos: r.TOS, Priority: r.Metric, Type: r.Type, Protocol: netlink.RouteProtocol(r.Protocol)}
+	// more (a device that is gone) would make the kernel refuse. Scope
+	// nowhere matches a route of any scope, as `ip route del` does; the
+	// library would send universe, which misses link-scope routes (ESRCH).
+	nr := &netlink.Route{Table: r.Table, Dst: fromPrefix(r.Dst), Tos: r.TOS, Priority: r.Metric, Type: r.Type, Protocol: netlink.RouteProtocol(r.Protocol), Scope: netlink.SCOPE_NOWHERE}
 	nr.Family = unix.AF_INET
 	if r.IsIPv6() {
 		nr.Family = unix.AF_INET6

@@ -1,9 +1,10 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -153,7 +154,39 @@ func (k RouteKey) Less(o RouteKey) bool {
 	return k.TOS < o.TOS
 }
 
-// SortRoutes orders routes by key.
+// Compare orders route keys as Less does: -1, 0 or +1.
+func (k RouteKey) Compare(o RouteKey) int {
+	if c := cmp.Compare(k.Table, o.Table); c != 0 {
+		return c
+	}
+	if c := k.Dst.Addr().Compare(o.Dst.Addr()); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(k.Dst.Bits(), o.Dst.Bits()); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(k.Metric, o.Metric); c != 0 {
+		return c
+	}
+	return cmp.Compare(k.TOS, o.TOS)
+}
+
+func compareRoutes(a, b Route) int { return a.Key().Compare(b.Key()) }
+
+// RoutesSorted reports whether routes are in key order.
+func RoutesSorted(rs []Route) bool {
+	for i := 1; i < len(rs); i++ {
+		if rs[i].Key().Compare(rs[i-1].Key()) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// SortRoutes orders routes by key. Lists that are sorted already (the
+// kernel dumps a table in key order) cost one pass.
 func SortRoutes(rs []Route) {
-	sort.Slice(rs, func(i, j int) bool { return rs[i].Key().Less(rs[j].Key()) })
+	if !RoutesSorted(rs) {
+		slices.SortStableFunc(rs, compareRoutes)
+	}
 }

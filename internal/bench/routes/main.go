@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +30,8 @@ import (
 	"github.com/netreconcile/netreconcile/internal/ledger"
 )
 
+var cpuProfile string
+
 // table holds the benchmark's routes; foreign routes go in the same table.
 const table = 100
 
@@ -37,6 +40,7 @@ func main() {
 	runs := flag.Int("runs", 3, "runs per measurement (the median is reported)")
 	sizes := flag.String("sizes", "10000,100000", "cold converge sizes")
 	noop := flag.Int("noop", 100000, "owned (and foreign) routes of the no-op reconcile")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the no-op reconciles to this file")
 	flag.Parse()
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "bench-core needs root (fresh network namespaces)")
@@ -157,6 +161,12 @@ func noopReconcile(dir string, n, runs int) {
 	var ts []time.Duration
 	var writes uint64
 	var ops int
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	for r := 0; r < runs; r++ {
 		before := k.Writes()
 		ts = append(ts, timed(func() {

@@ -1,0 +1,315 @@
+package desired
+
+import (
+	"bytes"
+	"reflect"
+	"strconv"
+)
+
+// A file of 100k routes spends most of its load time building and walking
+// yaml.Nodes. Route lists are usually written one flow mapping of plain
+// scalars per line ("  - {to: 10.0.0.0/24, dev: eth0}"), so the top-level
+// routes block is decoded here directly when every item has that shape and
+// every value is valid; yaml.v3 then parses the rest of the file with the
+// block blanked out (same line numbers). Anything else (a comment, a quote,
+// a value that fails, a key given twice, an unknown key) drops the fast path
+// and the whole file goes through the general decoder, which reports the
+// errors: messages and positions are the decoder's by construction.
+
+// fastRoutes is a routes block decoded by the fast path.
+type fastRoutes struct {
+	routes []*routeConf
+	pos    Pos    // the block sequence's position (its first "-")
+	line   int    // the line of the key "routes:"
+	data   []byte // the file with the block's lines blank
+}
+
+// scanRoutes finds and decodes the top-level routes block; ok is false when
+// the file does not qualify.
+func scanRoutes(file string, data []byte) (fr fastRoutes, ok bool) {
+	start := findRoutesLine(data)
+	if start < 0 {
+		return fr, false
+	}
+	// Nothing before the block may open a construct that spans lines
+	// (quotes, block scalars, unclosed flow collections): the routes line
+	// must be a key of the top-level mapping.
+	for _, line := range bytes.Split(data[:start], []byte{'\n'}) {
+		if !singleLine(line) {
+			return fr, false
+		}
+	}
+	routesLine := bytes.Count(data[:start], []byte{'\n'}) + 1
+	lineNo := routesLine
+	i := start + len("routes:")
+	for i < len(data) && data[i] == ' ' {
+		i++
+	}
+	if i >= len(data) || data[i] != '\n' {
+		return fr, false
+	}
+	i++
+	blockStart, indent := i, -1
+	names := map[string]string{} // one string per link name, not per route
+	for i < len(data) {
+		end := bytes.IndexByte(data[i:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += i
+		}
+		line := data[i:end]
+		n := 0
+		for n < len(line) && line[n] == ' ' {
+			n++
+		}
+		if n == 0 || n == len(line) || line[n] != '-' {
+			break
+		}
+		if indent < 0 {
+			indent = n
+		} else if n != indent {
+			return fr, false
+		}
+		lineNo++
+		rc, ok := fastRoute(file, lineNo, line, n, names)
+		if !ok {
+			return fr, false
+		}
+		fr.routes = append(fr.routes, rc)
+		i = end + 1
+	}
+	if len(fr.routes) == 0 {
+		return fr, false
+	}
+	blockEnd := min(i, len(data))
+	// What follows must start a top-level key (or end the file), after
+	// blank lines only.
+	for j := blockEnd; j < len(data); {
+		e := bytes.IndexByte(data[j:], '\n')
+		if e < 0 {
+			e = len(data) - j
+		}
+		line := data[j : j+e]
+		if len(bytes.TrimRight(line, " ")) == 0 {
+			j += e + 1
+			continue
+		}
+		if c := line[0]; c == ' ' || c == '\t' || c == '-' || c == '\r' {
+			return fr, false
+		}
+		break
+	}
+	fr.line = routesLine
+	fr.pos = Pos{file, bytes.Count(data[:blockStart], []byte{'\n'}) + 1, indent + 1}
+	// The block's lines become empty lines: the lines after keep their numbers.
+	nl := bytes.Count(data[start:blockEnd], []byte{'\n'})
+	fr.data = make([]byte, 0, len(data)-(blockEnd-start)+nl)
+	fr.data = append(fr.data, data[:start]...)
+	fr.data = append(fr.data, bytes.Repeat([]byte{'\n'}, nl)...)
+	fr.data = append(fr.data, data[blockEnd:]...)
+	return fr, true
+}
+
+// findRoutesLine returns the offset of a line "routes:" at column 0, or -1.
+func findRoutesLine(data []byte) int {
+	for off := 0; ; {
+		i := bytes.Index(data[off:], []byte("routes:"))
+		if i < 0 {
+			return -1
+		}
+		i += off
+		if i == 0 || data[i-1] == '\n' {
+			return i
+		}
+		off = i + 1
+	}
+}
+
+// singleLine reports whether a line opens nothing that continues on the next:
+// no quote, no block scalar indicator, balanced flow brackets, no tab.
+func singleLine(line []byte) bool {
+	depth := 0
+	for _, c := range line {
+		switch c {
+		case '"', '\'', '|', '>', '\t', '\r', '&', '*', '!', '%', '@', '`', '?':
+			return false
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth < 0 {
+				return false
+			}
+		}
+	}
+	return depth == 0
+}
+
+// fastRoute decodes "- {key: value, ...}" (indent spaces before "-").
+func fastRoute(file string, lineNo int, line []byte, indent int, names map[string]string) (*routeConf, bool) {
+	i := indent + 1
+	if i >= len(line) || line[i] != ' ' {
+		return nil, false
+	}
+	for i < len(line) && line[i] == ' ' {
+		i++
+	}
+	if i >= len(line) || line[i] != '{' {
+		return nil, false
+	}
+	rc := &routeConf{}
+	rc.Pos = Pos{file, lineNo, i + 1}
+	rc.Keys = make(map[string]Pos, 4)
+	i++
+	for {
+		for i < len(line) && line[i] == ' ' {
+			i++
+		}
+		k := i
+		for i < len(line) && (line[i] >= 'a' && line[i] <= 'z' || line[i] == '-') {
+			i++
+		}
+		if i == k || i+1 >= len(line) || line[i] != ':' || line[i+1] != ' ' {
+			return nil, false
+		}
+		key, known := routeKeys[string(line[k:i])]
+		if !known {
+			return nil, false
+		}
+		i++
+		for i < len(line) && line[i] == ' ' {
+			i++
+		}
+		v := i
+		for i < len(line) && plainChar(line[i]) {
+			i++
+		}
+		if i == v || line[v] == '-' || line[v] == ':' || line[i-1] == ':' {
+			return nil, false
+		}
+		if _, dup := rc.Keys[key]; dup || !rc.set(key, line[v:i], names) {
+			return nil, false
+		}
+		rc.Keys[key] = Pos{file, lineNo, v + 1}
+		for i < len(line) && line[i] == ' ' {
+			i++
+		}
+		if i >= len(line) {
+			return nil, false
+		}
+		if line[i] == '}' {
+			i++
+			break
+		}
+		if line[i] != ',' {
+			return nil, false
+		}
+		i++
+	}
+	for ; i < len(line); i++ {
+		if line[i] != ' ' {
+			return nil, false
+		}
+	}
+	return rc, true
+}
+
+func plainChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '/' || c == ':' || c == '_' || c == '-'
+}
+
+// routeKeys holds the keys of routeConf, so that a key read from the file
+// needs no string of its own.
+var routeKeys = map[string]string{}
+
+func init() {
+	fields, _, _ := fieldsOf(reflect.TypeOf(routeConf{}))
+	for k := range fields {
+		routeKeys[k] = k
+	}
+}
+
+// set decodes one value as the general decoder would; false when that
+// would fail or when the value is a YAML null.
+func (rc *routeConf) set(key string, b []byte, names map[string]string) bool {
+	switch string(b) {
+	case "null", "Null", "NULL":
+		return false
+	}
+	if key == "dev" {
+		n, ok := names[string(b)]
+		if !ok {
+			n = string(b)
+			names[n] = n
+		}
+		rc.Dev = n
+		return true
+	}
+	v := string(b)
+	var err error
+	switch key {
+	case "to":
+		rc.To = &Prefix{}
+		err = rc.To.parse(v)
+	case "family":
+		rc.Family = &Family{}
+		err = rc.Family.parse(v)
+	case "via":
+		rc.Via = &Addr{}
+		err = rc.Via.parse(v)
+	case "src":
+		rc.Src = &Addr{}
+		err = rc.Src.parse(v)
+	case "table":
+		rc.Table = &Table{}
+		err = rc.Table.parse(v)
+	case "scope":
+		rc.Scope = &Scope{}
+		err = rc.Scope.parse(v)
+	case "type":
+		rc.Type = v
+	case "metric":
+		var n int64
+		n, err = strconv.ParseInt(v, 0, 64)
+		rc.Metric = int(n)
+	case "mtu":
+		var n int64
+		n, err = strconv.ParseInt(v, 0, 64)
+		rc.MTU = int(n)
+	case "tos":
+		var n uint64
+		n, err = strconv.ParseUint(v, 0, 8)
+		rc.TOS = uint8(n)
+	case "onlink":
+		rc.OnLink, err = strconv.ParseBool(v)
+	default:
+		return false
+	}
+	return err == nil
+}
+
+// fastPath can be turned off to compare both paths in tests.
+var fastPath = true
+
+// decodeFile decodes one file, with the routes fast path when it applies.
+func decodeFile(src Source, errs *errList) *fileConf {
+	if fastPath {
+		if fr, ok := scanRoutes(src.Name, src.Data); ok {
+			local := &errList{}
+			fc := decodeYAML(src.Name, fr.data, local)
+			// Any error sends the file through the general decoder, whose
+			// messages are the reference.
+			if fc != nil && !fc.has("routes") && len(local.errs) == 0 {
+				if fc.Pos.Line == 0 || fc.Pos.Line > fr.line {
+					// The blanked key was the mapping's first.
+					fc.Pos = Pos{src.Name, fr.line, 1}
+				}
+				fc.Routes = fr.routes
+				fc.Keys["routes"] = fr.pos
+				return fc
+			}
+		}
+	}
+	return decodeYAML(src.Name, src.Data, errs)
+}

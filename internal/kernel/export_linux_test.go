@@ -1,0 +1,51 @@
+package kernel
+
+import (
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// RoutesByLibrary lists routes through vishvananda/netlink, as Routes did
+// before it parsed dumps itself: the reference its parser is tested against.
+func RoutesByLibrary(k *Netlink, protocol int) ([]model.Route, error) {
+	filter := &netlink.Route{Table: unix.RT_TABLE_UNSPEC, Protocol: netlink.RouteProtocol(protocol)}
+	mask := netlink.RT_FILTER_TABLE
+	if protocol != 0 {
+		mask |= netlink.RT_FILTER_PROTOCOL
+	}
+	var out []model.Route
+	err := k.hr.RouteListFilteredIter(netlink.FAMILY_ALL, filter, mask, func(r netlink.Route) bool {
+		if r.Family == unix.AF_INET || r.Family == unix.AF_INET6 {
+			out = append(out, k.fromRoute(&r))
+		}
+		return true
+	})
+	model.SortRoutes(out)
+	return out, err
+}
+
+// RouteMessages is how many route messages the last dump of Routes received.
+func RouteMessages(k *Netlink) int {
+	k.batchMu.Lock()
+	defer k.batchMu.Unlock()
+	return k.batch.dumped
+}
+
+func (k *Netlink) fromRoute(r *netlink.Route) model.Route {
+	m := model.Route{Table: r.Table, TOS: r.Tos, Metric: r.Priority, Type: r.Type, Gateway: toAddr(r.Gw), Src: toAddr(r.Src), Scope: int(r.Scope), OnLink: r.Flags&unix.RTNH_F_ONLINK != 0, MTU: r.MTU, Protocol: int(r.Protocol)}
+	if r.Dst != nil {
+		m.Dst = toPrefix(r.Dst)
+	} else if r.Family == unix.AF_INET6 {
+		m.Dst = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+	} else {
+		m.Dst = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+	}
+	if r.LinkIndex != 0 {
+		m.Dev = k.name(r.LinkIndex)
+	}
+	return m
+}
