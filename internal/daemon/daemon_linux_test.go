@@ -380,21 +380,32 @@ links:
 	if addr == nil {
 		t.Fatalf("no metrics address logged:\n%s", p.Stderr())
 	}
-	resp, err := http.Get("http://" + addr[1] + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{
+	wants := []string{
 		`netreconcile_ipam_pool{measure="allocated",pool="nodes"} 1`,
 		`netreconcile_ipam_pool{measure="blocks_held",pool="nodes"} 1`,
 		`netreconcile_ipam_pool{measure="addresses",pool="nodes"} 32`,
-	} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("metrics lack %q", want)
-		}
 	}
+	var body string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last metrics scraped:\n%s", body)
+		}
+	}()
+	eventually(t, editDeadline, "pool usage in the metrics", func() bool {
+		resp, err := http.Get("http://" + addr[1] + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		for _, want := range wants {
+			if !strings.Contains(body, want) {
+				return false
+			}
+		}
+		return true
+	})
 	if out := nettest.IP(t, e.ns, "route", "show", "table", "119"); !strings.Contains(out, "10.84.0.0/27 dev lo proto 245") {
 		t.Errorf("export route missing from table 119: %q", out)
 	}
