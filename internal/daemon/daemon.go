@@ -554,30 +554,29 @@ func oneLine(s string) string {
 
 // partMetrics refreshes the WireGuard peer and IPAM pool gauges.
 func (d *Daemon) partMetrics(ctx context.Context, st *model.State) {
-	d.m.peers.Reset()
+	peers := map[[2]string]float64{}
 	if hasWireGuard(st) {
-		peers, err := d.eng.PeerStatuses(st)
+		ps, err := d.eng.PeerStatuses(st)
 		if err != nil {
 			d.log.Warn("read WireGuard peers for metrics", "error", err)
 		}
-		for _, p := range peers {
-			d.m.peers.WithLabelValues(p.Link, p.State).Inc()
+		for _, p := range ps {
+			peers[[2]string{p.Link, p.State}]++
 		}
 	}
-	d.m.pool.Reset()
-	reg, err := d.eng.OpenRegistry(st)
-	if reg == nil || err != nil {
-		return
-	}
-	usage, err := engine.PoolUsage(ctx, reg)
-	if err != nil {
-		d.log.Warn("read IPAM pools for metrics", "error", err)
-	}
-	for _, u := range usage {
-		for measure, v := range map[string]float64{"blocks_held": float64(u.BlocksHeld), "blocks_allowed": float64(u.BlocksAllowed), "addresses": float64(u.Addresses), "allocated": float64(u.Allocated), "cooling": float64(u.Cooling)} {
-			d.m.pool.WithLabelValues(u.Pool, measure).Set(v)
+	pools := map[[2]string]float64{}
+	if reg, err := d.eng.OpenRegistry(st); reg != nil && err == nil {
+		usage, err := engine.PoolUsage(ctx, reg)
+		if err != nil {
+			d.log.Warn("read IPAM pools for metrics", "error", err)
+		}
+		for _, u := range usage {
+			for measure, v := range map[string]float64{"blocks_held": float64(u.BlocksHeld), "blocks_allowed": float64(u.BlocksAllowed), "addresses": float64(u.Addresses), "allocated": float64(u.Allocated), "cooling": float64(u.Cooling)} {
+				pools[[2]string{u.Pool, measure}] = v
+			}
 		}
 	}
+	d.m.parts.set(peers, pools)
 }
 
 func hasWireGuard(st *model.State) bool {

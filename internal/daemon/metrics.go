@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,11 +31,44 @@ type Metrics struct {
 	objects     prometheus.Gauge
 	configOK    prometheus.Gauge
 	wakeups     prometheus.Counter
-	peers       *prometheus.GaugeVec
-	pool        *prometheus.GaugeVec
-	// serving is set once Serve listens: the per-pass gauges below cost a
-	// WireGuard and registry read, done only when someone can scrape them.
+	parts       *partsCollector
+	// serving is set once Serve listens: the peer and pool gauges cost a
+	// WireGuard and a registry read per pass, done only when someone can
+	// scrape them.
 	serving bool
+}
+
+// partsCollector exports the latest snapshot of WireGuard peer states and
+// IPAM pool usage. A snapshot is replaced whole, so a scrape never sees a
+// half-updated set (resetting a GaugeVec and filling it again would).
+type partsCollector struct {
+	peersDesc, poolDesc *prometheus.Desc
+
+	mu    sync.Mutex
+	peers map[[2]string]float64 // link, state
+	pools map[[2]string]float64 // pool, measure
+}
+
+func (c *partsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.peersDesc
+	ch <- c.poolDesc
+}
+
+func (c *partsCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, v := range c.peers {
+		ch <- prometheus.MustNewConstMetric(c.peersDesc, prometheus.GaugeValue, v, k[0], k[1])
+	}
+	for k, v := range c.pools {
+		ch <- prometheus.MustNewConstMetric(c.poolDesc, prometheus.GaugeValue, v, k[0], k[1])
+	}
+}
+
+func (c *partsCollector) set(peers, pools map[[2]string]float64) {
+	c.mu.Lock()
+	c.peers, c.pools = peers, pools
+	c.mu.Unlock()
 }
 
 // NewMetrics creates the metrics on a registry of their own, with the Go
@@ -82,14 +116,12 @@ func NewMetrics() *Metrics {
 			Name: "netreconcile_wakeups_total",
 			Help: "Wake-ups received from every source, before coalescing.",
 		}),
-		peers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "netreconcile_wireguard_peers",
-			Help: "WireGuard peers by link and state (up, unknown, down), as the endpoint rotation judges them.",
-		}, []string{"link", "state"}),
-		pool: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "netreconcile_ipam_pool",
-			Help: "IPAM pool usage: blocks_held, blocks_allowed, addresses (in held blocks), allocated, cooling (released, waiting the reuse delay).",
-		}, []string{"pool", "measure"}),
+		parts: &partsCollector{
+			peersDesc: prometheus.NewDesc("netreconcile_wireguard_peers",
+				"WireGuard peers by link and state (up, unknown, down), as the endpoint rotation judges them.", []string{"link", "state"}, nil),
+			poolDesc: prometheus.NewDesc("netreconcile_ipam_pool",
+				"IPAM pool usage: blocks_held, blocks_allowed, addresses (in held blocks), allocated, cooling (released, waiting the reuse delay).", []string{"pool", "measure"}, nil),
+		},
 	}
 	// Every series exists from the start, at 0, so that rate() and alerts
 	// on "errors > 0" work before the first error.
@@ -99,7 +131,7 @@ func NewMetrics() *Metrics {
 	for _, s := range []string{"config", "read", "apply", "conflict"} {
 		m.errors.WithLabelValues(s)
 	}
-	r.MustRegister(m.duration, m.passes, m.changes, m.drift, m.errors, m.lastSuccess, m.objects, m.configOK, m.wakeups, m.peers, m.pool,
+	r.MustRegister(m.duration, m.passes, m.changes, m.drift, m.errors, m.lastSuccess, m.objects, m.configOK, m.wakeups, m.parts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
