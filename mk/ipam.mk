@@ -6,6 +6,8 @@
 BENCH_IPAM_DIR ?= $(CURDIR)/.cache/bench-ipam
 BENCH_IPAM_N ?= 2000
 
+BENCH_TARGETS += bench-ipam
+
 .PHONY: bench-ipam
 bench-ipam:
 	@mkdir -p $(BENCH_IPAM_DIR)
