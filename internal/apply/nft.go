@@ -2,6 +2,7 @@ package apply
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/diff"
@@ -16,7 +17,14 @@ func isNft(op diff.Op) bool { return strings.HasPrefix(op.Kind, "nft ") }
 // Consecutive element ops of one set are merged into one message list (the
 // kernel side splits it to fit netlink attributes).
 func runNFT(k kernel.Writer, plan *diff.Plan, hooks Hooks, res *Result) {
-	var ops []diff.Op
+	// Sized up front: a cold load of a large set is one op per element.
+	n := 0
+	for _, op := range plan.Ops {
+		if isNft(op) {
+			n++
+		}
+	}
+	ops := make([]diff.Op, 0, n)
 	var batch []model.NftOp
 	for _, op := range plan.Ops {
 		if !isNft(op) {
@@ -53,6 +61,7 @@ func runNFT(k kernel.Writer, plan *diff.Plan, hooks Hooks, res *Result) {
 		}
 		return
 	}
+	res.Done = slices.Grow(res.Done, len(ops))
 	for _, op := range ops {
 		res.Done = append(res.Done, op)
 		if op.Kind == diff.KindNftTable && hooks.NftTableChanged != nil {

@@ -2,6 +2,7 @@ package diff
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/netreconcile/netreconcile/internal/model"
 )
@@ -32,8 +33,15 @@ type nftPlan struct {
 }
 
 func (p *nftPlan) ops() []Op {
-	var out []Op
-	for _, g := range [][]Op{p.tables, p.sets, p.elems, p.chains, p.rules, p.chainDels, p.setDels, p.tableDels} {
+	groups := [][]Op{p.tables, p.sets, p.elems, p.chains, p.rules, p.chainDels, p.setDels, p.tableDels}
+	n := 0
+	for _, g := range groups {
+		n += len(g)
+	}
+	// Sized once: an Op is a few hundred bytes and a cold load of a large
+	// set makes one per element; growing the slice cost more than the diff.
+	out := make([]Op, 0, n)
+	for _, g := range groups {
 		out = append(out, g...)
 	}
 	return out
@@ -75,6 +83,10 @@ func (c *computer) nft() {
 			p.tableDels = append(p.tableDels, Op{Action: Delete, Kind: KindNftTable, ID: h.Key().String(),
 				NFT: []model.NftOp{{Op: model.NftDelTable, Table: h.Key()}}})
 		}
+	}
+	if len(c.plan.Ops) == 0 {
+		c.plan.Ops = p.ops()
+		return
 	}
 	c.plan.Ops = append(c.plan.Ops, p.ops()...)
 }
@@ -131,6 +143,7 @@ func setID(k model.NftTableKey, name string) string   { return k.String() + " se
 func chainID(k model.NftTableKey, name string) string { return k.String() + " chain " + name }
 
 func (p *nftPlan) createSet(k model.NftTableKey, s *model.NftSet) {
+	p.sets = slices.Grow(p.sets, 1+len(s.Elems))
 	p.sets = append(p.sets, Op{Action: Create, Kind: KindNftSet, ID: setID(k, s.Name), Summary: s.Spec(),
 		NFT: []model.NftOp{{Op: model.NftAddSet, Table: k, Set: s}}})
 	for _, e := range s.Elems {
