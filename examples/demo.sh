@@ -1,5 +1,6 @@
 #!/bin/sh
-# sudo make demo: plan, apply, show and plan again the built-in example in a
+# sudo make demo: plan, apply, show and plan again the built-in example (links,
+# addresses, routes, rules and an nftables table) in a
 # throwaway network namespace, which is deleted at the end.
 set -eu
 BIN=${1:-bin/netreconcile}
@@ -21,5 +22,6 @@ echo "== The same state, as ip shows it"
 ip -n "$NS" -br link
 ip -n "$NS" rule
 ip -n "$NS" route show table all | grep 'proto 245'
+ip netns exec "$NS" nft list table inet demo_mark 2>/dev/null || echo "(install nftables to list the table with nft)"
 echo
 echo "Done: the second diff found nothing to do. The namespace is removed."

@@ -182,19 +182,35 @@ const demoRules = `
 32766:	from all lookup main
 `
 
+const demoNft = `table inet demo_mark {
+	set targets {
+		type ipv4_addr
+		flags interval
+		elements = { 198.51.100.0/24, 203.0.113.10 }
+	}
+
+	chain output {
+		type route hook output priority filter; policy accept;
+		ip daddr @targets meta mark set meta mark & 0xffffffdf | 0x00000040 accept
+	}
+}
+`
+
 func TestDemo(t *testing.T) {
 	e := newEnv(t)
 	if r := e.cli("diff", "-c", demo); r.Code != 2 {
 		t.Fatalf("diff before apply: exit %d, want 2\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	out := e.apply(demo)
-	if !strings.Contains(out, "Applied 16 of 16 operations.") {
+	if !strings.Contains(out, "Applied 22 of 22 operations.") {
 		t.Errorf("apply output:\n%s", out)
 	}
 	check(t, "ip -d link", e.links(), demoLinks)
 	check(t, "ip addr", e.addrs(), demoAddrs)
 	check(t, "ip route show table all proto 245", e.ours(), demoRoutes)
 	check(t, "ip rule", e.rules(), demoRules)
+	nettest.RequireTool(t, "nft")
+	check(t, "nft list table inet demo_mark", nettest.InNS(t, e.ns, "nft", "list", "table", "inet", "demo_mark"), demoNft)
 
 	r := e.cli("diff", "-c", demo)
 	if r.Code != 0 || r.Stdout != "No changes: the kernel matches the configuration.\n" {
@@ -222,7 +238,11 @@ func TestSecondApplyWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	l, _ := ledger.Open("")
+	// The ledger the command line kept: it says the nftables table is ours.
+	l, err := ledger.Open(filepath.Join(e.state, "netns", e.ns, "ledger.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	eng := &engine.Engine{Kernel: k, Ledger: l}
 
 	mon := startMonitor(t, e.ns)
