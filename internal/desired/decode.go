@@ -45,8 +45,10 @@ var (
 )
 
 type decoder struct {
-	file string
-	errs *errList
+	file        string
+	errs        *errList
+	flows       map[flowKey]*flowSeq // see fastflow.go
+	flowsBroken bool
 }
 
 func (d *decoder) pos(n *yaml.Node) Pos { return Pos{d.file, n.Line, n.Column} }
@@ -92,6 +94,9 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 			v.Set(reflect.New(v.Type().Elem()))
 		}
 		d.decode(n, path, v.Elem())
+		return
+	}
+	if d.flows != nil && n.Kind == yaml.SequenceNode && d.restore(n, path, v) {
 		return
 	}
 	if v.Addr().Type().Implements(scalarType) {
