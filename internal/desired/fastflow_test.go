@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 func elems(n int, format string) string {
@@ -59,7 +61,7 @@ func TestFastFlowsMatchesDecoder(t *testing.T) {
 func TestFastFlowsApplies(t *testing.T) {
 	good := elems(20, "10.0.%d.0/24")
 	cut, flows := cutFlows([]byte(nftFile(good)))
-	if len(flows) != 1 || len(cut) != len(nftFile(good)) {
+	if len(flows) != 2 || len(cut) != len(nftFile(good)) {
 		t.Fatalf("not cut: %d flows", len(flows))
 	}
 	errs := &errList{}
@@ -74,7 +76,36 @@ func TestFastFlowsApplies(t *testing.T) {
 	if fc := decodeYAMLCut("f.yaml", cut, flows, &errList{}); fc != nil {
 		t.Fatalf("a cut inside a block scalar was taken for a sequence")
 	}
-	if _, flows := cutFlows([]byte(nftFile(elems(minFlowItems-1, "10.0.%d.0/24")))); flows != nil {
-		t.Fatalf("a short list was cut")
+}
+
+// The flow parser builds the nodes yaml.v3 builds, or refuses the text.
+func TestFlowNodesMatchYAML(t *testing.T) {
+	accepted := 0
+	for _, v := range []string{
+		"[a, b, c]", "[10.0.0.0/8, fd00::/64, fe80::1]", "{a: b, c: 1, d: true, e: 1.5, f: 0x10, g: 2001-12-14, h: -1}",
+		"{public-key: abc+/=, allowed-ips: [10.0.0.1/32, \"fd00::1/128\"], persistent-keepalive: 25s, endpoints: ['192.0.2.1:51820']}",
+		"[[a, b], {c: d}, []]", "{a: {}, b: [], c: {d: {e: [f]}}}", "[ a ,  b  ]", "{ a: b }", "[yes, no, on, off, Null, ~, y]",
+		"[a b]", "[a, ]", "[a, null]", "{a: null}", "[a:b, c]", "{a:b}", "[\"a\\b\"]", "['a''b']", "[a, #b]", "[a, *b]", "[-1, -a, .5]",
+		"{a: b, a: c}", "[a, b", "{a: [b}", "[\"\", '']", "{1: a, true: b}", "[<<, a]", "[+a, /b, a=, =a, a+b=]", "{k: yO/W+1rA6/xDsIaPbtDBR7A3YUD3AjTQAxgWUdYqbWc=}",
+	} {
+		var doc yaml.Node
+		yerr := yaml.Unmarshal([]byte("k: "+v), &doc)
+		fc, ok := scanFlow([]byte(v))
+		if !ok {
+			continue
+		}
+		accepted++
+		if yerr != nil {
+			t.Errorf("%s: accepted, yaml.v3 says %v", v, yerr)
+			continue
+		}
+		fc.line, fc.col = 1, 4
+		want := doc.Content[0].Content[1]
+		if got := fc.node(map[string]string{}); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: built\n%#v\nyaml.v3 built\n%#v", v, got, want)
+		}
+	}
+	if accepted < 10 {
+		t.Errorf("only %d accepted", accepted)
 	}
 }

@@ -119,7 +119,7 @@ func decodeYAML(name string, data []byte, errs *errList) *fileConf {
 
 // decodeYAMLCut decodes data from which the flows were cut (fastflow.go);
 // it returns nil without an error when they were not all sequences.
-func decodeYAMLCut(name string, data []byte, flows map[flowKey]*flowSeq, errs *errList) *fileConf {
+func decodeYAMLCut(name string, data []byte, flows map[flowKey]*flowCut, errs *errList) *fileConf {
 	src := Source{Name: name}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
