@@ -3,6 +3,7 @@ package desired
 import (
 	"bytes"
 	"reflect"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -244,6 +245,12 @@ func (p *flowParser) plainScalar() (*yaml.Node, bool) {
 		return n, true
 	}
 	n.Value = string(p.s[start:p.i])
+	if strings.ContainsAny(n.Value, "/=") {
+		// No YAML int, float, bool, null or timestamp has these (prefixes,
+		// base64 keys): what yaml.v3 would find after trying every parse.
+		n.Tag = "!!str"
+		return n, true
+	}
 	n.Tag = n.ShortTag()
 	if p.tags != nil && len(p.tags) < 1024 {
 		p.tags[n.Value] = n.Tag

@@ -86,7 +86,7 @@ func TestFlowNodesMatchYAML(t *testing.T) {
 		"{public-key: abc+/=, allowed-ips: [10.0.0.1/32, \"fd00::1/128\"], persistent-keepalive: 25s, endpoints: ['192.0.2.1:51820']}",
 		"[[a, b], {c: d}, []]", "{a: {}, b: [], c: {d: {e: [f]}}}", "[ a ,  b  ]", "{ a: b }", "[yes, no, on, off, Null, ~, y]",
 		"[a b]", "[a, ]", "[a, null]", "{a: null}", "[a:b, c]", "{a:b}", "[\"a\\b\"]", "['a''b']", "[a, #b]", "[a, *b]", "[-1, -a, .5]",
-		"{a: b, a: c}", "[a, b", "{a: [b}", "[\"\", '']", "{1: a, true: b}", "[<<, a]", "[+a, /b, a=, =a, a+b=]", "{k: yO/W+1rA6/xDsIaPbtDBR7A3YUD3AjTQAxgWUdYqbWc=}",
+		"{a: b, a: c}", "[a, b", "{a: [b}", "[\"\", '']", "{1: a, true: b}", "[<<, a]", "[+a, /b, a=, =a, a+b=, 1/2, 1=2, 0x1/, 2001-12-14/, 1e3=, 25s, 0x10, 1_000, 0b101, 0o17, 1.5e3, 2001-12-14t21:59:43.10-05:00]", "{k: yO/W+1rA6/xDsIaPbtDBR7A3YUD3AjTQAxgWUdYqbWc=}",
 	} {
 		var doc yaml.Node
 		yerr := yaml.Unmarshal([]byte("k: "+v), &doc)
