@@ -83,7 +83,7 @@ func Apply(ctx context.Context, k kernel.Writer, plan *diff.Plan, hooks Hooks) *
 			i = j - 1
 			continue
 		}
-		if isNft(op) {
+		if isNft(&op) {
 			// All nftables ops go in one batch, at the first one's place.
 			if !nftDone {
 				runNFT(k, plan, hooks, res)

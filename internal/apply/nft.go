@@ -10,7 +10,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-func isNft(op diff.Op) bool { return strings.HasPrefix(op.Kind, "nft ") }
+func isNft(op *diff.Op) bool { return strings.HasPrefix(op.Kind, "nft ") }
 
 // runNFT sends every nftables op of the plan in one batch: the kernel
 // commits all of them or none, so they all succeed or all fail together.
@@ -19,18 +19,19 @@ func isNft(op diff.Op) bool { return strings.HasPrefix(op.Kind, "nft ") }
 func runNFT(k kernel.Writer, plan *diff.Plan, hooks Hooks, res *Result) {
 	// Sized up front: a cold load of a large set is one op per element.
 	n := 0
-	for _, op := range plan.Ops {
-		if isNft(op) {
+	for i := range plan.Ops {
+		if isNft(&plan.Ops[i]) {
 			n++
 		}
 	}
 	ops := make([]diff.Op, 0, n)
 	var batch []model.NftOp
-	for _, op := range plan.Ops {
+	for i := range plan.Ops {
+		op := &plan.Ops[i]
 		if !isNft(op) {
 			continue
 		}
-		ops = append(ops, op)
+		ops = append(ops, *op)
 		for _, n := range op.NFT {
 			if l := len(batch) - 1; l >= 0 && (n.Op == model.NftAddElems || n.Op == model.NftDelElems) &&
 				batch[l].Op == n.Op && batch[l].Table == n.Table && batch[l].Set.Name == n.Set.Name {
@@ -62,8 +63,9 @@ func runNFT(k kernel.Writer, plan *diff.Plan, hooks Hooks, res *Result) {
 		return
 	}
 	res.Done = slices.Grow(res.Done, len(ops))
-	for _, op := range ops {
-		res.Done = append(res.Done, op)
+	res.Done = append(res.Done, ops...)
+	for i := range ops {
+		op := &ops[i]
 		if op.Kind == diff.KindNftTable && hooks.NftTableChanged != nil {
 			key := model.NftTableKey{}
 			key.Family, key.Name, _ = strings.Cut(op.ID, " ")

@@ -45,8 +45,10 @@ var (
 )
 
 type decoder struct {
-	file string
-	errs *errList
+	file  string
+	errs  *errList
+	flows map[flowKey]*flowCut // see fastflow.go
+	tags  map[string]string
 }
 
 func (d *decoder) pos(n *yaml.Node) Pos { return Pos{d.file, n.Line, n.Column} }
@@ -93,6 +95,11 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 		}
 		d.decode(n, path, v.Elem())
 		return
+	}
+	if d.flows != nil && (n.Kind == yaml.SequenceNode || n.Kind == yaml.MappingNode) {
+		if n = d.restore(n, v); n == nil {
+			return
+		}
 	}
 	if v.Addr().Type().Implements(scalarType) {
 		if n.Kind != yaml.ScalarNode {

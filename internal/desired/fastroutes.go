@@ -292,21 +292,33 @@ func (rc *routeConf) set(key string, b []byte, names map[string]string) bool {
 // fastPath can be turned off to compare both paths in tests.
 var fastPath = true
 
-// decodeFile decodes one file, with the routes fast path when it applies.
+// decodeFile decodes one file, with the fast paths (routes block, long flow
+// sequences in fastflow.go) when they apply.
 func decodeFile(src Source, errs *errList) *fileConf {
 	if fastPath {
-		if fr, ok := scanRoutes(src.Name, src.Data); ok {
+		data := src.Data
+		fr, routesOK := scanRoutes(src.Name, data)
+		if routesOK {
+			data = fr.data
+		}
+		cut, flows := cutFlows(data)
+		if flows != nil {
+			data = cut
+		}
+		if routesOK || flows != nil {
 			local := &errList{}
-			fc := decodeYAML(src.Name, fr.data, local)
+			fc := decodeYAMLCut(src.Name, data, flows, local)
 			// Any error sends the file through the general decoder, whose
 			// messages are the reference.
-			if fc != nil && !fc.has("routes") && len(local.errs) == 0 {
-				if fc.Pos.Line == 0 || fc.Pos.Line > fr.line {
-					// The blanked key was the mapping's first.
-					fc.Pos = Pos{src.Name, fr.line, 1}
+			if fc != nil && len(local.errs) == 0 && !(routesOK && fc.has("routes")) {
+				if routesOK {
+					if fc.Pos.Line == 0 || fc.Pos.Line > fr.line {
+						// The blanked key was the mapping's first.
+						fc.Pos = Pos{src.Name, fr.line, 1}
+					}
+					fc.Routes = fr.routes
+					fc.Keys["routes"] = fr.pos
 				}
-				fc.Routes = fr.routes
-				fc.Keys["routes"] = fr.pos
 				return fc
 			}
 		}

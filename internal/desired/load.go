@@ -114,6 +114,12 @@ func Parse(srcs []Source) (*Config, error) {
 }
 
 func decodeYAML(name string, data []byte, errs *errList) *fileConf {
+	return decodeYAMLCut(name, data, nil, errs)
+}
+
+// decodeYAMLCut decodes data from which the flows were cut (fastflow.go);
+// it returns nil without an error when they were not all sequences.
+func decodeYAMLCut(name string, data []byte, flows map[flowKey]*flowCut, errs *errList) *fileConf {
 	src := Source{Name: name}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -125,7 +131,10 @@ func decodeYAML(name string, data []byte, errs *errList) *fileConf {
 		errs.add(Pos{File: src.Name, Line: yamlErrLine(err)}, "", "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 		return nil
 	}
-	d := &decoder{file: src.Name, errs: errs}
+	if flows != nil && !markFlows(&root, flows) {
+		return nil
+	}
+	d := &decoder{file: src.Name, errs: errs, flows: flows}
 	fc := &fileConf{}
 	doc := &root
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
@@ -134,6 +143,9 @@ func decodeYAML(name string, data []byte, errs *errList) *fileConf {
 	d.decodeStruct(doc, "", reflectValue(fc))
 	if fc.Keys == nil {
 		fc.Pos, fc.Keys = d.pos(doc), map[string]Pos{}
+	}
+	if flows != nil && !d.allUsed() {
+		return nil
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {

@@ -260,7 +260,10 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 		b.errs.add(sc.at("flags"), path+".flags", "a set cannot have both interval and timeout")
 		return nil
 	}
-	seen := map[model.NftElem]int{}
+	seen := make(map[model.NftElem]int, len(sc.Elements))
+	if len(sc.Elements) > 0 {
+		s.Elems = make([]model.NftElem, 0, len(sc.Elements))
+	}
 	for i := range sc.Elements {
 		et := &sc.Elements[i]
 		e, err := model.ParseNftElem(s.Type, s.Interval, et.Text)

@@ -146,9 +146,24 @@ func (p *nftPlan) createSet(k model.NftTableKey, s *model.NftSet) {
 	p.sets = slices.Grow(p.sets, 1+len(s.Elems))
 	p.sets = append(p.sets, Op{Action: Create, Kind: KindNftSet, ID: setID(k, s.Name), Summary: s.Spec(),
 		NFT: []model.NftOp{{Op: model.NftAddSet, Table: k, Set: s}}})
-	for _, e := range s.Elems {
-		p.sets = append(p.sets, elemOp(Create, k, s, e))
+	if len(s.Elems) == 0 {
+		return
 	}
+	// A cold load is an op per element (100k of them for a large set): one
+	// array holds all their messages, whose elements are the set's own
+	// (capacity one, so an append cannot write into the set), and the ID
+	// prefix is built once.
+	prefix := elemIDPrefix(k, s)
+	msgs := make([]model.NftOp, len(s.Elems))
+	for i := range s.Elems {
+		msgs[i] = model.NftOp{Op: model.NftAddElems, Table: k, Set: s, Elems: s.Elems[i : i+1 : i+1]}
+		p.sets = append(p.sets, Op{Action: Create, Kind: KindNftElem, ID: prefix + model.FormatNftElem(s.Type, s.Interval, s.Elems[i]),
+			NFT: msgs[i : i+1 : i+1]})
+	}
+}
+
+func elemIDPrefix(k model.NftTableKey, s *model.NftSet) string {
+	return k.Family + " " + k.Name + " set " + s.Name + " element "
 }
 
 func elemOp(a Action, k model.NftTableKey, s *model.NftSet, e model.NftElem) Op {
@@ -156,7 +171,7 @@ func elemOp(a Action, k model.NftTableKey, s *model.NftSet, e model.NftElem) Op 
 	if a == Delete {
 		op = model.NftDelElems
 	}
-	return Op{Action: a, Kind: KindNftElem, ID: setID(k, s.Name) + " element " + model.FormatNftElem(s.Type, s.Interval, e),
+	return Op{Action: a, Kind: KindNftElem, ID: elemIDPrefix(k, s) + model.FormatNftElem(s.Type, s.Interval, e),
 		NFT: []model.NftOp{{Op: op, Table: k, Set: s, Elems: []model.NftElem{e}}}}
 }
 

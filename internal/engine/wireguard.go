@@ -138,14 +138,13 @@ func (e *Engine) decide(desired, act *model.State) (*model.State, []pendingDecis
 				t.Observe(name, p.PublicKey, d)
 			}
 		}
-		t.Forget(name, func(k model.Key) bool {
-			for _, p := range nw.Peers {
-				if p.PublicKey == k {
-					return true
-				}
-			}
-			return false
-		})
+		// A set, not a scan of the peers per tracked peer: with a thousand
+		// peers that was a million comparisons a pass.
+		keep := make(map[model.Key]bool, len(nw.Peers))
+		for i := range nw.Peers {
+			keep[nw.Peers[i].PublicKey] = true
+		}
+		t.Forget(name, func(k model.Key) bool { return keep[k] })
 	}
 	if out == nil {
 		return desired, nil, states
