@@ -117,6 +117,11 @@ func Apply(ctx context.Context, k kernel.Writer, plan *diff.Plan, hooks Hooks) *
 		}
 		res.Done = append(res.Done, op)
 	}
+	for i := range res.Failed {
+		if at := origin(res.Failed[i].Op); at != "" {
+			res.Failed[i].Err = fmt.Errorf("%w (declared at %s)", res.Failed[i].Err, at)
+		}
+	}
 	return res
 }
 
@@ -274,4 +279,24 @@ func runLink(k kernel.Writer, op diff.Op) error {
 		return nil
 	}
 	return fmt.Errorf("%s link %s: no such operation", op.Action, l.Name)
+}
+
+// origin is where the file declared an operation's object, for errors the
+// kernel returns: the user fixes the file, not the kernel.
+func origin(op diff.Op) string {
+	switch {
+	case op.Action == diff.Delete:
+		return ""
+	case op.Link != nil:
+		return op.Link.Origin
+	case op.Address != nil:
+		return op.Address.Origin
+	case op.Route != nil:
+		return op.Route.Origin
+	case op.Rule != nil:
+		return op.Rule.Origin
+	case op.Fou != nil:
+		return op.Fou.Origin
+	}
+	return ""
 }

@@ -86,6 +86,7 @@ func TestReadyOnlyAfterConverge(t *testing.T) {
 links:
   nrdup0:
     kind: device
+    state: up
     addresses: [10.72.0.1/24]
 routes:
   - {to: 10.73.0.0/16, via: 10.72.0.254, table: 100}
@@ -369,7 +370,7 @@ pools:
   nodes:
     subnets: [10.84.0.0/16]
 links:
-  lo: {kind: device}
+  lo: {kind: device, state: up}
   nrdp0:
     kind: bridge
     addresses: [{pool: nodes}]

@@ -40,6 +40,7 @@ func (b *builder) link(name string, lc *linkConf) {
 			b.errs.add(lc.at("mtu"), path+".mtu", "expected an MTU from %d to %d for a %s link, found %d", lo, maxMTU, lc.Kind, lc.MTU)
 		}
 	}
+	l.StateSet = lc.has("state")
 	switch lc.State {
 	case "", "up":
 	case "down":

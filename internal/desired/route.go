@@ -113,6 +113,13 @@ func (b *builder) route(i int, rc *routeConf) {
 		if rc.OnLink && rc.Via == nil {
 			b.errs.add(rc.at("onlink"), path(".onlink"), "onlink applies to a gateway; give via")
 		}
+		if rc.OnLink && rc.Dev == "" {
+			b.errs.add(rc.at("onlink"), path(".onlink"), "onlink needs dev: the gateway is taken as on-link on that device")
+		}
+		if lc := b.links[rc.Dev]; lc != nil && lc.State == "down" && !v6 && (typ == model.RouteUnicast || typ == model.RouteLocal) {
+			b.errs.add(rc.at("dev"), path(".dev"), "link %s is declared state: down; the kernel refuses IPv4 routes through a link that is down", rc.Dev)
+			continue
+		}
 		if rc.Dev != "" && !b.declared(rc.Dev) {
 			b.errs.add(rc.at("dev"), path(".dev"), "link %q is not declared; declare it (kind device for an existing NIC)", rc.Dev)
 			continue

@@ -73,6 +73,10 @@ func (b *builder) wireguard(path string, wc *wireguardConf, l *model.Link) {
 	switch {
 	case wc.PrivateKeyFile != "" && wc.PrivateKeyCredential != "":
 		b.errs.add(wc.at("private-key-credential"), path+".private-key-credential", "give either private-key-file or private-key-credential, not both")
+	case looksLikeKey(wc.PrivateKeyFile):
+		b.errs.add(wc.at("private-key-file"), path+".private-key-file", "this looks like a key itself (not quoted here); write it to a file with mode 0600 and give the file's path")
+	case looksLikeKey(wc.PrivateKeyCredential):
+		b.errs.add(wc.at("private-key-credential"), path+".private-key-credential", "this looks like a key itself (not quoted here); give the name of a systemd credential holding it")
 	case wc.PrivateKeyFile != "":
 		w.PrivateKeyFile = resolvePath(wc.Pos.File, wc.PrivateKeyFile)
 		if k, err := readKey(w.PrivateKeyFile); err != nil {
@@ -157,7 +161,9 @@ func (b *builder) wgPeer(path string, pc *wgPeerConf) (model.WireGuardPeer, bool
 	} else {
 		p.PublicKey = k
 	}
-	if pc.PresharedKeyFile != "" {
+	if looksLikeKey(pc.PresharedKeyFile) {
+		b.errs.add(pc.at("preshared-key-file"), path+".preshared-key-file", "this looks like a key itself (not quoted here); write it to a file with mode 0600 and give the file's path")
+	} else if pc.PresharedKeyFile != "" {
 		p.PresharedKeyFile = resolvePath(pc.Pos.File, pc.PresharedKeyFile)
 		if k, err := readKey(p.PresharedKeyFile); err != nil {
 			b.errs.add(pc.at("preshared-key-file"), path+".preshared-key-file", "%v", err)
@@ -219,6 +225,17 @@ func resolvePath(file, p string) string {
 		return p
 	}
 	return filepath.Join(filepath.Dir(file), p)
+}
+
+// looksLikeKey reports whether a value meant to name a key file or
+// credential is a WireGuard key itself (44 characters of base64 for 32
+// bytes): errors about it must then not quote it.
+func looksLikeKey(v string) bool {
+	if len(v) != 44 {
+		return false
+	}
+	b, err := base64.StdEncoding.DecodeString(v)
+	return err == nil && len(b) == 32
 }
 
 // readKey reads a key file as wg(8) writes it (base64, one line). The file

@@ -45,7 +45,10 @@ func (c *computer) addresses() {
 			continue
 		}
 		l, ok := c.a.Links[h.Link]
-		if !ok || !l.Owned {
+		// An adopted link is owned whole from this plan on, its addresses
+		// with it, so the first apply is already complete.
+		adopting := ok && c.d.Links[h.Link] != nil && c.d.Links[h.Link].Adopt && c.d.Links[h.Link].Kind == l.Kind
+		if !ok || !(l.Owned || adopting) {
 			continue
 		}
 		if _, stays := c.d.Links[h.Link]; !stays {

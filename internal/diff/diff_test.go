@@ -209,7 +209,7 @@ func TestUpdateInPlace(t *testing.T) {
 		file: `
 links:
   br0: {kind: bridge, mtu: 9000, alias: lab}
-  eth0: {kind: device, master: br0}
+  eth0: {kind: device, master: br0, state: up}
 routes:
   - {to: 10.1.0.0/16, via: 10.0.0.253, dev: br0}
   - {to: default, family: ipv6, dev: br0, table: 180, mtu: 1400}
@@ -227,6 +227,18 @@ routes:
 ~ route 10.1.0.0/16 table main
     via: 10.0.0.254 -> 10.0.0.253
 `,
+	}, {
+		name: "a device link's state is left alone unless the file gives it",
+		file: `
+links:
+  br0: {kind: bridge, alias: old}
+  eth0: {kind: device}
+routes:
+  - {to: 10.1.0.0/16, via: 10.0.0.254, dev: br0}
+  - {to: default, family: ipv6, dev: br0, table: 180}
+`,
+		kernel: owned(),
+		plan:   "",
 	}, {
 		name: "IPv6 metric 0 is the kernel's 1024: no change",
 		file: `
@@ -467,6 +479,62 @@ func TestDeleteEachKind(t *testing.T) {
 - route 10.1.0.0/16 table 100 (dev br0 scope link)
 - rule 1000: from all lookup 100 (ipv6)
 - link old0 (bridge)
+`,
+	}})
+}
+
+// Cases found in review: recreating or deleting must never take a link
+// netreconcile did not create with it.
+func TestNeverDeletesForeignLinks(t *testing.T) {
+	run(t, []tc{{
+		name: "an adopted link whose fixed attribute changes is a conflict, not a replace",
+		file: `
+links:
+  vx1: {kind: vxlan, adopt: true, vxlan: {id: 8, remote: 192.0.2.2}}
+`,
+		kernel: newKernel().link(model.Link{Name: "vx1", Kind: model.KindVXLAN, Up: true,
+			VXLAN: &model.VXLAN{ID: 7, Remote: ip("192.0.2.2"), Port: 4789, Learning: true}}),
+		plan:     "",
+		conflict: "link vx1 is adopted, not created by netreconcile, and its vxlan id 7 -> 8 cannot change in place",
+	}, {
+		name: "a stale link with a foreign vxlan on it stays",
+		file: `
+links: {}
+`,
+		kernel: newKernel().
+			link(model.Link{Name: "up1", Kind: model.KindVeth, Owned: true, Up: true, Veth: &model.Veth{Peer: "up2"}}).
+			link(model.Link{Name: "up2", Kind: model.KindVeth, Up: true, Veth: &model.Veth{Peer: "up1"}}).
+			link(model.Link{Name: "fvx", Kind: model.KindVXLAN, Up: true, VXLAN: &model.VXLAN{ID: 7, Dev: "up1", Port: 4789}}),
+		plan:     "",
+		conflict: "link up1 cannot be deleted or recreated: the kernel would delete [fvx] with it",
+	}, {
+		name: "a veth whose peer changes: the pair is recreated, the old peer goes with it",
+		file: `
+links:
+  pb: {kind: veth, veth: {peer: pc}}
+  pc: {kind: veth, veth: {peer: pb}}
+`,
+		kernel: newKernel().
+			link(model.Link{Name: "pa", Kind: model.KindVeth, Owned: true, Up: true, Veth: &model.Veth{Peer: "pb"}}).
+			link(model.Link{Name: "pb", Kind: model.KindVeth, Owned: true, Up: true, Veth: &model.Veth{Peer: "pa"}}),
+		plan: `
+± link pb (veth peer pc): veth peer pa -> pc
++ link pc (the peer end of pb)
+`,
+	}, {
+		name: "adopting a link prunes its other addresses in the same plan",
+		file: `
+links:
+  fbr: {kind: bridge, adopt: true, addresses: [10.2.2.2/24]}
+`,
+		kernel: newKernel().link(model.Link{Name: "fbr", Kind: model.KindBridge, Up: true}).
+			addr("fbr", "10.1.1.1/24", 0),
+		plan: `
+~ link fbr
+    owner: foreign -> netreconcile (adopted)
+    alias
++ address 10.2.2.2/24 dev fbr
+- address 10.1.1.1/24 dev fbr
 `,
 	}})
 }

@@ -24,13 +24,19 @@ func (c *computer) links() {
 			op := Op{Action: Create, Kind: KindLink, ID: name, Summary: linkSummary(want), Link: want}
 			if want.Veth != nil && want.Veth.PeerNetNS == "" {
 				if peer, ok := c.d.Links[want.Veth.Peer]; ok && peer.Kind == model.KindVeth {
-					if _, peerExists := c.a.Links[want.Veth.Peer]; peerExists {
+					_, peerExists := c.a.Links[want.Veth.Peer]
+					switch {
+					case peerExists && c.willReplace(want.Veth.Peer):
+						// The peer is recreated by this plan, and makes the
+						// pair with this end: this op marks and configures it.
+						op.PeerOfPair = true
+						op.Summary = "the peer end of " + want.Veth.Peer
+					case peerExists:
 						c.conflict("link %s: its declared peer %s exists already; delete it or declare the pair again under new names", name, want.Veth.Peer)
 						continue
-					}
-					// The pair is created once, from its first name; the other
-					// end's op then only marks and configures it.
-					if want.Veth.Peer < name {
+					case want.Veth.Peer < name:
+						// The pair is created once, from its first name; the
+						// other end's op then only marks and configures it.
 						op.PeerOfPair = true
 						op.Summary = "the peer end of " + want.Veth.Peer
 					}
@@ -43,10 +49,23 @@ func (c *computer) links() {
 		case have.Kind != want.Kind && !have.Owned:
 			c.conflict("link %s exists as kind %s, not %s; only a link of the same kind can be adopted", name, have.Kind, want.Kind)
 		case have.Kind != want.Kind:
+			if c.foreignChildren(name) {
+				continue
+			}
 			c.recreated[name] = true
 			creates = append(creates, Op{Action: Replace, Kind: KindLink, ID: name, Summary: linkSummary(want), Reason: fmt.Sprintf("kind %s -> %s", have.Kind, want.Kind), Link: want})
 		default:
 			if reason := fixedChange(want, have); reason != "" {
+				if !have.Owned {
+					// Recreating is deleting: never done to a link
+					// netreconcile did not create (nor, for a veth, to its
+					// foreign peer).
+					c.conflict("link %s is adopted, not created by netreconcile, and its %s cannot change in place; recreate it yourself or keep its settings", name, reason)
+					continue
+				}
+				if c.foreignChildren(name) {
+					continue
+				}
 				c.recreated[name] = true
 				creates = append(creates, Op{Action: Replace, Kind: KindLink, ID: name, Summary: linkSummary(want), Reason: reason, Link: want})
 				continue
@@ -90,6 +109,13 @@ func (c *computer) staleLinks() {
 		if deleted[l.Name] {
 			continue
 		}
+		// A veth whose peer this plan recreates goes with the old pair.
+		if l.Veth != nil && l.Veth.Peer != "" && c.recreated[l.Veth.Peer] {
+			continue
+		}
+		if c.foreignChildren(l.Name) {
+			continue
+		}
 		deleted[l.Name] = true
 		op := Op{Action: Delete, Kind: KindLink, ID: l.Name, Summary: l.Kind, Link: l}
 		if l.Veth != nil && l.Veth.Peer != "" && gone[l.Veth.Peer] {
@@ -98,6 +124,37 @@ func (c *computer) staleLinks() {
 		}
 		c.linkDeletes = append(c.linkDeletes, op)
 	}
+}
+
+// willReplace reports whether the plan recreates an existing link of ours
+// (a change of kind, or of an attribute fixed at creation).
+func (c *computer) willReplace(name string) bool {
+	want, have := c.d.Links[name], c.a.Links[name]
+	if want == nil || have == nil || !have.Owned || want.Kind == model.KindDevice {
+		return false
+	}
+	return have.Kind != want.Kind || fixedChange(want, have) != ""
+}
+
+// foreignChildren reports (as a conflict) the links netreconcile does not
+// own that the kernel would delete together with the link name: a vxlan on
+// it, an ipvlan, macvlan or vlan whose lower link it is.
+func (c *computer) foreignChildren(name string) bool {
+	var kids []string
+	for _, n := range c.a.SortedLinkNames() {
+		l := c.a.Links[n]
+		if l.Owned || n == name {
+			continue
+		}
+		if l.Lower == name || l.VXLAN != nil && l.VXLAN.Dev == name || l.IPVlan != nil && l.IPVlan.Parent == name {
+			kids = append(kids, n)
+		}
+	}
+	if len(kids) == 0 {
+		return false
+	}
+	c.conflict("link %s cannot be deleted or recreated: the kernel would delete %v with it, which netreconcile did not create; delete them first or keep %s as it is", name, kids, name)
+	return true
 }
 
 // parents lists the links l needs before it can exist or be configured.
@@ -223,7 +280,7 @@ func linkChanges(want, have *model.Link, owned bool) []Change {
 	if (owned || want.Alias != "") && (want.Alias != have.Alias || owned && !have.Owned) {
 		ch = append(ch, Change{"alias", have.Alias, want.Alias})
 	}
-	if want.Up != have.Up {
+	if (owned || want.StateSet) && want.Up != have.Up {
 		ch = append(ch, Change{"state", upWord(have.Up), upWord(want.Up)})
 	}
 	return ch

@@ -31,7 +31,47 @@ func (e *Engine) Actual(protocol int, all bool) (*model.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st, e.readNFT(st, nil)
+	if err := e.readNFT(st, nil); err != nil {
+		return nil, err
+	}
+	return st, e.forgetVanished(st)
+}
+
+// forgetVanished drops from the ledger the FoU ports and nftables tables it
+// lists that the kernel no longer holds (deleted by hand, gone with a
+// namespace or a reboot). Kept, such an entry would make a later object of
+// the same name, created by someone else, look like ours and be deleted.
+func (e *Engine) forgetVanished(st *model.State) error {
+	changed := false
+	present := map[model.FouKey]bool{}
+	for _, f := range st.FouPorts {
+		present[f.Key()] = true
+	}
+	for k := range e.Ledger.Fou {
+		if !present[k] {
+			e.Ledger.SetFou(k, false)
+			changed = true
+		}
+	}
+	if _, ok := e.Kernel.(kernel.NFTables); ok {
+		tables := map[model.NftTableKey]bool{}
+		for _, t := range st.NFTables {
+			tables[t.Key()] = true
+		}
+		for k := range e.Ledger.NFTables {
+			if !tables[k] {
+				e.Ledger.SetNftTable(k, false)
+				changed = true
+			}
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := e.Ledger.Save(); err != nil {
+		return fmt.Errorf("save ownership ledger: %w", err)
+	}
+	return nil
 }
 
 // readNFT reads the nftables tables the ledger owns and those desired

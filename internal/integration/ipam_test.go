@@ -24,7 +24,7 @@ pools:
     export-table: 119
     reuse-delay: 0s
 links:
-  lo: {kind: device}
+  lo: {kind: device, state: up}
   kube0:
     kind: bridge
     addresses:

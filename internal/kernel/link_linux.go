@@ -35,6 +35,9 @@ func (k *Netlink) fromLink(nl netlink.Link) *model.Link {
 	a := nl.Attrs()
 	l := &model.Link{Name: a.Name, Kind: nl.Type(), MTU: a.MTU, Up: a.Flags&net.FlagUp != 0, Index: a.Index, Master: k.name(a.MasterIndex)}
 	l.Alias, l.Owned = model.ParseAlias(a.Alias)
+	if _, veth := nl.(*netlink.Veth); !veth && a.ParentIndex != 0 && a.NetNsID < 0 {
+		l.Lower = k.name(a.ParentIndex)
+	}
 	switch v := nl.(type) {
 	case *netlink.Veth:
 		if a.NetNsID < 0 {

@@ -35,8 +35,10 @@ type Link struct {
 	Kind string
 	// MTU 0 means "whatever the kernel chose".
 	MTU int
-	// Up is the administrative state.
-	Up bool
+	// Up is the administrative state. StateSet says the file gave it: a
+	// device link's state is only changed when the file says so.
+	Up       bool
+	StateSet bool
 	// Master is the bridge this link is enslaved to ("" = none).
 	Master string
 	// Alias is the user's alias, without the ownership marker.
@@ -52,6 +54,9 @@ type Link struct {
 
 	// Actual-only fields.
 	Index int
+	// Lower is the link this one sits on (IFLA_LINK of an ipvlan, macvlan
+	// or vlan), whose deletion takes this one with it.
+	Lower string
 	Owned bool // carries the marker
 	// Origin is where the object was declared ("file:line:col"); desired only.
 	Origin string
