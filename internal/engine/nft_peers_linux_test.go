@@ -8,11 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
-	"github.com/netreconcile/netreconcile/internal/engine"
-	"github.com/netreconcile/netreconcile/internal/kernel"
-	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/nettest"
 	"github.com/netreconcile/netreconcile/internal/wgpeer"
 )
@@ -41,22 +37,8 @@ func TestPeerSetsFollowTheMesh(t *testing.T) {
           - ip daddr @kubespan_targets_ipv4 meta mark set meta mark & 0xffffffdf | 0x00000040 accept
           - ip6 daddr @kubespan_targets_ipv6 meta mark set meta mark & 0xffffffdf | 0x00000040 accept
 `
-	writeConf(t, a, conf)
-	cfg, err := desired.Parse([]desired.Source{{Name: a.dir + "/netreconcile.yaml", Data: []byte(conf)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := kernel.Open("/run/netns/" + a.ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	l, err := ledger.Open(a.dir + "/ledger.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, eng := longLived(t, a, conf)
 	var skew atomic.Int64
-	eng := &engine.Engine{Kernel: k, Ledger: l}
 	eng.SetTracker(wgpeer.New(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }, nil))
 	plan := func() *diff.Plan {
 		t.Helper()

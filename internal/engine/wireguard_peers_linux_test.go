@@ -145,21 +145,7 @@ func TestWireGuardEndpointRotation(t *testing.T) {
 	confA := a.config(rot, peerSpec{node: b, endpoints: []string{dead, b.under + ":51820"}, keepalive: "1s"})
 	// B has no endpoint for A: it learns it from A's handshake.
 	b.apply(t, b.config("", peerSpec{node: a}))
-	writeConf(t, a, confA)
-	cfg, err := desired.Parse([]desired.Source{{Name: a.dir + "/netreconcile.yaml", Data: []byte(confA)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := kernel.Open("/run/netns/" + a.ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	l, err := ledger.Open(a.dir + "/ledger.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := &engine.Engine{Kernel: k, Ledger: l}
+	cfg, eng := longLived(t, a, confA)
 	var endpoints []string
 	pass := func() {
 		t.Helper()
@@ -241,4 +227,26 @@ func writePSK(t *testing.T, dir, name string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// longLived writes conf as node n's file and returns it parsed, with an
+// engine on n's namespace kept across passes, as the daemon keeps one (the
+// endpoint rotation lives in it).
+func longLived(t *testing.T, n *wgNode, conf string) (*desired.Config, *engine.Engine) {
+	t.Helper()
+	writeConf(t, n, conf)
+	cfg, err := desired.Parse([]desired.Source{{Name: n.dir + "/netreconcile.yaml", Data: []byte(conf)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := kernel.Open("/run/netns/" + n.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	l, err := ledger.Open(n.dir + "/ledger.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, &engine.Engine{Kernel: k, Ledger: l}
 }
