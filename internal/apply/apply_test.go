@@ -261,6 +261,10 @@ func TestRouteBatchKeepsPerOpResults(t *testing.T) {
 	if len(res.Failed) != 1 || res.Failed[0].Op.ID != "10.2.0.0/24 table main" || !errors.Is(res.Failed[0].Err, syscall.EEXIST) {
 		t.Fatalf("failed %+v, want only 10.2.0.0/24 with EEXIST", res.Failed)
 	}
+	// The user fixes the file: the error says where the route is declared.
+	if msg := res.Failed[0].Err.Error(); !strings.HasSuffix(msg, "(declared at test.yaml:6:5)") {
+		t.Errorf("error %q does not name where the route is declared", msg)
+	}
 	var done []string
 	for _, op := range res.Done {
 		done = append(done, op.ID)
