@@ -110,19 +110,27 @@ func (e *Engine) readNFT(st *model.State, desired *model.State) error {
 // plan may come with a diff.Conflicts error: the conflicting objects are left
 // out of it.
 func (e *Engine) Plan(desired *model.State) (*diff.Plan, error) {
+	plan, _, err := e.plan(desired)
+	return plan, err
+}
+
+// plan is Plan that also returns the kernel state it read, for callers that
+// look further at it (the pools) without a second dump.
+func (e *Engine) plan(desired *model.State) (*diff.Plan, *model.State, error) {
 	act, err := e.Actual(desired.Protocol, false)
 	if err != nil {
-		return nil, fmt.Errorf("read kernel state: %w", err)
+		return nil, nil, fmt.Errorf("read kernel state: %w", err)
 	}
 	if err := e.readNFT(act, desired); err != nil {
-		return nil, fmt.Errorf("read kernel state: %w", err)
+		return nil, nil, fmt.Errorf("read kernel state: %w", err)
 	}
 	desired, decisions, states := e.decide(desired, act)
 	e.rot.mu.Lock()
 	e.rot.pending = decisions
 	e.rot.mu.Unlock()
 	desired = fillPeerSets(desired, states)
-	return diff.Compute(desired, act)
+	plan, err := diff.Compute(desired, act)
+	return plan, act, err
 }
 
 // Apply executes a plan and records what the ledger must remember.

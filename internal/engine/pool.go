@@ -192,13 +192,9 @@ func addExportRoutes(st *model.State, pools []ipam.Pool, blocks []ipam.Block) er
 // addresses a link held from a pool and no longer takes, also from links netreconcile does not
 // own (a device link keeps its other addresses): the registry says they were ours.
 func (e *Engine) PlanPools(p *Pools) (*diff.Plan, error) {
-	plan, err := e.Plan(p.Desired)
+	plan, act, err := e.plan(p.Desired)
 	if plan == nil || len(p.Released)+len(p.Allocated) == 0 {
 		return plan, err
-	}
-	act, aerr := e.Actual(p.Desired.Protocol, false)
-	if aerr != nil {
-		return nil, fmt.Errorf("read kernel state: %w", aerr)
 	}
 	ours := map[string]map[netip.Addr]bool{} // link -> addresses from pools
 	for _, a := range append(slices.Clone(p.Allocated), p.Released...) {
