@@ -17,8 +17,16 @@ func RoutesByLibrary(k *Netlink, protocol int) ([]model.Route, error) {
 	if protocol != 0 {
 		mask |= netlink.RT_FILTER_PROTOCOL
 	}
+	// A handle of its own with strict checking on, as the reference dump
+	// had before dumpRoutes replaced it.
+	h, err := netlink.NewHandleAt(k.ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	_ = h.SetStrictCheck(true)
 	var out []model.Route
-	err := k.hr.RouteListFilteredIter(netlink.FAMILY_ALL, filter, mask, func(r netlink.Route) bool {
+	err = h.RouteListFilteredIter(netlink.FAMILY_ALL, filter, mask, func(r netlink.Route) bool {
 		if r.Family == unix.AF_INET || r.Family == unix.AF_INET6 {
 			out = append(out, k.fromRoute(&r))
 		}

@@ -26,10 +26,6 @@ const dumpRetries = 10
 // network namespace.
 type Netlink struct {
 	h *netlink.Handle
-	// hr is a library handle with strict checking on (other dump requests
-	// of the library, rules, are refused under it). Routes no longer use it:
-	// dumpRoutes parses route dumps itself (route_dump_linux.go).
-	hr *netlink.Handle
 	// sockets serves the requests the library has no function for.
 	sockets map[int]*nl.SocketHandle
 	ns      netns.NsHandle
@@ -72,21 +68,13 @@ func Open(nsPath string) (*Netlink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open netlink: %w", err)
 	}
-	hr, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		h.Close()
-		return nil, fmt.Errorf("open netlink: %w", err)
-	}
-	// Kernels before 4.20 refuse the option; they still work, only slower.
-	_ = hr.SetStrictCheck(true)
 	sock, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
 	if err != nil {
 		h.Close()
-		hr.Close()
 		return nil, fmt.Errorf("open netlink: %w", err)
 	}
 	sockets := map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: sock}}
-	return &Netlink{h: h, hr: hr, sockets: sockets, ns: ns, byName: map[string]int{}, byIndex: map[int]string{}}, nil
+	return &Netlink{h: h, sockets: sockets, ns: ns, byName: map[string]int{}, byIndex: map[int]string{}}, nil
 }
 
 // NsHandle returns the namespace handle (netns.None() for the caller's own).
@@ -123,7 +111,6 @@ func (k *Netlink) InNamespace(f func() error) error {
 func (k *Netlink) Close() error {
 	k.closeNFT()
 	k.h.Close()
-	k.hr.Close()
 	if k.batch != nil {
 		k.batch.close()
 	}
