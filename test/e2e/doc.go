@@ -9,8 +9,8 @@
 //     /repo/test/e2e, as `go test` would: ../../examples is the repository's examples/,
 //     testdata/ is this package's testdata/.
 //   - NETRECONCILE_VM=1 is set (the guard).
-//   - NETRECONCILE_BIN is the netreconcile binary (/repo/bin/netreconcile, static), set only
-//     when ./cmd/netreconcile exists; runNetreconcile skips the test when it is unset.
+//   - NETRECONCILE_BIN is the netreconcile binary (/repo/bin/netreconcile, static); a test
+//     that needs it fails when it is unset.
 //   - NETRECONCILE_EXAMPLES is the examples directory (/repo/examples); use example(t, name).
 //   - Real tools: /usr/sbin/ip (iproute2), /usr/sbin/nft, /usr/bin/wg. Everything else is
 //     busybox; the helpers call the real tools by full path.

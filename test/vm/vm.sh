@@ -322,11 +322,7 @@ resolve_modules() {
 build_go() {
 	cd "$repo"
 	rm -f "$work/netreconcile" "$work/e2e.test"
-	if compgen -G 'cmd/netreconcile/*.go' >/dev/null; then
-		CGO_ENABLED=0 "$GO" build -trimpath -o "$work/netreconcile" ./cmd/netreconcile
-	else
-		log "note: ./cmd/netreconcile does not exist yet; the guest gets no netreconcile binary (NETRECONCILE_BIN unset)"
-	fi
+	CGO_ENABLED=0 "$GO" build -trimpath -o "$work/netreconcile" ./cmd/netreconcile
 	compgen -G 'test/e2e/*_test.go' >/dev/null || die "no tests in ./test/e2e"
 	CGO_ENABLED=0 "$GO" test -c -trimpath -o "$work/e2e.test" ./test/e2e
 	[ -x "$work/e2e.test" ] || die "go test -c ./test/e2e produced no binary"
