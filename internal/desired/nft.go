@@ -19,6 +19,9 @@ import (
 
 type nftTableConf struct {
 	Meta
+	// Adopt takes over a table of this name and family that exists and
+	// that netreconcile did not create (see docs/config.md).
+	Adopt  bool                     `yaml:"adopt"`
 	Sets   map[string]*nftSetConf   `yaml:"sets"`
 	Chains map[string]*nftChainConf `yaml:"chains"`
 }
@@ -162,7 +165,7 @@ func inFileOrder[V any](m map[string]*V, pos func(*V) Pos) []string {
 
 func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTable {
 	path := "nftables." + key.String()
-	t := &model.NftTable{Family: key.Family, Name: key.Name, Origin: tc.Pos.String()}
+	t := &model.NftTable{Family: key.Family, Name: key.Name, Adopt: tc.Adopt, Origin: tc.Pos.String()}
 	ctx := nftrule.Context{Family: key.Family, Sets: map[string]string{}, Chains: map[string]bool{}}
 	nerr := len(b.errs.errs)
 	for _, name := range inFileOrder(tc.Sets, func(s *nftSetConf) Pos { return s.Pos }) {

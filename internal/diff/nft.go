@@ -50,7 +50,8 @@ func (p *nftPlan) ops() []Op {
 // nft diffs the tables the file declares against those the kernel holds,
 // and deletes the tables netreconcile owns that left the file. A table the
 // file does not declare and the ledger does not list is never read nor
-// touched; one the file declares is owned whole from then on (adopted).
+// touched; a foreign one the file declares is a conflict unless the file
+// says adopt, and is then owned whole from then on.
 func (c *computer) nft() {
 	p := &nftPlan{}
 	have := map[model.NftTableKey]*model.NftTable{}
@@ -65,6 +66,10 @@ func (c *computer) nft() {
 		switch {
 		case h == nil:
 			p.createTable(w, Create, "")
+		case !h.Owned && !w.Adopt:
+			// Taking it over would delete its sets, chains and rules: the
+			// same rule as for a foreign link of a declared name.
+			c.conflict("nftables table %s exists and netreconcile did not create it (the ownership ledger does not list it); add \"adopt: true\" to the table to take it over whole, or choose another name", w.Key())
 		default:
 			if !h.Owned {
 				p.tables = append(p.tables, Op{Action: Update, Kind: KindNftTable, ID: w.Key().String(),

@@ -106,7 +106,8 @@ func TestNftPlans(t *testing.T) {
 		{name: "hook changed: table rebuilt in one batch",
 			edit: func(s string) string { return strings.Replace(s, "hook: prerouting", "hook: input", 1) },
 			want: "± nft table inet t: chain pre changes from \"type filter hook prerouting priority 0\" to \"type filter hook input priority 0\"\n"},
-		{name: "foreign table of the same name: adopted",
+		{name: "foreign table of the same name, adopt: true: adopted",
+			edit: func(s string) string { return strings.Replace(s, "  inet t:\n", "  inet t:\n    adopt: true\n", 1) },
 			kern: func(st *model.State) { st.NFTables[0].Owned = false },
 			want: "~ nft table inet t: declared in the file: owned whole from now on\n    owner: none -> netreconcile\n"},
 		{name: "table left the file: deleted",
@@ -135,5 +136,20 @@ func TestNftPlans(t *testing.T) {
 				t.Errorf("plan:\n%s\nwant:\n%s", got, tc.want)
 			}
 		})
+	}
+}
+
+// A foreign table with a declared name and family is a conflict without
+// adopt: its sets, chains and rules are not the file's to delete.
+func TestNftForeignTableConflict(t *testing.T) {
+	d := parseFull(t, strings.Replace(nftBase, "- counter", "- counter\n          - accept", 1))
+	a := kernelOf(parseFull(t, nftBase))
+	a.NFTables[0].Owned = false
+	p, err := diff.Compute(d, a)
+	if err == nil || !strings.Contains(err.Error(), "nftables table inet t exists and netreconcile did not create it") {
+		t.Errorf("err = %v, want the conflict", err)
+	}
+	if got := p.String(); got != "" {
+		t.Errorf("plan touches the foreign table:\n%s", got)
 	}
 }

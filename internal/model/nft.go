@@ -41,6 +41,12 @@ type NftTable struct {
 	Sets   []NftSet
 	Chains []NftChain
 
+	// Adopt (desired) lets the file take over a table that exists and that
+	// netreconcile did not create; without it such a table is a conflict.
+	Adopt bool
+	// Handle is the kernel's handle of the table (actual): a per-namespace
+	// counter, so a table deleted and created again has another one.
+	Handle uint64
 	Owned  bool   // actual: recorded in the ownership ledger
 	Origin string // desired: file:line:col
 }
