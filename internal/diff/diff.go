@@ -2,6 +2,7 @@ package diff
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -38,6 +39,7 @@ func Compute(desired, actual *model.State) (*Plan, error) {
 	c.routes()
 	c.rules()
 	c.nft()
+	c.leaveOutDependents()
 	c.plan.Ops = append(c.plan.Ops, c.deletes...)
 	c.plan.Ops = append(c.plan.Ops, c.linkDeletes...)
 	if len(c.conflicts) > 0 {
@@ -55,6 +57,10 @@ type computer struct {
 	// recreated names links that are created or replaced by this plan: the
 	// kernel holds none of their addresses or routes afterwards.
 	recreated map[string]bool
+	// blocked names the declared links in conflict, and those that need
+	// them (see depend.go); srcLink maps a declared address to its link.
+	blocked map[string]bool
+	srcLink map[netip.Addr]string
 }
 
 func (c *computer) add(op Op) { c.plan.Ops = append(c.plan.Ops, op) }

@@ -411,6 +411,7 @@ links:
 		kernel: newKernel().link(model.Link{Name: "b0", Kind: model.KindVeth, Owned: true, Up: true, Veth: &model.Veth{}}),
 		conflict: `
 link a0: its declared peer b0 exists already
+link b0 is left out: it needs link a0, which is in conflict
 `,
 		plan: "",
 	}})
@@ -536,5 +537,58 @@ links:
 + address 10.2.2.2/24 dev fbr
 - address 10.1.1.1/24 dev fbr
 `,
+	}})
+}
+
+// Whatever needs a link in conflict is left out with it: its addresses, the
+// routes through it or from its addresses, the links enslaved to it or on it,
+// and what needs those in turn.
+func TestConflictLeavesOutDependents(t *testing.T) {
+	run(t, []tc{{
+		name: "foreign bridge of a declared name",
+		file: `
+links:
+  br0:
+    kind: bridge
+    addresses: [10.1.0.1/24]
+  p0: {kind: veth, veth: {peer: p1}, master: br0}
+  p1: {kind: veth, veth: {peer: p0}, addresses: [10.2.0.1/24]}
+  vx0: {kind: vxlan, vxlan: {id: 5, dev: p0}}
+  ok0: {kind: bridge, addresses: [10.3.0.1/24]}
+routes:
+  - {to: 10.9.0.0/16, dev: br0}
+  - {to: 10.8.0.0/16, dev: ok0, src: 10.1.0.1}
+  - {to: 10.7.0.0/16, dev: ok0}
+`,
+		kernel: newKernel().link(model.Link{Name: "br0", Kind: model.KindBridge, Up: true}),
+		conflict: `
+link br0 exists and netreconcile did not create it
+link p0 is left out: it needs link br0
+link p1 is left out: it needs link p0
+link vx0 is left out: it needs link p0
+address 10.1.0.1/24 dev br0 is left out: link br0 is in conflict
+address 10.2.0.1/24 dev p1 is left out: link p1 is in conflict
+route 10.8.0.0/16 table main is left out: link br0 is in conflict
+route 10.9.0.0/16 table main is left out: link br0 is in conflict
+`,
+		plan: `
++ link ok0 (bridge)
++ address 10.3.0.1/24 dev ok0
++ route 10.7.0.0/16 table main (dev ok0 scope link)
+`,
+	}, {
+		name: "device link that does not exist",
+		file: `
+links:
+  eth9: {kind: device, addresses: [10.1.0.1/24]}
+routes:
+  - {to: 10.9.0.0/16, dev: eth9}
+`,
+		conflict: `
+link eth9 (kind device) does not exist
+address 10.1.0.1/24 dev eth9 is left out
+route 10.9.0.0/16 table main is left out
+`,
+		plan: "",
 	}})
 }

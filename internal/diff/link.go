@@ -15,6 +15,7 @@ func (c *computer) links() {
 		have, exists := c.a.Links[name]
 		switch {
 		case want.Kind == model.KindDevice && !exists:
+			c.blockLink(name)
 			c.conflict("link %s (kind device) does not exist; a device link is never created", name)
 		case want.Kind == model.KindDevice:
 			if ch := linkChanges(want, have, false); len(ch) > 0 {
@@ -32,6 +33,7 @@ func (c *computer) links() {
 						op.PeerOfPair = true
 						op.Summary = "the peer end of " + want.Veth.Peer
 					case peerExists:
+						c.blockLink(name)
 						c.conflict("link %s: its declared peer %s exists already; delete it or declare the pair again under new names", name, want.Veth.Peer)
 						continue
 					case want.Veth.Peer < name:
@@ -45,8 +47,10 @@ func (c *computer) links() {
 			c.recreated[name] = true
 			creates = append(creates, op)
 		case !have.Owned && !want.Adopt:
+			c.blockLink(name)
 			c.conflict("link %s exists and netreconcile did not create it (its alias has no %q marker); add \"adopt: true\" to take it over, or choose another name", name, model.LinkMarker)
 		case have.Kind != want.Kind && !have.Owned:
+			c.blockLink(name)
 			c.conflict("link %s exists as kind %s, not %s; only a link of the same kind can be adopted", name, have.Kind, want.Kind)
 		case have.Kind != want.Kind:
 			if c.foreignChildren(name) {
@@ -60,6 +64,7 @@ func (c *computer) links() {
 					// Recreating is deleting: never done to a link
 					// netreconcile did not create (nor, for a veth, to its
 					// foreign peer).
+					c.blockLink(name)
 					c.conflict("link %s is adopted, not created by netreconcile, and its %s cannot change in place; recreate it yourself or keep its settings", name, reason)
 					continue
 				}
@@ -153,6 +158,7 @@ func (c *computer) foreignChildren(name string) bool {
 	if len(kids) == 0 {
 		return false
 	}
+	c.blockLink(name)
 	c.conflict("link %s cannot be deleted or recreated: the kernel would delete %v with it, which netreconcile did not create; delete them first or keep %s as it is", name, kids, name)
 	return true
 }

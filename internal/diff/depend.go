@@ -1,0 +1,122 @@
+package diff
+
+import (
+	"net/netip"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// Leaving out what depends on a conflict.
+//
+// A conflicting link is left as it is, so every object that needs it is left
+// out with it: the links enslaved to it, parented on it or paired with it,
+// the addresses on it (a foreign link's addresses are not ours to add or
+// remove), the routes through it or from a source address on it, the
+// WireGuard configuration of it. Objects that need those are left out in
+// turn. This is one rule for every kind, applied to the finished plan, so a
+// stage that adds a kind of op only has to say what the op needs (opNeeds).
+
+// blockLink records that the declared link name is in conflict.
+func (c *computer) blockLink(name string) {
+	if c.blocked == nil {
+		c.blocked = map[string]bool{}
+	}
+	c.blocked[name] = true
+}
+
+// linkNeeds lists the links a declared link needs to exist or be configured.
+func (c *computer) linkNeeds(l *model.Link) []string {
+	needs := parents(l)
+	if l.Veth != nil && l.Veth.PeerNetNS == "" && l.Veth.Peer != "" {
+		if _, declared := c.d.Links[l.Veth.Peer]; declared {
+			needs = append(needs, l.Veth.Peer)
+		}
+	}
+	return needs
+}
+
+// opNeeds lists the links an operation needs: if one of them is in
+// conflict, the operation is left out.
+func (c *computer) opNeeds(op *Op) []string {
+	switch {
+	case op.Kind == KindLink && op.Action == Delete:
+		return nil
+	case op.Link != nil:
+		return append([]string{op.Link.Name}, c.linkNeeds(op.Link)...)
+	case op.Address != nil:
+		return []string{op.Address.Link}
+	case op.Route != nil:
+		if op.Action == Delete {
+			// Ours, and no longer wanted: deleting it touches nothing
+			// of the conflicting link's.
+			return nil
+		}
+		needs := []string{op.Route.Dev}
+		if l, ok := c.srcLink[op.Route.Src]; ok && op.Route.Src.IsValid() {
+			needs = append(needs, l)
+		}
+		return needs
+	case op.WireGuard != nil:
+		return []string{op.WireGuard.Link}
+	}
+	return nil
+}
+
+// leaveOutDependents spreads the conflicts of links to the declared links
+// that need them, then drops every op that needs a link in conflict, with
+// a conflict line saying why.
+func (c *computer) leaveOutDependents() {
+	if len(c.blocked) == 0 {
+		return
+	}
+	// Spread over the declared links until nothing changes: a chain of
+	// masters and parents is short.
+	for changed := true; changed; {
+		changed = false
+		for _, name := range c.d.SortedLinkNames() {
+			if c.blocked[name] {
+				continue
+			}
+			for _, n := range c.linkNeeds(c.d.Links[name]) {
+				if c.blocked[n] {
+					c.blocked[name] = true
+					c.conflict("link %s is left out: it needs link %s, which is in conflict", name, n)
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	c.srcLink = map[netip.Addr]string{}
+	for i := range c.d.Addresses {
+		a := &c.d.Addresses[i]
+		c.srcLink[a.Prefix.Addr()] = a.Link
+	}
+	c.plan.Ops = c.keepUnblocked(c.plan.Ops)
+	c.deletes = c.keepUnblocked(c.deletes)
+	c.linkDeletes = c.keepUnblocked(c.linkDeletes)
+}
+
+func (c *computer) keepUnblocked(ops []Op) []Op {
+	out := ops[:0]
+	for i := range ops {
+		op := &ops[i]
+		if n := c.blockedNeed(op); n != "" {
+			if op.Kind != KindLink {
+				c.conflict("%s %s is left out: link %s is in conflict", op.Kind, op.ID, n)
+			}
+			continue
+		}
+		out = append(out, *op)
+	}
+	return out
+}
+
+func (c *computer) blockedNeed(op *Op) string {
+	for _, n := range c.opNeeds(op) {
+		if n != "" && c.blocked[n] {
+			return n
+		}
+	}
+	return ""
+}
