@@ -106,9 +106,11 @@ func (c *computer) staleLinks() {
 	for _, l := range stale {
 		gone[l.Name] = true
 	}
-	// A child (a slave, an ipvlan, a vxlan on a device) goes before its parent;
+	// A child (a slave, an ipvlan, a vxlan on a device) goes before its
+	// parent, and a child of either end of a veth pair before the pair:
 	// deleting a veth takes its peer, so the peer gets no op of its own.
-	sort.SliceStable(stale, func(i, j int) bool { return depth(stale[i], c.a.Links) > depth(stale[j], c.a.Links) })
+	dl := deleteLevels(c.a.Links)
+	sort.SliceStable(stale, func(i, j int) bool { return dl[stale[i].Name] > dl[stale[j].Name] })
 	deleted := map[string]bool{}
 	for _, l := range stale {
 		if deleted[l.Name] {
@@ -117,6 +119,14 @@ func (c *computer) staleLinks() {
 		// A veth whose peer this plan recreates goes with the old pair.
 		if l.Veth != nil && l.Veth.Peer != "" && c.recreated[l.Veth.Peer] {
 			continue
+		}
+		// A veth whose peer stays declared as a veth paired with it lives
+		// on as that end's undeclared peer: deleting it would delete the
+		// declared end too, and the next pass would create it again.
+		if l.Veth != nil && l.Veth.Peer != "" {
+			if p := c.d.Links[l.Veth.Peer]; p != nil && p.Veth != nil && p.Veth.PeerNetNS == "" && p.Veth.Peer == l.Name && !c.recreated[p.Name] {
+				continue
+			}
 		}
 		if c.foreignChildren(l.Name) {
 			continue
@@ -142,25 +152,88 @@ func (c *computer) willReplace(name string) bool {
 }
 
 // foreignChildren reports (as a conflict) the links netreconcile does not
-// own that the kernel would delete together with the link name: a vxlan on
-// it, an ipvlan, macvlan or vlan whose lower link it is.
+// own that deleting or recreating the link name would delete or change: a
+// vxlan on it, an ipvlan, macvlan or vlan whose lower link it is (on either
+// end of a veth pair, since the pair goes whole), and a port enslaved to it
+// (released from its master).
 func (c *computer) foreignChildren(name string) bool {
-	var kids []string
+	ends := map[string]bool{name: true}
+	if l := c.a.Links[name]; l != nil && l.Veth != nil && l.Veth.Peer != "" {
+		ends[l.Veth.Peer] = true
+	}
+	var kids, ports []string
 	for _, n := range c.a.SortedLinkNames() {
 		l := c.a.Links[n]
-		if l.Owned || n == name {
+		if l.Owned || ends[n] {
 			continue
 		}
-		if l.Lower == name || l.VXLAN != nil && l.VXLAN.Dev == name || l.IPVlan != nil && l.IPVlan.Parent == name {
+		switch {
+		case ends[l.Lower] || l.VXLAN != nil && ends[l.VXLAN.Dev] || l.IPVlan != nil && ends[l.IPVlan.Parent]:
 			kids = append(kids, n)
+		case ends[l.Master]:
+			ports = append(ports, n)
 		}
 	}
-	if len(kids) == 0 {
+	if len(kids) == 0 && len(ports) == 0 {
 		return false
 	}
 	c.blockLink(name)
-	c.conflict("link %s cannot be deleted or recreated: the kernel would delete %v with it, which netreconcile did not create; delete them first or keep %s as it is", name, kids, name)
+	if len(kids) > 0 {
+		c.conflict("link %s cannot be deleted or recreated: the kernel would delete %v with it, which netreconcile did not create; delete them first or keep %s as it is", name, kids, name)
+	}
+	if len(ports) > 0 {
+		c.conflict("link %s cannot be deleted or recreated: the kernel would release %v from it, which netreconcile did not enslave; release them first or keep %s as it is", name, ports, name)
+	}
 	return true
+}
+
+// deleteLevels ranks the kernel's links for deletion: a link ranks above
+// every link it needs (its master, lower link, vxlan device), and the two
+// ends of a veth pair count as one, since the kernel deletes them together.
+// Deleting in decreasing rank deletes children first.
+func deleteLevels(all map[string]*model.Link) map[string]int {
+	needs := func(l *model.Link) []string {
+		ps := parents(l)
+		if l.Lower != "" {
+			ps = append(ps, l.Lower)
+		}
+		if l.Veth != nil && l.Veth.Peer != "" {
+			if p := all[l.Veth.Peer]; p != nil {
+				ps = append(ps, parents(p)...)
+				if p.Lower != "" {
+					ps = append(ps, p.Lower)
+				}
+			}
+		}
+		return ps
+	}
+	level := map[string]int{}
+	var lv func(name string, seen map[string]bool) int
+	lv = func(name string, seen map[string]bool) int {
+		if d, ok := level[name]; ok {
+			return d
+		}
+		l := all[name]
+		if l == nil || seen[name] {
+			return -1
+		}
+		seen[name] = true
+		d := 0
+		for _, n := range needs(l) {
+			if n == name || l.Veth != nil && n == l.Veth.Peer {
+				continue
+			}
+			if x := lv(n, seen) + 1; x > d {
+				d = x
+			}
+		}
+		level[name] = d
+		return d
+	}
+	for name := range all {
+		lv(name, map[string]bool{})
+	}
+	return level
 }
 
 // parents lists the links l needs before it can exist or be configured.
@@ -178,33 +251,50 @@ func parents(l *model.Link) []string {
 	return ps
 }
 
-func depth(l *model.Link, all map[string]*model.Link) int {
-	d := 0
-	seen := map[string]bool{l.Name: true}
-	for cur := l; cur != nil; {
-		ps := parents(cur)
-		if len(ps) == 0 || seen[ps[0]] {
-			break
-		}
-		seen[ps[0]] = true
-		d++
-		cur = all[ps[0]]
-	}
-	return d
-}
 
-// orderByDependency sorts creates so that parents come first; ties keep name order.
+// orderByDependency sorts creates so that every link comes after the links
+// it needs (its master, its parent, and for the end of a veth pair that is
+// only configured, the end whose op creates the pair); ties keep name order.
+// A level is computed over these edges, not a depth in one tree: the
+// configured end of a pair whose creating end is enslaved ranks after that
+// end, whatever its own depth.
 func orderByDependency(ops []Op, all map[string]*model.Link) []Op {
-	// The end of a veth pair that is configured after the pair exists ranks
-	// after every link of the same depth.
-	rank := func(op Op) int {
-		r := 2 * depth(op.Link, all)
-		if op.PeerOfPair {
-			r++
-		}
-		return r
+	byName := make(map[string]*Op, len(ops))
+	for i := range ops {
+		byName[ops[i].ID] = &ops[i]
 	}
-	sort.SliceStable(ops, func(i, j int) bool { return rank(ops[i]) < rank(ops[j]) })
+	level := map[string]int{}
+	var lv func(name string, seen map[string]bool) int
+	lv = func(name string, seen map[string]bool) int {
+		if l, ok := level[name]; ok {
+			return l
+		}
+		op := byName[name]
+		if op == nil || seen[name] {
+			return -2 // exists already, or a cycle the validator reports
+		}
+		seen[name] = true
+		// A link ranks two after what it needs; the configured end of a
+		// pair one after the creating end, so it is marked and configured
+		// right after the pair exists, before the links on the pair.
+		l := 0
+		for _, n := range parents(op.Link) {
+			if d := lv(n, seen) + 2; d > l {
+				l = d
+			}
+		}
+		if op.PeerOfPair {
+			if d := lv(op.Link.Veth.Peer, seen) + 1; d > l {
+				l = d
+			}
+		}
+		level[name] = l
+		return l
+	}
+	for i := range ops {
+		lv(ops[i].ID, map[string]bool{})
+	}
+	sort.SliceStable(ops, func(i, j int) bool { return level[ops[i].ID] < level[ops[j].ID] })
 	return ops
 }
 

@@ -83,3 +83,81 @@ routes:
 		t.Errorf("a route through the foreign link was added: %s", out)
 	}
 }
+
+// A foreign link on either end of an owned veth pair, or enslaved to an
+// owned bridge, keeps the owned link: deleting the pair (or the bridge)
+// would delete (or release) it.
+func TestForeignLinkOnOwnedPairOrBridge(t *testing.T) {
+	for _, end := range []string{"qa", "qb"} {
+		t.Run("vxlan on "+end, func(t *testing.T) {
+			e := newEnv(t)
+			e.apply(e.file("a.yaml", "version: 1\nlinks:\n  qa: {kind: veth, veth: {peer: qb}}\n  qb: {kind: veth, veth: {peer: qa}}\n"))
+			e.ip("link", "add", "fvx", "type", "vxlan", "id", "7", "dstport", "4789", "dev", end)
+			f := e.file("b.yaml", "version: 1\n")
+			for _, cmd := range []string{"diff", "apply"} {
+				r := e.cli(cmd, "-c", f)
+				if r.Code != 1 || !strings.Contains(r.Stderr, "fvx") || strings.Contains(r.Stdout, "- link") {
+					t.Errorf("%s: exit %d, want 1 with a conflict naming fvx and no delete\n%s%s", cmd, r.Code, r.Stdout, r.Stderr)
+				}
+			}
+			for _, l := range []string{"fvx", "qa", "qb"} {
+				e.ip("link", "show", l) // fails the test if gone
+			}
+		})
+	}
+	t.Run("port of a bridge", func(t *testing.T) {
+		e := newEnv(t)
+		e.apply(e.file("a.yaml", "version: 1\nlinks:\n  obr: {kind: bridge}\n"))
+		e.ip("link", "add", "fp0", "type", "veth", "peer", "name", "fp1")
+		e.ip("link", "set", "fp0", "master", "obr")
+		r := e.cli("apply", "-c", e.file("b.yaml", "version: 1\n"))
+		if r.Code != 1 || !strings.Contains(r.Stderr, "fp0") {
+			t.Errorf("apply: exit %d, want 1 with a conflict naming fp0\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		if out := e.ip("-o", "link", "show", "fp0"); !strings.Contains(out, "master obr") {
+			t.Errorf("the foreign port was released: %s", out)
+		}
+	})
+}
+
+// Pruning everything after a bridge, a veth pair with one end enslaved and
+// a vxlan on the other end: the kernel deletes the vxlan with the pair, and
+// that is not an error; the plan deletes children first and the pair once.
+func TestPruneLinksTheKernelDeletesTogether(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", `version: 1
+links:
+  br0: {kind: bridge}
+  va: {kind: veth, veth: {peer: vb}, master: br0}
+  vb: {kind: veth, veth: {peer: va}}
+  vx: {kind: vxlan, vxlan: {id: 9, dev: vb}}
+  mv: {kind: vxlan, vxlan: {id: 10, dev: va}}
+`))
+	f := e.file("b.yaml", "version: 1\n")
+	r := e.cli("diff", "-c", f)
+	want := "- link mv (vxlan)\n- link vx (vxlan)\n- link va (veth, with its peer vb)\n- link br0 (bridge)\n"
+	if !strings.HasPrefix(r.Stdout, want) {
+		t.Errorf("diff:\n%s\nwant:\n%s", r.Stdout, want)
+	}
+	e.apply(f)
+	if out := e.ip("-o", "link", "show"); strings.Count(out, "\n") != 1 {
+		t.Errorf("links left:\n%s", out)
+	}
+}
+
+// A veth end that leaves the file while its peer stays declared (paired
+// with it) is not deleted: that would delete the declared end too, and
+// every apply would create the pair again.
+func TestVethEndLeavesTheFilePeerStays(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  ea: {kind: veth, veth: {peer: eb}}\n  eb: {kind: veth, veth: {peer: ea}}\n"))
+	idx := e.ifindex("ea")
+	f := e.file("b.yaml", "version: 1\nlinks:\n  ea: {kind: veth, veth: {peer: eb}}\n")
+	e.apply(f)
+	if e.ifindex("ea") != idx {
+		t.Errorf("ea was recreated")
+	}
+	if r := e.cli("apply", "-c", f); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
+		t.Errorf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}

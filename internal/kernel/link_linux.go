@@ -1,12 +1,14 @@
 package kernel
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/netreconcile/netreconcile/internal/model"
 )
@@ -216,6 +218,12 @@ func (k *Netlink) DeleteLink(name string) error {
 	k.wrote()
 	err = k.h.LinkDel(ref)
 	k.forget(name)
+	if errors.Is(err, unix.ENODEV) {
+		// The index came from the last dump: the kernel deleted the link
+		// since, with its veth peer or its lower link. Gone is what a
+		// delete wants.
+		return fmt.Errorf("delete link %s: %w (%v)", name, ErrNotFound, err)
+	}
 	if err != nil {
 		return fmt.Errorf("delete link %s: %w", name, err)
 	}
