@@ -251,7 +251,6 @@ func parents(l *model.Link) []string {
 	return ps
 }
 
-
 // orderByDependency sorts creates so that every link comes after the links
 // it needs (its master, its parent, and for the end of a veth pair that is
 // only configured, the end whose op creates the pair); ties keep name order.
