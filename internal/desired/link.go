@@ -23,7 +23,7 @@ func (b *builder) link(name string, lc *linkConf) {
 	path := "links." + name
 	l := &model.Link{Name: name, Kind: lc.Kind, MTU: lc.MTU, Up: true, Master: lc.Master, Alias: lc.Alias, Adopt: lc.Adopt, Origin: lc.Pos.String()}
 	if !validIfname(name) {
-		b.errs.add(lc.Pos, path, "not a valid interface name: 1 to 15 characters, none of '/', ':' or white space")
+		b.errs.add(lc.Pos, path, "%q is not a valid interface name; expected %s", name, ifnameRule)
 	}
 	switch {
 	case !lc.has("kind"):
@@ -123,7 +123,7 @@ func (b *builder) veth(name string, vc *vethConf, l *model.Link) {
 	case vc.Peer == "":
 		b.errs.add(vc.Pos, path+".peer", "missing; expected the name of the other end")
 	case !validIfname(vc.Peer):
-		b.errs.add(vc.at("peer"), path+".peer", "not a valid interface name")
+		b.errs.add(vc.at("peer"), path+".peer", "%q is not a valid interface name; expected %s", vc.Peer, ifnameRule)
 	case vc.Peer == name:
 		b.errs.add(vc.at("peer"), path+".peer", "a veth cannot be its own peer")
 	}

@@ -3,6 +3,7 @@ package desired
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -383,5 +384,10 @@ func nftPriority(family, s string) (int, error) {
 	if !ok {
 		return 0, bad
 	}
-	return base + delta, nil
+	// NFTA_HOOK_PRIORITY is a signed 32-bit number: a larger sum would be
+	// cut, and the chain read back with another priority on every pass.
+	if n := base + delta; n >= math.MinInt32 && n <= math.MaxInt32 {
+		return n, nil
+	}
+	return 0, fmt.Errorf("%q is out of range: a chain priority is from %d to %d", s, math.MinInt32, math.MaxInt32)
 }

@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"math"
 	"net/netip"
 	"sort"
 	"strconv"
@@ -83,7 +84,9 @@ func (b *builder) route(i int, rc *routeConf) {
 		if rc.MTU < 0 || rc.MTU > 65535 || (rc.MTU != 0 && rc.MTU < minMTU) {
 			b.errs.add(rc.at("mtu"), path(".mtu"), "expected a route MTU from %d to 65535, found %d", minMTU, rc.MTU)
 		}
-		if rc.Metric < 0 {
+		if rc.Metric < 0 || rc.Metric > math.MaxUint32 {
+			// RTA_PRIORITY is a u32: a larger number would be cut to
+			// its low 32 bits and the route flap on every pass.
 			b.errs.add(rc.at("metric"), path(".metric"), "expected a metric from 0 to 4294967295, found %d", rc.Metric)
 		}
 		// The kernel stores IPv6 metric 0 as 1024: normalise so the diff compares like with like.

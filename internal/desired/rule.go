@@ -55,6 +55,11 @@ func (b *builder) rule(i int, rc *ruleConf) {
 			r.FwMask = rc.FwMark.Mask
 		}
 	}
+	for _, n := range []struct{ key, name string }{{"iif", rc.IIF}, {"oif", rc.OIF}} {
+		if n.name != "" && !validIfname(n.name) {
+			b.errs.add(rc.at(n.key), path+"."+n.key, "%q is not a valid interface name; expected %s", n.name, ifnameRule)
+		}
+	}
 	if rc.SuppressPrefixLen != nil {
 		if *rc.SuppressPrefixLen < 0 || *rc.SuppressPrefixLen > 128 {
 			b.errs.add(rc.at("suppress-prefixlength"), path+".suppress-prefixlength", "expected 0 to 128, found %d", *rc.SuppressPrefixLen)

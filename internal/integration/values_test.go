@@ -1,0 +1,90 @@
+package integration
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/nettest"
+)
+
+// The file accepts exactly the link names the kernel creates under that
+// very name: asked over netlink in a fresh namespace, name by name. A name
+// the kernel mangles ('%' is a template) or refuses is refused by validate.
+func TestLinkNamesAsTheKernelTakesThem(t *testing.T) {
+	ns := nettest.NewNetNS(t)
+	k, err := kernel.Open("/run/netns/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	names := []string{
+		"a%d", "br%", "a/b", "a:b", "a b", "a\tb", "a\nb", "a\vb", ".", "..", "...", ".a",
+		"abcdefghijklmno", "abcdefghijklmnop",
+		"brücke-eins-zw",  // 14 characters, 15 bytes
+		"brücke-eins-zwe", // 15 characters, 16 bytes
+		"voilà",           // à is C3 A0: the kernel's isspace(0xa0) is true
+		"a\u00a0b", "a#b", "-x", "a=b", "ü",
+	}
+	for i, name := range names {
+		_ = k.AddLink(&model.Link{Name: name, Kind: model.KindBridge})
+		ls, err := k.Links()
+		if err != nil {
+			t.Fatal(err)
+		}
+		kernelTakes := false
+		for _, l := range ls {
+			if l.Name == name {
+				kernelTakes = true
+			} else if l.Name != "lo" {
+				// A mangled name: remove it so the next one starts clean.
+				if err := k.DeleteLink(l.Name); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if kernelTakes {
+			if err := k.DeleteLink(name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, perr := desired.Parse([]desired.Source{{Name: "f.yaml", Data: []byte(fmt.Sprintf("version: 1\nlinks:\n  %s: {kind: bridge}\n", strconv.Quote(name)))}})
+		if fileTakes := perr == nil; fileTakes != kernelTakes {
+			t.Errorf("name %d %q: the kernel takes it: %t, the file: %t (%v)", i, name, kernelTakes, fileTakes, perr)
+		}
+		if perr != nil && !strings.Contains(perr.Error(), "f.yaml:3:") {
+			t.Errorf("name %q: the error does not point at the name: %v", name, perr)
+		}
+	}
+}
+
+// Numbers wider than the kernel's field are refused with where they are and
+// the accepted range, and nothing is applied.
+func TestNumbersAtTheKernelsWidth(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct{ file, want string }{
+		{"version: 1\nroutes:\n  - {to: 10.1.0.0/16, type: blackhole, metric: 4294967296}\n", "f.yaml:3:48: routes[0].metric: expected a metric from 0 to 4294967295, found 4294967296"},
+		{"version: 1\nroutes:\n  - {to: 10.1.0.0/16, type: blackhole, table: 4294967296}\n", "f.yaml:3:47: routes[0].table: expected a table number from 1 to 4294967295"},
+		{"version: 1\nrules:\n  - {priority: 4294967296, table: 100}\n", "f.yaml:3:16: rules[0].priority: expected a rule priority from 1 to 4294967295, found 4294967296"},
+		{"version: 1\nrules:\n  - {priority: 100, fwmark: 0x100000000, table: 100}\n", "f.yaml:3:29: rules[0].fwmark: expected a mark like 0x40 or 0x40/0x60 (32-bit numbers)"},
+		{"version: 1\nlinks:\n  vx: {kind: vxlan, vxlan: {id: 16777216, remote: 192.0.2.1}}\n", "links.vx.vxlan.id: expected a VXLAN network identifier from 0 to 16777215"},
+		{"version: 1\nlinks:\n  vx: {kind: vxlan, vxlan: {id: 1, remote: 192.0.2.1, port: 65536}}\n", "links.vx.vxlan.port: expected an integer from 0 to 65535"},
+		{"version: 1\nlinks:\n  vx: {kind: vxlan, vxlan: {id: 1, remote: 192.0.2.1, ttl: 256}}\n", "links.vx.vxlan.ttl: expected an integer from 0 to 255"},
+		{"version: 1\nlinks:\n  br: {kind: bridge, mtu: 4294967296}\n", "links.br.mtu: expected an MTU from 68 to 65535"},
+		{"version: 1\nnftables:\n  inet t:\n    chains:\n      c: {type: filter, hook: input, priority: filter + 4294967296}\n", "f.yaml:5:48: nftables.inet t.chains.c.priority: \"filter + 4294967296\" is out of range: a chain priority is from -2147483648 to 2147483647"},
+	} {
+		f := nettest.WriteFile(t, e.dir, "f.yaml", tc.file)
+		r := e.cli("apply", "-c", f)
+		got := strings.ReplaceAll(r.Stderr, f, "f.yaml")
+		if r.Code == 0 || !strings.Contains(got, tc.want) {
+			t.Errorf("apply of\n%s: exit %d, want an error containing %q:\n%s%s", tc.file, r.Code, tc.want, r.Stdout, got)
+		}
+	}
+	if out := e.ip("route", "show", "table", "all", "type", "blackhole"); out != "" {
+		t.Errorf("a route was added: %s", out)
+	}
+}
