@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -257,6 +258,11 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 	}
 	if sc.Timeout != nil {
 		s.DefaultTimeout, s.Timeout = sc.Timeout.D, true
+		// NFTA_SET_TIMEOUT counts milliseconds: a finer timeout would be
+		// cut, read back different, and the set rebuilt on every pass.
+		if d := sc.Timeout.D; d%time.Millisecond != 0 {
+			b.errs.add(sc.at("timeout"), path+".timeout", "expected a whole number of milliseconds (the kernel counts in milliseconds), found %s", d)
+		}
 	}
 	if s.Timeout && s.Interval {
 		// The kernel's interval sets expire the start and end elements

@@ -76,6 +76,8 @@ func TestNumbersAtTheKernelsWidth(t *testing.T) {
 		{"version: 1\nlinks:\n  vx: {kind: vxlan, vxlan: {id: 1, remote: 192.0.2.1, ttl: 256}}\n", "links.vx.vxlan.ttl: expected an integer from 0 to 255"},
 		{"version: 1\nlinks:\n  br: {kind: bridge, mtu: 4294967296}\n", "links.br.mtu: expected an MTU from 68 to 65535"},
 		{"version: 1\nnftables:\n  inet t:\n    chains:\n      c: {type: filter, hook: input, priority: filter + 4294967296}\n", "f.yaml:5:48: nftables.inet t.chains.c.priority: \"filter + 4294967296\" is out of range: a chain priority is from -2147483648 to 2147483647"},
+		{"version: 1\nnftables:\n  inet t:\n    sets:\n      s: {type: ipv4_addr, flags: [timeout], timeout: 1500us}\n", "f.yaml:5:55: nftables.inet t.sets.s.timeout: expected a whole number of milliseconds (the kernel counts in milliseconds), found 1.5ms"},
+		{"version: 1\nrules:\n  - {priority: 100, iif: \"a%d\", table: 100}\n", "f.yaml:3:26: rules[0].iif: \"a%d\" is not a valid interface name"},
 	} {
 		f := nettest.WriteFile(t, e.dir, "f.yaml", tc.file)
 		r := e.cli("apply", "-c", f)
