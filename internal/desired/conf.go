@@ -22,6 +22,9 @@ type fileConf struct {
 type settingsConf struct {
 	Meta
 	Protocol int `yaml:"protocol"`
+	// ProtocolOverride accepts a protocol number that the kernel or
+	// iproute2 names (see protocol.go).
+	ProtocolOverride bool `yaml:"protocol-override"`
 }
 
 type linkConf struct {

@@ -90,3 +90,25 @@ func TestNumbersAtTheKernelsWidth(t *testing.T) {
 		t.Errorf("a route was added: %s", out)
 	}
 }
+
+// A protocol number another program owns (186 is bgp) is refused: an empty
+// file of that protocol would otherwise delete the bgp daemon's routes.
+// With protocol-override the file takes it on purpose.
+func TestProtocolOfAnotherProgramRefused(t *testing.T) {
+	e := newEnv(t)
+	e.ip("link", "add", "pbr", "type", "bridge")
+	e.ip("link", "set", "pbr", "up")
+	e.ip("route", "add", "10.186.0.0/16", "dev", "pbr", "proto", "186")
+	f := e.file("a.yaml", "version: 1\nsettings:\n  protocol: 186\n")
+	r := e.cli("apply", "-c", f)
+	if r.Code == 0 || !strings.Contains(r.Stderr, f+":3:13: settings.protocol: protocol 186 is \"bgp\"") {
+		t.Errorf("apply: exit %d, want the protocol refused\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out := e.ip("route", "show", "10.186.0.0/16"); !strings.Contains(out, "10.186.0.0/16") {
+		t.Errorf("the bgp route was deleted")
+	}
+	f = e.file("b.yaml", "version: 1\nsettings:\n  protocol: 186\n  protocol-override: true\n")
+	if r := e.cli("diff", "-c", f); r.Code != 2 || !strings.Contains(r.Stdout, "- route 10.186.0.0/16") {
+		t.Errorf("diff with the override: exit %d, want the route as ours to delete\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}

@@ -1,0 +1,88 @@
+package desired
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// kernelProtocols are the route protocols the kernel's uapi names
+// (include/uapi/linux/rtnetlink.h, RTPROT_*): the kernel's own (0-4) and
+// the routing daemons' (8-18, 42, 99, 186-192). netreconcile deletes the
+// routes and rules of its protocol that the file does not list, so taking
+// one of these would delete another program's routes.
+var kernelProtocols = map[int]string{
+	0: "unspec", 1: "redirect", 2: "kernel", 3: "boot", 4: "static",
+	8: "gated", 9: "ra", 10: "mrt", 11: "zebra", 12: "bird", 13: "dnrouted", 14: "xorp", 15: "ntk",
+	16: "dhcp", 17: "mrouted", 18: "keepalived", 42: "babel", 99: "openr",
+	186: "bgp", 187: "isis", 188: "ospf", 189: "rip", 192: "eigrp",
+}
+
+// protocolFiles are where iproute2 names protocols: its shipped defaults
+// (newer versions keep them under /usr/share) and the administrator's
+// files, each with a drop-in directory of *.conf. A variable so that tests
+// can point it at their own files.
+var protocolFiles = []string{"/usr/share/iproute2/rt_protos", "/etc/iproute2/rt_protos"}
+
+// namedProtocol says who names the protocol number p ("" if nobody): the
+// kernel's list, or a line of an iproute2 rt_protos file (where).
+func namedProtocol(p int) (name, where string) {
+	if n, ok := kernelProtocols[p]; ok {
+		return n, "the kernel's list of route protocols"
+	}
+	for _, f := range protocolFiles {
+		files := []string{f}
+		if more, err := filepath.Glob(f + ".d/*.conf"); err == nil {
+			sort.Strings(more)
+			files = append(files, more...)
+		}
+		for _, path := range files {
+			// A missing or unreadable file names nothing: iproute2
+			// itself skips it.
+			data, err := os.ReadFile(path)
+			if err != nil {
+				continue
+			}
+			if n := protoInFile(data, p); n != "" {
+				return n, path
+			}
+		}
+	}
+	return "", ""
+}
+
+// protoInFile finds p in an rt_protos file: "NUMBER NAME" lines, the number
+// decimal or 0x hex, '#' comments, as iproute2's rtnl_tab_initialize reads.
+func protoInFile(data []byte, p int) string {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		n, err := strconv.ParseUint(f[0], 0, 32)
+		if err == nil && int(n) == p {
+			return f[1]
+		}
+	}
+	return ""
+}
+
+// checkProtocol refuses a protocol number that the kernel or iproute2's
+// files name, unless the file says it is netreconcile's on this host.
+func (b *builder) checkProtocol(s *settingsConf, p int) bool {
+	if s.ProtocolOverride {
+		return true
+	}
+	name, where := namedProtocol(p)
+	if name == "" {
+		return true
+	}
+	b.errs.add(s.at("protocol"), "settings.protocol", "protocol %d is %q in %s: its routes and rules are another program's, and netreconcile deletes every route and rule of its protocol that the file does not list; choose an unnamed number (the default is 245), or add \"protocol-override: true\" to settings if %d is netreconcile's alone on this host", p, name, where, p)
+	return false
+}
