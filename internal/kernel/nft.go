@@ -14,5 +14,9 @@ type NFTables interface {
 	// NFTTable reads a table with its sets, elements, chains and rules;
 	// nil when it does not exist.
 	NFTTable(k model.NftTableKey) (*model.NftTable, error)
+	// NFTTableHandle returns the kernel's handle of a table (0 when it
+	// does not exist): a per-namespace counter, new for every table
+	// created, so it tells a table from one deleted and made again.
+	NFTTableHandle(k model.NftTableKey) (uint64, error)
 	NFTApply(ops []model.NftOp) error
 }

@@ -192,6 +192,55 @@ func (k *Netlink) nftGen() (uint32, error) {
 	return 0, errors.New("get nftables generation: no generation in the answer")
 }
 
+// nftaTableHandle is NFTA_TABLE_HANDLE (include/uapi/linux/netfilter/
+// nf_tables.h; since Linux 4.17): golang.org/x/sys/unix does not name it.
+const nftaTableHandle = 4
+
+// NFTTableHandle returns the kernel's handle of a table, 0 when it does not
+// exist. One GETTABLE request for the table by name: google/nftables v0.3.0
+// does not read NFTA_TABLE_HANDLE.
+func (k *Netlink) NFTTableHandle(key model.NftTableKey) (uint64, error) {
+	if _, err := k.nft(); err != nil {
+		return 0, err
+	}
+	fam, ok := nftFamilies[key.Family]
+	if !ok {
+		return 0, fmt.Errorf("nftables table %s: unknown family", key)
+	}
+	ae := netlink.NewAttributeEncoder()
+	ae.String(unix.NFTA_TABLE_NAME, key.Name)
+	attrs, err := ae.Encode()
+	if err != nil {
+		return 0, fmt.Errorf("get nftables table %s: %w", key, err)
+	}
+	msgs, err := k.nftRaw.Execute(netlink.Message{
+		Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETTABLE), Flags: netlink.Request},
+		Data:   append([]byte{byte(fam), unix.NFNETLINK_V0, 0, 0}, attrs...),
+	})
+	if errors.Is(err, unix.ENOENT) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("get nftables table %s: %w", key, err)
+	}
+	for _, m := range msgs {
+		if len(m.Data) < 4 {
+			continue
+		}
+		ad, err := netlink.NewAttributeDecoder(m.Data[4:])
+		if err != nil {
+			return 0, fmt.Errorf("get nftables table %s: %w", key, err)
+		}
+		ad.ByteOrder = binary.BigEndian
+		for ad.Next() {
+			if ad.Type() == nftaTableHandle {
+				return ad.Uint64(), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("get nftables table %s: no handle in the answer", key)
+}
+
 func (k *Netlink) closeNFT() {
 	if k.nftConn != nil {
 		_ = k.nftConn.CloseLasting()
@@ -226,19 +275,14 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	if !ok {
 		return nil, fmt.Errorf("nftables table %s: unknown family", key)
 	}
-	ts, err := c.ListTablesOfFamily(fam)
+	handle, err := k.NFTTableHandle(key)
 	if err != nil {
-		return nil, fmt.Errorf("list nftables tables: %w", err)
+		return nil, err
 	}
-	var nt *nftables.Table
-	for _, t := range ts {
-		if t.Name == key.Name {
-			nt = t
-		}
-	}
-	if nt == nil {
+	if handle == 0 {
 		return nil, nil
 	}
+	nt := &nftables.Table{Name: key.Name, Family: fam}
 	gen, err := k.nftGen()
 	if err != nil {
 		return nil, err
@@ -247,7 +291,7 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 		k.nftElems.reset(gen)
 	}
 	read := map[nftSetKey][]model.NftElem{}
-	t := &model.NftTable{Family: key.Family, Name: key.Name}
+	t := &model.NftTable{Family: key.Family, Name: key.Name, Handle: handle}
 	sets, err := c.GetSets(nt)
 	if err != nil {
 		return nil, fmt.Errorf("list sets of table %s: %w", key, err)

@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -115,4 +116,37 @@ func Elems6(n int) []model.NftElem {
 	}
 	model.SortNftElems(out)
 	return out
+}
+
+// A table's handle is what nft -a shows, 0 for a table that does not exist,
+// and another one for a table deleted and made again under the same name.
+func TestNftTableHandle(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	ns := nettest.NewNetNS(t)
+	k, err := kernel.Open("/run/netns/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	tk := model.NftTableKey{Family: "ip", Name: "hdl"}
+	if h, err := k.NFTTableHandle(tk); err != nil || h != 0 {
+		t.Fatalf("handle of a missing table: %d, %v", h, err)
+	}
+	nettest.InNS(t, ns, "nft", "add", "table", "ip", "other")
+	nettest.InNS(t, ns, "nft", "add", "table", "ip", "hdl")
+	first, err := k.NFTTableHandle(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := nettest.InNS(t, ns, "nft", "-a", "list", "table", "ip", "hdl"); !strings.Contains(out, "# handle "+strconv.FormatUint(first, 10)+"\n") {
+		t.Errorf("handle %d, nft says:\n%s", first, out)
+	}
+	if tb, err := k.NFTTable(tk); err != nil || tb == nil || tb.Handle != first {
+		t.Errorf("NFTTable: %+v, %v; want handle %d", tb, err, first)
+	}
+	nettest.InNS(t, ns, "nft", "delete", "table", "ip", "hdl")
+	nettest.InNS(t, ns, "nft", "add", "table", "ip", "hdl")
+	if again, err := k.NFTTableHandle(tk); err != nil || again == first || again == 0 {
+		t.Errorf("handle after delete and add: %d (first %d), %v", again, first, err)
+	}
 }
