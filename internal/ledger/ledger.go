@@ -30,6 +30,12 @@ type Ledger struct {
 	// name prefix would constrain users' names, so ownership is recorded
 	// here: a table that leaves the file is deleted only if listed.
 	NFTables map[model.NftTableKey]bool
+	// NFTHandles holds the kernel's handle of each table in NFTables (0 or
+	// missing: not yet known, as in a ledger written before handles were
+	// recorded). The handle is a per-namespace counter: a table deleted
+	// and made again by someone else under the same name has another one,
+	// and is not ours.
+	NFTHandles map[model.NftTableKey]uint64
 }
 
 type fileFormat struct {
@@ -41,6 +47,7 @@ type fileFormat struct {
 type nftJSON struct {
 	Family string `json:"family"`
 	Name   string `json:"name"`
+	Handle uint64 `json:"handle,omitempty"`
 }
 
 type fouJSON struct {
@@ -52,7 +59,7 @@ type fouJSON struct {
 // unreadable or corrupt one is an error naming the file: pruning with a lost
 // ledger would leave ports open, so nothing is guessed.
 func Open(path string) (*Ledger, error) {
-	l := &Ledger{path: path, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}}
+	l := &Ledger{path: path, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}, NFTHandles: map[model.NftTableKey]uint64{}}
 	if path == "" {
 		return l, nil
 	}
@@ -74,7 +81,11 @@ func Open(path string) (*Ledger, error) {
 		l.Fou[model.FouKey{Port: p.Port, IPv6: p.IPv6}] = true
 	}
 	for _, t := range f.NFTables {
-		l.NFTables[model.NftTableKey{Family: t.Family, Name: t.Name}] = true
+		k := model.NftTableKey{Family: t.Family, Name: t.Name}
+		l.NFTables[k] = true
+		if t.Handle != 0 {
+			l.NFTHandles[k] = t.Handle
+		}
 	}
 	return l, nil
 }
@@ -94,7 +105,27 @@ func (l *Ledger) SetNftTable(k model.NftTableKey, owned bool) {
 		l.NFTables[k] = true
 	} else {
 		delete(l.NFTables, k)
+		delete(l.NFTHandles, k)
 	}
+}
+
+// SetNftTableHandle records the kernel's handle of a table the ledger lists.
+func (l *Ledger) SetNftTableHandle(k model.NftTableKey, handle uint64) {
+	if l.NFTables[k] {
+		l.NFTHandles[k] = handle
+	}
+}
+
+// NftTableIsOurs reports whether the kernel's table k with handle is the
+// one the ledger lists. A table listed without a handle is taken as ours
+// (its handle is recorded on first sight); one with another handle was
+// deleted and made again by someone else.
+func (l *Ledger) NftTableIsOurs(k model.NftTableKey, handle uint64) bool {
+	if !l.NFTables[k] {
+		return false
+	}
+	h, ok := l.NFTHandles[k]
+	return !ok || h == 0 || h == handle
 }
 
 // Save writes the ledger durably. A ledger opened with an empty path is kept
@@ -115,7 +146,7 @@ func (l *Ledger) Save() error {
 		return a.Port < b.Port
 	})
 	for k := range l.NFTables {
-		f.NFTables = append(f.NFTables, nftJSON{k.Family, k.Name})
+		f.NFTables = append(f.NFTables, nftJSON{k.Family, k.Name, l.NFTHandles[k]})
 	}
 	sort.Slice(f.NFTables, func(i, j int) bool {
 		a, b := f.NFTables[i], f.NFTables[j]
