@@ -4,6 +4,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/netreconcile/netreconcile/internal/actual"
@@ -101,8 +102,44 @@ func (e *Engine) readNFT(st *model.State, desired *model.State) error {
 	if err != nil {
 		return fmt.Errorf("read nftables: %w", err)
 	}
+	if err := e.checkNftHandles(ts); err != nil {
+		return err
+	}
 	st.NFTables = append(st.NFTables, ts...)
 	model.SortNftTables(st.NFTables)
+	return nil
+}
+
+// checkNftHandles compares the handle of each table the ledger lists with
+// the one it recorded. Another handle means the table was deleted and made
+// again by someone else under the same name: it is not ours (a conflict if
+// the file declares it, untouched if not), and the ledger forgets it. A
+// table listed without a handle (a ledger older than handles) gets the
+// one it has now.
+func (e *Engine) checkNftHandles(ts []model.NftTable) error {
+	changed := false
+	for i := range ts {
+		t := &ts[i]
+		k := t.Key()
+		if !t.Owned {
+			continue
+		}
+		switch h, known := e.Ledger.NFTHandles[k]; {
+		case !e.Ledger.NftTableIsOurs(k, t.Handle):
+			t.Owned = false
+			e.Ledger.SetNftTable(k, false)
+			changed = true
+		case !known || h == 0:
+			e.Ledger.SetNftTableHandle(k, t.Handle)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := e.Ledger.Save(); err != nil {
+		return fmt.Errorf("save ownership ledger: %w", err)
+	}
 	return nil
 }
 
@@ -136,14 +173,40 @@ func (e *Engine) plan(desired *model.State) (*diff.Plan, *model.State, error) {
 // Apply executes a plan and records what the ledger must remember.
 func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, error) {
 	dirty := false
+	var madeTables []model.NftTableKey
 	res := apply.Apply(ctx, e.Kernel, plan, apply.Hooks{FouChanged: func(k model.FouKey, owned bool) {
 		e.Ledger.SetFou(k, owned)
 		dirty = true
 	}, NftTableChanged: func(k model.NftTableKey, owned bool) {
 		e.Ledger.SetNftTable(k, owned)
+		if owned {
+			madeTables = append(madeTables, k)
+		}
 		dirty = true
 	}})
 	e.commitRotation(res)
+	// The batch does not return the handles of the tables it created or
+	// adopted: read them now, so the next pass can tell them from tables
+	// someone else makes under the same names.
+	var herr error
+	if nk, ok := e.Kernel.(kernel.NFTables); ok {
+		for _, k := range madeTables {
+			h, err := nk.NFTTableHandle(k)
+			if err != nil {
+				herr = errors.Join(herr, fmt.Errorf("read the handle of nftables table %s: %w", k, err))
+				continue
+			}
+			e.Ledger.SetNftTableHandle(k, h)
+		}
+	}
+	if herr != nil {
+		if dirty {
+			if err := e.Ledger.Save(); err != nil {
+				herr = errors.Join(herr, fmt.Errorf("save ownership ledger: %w", err))
+			}
+		}
+		return res, herr
+	}
 	if dirty {
 		if err := e.Ledger.Save(); err != nil {
 			return res, fmt.Errorf("save ownership ledger: %w", err)

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -159,5 +161,43 @@ func TestVethEndLeavesTheFilePeerStays(t *testing.T) {
 	}
 	if r := e.cli("apply", "-c", f); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
 		t.Errorf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// An owned table deleted and made again by someone else under the same name,
+// with no pass in between, is not taken for ours: its handle is not the one
+// the ledger recorded. Declared, it is a conflict; dropped from the file, it
+// is left alone; and the ledger forgets it.
+func TestNftTableMadeAgainBySomeoneElse(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	e := newEnv(t)
+	f := e.file("a.yaml", "version: 1\nnftables:\n  inet rmt:\n    chains:\n      c: {rules: [counter]}\n")
+	e.apply(f)
+	remake := func() {
+		nettest.InNS(t, e.ns, "nft", "delete", "table", "inet", "rmt")
+		nettest.InNS(t, e.ns, "nft", "add", "table", "inet", "rmt")
+		nettest.InNS(t, e.ns, "nft", "add", "chain", "inet", "rmt", "theirs")
+	}
+	remake()
+	r := e.cli("apply", "-c", f)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "nftables table inet rmt exists and netreconcile did not create it") {
+		t.Errorf("apply of the declared table: exit %d, want 1 with the conflict\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out := nettest.InNS(t, e.ns, "nft", "list", "table", "inet", "rmt"); !strings.Contains(out, "chain theirs") {
+		t.Errorf("the foreign table was changed:\n%s", out)
+	}
+	// Ours again, then made again by someone else, then dropped from the
+	// file: not deleted.
+	e.apply(e.file("b.yaml", "version: 1\nnftables:\n  inet rmt:\n    adopt: true\n    chains:\n      c: {rules: [counter]}\n"))
+	remake()
+	if r := e.cli("apply", "-c", e.file("c.yaml", "version: 1\n")); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
+		t.Errorf("apply without the table: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out := nettest.InNS(t, e.ns, "nft", "list", "table", "inet", "rmt"); !strings.Contains(out, "chain theirs") {
+		t.Errorf("the foreign table was changed:\n%s", out)
+	}
+	data, err := os.ReadFile(filepath.Join(e.state, "netns", e.ns, "ledger.json"))
+	if err != nil || strings.Contains(string(data), "rmt") {
+		t.Errorf("the ledger still lists the table (%v):\n%s", err, data)
 	}
 }
