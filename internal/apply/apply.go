@@ -70,6 +70,7 @@ type Hooks struct {
 func Apply(ctx context.Context, k kernel.Writer, plan *diff.Plan, hooks Hooks) *Result {
 	res := &Result{}
 	failedLinks := map[string]bool{}
+	promoted := map[string]bool{} // links whose promote_secondaries this run set
 	nftDone := false
 	for i := 0; i < len(plan.Ops); i++ {
 		op := plan.Ops[i]
@@ -107,6 +108,13 @@ func Apply(ctx context.Context, k kernel.Writer, plan *diff.Plan, hooks Hooks) *
 			runWGPeers(k, plan.Ops[i:j], res)
 			i = j - 1
 			continue
+		}
+		if op.Promote && !promoted[op.Address.Link] {
+			if err := k.PromoteSecondaries(op.Address.Link); err != nil {
+				res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: %w", op.Action, op.Kind, op.ID, err)})
+				continue
+			}
+			promoted[op.Address.Link] = true
 		}
 		if err := run(k, plan.Protocol, op, hooks); err != nil {
 			res.Failed = append(res.Failed, Failure{op, err})

@@ -30,7 +30,7 @@ func (c *computer) addresses() {
 			if ch := addressChanges(w, h); len(ch) > 0 {
 				// The kernel keeps scope and peer at creation: NLM_F_REPLACE
 				// on an address only refreshes lifetimes.
-				c.add(Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h})
+				c.add(Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h, Promote: c.promotes(h)})
 			}
 		}
 	}
@@ -54,8 +54,27 @@ func (c *computer) addresses() {
 		if _, stays := c.d.Links[h.Link]; !stays {
 			continue // the link goes, its addresses with it
 		}
-		c.del(Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Address: h})
+		c.del(Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Address: h, Promote: c.promotes(h)})
 	}
+}
+
+// promotes says whether deleting the IPv4 address h should first turn on
+// promote_secondaries on its link. With it off (the kernel's default),
+// deleting a subnet's primary address deletes every secondary of the subnet
+// with it, the address just added to replace it included, and a link left
+// without an IPv4 address loses every route through it. Only a link
+// netreconcile owns (or adopts in this plan) gets the setting: a device
+// link is not ours to configure.
+func (c *computer) promotes(h *model.Address) bool {
+	if !h.Prefix.Addr().Is4() {
+		return false // IPv6 has no primary and secondaries
+	}
+	l, ok := c.a.Links[h.Link]
+	if !ok {
+		return false
+	}
+	w := c.d.Links[h.Link]
+	return l.Owned || w != nil && w.Adopt && w.Kind == l.Kind
 }
 
 func addressChanges(w, h *model.Address) []Change {

@@ -59,6 +59,11 @@ type Op struct {
 	Rule       *model.Rule    `json:"-"`
 	Fou        *model.FouPort `json:"-"`
 	Old        *model.Address `json:"-"` // the address an address replace removes
+	// Promote is set on a delete or replace of an IPv4 address on a link
+	// netreconcile owns: apply turns the link's promote_secondaries on
+	// first, so that the kernel keeps the other addresses of the subnet
+	// (and the routes through the link) when the primary goes.
+	Promote bool `json:"-"`
 	// NFT holds the nftables messages of an nft op; apply sends every nft
 	// op of a plan in one batch.
 	NFT       []model.NftOp `json:"-"`

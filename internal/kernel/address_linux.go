@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -69,6 +70,35 @@ func (k *Netlink) DeleteAddress(a *model.Address) error {
 	k.wrote()
 	if err := k.h.AddrDel(ref, na); err != nil {
 		return fmt.Errorf("delete address %s: %w", a.Key(), err)
+	}
+	return nil
+}
+
+// ipv4DevconfPromoteSecondaries is IPV4_DEVCONF_PROMOTE_SECONDARIES
+// (include/uapi/linux/ip.h), the attribute type of the setting inside
+// IFLA_INET_CONF.
+const ipv4DevconfPromoteSecondaries = 20
+
+// PromoteSecondaries sets the link's promote_secondaries with RTM_SETLINK
+// (IFLA_AF_SPEC / AF_INET / IFLA_INET_CONF), which reaches the link in the
+// handle's namespace without a thread switched into it for /proc/sys.
+func (k *Netlink) PromoteSecondaries(name string) error {
+	i, err := k.index(name)
+	if err != nil {
+		return fmt.Errorf("set promote_secondaries: %w", err)
+	}
+	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
+	req.Sockets = k.sockets
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index = int32(i)
+	req.AddData(msg)
+	conf := nl.NewRtAttr(unix.IFLA_INET_CONF, nil)
+	conf.AddRtAttr(ipv4DevconfPromoteSecondaries, nl.Uint32Attr(1))
+	inet := nl.NewRtAttr(unix.AF_INET, conf.Serialize())
+	req.AddData(nl.NewRtAttr(unix.IFLA_AF_SPEC, inet.Serialize()))
+	k.wrote()
+	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
+		return fmt.Errorf("set promote_secondaries on %s: %w", name, err)
 	}
 	return nil
 }

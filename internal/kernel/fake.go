@@ -355,6 +355,12 @@ func (f *Fake) SetLinkMTU(name string, mtu int) error {
 	return f.setLink("SetLinkMTU", name, func(l *model.Link) error { l.MTU = mtu; return nil })
 }
 
+// PromoteSecondaries turns the link's promote_secondaries on (the fake
+// keeps no secondaries: it only records the write).
+func (f *Fake) PromoteSecondaries(name string) error {
+	return f.setLink("PromoteSecondaries", name, func(l *model.Link) error { return nil })
+}
+
 // SetLinkUp sets the administrative state.
 func (f *Fake) SetLinkUp(name string, up bool) error {
 	return f.setLink("SetLinkUp", name, func(l *model.Link) error { l.Up = up; return nil })

@@ -43,6 +43,11 @@ type Writer interface {
 	// SetLinkAlias writes alias, prefixed with the marker when owned.
 	SetLinkAlias(name, alias string, owned bool) error
 
+	// PromoteSecondaries sets net.ipv4.conf.NAME.promote_secondaries to 1,
+	// so that deleting a primary IPv4 address promotes a secondary of the
+	// same subnet instead of deleting them all with it.
+	PromoteSecondaries(name string) error
+
 	// ReplaceAddress adds an address or changes its attributes in place.
 	ReplaceAddress(a *model.Address) error
 	DeleteAddress(a *model.Address) error

@@ -1,0 +1,53 @@
+package integration
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/nettest"
+)
+
+// Changing an address within its subnet, or dropping the primary address of
+// a subnet while a secondary stays, keeps the link's other addresses and the
+// routes through it (ours and foreign): with promote_secondaries off, the
+// kernel deletes a primary's secondaries with it, and the routes through a
+// link left without an IPv4 address.
+func TestAddressChangeWithinSubnet(t *testing.T) {
+	for _, tc := range []struct{ name, before, after, want string }{
+		{"one address changed", "[10.19.0.1/24]", "[10.19.0.2/24]", "10.19.0.2/24"},
+		{"primary dropped, secondary kept", "[10.19.0.1/24, 10.19.0.5/24]", "[10.19.0.5/24]", "10.19.0.5/24"},
+		{"primary changed, secondary kept", "[10.19.0.1/24, 10.19.0.5/24]", "[10.19.0.2/24, 10.19.0.5/24]", "10.19.0.2/24 10.19.0.5/24"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			conf := func(addrs string) string {
+				return "version: 1\nlinks:\n  ab0: {kind: bridge, addresses: " + addrs + "}\nroutes:\n  - {to: 10.50.0.0/16, via: 10.19.0.254, dev: ab0}\n"
+			}
+			e.apply(e.file("a.yaml", conf(tc.before)))
+			e.ip("route", "add", "10.60.0.0/16", "via", "10.19.0.254", "dev", "ab0", "proto", "static")
+			f := e.file("b.yaml", conf(tc.after))
+			e.apply(f)
+			var got []string
+			if f := strings.Fields(e.ip("-4", "-br", "addr", "show", "dev", "ab0")); len(f) > 2 {
+				got = f[2:]
+			}
+			sort.Strings(got) // the promoted secondary is listed first
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("addresses: %v, want %s", got, tc.want)
+			}
+			routes := e.ip("-4", "route", "show")
+			for _, r := range []string{"10.50.0.0/16 via 10.19.0.254 dev ab0 proto 245", "10.60.0.0/16 via 10.19.0.254 dev ab0 proto static"} {
+				if !strings.Contains(routes, r) {
+					t.Errorf("route %q lost:\n%s", r, routes)
+				}
+			}
+			if v := strings.TrimSpace(nettest.InNS(t, e.ns, "cat", "/proc/sys/net/ipv4/conf/ab0/promote_secondaries")); v != "1" {
+				t.Errorf("promote_secondaries on the owned link: %s", v)
+			}
+			if r := e.cli("apply", "-c", f); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
+				t.Errorf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+		})
+	}
+}
