@@ -2,10 +2,14 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 // runRoutes applies consecutive route ops in one kernel batch, recording a
@@ -43,11 +47,49 @@ func runRoutes(ctx context.Context, k kernel.Writer, proto int, ops []diff.Op, f
 			errs[at[n]] = err
 		}
 	}
+	explainExists(k, proto, ops, errs)
 	for i, op := range ops {
 		if errs[i] != nil {
 			res.Failed = append(res.Failed, Failure{op, errs[i]})
 			continue
 		}
 		res.Done = append(res.Done, op)
+	}
+}
+
+// explainExists says whose route a create met, for the creates the kernel
+// refused with EEXIST: the plan saw no route with that key, so another
+// program (or another netreconcile run, with our protocol) added one since.
+// The table is read once, after the batch.
+func explainExists(k kernel.Writer, proto int, ops []diff.Op, errs []error) {
+	r, ok := k.(kernel.Reader)
+	if !ok {
+		return
+	}
+	tables := map[int][]model.Route{}
+	for i, op := range ops {
+		if op.Action != diff.Create || !errors.Is(errs[i], unix.EEXIST) {
+			continue
+		}
+		key := op.Route.Key()
+		rs, seen := tables[key.Table]
+		if !seen {
+			var err error
+			if rs, err = r.TableRoutes(key.Table); err != nil {
+				continue // the kernel's answer stands alone
+			}
+			tables[key.Table] = rs
+		}
+		for _, h := range rs {
+			if h.Key() != key {
+				continue
+			}
+			whose := fmt.Sprintf("another program's (protocol %s, not ours, %d)", model.ProtocolName(h.Protocol), proto)
+			if h.Protocol == proto {
+				whose = fmt.Sprintf("ours (protocol %d), written since the plan was made: by another netreconcile run?", proto)
+			}
+			errs[i] = fmt.Errorf("%w: the route with this key is %s", errs[i], whose)
+			break
+		}
 	}
 }

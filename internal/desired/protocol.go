@@ -8,19 +8,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-)
 
-// kernelProtocols are the route protocols the kernel's uapi names
-// (include/uapi/linux/rtnetlink.h, RTPROT_*): the kernel's own (0-4) and
-// the routing daemons' (8-18, 42, 99, 186-192). netreconcile deletes the
-// routes and rules of its protocol that the file does not list, so taking
-// one of these would delete another program's routes.
-var kernelProtocols = map[int]string{
-	0: "unspec", 1: "redirect", 2: "kernel", 3: "boot", 4: "static",
-	8: "gated", 9: "ra", 10: "mrt", 11: "zebra", 12: "bird", 13: "dnrouted", 14: "xorp", 15: "ntk",
-	16: "dhcp", 17: "mrouted", 18: "keepalived", 42: "babel", 99: "openr",
-	186: "bgp", 187: "isis", 188: "ospf", 189: "rip", 192: "eigrp",
-}
+	"github.com/netreconcile/netreconcile/internal/model"
+)
 
 // protocolFiles are where iproute2 names protocols: its shipped defaults
 // (newer versions keep them under /usr/share) and the administrator's
@@ -31,7 +21,7 @@ var protocolFiles = []string{"/usr/share/iproute2/rt_protos", "/etc/iproute2/rt_
 // namedProtocol says who names the protocol number p ("" if nobody): the
 // kernel's list, or a line of an iproute2 rt_protos file (where).
 func namedProtocol(p int) (name, where string) {
-	if n, ok := kernelProtocols[p]; ok {
+	if n, ok := model.RouteProtocols[p]; ok {
 		return n, "the kernel's list of route protocols"
 	}
 	for _, f := range protocolFiles {

@@ -592,3 +592,20 @@ route 10.9.0.0/16 table main is left out
 		plan: "",
 	}})
 }
+
+// A foreign route with the key of a declared one that has none of ours is a
+// conflict, not a create; a foreign route of another key changes nothing.
+func TestForeignRouteConflict(t *testing.T) {
+	run(t, []tc{{
+		name: "same key",
+		file: `
+routes:
+  - {to: 10.7.0.0/16, type: blackhole, table: 7, metric: 5}
+  - {to: 10.7.0.0/16, type: blackhole, table: 7, metric: 6}
+`,
+		kernel: newKernel().route(model.Route{Table: 7, Dst: pfx("10.7.0.0/16"), Metric: 5, Type: model.RouteBlackhole, Protocol: 186}).
+			route(model.Route{Table: 7, Dst: pfx("10.8.0.0/16"), Metric: 5, Type: model.RouteBlackhole, Protocol: 186}),
+		conflict: "route 10.7.0.0/16 table 7 metric 5 exists with protocol 186 (bgp), not ours (245)",
+		plan:     "+ route 10.7.0.0/16 table 7 metric 6 (blackhole)\n",
+	}})
+}

@@ -6,10 +6,11 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-// routes: the actual state holds only routes of our protocol (the stage that
-// reads the kernel filters them), so everything unmatched there is ours to
-// delete. A create that meets a foreign route with the same key fails in the
-// apply stage (NLM_F_EXCL) instead of silently taking it over.
+// routes: only routes of our protocol are ever updated or deleted. The
+// actual state holds ours, plus the foreign routes that have the key of a
+// declared route of which we have none (the engine reads those tables for
+// them): such a route is a conflict, and the create is left out of the plan,
+// as the kernel would refuse it (EEXIST; creates use NLM_F_EXCL).
 func (c *computer) routes() {
 	ops, dels := len(c.plan.Ops), len(c.deletes)
 	if c.routesSorted() {
@@ -21,9 +22,14 @@ func (c *computer) routes() {
 
 func (c *computer) routesByMap() {
 	have := make(map[model.RouteKey]*model.Route, len(c.a.Routes))
+	foreign := map[model.RouteKey]*model.Route{}
 	for i := range c.a.Routes {
 		r := &c.a.Routes[i]
-		if r.Protocol != c.d.Protocol || (r.Dev != "" && c.recreated[r.Dev]) {
+		if r.Protocol != c.d.Protocol {
+			foreign[r.Key()] = r
+			continue
+		}
+		if r.Dev != "" && c.recreated[r.Dev] {
 			continue
 		}
 		have[r.Key()] = r
@@ -35,7 +41,7 @@ func (c *computer) routesByMap() {
 		want[k] = true
 		h, ok := have[k]
 		if !ok {
-			c.add(Op{Action: Create, Kind: KindRoute, ID: k.String(), Summary: w.Attrs(), Route: w})
+			c.createRoute(w, foreign[k])
 			continue
 		}
 		if ch := routeChanges(w, h); len(ch) > 0 {
@@ -88,11 +94,13 @@ func (c *computer) routesSorted() bool {
 		// The run of actual routes with key k; the last of ours is compared,
 		// as a map from key to route would keep.
 		je := j
-		var h *model.Route
+		var h, foreign *model.Route
 		if order >= 0 {
 			for je < len(as) && as[je].Key() == k {
 				if a := &as[je]; a.Protocol == c.d.Protocol && (a.Dev == "" || !c.recreated[a.Dev]) {
 					h = a
+				} else if a.Protocol != c.d.Protocol {
+					foreign = a
 				}
 				je++
 			}
@@ -103,7 +111,7 @@ func (c *computer) routesSorted() bool {
 		for n := i; n < ie; n++ {
 			w := &ds[n]
 			if h == nil {
-				c.add(Op{Action: Create, Kind: KindRoute, ID: k.String(), Summary: w.Attrs(), Route: w})
+				c.createRoute(w, foreign)
 			} else if ch := routeChanges(w, h); len(ch) > 0 {
 				c.add(Op{Action: Update, Kind: KindRoute, ID: k.String(), Changes: ch, Route: w})
 			}
@@ -119,6 +127,17 @@ func (c *computer) routesSorted() bool {
 		i, j = ie, je
 	}
 	return true
+}
+
+// createRoute plans the creation of w, or reports the foreign route with
+// its key that the kernel would refuse it for.
+func (c *computer) createRoute(w, foreign *model.Route) {
+	k := w.Key()
+	if foreign != nil {
+		c.conflict("route %s exists with protocol %s, not ours (%d); the kernel keeps one route per key: remove it, or change the file's route (its metric, for one)", k, model.ProtocolName(foreign.Protocol), c.d.Protocol)
+		return
+	}
+	c.add(Op{Action: Create, Kind: KindRoute, ID: k.String(), Summary: w.Attrs(), Route: w})
 }
 
 func (c *computer) deleteRoute(h *model.Route) {

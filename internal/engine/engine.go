@@ -167,6 +167,38 @@ func (e *Engine) plan(desired *model.State) (*diff.Plan, *model.State, error) {
 	e.rot.mu.Unlock()
 	desired = fillPeerSets(desired, states)
 	plan, err := diff.Compute(desired, act)
+	if plan == nil {
+		return plan, act, err
+	}
+	// The kernel state holds our routes only. A route the plan creates may
+	// meet a foreign one with its key: read the tables of the creates, and
+	// if one is there, plan again so that it shows as a conflict. A pass
+	// that creates no route pays nothing for this.
+	var missing map[int]map[model.RouteKey]bool
+	for i := range plan.Ops {
+		op := &plan.Ops[i]
+		if op.Kind != diff.KindRoute || op.Action != diff.Create {
+			continue
+		}
+		k := op.Route.Key()
+		if missing == nil {
+			missing = map[int]map[model.RouteKey]bool{}
+		}
+		if missing[k.Table] == nil {
+			missing[k.Table] = map[model.RouteKey]bool{}
+		}
+		missing[k.Table][k] = true
+	}
+	if len(missing) == 0 {
+		return plan, act, err
+	}
+	added, rerr := actual.AddForeignRoutesInTheWay(e.Kernel, act, missing, desired.Protocol)
+	if rerr != nil {
+		return nil, nil, fmt.Errorf("read kernel state: %w", rerr)
+	}
+	if added {
+		plan, err = diff.Compute(desired, act)
+	}
 	return plan, act, err
 }
 

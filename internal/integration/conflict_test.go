@@ -1,11 +1,16 @@
 package integration
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/nettest"
 )
 
@@ -199,5 +204,78 @@ func TestNftTableMadeAgainBySomeoneElse(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(e.state, "netns", e.ns, "ledger.json"))
 	if err != nil || strings.Contains(string(data), "rmt") {
 		t.Errorf("the ledger still lists the table (%v):\n%s", err, data)
+	}
+}
+
+// A foreign route with the key of a declared one (table, destination, tos,
+// metric) is a conflict the plan shows: diff does not plan "+ route" for
+// it, apply leaves the foreign route alone, and the rest is applied.
+func TestForeignRouteWithADeclaredKey(t *testing.T) {
+	e := newEnv(t)
+	e.ip("link", "add", "rk0", "type", "bridge")
+	e.ip("link", "set", "rk0", "up")
+	e.ip("route", "add", "10.71.0.0/16", "dev", "rk0", "table", "71", "metric", "5", "proto", "static")
+	e.ip("-6", "route", "add", "2001:db8:71::/48", "dev", "rk0", "table", "71", "proto", "boot")
+	f := e.file("a.yaml", `version: 1
+links:
+  rk0: {kind: device}
+routes:
+  - {to: 10.71.0.0/16, type: blackhole, table: 71, metric: 5}
+  - {to: 10.71.0.0/16, type: blackhole, table: 71, metric: 6}
+  - {to: "2001:db8:71::/48", type: blackhole, table: 71}
+`)
+	r := e.cli("diff", "-c", f)
+	for _, want := range []string{
+		"route 10.71.0.0/16 table 71 metric 5 exists with protocol 4 (static), not ours (245)",
+		"route 2001:db8:71::/48 table 71 metric 1024 exists with protocol 3 (boot), not ours (245)",
+	} {
+		if r.Code != 1 || !strings.Contains(r.Stderr, want) {
+			t.Errorf("diff: exit %d, want 1 and %q\n%s%s", r.Code, want, r.Stdout, r.Stderr)
+		}
+	}
+	if strings.Contains(r.Stdout, "metric 5") || strings.Contains(r.Stdout, "2001:db8:71::/48") || !strings.Contains(r.Stdout, "+ route 10.71.0.0/16 table 71 metric 6") {
+		t.Errorf("diff plans:\n%s", r.Stdout)
+	}
+	if r := e.cli("apply", "-c", f); r.Code != 1 || strings.Contains(r.Stderr, "file exists") {
+		t.Errorf("apply: exit %d, want 1 with the conflict only\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out := e.ip("route", "show", "table", "71"); !strings.Contains(out, "10.71.0.0/16 dev rk0 proto static scope link metric 5") || !strings.Contains(out, "blackhole 10.71.0.0/16 proto 245 metric 6") {
+		t.Errorf("table 71:\n%s", out)
+	}
+}
+
+// A create the kernel refuses with EEXIST (a route with its key appeared
+// between the plan and the apply) says whose route that is: another
+// program's, or ours.
+func TestRouteExistsSaysWhose(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct{ proto, want string }{
+		{"static", "the route with this key is another program's (protocol 4 (static), not ours, 245)"},
+		{"245", "the route with this key is ours (protocol 245), written since the plan was made"},
+	} {
+		k, err := kernel.Open("/run/netns/" + e.ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := ledger.Open("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng := &engine.Engine{Kernel: k, Ledger: l}
+		cfg, err := desired.Parse([]desired.Source{{Name: "f.yaml", Data: []byte("version: 1\nroutes:\n  - {to: 10.72.0.0/16, type: blackhole, table: 72}\n")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := eng.Plan(cfg.State)
+		if err != nil || len(plan.Ops) != 1 {
+			t.Fatalf("plan: %v %v", plan, err)
+		}
+		e.ip("route", "add", "blackhole", "10.72.0.0/16", "table", "72", "proto", tc.proto)
+		res, _ := eng.Apply(context.Background(), plan)
+		if err := res.Err(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("apply over a route of protocol %s: %v, want %q", tc.proto, err, tc.want)
+		}
+		e.ip("route", "del", "blackhole", "10.72.0.0/16", "table", "72")
+		k.Close()
 	}
 }

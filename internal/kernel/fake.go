@@ -218,6 +218,23 @@ func (f *Fake) Routes(protocol int) ([]model.Route, error) {
 	return out, nil
 }
 
+// TableRoutes lists the routes of one table, of every protocol.
+func (f *Fake) TableRoutes(table int) ([]model.Route, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.injected("TableRoutes", ""); err != nil {
+		return nil, fmt.Errorf("list routes of table %d: %w", table, err)
+	}
+	var out []model.Route
+	for _, r := range f.routes {
+		if r.Table == table {
+			out = append(out, r)
+		}
+	}
+	model.SortRoutes(out)
+	return out, nil
+}
+
 // Rules lists the rules.
 func (f *Fake) Rules() ([]model.Rule, error) {
 	f.mu.Lock()

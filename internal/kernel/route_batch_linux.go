@@ -344,7 +344,9 @@ func routeErr(a RouteAction, r *model.Route, err error) error {
 	switch a {
 	case RouteAdd:
 		if errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("add route %s: a route with this key exists and is not ours (another protocol): %w", r.Key(), err)
+			// Whose it is, the caller finds out (apply reads the table):
+			// another program's, or ours written by another run.
+			return fmt.Errorf("add route %s: a route with this key exists: %w", r.Key(), err)
 		}
 		return fmt.Errorf("add route %s: %w", r.Key(), err)
 	case RouteReplace:

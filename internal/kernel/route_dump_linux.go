@@ -22,7 +22,10 @@ const dumpBufSize = 64 << 10
 // the socket has strict checking on, so the kernel itself skips the
 // routes of other protocols (kernel ≥ 4.20); the check here covers older
 // ones. n is how many route messages the kernel sent.
-func (k *Netlink) dumpRoutes(protocol int, out []model.Route) (_ []model.Route, n int, err error) {
+//
+// table, when not 0, asks for the routes of that table only (RTA_TABLE in
+// the request; also filtered in the kernel under strict checking).
+func (k *Netlink) dumpRoutes(protocol, table int, out []model.Route) (_ []model.Route, n int, err error) {
 	k.batchMu.Lock()
 	defer k.batchMu.Unlock()
 	if err := k.openBatch(); err != nil {
@@ -35,6 +38,9 @@ func (k *Netlink) dumpRoutes(protocol int, out []model.Route) (_ []model.Route, 
 	msg := &nl.RtMsg{}
 	msg.Protocol = uint8(protocol)
 	req.AddData(msg)
+	if table != 0 {
+		req.AddData(nl.NewRtAttr(unix.RTA_TABLE, nl.Uint32Attr(uint32(table))))
+	}
 	if err := unix.Sendto(b.fd, req.Serialize(), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return nil, 0, fmt.Errorf("send: %w", err)
 	}

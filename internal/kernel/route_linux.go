@@ -15,13 +15,37 @@ func (k *Netlink) Routes(protocol int) ([]model.Route, error) {
 	var out []model.Route
 	err := retry("routes", func() error {
 		var err error
-		out, _, err = k.dumpRoutes(protocol, make([]model.Route, 0, k.routeHint.Load()))
+		out, _, err = k.dumpRoutes(protocol, 0, make([]model.Route, 0, k.routeHint.Load()))
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	k.routeHint.Store(int64(len(out)))
+	model.SortRoutes(out)
+	return out, nil
+}
+
+// TableRoutes lists the routes of one table, of every protocol.
+func (k *Netlink) TableRoutes(table int) ([]model.Route, error) {
+	var out []model.Route
+	err := retry("routes", func() error {
+		var err error
+		out, _, err = k.dumpRoutes(0, table, nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A kernel without strict checking sends every table: keep the one asked.
+	n := 0
+	for _, r := range out {
+		if r.Table == table {
+			out[n] = r
+			n++
+		}
+	}
+	out = out[:n]
 	model.SortRoutes(out)
 	return out, nil
 }

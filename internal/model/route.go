@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -189,4 +190,25 @@ func SortRoutes(rs []Route) {
 	if !RoutesSorted(rs) {
 		slices.SortStableFunc(rs, compareRoutes)
 	}
+}
+
+// RouteProtocols are the route protocols the kernel's uapi names
+// (include/uapi/linux/rtnetlink.h, RTPROT_*): the kernel's own (0-4) and
+// the routing daemons' (8-18, 42, 99, 186-192). netreconcile deletes the
+// routes and rules of its protocol that the file does not list, so taking
+// one of these would delete another program's routes.
+var RouteProtocols = map[int]string{
+	0: "unspec", 1: "redirect", 2: "kernel", 3: "boot", 4: "static",
+	8: "gated", 9: "ra", 10: "mrt", 11: "zebra", 12: "bird", 13: "dnrouted", 14: "xorp", 15: "ntk",
+	16: "dhcp", 17: "mrouted", 18: "keepalived", 42: "babel", 99: "openr",
+	186: "bgp", 187: "isis", 188: "ospf", 189: "rip", 192: "eigrp",
+}
+
+// ProtocolName renders a route protocol number with its kernel name, if any:
+// "186 (bgp)".
+func ProtocolName(p int) string {
+	if n, ok := RouteProtocols[p]; ok {
+		return fmt.Sprintf("%d (%s)", p, n)
+	}
+	return strconv.Itoa(p)
 }

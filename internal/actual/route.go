@@ -1,0 +1,41 @@
+package actual
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// AddForeignRoutesInTheWay adds to act the routes of protocols other than
+// proto whose keys are in missing (by table): the keys of routes the plan
+// would create. The kernel keeps one route per key and would refuse such a
+// create (EEXIST), so the plan should show the conflict instead of the
+// apply finding it. Only the tables of missing routes are read, whole, with
+// every protocol; a pass that creates no route (the steady state) reads
+// nothing more. It reports whether it added any.
+func AddForeignRoutesInTheWay(k kernel.Reader, act *model.State, missing map[int]map[model.RouteKey]bool, proto int) (bool, error) {
+	tables := make([]int, 0, len(missing))
+	for t := range missing {
+		tables = append(tables, t)
+	}
+	sort.Ints(tables)
+	added := false
+	for _, t := range tables {
+		rs, err := k.TableRoutes(t)
+		if err != nil {
+			return false, fmt.Errorf("read routes of table %d: %w", t, err)
+		}
+		for _, r := range rs {
+			if r.Protocol != proto && missing[t][r.Key()] {
+				act.Routes = append(act.Routes, r)
+				added = true
+			}
+		}
+	}
+	if added {
+		model.SortRoutes(act.Routes)
+	}
+	return added, nil
+}
