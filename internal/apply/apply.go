@@ -80,7 +80,14 @@ func Apply(ctx context.Context, k kernel.Writer, plan *diff.Plan, hooks Hooks) *
 			for j < len(plan.Ops) && plan.Ops[j].Kind == diff.KindRoute {
 				j++
 			}
+			unusable := waitForSources(ctx, k, plan.Ops[i:j], res.Done)
+			n := len(res.Failed)
 			runRoutes(ctx, k, plan.Protocol, plan.Ops[i:j], failedLinks, res)
+			for f := n; f < len(res.Failed); f++ {
+				if r := res.Failed[f].Op.Route; r != nil && unusable[r.Src] != "" {
+					res.Failed[f].Err = fmt.Errorf("%w: its source %s %s", res.Failed[f].Err, r.Src, unusable[r.Src])
+				}
+			}
 			i = j - 1
 			continue
 		}

@@ -51,3 +51,24 @@ func TestAddressChangeWithinSubnet(t *testing.T) {
 		})
 	}
 }
+
+// A route whose source is an IPv6 address added in the same apply waits for
+// the address's duplicate address detection: the kernel refuses a tentative
+// source (EINVAL), and the first apply would fail.
+func TestRouteFromANewIPv6Address(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("a.yaml", `version: 1
+links:
+  d0: {kind: veth, veth: {peer: d1}, addresses: ["2001:db8:5::1/64"]}
+  d1: {kind: veth, veth: {peer: d0}}
+routes:
+  - {to: "2001:db8:6::/48", via: "2001:db8:5::2", dev: d0, src: "2001:db8:5::1"}
+`)
+	e.apply(f)
+	if out := e.ip("-6", "route", "show", "2001:db8:6::/48"); !strings.Contains(out, "src 2001:db8:5::1") {
+		t.Errorf("route: %q", out)
+	}
+	if r := e.cli("apply", "-c", f); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
+		t.Errorf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}

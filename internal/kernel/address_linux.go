@@ -23,7 +23,8 @@ func (k *Netlink) Addresses() ([]model.Address, error) {
 		if p.Addr().Is6() && a.Flags&unix.IFA_F_PERMANENT == 0 {
 			continue
 		}
-		m := model.Address{Link: k.name(a.LinkIndex), Prefix: p, Scope: a.Scope, NoPrefixRoute: a.Flags&unix.IFA_F_NOPREFIXROUTE != 0}
+		m := model.Address{Link: k.name(a.LinkIndex), Prefix: p, Scope: a.Scope, NoPrefixRoute: a.Flags&unix.IFA_F_NOPREFIXROUTE != 0,
+			Tentative: a.Flags&unix.IFA_F_TENTATIVE != 0, DADFailed: a.Flags&unix.IFA_F_DADFAILED != 0}
 		if a.Peer != nil {
 			m.Peer = toPrefix(a.Peer)
 		}

@@ -47,6 +47,10 @@ type Address struct {
 
 	Owned  bool   // actual: on a link we own
 	Origin string // desired: file:line:col
+	// Tentative (actual) is an IPv6 address whose duplicate address
+	// detection has not finished: the kernel refuses it as a route's
+	// source until then. DADFailed: detection found a duplicate.
+	Tentative, DADFailed bool
 }
 
 // AddressKey is what the kernel identifies an address by on a link.
