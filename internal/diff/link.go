@@ -2,6 +2,7 @@ package diff
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -84,6 +85,7 @@ func (c *computer) links() {
 			}
 		}
 	}
+	creates, updates = c.recreateChildren(creates, updates)
 	for _, op := range orderByDependency(creates, c.d.Links) {
 		c.add(op)
 	}
@@ -139,6 +141,78 @@ func (c *computer) staleLinks() {
 		}
 		c.linkDeletes = append(c.linkDeletes, op)
 	}
+}
+
+// recreateChildren follows the recreation of links to what the kernel does
+// with it: a link on a recreated link (a vxlan on it, an ipvlan or macvlan
+// above it, on either end of a recreated veth pair) is deleted with it, so
+// it is recreated too, in the same plan; a port of a recreated bridge is
+// released, so it is enslaved again. Without this the plan would converge
+// only on the next pass.
+func (c *computer) recreateChildren(creates, updates []Op) ([]Op, []Op) {
+	gone := func(n string) bool {
+		if n == "" {
+			return false
+		}
+		if c.recreated[n] {
+			return true
+		}
+		l := c.a.Links[n]
+		return l != nil && l.Veth != nil && l.Veth.Peer != "" && c.recreated[l.Veth.Peer]
+	}
+	dropUpdate := func(name string) {
+		for i := range updates {
+			if updates[i].ID == name {
+				updates = append(updates[:i], updates[i+1:]...)
+				return
+			}
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, name := range c.d.SortedLinkNames() {
+			want, have := c.d.Links[name], c.a.Links[name]
+			if have == nil || c.recreated[name] || c.blocked[name] || want.Kind == model.KindDevice || !have.Owned && !want.Adopt {
+				continue
+			}
+			var lower string
+			switch {
+			case have.Lower != "":
+				lower = have.Lower
+			case have.VXLAN != nil:
+				lower = have.VXLAN.Dev
+			case have.IPVlan != nil:
+				lower = have.IPVlan.Parent
+			}
+			if !gone(lower) {
+				continue
+			}
+			dropUpdate(name)
+			c.recreated[name] = true
+			creates = append(creates, Op{Action: Replace, Kind: KindLink, ID: name, Summary: linkSummary(want), Reason: "the kernel deletes it with " + lower + ", which is recreated", Link: want})
+			changed = true
+		}
+	}
+	for _, name := range c.d.SortedLinkNames() {
+		want := c.d.Links[name]
+		if want.Master == "" || !c.recreated[want.Master] || c.recreated[name] || c.blocked[name] || c.a.Links[name] == nil {
+			continue
+		}
+		ch := Change{Field: "master", From: "none (" + want.Master + " is recreated)", To: want.Master}
+		found := false
+		for i := range updates {
+			if updates[i].ID == name {
+				found = true
+				if !slices.ContainsFunc(updates[i].Changes, func(c Change) bool { return c.Field == "master" }) {
+					updates[i].Changes = append(updates[i].Changes, ch)
+				}
+			}
+		}
+		if !found {
+			updates = append(updates, Op{Action: Update, Kind: KindLink, ID: name, Changes: []Change{ch}, Link: want})
+		}
+	}
+	return creates, updates
 }
 
 // willReplace reports whether the plan recreates an existing link of ours

@@ -279,3 +279,34 @@ func TestRouteExistsSaysWhose(t *testing.T) {
 		k.Close()
 	}
 }
+
+// Recreating a link (here a veth whose peer changes) takes the links on it
+// with it in the kernel: the same apply creates them again, and the ports
+// of a recreated bridge are enslaved again, so one apply converges.
+func TestRecreatedParentTakesChildren(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", `version: 1
+links:
+  br0: {kind: bridge}
+  pa: {kind: veth, veth: {peer: pb}}
+  pb: {kind: veth, veth: {peer: pa}}
+  vx: {kind: vxlan, vxlan: {id: 9, dev: pa}, master: br0, addresses: [10.81.0.1/24]}
+`))
+	f := e.file("b.yaml", `version: 1
+links:
+  br0: {kind: bridge}
+  pa: {kind: veth, veth: {peer: pc}}
+  pc: {kind: veth, veth: {peer: pa}}
+  vx: {kind: vxlan, vxlan: {id: 9, dev: pa}, master: br0, addresses: [10.81.0.1/24]}
+`)
+	e.apply(f)
+	if out := e.ip("-o", "link", "show", "vx"); !strings.Contains(out, "master br0") {
+		t.Errorf("vx after its lower link was recreated: %s", out)
+	}
+	if out := e.ip("-o", "-4", "addr", "show", "dev", "vx"); !strings.Contains(out, "10.81.0.1/24") {
+		t.Errorf("vx's address: %s", out)
+	}
+	if r := e.cli("diff", "-c", f); r.Code != 0 {
+		t.Errorf("diff after the apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
