@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -188,14 +190,14 @@ func run(k kernel.Writer, proto int, op diff.Op, hooks Hooks) error {
 			}
 			return k.ReplaceAddress(op.Address)
 		case diff.Delete:
-			return k.DeleteAddress(op.Address)
+			return goneIsDone(k.DeleteAddress(op.Address))
 		}
 	case diff.KindRule:
 		switch op.Action {
 		case diff.Create:
 			return k.AddRule(op.Rule, proto)
 		case diff.Delete:
-			return k.DeleteRule(op.Rule)
+			return goneIsDone(k.DeleteRule(op.Rule))
 		}
 	case diff.KindFou:
 		return runFou(k, op, hooks)
@@ -203,6 +205,18 @@ func run(k kernel.Writer, proto int, op diff.Op, hooks Hooks) error {
 		return runWGDevice(k, op)
 	}
 	return fmt.Errorf("%s %s %s: no such operation", op.Action, op.Kind, op.ID)
+}
+
+// goneIsDone takes a delete that found its object gone as done: the kernel
+// removes addresses, routes and rules with what they hang on (an address
+// with its link or its primary, a route with its source address), and
+// another program may have removed it since the plan. Gone is what a delete
+// wants.
+func goneIsDone(err error) error {
+	if errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) || errors.Is(err, kernel.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 func runFou(k kernel.Writer, op diff.Op, hooks Hooks) error {

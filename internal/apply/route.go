@@ -44,6 +44,9 @@ func runRoutes(ctx context.Context, k kernel.Writer, proto int, ops []diff.Op, f
 	}
 	if len(ws) > 0 {
 		for n, err := range k.WriteRoutes(ws, proto) {
+			if ws[n].Action == kernel.RouteDelete {
+				err = goneIsDone(err)
+			}
 			errs[at[n]] = err
 		}
 	}

@@ -3,6 +3,7 @@ package diff
 import (
 	"fmt"
 	"net/netip"
+	"sort"
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -28,7 +29,8 @@ func (c Conflicts) Error() string {
 //     changed: a route's device must be up and its source address present,
 //     and a rule should only send traffic to a table that is filled;
 //  3. stale rules, routes, addresses and FoU ports are deleted after their
-//     replacements exist, so traffic never falls into a gap;
+//     replacements exist, so traffic never falls into a gap, in that order
+//     (the reverse of creates: a route before its source address);
 //  4. stale links are deleted last, children before parents.
 func Compute(desired, actual *model.State) (*Plan, error) {
 	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}}
@@ -40,6 +42,10 @@ func Compute(desired, actual *model.State) (*Plan, error) {
 	c.rules()
 	c.nft()
 	c.leaveOutDependents()
+	// Deletes run in the reverse order of creates: a route goes before the
+	// address it takes as source (the kernel deletes such routes with the
+	// address), a rule before the routes of its table.
+	sort.SliceStable(c.deletes, func(i, j int) bool { return deleteRank[c.deletes[i].Kind] < deleteRank[c.deletes[j].Kind] })
 	c.plan.Ops = append(c.plan.Ops, c.deletes...)
 	c.plan.Ops = append(c.plan.Ops, c.linkDeletes...)
 	if len(c.conflicts) > 0 {
@@ -47,6 +53,9 @@ func Compute(desired, actual *model.State) (*Plan, error) {
 	}
 	return c.plan, nil
 }
+
+// deleteRank orders the deletes that run before the links' (see Compute).
+var deleteRank = map[string]int{KindRule: 0, KindRoute: 1, KindAddress: 2, KindFou: 3}
 
 type computer struct {
 	d, a        *model.State

@@ -187,8 +187,8 @@ links:
 			rule(model.Rule{Priority: 1000, Action: model.RuleLookup, Table: 100, SuppressPrefixLen: -1, Protocol: ours}),
 		plan: `
 + link new0 (bridge)
-- route 10.2.0.0/16 table 100 (blackhole)
 - rule 1000: from all lookup 100 (ipv4)
+- route 10.2.0.0/16 table 100 (blackhole)
 - link a-vx (vxlan)
 - link m-veth (veth, with its peer n-veth)
 - link z-br (bridge)
@@ -475,10 +475,10 @@ func TestDeleteEachKind(t *testing.T) {
 			fou(model.FouPort{Port: 5555, IPProto: 4, Owned: true}),
 		// old0's address and route go with the link: no op of their own.
 		plan: `
-- fou fou port 5555
-- address 10.0.0.1/24 dev br0
-- route 10.1.0.0/16 table 100 (dev br0 scope link)
 - rule 1000: from all lookup 100 (ipv6)
+- route 10.1.0.0/16 table 100 (dev br0 scope link)
+- address 10.0.0.1/24 dev br0
+- fou fou port 5555
 - link old0 (bridge)
 `,
 	}})

@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"context"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/nettest"
 )
 
@@ -70,5 +73,42 @@ routes:
 	}
 	if r := e.cli("apply", "-c", f); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
 		t.Errorf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// Dropping an address and the route that uses it as source in one change:
+// the kernel deletes the route with the address, so the route is deleted
+// first (deletes run in the reverse order of creates), and a delete that
+// finds the object gone already is done, not an error.
+func TestDropAddressAndRouteFromIt(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", `version: 1
+links:
+  sb0: {kind: bridge, addresses: [10.91.0.1/24, 10.92.0.1/24]}
+routes:
+  - {to: 10.93.0.0/16, via: 10.91.0.254, dev: sb0, src: 10.91.0.1}
+`))
+	f := e.file("b.yaml", "version: 1\nlinks:\n  sb0: {kind: bridge, addresses: [10.92.0.1/24]}\n")
+	r := e.cli("diff", "-c", f)
+	if i, j := strings.Index(r.Stdout, "- route"), strings.Index(r.Stdout, "- address"); i < 0 || j < 0 || i > j {
+		t.Errorf("diff: the route's delete should come before the address's:\n%s", r.Stdout)
+	}
+	e.apply(f)
+	// Deleted behind the plan's back: the delete is done.
+	e.apply(e.file("c.yaml", "version: 1\nlinks:\n  sb0: {kind: bridge, addresses: [10.92.0.1/24]}\nroutes:\n  - {to: 10.94.0.0/16, type: blackhole}\n"))
+	k := openKernel(t, e)
+	eng := &engine.Engine{Kernel: k, Ledger: mustLedger(t)}
+	cfg, err := desired.Parse([]desired.Source{{Name: "f.yaml", Data: []byte("version: 1\nlinks:\n  sb0: {kind: bridge}\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := eng.Plan(cfg.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ip("route", "del", "blackhole", "10.94.0.0/16")
+	e.ip("addr", "del", "10.92.0.1/24", "dev", "sb0")
+	if res, _ := eng.Apply(context.Background(), plan); res.Err() != nil || len(res.Done) != 2 {
+		t.Errorf("deletes of what is gone: %v (%d done)", res.Err(), len(res.Done))
 	}
 }

@@ -310,3 +310,22 @@ links:
 		t.Errorf("diff after the apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+func openKernel(t *testing.T, e *env) kernel.Interface {
+	t.Helper()
+	k, err := kernel.Open("/run/netns/" + e.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	return k
+}
+
+func mustLedger(t *testing.T) *ledger.Ledger {
+	t.Helper()
+	l, err := ledger.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
