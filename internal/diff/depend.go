@@ -51,9 +51,21 @@ func (c *computer) opNeeds(op *Op) []string {
 			// of the conflicting link's.
 			return nil
 		}
-		needs := []string{op.Route.Dev}
-		if l, ok := c.srcLink[op.Route.Src]; ok && op.Route.Src.IsValid() {
+		r := op.Route
+		needs := []string{r.Dev}
+		if l, ok := c.srcLink[r.Src]; ok && r.Src.IsValid() {
 			needs = append(needs, l)
+		}
+		// Without a dev, the kernel reaches the gateway through the link
+		// whose declared subnet holds it.
+		if r.Dev == "" && r.Gateway.IsValid() {
+			best, via := -1, ""
+			for _, s := range c.subnets {
+				if s.p.Bits() > best && s.p.Contains(r.Gateway) {
+					best, via = s.p.Bits(), s.link
+				}
+			}
+			needs = append(needs, via)
 		}
 		return needs
 	case op.WireGuard != nil:
@@ -91,6 +103,7 @@ func (c *computer) leaveOutDependents() {
 	for i := range c.d.Addresses {
 		a := &c.d.Addresses[i]
 		c.srcLink[a.Prefix.Addr()] = a.Link
+		c.subnets = append(c.subnets, subnet{a.Prefix.Masked(), a.Link})
 	}
 	c.plan.Ops = c.keepUnblocked(c.plan.Ops)
 	c.deletes = c.keepUnblocked(c.deletes)
@@ -119,4 +132,10 @@ func (c *computer) blockedNeed(op *Op) string {
 		}
 	}
 	return ""
+}
+
+// subnet is a declared address's subnet and its link.
+type subnet struct {
+	p    netip.Prefix
+	link string
 }

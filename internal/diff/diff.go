@@ -70,6 +70,7 @@ type computer struct {
 	// them (see depend.go); srcLink maps a declared address to its link.
 	blocked map[string]bool
 	srcLink map[netip.Addr]string
+	subnets []subnet
 }
 
 func (c *computer) add(op Op) { c.plan.Ops = append(c.plan.Ops, op) }

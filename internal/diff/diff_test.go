@@ -583,13 +583,16 @@ links:
   eth9: {kind: device, addresses: [10.1.0.1/24]}
 routes:
   - {to: 10.9.0.0/16, dev: eth9}
+  - {to: 10.8.0.0/16, via: 10.1.0.254}
+  - {to: 10.7.0.0/16, via: 10.2.0.254}
 `,
 		conflict: `
 link eth9 (kind device) does not exist
 address 10.1.0.1/24 dev eth9 is left out
+route 10.8.0.0/16 table main is left out
 route 10.9.0.0/16 table main is left out
 `,
-		plan: "",
+		plan: "+ route 10.7.0.0/16 table main (via 10.2.0.254)\n",
 	}})
 }
 

@@ -410,9 +410,9 @@ func TestChanges(t *testing.T) {
     mtu: 1450 -> 1400
 ~ link vx0
     mtu: 1450 -> 1400
-- route 10.99.0.0/16 table 100 (blackhole)
 - rule 32500: from all fwmark 0x40/0x60 lookup 180 (ipv4)
 - rule 32500: from all fwmark 0x40/0x60 lookup 180 (ipv6)
+- route 10.99.0.0/16 table 100 (blackhole)
 Applied 5 of 5 operations.
 `)
 	if got := e.ifindex("br0"); got != br0 {

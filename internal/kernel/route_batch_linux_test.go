@@ -59,7 +59,7 @@ func TestWriteRoutesReportsEachFailure(t *testing.T) {
 	for i, err := range errs {
 		switch {
 		case foreign[i]:
-			if !errors.Is(err, syscall.EEXIST) || !strings.Contains(err.Error(), "add route "+batchPrefix(i).String()+" table 100: a route with this key exists and is not ours") {
+			if !errors.Is(err, syscall.EEXIST) || !strings.Contains(err.Error(), "add route "+batchPrefix(i).String()+" table 100: a route with this key exists") {
 				t.Errorf("write %d: got %v, want EEXIST for a foreign route", i, err)
 			}
 		case i == 1500:
