@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -134,12 +135,48 @@ func Apply(ctx context.Context, k kernel.Writer, plan *diff.Plan, hooks Hooks) *
 		}
 		res.Done = append(res.Done, op)
 	}
+	pinMTUs(k, plan, res)
 	for i := range res.Failed {
 		if at := origin(res.Failed[i].Op); at != "" {
 			res.Failed[i].Err = fmt.Errorf("%w (declared at %s)", res.Failed[i].Err, at)
 		}
 	}
 	return res
+}
+
+// pinMTUs sets again the declared MTU of the masters the kernel moved while
+// their ports joined, left or changed (Plan.PinMTU): a change sets the
+// bridge's "MTU set by user" mark, and the kernel stops moving it. One
+// read of the links, and a write only where the MTU moved.
+func pinMTUs(k kernel.Writer, plan *diff.Plan, res *Result) {
+	r, ok := k.(kernel.Reader)
+	if len(plan.PinMTU) == 0 || !ok {
+		return
+	}
+	ls, err := r.Links()
+	if err != nil {
+		return // the next pass sees the MTU and sets it
+	}
+	mtu := map[string]int{}
+	for _, l := range ls {
+		mtu[l.Name] = l.MTU
+	}
+	for _, l := range plan.PinMTU {
+		have, ok := mtu[l.Name]
+		if !ok || have == l.MTU {
+			continue
+		}
+		op := diff.Op{Action: diff.Update, Kind: diff.KindLink, ID: l.Name, Link: l,
+			Changes: []diff.Change{{Field: "mtu", From: strconv.Itoa(have), To: strconv.Itoa(l.MTU)}}}
+		// The write joins the plan, so that counts and reports of what
+		// was applied include it.
+		plan.Ops = append(plan.Ops, op)
+		if err := k.SetLinkMTU(l.Name, l.MTU); err != nil {
+			res.Failed = append(res.Failed, Failure{op, err})
+			continue
+		}
+		res.Done = append(res.Done, op)
+	}
 }
 
 // dependsOn names the failed link an operation needs, if any.

@@ -93,6 +93,34 @@ func (c *computer) links() {
 		c.add(op)
 	}
 	c.staleLinks()
+	c.pinMasterMTUs(creates, updates)
+}
+
+// pinMasterMTUs lists the declared masters with an MTU whose ports this plan adds,
+// removes or changes (see Plan.PinMTU).
+func (c *computer) pinMasterMTUs(creates, updates []Op) {
+	touched := map[string]bool{}
+	for _, op := range creates {
+		touched[op.Link.Master] = true
+	}
+	for _, op := range updates {
+		for _, ch := range op.Changes {
+			if ch.Field == "master" || ch.Field == "mtu" {
+				touched[op.Link.Master] = true
+				if l := c.a.Links[op.ID]; l != nil {
+					touched[l.Master] = true
+				}
+			}
+		}
+	}
+	for _, op := range c.linkDeletes {
+		touched[op.Link.Master] = true
+	}
+	for _, name := range c.d.SortedLinkNames() {
+		if l := c.d.Links[name]; touched[name] && l.MTU != 0 && !c.blocked[name] {
+			c.plan.PinMTU = append(c.plan.PinMTU, l)
+		}
+	}
 }
 
 // staleLinks deletes owned links the file no longer names, children first.

@@ -75,6 +75,12 @@ type Plan struct {
 	Ops []Op `json:"ops"`
 	// Protocol is the ownership protocol routes and rules are written with.
 	Protocol int `json:"protocol"`
+	// PinMTU lists declared masters with an MTU whose ports this plan
+	// changes: the kernel moves a bridge's MTU to its ports' smallest when
+	// one joins or leaves (unless the MTU was set by a change, not at
+	// creation), so apply checks them after the link ops and sets the MTU
+	// again where the kernel moved it.
+	PinMTU []*model.Link `json:"-"`
 }
 
 // Empty reports whether there is nothing to do.

@@ -329,3 +329,23 @@ func mustLedger(t *testing.T) *ledger.Ledger {
 	}
 	return l
 }
+
+// A bridge's declared MTU holds after ports of another MTU join or leave it:
+// the kernel moves a bridge's MTU to its ports' smallest unless the MTU was
+// set by a change (not at creation), so one apply converges.
+func TestBridgeMTUWithPortsOfAnotherMTU(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("a.yaml", `version: 1
+links:
+  br0: {kind: bridge, mtu: 1500}
+  p0: {kind: veth, veth: {peer: p1}, master: br0, mtu: 1400}
+  p1: {kind: veth, veth: {peer: p0}}
+`)
+	e.apply(f)
+	if r := e.cli("diff", "-c", f); r.Code != 0 {
+		t.Errorf("diff after one apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out := e.ip("-o", "link", "show", "br0"); !strings.Contains(out, "mtu 1500") {
+		t.Errorf("br0: %s", out)
+	}
+}
