@@ -89,6 +89,15 @@ func (b *builder) route(i int, rc *routeConf) {
 			// its low 32 bits and the route flap on every pass.
 			b.errs.add(rc.at("metric"), path(".metric"), "expected a metric from 0 to 4294967295, found %d", rc.Metric)
 		}
+		// The kernel takes a route's tos as a DS field without ECN bits, and
+		// none for IPv6 ("Invalid dsfield (tos)"): refused here, with the
+		// file's position, rather than at apply.
+		switch {
+		case rc.TOS != 0 && v6:
+			b.errs.add(rc.at("tos"), path(".tos"), "IPv6 routes take no tos; remove it")
+		case rc.TOS&3 != 0:
+			b.errs.add(rc.at("tos"), path(".tos"), "expected a DS field without ECN bits (a multiple of 4, 0 to 252, like 0x10), found %d", rc.TOS)
+		}
 		// The kernel stores IPv6 metric 0 as 1024: normalise so the diff compares like with like.
 		if v6 && r.Metric == 0 {
 			r.Metric = model.IPv6DefaultMetric

@@ -78,6 +78,8 @@ func TestNumbersAtTheKernelsWidth(t *testing.T) {
 		{"version: 1\nnftables:\n  inet t:\n    chains:\n      c: {type: filter, hook: input, priority: filter + 4294967296}\n", "f.yaml:5:48: nftables.inet t.chains.c.priority: \"filter + 4294967296\" is out of range: a chain priority is from -2147483648 to 2147483647"},
 		{"version: 1\nnftables:\n  inet t:\n    sets:\n      s: {type: ipv4_addr, flags: [timeout], timeout: 1500us}\n", "f.yaml:5:55: nftables.inet t.sets.s.timeout: expected a whole number of milliseconds (the kernel counts in milliseconds), found 1.5ms"},
 		{"version: 1\nrules:\n  - {priority: 100, iif: \"a%d\", table: 100}\n", "f.yaml:3:26: rules[0].iif: \"a%d\" is not a valid interface name"},
+		{"version: 1\nroutes:\n  - {to: 10.1.0.0/16, type: blackhole, tos: 3}\n", "f.yaml:3:45: routes[0].tos: expected a DS field without ECN bits (a multiple of 4, 0 to 252, like 0x10), found 3"},
+		{"version: 1\nroutes:\n  - {to: \"2001:db8::/32\", type: blackhole, tos: 16}\n", "f.yaml:3:49: routes[0].tos: IPv6 routes take no tos; remove it"},
 	} {
 		f := nettest.WriteFile(t, e.dir, "f.yaml", tc.file)
 		r := e.cli("apply", "-c", f)
