@@ -27,7 +27,9 @@ func (c *computer) addresses() {
 		case !ok:
 			c.add(Op{Action: Create, Kind: KindAddress, ID: w.Key().String(), Summary: addressSummary(w), Address: w})
 		default:
-			if ch := addressChanges(w, h); len(ch) > 0 {
+			if ch := addressChanges(w, h); len(ch) > 0 && c.deletesOthers(h) {
+				c.conflict("address %s: its %s cannot change in place, and deleting it would delete the other addresses of its subnet on %s with it (it is their primary, and promote_secondaries is not netreconcile's to turn on for a link it does not own); change it by hand or keep it", w.Key(), ch[0].Field, h.Link)
+			} else if len(ch) > 0 {
 				// The kernel keeps scope and peer at creation: NLM_F_REPLACE
 				// on an address only refreshes lifetimes.
 				c.add(Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h, Promote: c.promotes(h)})
@@ -56,6 +58,23 @@ func (c *computer) addresses() {
 		}
 		c.del(Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Address: h, Promote: c.promotes(h)})
 	}
+}
+
+// deletesOthers reports whether deleting the IPv4 address h would take
+// other addresses with it: it is the primary of its subnet on a link where
+// netreconcile does not turn promote_secondaries on, and the subnet has
+// other addresses there.
+func (c *computer) deletesOthers(h *model.Address) bool {
+	if !h.Prefix.Addr().Is4() || h.Secondary || c.promotes(h) {
+		return false
+	}
+	for i := range c.a.Addresses {
+		o := &c.a.Addresses[i]
+		if o.Link == h.Link && o.Prefix != h.Prefix && o.Prefix.Addr().Is4() && o.Prefix.Bits() == h.Prefix.Bits() && o.Prefix.Masked() == h.Prefix.Masked() {
+			return true
+		}
+	}
+	return false
 }
 
 // promotes says whether deleting the IPv4 address h should first turn on

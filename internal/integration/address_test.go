@@ -112,3 +112,22 @@ routes:
 		t.Errorf("deletes of what is gone: %v (%d done)", res.Err(), len(res.Done))
 	}
 }
+
+// On a link netreconcile does not own, changing the scope of an address that
+// is the primary of its subnet would delete it and, with promote_secondaries
+// off, the link's other addresses of the subnet (here a foreign one): a
+// conflict instead.
+func TestDeviceAddressPrimaryChangeKeepsOthers(t *testing.T) {
+	e := newEnv(t)
+	e.ip("link", "add", "dv0", "type", "bridge")
+	e.ip("addr", "add", "10.19.0.1/24", "dev", "dv0")
+	e.ip("addr", "add", "10.19.0.9/24", "dev", "dv0")
+	f := e.file("a.yaml", "version: 1\nlinks:\n  dv0: {kind: device, addresses: [{address: 10.19.0.1/24, scope: link}]}\n")
+	r := e.cli("apply", "-c", f)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "would delete the other addresses of its subnet on dv0") {
+		t.Errorf("apply: exit %d, want 1 with the conflict\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out := e.ip("-4", "-o", "addr", "show", "dev", "dv0"); !strings.Contains(out, "10.19.0.9/24") || !strings.Contains(out, "10.19.0.1/24") {
+		t.Errorf("addresses of dv0:\n%s", out)
+	}
+}

@@ -51,6 +51,10 @@ type Address struct {
 	// detection has not finished: the kernel refuses it as a route's
 	// source until then. DADFailed: detection found a duplicate.
 	Tentative, DADFailed bool
+	// Secondary (actual) is an IPv4 address that is not the first of its
+	// subnet on its link (IFA_F_SECONDARY): deleting the primary deletes
+	// the secondaries too unless promote_secondaries is on.
+	Secondary bool
 }
 
 // AddressKey is what the kernel identifies an address by on a link.
