@@ -95,11 +95,16 @@ routes:
 // owned bridge, keeps the owned link: deleting the pair (or the bridge)
 // would delete (or release) it.
 func TestForeignLinkOnOwnedPairOrBridge(t *testing.T) {
-	for _, end := range []string{"qa", "qb"} {
-		t.Run("vxlan on "+end, func(t *testing.T) {
+	for _, tc := range []struct{ kind, end string }{{"vxlan", "qa"}, {"vxlan", "qb"}, {"macvlan", "qb"}} {
+		end := tc.end
+		t.Run(tc.kind+" on "+end, func(t *testing.T) {
 			e := newEnv(t)
 			e.apply(e.file("a.yaml", "version: 1\nlinks:\n  qa: {kind: veth, veth: {peer: qb}}\n  qb: {kind: veth, veth: {peer: qa}}\n"))
-			e.ip("link", "add", "fvx", "type", "vxlan", "id", "7", "dstport", "4789", "dev", end)
+			if tc.kind == "vxlan" {
+				e.ip("link", "add", "fvx", "type", "vxlan", "id", "7", "dstport", "4789", "dev", end)
+			} else {
+				e.ip("link", "add", "fvx", "link", end, "type", "macvlan")
+			}
 			f := e.file("b.yaml", "version: 1\n")
 			for _, cmd := range []string{"diff", "apply"} {
 				r := e.cli(cmd, "-c", f)
