@@ -37,7 +37,7 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 	if badOutput(env, "diff", output) {
 		return ExitUsage
 	}
-	cfg, eng, closeFn, err := g.loadAndOpen()
+	cfg, eng, closeFn, err := g.loadAndOpen(ctx, env, "diff", true)
 	if err != nil {
 		return fail(env, "diff", err)
 	}
@@ -59,7 +59,7 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stdout, "\nPlan: %s.\n", plan.Summary())
 	}
 	if output != "json" {
-		writePoolSummary(ctx, env.Stdout, &g, cfg.State, pools, true)
+		writePoolSummary(ctx, env.Stdout, eng, cfg.State, pools, true)
 	}
 	if err != nil {
 		return fail(env, "diff", err)
@@ -79,7 +79,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 	if ok, code := parse(env, fs, applyHelp, args); !ok {
 		return code
 	}
-	cfg, eng, closeFn, err := g.loadAndOpen()
+	cfg, eng, closeFn, err := g.loadAndOpen(ctx, env, "apply", false)
 	if err != nil {
 		return fail(env, "apply", err)
 	}
@@ -99,7 +99,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		done := &diff.Plan{Ops: res.Done}
 		done.Write(env.Stdout)
 		fmt.Fprintf(env.Stdout, "Applied %d of %d operations.\n", len(res.Done), len(plan.Ops))
-		writePoolSummary(ctx, env.Stdout, &g, cfg.State, pools, false)
+		writePoolSummary(ctx, env.Stdout, eng, cfg.State, pools, false)
 	}
 	err = errors.Join(conflicts, res.Err(), err)
 	if err != nil {
@@ -125,7 +125,7 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 	if conf != nil {
 		protocol = conf.Protocol
 	}
-	eng, closeFn, err := g.openEngine()
+	eng, closeFn, err := g.openEngine(ctx, env, "show", true)
 	if err != nil {
 		return fail(env, "show", err)
 	}
@@ -143,7 +143,7 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 	}
 	_, _ = env.Stdout.Write(data)
 	if conf != nil {
-		pools, err := renderPools(ctx, &g, conf)
+		pools, err := renderPools(ctx, eng, conf)
 		if err != nil {
 			return fail(env, "show", err)
 		}

@@ -301,6 +301,19 @@ func (d *Daemon) pass(ctx context.Context) error {
 		d.m.duration.Observe(took.Seconds())
 	}()
 
+	// The namespace's writer lock is held for the whole pass, so that an
+	// apply or ipam run never interleaves with it.
+	unlock, lockErr := d.eng.LockPass(ctx)
+	if lockErr != nil {
+		d.m.errors.WithLabelValues("read").Inc()
+		d.m.passes.WithLabelValues("error").Inc()
+		delay := d.bo.failed("kernel read", start)
+		d.log.Error("pass not run", "error", lockErr, "retry_in", delay)
+		d.stats.converged, d.stats.errors, d.stats.firstErr = false, 1, lockErr.Error()
+		return nil
+	}
+	defer unlock()
+
 	plan, _, planErr := d.eng.PlanDesired(ctx, st, false)
 	if plan == nil {
 		d.m.errors.WithLabelValues("read").Inc()

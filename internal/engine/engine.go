@@ -5,6 +5,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/apply"
@@ -12,15 +13,24 @@ import (
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
 // Engine reconciles one network namespace.
 type Engine struct {
 	Kernel kernel.Interface
 	Ledger *ledger.Ledger
-	// IPAMDir is where the registry of the configuration's pools lives
-	// (ipam/ below it); a configuration without pools never opens it.
+	// State is the namespace's state directory: the registry of the
+	// configuration's pools lives in ipam/ below it. When nil, IPAMDir is
+	// opened instead (tests); a configuration without pools opens neither.
+	State *statedir.Dir
+	// IPAMDir is the path form of State.
 	IPAMDir string
+	// Lock, when set, takes the namespace's writer lock (see LockPass).
+	Lock func(ctx context.Context) (unlock func(), err error)
+	// ledgerUnsaved says the last save of the ledger failed: the records
+	// in memory are newer than the file, and every pass tries again.
+	ledgerUnsaved bool
 	// rot keeps the WireGuard endpoint rotation between passes.
 	rot rotation
 }
@@ -65,13 +75,50 @@ func (e *Engine) forgetVanished(st *model.State) error {
 			}
 		}
 	}
-	if !changed {
+	if !changed && !e.ledgerUnsaved {
 		return nil
 	}
+	return e.saveLedger()
+}
+
+// saveLedger writes the ledger, and remembers a failure so that the next
+// pass tries again: a record kept only in memory is lost with the process.
+func (e *Engine) saveLedger() error {
 	if err := e.Ledger.Save(); err != nil {
-		return fmt.Errorf("save ownership ledger: %w", err)
+		e.ledgerUnsaved = true
+		return fmt.Errorf("save ownership ledger (retried on the next pass): %w", err)
 	}
+	e.ledgerUnsaved = false
 	return nil
+}
+
+// LedgerUnsaved reports whether the ledger holds records its file lacks
+// because the last save failed.
+func (e *Engine) LedgerUnsaved() bool { return e.ledgerUnsaved }
+
+// LockPass takes the namespace's writer lock, held from the plan to the
+// last write of a pass: two writers (apply, the daemon, ipam) would
+// otherwise interleave their changes and overwrite each other's records.
+// Without a Lock function it does nothing.
+//
+// Once it holds the lock, it reads the ledger again, unless the ledger
+// holds records a failed save did not write: the last writer may have been
+// another process.
+func (e *Engine) LockPass(ctx context.Context) (func(), error) {
+	if e.Lock == nil {
+		return func() {}, nil
+	}
+	unlock, err := e.Lock(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lock the namespace: %w", err)
+	}
+	if !e.ledgerUnsaved {
+		if err := e.Ledger.Reload(); err != nil {
+			unlock()
+			return nil, err
+		}
+	}
+	return unlock, nil
 }
 
 // readNFT reads the nftables tables the ledger owns and those desired
@@ -134,19 +181,71 @@ func (e *Engine) plan(desired *model.State) (*diff.Plan, *model.State, error) {
 }
 
 // Apply executes a plan and records what the ledger must remember.
+//
+// Ownership is recorded ahead of the kernel (write-ahead): the nftables
+// tables and FoU ports the plan creates are written to the ledger, durably,
+// before the first kernel write, so a crash, SIGKILL or the watchdog's
+// SIGABRT at any point leaves no object that netreconcile made and does not
+// know about. On the next load an intended object that exists is ours (it is
+// what we were creating: diff plans a create only for what does not exist),
+// and one that does not is forgotten (forgetVanished). When the intent
+// cannot be saved (a full disk, a read-only state directory), nothing is
+// applied: creating what we could not record would make an orphan.
 func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, error) {
+	intendedFou := map[model.FouKey]bool{}
+	intendedNft := map[model.NftTableKey]bool{}
+	for i := range plan.Ops {
+		op := &plan.Ops[i]
+		switch {
+		case op.Kind == diff.KindNftTable && op.Action == diff.Create:
+			var k model.NftTableKey
+			k.Family, k.Name, _ = strings.Cut(op.ID, " ")
+			if !e.Ledger.NFTables[k] {
+				intendedNft[k] = true
+				e.Ledger.SetNftTable(k, true)
+			}
+		case op.Kind == diff.KindFou && op.Fou != nil && (op.Action == diff.Create || op.Action == diff.Replace):
+			if k := op.Fou.Key(); !e.Ledger.Fou[k] {
+				intendedFou[k] = true
+				e.Ledger.SetFou(k, true)
+			}
+		}
+	}
+	if len(intendedFou)+len(intendedNft) > 0 || e.ledgerUnsaved {
+		if err := e.saveLedger(); err != nil {
+			for k := range intendedFou {
+				e.Ledger.SetFou(k, false)
+			}
+			for k := range intendedNft {
+				e.Ledger.SetNftTable(k, false)
+			}
+			return &apply.Result{}, fmt.Errorf("record ownership before changing the kernel: %w; nothing was changed", err)
+		}
+	}
 	dirty := false
 	res := apply.Apply(ctx, e.Kernel, plan, apply.Hooks{FouChanged: func(k model.FouKey, owned bool) {
 		e.Ledger.SetFou(k, owned)
+		delete(intendedFou, k)
 		dirty = true
 	}, NftTableChanged: func(k model.NftTableKey, owned bool) {
 		e.Ledger.SetNftTable(k, owned)
+		delete(intendedNft, k)
 		dirty = true
 	}})
+	// What was intended and not made (the op failed or was skipped) is no
+	// longer ours to claim.
+	for k := range intendedFou {
+		e.Ledger.SetFou(k, false)
+		dirty = true
+	}
+	for k := range intendedNft {
+		e.Ledger.SetNftTable(k, false)
+		dirty = true
+	}
 	e.commitRotation(res)
 	if dirty {
-		if err := e.Ledger.Save(); err != nil {
-			return res, fmt.Errorf("save ownership ledger: %w", err)
+		if err := e.saveLedger(); err != nil {
+			return res, err
 		}
 	}
 	return res, nil

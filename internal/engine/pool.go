@@ -243,11 +243,15 @@ func PoolUsage(ctx context.Context, reg *ipam.Registry) ([]ipam.Usage, error) {
 	return out, nil
 }
 
-// OpenRegistry opens the registry of desired's pools in e.IPAMDir; nil when
-// desired declares none.
+// OpenRegistry opens the registry of desired's pools in e.State (or
+// e.IPAMDir); nil when desired declares none.
 func (e *Engine) OpenRegistry(desired *model.State) (*ipam.Registry, error) {
 	if len(desired.Pools) == 0 {
 		return nil, nil
+	}
+	if e.State != nil || e.IPAMDir == "" {
+		// No IPAMDir: a read-only run on a host without state (State nil).
+		return ipam.OpenIn(e.State, model.IPAMPools(desired.Pools), nil)
 	}
 	return ipam.Open(e.IPAMDir, model.IPAMPools(desired.Pools), nil)
 }
