@@ -244,18 +244,38 @@ func TestLedgerContentNeverQuoted(t *testing.T) {
 	e.apply(f)
 	ledger := filepath.Join(e.state, "netns", e.ns, "ledger.json")
 	secret := "Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5PQ="
+	if err := os.MkdirAll(filepath.Dir(ledger), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(ledger, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	quotes := func(r nettest.Result) {
+		t.Helper()
+		for _, c := range []string{"'Z'", "\"Z\"", secret[:4]} {
+			if strings.Contains(r.Stderr, c) {
+				t.Errorf("the error quotes the file's content (%s):\n%s", c, r.Stderr)
+			}
+		}
 	}
 	r := e.cli("apply", "-c", f)
 	if r.Code != 1 || !strings.Contains(r.Stderr, "is corrupt") {
 		t.Errorf("corrupt ledger: exit %d\n%s", r.Code, r.Stderr)
 	}
-	for _, c := range []string{"'Z'", "\"Z\"", secret[:4]} {
-		if strings.Contains(r.Stderr, c) {
-			t.Errorf("the error quotes the file's content (%s):\n%s", c, r.Stderr)
-		}
+	quotes(r)
+	// The same content reached through a symlink is not even read.
+	other := filepath.Join(t.TempDir(), "key")
+	if err := os.Rename(ledger, other); err != nil {
+		t.Fatal(err)
 	}
+	if err := os.Symlink(other, ledger); err != nil {
+		t.Fatal(err)
+	}
+	r = e.cli("apply", "-c", f)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "symlink, which is not followed") {
+		t.Errorf("symlinked ledger: exit %d\n%s", r.Code, r.Stderr)
+	}
+	quotes(r)
 }
 
 // Issue 10, "two writers at once": two applies of different files on one
