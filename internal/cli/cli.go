@@ -19,6 +19,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/redact"
 	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
@@ -269,6 +270,12 @@ func Run(ctx context.Context, env *Env, args []string) int {
 	if env.Getenv == nil {
 		env.Getenv = os.Getenv
 	}
+	// Every message, the daemon's log included, reaches standard error:
+	// nothing that looks like a key is ever printed there, whatever
+	// field the user typed it in.
+	redacted := *env
+	redacted.Stderr = redact.Writer(env.Stderr)
+	env = &redacted
 	if len(args) == 0 {
 		fmt.Fprint(env.Stderr, mainHelp)
 		return ExitUsage
@@ -319,7 +326,8 @@ func parse(env *Env, fs *flag.FlagSet, usage string, args []string) (ok bool, co
 	return true, 0
 }
 
+// fail prints err, with whatever looks like a key hidden (package redact).
 func fail(env *Env, cmd string, err error) int {
-	fmt.Fprintf(env.Stderr, "netreconcile %s: %v\n", cmd, err)
+	fmt.Fprintf(env.Stderr, "netreconcile %s: %v\n", cmd, redact.Error(err))
 	return ExitError
 }

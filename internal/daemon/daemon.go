@@ -20,6 +20,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/redact"
 )
 
 // Defaults, chosen for a repair latency well under 200 ms while a storm of
@@ -280,7 +281,9 @@ func (d *Daemon) Status() string {
 	if !s.lastPass.IsZero() {
 		fmt.Fprintf(&b, ", last reconcile %s", s.lastPass.Format("2006-01-02 15:04:05"))
 	}
-	return b.String()
+	// STATUS= is readable by every local user: nothing that looks like a
+	// key leaves here (package redact).
+	return redact.String(b.String())
 }
 
 // pass is one reconcile. It returns an error only when the daemon cannot go
