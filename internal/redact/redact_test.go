@@ -22,6 +22,8 @@ func TestString(t *testing.T) {
 		// Not keys: paths, words, names.
 		{"/tmp/TestConcurrentAppliesDoNotInterleave2787830375/002/w1.yaml:3:4: x", ""},
 		{"/var/lib/netreconcile/netns/nsfs-4-4026532658/ledger.json", ""},
+		{"first at /tmp/TestLoadReadsDropInsInNameOrder3634083712/001/conf.d/10-a.yaml:2:8", ""},
+		{"/tmp/TestWireGuardConfigErrors2786990751/001/open.key is readable", ""},
 		{"links.wg0.wireguard.peers[0].public-key: missing", ""},
 		{"checksum crc32c=987ae7f9", ""},
 	} {
