@@ -57,6 +57,8 @@ type globals struct {
 	netns       string
 	stateDir    string
 	lockTimeout time.Duration
+	// allowInsecureConfig: --allow-insecure-config.
+	allowInsecureConfig bool
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -66,6 +68,19 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.netns, "netns", "", "")
 	fs.StringVar(&g.stateDir, "state-dir", DefaultStateDir, "")
 	fs.DurationVar(&g.lockTimeout, "lock-timeout", DefaultLockTimeout, "")
+	fs.BoolVar(&g.allowInsecureConfig, "allow-insecure-config", false, "")
+}
+
+// load reads and validates the configuration, refusing files that a user
+// other than root or the caller could change (desired.CheckTrusted) unless
+// --allow-insecure-config.
+func (g *globals) load() (*desired.Config, error) {
+	if !g.allowInsecureConfig {
+		if err := desired.CheckTrusted(g.config, g.dropIn()); err != nil {
+			return nil, err
+		}
+	}
+	return desired.Load(g.config, g.dropIn())
 }
 
 // flags starts a subcommand's flag set with the common options.
@@ -92,7 +107,7 @@ func badOutput(env *Env, cmd, output string) bool {
 
 // loadAndOpen loads the configuration and opens the engine on the kernel.
 func (g *globals) loadAndOpen(ctx context.Context, env *Env, cmd string, readOnly bool) (*desired.Config, *engine.Engine, func(), error) {
-	cfg, err := desired.Load(g.config, g.dropIn())
+	cfg, err := g.load()
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -107,7 +122,7 @@ func (g *globals) loadAndOpen(ctx context.Context, env *Env, cmd string, readOnl
 // one (show, status): an unreadable default file gives nil, an unreadable
 // file named with --config is an error.
 func (g *globals) loadOptional(fs *flag.FlagSet) (*model.State, error) {
-	cfg, err := desired.Load(g.config, g.dropIn())
+	cfg, err := g.load()
 	if err == nil {
 		return cfg.State, nil
 	}

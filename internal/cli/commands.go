@@ -16,7 +16,7 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 	if ok, code := parse(env, fs, validateHelp, args); !ok {
 		return code
 	}
-	cfg, err := desired.Load(g.config, g.dropIn())
+	cfg, err := g.load()
 	if err != nil {
 		return fail(env, "validate", err)
 	}

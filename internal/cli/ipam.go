@@ -104,7 +104,7 @@ func renderPools(ctx context.Context, eng *engine.Engine, st *model.State) ([]by
 }
 
 // globalFlags are the options of every command; ipam takes them anywhere among its own.
-var globalFlags = map[string]bool{"c": true, "config": true, "conf-dir": true, "netns": true, "state-dir": true, "lock-timeout": true}
+var globalFlags = map[string]bool{"c": true, "config": true, "conf-dir": true, "netns": true, "state-dir": true, "lock-timeout": true, "allow-insecure-config": true}
 
 // splitGlobals takes the common options out of args and leaves the ipam command's own.
 func splitGlobals(g *globals, args []string) ([]string, error) {
@@ -115,6 +115,10 @@ func splitGlobals(g *globals, args []string) ([]string, error) {
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" || !globalFlags[name] {
 			rest = append(rest, a)
+			continue
+		}
+		if name == "allow-insecure-config" { // a boolean: takes no argument
+			g.allowInsecureConfig = !hasValue || value == "true"
 			continue
 		}
 		if !hasValue {
@@ -163,7 +167,7 @@ func runIPAM(ctx context.Context, env *Env, args []string) int {
 		// A command's help needs no configuration.
 		return ipamResult(env, ipam.RunCLIIn(ctx, rest, env.Stdout, env.Stderr, nil, nil, nil))
 	}
-	cfg, err := desired.Load(g.config, g.dropIn())
+	cfg, err := g.load()
 	if err != nil {
 		return fail(env, "ipam", err)
 	}

@@ -103,6 +103,8 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		Log:      log,
 		Metrics:  metrics,
 		Watchdog: watchdog,
+
+		AllowInsecureConfig: g.allowInsecureConfig,
 	})
 	if err != nil {
 		return fail(env, "run", err)

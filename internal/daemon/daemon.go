@@ -69,6 +69,8 @@ type Options struct {
 	Metrics  *Metrics
 	// Watchdog is the interval systemd expects WATCHDOG=1 within (0: none).
 	Watchdog time.Duration
+	// AllowInsecureConfig skips desired.CheckTrusted (--allow-insecure-config).
+	AllowInsecureConfig bool
 }
 
 // Daemon is the reconcile loop.
@@ -419,6 +421,14 @@ func (d *Daemon) pass(ctx context.Context) error {
 // them only when their content changed. An invalid configuration leaves the
 // last good one in force.
 func (d *Daemon) loadConfig() {
+	// Checked on every pass like the content: a drop-in made writable by
+	// others later is refused (the last good configuration stays in force).
+	if !d.opts.AllowInsecureConfig {
+		if err := desired.CheckTrusted(d.opts.Config, d.opts.DropIn); err != nil {
+			d.configFailed(err, [sha256.Size]byte{})
+			return
+		}
+	}
 	srcs, err := desired.ReadSources(d.opts.Config, d.opts.DropIn)
 	if err != nil {
 		d.configFailed(err, [sha256.Size]byte{})
