@@ -315,6 +315,13 @@ type LockOptions struct {
 func (d *Dir) Lock(ctx context.Context, name string, opts LockOptions) (unlock func(), err error) {
 	p := filepath.Join(d.path, name)
 	fd, err := unix.Openat(d.fd(), name, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	if errors.Is(err, unix.EROFS) {
+		// A read-only state directory still excludes other writers: flock
+		// needs no write access. What then needs recording fails on its
+		// own, and what needs none (repairing a route) goes on.
+		fd, err = unix.Openat(d.fd(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		opts.RecordPID = false
+	}
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
 			return nil, fmt.Errorf("lock %s: %w: it is a symlink, which is not followed", p, ErrInsecure)
