@@ -89,6 +89,9 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		return fail(env, "apply", conflicts)
 	}
 	if plan.Empty() && conflicts == nil {
+		if err := eng.SaveLedger(); err != nil {
+			return fail(env, "apply", err)
+		}
 		if !quiet {
 			fmt.Fprintln(env.Stdout, "No changes: the kernel matches the configuration.")
 		}

@@ -360,6 +360,9 @@ func (d *Daemon) pass(ctx context.Context) error {
 		res, saveErr = d.eng.Apply(ctx, todo)
 	} else {
 		res = &apply.Result{}
+		// Nothing to apply, but records a failed save left in memory
+		// are written now, or the failure is reported again.
+		saveErr = d.eng.SaveLedger()
 	}
 	if ctx.Err() != nil {
 		// Stopping: operations the cancellation skipped are no failures.

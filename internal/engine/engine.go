@@ -78,7 +78,11 @@ func (e *Engine) forgetVanished(st *model.State) error {
 	if !changed && !e.ledgerUnsaved {
 		return nil
 	}
-	return e.saveLedger()
+	// A failed save does not stop the pass from reading the kernel: the
+	// records stay in memory (ledgerUnsaved), Apply tries again and reports
+	// the failure, and a pass that creates nothing can still repair drift.
+	_ = e.saveLedger()
+	return nil
 }
 
 // saveLedger writes the ledger, and remembers a failure so that the next
@@ -90,6 +94,15 @@ func (e *Engine) saveLedger() error {
 	}
 	e.ledgerUnsaved = false
 	return nil
+}
+
+// SaveLedger writes records that a failed save left in memory; it does
+// nothing when there are none.
+func (e *Engine) SaveLedger() error {
+	if !e.ledgerUnsaved {
+		return nil
+	}
+	return e.saveLedger()
 }
 
 // LedgerUnsaved reports whether the ledger holds records its file lacks
@@ -211,7 +224,7 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 			}
 		}
 	}
-	if len(intendedFou)+len(intendedNft) > 0 || e.ledgerUnsaved {
+	if len(intendedFou)+len(intendedNft) > 0 {
 		if err := e.saveLedger(); err != nil {
 			for k := range intendedFou {
 				e.Ledger.SetFou(k, false)
@@ -243,7 +256,7 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 		dirty = true
 	}
 	e.commitRotation(res)
-	if dirty {
+	if dirty || e.ledgerUnsaved {
 		if err := e.saveLedger(); err != nil {
 			return res, err
 		}

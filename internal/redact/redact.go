@@ -89,21 +89,44 @@ func keyLike(run string, pad int) bool {
 	if pad > 0 && len(run) >= minPadded-1 && mixed(run[len(run)-min(len(run), b64Len):]) {
 		return true
 	}
-	// Unpadded: a key's length (give or take a few characters typed
-	// around it) of the run, between slashes or at either
-	// end of a path ("/etc/netreconcile/KEY", where the key itself may
-	// hold slashes).
+	// Unpadded (not how wg genkey writes a key, but a user may trim it): a
+	// run, or a part of a path between slashes, of a key's length give or
+	// take a few characters typed around it. An unpadded key holding a
+	// slash, glued to a path, is not recognised: telling it from a path
+	// would hide ordinary paths too.
 	cand := func(c string) bool { return len(c) >= b64Len && len(c) <= b64Len+5 && mixed(c) }
-	if cand(run) {
+	if cand(run) && !pathLike(run) {
 		return true
-	}
-	for i := 0; i < len(run); i++ {
-		if run[i] == '/' && (cand(run[i+1:]) || cand(run[:i])) {
-			return true
-		}
 	}
 	for _, seg := range strings.Split(run, "/") {
 		if cand(seg) {
+			return true
+		}
+	}
+	return false
+}
+
+// pathLike reports whether run holds a part between slashes that reads as
+// a name: letters then six or more digits, 12 or more in all, as Go names test directories
+// (TestIPAMValidationErrors2845671234). In a random key such a part is
+// vanishingly rare: after the first digit every character must be one.
+func pathLike(run string) bool {
+	if !strings.Contains(run, "/") {
+		return false
+	}
+	for _, seg := range strings.Split(run, "/") {
+		if len(seg) < 12 {
+			continue
+		}
+		i := 0
+		for i < len(seg) && (seg[i] >= 'A' && seg[i] <= 'Z' || seg[i] >= 'a' && seg[i] <= 'z') {
+			i++
+		}
+		j := i
+		for j < len(seg) && seg[j] >= '0' && seg[j] <= '9' {
+			j++
+		}
+		if j == len(seg) && i >= 4 && j-i >= 6 {
 			return true
 		}
 	}
