@@ -355,3 +355,51 @@ func TestWriterLockWaitsAndTimesOut(t *testing.T) {
 		t.Errorf("diff while locked: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// Issue 12 finding 7: a deleted IPAM registry does not reset its pool while
+// the kernel shows what the pool handed out. apply and diff refuse, naming
+// the traces, and change nothing; a restored file, or the traces removed by
+// hand, lets apply go on.
+func TestDeletedRegistryRefused(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("ipam.yaml", ipamFile)
+	e.apply(f)
+	reg := filepath.Join(e.state, "netns", e.ns, "ipam", "pods.registry")
+	saved, err := os.ReadFile(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := e.table119() + e.ip("-br", "addr", "show", "kube0")
+	if err := os.Remove(reg); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"apply", "diff"} {
+		r := e.cli(cmd, "-c", f)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "pool pods: its registry "+reg+" is missing, but the kernel holds what it handed out (route 10.2.0.0/31 table 119") ||
+			!strings.Contains(r.Stderr, "address 10.2.0.0/32 on kube0") {
+			t.Errorf("%s without the registry: exit %d\n%s%s", cmd, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	if after := e.table119() + e.ip("-br", "addr", "show", "kube0"); after != before {
+		t.Errorf("the kernel changed:\n%s\nwas\n%s", after, before)
+	}
+	if _, err := os.Stat(reg); !os.IsNotExist(err) {
+		t.Errorf("a registry was written: %v", err)
+	}
+	// The operator restores the file.
+	if err := os.WriteFile(reg, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.noChanges(f)
+	// Or removes the traces: the pool then starts empty.
+	if err := os.Remove(reg); err != nil {
+		t.Fatal(err)
+	}
+	e.ip("link", "del", "kube0")
+	e.ip("-4", "route", "flush", "table", "119")
+	e.ip("-6", "route", "flush", "table", "119")
+	e.apply(f)
+	if got := e.ip("-br", "-4", "addr", "show", "kube0"); !strings.Contains(got, "10.2.0.0/32") {
+		t.Errorf("kube0 after a fresh start: %q", got)
+	}
+}
