@@ -44,7 +44,36 @@ func (e *Engine) Actual(protocol int, all bool) (*model.State, error) {
 	if err := e.readNFT(st, nil); err != nil {
 		return nil, err
 	}
+	if err := e.resolvePendingLinks(st); err != nil {
+		return nil, err
+	}
 	return st, e.forgetVanished(st)
+}
+
+// resolvePendingLinks settles the links a pass was creating when it
+// stopped (Ledger.PendingLinks): one that exists without the owner marker is
+// ours, created just before the crash, and gets the marker (in a read-only
+// run it is only shown as ours); one that is marked or absent needs nothing.
+// The record is dropped either way.
+func (e *Engine) resolvePendingLinks(st *model.State) error {
+	if len(e.Ledger.PendingLinks) == 0 {
+		return nil
+	}
+	for name := range e.Ledger.PendingLinks {
+		if l := st.Links[name]; l != nil && !l.Owned {
+			if !e.Ledger.ReadOnly {
+				if err := e.Kernel.SetLinkAlias(name, l.Alias, true); err != nil {
+					return fmt.Errorf("mark link %s, created by an interrupted pass: %w", name, err)
+				}
+			}
+			l.Owned = true
+		}
+		if !e.Ledger.ReadOnly {
+			delete(e.Ledger.PendingLinks, name)
+		}
+	}
+	_ = e.saveLedger() // on failure: retried, see forgetVanished
+	return nil
 }
 
 // forgetVanished drops from the ledger the FoU ports and nftables tables it
@@ -207,6 +236,7 @@ func (e *Engine) plan(desired *model.State) (*diff.Plan, *model.State, error) {
 func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, error) {
 	intendedFou := map[model.FouKey]bool{}
 	intendedNft := map[model.NftTableKey]bool{}
+	intendedLinks := map[string]bool{}
 	for i := range plan.Ops {
 		op := &plan.Ops[i]
 		switch {
@@ -217,6 +247,11 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 				intendedNft[k] = true
 				e.Ledger.SetNftTable(k, true)
 			}
+		case op.Kind == diff.KindLink && op.Link != nil && (op.Action == diff.Create || op.Action == diff.Replace):
+			intendedLinks[op.Link.Name] = true
+			if op.PeerOfPair && op.Link.Veth != nil && op.Link.Veth.Peer != "" {
+				intendedLinks[op.Link.Veth.Peer] = true
+			}
 		case op.Kind == diff.KindFou && op.Fou != nil && (op.Action == diff.Create || op.Action == diff.Replace):
 			if k := op.Fou.Key(); !e.Ledger.Fou[k] {
 				intendedFou[k] = true
@@ -224,8 +259,14 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 			}
 		}
 	}
-	if len(intendedFou)+len(intendedNft) > 0 {
+	for n := range intendedLinks {
+		e.Ledger.PendingLinks[n] = true
+	}
+	if len(intendedFou)+len(intendedNft)+len(intendedLinks) > 0 {
 		if err := e.saveLedger(); err != nil {
+			for n := range intendedLinks {
+				delete(e.Ledger.PendingLinks, n)
+			}
 			for k := range intendedFou {
 				e.Ledger.SetFou(k, false)
 			}
@@ -245,6 +286,15 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 		delete(intendedNft, k)
 		dirty = true
 	}})
+	// A link whose create finished carries its marker now; one whose create
+	// failed was not made (or, if only the marker's write failed, is left
+	// for a person to look at: a failed create may also mean that someone
+	// else's link took the name, which must never be marked as ours). Only a
+	// pass that dies in between leaves a record for the next one.
+	for n := range intendedLinks {
+		delete(e.Ledger.PendingLinks, n)
+		dirty = true
+	}
 	// What was intended and not made (the op failed or was skipped) is no
 	// longer ours to claim.
 	for k := range intendedFou {

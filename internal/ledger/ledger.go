@@ -48,6 +48,13 @@ type Ledger struct {
 	// name prefix would constrain users' names, so ownership is recorded
 	// here: a table that leaves the file is deleted only if listed.
 	NFTables map[model.NftTableKey]bool
+	// PendingLinks are links a pass was creating: the kernel ignores the
+	// owner marker (IFLA_IFALIAS) in a create request, so a link exists
+	// unmarked between its creation and the next write. A crash in between
+	// would leave a link that looks foreign forever; recorded here first,
+	// the next pass marks it (it is ours: a create is planned only for a
+	// name the kernel does not hold).
+	PendingLinks map[string]bool
 }
 
 // fileFormat is the ledger on disk. New fields are added with omitempty, so
@@ -58,6 +65,8 @@ type fileFormat struct {
 	NetnsCookie uint64    `json:"netns_cookie,omitempty"`
 	FouPorts    []fouJSON `json:"fou_ports"`
 	NFTables    []nftJSON `json:"nftables,omitempty"`
+	// PendingLinks: see Ledger.PendingLinks.
+	PendingLinks []string `json:"links_pending,omitempty"`
 }
 
 type nftJSON struct {
@@ -88,7 +97,7 @@ func Open(path string) (*Ledger, error) {
 }
 
 func newLedger(dir *statedir.Dir, cookie uint64) *Ledger {
-	return &Ledger{dir: dir, cookie: cookie, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}}
+	return &Ledger{dir: dir, cookie: cookie, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}, PendingLinks: map[string]bool{}}
 }
 
 // OpenIn loads the ledger of the namespace whose state directory is dir (nil:
@@ -133,6 +142,9 @@ func OpenIn(dir *statedir.Dir, cookie uint64) (*Ledger, error) {
 	for _, t := range f.NFTables {
 		l.NFTables[model.NftTableKey{Family: t.Family, Name: t.Name}] = true
 	}
+	for _, n := range f.PendingLinks {
+		l.PendingLinks[n] = true
+	}
 	return l, nil
 }
 
@@ -146,7 +158,7 @@ func (l *Ledger) Reload() error {
 	if err != nil {
 		return err
 	}
-	l.Fou, l.NFTables, l.Discarded = n.Fou, n.NFTables, l.Discarded || n.Discarded
+	l.Fou, l.NFTables, l.PendingLinks, l.Discarded = n.Fou, n.NFTables, n.PendingLinks, l.Discarded || n.Discarded
 	return nil
 }
 
@@ -193,6 +205,10 @@ func (l *Ledger) Save() error {
 		a, b := f.NFTables[i], f.NFTables[j]
 		return model.NftTableKey{Family: a.Family, Name: a.Name}.Less(model.NftTableKey{Family: b.Family, Name: b.Name})
 	})
+	for n := range l.PendingLinks {
+		f.PendingLinks = append(f.PendingLinks, n)
+	}
+	sort.Strings(f.PendingLinks)
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err
