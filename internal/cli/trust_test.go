@@ -73,3 +73,27 @@ func TestInsecureConfigRefused(t *testing.T) {
 		t.Errorf("under a sticky directory: exit %d\n%s", code, errOut)
 	}
 }
+
+// Issue 12 finding 12 at the command line: a key typed where it does not
+// belong never reaches standard error, whichever command reports it.
+func TestKeyNeverPrinted(t *testing.T) {
+	const key = "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg="
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nr.yaml")
+	src := "version: 1\npools:\n  p:\n    subnets: [10.2.0.0/30]\n    block-size-bits: 1\nlinks:\n  wg0:\n    kind: wireguard\n    wireguard:\n      private-key-file: \"" + key + " \"\n      listen-port: \"" + key + "\"\n      fwmark: \"" + key + "\"\n"
+	if err := os.WriteFile(conf, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"validate", "-c", conf},
+		{"diff", "-c", conf, "--state-dir", filepath.Join(dir, "state")},
+		{"ipam", "allocate", "--owner", key + " x", "-c", filepath.Join(dir, "none.yaml")},
+		{"apply", "--bogus=" + key},
+		{key},
+	} {
+		code, out, errOut := runCLI(args...)
+		if code == ExitOK || strings.Contains(errOut+out, key[:16]) || strings.Contains(errOut+out, key[20:36]) {
+			t.Errorf("%v: exit %d, output shows the key:\n%s%s", args[0], code, out, errOut)
+		}
+	}
+}
