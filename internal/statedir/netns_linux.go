@@ -54,7 +54,11 @@ func IdentifyNetns(path string) (Netns, error) {
 		return id, fmt.Errorf("network namespace %s: %w", open, err)
 	}
 	id.Dev, id.Ino = st.Dev, st.Ino
-	if id.Cookie, err = cookie(h); err != nil {
+	own := netns.None()
+	if path != "" {
+		own = h
+	}
+	if id.Cookie, err = cookie(own); err != nil {
 		return id, fmt.Errorf("network namespace %s: %w", open, err)
 	}
 	switch {
@@ -67,8 +71,18 @@ func IdentifyNetns(path string) (Netns, error) {
 	return id, nil
 }
 
-// cookie reads the namespace's cookie from a socket made inside it.
+// cookie reads the namespace's cookie from a socket made inside it; a
+// closed handle means the caller's own namespace, entered without setns
+// (which needs CAP_SYS_ADMIN, which the packaged service does not have).
 func cookie(h netns.NsHandle) (uint64, error) {
+	if !h.IsOpen() {
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return 0, fmt.Errorf("socket: %w", err)
+		}
+		defer unix.Close(fd)
+		return sockCookie(fd)
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	orig, err := netns.Get()
@@ -93,6 +107,10 @@ func cookie(h netns.NsHandle) (uint64, error) {
 		return 0, fmt.Errorf("socket: %w", serr)
 	}
 	defer unix.Close(fd)
+	return sockCookie(fd)
+}
+
+func sockCookie(fd int) (uint64, error) {
 	var v uint64
 	l := uint32(unsafe.Sizeof(v))
 	if _, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, soNetnsCookie,
