@@ -18,9 +18,11 @@ const ipamHelp = `Usage: netreconcile ipam COMMAND [OPTIONS] [FLAGS]
 
 Hand out addresses from the IPAM pools of the configuration (the pools:
 section), and see what is handed out. The registry is a file per pool under
-STATE-DIR/ipam (STATE-DIR/netns/NAME/ipam with --netns), shared with apply
-and the daemon: any number of these commands, CNI plugins and apply may run
-at once.
+STATE-DIR/ipam (STATE-DIR/netns/NAME/ipam with --netns NAME, or
+netns/nsfs-DEV-INODE/ipam for a path such as /proc/PID/ns/net), shared with
+apply and the daemon: any number of these commands, CNI plugins and apply may
+run at once. allocate, release and gc hold the namespace's writer lock, as
+apply does (see --lock-timeout); list writes nothing.
 
 Commands:
   allocate  --owner ID [--pool P] [--iface NAME] [--output text|json]
