@@ -326,6 +326,7 @@ func TestConcurrentAppliesDoNotInterleave(t *testing.T) {
 // The second writer says whom it waits for, and gives up after
 // --lock-timeout with a clear error.
 func TestWriterLockWaitsAndTimesOut(t *testing.T) {
+	nettest.RequireTool(t, "flock")
 	e := newEnv(t)
 	f := e.file("a.yaml", "version: 1\n")
 	e.apply(f)
