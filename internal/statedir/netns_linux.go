@@ -113,8 +113,15 @@ func cookie(h netns.NsHandle) (uint64, error) {
 func sockCookie(fd int) (uint64, error) {
 	var v uint64
 	l := uint32(unsafe.Sizeof(v))
-	if _, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, soNetnsCookie,
-		uintptr(unsafe.Pointer(&v)), uintptr(unsafe.Pointer(&l)), 0); errno != 0 {
+	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, soNetnsCookie,
+		uintptr(unsafe.Pointer(&v)), uintptr(unsafe.Pointer(&l)), 0)
+	if errno == unix.ENOPROTOOPT {
+		// Before Linux 5.14: no cookie. The ledger is then not bound to
+		// one (0), and a namespace made again under a recorded name relies
+		// on the records of vanished objects being forgotten.
+		return 0, nil
+	}
+	if errno != 0 {
 		return 0, fmt.Errorf("SO_NETNS_COOKIE: %w", errno)
 	}
 	return v, nil
