@@ -13,8 +13,9 @@ Common options:
       --state-dir DIR  where ownership records live (default /var/lib/netreconcile);
                        refused unless owned by root or you and writable by
                        nobody else
-      --lock-timeout D how long apply, ipam and the daemon wait for another
-                       writer of the same namespace (default 2m)
+      --lock-timeout D how long apply and ipam wait for another writer of the
+                       same namespace (default 2m; a pass of run waits at
+                       most 10s, then retries)
       --allow-insecure-config
                        read a configuration that a user other than root or
                        you could change (refused by default, as sshd does)

@@ -18,6 +18,10 @@ import (
 	"github.com/netreconcile/netreconcile/internal/ledger"
 )
 
+// serviceLockWait bounds the service's wait for the namespace's lock: a
+// third of the packaged unit's WatchdogSec=30s.
+const serviceLockWait = 10 * time.Second
+
 func runRun(ctx context.Context, env *Env, args []string) int {
 	var g globals
 	var resync time.Duration
@@ -79,8 +83,13 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	if l.Discarded {
 		log.Warn("the ownership ledger was recorded for an earlier namespace under this name; its records are dropped")
 	}
-	lock := g.lockFn(nst, func(pid int) {
-		log.Warn("waiting for the namespace's lock held by another writer", "pid", pid, "timeout", g.lockTimeout)
+	// A pass waits for another writer (an apply) at most serviceLockWait:
+	// the loop sends no WATCHDOG=1 while it waits. A pass that gives up is
+	// retried with backoff like a failed kernel read.
+	lg := g
+	lg.lockTimeout = min(g.lockTimeout, serviceLockWait)
+	lock := lg.lockFn(nst, func(pid int) {
+		log.Warn("waiting for the namespace's lock held by another writer", "pid", pid, "timeout", lg.lockTimeout)
 	})
 	metrics := daemon.NewMetrics()
 	if metricsAddr != "" {
