@@ -16,7 +16,7 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 	if ok, code := parse(env, fs, validateHelp, args); !ok {
 		return code
 	}
-	cfg, err := desired.Load(g.config, g.dropIn())
+	cfg, err := g.load()
 	if err != nil {
 		return fail(env, "validate", err)
 	}
@@ -37,7 +37,7 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 	if badOutput(env, "diff", output) {
 		return ExitUsage
 	}
-	cfg, eng, closeFn, err := g.loadAndOpen()
+	cfg, eng, closeFn, err := g.loadAndOpen(ctx, env, "diff", true)
 	if err != nil {
 		return fail(env, "diff", err)
 	}
@@ -59,7 +59,7 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stdout, "\nPlan: %s.\n", plan.Summary())
 	}
 	if output != "json" {
-		writePoolSummary(ctx, env.Stdout, &g, cfg.State, pools, true)
+		writePoolSummary(ctx, env.Stdout, eng, cfg.State, pools, true)
 	}
 	if err != nil {
 		return fail(env, "diff", err)
@@ -79,7 +79,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 	if ok, code := parse(env, fs, applyHelp, args); !ok {
 		return code
 	}
-	cfg, eng, closeFn, err := g.loadAndOpen()
+	cfg, eng, closeFn, err := g.loadAndOpen(ctx, env, "apply", false)
 	if err != nil {
 		return fail(env, "apply", err)
 	}
@@ -89,6 +89,9 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		return fail(env, "apply", conflicts)
 	}
 	if plan.Empty() && conflicts == nil {
+		if err := eng.SaveLedger(); err != nil {
+			return fail(env, "apply", err)
+		}
 		if !quiet {
 			fmt.Fprintln(env.Stdout, "No changes: the kernel matches the configuration.")
 		}
@@ -99,7 +102,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		done := &diff.Plan{Ops: res.Done}
 		done.Write(env.Stdout)
 		fmt.Fprintf(env.Stdout, "Applied %d of %d operations.\n", len(res.Done), len(plan.Ops))
-		writePoolSummary(ctx, env.Stdout, &g, cfg.State, pools, false)
+		writePoolSummary(ctx, env.Stdout, eng, cfg.State, pools, false)
 	}
 	err = errors.Join(conflicts, res.Err(), err)
 	if err != nil {
@@ -125,7 +128,7 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 	if conf != nil {
 		protocol = conf.Protocol
 	}
-	eng, closeFn, err := g.openEngine()
+	eng, closeFn, err := g.openEngine(ctx, env, "show", true)
 	if err != nil {
 		return fail(env, "show", err)
 	}
@@ -143,7 +146,7 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 	}
 	_, _ = env.Stdout.Write(data)
 	if conf != nil {
-		pools, err := renderPools(ctx, &g, conf)
+		pools, err := renderPools(ctx, eng, conf)
 		if err != nil {
 			return fail(env, "show", err)
 		}

@@ -7,8 +7,18 @@ Common options:
       --conf-dir DIR   drop-in directory read after the main file, *.yaml in
                        name order (default: conf.d next to the main file)
       --netns NAME     work inside the network namespace NAME (as in
-                       "ip netns"), or a path such as /proc/PID/ns/net
-      --state-dir DIR  where ownership records live (default /var/lib/netreconcile)
+                       "ip netns"), or a path such as /proc/PID/ns/net; its
+                       state is kept under STATE-DIR/netns/NAME, or
+                       netns/nsfs-DEV-INODE for a path
+      --state-dir DIR  where ownership records live (default /var/lib/netreconcile);
+                       refused unless owned by root or you and writable by
+                       nobody else
+      --lock-timeout D how long apply and ipam wait for another writer of the
+                       same namespace (default 2m; a pass of run waits at
+                       most 10s, then retries)
+      --allow-insecure-config
+                       read a configuration that a user other than root or
+                       you could change (refused by default, as sshd does)
   -h, --help           show this help
 `
 

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
@@ -18,9 +18,11 @@ const ipamHelp = `Usage: netreconcile ipam COMMAND [OPTIONS] [FLAGS]
 
 Hand out addresses from the IPAM pools of the configuration (the pools:
 section), and see what is handed out. The registry is a file per pool under
-STATE-DIR/ipam (STATE-DIR/netns/NAME/ipam with --netns), shared with apply
-and the daemon: any number of these commands, CNI plugins and apply may run
-at once.
+STATE-DIR/ipam (STATE-DIR/netns/NAME/ipam with --netns NAME, or
+netns/nsfs-DEV-INODE/ipam for a path such as /proc/PID/ns/net), shared with
+apply and the daemon: any number of these commands, CNI plugins and apply may
+run at once. allocate, release and gc hold the namespace's writer lock, as
+apply does (see --lock-timeout); list writes nothing.
 
 Commands:
   allocate  --owner ID [--pool P] [--iface NAME] [--output text|json]
@@ -52,17 +54,9 @@ Examples:
   netreconcile ipam list --output json | jq '.pools[].usage'
 `
 
-// ipamDir keeps one IPAM registry per network namespace, as the ledger.
-func (g *globals) ipamDir() string {
-	if g.netns == "" {
-		return g.stateDir
-	}
-	return filepath.Join(g.stateDir, "netns", filepath.Base(g.netns))
-}
-
 // writePoolSummary prints one line per pool: allocations and held blocks, after a plan.
-func writePoolSummary(ctx context.Context, w io.Writer, g *globals, st *model.State, p *engine.Pools, dryRun bool) {
-	reg, err := (&engine.Engine{IPAMDir: g.ipamDir()}).OpenRegistry(st)
+func writePoolSummary(ctx context.Context, w io.Writer, eng *engine.Engine, st *model.State, p *engine.Pools, dryRun bool) {
+	reg, err := eng.OpenRegistry(st)
 	if reg == nil || err != nil {
 		return
 	}
@@ -92,8 +86,8 @@ func joinAddrs[T fmt.Stringer](xs []T) string {
 }
 
 // renderPools is the pools section of show: definitions, held blocks and allocation counts.
-func renderPools(ctx context.Context, g *globals, st *model.State) ([]byte, error) {
-	reg, err := (&engine.Engine{IPAMDir: g.ipamDir()}).OpenRegistry(st)
+func renderPools(ctx context.Context, eng *engine.Engine, st *model.State) ([]byte, error) {
+	reg, err := eng.OpenRegistry(st)
 	if reg == nil || err != nil {
 		return nil, err
 	}
@@ -112,17 +106,21 @@ func renderPools(ctx context.Context, g *globals, st *model.State) ([]byte, erro
 }
 
 // globalFlags are the options of every command; ipam takes them anywhere among its own.
-var globalFlags = map[string]bool{"c": true, "config": true, "conf-dir": true, "netns": true, "state-dir": true}
+var globalFlags = map[string]bool{"c": true, "config": true, "conf-dir": true, "netns": true, "state-dir": true, "lock-timeout": true, "allow-insecure-config": true}
 
 // splitGlobals takes the common options out of args and leaves the ipam command's own.
 func splitGlobals(g *globals, args []string) ([]string, error) {
-	g.config, g.stateDir = DefaultConfig, DefaultStateDir
+	g.config, g.stateDir, g.lockTimeout = DefaultConfig, DefaultStateDir, DefaultLockTimeout
 	var rest []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" || !globalFlags[name] {
 			rest = append(rest, a)
+			continue
+		}
+		if name == "allow-insecure-config" { // a boolean: takes no argument
+			g.allowInsecureConfig = !hasValue || value == "true"
 			continue
 		}
 		if !hasValue {
@@ -141,6 +139,12 @@ func splitGlobals(g *globals, args []string) ([]string, error) {
 			g.netns = value
 		case "state-dir":
 			g.stateDir = value
+		case "lock-timeout":
+			d, err := time.ParseDuration(value)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("--lock-timeout must be a positive duration such as 30s, not %q", value)
+			}
+			g.lockTimeout = d
 		}
 	}
 	return rest, nil
@@ -163,13 +167,25 @@ func runIPAM(ctx context.Context, env *Env, args []string) int {
 	}
 	if len(rest) > 1 && (rest[1] == "-h" || rest[1] == "--help" || rest[1] == "-help") {
 		// A command's help needs no configuration.
-		return ipamResult(env, ipam.RunCLI(ctx, rest, env.Stdout, env.Stderr, g.ipamDir(), nil))
+		return ipamResult(env, ipam.RunCLIIn(ctx, rest, env.Stdout, env.Stderr, nil, nil, nil))
 	}
-	cfg, err := desired.Load(g.config, g.dropIn())
+	cfg, err := g.load()
 	if err != nil {
 		return fail(env, "ipam", err)
 	}
-	return ipamResult(env, ipam.RunCLI(ctx, rest, env.Stdout, env.Stderr, g.ipamDir(), model.IPAMPools(cfg.State.Pools)))
+	// list reads; the other commands change the registry, under the
+	// namespace's writer lock like apply.
+	readOnly := rest[0] == "list"
+	st, err := g.openState(readOnly)
+	if err != nil {
+		return fail(env, "ipam", err)
+	}
+	defer st.close()
+	var lock func(context.Context) (func(), error)
+	if !readOnly {
+		lock = g.lockFn(st, waitingMessage(env, "ipam "+rest[0], g.lockTimeout))
+	}
+	return ipamResult(env, ipam.RunCLIIn(ctx, rest, env.Stdout, env.Stderr, st.dir, lock, model.IPAMPools(cfg.State.Pools)))
 }
 
 func ipamResult(env *Env, err error) int {

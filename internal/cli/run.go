@@ -18,6 +18,10 @@ import (
 	"github.com/netreconcile/netreconcile/internal/ledger"
 )
 
+// serviceLockWait bounds the service's wait for the namespace's lock: a
+// third of the packaged unit's WatchdogSec=30s.
+const serviceLockWait = 10 * time.Second
+
 func runRun(ctx context.Context, env *Env, args []string) int {
 	var g globals
 	var resync time.Duration
@@ -60,15 +64,33 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		}
 	}()
 
+	nst, err := g.openState(false)
+	if err != nil {
+		return fail(env, "run", err)
+	}
+	defer nst.close()
 	k, err := kernel.Open(g.nsPath())
 	if err != nil {
 		return fail(env, "run", err)
 	}
 	defer k.Close()
-	l, err := ledger.Open(g.ledgerPath())
+	// Each pass reads the ledger again once it holds the namespace's lock
+	// (engine.LockPass): an apply run between two passes may have changed it.
+	l, err := ledger.OpenIn(nst.dir, nst.id.Cookie)
 	if err != nil {
 		return fail(env, "run", err)
 	}
+	if l.Discarded {
+		log.Warn("the ownership ledger was recorded for an earlier namespace under this name; its records are dropped")
+	}
+	// A pass waits for another writer (an apply) at most serviceLockWait:
+	// the loop sends no WATCHDOG=1 while it waits. A pass that gives up is
+	// retried with backoff like a failed kernel read.
+	lg := g
+	lg.lockTimeout = min(g.lockTimeout, serviceLockWait)
+	lock := lg.lockFn(nst, func(pid int) {
+		log.Warn("waiting for the namespace's lock held by another writer", "pid", pid, "timeout", lg.lockTimeout)
+	})
 	metrics := daemon.NewMetrics()
 	if metricsAddr != "" {
 		if err := metrics.Serve(ctx, metricsAddr, log); err != nil {
@@ -83,13 +105,15 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	d, err := daemon.New(daemon.Options{
 		Config:   g.config,
 		DropIn:   g.dropIn(),
-		Engine:   &engine.Engine{Kernel: k, Ledger: l, IPAMDir: g.ipamDir()},
+		Engine:   &engine.Engine{Kernel: k, Ledger: l, State: nst.dir, Lock: lock},
 		Sources:  sources,
 		Reload:   reload,
 		Resync:   resync,
 		Log:      log,
 		Metrics:  metrics,
 		Watchdog: watchdog,
+
+		AllowInsecureConfig: g.allowInsecureConfig,
 	})
 	if err != nil {
 		return fail(env, "run", err)

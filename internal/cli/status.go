@@ -38,7 +38,7 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		return fail(env, "status", err)
 	}
-	eng, closeFn, err := g.openEngine()
+	eng, closeFn, err := g.openEngine(ctx, env, "status", true)
 	if err != nil {
 		return fail(env, "status", err)
 	}

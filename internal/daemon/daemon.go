@@ -20,6 +20,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/redact"
 )
 
 // Defaults, chosen for a repair latency well under 200 ms while a storm of
@@ -68,6 +69,8 @@ type Options struct {
 	Metrics  *Metrics
 	// Watchdog is the interval systemd expects WATCHDOG=1 within (0: none).
 	Watchdog time.Duration
+	// AllowInsecureConfig skips desired.CheckTrusted (--allow-insecure-config).
+	AllowInsecureConfig bool
 }
 
 // Daemon is the reconcile loop.
@@ -280,7 +283,9 @@ func (d *Daemon) Status() string {
 	if !s.lastPass.IsZero() {
 		fmt.Fprintf(&b, ", last reconcile %s", s.lastPass.Format("2006-01-02 15:04:05"))
 	}
-	return b.String()
+	// STATUS= is readable by every local user: nothing that looks like a
+	// key leaves here (package redact).
+	return redact.String(b.String())
 }
 
 // pass is one reconcile. It returns an error only when the daemon cannot go
@@ -300,6 +305,19 @@ func (d *Daemon) pass(ctx context.Context) error {
 		d.stats.lastPass, d.stats.lastTook = time.Now(), took
 		d.m.duration.Observe(took.Seconds())
 	}()
+
+	// The namespace's writer lock is held for the whole pass, so that an
+	// apply or ipam run never interleaves with it.
+	unlock, lockErr := d.eng.LockPass(ctx)
+	if lockErr != nil {
+		d.m.errors.WithLabelValues("read").Inc()
+		d.m.passes.WithLabelValues("error").Inc()
+		delay := d.bo.failed("kernel read", start)
+		d.log.Error("pass not run", "error", lockErr, "retry_in", delay)
+		d.stats.converged, d.stats.errors, d.stats.firstErr = false, 1, lockErr.Error()
+		return nil
+	}
+	defer unlock()
 
 	plan, _, planErr := d.eng.PlanDesired(ctx, st, false)
 	if plan == nil {
@@ -342,6 +360,9 @@ func (d *Daemon) pass(ctx context.Context) error {
 		res, saveErr = d.eng.Apply(ctx, todo)
 	} else {
 		res = &apply.Result{}
+		// Nothing to apply, but records a failed save left in memory
+		// are written now, or the failure is reported again.
+		saveErr = d.eng.SaveLedger()
 	}
 	if ctx.Err() != nil {
 		// Stopping: operations the cancellation skipped are no failures.
@@ -403,6 +424,14 @@ func (d *Daemon) pass(ctx context.Context) error {
 // them only when their content changed. An invalid configuration leaves the
 // last good one in force.
 func (d *Daemon) loadConfig() {
+	// Checked on every pass like the content: a drop-in made writable by
+	// others later is refused (the last good configuration stays in force).
+	if !d.opts.AllowInsecureConfig {
+		if err := desired.CheckTrusted(d.opts.Config, d.opts.DropIn); err != nil {
+			d.configFailed(err, [sha256.Size]byte{})
+			return
+		}
+	}
 	srcs, err := desired.ReadSources(d.opts.Config, d.opts.DropIn)
 	if err != nil {
 		d.configFailed(err, [sha256.Size]byte{})

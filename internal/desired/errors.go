@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/redact"
 )
 
 // Pos is a position in a configuration file.
@@ -27,11 +29,13 @@ type FieldError struct {
 	Msg  string
 }
 
+// Error never quotes a value that looks like a key (package redact): the
+// position's file name and the message may both hold what the user typed.
 func (e *FieldError) Error() string {
 	if e.Path == "" {
-		return fmt.Sprintf("%s: %s", e.Pos, e.Msg)
+		return redact.String(fmt.Sprintf("%s: %s", e.Pos, e.Msg))
 	}
-	return fmt.Sprintf("%s: %s: %s", e.Pos, e.Path, e.Msg)
+	return redact.String(fmt.Sprintf("%s: %s: %s", e.Pos, e.Path, e.Msg))
 }
 
 // Errors is every problem found in a configuration; it is returned as one error.
@@ -63,7 +67,8 @@ func (l *errList) add(p Pos, path, format string, args ...any) {
 			}
 		}
 	}
-	l.errs = append(l.errs, &FieldError{Pos: p, Path: path, Msg: fmt.Sprintf(format, args...)})
+	// Redacted here too, so that Msg is safe for callers that print it alone.
+	l.errs = append(l.errs, &FieldError{Pos: p, Path: path, Msg: redact.String(fmt.Sprintf(format, args...))})
 }
 
 func (l *errList) err() error {

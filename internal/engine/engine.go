@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/apply"
@@ -13,15 +14,24 @@ import (
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
 // Engine reconciles one network namespace.
 type Engine struct {
 	Kernel kernel.Interface
 	Ledger *ledger.Ledger
-	// IPAMDir is where the registry of the configuration's pools lives
-	// (ipam/ below it); a configuration without pools never opens it.
+	// State is the namespace's state directory: the registry of the
+	// configuration's pools lives in ipam/ below it. When nil, IPAMDir is
+	// opened instead (tests); a configuration without pools opens neither.
+	State *statedir.Dir
+	// IPAMDir is the path form of State.
 	IPAMDir string
+	// Lock, when set, takes the namespace's writer lock (see LockPass).
+	Lock func(ctx context.Context) (unlock func(), err error)
+	// ledgerUnsaved says the last save of the ledger failed: the records
+	// in memory are newer than the file, and every pass tries again.
+	ledgerUnsaved bool
 	// rot keeps the WireGuard endpoint rotation between passes.
 	rot rotation
 }
@@ -35,7 +45,36 @@ func (e *Engine) Actual(protocol int, all bool) (*model.State, error) {
 	if err := e.readNFT(st, nil); err != nil {
 		return nil, err
 	}
+	if err := e.resolvePendingLinks(st); err != nil {
+		return nil, err
+	}
 	return st, e.forgetVanished(st)
+}
+
+// resolvePendingLinks settles the links a pass was creating when it
+// stopped (Ledger.PendingLinks): one that exists without the owner marker is
+// ours, created just before the crash, and gets the marker (in a read-only
+// run it is only shown as ours); one that is marked or absent needs nothing.
+// The record is dropped either way.
+func (e *Engine) resolvePendingLinks(st *model.State) error {
+	if len(e.Ledger.PendingLinks) == 0 {
+		return nil
+	}
+	for name := range e.Ledger.PendingLinks {
+		if l := st.Links[name]; l != nil && !l.Owned {
+			if !e.Ledger.ReadOnly {
+				if err := e.Kernel.SetLinkAlias(name, l.Alias, true); err != nil {
+					return fmt.Errorf("mark link %s, created by an interrupted pass: %w", name, err)
+				}
+			}
+			l.Owned = true
+		}
+		if !e.Ledger.ReadOnly {
+			delete(e.Ledger.PendingLinks, name)
+		}
+	}
+	_ = e.saveLedger() // on failure: retried, see forgetVanished
+	return nil
 }
 
 // forgetVanished drops from the ledger the FoU ports and nftables tables it
@@ -66,13 +105,63 @@ func (e *Engine) forgetVanished(st *model.State) error {
 			}
 		}
 	}
-	if !changed {
+	if !changed && !e.ledgerUnsaved {
 		return nil
 	}
-	if err := e.Ledger.Save(); err != nil {
-		return fmt.Errorf("save ownership ledger: %w", err)
-	}
+	// A failed save does not stop the pass from reading the kernel: the
+	// records stay in memory (ledgerUnsaved), Apply tries again and reports
+	// the failure, and a pass that creates nothing can still repair drift.
+	_ = e.saveLedger()
 	return nil
+}
+
+// saveLedger writes the ledger, and remembers a failure so that the next
+// pass tries again: a record kept only in memory is lost with the process.
+func (e *Engine) saveLedger() error {
+	if err := e.Ledger.Save(); err != nil {
+		e.ledgerUnsaved = true
+		return fmt.Errorf("save ownership ledger (retried on the next pass): %w", err)
+	}
+	e.ledgerUnsaved = false
+	return nil
+}
+
+// SaveLedger writes records that a failed save left in memory; it does
+// nothing when there are none.
+func (e *Engine) SaveLedger() error {
+	if !e.ledgerUnsaved {
+		return nil
+	}
+	return e.saveLedger()
+}
+
+// LedgerUnsaved reports whether the ledger holds records its file lacks
+// because the last save failed.
+func (e *Engine) LedgerUnsaved() bool { return e.ledgerUnsaved }
+
+// LockPass takes the namespace's writer lock, held from the plan to the
+// last write of a pass: two writers (apply, the daemon, ipam) would
+// otherwise interleave their changes and overwrite each other's records.
+// Without a Lock function it does nothing.
+//
+// Once it holds the lock, it reads the ledger again, unless the ledger
+// holds records a failed save did not write: the last writer may have been
+// another process.
+func (e *Engine) LockPass(ctx context.Context) (func(), error) {
+	if e.Lock == nil {
+		return func() {}, nil
+	}
+	unlock, err := e.Lock(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lock the namespace: %w", err)
+	}
+	if !e.ledgerUnsaved {
+		if err := e.Ledger.Reload(); err != nil {
+			unlock()
+			return nil, err
+		}
+	}
+	return unlock, nil
 }
 
 // readNFT reads the nftables tables the ledger owns and those desired
@@ -102,9 +191,7 @@ func (e *Engine) readNFT(st *model.State, desired *model.State) error {
 	if err != nil {
 		return fmt.Errorf("read nftables: %w", err)
 	}
-	if err := e.checkNftHandles(ts); err != nil {
-		return err
-	}
+	e.checkNftHandles(ts)
 	st.NFTables = append(st.NFTables, ts...)
 	model.SortNftTables(st.NFTables)
 	return nil
@@ -116,7 +203,7 @@ func (e *Engine) readNFT(st *model.State, desired *model.State) error {
 // the file declares it, untouched if not), and the ledger forgets it. A
 // table listed without a handle (a ledger older than handles) gets the
 // one it has now.
-func (e *Engine) checkNftHandles(ts []model.NftTable) error {
+func (e *Engine) checkNftHandles(ts []model.NftTable) {
 	changed := false
 	for i := range ts {
 		t := &ts[i]
@@ -134,13 +221,9 @@ func (e *Engine) checkNftHandles(ts []model.NftTable) error {
 			changed = true
 		}
 	}
-	if !changed {
-		return nil
+	if changed {
+		_ = e.saveLedger() // on failure: retried, see forgetVanished
 	}
-	if err := e.Ledger.Save(); err != nil {
-		return fmt.Errorf("save ownership ledger: %w", err)
-	}
-	return nil
 }
 
 // Plan reads the kernel and computes the plan to reach desired. A non-nil
@@ -203,19 +286,92 @@ func (e *Engine) plan(desired *model.State) (*diff.Plan, *model.State, error) {
 }
 
 // Apply executes a plan and records what the ledger must remember.
+//
+// Ownership is recorded ahead of the kernel (write-ahead): the nftables
+// tables and FoU ports the plan creates are written to the ledger, durably,
+// before the first kernel write, so a crash, SIGKILL or the watchdog's
+// SIGABRT at any point leaves no object that netreconcile made and does not
+// know about. On the next load an intended object that exists is ours (it is
+// what we were creating: diff plans a create only for what does not exist),
+// and one that does not is forgotten (forgetVanished). When the intent
+// cannot be saved (a full disk, a read-only state directory), nothing is
+// applied: creating what we could not record would make an orphan.
 func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, error) {
+	intendedFou := map[model.FouKey]bool{}
+	intendedNft := map[model.NftTableKey]bool{}
+	intendedLinks := map[string]bool{}
+	for i := range plan.Ops {
+		op := &plan.Ops[i]
+		switch {
+		case op.Kind == diff.KindNftTable && op.Action == diff.Create:
+			var k model.NftTableKey
+			k.Family, k.Name, _ = strings.Cut(op.ID, " ")
+			if !e.Ledger.NFTables[k] {
+				intendedNft[k] = true
+				e.Ledger.SetNftTable(k, true)
+			}
+		case op.Kind == diff.KindLink && op.Link != nil && (op.Action == diff.Create || op.Action == diff.Replace):
+			intendedLinks[op.Link.Name] = true
+			if op.PeerOfPair && op.Link.Veth != nil && op.Link.Veth.Peer != "" {
+				intendedLinks[op.Link.Veth.Peer] = true
+			}
+		case op.Kind == diff.KindFou && op.Fou != nil && (op.Action == diff.Create || op.Action == diff.Replace):
+			if k := op.Fou.Key(); !e.Ledger.Fou[k] {
+				intendedFou[k] = true
+				e.Ledger.SetFou(k, true)
+			}
+		}
+	}
+	for n := range intendedLinks {
+		e.Ledger.PendingLinks[n] = true
+	}
+	if len(intendedFou)+len(intendedNft)+len(intendedLinks) > 0 {
+		if err := e.saveLedger(); err != nil {
+			for n := range intendedLinks {
+				delete(e.Ledger.PendingLinks, n)
+			}
+			for k := range intendedFou {
+				e.Ledger.SetFou(k, false)
+			}
+			for k := range intendedNft {
+				e.Ledger.SetNftTable(k, false)
+			}
+			return &apply.Result{}, fmt.Errorf("record ownership before changing the kernel: %w; nothing was changed", err)
+		}
+	}
 	dirty := false
 	var madeTables []model.NftTableKey
 	res := apply.Apply(ctx, e.Kernel, plan, apply.Hooks{FouChanged: func(k model.FouKey, owned bool) {
 		e.Ledger.SetFou(k, owned)
+		delete(intendedFou, k)
 		dirty = true
 	}, NftTableChanged: func(k model.NftTableKey, owned bool) {
 		e.Ledger.SetNftTable(k, owned)
 		if owned {
 			madeTables = append(madeTables, k)
 		}
+		delete(intendedNft, k)
 		dirty = true
 	}})
+	// A link whose create finished carries its marker now; one whose create
+	// failed was not made (or, if only the marker's write failed, is left
+	// for a person to look at: a failed create may also mean that someone
+	// else's link took the name, which must never be marked as ours). Only a
+	// pass that dies in between leaves a record for the next one.
+	for n := range intendedLinks {
+		delete(e.Ledger.PendingLinks, n)
+		dirty = true
+	}
+	// What was intended and not made (the op failed or was skipped) is no
+	// longer ours to claim.
+	for k := range intendedFou {
+		e.Ledger.SetFou(k, false)
+		dirty = true
+	}
+	for k := range intendedNft {
+		e.Ledger.SetNftTable(k, false)
+		dirty = true
+	}
 	e.commitRotation(res)
 	// The batch does not return the handles of the tables it created or
 	// adopted: read them now, so the next pass can tell them from tables
@@ -231,18 +387,13 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 			e.Ledger.SetNftTableHandle(k, h)
 		}
 	}
-	if herr != nil {
-		if dirty {
-			if err := e.Ledger.Save(); err != nil {
-				herr = errors.Join(herr, fmt.Errorf("save ownership ledger: %w", err))
-			}
+	if dirty || e.ledgerUnsaved {
+		if err := e.saveLedger(); err != nil {
+			herr = errors.Join(herr, err)
 		}
-		return res, herr
 	}
-	if dirty {
-		if err := e.Ledger.Save(); err != nil {
-			return res, fmt.Errorf("save ownership ledger: %w", err)
-		}
+	if herr != nil {
+		return res, herr
 	}
 	return res, nil
 }

@@ -243,11 +243,15 @@ func PoolUsage(ctx context.Context, reg *ipam.Registry) ([]ipam.Usage, error) {
 	return out, nil
 }
 
-// OpenRegistry opens the registry of desired's pools in e.IPAMDir; nil when
-// desired declares none.
+// OpenRegistry opens the registry of desired's pools in e.State (or
+// e.IPAMDir); nil when desired declares none.
 func (e *Engine) OpenRegistry(desired *model.State) (*ipam.Registry, error) {
 	if len(desired.Pools) == 0 {
 		return nil, nil
+	}
+	if e.State != nil || e.IPAMDir == "" {
+		// No IPAMDir: a read-only run on a host without state (State nil).
+		return ipam.OpenIn(e.State, model.IPAMPools(desired.Pools), nil)
 	}
 	return ipam.Open(e.IPAMDir, model.IPAMPools(desired.Pools), nil)
 }
@@ -260,6 +264,9 @@ func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun b
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := e.checkLostRegistries(reg, desired); err != nil {
+		return nil, nil, err
+	}
 	pools, err := PreparePools(ctx, reg, desired, dryRun)
 	if err != nil {
 		return nil, nil, err
@@ -269,4 +276,79 @@ func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun b
 		plan.Ops = append(plan.Ops, pools.Pending...)
 	}
 	return plan, pools, err
+}
+
+// ErrRegistryLost: a pool's registry is missing while the kernel holds what
+// it handed out.
+var ErrRegistryLost = errors.New("ipam registry lost")
+
+// checkLostRegistries refuses to go on when a pool's registry file is
+// missing but the kernel shows that the pool handed out addresses: an
+// export route of ours in the pool's export table within its subnets, or
+// an address within its subnets on a link we own or that takes an address
+// from the pool. Starting the pool empty would withdraw the export routes of
+// live blocks and hand out an address still in use a second time.
+//
+// Refused rather than rebuilt: the kernel shows the blocks and the links'
+// addresses, but not the addresses handed to other owners (ipam allocate
+// for a container, a CNI plugin) nor when each was handed out; a rebuilt
+// registry would be wrong in ways nobody would notice. The operator restores
+// the file from a backup, or removes what the kernel lists (the message says
+// what) to start the pool empty. A pool without a registry and without such
+// traces is new, and starts empty as before.
+func (e *Engine) checkLostRegistries(reg *ipam.Registry, desired *model.State) error {
+	if reg == nil || e.Kernel == nil {
+		return nil
+	}
+	var act *model.State
+	var errs []error
+	for _, p := range desired.Pools {
+		ok, err := reg.Exists(p.Name)
+		if err != nil {
+			return fmt.Errorf("ipam: %w", err)
+		}
+		if ok {
+			continue
+		}
+		if act == nil {
+			if act, err = e.Actual(desired.Protocol, false); err != nil {
+				return fmt.Errorf("read kernel state: %w", err)
+			}
+		}
+		in := func(a netip.Addr) bool {
+			for _, sn := range p.Subnets {
+				if sn.IPv4.IsValid() && sn.IPv4.Contains(a) || sn.IPv6.IsValid() && sn.IPv6.Contains(a) {
+					return true
+				}
+			}
+			return false
+		}
+		takers := map[string]bool{}
+		for _, pa := range desired.PoolAddresses {
+			if pa.Pool == p.Name {
+				takers[pa.Link] = true
+			}
+		}
+		var traces []string
+		for _, r := range act.Routes {
+			if r.Table == int(p.ExportTable) && r.Dst.IsValid() && in(r.Dst.Addr()) {
+				traces = append(traces, fmt.Sprintf("route %s table %d", r.Dst, r.Table))
+			}
+		}
+		for _, a := range act.Addresses {
+			l := act.Links[a.Link]
+			if (takers[a.Link] || l != nil && l.Owned) && in(a.Prefix.Addr()) {
+				traces = append(traces, fmt.Sprintf("address %s on %s", a.Prefix, a.Link))
+			}
+		}
+		if len(traces) == 0 {
+			continue
+		}
+		if len(traces) > 6 {
+			traces = append(traces[:6], fmt.Sprintf("and %d more", len(traces)-6))
+		}
+		errs = append(errs, fmt.Errorf("%w: pool %s: its registry %s is missing, but the kernel holds what it handed out (%s); nothing was changed: restore the file from a backup, or remove those routes and addresses (ip route del, ip address del) to start the pool empty",
+			ErrRegistryLost, p.Name, reg.Path(p.Name), strings.Join(traces, "; ")))
+	}
+	return errors.Join(errs...)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
 // defaultFreeAfter is how old an allocation must be before gc frees it for a missing owner:
@@ -38,12 +40,36 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer, stateD
 	return runCLI(ctx, args, stdout, stderr, stateDir, pools, SystemClock{})
 }
 
+// RunCLIIn is RunCLI on the opened, checked state directory base (nil: none yet, for list).
+// lock, when set, takes the namespace's writer lock around a command that changes the registry
+// (allocate, release, gc): apply and the daemon hold it for a whole pass.
+func RunCLIIn(ctx context.Context, args []string, stdout, stderr io.Writer, base *statedir.Dir, lock func(context.Context) (func(), error), pools []Pool) error {
+	path := "(none yet)"
+	if base != nil {
+		path = base.Path()
+	}
+	return runCLIWith(ctx, args, &cli{ctx: ctx, stdout: stdout, stderr: stderr, stateDir: path, base: base, lock: lock, pools: pools, clock: SystemClock{}})
+}
+
 func runCLI(ctx context.Context, args []string, stdout, stderr io.Writer, stateDir string, pools []Pool, clock Clock) error {
-	usage := fmt.Sprintf(cliUsage, stateDir+"/ipam")
+	return runCLIWith(ctx, args, &cli{ctx: ctx, stdout: stdout, stderr: stderr, stateDir: stateDir, pools: pools, clock: clock})
+}
+
+func runCLIWith(ctx context.Context, args []string, c *cli) error {
+	usage := fmt.Sprintf(cliUsage, c.stateDir+"/ipam")
 	if len(args) == 0 {
 		return fmt.Errorf("ipam: missing command\n\n%s", usage)
 	}
-	c := &cli{ctx: ctx, stdout: stdout, stderr: stderr, stateDir: stateDir, pools: pools, clock: clock}
+	switch args[0] {
+	case "allocate", "release", "gc":
+		if c.lock != nil {
+			unlock, err := c.lock(ctx)
+			if err != nil {
+				return fmt.Errorf("ipam %s: %w", args[0], err)
+			}
+			defer unlock()
+		}
+	}
 	switch args[0] {
 	case "allocate":
 		return c.allocate(args[1:])
@@ -54,7 +80,7 @@ func runCLI(ctx context.Context, args []string, stdout, stderr io.Writer, stateD
 	case "gc":
 		return c.gc(args[1:])
 	case "help", "-h", "-help", "--help":
-		_, err := io.WriteString(stdout, usage)
+		_, err := io.WriteString(c.stdout, usage)
 		return err
 	}
 	return fmt.Errorf("ipam: unknown command %q; commands: allocate, release, list, gc", args[0])
@@ -65,6 +91,8 @@ type cli struct {
 	stdout   io.Writer
 	stderr   io.Writer
 	stateDir string
+	base     *statedir.Dir
+	lock     func(context.Context) (func(), error)
 	pools    []Pool
 	clock    Clock
 }
@@ -111,6 +139,9 @@ func (c *command) printHelp(out io.Writer) {
 }
 
 func (c *cli) open() (*Registry, error) {
+	if c.base != nil || c.lock != nil {
+		return OpenIn(c.base, c.pools, c.clock)
+	}
 	return Open(c.stateDir, c.pools, c.clock)
 }
 

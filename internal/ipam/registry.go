@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
 var (
@@ -30,7 +31,8 @@ var (
 // Reads (List, HeldBlocks, Usage) take no lock: the file is only ever replaced by a rename, so
 // a read sees one complete version.
 type Registry struct {
-	dir   string
+	base  *statedir.Dir
+	dir   string // base/ipam, for messages
 	clock Clock
 	pools []*poolDef
 
@@ -41,6 +43,33 @@ type Registry struct {
 // Open validates the pools and prepares <stateDir>/ipam. It reads no registry file: Check
 // does, and every operation does for its pool. A nil clock is the SystemClock.
 func Open(stateDir string, pools []Pool, clock Clock) (*Registry, error) {
+	base, err := statedir.Open(stateDir, true)
+	if err != nil {
+		return nil, err
+	}
+	r, err := OpenIn(base, pools, clock)
+	if err != nil {
+		base.Close()
+		return nil, err
+	}
+	d, err := r.open(true)
+	if err != nil {
+		return nil, fmt.Errorf("create ipam state directory: %w", err)
+	}
+	d.Close()
+	// The new directory entry must be durable too, or a power cut loses every registry.
+	if err := base.Sync(); err != nil {
+		return nil, fmt.Errorf("create ipam state directory: %w", err)
+	}
+	return r, nil
+}
+
+// OpenIn is Open on the opened, checked state directory base (nil: none, read only), which the caller keeps open
+// while it uses the registry. It creates nothing: the first change makes ipam/, so that a
+// read-only command (diff, show, list) writes nothing. Every registry and lock file is opened
+// relative to ipam/'s descriptor and never through a symlink (package statedir): the state
+// directory may belong to the service's user while root runs apply or a CNI plugin.
+func OpenIn(base *statedir.Dir, pools []Pool, clock Clock) (*Registry, error) {
 	defs, err := checkPools(pools)
 	if err != nil {
 		return nil, err
@@ -48,17 +77,37 @@ func Open(stateDir string, pools []Pool, clock Clock) (*Registry, error) {
 	if clock == nil {
 		clock = SystemClock{}
 	}
-	dir := filepath.Join(stateDir, "ipam")
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("create ipam state directory: %w", err)
-		}
-		// The new directory entry must be durable too, or a power cut loses every registry.
-		if err := syncDir(stateDir); err != nil {
-			return nil, fmt.Errorf("create ipam state directory: %w", err)
-		}
+	r := &Registry{base: base, clock: clock, pools: defs}
+	if base != nil {
+		r.dir = filepath.Join(base.Path(), "ipam")
 	}
-	return &Registry{dir: dir, clock: clock, pools: defs}, nil
+	return r, nil
+}
+
+// open opens ipam/, made first if create; without create a missing one is nil.
+func (r *Registry) open(create bool) (*statedir.Dir, error) {
+	if r.base == nil {
+		// A read-only run on a host without a state directory: no registry yet.
+		if create {
+			return nil, errors.New("ipam: no state directory is open for writing")
+		}
+		return nil, nil
+	}
+	d, err := r.base.Sub("ipam", create)
+	if !create && errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return d, err
+}
+
+// Exists reports whether pool has a registry file; a pool never used has none.
+func (r *Registry) Exists(pool string) (bool, error) {
+	d, err := r.open(false)
+	if d == nil || err != nil {
+		return false, err
+	}
+	defer d.Close()
+	return d.Exists(pool + ".registry")
 }
 
 // Pools returns the pool definitions the registry was opened with.
@@ -265,13 +314,18 @@ func (r *Registry) read(ctx context.Context, pool string, fn func(*poolDef, *sta
 
 // update runs fn on the state of pool under its lock, and writes the state back if fn changed it.
 func (r *Registry) update(ctx context.Context, p *poolDef, fn func(*state, time.Time) (bool, error)) error {
-	unlock, err := lock(ctx, filepath.Join(r.dir, p.Name+".lock"))
+	d, err := r.open(true)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	unlock, err := d.Lock(ctx, p.Name+".lock", statedir.LockOptions{})
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	path := r.Path(p.Name)
-	data, err := readRegistry(path)
+	data, err := readRegistry(d, p.Name)
 	if err != nil {
 		return err
 	}
@@ -288,7 +342,9 @@ func (r *Registry) update(ctx context.Context, p *poolDef, fn func(*state, time.
 		return err
 	}
 	data = s.encode()
-	if err := writeDurable(path, data); err != nil {
+	// writeDurable's contract, on a descriptor: a temporary file with an unpredictable name
+	// made with O_EXCL, fsync, rename, fsync of the directory.
+	if err := d.WriteFile(p.Name+".registry", data, 0o644); err != nil {
 		return err
 	}
 	r.keepCached(p.Name, data, s)
@@ -328,17 +384,28 @@ func (r *Registry) keepCached(pool string, data []byte, s *state) {
 
 // load reads the registry of pool; a missing file is an empty registry.
 func (r *Registry) load(p *poolDef) (*state, error) {
-	path := r.Path(p.Name)
-	data, err := readRegistry(path)
+	d, err := r.open(false)
 	if err != nil {
 		return nil, err
 	}
-	return r.decode(p, path, data)
+	var data []byte
+	if d != nil {
+		data, err = readRegistry(d, p.Name)
+		d.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return r.decode(p, r.Path(p.Name), data)
 }
 
-// readRegistry returns the content of a registry file, nil if there is none.
-func readRegistry(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+// maxRegistry bounds what is read of a registry file: a pool of 2^20 allocations takes about
+// 100 MB, far beyond any real host.
+const maxRegistry = 256 << 20
+
+// readRegistry returns the content of pool's registry file, nil if there is none.
+func readRegistry(d *statedir.Dir, pool string) ([]byte, error) {
+	data, err := d.ReadFile(pool+".registry", maxRegistry)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

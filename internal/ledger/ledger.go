@@ -4,6 +4,8 @@
 //
 // The ledger is small and rewritten whole: temporary file, fsync, rename,
 // fsync of the directory, so a crash leaves either the old or the new file.
+// Every file is opened relative to the state directory's descriptor and never
+// through a symlink (package statedir).
 package ledger
 
 import (
@@ -11,19 +13,35 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
 const formatVersion = 1
 
+// FileName is the ledger's file in a namespace's state directory.
+const FileName = "ledger.json"
+
+// maxSize bounds what Open reads: a ledger lists a few tables and ports; a
+// file larger than this is not one.
+const maxSize = 16 << 20
+
 // Ledger is the ownership record of one network namespace.
 type Ledger struct {
-	path string
-	Fou  map[model.FouKey]bool
+	dir *statedir.Dir
+	// cookie is the namespace's netns cookie (see statedir.Netns): the
+	// records belong to that namespace and no other.
+	cookie uint64
+	// ReadOnly ledgers are never written: diff, show and validate write
+	// nothing, even when they notice that a recorded object vanished.
+	ReadOnly bool
+	// Discarded says Open dropped the records of a namespace that no longer
+	// exists (same name, another cookie): the caller logs it.
+	Discarded bool
+	Fou       map[model.FouKey]bool
 	// NFTables lists the nftables tables netreconcile created or adopted.
 	// Tables cannot carry an owner mark (google/nftables v0.3.0 has no
 	// table user data, and NFTA_TABLE_USERDATA needs kernel 5.13), and a
@@ -36,12 +54,25 @@ type Ledger struct {
 	// and made again by someone else under the same name has another one,
 	// and is not ours.
 	NFTHandles map[model.NftTableKey]uint64
+	// PendingLinks are links a pass was creating: the kernel ignores the
+	// owner marker (IFLA_IFALIAS) in a create request, so a link exists
+	// unmarked between its creation and the next write. A crash in between
+	// would leave a link that looks foreign forever; recorded here first,
+	// the next pass marks it (it is ours: a create is planned only for a
+	// name the kernel does not hold).
+	PendingLinks map[string]bool
 }
 
+// fileFormat is the ledger on disk. New fields are added with omitempty, so
+// older records read unchanged; the version changes only when a reader that
+// ignores a new field would get ownership wrong.
 type fileFormat struct {
-	Version  int       `json:"version"`
-	FouPorts []fouJSON `json:"fou_ports"`
-	NFTables []nftJSON `json:"nftables,omitempty"`
+	Version     int       `json:"version"`
+	NetnsCookie uint64    `json:"netns_cookie,omitempty"`
+	FouPorts    []fouJSON `json:"fou_ports"`
+	NFTables    []nftJSON `json:"nftables,omitempty"`
+	// PendingLinks: see Ledger.PendingLinks.
+	PendingLinks []string `json:"links_pending,omitempty"`
 }
 
 type nftJSON struct {
@@ -55,15 +86,45 @@ type fouJSON struct {
 	IPv6 bool   `json:"ipv6"`
 }
 
-// Open loads the ledger at path; a missing file is an empty ledger. An
-// unreadable or corrupt one is an error naming the file: pruning with a lost
-// ledger would leave ports open, so nothing is guessed.
+// Open loads the ledger at path, whose directory is made if missing and
+// checked as a state directory; "" is a ledger kept in memory only.
 func Open(path string) (*Ledger, error) {
-	l := &Ledger{path: path, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}, NFTHandles: map[model.NftTableKey]uint64{}}
 	if path == "" {
+		return newLedger(nil, 0), nil
+	}
+	dir, err := statedir.Open(filepath.Dir(path), true)
+	if err != nil {
+		return nil, err
+	}
+	if filepath.Base(path) != FileName {
+		dir.Close()
+		return nil, fmt.Errorf("ownership ledger %s: the file must be named %s", path, FileName)
+	}
+	return OpenIn(dir, 0)
+}
+
+func newLedger(dir *statedir.Dir, cookie uint64) *Ledger {
+	return &Ledger{dir: dir, cookie: cookie, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}, PendingLinks: map[string]bool{}, NFTHandles: map[model.NftTableKey]uint64{}}
+}
+
+// OpenIn loads the ledger of the namespace whose state directory is dir (nil:
+// in memory only) and whose netns cookie is cookie (0: not checked). A
+// missing file is an empty ledger. An unreadable or corrupt one is an error
+// naming the file and quoting none of its content (it may be a symlink's
+// target or any file put there): pruning with a lost ledger would leave
+// objects behind, so nothing is guessed.
+//
+// A ledger recorded for another cookie belongs to a namespace that is gone
+// (deleted and made again under the same name): its objects died with it,
+// so the records are dropped (Discarded) rather than taken for this
+// namespace's objects of the same names.
+func OpenIn(dir *statedir.Dir, cookie uint64) (*Ledger, error) {
+	l := newLedger(dir, cookie)
+	if dir == nil {
 		return l, nil
 	}
-	data, err := os.ReadFile(path)
+	path := filepath.Join(dir.Path(), FileName)
+	data, err := dir.ReadFile(FileName, maxSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return l, nil
 	}
@@ -72,10 +133,15 @@ func Open(path string) (*Ledger, error) {
 	}
 	var f fileFormat
 	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("ownership ledger %s is corrupt: %w", path, err)
+		// Never %w the JSON error: it quotes the offending byte.
+		return nil, fmt.Errorf("ownership ledger %s is corrupt (not the JSON this netreconcile writes); move it away after checking that no object it lists is left in the kernel", path)
 	}
 	if f.Version != formatVersion {
 		return nil, fmt.Errorf("ownership ledger %s has version %d; this netreconcile reads %d", path, f.Version, formatVersion)
+	}
+	if cookie != 0 && f.NetnsCookie != 0 && f.NetnsCookie != cookie {
+		l.Discarded = true
+		return l, nil
 	}
 	for _, p := range f.FouPorts {
 		l.Fou[model.FouKey{Port: p.Port, IPv6: p.IPv6}] = true
@@ -87,7 +153,24 @@ func Open(path string) (*Ledger, error) {
 			l.NFTHandles[k] = t.Handle
 		}
 	}
+	for _, n := range f.PendingLinks {
+		l.PendingLinks[n] = true
+	}
 	return l, nil
+}
+
+// Reload reads the file again: another writer may have changed it since
+// Open. The caller holds the namespace's lock.
+func (l *Ledger) Reload() error {
+	if l.dir == nil {
+		return nil
+	}
+	n, err := OpenIn(l.dir, l.cookie)
+	if err != nil {
+		return err
+	}
+	l.Fou, l.NFTables, l.PendingLinks, l.Discarded = n.Fou, n.NFTables, n.PendingLinks, l.Discarded || n.Discarded
+	return nil
 }
 
 // SetFou records a FoU port as ours or not.
@@ -128,13 +211,14 @@ func (l *Ledger) NftTableIsOurs(k model.NftTableKey, handle uint64) bool {
 	return !ok || h == 0 || h == handle
 }
 
-// Save writes the ledger durably. A ledger opened with an empty path is kept
-// in memory only.
+// Save writes the ledger durably (mode 0600: what a host's network holds is
+// no other user's business). A ledger kept in memory or opened ReadOnly is
+// not written.
 func (l *Ledger) Save() error {
-	if l.path == "" {
+	if l.dir == nil || l.ReadOnly {
 		return nil
 	}
-	f := fileFormat{Version: formatVersion, FouPorts: []fouJSON{}}
+	f := fileFormat{Version: formatVersion, NetnsCookie: l.cookie, FouPorts: []fouJSON{}}
 	for k := range l.Fou {
 		f.FouPorts = append(f.FouPorts, fouJSON{k.Port, k.IPv6})
 	}
@@ -152,50 +236,13 @@ func (l *Ledger) Save() error {
 		a, b := f.NFTables[i], f.NFTables[j]
 		return model.NftTableKey{Family: a.Family, Name: a.Name}.Less(model.NftTableKey{Family: b.Family, Name: b.Name})
 	})
+	for n := range l.PendingLinks {
+		f.PendingLinks = append(f.PendingLinks, n)
+	}
+	sort.Strings(f.PendingLinks)
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(l.path, append(data, '\n'), 0o644)
-}
-
-// WriteFileAtomic replaces path with data durably: temporary file in the
-// same directory, fsync, rename, fsync of the directory.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("write %s: sync directory: %w", path, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("write %s: sync directory: %w", path, err)
-	}
-	return nil
+	return l.dir.WriteFile(FileName, append(data, '\n'), 0o600)
 }

@@ -1,10 +1,12 @@
 package ledger
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
 func TestNftTablesRoundTrip(t *testing.T) {
@@ -61,5 +63,47 @@ func TestNftTableHandles(t *testing.T) {
 	l2.SetNftTable(a, false)
 	if _, ok := l2.NFTHandles[a]; ok {
 		t.Errorf("the handle of a forgotten table is kept")
+	}
+}
+
+// The ledger is bound to its namespace's cookie: records made for another
+// cookie are dropped (Discarded), the file is written 0600, and a read-only
+// ledger is never written.
+func TestCookieModeAndReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	sd, err := statedir.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sd.Close()
+	l, err := OpenIn(sd, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := model.NftTableKey{Family: "inet", Name: "t"}
+	l.SetNftTable(k, true)
+	l.PendingLinks["br9"] = true
+	if err := l.Save(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, FileName))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("ledger file: %v, mode %v", err, fi.Mode())
+	}
+	same, err := OpenIn(sd, 7)
+	if err != nil || same.Discarded || !same.NFTables[k] || !same.PendingLinks["br9"] {
+		t.Errorf("same cookie: %v discarded %v tables %v pending %v", err, same.Discarded, same.NFTables, same.PendingLinks)
+	}
+	other, err := OpenIn(sd, 8)
+	if err != nil || !other.Discarded || len(other.NFTables) != 0 {
+		t.Errorf("other cookie: %v discarded %v tables %v", err, other.Discarded, other.NFTables)
+	}
+	other.ReadOnly = true
+	other.SetNftTable(k, false)
+	if err := other.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := OpenIn(sd, 7); !again.NFTables[k] {
+		t.Errorf("a read-only ledger was written")
 	}
 }

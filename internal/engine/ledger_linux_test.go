@@ -1,0 +1,174 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/ledger"
+	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/internal/statedir"
+)
+
+// Issue 12 finding 5, the daemon's side: a ledger save that fails (the state
+// directory remounted read-only) is not dropped. The engine keeps the
+// records, reports them unsaved, and the next pass saves them once it can.
+func TestFailedLedgerSaveIsRetried(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	ns := nettest.NewNetNS(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	nettest.Exec(t, "mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", dir)
+	t.Cleanup(func() { _ = nettest.ExecErr("umount", dir) })
+	sd, err := statedir.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sd.Close()
+	k, err := kernel.Open("/run/netns/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	l, err := ledger.OpenIn(sd, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &engine.Engine{Kernel: k, Ledger: l, State: sd}
+	pass := func(tables ...string) error {
+		t.Helper()
+		src := "version: 1\n"
+		if len(tables) > 0 {
+			src += "nftables:\n"
+		}
+		for _, tb := range tables {
+			src += fmt.Sprintf("  inet %s:\n    chains:\n      c: {rules: [counter]}\n", tb)
+		}
+		cfg, err := desired.Parse([]desired.Source{{Name: "t.yaml", Data: []byte(src)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, _, err := e.PlanDesired(context.Background(), cfg.State, false)
+		if plan == nil {
+			t.Fatal(err)
+		}
+		res, err := e.Apply(context.Background(), plan)
+		if err == nil {
+			err = res.Err()
+		}
+		return err
+	}
+	onDisk := func() map[model.NftTableKey]bool {
+		t.Helper()
+		l, err := ledger.OpenIn(sd, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.NFTables
+	}
+	a, b := model.NftTableKey{Family: "inet", Name: "a"}, model.NftTableKey{Family: "inet", Name: "b"}
+	if err := pass("a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	nettest.Exec(t, "mount", "-o", "remount,ro", dir)
+	if err := pass("a"); err == nil {
+		t.Fatal("a pass deleting b saved its ledger on a read-only file system")
+	}
+	if !e.LedgerUnsaved() || e.Ledger.NFTables[b] || !onDisk()[b] {
+		t.Fatalf("after the failed save: unsaved %v, in memory %v, on disk %v", e.LedgerUnsaved(), e.Ledger.NFTables, onDisk())
+	}
+	// Still read-only: the next pass tries again, and says so.
+	if err := pass("a"); err == nil {
+		t.Fatal("the retry on a read-only file system reported no error")
+	}
+	nettest.Exec(t, "mount", "-o", "remount,rw", dir)
+	if err := pass("a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := onDisk(); e.LedgerUnsaved() || !got[a] || got[b] {
+		t.Errorf("after the retry: unsaved %v, on disk %v", e.LedgerUnsaved(), got)
+	}
+}
+
+// Issue 12 finding 5, "two processes overwrite each other's ledger": a
+// long-lived engine (the service) and a short one (an apply between two of
+// its passes) share a namespace. The service's next pass takes the lock and
+// reads the ledger again, so its save keeps the other's record, and the
+// table the other made stays ours to delete.
+func TestServiceKeepsRecordsOfAnotherWriter(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	ns := nettest.NewNetNS(t)
+	sd, err := statedir.Open(t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sd.Close()
+	open := func() *engine.Engine {
+		k, err := kernel.Open("/run/netns/" + ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { k.Close() })
+		l, err := ledger.OpenIn(sd, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lock := func(ctx context.Context) (func(), error) {
+			return sd.Lock(ctx, "writer.lock", statedir.LockOptions{RecordPID: true})
+		}
+		return &engine.Engine{Kernel: k, Ledger: l, State: sd, Lock: lock}
+	}
+	pass := func(e *engine.Engine, tables ...string) {
+		t.Helper()
+		unlock, err := e.LockPass(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unlock()
+		src := "version: 1\n"
+		if len(tables) > 0 {
+			src += "nftables:\n"
+		}
+		for _, tb := range tables {
+			src += fmt.Sprintf("  inet %s:\n    chains:\n      c: {rules: [counter]}\n", tb)
+		}
+		cfg, err := desired.Parse([]desired.Source{{Name: "t.yaml", Data: []byte(src)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, _, err := e.PlanDesired(context.Background(), cfg.State, false)
+		if plan == nil {
+			t.Fatal(err)
+		}
+		res, err := e.Apply(context.Background(), plan)
+		if err == nil {
+			err = res.Err()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	service := open()
+	pass(service, "svc")
+	cli := open() // an apply between two passes
+	pass(cli, "svc", "cli")
+	pass(service, "svc", "more") // the service's file does not name "cli"
+	l, err := ledger.OpenIn(sd, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.NFTables[model.NftTableKey{Family: "inet", Name: "cli"}] {
+		t.Errorf("the table the other writer made is still recorded after the service deleted it: %v", l.NFTables)
+	}
+	if out := nettest.InNS(t, ns, "nft", "list", "tables"); out != "table inet svc\ntable inet more\n" {
+		t.Errorf("tables after the service's pass (the other writer's table is ours to delete):\n%s", out)
+	}
+}

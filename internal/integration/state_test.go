@@ -1,0 +1,406 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/nettest"
+)
+
+// nsProc starts a process inside the named namespace and returns the
+// /proc/PID/ns/net path of that namespace: a path whose base name ("net")
+// says nothing about which namespace it is.
+func nsProc(t *testing.T, ns string) string {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", ns, "sleep", "3600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	// ip netns exec enters the namespace and execs sleep in the same
+	// process: wait until it did (the link differs from ours).
+	self, _ := os.Readlink("/proc/self/ns/net")
+	p := fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid)
+	for {
+		l, err := os.Readlink(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if l != self {
+			return p
+		}
+		if c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid)); strings.HasPrefix(string(c), "sleep") {
+			return p
+		}
+	}
+}
+
+// Issue 12 finding 3: two namespaces named by /proc/PID/ns/net paths keep
+// separate ledgers; an empty file applied to one leaves the other's foreign
+// table of the same name alone.
+func TestNetnsProcPathsKeepSeparateState(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	nsA, nsB := nettest.NewNetNS(t), nettest.NewNetNS(t)
+	pA, pB := nsProc(t, nsA), nsProc(t, nsB)
+	state, dir := t.TempDir(), t.TempDir()
+	run := func(ns string, args ...string) nettest.Result {
+		return nettest.CLI(t, append(args, "--netns", ns, "--state-dir", state)...)
+	}
+	withTable := nettest.WriteFile(t, dir, "a.yaml", "version: 1\nnftables:\n  inet shared:\n    chains:\n      c: {rules: [counter]}\n")
+	empty := nettest.WriteFile(t, dir, "empty.yaml", "version: 1\n")
+	if r := run(pA, "apply", "-c", withTable); r.Code != 0 {
+		t.Fatalf("apply to A: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	nettest.InNS(t, nsB, "nft", "add", "table", "inet", "shared")
+	nettest.InNS(t, nsB, "nft", "add", "chain", "inet", "shared", "theirs")
+	if r := run(pB, "apply", "-c", empty); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
+		t.Errorf("empty file applied to B: exit %d, want no changes\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out := nettest.InNS(t, nsB, "nft", "list", "table", "inet", "shared"); !strings.Contains(out, "chain theirs") {
+		t.Errorf("B's foreign table was changed:\n%s", out)
+	}
+	// A's own table is still A's to delete.
+	if r := run(pA, "apply", "-c", empty); r.Code != 0 || !strings.Contains(r.Stdout, "- nft table inet shared") {
+		t.Errorf("empty file applied to A: exit %d, want the table deleted\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(state, "netns", "nsfs-*"))
+	if len(dirs) != 2 {
+		t.Errorf("state directories %v, want one per namespace", dirs)
+	}
+}
+
+// A namespace deleted and made again under the same name does not inherit
+// the records of the dead one: the ledger is bound to the netns cookie.
+func TestRecreatedNetnsDropsOldRecords(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", "version: 1\nnftables:\n  inet again:\n    chains:\n      c: {rules: [counter]}\n"))
+	nettest.Exec(t, "ip", "netns", "del", e.ns)
+	nettest.Exec(t, "ip", "netns", "add", e.ns)
+	nettest.InNS(t, e.ns, "nft", "add", "table", "inet", "again")
+	nettest.InNS(t, e.ns, "nft", "add", "chain", "inet", "again", "theirs")
+	r := e.cli("apply", "-c", e.file("b.yaml", "version: 1\n"))
+	if r.Code != 0 || !strings.Contains(r.Stdout, "No changes") || !strings.Contains(r.Stderr, "earlier namespace") {
+		t.Errorf("apply in the new namespace: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out := nettest.InNS(t, e.ns, "nft", "list", "table", "inet", "again"); !strings.Contains(out, "chain theirs") {
+		t.Errorf("the new namespace's foreign table was changed:\n%s", out)
+	}
+}
+
+// asNobody runs a shell command as the unprivileged user nobody.
+func asNobody(t *testing.T, script string) {
+	t.Helper()
+	out, err := exec.Command("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("as nobody: %s: %v\n%s", script, err, out)
+	}
+}
+
+// Issue 12 finding 4: a state directory owned by an unprivileged user, who
+// plants symlinks to a root-owned file at every name root opens there.
+// Root's apply and ipam refuse the directory, and, once it is root's (the
+// links left in place), open nothing through a link: the file is unchanged.
+func TestStateDirSymlinksNotFollowed(t *testing.T) {
+	nettest.RequireTool(t, "setpriv")
+	e := newEnv(t)
+	base := t.TempDir()
+	for _, d := range []string{base, filepath.Dir(base)} { // nobody must reach it
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	victim := filepath.Join(base, "victim")
+	const precious = "precious root-owned content\n"
+	if err := os.WriteFile(victim, []byte(precious), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.state = filepath.Join(base, "state")
+	if err := os.Mkdir(e.state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(e.state, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	nsd := filepath.Join(e.state, "netns", e.ns)
+	asNobody(t, fmt.Sprintf(`set -e
+mkdir -p %[1]s/ipam %[2]s/ipam
+for d in %[1]s %[2]s; do
+  ln -s %[3]s $d/ledger.json; ln -s %[3]s $d/.ledger.json.tmp; ln -s %[3]s $d/writer.lock
+  ln -s %[3]s $d/ipam/pods.registry.tmp; ln -s %[3]s $d/ipam/pods.lock; ln -s %[3]s $d/ipam/pods.registry
+done`, e.state, nsd, victim))
+	f := e.file("ipam.yaml", ipamFile)
+	check := func(step string, r nettest.Result, want string) {
+		t.Helper()
+		if r.Code == 0 || !strings.Contains(r.Stderr, want) {
+			t.Errorf("%s: exit %d, want a failure saying %q\n%s%s", step, r.Code, want, r.Stdout, r.Stderr)
+		}
+		if data, _ := os.ReadFile(victim); string(data) != precious {
+			t.Fatalf("%s: root wrote through a planted symlink: the victim now holds %q", step, data)
+		}
+	}
+	check("apply in nobody's directory", e.cli("apply", "-c", f), "is owned by uid 65534, not by root or by the caller")
+	check("ipam in nobody's directory", e.cli("ipam", "allocate", "--owner", "pid:1", "-c", f), "insecure state directory")
+
+	// The directory becomes root's with the links left in it.
+	nettest.Exec(t, "chown", "-hR", "root:root", e.state)
+	check("apply with a planted ledger", e.cli("apply", "-c", f), "symlink, which is not followed")
+	check("ipam with a planted lock", e.cli("ipam", "allocate", "--owner", "pid:1", "-c", f), "symlink, which is not followed")
+	for _, n := range []string{"ledger.json", "writer.lock", "ipam/pods.lock", "ipam/pods.registry"} {
+		if err := os.Remove(filepath.Join(nsd, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The fixed-name temporary files of old are not used: the links stay
+	// and are never followed.
+	e.apply(f)
+	e.ipam("allocate", "--owner", "pid:1", "-c", f)
+	if data, _ := os.ReadFile(victim); string(data) != precious {
+		t.Fatalf("root wrote through a planted symlink: the victim now holds %q", data)
+	}
+}
+
+// A state directory writable by others, or with a parent that is (without
+// the sticky bit), is refused before anything is read or written.
+func TestStateDirWritableByOthersRefused(t *testing.T) {
+	e := newEnv(t)
+	base := t.TempDir()
+	e.state = filepath.Join(base, "state")
+	if err := os.Mkdir(e.state, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(e.state, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	f := e.file("a.yaml", "version: 1\n")
+	if r := e.cli("apply", "-c", f); r.Code != 1 || !strings.Contains(r.Stderr, "writable by group or others (mode 0777)") {
+		t.Errorf("apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if err := os.Chmod(e.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(base, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.cli("apply", "-c", f); r.Code != 1 || !strings.Contains(r.Stderr, base+" is writable by group or others") {
+		t.Errorf("apply under a parent writable by all: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if err := syscall.Chmod(base, 0o1777); err != nil { // as /tmp: others cannot move our entry
+		t.Fatal(err)
+	}
+	e.apply(f)
+}
+
+// Issue 12 finding 14: diff, show and ipam list write nothing, not even the
+// ledger when a recorded table vanished; the ledger a writer makes is 0600.
+func TestReadOnlyCommandsWriteNothing(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	e := newEnv(t)
+	f := e.file("a.yaml", "version: 1\nnftables:\n  inet ro:\n    chains:\n      c: {rules: [counter]}\n")
+	e.apply(f)
+	ledger := filepath.Join(e.state, "netns", e.ns, "ledger.json")
+	before, err := os.Stat(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Mode().Perm() != 0o600 {
+		t.Errorf("ledger mode %v, want 0600", before.Mode().Perm())
+	}
+	nettest.InNS(t, e.ns, "nft", "delete", "table", "inet", "ro")
+	e.cli("diff", "-c", e.file("b.yaml", "version: 1\n"))
+	e.cli("show", "-c", f)
+	after, err := os.Stat(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st0, st1 := before.Sys().(*syscall.Stat_t), after.Sys().(*syscall.Stat_t)
+	if st0.Ino != st1.Ino || !before.ModTime().Equal(after.ModTime()) {
+		t.Errorf("a read-only command rewrote the ledger")
+	}
+	// On a host with no state at all, diff creates none.
+	e.state = filepath.Join(t.TempDir(), "none")
+	if r := e.cli("diff", "-c", e.file("p.yaml", ipamFile)); r.Code != 2 {
+		t.Errorf("diff without state: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if _, err := os.Stat(e.state); !os.IsNotExist(err) {
+		t.Errorf("diff made the state directory: %v", err)
+	}
+}
+
+// Issue 12 finding 14: a ledger symlinked elsewhere, or holding any other
+// content, is refused with a message quoting none of that content.
+func TestLedgerContentNeverQuoted(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("a.yaml", "version: 1\n")
+	e.apply(f)
+	ledger := filepath.Join(e.state, "netns", e.ns, "ledger.json")
+	secret := "Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5PQ="
+	if err := os.MkdirAll(filepath.Dir(ledger), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ledger, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	quotes := func(r nettest.Result) {
+		t.Helper()
+		for _, c := range []string{"'Z'", "\"Z\"", secret[:4]} {
+			if strings.Contains(r.Stderr, c) {
+				t.Errorf("the error quotes the file's content (%s):\n%s", c, r.Stderr)
+			}
+		}
+	}
+	r := e.cli("apply", "-c", f)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "is corrupt") {
+		t.Errorf("corrupt ledger: exit %d\n%s", r.Code, r.Stderr)
+	}
+	quotes(r)
+	// The same content reached through a symlink is not even read.
+	other := filepath.Join(t.TempDir(), "key")
+	if err := os.Rename(ledger, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, ledger); err != nil {
+		t.Fatal(err)
+	}
+	r = e.cli("apply", "-c", f)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "symlink, which is not followed") {
+		t.Errorf("symlinked ledger: exit %d\n%s", r.Code, r.Stderr)
+	}
+	quotes(r)
+}
+
+// Issue 10, "two writers at once": two applies of different files on one
+// namespace at once do not interleave. Each either applies its whole file
+// (waiting for the other's lock) or fails naming the lock; the end state is
+// exactly one file's.
+func TestConcurrentAppliesDoNotInterleave(t *testing.T) {
+	e := newEnv(t)
+	var files [2]string
+	for i := range files {
+		var b strings.Builder
+		b.WriteString("version: 1\nlinks:\n  lo: {kind: device, state: up}\nroutes:\n")
+		for j := 0; j < 300; j++ {
+			fmt.Fprintf(&b, "  - {to: 10.%d.%d.%d/32, dev: lo, table: 100}\n", 50+i, j/250, j%250)
+		}
+		files[i] = e.file(fmt.Sprintf("w%d.yaml", i), b.String())
+	}
+	for round := 0; round < 5; round++ {
+		var wg sync.WaitGroup
+		var res [2]nettest.Result
+		for i := range files {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res[i] = e.cli("apply", "-c", files[i])
+			}()
+		}
+		wg.Wait()
+		for i, r := range res {
+			if r.Code != 0 && !strings.Contains(r.Stderr, "lock") {
+				t.Errorf("round %d apply %d: exit %d without naming the lock\n%s%s", round, i, r.Code, r.Stdout, r.Stderr)
+			}
+		}
+		// Whoever ran last left its whole file and nothing of the other.
+		got := e.ip("-4", "route", "show", "table", "100")
+		n50, n51 := strings.Count(got, "10.50."), strings.Count(got, "10.51.")
+		if (n50 != 300 || n51 != 0) && (n50 != 0 || n51 != 300) {
+			t.Fatalf("round %d: the end state mixes both files: %d routes of one, %d of the other", round, n50, n51)
+		}
+		for i := range files {
+			if r := e.cli("diff", "-c", files[i]); r.Code == 1 {
+				t.Errorf("diff %d: %s", i, r.Stderr)
+			}
+		}
+	}
+}
+
+// The second writer says whom it waits for, and gives up after
+// --lock-timeout with a clear error.
+func TestWriterLockWaitsAndTimesOut(t *testing.T) {
+	nettest.RequireTool(t, "flock")
+	e := newEnv(t)
+	f := e.file("a.yaml", "version: 1\n")
+	e.apply(f)
+	lock := filepath.Join(e.state, "netns", e.ns, "writer.lock")
+	// flock(1) holds the lock as another writer would.
+	holder := exec.Command("flock", lock, "sleep", "3600")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+	for {
+		// Wait until flock holds it: a non-blocking attempt fails.
+		if err := exec.Command("flock", "-n", lock, "true").Run(); err != nil {
+			break
+		}
+	}
+	r := e.cli("apply", "-c", f, "--lock-timeout", "300ms")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "waiting up to 300ms for the lock") ||
+		!strings.Contains(r.Stderr, "kept this namespace's lock for --lock-timeout 300ms") {
+		t.Errorf("apply while locked: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := e.cli("ipam", "allocate", "--owner", "pid:1", "-c", e.file("p.yaml", ipamFile), "--lock-timeout", "300ms"); r.Code != 1 || !strings.Contains(r.Stderr, "lock") {
+		t.Errorf("ipam allocate while locked: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	// diff takes no lock.
+	if r := e.cli("diff", "-c", f); r.Code != 0 {
+		t.Errorf("diff while locked: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// Issue 12 finding 7: a deleted IPAM registry does not reset its pool while
+// the kernel shows what the pool handed out. apply and diff refuse, naming
+// the traces, and change nothing; a restored file, or the traces removed by
+// hand, lets apply go on.
+func TestDeletedRegistryRefused(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("ipam.yaml", ipamFile)
+	e.apply(f)
+	reg := filepath.Join(e.state, "netns", e.ns, "ipam", "pods.registry")
+	saved, err := os.ReadFile(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := e.table119() + e.ip("-br", "addr", "show", "kube0")
+	if err := os.Remove(reg); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"apply", "diff"} {
+		r := e.cli(cmd, "-c", f)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "pool pods: its registry "+reg+" is missing, but the kernel holds what it handed out (route 10.2.0.0/31 table 119") ||
+			!strings.Contains(r.Stderr, "address 10.2.0.0/32 on kube0") {
+			t.Errorf("%s without the registry: exit %d\n%s%s", cmd, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	if after := e.table119() + e.ip("-br", "addr", "show", "kube0"); after != before {
+		t.Errorf("the kernel changed:\n%s\nwas\n%s", after, before)
+	}
+	if _, err := os.Stat(reg); !os.IsNotExist(err) {
+		t.Errorf("a registry was written: %v", err)
+	}
+	// The operator restores the file.
+	if err := os.WriteFile(reg, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.noChanges(f)
+	// Or removes the traces: the pool then starts empty.
+	if err := os.Remove(reg); err != nil {
+		t.Fatal(err)
+	}
+	e.ip("link", "del", "kube0")
+	e.ip("-4", "route", "flush", "table", "119")
+	e.ip("-6", "route", "flush", "table", "119")
+	e.apply(f)
+	if got := e.ip("-br", "-4", "addr", "show", "kube0"); !strings.Contains(got, "10.2.0.0/32") {
+		t.Errorf("kube0 after a fresh start: %q", got)
+	}
+}

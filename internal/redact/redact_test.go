@@ -1,0 +1,62 @@
+package redact
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+	"testing"
+)
+
+func TestString(t *testing.T) {
+	const key = "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg="
+	hx := "c4d2010391ae8520679e286d4a1d8dde5bd7b438408cb34b41140799a9f0d3c2"
+	for _, tt := range []struct{ in, want string }{
+		{`listen-port: expected a UDP port, found "` + key + `"`, `listen-port: expected a UDP port, found "` + Placeholder + `"`},
+		{"key file /etc/netreconcile/" + key + " does not exist", "key file " + Placeholder + " does not exist"}, // the path goes with it
+		{"key file /etc/" + key + "  does not exist", "key file " + Placeholder + "  does not exist"},
+		{"unpadded " + strings.TrimSuffix(key, "=") + ".", "unpadded " + Placeholder + "."},
+		{"cut short " + key[4:] + " x", "cut short " + Placeholder + " x"},
+		{"hex " + hx, "hex " + Placeholder},
+		{"`" + key + "` into int", "`" + Placeholder + "` into int"},
+		// Not keys: paths, words, names.
+		{"/tmp/TestConcurrentAppliesDoNotInterleave2787830375/002/w1.yaml:3:4: x", ""},
+		{"/var/lib/netreconcile/netns/nsfs-4-4026532658/ledger.json", ""},
+		{"first at /tmp/TestLoadReadsDropInsInNameOrder3634083712/001/conf.d/10-a.yaml:2:8", ""},
+		{"/tmp/TestWireGuardConfigErrors2786990751/001/open.key is readable", ""},
+		{"/tmp/TestIPAMValidationErrors2845671234/002/bad.yaml:4:28: pools", ""},
+		{"links.wg0.wireguard.peers[0].public-key: missing", ""},
+		{"checksum crc32c=987ae7f9", ""},
+	} {
+		want := tt.want
+		if want == "" {
+			want = tt.in
+		}
+		if got := String(tt.in); got != want {
+			t.Errorf("String(%q)\n got %q\nwant %q", tt.in, got, want)
+		}
+	}
+}
+
+// Random keys, in every form wg(8) and a typing accident give them, are
+// hidden wherever they sit in a message.
+func TestStringRandomKeys(t *testing.T) {
+	for i := 0; i < 2000; i++ {
+		var b [32]byte
+		_, _ = rand.Read(b[:])
+		std := base64.StdEncoding.EncodeToString(b[:])
+		raw := strings.TrimSuffix(std, "=")
+		for _, k := range []string{std, std + " ", raw, hex.EncodeToString(b[:]), base64.URLEncoding.EncodeToString(b[:])} {
+			for _, ctx := range []string{"%s", `found "%s"`, "/etc/netreconcile/%s: no such file", "x%sy", "'%s'"} {
+				if k == raw && strings.Contains(ctx, "/") && strings.Contains(raw, "/") {
+					continue // an unpadded key with a slash, in a path: see keyLike
+				}
+				msg := strings.Replace(ctx, "%s", k, 1)
+				got := String(msg)
+				if strings.Contains(got, strings.TrimSpace(k)[8:24]) {
+					t.Fatalf("key shown: %q -> %q", msg, got)
+				}
+			}
+		}
+	}
+}

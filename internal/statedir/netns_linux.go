@@ -1,0 +1,128 @@
+package statedir
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"unsafe"
+
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// soNetnsCookie is SO_NETNS_COOKIE (Linux 5.14, asm-generic value, which
+// x86 and arm64 use); golang.org/x/sys does not name it yet.
+const soNetnsCookie = 71
+
+// Netns identifies the network namespace a run works on.
+type Netns struct {
+	// Key is the namespace's subdirectory of the state directory: "" for
+	// the caller's own namespace (the state directory itself), netns/NAME
+	// for a namespace ip-netns(8) names (/run/netns/NAME, or NAME), and
+	// netns/nsfs-DEV-INO for any other path such as /proc/PID/ns/net: the
+	// base name of such a path ("net") says nothing about which namespace
+	// it is.
+	Key string
+	// Dev and Ino are the namespace's nsfs identity, from fstat of the
+	// opened namespace: unique among living namespaces.
+	Dev, Ino uint64
+	// Cookie is the kernel's netns cookie: never reused while the system
+	// runs, unlike an nsfs inode. The ledger is bound to it, so that a
+	// namespace deleted and made again under the same name (or an inode
+	// number reused) does not inherit the records of the dead one.
+	Cookie uint64
+}
+
+// IdentifyNetns opens the namespace at path ("" for the caller's own) and
+// returns its identity.
+func IdentifyNetns(path string) (Netns, error) {
+	var id Netns
+	open := path
+	if path == "" {
+		open = "/proc/thread-self/ns/net"
+	} else if !strings.ContainsRune(path, '/') {
+		open = filepath.Join("/run/netns", path)
+	}
+	h, err := netns.GetFromPath(open)
+	if err != nil {
+		return id, fmt.Errorf("open network namespace %s: %w", open, err)
+	}
+	defer h.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(h), &st); err != nil {
+		return id, fmt.Errorf("network namespace %s: %w", open, err)
+	}
+	id.Dev, id.Ino = st.Dev, st.Ino
+	own := netns.None()
+	if path != "" {
+		own = h
+	}
+	if id.Cookie, err = cookie(own); err != nil {
+		return id, fmt.Errorf("network namespace %s: %w", open, err)
+	}
+	switch {
+	case path == "":
+	case filepath.Dir(filepath.Clean(open)) == "/run/netns":
+		id.Key = "netns/" + filepath.Base(open)
+	default:
+		id.Key = fmt.Sprintf("netns/nsfs-%d-%d", id.Dev, id.Ino)
+	}
+	return id, nil
+}
+
+// cookie reads the namespace's cookie from a socket made inside it; a
+// closed handle means the caller's own namespace, entered without setns
+// (which needs CAP_SYS_ADMIN, which the packaged service does not have).
+func cookie(h netns.NsHandle) (uint64, error) {
+	if !h.IsOpen() {
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return 0, fmt.Errorf("socket: %w", err)
+		}
+		defer unix.Close(fd)
+		return sockCookie(fd)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return 0, err
+	}
+	defer orig.Close()
+	if err := netns.Set(h); err != nil {
+		return 0, fmt.Errorf("enter: %w", err)
+	}
+	fd, serr := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err := netns.Set(orig); err != nil {
+		// A thread stuck in the wrong namespace must not be reused:
+		// leaving it locked makes the runtime discard it.
+		runtime.LockOSThread()
+		if serr == nil {
+			unix.Close(fd)
+		}
+		return 0, fmt.Errorf("leave: %w", err)
+	}
+	if serr != nil {
+		return 0, fmt.Errorf("socket: %w", serr)
+	}
+	defer unix.Close(fd)
+	return sockCookie(fd)
+}
+
+func sockCookie(fd int) (uint64, error) {
+	var v uint64
+	l := uint32(unsafe.Sizeof(v))
+	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, soNetnsCookie,
+		uintptr(unsafe.Pointer(&v)), uintptr(unsafe.Pointer(&l)), 0)
+	if errno == unix.ENOPROTOOPT {
+		// Before Linux 5.14: no cookie. The ledger is then not bound to
+		// one (0), and a namespace made again under a recorded name relies
+		// on the records of vanished objects being forgotten.
+		return 0, nil
+	}
+	if errno != 0 {
+		return 0, fmt.Errorf("SO_NETNS_COOKIE: %w", errno)
+	}
+	return v, nil
+}

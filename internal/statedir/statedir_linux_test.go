@@ -1,0 +1,72 @@
+package statedir
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The caller's own namespace is identified without setns: the packaged
+// service has CAP_NET_ADMIN but not CAP_SYS_ADMIN. Run here as an
+// unprivileged user (when root), which has neither.
+func TestIdentifyOwnNetnsUnprivileged(t *testing.T) {
+	id, err := IdentifyNetns("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.Key != "" || id.Cookie == 0 || id.Ino == 0 {
+		t.Errorf("own namespace: %+v", id)
+	}
+	if os.Geteuid() != 0 || os.Getenv("STATEDIR_CHILD") != "" {
+		return
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", bin, "-test.run=^TestIdentifyOwnNetnsUnprivileged$", "-test.v")
+	cmd.Env = append(os.Environ(), "STATEDIR_CHILD=1")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
+		t.Errorf("as nobody: %v\n%s", err, out)
+	}
+}
+
+// Files are never opened through a symlink, and temporary files never
+// reuse a planted name.
+func TestNoFollow(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"f", "l"} {
+		if err := os.Symlink(victim, filepath.Join(dir, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.ReadFile("f", 100); err == nil || !strings.Contains(err.Error(), "symlink, which is not followed") {
+		t.Errorf("read through a symlink: %v", err)
+	}
+	if _, err := d.Lock(t.Context(), "l", LockOptions{RecordPID: true}); err == nil {
+		t.Errorf("lock through a symlink succeeded")
+	}
+	if err := d.WriteFile("f", []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "keep" {
+		t.Errorf("the symlink's target was written: %q", data)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "f")); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Errorf("f after WriteFile: %v %v", fi, err)
+	}
+	if _, err := d.Sub("l", false); err == nil {
+		t.Errorf("a symlink opened as a subdirectory")
+	}
+}
