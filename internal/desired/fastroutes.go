@@ -35,7 +35,9 @@ func scanRoutes(file string, data []byte) (fr fastRoutes, ok bool) {
 	// (quotes, block scalars, unclosed flow collections): the routes line
 	// must be a key of the top-level mapping.
 	for _, line := range bytes.Split(data[:start], []byte{'\n'}) {
-		if !singleLine(line) {
+		// A document marker before the block would make the block part
+		// of another document than the lines before it.
+		if !singleLine(line) || bytes.HasPrefix(line, []byte("---")) || bytes.HasPrefix(line, []byte("...")) {
 			return fr, false
 		}
 	}
@@ -295,7 +297,7 @@ var fastPath = true
 // decodeFile decodes one file, with the fast paths (routes block, long flow
 // sequences in fastflow.go) when they apply.
 func decodeFile(src Source, errs *errList) *fileConf {
-	if fastPath {
+	if fastPath && !hasOtherBreaks(src.Data) {
 		data := src.Data
 		fr, routesOK := scanRoutes(src.Name, data)
 		if routesOK {

@@ -52,6 +52,7 @@ type posText struct {
 }
 
 func (t *posText) decodeNode(d *decoder, n *yaml.Node, path string) {
+	t.Pos = d.pos(n)
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
 		d.fail(n, path, "expected a string, found %s", kindWord(n))
 		return

@@ -323,11 +323,10 @@ func (b *builder) poolAddress(link, path string, ac *addressConf) {
 		}
 		length(f.key, f.n, f.v6, f.dst)
 	}
-	for _, o := range b.st.PoolAddresses {
-		if o.Link == link && o.Pool == ac.Pool {
-			b.errs.add(ac.at("pool"), path+".pool", "link %s already takes an address from pool %s (at %s); a link takes one address per pool", link, ac.Pool, o.Origin)
-			return
-		}
+	if prev, dup := b.poolAddrAt[[2]string{link, ac.Pool}]; dup {
+		b.errs.add(ac.at("pool"), path+".pool", "link %s already takes an address from pool %s (at %s); a link takes one address per pool", link, ac.Pool, prev)
+		return
 	}
+	b.poolAddrAt[[2]string{link, ac.Pool}] = pa.Origin
 	b.st.PoolAddresses = append(b.st.PoolAddresses, pa)
 }
