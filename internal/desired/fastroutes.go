@@ -314,7 +314,7 @@ func decodeFile(src Source, errs *errList) *fileConf {
 			// messages are the reference.
 			if fc != nil && len(local.errs) == 0 && !(routesOK && fc.has("routes")) {
 				if routesOK {
-					if fc.Pos.Line == 0 || fc.Pos.Line > fr.line {
+					if len(fc.Keys) == 0 || fc.Pos.Line > fr.line {
 						// The blanked key was the mapping's first.
 						fc.Pos = Pos{src.Name, fr.line, 1}
 					}
