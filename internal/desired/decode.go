@@ -259,6 +259,9 @@ func (d *decoder) placeMeta(n *yaml.Node, v reflect.Value) *Meta {
 
 // itemWord says what a list item of type t is expected to be.
 func itemWord(t reflect.Type) string {
+	if reflect.PointerTo(t).Implements(scalarType) {
+		return "a value"
+	}
 	if t.Kind() == reflect.Struct {
 		if _, ok := reflect.New(t).Interface().(nodeDecoder); ok {
 			return "a value or a mapping"
