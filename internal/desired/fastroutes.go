@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"reflect"
 	"strconv"
+
+	"gopkg.in/yaml.v3"
 )
 
 // A file of 100k routes spends most of its load time building and walking
@@ -76,15 +78,19 @@ func scanRoutes(file string, data []byte) (fr fastRoutes, ok bool) {
 		lineNo++
 		rc, ok := fastRoute(file, lineNo, line, n, names)
 		if !ok {
-			return fr, false
+			return scanBlockRoutes(file, data, start, blockStart, routesLine)
 		}
 		fr.routes = append(fr.routes, rc)
 		i = end + 1
 	}
 	if len(fr.routes) == 0 {
-		return fr, false
+		return scanBlockRoutes(file, data, start, blockStart, routesLine)
 	}
-	blockEnd := min(i, len(data))
+	return fr.finish(file, data, start, blockStart, min(i, len(data)), indent, routesLine)
+}
+
+// finish checks what follows the block and blanks the block's lines.
+func (fr fastRoutes) finish(file string, data []byte, start, blockStart, blockEnd, indent, routesLine int) (fastRoutes, bool) {
 	// What follows must start a top-level key (or end the file), after
 	// blank lines only.
 	for j := blockEnd; j < len(data); {
@@ -111,6 +117,110 @@ func scanRoutes(file string, data []byte) (fr fastRoutes, ok bool) {
 	fr.data = append(fr.data, bytes.Repeat([]byte{'\n'}, nl)...)
 	fr.data = append(fr.data, data[blockEnd:]...)
 	return fr, true
+}
+
+// blockChunk is how many block-style routes are parsed at once: yaml.v3
+// builds about seven nodes per route, and parsing the block in chunks frees
+// them chunk by chunk instead of holding the whole file's tree.
+const blockChunk = 1000
+
+// scanBlockRoutes takes a routes block written in block style ("- to: …"
+// then "dev: …" on the lines below). The block is parsed by yaml.v3 in
+// chunks of whole items, each item decoded by the general decoder, so the
+// nodes are those yaml.v3 builds for the whole file: the block may hold
+// only what cannot reach across items or depend on the rest of the file
+// (no anchor, alias, tag, quote, block scalar, flow collection, comment or
+// tab), every item starts at one indentation, and no line is indented less.
+// Any error declines, and the general decoder reports it.
+func scanBlockRoutes(file string, data []byte, start, blockStart, routesLine int) (fr fastRoutes, ok bool) {
+	var items []int // offsets of the items' first lines
+	var itemLines []int
+	indent, lineNo, i := -1, routesLine, blockStart
+	for i < len(data) {
+		end := bytes.IndexByte(data[i:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += i
+		}
+		line := data[i:end]
+		if len(line) > 0 && line[0] != ' ' {
+			break
+		}
+		lineNo++
+		n := 0
+		for n < len(line) && line[n] == ' ' {
+			n++
+		}
+		if n < len(line) {
+			for _, c := range line[n:] {
+				switch c {
+				case '"', '\'', '|', '>', '\t', '\r', '&', '*', '!', '%', '@', '`', '?', '#', '{', '}', '[', ']':
+					return fr, false
+				}
+			}
+			switch {
+			case indent < 0 && line[n] != '-':
+				return fr, false
+			case indent < 0:
+				indent = n
+			case n < indent:
+				return fr, false
+			}
+			if n == indent {
+				if line[n] != '-' || n+1 < len(line) && line[n+1] != ' ' {
+					return fr, false
+				}
+				items = append(items, i)
+				itemLines = append(itemLines, lineNo)
+			}
+		}
+		i = end + 1
+	}
+	if len(items) == 0 {
+		return fr, false
+	}
+	blockEnd := min(i, len(data))
+	local := &errList{}
+	d := &decoder{file: file, errs: local}
+	fr.routes = make([]*routeConf, 0, len(items))
+	for c := 0; c < len(items); c += blockChunk {
+		last := min(c+blockChunk, len(items))
+		to := blockEnd
+		if last < len(items) {
+			to = items[last]
+		}
+		var doc yaml.Node
+		if err := yaml.Unmarshal(data[items[c]:to], &doc); err != nil || len(doc.Content) != 1 {
+			return fr, false
+		}
+		seq := doc.Content[0]
+		if seq.Kind != yaml.SequenceNode || len(seq.Content) != last-c {
+			return fr, false
+		}
+		shiftLines(seq, itemLines[c]-1)
+		for k, item := range seq.Content {
+			if item.Kind == yaml.ScalarNode && item.Tag == "!!null" {
+				return fr, false
+			}
+			var rc *routeConf
+			d.decode(item, "routes["+strconv.Itoa(c+k)+"]", reflect.ValueOf(&rc).Elem())
+			if len(local.errs) != 0 {
+				return fr, false
+			}
+			fr.routes = append(fr.routes, rc)
+		}
+	}
+	// The sequence is where its first item is, after any blank lines.
+	return fr.finish(file, data, start, items[0], blockEnd, indent, routesLine)
+}
+
+// shiftLines moves a parsed chunk's nodes to their lines in the file.
+func shiftLines(n *yaml.Node, by int) {
+	n.Line += by
+	for _, c := range n.Content {
+		shiftLines(c, by)
+	}
 }
 
 // findRoutesLine returns the offset of a line "routes:" at column 0, or -1.

@@ -288,9 +288,27 @@ func (g *gen) mapping(w *strings.Builder, t reflect.Type, indent, depth int) {
 			w.WriteString("routes:" + g.trail() + g.nl)
 			for i := range 1 + g.pick(8) {
 				w.WriteString(g.commentLine(2))
-				w.WriteString(strings.Repeat(" ", 2+g.pick(2)*g.pick(3)) + "- {to: 10." + strconv.Itoa(g.pick(256)) + ".0.0/16")
+				ind := 2 + g.pick(2)*g.pick(3)
+				fields := []string{"to: 10." + strconv.Itoa(g.pick(256)) + ".0.0/16"}
 				for range g.pick(4) {
-					f := []string{"dev: eth0", "via: 10.0.0.1", "table: 100", "metric: 0x10", "onlink: true", "dev: null", "type: blackhole", "to: default", "src: fd00::1", "scope: link", "tos: 300", "mtu: 1400", "dve: x", "family: ipv4"}[g.pick(14)]
+					fields = append(fields, []string{"dev: eth0", "via: 10.0.0.1", "table: 100", "metric: 0x10", "onlink: true", "dev: null", "type: blackhole", "to: default", "src: fd00::1", "scope: link", "tos: 300", "mtu: 1400", "dve: x", "family: ipv4", "dev:", "metric: 1 2"}[g.pick(16)])
+				}
+				if g.pick(2) == 0 {
+					// Block style: "- key: value" then the keys below.
+					w.WriteString(strings.Repeat(" ", ind) + "-")
+					for j, f := range fields {
+						if j > 0 || g.chance(8) {
+							w.WriteString(g.nl + g.commentLine(ind+2) + strings.Repeat(" ", ind+2+g.pick(2)*g.pick(2)))
+						} else {
+							w.WriteString(" ")
+						}
+						w.WriteString(f + g.trail())
+					}
+					w.WriteString(g.nl)
+					continue
+				}
+				w.WriteString(strings.Repeat(" ", ind) + "- {" + fields[0])
+				for _, f := range fields[1:] {
 					w.WriteString([]string{", ", ",", " ,  "}[g.pick(3)] + f)
 				}
 				w.WriteString("}" + g.trail() + g.nl)
