@@ -36,10 +36,23 @@ func scanRoutes(file string, data []byte) (fr fastRoutes, ok bool) {
 	// Nothing before the block may open a construct that spans lines
 	// (quotes, block scalars, unclosed flow collections): the routes line
 	// must be a key of the top-level mapping.
+	seenKey := false
 	for _, line := range bytes.Split(data[:start], []byte{'\n'}) {
-		// A document marker before the block would make the block part
-		// of another document than the lines before it.
-		if !singleLine(line) || bytes.HasPrefix(line, []byte("---")) || bytes.HasPrefix(line, []byte("...")) {
+		if !singleLine(line) {
+			return fr, false
+		}
+		switch {
+		case len(bytes.Trim(line, " ")) == 0 || bytes.TrimLeft(line, " ")[0] == '#':
+		case line[0] != ' ':
+			// At column 0 only keys of the top-level block mapping: not a
+			// document marker (the block would be in another document),
+			// not a flow collection or a scalar (the document would not
+			// be a block mapping).
+			if !topKey(line) {
+				return fr, false
+			}
+			seenKey = true
+		case !seenKey:
 			return fr, false
 		}
 	}
@@ -221,6 +234,16 @@ func shiftLines(n *yaml.Node, by int) {
 	for _, c := range n.Content {
 		shiftLines(c, by)
 	}
+}
+
+// topKey reports whether a line starts with a plain key and ": " (or ends
+// after the colon).
+func topKey(line []byte) bool {
+	i := 0
+	for i < len(line) && (alnum(line[i]) || line[i] == '-' && i > 0 || line[i] == '_' || line[i] == '.' && i > 0) {
+		i++
+	}
+	return i > 0 && i < len(line) && line[i] == ':' && (i+1 == len(line) || line[i+1] == ' ')
 }
 
 // findRoutesLine returns the offset of a line "routes:" at column 0, or -1.
