@@ -35,16 +35,16 @@ func TestFastRoutesMatchesDecoder(t *testing.T) {
 		// Block style.
 		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n  - to: 10.1.0.0/24\n    via: 10.0.0.1\n    table: 100\n",
 		head + "routes:\n\n  -   to: 10.0.0.0/24\n      dev: eth0\n\n  -\n    to: 10.1.0.0/24\n    dev: eth0\nrules: []\n",
-		head + "routes:\n- to: 10.0.0.0/24\n  dev: eth0\n",                                 // items at the key's indentation
-		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n    dev: eth0\n",               // key twice
-		head + "routes:\n  - to: 10.0.0.0/24\n    dve: eth0\n",                             // unknown key
-		head + "routes:\n  - to: 10.0.0.0/24\n   dev: eth0\n",                              // indentation
-		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n  -\n",                        // null item
-		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n  - 5\n",                      // not a mapping
-		head + "routes:\n  - to: 10.0.0.0/24\n    dev:\n      - eth0\n",                   // a list for a string
-		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n   # note\n",                  // comment
-		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n    metric: 1\n      2\n",    // continued scalar
-		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n  - - x\n",                    // nested list
+		head + "routes:\n- to: 10.0.0.0/24\n  dev: eth0\n",                             // items at the key's indentation
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n    dev: eth0\n",          // key twice
+		head + "routes:\n  - to: 10.0.0.0/24\n    dve: eth0\n",                         // unknown key
+		head + "routes:\n  - to: 10.0.0.0/24\n   dev: eth0\n",                          // indentation
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n  -\n",                    // null item
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n  - 5\n",                  // not a mapping
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev:\n      - eth0\n",                // a list for a string
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n   # note\n",              // comment
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n    metric: 1\n      2\n", // continued scalar
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n  - - x\n",                // nested list
 		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n  -x: 1\n",
 		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n...\n",
 		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n...\nx: 1\n",
