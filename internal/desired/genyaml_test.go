@@ -218,7 +218,7 @@ func (g *gen) value(t reflect.Type, indent, depth int, flow bool) (inline string
 				parts = append(parts, k+": "+v)
 			}
 		}
-		sep := []string{", ", ",", " , ", "," + g.nl + strings.Repeat(" ", indent+2)}[g.pick(4)]
+		sep := []string{", ", ",", " , ", "," + g.nl + strings.Repeat(" ", indent+2), ", # in a flow" + g.nl + strings.Repeat(" ", indent+2)}[g.pick(5)]
 		open, close := "{", "}"
 		if t.Kind() == reflect.Slice {
 			open, close = "[", "]"
