@@ -559,8 +559,8 @@ func hashSources(srcs []desired.Source) [sha256.Size]byte {
 func firstConfigError(err error) string {
 	var es desired.Errors
 	if errors.As(err, &es) && len(es) > 0 {
-		if len(es) > 1 {
-			return fmt.Sprintf("%s (and %d more)", es[0].Error(), len(es)-1)
+		if n := desired.ErrorCount(err); n > 1 {
+			return fmt.Sprintf("%s (and %d more)", es[0].Error(), n-1)
 		}
 		return es[0].Error()
 	}

@@ -218,7 +218,7 @@ func scanBlockRoutes(file string, data []byte, start, blockStart, routesLine int
 			}
 			var rc *routeConf
 			d.decode(item, "routes["+strconv.Itoa(c+k)+"]", reflect.ValueOf(&rc).Elem())
-			if len(local.errs) != 0 {
+			if local.count() != 0 {
 				return fr, false
 			}
 			fr.routes = append(fr.routes, rc)
@@ -445,7 +445,7 @@ func decodeFile(src Source, errs *errList) *fileConf {
 			fc := decodeYAMLCut(src.Name, data, flows, local)
 			// Any error sends the file through the general decoder, whose
 			// messages are the reference.
-			if fc != nil && len(local.errs) == 0 && !(routesOK && fc.has("routes")) {
+			if fc != nil && local.count() == 0 && !(routesOK && fc.has("routes")) {
 				if routesOK {
 					if len(fc.Keys) == 0 || fc.Pos.Line > fr.line {
 						// The blanked key was the mapping's first.

@@ -165,7 +165,7 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 	path := "nftables." + key.String()
 	t := &model.NftTable{Family: key.Family, Name: key.Name, Origin: tc.Pos.String()}
 	ctx := nftrule.Context{Family: key.Family, Sets: map[string]string{}, Chains: map[string]bool{}}
-	nerr := len(b.errs.errs)
+	nerr := b.errs.count()
 	for _, name := range inFileOrder(tc.Sets, func(s *nftSetConf) Pos { return s.Pos }) {
 		sc := tc.Sets[name]
 		sp := path + ".sets." + name
@@ -225,7 +225,7 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 			c.Rules = append(c.Rules, model.NftRule{Text: r.String(), ID: r.ID(), Rule: r, Origin: rt.Pos.String()})
 		}
 	}
-	if len(b.errs.errs) != nerr {
+	if b.errs.count() != nerr {
 		return nil
 	}
 	return t

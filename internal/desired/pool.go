@@ -185,7 +185,7 @@ func (x *subnetIndex) overlap(s ipam.Subnet) (poolSubnet, bool) {
 // pool converts one pool, reporting each problem at its place; ok is false if there was one.
 func (b *builder) pool(name string, pc *poolConf) (model.Pool, bool) {
 	path := "pools." + name
-	before := len(b.errs.errs)
+	before := b.errs.count()
 	p := model.Pool{Pool: ipam.DefaultPool(name), Origin: pc.Pos.String()}
 	if pc.has("block-size-bits") {
 		p.BlockSizeBits = pc.BlockSizeBits
@@ -253,12 +253,12 @@ func (b *builder) pool(name string, pc *poolConf) (model.Pool, bool) {
 			switch {
 			case r.First > r.Last:
 				b.errs.add(pc.Blocks.at[i], path+".blocks", "range %d-%d: the first index is after the last", r.First, r.Last)
-			case !overflow && len(b.errs.errs) == before && r.Last >= total:
+			case !overflow && b.errs.count() == before && r.Last >= total:
 				b.errs.add(pc.Blocks.at[i], path+".blocks", "range %d-%d: the pool has blocks 0-%d", r.First, r.Last, total-1)
 			}
 		}
 	}
-	if len(b.errs.errs) > before {
+	if b.errs.count() > before {
 		return p, false
 	}
 	// What the ipam package refuses beyond the checks above (a name that cannot be a file name,

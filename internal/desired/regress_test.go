@@ -138,8 +138,11 @@ func TestManyErrorsCapped(t *testing.T) {
 	}
 	_, err := Parse([]Source{src("f.yaml", b.String())})
 	var es Errors
-	if !errors.As(err, &es) || len(es) != n {
-		t.Fatalf("%d errors, want %d", len(es), n)
+	if !errors.As(err, &es) || ErrorCount(err) != n || len(es) != 10000 {
+		t.Fatalf("%d errors counted, %d kept; want %d and the first 10,000", ErrorCount(err), len(es), n)
+	}
+	if es[0].Pos.Line != 3 || es[len(es)-1].Pos.Line != 3+10000-1 {
+		t.Fatalf("kept errors from line %d to %d, want the first by position", es[0].Pos.Line, es[len(es)-1].Pos.Line)
 	}
 	for i := 1; i < len(es); i++ {
 		if es[i].Pos.Line < es[i-1].Pos.Line {
@@ -252,5 +255,29 @@ func TestFastPathsDeclineWhatTheyCannotCount(t *testing.T) {
 		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotErr, wantErr) {
 			t.Errorf("file %q:\nfast paths: %v\ndecoder:    %v", f, gotErr, wantErr)
 		}
+	}
+}
+
+// Beyond the cap, errors are counted, and the kept ones are the first by
+// position whatever order they were found in.
+func TestErrorListKeepsTheFirstByPosition(t *testing.T) {
+	l := &errList{max: 3}
+	for _, line := range []int{9, 4, 7, 1, 8, 4, 2, 6} {
+		l.add(Pos{"f.yaml", line, 1}, "", "at %d", line)
+	}
+	err := l.err()
+	var es Errors
+	if !errors.As(err, &es) || ErrorCount(err) != 7 {
+		t.Fatalf("count %d, want 7 (one position twice)", ErrorCount(err))
+	}
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Msg)
+	}
+	if strings.Join(got, " ") != "at 1 at 2 at 4" {
+		t.Errorf("kept %q, want the first three by position", got)
+	}
+	if want := "invalid configuration (7 errors):\n  f.yaml:1:1: at 1\n  f.yaml:2:1: at 2\n  f.yaml:4:1: at 4\n  … and 4 more"; err.Error() != want {
+		t.Errorf("message %q, want %q", err.Error(), want)
 	}
 }

@@ -76,10 +76,13 @@ func hasOtherBreaks(data []byte) bool {
 // may make per node it holds (plus a constant for small files). An alias
 // costs the size of what it names each time the decoder walks it: without
 // a bound, nine levels of ten aliases each (a "billion laughs" of 11 KB)
-// take minutes and gigabytes. Anchors used as intended (a few shared
-// mappings) stay far below four times the file.
+// take minutes and gigabytes. Every node expanded costs its decoding and
+// checks (a megabyte holds half a million one-character items, each of
+// which can be an error), so the factor multiplies the worst case of any
+// file: two, aliases adding at most as much as the file holds, while
+// anchors used as intended (a few shared mappings) stay far below it.
 const (
-	aliasFactor = 4
+	aliasFactor = 2
 	aliasSlack  = 10000
 )
 

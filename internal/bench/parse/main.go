@@ -6,6 +6,7 @@
 //   - 100k routes in block style (the general decoder);
 //   - 1 MB of aliases at the expansion budget: a set's elements anchored and
 //     aliased as often as the budget allows, decoded in full;
+//   - the same with the shortest items (most nodes per byte);
 //   - 1 MB "billion laughs": nested aliases, refused at the budget;
 //   - 1 MB of pool subnets (every subnet checked against the others);
 //   - 100k errors: routes through an undeclared link.
@@ -48,6 +49,7 @@ var cases = []benchCase{
 	{"100k routes, flow style", func() string { return routesFile(routes, false, "bench0") }, 250 * time.Millisecond, 130},
 	{"100k routes, block style", func() string { return routesFile(routes, true, "bench0") }, time.Second, 150},
 	{"1 MB of aliases at the budget", aliasesAtBudget, time.Second, 200},
+	{"1 MB of aliases, short items", denseAliases, time.Second, 200},
 	{"1 MB billion laughs", laughs, time.Second, 200},
 	{"1 MB of pool subnets", poolSubnets, time.Second, 200},
 	{"100k errors", func() string { return routesFile(routes, false, "missing0") }, time.Second, 200},
@@ -130,7 +132,7 @@ func runChild(path string) int {
 		if len(first) > 20 {
 			first = first[:20] + "…"
 		}
-		fmt.Printf("%d %d errors (%s)\n", took, len(es), first)
+		fmt.Printf("%d %d errors (%s)\n", took, desired.ErrorCount(err), first)
 	case err != nil:
 		fmt.Printf("%d error: %v\n", took, err)
 	default:
@@ -154,9 +156,8 @@ func routesFile(n int, block bool, dev string) string {
 	return b.String()
 }
 
-// aliasesAtBudget is about 1 MB: one set's elements (anchored) and three
-// more sets aliasing them, which the budget (four times the file's nodes)
-// just allows.
+// aliasesAtBudget is about 1 MB: one set's elements (anchored) and another
+// set aliasing them, which the budget (twice the file's nodes) just allows.
 func aliasesAtBudget() string {
 	var b strings.Builder
 	b.WriteString("version: 1\nnftables:\n  inet bench:\n    sets:\n      s0:\n        type: ipv4_addr\n        elements: &e [")
@@ -167,9 +168,7 @@ func aliasesAtBudget() string {
 		fmt.Fprintf(&b, "10.%d.%d.%d", i>>16&255, i>>8&255, i&255)
 	}
 	b.WriteString("]\n")
-	for i := 1; i <= 3; i++ {
-		fmt.Fprintf(&b, "      s%d: {type: ipv4_addr, elements: *e}\n", i)
-	}
+	b.WriteString("      s1: {type: ipv4_addr, elements: *e}\n")
 	return b.String()
 }
 
@@ -212,5 +211,21 @@ func poolSubnets() string {
 		}
 		b.WriteString("]\n")
 	}
+	return b.String()
+}
+
+// denseAliases is aliasesAtBudget with one-character items, the most nodes
+// a megabyte can hold, aliased to the budget.
+func denseAliases() string {
+	var b strings.Builder
+	b.WriteString("version: 1\nnftables:\n  inet bench:\n    chains:\n      c0:\n        rules: &e [")
+	for i := 0; b.Len() < 1<<20-200; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("x")
+	}
+	b.WriteString("]\n")
+	b.WriteString("      c1: {rules: *e}\n")
 	return b.String()
 }
