@@ -17,6 +17,16 @@ import (
 // a value that fails, a key given twice, an unknown key) drops the fast path
 // and the whole file goes through the general decoder, which reports the
 // errors: messages and positions are the decoder's by construction.
+//
+// A block written in block style ("- to: …" and the keys on the lines
+// below) is parsed by yaml.v3 in chunks of items instead (scanBlockRoutes),
+// to hold one chunk's nodes at a time rather than the whole file's.
+//
+// Equality with the general decoder is what FuzzLoad and FuzzLoadGenerated
+// check. What the fast paths cannot count as yaml.v3 does makes them
+// decline: line breaks other than "\n" and a byte order mark (hasOtherBreaks),
+// anything before the block that is not a key of a top-level block mapping
+// (a document marker, a flow collection), anchors and aliases.
 
 // fastRoutes is a routes block decoded by the fast path.
 type fastRoutes struct {
