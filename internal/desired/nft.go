@@ -208,7 +208,6 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 		cctx.ChainType, cctx.Hook = c.Type, c.Hook
 		for j := range cc.Rules {
 			rt := &cc.Rules[j]
-			rp := fmt.Sprintf("%s.chains.%s.rules[%d]", path, c.Name, j)
 			r, err := nftrule.Parse(rt.Text)
 			if err == nil {
 				err = nftrule.Check(r, cctx)
@@ -219,7 +218,8 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 				if errors.As(err, &pe) {
 					at = rt.at(pe.Offset)
 				}
-				b.errs.add(at, rp, "%v", err)
+				// The path is built for an error only: a chain of 100k rules has none.
+				b.errs.add(at, path+".chains."+c.Name+".rules["+strconv.Itoa(j)+"]", "%v", err)
 				continue
 			}
 			c.Rules = append(c.Rules, model.NftRule{Text: r.String(), ID: r.ID(), Rule: r, Origin: rt.Pos.String()})
