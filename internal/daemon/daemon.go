@@ -92,8 +92,11 @@ type Daemon struct {
 	// converged pass. Changes applied while they are equal repair drift.
 	gen, convergedGen uint64
 	forceParse        bool
-	everConverged     bool
-	ready             bool
+	// dropInGone: the drop-in directory is missing and the last good
+	// configuration, which has fragments from it, stays (loadConfig).
+	dropInGone    bool
+	everConverged bool
+	ready         bool
 
 	lastConflicts string
 	lastPlan      [sha256.Size]byte
@@ -423,6 +426,13 @@ func (d *Daemon) pass(ctx context.Context) error {
 // loadConfig reads the files on every pass (a few small reads) and parses
 // them only when their content changed. An invalid configuration leaves the
 // last good one in force.
+//
+// A configuration in the middle of a change is not read (docs/daemon.md,
+// "Writing configuration files"): while a file is being written in place,
+// or while the drop-in directory that gave the configuration in force some
+// of its fragments is missing (a deploy swapping directories), the last
+// good configuration stays, and the files are read again when the writes
+// stop or the directory is back (both wake the loop).
 func (d *Daemon) loadConfig() {
 	// Checked on every pass like the content: a drop-in made writable by
 	// others later is refused (the last good configuration stays in force).
@@ -432,11 +442,26 @@ func (d *Daemon) loadConfig() {
 			return
 		}
 	}
-	srcs, err := desired.ReadSources(d.opts.Config, d.opts.DropIn)
+	if d.cfg != nil {
+		for _, s := range d.opts.Sources {
+			if st, ok := s.(settler); ok && st.unsettled(time.Now()) > 0 {
+				return
+			}
+		}
+	}
+	srcs, dropInPresent, err := desired.ReadSourcesDir(d.opts.Config, d.opts.DropIn)
 	if err != nil {
 		d.configFailed(err, [sha256.Size]byte{})
 		return
 	}
+	if !dropInPresent && d.cfg != nil && len(d.cfg.Files) > 1 {
+		if !d.dropInGone {
+			d.log.Warn("drop-in directory missing; enforcing the last good configuration until it is back (to remove every fragment, empty the directory first)", "dir", d.opts.DropIn)
+		}
+		d.dropInGone = true
+		return
+	}
+	d.dropInGone = false
 	h := hashSources(srcs)
 	force := d.forceParse
 	d.forceParse = false
@@ -563,8 +588,8 @@ func hashSources(srcs []desired.Source) [sha256.Size]byte {
 func firstConfigError(err error) string {
 	var es desired.Errors
 	if errors.As(err, &es) && len(es) > 0 {
-		if len(es) > 1 {
-			return fmt.Sprintf("%s (and %d more)", es[0].Error(), len(es)-1)
+		if n := desired.ErrorCount(err); n > 1 {
+			return fmt.Sprintf("%s (and %d more)", es[0].Error(), n-1)
 		}
 		return es[0].Error()
 	}

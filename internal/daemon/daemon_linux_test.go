@@ -196,7 +196,7 @@ func TestAppliesEdits(t *testing.T) {
 	if err := os.Mkdir(dropIn, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeByRename(t, filepath.Join(dropIn, "10-extra.yaml"), "routes:\n  - {to: 10.78.0.0/16, via: 10.71.0.254, table: 100}\n")
+	writeByRename(t, filepath.Join(dropIn, "10-extra.yaml"), "version: 1\nroutes:\n  - {to: 10.78.0.0/16, via: 10.71.0.254, table: 100}\n")
 	eventually(t, editDeadline, "drop-in applied", func() bool { return hasRoute(t, e.ns, "10.78.0.0/16") })
 	if p.exited() {
 		t.Fatal("daemon exited")

@@ -1,6 +1,8 @@
 package desired
 
 import (
+	"net/netip"
+
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -37,11 +39,18 @@ func (b *builder) address(link, path string, ac *addressConf) {
 	if a.Prefix.Addr().IsMulticast() {
 		b.errs.add(ac.at("address"), path+".address", "%s is a multicast address", a.Prefix.Addr())
 	}
-	for _, o := range b.st.Addresses {
-		if o.Link == link && o.Prefix.Addr() == a.Prefix.Addr() {
-			b.errs.add(ac.at("address"), path+".address", "%s is already on %s (declared at %s)", a.Prefix.Addr(), link, o.Origin)
-			return
-		}
+	k := linkAddr{link, a.Prefix.Addr()}
+	if prev, dup := b.addrAt[k]; dup {
+		b.errs.add(ac.at("address"), path+".address", "%s is already on %s (declared at %s)", a.Prefix.Addr(), link, prev)
+		return
 	}
+	b.addrAt[k] = a.Origin
 	b.st.Addresses = append(b.st.Addresses, a)
+}
+
+// linkAddr identifies an address on a link, for the duplicate check: a set,
+// so that a link with 100k addresses is checked in linear time.
+type linkAddr struct {
+	link string
+	addr netip.Addr
 }

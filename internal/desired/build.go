@@ -14,6 +14,9 @@ type builder struct {
 	routeAt map[model.RouteKey]Pos
 	ruleAt  map[model.RuleKey]Pos
 	fouAt   map[model.FouKey]Pos
+	// addrAt and poolAddrAt hold where each address of a link was declared.
+	addrAt     map[linkAddr]string
+	poolAddrAt map[[2]string]string
 	// poolConfs holds every declared pool, across files (pool.go).
 	poolConfs map[string]*poolConf
 }
@@ -26,6 +29,9 @@ func build(confs []*fileConf, errs *errList) *model.State {
 		routeAt: map[model.RouteKey]Pos{},
 		ruleAt:  map[model.RuleKey]Pos{},
 		fouAt:   map[model.FouKey]Pos{},
+
+		addrAt:     map[linkAddr]string{},
+		poolAddrAt: map[[2]string]string{},
 	}
 	n := 0
 	for _, fc := range confs {

@@ -127,7 +127,21 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 		for i, c := range n.Content {
-			d.decode(c, fmt.Sprintf("%s[%d]", path, i), s.Index(i))
+			ip := fmt.Sprintf("%s[%d]", path, i)
+			if c.Kind == yaml.AliasNode {
+				c = c.Alias
+			}
+			if e := s.Index(i); e.Kind() == reflect.Pointer && c.Kind == yaml.ScalarNode && c.Tag == "!!null" {
+				// A half-typed "- " is an error, not a nil item for
+				// every later stage to trip over: the item is made
+				// empty at the null's position, so that the checks of
+				// its meaning report nothing more there.
+				d.fail(c, ip, "empty list item; expected %s", itemWord(e.Type().Elem()))
+				e.Set(reflect.New(e.Type().Elem()))
+				d.placeMeta(c, e.Elem())
+				continue
+			}
+			d.decode(c, ip, s.Index(i))
 		}
 		v.Set(s)
 	case reflect.String:
@@ -227,18 +241,45 @@ func reflectFields(t reflect.Type) (map[string]fieldInfo, []string, int) {
 	return fields, names, metaIdx
 }
 
+// placeMeta gives a struct's Meta the node's position, so that any later
+// error about the struct points at the user's text.
+func (d *decoder) placeMeta(n *yaml.Node, v reflect.Value) *Meta {
+	if v.Kind() != reflect.Struct {
+		return nil
+	}
+	_, _, metaIdx := fieldsOf(v.Type())
+	if metaIdx < 0 {
+		return nil
+	}
+	m := v.Field(metaIdx).Addr().Interface().(*Meta)
+	m.Pos = d.pos(n)
+	m.Keys = map[string]Pos{}
+	return m
+}
+
+// itemWord says what a list item of type t is expected to be.
+func itemWord(t reflect.Type) string {
+	if reflect.PointerTo(t).Implements(scalarType) {
+		return "a value"
+	}
+	if t.Kind() == reflect.Struct {
+		if _, ok := reflect.New(t).Interface().(nodeDecoder); ok {
+			return "a value or a mapping"
+		}
+		return "a mapping"
+	}
+	return "a value"
+}
+
 func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
+	// The position first, also when the node is not a mapping: the checks
+	// of meaning then report at the node, and only once (errList).
+	m := d.placeMeta(n, v)
 	if n.Kind != yaml.MappingNode {
 		d.fail(n, path, "expected a mapping, found %s", kindWord(n))
 		return
 	}
-	fields, names, metaIdx := fieldsOf(v.Type())
-	var m *Meta
-	if metaIdx >= 0 {
-		m = v.Field(metaIdx).Addr().Interface().(*Meta)
-		m.Pos = d.pos(n)
-		m.Keys = map[string]Pos{}
-	}
+	fields, names, _ := fieldsOf(v.Type())
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]

@@ -1,6 +1,8 @@
 package desired
 
 import (
+	"container/heap"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -38,52 +40,170 @@ func (e *FieldError) Error() string {
 	return redact.String(fmt.Sprintf("%s: %s: %s", e.Pos, e.Path, e.Msg))
 }
 
-// Errors is every problem found in a configuration; it is returned as one error.
+// Errors is the problems found in a configuration, sorted by position: all
+// of them, or the first MaxKeptErrors by position when there are more
+// (ErrorCount gives the number). It is returned as one error.
 type Errors []*FieldError
 
-func (es Errors) Error() string {
+// MaxPrintedErrors caps the errors Error prints: a generated file with a
+// systematic mistake can have 100k of them, and a log line or terminal
+// filled with the same message helps nobody. The count is always given.
+const MaxPrintedErrors = 100
+
+// MaxKeptErrors caps the errors kept in memory and formatted: a 1 MB file
+// can hold half a million mistakes ("[x,x,x,…]"), and formatting and
+// keeping every one took seconds and hundreds of megabytes. Beyond the cap
+// errors are counted, and only those earlier in the file than the last
+// kept one replace it.
+const MaxKeptErrors = 10000
+
+func (es Errors) Error() string { return errorsText(es, len(es)) }
+
+func errorsText(es Errors, total int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "invalid configuration (%d error", len(es))
-	if len(es) != 1 {
+	fmt.Fprintf(&b, "invalid configuration (%s error", thousands(total))
+	if total != 1 {
 		b.WriteString("s")
 	}
 	b.WriteString("):")
-	for _, e := range es {
+	for i, e := range es {
+		if i == MaxPrintedErrors {
+			break
+		}
 		b.WriteString("\n  ")
 		b.WriteString(e.Error())
+	}
+	if n := min(len(es), MaxPrintedErrors); total > n {
+		fmt.Fprintf(&b, "\n  … and %s more", thousands(total-n))
 	}
 	return b.String()
 }
 
-type errList struct{ errs Errors }
+// ErrorCount returns how many problems an error from Parse stands for:
+// the length of its Errors, or more when only the first were kept.
+func ErrorCount(err error) int {
+	var c *countedErrors
+	if errors.As(err, &c) {
+		return c.total
+	}
+	var es Errors
+	if errors.As(err, &es) {
+		return len(es)
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// countedErrors is the Errors kept and how many there were.
+type countedErrors struct {
+	kept  Errors
+	total int
+}
+
+func (c *countedErrors) Error() string { return errorsText(c.kept, c.total) }
+
+// Unwrap gives the kept Errors to errors.As.
+func (c *countedErrors) Unwrap() error { return c.kept }
+
+// thousands writes n with comma separators: "99,900".
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// errList collects errors: every one is counted, the first MaxKeptErrors
+// by position are kept, in a heap whose top is the last kept.
+type errList struct {
+	errs  errHeap
+	at    map[Pos]bool // positions with an error: a set, so that adding stays O(1)
+	total int
+	seq   int
+	// max overrides MaxKeptErrors in tests.
+	max int
+}
+
+type keptError struct {
+	*FieldError
+	seq int // the order of arrival, among errors at one position
+}
+
+func errBefore(a, b keptError) bool {
+	p, q := a.Pos, b.Pos
+	if p.File != q.File {
+		return p.File < q.File
+	}
+	if p.Line != q.Line {
+		return p.Line < q.Line
+	}
+	if p.Col != q.Col {
+		return p.Col < q.Col
+	}
+	return a.seq < b.seq
+}
+
+// errHeap is a max-heap: the top is the kept error latest in the files.
+type errHeap []keptError
+
+func (h errHeap) Len() int           { return len(h) }
+func (h errHeap) Less(i, j int) bool { return errBefore(h[j], h[i]) }
+func (h errHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *errHeap) Push(x any)        { *h = append(*h, x.(keptError)) }
+func (h *errHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
 
 // add records an error. Only the first error at a position is kept: a value
 // that failed to parse would otherwise also fail every check of its meaning.
 func (l *errList) add(p Pos, path, format string, args ...any) {
 	if p.Line != 0 {
-		for _, e := range l.errs {
-			if e.Pos == p {
-				return
-			}
+		if l.at[p] {
+			return
 		}
+		if l.at == nil {
+			l.at = map[Pos]bool{}
+		}
+		l.at[p] = true
+	}
+	l.total++
+	l.seq++
+	max := l.max
+	if max == 0 {
+		max = MaxKeptErrors
+	}
+	e := keptError{&FieldError{Pos: p, Path: path}, l.seq}
+	if len(l.errs) >= max {
+		if !errBefore(e, l.errs[0]) {
+			return // later in the file than every kept error: counted only
+		}
+		heap.Pop(&l.errs)
 	}
 	// Redacted here too, so that Msg is safe for callers that print it alone.
-	l.errs = append(l.errs, &FieldError{Pos: p, Path: path, Msg: redact.String(fmt.Sprintf(format, args...))})
+	e.Msg = redact.String(fmt.Sprintf(format, args...))
+	heap.Push(&l.errs, e)
 }
 
+// count is the number of errors so far.
+func (l *errList) count() int { return l.total }
+
 func (l *errList) err() error {
-	if len(l.errs) == 0 {
+	if l.total == 0 {
 		return nil
 	}
-	sort.SliceStable(l.errs, func(i, j int) bool {
-		a, b := l.errs[i].Pos, l.errs[j].Pos
-		if a.File != b.File {
-			return a.File < b.File
-		}
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Col < b.Col
-	})
-	return l.errs
+	kept := make(Errors, len(l.errs))
+	sort.Slice(l.errs, func(i, j int) bool { return errBefore(l.errs[i], l.errs[j]) })
+	for i, e := range l.errs {
+		kept[i] = e.FieldError
+	}
+	if l.total == len(kept) {
+		return kept
+	}
+	return &countedErrors{kept, l.total}
 }

@@ -273,9 +273,17 @@ func (fc *flowCut) node(tags map[string]string) *yaml.Node {
 // markFlows marks the cuts found as empty flow collections in the tree; it
 // reports whether all were.
 func markFlows(n *yaml.Node, cuts map[flowKey]*flowCut) bool {
-	found := 0
+	found, shared := 0, false
 	var walk func(n *yaml.Node)
 	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.AliasNode || n.Anchor != "" {
+			// An alias makes the decoder visit a node twice, and a cut
+			// is given back once: the aliased copy would be empty.
+			// Anchors are rare in large files; the general decoder takes
+			// the file.
+			shared = true
+			return
+		}
 		if (n.Kind == yaml.SequenceNode || n.Kind == yaml.MappingNode) && len(n.Content) == 0 && n.Style&yaml.FlowStyle != 0 {
 			if fc := cuts[flowKey{n.Line, n.Column}]; fc != nil && !fc.found {
 				fc.found = true
@@ -287,7 +295,7 @@ func markFlows(n *yaml.Node, cuts map[flowKey]*flowCut) bool {
 		}
 	}
 	walk(n)
-	return found == len(cuts)
+	return !shared && found == len(cuts)
 }
 
 var posTextsType = reflect.TypeOf([]posText(nil))

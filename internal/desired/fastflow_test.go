@@ -65,8 +65,8 @@ func TestFastFlowsApplies(t *testing.T) {
 		t.Fatalf("not cut: %d flows", len(flows))
 	}
 	errs := &errList{}
-	if fc := decodeYAMLCut("f.yaml", cut, flows, errs); fc == nil || len(errs.errs) != 0 {
-		t.Fatalf("cut file not decoded: %v", errs.errs)
+	if fc := decodeYAMLCut("f.yaml", cut, flows, errs); fc == nil || errs.count() != 0 {
+		t.Fatalf("cut file not decoded: %v", errs.err())
 	}
 	f := "version: 1\nnote: |\n  elements: [" + good + "]\n"
 	cut, flows = cutFlows([]byte(f))

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"reflect"
 	"strconv"
+
+	"gopkg.in/yaml.v3"
 )
 
 // A file of 100k routes spends most of its load time building and walking
@@ -15,6 +17,16 @@ import (
 // a value that fails, a key given twice, an unknown key) drops the fast path
 // and the whole file goes through the general decoder, which reports the
 // errors: messages and positions are the decoder's by construction.
+//
+// A block written in block style ("- to: …" and the keys on the lines
+// below) is parsed by yaml.v3 in chunks of items instead (scanBlockRoutes),
+// to hold one chunk's nodes at a time rather than the whole file's.
+//
+// Equality with the general decoder is what FuzzLoad and FuzzLoadGenerated
+// check. What the fast paths cannot count as yaml.v3 does makes them
+// decline: line breaks other than "\n" and a byte order mark (hasOtherBreaks),
+// anything before the block that is not a key of a top-level block mapping
+// (a document marker, a flow collection), anchors and aliases.
 
 // fastRoutes is a routes block decoded by the fast path.
 type fastRoutes struct {
@@ -34,8 +46,23 @@ func scanRoutes(file string, data []byte) (fr fastRoutes, ok bool) {
 	// Nothing before the block may open a construct that spans lines
 	// (quotes, block scalars, unclosed flow collections): the routes line
 	// must be a key of the top-level mapping.
+	seenKey := false
 	for _, line := range bytes.Split(data[:start], []byte{'\n'}) {
 		if !singleLine(line) {
+			return fr, false
+		}
+		switch {
+		case len(bytes.Trim(line, " ")) == 0 || bytes.TrimLeft(line, " ")[0] == '#':
+		case line[0] != ' ':
+			// At column 0 only keys of the top-level block mapping: not a
+			// document marker (the block would be in another document),
+			// not a flow collection or a scalar (the document would not
+			// be a block mapping).
+			if !topKey(line) {
+				return fr, false
+			}
+			seenKey = true
+		case !seenKey:
 			return fr, false
 		}
 	}
@@ -74,15 +101,19 @@ func scanRoutes(file string, data []byte) (fr fastRoutes, ok bool) {
 		lineNo++
 		rc, ok := fastRoute(file, lineNo, line, n, names)
 		if !ok {
-			return fr, false
+			return scanBlockRoutes(file, data, start, blockStart, routesLine)
 		}
 		fr.routes = append(fr.routes, rc)
 		i = end + 1
 	}
 	if len(fr.routes) == 0 {
-		return fr, false
+		return scanBlockRoutes(file, data, start, blockStart, routesLine)
 	}
-	blockEnd := min(i, len(data))
+	return fr.finish(file, data, start, blockStart, min(i, len(data)), indent, routesLine)
+}
+
+// finish checks what follows the block and blanks the block's lines.
+func (fr fastRoutes) finish(file string, data []byte, start, blockStart, blockEnd, indent, routesLine int) (fastRoutes, bool) {
 	// What follows must start a top-level key (or end the file), after
 	// blank lines only.
 	for j := blockEnd; j < len(data); {
@@ -109,6 +140,120 @@ func scanRoutes(file string, data []byte) (fr fastRoutes, ok bool) {
 	fr.data = append(fr.data, bytes.Repeat([]byte{'\n'}, nl)...)
 	fr.data = append(fr.data, data[blockEnd:]...)
 	return fr, true
+}
+
+// blockChunk is how many block-style routes are parsed at once: yaml.v3
+// builds about seven nodes per route, and parsing the block in chunks frees
+// them chunk by chunk instead of holding the whole file's tree.
+const blockChunk = 1000
+
+// scanBlockRoutes takes a routes block written in block style ("- to: …"
+// then "dev: …" on the lines below). The block is parsed by yaml.v3 in
+// chunks of whole items, each item decoded by the general decoder, so the
+// nodes are those yaml.v3 builds for the whole file: the block may hold
+// only what cannot reach across items or depend on the rest of the file
+// (no anchor, alias, tag, quote, block scalar, flow collection, comment or
+// tab), every item starts at one indentation, and no line is indented less.
+// Any error declines, and the general decoder reports it.
+func scanBlockRoutes(file string, data []byte, start, blockStart, routesLine int) (fr fastRoutes, ok bool) {
+	var items []int // offsets of the items' first lines
+	var itemLines []int
+	indent, lineNo, i := -1, routesLine, blockStart
+	for i < len(data) {
+		end := bytes.IndexByte(data[i:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += i
+		}
+		line := data[i:end]
+		if len(line) > 0 && line[0] != ' ' {
+			break
+		}
+		lineNo++
+		n := 0
+		for n < len(line) && line[n] == ' ' {
+			n++
+		}
+		if n < len(line) {
+			for _, c := range line[n:] {
+				switch c {
+				case '"', '\'', '|', '>', '\t', '\r', '&', '*', '!', '%', '@', '`', '?', '#', '{', '}', '[', ']':
+					return fr, false
+				}
+			}
+			switch {
+			case indent < 0 && line[n] != '-':
+				return fr, false
+			case indent < 0:
+				indent = n
+			case n < indent:
+				return fr, false
+			}
+			if n == indent {
+				if line[n] != '-' || n+1 < len(line) && line[n+1] != ' ' {
+					return fr, false
+				}
+				items = append(items, i)
+				itemLines = append(itemLines, lineNo)
+			}
+		}
+		i = end + 1
+	}
+	if len(items) == 0 {
+		return fr, false
+	}
+	blockEnd := min(i, len(data))
+	local := &errList{}
+	d := &decoder{file: file, errs: local}
+	fr.routes = make([]*routeConf, 0, len(items))
+	for c := 0; c < len(items); c += blockChunk {
+		last := min(c+blockChunk, len(items))
+		to := blockEnd
+		if last < len(items) {
+			to = items[last]
+		}
+		var doc yaml.Node
+		if err := yaml.Unmarshal(data[items[c]:to], &doc); err != nil || len(doc.Content) != 1 {
+			return fr, false
+		}
+		seq := doc.Content[0]
+		if seq.Kind != yaml.SequenceNode || len(seq.Content) != last-c {
+			return fr, false
+		}
+		shiftLines(seq, itemLines[c]-1)
+		for k, item := range seq.Content {
+			if item.Kind == yaml.ScalarNode && item.Tag == "!!null" {
+				return fr, false
+			}
+			var rc *routeConf
+			d.decode(item, "routes["+strconv.Itoa(c+k)+"]", reflect.ValueOf(&rc).Elem())
+			if local.count() != 0 {
+				return fr, false
+			}
+			fr.routes = append(fr.routes, rc)
+		}
+	}
+	// The sequence is where its first item is, after any blank lines.
+	return fr.finish(file, data, start, items[0], blockEnd, indent, routesLine)
+}
+
+// shiftLines moves a parsed chunk's nodes to their lines in the file.
+func shiftLines(n *yaml.Node, by int) {
+	n.Line += by
+	for _, c := range n.Content {
+		shiftLines(c, by)
+	}
+}
+
+// topKey reports whether a line starts with a plain key and ": " (or ends
+// after the colon).
+func topKey(line []byte) bool {
+	i := 0
+	for i < len(line) && (alnum(line[i]) || line[i] == '-' && i > 0 || line[i] == '_' || line[i] == '.' && i > 0) {
+		i++
+	}
+	return i > 0 && i < len(line) && line[i] == ':' && (i+1 == len(line) || line[i+1] == ' ')
 }
 
 // findRoutesLine returns the offset of a line "routes:" at column 0, or -1.
@@ -295,7 +440,7 @@ var fastPath = true
 // decodeFile decodes one file, with the fast paths (routes block, long flow
 // sequences in fastflow.go) when they apply.
 func decodeFile(src Source, errs *errList) *fileConf {
-	if fastPath {
+	if fastPath && !hasOtherBreaks(src.Data) {
 		data := src.Data
 		fr, routesOK := scanRoutes(src.Name, data)
 		if routesOK {
@@ -310,9 +455,9 @@ func decodeFile(src Source, errs *errList) *fileConf {
 			fc := decodeYAMLCut(src.Name, data, flows, local)
 			// Any error sends the file through the general decoder, whose
 			// messages are the reference.
-			if fc != nil && len(local.errs) == 0 && !(routesOK && fc.has("routes")) {
+			if fc != nil && local.count() == 0 && !(routesOK && fc.has("routes")) {
 				if routesOK {
-					if fc.Pos.Line == 0 || fc.Pos.Line > fr.line {
+					if len(fc.Keys) == 0 || fc.Pos.Line > fr.line {
 						// The blanked key was the mapping's first.
 						fc.Pos = Pos{src.Name, fr.line, 1}
 					}

@@ -2,6 +2,8 @@ package desired
 
 import (
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -30,6 +32,24 @@ func TestFastRoutesMatchesDecoder(t *testing.T) {
 		head + "  x: \"a\nroutes:\n  - {to: 10.0.0.0/24, dev: eth0}\n",
 		head + "routes:\n  - {to: 10.0.0.0/24, dev: eth0}\n---\nversion: 1\n",
 		head + "routes:\n  - {to: 10.0.0.0/24, dev: eth0}\n  - to: 10.1.0.0/24\n    dev: eth0\n",
+		// Block style.
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n  - to: 10.1.0.0/24\n    via: 10.0.0.1\n    table: 100\n",
+		head + "routes:\n\n  -   to: 10.0.0.0/24\n      dev: eth0\n\n  -\n    to: 10.1.0.0/24\n    dev: eth0\nrules: []\n",
+		head + "routes:\n- to: 10.0.0.0/24\n  dev: eth0\n",                             // items at the key's indentation
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n    dev: eth0\n",          // key twice
+		head + "routes:\n  - to: 10.0.0.0/24\n    dve: eth0\n",                         // unknown key
+		head + "routes:\n  - to: 10.0.0.0/24\n   dev: eth0\n",                          // indentation
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n  -\n",                    // null item
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n  - 5\n",                  // not a mapping
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev:\n      - eth0\n",                // a list for a string
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n   # note\n",              // comment
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n    metric: 1\n      2\n", // continued scalar
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n  - - x\n",                // nested list
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n  -x: 1\n",
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n...\n",
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n...\nx: 1\n",
+		"routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n" + head,
+		head + "routes:\n  - to: 10.0.0.0/24\n    dev: eth0\n" + strings.Repeat("  - to: 10.1.0.0/24\n    type: blackhole\n", 2500),
 	} {
 		fastPath = false
 		want, wantErr := Parse([]Source{{"f.yaml", []byte(f)}})
@@ -46,5 +66,18 @@ func TestFastRoutesApplies(t *testing.T) {
 	fr, ok := scanRoutes("f.yaml", routesFile(10))
 	if !ok || len(fr.routes) != 10 {
 		t.Fatalf("fast path not taken: %v, %d routes", ok, len(fr.routes))
+	}
+}
+
+// Block-style route lists take the chunked path.
+func TestFastBlockRoutesApplies(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\nlinks:\n  eth0: {kind: device}\nroutes:\n")
+	for i := range 2500 {
+		b.WriteString("  - to: 10." + strconv.Itoa(i>>8) + "." + strconv.Itoa(i&255) + ".0/24\n    dev: eth0\n")
+	}
+	fr, ok := scanRoutes("f.yaml", []byte(b.String()))
+	if !ok || len(fr.routes) != 2500 || fr.routes[2499].Pos != (Pos{"f.yaml", 4 + 2*2499 + 1, 5}) {
+		t.Fatalf("block path not taken: %v, %d routes", ok, len(fr.routes))
 	}
 }

@@ -37,38 +37,60 @@ func DropInDir(mainFile string) string {
 // ReadSources reads the main file and then every *.yaml / *.yml file of the
 // drop-in directory in name order. A missing drop-in directory is not an error.
 func ReadSources(mainFile, dropIn string) ([]Source, error) {
+	srcs, _, err := ReadSourcesDir(mainFile, dropIn)
+	return srcs, err
+}
+
+// ReadSourcesDir is ReadSources that also reports whether the drop-in
+// directory exists, which a caller that keeps a last good configuration
+// needs: a directory that vanished may be a deploy swapping it.
+//
+// Symbolic links are followed, in the drop-in directory as for the main
+// file (a fragment may be a link into a package's or a deploy's tree). A
+// link that dangles or loops, or a *.yaml name that is not a regular file,
+// is an error naming its path: skipping it would silently drop what it
+// declares.
+func ReadSourcesDir(mainFile, dropIn string) (srcs []Source, dropInPresent bool, err error) {
 	data, err := os.ReadFile(mainFile)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, false, fmt.Errorf("read config: %w", err)
 	}
-	srcs := []Source{{mainFile, data}}
+	srcs = []Source{{mainFile, data}}
 	if dropIn == "" {
-		return srcs, nil
+		return srcs, false, nil
 	}
 	entries, err := os.ReadDir(dropIn)
 	if errors.Is(err, fs.ErrNotExist) {
-		return srcs, nil
+		return srcs, false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read drop-in directory: %w", err)
+		return nil, false, fmt.Errorf("read drop-in directory: %w", err)
 	}
 	var names []string
 	for _, e := range entries {
 		n := e.Name()
-		if e.Type().IsRegular() && !strings.HasPrefix(n, ".") && (strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml")) {
+		if !strings.HasPrefix(n, ".") && (strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml")) {
 			names = append(names, n)
 		}
 	}
 	sort.Strings(names)
 	for _, n := range names {
 		p := filepath.Join(dropIn, n)
+		// Stat follows links: ELOOP and a dangling link fail here.
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, true, fmt.Errorf("read drop-in %s: %w", p, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, true, fmt.Errorf("read drop-in %s: not a regular file (%s); a fragment must be a file or a link to one", p, fi.Mode().Type())
+		}
 		data, err := os.ReadFile(p)
 		if err != nil {
-			return nil, fmt.Errorf("read drop-in: %w", err)
+			return nil, true, fmt.Errorf("read drop-in: %w", err)
 		}
 		srcs = append(srcs, Source{p, data})
 	}
-	return srcs, nil
+	return srcs, true, nil
 }
 
 // Load reads and validates a main file and its drop-in directory.
@@ -92,7 +114,14 @@ func Parse(srcs []Source) (*Config, error) {
 		if fc == nil {
 			continue
 		}
-		if i > 0 && fc.has("version") && fc.Version != CurrentVersion {
+		// Every fragment carries its version, so that a fragment read while
+		// it is being written (empty, or cut before its first key) is an
+		// error, and the last good configuration stays in force.
+		switch {
+		case i == 0:
+		case !fc.has("version"):
+			errs.add(fc.Pos, "version", "missing; expected \"version: %d\" at the top of every drop-in (an empty or cut fragment is refused)", CurrentVersion)
+		case fc.Version != CurrentVersion:
 			errs.add(fc.at("version"), "version", "drop-in files must use version %d like the main file", CurrentVersion)
 		}
 		confs = append(confs, fc)
@@ -125,16 +154,38 @@ func decodeYAMLCut(name string, data []byte, flows map[flowKey]*flowCut, errs *e
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {
-			// An empty drop-in is allowed; an empty main file is caught by the version check.
-			return &fileConf{Meta: Meta{Pos: Pos{File: src.Name}, Keys: map[string]Pos{}}}
+			// Nothing but comments and blank lines: the version checks
+			// in Parse refuse it, so a fragment caught empty in the
+			// middle of its write is never "declare nothing".
+			return &fileConf{Meta: Meta{Pos: Pos{File: src.Name, Line: 1, Col: 1}, Keys: map[string]Pos{}}}
 		}
-		errs.add(Pos{File: src.Name, Line: yamlErrLine(err)}, "", "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		errs.add(yamlErrPos(name, data, err), "", "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 		return nil
 	}
 	if flows != nil && !markFlows(&root, flows) {
 		return nil
 	}
 	d := &decoder{file: src.Name, errs: errs, flows: flows}
+	// What follows the first document is checked before the first is
+	// decoded, so that a file yaml.v3 cannot read to its end is refused
+	// whole: it was cut or mistyped, and half of it is not a declaration.
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		errs.add(yamlErrPos(name, data, err), "", "text after the end of the first YAML document (%s); a key indented unlike the first key, or anything after a \"...\" line, ends the document: fix the indentation or remove the text", strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil
+	default:
+		p := d.pos(&extra)
+		if extra.Kind == yaml.DocumentNode && len(extra.Content) == 1 {
+			p = d.pos(extra.Content[0])
+		}
+		errs.add(p, "", "a second YAML document; put everything in one document (use conf.d/ for fragments)")
+		return nil
+	}
+	if !d.checkAliases(&root) {
+		return nil
+	}
 	fc := &fileConf{}
 	doc := &root
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
@@ -146,10 +197,6 @@ func decodeYAMLCut(name string, data []byte, flows map[flowKey]*flowCut, errs *e
 	}
 	if flows != nil && !d.allUsed() {
 		return nil
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		errs.add(Pos{src.Name, extra.Line, extra.Column}, "", "a second YAML document; put everything in one document (use conf.d/ for fragments)")
 	}
 	return fc
 }

@@ -57,6 +57,7 @@ type posText struct {
 }
 
 func (t *posText) decodeNode(d *decoder, n *yaml.Node, path string) {
+	t.Pos = d.pos(n)
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
 		d.fail(n, path, "expected a string, found %s", kindWord(n))
 		return
@@ -169,7 +170,7 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 	path := "nftables." + key.String()
 	t := &model.NftTable{Family: key.Family, Name: key.Name, Adopt: tc.Adopt, Origin: tc.Pos.String()}
 	ctx := nftrule.Context{Family: key.Family, Sets: map[string]string{}, Chains: map[string]bool{}}
-	nerr := len(b.errs.errs)
+	nerr := b.errs.count()
 	for _, name := range inFileOrder(tc.Sets, func(s *nftSetConf) Pos { return s.Pos }) {
 		sc := tc.Sets[name]
 		sp := path + ".sets." + name
@@ -212,7 +213,6 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 		cctx.ChainType, cctx.Hook = c.Type, c.Hook
 		for j := range cc.Rules {
 			rt := &cc.Rules[j]
-			rp := fmt.Sprintf("%s.chains.%s.rules[%d]", path, c.Name, j)
 			r, err := nftrule.Parse(rt.Text)
 			if err == nil {
 				err = nftrule.Check(r, cctx)
@@ -223,13 +223,14 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 				if errors.As(err, &pe) {
 					at = rt.at(pe.Offset)
 				}
-				b.errs.add(at, rp, "%v", err)
+				// The path is built for an error only: a chain of 100k rules has none.
+				b.errs.add(at, path+".chains."+c.Name+".rules["+strconv.Itoa(j)+"]", "%v", err)
 				continue
 			}
 			c.Rules = append(c.Rules, model.NftRule{Text: r.String(), ID: r.ID(), Rule: r, Origin: rt.Pos.String()})
 		}
 	}
-	if len(b.errs.errs) != nerr {
+	if b.errs.count() != nerr {
 		return nil
 	}
 	return t

@@ -108,36 +108,84 @@ func (b *builder) pools(confs []*fileConf) {
 			b.poolConfs[name] = pc
 		}
 	}
+	var all subnetIndex // the subnets of the pools before
 	for _, name := range sortedKeys(b.poolConfs) {
 		pc := b.poolConfs[name]
 		p, ok := b.pool(name, pc)
 		if !ok {
 			continue
 		}
-		for _, o := range b.st.Pools {
-			if s, t, overlap := poolsOverlap(p.Pool, o.Pool); overlap {
-				b.errs.add(pc.at("subnets"), "pools."+name+".subnets", "subnet %s overlaps %s of pool %s (declared at %s)", s, t, o.Name, o.Origin)
+		for _, s := range p.Subnets {
+			if t, overlap := all.overlap(s); overlap {
+				b.errs.add(pc.at("subnets"), "pools."+name+".subnets", "subnet %s overlaps %s of pool %s (declared at %s)", s, t.subnet, t.pool, t.origin)
+				break
 			}
+		}
+		for _, s := range p.Subnets {
+			all.add(s, poolSubnet{s, p.Name, p.Origin})
 		}
 		b.st.Pools = append(b.st.Pools, p)
 	}
 }
 
-func poolsOverlap(p, o ipam.Pool) (ipam.Subnet, ipam.Subnet, bool) {
-	for _, s := range p.Subnets {
-		for _, t := range o.Subnets {
-			if s.IPv4.Overlaps(t.IPv4) || s.IPv6.Overlaps(t.IPv6) {
-				return s, t, true
+// poolSubnet is a subnet in a subnetIndex, with what an error names.
+type poolSubnet struct {
+	subnet       ipam.Subnet
+	pool, origin string
+}
+
+// subnetIndex finds a subnet that overlaps another in time linear in the
+// number of subnets (times the address length): two prefixes overlap only
+// when one contains the other, so it keeps every prefix (to find one that
+// contains a new prefix, at each of the new one's shorter lengths) and
+// every proper ancestor of each (to find one the new prefix contains). A
+// pool of 50k subnets was checked pair by pair, in seconds.
+type subnetIndex struct {
+	exact, under map[netip.Prefix]poolSubnet
+}
+
+func (x *subnetIndex) add(s ipam.Subnet, v poolSubnet) {
+	if x.exact == nil {
+		x.exact, x.under = map[netip.Prefix]poolSubnet{}, map[netip.Prefix]poolSubnet{}
+	}
+	for _, p := range []netip.Prefix{s.IPv4, s.IPv6} {
+		if !p.IsValid() {
+			continue
+		}
+		if _, ok := x.exact[p]; !ok {
+			x.exact[p] = v
+		}
+		for bits := p.Bits() - 1; bits >= 0; bits-- {
+			a := netip.PrefixFrom(p.Addr(), bits).Masked()
+			if _, ok := x.under[a]; ok {
+				break // and so are the shorter ones
+			}
+			x.under[a] = v
+		}
+	}
+}
+
+func (x *subnetIndex) overlap(s ipam.Subnet) (poolSubnet, bool) {
+	for _, p := range []netip.Prefix{s.IPv4, s.IPv6} {
+		if !p.IsValid() || x.exact == nil {
+			continue
+		}
+		if v, ok := x.under[p.Masked()]; ok {
+			return v, true
+		}
+		for bits := p.Bits(); bits >= 0; bits-- {
+			if v, ok := x.exact[netip.PrefixFrom(p.Addr(), bits).Masked()]; ok {
+				return v, true
 			}
 		}
 	}
-	return ipam.Subnet{}, ipam.Subnet{}, false
+	return poolSubnet{}, false
 }
 
 // pool converts one pool, reporting each problem at its place; ok is false if there was one.
 func (b *builder) pool(name string, pc *poolConf) (model.Pool, bool) {
 	path := "pools." + name
-	before := len(b.errs.errs)
+	before := b.errs.count()
 	p := model.Pool{Pool: ipam.DefaultPool(name), Origin: pc.Pos.String()}
 	if pc.has("block-size-bits") {
 		p.BlockSizeBits = pc.BlockSizeBits
@@ -160,6 +208,7 @@ func (b *builder) pool(name string, pc *poolConf) (model.Pool, bool) {
 	}
 	var total uint64
 	overflow := false
+	var own subnetIndex
 	for i, sc := range pc.Subnets {
 		sp := fmt.Sprintf("%s.subnets[%d]", path, i)
 		if sc == nil || sc.IPv4 == nil && sc.IPv6 == nil {
@@ -181,11 +230,10 @@ func (b *builder) pool(name string, pc *poolConf) (model.Pool, bool) {
 				continue
 			}
 		}
-		for _, t := range p.Subnets {
-			if s.IPv4.Overlaps(t.IPv4) || s.IPv6.Overlaps(t.IPv6) {
-				b.errs.add(sc.Pos, sp, "subnet %s overlaps subnet %s of the same pool", s, t)
-			}
+		if t, overlap := own.overlap(s); overlap {
+			b.errs.add(sc.Pos, sp, "subnet %s overlaps subnet %s of the same pool", s, t.subnet)
 		}
+		own.add(s, poolSubnet{subnet: s})
 		if p.BlockSizeBits < 0 || p.BlockSizeBits > 32 {
 			// reported at block-size-bits
 		} else if hostBits < p.BlockSizeBits {
@@ -205,12 +253,12 @@ func (b *builder) pool(name string, pc *poolConf) (model.Pool, bool) {
 			switch {
 			case r.First > r.Last:
 				b.errs.add(pc.Blocks.at[i], path+".blocks", "range %d-%d: the first index is after the last", r.First, r.Last)
-			case !overflow && len(b.errs.errs) == before && r.Last >= total:
+			case !overflow && b.errs.count() == before && r.Last >= total:
 				b.errs.add(pc.Blocks.at[i], path+".blocks", "range %d-%d: the pool has blocks 0-%d", r.First, r.Last, total-1)
 			}
 		}
 	}
-	if len(b.errs.errs) > before {
+	if b.errs.count() > before {
 		return p, false
 	}
 	// What the ipam package refuses beyond the checks above (a name that cannot be a file name,
@@ -323,11 +371,10 @@ func (b *builder) poolAddress(link, path string, ac *addressConf) {
 		}
 		length(f.key, f.n, f.v6, f.dst)
 	}
-	for _, o := range b.st.PoolAddresses {
-		if o.Link == link && o.Pool == ac.Pool {
-			b.errs.add(ac.at("pool"), path+".pool", "link %s already takes an address from pool %s (at %s); a link takes one address per pool", link, ac.Pool, o.Origin)
-			return
-		}
+	if prev, dup := b.poolAddrAt[[2]string{link, ac.Pool}]; dup {
+		b.errs.add(ac.at("pool"), path+".pool", "link %s already takes an address from pool %s (at %s); a link takes one address per pool", link, ac.Pool, prev)
+		return
 	}
+	b.poolAddrAt[[2]string{link, ac.Pool}] = pa.Origin
 	b.st.PoolAddresses = append(b.st.PoolAddresses, pa)
 }

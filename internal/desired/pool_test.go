@@ -105,3 +105,35 @@ func TestPoolValidationErrors(t *testing.T) {
 		})
 	}
 }
+
+// The subnet index finds what pair-by-pair checks found: a subnet inside
+// another, around another, equal to another, in either family.
+func TestSubnetIndexOverlap(t *testing.T) {
+	p := netip.MustParsePrefix
+	var x subnetIndex
+	for _, s := range []string{"10.0.0.0/16", "10.2.0.0/24", "fd00::/64"} {
+		sub := ipam.Subnet{}
+		if q := p(s); q.Addr().Is4() {
+			sub.IPv4 = q
+		} else {
+			sub.IPv6 = q
+		}
+		x.add(sub, poolSubnet{subnet: sub, pool: s})
+	}
+	for s, want := range map[string]string{
+		"10.0.3.0/24": "10.0.0.0/16", "10.0.0.0/16": "10.0.0.0/16", "10.0.0.0/8": "10.0.0.0/16", "0.0.0.0/0": "10.0.0.0/16",
+		"10.2.0.128/25": "10.2.0.0/24", "10.2.0.0/23": "10.2.0.0/24", "fd00::1/128": "fd00::/64", "fd00::/16": "fd00::/64",
+		"10.1.0.0/16": "", "10.2.1.0/24": "", "10.3.0.0/16": "", "fd01::/64": "", "11.0.0.0/8": "",
+	} {
+		sub := ipam.Subnet{}
+		if q := p(s); q.Addr().Is4() {
+			sub.IPv4 = q
+		} else {
+			sub.IPv6 = q
+		}
+		got, ok := x.overlap(sub)
+		if ok != (want != "") || ok && got.pool != want {
+			t.Errorf("%s: overlaps %q (%v), want %q", s, got.pool, ok, want)
+		}
+	}
+}

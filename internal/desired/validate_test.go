@@ -101,22 +101,22 @@ func TestDropInFragments(t *testing.T) {
 		want     string
 	}{{
 		name:     "a fragment may use the main file's links",
-		fragment: "routes:\n  - {to: 10.2.0.0/16, dev: br0}\n",
+		fragment: "version: 1\nroutes:\n  - {to: 10.2.0.0/16, dev: br0}\n",
 	}, {
 		name:     "a link declared twice across fragments",
-		fragment: "links:\n  br0: {kind: bridge}\n",
-		want:     "conf.d/10-a.yaml:2:8: links.br0: link declared again (first at main.yaml:3:8); each fragment must own its links",
+		fragment: "version: 1\nlinks:\n  br0: {kind: bridge}\n",
+		want:     "conf.d/10-a.yaml:3:8: links.br0: link declared again (first at main.yaml:3:8); each fragment must own its links",
 	}, {
 		name:     "a route declared twice across fragments",
-		fragment: "routes:\n  - {to: 10.1.0.0/16, dev: br0}\n",
-		want:     "conf.d/10-a.yaml:2:5: routes[0]: route 10.1.0.0/16 table main is declared twice (first at main.yaml:5:5); a route is identified by table, destination, tos and metric",
+		fragment: "version: 1\nroutes:\n  - {to: 10.1.0.0/16, dev: br0}\n",
+		want:     "conf.d/10-a.yaml:3:5: routes[0]: route 10.1.0.0/16 table main is declared twice (first at main.yaml:5:5); a route is identified by table, destination, tos and metric",
 	}, {
 		name:     "a fragment with another version",
 		fragment: "version: 2\n",
 		want:     "conf.d/10-a.yaml:1:10: version: drop-in files must use version 1 like the main file",
 	}, {
 		name:     "conflicting settings",
-		fragment: "settings: {protocol: 200}\n",
+		fragment: "version: 1\nsettings: {protocol: 200}\n",
 		want:     "",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,8 +131,8 @@ func TestDropInFragments(t *testing.T) {
 func TestProtocolConflictBetweenFragments(t *testing.T) {
 	got := errorsOf(t,
 		src("main.yaml", "version: 1\nsettings: {protocol: 200}\n"),
-		src("conf.d/10-a.yaml", "settings: {protocol: 201}\n"))
-	want := "conf.d/10-a.yaml:1:22: settings.protocol: conflicts with protocol 200 set at main.yaml:2:22"
+		src("conf.d/10-a.yaml", "version: 1\nsettings: {protocol: 201}\n"))
+	want := "conf.d/10-a.yaml:2:22: settings.protocol: conflicts with protocol 200 set at main.yaml:2:22"
 	if got != want {
 		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
 	}
@@ -152,17 +152,17 @@ func TestLoadReadsDropInsInNameOrder(t *testing.T) {
 		}
 	}
 	write("main.yaml", "version: 1\nlinks:\n  br0: {kind: bridge}\n")
-	write("conf.d/20-b.yaml", "links:\n  br1: {kind: bridge}\n")
-	write("conf.d/10-a.yaml", "links:\n  br1: {kind: bridge}\n")
+	write("conf.d/20-b.yaml", "version: 1\nlinks:\n  br1: {kind: bridge}\n")
+	write("conf.d/10-a.yaml", "version: 1\nlinks:\n  br1: {kind: bridge}\n")
 	write("conf.d/README", "not yaml: [")
 	write("conf.d/.hidden.yaml", "not yaml: [")
 	main := filepath.Join(dir, "main.yaml")
 	_, err := Load(main, DropInDir(main))
-	want := filepath.Join(dir, "conf.d/20-b.yaml") + ":2:8: links.br1: link declared again (first at " + filepath.Join(dir, "conf.d/10-a.yaml") + ":2:8)"
+	want := filepath.Join(dir, "conf.d/20-b.yaml") + ":3:8: links.br1: link declared again (first at " + filepath.Join(dir, "conf.d/10-a.yaml") + ":3:8)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want %q", err, want)
 	}
-	write("conf.d/20-b.yaml", "links:\n  br2: {kind: bridge}\n")
+	write("conf.d/20-b.yaml", "version: 1\nlinks:\n  br2: {kind: bridge}\n")
 	cfg, err := Load(main, DropInDir(main))
 	if err != nil {
 		t.Fatal(err)

@@ -74,3 +74,24 @@ func TestAllowedRanges(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// overlapping finds an overlap wherever the two subnets are in the list,
+// in either family, and nothing among disjoint subnets.
+func TestOverlappingSubnets(t *testing.T) {
+	for _, c := range []struct {
+		subnets []Subnet
+		i, j    int
+		ok      bool
+	}{
+		{[]Subnet{v4("10.0.0.0/24"), v4("10.1.0.0/24"), v4("10.2.0.0/24")}, 0, 0, false},
+		{[]Subnet{v4("10.0.0.0/24"), v4("10.1.0.0/24"), v4("10.0.0.128/25")}, 2, 0, true},
+		{[]Subnet{v4("10.0.0.128/25"), v4("10.5.0.0/24"), v4("10.0.0.0/8")}, 2, 0, true},
+		{[]Subnet{dual("10.0.0.0/24", "fd00::/120"), dual("10.1.0.0/24", "fd00::80/121")}, 1, 0, true},
+		{[]Subnet{v4("10.0.0.0/8"), v4("11.0.0.0/8"), v4("10.200.0.0/16"), v4("12.0.0.0/8")}, 2, 0, true},
+	} {
+		i, j, ok := overlapping(c.subnets)
+		if ok != c.ok || ok && (i != c.i || j != c.j) {
+			t.Errorf("%v: %d %d %v, want %d %d %v", c.subnets, i, j, ok, c.i, c.j, c.ok)
+		}
+	}
+}
