@@ -204,9 +204,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-watchdog:
 			d.opts.Notifier.Notify(sdWatchdog)
 		case <-d.wake:
-			if due.IsZero() {
-				schedule(time.Now().Add(d.opts.Debounce))
-			}
+			// A wake-up brings the next pass forward to one debounce from
+			// now, whatever is scheduled later (a WireGuard rotation tick,
+			// a backoff retry 30 s away): otherwise an edit or a drift
+			// would wait for that. A pass already due sooner stays: the
+			// debounce is counted from the first wake-up of a burst.
+			schedule(time.Now().Add(d.opts.Debounce))
 		case <-d.opts.Reload:
 			d.m.wakeups.Inc()
 			d.log.Info("reload requested")
