@@ -53,6 +53,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.confDir, "conf-dir", "", "")
 	fs.StringVar(&g.netns, "netns", "", "")
 	fs.StringVar(&g.stateDir, "state-dir", DefaultStateDir, "")
+	fs.StringVar(&kernel.UserspaceProgram, "wireguard-go", kernel.DefaultUserspaceProgram, "")
 }
 
 // flags starts a subcommand's flag set with the common options.

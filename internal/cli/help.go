@@ -9,6 +9,9 @@ Common options:
       --netns NAME     work inside the network namespace NAME (as in
                        "ip netns"), or a path such as /proc/PID/ns/net
       --state-dir DIR  where ownership records live (default /var/lib/netreconcile)
+      --wireguard-go PATH
+                       the userspace WireGuard program for links with
+                       userspace: true (absolute; default /usr/bin/wireguard-go)
   -h, --help           show this help
 `
 
