@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,7 +85,10 @@ type Daemon struct {
 	// invalid file is parsed and reported once, not on every pass.
 	cfg              *desired.Config
 	cfgHash, badHash [sha256.Size]byte
-	cfgErr           error
+	// secrets is the stamp of the secret files cfg's keys were read from,
+	// secretsDigest the keys' values (secrets.go).
+	secrets, secretsDigest [sha256.Size]byte
+	cfgErr                 error
 	// gen counts configuration changes; convergedGen is gen at the last
 	// converged pass. Changes applied while they are equal repair drift.
 	gen, convergedGen uint64
@@ -414,7 +418,14 @@ func (d *Daemon) loadConfig() {
 	h := hashSources(srcs)
 	force := d.forceParse
 	d.forceParse = false
-	if !force && d.cfg != nil && h == d.cfgHash {
+	// Stamped before the parse: a key file written during it shows as a
+	// change on the next pass.
+	var oldPaths []string
+	if d.cfg != nil {
+		oldPaths = secretPaths(d.cfg.State)
+	}
+	stamp := secretStamp(oldPaths)
+	if !force && d.cfg != nil && h == d.cfgHash && stamp == d.secrets {
 		d.configOK()
 		return
 	}
@@ -426,13 +437,25 @@ func (d *Daemon) loadConfig() {
 		d.configFailed(err, h)
 		return
 	}
-	if d.cfg != nil && h == d.cfgHash {
+	if paths := secretPaths(cfg.State); !slices.Equal(paths, oldPaths) {
+		stamp = secretStamp(paths)
+	}
+	digest := secretDigest(cfg.State)
+	if d.cfg != nil && h == d.cfgHash && digest == d.secretsDigest {
+		d.secrets = stamp
 		d.configOK()
-		d.log.Info("configuration reloaded; unchanged")
+		if force {
+			d.log.Info("configuration reloaded; unchanged")
+		}
 		return
 	}
 	first := d.cfg == nil
+	if !first && h == d.cfgHash {
+		// Which key changed is not said: only that one did.
+		d.log.Info("secret files changed")
+	}
 	d.cfg, d.cfgHash, d.badHash = cfg, h, [sha256.Size]byte{}
+	d.secrets, d.secretsDigest = stamp, digest
 	d.gen++
 	// A new configuration deserves a fresh attempt at everything.
 	d.bo.reset()

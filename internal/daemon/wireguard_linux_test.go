@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/netreconcile/netreconcile/internal/nettest"
@@ -79,5 +80,56 @@ func TestWireGuardGoPathAndEnvironment(t *testing.T) {
 		case "NOTIFY_SOCKET", "CREDENTIALS_DIRECTORY", "PATH", "WATCHDOG_USEC", "INVOCATION_ID":
 			t.Errorf("wireguard-go's environment holds %s", name)
 		}
+	}
+}
+
+// devicePublicKey is the public key of a WireGuard device as wg shows it.
+func devicePublicKey(t *testing.T, ns, dev string) string {
+	t.Helper()
+	return strings.TrimSpace(nettest.InNS(t, ns, "wg", "show", dev, "public-key"))
+}
+
+// Finding 2 of issue 12: a rotated private key is applied. The key file is
+// replaced (by rename, as an editor or Ansible does) while the YAML stays
+// the same: the daemon must set the new key on the device. Then the old key
+// is set by hand with wg set and a reload must repair that drift with the
+// current file's key, not the one read at start. No key is ever logged.
+func TestRotatedPrivateKeyIsApplied(t *testing.T) {
+	t.Parallel()
+	nettest.RequireTool(t, "wireguard-go")
+	nettest.RequireTool(t, "wg")
+	dev := wgDevName('k')
+	e := newEnv(t, "version: 1\n")
+	deleteLinkAtCleanup(t, e.ns, dev)
+	keyFile, oldKey := wgKeyFile(t, e.dir, "wg.key")
+	writeInPlace(t, e.config, "version: 1\nlinks:\n"+wgLink(dev, keyFile))
+	p := e.start(t, nil)
+	p.waitMsg(0, "READY=1", startDeadline)
+	if got := devicePublicKey(t, e.ns, dev); got != oldKey.PublicKey().String() {
+		t.Fatalf("device public key %s, want the first key's %s", got, oldKey.PublicKey())
+	}
+
+	tmp, newKey := wgKeyFile(t, e.dir, ".wg.key.new")
+	if err := os.Rename(tmp, keyFile); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, editDeadline, "rotated key applied", func() bool {
+		return devicePublicKey(t, e.ns, dev) == newKey.PublicKey().String()
+	})
+
+	// The old key, set by hand.
+	oldFile := filepath.Join(t.TempDir(), "old.key")
+	if err := os.WriteFile(oldFile, []byte(oldKey.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nettest.InNS(t, e.ns, "wg", "set", dev, "private-key", oldFile)
+	from := p.count()
+	p.signal(syscall.SIGHUP)
+	p.waitMsg(from, "READY=1", startDeadline)
+	eventually(t, editDeadline, "hand-set key repaired with the current file's key", func() bool {
+		return devicePublicKey(t, e.ns, dev) == newKey.PublicKey().String()
+	})
+	if log := p.Stderr(); strings.Contains(log, oldKey.String()) || strings.Contains(log, newKey.String()) {
+		t.Error("a private key is in the daemon's log")
 	}
 }
