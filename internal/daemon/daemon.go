@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/apply"
@@ -95,6 +96,11 @@ type Daemon struct {
 	forceParse        bool
 	everConverged     bool
 	ready             bool
+
+	// inPass is set while a pass runs; passesDone counts finished passes
+	// (watchdog.go).
+	inPass     atomic.Bool
+	passesDone atomic.Uint64
 
 	lastConflicts string
 	lastPlan      [sha256.Size]byte
@@ -179,6 +185,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		t := time.NewTicker(d.opts.Watchdog / 2)
 		defer t.Stop()
 		watchdog = t.C
+		go d.feedWatchdogDuringPasses(srcCtx, d.opts.Watchdog/2)
 	}
 
 	timer := time.NewTimer(0) // the first pass runs at once
@@ -228,7 +235,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			schedule(time.Now())
 		case <-timer.C:
 			due = time.Time{}
-			if err := d.pass(ctx); err != nil {
+			d.inPass.Store(true)
+			err := d.pass(ctx)
+			d.passesDone.Add(1)
+			d.inPass.Store(false)
+			if err != nil {
 				return err
 			}
 			lastEnd = time.Now()
