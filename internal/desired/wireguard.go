@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/netip"
@@ -238,9 +239,13 @@ func looksLikeKey(v string) bool {
 	return err == nil && len(b) == 32
 }
 
-// readKey reads a key file as wg(8) writes it (base64, one line). The file
-// must not be readable by group or others: a key others can read is no
-// secret, and wg-quick warns about the same. Errors never quote the content.
+// maxKeyFile bounds a key file's read: a key is 44 characters and a newline.
+const maxKeyFile = 4096
+
+// readKey reads a key file as wg(8) writes it (base64, one line). Nobody but
+// its owner and the service may read it (CheckKeyAccess): a key others can
+// read is no secret, and wg-quick warns about the same. Errors never quote
+// the content.
 func readKey(path string) (model.Secret, error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -252,10 +257,20 @@ func readKey(path string) (model.Secret, error) {
 	if !fi.Mode().IsRegular() {
 		return model.Secret{}, fmt.Errorf("key file %s is not a regular file", path)
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return model.Secret{}, fmt.Errorf("key file %s is readable or writable by group or others (mode %04o); chmod 600 it", path, perm)
+	f, err := os.Open(path)
+	if err != nil {
+		return model.Secret{}, fmt.Errorf("key file: %w", err)
 	}
-	data, err := os.ReadFile(path)
+	defer f.Close()
+	// Judged on the descriptor that is read (keyperm.go).
+	a, err := KeyAccessOf(f)
+	if err != nil {
+		return model.Secret{}, err
+	}
+	if err := CheckKeyAccess(path, a, CurrentCaller()); err != nil {
+		return model.Secret{}, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile))
 	if err != nil {
 		return model.Secret{}, fmt.Errorf("key file: %w", err)
 	}
