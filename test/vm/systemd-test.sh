@@ -226,6 +226,10 @@ wg_step() {
 	echo 'install wireguard /bin/false' >/etc/modprobe.d/nrvm-no-wireguard.conf
 	modprobe -r wireguard 2>/dev/null
 	modprobe tun
+	# udev (KERNEL=="tun", MODE="0666") is not in this minimal root: the node
+	# comes from kmod's static nodes as 0600, which the service user cannot open.
+	out "/dev/net/tun: $(stat -c '%A %U:%G' /dev/net/tun 2>&1); made 0666 as udev does"
+	chmod 0666 /dev/net/tun
 	mkdir -p /etc/nrvm-wg
 	hostkey=$(wg genkey)
 	peerkey=$(wg genkey)
@@ -267,12 +271,15 @@ links:
           persistent-keepalive: 1s
 EOF2
 	systemctl daemon-reload
-	systemctl restart "$unit"
+	# Bounded: a start that never converges would wait TimeoutStartSec (5 min).
+	timeout 120 systemctl restart "$unit"
 	if [ "$(active)" = active ]; then
 		pass "private-key-credential under the packaged unit (User=netreconcile, LoadCredential=): active"
 	else
 		fail "with private-key-credential the unit is '$(active)'"
-		journal
+		journal 40
+		ls -la /run/wireguard "/run/credentials/$unit" 2>&1 | show
+		ip -br link 2>&1 | show
 		return
 	fi
 	out "the credential as systemd hands it over: $(stat -c '%A %U:%G' "/run/credentials/$unit/wgkey" 2>&1), on $(stat -f -c %T "/run/credentials/$unit" 2>&1)"
@@ -285,7 +292,7 @@ EOF2
 	local pingpid=$!
 	sleep 1
 	t=$(ms)
-	systemctl restart "$unit"
+	timeout 120 systemctl restart "$unit"
 	out "systemctl restart took $(($(ms) - t)) ms"
 	wait "$pingpid"
 	loss=$(sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p' /tmp/ping-restart.txt)
