@@ -89,6 +89,7 @@ type Daemon struct {
 	// secrets is the stamp of the secret files cfg's keys were read from,
 	// secretsDigest the keys' values (secrets.go).
 	secrets, secretsDigest [sha256.Size]byte
+	secretDirs             *secretDirs
 	cfgErr                 error
 	// gen counts configuration changes; convergedGen is gen at the last
 	// converged pass. Changes applied while they are equal repair drift.
@@ -149,6 +150,8 @@ func New(opts Options) (*Daemon, error) {
 		m:    opts.Metrics,
 		bo:   newBackoff(opts.RetryMin, opts.RetryMax),
 		wake: make(chan struct{}, 1),
+
+		secretDirs: newSecretDirs(),
 	}, nil
 }
 
@@ -172,7 +175,7 @@ var ErrNoConfig = errors.New("no valid configuration to enforce")
 func (d *Daemon) Run(ctx context.Context) error {
 	srcCtx, stopSources := context.WithCancel(ctx)
 	defer stopSources()
-	sources := append([]Source{Ticker("periodic resync", d.opts.Resync)}, d.opts.Sources...)
+	sources := append([]Source{Ticker("periodic resync", d.opts.Resync), d.secretDirs.source()}, d.opts.Sources...)
 	for _, s := range sources {
 		go d.runSource(srcCtx, s, d.Wake)
 	}
@@ -467,6 +470,7 @@ func (d *Daemon) loadConfig() {
 	}
 	d.cfg, d.cfgHash, d.badHash = cfg, h, [sha256.Size]byte{}
 	d.secrets, d.secretsDigest = stamp, digest
+	d.secretDirs.set(secretPaths(cfg.State))
 	d.gen++
 	// A new configuration deserves a fresh attempt at everything.
 	d.bo.reset()

@@ -133,3 +133,27 @@ func TestRotatedPrivateKeyIsApplied(t *testing.T) {
 		t.Error("a private key is in the daemon's log")
 	}
 }
+
+// A key file outside the configuration's directory is watched too: its
+// rotation is applied without a reload (the periodic resync is 5 min away).
+func TestRotatedKeyOutsideConfigDirIsApplied(t *testing.T) {
+	t.Parallel()
+	nettest.RequireTool(t, "wireguard-go")
+	nettest.RequireTool(t, "wg")
+	dev := wgDevName('o')
+	e := newEnv(t, "version: 1\n")
+	deleteLinkAtCleanup(t, e.ns, dev)
+	keyDir := t.TempDir()
+	keyFile, _ := wgKeyFile(t, keyDir, "wg.key")
+	writeInPlace(t, e.config, "version: 1\nlinks:\n"+wgLink(dev, keyFile))
+	p := e.start(t, nil)
+	p.waitMsg(0, "READY=1", startDeadline)
+
+	tmp, newKey := wgKeyFile(t, keyDir, ".wg.key.new")
+	if err := os.Rename(tmp, keyFile); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, editDeadline, "rotated key applied", func() bool {
+		return devicePublicKey(t, e.ns, dev) == newKey.PublicKey().String()
+	})
+}
