@@ -148,6 +148,9 @@ func TestRotatedKeyOutsideConfigDirIsApplied(t *testing.T) {
 	writeInPlace(t, e.config, "version: 1\nlinks:\n"+wgLink(dev, keyFile))
 	p := e.start(t, nil)
 	p.waitMsg(0, "READY=1", startDeadline)
+	// The passes the daemon's own writes triggered are over: only a wake-up
+	// from the key's directory can bring the next one.
+	p.settle()
 
 	tmp, newKey := wgKeyFile(t, keyDir, ".wg.key.new")
 	if err := os.Rename(tmp, keyFile); err != nil {
