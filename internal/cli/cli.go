@@ -69,6 +69,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.stateDir, "state-dir", DefaultStateDir, "")
 	fs.DurationVar(&g.lockTimeout, "lock-timeout", DefaultLockTimeout, "")
 	fs.BoolVar(&g.allowInsecureConfig, "allow-insecure-config", false, "")
+	fs.StringVar(&kernel.UserspaceProgram, "wireguard-go", kernel.DefaultUserspaceProgram, "")
 }
 
 // load reads and validates the configuration, refusing files that a user

@@ -19,6 +19,9 @@ Common options:
       --allow-insecure-config
                        read a configuration that a user other than root or
                        you could change (refused by default, as sshd does)
+      --wireguard-go PATH
+                       the userspace WireGuard program for links with
+                       userspace: true (absolute; default /usr/bin/wireguard-go)
   -h, --help           show this help
 `
 

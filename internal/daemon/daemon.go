@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/apply"
@@ -87,7 +89,11 @@ type Daemon struct {
 	// invalid file is parsed and reported once, not on every pass.
 	cfg              *desired.Config
 	cfgHash, badHash [sha256.Size]byte
-	cfgErr           error
+	// secrets is the stamp of the secret files cfg's keys were read from,
+	// secretsDigest the keys' values (secrets.go).
+	secrets, secretsDigest [sha256.Size]byte
+	secretDirs             *secretDirs
+	cfgErr                 error
 	// gen counts configuration changes; convergedGen is gen at the last
 	// converged pass. Changes applied while they are equal repair drift.
 	gen, convergedGen uint64
@@ -97,6 +103,11 @@ type Daemon struct {
 	dropInGone    bool
 	everConverged bool
 	ready         bool
+
+	// inPass is set while a pass runs; passesDone counts finished passes
+	// (watchdog.go).
+	inPass     atomic.Bool
+	passesDone atomic.Uint64
 
 	lastConflicts string
 	lastPlan      [sha256.Size]byte
@@ -145,6 +156,8 @@ func New(opts Options) (*Daemon, error) {
 		m:    opts.Metrics,
 		bo:   newBackoff(opts.RetryMin, opts.RetryMax),
 		wake: make(chan struct{}, 1),
+
+		secretDirs: newSecretDirs(),
 	}, nil
 }
 
@@ -168,7 +181,7 @@ var ErrNoConfig = errors.New("no valid configuration to enforce")
 func (d *Daemon) Run(ctx context.Context) error {
 	srcCtx, stopSources := context.WithCancel(ctx)
 	defer stopSources()
-	sources := append([]Source{Ticker("periodic resync", d.opts.Resync)}, d.opts.Sources...)
+	sources := append([]Source{Ticker("periodic resync", d.opts.Resync), d.secretDirs.source()}, d.opts.Sources...)
 	for _, s := range sources {
 		go d.runSource(srcCtx, s, d.Wake)
 	}
@@ -181,6 +194,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		t := time.NewTicker(d.opts.Watchdog / 2)
 		defer t.Stop()
 		watchdog = t.C
+		go d.feedWatchdogDuringPasses(srcCtx, d.opts.Watchdog/2)
 	}
 
 	timer := time.NewTimer(0) // the first pass runs at once
@@ -210,9 +224,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-watchdog:
 			d.opts.Notifier.Notify(sdWatchdog)
 		case <-d.wake:
-			if due.IsZero() {
-				schedule(time.Now().Add(d.opts.Debounce))
-			}
+			// A wake-up brings the next pass forward to one debounce from
+			// now, whatever is scheduled later (a WireGuard rotation tick,
+			// a backoff retry 30 s away): otherwise an edit or a drift
+			// would wait for that. A pass already due sooner stays: the
+			// debounce is counted from the first wake-up of a burst.
+			schedule(time.Now().Add(d.opts.Debounce))
 		case <-d.opts.Reload:
 			d.m.wakeups.Inc()
 			d.log.Info("reload requested")
@@ -227,7 +244,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			schedule(time.Now())
 		case <-timer.C:
 			due = time.Time{}
-			if err := d.pass(ctx); err != nil {
+			d.inPass.Store(true)
+			err := d.pass(ctx)
+			d.passesDone.Add(1)
+			d.inPass.Store(false)
+			if err != nil {
 				return err
 			}
 			lastEnd = time.Now()
@@ -465,7 +486,14 @@ func (d *Daemon) loadConfig() {
 	h := hashSources(srcs)
 	force := d.forceParse
 	d.forceParse = false
-	if !force && d.cfg != nil && h == d.cfgHash {
+	// Stamped before the parse: a key file written during it shows as a
+	// change on the next pass.
+	var oldPaths []string
+	if d.cfg != nil {
+		oldPaths = secretPaths(d.cfg.State)
+	}
+	stamp := secretStamp(oldPaths)
+	if !force && d.cfg != nil && h == d.cfgHash && stamp == d.secrets {
 		d.configOK()
 		return
 	}
@@ -477,13 +505,26 @@ func (d *Daemon) loadConfig() {
 		d.configFailed(err, h)
 		return
 	}
-	if d.cfg != nil && h == d.cfgHash {
+	if paths := secretPaths(cfg.State); !slices.Equal(paths, oldPaths) {
+		stamp = secretStamp(paths)
+	}
+	digest := secretDigest(cfg.State)
+	if d.cfg != nil && h == d.cfgHash && digest == d.secretsDigest {
+		d.secrets = stamp
 		d.configOK()
-		d.log.Info("configuration reloaded; unchanged")
+		if force {
+			d.log.Info("configuration reloaded; unchanged")
+		}
 		return
 	}
 	first := d.cfg == nil
+	if !first && h == d.cfgHash {
+		// Which key changed is not said: only that one did.
+		d.log.Info("secret files changed")
+	}
 	d.cfg, d.cfgHash, d.badHash = cfg, h, [sha256.Size]byte{}
+	d.secrets, d.secretsDigest = stamp, digest
+	d.secretDirs.set(secretPaths(cfg.State))
 	d.gen++
 	// A new configuration deserves a fresh attempt at everything.
 	d.bo.reset()

@@ -46,7 +46,8 @@ type proc struct {
 
 	mu     sync.Mutex
 	cond   *sync.Cond
-	msgs   []string // one per datagram
+	msgs   []string    // one per datagram
+	times  []time.Time // when each of msgs arrived
 	stderr bytes.Buffer
 }
 
@@ -89,6 +90,7 @@ func startDaemon(t *testing.T, ns, config, stateDir string, env []string, args .
 			}
 			p.mu.Lock()
 			p.msgs = append(p.msgs, string(buf[:n]))
+			p.times = append(p.times, time.Now())
 			p.cond.Broadcast()
 			p.mu.Unlock()
 		}
@@ -173,6 +175,13 @@ func (p *proc) count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.msgs)
+}
+
+// arrived returns when notification i arrived.
+func (p *proc) arrived(i int) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.times[i]
 }
 
 // messages returns the notifications received so far.

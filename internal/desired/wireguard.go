@@ -248,8 +248,10 @@ const maxKeyFile = 4096
 // is opened once and everything is checked on that descriptor: O_NOFOLLOW
 // (a symlink is refused, not followed to wherever it points now),
 // O_NONBLOCK (a FIFO put in its place must not hang validate, which would
-// then ignore SIGTERM), fstat (a regular file), checkKeyPerm, and a bounded
-// read. Stat then open by path again would check one file and read another.
+// then ignore SIGTERM), fstat (a regular file), the access rule
+// (CheckKeyAccess, keyperm.go: nobody but its owner and the service may
+// read it), and a bounded read. Stat then open by path again would check
+// one file and read another.
 // Errors never quote the content.
 func readKey(path string) (model.Secret, error) {
 	f, err := openNoFollow(path)
@@ -270,7 +272,12 @@ func readKey(path string) (model.Secret, error) {
 	if !fi.Mode().IsRegular() {
 		return model.Secret{}, fmt.Errorf("key file %s is not a regular file", path)
 	}
-	if err := checkKeyPerm(f, fi, path); err != nil {
+	// Judged on the descriptor that is read (keyperm.go).
+	a, err := KeyAccessOf(f)
+	if err != nil {
+		return model.Secret{}, err
+	}
+	if err := CheckKeyAccess(path, a, CurrentCaller()); err != nil {
 		return model.Secret{}, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
@@ -285,21 +292,6 @@ func readKey(path string) (model.Secret, error) {
 		return model.Secret{}, fmt.Errorf("key file %s does not hold a WireGuard key (base64 of 32 bytes, as wg genkey writes it)", path)
 	}
 	return model.NewSecret([model.KeyLen]byte(b)), nil
-}
-
-// checkKeyPerm is the policy on who may read or change a key file, checked
-// on the opened descriptor f (fi is its fstat). The file must not be
-// readable by group or others: a key others can read is no secret, and
-// wg-quick warns about the same.
-//
-// The policy itself (owners, ACLs, systemd credentials' 0440 with an ACL) is
-// being reworked separately; this keeps today's rule.
-func checkKeyPerm(f *os.File, fi fs.FileInfo, path string) error {
-	_ = f
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("key file %s is readable or writable by group or others (mode %04o); chmod 600 it", path, perm)
-	}
-	return nil
 }
 
 // renderWireGuard writes a device as the file would declare it. The kernel

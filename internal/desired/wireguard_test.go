@@ -84,7 +84,7 @@ func TestWireGuardConfigErrors(t *testing.T) {
 		want     []string
 	}{
 		{"world-readable key file", "      private-key-file: " + open + "\n",
-			[]string{"netreconcile.yaml:7:25: links.kubespan.wireguard.private-key-file: key file " + open + " is readable or writable by group or others (mode 0644); chmod 600 it"}},
+			[]string{"netreconcile.yaml:7:25: links.kubespan.wireguard.private-key-file: key file " + open + " is accessible by others (mode 0644); chmod 600 it"}},
 		{"group-readable key file", "      private-key-file: " + group + "\n", []string{"(mode 0640)"}},
 		{"not a key", "      private-key-file: " + garbage + "\n", []string{"does not hold a WireGuard key"}},
 		{"missing key file", "      private-key-file: /nonexistent/x.key\n", []string{"key file /nonexistent/x.key does not exist"}},

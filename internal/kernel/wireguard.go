@@ -55,8 +55,22 @@ const (
 )
 
 // UserspaceProgram is the userspace WireGuard implementation started where
-// the kernel lacks the module, as wg-quick does.
-var UserspaceProgram = "wireguard-go"
+// the kernel lacks the module, as wg-quick does: an absolute path, never
+// looked up in $PATH, since it runs with the daemon's privileges (issue 12,
+// finding 14). The command line's --wireguard-go sets it; it is no key of
+// the configuration file on purpose: whoever writes the file may change the
+// network, not run a program of their choice as root.
+var UserspaceProgram = DefaultUserspaceProgram
+
+// DefaultUserspaceProgram is where Debian's wireguard-go package puts it.
+const DefaultUserspaceProgram = "/usr/bin/wireguard-go"
+
+// userspaceEnv is wireguard-go's whole environment. It inherits nothing
+// from the daemon: not $CREDENTIALS_DIRECTORY (the private key's
+// directory), not $NOTIFY_SOCKET (it could report the service ready or
+// stopping), not $PATH. Nor LOG_LEVEL: with it set, the daemonized copy
+// keeps our stdout and stderr, and the start would wait for it to exit.
+var userspaceEnv = []string{}
 
 // userspaceStartTimeout bounds the wait for wireguard-go's device and
 // control socket; it daemonizes once both exist, in well under a second.

@@ -159,20 +159,19 @@ func (k *Netlink) StartUserspaceWireGuard(name string) error {
 			return fmt.Errorf("start %s %s: %s exists already (a device of that name in another network namespace?); choose another name", UserspaceProgram, name, sock)
 		}
 	}
-	prog, err := exec.LookPath(UserspaceProgram)
-	if err != nil {
-		return fmt.Errorf("start userspace wireguard for %s: %w (install the wireguard-go package)", name, err)
+	prog := UserspaceProgram
+	if !filepath.IsAbs(prog) {
+		return fmt.Errorf("start userspace wireguard for %s: %q is not an absolute path (--wireguard-go)", name, prog)
+	}
+	if _, err := os.Stat(prog); err != nil {
+		return fmt.Errorf("start userspace wireguard for %s: %w (install the wireguard-go package, or give its path with --wireguard-go)", name, err)
 	}
 	k.wrote()
-	err = k.InNamespace(func() error {
+	err := k.InNamespace(func() error {
 		cmd := exec.Command(prog, name)
-		// In the foreground wireguard-go would live only as long as we do;
-		// it daemonizes by starting itself again with this variable set.
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "WG_PROCESS_FOREGROUND=") {
-				cmd.Env = append(cmd.Env, kv)
-			}
-		}
+		// Without WG_PROCESS_FOREGROUND wireguard-go daemonizes (starts
+		// itself again with the variable set), so it outlives this call.
+		cmd.Env = userspaceEnv
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("start %s %s: %w: %s", UserspaceProgram, name, err, lastLine(out))

@@ -28,7 +28,8 @@ suite=${VM_SYSTEMD_SUITE:-$(. /etc/os-release && echo "$VERSION_CODENAME")}
 # Bump when the way the root is made changes, so that old caches are not reused.
 root_recipe=1
 # What the checks and the package need; minbase has neither systemd nor the tools.
-base_packages="systemd systemd-sysv iproute2 nftables kmod"
+# wireguard-go, wireguard-tools, iputils-ping: the userspace WireGuard restart check.
+base_packages="systemd systemd-sysv iproute2 nftables kmod wireguard-go wireguard-tools iputils-ping procps"
 
 mirror() {
 	local uri

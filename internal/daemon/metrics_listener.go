@@ -1,0 +1,67 @@
+package daemon
+
+import (
+	"net"
+	"sync"
+	"time"
+)
+
+// The metrics server's limits. The reconcile loop must never depend on the
+// HTTP side: every connection holds a file descriptor, and a descriptor the
+// loop cannot get is a kernel read that fails (issue 12, finding 10).
+const (
+	// maxMetricsConns caps open metrics connections. A Prometheus server
+	// keeps one connection per target; 16 allows a few scrapers and a
+	// curl, and stays far below any RLIMIT_NOFILE (1024 at the least; Go
+	// raises the soft limit to the hard one at start).
+	maxMetricsConns = 16
+	// A request's headers must come within 5 s (slowloris), the whole
+	// request within 10 s; the answer, a few hundred lines, is written
+	// within 30 s even to a slow reader. A keep-alive connection left idle
+	// for a minute is closed: a Prometheus scrape interval is 15 s to 1 min.
+	metricsReadHeaderTimeout = 5 * time.Second
+	metricsReadTimeout       = 10 * time.Second
+	metricsWriteTimeout      = 30 * time.Second
+	metricsIdleTimeout       = time.Minute
+)
+
+// limitListener accepts at most max connections at a time. A connection
+// over the cap is closed at once rather than left in the kernel's backlog:
+// the client sees a reset instead of a hang, and the daemon holds at most
+// max+1 descriptors for the metrics side.
+type limitListener struct {
+	net.Listener
+	sem chan struct{}
+}
+
+func newLimitListener(l net.Listener, max int) net.Listener {
+	return &limitListener{Listener: l, sem: make(chan struct{}, max)}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.sem <- struct{}{}:
+			return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+		default:
+			c.Close()
+		}
+	}
+}
+
+// limitConn gives its slot back on the first Close.
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
