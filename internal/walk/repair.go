@@ -1,0 +1,206 @@
+package walk
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// Repair makes c a valid configuration that a kernel can hold, by dropping
+// what no longer fits after a mutation (or after the shrinker removed an
+// object): references to links that are gone, masters that are not bridges,
+// gateways outside the device's subnets, duplicate identities. It is
+// deterministic, so a shrunk sequence repairs the same way every time.
+func (g *Gen) Repair(c *Config) {
+	// Pairs: both ends declared, each naming the other.
+	for changed := true; changed; {
+		changed = false
+		for _, n := range c.LinkNames() {
+			l := c.Links[n]
+			if l.Kind == "veth" {
+				p := c.Links[l.Peer]
+				if p == nil || p.Kind != "veth" || p.Peer != n {
+					delete(c.Links, n)
+					changed = true
+				}
+			}
+			if l.Kind == "ipvlan" {
+				p := c.Links[l.Parent]
+				if p == nil || p.Kind != "dummy" {
+					delete(c.Links, n)
+					changed = true
+				}
+			}
+		}
+	}
+	hasIPVlan := map[string]bool{}
+	for _, l := range c.Links {
+		if l.Kind == "ipvlan" {
+			hasIPVlan[l.Parent] = true
+		}
+	}
+	for _, n := range c.LinkNames() {
+		l := c.Links[n]
+		if m := c.Links[l.Master]; l.Master != "" && (m == nil || m.Kind != "bridge" || m.Name == n) {
+			l.Master = ""
+		}
+		// The kernel refuses to enslave a link that carries an ipvlan.
+		if hasIPVlan[n] {
+			l.Master = ""
+		}
+		if v := l.VXLAN; v != nil && v.Dev != "" {
+			if d := c.Links[v.Dev]; d == nil || (d.Kind != "veth" && d.Kind != "dummy" && d.Kind != "bridge") {
+				v.Dev = ""
+			}
+		}
+		l.Addrs = g.repairAddrs(c, l)
+	}
+	// Pools: lo must be declared (and so up) while a pool exports routes.
+	if len(c.Pools) > 0 {
+		if c.Links["lo"] == nil {
+			c.Links["lo"] = &Link{Name: "lo", Kind: "device", Up: true}
+		}
+	} else if lo := c.Links["lo"]; lo != nil && len(lo.Addrs) == 0 {
+		delete(c.Links, "lo")
+	}
+	c.Routes = g.repairRoutes(c)
+	seenRule := map[string]bool{}
+	var rules []*Rule
+	for _, r := range c.Rules {
+		k := r.yaml()
+		if seenRule[k] {
+			continue
+		}
+		seenRule[k] = true
+		rules = append(rules, r)
+	}
+	c.Rules = rules
+	for _, t := range c.Tables {
+		g.repairTable(t)
+	}
+}
+
+func (g *Gen) repairAddrs(c *Config, l *Link) []*Addr {
+	var out []*Addr
+	seen := map[string]bool{}
+	subnets := map[netip.Prefix]bool{}
+	pool := false
+	for _, a := range l.Addrs {
+		if a.Pool != "" {
+			if pool || len(c.Pools) == 0 {
+				continue
+			}
+			pool = true
+			out = append(out, a)
+			continue
+		}
+		p := netip.MustParsePrefix(a.CIDR)
+		if seen[p.Addr().String()] {
+			continue
+		}
+		if p.Addr().Is4() && !g.Defects.AddressInSubnet {
+			if subnets[p.Masked()] {
+				continue
+			}
+			subnets[p.Masked()] = true
+		}
+		seen[p.Addr().String()] = true
+		out = append(out, a)
+	}
+	return out
+}
+
+// repairRoutes keeps the routes the kernel accepts: a device that is declared
+// and up, a gateway inside a connected subnet of it (or onlink), a source
+// address the device holds, one route per key.
+func (g *Gen) repairRoutes(c *Config) []*Route {
+	var out []*Route
+	keys := map[string]bool{}
+	for _, r := range c.Routes {
+		v6 := strings.Contains(r.To, ":")
+		if r.Dev != "" {
+			l := c.Links[r.Dev]
+			if l == nil || l.Down {
+				continue
+			}
+			if r.Via != "" && !r.Onlink && !connected(l, r.Via) {
+				continue
+			}
+			if r.Src != "" && !holds(l, r.Src) {
+				continue
+			}
+		}
+		m := r.Metric
+		if v6 && m == 0 {
+			m = 1024
+		}
+		tbl := r.Table
+		if tbl == "" || tbl == "main" {
+			tbl = "254"
+		}
+		k := fmt.Sprintf("%s %s %d", tbl, r.To, m)
+		if keys[k] {
+			continue
+		}
+		keys[k] = true
+		out = append(out, r)
+	}
+	return out
+}
+
+// connected reports whether ip is inside the on-link subnet of one of l's
+// global addresses that has a prefix route.
+func connected(l *Link, ip string) bool {
+	a := netip.MustParseAddr(ip)
+	for _, x := range l.Addrs {
+		if x.Pool != "" || x.NoPrefixRoute || x.Scope != "" {
+			continue
+		}
+		p := netip.MustParsePrefix(x.CIDR)
+		if p.Masked().Contains(a) && p.Addr() != a {
+			return true
+		}
+	}
+	return false
+}
+
+func holds(l *Link, ip string) bool {
+	for _, x := range l.Addrs {
+		if x.Pool == "" && netip.MustParsePrefix(x.CIDR).Addr().String() == ip && x.Scope == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// repairTable drops rules that name a set or chain the table lacks, and
+// sets that the table's family cannot match.
+func (g *Gen) repairTable(t *Table) {
+	sets := map[string]bool{}
+	var ss []*Set
+	for _, s := range t.Sets {
+		if (t.Family == "ip" && s.Type == "ipv6_addr") || (t.Family == "ip6" && s.Type == "ipv4_addr") {
+			continue
+		}
+		sets[s.Name] = true
+		ss = append(ss, s)
+	}
+	t.Sets = ss
+	chains := map[string]bool{}
+	for _, ch := range t.Chains {
+		chains[ch.Name] = true
+	}
+	for _, ch := range t.Chains {
+		var rs []string
+		for _, r := range ch.Rules {
+			if i := strings.Index(r, "@"); i >= 0 && !sets[strings.Fields(r[i+1:])[0]] {
+				continue
+			}
+			if strings.HasPrefix(r, "jump ") && (!chains[strings.TrimPrefix(r, "jump ")] || ch.Name == "helper") {
+				continue
+			}
+			rs = append(rs, r)
+		}
+		ch.Rules = rs
+	}
+}
