@@ -18,6 +18,7 @@ func (c *computer) addresses() {
 		}
 		have[a.Key()] = a
 	}
+	c.lastIPv4(have)
 	want := map[model.AddressKey]bool{}
 	for i := range c.d.Addresses {
 		w := &c.d.Addresses[i]
@@ -54,7 +55,34 @@ func (c *computer) addresses() {
 		if _, stays := c.d.Links[h.Link]; !stays {
 			continue // the link goes, its addresses with it
 		}
-		c.del(Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Address: h})
+		op := Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Address: h}
+		if h.Prefix.Addr().Is4() && c.flushed4[h.Link] {
+			// Deleting the link's last IPv4 address flushes its IPv4
+			// routes: it goes before the routes are added, not after.
+			c.add(op)
+			continue
+		}
+		c.del(op)
+	}
+}
+
+// lastIPv4 marks the owned links that hold IPv4 addresses and keep none in
+// the file (flushed4).
+func (c *computer) lastIPv4(have map[model.AddressKey]*model.Address) {
+	keeps := map[string]bool{}
+	for i := range c.d.Addresses {
+		if c.d.Addresses[i].Prefix.Addr().Is4() {
+			keeps[c.d.Addresses[i].Link] = true
+		}
+	}
+	for _, h := range have {
+		l, ok := c.a.Links[h.Link]
+		if !h.Prefix.Addr().Is4() || keeps[h.Link] || !ok || c.d.Links[h.Link] == nil {
+			continue
+		}
+		if l.Owned || (c.d.Links[h.Link].Adopt && c.d.Links[h.Link].Kind == l.Kind) {
+			c.flushed4[h.Link] = true
+		}
 	}
 }
 

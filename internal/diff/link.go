@@ -79,13 +79,34 @@ func (c *computer) links() {
 			}
 		}
 	}
+	c.staleLinks()
+	// The kernel lets one link per namespace hold a vxlan's VNI and port, a
+	// tunnel's endpoints, a WireGuard device's listen port. A stale link of
+	// such a kind goes before the creates of its kind, so that the link
+	// taking its place (a rename) can be made: created first, it would meet
+	// EEXIST or EADDRINUSE.
+	created := map[string]bool{}
+	for _, op := range creates {
+		created[op.Link.Kind] = true
+	}
+	var late []Op
+	for _, op := range c.linkDeletes {
+		switch op.Link.Kind {
+		case model.KindVXLAN, model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard:
+			if created[op.Link.Kind] {
+				c.add(op)
+				continue
+			}
+		}
+		late = append(late, op)
+	}
+	c.linkDeletes = late
 	for _, op := range orderByDependency(creates, c.d.Links) {
 		c.add(op)
 	}
 	for _, op := range updates {
 		c.add(op)
 	}
-	c.staleLinks()
 }
 
 // staleLinks deletes owned links the file no longer names, children first.

@@ -23,7 +23,7 @@ func (c *computer) routesByMap() {
 	have := make(map[model.RouteKey]*model.Route, len(c.a.Routes))
 	for i := range c.a.Routes {
 		r := &c.a.Routes[i]
-		if r.Protocol != c.d.Protocol || (r.Dev != "" && c.recreated[r.Dev]) {
+		if r.Protocol != c.d.Protocol || c.routeGone(r) {
 			continue
 		}
 		have[r.Key()] = r
@@ -44,7 +44,7 @@ func (c *computer) routesByMap() {
 	}
 	for i := range c.a.Routes {
 		h := &c.a.Routes[i]
-		if h.Protocol != c.d.Protocol || want[h.Key()] || c.recreated[h.Dev] {
+		if h.Protocol != c.d.Protocol || want[h.Key()] || c.routeGone(h) {
 			continue
 		}
 		c.deleteRoute(h)
@@ -91,7 +91,7 @@ func (c *computer) routesSorted() bool {
 		var h *model.Route
 		if order >= 0 {
 			for je < len(as) && as[je].Key() == k {
-				if a := &as[je]; a.Protocol == c.d.Protocol && (a.Dev == "" || !c.recreated[a.Dev]) {
+				if a := &as[je]; a.Protocol == c.d.Protocol && !c.routeGone(a) {
 					h = a
 				}
 				je++
@@ -111,7 +111,7 @@ func (c *computer) routesSorted() bool {
 		if ie == i {
 			// Not wanted: ours are deleted.
 			for n := j; n < je; n++ {
-				if h := &as[n]; h.Protocol == c.d.Protocol && !c.recreated[h.Dev] {
+				if h := &as[n]; h.Protocol == c.d.Protocol && !c.routeGone(h) {
 					c.deleteRoute(h)
 				}
 			}
