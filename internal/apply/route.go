@@ -2,7 +2,9 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/kernel"
@@ -40,6 +42,12 @@ func runRoutes(ctx context.Context, k kernel.Writer, proto int, ops []diff.Op, f
 	}
 	if len(ws) > 0 {
 		for n, err := range k.WriteRoutes(ws, proto) {
+			// A route the kernel removed earlier in this plan (its link
+			// was set down, its last IPv4 address went) is as the plan
+			// wants it: gone.
+			if ws[n].Action == kernel.RouteDelete && errors.Is(err, syscall.ESRCH) {
+				err = nil
+			}
 			errs[at[n]] = err
 		}
 	}

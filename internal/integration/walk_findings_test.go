@@ -132,3 +132,18 @@ func stopNetNSProcesses(ns string) {
 		_ = nettest.ExecErr("kill", pid)
 	}
 }
+
+// Setting a link down flushes the routes through it; the stale route the
+// plan deletes on that link is already gone, which is what the plan wants.
+func TestWalkFindingRouteGoneWithLinkDown(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", `version: 1
+links:
+  b1: {kind: bridge}
+routes:
+  - {to: "2001:db8:3::/64", dev: b1, table: 300, metric: 10}
+`))
+	f := e.file("b.yaml", "version: 1\nlinks:\n  b1: {kind: bridge, state: down}\n")
+	e.apply(f)
+	e.converged(f)
+}

@@ -486,7 +486,8 @@ func (g *Gen) renameLink(c *Config) string {
 }
 
 func (g *Gen) changeLink(c *Config) string {
-	n := g.pickLink(c, func(*Link) bool { return true })
+	// Device links (lo, which pools need up) keep their attributes.
+	n := g.pickLink(c, func(l *Link) bool { return l.Kind != "device" })
 	if n == "" {
 		return g.addLink(c)
 	}
@@ -531,11 +532,11 @@ func (g *Gen) changeWG(w *WG) {
 	w.Peers = nil
 	for _, i := range g.R.Perm(len(g.PeerKeys))[:g.R.Intn(len(g.PeerKeys)+1)] {
 		p := &WGPeer{PublicKey: g.PeerKeys[i]}
-		for j := g.R.Intn(3); j > 0; j-- {
-			p.AllowedIPs = append(p.AllowedIPs, fmt.Sprintf("10.24%d.%d.0/24", i, g.R.Intn(4)))
+		for _, j := range g.R.Perm(4)[:g.R.Intn(3)] {
+			p.AllowedIPs = append(p.AllowedIPs, fmt.Sprintf("10.24%d.%d.0/24", i, j))
 		}
 		if g.chance(0.3) {
-			p.AllowedIPs = append(p.AllowedIPs, fmt.Sprintf("fd24:%d::/64", i))
+			p.AllowedIPs = append(p.AllowedIPs, netip.MustParsePrefix(fmt.Sprintf("fd24:%d::/64", i)).String())
 		}
 		p.Keepalive = pickInt(g, []int{0, 25})
 		if g.chance(0.5) {
@@ -602,7 +603,7 @@ func (g *Gen) changeRoutes(c *Config) string {
 			r.To = "::/0"
 		}
 	case v6:
-		r.To = fmt.Sprintf("2001:db8:%x::/64", g.R.Intn(6))
+		r.To = netip.MustParsePrefix(fmt.Sprintf("2001:db8:%x::/64", g.R.Intn(6))).String()
 	default:
 		r.To = fmt.Sprintf("172.16.%d.0/24", g.R.Intn(6))
 	}

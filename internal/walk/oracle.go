@@ -105,6 +105,7 @@ type kRoute struct {
 	Metric   int              `json:"metric"`
 	Flags    []string         `json:"flags"`
 	Metrics  []map[string]int `json:"metrics"`
+	v6       bool
 }
 
 type kRule struct {
@@ -153,6 +154,9 @@ func ReadKernel(ns string) (*Kernel, error) {
 		var rs []kRoute
 		if err := ipJSON(ns, &rs, fam, "-d", "route", "show", "table", "all"); err != nil {
 			return nil, err
+		}
+		for i := range rs {
+			rs[i].v6 = fam == "-6"
 		}
 		k.Routes = append(k.Routes, rs...)
 		var rules []map[string]any
@@ -377,7 +381,7 @@ func compareRoutes(c *Config, k *Kernel, bad func(string, ...any)) {
 		if r.Protocol != proto || exportTables[r.Table] {
 			continue
 		}
-		v6 := strings.Contains(r.Dst, ":")
+		v6 := r.v6
 		dst := r.Dst
 		if dst != "default" && !strings.Contains(dst, "/") {
 			dst += map[bool]string{false: "/32", true: "/128"}[v6]

@@ -33,6 +33,17 @@ func (g *Gen) Repair(c *Config) {
 			}
 		}
 	}
+	// The kernel holds a VNI once per UDP port (EEXIST for a second vxlan):
+	// a file declaring two is not one the kernel can hold.
+	vnis := map[[2]int]bool{}
+	for _, n := range c.LinkNames() {
+		if v := c.Links[n].VXLAN; v != nil {
+			for vnis[[2]int{v.ID, v.Port}] {
+				v.ID++
+			}
+			vnis[[2]int{v.ID, v.Port}] = true
+		}
+	}
 	hasIPVlan := map[string]bool{}
 	for _, l := range c.Links {
 		if l.Kind == "ipvlan" {
