@@ -85,15 +85,28 @@ func (c *computer) links() {
 	// such a kind goes before the creates of its kind, so that the link
 	// taking its place (a rename) can be made: created first, it would meet
 	// EEXIST or EADDRINUSE.
-	created := map[string]bool{}
+	created := map[string]int{}
 	for _, op := range creates {
-		created[op.Link.Kind] = true
+		created[op.Link.Kind]++
+	}
+	// Likewise a link of such a kind that this plan recreates, when another
+	// link of its kind is created too: its old self goes first, and the op
+	// that recreates it only creates.
+	for i, op := range creates {
+		switch op.Link.Kind {
+		case model.KindVXLAN, model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard:
+			if op.Action == Replace && created[op.Link.Kind] > 1 {
+				old := c.a.Links[op.ID]
+				c.add(Op{Action: Delete, Kind: KindLink, ID: op.ID, Summary: old.Kind + ", recreated below", Link: old})
+				creates[i].Action = Create
+			}
+		}
 	}
 	var late []Op
 	for _, op := range c.linkDeletes {
 		switch op.Link.Kind {
 		case model.KindVXLAN, model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard:
-			if created[op.Link.Kind] {
+			if created[op.Link.Kind] > 0 {
 				c.add(op)
 				continue
 			}

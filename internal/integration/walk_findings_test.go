@@ -147,3 +147,17 @@ routes:
 	e.apply(f)
 	e.converged(f)
 }
+
+// A vxlan recreated with a new VNI while another takes its old one: the old
+// one goes first (the kernel holds a VNI once per port).
+func TestWalkFindingVXLANSwapVNI(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  x2: {kind: vxlan, vxlan: {id: 31, remote: 198.51.100.4}}\n"))
+	f := e.file("b.yaml", `version: 1
+links:
+  x1: {kind: vxlan, vxlan: {id: 31, remote: 198.51.100.5}}
+  x2: {kind: vxlan, vxlan: {id: 32, remote: 198.51.100.4}}
+`)
+	e.apply(f)
+	e.converged(f)
+}

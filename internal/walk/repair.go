@@ -63,6 +63,11 @@ func (g *Gen) Repair(c *Config) {
 			if d := c.Links[v.Dev]; d == nil || (d.Kind != "veth" && d.Kind != "dummy" && d.Kind != "bridge") {
 				v.Dev = ""
 			}
+			// A bridge cannot be both a vxlan's lower device and its
+			// master (EBUSY).
+			if v.Dev == l.Master {
+				l.Master = ""
+			}
 		}
 		l.Addrs = g.repairAddrs(c, l)
 	}
