@@ -118,6 +118,11 @@ func (c *computer) links() {
 		c.add(op)
 	}
 	for _, op := range updates {
+		for _, ch := range op.Changes {
+			if ch.Field == "state" && !op.Link.Up {
+				c.downed[op.ID] = true
+			}
+		}
 		c.add(op)
 	}
 }
@@ -226,11 +231,16 @@ func orderByDependency(ops []Op, all map[string]*model.Link) []Op {
 	// The end of a veth pair that is configured after the pair exists ranks
 	// after every link of the same depth.
 	rank := func(op Op) int {
-		r := 2 * depth(op.Link, all)
+		d := depth(op.Link, all)
 		if op.PeerOfPair {
-			r++
+			// After the op that creates the pair, whose end may sit
+			// deeper (enslaved to a bridge) than this one.
+			if p := all[op.Link.Veth.Peer]; p != nil {
+				d = max(d, depth(p, all))
+			}
+			return 2*d + 1
 		}
-		return r
+		return 2 * d
 	}
 	sort.SliceStable(ops, func(i, j int) bool { return rank(ops[i]) < rank(ops[j]) })
 	return ops

@@ -161,3 +161,31 @@ links:
 	e.apply(f)
 	e.converged(f)
 }
+
+// A veth pair whose first end is enslaved to a declared bridge: the other
+// end is configured after the pair exists, not before.
+func TestWalkFindingVethPeerAfterEnslavedEnd(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("a.yaml", `version: 1
+links:
+  b0: {kind: bridge}
+  p2a: {kind: veth, master: b0, veth: {peer: p2c}}
+  p2c: {kind: veth, veth: {peer: p2a}, addresses: [10.82.0.1/24]}
+`)
+	e.apply(f)
+	e.converged(f)
+}
+
+// Setting a link down deletes its IPv6 addresses (keep_addr_on_down is off
+// by default): the file's are added again in the same apply, and a stale
+// one is not deleted twice.
+func TestWalkFindingIPv6AddressesOnLinkDown(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  b1: {kind: bridge, addresses: [fd00:58::1/64, fd00:58::2/64, 10.1.0.1/24]}\n"))
+	f := e.file("b.yaml", "version: 1\nlinks:\n  b1: {kind: bridge, state: down, addresses: [fd00:58::1/64, 10.1.0.1/24]}\n")
+	e.apply(f)
+	if out := e.ip("addr", "show", "b1"); !strings.Contains(out, "fd00:58::1/64") || strings.Contains(out, "fd00:58::2/64") {
+		t.Errorf("after setting b1 down:\n%s", out)
+	}
+	e.converged(f)
+}

@@ -44,6 +44,16 @@ func (g *Gen) Repair(c *Config) {
 			vnis[[2]int{v.ID, v.Port}] = true
 		}
 	}
+	// Likewise a WireGuard listen port (EADDRINUSE).
+	ports := map[int]bool{}
+	for _, n := range c.LinkNames() {
+		if w := c.Links[n].WG; w != nil && w.ListenPort != 0 {
+			if ports[w.ListenPort] {
+				w.ListenPort = 0
+			}
+			ports[w.ListenPort] = true
+		}
+	}
 	hasIPVlan := map[string]bool{}
 	for _, l := range c.Links {
 		if l.Kind == "ipvlan" {
