@@ -189,3 +189,18 @@ func TestWalkFindingIPv6AddressesOnLinkDown(t *testing.T) {
 	}
 	e.converged(f)
 }
+
+// A pool address on the second end of a veth pair that leaves the file: the
+// address goes with the pair, and is not deleted from a link that is gone.
+func TestWalkFindingPoolAddressOnVethPeer(t *testing.T) {
+	e := newEnv(t)
+	pool := "pools:\n  pw: {subnets: [10.99.0.0/24], block-size-bits: 2, reuse-delay: 0s}\n"
+	e.apply(e.file("a.yaml", "version: 1\n"+pool+`links:
+  lo: {kind: device, state: up}
+  p2a: {kind: veth, veth: {peer: p2c}}
+  p2c: {kind: veth, veth: {peer: p2a}, addresses: [{pool: pw}]}
+`))
+	f := e.file("b.yaml", "version: 1\n"+pool+"links:\n  lo: {kind: device, state: up}\n")
+	e.apply(f)
+	e.converged(f)
+}

@@ -472,6 +472,9 @@ func (g *Gen) renameLink(c *Config) string {
 	if l.Kind == "wireguard" {
 		k := g.Keys[to]
 		l.WG.KeyFile, l.WG.PublicKey = k[0], k[1]
+		if l.WG.ListenPort != 0 {
+			l.WG.ListenPort = 51820 + int(to[len(to)-1]-'0')
+		}
 	}
 	delete(c.Links, n)
 	l.Name = to
@@ -540,7 +543,8 @@ func (g *Gen) changeLink(c *Config) string {
 }
 
 func (g *Gen) changeWG(w *WG) {
-	w.ListenPort = pickInt(g, []int{0, 51820, 51821})
+	// One port per name: two devices never want the same port in a row.
+	w.ListenPort = pickInt(g, []int{0, 51820 + int(w.KeyFile[len(w.KeyFile)-5]-'0')})
 	w.Fwmark = pickInt(g, []int{0, 0x20})
 	w.Peers = nil
 	for _, i := range g.R.Perm(len(g.PeerKeys))[:g.R.Intn(len(g.PeerKeys)+1)] {

@@ -39,7 +39,7 @@ func (g *Gen) Repair(c *Config) {
 	for _, n := range c.LinkNames() {
 		if v := c.Links[n].VXLAN; v != nil {
 			for vnis[[2]int{v.ID, v.Port}] {
-				v.ID++
+				v.ID = (v.ID + 1) % 16777216
 			}
 			vnis[[2]int{v.ID, v.Port}] = true
 		}
