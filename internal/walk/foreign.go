@@ -63,38 +63,35 @@ func shell(ns, cmd string) error {
 	return nil
 }
 
-// dumpForeign renders the foreign objects of ns, one line each: links named
-// f*, their addresses, routes and rules of protocols other than ours and the
-// kernel's (and the kernel's on foreign links), nftables tables other than
-// the walk's. It also returns the addresses on lo.
-func dumpForeign(ns string, proto int) (string, []string, error) {
+// dumpForeign renders the foreign objects of a reading, one line each:
+// links named f*, their addresses, routes and rules of protocols other than
+// ours and the kernel's (and the kernel's on foreign links), nftables tables
+// other than the walk's, with their handles. It also returns the addresses
+// on lo.
+func dumpForeign(k *Kernel, proto int) (string, []string) {
 	var lines []string
-	var ls []map[string]any
-	if err := ipJSON(ns, &ls, "-d", "link", "show"); err != nil {
-		return "", nil, err
-	}
-	for _, l := range ls {
+	for _, l := range k.Raw.Links {
 		name := fmt.Sprint(l["ifname"])
 		if !strings.HasPrefix(name, "f") {
 			continue
 		}
-		for _, k := range []string{"stats", "stats64", "operstate", "linkmode", "qdisc", "txqlen", "group", "num_tx_queues", "num_rx_queues", "inet6_addr_gen_mode", "promiscuity", "allmulti", "min_mtu", "max_mtu", "gso_max_size", "gso_max_segs", "tso_max_size", "tso_max_segs", "gro_max_size", "gso_ipv4_max_size", "gro_ipv4_max_size", "parentbus", "parentdev"} {
-			delete(l, k)
+		m := map[string]any{}
+		for _, key := range []string{"ifindex", "ifname", "link", "flags", "mtu", "master", "ifalias", "address"} {
+			m[key] = l[key]
 		}
 		if li, ok := l["linkinfo"].(map[string]any); ok {
-			// Bridge timers and counters change on their own.
-			delete(li, "info_data")
-			delete(li, "info_slave_data")
+			m["kind"] = li["info_kind"]
+			// Bridge timers and counters change on their own; a vxlan's
+			// attributes are fixed.
+			if li["info_kind"] == "vxlan" {
+				m["data"] = li["info_data"]
+			}
 		}
-		b, _ := json.Marshal(l)
+		b, _ := json.Marshal(m)
 		lines = append(lines, "link "+string(b))
 	}
-	var as []*kAddrLink
-	if err := ipJSON(ns, &as, "addr", "show"); err != nil {
-		return "", nil, err
-	}
 	var lo []string
-	for _, a := range as {
+	for _, a := range k.Addrs {
 		for _, x := range a.Addrs {
 			s := fmt.Sprintf("%s/%d scope %s", x.Local, x.Prefixlen, x.Scope)
 			switch {
@@ -106,11 +103,7 @@ func dumpForeign(ns string, proto int) (string, []string, error) {
 		}
 	}
 	own := strconv.Itoa(proto)
-	for _, fam := range []string{"-4", "-6"} {
-		var rs []map[string]any
-		if err := ipJSON(ns, &rs, fam, "-d", "route", "show", "table", "all"); err != nil {
-			return "", nil, err
-		}
+	for _, rs := range [][]map[string]any{k.Raw.Routes4, k.Raw.Routes6} {
 		for _, r := range rs {
 			p, dev := fmt.Sprint(r["protocol"]), fmt.Sprint(r["dev"])
 			if p == own || (p == "kernel" && !strings.HasPrefix(dev, "f")) || p == "245" {
@@ -122,10 +115,8 @@ func dumpForeign(ns string, proto int) (string, []string, error) {
 			b, _ := json.Marshal(r)
 			lines = append(lines, "route "+string(b))
 		}
-		var rules []map[string]any
-		if err := ipJSON(ns, &rules, fam, "rule", "show"); err != nil {
-			return "", nil, err
-		}
+	}
+	for fam, rules := range map[string][]map[string]any{"-4": k.Raw.Rules4, "-6": k.Raw.Rules6} {
 		for _, r := range rules {
 			if fmt.Sprint(r["protocol"]) == own {
 				continue
@@ -134,14 +125,10 @@ func dumpForeign(ns string, proto int) (string, []string, error) {
 			lines = append(lines, "rule "+fam+" "+string(b))
 		}
 	}
-	out, err := run("ip", "netns", "exec", ns, "nft", "-a", "list", "ruleset")
-	if err != nil {
-		return "", nil, err
-	}
 	// Tables are listed whole; the walk's own (inet/ip/ip6 nrw*) are
 	// skipped, except ip6 nrw0 which the walk never declares.
 	keep := false
-	for _, line := range strings.Split(out, "\n") {
+	for _, line := range strings.Split(k.NftText, "\n") {
 		if strings.HasPrefix(line, "table ") {
 			f := strings.Fields(line)
 			keep = !strings.HasPrefix(f[2], "nrw") || (f[1] == "ip6" && f[2] == "nrw0")
@@ -151,5 +138,5 @@ func dumpForeign(ns string, proto int) (string, []string, error) {
 		}
 	}
 	sort.Strings(lines)
-	return strings.Join(lines, "\n"), lo, nil
+	return strings.Join(lines, "\n"), lo
 }

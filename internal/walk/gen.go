@@ -590,8 +590,12 @@ func (g *Gen) changeAddrs(c *Config) string {
 
 var routeTables = []string{"", "", "100", "200", "300"}
 
+// Caps on the numbers of routes and rules keep a long walk's files (and
+// its steps' time) bounded: past them, a change removes one.
+const maxRoutes, maxRules = 16, 12
+
 func (g *Gen) changeRoutes(c *Config) string {
-	if len(c.Routes) > 0 && g.chance(0.3) {
+	if len(c.Routes) > 0 && (g.chance(0.3) || len(c.Routes) >= maxRoutes) {
 		i := g.R.Intn(len(c.Routes))
 		c.Routes = append(c.Routes[:i], c.Routes[i+1:]...)
 		return "remove a route"
@@ -678,7 +682,7 @@ func (g *Gen) routeTarget(c *Config, r *Route) {
 }
 
 func (g *Gen) changeRules(c *Config) string {
-	if len(c.Rules) > 0 && g.chance(0.35) {
+	if len(c.Rules) > 0 && (g.chance(0.35) || len(c.Rules) >= maxRules) {
 		i := g.R.Intn(len(c.Rules))
 		c.Rules = append(c.Rules[:i], c.Rules[i+1:]...)
 		return "remove a rule"
@@ -731,7 +735,7 @@ func ruleLines(family string) []string {
 	r := []string{"accept", "drop", "counter accept", `iifname "p0*" accept`,
 		"meta mark & 0x00000060 == 0x00000020 accept", "tcp dport 22 accept", "udp dport 53 drop",
 		"ct state established,related accept", "meta mark set 0x00000010", "jump helper",
-		"tcp dport @sp accept", "meta mark @sm drop"}
+		"tcp dport @sp accept"}
 	if family != "ip6" {
 		r = append(r, "ip saddr 10.0.0.0/8 drop", "ip daddr @s4 accept")
 	}

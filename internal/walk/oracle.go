@@ -27,20 +27,6 @@ func run(prog string, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-func ipJSON(ns string, v any, args ...string) error {
-	out, err := run("ip", append([]string{"-n", ns, "-j"}, args...)...)
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(out) == "" {
-		out = "[]"
-	}
-	if err := json.Unmarshal([]byte(out), v); err != nil {
-		return fmt.Errorf("ip %s: %w", strings.Join(args, " "), err)
-	}
-	return nil
-}
-
 // kLink is a link as `ip -d -j link` prints it.
 type kLink struct {
 	Index    int      `json:"ifindex"`
@@ -125,53 +111,108 @@ type kRule struct {
 	raw      map[string]any
 }
 
-// Kernel is one reading of the namespace.
+// Kernel is one reading of the namespace: what ip printed (Raw, for the
+// foreign objects' dump) and the typed view the comparisons use.
 type Kernel struct {
 	Links  map[string]*kLink
 	Addrs  map[string]*kAddrLink
 	Routes []kRoute
 	Rules  []kRule
+	Raw    raw
+	// NftText is `nft -a list ruleset`, NftJSON `nft -j list ruleset`.
+	NftText, NftJSON string
 }
 
-// ReadKernel reads links, addresses, routes and rules of ns.
-func ReadKernel(ns string) (*Kernel, error) {
+type raw struct {
+	Links, Addrs, Routes4, Routes6, Rules4, Rules6 []map[string]any
+}
+
+// ipBatch runs `ip -n ns -j -d [family] -batch -` on cmds and decodes the
+// JSON array each prints: three programs for a whole reading instead of one
+// per object kind, which made the walk's steps twice as slow.
+func ipBatch(ns, family string, cmds ...string) ([][]map[string]any, error) {
+	args := []string{"-n", ns, "-j", "-d"}
+	if family != "" {
+		args = append(args, family)
+	}
+	cmd := exec.Command("ip", append(args, "-batch", "-")...)
+	cmd.Stdin = strings.NewReader(strings.Join(cmds, "\n") + "\n")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("ip %s -batch (%s): %w: %s", family, strings.Join(cmds, "; "), err, errb.String())
+	}
+	dec := json.NewDecoder(&out)
+	var res [][]map[string]any
+	for range cmds {
+		var v []map[string]any
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("ip %s -batch (%s): %w", family, strings.Join(cmds, "; "), err)
+		}
+		res = append(res, v)
+	}
+	return res, nil
+}
+
+// recast decodes a generic JSON value into a typed one.
+func recast(from, to any) {
+	b, _ := json.Marshal(from)
+	_ = json.Unmarshal(b, to)
+}
+
+// ReadKernel reads links, addresses, routes and rules of ns, and with nft
+// its whole ruleset.
+func ReadKernel(ns string, nft bool) (*Kernel, error) {
 	k := &Kernel{Links: map[string]*kLink{}, Addrs: map[string]*kAddrLink{}}
-	var ls []*kLink
-	if err := ipJSON(ns, &ls, "-d", "link", "show"); err != nil {
+	la, err := ipBatch(ns, "", "link show", "addr show")
+	if err != nil {
 		return nil, err
 	}
+	r4, err := ipBatch(ns, "-4", "route show table all", "rule show")
+	if err != nil {
+		return nil, err
+	}
+	r6, err := ipBatch(ns, "-6", "route show table all", "rule show")
+	if err != nil {
+		return nil, err
+	}
+	k.Raw = raw{Links: la[0], Addrs: la[1], Routes4: r4[0], Rules4: r4[1], Routes6: r6[0], Rules6: r6[1]}
+	var ls []*kLink
+	recast(k.Raw.Links, &ls)
 	for _, l := range ls {
 		k.Links[l.Name] = l
 	}
 	var as []*kAddrLink
-	if err := ipJSON(ns, &as, "addr", "show"); err != nil {
-		return nil, err
-	}
+	recast(k.Raw.Addrs, &as)
 	for _, a := range as {
 		k.Addrs[a.Name] = a
 	}
-	for _, fam := range []string{"-4", "-6"} {
+	for _, fam := range []struct {
+		routes, rules []map[string]any
+		v6            bool
+	}{{k.Raw.Routes4, k.Raw.Rules4, false}, {k.Raw.Routes6, k.Raw.Rules6, true}} {
 		var rs []kRoute
-		if err := ipJSON(ns, &rs, fam, "-d", "route", "show", "table", "all"); err != nil {
-			return nil, err
-		}
+		recast(fam.routes, &rs)
 		for i := range rs {
-			rs[i].v6 = fam == "-6"
+			rs[i].v6 = fam.v6
 		}
 		k.Routes = append(k.Routes, rs...)
-		var rules []map[string]any
-		if err := ipJSON(ns, &rules, fam, "-d", "rule", "show"); err != nil {
-			return nil, err
-		}
-		for _, m := range rules {
-			b, _ := json.Marshal(m)
+		for _, m := range fam.rules {
 			var r kRule
-			_ = json.Unmarshal(b, &r)
+			recast(m, &r)
 			r.raw = m
-			if fam == "-6" {
+			if fam.v6 {
 				r.Src = "6:" + r.Src
 			}
 			k.Rules = append(k.Rules, r)
+		}
+	}
+	if nft {
+		if k.NftText, err = run("ip", "netns", "exec", ns, "nft", "-a", "list", "ruleset"); err != nil {
+			return nil, err
+		}
+		if k.NftJSON, err = run("ip", "netns", "exec", ns, "nft", "-j", "list", "ruleset"); err != nil {
+			return nil, err
 		}
 	}
 	return k, nil
@@ -265,14 +306,30 @@ func compareLink(l *Link, kl *kLink, bad func(string, ...any)) {
 	case "ipip", "ip6tnl":
 		t := l.Tunnel
 		ttl := kl.data("ttl")
-		if ttl == "" {
+		if ttl == "" || ttl == "inherit" {
 			ttl = "0"
 		}
 		got := fmt.Sprintf("local %s remote %s ttl %s", kl.data("local"), kl.data("remote"), ttl)
 		want := fmt.Sprintf("local %s remote %s ttl %d", t.Local, t.Remote, t.TTL)
 		if t.EncapDport != 0 {
-			got += fmt.Sprintf(" encap %s sport %s dport %s", kl.data("encap_type"), kl.data("encap_sport"), kl.data("encap_dport"))
-			sport := "auto"
+			enc := map[string]any{}
+			if kl.LinkInfo != nil {
+				if m, ok := kl.LinkInfo.Data["encap"].(map[string]any); ok {
+					enc = m
+				}
+			}
+			num := func(k string) string {
+				if f, ok := enc[k].(float64); ok {
+					return strconv.FormatFloat(f, 'f', -1, 64)
+				}
+				return fmt.Sprint(enc[k])
+			}
+			sport := num("sport")
+			if sport == "0" {
+				sport = "auto"
+			}
+			got += fmt.Sprintf(" encap %v sport %s dport %s", enc["type"], sport, num("dport"))
+			sport = "auto"
 			if t.EncapSport != 0 {
 				sport = strconv.Itoa(t.EncapSport)
 			}

@@ -9,21 +9,31 @@ import (
 	"strings"
 )
 
-var counterRE = regexp.MustCompile(` packets \d+ bytes \d+`)
+var (
+	counterRE = regexp.MustCompile(` packets \d+ bytes \d+`)
+	handleRE  = regexp.MustCompile(`\s*# handle \d+$`)
+)
 
-// nftText is `nft list table` parsed: each chain's header line and rules.
+// nftChain is a chain of `nft list`: its header line and rules.
 type nftChain struct {
 	Header string
 	Rules  []string
 }
 
-func parseNftText(out string) map[string]*nftChain {
-	chains := map[string]*nftChain{}
+// parseNftTables splits `nft -a list ruleset` into tables ("FAMILY NAME") and
+// parses each one's chains, without handles and counters.
+func parseNftTables(out string) map[string]map[string]*nftChain {
+	tables := map[string]map[string]*nftChain{}
+	var chains map[string]*nftChain
 	var cur *nftChain
 	for _, line := range strings.Split(out, "\n") {
-		s := strings.TrimSpace(line)
+		s := strings.TrimSpace(handleRE.ReplaceAllString(line, ""))
 		switch {
-		case strings.HasPrefix(s, "chain ") && strings.HasSuffix(s, "{"):
+		case strings.HasPrefix(s, "table ") && strings.HasSuffix(s, "{"):
+			f := strings.Fields(s)
+			chains = map[string]*nftChain{}
+			tables[f[1]+" "+f[2]] = chains
+		case chains != nil && strings.HasPrefix(s, "chain ") && strings.HasSuffix(s, "{"):
 			cur = &nftChain{}
 			chains[strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(s, "chain "), "{"))] = cur
 		case cur != nil && s == "}":
@@ -36,11 +46,11 @@ func parseNftText(out string) map[string]*nftChain {
 			cur.Rules = append(cur.Rules, counterRE.ReplaceAllString(s, ""))
 		}
 	}
-	return chains
+	return tables
 }
 
-// nftSets reads the sets of a table from `nft -j list table`.
-func nftSets(out string) (map[string]string, error) {
+// nftSets reads the sets of table (family, name) from `nft -j list ruleset`.
+func nftSets(out, family, table string) (map[string]string, error) {
 	var doc struct {
 		Nftables []map[string]json.RawMessage `json:"nftables"`
 	}
@@ -54,13 +64,18 @@ func nftSets(out string) (map[string]string, error) {
 			continue
 		}
 		var s struct {
-			Name  string            `json:"name"`
-			Type  string            `json:"type"`
-			Flags []string          `json:"flags"`
-			Elem  []json.RawMessage `json:"elem"`
+			Family string            `json:"family"`
+			Table  string            `json:"table"`
+			Name   string            `json:"name"`
+			Type   string            `json:"type"`
+			Flags  []string          `json:"flags"`
+			Elem   []json.RawMessage `json:"elem"`
 		}
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, fmt.Errorf("nft -j set: %w", err)
+		}
+		if s.Family != family || s.Table != table {
+			continue
 		}
 		var es []string
 		for _, e := range s.Elem {
@@ -114,37 +129,29 @@ func setText(typ string, interval bool, es []string) string {
 	return fmt.Sprintf("type %s interval %v elements %v", typ, interval, norm)
 }
 
-// CompareNft compares the nftables tables of ns with c: every declared table
-// as declared, no other table of the walk's names left.
-func CompareNft(ns string, c *Config) ([]string, error) {
+// CompareNft compares the nftables tables of the reading with c: every
+// declared table as declared, no other table of the walk's names left.
+func CompareNft(c *Config, k *Kernel) ([]string, error) {
 	var diffs []string
 	bad := func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) }
-	list, err := run("ip", "netns", "exec", ns, "nft", "list", "tables")
-	if err != nil {
-		return nil, err
-	}
+	tables := parseNftTables(k.NftText)
 	declared := map[string]bool{}
 	for _, t := range c.Tables {
-		declared["table "+t.Family+" "+t.Name] = true
+		declared[t.Family+" "+t.Name] = true
 	}
-	for _, line := range strings.Split(list, "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "table ") && strings.Contains(line, " nrw") && !declared[line] && line != "table ip6 nrw0" {
-			bad("nftables %s: ours but not in the file (not deleted)", line)
+	for id := range tables {
+		if strings.Contains(id, " nrw") && !declared[id] && id != "ip6 nrw0" {
+			bad("nftables %s: ours but not in the file (not deleted)", id)
 		}
 	}
 	for _, t := range c.Tables {
 		id := t.Family + " " + t.Name
-		txt, err := run("ip", "netns", "exec", ns, "nft", "list", "table", t.Family, t.Name)
-		if err != nil {
-			bad("nftables %s: %v", id, err)
+		chains, ok := tables[id]
+		if !ok {
+			bad("nftables %s: missing", id)
 			continue
 		}
-		js, err := run("ip", "netns", "exec", ns, "nft", "-j", "list", "table", t.Family, t.Name)
-		if err != nil {
-			return nil, err
-		}
-		gotSets, err := nftSets(js)
+		gotSets, err := nftSets(k.NftJSON, t.Family, t.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +167,6 @@ func CompareNft(ns string, c *Config) ([]string, error) {
 		for n := range gotSets {
 			bad("nftables %s: set %s not in the file", id, n)
 		}
-		chains := parseNftText(txt)
 		for _, ch := range t.Chains {
 			got := chains[ch.Name]
 			if got == nil {
@@ -214,11 +220,22 @@ func CompareWG(ns string, c *Config) ([]string, error) {
 		if got != want {
 			diffs = append(diffs, fmt.Sprintf("wireguard %s: %s, want %s", n, got, want))
 		}
+		// WireGuard cannot forget an endpoint (only removing the peer
+		// does): a peer the file gives no endpoint may keep its last one.
+		free := map[string]bool{}
+		for _, p := range l.WG.Peers {
+			if p.Endpoint == "" {
+				free[p.PublicKey] = true
+			}
+		}
 		var gp, wp []string
 		for _, line := range lines[1:] {
 			p := strings.Split(line, "\t")
 			ips := strings.Split(p[3], ",")
 			sort.Strings(ips)
+			if free[p[0]] {
+				p[2] = "(none)"
+			}
 			gp = append(gp, fmt.Sprintf("%s endpoint %s allowed %s keepalive %s", p[0], p[2], strings.Join(ips, ","), p[7]))
 		}
 		for _, p := range l.WG.Peers {

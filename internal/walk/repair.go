@@ -44,6 +44,16 @@ func (g *Gen) Repair(c *Config) {
 			vnis[[2]int{v.ID, v.Port}] = true
 		}
 	}
+	// Likewise a tunnel's kind and endpoints.
+	tunnels := map[string]bool{}
+	for _, n := range c.LinkNames() {
+		if t := c.Links[n].Tunnel; t != nil {
+			for i := 0; tunnels[c.Links[n].Kind+t.Local+t.Remote] && i < 20; i++ {
+				t.Remote = netip.MustParseAddr(t.Remote).Next().String()
+			}
+			tunnels[c.Links[n].Kind+t.Local+t.Remote] = true
+		}
+	}
 	// Likewise a WireGuard listen port (EADDRINUSE).
 	ports := map[int]bool{}
 	for _, n := range c.LinkNames() {

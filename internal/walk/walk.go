@@ -99,6 +99,12 @@ func Walk(opts Options) (*Report, error) {
 	}
 	run.close()
 	rep.Checks = run.checks
+	var phases []string
+	for k, v := range run.spent {
+		phases = append(phases, fmt.Sprintf("%s %s", k, v.Round(time.Millisecond)))
+	}
+	sort.Strings(phases)
+	opts.Logf("walk seed %d: %d steps; time by phase: %s", opts.Seed, rep.Steps, strings.Join(phases, ", "))
 	return rep, nil
 }
 
@@ -143,6 +149,23 @@ type runner struct {
 	foreign0 string
 	lo0      []string
 	checks   int
+	// prev is the reading of the last step's checks.
+	prev *Kernel
+	// spent is the time each phase took, for the report.
+	spent map[string]time.Duration
+	last  time.Time
+}
+
+// lap charges the time since the last lap to phase.
+func (r *runner) lap(phase string) {
+	now := time.Now()
+	if r.spent == nil {
+		r.spent = map[string]time.Duration{}
+	}
+	if !r.last.IsZero() {
+		r.spent[phase] += now.Sub(r.last)
+	}
+	r.last = now
 }
 
 func newRunner(g *Gen, foreign []string, dir string) (*runner, error) {
@@ -164,11 +187,12 @@ func newRunner(g *Gen, foreign []string, dir string) (*runner, error) {
 			return nil, err
 		}
 	}
-	r.foreign0, r.lo0, err = dumpForeign(ns, 245)
+	k, err := ReadKernel(ns, true)
 	if err != nil {
 		r.close()
 		return nil, err
 	}
+	r.foreign0, r.lo0 = dumpForeign(k, 245)
 	return r, nil
 }
 
@@ -200,8 +224,10 @@ func (r *runner) step(i int, c *Config) *Failure {
 	if err := os.WriteFile(file, []byte(c.YAML()), 0o644); err != nil {
 		return fail("setup", "%v", err)
 	}
+	r.lap("idle")
 	// The plan, as diff shows it.
 	code, out, errs := r.cli("diff", "-o", "json", "-c", file)
+	r.lap("diff")
 	conflicted := code == cli.ExitError && strings.Contains(errs, "conflict")
 	if code != cli.ExitOK && code != cli.ExitChanges && !conflicted {
 		return fail("diff", "exit %d\n%s%s", code, out, errs)
@@ -212,11 +238,18 @@ func (r *runner) step(i int, c *Config) *Failure {
 	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n\n", 2)[0]), &plan); err != nil {
 		return fail("diff", "exit %d, plan JSON: %v\n%s%s", code, err, out, errs)
 	}
-	before, err := ReadKernel(r.ns)
-	if err != nil {
-		return fail("oracle", "%v", err)
+	// The kernel as the previous step's checks left it (its second apply
+	// wrote nothing), read once more only at the start.
+	before := r.prev
+	if before == nil {
+		var err error
+		if before, err = ReadKernel(r.ns, false); err != nil {
+			return fail("oracle", "%v", err)
+		}
 	}
+	r.lap("read")
 	code, out, aerrs := r.cli("apply", "-c", file)
+	r.lap("apply")
 	r.checks++
 	skip := map[string]bool{}
 	if code != cli.ExitOK {
@@ -229,13 +262,14 @@ func (r *runner) step(i int, c *Config) *Failure {
 			}
 		}
 	}
-	after, err := ReadKernel(r.ns)
+	after, err := ReadKernel(r.ns, true)
 	if err != nil {
 		return fail("oracle", "%v", err)
 	}
+	r.prev = after
 	// The independent oracle.
 	diffs := Compare(r.ns, c, after, skip)
-	nd, err := CompareNft(r.ns, c)
+	nd, err := CompareNft(c, after)
 	if err != nil {
 		return fail("oracle", "%v", err)
 	}
@@ -254,15 +288,14 @@ func (r *runner) step(i int, c *Config) *Failure {
 		}
 		diffs = append(diffs, fd...)
 	}
+	r.lap("oracle")
 	r.checks++
 	if len(diffs) > 0 {
 		return fail("oracle", "the kernel differs from the file:\n  %s\napply printed:\n%s", strings.Join(diffs, "\n  "), out)
 	}
 	// Foreign objects exactly as before.
-	fdump, lo, err := dumpForeign(r.ns, c.Protocol)
-	if err != nil {
-		return fail("foreign", "%v", err)
-	}
+	fdump, lo := dumpForeign(after, c.Protocol)
+	r.lap("foreign")
 	r.checks++
 	if fdump != r.foreign0 {
 		return fail("foreign", "foreign objects changed:\n%s", lineDiff(r.foreign0, fdump))
@@ -294,8 +327,10 @@ func (r *runner) step(i int, c *Config) *Failure {
 			return fail("inplace", "link %s changed ifindex %d -> %d but the plan did not say it is recreated\nplan: %+v", n, b.Index, a.Index, plan.Ops)
 		}
 	}
+	r.lap("read")
 	// Convergence: a second diff is empty, a second apply writes nothing.
 	code, out, errs = r.cli("diff", "-c", file)
+	r.lap("diff")
 	r.checks++
 	if code != cli.ExitOK && !conflicted {
 		return fail("converge", "second diff exit %d:\n%s%s", code, out, errs)
@@ -305,6 +340,7 @@ func (r *runner) step(i int, c *Config) *Failure {
 	} else if w != 0 {
 		return fail("converge", "second apply made %d kernel writes", w)
 	}
+	r.lap("second apply")
 	r.checks++
 	return nil
 }
