@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os/exec"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,7 +56,22 @@ func ForeignPlan(r *rand.Rand, d Defects) []string {
 	return cmds
 }
 
+// toolRE finds the programs a foreign command runs.
+var toolRE = regexp.MustCompile(`(^|; )(ip|nft) `)
+
 func shell(ns, cmd string) error {
+	// By full path: the guest's sh is busybox, whose own ip applet runs
+	// before $PATH and lacks most of iproute2.
+	cmd = toolRE.ReplaceAllStringFunc(cmd, func(m string) string {
+		prefix, tool := "", strings.TrimSpace(m)
+		if strings.HasPrefix(m, "; ") {
+			prefix, tool = "; ", strings.TrimSpace(m[2:])
+		}
+		if p, err := exec.LookPath(tool); err == nil {
+			tool = p
+		}
+		return prefix + tool + " "
+	})
 	out, err := exec.Command("ip", "netns", "exec", ns, "sh", "-c", cmd).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("foreign object %q: %w: %s", cmd, err, out)
