@@ -32,6 +32,11 @@ func (c *computer) addresses() {
 				// The kernel keeps scope and peer at creation: NLM_F_REPLACE
 				// on an address only refreshes lifetimes.
 				c.add(Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h})
+				// Replacing a link's only IPv4 address deletes it first,
+				// which flushes the link's IPv4 routes (as in lastIPv4).
+				if h.Prefix.Addr().Is4() && ipv4Count(have, h.Link) == 1 {
+					c.flushed4[h.Link] = true
+				}
 			}
 		}
 	}
@@ -113,4 +118,15 @@ func addressSummary(a *model.Address) string {
 		parts = append(parts, "noprefixroute")
 	}
 	return strings.Join(parts, " ")
+}
+
+// ipv4Count counts the IPv4 addresses of link in have.
+func ipv4Count(have map[model.AddressKey]*model.Address, link string) int {
+	n := 0
+	for _, a := range have {
+		if a.Link == link && a.Prefix.Addr().Is4() {
+			n++
+		}
+	}
+	return n
 }

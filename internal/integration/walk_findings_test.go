@@ -204,3 +204,18 @@ func TestWalkFindingPoolAddressOnVethPeer(t *testing.T) {
 	e.apply(f)
 	e.converged(f)
 }
+
+// Replacing a link's only IPv4 address (a change of noprefixroute, scope or
+// peer deletes and adds it) flushes the link's IPv4 routes: they are added
+// again in the same apply.
+func TestWalkFindingReplaceOnlyIPv4Address(t *testing.T) {
+	e := newEnv(t)
+	routes := "routes:\n  - {to: 172.16.4.0/24, dev: b1}\n"
+	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  b1: {kind: bridge, addresses: [10.19.0.3/24]}\n"+routes))
+	f := e.file("b.yaml", "version: 1\nlinks:\n  b1: {kind: bridge, addresses: [{address: 10.19.0.3/24, noprefixroute: true}]}\n"+routes)
+	e.apply(f)
+	if out := e.ip("route", "show", "172.16.4.0/24"); !strings.Contains(out, "dev b1") {
+		t.Errorf("route 172.16.4.0/24 dev b1 missing after the address was replaced: %q", out)
+	}
+	e.converged(f)
+}

@@ -84,7 +84,7 @@ func shell(ns, cmd string) error {
 // ours and the kernel's (and the kernel's on foreign links), nftables tables
 // other than the walk's, with their handles. It also returns the addresses
 // on lo.
-func dumpForeign(k *Kernel, proto int) (string, []string) {
+func dumpForeign(k *Kernel, proto int, foreignTables map[string]bool) (string, []string) {
 	var lines []string
 	for _, l := range k.Raw.Links {
 		name := fmt.Sprint(l["ifname"])
@@ -147,7 +147,7 @@ func dumpForeign(k *Kernel, proto int) (string, []string) {
 	for _, line := range strings.Split(k.NftText, "\n") {
 		if strings.HasPrefix(line, "table ") {
 			f := strings.Fields(line)
-			keep = !strings.HasPrefix(f[2], "nrw") || (f[1] == "ip6" && f[2] == "nrw0")
+			keep = !strings.HasPrefix(f[2], "nrw") || (f[1] == "ip6" && f[2] == "nrw0") || foreignTables[f[1]+" "+f[2]]
 		}
 		if keep && strings.TrimSpace(line) != "" {
 			lines = append(lines, "nft "+counterRE.ReplaceAllString(line, ""))

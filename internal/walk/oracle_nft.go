@@ -131,7 +131,7 @@ func setText(typ string, interval bool, es []string) string {
 
 // CompareNft compares the nftables tables of the reading with c: every
 // declared table as declared, no other table of the walk's names left.
-func CompareNft(c *Config, k *Kernel) ([]string, error) {
+func CompareNft(c *Config, k *Kernel, skip, foreign map[string]bool) ([]string, error) {
 	var diffs []string
 	bad := func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) }
 	tables := parseNftTables(k.NftText)
@@ -140,12 +140,15 @@ func CompareNft(c *Config, k *Kernel) ([]string, error) {
 		declared[t.Family+" "+t.Name] = true
 	}
 	for id := range tables {
-		if strings.Contains(id, " nrw") && !declared[id] && id != "ip6 nrw0" {
+		if strings.Contains(id, " nrw") && !declared[id] && id != "ip6 nrw0" && !foreign[id] {
 			bad("nftables %s: ours but not in the file (not deleted)", id)
 		}
 	}
 	for _, t := range c.Tables {
 		id := t.Family + " " + t.Name
+		if skip[id] {
+			continue
+		}
 		chains, ok := tables[id]
 		if !ok {
 			bad("nftables %s: missing", id)
