@@ -62,6 +62,10 @@ type Defects struct {
 	// a gateway: the route is added before the rule goes, and the kernel's
 	// gateway check runs into the rule (EACCES). On: such rules are made.
 	CatchAllRule bool
+	// IPVlanModes: two ipvlans of different modes on one parent. The kernel
+	// keeps one mode per parent, so the second silently changes the first;
+	// validation accepts the file. On: such files are made.
+	IPVlanModes bool
 }
 
 // defectNames maps the switch names of WALK_DEFECTS to the fields.
@@ -77,6 +81,7 @@ func (d *Defects) switches() map[string]*bool {
 		"settings-protocol":      &d.SettingsProtocol,
 		"nft-table-handle":       &d.NftTableHandle,
 		"catch-all-rule":         &d.CatchAllRule,
+		"ipvlan-modes":           &d.IPVlanModes,
 	}
 }
 

@@ -64,10 +64,17 @@ func (g *Gen) Repair(c *Config) {
 			ports[w.ListenPort] = true
 		}
 	}
+	// The kernel keeps one ipvlan mode per parent: a second ipvlan of
+	// another mode changes the first one's (docs/walk-findings.md, 13).
 	hasIPVlan := map[string]bool{}
-	for _, l := range c.Links {
-		if l.Kind == "ipvlan" {
+	mode := map[string]string{}
+	for _, n := range c.LinkNames() {
+		if l := c.Links[n]; l.Kind == "ipvlan" {
 			hasIPVlan[l.Parent] = true
+			if m, ok := mode[l.Parent]; ok && !g.Defects.IPVlanModes {
+				l.Mode = m
+			}
+			mode[l.Parent] = l.Mode
 		}
 	}
 	for _, n := range c.LinkNames() {

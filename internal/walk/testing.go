@@ -17,6 +17,9 @@ type WalkFlags struct {
 	Length   int
 	Duration time.Duration
 	Defects  string
+	// ShrinkTrials bounds the shrinker's replays (0: its default). The
+	// guest, under TCG, affords fewer.
+	ShrinkTrials int
 }
 
 // RunWalks runs walks until f.Steps steps are made (or, with f.Duration,
@@ -61,7 +64,7 @@ func RunWalks(t *testing.T, f WalkFlags) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := Walk(Options{Seed: s, Steps: n, Caps: caps, Defects: d, Dir: dir, Logf: t.Logf})
+		rep, err := Walk(Options{Seed: s, Steps: n, Caps: caps, Defects: d, Dir: dir, ShrinkTrials: f.ShrinkTrials, Logf: t.Logf})
 		if err != nil {
 			t.Fatalf("walk seed %d: %v", s, err)
 		}

@@ -20,5 +20,5 @@ var (
 
 func TestWalkVM(t *testing.T) {
 	requireModules(t, "dummy", "ipvlan", "ipip", "ip6_tunnel", "fou", "fou6", "wireguard")
-	walk.RunWalks(t, walk.WalkFlags{Seed: *walkSeed, Steps: *walkSteps, Length: 200, Duration: *walkDuration, Defects: *walkDefects})
+	walk.RunWalks(t, walk.WalkFlags{Seed: *walkSeed, Steps: *walkSteps, Length: 200, Duration: *walkDuration, Defects: *walkDefects, ShrinkTrials: 25})
 }
