@@ -717,6 +717,10 @@ func (g *Gen) changeRules(c *Config) string {
 	}
 	r.Not = g.chance(0.1)
 	r.Action = g.pick([]string{"lookup", "lookup", "lookup", "blackhole", "unreachable", "prohibit"})
+	// "not" with a drop action matches nearly everything: catch-all too.
+	if r.Not && r.Action != "lookup" && !g.Defects.CatchAllRule {
+		r.Not = false
+	}
 	if r.Action == "lookup" {
 		r.Table = g.pick([]string{"100", "200", "main"})
 	}
