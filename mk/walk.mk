@@ -21,8 +21,7 @@ SOAK_DURATION ?=
 .PHONY: test-walk soak
 test-walk: test-deps
 	NETRECONCILE_WALK=1 WALK_STEPS=$(WALK_STEPS) WALK_SEED=$(WALK_SEED) WALK_DEFECTS=$(WALK_DEFECTS) \
-		NETRECONCILE_REQUIRE_PRIVILEGED=1 $(GO) test -count=1 -run '^TestWalk$$' -v -timeout 10m ./internal/walk \
-		| grep -v '^=== RUN'
+		NETRECONCILE_REQUIRE_PRIVILEGED=1 $(GO) test -count=1 -run '^TestWalk$$' -v -timeout 10m ./internal/walk
 
 soak: test-deps
 	NETRECONCILE_WALK=1 WALK_STEPS=$(SOAK_STEPS) WALK_DURATION=$(SOAK_DURATION) WALK_SEED=$(WALK_SEED) WALK_DEFECTS=$(WALK_DEFECTS) \
