@@ -66,6 +66,10 @@ type Defects struct {
 	// keeps one mode per parent, so the second silently changes the first;
 	// validation accepts the file. On: such files are made.
 	IPVlanModes bool
+	// RuleNotIdentity: two rules that differ only in "not". The kernel's
+	// rule identity ignores the flag (EEXIST on the second); validation
+	// accepts the file. On: such files are made.
+	RuleNotIdentity bool
 }
 
 // defectNames maps the switch names of WALK_DEFECTS to the fields.
@@ -82,6 +86,7 @@ func (d *Defects) switches() map[string]*bool {
 		"nft-table-handle":       &d.NftTableHandle,
 		"catch-all-rule":         &d.CatchAllRule,
 		"ipvlan-modes":           &d.IPVlanModes,
+		"rule-not-identity":      &d.RuleNotIdentity,
 	}
 }
 

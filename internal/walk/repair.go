@@ -111,6 +111,13 @@ func (g *Gen) Repair(c *Config) {
 	var rules []*Rule
 	for _, r := range c.Rules {
 		k := r.yaml()
+		if !g.Defects.RuleNotIdentity {
+			// The kernel tells rules apart without their "not" flag
+			// (docs/walk-findings.md, 14).
+			x := *r
+			x.Not = false
+			k = x.yaml()
+		}
 		if seenRule[k] {
 			continue
 		}
