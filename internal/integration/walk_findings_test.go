@@ -219,3 +219,27 @@ func TestWalkFindingReplaceOnlyIPv4Address(t *testing.T) {
 	}
 	e.converged(f)
 }
+
+// A veth pair whose enslaved end goes with the other (the pair is recreated
+// under a new peer name): the bridge, left without ports, keeps its declared
+// MTU instead of falling back to 1500.
+func TestWalkFindingBridgeMTUPeerDeleted(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", `version: 1
+links:
+  b2: {kind: bridge, mtu: 9000}
+  p1a: {kind: veth, mtu: 9000, master: b2, veth: {peer: p1b}}
+  p1b: {kind: veth, veth: {peer: p1a}}
+`))
+	f := e.file("b.yaml", `version: 1
+links:
+  b2: {kind: bridge, mtu: 9000}
+  p1b: {kind: veth, veth: {peer: p1c}}
+  p1c: {kind: veth, veth: {peer: p1b}}
+`)
+	e.apply(f)
+	if out := e.ip("link", "show", "b2"); !strings.Contains(out, "mtu 9000 ") {
+		t.Errorf("after the enslaved end went with its pair:\n%s", out)
+	}
+	e.converged(f)
+}

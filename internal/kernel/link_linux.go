@@ -213,11 +213,14 @@ func (k *Netlink) DeleteLink(name string) error {
 	if err != nil {
 		return fmt.Errorf("delete link: %w", err)
 	}
+	// A veth takes its peer with it: the bridges of both ends lose a port.
 	err = k.keepBridgeMTU(k.masterOf(name), func() error {
-		k.wrote()
-		err := k.h.LinkDel(ref)
-		k.forget(name)
-		return err
+		return k.keepBridgeMTU(k.peerMasterOf(name), func() error {
+			k.wrote()
+			err := k.h.LinkDel(ref)
+			k.forget(name)
+			return err
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("delete link %s: %w", name, err)
@@ -262,6 +265,20 @@ func (k *Netlink) masterOf(name string) int {
 		return 0
 	}
 	return l.Attrs().MasterIndex
+}
+
+// peerMasterOf returns the index of the master of a veth's peer, 0 for a
+// link of another kind, without a master, or gone.
+func (k *Netlink) peerMasterOf(name string) int {
+	l, err := k.h.LinkByName(name)
+	if err != nil || l.Type() != "veth" || l.Attrs().ParentIndex == 0 {
+		return 0
+	}
+	p, err := k.h.LinkByIndex(l.Attrs().ParentIndex)
+	if err != nil {
+		return 0
+	}
+	return p.Attrs().MasterIndex
 }
 
 // keepBridgeMTU runs f, which adds or removes a port of the bridge master
