@@ -70,6 +70,11 @@ type Defects struct {
 	// rule identity ignores the flag (EEXIST on the second); validation
 	// accepts the file. On: such files are made.
 	RuleNotIdentity bool
+	// RulePartialDelete: two rules of one priority and family where one
+	// has a selector the other lacks (fwmark). Deleting the one without
+	// can delete the other: the kernel matches a delete on the attributes
+	// it is given. On: such files are made.
+	RulePartialDelete bool
 }
 
 // defectNames maps the switch names of WALK_DEFECTS to the fields.
@@ -87,6 +92,7 @@ func (d *Defects) switches() map[string]*bool {
 		"catch-all-rule":         &d.CatchAllRule,
 		"ipvlan-modes":           &d.IPVlanModes,
 		"rule-not-identity":      &d.RuleNotIdentity,
+		"rule-partial-delete":    &d.RulePartialDelete,
 	}
 }
 

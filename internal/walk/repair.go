@@ -118,6 +118,12 @@ func (g *Gen) Repair(c *Config) {
 			x.Not = false
 			k = x.yaml()
 		}
+		if !g.Defects.RulePartialDelete {
+			// The kernel deletes the first rule that matches the
+			// attributes a delete gives: one rule per priority and
+			// family (docs/walk-findings.md, 15).
+			k = fmt.Sprintf("%d %s", r.Priority, r.Family)
+		}
 		if seenRule[k] {
 			continue
 		}
