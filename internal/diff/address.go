@@ -13,11 +13,12 @@ func (c *computer) addresses() {
 	have := map[model.AddressKey]*model.Address{}
 	for i := range c.a.Addresses {
 		a := &c.a.Addresses[i]
-		if c.recreated[a.Link] {
+		if c.recreated[a.Link] || (c.downed[a.Link] && a.Prefix.Addr().Is6()) {
 			continue
 		}
 		have[a.Key()] = a
 	}
+	c.lastIPv4(have)
 	want := map[model.AddressKey]bool{}
 	for i := range c.d.Addresses {
 		w := &c.d.Addresses[i]
@@ -33,12 +34,17 @@ func (c *computer) addresses() {
 				// The kernel keeps scope and peer at creation: NLM_F_REPLACE
 				// on an address only refreshes lifetimes.
 				c.add(Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h, Promote: c.promotes(h)})
+				// Replacing a link's only IPv4 address deletes it first,
+				// which flushes the link's IPv4 routes (as in lastIPv4).
+				if h.Prefix.Addr().Is4() && ipv4Count(have, h.Link) == 1 {
+					c.flushed4[h.Link] = true
+				}
 			}
 		}
 	}
 	for i := range c.a.Addresses {
 		h := &c.a.Addresses[i]
-		if want[h.Key()] || c.recreated[h.Link] {
+		if want[h.Key()] || c.recreated[h.Link] || (c.downed[h.Link] && h.Prefix.Addr().Is6()) {
 			continue
 		}
 		// IPv6 link-local addresses are the kernel's (addrconf makes them
@@ -56,7 +62,34 @@ func (c *computer) addresses() {
 		if _, stays := c.d.Links[h.Link]; !stays {
 			continue // the link goes, its addresses with it
 		}
-		c.del(Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Address: h, Promote: c.promotes(h)})
+		op := Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Address: h, Promote: c.promotes(h)}
+		if h.Prefix.Addr().Is4() && c.flushed4[h.Link] {
+			// Deleting the link's last IPv4 address flushes its IPv4
+			// routes: it goes before the routes are added, not after.
+			c.add(op)
+			continue
+		}
+		c.del(op)
+	}
+}
+
+// lastIPv4 marks the owned links that hold IPv4 addresses and keep none in
+// the file (flushed4).
+func (c *computer) lastIPv4(have map[model.AddressKey]*model.Address) {
+	keeps := map[string]bool{}
+	for i := range c.d.Addresses {
+		if c.d.Addresses[i].Prefix.Addr().Is4() {
+			keeps[c.d.Addresses[i].Link] = true
+		}
+	}
+	for _, h := range have {
+		l, ok := c.a.Links[h.Link]
+		if !h.Prefix.Addr().Is4() || keeps[h.Link] || !ok || c.d.Links[h.Link] == nil {
+			continue
+		}
+		if l.Owned || (c.d.Links[h.Link].Adopt && c.d.Links[h.Link].Kind == l.Kind) {
+			c.flushed4[h.Link] = true
+		}
 	}
 }
 
@@ -123,4 +156,15 @@ func addressSummary(a *model.Address) string {
 		parts = append(parts, "noprefixroute")
 	}
 	return strings.Join(parts, " ")
+}
+
+// ipv4Count counts the IPv4 addresses of link in have.
+func ipv4Count(have map[model.AddressKey]*model.Address, link string) int {
+	n := 0
+	for _, a := range have {
+		if a.Link == link && a.Prefix.Addr().Is4() {
+			n++
+		}
+	}
+	return n
 }

@@ -33,7 +33,7 @@ func (c Conflicts) Error() string {
 //     (the reverse of creates: a route before its source address);
 //  4. stale links are deleted last, children before parents.
 func Compute(desired, actual *model.State) (*Plan, error) {
-	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}}
+	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{}}
 	c.links()
 	c.wireguard()
 	c.fou()
@@ -71,6 +71,21 @@ type computer struct {
 	blocked map[string]bool
 	srcLink map[netip.Addr]string
 	subnets []subnet
+	// flushed4 names links that lose their last IPv4 address in this plan:
+	// the kernel then deletes every IPv4 route through them (fib_disable_ip),
+	// ours included, so they are treated as absent and added again after.
+	flushed4 map[string]bool
+	// downed names links this plan sets down: the kernel then deletes their
+	// routes and, unless keep_addr_on_down is set, their IPv6 addresses
+	// (addrconf_ifdown), which are added again after.
+	downed map[string]bool
+}
+
+// routeGone reports whether the kernel removes route r during this plan
+// whatever the plan says: its link is recreated or loses its last IPv4
+// address.
+func (c *computer) routeGone(r *model.Route) bool {
+	return r.Dev != "" && (c.recreated[r.Dev] || c.downed[r.Dev] || (r.Dst.Addr().Is4() && c.flushed4[r.Dev]))
 }
 
 func (c *computer) add(op Op) { c.plan.Ops = append(c.plan.Ops, op) }

@@ -362,11 +362,13 @@ routes:
 `,
 		kernel: k,
 		// 10.0.0.9/24 on br0 is ours to prune; fe80::1 is the kernel's;
-		// 192.0.2.10/24 on the device link is never pruned.
+		// 192.0.2.10/24 on the device link is never pruned. It is br0's
+		// last IPv4 address, whose deletion flushes br0's IPv4 routes: it
+		// goes before the route is added.
 		plan: `
 + address 192.0.2.11/24 dev eth0
-+ route 10.9.0.0/16 table 100 (dev br0 scope link)
 - address 10.0.0.9/24 dev br0
++ route 10.9.0.0/16 table 100 (dev br0 scope link)
 `,
 	}})
 }
@@ -473,11 +475,11 @@ func TestDeleteEachKind(t *testing.T) {
 			route(model.Route{Table: 100, Dst: pfx("10.4.0.0/16"), Dev: "old0", Scope: model.ScopeLink, Protocol: ours}).
 			rule(model.Rule{Priority: 1000, IPv6: true, Action: model.RuleLookup, Table: 100, SuppressPrefixLen: -1, Protocol: ours}).
 			fou(model.FouPort{Port: 5555, IPProto: 4, Owned: true}),
-		// old0's address and route go with the link: no op of their own.
+		// old0's address and route go with the link: no op of their own;
+		// br0's route goes with br0's last IPv4 address, deleted first.
 		plan: `
-- rule 1000: from all lookup 100 (ipv6)
-- route 10.1.0.0/16 table 100 (dev br0 scope link)
 - address 10.0.0.1/24 dev br0
+- rule 1000: from all lookup 100 (ipv6)
 - fou fou port 5555
 - link old0 (bridge)
 `,

@@ -86,19 +86,62 @@ func (c *computer) links() {
 		}
 	}
 	creates, updates = c.recreateChildren(creates, updates)
+	c.staleLinks()
+	var early []Op
+	// The kernel lets one link per namespace hold a vxlan's VNI and port, a
+	// tunnel's endpoints, a WireGuard device's listen port. A stale link of
+	// such a kind goes before the creates of its kind, so that the link
+	// taking its place (a rename) can be made: created first, it would meet
+	// EEXIST or EADDRINUSE.
+	created := map[string]int{}
+	for _, op := range creates {
+		created[op.Link.Kind]++
+	}
+	// Likewise a link of such a kind that this plan recreates, when another
+	// link of its kind is created too: its old self goes first, and the op
+	// that recreates it only creates.
+	for i, op := range creates {
+		switch op.Link.Kind {
+		case model.KindVXLAN, model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard:
+			if op.Action == Replace && created[op.Link.Kind] > 1 {
+				old := c.a.Links[op.ID]
+				del := Op{Action: Delete, Kind: KindLink, ID: op.ID, Summary: old.Kind + ", recreated below", Link: old}
+				early = append(early, del)
+				c.add(del)
+				creates[i].Action = Create
+			}
+		}
+	}
+	var late []Op
+	for _, op := range c.linkDeletes {
+		switch op.Link.Kind {
+		case model.KindVXLAN, model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard:
+			if created[op.Link.Kind] > 0 {
+				early = append(early, op)
+				c.add(op)
+				continue
+			}
+		}
+		late = append(late, op)
+	}
+	c.linkDeletes = late
 	for _, op := range orderByDependency(creates, c.d.Links) {
 		c.add(op)
 	}
 	for _, op := range updates {
+		for _, ch := range op.Changes {
+			if ch.Field == "state" && !op.Link.Up {
+				c.downed[op.ID] = true
+			}
+		}
 		c.add(op)
 	}
-	c.staleLinks()
-	c.pinMasterMTUs(creates, updates)
+	c.pinMasterMTUs(creates, updates, early)
 }
 
 // pinMasterMTUs lists the declared masters with an MTU whose ports this plan adds,
 // removes or changes (see Plan.PinMTU).
-func (c *computer) pinMasterMTUs(creates, updates []Op) {
+func (c *computer) pinMasterMTUs(creates, updates, early []Op) {
 	touched := map[string]bool{}
 	for _, op := range creates {
 		touched[op.Link.Master] = true
@@ -113,7 +156,7 @@ func (c *computer) pinMasterMTUs(creates, updates []Op) {
 			}
 		}
 	}
-	for _, op := range c.linkDeletes {
+	for _, op := range append(early, c.linkDeletes...) {
 		touched[op.Link.Master] = true
 	}
 	for _, name := range c.d.SortedLinkNames() {

@@ -29,7 +29,7 @@ func (c *computer) routesByMap() {
 			foreign[r.Key()] = r
 			continue
 		}
-		if r.Dev != "" && c.recreated[r.Dev] {
+		if c.routeGone(r) {
 			continue
 		}
 		have[r.Key()] = r
@@ -50,7 +50,7 @@ func (c *computer) routesByMap() {
 	}
 	for i := range c.a.Routes {
 		h := &c.a.Routes[i]
-		if h.Protocol != c.d.Protocol || want[h.Key()] || c.recreated[h.Dev] {
+		if h.Protocol != c.d.Protocol || want[h.Key()] || c.routeGone(h) {
 			continue
 		}
 		c.deleteRoute(h)
@@ -97,7 +97,7 @@ func (c *computer) routesSorted() bool {
 		var h, foreign *model.Route
 		if order >= 0 {
 			for je < len(as) && as[je].Key() == k {
-				if a := &as[je]; a.Protocol == c.d.Protocol && (a.Dev == "" || !c.recreated[a.Dev]) {
+				if a := &as[je]; a.Protocol == c.d.Protocol && !c.routeGone(a) {
 					h = a
 				} else if a.Protocol != c.d.Protocol {
 					foreign = a
@@ -119,7 +119,7 @@ func (c *computer) routesSorted() bool {
 		if ie == i {
 			// Not wanted: ours are deleted.
 			for n := j; n < je; n++ {
-				if h := &as[n]; h.Protocol == c.d.Protocol && !c.recreated[h.Dev] {
+				if h := &as[n]; h.Protocol == c.d.Protocol && !c.routeGone(h) {
 					c.deleteRoute(h)
 				}
 			}

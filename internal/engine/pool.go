@@ -217,6 +217,13 @@ func (e *Engine) PlanPools(p *Pools) (*diff.Plan, error) {
 			planned[op.ID] = true
 		case op.Kind == diff.KindLink && op.Action != diff.Update && op.Link != nil:
 			planned["link "+op.Link.Name] = true
+			// A veth's peer goes (or comes) with it: its addresses are
+			// the kernel's business too, whichever end the op names.
+			for _, l := range []*model.Link{op.Link, act.Links[op.Link.Name]} {
+				if l != nil && l.Veth != nil && l.Veth.Peer != "" {
+					planned["link "+l.Veth.Peer] = true
+				}
+			}
 		}
 	}
 	for i := range act.Addresses {

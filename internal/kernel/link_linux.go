@@ -215,9 +215,15 @@ func (k *Netlink) DeleteLink(name string) error {
 	if err != nil {
 		return fmt.Errorf("delete link: %w", err)
 	}
-	k.wrote()
-	err = k.h.LinkDel(ref)
-	k.forget(name)
+	// A veth takes its peer with it: the bridges of both ends lose a port.
+	err = k.keepBridgeMTU(k.masterOf(name), func() error {
+		return k.keepBridgeMTU(k.peerMasterOf(name), func() error {
+			k.wrote()
+			err := k.h.LinkDel(ref)
+			k.forget(name)
+			return err
+		})
+	})
 	if errors.Is(err, unix.ENODEV) {
 		// The index came from the last dump: the kernel deleted the link
 		// since, with its veth peer or its lower link. Gone is what a
@@ -245,14 +251,74 @@ func (k *Netlink) SetLinkUp(name string, up bool) error {
 
 // SetLinkMaster enslaves a link, or releases it when master is "".
 func (k *Netlink) SetLinkMaster(name, master string) error {
+	old := k.masterOf(name)
 	if master == "" {
-		return k.set("release from master", name, k.h.LinkSetNoMaster)
+		return k.keepBridgeMTU(old, func() error { return k.set("release from master", name, k.h.LinkSetNoMaster) })
 	}
 	mi, err := k.index(master)
 	if err != nil {
 		return fmt.Errorf("set master of %s: %w", name, err)
 	}
-	return k.set("set master "+master, name, func(l netlink.Link) error { return k.h.LinkSetMasterByIndex(l, mi) })
+	return k.keepBridgeMTU(old, func() error {
+		return k.keepBridgeMTU(mi, func() error {
+			return k.set("set master "+master, name, func(l netlink.Link) error { return k.h.LinkSetMasterByIndex(l, mi) })
+		})
+	})
+}
+
+// masterOf returns the index of name's master, 0 when it has none or is gone.
+func (k *Netlink) masterOf(name string) int {
+	l, err := k.h.LinkByName(name)
+	if err != nil {
+		return 0
+	}
+	return l.Attrs().MasterIndex
+}
+
+// peerMasterOf returns the index of the master of a veth's peer, 0 for a
+// link of another kind, without a master, or gone.
+func (k *Netlink) peerMasterOf(name string) int {
+	l, err := k.h.LinkByName(name)
+	if err != nil || l.Type() != "veth" || l.Attrs().ParentIndex == 0 {
+		return 0
+	}
+	p, err := k.h.LinkByIndex(l.Attrs().ParentIndex)
+	if err != nil {
+		return 0
+	}
+	return p.Attrs().MasterIndex
+}
+
+// keepBridgeMTU runs f, which adds or removes a port of the bridge master
+// (enslave, release, delete), and puts the bridge's MTU back if the kernel
+// moved it. A bridge whose MTU was only given at creation (as AddLink does)
+// follows its ports: whenever one joins or leaves, the kernel sets the bridge
+// to their smallest MTU (br_mtu_auto_adjust), so the MTU the file declares
+// would be lost until the next pass, and a declared port of a larger MTU
+// would never converge. Setting the MTU through RTM_SETLINK marks it as set
+// by the user, and the kernel leaves it alone from then on. A bridge the
+// file does not own keeps its MTU too: netreconcile changes nothing it was
+// not asked to.
+func (k *Netlink) keepBridgeMTU(master int, f func() error) error {
+	if master == 0 {
+		return f()
+	}
+	br, err := k.h.LinkByIndex(master)
+	if err != nil || br.Type() != "bridge" {
+		return f()
+	}
+	if err := f(); err != nil {
+		return err
+	}
+	now, err := k.h.LinkByIndex(master)
+	if err != nil || now.Attrs().MTU == br.Attrs().MTU {
+		return nil
+	}
+	k.wrote()
+	if err := k.h.LinkSetMTU(now, br.Attrs().MTU); err != nil {
+		return fmt.Errorf("keep the mtu of bridge %s: %w", br.Attrs().Name, err)
+	}
+	return nil
 }
 
 // SetLinkAlias writes the alias, with the marker when owned.

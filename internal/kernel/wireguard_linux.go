@@ -186,13 +186,41 @@ func (k *Netlink) StartUserspaceWireGuard(name string) error {
 		_, serr := os.Stat(sock)
 		k.forget(name)
 		_, lerr := k.index(name)
-		if serr == nil && lerr == nil {
+		if serr == nil && lerr == nil && uapiAnswers(sock) {
 			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("start %s %s: no device or control socket after %s", UserspaceProgram, name, userspaceStartTimeout)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// uapiAnswers reports whether the daemon behind sock answers a get request.
+// The socket and the tun device exist as soon as the first wireguard-go
+// process made them; the daemon it forks then opens the device again with
+// its default MTU (1420). Only once the daemon answers has it done so: an
+// MTU set before would be lost.
+func uapiAnswers(sock string) bool {
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("get=1\n\n")); err != nil {
+		return false
+	}
+	var buf []byte
+	chunk := make([]byte, 4096)
+	for {
+		n, err := conn.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		if strings.Contains(string(buf), "errno=") {
+			return strings.Contains(string(buf), "errno=0")
+		}
+		if err != nil {
+			return false
+		}
 	}
 }
 

@@ -1,0 +1,245 @@
+package integration
+
+// Regression tests for the defects the randomized walk (internal/walk) found;
+// docs/walk-findings.md has the seed and the shrunk sequence of each.
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/nettest"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+)
+
+// converged fails the test unless a second diff of f is empty.
+func (e *env) converged(f string) {
+	e.t.Helper()
+	if r := e.cli("diff", "-c", f); r.Code != 0 {
+		e.t.Errorf("second diff: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// A bridge keeps the MTU the file gives it when a port of another MTU joins
+// or leaves: the kernel moves a bridge's MTU to its ports' smallest unless the
+// MTU was set after creation.
+func TestWalkFindingBridgeMTUWithPorts(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("a.yaml", `version: 1
+links:
+  b1: {kind: bridge, mtu: 1450}
+  pa: {kind: veth, mtu: 1500, veth: {peer: pb}}
+  pb: {kind: veth, mtu: 9000, master: b1, veth: {peer: pa}}
+`)
+	e.apply(f)
+	if out := e.ip("link", "show", "b1"); !strings.Contains(out, "mtu 1450 ") {
+		t.Errorf("after enslaving a port of MTU 9000:\n%s", out)
+	}
+	e.converged(f)
+	// The port leaves (deleted with its pair): the bridge stays at 1450.
+	f = e.file("b.yaml", "version: 1\nlinks:\n  b1: {kind: bridge, mtu: 1450}\n")
+	e.apply(f)
+	if out := e.ip("link", "show", "b1"); !strings.Contains(out, "mtu 1450 ") {
+		t.Errorf("after the port left:\n%s", out)
+	}
+	e.converged(f)
+}
+
+// Removing a link's last IPv4 address flushes every IPv4 route through it,
+// ours included: the routes the file keeps (or adds) on that link are there
+// after one apply.
+func TestWalkFindingLastIPv4Address(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", `version: 1
+links:
+  b1: {kind: bridge, addresses: [10.19.0.1/24]}
+routes:
+  - {to: 172.16.1.0/24, via: 10.201.0.1, dev: b1, onlink: true}
+`))
+	f := e.file("b.yaml", `version: 1
+links:
+  b1: {kind: bridge}
+routes:
+  - {to: 172.16.1.0/24, via: 10.201.0.1, dev: b1, onlink: true}
+  - {to: 172.16.2.0/24, via: 10.201.0.1, dev: b1, onlink: true, table: 100}
+`)
+	e.apply(f)
+	for _, want := range []string{"172.16.1.0/24 via 10.201.0.1 dev b1", "172.16.2.0/24 via 10.201.0.1 dev b1 table 100"} {
+		if out := e.ip("route", "show", "table", "all"); !strings.Contains(out, want) {
+			t.Errorf("route %q missing after the last IPv4 address went:\n%s", want, out)
+		}
+	}
+	e.converged(f)
+}
+
+// Renaming a vxlan (the same VNI and port under another name) deletes the old
+// one before creating the new: the kernel allows one per VNI and port.
+func TestWalkFindingRenameVXLAN(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  x2: {kind: vxlan, vxlan: {id: 10, remote: 198.51.100.3, port: 4790}}\n"))
+	f := e.file("b.yaml", "version: 1\nlinks:\n  x0: {kind: vxlan, vxlan: {id: 10, remote: 198.51.100.3, port: 4790}}\n")
+	e.apply(f)
+	if out := e.ip("-o", "link", "show"); strings.Contains(out, " x2:") || !strings.Contains(out, " x0:") {
+		t.Errorf("after the rename:\n%s", out)
+	}
+	e.converged(f)
+}
+
+// A userspace WireGuard device gets the MTU the file gives it: wireguard-go's
+// daemon opens the device again with its own default (1420) after the first
+// process returned, and used to undo an MTU set too early.
+func TestWalkFindingWireGuardGoMTU(t *testing.T) {
+	nettest.RequireTool(t, "wireguard-go")
+	e := newEnv(t)
+	var links strings.Builder
+	var names []string
+	for i := 0; i < 4; i++ {
+		k, err := wgtypes.GeneratePrivateKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := filepath.Join(e.dir, fmt.Sprintf("k%d", i))
+		if err := os.WriteFile(key, []byte(k.String()+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// wireguard-go's sockets are host-wide: names unique to this run.
+		n := fmt.Sprintf("wgm%d-%d", os.Getpid()%100000, i)
+		names = append(names, n)
+		fmt.Fprintf(&links, "  %s: {kind: wireguard, mtu: 1280, wireguard: {private-key-file: %s, userspace: true}}\n", n, key)
+	}
+	t.Cleanup(func() { stopNetNSProcesses(e.ns) })
+	f := e.file("a.yaml", "version: 1\nlinks:\n"+links.String())
+	e.apply(f)
+	for _, n := range names {
+		if out := e.ip("link", "show", n); !strings.Contains(out, "mtu 1280 ") {
+			t.Errorf("%s:\n%s", n, out)
+		}
+	}
+	e.converged(f)
+}
+
+// stopNetNSProcesses ends the wireguard-go daemons the test's applies started
+// in ns, so that their host-wide sockets go with the namespace.
+func stopNetNSProcesses(ns string) {
+	out, err := exec.Command("ip", "netns", "pids", ns).Output()
+	if err != nil {
+		return
+	}
+	for _, pid := range strings.Fields(string(out)) {
+		_ = nettest.ExecErr("kill", pid)
+	}
+}
+
+// Setting a link down flushes the routes through it; the stale route the
+// plan deletes on that link is already gone, which is what the plan wants.
+func TestWalkFindingRouteGoneWithLinkDown(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", `version: 1
+links:
+  b1: {kind: bridge}
+routes:
+  - {to: "2001:db8:3::/64", dev: b1, table: 300, metric: 10}
+`))
+	f := e.file("b.yaml", "version: 1\nlinks:\n  b1: {kind: bridge, state: down}\n")
+	e.apply(f)
+	e.converged(f)
+}
+
+// A vxlan recreated with a new VNI while another takes its old one: the old
+// one goes first (the kernel holds a VNI once per port).
+func TestWalkFindingVXLANSwapVNI(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  x2: {kind: vxlan, vxlan: {id: 31, remote: 198.51.100.4}}\n"))
+	f := e.file("b.yaml", `version: 1
+links:
+  x1: {kind: vxlan, vxlan: {id: 31, remote: 198.51.100.5}}
+  x2: {kind: vxlan, vxlan: {id: 32, remote: 198.51.100.4}}
+`)
+	e.apply(f)
+	e.converged(f)
+}
+
+// A veth pair whose first end is enslaved to a declared bridge: the other
+// end is configured after the pair exists, not before.
+func TestWalkFindingVethPeerAfterEnslavedEnd(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("a.yaml", `version: 1
+links:
+  b0: {kind: bridge}
+  p2a: {kind: veth, master: b0, veth: {peer: p2c}}
+  p2c: {kind: veth, veth: {peer: p2a}, addresses: [10.82.0.1/24]}
+`)
+	e.apply(f)
+	e.converged(f)
+}
+
+// Setting a link down deletes its IPv6 addresses (keep_addr_on_down is off
+// by default): the file's are added again in the same apply, and a stale
+// one is not deleted twice.
+func TestWalkFindingIPv6AddressesOnLinkDown(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  b1: {kind: bridge, addresses: [fd00:58::1/64, fd00:58::2/64, 10.1.0.1/24]}\n"))
+	f := e.file("b.yaml", "version: 1\nlinks:\n  b1: {kind: bridge, state: down, addresses: [fd00:58::1/64, 10.1.0.1/24]}\n")
+	e.apply(f)
+	if out := e.ip("addr", "show", "b1"); !strings.Contains(out, "fd00:58::1/64") || strings.Contains(out, "fd00:58::2/64") {
+		t.Errorf("after setting b1 down:\n%s", out)
+	}
+	e.converged(f)
+}
+
+// A pool address on the second end of a veth pair that leaves the file: the
+// address goes with the pair, and is not deleted from a link that is gone.
+func TestWalkFindingPoolAddressOnVethPeer(t *testing.T) {
+	e := newEnv(t)
+	pool := "pools:\n  pw: {subnets: [10.99.0.0/24], block-size-bits: 2, reuse-delay: 0s}\n"
+	e.apply(e.file("a.yaml", "version: 1\n"+pool+`links:
+  lo: {kind: device, state: up}
+  p2a: {kind: veth, veth: {peer: p2c}}
+  p2c: {kind: veth, veth: {peer: p2a}, addresses: [{pool: pw}]}
+`))
+	f := e.file("b.yaml", "version: 1\n"+pool+"links:\n  lo: {kind: device, state: up}\n")
+	e.apply(f)
+	e.converged(f)
+}
+
+// Replacing a link's only IPv4 address (a change of noprefixroute, scope or
+// peer deletes and adds it) flushes the link's IPv4 routes: they are added
+// again in the same apply.
+func TestWalkFindingReplaceOnlyIPv4Address(t *testing.T) {
+	e := newEnv(t)
+	routes := "routes:\n  - {to: 172.16.4.0/24, dev: b1}\n"
+	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  b1: {kind: bridge, addresses: [10.19.0.3/24]}\n"+routes))
+	f := e.file("b.yaml", "version: 1\nlinks:\n  b1: {kind: bridge, addresses: [{address: 10.19.0.3/24, noprefixroute: true}]}\n"+routes)
+	e.apply(f)
+	if out := e.ip("route", "show", "172.16.4.0/24"); !strings.Contains(out, "dev b1") {
+		t.Errorf("route 172.16.4.0/24 dev b1 missing after the address was replaced: %q", out)
+	}
+	e.converged(f)
+}
+
+// A veth pair whose enslaved end goes with the other (the pair is recreated
+// under a new peer name): the bridge, left without ports, keeps its declared
+// MTU instead of falling back to 1500.
+func TestWalkFindingBridgeMTUPeerDeleted(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", `version: 1
+links:
+  b2: {kind: bridge, mtu: 9000}
+  p1a: {kind: veth, mtu: 9000, master: b2, veth: {peer: p1b}}
+  p1b: {kind: veth, veth: {peer: p1a}}
+`))
+	f := e.file("b.yaml", `version: 1
+links:
+  b2: {kind: bridge, mtu: 9000}
+  p1b: {kind: veth, veth: {peer: p1c}}
+  p1c: {kind: veth, veth: {peer: p1b}}
+`)
+	e.apply(f)
+	if out := e.ip("link", "show", "b2"); !strings.Contains(out, "mtu 9000 ") {
+		t.Errorf("after the enslaved end went with its pair:\n%s", out)
+	}
+	e.converged(f)
+}

@@ -1,0 +1,479 @@
+// Package walk is the randomized convergence walk (issue 10): a seeded
+// generator of valid configurations and of foreign objects, a runner that
+// applies a sequence of configurations to a fresh network namespace and
+// checks after every step that netreconcile converged and left foreign
+// objects alone, an oracle that reads the kernel with ip(8), nft(8) and wg(8)
+// (independently of internal/actual), and a shrinker that cuts a failing
+// sequence down to files a person can apply by hand.
+//
+// The generator has its own small model of a configuration (Config) instead of
+// desired's: the walk must not share the code it checks.
+package walk
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Config is one configuration of the walk, in the generator's own terms.
+type Config struct {
+	Protocol int
+	Links    map[string]*Link
+	Routes   []*Route
+	Rules    []*Rule
+	Fou      []*Fou
+	Tables   []*Table
+	Pools    []*Pool
+}
+
+// Link is a declared link.
+type Link struct {
+	Name string
+	Kind string // device, veth, bridge, vxlan, dummy, ipvlan, ipip, ip6tnl, wireguard
+	MTU  int    // 0: not given
+	Down bool
+	// Up says `state: up` on a device link, whose state is otherwise left
+	// as it is.
+	Up     bool
+	Master string
+	Alias  string
+	Addrs  []*Addr
+
+	Peer string // veth
+
+	VXLAN *VXLAN
+	// Parent and Mode are an ipvlan's.
+	Parent, Mode string
+	Tunnel       *Tunnel // ipip, ip6tnl
+	WG           *WG
+}
+
+// VXLAN holds a vxlan's creation attributes.
+type VXLAN struct {
+	ID            int
+	Local, Remote string
+	Port          int // 0: default 4789
+	Dev           string
+	TTL           int
+	NoLearning    bool
+}
+
+// Tunnel holds an ipip or ip6tnl link's attributes.
+type Tunnel struct {
+	Local, Remote string
+	TTL           int
+	EncapDport    int // 0: no encap
+	EncapSport    int // 0: auto
+}
+
+// WG is a WireGuard device.
+type WG struct {
+	KeyFile    string
+	PublicKey  string
+	ListenPort int
+	Fwmark     int
+	Peers      []*WGPeer
+}
+
+// WGPeer is one peer of a WireGuard device.
+type WGPeer struct {
+	PublicKey  string
+	AllowedIPs []string
+	Keepalive  int
+	Endpoint   string
+}
+
+// Addr is one address entry of a link.
+type Addr struct {
+	CIDR          string // empty when Pool is set
+	Scope         string // empty: global
+	NoPrefixRoute bool
+	Pool          string
+}
+
+// Route is a declared route.
+type Route struct {
+	To, Type, Via, Dev, Src string
+	Table                   string // "" is main
+	Metric                  int
+	Scope                   string
+	Onlink                  bool
+	MTU                     int
+}
+
+// Rule is a declared rule (one family).
+type Rule struct {
+	Priority int
+	Family   string
+	From, To string
+	Fwmark   string
+	IIF, OIF string
+	Not      bool
+	Action   string // lookup, blackhole, unreachable, prohibit
+	Table    string
+}
+
+// Fou is a FoU receive port.
+type Fou struct {
+	Port    int
+	Family  string
+	IPProto int
+}
+
+// Table is an nftables table.
+type Table struct {
+	Family, Name string
+	Sets         []*Set
+	Chains       []*Chain
+}
+
+// Set is an nftables set.
+type Set struct {
+	Name, Type string
+	Interval   bool
+	Elements   []string
+}
+
+// Chain is an nftables chain; Hook empty is a regular chain.
+type Chain struct {
+	Name, Hook, Priority, Policy string
+	Rules                        []string
+}
+
+// Pool is an IPAM pool whose single address goes to one link.
+type Pool struct {
+	Name   string
+	Subnet string
+	Bits   int
+	Table  int
+}
+
+// Clone deep-copies c.
+func (c *Config) Clone() *Config {
+	n := &Config{Protocol: c.Protocol, Links: map[string]*Link{}}
+	for k, l := range c.Links {
+		m := *l
+		m.Addrs = nil
+		for _, a := range l.Addrs {
+			b := *a
+			m.Addrs = append(m.Addrs, &b)
+		}
+		if l.VXLAN != nil {
+			v := *l.VXLAN
+			m.VXLAN = &v
+		}
+		if l.Tunnel != nil {
+			v := *l.Tunnel
+			m.Tunnel = &v
+		}
+		if l.WG != nil {
+			w := *l.WG
+			w.Peers = nil
+			for _, p := range l.WG.Peers {
+				q := *p
+				q.AllowedIPs = append([]string(nil), p.AllowedIPs...)
+				w.Peers = append(w.Peers, &q)
+			}
+			m.WG = &w
+		}
+		n.Links[k] = &m
+	}
+	for _, r := range c.Routes {
+		x := *r
+		n.Routes = append(n.Routes, &x)
+	}
+	for _, r := range c.Rules {
+		x := *r
+		n.Rules = append(n.Rules, &x)
+	}
+	for _, f := range c.Fou {
+		x := *f
+		n.Fou = append(n.Fou, &x)
+	}
+	for _, t := range c.Tables {
+		x := &Table{Family: t.Family, Name: t.Name}
+		for _, s := range t.Sets {
+			y := *s
+			y.Elements = append([]string(nil), s.Elements...)
+			x.Sets = append(x.Sets, &y)
+		}
+		for _, ch := range t.Chains {
+			y := *ch
+			y.Rules = append([]string(nil), ch.Rules...)
+			x.Chains = append(x.Chains, &y)
+		}
+		n.Tables = append(n.Tables, x)
+	}
+	for _, p := range c.Pools {
+		x := *p
+		n.Pools = append(n.Pools, &x)
+	}
+	return n
+}
+
+// LinkNames returns the declared link names, sorted.
+func (c *Config) LinkNames() []string {
+	var ns []string
+	for n := range c.Links {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// q quotes a YAML scalar.
+func q(s string) string { return fmt.Sprintf("%q", s) }
+
+// YAML renders the configuration as a file netreconcile reads.
+func (c *Config) YAML() string {
+	var b strings.Builder
+	b.WriteString("version: 1\n")
+	if c.Protocol != 0 && c.Protocol != 245 {
+		fmt.Fprintf(&b, "settings: {protocol: %d}\n", c.Protocol)
+	}
+	if len(c.Pools) > 0 {
+		b.WriteString("pools:\n")
+		for _, p := range c.Pools {
+			fmt.Fprintf(&b, "  %s: {subnets: [%s], block-size-bits: %d, export-table: %d, reuse-delay: 0s}\n", p.Name, q(p.Subnet), p.Bits, p.Table)
+		}
+	}
+	if len(c.Links) > 0 {
+		b.WriteString("links:\n")
+	}
+	for _, n := range c.LinkNames() {
+		l := c.Links[n]
+		var f []string
+		f = append(f, "kind: "+l.Kind)
+		if l.MTU != 0 {
+			f = append(f, fmt.Sprintf("mtu: %d", l.MTU))
+		}
+		if l.Down {
+			f = append(f, "state: down")
+		} else if l.Up {
+			f = append(f, "state: up")
+		}
+		if l.Master != "" {
+			f = append(f, "master: "+q(l.Master))
+		}
+		if l.Alias != "" {
+			f = append(f, "alias: "+q(l.Alias))
+		}
+		switch l.Kind {
+		case "veth":
+			f = append(f, "veth: {peer: "+q(l.Peer)+"}")
+		case "vxlan":
+			v := l.VXLAN
+			g := []string{fmt.Sprintf("id: %d", v.ID)}
+			if v.Local != "" {
+				g = append(g, "local: "+q(v.Local))
+			}
+			if v.Remote != "" {
+				g = append(g, "remote: "+q(v.Remote))
+			}
+			if v.Port != 0 {
+				g = append(g, fmt.Sprintf("port: %d", v.Port))
+			}
+			if v.Dev != "" {
+				g = append(g, "dev: "+q(v.Dev))
+			}
+			if v.TTL != 0 {
+				g = append(g, fmt.Sprintf("ttl: %d", v.TTL))
+			}
+			if v.NoLearning {
+				g = append(g, "learning: false")
+			}
+			f = append(f, "vxlan: {"+strings.Join(g, ", ")+"}")
+		case "ipvlan":
+			f = append(f, "ipvlan: {parent: "+q(l.Parent)+", mode: "+l.Mode+"}")
+		case "ipip", "ip6tnl":
+			t := l.Tunnel
+			var g []string
+			if t.Local != "" {
+				g = append(g, "local: "+q(t.Local))
+			}
+			if t.Remote != "" {
+				g = append(g, "remote: "+q(t.Remote))
+			}
+			if t.TTL != 0 {
+				g = append(g, fmt.Sprintf("ttl: %d", t.TTL))
+			}
+			if t.EncapDport != 0 {
+				sport := "auto"
+				if t.EncapSport != 0 {
+					sport = fmt.Sprint(t.EncapSport)
+				}
+				g = append(g, fmt.Sprintf("encap: {type: fou, sport: %s, dport: %d}", sport, t.EncapDport))
+			}
+			f = append(f, l.Kind+": {"+strings.Join(g, ", ")+"}")
+		case "wireguard":
+			w := l.WG
+			g := []string{"private-key-file: " + q(w.KeyFile), "userspace: true"}
+			if w.ListenPort != 0 {
+				g = append(g, fmt.Sprintf("listen-port: %d", w.ListenPort))
+			}
+			if w.Fwmark != 0 {
+				g = append(g, fmt.Sprintf("fwmark: %#x", w.Fwmark))
+			}
+			var ps []string
+			for _, p := range w.Peers {
+				h := []string{"public-key: " + q(p.PublicKey)}
+				if len(p.AllowedIPs) > 0 {
+					h = append(h, "allowed-ips: ["+quoteAll(p.AllowedIPs)+"]")
+				}
+				if p.Keepalive != 0 {
+					h = append(h, fmt.Sprintf("persistent-keepalive: %ds", p.Keepalive))
+				}
+				if p.Endpoint != "" {
+					h = append(h, "endpoints: ["+q(p.Endpoint)+"]")
+				}
+				ps = append(ps, "{"+strings.Join(h, ", ")+"}")
+			}
+			if len(ps) > 0 {
+				g = append(g, "peers: ["+strings.Join(ps, ", ")+"]")
+			}
+			f = append(f, "wireguard: {"+strings.Join(g, ", ")+"}")
+		}
+		if len(l.Addrs) > 0 {
+			var as []string
+			for _, a := range l.Addrs {
+				as = append(as, a.yaml())
+			}
+			f = append(f, "addresses: ["+strings.Join(as, ", ")+"]")
+		}
+		fmt.Fprintf(&b, "  %s: {%s}\n", q(n), strings.Join(f, ", "))
+	}
+	if len(c.Routes) > 0 {
+		b.WriteString("routes:\n")
+		for _, r := range c.Routes {
+			fmt.Fprintf(&b, "  - %s\n", r.yaml())
+		}
+	}
+	if len(c.Rules) > 0 {
+		b.WriteString("rules:\n")
+		for _, r := range c.Rules {
+			fmt.Fprintf(&b, "  - %s\n", r.yaml())
+		}
+	}
+	if len(c.Fou) > 0 {
+		b.WriteString("fou:\n")
+		for _, f := range c.Fou {
+			fmt.Fprintf(&b, "  - {port: %d, family: %s, ipproto: %d}\n", f.Port, f.Family, f.IPProto)
+		}
+	}
+	if len(c.Tables) > 0 {
+		b.WriteString("nftables:\n")
+		for _, t := range c.Tables {
+			fmt.Fprintf(&b, "  %s:\n", q(t.Family+" "+t.Name))
+			if len(t.Sets) > 0 {
+				b.WriteString("    sets:\n")
+				for _, s := range t.Sets {
+					var g []string
+					g = append(g, "type: "+s.Type)
+					if s.Interval {
+						g = append(g, "flags: [interval]")
+					}
+					g = append(g, "elements: ["+quoteAll(s.Elements)+"]")
+					fmt.Fprintf(&b, "      %s: {%s}\n", s.Name, strings.Join(g, ", "))
+				}
+			}
+			if len(t.Chains) > 0 {
+				b.WriteString("    chains:\n")
+				for _, ch := range t.Chains {
+					var g []string
+					if ch.Hook != "" {
+						g = append(g, "type: filter", "hook: "+ch.Hook, "priority: "+q(ch.Priority), "policy: "+ch.Policy)
+					}
+					g = append(g, "rules: ["+quoteAll(ch.Rules)+"]")
+					fmt.Fprintf(&b, "      %s: {%s}\n", ch.Name, strings.Join(g, ", "))
+				}
+			}
+		}
+	}
+	return b.String()
+}
+
+func quoteAll(ss []string) string {
+	var qs []string
+	for _, s := range ss {
+		qs = append(qs, q(s))
+	}
+	return strings.Join(qs, ", ")
+}
+
+func (a *Addr) yaml() string {
+	if a.Pool != "" {
+		return "{pool: " + a.Pool + "}"
+	}
+	if a.Scope == "" && !a.NoPrefixRoute {
+		return q(a.CIDR)
+	}
+	g := []string{"address: " + q(a.CIDR)}
+	if a.Scope != "" {
+		g = append(g, "scope: "+a.Scope)
+	}
+	if a.NoPrefixRoute {
+		g = append(g, "noprefixroute: true")
+	}
+	return "{" + strings.Join(g, ", ") + "}"
+}
+
+func (r *Route) yaml() string {
+	g := []string{"to: " + q(r.To)}
+	if r.Type != "" && r.Type != "unicast" {
+		g = append(g, "type: "+r.Type)
+	}
+	if r.Via != "" {
+		g = append(g, "via: "+q(r.Via))
+	}
+	if r.Dev != "" {
+		g = append(g, "dev: "+q(r.Dev))
+	}
+	if r.Src != "" {
+		g = append(g, "src: "+q(r.Src))
+	}
+	if r.Table != "" {
+		g = append(g, "table: "+r.Table)
+	}
+	if r.Metric != 0 {
+		g = append(g, fmt.Sprintf("metric: %d", r.Metric))
+	}
+	if r.Scope != "" {
+		g = append(g, "scope: "+r.Scope)
+	}
+	if r.Onlink {
+		g = append(g, "onlink: true")
+	}
+	if r.MTU != 0 {
+		g = append(g, fmt.Sprintf("mtu: %d", r.MTU))
+	}
+	return "{" + strings.Join(g, ", ") + "}"
+}
+
+func (r *Rule) yaml() string {
+	g := []string{fmt.Sprintf("priority: %d", r.Priority), "family: " + r.Family}
+	if r.From != "" {
+		g = append(g, "from: "+q(r.From))
+	}
+	if r.To != "" {
+		g = append(g, "to: "+q(r.To))
+	}
+	if r.Fwmark != "" {
+		g = append(g, "fwmark: "+q(r.Fwmark))
+	}
+	if r.IIF != "" {
+		g = append(g, "iif: "+q(r.IIF))
+	}
+	if r.OIF != "" {
+		g = append(g, "oif: "+q(r.OIF))
+	}
+	if r.Not {
+		g = append(g, "not: true")
+	}
+	if r.Action != "lookup" {
+		g = append(g, "action: "+r.Action)
+	} else {
+		g = append(g, "table: "+r.Table)
+	}
+	return "{" + strings.Join(g, ", ") + "}"
+}

@@ -1,0 +1,158 @@
+package walk
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ForeignPlan returns the shell commands (run in the namespace) that create
+// the foreign objects of a walk: what someone else made, which netreconcile
+// must leave exactly as it is. Names start with "f" and keys differ from the
+// generator's, except where a known-defect switch asks for a clash.
+func ForeignPlan(r *rand.Rand, d Defects) []string {
+	cmds := []string{
+		"ip link add fb0 type bridge",
+		"ip link set fb0 up",
+		"ip addr add 10.250.1.1/24 dev fb0",
+		"ip -6 addr add fd25::1/64 dev fb0 nodad",
+		"ip link add fv0a type veth peer name fv0b",
+		"ip link set fv0a master fb0",
+		"ip link set fv0a up",
+		"ip link set fv0b up",
+		"ip link add fx0 type vxlan id 999 remote 192.0.2.99 dstport 4789 dev fv0b",
+		"ip addr add 10.251.0.1/32 dev lo",
+	}
+	opt := []string{
+		"ip route add blackhole 192.168.7.0/24 proto static",
+		"ip route add blackhole 192.168.8.0/24 table 100 proto zebra metric 10",
+		"ip route add 10.250.2.0/24 via 10.250.1.254 dev fb0 proto static table 200",
+		"ip route add 172.16.9.0/24 via 10.250.1.254 dev fb0 proto boot table 300",
+		"ip -6 route add blackhole 2001:db8:f::/64 proto static table 100",
+		"ip -6 route add 2001:db8:e::/64 via fd25::fe dev fb0 proto static",
+		"ip rule add priority 150 from 192.168.0.0/16 lookup 100 proto static",
+		"ip rule add priority 1000 from 192.168.9.0/24 lookup 200 proto static",
+		"ip -6 rule add priority 2500 fwmark 0x99 lookup 200 proto boot",
+		"nft add table inet fw; nft add chain inet fw c '{ type filter hook input priority 0; policy accept; }'; nft add rule inet fw c counter accept",
+		// Same name as a declared table, another family: never touched.
+		"nft add table ip6 nrw0; nft add set ip6 nrw0 fs '{ type ipv6_addr; }'",
+	}
+	for _, c := range opt {
+		if r.Intn(4) != 0 {
+			cmds = append(cmds, c)
+		}
+	}
+	if d.ForeignSameKeyRoute {
+		cmds = append(cmds, "ip route add blackhole 172.16.1.0/24 proto static", "ip route add blackhole 172.16.2.0/24 table 100 proto static metric 10")
+	}
+	if d.NftTableTakeover {
+		cmds = append(cmds, "nft add table ip nrw1; nft add chain ip nrw1 theirs")
+	}
+	return cmds
+}
+
+// toolRE finds the programs a foreign command runs.
+var toolRE = regexp.MustCompile(`(^|; )(ip|nft) `)
+
+func shell(ns, cmd string) error {
+	// By full path: the guest's sh is busybox, whose own ip applet runs
+	// before $PATH and lacks most of iproute2.
+	cmd = toolRE.ReplaceAllStringFunc(cmd, func(m string) string {
+		prefix, tool := "", strings.TrimSpace(m)
+		if strings.HasPrefix(m, "; ") {
+			prefix, tool = "; ", strings.TrimSpace(m[2:])
+		}
+		if p, err := exec.LookPath(tool); err == nil {
+			tool = p
+		}
+		return prefix + tool + " "
+	})
+	out, err := exec.Command("ip", "netns", "exec", ns, "sh", "-c", cmd).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("foreign object %q: %w: %s", cmd, err, out)
+	}
+	return nil
+}
+
+// dumpForeign renders the foreign objects of a reading, one line each:
+// links named f*, their addresses, routes and rules of protocols other than
+// ours and the kernel's (and the kernel's on foreign links), nftables tables
+// other than the walk's, with their handles. It also returns the addresses
+// on lo.
+func dumpForeign(k *Kernel, proto int, foreignTables map[string]bool) (string, []string) {
+	var lines []string
+	for _, l := range k.Raw.Links {
+		name := fmt.Sprint(l["ifname"])
+		if !strings.HasPrefix(name, "f") {
+			continue
+		}
+		m := map[string]any{}
+		for _, key := range []string{"ifindex", "ifname", "link", "flags", "mtu", "master", "ifalias", "address"} {
+			m[key] = l[key]
+		}
+		if li, ok := l["linkinfo"].(map[string]any); ok {
+			m["kind"] = li["info_kind"]
+			// Bridge timers and counters change on their own; a vxlan's
+			// attributes are fixed.
+			if li["info_kind"] == "vxlan" {
+				m["data"] = li["info_data"]
+			}
+		}
+		b, _ := json.Marshal(m)
+		lines = append(lines, "link "+string(b))
+	}
+	var lo []string
+	for _, a := range k.Addrs {
+		for _, x := range a.Addrs {
+			s := fmt.Sprintf("%s/%d scope %s", x.Local, x.Prefixlen, x.Scope)
+			switch {
+			case a.Name == "lo":
+				lo = append(lo, s)
+			case strings.HasPrefix(a.Name, "f"):
+				lines = append(lines, "address "+a.Name+" "+s)
+			}
+		}
+	}
+	own := strconv.Itoa(proto)
+	for _, rs := range [][]map[string]any{k.Raw.Routes4, k.Raw.Routes6} {
+		for _, r := range rs {
+			p, dev := fmt.Sprint(r["protocol"]), fmt.Sprint(r["dev"])
+			if p == own || (p == "kernel" && !strings.HasPrefix(dev, "f")) || p == "245" {
+				continue
+			}
+			if p == "kernel" && strings.HasPrefix(fmt.Sprint(r["dst"]), "fe80") {
+				continue
+			}
+			b, _ := json.Marshal(r)
+			lines = append(lines, "route "+string(b))
+		}
+	}
+	for fam, rules := range map[string][]map[string]any{"-4": k.Raw.Rules4, "-6": k.Raw.Rules6} {
+		for _, r := range rules {
+			if fmt.Sprint(r["protocol"]) == own {
+				continue
+			}
+			b, _ := json.Marshal(r)
+			lines = append(lines, "rule "+fam+" "+string(b))
+		}
+	}
+	// Tables are listed whole; the walk's own (inet/ip/ip6 nrw*) are
+	// skipped, except ip6 nrw0 which the walk never declares.
+	keep := false
+	for _, line := range strings.Split(k.NftText, "\n") {
+		if strings.HasPrefix(line, "table ") {
+			f := strings.Fields(line)
+			keep = !strings.HasPrefix(f[2], "nrw") || (f[1] == "ip6" && f[2] == "nrw0") || foreignTables[f[1]+" "+f[2]]
+		}
+		if keep && strings.TrimSpace(line) != "" {
+			lines = append(lines, "nft "+counterRE.ReplaceAllString(line, ""))
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n"), lo
+}

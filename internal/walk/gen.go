@@ -1,0 +1,918 @@
+package walk
+
+import (
+	"fmt"
+	"math/rand"
+	"net/netip"
+	"sort"
+	"strings"
+)
+
+// Defects is the table of known-defect switches: each gates a dimension of
+// the generator that walks into a defect listed in issue 10 and fixed on
+// another branch (i10fix). All default to off so that this branch's walk
+// passes; turn one on (WALK_DEFECTS=name,name or -walk.defects) once its
+// fix is merged. The walk then generates the path and checks the fixed
+// behaviour.
+type Defects struct {
+	// NftTableTakeover: a foreign nftables table with the name and family
+	// of a declared one (issue 10: "a foreign nftables table ... is silently
+	// taken over"). On: declared tables may take a foreign table's name; a
+	// conflict is expected.
+	NftTableTakeover bool
+	// ConflictDependents: a declared link whose name a foreign link holds,
+	// with addresses on it (issue 10: "whatever depends on a conflicting
+	// object is left out with it"). On: the generator declares such links.
+	ConflictDependents bool
+	// ForeignChildren: a foreign vxlan on an owned veth end, a foreign port
+	// in an owned bridge (issue 10: "a foreign link attached to an owned
+	// one ... is deleted"). On: the foreign actor attaches such children
+	// between steps.
+	ForeignChildren bool
+	// ForeignSameKeyRoute: a foreign route with the key of a declared one
+	// (issue 10: "diff plans + route and only apply discovers the clash").
+	// On: foreign routes share the declared routes' destinations.
+	ForeignSameKeyRoute bool
+	// AddressInSubnet: several IPv4 addresses of one subnet on a link, and
+	// the change of an address within its subnet (issue 10: "changing an
+	// address within its subnet ... loses every route through it").
+	AddressInSubnet bool
+	// PruneAllENODEV: removing a veth pair together with links the kernel
+	// deletes with it (issue 10: "pruning everything ... exits 1 (delete
+	// link …: no such device)"). On: a step may drop a pair and its
+	// dependents at once.
+	PruneAllENODEV bool
+	// KernelWidth: numbers at the kernel's width and names of 15 bytes
+	// (issue 10: "values the kernel mangles pass validation"). On: metrics
+	// up to 4294967295, priorities up to 4294967295 and 15-byte link names.
+	KernelWidth bool
+	// SettingsProtocol: settings.protocol other than the default (issue 10:
+	// "settings.protocol accepts numbers that other software owns"). On:
+	// each walk picks its protocol.
+	SettingsProtocol bool
+	// NftTableHandle: an owned table deleted and recreated by someone else
+	// (issue 10: "the ledger records the table's handle"). On: the foreign
+	// actor recreates an owned table between steps and expects a conflict.
+	NftTableHandle bool
+
+	// Found by the walk, not fixed on this branch (docs/walk-findings.md):
+
+	// CatchAllRule: a rule with no selector and a non-lookup action (from
+	// all prohibit) that the next file drops while it adds a route through
+	// a gateway: the route is added before the rule goes, and the kernel's
+	// gateway check runs into the rule (EACCES). On: such rules are made.
+	CatchAllRule bool
+	// IPVlanModes: two ipvlans of different modes on one parent. The kernel
+	// keeps one mode per parent, so the second silently changes the first;
+	// validation accepts the file. On: such files are made.
+	IPVlanModes bool
+	// RuleNotIdentity: two rules that differ only in "not". The kernel's
+	// rule identity ignores the flag (EEXIST on the second); validation
+	// accepts the file. On: such files are made.
+	RuleNotIdentity bool
+	// RulePartialDelete: two rules of one priority and family where one
+	// has a selector the other lacks (fwmark). Deleting the one without
+	// can delete the other: the kernel matches a delete on the attributes
+	// it is given. On: such files are made.
+	RulePartialDelete bool
+}
+
+// defectNames maps the switch names of WALK_DEFECTS to the fields.
+func (d *Defects) switches() map[string]*bool {
+	return map[string]*bool{
+		"nft-table-takeover":     &d.NftTableTakeover,
+		"conflict-dependents":    &d.ConflictDependents,
+		"foreign-children":       &d.ForeignChildren,
+		"foreign-same-key-route": &d.ForeignSameKeyRoute,
+		"address-in-subnet":      &d.AddressInSubnet,
+		"prune-all-enodev":       &d.PruneAllENODEV,
+		"kernel-width":           &d.KernelWidth,
+		"settings-protocol":      &d.SettingsProtocol,
+		"nft-table-handle":       &d.NftTableHandle,
+		"catch-all-rule":         &d.CatchAllRule,
+		"ipvlan-modes":           &d.IPVlanModes,
+		"rule-not-identity":      &d.RuleNotIdentity,
+		"rule-partial-delete":    &d.RulePartialDelete,
+	}
+}
+
+// ParseDefects turns on the switches named in a comma-separated list ("all"
+// turns on every one).
+func ParseDefects(s string) (Defects, error) {
+	var d Defects
+	sw := d.switches()
+	for _, n := range strings.Split(s, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if n == "all" {
+			for _, p := range sw {
+				*p = true
+			}
+			continue
+		}
+		p, ok := sw[n]
+		if !ok {
+			var names []string
+			for k := range sw {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			return d, fmt.Errorf("unknown defect switch %q; expected one of: %s", n, strings.Join(names, ", "))
+		}
+		*p = true
+	}
+	return d, nil
+}
+
+// String lists the switches that are on.
+func (d Defects) String() string {
+	var on []string
+	for k, p := range d.switches() {
+		if *p {
+			on = append(on, k)
+		}
+	}
+	sort.Strings(on)
+	if len(on) == 0 {
+		return "none"
+	}
+	return strings.Join(on, ",")
+}
+
+// Caps is what the kernel at hand supports (Detect).
+type Caps struct {
+	Dummy, IPVlan, IPIP, IP6Tnl, Fou bool
+	// WireGuard is true when a wireguard link can be made: the kernel
+	// module, or wireguard-go with /dev/net/tun.
+	WireGuard bool
+}
+
+// Kinds lists the link kinds the generator makes with these capabilities.
+func (c Caps) Kinds() []string {
+	k := []string{"veth", "bridge", "vxlan"}
+	if c.Dummy {
+		k = append(k, "dummy")
+	}
+	if c.IPVlan && c.Dummy {
+		k = append(k, "ipvlan")
+	}
+	if c.IPIP {
+		k = append(k, "ipip")
+	}
+	if c.IP6Tnl {
+		k = append(k, "ip6tnl")
+	}
+	if c.WireGuard {
+		k = append(k, "wireguard")
+	}
+	return k
+}
+
+// Gen generates configurations. Its random source is the walk's seed.
+type Gen struct {
+	R       *rand.Rand
+	Caps    Caps
+	Defects Defects
+	// Tag makes the WireGuard device names unique on the host:
+	// wireguard-go's control sockets are shared by every namespace.
+	Tag string
+	// KeyDir holds the private key files (mode 0600), one per device name.
+	KeyDir string
+	// Keys maps a WireGuard device name to its key file and public key.
+	Keys map[string][2]string
+	// PeerKeys are public keys for peers.
+	PeerKeys []string
+	// PoolBits and PoolTable are the pool's shape, fixed for a walk.
+	PoolBits, PoolTable int
+	// ForeignLinks are the names the foreign generator used (for
+	// ConflictDependents).
+	ForeignLinks []string
+}
+
+// slots are the names each kind may take; a rename moves a link to another
+// free slot of its kind.
+func (g *Gen) slots(kind string) []string {
+	switch kind {
+	case "bridge":
+		s := []string{"b0", "b1", "b2"}
+		if g.Defects.KernelWidth {
+			s = append(s, "bridge-15bytes0")
+		}
+		return s
+	case "vxlan":
+		return []string{"x0", "x1", "x2"}
+	case "dummy":
+		return []string{"d0", "d1", "d2"}
+	case "ipvlan":
+		return []string{"i0", "i1"}
+	case "ipip":
+		return []string{"t0", "t1"}
+	case "ip6tnl":
+		return []string{"s0", "s1"}
+	case "wireguard":
+		return []string{"wg" + g.Tag + "0", "wg" + g.Tag + "1"}
+	}
+	return nil
+}
+
+// vethSlots are the pairs' end names: pair i takes two of p{i}a..p{i}c.
+var vethPairs = 3
+
+func (g *Gen) pick(s []string) string { return s[g.R.Intn(len(s))] }
+
+func (g *Gen) chance(p float64) bool { return g.R.Float64() < p }
+
+// linkIndex gives each name a number for its address subnets.
+func linkIndex(name string) int {
+	h := 0
+	for _, c := range name {
+		h = h*31 + int(c)
+	}
+	if h < 0 {
+		h = -h
+	}
+	return 1 + h%200
+}
+
+// Initial returns the first configuration of a walk.
+func (g *Gen) Initial() *Config {
+	c := &Config{Protocol: 245, Links: map[string]*Link{}}
+	if g.Defects.SettingsProtocol {
+		c.Protocol = pickInt(g, []int{245, 200, 250})
+	}
+	n := 1 + g.R.Intn(4)
+	for i := 0; i < n; i++ {
+		g.addLink(c)
+	}
+	for i := 0; i < 3; i++ {
+		g.mutate(c)
+	}
+	g.Repair(c)
+	return c
+}
+
+// Next returns a mutation of c: one to three random changes, then repaired
+// into a valid configuration.
+func (g *Gen) Next(c *Config) (*Config, string) {
+	n := c.Clone()
+	var what []string
+	for i, k := 0, 1+g.R.Intn(3); i < k; i++ {
+		what = append(what, g.mutate(n))
+	}
+	g.Repair(n)
+	return n, strings.Join(what, "; ")
+}
+
+func (g *Gen) mutate(c *Config) string {
+	switch x := g.R.Intn(100); {
+	case x < 12:
+		return g.addLink(c)
+	case x < 20:
+		return g.removeLink(c)
+	case x < 25:
+		return g.renameLink(c)
+	case x < 40:
+		return g.changeLink(c)
+	case x < 55:
+		return g.changeAddrs(c)
+	case x < 72:
+		return g.changeRoutes(c)
+	case x < 82:
+		return g.changeRules(c)
+	case x < 95:
+		return g.changeNft(c)
+	default:
+		return g.changePoolsFou(c)
+	}
+}
+
+func (g *Gen) freeSlot(c *Config, kind string) string {
+	var free []string
+	for _, s := range g.slots(kind) {
+		if c.Links[s] == nil {
+			free = append(free, s)
+		}
+	}
+	if len(free) == 0 {
+		return ""
+	}
+	return g.pick(free)
+}
+
+func (g *Gen) addLink(c *Config) string {
+	kind := g.pick(g.Caps.Kinds())
+	if kind == "veth" {
+		for _, i := range g.R.Perm(vethPairs) {
+			ends := []string{fmt.Sprintf("p%da", i), fmt.Sprintf("p%db", i), fmt.Sprintf("p%dc", i)}
+			used := false
+			for _, e := range ends {
+				if c.Links[e] != nil {
+					used = true
+				}
+			}
+			if used {
+				continue
+			}
+			p := g.R.Perm(3)
+			a, b := ends[p[0]], ends[p[1]]
+			c.Links[a] = g.newLink(c, a, "veth")
+			c.Links[a].Peer = b
+			c.Links[b] = g.newLink(c, b, "veth")
+			c.Links[b].Peer = a
+			return "add veth pair " + a + "/" + b
+		}
+		return "no free veth pair"
+	}
+	name := g.freeSlot(c, kind)
+	if g.Defects.ConflictDependents && len(g.ForeignLinks) > 0 && g.chance(0.05) {
+		name = g.pick(g.ForeignLinks)
+		if c.Links[name] != nil {
+			return "noop"
+		}
+		kind = "bridge"
+	}
+	if name == "" {
+		return "no free " + kind
+	}
+	c.Links[name] = g.newLink(c, name, kind)
+	return "add " + kind + " " + name
+}
+
+func (g *Gen) newLink(c *Config, name, kind string) *Link {
+	l := &Link{Name: name, Kind: kind}
+	switch kind {
+	case "vxlan":
+		l.VXLAN = g.newVXLAN(c)
+	case "ipvlan":
+		l.Mode = g.pick([]string{"l2", "l3", "l3s"})
+		l.Parent = g.pickLink(c, func(m *Link) bool { return m.Kind == "dummy" })
+	case "ipip":
+		l.Tunnel = &Tunnel{Local: fmt.Sprintf("192.0.2.%d", 1+g.R.Intn(9)), Remote: fmt.Sprintf("198.51.100.%d", 1+g.R.Intn(9))}
+		g.tunnelExtras(l.Tunnel)
+	case "ip6tnl":
+		l.Tunnel = &Tunnel{Local: fmt.Sprintf("2001:db8:ff::%d", 1+g.R.Intn(9)), Remote: fmt.Sprintf("2001:db8:fe::%d", 1+g.R.Intn(9))}
+		g.tunnelExtras(l.Tunnel)
+	case "wireguard":
+		k := g.Keys[name]
+		l.WG = &WG{KeyFile: k[0], PublicKey: k[1]}
+		g.changeWG(l.WG)
+	}
+	g.changeLinkAttr(c, l)
+	for i := g.R.Intn(3); i > 0; i-- {
+		g.addAddr(l)
+	}
+	return l
+}
+
+func (g *Gen) tunnelExtras(t *Tunnel) {
+	t.TTL = pickInt(g, []int{0, 64, 225})
+	if g.chance(0.4) {
+		t.EncapDport = pickInt(g, []int{5555, 5556})
+		if g.chance(0.5) {
+			t.EncapSport = pickInt(g, []int{6000, 6001})
+		}
+	}
+}
+
+func (g *Gen) newVXLAN(c *Config) *VXLAN {
+	v := &VXLAN{ID: pickInt(g, []int{10, 20, 30, 16777215}), TTL: pickInt(g, []int{0, 0, 64})}
+	if g.chance(0.5) {
+		v.Local, v.Remote = fmt.Sprintf("192.0.2.%d", 1+g.R.Intn(9)), fmt.Sprintf("198.51.100.%d", 1+g.R.Intn(9))
+	} else {
+		v.Local, v.Remote = fmt.Sprintf("2001:db8:ff::%d", 1+g.R.Intn(9)), fmt.Sprintf("2001:db8:fe::%d", 1+g.R.Intn(9))
+	}
+	if g.chance(0.3) {
+		v.Local = ""
+	}
+	v.Port = pickInt(g, []int{0, 0, 8472, 4790})
+	v.NoLearning = g.chance(0.2)
+	if g.chance(0.6) {
+		v.Dev = g.pickLink(c, func(m *Link) bool {
+			// A vxlan on a veth end goes with the pair: the path of the
+			// listed "prune-all ENODEV" defect.
+			return (m.Kind == "veth" && g.Defects.PruneAllENODEV) || m.Kind == "dummy" || m.Kind == "bridge"
+		})
+	}
+	return v
+}
+
+// pickLink returns a random declared link that ok accepts, or "".
+func (g *Gen) pickLink(c *Config, ok func(*Link) bool) string {
+	var ns []string
+	for _, n := range c.LinkNames() {
+		if ok(c.Links[n]) {
+			ns = append(ns, n)
+		}
+	}
+	if len(ns) == 0 {
+		return ""
+	}
+	return g.pick(ns)
+}
+
+// MTU choices keep a vxlan's MTU (at most 1350) below what any lower device
+// allows (1450 - 70), and every IPv6-capable link at 1280 or more: below it
+// the kernel disables IPv6 on the link.
+func (g *Gen) changeLinkAttr(c *Config, l *Link) {
+	switch l.Kind {
+	case "vxlan":
+		l.MTU = pickInt(g, []int{0, 1280, 1350})
+	case "wireguard":
+		l.MTU = pickInt(g, []int{0, 1280, 1420})
+	case "ipip", "ip6tnl", "ipvlan":
+		l.MTU = pickInt(g, []int{0, 1280, 1300})
+	case "device":
+	default:
+		l.MTU = pickInt(g, []int{0, 1450, 1500, 9000})
+	}
+	l.Down = g.chance(0.15)
+	l.Alias = g.pick([]string{"", "", "walk link", "x"})
+	if l.Kind == "veth" || l.Kind == "vxlan" || l.Kind == "dummy" {
+		l.Master = ""
+		if g.chance(0.4) {
+			l.Master = g.pickLink(c, func(m *Link) bool { return m.Kind == "bridge" })
+		}
+	}
+}
+
+func (g *Gen) addAddr(l *Link) {
+	idx := linkIndex(l.Name)
+	a := &Addr{}
+	if g.chance(0.6) {
+		a.CIDR = fmt.Sprintf("10.%d.%d.%d/24", idx, g.R.Intn(2), 1+g.R.Intn(4))
+		a.Scope = g.pick([]string{"", "", "", "link", "host"})
+	} else {
+		a.CIDR = fmt.Sprintf("fd00:%x:%x::%x/64", idx, g.R.Intn(2), 1+g.R.Intn(4))
+	}
+	a.NoPrefixRoute = g.chance(0.15)
+	l.Addrs = append(l.Addrs, a)
+}
+
+func (g *Gen) removeLink(c *Config) string {
+	n := g.pickLink(c, func(l *Link) bool { return l.Kind != "device" })
+	if n == "" {
+		return "noop"
+	}
+	l := c.Links[n]
+	delete(c.Links, n)
+	if l.Kind == "veth" {
+		delete(c.Links, l.Peer)
+	}
+	return "remove " + n
+}
+
+// renameLink moves a link to another free name of its kind and updates the
+// references to it.
+func (g *Gen) renameLink(c *Config) string {
+	n := g.pickLink(c, func(l *Link) bool { return l.Kind != "device" })
+	if n == "" {
+		return "noop"
+	}
+	l := c.Links[n]
+	var to string
+	if l.Kind == "veth" {
+		pair := n[:len(n)-1]
+		for _, s := range []string{"a", "b", "c"} {
+			if c.Links[pair+s] == nil {
+				to = pair + s
+			}
+		}
+	} else {
+		to = g.freeSlot(c, l.Kind)
+	}
+	if to == "" {
+		return "noop"
+	}
+	if l.Kind == "wireguard" {
+		k := g.Keys[to]
+		l.WG.KeyFile, l.WG.PublicKey = k[0], k[1]
+		if l.WG.ListenPort != 0 {
+			l.WG.ListenPort = 51820 + int(to[len(to)-1]-'0')
+		}
+	}
+	delete(c.Links, n)
+	l.Name = to
+	c.Links[to] = l
+	for _, m := range c.Links {
+		if m.Master == n {
+			m.Master = to
+		}
+		if m.Peer == n {
+			m.Peer = to
+		}
+		if m.Parent == n {
+			m.Parent = to
+		}
+		if m.VXLAN != nil && m.VXLAN.Dev == n {
+			m.VXLAN.Dev = to
+		}
+	}
+	for _, r := range c.Routes {
+		if r.Dev == n {
+			r.Dev = to
+		}
+	}
+	return "rename " + n + " to " + to
+}
+
+func (g *Gen) changeLink(c *Config) string {
+	// Device links (lo, which pools need up) keep their attributes.
+	n := g.pickLink(c, func(l *Link) bool { return l.Kind != "device" })
+	if n == "" {
+		return g.addLink(c)
+	}
+	l := c.Links[n]
+	switch g.R.Intn(4) {
+	case 0:
+		g.changeLinkAttr(c, l)
+		return "change attributes of " + n
+	case 1:
+		switch {
+		case l.VXLAN != nil:
+			l.VXLAN = g.newVXLAN(c)
+			return "change vxlan " + n
+		case l.Tunnel != nil:
+			g.tunnelExtras(l.Tunnel)
+			return "change tunnel " + n
+		case l.WG != nil:
+			g.changeWG(l.WG)
+			return "change wireguard " + n
+		case l.Kind == "ipvlan":
+			l.Mode = g.pick([]string{"l2", "l3", "l3s"})
+			return "change ipvlan " + n
+		}
+		l.Down = !l.Down
+		return "toggle state of " + n
+	case 2:
+		if l.Kind == "veth" || l.Kind == "vxlan" || l.Kind == "dummy" {
+			l.Master = g.pickLink(c, func(m *Link) bool { return m.Kind == "bridge" })
+			return "move " + n + " to master " + l.Master
+		}
+		l.MTU = 0
+		return "unset mtu of " + n
+	default:
+		l.Down = !l.Down
+		return "toggle state of " + n
+	}
+}
+
+func (g *Gen) changeWG(w *WG) {
+	// One port per name: two devices never want the same port in a row.
+	w.ListenPort = pickInt(g, []int{0, 51820 + int(w.KeyFile[len(w.KeyFile)-5]-'0')})
+	w.Fwmark = pickInt(g, []int{0, 0x20})
+	w.Peers = nil
+	for _, i := range g.R.Perm(len(g.PeerKeys))[:g.R.Intn(len(g.PeerKeys)+1)] {
+		p := &WGPeer{PublicKey: g.PeerKeys[i]}
+		for _, j := range g.R.Perm(4)[:g.R.Intn(3)] {
+			p.AllowedIPs = append(p.AllowedIPs, fmt.Sprintf("10.24%d.%d.0/24", i, j))
+		}
+		if g.chance(0.3) {
+			p.AllowedIPs = append(p.AllowedIPs, netip.MustParsePrefix(fmt.Sprintf("fd24:%d::/64", i)).String())
+		}
+		p.Keepalive = pickInt(g, []int{0, 25})
+		if g.chance(0.5) {
+			p.Endpoint = fmt.Sprintf("192.0.2.%d:51820", 10+i)
+		}
+		w.Peers = append(w.Peers, p)
+	}
+}
+
+func (g *Gen) changeAddrs(c *Config) string {
+	n := g.pickLink(c, func(l *Link) bool { return l.Kind != "device" })
+	if n == "" {
+		return "noop"
+	}
+	l := c.Links[n]
+	if len(l.Addrs) > 0 && g.chance(0.4) {
+		i := g.R.Intn(len(l.Addrs))
+		l.Addrs = append(l.Addrs[:i], l.Addrs[i+1:]...)
+		return "remove an address of " + n
+	}
+	if len(l.Addrs) > 0 && g.chance(0.3) {
+		a := l.Addrs[g.R.Intn(len(l.Addrs))]
+		if a.Pool == "" {
+			a.NoPrefixRoute = !a.NoPrefixRoute
+			if strings.Contains(a.CIDR, ".") {
+				a.Scope = g.pick([]string{"", "link", "host"})
+			}
+			return "change an address of " + n
+		}
+	}
+	g.addAddr(l)
+	return "add an address to " + n
+}
+
+var routeTables = []string{"", "", "100", "200", "300"}
+
+// Caps on the numbers of routes and rules keep a long walk's files (and
+// its steps' time) bounded: past them, a change removes one.
+const maxRoutes, maxRules = 16, 12
+
+func (g *Gen) changeRoutes(c *Config) string {
+	if len(c.Routes) > 0 && (g.chance(0.3) || len(c.Routes) >= maxRoutes) {
+		i := g.R.Intn(len(c.Routes))
+		c.Routes = append(c.Routes[:i], c.Routes[i+1:]...)
+		return "remove a route"
+	}
+	if len(c.Routes) > 0 && g.chance(0.4) {
+		r := c.Routes[g.R.Intn(len(c.Routes))]
+		switch g.R.Intn(4) {
+		case 0:
+			r.Table = g.pick(routeTables)
+			return "move a route to table " + r.Table
+		case 1:
+			r.Metric = g.metric()
+		case 2:
+			r.MTU = pickInt(g, []int{0, 1400})
+		default:
+			g.routeTarget(c, r)
+		}
+		return "change a route"
+	}
+	r := &Route{Table: g.pick(routeTables), Metric: g.metric()}
+	v6 := g.chance(0.35)
+	switch {
+	case g.chance(0.1):
+		r.To = "default"
+		if v6 {
+			r.To = "::/0"
+		}
+	case v6:
+		r.To = netip.MustParsePrefix(fmt.Sprintf("2001:db8:%x::/64", g.R.Intn(6))).String()
+	default:
+		r.To = fmt.Sprintf("172.16.%d.0/24", g.R.Intn(6))
+	}
+	g.routeTarget(c, r)
+	c.Routes = append(c.Routes, r)
+	return "add a route"
+}
+
+func (g *Gen) metric() int {
+	if g.Defects.KernelWidth && g.chance(0.1) {
+		return 4294967295
+	}
+	return pickInt(g, []int{0, 0, 10, 100})
+}
+
+// routeTarget picks a route's type and next hop. Gateways come from the
+// connected subnets of the device; Repair drops what no longer fits.
+func (g *Gen) routeTarget(c *Config, r *Route) {
+	r.Type, r.Via, r.Dev, r.Src, r.Scope, r.Onlink = "unicast", "", "", "", "", false
+	v6 := strings.Contains(r.To, ":")
+	if g.chance(0.25) {
+		r.Type = g.pick([]string{"blackhole", "unreachable", "prohibit", "throw"})
+		return
+	}
+	r.Dev = g.pickLink(c, func(l *Link) bool { return !l.Down })
+	if r.Dev == "" {
+		r.Type = "blackhole"
+		return
+	}
+	l := c.Links[r.Dev]
+	if g.chance(0.5) {
+		for _, a := range l.Addrs {
+			if a.Pool != "" || a.NoPrefixRoute || a.Scope != "" || strings.Contains(a.CIDR, ":") != v6 {
+				continue
+			}
+			p := netip.MustParsePrefix(a.CIDR).Masked()
+			gw := p.Addr()
+			for i := 0; i < 200; i++ {
+				gw = gw.Next()
+			}
+			r.Via = gw.String()
+			if !v6 && g.chance(0.3) {
+				r.Src = netip.MustParsePrefix(a.CIDR).Addr().String()
+			}
+			return
+		}
+	}
+	if !v6 && g.chance(0.2) {
+		r.Via, r.Onlink = "10.201.0.1", true
+		return
+	}
+	if !v6 && g.chance(0.2) {
+		r.Scope = "global"
+	}
+}
+
+func (g *Gen) changeRules(c *Config) string {
+	if len(c.Rules) > 0 && (g.chance(0.35) || len(c.Rules) >= maxRules) {
+		i := g.R.Intn(len(c.Rules))
+		c.Rules = append(c.Rules[:i], c.Rules[i+1:]...)
+		return "remove a rule"
+	}
+	r := &Rule{Priority: pickInt(g, []int{100, 200, 1000, 2000, 30000}), Family: g.pick([]string{"ipv4", "ipv6"})}
+	if g.Defects.KernelWidth && g.chance(0.1) {
+		r.Priority = 4294967295
+	}
+	v6 := r.Family == "ipv6"
+	if g.chance(0.5) {
+		r.From = map[bool]string{false: "10.50.0.0/16", true: "fd50::/48"}[v6]
+	}
+	if g.chance(0.3) {
+		r.To = map[bool]string{false: "172.17.0.0/16", true: "2001:db8:50::/48"}[v6]
+	}
+	if g.chance(0.3) {
+		r.Fwmark = g.pick([]string{"0x10", "0x40/0x60"})
+	}
+	if g.chance(0.2) {
+		r.IIF = g.pick([]string{"b0", "p0a", "x1", "lo"})
+	}
+	if g.chance(0.2) {
+		r.OIF = g.pick([]string{"b1", "p1b", "x0"})
+	}
+	if r.From == "" && r.To == "" && r.Fwmark == "" && r.IIF == "" && r.OIF == "" && !g.Defects.CatchAllRule {
+		r.Fwmark = "0x10"
+	}
+	r.Not = g.chance(0.1)
+	r.Action = g.pick([]string{"lookup", "lookup", "lookup", "blackhole", "unreachable", "prohibit"})
+	// "not" with a drop action matches nearly everything: catch-all too.
+	if r.Not && r.Action != "lookup" && !g.Defects.CatchAllRule {
+		r.Not = false
+	}
+	if r.Action == "lookup" {
+		r.Table = g.pick([]string{"100", "200", "main"})
+	}
+	c.Rules = append(c.Rules, r)
+	return "add a rule"
+}
+
+var nftTables = [][2]string{{"inet", "nrw0"}, {"ip", "nrw1"}, {"ip6", "nrw2"}}
+
+var setElements = map[string][]string{
+	"ipv4_addr":    {"10.0.0.0/8", "192.168.1.1", "11.250.0.5-11.250.0.9", "172.20.0.0/16"},
+	"ipv6_addr":    {"fd00::/64", "2001:db8:5::1", "fd01::/48"},
+	"inet_service": {"22", "80", "443"},
+	"mark":         {"0x00000020", "0x00000040"},
+}
+
+var setTypes = map[string]string{"s4": "ipv4_addr", "s6": "ipv6_addr", "sp": "inet_service", "sm": "mark"}
+
+// ruleLines are nft rules that nft lists back as written (counters aside).
+func ruleLines(family string) []string {
+	r := []string{"accept", "drop", "counter accept", `iifname "p0*" accept`,
+		"meta mark & 0x00000060 == 0x00000020 accept", "tcp dport 22 accept", "udp dport 53 drop",
+		"ct state established,related accept", "meta mark set 0x00000010", "jump helper",
+		"tcp dport @sp accept"}
+	if family != "ip6" {
+		r = append(r, "ip saddr 10.0.0.0/8 drop", "ip daddr @s4 accept")
+	}
+	if family != "ip" {
+		r = append(r, "ip6 daddr fd00::/64 drop", "ip6 saddr @s6 accept")
+	}
+	return r
+}
+
+func (g *Gen) changeNft(c *Config) string {
+	if len(c.Tables) == 0 || g.chance(0.15) {
+		t := nftTables[g.R.Intn(len(nftTables))]
+		for i, x := range c.Tables {
+			if x.Family == t[0] && x.Name == t[1] {
+				c.Tables = append(c.Tables[:i], c.Tables[i+1:]...)
+				return "remove table " + t[0] + " " + t[1]
+			}
+		}
+		c.Tables = append(c.Tables, &Table{Family: t[0], Name: t[1]})
+		return "add table " + t[0] + " " + t[1]
+	}
+	t := c.Tables[g.R.Intn(len(c.Tables))]
+	switch g.R.Intn(4) {
+	case 0:
+		names := []string{"s4", "sp", "sm"}
+		if t.Family != "ip" {
+			names = append(names, "s6")
+		}
+		if t.Family == "ip6" {
+			names = []string{"s6", "sp", "sm"}
+		}
+		n := g.pick(names)
+		for i, s := range t.Sets {
+			if s.Name == n {
+				if g.chance(0.5) {
+					t.Sets = append(t.Sets[:i], t.Sets[i+1:]...)
+					return "remove set " + n
+				}
+				s.Elements = g.elements(s.Type)
+				return "change elements of set " + n
+			}
+		}
+		s := &Set{Name: n, Type: setTypes[n]}
+		s.Interval = (s.Type == "ipv4_addr" || s.Type == "ipv6_addr") && g.chance(0.7)
+		s.Elements = g.elements(s.Type)
+		if !s.Interval {
+			s.Elements = withoutIntervals(s.Elements)
+		}
+		t.Sets = append(t.Sets, s)
+		return "add set " + n
+	default:
+		n := g.pick([]string{"in", "out", "fwd", "helper"})
+		for i, ch := range t.Chains {
+			if ch.Name == n {
+				switch g.R.Intn(3) {
+				case 0:
+					t.Chains = append(t.Chains[:i], t.Chains[i+1:]...)
+					return "remove chain " + n
+				case 1:
+					if ch.Hook != "" {
+						ch.Priority = g.pick([]string{"filter", "mangle", "raw", "filter + 10", "security"})
+						ch.Policy = g.pick([]string{"accept", "drop"})
+						return "change chain " + n
+					}
+				}
+				ch.Rules = g.rules(t.Family, n)
+				return "change rules of chain " + n
+			}
+		}
+		ch := &Chain{Name: n}
+		switch n {
+		case "in":
+			ch.Hook = "input"
+		case "out":
+			ch.Hook = "output"
+		case "fwd":
+			ch.Hook = "forward"
+		}
+		if ch.Hook != "" {
+			ch.Priority = g.pick([]string{"filter", "mangle", "raw", "filter + 10", "security"})
+			ch.Policy = g.pick([]string{"accept", "accept", "drop"})
+		}
+		ch.Rules = g.rules(t.Family, n)
+		t.Chains = append(t.Chains, ch)
+		return "add chain " + n
+	}
+}
+
+func (g *Gen) rules(family, chain string) []string {
+	var out []string
+	lines := ruleLines(family)
+	for i := g.R.Intn(4); i > 0; i-- {
+		l := g.pick(lines)
+		if chain == "helper" && l == "jump helper" {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func (g *Gen) elements(typ string) []string {
+	var out []string
+	for _, e := range setElements[typ] {
+		if g.chance(0.5) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func withoutIntervals(es []string) []string {
+	var out []string
+	for _, e := range es {
+		if !strings.ContainsAny(e, "/-") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (g *Gen) changePoolsFou(c *Config) string {
+	if g.Caps.Fou && g.chance(0.5) {
+		f := &Fou{Port: pickInt(g, []int{5555, 5556, 5557}), Family: g.pick([]string{"ipv4", "ipv6"})}
+		f.IPProto = pickInt(g, []int{4, 41})
+		for i, x := range c.Fou {
+			if x.Port == f.Port && x.Family == f.Family {
+				c.Fou = append(c.Fou[:i], c.Fou[i+1:]...)
+				return "remove a fou port"
+			}
+		}
+		c.Fou = append(c.Fou, f)
+		return "add a fou port"
+	}
+	if len(c.Pools) > 0 {
+		if g.chance(0.3) {
+			c.Pools = nil
+			return "remove the pool"
+		}
+	} else {
+		// A pool's block size cannot change while it holds blocks (apply
+		// refuses it, as documented): one shape per walk.
+		c.Pools = []*Pool{{Name: "pw", Subnet: "10.99.0.0/24", Bits: g.PoolBits, Table: g.PoolTable}}
+	}
+	n := g.pickLink(c, func(l *Link) bool { return l.Kind != "device" })
+	if n == "" {
+		return "noop"
+	}
+	l := c.Links[n]
+	for i, a := range l.Addrs {
+		if a.Pool != "" {
+			l.Addrs = append(l.Addrs[:i], l.Addrs[i+1:]...)
+			return "release the pool address of " + n
+		}
+	}
+	l.Addrs = append(l.Addrs, &Addr{Pool: "pw"})
+	return "take a pool address for " + n
+}
+
+func pickInt(g *Gen, s []int) int { return s[g.R.Intn(len(s))] }

@@ -1,0 +1,593 @@
+package walk
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The oracle reads the kernel with the administrator's tools (ip -d -j, nft,
+// wg show dump, ip fou) and compares what they print with the generator's
+// Config. It shares no code with internal/actual on purpose: a reading bug
+// there must not hide the same bug here.
+
+// run runs a program and returns its standard output.
+func run(prog string, args ...string) (string, error) {
+	var out, errb bytes.Buffer
+	cmd := exec.Command(prog, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w: %s", prog, strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), nil
+}
+
+// kLink is a link as `ip -d -j link` prints it.
+type kLink struct {
+	Index    int      `json:"ifindex"`
+	Name     string   `json:"ifname"`
+	Link     string   `json:"link"`
+	Flags    []string `json:"flags"`
+	MTU      int      `json:"mtu"`
+	Master   string   `json:"master"`
+	Alias    string   `json:"ifalias"`
+	LinkInfo *struct {
+		Kind string         `json:"info_kind"`
+		Data map[string]any `json:"info_data"`
+	} `json:"linkinfo"`
+}
+
+func (l *kLink) kind() string {
+	if l.LinkInfo == nil {
+		return ""
+	}
+	return l.LinkInfo.Kind
+}
+
+func (l *kLink) up() bool {
+	for _, f := range l.Flags {
+		if f == "UP" {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *kLink) data(k string) string {
+	if l.LinkInfo == nil || l.LinkInfo.Data[k] == nil {
+		return ""
+	}
+	if f, ok := l.LinkInfo.Data[k].(float64); ok {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return fmt.Sprint(l.LinkInfo.Data[k])
+}
+
+type kAddrLink struct {
+	Name  string `json:"ifname"`
+	Addrs []struct {
+		Family        string `json:"family"`
+		Local         string `json:"local"`
+		Prefixlen     int    `json:"prefixlen"`
+		Scope         string `json:"scope"`
+		NoPrefixRoute bool   `json:"noprefixroute"`
+	} `json:"addr_info"`
+}
+
+type kRoute struct {
+	Type     string           `json:"type"`
+	Dst      string           `json:"dst"`
+	Gateway  string           `json:"gateway"`
+	Dev      string           `json:"dev"`
+	Table    string           `json:"table"`
+	Protocol string           `json:"protocol"`
+	Scope    string           `json:"scope"`
+	Prefsrc  string           `json:"prefsrc"`
+	Metric   int              `json:"metric"`
+	Flags    []string         `json:"flags"`
+	Metrics  []map[string]int `json:"metrics"`
+	v6       bool
+}
+
+type kRule struct {
+	Priority int     `json:"priority"`
+	Not      *string `json:"not"`
+	Src      string  `json:"src"`
+	SrcLen   int     `json:"srclen"`
+	Dst      string  `json:"dst"`
+	DstLen   int     `json:"dstlen"`
+	Fwmark   string  `json:"fwmark"`
+	Fwmask   string  `json:"fwmask"`
+	IIF      string  `json:"iif"`
+	OIF      string  `json:"oif"`
+	Table    string  `json:"table"`
+	Action   string  `json:"action"`
+	Protocol string  `json:"protocol"`
+	raw      map[string]any
+}
+
+// Kernel is one reading of the namespace: what ip printed (Raw, for the
+// foreign objects' dump) and the typed view the comparisons use.
+type Kernel struct {
+	Links  map[string]*kLink
+	Addrs  map[string]*kAddrLink
+	Routes []kRoute
+	Rules  []kRule
+	Raw    raw
+	// NftText is `nft -a list ruleset`, NftJSON `nft -j list ruleset`.
+	NftText, NftJSON string
+}
+
+type raw struct {
+	Links, Addrs, Routes4, Routes6, Rules4, Rules6 []map[string]any
+}
+
+// ipBatch runs `ip -n ns -j -d [family] -batch -` on cmds and decodes the
+// JSON array each prints: three programs for a whole reading instead of one
+// per object kind, which made the walk's steps twice as slow.
+func ipBatch(ns, family string, cmds ...string) ([][]map[string]any, error) {
+	args := []string{"-n", ns, "-j", "-d"}
+	if family != "" {
+		args = append(args, family)
+	}
+	cmd := exec.Command("ip", append(args, "-batch", "-")...)
+	cmd.Stdin = strings.NewReader(strings.Join(cmds, "\n") + "\n")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("ip %s -batch (%s): %w: %s", family, strings.Join(cmds, "; "), err, errb.String())
+	}
+	dec := json.NewDecoder(&out)
+	var res [][]map[string]any
+	for range cmds {
+		var v []map[string]any
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("ip %s -batch (%s): %w", family, strings.Join(cmds, "; "), err)
+		}
+		res = append(res, v)
+	}
+	return res, nil
+}
+
+// recast decodes a generic JSON value into a typed one.
+func recast(from, to any) {
+	b, _ := json.Marshal(from)
+	_ = json.Unmarshal(b, to)
+}
+
+// ReadKernel reads links, addresses, routes and rules of ns, and with nft
+// its whole ruleset.
+func ReadKernel(ns string, nft bool) (*Kernel, error) {
+	k := &Kernel{Links: map[string]*kLink{}, Addrs: map[string]*kAddrLink{}}
+	la, err := ipBatch(ns, "", "link show", "addr show")
+	if err != nil {
+		return nil, err
+	}
+	r4, err := ipBatch(ns, "-4", "route show table all", "rule show")
+	if err != nil {
+		return nil, err
+	}
+	r6, err := ipBatch(ns, "-6", "route show table all", "rule show")
+	if err != nil {
+		return nil, err
+	}
+	k.Raw = raw{Links: la[0], Addrs: la[1], Routes4: r4[0], Rules4: r4[1], Routes6: r6[0], Rules6: r6[1]}
+	var ls []*kLink
+	recast(k.Raw.Links, &ls)
+	for _, l := range ls {
+		k.Links[l.Name] = l
+	}
+	var as []*kAddrLink
+	recast(k.Raw.Addrs, &as)
+	for _, a := range as {
+		k.Addrs[a.Name] = a
+	}
+	for _, fam := range []struct {
+		routes, rules []map[string]any
+		v6            bool
+	}{{k.Raw.Routes4, k.Raw.Rules4, false}, {k.Raw.Routes6, k.Raw.Rules6, true}} {
+		var rs []kRoute
+		recast(fam.routes, &rs)
+		for i := range rs {
+			rs[i].v6 = fam.v6
+		}
+		k.Routes = append(k.Routes, rs...)
+		for _, m := range fam.rules {
+			var r kRule
+			recast(m, &r)
+			r.raw = m
+			if fam.v6 {
+				r.Src = "6:" + r.Src
+			}
+			k.Rules = append(k.Rules, r)
+		}
+	}
+	if nft {
+		if k.NftText, err = run("ip", "netns", "exec", ns, "nft", "-a", "list", "ruleset"); err != nil {
+			return nil, err
+		}
+		if k.NftJSON, err = run("ip", "netns", "exec", ns, "nft", "-j", "list", "ruleset"); err != nil {
+			return nil, err
+		}
+	}
+	return k, nil
+}
+
+// Compare returns every difference between the kernel and c, as sentences.
+// skip names links the plan reported in conflict (left out of the check).
+func Compare(ns string, c *Config, k *Kernel, skip map[string]bool) []string {
+	var diffs []string
+	bad := func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) }
+	for _, n := range c.LinkNames() {
+		if skip[n] {
+			continue
+		}
+		l, kl := c.Links[n], k.Links[n]
+		if kl == nil {
+			bad("link %s: missing", n)
+			continue
+		}
+		compareLink(l, kl, bad)
+		compareAddrs(c, l, k.Addrs[n], bad)
+	}
+	for _, kl := range k.Links {
+		if strings.HasPrefix(kl.Alias, "netreconcile") && c.Links[kl.Name] == nil {
+			bad("link %s: marked as ours but not in the file (not pruned)", kl.Name)
+		}
+	}
+	compareRoutes(c, k, skip, bad)
+	compareRules(c, k, bad)
+	return diffs
+}
+
+func compareLink(l *Link, kl *kLink, bad func(string, ...any)) {
+	n := l.Name
+	if l.Kind != "device" {
+		kind := kl.kind()
+		if l.Kind == "wireguard" && kind == "tun" {
+			kind = "wireguard"
+		}
+		if kind != l.Kind {
+			bad("link %s: kind %q, want %q", n, kind, l.Kind)
+		}
+		want := "netreconcile"
+		if l.Alias != "" {
+			want += ": " + l.Alias
+		}
+		if kl.Alias != want {
+			bad("link %s: alias %q, want %q", n, kl.Alias, want)
+		}
+		if kl.Master != l.Master {
+			bad("link %s: master %q, want %q", n, kl.Master, l.Master)
+		}
+	} else if l.Master != "" && kl.Master != l.Master {
+		bad("link %s: master %q, want %q", n, kl.Master, l.Master)
+	}
+	if l.MTU != 0 && kl.MTU != l.MTU {
+		bad("link %s: mtu %d, want %d", n, kl.MTU, l.MTU)
+	}
+	if l.Kind != "device" || l.Down || l.Up {
+		if kl.up() == l.Down {
+			bad("link %s: up=%v, want up=%v", n, kl.up(), !l.Down)
+		}
+	}
+	switch l.Kind {
+	case "veth":
+		if kl.Link != l.Peer {
+			bad("link %s: veth peer %q, want %q", n, kl.Link, l.Peer)
+		}
+	case "vxlan":
+		v := l.VXLAN
+		local, remote := kl.data("local"), kl.data("remote")
+		if strings.Contains(v.Remote, ":") {
+			local, remote = kl.data("local6"), kl.data("remote6")
+		}
+		port := v.Port
+		if port == 0 {
+			port = 4789
+		}
+		got := fmt.Sprintf("id %s local %s remote %s port %s dev %s ttl %s learning %s",
+			kl.data("id"), local, remote, kl.data("port"), kl.data("link"), kl.data("ttl"), kl.data("learning"))
+		want := fmt.Sprintf("id %d local %s remote %s port %d dev %s ttl %d learning %v",
+			v.ID, v.Local, v.Remote, port, v.Dev, v.TTL, !v.NoLearning)
+		if got != want {
+			bad("link %s: vxlan %s, want %s", n, got, want)
+		}
+	case "ipvlan":
+		got := fmt.Sprintf("parent %s mode %s", kl.Link, kl.data("mode"))
+		if want := fmt.Sprintf("parent %s mode %s", l.Parent, l.Mode); got != want {
+			bad("link %s: ipvlan %s, want %s", n, got, want)
+		}
+	case "ipip", "ip6tnl":
+		t := l.Tunnel
+		ttl := kl.data("ttl")
+		if ttl == "" || ttl == "inherit" {
+			ttl = "0"
+		}
+		got := fmt.Sprintf("local %s remote %s ttl %s", kl.data("local"), kl.data("remote"), ttl)
+		want := fmt.Sprintf("local %s remote %s ttl %d", t.Local, t.Remote, t.TTL)
+		if t.EncapDport != 0 {
+			enc := map[string]any{}
+			if kl.LinkInfo != nil {
+				if m, ok := kl.LinkInfo.Data["encap"].(map[string]any); ok {
+					enc = m
+				}
+			}
+			num := func(k string) string {
+				if f, ok := enc[k].(float64); ok {
+					return strconv.FormatFloat(f, 'f', -1, 64)
+				}
+				return fmt.Sprint(enc[k])
+			}
+			sport := num("sport")
+			if sport == "0" {
+				sport = "auto"
+			}
+			got += fmt.Sprintf(" encap %v sport %s dport %s", enc["type"], sport, num("dport"))
+			sport = "auto"
+			if t.EncapSport != 0 {
+				sport = strconv.Itoa(t.EncapSport)
+			}
+			want += fmt.Sprintf(" encap fou sport %s dport %d", sport, t.EncapDport)
+		}
+		if got != want {
+			bad("link %s: tunnel %s, want %s", n, got, want)
+		}
+	}
+}
+
+func compareAddrs(c *Config, l *Link, ka *kAddrLink, bad func(string, ...any)) {
+	got := map[string]string{}
+	if ka != nil {
+		for _, a := range ka.Addrs {
+			if a.Family == "inet6" && strings.HasPrefix(a.Local, "fe80:") {
+				continue
+			}
+			got[fmt.Sprintf("%s/%d", a.Local, a.Prefixlen)] = fmt.Sprintf("scope %s noprefixroute %v", a.Scope, a.NoPrefixRoute)
+		}
+	}
+	want := map[string]string{}
+	pool := false
+	for _, a := range l.Addrs {
+		if a.Pool != "" {
+			pool = true
+			continue
+		}
+		p := netip.MustParsePrefix(a.CIDR)
+		scope := a.Scope
+		if scope == "" {
+			scope = "global"
+		}
+		want[p.String()] = fmt.Sprintf("scope %s noprefixroute %v", scope, a.NoPrefixRoute)
+	}
+	if pool {
+		subnet := netip.MustParsePrefix(c.Pools[0].Subnet)
+		n := 0
+		for a := range got {
+			if subnet.Contains(netip.MustParsePrefix(a).Addr()) {
+				want[a] = got[a]
+				n++
+			}
+		}
+		if n != 1 {
+			bad("link %s: %d addresses from pool %s, want 1", l.Name, n, subnet)
+		}
+	}
+	for a, w := range want {
+		if g, ok := got[a]; !ok {
+			bad("link %s: address %s missing", l.Name, a)
+		} else if g != w {
+			bad("link %s: address %s %s, want %s", l.Name, a, g, w)
+		}
+	}
+	if l.Kind == "device" {
+		return
+	}
+	for a := range got {
+		if _, ok := want[a]; !ok {
+			bad("link %s: address %s not in the file", l.Name, a)
+		}
+	}
+}
+
+func routeText(table, typ, dst, via, dev, src, scope string, metric int, onlink bool, mtu int) string {
+	s := fmt.Sprintf("table %s %s %s", table, typ, dst)
+	if via != "" {
+		s += " via " + via
+	}
+	if dev != "" {
+		s += " dev " + dev
+	}
+	if src != "" {
+		s += " src " + src
+	}
+	s += fmt.Sprintf(" metric %d", metric)
+	if scope != "" {
+		s += " scope " + scope
+	}
+	if onlink {
+		s += " onlink"
+	}
+	if mtu != 0 {
+		s += fmt.Sprintf(" mtu %d", mtu)
+	}
+	return s
+}
+
+func tableName(t string) string {
+	switch t {
+	case "", "254":
+		return "main"
+	}
+	return t
+}
+
+func compareRoutes(c *Config, k *Kernel, skip map[string]bool, bad func(string, ...any)) {
+	proto := strconv.Itoa(c.Protocol)
+	exportTables := map[string]bool{}
+	for _, p := range c.Pools {
+		exportTables[strconv.Itoa(p.Table)] = true
+	}
+	var got, want []string
+	for _, r := range k.Routes {
+		if r.Protocol != proto || exportTables[r.Table] {
+			continue
+		}
+		v6 := r.v6
+		dst := r.Dst
+		if dst != "default" && !strings.Contains(dst, "/") {
+			dst += map[bool]string{false: "/32", true: "/128"}[v6]
+		}
+		if dst == "default" {
+			dst = map[bool]string{false: "0.0.0.0/0", true: "::/0"}[v6]
+		}
+		typ := r.Type
+		if typ == "" {
+			typ = "unicast"
+		}
+		dev := r.Dev
+		scope := r.Scope
+		if typ != "unicast" && typ != "local" {
+			dev = ""
+		}
+		if v6 {
+			scope = ""
+		}
+		mtu := 0
+		for _, m := range r.Metrics {
+			if m["mtu"] != 0 {
+				mtu = m["mtu"]
+			}
+		}
+		onlink := false
+		for _, f := range r.Flags {
+			if f == "onlink" {
+				onlink = true
+			}
+		}
+		got = append(got, routeText(r.Table, typ, dst, r.Gateway, dev, r.Prefsrc, scope, r.Metric, onlink, mtu))
+	}
+	for _, r := range c.Routes {
+		if skip["route "+r.To] {
+			// In conflict with a foreign route of the same key: the
+			// foreign check covers what the kernel holds there.
+			got = dropRoute(got, r.To)
+			continue
+		}
+		v6 := strings.Contains(r.To, ":")
+		dst := r.To
+		if dst == "default" {
+			dst = "0.0.0.0/0"
+		}
+		dst = netip.MustParsePrefix(dst).String()
+		typ := r.Type
+		if typ == "" {
+			typ = "unicast"
+		}
+		m := r.Metric
+		if v6 && m == 0 {
+			m = 1024
+		}
+		scope := r.Scope
+		if scope == "" {
+			switch {
+			case typ == "local":
+				scope = "host"
+			case typ == "unicast" && r.Via == "":
+				scope = "link"
+			default:
+				scope = "global"
+			}
+		}
+		if v6 {
+			scope = ""
+		}
+		want = append(want, routeText(tableName(r.Table), typ, dst, r.Via, r.Dev, r.Src, scope, m, r.Onlink, r.MTU))
+	}
+	diffSets("route", got, want, bad)
+}
+
+func diffSets(what string, got, want []string, bad func(string, ...any)) {
+	sort.Strings(got)
+	sort.Strings(want)
+	g := map[string]int{}
+	for _, s := range got {
+		g[s]++
+	}
+	for _, s := range want {
+		if g[s] == 0 {
+			bad("%s missing: %s", what, s)
+		} else {
+			g[s]--
+		}
+	}
+	for _, s := range got {
+		if g[s] > 0 {
+			bad("%s not in the file: %s", what, s)
+			g[s]--
+		}
+	}
+}
+
+func ruleText(fam string, prio int, not bool, from, to, fwmark, iif, oif, action, table string) string {
+	return fmt.Sprintf("%s prio %d not %v from %s to %s fwmark %s iif %s oif %s %s %s", fam, prio, not, from, to, fwmark, iif, oif, action, table)
+}
+
+func compareRules(c *Config, k *Kernel, bad func(string, ...any)) {
+	proto := strconv.Itoa(c.Protocol)
+	var got, want []string
+	for _, r := range k.Rules {
+		if r.Protocol != proto {
+			continue
+		}
+		fam := "ipv4"
+		src := r.Src
+		if strings.HasPrefix(src, "6:") {
+			fam, src = "ipv6", src[2:]
+		}
+		from, to := "", ""
+		if src != "all" && src != "" {
+			from = fmt.Sprintf("%s/%d", src, r.SrcLen)
+		}
+		if r.Dst != "" {
+			to = fmt.Sprintf("%s/%d", r.Dst, r.DstLen)
+		}
+		_, not := r.raw["not"]
+		mark := ""
+		if r.Fwmark != "" {
+			mark = r.Fwmark
+			if r.Fwmask != "" && r.Fwmask != "0xffffffff" {
+				mark += "/" + r.Fwmask
+			}
+		}
+		action, table := "lookup", r.Table
+		if r.Action != "" {
+			action, table = r.Action, ""
+		}
+		got = append(got, ruleText(fam, r.Priority, not, from, to, mark, r.IIF, r.OIF, action, table))
+	}
+	for _, r := range c.Rules {
+		table := r.Table
+		if r.Action != "lookup" {
+			table = ""
+		}
+		want = append(want, ruleText(r.Family, r.Priority, r.Not, r.From, r.To, r.Fwmark, r.IIF, r.OIF, r.Action, table))
+	}
+	diffSets("rule", got, want, bad)
+}
+
+// dropRoute removes from got the routes to dst.
+func dropRoute(got []string, dst string) []string {
+	var out []string
+	for _, g := range got {
+		if !strings.Contains(g, " "+dst+" ") {
+			out = append(out, g)
+		}
+	}
+	return out
+}

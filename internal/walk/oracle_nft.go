@@ -1,0 +1,289 @@
+package walk
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+var (
+	counterRE = regexp.MustCompile(` packets \d+ bytes \d+`)
+	handleRE  = regexp.MustCompile(`\s*# handle \d+$`)
+)
+
+// nftChain is a chain of `nft list`: its header line and rules.
+type nftChain struct {
+	Header string
+	Rules  []string
+}
+
+// parseNftTables splits `nft -a list ruleset` into tables ("FAMILY NAME") and
+// parses each one's chains, without handles and counters.
+func parseNftTables(out string) map[string]map[string]*nftChain {
+	tables := map[string]map[string]*nftChain{}
+	var chains map[string]*nftChain
+	var cur *nftChain
+	for _, line := range strings.Split(out, "\n") {
+		s := strings.TrimSpace(handleRE.ReplaceAllString(line, ""))
+		switch {
+		case strings.HasPrefix(s, "table ") && strings.HasSuffix(s, "{"):
+			f := strings.Fields(s)
+			chains = map[string]*nftChain{}
+			tables[f[1]+" "+f[2]] = chains
+		case chains != nil && strings.HasPrefix(s, "chain ") && strings.HasSuffix(s, "{"):
+			cur = &nftChain{}
+			chains[strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(s, "chain "), "{"))] = cur
+		case cur != nil && s == "}":
+			cur = nil
+		case cur != nil && s != "":
+			if strings.HasPrefix(s, "type ") {
+				cur.Header = s
+				continue
+			}
+			cur.Rules = append(cur.Rules, counterRE.ReplaceAllString(s, ""))
+		}
+	}
+	return tables
+}
+
+// nftSets reads the sets of table (family, name) from `nft -j list ruleset`.
+func nftSets(out, family, table string) (map[string]string, error) {
+	var doc struct {
+		Nftables []map[string]json.RawMessage `json:"nftables"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		return nil, fmt.Errorf("nft -j: %w", err)
+	}
+	sets := map[string]string{}
+	for _, o := range doc.Nftables {
+		raw, ok := o["set"]
+		if !ok {
+			continue
+		}
+		var s struct {
+			Family string            `json:"family"`
+			Table  string            `json:"table"`
+			Name   string            `json:"name"`
+			Type   string            `json:"type"`
+			Flags  []string          `json:"flags"`
+			Elem   []json.RawMessage `json:"elem"`
+		}
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("nft -j set: %w", err)
+		}
+		if s.Family != family || s.Table != table {
+			continue
+		}
+		var es []string
+		for _, e := range s.Elem {
+			var x struct {
+				Prefix *struct {
+					Addr string `json:"addr"`
+					Len  int    `json:"len"`
+				} `json:"prefix"`
+				Range []any `json:"range"`
+			}
+			var str string
+			var num float64
+			switch {
+			case json.Unmarshal(e, &str) == nil:
+				es = append(es, str)
+			case json.Unmarshal(e, &num) == nil:
+				es = append(es, strconv.Itoa(int(num)))
+			case json.Unmarshal(e, &x) == nil && x.Prefix != nil:
+				es = append(es, fmt.Sprintf("%s/%d", x.Prefix.Addr, x.Prefix.Len))
+			case x.Range != nil:
+				es = append(es, fmt.Sprintf("%v-%v", x.Range[0], x.Range[1]))
+			default:
+				es = append(es, string(e))
+			}
+		}
+		sets[s.Name] = setText(s.Type, contains(s.Flags, "interval"), es)
+	}
+	return sets, nil
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func setText(typ string, interval bool, es []string) string {
+	var norm []string
+	for _, e := range es {
+		if typ == "mark" {
+			if v, err := strconv.ParseUint(e, 0, 32); err == nil {
+				e = fmt.Sprintf("%#08x", v)
+			}
+		}
+		norm = append(norm, e)
+	}
+	sort.Strings(norm)
+	return fmt.Sprintf("type %s interval %v elements %v", typ, interval, norm)
+}
+
+// CompareNft compares the nftables tables of the reading with c: every
+// declared table as declared, no other table of the walk's names left.
+func CompareNft(c *Config, k *Kernel, skip, foreign map[string]bool) ([]string, error) {
+	var diffs []string
+	bad := func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) }
+	tables := parseNftTables(k.NftText)
+	declared := map[string]bool{}
+	for _, t := range c.Tables {
+		declared[t.Family+" "+t.Name] = true
+	}
+	for id := range tables {
+		if strings.Contains(id, " nrw") && !declared[id] && id != "ip6 nrw0" && !foreign[id] {
+			bad("nftables %s: ours but not in the file (not deleted)", id)
+		}
+	}
+	for _, t := range c.Tables {
+		id := t.Family + " " + t.Name
+		if skip[id] {
+			continue
+		}
+		chains, ok := tables[id]
+		if !ok {
+			bad("nftables %s: missing", id)
+			continue
+		}
+		gotSets, err := nftSets(k.NftJSON, t.Family, t.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range t.Sets {
+			want := setText(s.Type, s.Interval, s.Elements)
+			if got, ok := gotSets[s.Name]; !ok {
+				bad("nftables %s: set %s missing", id, s.Name)
+			} else if got != want {
+				bad("nftables %s: set %s: %s, want %s", id, s.Name, got, want)
+			}
+			delete(gotSets, s.Name)
+		}
+		for n := range gotSets {
+			bad("nftables %s: set %s not in the file", id, n)
+		}
+		for _, ch := range t.Chains {
+			got := chains[ch.Name]
+			if got == nil {
+				bad("nftables %s: chain %s missing", id, ch.Name)
+				continue
+			}
+			delete(chains, ch.Name)
+			want := ""
+			if ch.Hook != "" {
+				want = fmt.Sprintf("type filter hook %s priority %s; policy %s;", ch.Hook, ch.Priority, ch.Policy)
+			}
+			if got.Header != want {
+				bad("nftables %s: chain %s: %q, want %q", id, ch.Name, got.Header, want)
+			}
+			if strings.Join(got.Rules, "\n") != strings.Join(ch.Rules, "\n") {
+				bad("nftables %s: chain %s rules %q, want %q", id, ch.Name, got.Rules, ch.Rules)
+			}
+		}
+		for n := range chains {
+			bad("nftables %s: chain %s not in the file", id, n)
+		}
+	}
+	return diffs, nil
+}
+
+// CompareWG compares the WireGuard devices of c with `wg show NAME dump`.
+func CompareWG(ns string, c *Config) ([]string, error) {
+	var diffs []string
+	for _, n := range c.LinkNames() {
+		l := c.Links[n]
+		if l.WG == nil {
+			continue
+		}
+		out, err := run("ip", "netns", "exec", ns, "wg", "show", n, "dump")
+		if err != nil {
+			diffs = append(diffs, fmt.Sprintf("wireguard %s: %v", n, err))
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		f := strings.Split(lines[0], "\t")
+		fw := "off"
+		if l.WG.Fwmark != 0 {
+			fw = fmt.Sprintf("0x%x", l.WG.Fwmark)
+		}
+		got := fmt.Sprintf("public %s fwmark %s", f[1], f[3])
+		want := fmt.Sprintf("public %s fwmark %s", l.WG.PublicKey, fw)
+		if l.WG.ListenPort != 0 {
+			got += " port " + f[2]
+			want += fmt.Sprintf(" port %d", l.WG.ListenPort)
+		}
+		if got != want {
+			diffs = append(diffs, fmt.Sprintf("wireguard %s: %s, want %s", n, got, want))
+		}
+		// WireGuard cannot forget an endpoint (only removing the peer
+		// does): a peer the file gives no endpoint may keep its last one.
+		free := map[string]bool{}
+		for _, p := range l.WG.Peers {
+			if p.Endpoint == "" {
+				free[p.PublicKey] = true
+			}
+		}
+		var gp, wp []string
+		for _, line := range lines[1:] {
+			p := strings.Split(line, "\t")
+			ips := strings.Split(p[3], ",")
+			sort.Strings(ips)
+			if free[p[0]] {
+				p[2] = "(none)"
+			}
+			gp = append(gp, fmt.Sprintf("%s endpoint %s allowed %s keepalive %s", p[0], p[2], strings.Join(ips, ","), p[7]))
+		}
+		for _, p := range l.WG.Peers {
+			ips := append([]string(nil), p.AllowedIPs...)
+			if len(ips) == 0 {
+				ips = []string{"(none)"}
+			}
+			sort.Strings(ips)
+			ep, ka := "(none)", "off"
+			if p.Endpoint != "" {
+				ep = p.Endpoint
+			}
+			if p.Keepalive != 0 {
+				ka = strconv.Itoa(p.Keepalive)
+			}
+			wp = append(wp, fmt.Sprintf("%s endpoint %s allowed %s keepalive %s", p.PublicKey, ep, strings.Join(ips, ","), ka))
+		}
+		diffSets("wireguard "+n+" peer", gp, wp, func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) })
+	}
+	return diffs, nil
+}
+
+// CompareFou compares `ip fou show` with the file's ports. Ports the file
+// does not name may stay only if the walk did not open them, which the
+// foreign check covers; here every listed port must be there and no other
+// port of the walk's range.
+func CompareFou(ns string, c *Config) ([]string, error) {
+	out, err := run("ip", "-n", ns, "fou", "show")
+	if err != nil {
+		return nil, err
+	}
+	var got, want []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.TrimSpace(line) != "" {
+			got = append(got, strings.TrimSpace(line))
+		}
+	}
+	for _, f := range c.Fou {
+		s := fmt.Sprintf("port %d ipproto %d", f.Port, f.IPProto)
+		if f.Family == "ipv6" {
+			s += " -6"
+		}
+		want = append(want, s)
+	}
+	var diffs []string
+	diffSets("fou", got, want, func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) })
+	return diffs, nil
+}

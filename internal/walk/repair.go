@@ -1,0 +1,262 @@
+package walk
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// Repair makes c a valid configuration that a kernel can hold, by dropping
+// what no longer fits after a mutation (or after the shrinker removed an
+// object): references to links that are gone, masters that are not bridges,
+// gateways outside the device's subnets, duplicate identities. It is
+// deterministic, so a shrunk sequence repairs the same way every time.
+func (g *Gen) Repair(c *Config) {
+	// Pairs: both ends declared, each naming the other.
+	for changed := true; changed; {
+		changed = false
+		for _, n := range c.LinkNames() {
+			l := c.Links[n]
+			if l.Kind == "veth" {
+				p := c.Links[l.Peer]
+				if p == nil || p.Kind != "veth" || p.Peer != n {
+					delete(c.Links, n)
+					changed = true
+				}
+			}
+			if l.Kind == "ipvlan" {
+				p := c.Links[l.Parent]
+				if p == nil || p.Kind != "dummy" {
+					delete(c.Links, n)
+					changed = true
+				}
+			}
+		}
+	}
+	// The kernel holds a VNI once per UDP port (EEXIST for a second vxlan):
+	// a file declaring two is not one the kernel can hold.
+	vnis := map[[2]int]bool{}
+	for _, n := range c.LinkNames() {
+		if v := c.Links[n].VXLAN; v != nil {
+			for vnis[[2]int{v.ID, v.Port}] {
+				v.ID = (v.ID + 1) % 16777216
+			}
+			vnis[[2]int{v.ID, v.Port}] = true
+		}
+	}
+	// Likewise a tunnel's kind and endpoints.
+	tunnels := map[string]bool{}
+	for _, n := range c.LinkNames() {
+		if t := c.Links[n].Tunnel; t != nil {
+			for i := 0; tunnels[c.Links[n].Kind+t.Local+t.Remote] && i < 20; i++ {
+				t.Remote = netip.MustParseAddr(t.Remote).Next().String()
+			}
+			tunnels[c.Links[n].Kind+t.Local+t.Remote] = true
+		}
+	}
+	// Likewise a WireGuard listen port (EADDRINUSE).
+	ports := map[int]bool{}
+	for _, n := range c.LinkNames() {
+		if w := c.Links[n].WG; w != nil && w.ListenPort != 0 {
+			if ports[w.ListenPort] {
+				w.ListenPort = 0
+			}
+			ports[w.ListenPort] = true
+		}
+	}
+	// The kernel keeps one ipvlan mode per parent: a second ipvlan of
+	// another mode changes the first one's (docs/walk-findings.md, 13).
+	hasIPVlan := map[string]bool{}
+	mode := map[string]string{}
+	for _, n := range c.LinkNames() {
+		if l := c.Links[n]; l.Kind == "ipvlan" {
+			hasIPVlan[l.Parent] = true
+			if m, ok := mode[l.Parent]; ok && !g.Defects.IPVlanModes {
+				l.Mode = m
+			}
+			mode[l.Parent] = l.Mode
+		}
+	}
+	for _, n := range c.LinkNames() {
+		l := c.Links[n]
+		if m := c.Links[l.Master]; l.Master != "" && (m == nil || m.Kind != "bridge" || m.Name == n) {
+			l.Master = ""
+		}
+		// The kernel refuses to enslave a link that carries an ipvlan.
+		if hasIPVlan[n] {
+			l.Master = ""
+		}
+		if v := l.VXLAN; v != nil && v.Dev != "" {
+			if d := c.Links[v.Dev]; d == nil || (d.Kind != "veth" && d.Kind != "dummy" && d.Kind != "bridge") {
+				v.Dev = ""
+			}
+			// A bridge cannot be both a vxlan's lower device and its
+			// master (EBUSY).
+			if v.Dev == l.Master {
+				l.Master = ""
+			}
+		}
+		l.Addrs = g.repairAddrs(c, l)
+	}
+	// Pools: lo must be declared (and so up) while a pool exports routes.
+	if len(c.Pools) > 0 {
+		if c.Links["lo"] == nil {
+			c.Links["lo"] = &Link{Name: "lo", Kind: "device", Up: true}
+		}
+	} else if lo := c.Links["lo"]; lo != nil && len(lo.Addrs) == 0 {
+		delete(c.Links, "lo")
+	}
+	c.Routes = g.repairRoutes(c)
+	seenRule := map[string]bool{}
+	var rules []*Rule
+	for _, r := range c.Rules {
+		k := r.yaml()
+		if !g.Defects.RuleNotIdentity {
+			// The kernel tells rules apart without their "not" flag
+			// (docs/walk-findings.md, 14).
+			x := *r
+			x.Not = false
+			k = x.yaml()
+		}
+		if !g.Defects.RulePartialDelete {
+			// The kernel deletes the first rule that matches the
+			// attributes a delete gives: one rule per priority and
+			// family (docs/walk-findings.md, 15).
+			k = fmt.Sprintf("%d %s", r.Priority, r.Family)
+		}
+		if seenRule[k] {
+			continue
+		}
+		seenRule[k] = true
+		rules = append(rules, r)
+	}
+	c.Rules = rules
+	for _, t := range c.Tables {
+		g.repairTable(t)
+	}
+}
+
+func (g *Gen) repairAddrs(c *Config, l *Link) []*Addr {
+	var out []*Addr
+	seen := map[string]bool{}
+	subnets := map[netip.Prefix]bool{}
+	pool := false
+	for _, a := range l.Addrs {
+		if a.Pool != "" {
+			if pool || len(c.Pools) == 0 {
+				continue
+			}
+			pool = true
+			out = append(out, a)
+			continue
+		}
+		p := netip.MustParsePrefix(a.CIDR)
+		if seen[p.Addr().String()] {
+			continue
+		}
+		if p.Addr().Is4() && !g.Defects.AddressInSubnet {
+			if subnets[p.Masked()] {
+				continue
+			}
+			subnets[p.Masked()] = true
+		}
+		seen[p.Addr().String()] = true
+		out = append(out, a)
+	}
+	return out
+}
+
+// repairRoutes keeps the routes the kernel accepts: a device that is declared
+// and up, a gateway inside a connected subnet of it (or onlink), a source
+// address the device holds, one route per key.
+func (g *Gen) repairRoutes(c *Config) []*Route {
+	var out []*Route
+	keys := map[string]bool{}
+	for _, r := range c.Routes {
+		v6 := strings.Contains(r.To, ":")
+		if r.Dev != "" {
+			l := c.Links[r.Dev]
+			if l == nil || l.Down {
+				continue
+			}
+			if r.Via != "" && !r.Onlink && !connected(l, r.Via) {
+				continue
+			}
+			if r.Src != "" && !holds(l, r.Src) {
+				continue
+			}
+		}
+		m := r.Metric
+		if v6 && m == 0 {
+			m = 1024
+		}
+		tbl := r.Table
+		if tbl == "" || tbl == "main" {
+			tbl = "254"
+		}
+		k := fmt.Sprintf("%s %s %d", tbl, r.To, m)
+		if keys[k] {
+			continue
+		}
+		keys[k] = true
+		out = append(out, r)
+	}
+	return out
+}
+
+// connected reports whether ip is inside the on-link subnet of one of l's
+// global addresses that has a prefix route.
+func connected(l *Link, ip string) bool {
+	a := netip.MustParseAddr(ip)
+	for _, x := range l.Addrs {
+		if x.Pool != "" || x.NoPrefixRoute || x.Scope != "" {
+			continue
+		}
+		p := netip.MustParsePrefix(x.CIDR)
+		if p.Masked().Contains(a) && p.Addr() != a {
+			return true
+		}
+	}
+	return false
+}
+
+func holds(l *Link, ip string) bool {
+	for _, x := range l.Addrs {
+		if x.Pool == "" && netip.MustParsePrefix(x.CIDR).Addr().String() == ip && x.Scope == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// repairTable drops rules that name a set or chain the table lacks, and
+// sets that the table's family cannot match.
+func (g *Gen) repairTable(t *Table) {
+	sets := map[string]bool{}
+	var ss []*Set
+	for _, s := range t.Sets {
+		if (t.Family == "ip" && s.Type == "ipv6_addr") || (t.Family == "ip6" && s.Type == "ipv4_addr") {
+			continue
+		}
+		sets[s.Name] = true
+		ss = append(ss, s)
+	}
+	t.Sets = ss
+	chains := map[string]bool{}
+	for _, ch := range t.Chains {
+		chains[ch.Name] = true
+	}
+	for _, ch := range t.Chains {
+		var rs []string
+		for _, r := range ch.Rules {
+			if i := strings.Index(r, "@"); i >= 0 && !sets[strings.Fields(r[i+1:])[0]] {
+				continue
+			}
+			if strings.HasPrefix(r, "jump ") && (!chains[strings.TrimPrefix(r, "jump ")] || ch.Name == "helper") {
+				continue
+			}
+			rs = append(rs, r)
+		}
+		ch.Rules = rs
+	}
+}

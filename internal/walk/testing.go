@@ -1,0 +1,96 @@
+package walk
+
+import (
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// WalkFlags are the knobs of RunWalks.
+type WalkFlags struct {
+	Seed     int64
+	Steps    int
+	Length   int
+	Duration time.Duration
+	Defects  string
+	// ShrinkTrials bounds the shrinker's replays (0: its default). The
+	// guest, under TCG, affords fewer.
+	ShrinkTrials int
+}
+
+// RunWalks runs walks until f.Steps steps are made (or, with f.Duration,
+// until that much time has passed), each walk at most f.Length steps from a
+// fresh namespace, and fails t with the seed and the shrunk sequence of the
+// first failure. The host test and the VM's e2e test share it.
+func RunWalks(t *testing.T, f WalkFlags) {
+	t.Helper()
+	d, err := ParseDefects(f.Defects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps, err := Detect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := f.Seed
+	if seed == 0 {
+		seed = time.Now().UnixNano() & 0x7fffffffffff
+	}
+	if f.Length <= 0 {
+		f.Length = 200
+	}
+	t.Logf("walk: seed %d (reproduce with WALK_SEED=%d or -walk.seed=%d), %s, defect switches on: %s", seed, seed, seed, caps, d)
+	start := time.Now()
+	seeds := rand.New(rand.NewSource(seed))
+	var steps, checks, walks int
+	var used []string
+	for s := seed; ; s = seeds.Int63() & 0x7fffffffffff {
+		if f.Duration > 0 {
+			if time.Since(start) >= f.Duration {
+				break
+			}
+		} else if steps >= f.Steps {
+			break
+		}
+		n := f.Length
+		if f.Duration == 0 && f.Steps-steps < n {
+			n = f.Steps - steps
+		}
+		dir, err := os.MkdirTemp("", "nrwalk-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Walk(Options{Seed: s, Steps: n, Caps: caps, Defects: d, Dir: dir, ShrinkTrials: f.ShrinkTrials, Logf: t.Logf})
+		if err != nil {
+			t.Fatalf("walk seed %d: %v", s, err)
+		}
+		walks++
+		steps += rep.Steps
+		checks += rep.Checks
+		used = append(used, strconv.FormatInt(s, 10))
+		if rep.Failure != nil {
+			t.Logf("walk: %d walks, %d steps, %d checks before the failure", walks, steps, checks)
+			t.Fatalf("walk seed %d failed at step %d: %v\nshrunk sequence in %s:\n%s", s, rep.Failure.Step+1, rep.Failure, rep.Repro, listRepro(rep.Repro))
+		}
+		_ = os.RemoveAll(dir)
+	}
+	t.Logf("walk: %d walks (seeds %s), %d steps, %d checks, %s, 0 failures", walks, strings.Join(used, " "), steps, checks, time.Since(start).Round(time.Second))
+}
+
+// listRepro prints the files of a shrunk sequence.
+func listRepro(dir string) string {
+	var b strings.Builder
+	names, _ := filepath.Glob(filepath.Join(dir, "*"))
+	for _, n := range names {
+		data, err := os.ReadFile(n)
+		if err != nil {
+			continue
+		}
+		b.WriteString("==> " + n + " <==\n" + string(data) + "\n")
+	}
+	return b.String()
+}

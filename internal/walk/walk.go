@@ -1,0 +1,525 @@
+package walk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/netreconcile/netreconcile/internal/cli"
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/ledger"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+)
+
+// Options configure one walk.
+type Options struct {
+	Seed    int64
+	Steps   int
+	Caps    Caps
+	Defects Defects
+	// Dir receives the step files, the key files and, on a failure, the
+	// shrunk sequence. It is kept on a failure.
+	Dir string
+	// ShrinkTrials bounds the runs the shrinker makes (0: 150).
+	ShrinkTrials int
+	Logf         func(format string, args ...any)
+}
+
+// Report is what a walk did.
+type Report struct {
+	Seed   int64
+	Steps  int
+	Checks int
+	// Failure is nil when every check passed.
+	Failure *Failure
+	// Repro is the directory of the shrunk sequence, on a failure.
+	Repro string
+}
+
+// Failure is the first check that failed.
+type Failure struct {
+	Step  int    // index in the sequence
+	Check string // which check: apply, oracle, foreign, inplace, converge
+	Msg   string
+}
+
+func (f *Failure) Error() string { return fmt.Sprintf("step %d: %s: %s", f.Step+1, f.Check, f.Msg) }
+
+var nsSeq atomic.Uint64
+
+// Walk runs a seeded walk of opts.Steps configurations and, on a failure,
+// shrinks it.
+func Walk(opts Options) (*Report, error) {
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	r := rand.New(rand.NewSource(opts.Seed))
+	g, err := NewGen(r, opts.Caps, opts.Defects, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	foreign := ForeignPlan(r, opts.Defects)
+	g.ForeignLinks = []string{"fb0"}
+	rep := &Report{Seed: opts.Seed}
+	var seq []*Config
+	c := g.Initial()
+	run, err := newRunner(g, foreign, filepath.Join(opts.Dir, "walk"))
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < opts.Steps; i++ {
+		what := "initial configuration"
+		if i > 0 {
+			c, what = g.Next(c)
+		}
+		seq = append(seq, c)
+		f := run.step(i, c)
+		rep.Steps = i + 1
+		if f != nil {
+			run.close()
+			rep.Checks = run.checks
+			rep.Failure = f
+			opts.Logf("walk seed %d: step %d (%s) failed: %v", opts.Seed, i+1, what, f)
+			rep.Repro, err = shrink(g, foreign, seq, f, opts)
+			return rep, err
+		}
+	}
+	run.close()
+	rep.Checks = run.checks
+	var phases []string
+	for k, v := range run.spent {
+		phases = append(phases, fmt.Sprintf("%s %s", k, v.Round(time.Millisecond)))
+	}
+	sort.Strings(phases)
+	opts.Logf("walk seed %d: %d steps; time by phase: %s", opts.Seed, rep.Steps, strings.Join(phases, ", "))
+	return rep, nil
+}
+
+// NewGen makes a generator with key files in dir.
+func NewGen(r *rand.Rand, caps Caps, defects Defects, dir string) (*Gen, error) {
+	g := &Gen{R: r, Caps: caps, Defects: defects, KeyDir: filepath.Join(dir, "keys"), Keys: map[string][2]string{}}
+	g.PoolBits, g.PoolTable = pickInt(g, []int{0, 2}), pickInt(g, []int{119, 120})
+	g.Tag = fmt.Sprintf("%04x", (os.Getpid()*7+int(nsSeq.Add(1)))&0xffff)
+	if !caps.WireGuard {
+		return g, nil
+	}
+	if err := os.MkdirAll(g.KeyDir, 0o700); err != nil {
+		return nil, err
+	}
+	for _, n := range g.slots("wireguard") {
+		k, err := wgtypes.GeneratePrivateKey()
+		if err != nil {
+			return nil, err
+		}
+		p := filepath.Join(g.KeyDir, n+".key")
+		if err := os.WriteFile(p, []byte(k.String()+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+		g.Keys[n] = [2]string{p, k.PublicKey().String()}
+	}
+	for i := 0; i < 3; i++ {
+		k, err := wgtypes.GeneratePrivateKey()
+		if err != nil {
+			return nil, err
+		}
+		g.PeerKeys = append(g.PeerKeys, k.PublicKey().String())
+	}
+	return g, nil
+}
+
+// runner applies configurations to one fresh namespace.
+type runner struct {
+	g        *Gen
+	ns       string
+	dir      string
+	state    string
+	foreign0 string
+	lo0      []string
+	checks   int
+	// foreignTables are nftables tables ("FAMILY NAME") someone else
+	// recreated under one of the walk's names (NftTableHandle).
+	foreignTables map[string]bool
+	// meddled counts the foreign actor's changes.
+	meddled int
+	// prev is the reading of the last step's checks.
+	prev *Kernel
+	// spent is the time each phase took, for the report.
+	spent map[string]time.Duration
+	last  time.Time
+}
+
+// lap charges the time since the last lap to phase.
+func (r *runner) lap(phase string) {
+	now := time.Now()
+	if r.spent == nil {
+		r.spent = map[string]time.Duration{}
+	}
+	if !r.last.IsZero() {
+		r.spent[phase] += now.Sub(r.last)
+	}
+	r.last = now
+}
+
+func newRunner(g *Gen, foreign []string, dir string) (*runner, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	ns := fmt.Sprintf("nrw-%d-%d", os.Getpid(), nsSeq.Add(1))
+	if _, err := run("ip", "netns", "add", ns); err != nil {
+		return nil, err
+	}
+	state, err := os.MkdirTemp("", "nrwalk-state-")
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{g: g, ns: ns, dir: dir, state: state}
+	for _, cmd := range foreign {
+		if err := shell(ns, cmd); err != nil {
+			r.close()
+			return nil, err
+		}
+	}
+	k, err := ReadKernel(ns, true)
+	if err != nil {
+		r.close()
+		return nil, err
+	}
+	r.foreignTables = map[string]bool{}
+	if g.Defects.NftTableTakeover {
+		// ForeignPlan made it: someone else's table under a walk name.
+		r.foreignTables["ip nrw1"] = true
+	}
+	r.foreign0, r.lo0 = dumpForeign(k, 245, r.foreignTables)
+	return r, nil
+}
+
+func (r *runner) close() {
+	stopProcesses(r.ns)
+	_, _ = run("ip", "netns", "del", r.ns)
+	_ = os.RemoveAll(r.state)
+}
+
+func (r *runner) cli(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), &cli.Env{Stdout: &out, Stderr: &errb, Getenv: os.Getenv},
+		append(args, "--netns", r.ns, "--state-dir", r.state))
+	return code, out.String(), errb.String()
+}
+
+type planOp struct {
+	Action string `json:"action"`
+	Kind   string `json:"kind"`
+	ID     string `json:"id"`
+}
+
+// step applies c and runs every check; nil when all passed.
+func (r *runner) step(i int, c *Config) *Failure {
+	file := filepath.Join(r.dir, fmt.Sprintf("step-%04d.yaml", i+1))
+	fail := func(check, f string, a ...any) *Failure {
+		return &Failure{Step: i, Check: check, Msg: fmt.Sprintf(f, a...)}
+	}
+	if err := os.WriteFile(file, []byte(c.YAML()), 0o644); err != nil {
+		return fail("setup", "%v", err)
+	}
+	if err := r.meddle(i); err != nil {
+		return fail("setup", "%v", err)
+	}
+	r.lap("idle")
+	// The plan, as diff shows it.
+	code, out, errs := r.cli("diff", "-o", "json", "-c", file)
+	r.lap("diff")
+	conflicted := code == cli.ExitError && strings.Contains(errs, "conflict")
+	if code != cli.ExitOK && code != cli.ExitChanges && !conflicted {
+		return fail("diff", "exit %d\n%s%s", code, out, errs)
+	}
+	var plan struct {
+		Ops []planOp `json:"ops"`
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n\n", 2)[0]), &plan); err != nil {
+		return fail("diff", "exit %d, plan JSON: %v\n%s%s", code, err, out, errs)
+	}
+	// The kernel as the previous step's checks left it (its second apply
+	// wrote nothing), read once more only at the start.
+	before := r.prev
+	if before == nil {
+		var err error
+		if before, err = ReadKernel(r.ns, false); err != nil {
+			return fail("oracle", "%v", err)
+		}
+	}
+	r.lap("read")
+	code, out, aerrs := r.cli("apply", "-c", file)
+	r.lap("apply")
+	r.checks++
+	skip := map[string]bool{}
+	if code != cli.ExitOK {
+		if !conflicted || conflictPart(aerrs) != conflictPart(errs) {
+			return fail("apply", "exit %d (the plan predicted no such conflict)\n%s%s", code, out, aerrs)
+		}
+		// What the plan reported in conflict is left as it is: out of
+		// the oracle's comparison (the foreign check still covers it).
+		for _, n := range append(c.LinkNames(), r.g.ForeignLinks...) {
+			if strings.Contains(errs, n) {
+				skip[n] = true
+			}
+		}
+		for _, t := range c.Tables {
+			if strings.Contains(errs, t.Family+" "+t.Name) {
+				skip[t.Family+" "+t.Name] = true
+			}
+		}
+		for _, rt := range c.Routes {
+			if strings.Contains(errs, rt.To) {
+				skip["route "+rt.To] = true
+			}
+		}
+	}
+	after, err := ReadKernel(r.ns, true)
+	if err != nil {
+		return fail("oracle", "%v", err)
+	}
+	r.prev = after
+	// The independent oracle.
+	diffs := Compare(r.ns, c, after, skip)
+	nd, err := CompareNft(c, after, skip, r.foreignTables)
+	if err != nil {
+		return fail("oracle", "%v", err)
+	}
+	diffs = append(diffs, nd...)
+	if r.g.Caps.WireGuard {
+		wd, err := CompareWG(r.ns, c)
+		if err != nil {
+			return fail("oracle", "%v", err)
+		}
+		diffs = append(diffs, wd...)
+	}
+	if r.g.Caps.Fou {
+		fd, err := CompareFou(r.ns, c)
+		if err != nil {
+			return fail("oracle", "%v", err)
+		}
+		diffs = append(diffs, fd...)
+	}
+	r.lap("oracle")
+	r.checks++
+	if len(diffs) > 0 {
+		return fail("oracle", "the kernel differs from the file:\n  %s\napply printed:\n%s", strings.Join(diffs, "\n  "), out)
+	}
+	// Foreign objects exactly as before.
+	fdump, lo := dumpForeign(after, c.Protocol, r.foreignTables)
+	r.lap("foreign")
+	r.checks++
+	if fdump != r.foreign0 {
+		return fail("foreign", "foreign objects changed:\n%s", lineDiff(r.foreign0, fdump))
+	}
+	for _, a := range r.lo0 {
+		if !contains(lo, a) {
+			return fail("foreign", "foreign address %s on lo is gone", a)
+		}
+	}
+	// In place means the same ifindex.
+	recreated := map[string]bool{}
+	for _, op := range plan.Ops {
+		if op.Kind == "link" && op.Action != "update" {
+			recreated[op.ID] = true
+		}
+	}
+	for _, l := range c.Links {
+		if recreated[l.Name] && l.Kind == "veth" {
+			recreated[l.Peer] = true
+		}
+	}
+	r.checks++
+	for n, b := range before.Links {
+		a := after.Links[n]
+		if a == nil || recreated[n] || c.Links[n] == nil {
+			continue
+		}
+		if a.Index != b.Index {
+			return fail("inplace", "link %s changed ifindex %d -> %d but the plan did not say it is recreated\nplan: %+v", n, b.Index, a.Index, plan.Ops)
+		}
+	}
+	r.lap("read")
+	// Convergence: a second diff is empty, a second apply writes nothing.
+	code, out, errs = r.cli("diff", "-c", file)
+	r.lap("diff")
+	r.checks++
+	if code != cli.ExitOK && !conflicted {
+		return fail("converge", "second diff exit %d:\n%s%s", code, out, errs)
+	}
+	if w, err := r.secondApply(file); err != nil && !conflicted {
+		return fail("converge", "second apply: %v", err)
+	} else if w != 0 {
+		return fail("converge", "second apply made %d kernel writes", w)
+	}
+	r.lap("second apply")
+	r.checks++
+	return nil
+}
+
+// conflictPart is the conflict list of an error message.
+func conflictPart(s string) string {
+	if i := strings.Index(s, "conflict(s)"); i >= 0 {
+		return s[i:]
+	}
+	return s
+}
+
+// secondApply runs one reconcile pass through the engine and returns the
+// kernel writes it counted: the command line does not print them.
+func (r *runner) secondApply(file string) (uint64, error) {
+	cfg, err := desired.Load(file, "")
+	if err != nil {
+		return 0, err
+	}
+	k, err := kernel.Open("/run/netns/" + r.ns)
+	if err != nil {
+		return 0, err
+	}
+	defer k.Close()
+	l, err := ledger.Open(filepath.Join(r.state, "netns", r.ns, "ledger.json"))
+	if err != nil {
+		return 0, err
+	}
+	eng := &engine.Engine{Kernel: k, Ledger: l, IPAMDir: filepath.Join(r.state, "netns", r.ns)}
+	ctx := context.Background()
+	plan, _, err := eng.PlanDesired(ctx, cfg.State, false)
+	if plan == nil {
+		return 0, err
+	}
+	if !plan.Empty() {
+		var b bytes.Buffer
+		plan.Write(&b)
+		return 0, fmt.Errorf("the plan is not empty:\n%s", b.String())
+	}
+	res, aerr := eng.Apply(ctx, plan)
+	return k.Writes(), errors.Join(err, aerr, res.Err())
+}
+
+func lineDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out []string
+	in := func(s string, l []string) bool {
+		for _, x := range l {
+			if x == s {
+				return true
+			}
+		}
+		return false
+	}
+	for _, s := range al {
+		if !in(s, bl) {
+			out = append(out, "- "+s)
+		}
+	}
+	for _, s := range bl {
+		if !in(s, al) {
+			out = append(out, "+ "+s)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
+
+// stopProcesses ends the processes left in ns (wireguard-go daemons the
+// walk's applies started) and waits until they are gone: their control
+// sockets are host-wide, and the next run (a shrink trial) reuses the names.
+func stopProcesses(ns string) {
+	out, err := run("ip", "netns", "pids", ns)
+	if err != nil {
+		return
+	}
+	var pids []int
+	for _, f := range strings.Fields(out) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+	}
+	for _, pid := range pids {
+		// Bounded: a process that ignores SIGTERM for 5 s is left alone.
+		for i := 0; i < 500; i++ {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil || strings.Contains(string(stat), ") Z ") {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// meddle is the foreign actor between steps, for the known-defect switches
+// that need one: it attaches foreign links to owned ones (ForeignChildren)
+// and recreates an owned nftables table as someone else's (NftTableHandle).
+// What it makes joins the foreign objects that must stay exactly as they are.
+func (r *runner) meddle(step int) error {
+	d := r.g.Defects
+	if r.prev == nil || (!d.ForeignChildren && !d.NftTableHandle) || r.meddled >= 3 {
+		return nil
+	}
+	var cmds []string
+	if d.ForeignChildren && r.g.R.Intn(5) == 0 {
+		for _, n := range sortedKeys(r.prev.Links) {
+			l := r.prev.Links[n]
+			if !strings.HasPrefix(l.Alias, "netreconcile") {
+				continue
+			}
+			if l.kind() == "veth" {
+				cmds = append(cmds, fmt.Sprintf("ip link add fc%d type vxlan id %d dstport 4789 dev %s", step, 4000+step, n))
+				break
+			}
+			if l.kind() == "bridge" {
+				cmds = append(cmds, fmt.Sprintf("ip link add fcp%da type veth peer name fcp%db; ip link set fcp%da master %s", step, step, step, n))
+				break
+			}
+		}
+	}
+	if d.NftTableHandle && r.g.R.Intn(10) == 0 {
+		for id := range parseNftTables(r.prev.NftText) {
+			f := strings.Fields(id)
+			if strings.HasPrefix(f[1], "nrw") && !r.foreignTables[id] && id != "ip6 nrw0" {
+				cmds = append(cmds, fmt.Sprintf("nft delete table %s; nft add table %s; nft add chain %s theirs", id, id, id))
+				r.foreignTables[id] = true
+				break
+			}
+		}
+	}
+	if len(cmds) == 0 {
+		return nil
+	}
+	r.meddled++
+	for _, cmd := range cmds {
+		if err := shell(r.ns, cmd); err != nil {
+			return err
+		}
+	}
+	k, err := ReadKernel(r.ns, true)
+	if err != nil {
+		return err
+	}
+	r.prev = k
+	r.foreign0, _ = dumpForeign(k, 245, r.foreignTables)
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

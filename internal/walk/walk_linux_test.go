@@ -1,0 +1,52 @@
+package walk
+
+import (
+	"flag"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/netreconcile/netreconcile/internal/nettest"
+)
+
+// The bounded walk of `make test` and the long one of `make soak`. Flags (or
+// the environment, which make passes on): -walk.seed / WALK_SEED (0: random,
+// printed), -walk.steps / WALK_STEPS, -walk.duration / WALK_DURATION (a soak:
+// walk after walk until the steps or the time are used up), -walk.defects /
+// WALK_DEFECTS (known-defect switches to turn on, see Defects).
+var (
+	flagSeed     = flag.Int64("walk.seed", envInt("WALK_SEED", 0), "seed of the walk (0: random)")
+	flagSteps    = flag.Int("walk.steps", int(envInt("WALK_STEPS", defaultSteps())), "steps in all")
+	flagWalkLen  = flag.Int("walk.length", int(envInt("WALK_LENGTH", 100)), "steps of one walk (a fresh namespace each)")
+	flagDuration = flag.Duration("walk.duration", envDuration("WALK_DURATION"), "soak: walk until this much time has passed (0: by steps)")
+	flagDefects  = flag.String("walk.defects", os.Getenv("WALK_DEFECTS"), "known-defect switches to turn on (comma-separated, or all)")
+)
+
+// defaultSteps is 200 for `make test-walk` (NETRECONCILE_WALK=1), and a
+// 20-step smoke walk for a plain `go test ./...`, which runs everything
+// else too.
+func defaultSteps() int64 {
+	if os.Getenv("NETRECONCILE_WALK") == "1" {
+		return 200
+	}
+	return 20
+}
+
+func envInt(k string, def int64) int64 {
+	if v, err := strconv.ParseInt(os.Getenv(k), 10, 64); err == nil {
+		return v
+	}
+	return def
+}
+
+func envDuration(k string) time.Duration {
+	d, _ := time.ParseDuration(os.Getenv(k))
+	return d
+}
+
+func TestWalk(t *testing.T) {
+	nettest.RequireRoot(t)
+	nettest.RequireTool(t, "nft")
+	RunWalks(t, WalkFlags{Seed: *flagSeed, Steps: *flagSteps, Length: *flagWalkLen, Duration: *flagDuration, Defects: *flagDefects})
+}

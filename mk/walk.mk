@@ -1,0 +1,28 @@
+# The randomized convergence walk (internal/walk, issue 10): seeded sequences
+# of configurations applied to a fresh namespace holding foreign objects,
+# checked after every step by an independent oracle (ip, nft, wg).
+#
+#   make test-walk                 the bounded walk of `make test` (WALK_STEPS=200)
+#   make soak                      a long walk: SOAK_STEPS=10000, or SOAK_DURATION=2h
+#   make test-walk WALK_SEED=N     replay a walk (the seed is printed by every run)
+#   make test-walk WALK_DEFECTS=foreign-children,nft-table-takeover   (or all)
+#                                  turn on known-defect switches (internal/walk/gen.go)
+#
+# `go test ./...` (test-go) runs a 20-step smoke walk; the guest runs the same
+# harness for the kinds this kernel lacks (test/e2e/walk_test.go).
+TEST_TARGETS += test-walk
+
+WALK_STEPS ?= 200
+WALK_SEED ?= 0
+WALK_DEFECTS ?=
+SOAK_STEPS ?= 10000
+SOAK_DURATION ?=
+
+.PHONY: test-walk soak
+test-walk: test-deps
+	NETRECONCILE_WALK=1 WALK_STEPS=$(WALK_STEPS) WALK_SEED=$(WALK_SEED) WALK_DEFECTS=$(WALK_DEFECTS) \
+		NETRECONCILE_REQUIRE_PRIVILEGED=1 $(GO) test -count=1 -run '^TestWalk$$' -v -timeout 10m ./internal/walk
+
+soak: test-deps
+	NETRECONCILE_WALK=1 WALK_STEPS=$(SOAK_STEPS) WALK_DURATION=$(SOAK_DURATION) WALK_SEED=$(WALK_SEED) WALK_DEFECTS=$(WALK_DEFECTS) \
+		NETRECONCILE_REQUIRE_PRIVILEGED=1 $(GO) test -count=1 -run '^TestWalk$$' -v -timeout 0 ./internal/walk

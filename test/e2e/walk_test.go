@@ -1,0 +1,24 @@
+package e2e
+
+import (
+	"flag"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/walk"
+)
+
+// The walk of internal/walk inside the guest, whose kernel has what the host
+// lacks (dummy, ipvlan, ipip, ip6tnl, FoU, kernel WireGuard): the generator
+// detects it and makes every kind it can. Flags (pass them with VMFLAGS):
+// -walk.seed, -walk.steps, -walk.duration, -walk.defects.
+var (
+	walkSeed     = flag.Int64("walk.seed", 0, "seed of the walk (0: random, printed)")
+	walkSteps    = flag.Int("walk.steps", 40, "steps in all (TCG is slow: the host walks further)")
+	walkDuration = flag.Duration("walk.duration", 0, "soak: walk until this much time has passed")
+	walkDefects  = flag.String("walk.defects", "", "known-defect switches to turn on")
+)
+
+func TestWalkVM(t *testing.T) {
+	requireModules(t, "dummy", "ipvlan", "ipip", "ip6_tunnel", "fou", "fou6", "wireguard")
+	walk.RunWalks(t, walk.WalkFlags{Seed: *walkSeed, Steps: *walkSteps, Length: 200, Duration: *walkDuration, Defects: *walkDefects, ShrinkTrials: 25})
+}
