@@ -45,7 +45,30 @@ func (b *builder) address(link, path string, ac *addressConf) {
 		return
 	}
 	b.addrAt[k] = a.Origin
+	if a.Prefix.Addr().Is4() && !a.Peer.IsValid() {
+		// The kernel refuses (EINVAL) a second IPv4 address of a subnet
+		// whose scope is not the subnet's primary's: it would be a
+		// secondary of another scope.
+		sk := linkSubnet{link, a.Prefix.Masked()}
+		if prev, ok := b.subnetScope[sk]; ok && prev.scope != a.Scope {
+			b.errs.add(ac.at("address"), path+".address", "%s is in subnet %s with %s (declared at %s), whose scope is %s: the kernel keeps one scope per subnet on a link; give both the same scope", a.Prefix, sk.subnet, prev.addr, prev.origin, model.ScopeName(prev.scope))
+		} else if !ok {
+			b.subnetScope[sk] = scopeAt{a.Scope, a.Prefix.Addr(), a.Origin}
+		}
+	}
 	b.st.Addresses = append(b.st.Addresses, a)
+}
+
+// linkSubnet is an IPv4 subnet on a link, for the one-scope-per-subnet check.
+type linkSubnet struct {
+	link   string
+	subnet netip.Prefix
+}
+
+type scopeAt struct {
+	scope  int
+	addr   netip.Addr
+	origin string
 }
 
 // linkAddr identifies an address on a link, for the duplicate check: a set,

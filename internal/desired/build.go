@@ -15,8 +15,9 @@ type builder struct {
 	ruleAt  map[model.RuleKey]Pos
 	fouAt   map[model.FouKey]Pos
 	// addrAt and poolAddrAt hold where each address of a link was declared.
-	addrAt     map[linkAddr]string
-	poolAddrAt map[[2]string]string
+	addrAt      map[linkAddr]string
+	subnetScope map[linkSubnet]scopeAt
+	poolAddrAt  map[[2]string]string
 	// poolConfs holds every declared pool, across files (pool.go).
 	poolConfs map[string]*poolConf
 }
@@ -30,8 +31,9 @@ func build(confs []*fileConf, errs *errList) *model.State {
 		ruleAt:  map[model.RuleKey]Pos{},
 		fouAt:   map[model.FouKey]Pos{},
 
-		addrAt:     map[linkAddr]string{},
-		poolAddrAt: map[[2]string]string{},
+		addrAt:      map[linkAddr]string{},
+		subnetScope: map[linkSubnet]scopeAt{},
+		poolAddrAt:  map[[2]string]string{},
 	}
 	n := 0
 	for _, fc := range confs {

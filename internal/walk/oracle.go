@@ -236,7 +236,7 @@ func Compare(ns string, c *Config, k *Kernel, skip map[string]bool) []string {
 		compareAddrs(c, l, k.Addrs[n], bad)
 	}
 	for _, kl := range k.Links {
-		if strings.HasPrefix(kl.Alias, "netreconcile") && c.Links[kl.Name] == nil {
+		if strings.HasPrefix(kl.Alias, "netreconcile") && c.Links[kl.Name] == nil && !skip[kl.Name] {
 			bad("link %s: marked as ours but not in the file (not pruned)", kl.Name)
 		}
 	}

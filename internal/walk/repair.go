@@ -140,6 +140,9 @@ func (g *Gen) repairAddrs(c *Config, l *Link) []*Addr {
 	var out []*Addr
 	seen := map[string]bool{}
 	subnets := map[netip.Prefix]bool{}
+	// The kernel keeps one scope per IPv4 subnet on a link (validation
+	// refuses others): later addresses of a subnet take the first's.
+	scopes := map[netip.Prefix]string{}
 	pool := false
 	for _, a := range l.Addrs {
 		if a.Pool != "" {
@@ -159,6 +162,13 @@ func (g *Gen) repairAddrs(c *Config, l *Link) []*Addr {
 				continue
 			}
 			subnets[p.Masked()] = true
+		}
+		if p.Addr().Is4() {
+			if sc, ok := scopes[p.Masked()]; ok {
+				a.Scope = sc
+			} else {
+				scopes[p.Masked()] = a.Scope
+			}
 		}
 		seen[p.Addr().String()] = true
 		out = append(out, a)

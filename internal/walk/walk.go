@@ -234,7 +234,7 @@ func (r *runner) step(i int, c *Config) *Failure {
 	if err := os.WriteFile(file, []byte(c.YAML()), 0o644); err != nil {
 		return fail("setup", "%v", err)
 	}
-	if err := r.meddle(i); err != nil {
+	if err := r.meddle(i, c.Protocol); err != nil {
 		return fail("setup", "%v", err)
 	}
 	r.lap("idle")
@@ -271,8 +271,12 @@ func (r *runner) step(i int, c *Config) *Failure {
 		}
 		// What the plan reported in conflict is left as it is: out of
 		// the oracle's comparison (the foreign check still covers it).
-		for _, n := range append(c.LinkNames(), r.g.ForeignLinks...) {
-			if strings.Contains(errs, n) {
+		// Links the file names, foreign ones, and owned links the file
+		// dropped but whose delete is in conflict (a foreign link on them).
+		names := append(c.LinkNames(), r.g.ForeignLinks...)
+		names = append(names, sortedKeys(before.Links)...)
+		for _, n := range names {
+			if mentionsName(errs, n) {
 				skip[n] = true
 			}
 		}
@@ -461,11 +465,32 @@ func stopProcesses(ns string) {
 	}
 }
 
+// mentionsName reports whether text names the link name as a word of its
+// own (not as part of a longer name: b0 is not in fb0).
+func mentionsName(text, name string) bool {
+	for i := 0; ; {
+		j := strings.Index(text[i:], name)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(name)
+		if (j == 0 || !nameByte(text[j-1])) && (end == len(text) || !nameByte(text[end])) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+func nameByte(b byte) bool {
+	return b == '_' || b == '-' || b == '.' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
 // meddle is the foreign actor between steps, for the known-defect switches
 // that need one: it attaches foreign links to owned ones (ForeignChildren)
 // and recreates an owned nftables table as someone else's (NftTableHandle).
 // What it makes joins the foreign objects that must stay exactly as they are.
-func (r *runner) meddle(step int) error {
+func (r *runner) meddle(step, proto int) error {
 	d := r.g.Defects
 	if r.prev == nil || (!d.ForeignChildren && !d.NftTableHandle) || r.meddled >= 3 {
 		return nil
@@ -511,7 +536,7 @@ func (r *runner) meddle(step int) error {
 		return err
 	}
 	r.prev = k
-	r.foreign0, _ = dumpForeign(k, 245, r.foreignTables)
+	r.foreign0, _ = dumpForeign(k, proto, r.foreignTables)
 	return nil
 }
 
