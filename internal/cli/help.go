@@ -9,7 +9,8 @@ Common options:
       --netns NAME     work inside the network namespace NAME (as in
                        "ip netns"), or a path such as /proc/PID/ns/net; its
                        state is kept under STATE-DIR/netns/NAME, or
-                       netns/nsfs-DEV-INODE for a path
+                       netns/nsfs-DEV-INODE for a path; an empty NAME is an
+                       error (leave --netns out for your own namespace)
       --state-dir DIR  where ownership records live (default /var/lib/netreconcile);
                        refused unless owned by root or you and writable by
                        nobody else

@@ -136,7 +136,7 @@ func splitGlobals(g *globals, args []string) ([]string, error) {
 		case "conf-dir":
 			g.confDir = value
 		case "netns":
-			g.netns = value
+			g.netns, g.netnsGiven = value, true
 		case "state-dir":
 			g.stateDir = value
 		case "lock-timeout":
