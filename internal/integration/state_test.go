@@ -49,8 +49,10 @@ func nsProc(t *testing.T, ns string) string {
 // table of the same name alone.
 func TestNetnsProcPathsKeepSeparateState(t *testing.T) {
 	nettest.RequireTool(t, "nft")
-	nsA, nsB := nettest.NewNetNS(t), nettest.NewNetNS(t)
-	pA, pB := nsProc(t, nsA), nsProc(t, nsB)
+	nettest.RequireTool(t, "unshare")
+	nettest.RequireTool(t, "nsenter")
+	// Namespaces without a name: a path to a named one means that name.
+	pA, pB := anonNS(t), anonNS(t)
 	state, dir := t.TempDir(), t.TempDir()
 	run := func(ns string, args ...string) nettest.Result {
 		return nettest.CLI(t, append(args, "--netns", ns, "--state-dir", state)...)
@@ -60,12 +62,12 @@ func TestNetnsProcPathsKeepSeparateState(t *testing.T) {
 	if r := run(pA, "apply", "-c", withTable); r.Code != 0 {
 		t.Fatalf("apply to A: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	nettest.InNS(t, nsB, "nft", "add", "table", "inet", "shared")
-	nettest.InNS(t, nsB, "nft", "add", "chain", "inet", "shared", "theirs")
+	nettest.Exec(t, "nsenter", "--net="+pB, "nft", "add", "table", "inet", "shared")
+	nettest.Exec(t, "nsenter", "--net="+pB, "nft", "add", "chain", "inet", "shared", "theirs")
 	if r := run(pB, "apply", "-c", empty); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
 		t.Errorf("empty file applied to B: exit %d, want no changes\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	if out := nettest.InNS(t, nsB, "nft", "list", "table", "inet", "shared"); !strings.Contains(out, "chain theirs") {
+	if out := nettest.Exec(t, "nsenter", "--net="+pB, "nft", "list", "table", "inet", "shared"); !strings.Contains(out, "chain theirs") {
 		t.Errorf("B's foreign table was changed:\n%s", out)
 	}
 	// A's own table is still A's to delete.
@@ -332,11 +334,8 @@ func TestWriterLockWaitsAndTimesOut(t *testing.T) {
 	e.apply(f)
 	lock := filepath.Join(e.state, "netns", e.ns, "writer.lock")
 	// flock(1) holds the lock as another writer would.
-	holder := exec.Command("flock", lock, "sleep", "3600")
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+	holder := holdLock(t, lock)
+	defer holder()
 	for {
 		// Wait until flock holds it: a non-blocking attempt fails.
 		if err := exec.Command("flock", "-n", lock, "true").Run(); err != nil {
