@@ -36,7 +36,7 @@ func TestEmptyNetnsHelper(t *testing.T) {
 	os.Stdout.WriteString("exit " + strconv.Itoa(r.Code) + "\n" + r.Stdout + r.Stderr)
 }
 
-// "--netns ''" (a script's unset variable) is an error, never the caller's
+// An empty --netns (a script's unset variable) is an error, never the caller's
 // own namespace. The command runs inside a fresh namespace, so that without
 // the check it writes there and not to the host.
 func TestEmptyNetnsRefused(t *testing.T) {
