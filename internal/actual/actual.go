@@ -33,6 +33,9 @@ func Read(k kernel.Reader, opt Options) (*model.State, error) {
 	for _, l := range links {
 		st.Links[l.Name] = l
 	}
+	if err := readRemotePeers(k, st); err != nil {
+		return nil, err
+	}
 	if wg, ok := k.(kernel.WireGuard); ok {
 		if err := readWireGuard(wg, st); err != nil {
 			return nil, err
@@ -70,4 +73,27 @@ func Read(k kernel.Reader, opt Options) (*model.State, error) {
 		st.FouPorts[i].Owned = opt.OwnedFou[st.FouPorts[i].Key()]
 	}
 	return st, nil
+}
+
+// readRemotePeers reads the other side of the veth pairs we own whose peer
+// is in another namespace: deleting or recreating such a pair deletes the
+// peer, and with it whatever sits on the peer there, which the diff must see
+// to refuse. Only owned ends: a foreign pair is never deleted. A kernel that
+// cannot read other namespaces (the fake) leaves Remote nil.
+func readRemotePeers(k kernel.Reader, st *model.State) error {
+	pr, ok := k.(kernel.PeerReader)
+	if !ok {
+		return nil
+	}
+	for _, l := range st.Links {
+		if !l.Owned || l.Veth == nil || l.Veth.PeerNSID < 0 {
+			continue
+		}
+		rp, err := pr.VethPeer(l.Veth.PeerNSID, l.Veth.PeerIndex)
+		if err != nil {
+			return fmt.Errorf("read the peer of veth %s: %w", l.Name, err)
+		}
+		l.Veth.Remote = rp
+	}
+	return nil
 }

@@ -52,9 +52,13 @@ type Env struct {
 }
 
 type globals struct {
-	config      string
-	confDir     string
-	netns       string
+	config  string
+	confDir string
+	netns   string
+	// netnsGiven tells "--netns ''" (an error) from no --netns (the
+	// caller's own namespace): a script whose variable is unset must not
+	// write to the host.
+	netnsGiven  bool
 	stateDir    string
 	lockTimeout time.Duration
 	// allowInsecureConfig: --allow-insecure-config.
@@ -65,7 +69,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.config, "config", DefaultConfig, "")
 	fs.StringVar(&g.config, "c", DefaultConfig, "")
 	fs.StringVar(&g.confDir, "conf-dir", "", "")
-	fs.StringVar(&g.netns, "netns", "", "")
+	fs.Var(netnsFlag{g}, "netns", "")
 	fs.StringVar(&g.stateDir, "state-dir", DefaultStateDir, "")
 	fs.DurationVar(&g.lockTimeout, "lock-timeout", DefaultLockTimeout, "")
 	fs.BoolVar(&g.allowInsecureConfig, "allow-insecure-config", false, "")
@@ -170,10 +174,31 @@ func (s *nsState) close() {
 	}
 }
 
+// netnsFlag is --netns, recording that it was given.
+type netnsFlag struct{ g *globals }
+
+func (f netnsFlag) String() string {
+	if f.g == nil {
+		return ""
+	}
+	return f.g.netns
+}
+
+func (f netnsFlag) Set(v string) error {
+	f.g.netns, f.g.netnsGiven = v, true
+	return nil
+}
+
+// errEmptyNetns: --netns was given an empty value.
+var errEmptyNetns = errors.New("--netns is empty: give a namespace name or path, or leave --netns out for this process's own namespace")
+
 // openState identifies the namespace and opens its state directory,
 // checked (package statedir). A read-only run (diff, show, ipam list)
 // creates nothing: a missing directory is no state yet.
 func (g *globals) openState(readOnly bool) (*nsState, error) {
+	if g.netnsGiven && g.netns == "" {
+		return nil, errEmptyNetns
+	}
 	id, err := statedir.IdentifyNetns(g.netns)
 	if err != nil {
 		return nil, err

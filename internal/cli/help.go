@@ -8,8 +8,11 @@ Common options:
                        name order (default: conf.d next to the main file)
       --netns NAME     work inside the network namespace NAME (as in
                        "ip netns"), or a path such as /proc/PID/ns/net; its
-                       state is kept under STATE-DIR/netns/NAME, or
-                       netns/nsfs-DEV-INODE for a path
+                       state is kept under STATE-DIR/netns/NAME, also when
+                       a path names a namespace that has a name (one lock and
+                       one ledger per namespace), or netns/nsfs-DEV-INODE for
+                       one without; an empty NAME is an error (leave --netns
+                       out for your own namespace)
       --state-dir DIR  where ownership records live (default /var/lib/netreconcile);
                        refused unless owned by root or you and writable by
                        nobody else

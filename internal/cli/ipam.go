@@ -11,6 +11,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/ipam"
+	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -136,7 +137,7 @@ func splitGlobals(g *globals, args []string) ([]string, error) {
 		case "conf-dir":
 			g.confDir = value
 		case "netns":
-			g.netns = value
+			g.netns, g.netnsGiven = value, true
 		case "state-dir":
 			g.stateDir = value
 		case "lock-timeout":
@@ -183,9 +184,45 @@ func runIPAM(ctx context.Context, env *Env, args []string) int {
 	defer st.close()
 	var lock func(context.Context) (func(), error)
 	if !readOnly {
-		lock = g.lockFn(st, waitingMessage(env, "ipam "+rest[0], g.lockTimeout))
+		lock = g.guardedLock(st, cfg.State, g.lockFn(st, waitingMessage(env, "ipam "+rest[0], g.lockTimeout)))
 	}
 	return ipamResult(env, ipam.RunCLIIn(ctx, rest, env.Stdout, env.Stderr, st.dir, lock, model.IPAMPools(cfg.State.Pools)))
+}
+
+// guardedLock takes the writer lock, then refuses, as apply does, when a
+// pool's registry is missing while the kernel holds what it handed out
+// (engine.CheckLostRegistries): allocate would otherwise make a fresh
+// registry and hand out an address still in use, and gc or release would
+// record an empty pool. Checked under the lock, so no writer can change
+// the registry or the kernel in between.
+func (g *globals) guardedLock(st *nsState, desired *model.State, lock func(context.Context) (func(), error)) func(context.Context) (func(), error) {
+	return func(ctx context.Context) (func(), error) {
+		unlock, err := lock(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := g.checkRegistries(st, desired); err != nil {
+			unlock()
+			return nil, err
+		}
+		return unlock, nil
+	}
+}
+
+func (g *globals) checkRegistries(st *nsState, desired *model.State) error {
+	if len(desired.Pools) == 0 {
+		return nil
+	}
+	reg, err := ipam.OpenIn(st.dir, model.IPAMPools(desired.Pools), nil)
+	if err != nil {
+		return err
+	}
+	k, err := kernel.Open(g.nsPath())
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	return engine.CheckLostRegistries(k, reg, desired)
 }
 
 func ipamResult(env *Env, err error) int {

@@ -614,3 +614,38 @@ routes:
 		plan:     "+ route 10.7.0.0/16 table 7 metric 6 (blackhole)\n",
 	}})
 }
+
+// A veth we own whose peer is in another namespace: a link there on the
+// peer (read by actual into Veth.Remote) makes deleting or recreating the
+// pair a conflict, as a link on an end here does; so does a peer side that
+// could not be read. A local link named like the remote peer is no child.
+func TestRemotePeerChildren(t *testing.T) {
+	remote := func(rp *model.RemotePeer) *kernel {
+		return newKernel().
+			link(model.Link{Name: "x1", Kind: model.KindVeth, Owned: true, Up: true, Veth: &model.Veth{PeerNSID: 0, PeerIndex: 2, Remote: rp}}).
+			link(model.Link{Name: "x1p", Kind: model.KindDevice, Up: true})
+	}
+	side := &model.RemotePeer{NetNS: "rv11b", Name: "x1p", Links: []*model.Link{
+		{Name: "lo", Kind: model.KindDevice},
+		{Name: "x1p", Kind: model.KindVeth, Veth: &model.Veth{PeerNSID: 0, PeerIndex: 3}},
+		{Name: "mvf", Kind: "macvlan", Lower: "x1p"},
+	}}
+	run(t, []tc{{
+		name:     "delete, a macvlan on the peer",
+		kernel:   remote(side),
+		conflict: "link x1 cannot be deleted or recreated: the kernel would delete [mvf] in namespace rv11b with its peer x1p",
+	}, {
+		name:     "recreate, a macvlan on the peer",
+		file:     "links:\n  x1: {kind: bridge}\n",
+		kernel:   remote(side),
+		conflict: "link x1 cannot be deleted or recreated: the kernel would delete [mvf] in namespace rv11b with its peer x1p",
+	}, {
+		name:     "delete, the peer's side unreadable",
+		kernel:   remote(&model.RemotePeer{Unreadable: "its namespace (netnsid 0) has no name under /run/netns"}),
+		conflict: "link x1 cannot be deleted or recreated: its peer is in another namespace, whose links cannot be read (its namespace (netnsid 0) has no name",
+	}, {
+		name:   "delete, nothing on the peer",
+		kernel: remote(&model.RemotePeer{NetNS: "rv11b", Name: "x1p", Links: side.Links[:2]}),
+		plan:   "- link x1 (veth)\n",
+	}})
+}

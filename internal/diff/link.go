@@ -319,8 +319,9 @@ func (c *computer) foreignChildren(name string) bool {
 			ports = append(ports, n)
 		}
 	}
+	remote := c.remoteChildren(name)
 	if len(kids) == 0 && len(ports) == 0 {
-		return false
+		return remote
 	}
 	c.blockLink(name)
 	if len(kids) > 0 {
@@ -328,6 +329,47 @@ func (c *computer) foreignChildren(name string) bool {
 	}
 	if len(ports) > 0 {
 		c.conflict("link %s cannot be deleted or recreated: the kernel would release %v from it, which netreconcile did not enslave; release them first or keep %s as it is", name, ports, name)
+	}
+	return true
+}
+
+// remoteChildren is foreignChildren for the peer of a veth end in another
+// namespace, which goes with the pair: every link there on the peer (a
+// macvlan on it, a port of it, a vxlan on it) is deleted or released by the
+// kernel, and none of them is this namespace's to change. A peer side that
+// could not be read is a conflict too: nobody can tell what would go.
+func (c *computer) remoteChildren(name string) bool {
+	l := c.a.Links[name]
+	if l == nil || l.Veth == nil || l.Veth.Remote == nil {
+		return false
+	}
+	rp := l.Veth.Remote
+	if rp.Unreadable != "" {
+		c.blockLink(name)
+		c.conflict("link %s cannot be deleted or recreated: its peer is in another namespace, whose links cannot be read (%s), so what the kernel would delete with it is unknown; delete it yourself", name, rp.Unreadable)
+		return true
+	}
+	var kids, ports []string
+	for _, o := range rp.Links {
+		switch {
+		case o.Name == rp.Name:
+		case o.Lower == rp.Name || o.VXLAN != nil && o.VXLAN.Dev == rp.Name || o.IPVlan != nil && o.IPVlan.Parent == rp.Name:
+			kids = append(kids, o.Name)
+		case o.Master == rp.Name:
+			ports = append(ports, o.Name)
+		}
+	}
+	if len(kids) == 0 && len(ports) == 0 {
+		return false
+	}
+	sort.Strings(kids)
+	sort.Strings(ports)
+	c.blockLink(name)
+	if len(kids) > 0 {
+		c.conflict("link %s cannot be deleted or recreated: the kernel would delete %v in namespace %s with its peer %s, which this namespace's file does not manage; delete them first or keep %s as it is", name, kids, rp.NetNS, rp.Name, name)
+	}
+	if len(ports) > 0 {
+		c.conflict("link %s cannot be deleted or recreated: the kernel would release %v in namespace %s from its peer %s, which this namespace's file does not manage; release them first or keep %s as it is", name, ports, rp.NetNS, rp.Name, name)
 	}
 	return true
 }

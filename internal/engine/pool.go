@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/ipam"
+	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -304,7 +306,27 @@ var ErrRegistryLost = errors.New("ipam registry lost")
 // what) to start the pool empty. A pool without a registry and without such
 // traces is new, and starts empty as before.
 func (e *Engine) checkLostRegistries(reg *ipam.Registry, desired *model.State) error {
-	if reg == nil || e.Kernel == nil {
+	if e.Kernel == nil {
+		return nil
+	}
+	return lostRegistries(reg, desired, func() (*model.State, error) { return e.Actual(desired.Protocol, false) })
+}
+
+// CheckLostRegistries is the same check for the ipam commands (allocate,
+// release, gc), which change a registry without an engine: run under the
+// namespace's writer lock before the registry is opened for writing, it
+// keeps them from making a fresh registry, and handing out an address
+// still in use, where apply would refuse. It reads k itself.
+func CheckLostRegistries(k kernel.Reader, reg *ipam.Registry, desired *model.State) error {
+	return lostRegistries(reg, desired, func() (*model.State, error) {
+		return actual.Read(k, actual.Options{Protocol: desired.Protocol})
+	})
+}
+
+// lostRegistries is checkLostRegistries over read, called once, and only
+// when a registry is missing.
+func lostRegistries(reg *ipam.Registry, desired *model.State, read func() (*model.State, error)) error {
+	if reg == nil {
 		return nil
 	}
 	var act *model.State
@@ -318,7 +340,7 @@ func (e *Engine) checkLostRegistries(reg *ipam.Registry, desired *model.State) e
 			continue
 		}
 		if act == nil {
-			if act, err = e.Actual(desired.Protocol, false); err != nil {
+			if act, err = read(); err != nil {
 				return fmt.Errorf("read kernel state: %w", err)
 			}
 		}

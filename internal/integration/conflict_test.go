@@ -354,3 +354,34 @@ links:
 		t.Errorf("br0: %s", out)
 	}
 }
+
+// A foreign link on the peer of an owned veth pair whose peer is in another
+// namespace: deleting or recreating the pair would delete it there. Both are
+// conflicts, as for a foreign link on an end here; once it is gone, the pair
+// is deleted.
+func TestForeignLinkOnPeerInAnotherNetns(t *testing.T) {
+	e := newEnv(t)
+	other := nettest.NewNetNS(t)
+	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  x1: {kind: veth, veth: {peer: x1p, peer-netns: "+other+"}}\n"))
+	nettest.IP(t, other, "link", "add", "mvf", "link", "x1p", "type", "macvlan")
+	empty := e.file("empty.yaml", "version: 1\n")
+	recreate := e.file("bridge.yaml", "version: 1\nlinks:\n  x1: {kind: bridge}\n")
+	want := "the kernel would delete [mvf] in namespace " + other + " with its peer x1p"
+	for _, f := range []string{empty, recreate} {
+		for _, cmd := range []string{"diff", "apply"} {
+			r := e.cli(cmd, "-c", f)
+			if r.Code != 1 || !strings.Contains(r.Stderr, "link x1 cannot be deleted or recreated: "+want) || strings.Contains(r.Stdout, "link x1") {
+				t.Errorf("%s %s: exit %d, want 1 with a conflict naming mvf and no change to x1\n%s%s", cmd, filepath.Base(f), r.Code, r.Stdout, r.Stderr)
+			}
+		}
+	}
+	nettest.IP(t, other, "link", "show", "mvf") // fails the test if gone
+	e.ip("link", "show", "x1")
+	nettest.IP(t, other, "link", "del", "mvf")
+	if out := e.apply(empty); !strings.Contains(out, "- link x1") {
+		t.Errorf("apply after mvf is gone: want x1 deleted\n%s", out)
+	}
+	if out := nettest.IP(t, other, "-o", "link", "show"); strings.Contains(out, "x1p") {
+		t.Errorf("x1p is still there:\n%s", out)
+	}
+}

@@ -49,8 +49,10 @@ func nsProc(t *testing.T, ns string) string {
 // table of the same name alone.
 func TestNetnsProcPathsKeepSeparateState(t *testing.T) {
 	nettest.RequireTool(t, "nft")
-	nsA, nsB := nettest.NewNetNS(t), nettest.NewNetNS(t)
-	pA, pB := nsProc(t, nsA), nsProc(t, nsB)
+	nettest.RequireTool(t, "unshare")
+	nettest.RequireTool(t, "nsenter")
+	// Namespaces without a name: a path to a named one means that name.
+	pA, pB := anonNS(t), anonNS(t)
 	state, dir := t.TempDir(), t.TempDir()
 	run := func(ns string, args ...string) nettest.Result {
 		return nettest.CLI(t, append(args, "--netns", ns, "--state-dir", state)...)
@@ -60,12 +62,12 @@ func TestNetnsProcPathsKeepSeparateState(t *testing.T) {
 	if r := run(pA, "apply", "-c", withTable); r.Code != 0 {
 		t.Fatalf("apply to A: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	nettest.InNS(t, nsB, "nft", "add", "table", "inet", "shared")
-	nettest.InNS(t, nsB, "nft", "add", "chain", "inet", "shared", "theirs")
+	nettest.Exec(t, "nsenter", "--net="+pB, "nft", "add", "table", "inet", "shared")
+	nettest.Exec(t, "nsenter", "--net="+pB, "nft", "add", "chain", "inet", "shared", "theirs")
 	if r := run(pB, "apply", "-c", empty); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
 		t.Errorf("empty file applied to B: exit %d, want no changes\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	if out := nettest.InNS(t, nsB, "nft", "list", "table", "inet", "shared"); !strings.Contains(out, "chain theirs") {
+	if out := nettest.Exec(t, "nsenter", "--net="+pB, "nft", "list", "table", "inet", "shared"); !strings.Contains(out, "chain theirs") {
 		t.Errorf("B's foreign table was changed:\n%s", out)
 	}
 	// A's own table is still A's to delete.
@@ -332,11 +334,8 @@ func TestWriterLockWaitsAndTimesOut(t *testing.T) {
 	e.apply(f)
 	lock := filepath.Join(e.state, "netns", e.ns, "writer.lock")
 	// flock(1) holds the lock as another writer would.
-	holder := exec.Command("flock", lock, "sleep", "3600")
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+	holder := holdLock(t, lock)
+	defer holder()
 	for {
 		// Wait until flock holds it: a non-blocking attempt fails.
 		if err := exec.Command("flock", "-n", lock, "true").Run(); err != nil {
@@ -402,5 +401,39 @@ func TestDeletedRegistryRefused(t *testing.T) {
 	e.apply(f)
 	if got := e.ip("-br", "-4", "addr", "show", "kube0"); !strings.Contains(got, "10.2.0.0/32") {
 		t.Errorf("kube0 after a fresh start: %q", got)
+	}
+}
+
+// The ipam commands that change a registry refuse a lost one as apply
+// does: allocate after an rm of the registry would start the pool empty and
+// hand out an address still in use. Nothing is written, not even a fresh
+// registry.
+func TestIPAMLostRegistry(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("ipam.yaml", ipamFile)
+	e.apply(f)
+	held := e.ipam("allocate", "-c", f, "--owner", "pid:1")
+	reg := filepath.Join(e.state, "netns", e.ns, "ipam", "pods.registry")
+	if err := os.Remove(reg); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"allocate", "-c", f, "--owner", "pid:2"},
+		{"allocate", "-c", f, "--owner", "pid:1"},
+		{"release", "-c", f, "--owner", "pid:1"},
+		{"gc", "-c", f},
+	} {
+		r := e.cli(append([]string{"ipam"}, args...)...)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "pool pods: its registry "+reg+" is missing, but the kernel holds what it handed out (route 10.2.0.0/31 table 119") ||
+			!strings.Contains(r.Stderr, "address 10.2.0.0/32 on kube0") {
+			t.Errorf("ipam %s without the registry: exit %d (held %q)\n%s%s", args[0], r.Code, held, r.Stdout, r.Stderr)
+		}
+		if _, err := os.Stat(reg); !os.IsNotExist(err) {
+			t.Fatalf("ipam %s wrote a registry: %v", args[0], err)
+		}
+	}
+	// list reads, and still works.
+	if r := e.cli("ipam", "list", "-c", f); r.Code != 0 {
+		t.Errorf("ipam list: exit %d\n%s", r.Code, r.Stderr)
 	}
 }

@@ -32,6 +32,15 @@ type Reader interface {
 	FouPorts() ([]model.FouPort, error)
 }
 
+// PeerReader reads the peer of a veth end that is in another namespace.
+type PeerReader interface {
+	// VethPeer finds the namespace that this one knows as netnsid nsid
+	// among the names under /run/netns and lists its links; the peer is
+	// the one with ifindex index there. A namespace it cannot find or
+	// enter gives a RemotePeer that says so in Unreadable, not an error.
+	VethPeer(nsid, index int) (*model.RemotePeer, error)
+}
+
 // Writer changes kernel objects. Names are link names; implementations
 // resolve them to indexes. Every call is one kernel write.
 type Writer interface {

@@ -43,9 +43,9 @@ func (k *Netlink) fromLink(nl netlink.Link) *model.Link {
 	switch v := nl.(type) {
 	case *netlink.Veth:
 		if a.NetNsID < 0 {
-			l.Veth = &model.Veth{Peer: k.name(a.ParentIndex)}
+			l.Veth = &model.Veth{Peer: k.name(a.ParentIndex), PeerNSID: -1}
 		} else {
-			l.Veth = &model.Veth{}
+			l.Veth = &model.Veth{PeerNSID: a.NetNsID, PeerIndex: a.ParentIndex}
 		}
 	case *netlink.Vxlan:
 		l.VXLAN = &model.VXLAN{ID: uint32(v.VxlanId), Local: optAddr(v.SrcAddr), Remote: optAddr(v.Group), Port: uint16(v.Port), Dev: k.name(v.VtepDevIndex), TTL: uint8(v.TTL), Learning: v.Learning}

@@ -68,6 +68,31 @@ type Veth struct {
 	// PeerNetNS places the peer end in a named network namespace (desired only;
 	// the kernel reports the peer's netns as a number we cannot name).
 	PeerNetNS string
+
+	// Actual only, for an end whose peer is in another namespace (the
+	// kernel reports it by netnsid and ifindex, which name nothing here):
+	// PeerNSID is that namespace's netnsid as this one sees it (-1 when
+	// the peer is here), PeerIndex the peer's ifindex there.
+	PeerNSID, PeerIndex int
+	// Remote is the peer's side, read for the ends netreconcile owns: the
+	// diff needs it to see the links sitting on the peer, which the kernel
+	// deletes with the pair.
+	Remote *RemotePeer
+}
+
+// RemotePeer is the peer end of a veth pair in another namespace, with the
+// links of that namespace (actual only).
+type RemotePeer struct {
+	// NetNS is the namespace's name under /run/netns, and Name the peer's
+	// name there.
+	NetNS, Name string
+	// Links are the links of that namespace, Lower, Master and VXLAN.Dev
+	// naming links there.
+	Links []*Link
+	// Unreadable says why the peer's side could not be read (its namespace
+	// has no name, or could not be entered): then nobody can tell what
+	// deleting the pair would delete with it.
+	Unreadable string
 }
 
 // VXLAN attributes. Every one of them is fixed at creation: the kernel's

@@ -1,7 +1,10 @@
 package statedir
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -17,12 +20,19 @@ const soNetnsCookie = 71
 
 // Netns identifies the network namespace a run works on.
 type Netns struct {
-	// Key is the namespace's subdirectory of the state directory: "" for
-	// the caller's own namespace (the state directory itself), netns/NAME
-	// for a namespace ip-netns(8) names (/run/netns/NAME, or NAME), and
-	// netns/nsfs-DEV-INO for any other path such as /proc/PID/ns/net: the
-	// base name of such a path ("net") says nothing about which namespace
-	// it is.
+	// Key is the namespace's subdirectory of the state directory, one per
+	// namespace whichever way --netns names it (two keys for one namespace
+	// would mean two writer locks and two ledgers, and each writer would
+	// take the other's objects for foreign):
+	//   - netns/NAME for a namespace ip-netns(8) names, however it is given
+	//     (NAME, /run/netns/NAME, or a path such as /proc/PID/ns/net to the
+	//     same nsfs inode); with several names, the first in byte order;
+	//   - "" (the state directory itself) without --netns, and for a path to
+	//     the caller's own namespace that has no name;
+	//   - netns/nsfs-DEV-INO for any other namespace: the base name of a
+	//     path such as /proc/PID/ns/net says nothing about which namespace
+	//     it is.
+	// Named namespaces keep the key they always had.
 	Key string
 	// Dev and Ino are the namespace's nsfs identity, from fstat of the
 	// opened namespace: unique among living namespaces.
@@ -42,7 +52,7 @@ func IdentifyNetns(path string) (Netns, error) {
 	if path == "" {
 		open = "/proc/thread-self/ns/net"
 	} else if !strings.ContainsRune(path, '/') {
-		open = filepath.Join("/run/netns", path)
+		open = filepath.Join(runNetns, path)
 	}
 	h, err := netns.GetFromPath(open)
 	if err != nil {
@@ -61,14 +71,59 @@ func IdentifyNetns(path string) (Netns, error) {
 	if id.Cookie, err = cookie(own); err != nil {
 		return id, fmt.Errorf("network namespace %s: %w", open, err)
 	}
-	switch {
-	case path == "":
-	case filepath.Dir(filepath.Clean(open)) == "/run/netns":
-		id.Key = "netns/" + filepath.Base(open)
-	default:
-		id.Key = fmt.Sprintf("netns/nsfs-%d-%d", id.Dev, id.Ino)
+	if path == "" {
+		return id, nil
 	}
+	name, err := runNetnsName(id.Dev, id.Ino)
+	if err != nil {
+		return id, err
+	}
+	if name == "" && filepath.Dir(filepath.Clean(open)) == "/run/netns" {
+		// Named, though the directory listing missed it (a name added
+		// while we read): the name it was given is its name.
+		name = filepath.Base(open)
+	}
+	if name != "" {
+		id.Key = "netns/" + name
+		return id, nil
+	}
+	var self unix.Stat_t
+	if err := unix.Stat("/proc/thread-self/ns/net", &self); err != nil {
+		return id, fmt.Errorf("own network namespace: %w", err)
+	}
+	if self.Dev == id.Dev && self.Ino == id.Ino {
+		return id, nil
+	}
+	id.Key = fmt.Sprintf("netns/nsfs-%d-%d", id.Dev, id.Ino)
 	return id, nil
+}
+
+// runNetns is where ip-netns(8) keeps its names: bind mounts of nsfs files.
+const runNetns = "/run/netns"
+
+// runNetnsName returns the first name (in byte order) under /run/netns of
+// the namespace with nsfs identity dev, ino, or "" if it has none.
+func runNetnsName(dev, ino uint64) (string, error) {
+	entries, err := os.ReadDir(runNetns)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("list network namespace names: %w", err)
+	}
+	// ReadDir sorts by name: the first match is the canonical name.
+	for _, e := range entries {
+		var st unix.Stat_t
+		// A name whose namespace cannot be stat'ed (being deleted, or a
+		// leftover file after a failed ip netns add) names nothing.
+		if err := unix.Stat(filepath.Join(runNetns, e.Name()), &st); err != nil {
+			continue
+		}
+		if st.Dev == dev && st.Ino == ino {
+			return e.Name(), nil
+		}
+	}
+	return "", nil
 }
 
 // cookie reads the namespace's cookie from a socket made inside it; a
