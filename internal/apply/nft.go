@@ -12,64 +12,83 @@ import (
 
 func isNft(op *diff.Op) bool { return strings.HasPrefix(op.Kind, "nft ") }
 
-// runNFT sends every nftables op of the plan in one batch: the kernel
-// commits all of them or none, so they all succeed or all fail together.
-// Consecutive element ops of one set are merged into one message list (the
-// kernel side splits it to fit netlink attributes).
+// runNFT sends the nftables ops of the plan one table at a time, each table
+// in one batch: the kernel commits a batch whole or not at all, so a table
+// is never left half changed. Tables are separate batches because nothing
+// in one table refers to another (a rule jumps, and looks up sets, only in
+// its own table): one table the kernel refuses then fails alone, with its
+// name in the error, and does not hold back changes to the others, nor the
+// deletion of a table that left the file. Tables go in the order the plan
+// first names them. Consecutive element ops of one set are merged into one
+// message list (the kernel side splits it to fit netlink attributes).
 func runNFT(k kernel.Writer, plan *diff.Plan, hooks Hooks, res *Result) {
-	// Sized up front: a cold load of a large set is one op per element.
-	n := 0
-	for i := range plan.Ops {
-		if isNft(&plan.Ops[i]) {
-			n++
-		}
+	type group struct {
+		key   model.NftTableKey
+		ops   []diff.Op
+		batch []model.NftOp
 	}
-	ops := make([]diff.Op, 0, n)
-	var batch []model.NftOp
+	var groups []*group
+	byTable := map[model.NftTableKey]*group{}
 	for i := range plan.Ops {
 		op := &plan.Ops[i]
 		if !isNft(op) {
 			continue
 		}
-		ops = append(ops, *op)
+		key := nftOpTable(op)
+		g := byTable[key]
+		if g == nil {
+			g = &group{key: key}
+			byTable[key] = g
+			groups = append(groups, g)
+		}
+		g.ops = append(g.ops, *op)
 		for _, n := range op.NFT {
-			if l := len(batch) - 1; l >= 0 && (n.Op == model.NftAddElems || n.Op == model.NftDelElems) &&
-				batch[l].Op == n.Op && batch[l].Table == n.Table && batch[l].Set.Name == n.Set.Name {
-				batch[l].Elems = append(batch[l].Elems, n.Elems...)
+			if l := len(g.batch) - 1; l >= 0 && (n.Op == model.NftAddElems || n.Op == model.NftDelElems) &&
+				g.batch[l].Op == n.Op && g.batch[l].Table == n.Table && g.batch[l].Set.Name == n.Set.Name {
+				g.batch[l].Elems = append(g.batch[l].Elems, n.Elems...)
 				continue
 			}
 			if n.Elems != nil {
 				n.Elems = append([]model.NftElem(nil), n.Elems...)
 			}
-			batch = append(batch, n)
+			g.batch = append(g.batch, n)
 		}
 	}
-	if len(ops) == 0 {
-		return
-	}
-	var err error
-	if len(batch) > 0 {
-		nk, ok := k.(kernel.NFTables)
-		if !ok {
-			err = fmt.Errorf("nftables: %w", kernel.ErrUnsupported)
-		} else {
-			err = nk.NFTApply(batch)
+	for _, g := range groups {
+		var err error
+		if len(g.batch) > 0 {
+			nk, ok := k.(kernel.NFTables)
+			if !ok {
+				err = fmt.Errorf("nftables: %w", kernel.ErrUnsupported)
+			} else {
+				err = nk.NFTApply(g.batch)
+			}
+		}
+		if err != nil {
+			for _, op := range g.ops {
+				res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: batch of %d changes to nftables table %s not applied (the table is unchanged): %w", op.Action, op.Kind, op.ID, len(g.ops), g.key, err)})
+			}
+			continue
+		}
+		res.Done = slices.Grow(res.Done, len(g.ops))
+		res.Done = append(res.Done, g.ops...)
+		for i := range g.ops {
+			op := &g.ops[i]
+			if op.Kind == diff.KindNftTable && hooks.NftTableChanged != nil {
+				hooks.NftTableChanged(g.key, op.Action != diff.Delete)
+			}
 		}
 	}
-	if err != nil {
-		for _, op := range ops {
-			res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: batch of %d nftables changes not applied (the ruleset is unchanged): %w", op.Action, op.Kind, op.ID, len(ops), err)})
-		}
-		return
+}
+
+// nftOpTable returns the table an op changes: every nftables op's ID starts
+// with the table's "FAMILY NAME", and so does each kernel op it holds.
+func nftOpTable(op *diff.Op) model.NftTableKey {
+	if len(op.NFT) > 0 {
+		return op.NFT[0].Table
 	}
-	res.Done = slices.Grow(res.Done, len(ops))
-	res.Done = append(res.Done, ops...)
-	for i := range ops {
-		op := &ops[i]
-		if op.Kind == diff.KindNftTable && hooks.NftTableChanged != nil {
-			key := model.NftTableKey{}
-			key.Family, key.Name, _ = strings.Cut(op.ID, " ")
-			hooks.NftTableChanged(key, op.Action != diff.Delete)
-		}
-	}
+	key := model.NftTableKey{}
+	key.Family, key.Name, _ = strings.Cut(op.ID, " ")
+	key.Name, _, _ = strings.Cut(key.Name, " ")
+	return key
 }

@@ -1,6 +1,8 @@
 package desired
 
 import (
+	"strings"
+
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -62,6 +64,7 @@ func build(confs []*fileConf, errs *errList) *model.State {
 	for _, name := range sortedKeys(b.links) {
 		b.link(name, b.links[name])
 	}
+	b.linkCycles()
 	for _, fc := range confs {
 		for i, fo := range fc.Fou {
 			b.fou(i, fo)
@@ -103,3 +106,91 @@ func (b *builder) settings(confs []*fileConf) {
 
 // declared reports whether a link name is declared in the file.
 func (b *builder) declared(name string) bool { _, ok := b.links[name]; return ok }
+
+// linkEdge is one "must exist first" reference between declared links.
+type linkEdge struct {
+	from, to string // link names
+	word     string // master, dev or parent, as the file says it
+	at       Pos
+	path     string
+}
+
+// linkCycles reports references between links that go round: x master y
+// with y master x, a vxlan whose dev is a link whose master is the vxlan,
+// and so on. Apply creates a link after what it references, so a cycle
+// made it create one link of the cycle and fail on the next. The two ends
+// of a veth pair are created together and count as one link.
+func (b *builder) linkCycles() {
+	node := func(name string) string {
+		lc := b.links[name]
+		if lc == nil || lc.Kind != model.KindVeth || lc.Veth == nil || lc.Veth.PeerNetNS != "" {
+			return name
+		}
+		if pc := b.links[lc.Veth.Peer]; pc != nil && pc.Veth != nil && pc.Veth.Peer == name && lc.Veth.Peer < name {
+			return lc.Veth.Peer
+		}
+		return name
+	}
+	out := map[string][]linkEdge{}
+	for _, name := range sortedKeys(b.links) {
+		lc := b.links[name]
+		if lc == nil {
+			continue
+		}
+		var es []linkEdge
+		if lc.Master != "" && lc.Master != name { // its own master is reported in link
+			es = append(es, linkEdge{name, lc.Master, "master", lc.at("master"), "links." + name + ".master"})
+		}
+		if vc := lc.VXLAN; vc != nil && vc.Dev != "" {
+			es = append(es, linkEdge{name, vc.Dev, "dev", vc.at("dev"), "links." + name + ".vxlan.dev"})
+		}
+		if ic := lc.IPVlan; ic != nil && ic.Parent != "" {
+			es = append(es, linkEdge{name, ic.Parent, "parent", ic.at("parent"), "links." + name + ".ipvlan.parent"})
+		}
+		for _, e := range es {
+			// The two ends of a pair reference each other by nature; a link
+			// that names itself as its dev goes round all the same.
+			if b.declared(e.to) && (e.to == name || node(e.to) != node(name)) {
+				out[node(name)] = append(out[node(name)], e)
+			}
+		}
+	}
+	// Depth-first search, in name order so the report is stable; each
+	// cycle is reported once, at the reference that closes it.
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := map[string]int{}
+	var path []linkEdge
+	var visit func(n string)
+	visit = func(n string) {
+		state[n] = onPath
+		for _, e := range out[n] {
+			to := node(e.to)
+			switch state[to] {
+			case unseen:
+				path = append(path, e)
+				visit(to)
+				path = path[:len(path)-1]
+			case onPath:
+				cyc := []linkEdge{e}
+				for i := len(path) - 1; i >= 0 && node(cyc[0].from) != to; i-- {
+					cyc = append([]linkEdge{path[i]}, cyc...)
+				}
+				var words []string
+				for _, c := range cyc {
+					words = append(words, c.from+" "+c.word+" "+c.to)
+				}
+				b.errs.add(e.at, e.path, "links reference each other in a cycle (%s); each link's master, dev or parent must be created before it", strings.Join(words, ", "))
+			}
+		}
+		state[n] = done
+	}
+	for _, name := range sortedKeys(b.links) {
+		if n := node(name); state[n] == unseen {
+			visit(n)
+		}
+	}
+}

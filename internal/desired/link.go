@@ -22,8 +22,8 @@ const (
 func (b *builder) link(name string, lc *linkConf) {
 	path := "links." + name
 	l := &model.Link{Name: name, Kind: lc.Kind, MTU: lc.MTU, Up: true, Master: lc.Master, Alias: lc.Alias, Adopt: lc.Adopt, Origin: lc.Pos.String()}
-	if !validIfname(name) {
-		b.errs.add(lc.Pos, path, "%q is not a valid interface name; expected %s", name, ifnameRule)
+	if !validLinkName(name) {
+		b.errs.add(lc.Pos, path, "%q is not a valid interface name; expected %s", name, linkNameRule)
 	}
 	switch {
 	case !lc.has("kind"):
@@ -61,6 +61,8 @@ func (b *builder) link(name string, lc *linkConf) {
 			b.errs.add(lc.at("master"), path+".master", "link %q is a %s; a master must be a bridge", lc.Master, ml.Kind)
 		} else if lc.Master == name {
 			b.errs.add(lc.at("master"), path+".master", "a link cannot be its own master")
+		} else if why := notBridgePort(name, lc, b.links); why != "" {
+			b.errs.add(lc.at("master"), path+".master", "a %s link cannot be a port of bridge %q: %s", lc.Kind, lc.Master, why)
 		}
 	}
 	b.kindBlock(name, lc, l)
@@ -68,6 +70,34 @@ func (b *builder) link(name string, lc *linkConf) {
 		b.address(name, fmt.Sprintf("%s.addresses[%d]", path, i), ac)
 	}
 	b.st.Links[name] = l
+}
+
+// notBridgePort says why the kernel's br_add_if would refuse to make the
+// link a bridge port, or "" if it would not. Checked at validation because
+// apply creates the master first and fails only at "set master", with part
+// of the file applied and an error such as "too many levels of symbolic
+// links" (ELOOP, for a bridge in a bridge).
+func notBridgePort(name string, lc *linkConf, links map[string]*linkConf) string {
+	switch lc.Kind {
+	case model.KindBridge:
+		return "the kernel does not enslave a bridge to a bridge"
+	case model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard:
+		// br_add_if takes only ARPHRD_ETHER devices; these are IP tunnels
+		// without an Ethernet header (EINVAL).
+		return "a bridge takes only Ethernet links, and this is an IP tunnel"
+	case model.KindDevice:
+		if name == "lo" {
+			return "a bridge does not take the loopback device"
+		}
+	}
+	// A bridge port and an ipvlan parent each claim the device's one
+	// receive handler: whichever comes second fails with EBUSY.
+	for _, other := range sortedKeys(links) {
+		if oc := links[other]; oc != nil && oc.Kind == model.KindIPVlan && oc.IPVlan != nil && oc.IPVlan.Parent == name {
+			return fmt.Sprintf("it is the parent of ipvlan %q, and a link has one receive handler, for the bridge or for the ipvlan", other)
+		}
+	}
+	return ""
 }
 
 // kindBlock checks that only the block matching the kind is present and converts it.
@@ -122,8 +152,8 @@ func (b *builder) veth(name string, vc *vethConf, l *model.Link) {
 	switch {
 	case vc.Peer == "":
 		b.errs.add(vc.Pos, path+".peer", "missing; expected the name of the other end")
-	case !validIfname(vc.Peer):
-		b.errs.add(vc.at("peer"), path+".peer", "%q is not a valid interface name; expected %s", vc.Peer, ifnameRule)
+	case !validLinkName(vc.Peer):
+		b.errs.add(vc.at("peer"), path+".peer", "%q is not a valid interface name; expected %s", vc.Peer, linkNameRule)
 	case vc.Peer == name:
 		b.errs.add(vc.at("peer"), path+".peer", "a veth cannot be its own peer")
 	}

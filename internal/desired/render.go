@@ -19,14 +19,26 @@ func Render(st *model.State) ([]byte, error) {
 	set := mapping()
 	add(set, "protocol", yscalar(strconv.Itoa(st.Protocol)))
 	add(root, "settings", set)
-	if len(st.Links) > 0 {
+	if refs := undeclaredRefs(st); len(st.Links) > 0 || len(refs) > 0 {
 		links := mapping()
 		addrs := map[string][]model.Address{}
 		for _, a := range st.Addresses {
 			addrs[a.Link] = append(addrs[a.Link], a)
 		}
-		for _, name := range st.SortedLinkNames() {
-			add(links, name, renderLink(st.Links[name], addrs[name]))
+		// Links the state references but does not hold (lo under an IPv6
+		// local route, a bridge someone else made above an owned port) are
+		// declared as devices, which the file never changes, so the output
+		// is itself a valid file that diffs empty.
+		names := append(st.SortedLinkNames(), refs...)
+		sort.Strings(names)
+		for _, name := range names {
+			if l := st.Links[name]; l != nil {
+				add(links, name, renderLink(l, addrs[name]))
+			} else {
+				dev := flow()
+				add(dev, "kind", yscalar(model.KindDevice))
+				add(links, name, dev)
+			}
 		}
 		add(root, "links", links)
 	}
@@ -63,6 +75,43 @@ func Render(st *model.State) ([]byte, error) {
 		add(root, "nftables", renderNFT(st.NFTables))
 	}
 	return yaml.Marshal(root)
+}
+
+// undeclaredRefs lists the link names that the rendered state references
+// (a master, a vxlan dev, an ipvlan parent, a route's dev) but does not hold.
+func undeclaredRefs(st *model.State) []string {
+	seen := map[string]bool{}
+	var out []string
+	ref := func(n string) {
+		if n != "" && st.Links[n] == nil && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, name := range st.SortedLinkNames() {
+		l := st.Links[name]
+		ref(l.Master)
+		if l.VXLAN != nil {
+			ref(l.VXLAN.Dev)
+		}
+		if l.IPVlan != nil {
+			ref(l.IPVlan.Parent)
+		}
+	}
+	for i := range st.Routes {
+		if r := &st.Routes[i]; routeTakesDev(r) {
+			ref(r.Dev)
+		}
+	}
+	return out
+}
+
+// routeTakesDev says whether the file may give the route a via and a dev:
+// only unicast and local routes (route.go). The kernel hangs IPv6
+// blackhole, unreachable, prohibit and throw routes on lo, which a file
+// cannot say.
+func routeTakesDev(r *model.Route) bool {
+	return r.Type == model.RouteUnicast || r.Type == model.RouteLocal || r.Type == 0
 }
 
 func renderLink(l *model.Link, addrs []model.Address) *yaml.Node {
@@ -183,10 +232,10 @@ func renderRoute(r *model.Route) *yaml.Node {
 	if r.Type != model.RouteUnicast && r.Type != 0 {
 		add(m, "type", yscalar(model.RouteTypeName(r.Type)))
 	}
-	if r.Gateway.IsValid() {
+	if r.Gateway.IsValid() && routeTakesDev(r) {
 		add(m, "via", yscalar(r.Gateway.String()))
 	}
-	if r.Dev != "" {
+	if r.Dev != "" && routeTakesDev(r) {
 		add(m, "dev", yscalar(r.Dev))
 	}
 	if r.Src.IsValid() {

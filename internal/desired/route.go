@@ -122,6 +122,12 @@ func (b *builder) route(i int, rc *routeConf) {
 			b.errs.add(rc.Pos, path(""), "a %s route takes neither via nor dev", rc.Type)
 			continue
 		}
+		if rc.Via != nil && rc.Dev == "" && r.Gateway.Is6() && (r.Gateway.IsLinkLocalUnicast() || r.Gateway.IsLinkLocalMulticast()) {
+			// A link-local address means nothing without its link: the
+			// kernel refuses the route ("Egress device not specified").
+			b.errs.add(rc.at("via"), path(".via"), "gateway %s is link-local; give dev, the link it is on", r.Gateway)
+			continue
+		}
 		if rc.OnLink && rc.Via == nil {
 			b.errs.add(rc.at("onlink"), path(".onlink"), "onlink applies to a gateway; give via")
 		}

@@ -38,3 +38,15 @@ func validIfname(s string) bool {
 
 // ifnameRule says what validIfname accepts, for error messages.
 const ifnameRule = "1 to 15 bytes, without '/', ':', '%' or white space, and not \".\" or \"..\""
+
+// validLinkName is validIfname less the names the kernel keeps for itself:
+// "all" and "default" name the sysctl directories of every device and of
+// new ones (/proc/sys/net/ipv4/conf/all), so register_netdevice refuses a
+// link so named with EINVAL. A rule's iif/oif may still say them: a name
+// there is only matched, never registered.
+func validLinkName(s string) bool {
+	return validIfname(s) && s != "all" && s != "default"
+}
+
+// linkNameRule says what validLinkName accepts, for error messages.
+const linkNameRule = ifnameRule + ", \"all\" or \"default\" (the kernel keeps those)"

@@ -79,6 +79,14 @@ func (c *computer) nft() {
 				p.createTable(w, Replace, why)
 				continue
 			}
+			if h.Dormant {
+				// A dormant table keeps its chains and rules but none of
+				// them runs. NEWTABLE on the existing table with flags 0
+				// (what NftAddTable sends) wakes it in place.
+				p.tables = append(p.tables, Op{Action: Update, Kind: KindNftTable, ID: tableID(w.Key()),
+					Changes: []Change{{Field: "flags", From: "dormant", To: "none"}}, Reason: "a dormant table runs none of its rules",
+					NFT: []model.NftOp{{Op: model.NftAddTable, Table: w.Key()}}})
+			}
 			p.updateTable(w, h)
 		}
 	}

@@ -7,7 +7,8 @@ import "github.com/netreconcile/netreconcile/internal/model"
 //
 // Contract: NFTApply sends every op in one netlink batch (one nftables
 // transaction); the kernel commits all of them or none, so a failure leaves
-// the previous ruleset whole. Ops run in the order given.
+// the previous ruleset whole. Ops run in the order given. apply calls it
+// once per table, so one refused table does not hold back the others.
 type NFTables interface {
 	// NFTTables lists the tables of every family.
 	NFTTables() ([]model.NftTableKey, error)

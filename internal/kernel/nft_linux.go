@@ -200,28 +200,35 @@ const nftaTableHandle = 4
 // exist. One GETTABLE request for the table by name: google/nftables v0.3.0
 // does not read NFTA_TABLE_HANDLE.
 func (k *Netlink) NFTTableHandle(key model.NftTableKey) (uint64, error) {
+	h, _, err := k.nftTableInfo(key)
+	return h, err
+}
+
+// nftTableInfo returns a table's handle (0 when it does not exist) and its
+// NFTA_TABLE_FLAGS.
+func (k *Netlink) nftTableInfo(key model.NftTableKey) (handle uint64, flags uint32, err error) {
 	if _, err := k.nft(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	fam, ok := nftFamilies[key.Family]
 	if !ok {
-		return 0, fmt.Errorf("nftables table %s: unknown family", key)
+		return 0, 0, fmt.Errorf("nftables table %s: unknown family", key)
 	}
 	ae := netlink.NewAttributeEncoder()
 	ae.String(unix.NFTA_TABLE_NAME, key.Name)
 	attrs, err := ae.Encode()
 	if err != nil {
-		return 0, fmt.Errorf("get nftables table %s: %w", key, err)
+		return 0, 0, fmt.Errorf("get nftables table %s: %w", key, err)
 	}
 	msgs, err := k.nftRaw.Execute(netlink.Message{
 		Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETTABLE), Flags: netlink.Request},
 		Data:   append([]byte{byte(fam), unix.NFNETLINK_V0, 0, 0}, attrs...),
 	})
 	if errors.Is(err, unix.ENOENT) {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("get nftables table %s: %w", key, err)
+		return 0, 0, fmt.Errorf("get nftables table %s: %w", key, err)
 	}
 	for _, m := range msgs {
 		if len(m.Data) < 4 {
@@ -229,16 +236,25 @@ func (k *Netlink) NFTTableHandle(key model.NftTableKey) (uint64, error) {
 		}
 		ad, err := netlink.NewAttributeDecoder(m.Data[4:])
 		if err != nil {
-			return 0, fmt.Errorf("get nftables table %s: %w", key, err)
+			return 0, 0, fmt.Errorf("get nftables table %s: %w", key, err)
 		}
 		ad.ByteOrder = binary.BigEndian
 		for ad.Next() {
-			if ad.Type() == nftaTableHandle {
-				return ad.Uint64(), nil
+			switch ad.Type() {
+			case nftaTableHandle:
+				handle = ad.Uint64()
+			case unix.NFTA_TABLE_FLAGS:
+				flags = ad.Uint32()
 			}
 		}
+		if err := ad.Err(); err != nil {
+			return 0, 0, fmt.Errorf("get nftables table %s: %w", key, err)
+		}
+		if handle != 0 {
+			return handle, flags, nil
+		}
 	}
-	return 0, fmt.Errorf("get nftables table %s: no handle in the answer", key)
+	return 0, 0, fmt.Errorf("get nftables table %s: no handle in the answer", key)
 }
 
 func (k *Netlink) closeNFT() {
@@ -275,7 +291,7 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	if !ok {
 		return nil, fmt.Errorf("nftables table %s: unknown family", key)
 	}
-	handle, err := k.NFTTableHandle(key)
+	handle, flags, err := k.nftTableInfo(key)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +307,7 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 		k.nftElems.reset(gen)
 	}
 	read := map[nftSetKey][]model.NftElem{}
-	t := &model.NftTable{Family: key.Family, Name: key.Name, Handle: handle}
+	t := &model.NftTable{Family: key.Family, Name: key.Name, Handle: handle, Dormant: flags&unix.NFT_TABLE_F_DORMANT != 0}
 	sets, err := c.GetSets(nt)
 	if err != nil {
 		return nil, fmt.Errorf("list sets of table %s: %w", key, err)

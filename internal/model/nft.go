@@ -47,8 +47,12 @@ type NftTable struct {
 	// Handle is the kernel's handle of the table (actual): a per-namespace
 	// counter, so a table deleted and created again has another one.
 	Handle uint64
-	Owned  bool   // actual: recorded in the ownership ledger
-	Origin string // desired: file:line:col
+	// Dormant (actual) is NFT_TABLE_F_DORMANT: every base chain of the
+	// table is unregistered from its hook, so none of its rules runs. An
+	// owned table is never dormant; anyone may set the flag by hand.
+	Dormant bool
+	Owned   bool   // actual: recorded in the ownership ledger
+	Origin  string // desired: file:line:col
 }
 
 // Key returns the table's identity.

@@ -429,7 +429,14 @@ func LogLevel(s string) int {
 
 func (p *parser) log() (Stmt, error) {
 	l := &Log{}
+	// The kernel (nft_log_init) refuses a level together with a group with
+	// EINVAL: a group sends the packet to nfnetlink_log, which has no
+	// level. The refusal fails the whole nftables batch, every table with
+	// it, so it is caught here with the rule's position. nft refuses the
+	// audit level with any other option as well.
+	levelAt, groupAt, prefixAt := -1, -1, -1
 	for {
+		at := p.off()
 		switch p.peek() {
 		case "prefix":
 			p.i++
@@ -437,14 +444,14 @@ func (p *parser) log() (Stmt, error) {
 			if !v.quoted || len(v.s) > 127 {
 				return nil, p.errf(v.off, "expected a quoted prefix of up to 127 bytes, found %s", show(v))
 			}
-			l.Prefix = v.s
+			l.Prefix, prefixAt = v.s, at
 		case "level":
 			p.i++
 			v := p.next()
 			if LogLevel(v.s) < 0 {
 				return nil, p.errf(v.off, "expected a log level (%s), found %s", strings.Join(logLevels, ", "), show(v))
 			}
-			l.Level = v.s
+			l.Level, levelAt = v.s, at
 		case "group":
 			p.i++
 			v := p.next()
@@ -452,8 +459,14 @@ func (p *parser) log() (Stmt, error) {
 			if err != nil {
 				return nil, p.errf(v.off, "expected a log group number 0-65535, found %s", show(v))
 			}
-			l.Group, l.HasGroup = uint16(n), true
+			l.Group, l.HasGroup, groupAt = uint16(n), true, at
 		default:
+			switch {
+			case levelAt >= 0 && groupAt >= 0:
+				return nil, p.errf(max(levelAt, groupAt), "log takes a level or a group, not both: a group sends packets to nfnetlink_log, which has no level (the kernel refuses both)")
+			case l.Level == "audit" && prefixAt >= 0:
+				return nil, p.errf(max(levelAt, prefixAt), "log level audit takes no prefix")
+			}
 			return l, nil
 		}
 	}

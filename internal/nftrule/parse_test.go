@@ -15,7 +15,8 @@ func TestParseCanonical(t *testing.T) {
 		{"ip saddr != 10.0.0.1/32 masquerade", "ip saddr != 10.0.0.1 masquerade"},
 		{"ip6 saddr fd00::/8 counter", "ip6 saddr fd00::/8 counter"},
 		{"meta l4proto udp udp dport 53 accept", "meta l4proto udp udp dport 53 accept"},
-		{"tcp sport != 1000-2000 log prefix \"x \" level info group 2", "tcp sport != 1000-2000 log prefix \"x \" level info group 2"},
+		{"tcp sport != 1000-2000 log prefix \"x \" level info", "tcp sport != 1000-2000 log prefix \"x \" level info"},
+		{"log prefix \"y\" group 2", "log prefix \"y\" group 2"},
 		{"tcp flags syn tcp option maxseg size set rt mtu", "tcp flags syn tcp option maxseg size set rt mtu"},
 		{"ct state related,established jump other", "ct state established,related jump other"},
 		{"ip daddr 1.2.3.4 tcp dport 80 dnat to 10.0.0.1:8080", "ip daddr 1.2.3.4 tcp dport 80 dnat ip to 10.0.0.1:8080"},
@@ -54,6 +55,11 @@ func TestParseErrors(t *testing.T) {
 		{`oifname "lo`, 8, "unterminated string"},
 		{"tcp option maxseg size set 100", 27, "expected an MSS"},
 		{"jump", 4, "expected a chain name"},
+		// The kernel refuses level and group together with EINVAL, which
+		// failed the whole nftables batch at apply.
+		{"log level warn group 3", 15, "log takes a level or a group, not both"},
+		{"log group 3 level warn", 12, "log takes a level or a group, not both"},
+		{`log level audit prefix "x"`, 16, "log level audit takes no prefix"},
 	} {
 		_, err := Parse(tc.in)
 		e, ok := err.(*Error)

@@ -1,0 +1,47 @@
+package desired
+
+import "testing"
+
+// TestKernelRefusesAtValidation holds input that validation once passed and
+// the kernel then refused at apply, after part of the file was applied.
+func TestKernelRefusesAtValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, want string
+	}{{
+		name: "log level and group",
+		file: "version: 1\nnftables:\n  inet t:\n    chains:\n      c:\n        rules:\n          - log level warn group 3\n",
+		want: "f.yaml:7:28: nftables.inet t.chains.c.rules[0]: log takes a level or a group, not both: a group sends packets to nfnetlink_log, which has no level (the kernel refuses both)",
+	}, {
+		name: "reserved link names",
+		file: "version: 1\nlinks:\n  all: {kind: bridge}\n  default: {kind: veth, veth: {peer: all}}\n",
+		want: "f.yaml:3:8: links.all: \"all\" is not a valid interface name; expected " + linkNameRule + "\n" +
+			"f.yaml:4:12: links.default: \"default\" is not a valid interface name; expected " + linkNameRule + "\n" +
+			"f.yaml:4:38: links.default.veth.peer: \"all\" is not a valid interface name; expected " + linkNameRule,
+	}, {
+		name: "bridge and tunnels as bridge ports",
+		file: "version: 1\nlinks:\n  y: {kind: bridge}\n  x: {kind: bridge, master: y}\n  t: {kind: ipip, master: y, ipip: {remote: 192.0.2.1}}\n  lo: {kind: device, master: y}\n  v: {kind: veth, master: y, veth: {peer: w}}\n  w: {kind: veth, veth: {peer: v}}\n  iv: {kind: ipvlan, ipvlan: {parent: v}}\n",
+		want: "f.yaml:4:29: links.x.master: a bridge link cannot be a port of bridge \"y\": the kernel does not enslave a bridge to a bridge\n" +
+			"f.yaml:5:27: links.t.master: a ipip link cannot be a port of bridge \"y\": a bridge takes only Ethernet links, and this is an IP tunnel\n" +
+			"f.yaml:6:30: links.lo.master: a device link cannot be a port of bridge \"y\": a bridge does not take the loopback device\n" +
+			"f.yaml:7:27: links.v.master: a veth link cannot be a port of bridge \"y\": it is the parent of ipvlan \"iv\", and a link has one receive handler, for the bridge or for the ipvlan",
+	}, {
+		name: "master cycle",
+		file: "version: 1\nlinks:\n  x: {kind: device, master: y}\n  y: {kind: device, master: x}\n",
+		want: "f.yaml:4:29: links.y.master: links reference each other in a cycle (x master y, y master x); each link's master, dev or parent must be created before it",
+	}, {
+		name: "vxlan dev and ipvlan parent cycles",
+		file: "version: 1\nlinks:\n  vx: {kind: vxlan, vxlan: {id: 1, dev: iv}}\n  iv: {kind: ipvlan, ipvlan: {parent: vx}}\n  v1: {kind: vxlan, vxlan: {id: 2, dev: v1}}\n  a: {kind: veth, veth: {peer: b}}\n  b: {kind: veth, veth: {peer: a}}\n  v2: {kind: vxlan, vxlan: {id: 3, dev: b}}\n",
+		want: "f.yaml:3:41: links.vx.vxlan.dev: links reference each other in a cycle (iv parent vx, vx dev iv); each link's master, dev or parent must be created before it\n" +
+			"f.yaml:5:41: links.v1.vxlan.dev: links reference each other in a cycle (v1 dev v1); each link's master, dev or parent must be created before it",
+	}, {
+		name: "link-local gateway without dev",
+		file: "version: 1\nroutes:\n  - {to: default, via: \"fe80::1\"}\n",
+		want: "f.yaml:3:24: routes[0].via: gateway fe80::1 is link-local; give dev, the link it is on",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := errorsOf(t, src("f.yaml", tc.file)); got != tc.want {
+				t.Errorf("errors:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}

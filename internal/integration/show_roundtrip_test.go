@@ -1,0 +1,66 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/nettest"
+)
+
+// What `show` prints after an apply is itself a valid file, and diffs empty:
+// a user may copy it as the configuration. It once printed "dev: lo" for
+// IPv6 reject-type routes (a file may not give them a dev) and routes
+// through lo without declaring it.
+func TestShowOutputIsAValidFile(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	e := newEnv(t)
+	f := e.file("f.yaml", `version: 1
+links:
+  lo: {kind: device, state: up}
+  br0: {kind: bridge, mtu: 1400, addresses: [10.30.0.1/24, "fd30::1/64"]}
+  va: {kind: veth, master: br0, veth: {peer: vb}}
+  vb: {kind: veth, veth: {peer: va}, addresses: [10.31.0.1/24]}
+  vx0: {kind: vxlan, master: br0, vxlan: {id: 42, local: 10.31.0.1, remote: 10.31.0.2, dev: vb}}
+routes:
+  - {to: 10.40.0.0/16, via: 10.30.0.254, table: 9, metric: 5}
+  - {to: "fd53::/64", type: throw, table: 9}
+  - {to: "fd54::/64", type: blackhole}
+  - {to: "fd55::/64", type: unreachable, table: 9}
+  - {to: "fd56::/64", type: prohibit, table: 9}
+  - {to: 10.57.0.0/16, type: throw, table: 9}
+  - {to: 10.58.0.0/16, type: blackhole}
+  - {to: "fd59::1/128", type: local, dev: lo, table: 9}
+  - {to: "fd60::/64", via: "fe80::1", dev: br0}
+  - {to: default, dev: vb, table: 9}
+rules:
+  - {priority: 100, table: 9, fwmark: 0x10}
+nftables:
+  inet rt:
+    sets:
+      s: {type: ipv4_addr, elements: [10.0.0.1]}
+    chains:
+      c: {type: filter, hook: input, priority: filter, rules: ["ip saddr @s counter accept"]}
+`)
+	e.apply(f)
+	r := e.cli("show", "-c", f)
+	if r.Code != 0 {
+		t.Fatalf("show: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	s := filepath.Join(e.dir, "s.yaml")
+	if err := os.WriteFile(s, []byte(r.Stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.cli("diff", "-c", s); r.Code != 0 {
+		t.Errorf("diff -c (show's output): exit %d, want 0\n%s%s\nshow printed:\n%s", r.Code, r.Stdout, r.Stderr, mustRead(t, s))
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
