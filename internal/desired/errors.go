@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -119,29 +120,38 @@ func thousands(n int) string {
 // errList collects errors: every one is counted, the first MaxKeptErrors
 // by position are kept, in a heap whose top is the last kept.
 type errList struct {
-	errs  errHeap
-	at    map[Pos]bool // positions with an error: a set, so that adding stays O(1)
+	errs errHeap
+	// at is the set of positions with an error, so that adding stays O(1).
+	// Its key is compact (a file's index, not its name): a 1 MB file can
+	// hold half a million errors, and the set is most of their memory.
+	at    map[posKey]struct{}
+	files map[string]int32
 	total int
 	seq   int
 	// max overrides MaxKeptErrors in tests.
 	max int
 }
 
+type posKey struct{ file, line, col int32 }
+
 type keptError struct {
 	*FieldError
 	seq int // the order of arrival, among errors at one position
 }
 
-func errBefore(a, b keptError) bool {
-	p, q := a.Pos, b.Pos
+func posBefore(p, q Pos) bool {
 	if p.File != q.File {
 		return p.File < q.File
 	}
 	if p.Line != q.Line {
 		return p.Line < q.Line
 	}
-	if p.Col != q.Col {
-		return p.Col < q.Col
+	return p.Col < q.Col
+}
+
+func errBefore(a, b keptError) bool {
+	if a.Pos != b.Pos {
+		return posBefore(a.Pos, b.Pos)
 	}
 	return a.seq < b.seq
 }
@@ -163,31 +173,74 @@ func (h *errHeap) Pop() any {
 // add records an error. Only the first error at a position is kept: a value
 // that failed to parse would otherwise also fail every check of its meaning.
 func (l *errList) add(p Pos, path, format string, args ...any) {
+	if l.admit(p) {
+		// Redacted here too, so that Msg is safe for callers that print it alone.
+		l.keep(p, path, redact.String(fmt.Sprintf(format, args...)))
+	}
+}
+
+// addLazy is add for the errors a file can hold by the hundred thousand
+// (one per list item): text gives the path and the message, and is called
+// only for an error that is kept, so that the errors past MaxKeptErrors
+// cost a count and no formatting.
+func (l *errList) addLazy(p Pos, text func() (path, msg string)) {
+	if l.admit(p) {
+		path, msg := text()
+		l.keep(p, path, redact.String(msg))
+	}
+}
+
+// admit counts an error at p and reports whether it is to be kept (then
+// keep must follow): not when p already has one, nor when MaxKeptErrors
+// are kept that all come before p.
+func (l *errList) admit(p Pos) bool {
 	if p.Line != 0 {
-		if l.at[p] {
-			return
-		}
+		k := posKey{l.fileIndex(p.File), int32(min(p.Line, math.MaxInt32)), int32(min(p.Col, math.MaxInt32))}
 		if l.at == nil {
-			l.at = map[Pos]bool{}
+			l.at = map[posKey]struct{}{}
 		}
-		l.at[p] = true
+		n := len(l.at)
+		l.at[k] = struct{}{}
+		if len(l.at) == n {
+			return false
+		}
 	}
 	l.total++
 	l.seq++
-	max := l.max
-	if max == 0 {
-		max = MaxKeptErrors
+	if len(l.errs) < l.limit() {
+		return true
 	}
-	e := keptError{&FieldError{Pos: p, Path: path}, l.seq}
-	if len(l.errs) >= max {
-		if !errBefore(e, l.errs[0]) {
-			return // later in the file than every kept error: counted only
-		}
+	// An error later than (or at) the last kept one is counted only: at
+	// one position the earlier arrival stays.
+	return posBefore(p, l.errs[0].Pos)
+}
+
+// keep keeps the error admit admitted last, replacing the last kept one
+// when the list is full.
+func (l *errList) keep(p Pos, path, msg string) {
+	if len(l.errs) >= l.limit() {
 		heap.Pop(&l.errs)
 	}
-	// Redacted here too, so that Msg is safe for callers that print it alone.
-	e.Msg = redact.String(fmt.Sprintf(format, args...))
-	heap.Push(&l.errs, e)
+	heap.Push(&l.errs, keptError{&FieldError{Pos: p, Path: path, Msg: msg}, l.seq})
+}
+
+func (l *errList) limit() int {
+	if l.max == 0 {
+		return MaxKeptErrors
+	}
+	return l.max
+}
+
+func (l *errList) fileIndex(name string) int32 {
+	i, ok := l.files[name]
+	if !ok {
+		if l.files == nil {
+			l.files = map[string]int32{}
+		}
+		i = int32(len(l.files))
+		l.files[name] = i
+	}
+	return i
 }
 
 // count is the number of errors so far.

@@ -36,3 +36,35 @@ func BenchmarkParseRoutes(b *testing.B) {
 		})
 	}
 }
+
+// oneCharRules is about 1 MB of one-character nft rules ("[x,x,…]"), each
+// an error, aliased once when alias is set: the most errors a megabyte holds.
+func oneCharRules(alias bool) []byte {
+	var b strings.Builder
+	b.WriteString("version: 1\nnftables:\n  inet bench:\n    chains:\n      c0:\n        rules: &e [")
+	for i := 0; b.Len() < 1<<20-200; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("x")
+	}
+	b.WriteString("]\n")
+	if alias {
+		b.WriteString("      c1: {rules: *e}\n")
+	}
+	return []byte(b.String())
+}
+
+func BenchmarkParseOneCharRules(b *testing.B) {
+	for _, alias := range []bool{false, true} {
+		data := oneCharRules(alias)
+		b.Run(fmt.Sprint("alias=", alias), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Parse([]Source{{"f.yaml", data}}); err == nil {
+					b.Fatal("no error")
+				}
+			}
+		})
+	}
+}

@@ -223,8 +223,12 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 				if errors.As(err, &pe) {
 					at = rt.at(pe.Offset)
 				}
-				// The path is built for an error only: a chain of 100k rules has none.
-				b.errs.add(at, path+".chains."+c.Name+".rules["+strconv.Itoa(j)+"]", "%v", err)
+				// The path and the message are built for a kept error only: a
+				// chain of 100k rules has none, and a chain of 500k bad
+				// rules keeps MaxKeptErrors.
+				b.errs.addLazy(at, func() (string, string) {
+					return path + ".chains." + c.Name + ".rules[" + strconv.Itoa(j) + "]", err.Error()
+				})
 				continue
 			}
 			c.Rules = append(c.Rules, model.NftRule{Text: r.String(), ID: r.ID(), Rule: r, Origin: rt.Pos.String()})
@@ -279,11 +283,16 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 		et := &sc.Elements[i]
 		e, err := model.ParseNftElem(s.Type, s.Interval, et.Text)
 		if err != nil {
-			b.errs.add(et.Pos, fmt.Sprintf("%s.elements[%d]", path, i), "%v", err)
+			// Lazily, as for rules: a set can hold 500k bad elements.
+			b.errs.addLazy(et.Pos, func() (string, string) {
+				return fmt.Sprintf("%s.elements[%d]", path, i), err.Error()
+			})
 			continue
 		}
 		if j, dup := seen[e]; dup {
-			b.errs.add(et.Pos, fmt.Sprintf("%s.elements[%d]", path, i), "element given twice (also elements[%d])", j)
+			b.errs.addLazy(et.Pos, func() (string, string) {
+				return fmt.Sprintf("%s.elements[%d]", path, i), fmt.Sprintf("element given twice (also elements[%d])", j)
+			})
 			continue
 		}
 		seen[e] = i
