@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -122,17 +121,18 @@ func thousands(n int) string {
 type errList struct {
 	errs errHeap
 	// at is the set of positions with an error, so that adding stays O(1).
-	// Its key is compact (a file's index, not its name): a 1 MB file can
-	// hold half a million errors, and the set is most of their memory.
-	at    map[posKey]struct{}
-	files map[string]int32
+	// Its key is a position packed in a word where it fits (a file's index,
+	// not its name): a 1 MB file can hold half a million errors, and this
+	// set was most of their time and memory. Positions that do not fit are
+	// in wide.
+	at    map[uint64]struct{}
+	wide  map[Pos]struct{}
+	files map[string]uint64
 	total int
 	seq   int
 	// max overrides MaxKeptErrors in tests.
 	max int
 }
-
-type posKey struct{ file, line, col int32 }
 
 type keptError struct {
 	*FieldError
@@ -194,16 +194,8 @@ func (l *errList) addLazy(p Pos, text func() (path, msg string)) {
 // keep must follow): not when p already has one, nor when MaxKeptErrors
 // are kept that all come before p.
 func (l *errList) admit(p Pos) bool {
-	if p.Line != 0 {
-		k := posKey{l.fileIndex(p.File), int32(min(p.Line, math.MaxInt32)), int32(min(p.Col, math.MaxInt32))}
-		if l.at == nil {
-			l.at = map[posKey]struct{}{}
-		}
-		n := len(l.at)
-		l.at[k] = struct{}{}
-		if len(l.at) == n {
-			return false
-		}
+	if p.Line != 0 && !l.mark(p) {
+		return false
 	}
 	l.total++
 	l.seq++
@@ -231,16 +223,32 @@ func (l *errList) limit() int {
 	return l.max
 }
 
-func (l *errList) fileIndex(name string) int32 {
-	i, ok := l.files[name]
+// mark adds p to the positions with an error and reports whether it was
+// not there yet.
+func (l *errList) mark(p Pos) bool {
+	f, ok := l.files[p.File]
 	if !ok {
 		if l.files == nil {
-			l.files = map[string]int32{}
+			l.files = map[string]uint64{}
 		}
-		i = int32(len(l.files))
-		l.files[name] = i
+		f = uint64(len(l.files))
+		l.files[p.File] = f
 	}
-	return i
+	if f >= 1<<16 || p.Line < 0 || p.Line >= 1<<24 || p.Col < 0 || p.Col >= 1<<24 {
+		if l.wide == nil {
+			l.wide = map[Pos]struct{}{}
+		}
+		n := len(l.wide)
+		l.wide[p] = struct{}{}
+		return len(l.wide) > n
+	}
+	if l.at == nil {
+		l.at = map[uint64]struct{}{}
+	}
+	k := f<<48 | uint64(p.Line)<<24 | uint64(p.Col)
+	n := len(l.at)
+	l.at[k] = struct{}{}
+	return len(l.at) > n
 }
 
 // count is the number of errors so far.
