@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -125,8 +126,14 @@ type errList struct {
 	// not its name): a 1 MB file can hold half a million errors, and this
 	// set was most of their time and memory. Positions that do not fit are
 	// in wide.
-	at    map[uint64]struct{}
-	wide  map[Pos]struct{}
+	//
+	// The packed positions are in asc while they arrive in increasing order
+	// (most do: a section is checked in file order), where adding is an
+	// append and not a hash insertion; the others are in at. Every key in
+	// at is below asc's last, so a key above it is new.
+	asc  []uint64
+	at   map[uint64]struct{}
+	wide map[Pos]struct{}
 	files map[string]uint64
 	total int
 	seq   int
@@ -242,10 +249,17 @@ func (l *errList) mark(p Pos) bool {
 		l.wide[p] = struct{}{}
 		return len(l.wide) > n
 	}
+	k := f<<48 | uint64(p.Line)<<24 | uint64(p.Col)
+	if len(l.asc) == 0 || k > l.asc[len(l.asc)-1] {
+		l.asc = append(l.asc, k)
+		return true
+	}
+	if _, found := slices.BinarySearch(l.asc, k); found {
+		return false
+	}
 	if l.at == nil {
 		l.at = map[uint64]struct{}{}
 	}
-	k := f<<48 | uint64(p.Line)<<24 | uint64(p.Col)
 	n := len(l.at)
 	l.at[k] = struct{}{}
 	return len(l.at) > n

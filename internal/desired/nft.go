@@ -1,7 +1,6 @@
 package desired
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -206,6 +205,11 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 		chainConfs[name] = cc
 		ctx.Chains[name] = c.Base()
 	}
+	// The parse errors by rule text: a megabyte of one-character rules
+	// ("[x,x,…]", aliased) is half a million to a million copies of a few
+	// texts, and parsing each again was most of the time spent on it. Only
+	// the failures are remembered: the rules parsed go into the model.
+	unparsable := map[string]error{}
 	for i := range t.Chains {
 		c := &t.Chains[i]
 		cc := chainConfs[c.Name]
@@ -213,14 +217,22 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 		cctx.ChainType, cctx.Hook = c.Type, c.Hook
 		for j := range cc.Rules {
 			rt := &cc.Rules[j]
-			r, err := nftrule.Parse(rt.Text)
+			var r *nftrule.Rule
+			err, known := unparsable[rt.Text]
+			if !known {
+				if r, err = nftrule.Parse(rt.Text); err != nil {
+					unparsable[rt.Text] = err
+				}
+			}
 			if err == nil {
 				err = nftrule.Check(r, cctx)
 			}
 			if err != nil {
-				var pe *nftrule.Error
 				at := rt.Pos
-				if errors.As(err, &pe) {
+				// A type assertion, not errors.As: nftrule returns its
+				// *Error unwrapped, and errors.As would allocate the
+				// target for each of half a million bad rules.
+				if pe, ok := err.(*nftrule.Error); ok {
 					at = rt.at(pe.Offset)
 				}
 				// The path and the message are built for a kept error only: a
