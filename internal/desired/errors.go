@@ -131,9 +131,9 @@ type errList struct {
 	// (most do: a section is checked in file order), where adding is an
 	// append and not a hash insertion; the others are in at. Every key in
 	// at is below asc's last, so a key above it is new.
-	asc  []uint64
-	at   map[uint64]struct{}
-	wide map[Pos]struct{}
+	asc   []uint64
+	at    map[uint64]struct{}
+	wide  map[Pos]struct{}
 	files map[string]uint64
 	total int
 	seq   int
