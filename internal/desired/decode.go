@@ -126,6 +126,23 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		if texts, ok := s.Interface().([]posText); ok {
+			// A list of texts (rules, set elements) decoded without an
+			// item's path where an item cannot fail: building it was
+			// most of the memory of a megabyte of "[x,x,…]".
+			for i, c := range n.Content {
+				if c.Kind == yaml.AliasNode {
+					c = c.Alias
+				}
+				if c.Kind == yaml.ScalarNode && c.Tag != "!!null" {
+					texts[i].decodeNode(d, c, "")
+				} else {
+					d.decode(c, path+"["+strconv.Itoa(i)+"]", s.Index(i))
+				}
+			}
+			v.Set(s)
+			return
+		}
 		for i, c := range n.Content {
 			// Concatenated, not Sprintf: this runs for every item of every
 			// list, half a million in a megabyte of "[x,x,…]".
