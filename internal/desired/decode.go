@@ -107,7 +107,8 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 			return
 		}
 		if err := v.Addr().Interface().(scalar).parse(n.Value); err != nil {
-			d.fail(n, path, "%v", err)
+			// Lazily: the message is formatted only for an error kept.
+			d.errs.addLazy(d.pos(n), func() (string, string) { return path, err.Error() })
 		}
 		return
 	}

@@ -3,6 +3,7 @@ package desired
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 )
@@ -66,5 +67,22 @@ func BenchmarkParseOneCharRules(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkParseFile loads the file named by $BENCH_FILE, to profile a case
+// of make bench-parse.
+func BenchmarkParseFile(b *testing.B) {
+	name := os.Getenv("BENCH_FILE")
+	if name == "" {
+		b.Skip("BENCH_FILE not set")
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = Parse([]Source{{name, data}})
 	}
 }
