@@ -57,7 +57,16 @@ func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
 	d.errs.add(d.pos(n), path, format, args...)
 }
 
-func kindWord(n *yaml.Node) string {
+// kindWord describes what n is, for "expected …, found %s". It is a
+// Stringer holding only the node, so that passing it to fail allocates
+// nothing and the words are made only for an error kept (a megabyte of
+// "[x,x,…]" where mappings are expected is half a million errors).
+func kindWord(n *yaml.Node) nodeKind { return nodeKind{n} }
+
+type nodeKind struct{ n *yaml.Node }
+
+func (k nodeKind) String() string {
+	n := k.n
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
