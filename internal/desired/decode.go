@@ -282,7 +282,11 @@ func (d *decoder) placeMeta(n *yaml.Node, v reflect.Value) *Meta {
 	}
 	m := v.Field(metaIdx).Addr().Interface().(*Meta)
 	m.Pos = d.pos(n)
-	m.Keys = map[string]Pos{}
+	if n.Kind == yaml.MappingNode {
+		// Only a mapping has keys: a megabyte of "[x,x,…]" where
+		// mappings are expected would make half a million empty maps.
+		m.Keys = map[string]Pos{}
+	}
 	return m
 }
 
