@@ -291,9 +291,18 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 	if len(sc.Elements) > 0 {
 		s.Elems = make([]model.NftElem, 0, len(sc.Elements))
 	}
+	// The parse errors by text, as for rules (nftTable): a megabyte of
+	// "[x,x,…]" is half a million copies of one bad element.
+	unparsable := map[string]error{}
 	for i := range sc.Elements {
 		et := &sc.Elements[i]
-		e, err := model.ParseNftElem(s.Type, s.Interval, et.Text)
+		var e model.NftElem
+		err, known := unparsable[et.Text]
+		if !known {
+			if e, err = model.ParseNftElem(s.Type, s.Interval, et.Text); err != nil {
+				unparsable[et.Text] = err
+			}
+		}
 		if err != nil {
 			// Lazily, as for rules: a set can hold 500k bad elements.
 			b.errs.addLazy(et.Pos, func() (string, string) {
