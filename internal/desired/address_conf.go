@@ -25,12 +25,13 @@ type addressConf struct {
 func (a *addressConf) decodeNode(d *decoder, n *yaml.Node, path string) {
 	if n.Kind == yaml.ScalarNode {
 		a.Pos = d.pos(n)
-		a.Address = &IfAddr{}
-		if err := a.Address.parse(n.Value); err != nil {
+		var addr IfAddr
+		if err := addr.parse(n.Value); err != nil {
 			a.unparsable = true
 			d.errs.addLazy(a.Pos, func() (string, string) { return path, err.Error() })
 			return
 		}
+		a.Address = &addr
 		a.Keys = map[string]Pos{"address": a.Pos}
 		return
 	}
