@@ -1,6 +1,11 @@
 package desired
 
-import "gopkg.in/yaml.v3"
+import (
+	"reflect"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+)
 
 // addressConf is an entry of a link's addresses: either the shorthand
 // "10.0.0.1/24" or a mapping with the address and its options.
@@ -31,7 +36,7 @@ func (a *addressConf) decodeNode(d *decoder, n *yaml.Node, path string) {
 			d.errs.addLazy(a.Pos, func() (string, string) { return path, err.Error() })
 			return
 		}
-		a.Address = &addr
+		a.Address = &IfAddr{addr.P}
 		a.Keys = map[string]Pos{"address": a.Pos}
 		return
 	}
@@ -40,4 +45,25 @@ func (a *addressConf) decodeNode(d *decoder, n *yaml.Node, path string) {
 	type plain addressConf
 	p := (*plain)(a)
 	d.decodeStructValue(n, path, p)
+}
+
+// unparsableAddress stands for every shorthand that did not parse, once
+// reported (decodeAddresses): the builder skips it, and a megabyte of
+// "[x,x,…]" would otherwise be half a million entries of 136 bytes.
+var unparsableAddress = addressConf{unparsable: true}
+
+// skipUnparsableAddress reports c as decodeNode would and stands
+// unparsableAddress for it if it is a shorthand that does not parse.
+func skipUnparsableAddress(d *decoder, c *yaml.Node, path string, i int, e *reflect.Value) bool {
+	if c.Kind != yaml.ScalarNode || c.Tag == "!!null" {
+		return false
+	}
+	var addr IfAddr
+	err := addr.parse(c.Value)
+	if err == nil {
+		return false
+	}
+	d.errs.addLazy(d.pos(c), func() (string, string) { return path + "[" + strconv.Itoa(i) + "]", err.Error() })
+	e.Set(reflect.ValueOf(&unparsableAddress))
+	return true
 }

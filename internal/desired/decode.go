@@ -153,13 +153,19 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 			v.Set(s)
 			return
 		}
+		_, addrs := s.Interface().([]*addressConf)
 		for i, c := range n.Content {
-			// Concatenated, not Sprintf: this runs for every item of every
-			// list, half a million in a megabyte of "[x,x,…]".
-			ip := path + "[" + strconv.Itoa(i) + "]"
 			if c.Kind == yaml.AliasNode {
 				c = c.Alias
 			}
+			if addrs {
+				if e := s.Index(i); skipUnparsableAddress(d, c, path, i, &e) {
+					continue
+				}
+			}
+			// Concatenated, not Sprintf: this runs for every item of every
+			// list, half a million in a megabyte of "[x,x,…]".
+			ip := path + "[" + strconv.Itoa(i) + "]"
 			if e := s.Index(i); e.Kind() == reflect.Pointer && c.Kind == yaml.ScalarNode && c.Tag == "!!null" {
 				// A half-typed "- " is an error, not a nil item for
 				// every later stage to trip over: the item is made
