@@ -1,6 +1,11 @@
 package desired
 
-import "gopkg.in/yaml.v3"
+import (
+	"reflect"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+)
 
 // addressConf is an entry of a link's addresses: either the shorthand
 // "10.0.0.1/24" or a mapping with the address and its options.
@@ -15,16 +20,24 @@ type addressConf struct {
 	PrefixLength     *int   `yaml:"prefix-length"`
 	IPv4PrefixLength *int   `yaml:"ipv4-prefix-length"`
 	IPv6PrefixLength *int   `yaml:"ipv6-prefix-length"`
+	// unparsable: the shorthand that did not parse. Every check of the
+	// entry would report at the error's position, where nothing more is
+	// reported, so the builder skips it: a megabyte of "[x,x,…]" is half a
+	// million of them.
+	unparsable bool
 }
 
 func (a *addressConf) decodeNode(d *decoder, n *yaml.Node, path string) {
 	if n.Kind == yaml.ScalarNode {
 		a.Pos = d.pos(n)
-		a.Keys = map[string]Pos{"address": a.Pos}
-		a.Address = &IfAddr{}
-		if err := a.Address.parse(n.Value); err != nil {
-			d.fail(n, path, "%v", err)
+		var addr IfAddr
+		if err := addr.parse(n.Value); err != nil {
+			a.unparsable = true
+			d.errs.addLazy(a.Pos, func() (string, string) { return path, err.Error() })
+			return
 		}
+		a.Address = &IfAddr{addr.P}
+		a.Keys = map[string]Pos{"address": a.Pos}
 		return
 	}
 	// Decode the mapping form with the generic struct decoder; the alias type
@@ -32,4 +45,25 @@ func (a *addressConf) decodeNode(d *decoder, n *yaml.Node, path string) {
 	type plain addressConf
 	p := (*plain)(a)
 	d.decodeStructValue(n, path, p)
+}
+
+// unparsableAddress stands for every shorthand that did not parse, once
+// reported (decodeAddresses): the builder skips it, and a megabyte of
+// "[x,x,…]" would otherwise be half a million entries of 136 bytes.
+var unparsableAddress = addressConf{unparsable: true}
+
+// skipUnparsableAddress reports c as decodeNode would and stands
+// unparsableAddress for it if it is a shorthand that does not parse.
+func skipUnparsableAddress(d *decoder, c *yaml.Node, path string, i int, e *reflect.Value) bool {
+	if c.Kind != yaml.ScalarNode || c.Tag == "!!null" {
+		return false
+	}
+	var addr IfAddr
+	err := addr.parse(c.Value)
+	if err == nil {
+		return false
+	}
+	d.errs.addLazy(d.pos(c), func() (string, string) { return path + "[" + strconv.Itoa(i) + "]", err.Error() })
+	e.Set(reflect.ValueOf(&unparsableAddress))
+	return true
 }

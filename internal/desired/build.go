@@ -39,7 +39,13 @@ func build(confs []*fileConf, errs *errList) *model.State {
 	}
 	n := 0
 	for _, fc := range confs {
-		n += len(fc.Routes)
+		for _, rc := range fc.Routes {
+			// Only the routes written as mappings: a megabyte of "[x,x,…]"
+			// (aliased) is a million entries that are not routes.
+			if rc != nil && len(rc.Keys) > 0 {
+				n++
+			}
+		}
 	}
 	b.routeAt = make(map[model.RouteKey]Pos, n)
 	b.st.Routes = make([]model.Route, 0, n)

@@ -57,7 +57,16 @@ func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
 	d.errs.add(d.pos(n), path, format, args...)
 }
 
-func kindWord(n *yaml.Node) string {
+// kindWord describes what n is, for "expected …, found %s". It is a
+// Stringer holding only the node, so that passing it to fail allocates
+// nothing and the words are made only for an error kept (a megabyte of
+// "[x,x,…]" where mappings are expected is half a million errors).
+func kindWord(n *yaml.Node) nodeKind { return nodeKind{n} }
+
+type nodeKind struct{ n *yaml.Node }
+
+func (k nodeKind) String() string {
+	n := k.n
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
@@ -107,7 +116,8 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 			return
 		}
 		if err := v.Addr().Interface().(scalar).parse(n.Value); err != nil {
-			d.fail(n, path, "%v", err)
+			// Lazily: the message is formatted only for an error kept.
+			d.errs.addLazy(d.pos(n), func() (string, string) { return path, err.Error() })
 		}
 		return
 	}
@@ -126,11 +136,36 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		if texts, ok := s.Interface().([]posText); ok {
+			// A list of texts (rules, set elements) decoded without an
+			// item's path where an item cannot fail: building it was
+			// most of the memory of a megabyte of "[x,x,…]".
+			for i, c := range n.Content {
+				if c.Kind == yaml.AliasNode {
+					c = c.Alias
+				}
+				if c.Kind == yaml.ScalarNode && c.Tag != "!!null" {
+					texts[i].decodeNode(d, c, "")
+				} else {
+					d.decode(c, path+"["+strconv.Itoa(i)+"]", s.Index(i))
+				}
+			}
+			v.Set(s)
+			return
+		}
+		_, addrs := s.Interface().([]*addressConf)
 		for i, c := range n.Content {
-			ip := fmt.Sprintf("%s[%d]", path, i)
 			if c.Kind == yaml.AliasNode {
 				c = c.Alias
 			}
+			if addrs {
+				if e := s.Index(i); skipUnparsableAddress(d, c, path, i, &e) {
+					continue
+				}
+			}
+			// Concatenated, not Sprintf: this runs for every item of every
+			// list, half a million in a megabyte of "[x,x,…]".
+			ip := path + "[" + strconv.Itoa(i) + "]"
 			if e := s.Index(i); e.Kind() == reflect.Pointer && c.Kind == yaml.ScalarNode && c.Tag == "!!null" {
 				// A half-typed "- " is an error, not a nil item for
 				// every later stage to trip over: the item is made
@@ -253,7 +288,11 @@ func (d *decoder) placeMeta(n *yaml.Node, v reflect.Value) *Meta {
 	}
 	m := v.Field(metaIdx).Addr().Interface().(*Meta)
 	m.Pos = d.pos(n)
-	m.Keys = map[string]Pos{}
+	if n.Kind == yaml.MappingNode {
+		// Only a mapping has keys: a megabyte of "[x,x,…]" where
+		// mappings are expected would make half a million empty maps.
+		m.Keys = map[string]Pos{}
+	}
 	return m
 }
 

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -119,8 +120,21 @@ func thousands(n int) string {
 // errList collects errors: every one is counted, the first MaxKeptErrors
 // by position are kept, in a heap whose top is the last kept.
 type errList struct {
-	errs  errHeap
-	at    map[Pos]bool // positions with an error: a set, so that adding stays O(1)
+	errs errHeap
+	// at is the set of positions with an error, so that adding stays O(1).
+	// Its key is a position packed in a word where it fits (a file's index,
+	// not its name): a 1 MB file can hold half a million errors, and this
+	// set was most of their time and memory. Positions that do not fit are
+	// in wide.
+	//
+	// The packed positions are in asc while they arrive in increasing order
+	// (most do: a section is checked in file order), where adding is an
+	// append and not a hash insertion; the others are in at. Every key in
+	// at is below asc's last, so a key above it is new.
+	asc   []uint64
+	at    map[uint64]struct{}
+	wide  map[Pos]struct{}
+	files map[string]uint64
 	total int
 	seq   int
 	// max overrides MaxKeptErrors in tests.
@@ -132,16 +146,19 @@ type keptError struct {
 	seq int // the order of arrival, among errors at one position
 }
 
-func errBefore(a, b keptError) bool {
-	p, q := a.Pos, b.Pos
+func posBefore(p, q Pos) bool {
 	if p.File != q.File {
 		return p.File < q.File
 	}
 	if p.Line != q.Line {
 		return p.Line < q.Line
 	}
-	if p.Col != q.Col {
-		return p.Col < q.Col
+	return p.Col < q.Col
+}
+
+func errBefore(a, b keptError) bool {
+	if a.Pos != b.Pos {
+		return posBefore(a.Pos, b.Pos)
 	}
 	return a.seq < b.seq
 }
@@ -163,31 +180,89 @@ func (h *errHeap) Pop() any {
 // add records an error. Only the first error at a position is kept: a value
 // that failed to parse would otherwise also fail every check of its meaning.
 func (l *errList) add(p Pos, path, format string, args ...any) {
-	if p.Line != 0 {
-		if l.at[p] {
-			return
-		}
-		if l.at == nil {
-			l.at = map[Pos]bool{}
-		}
-		l.at[p] = true
+	if l.admit(p) {
+		// Redacted here too, so that Msg is safe for callers that print it alone.
+		l.keep(p, path, redact.String(fmt.Sprintf(format, args...)))
+	}
+}
+
+// addLazy is add for the errors a file can hold by the hundred thousand
+// (one per list item): text gives the path and the message, and is called
+// only for an error that is kept, so that the errors past MaxKeptErrors
+// cost a count and no formatting.
+func (l *errList) addLazy(p Pos, text func() (path, msg string)) {
+	if l.admit(p) {
+		path, msg := text()
+		l.keep(p, path, redact.String(msg))
+	}
+}
+
+// admit counts an error at p and reports whether it is to be kept (then
+// keep must follow): not when p already has one, nor when MaxKeptErrors
+// are kept that all come before p.
+func (l *errList) admit(p Pos) bool {
+	if p.Line != 0 && !l.mark(p) {
+		return false
 	}
 	l.total++
 	l.seq++
-	max := l.max
-	if max == 0 {
-		max = MaxKeptErrors
+	if len(l.errs) < l.limit() {
+		return true
 	}
-	e := keptError{&FieldError{Pos: p, Path: path}, l.seq}
-	if len(l.errs) >= max {
-		if !errBefore(e, l.errs[0]) {
-			return // later in the file than every kept error: counted only
-		}
+	// An error later than (or at) the last kept one is counted only: at
+	// one position the earlier arrival stays.
+	return posBefore(p, l.errs[0].Pos)
+}
+
+// keep keeps the error admit admitted last, replacing the last kept one
+// when the list is full.
+func (l *errList) keep(p Pos, path, msg string) {
+	if len(l.errs) >= l.limit() {
 		heap.Pop(&l.errs)
 	}
-	// Redacted here too, so that Msg is safe for callers that print it alone.
-	e.Msg = redact.String(fmt.Sprintf(format, args...))
-	heap.Push(&l.errs, e)
+	heap.Push(&l.errs, keptError{&FieldError{Pos: p, Path: path, Msg: msg}, l.seq})
+}
+
+func (l *errList) limit() int {
+	if l.max == 0 {
+		return MaxKeptErrors
+	}
+	return l.max
+}
+
+// mark adds p to the positions with an error and reports whether it was
+// not there yet.
+func (l *errList) mark(p Pos) bool {
+	f, ok := l.files[p.File]
+	if !ok {
+		if l.files == nil {
+			l.files = map[string]uint64{}
+		}
+		f = uint64(len(l.files))
+		l.files[p.File] = f
+	}
+	if f >= 1<<16 || p.Line < 0 || p.Line >= 1<<24 || p.Col < 0 || p.Col >= 1<<24 {
+		if l.wide == nil {
+			l.wide = map[Pos]struct{}{}
+		}
+		n := len(l.wide)
+		l.wide[p] = struct{}{}
+		return len(l.wide) > n
+	}
+	k := f<<48 | uint64(p.Line)<<24 | uint64(p.Col)
+	if len(l.asc) == 0 || k > l.asc[len(l.asc)-1] {
+		l.asc = append(l.asc, k)
+		return true
+	}
+	if _, found := slices.BinarySearch(l.asc, k); found {
+		return false
+	}
+	if l.at == nil {
+		l.at = map[uint64]struct{}{}
+	}
+	n := len(l.at)
+	l.at[k] = struct{}{}
+	return len(l.at) > n
 }
 
 // count is the number of errors so far.

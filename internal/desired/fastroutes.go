@@ -462,6 +462,9 @@ func decodeFile(src Source, errs *errList) *fileConf {
 						fc.Pos = Pos{src.Name, fr.line, 1}
 					}
 					fc.Routes = fr.routes
+					if fc.Keys == nil {
+						fc.Keys = map[string]Pos{}
+					}
 					fc.Keys["routes"] = fr.pos
 				}
 				return fc

@@ -67,6 +67,9 @@ func (b *builder) link(name string, lc *linkConf) {
 	}
 	b.kindBlock(name, lc, l)
 	for i, ac := range lc.Addresses {
+		if ac != nil && ac.unparsable {
+			continue
+		}
 		b.address(name, fmt.Sprintf("%s.addresses[%d]", path, i), ac)
 	}
 	b.st.Links[name] = l

@@ -3,6 +3,7 @@ package desired
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 )
@@ -34,5 +35,54 @@ func BenchmarkParseRoutes(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// oneCharRules is about 1 MB of one-character nft rules ("[x,x,…]"), each
+// an error, aliased once when alias is set: the most errors a megabyte holds.
+func oneCharRules(alias bool) []byte {
+	var b strings.Builder
+	b.WriteString("version: 1\nnftables:\n  inet bench:\n    chains:\n      c0:\n        rules: &e [")
+	for i := 0; b.Len() < 1<<20-200; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("x")
+	}
+	b.WriteString("]\n")
+	if alias {
+		b.WriteString("      c1: {rules: *e}\n")
+	}
+	return []byte(b.String())
+}
+
+func BenchmarkParseOneCharRules(b *testing.B) {
+	for _, alias := range []bool{false, true} {
+		data := oneCharRules(alias)
+		b.Run(fmt.Sprint("alias=", alias), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Parse([]Source{{"f.yaml", data}}); err == nil {
+					b.Fatal("no error")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkParseFile loads the file named by $BENCH_FILE, to profile a case
+// of make bench-parse.
+func BenchmarkParseFile(b *testing.B) {
+	name := os.Getenv("BENCH_FILE")
+	if name == "" {
+		b.Skip("BENCH_FILE not set")
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = Parse([]Source{{name, data}})
 	}
 }

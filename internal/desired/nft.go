@@ -1,7 +1,6 @@
 package desired
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -206,6 +205,11 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 		chainConfs[name] = cc
 		ctx.Chains[name] = c.Base()
 	}
+	// The parse errors by rule text: a megabyte of one-character rules
+	// ("[x,x,…]", aliased) is half a million to a million copies of a few
+	// texts, and parsing each again was most of the time spent on it. Only
+	// the failures are remembered: the rules parsed go into the model.
+	unparsable := map[string]error{}
 	for i := range t.Chains {
 		c := &t.Chains[i]
 		cc := chainConfs[c.Name]
@@ -213,18 +217,30 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 		cctx.ChainType, cctx.Hook = c.Type, c.Hook
 		for j := range cc.Rules {
 			rt := &cc.Rules[j]
-			r, err := nftrule.Parse(rt.Text)
+			var r *nftrule.Rule
+			err, known := unparsable[rt.Text]
+			if !known {
+				if r, err = nftrule.Parse(rt.Text); err != nil {
+					unparsable[rt.Text] = err
+				}
+			}
 			if err == nil {
 				err = nftrule.Check(r, cctx)
 			}
 			if err != nil {
-				var pe *nftrule.Error
 				at := rt.Pos
-				if errors.As(err, &pe) {
+				// A type assertion, not errors.As: nftrule returns its
+				// *Error unwrapped, and errors.As would allocate the
+				// target for each of half a million bad rules.
+				if pe, ok := err.(*nftrule.Error); ok {
 					at = rt.at(pe.Offset)
 				}
-				// The path is built for an error only: a chain of 100k rules has none.
-				b.errs.add(at, path+".chains."+c.Name+".rules["+strconv.Itoa(j)+"]", "%v", err)
+				// The path and the message are built for a kept error only: a
+				// chain of 100k rules has none, and a chain of 500k bad
+				// rules keeps MaxKeptErrors.
+				b.errs.addLazy(at, func() (string, string) {
+					return path + ".chains." + c.Name + ".rules[" + strconv.Itoa(j) + "]", err.Error()
+				})
 				continue
 			}
 			c.Rules = append(c.Rules, model.NftRule{Text: r.String(), ID: r.ID(), Rule: r, Origin: rt.Pos.String()})
@@ -275,15 +291,29 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 	if len(sc.Elements) > 0 {
 		s.Elems = make([]model.NftElem, 0, len(sc.Elements))
 	}
+	// The parse errors by text, as for rules (nftTable): a megabyte of
+	// "[x,x,…]" is half a million copies of one bad element.
+	unparsable := map[string]error{}
 	for i := range sc.Elements {
 		et := &sc.Elements[i]
-		e, err := model.ParseNftElem(s.Type, s.Interval, et.Text)
+		var e model.NftElem
+		err, known := unparsable[et.Text]
+		if !known {
+			if e, err = model.ParseNftElem(s.Type, s.Interval, et.Text); err != nil {
+				unparsable[et.Text] = err
+			}
+		}
 		if err != nil {
-			b.errs.add(et.Pos, fmt.Sprintf("%s.elements[%d]", path, i), "%v", err)
+			// Lazily, as for rules: a set can hold 500k bad elements.
+			b.errs.addLazy(et.Pos, func() (string, string) {
+				return fmt.Sprintf("%s.elements[%d]", path, i), err.Error()
+			})
 			continue
 		}
 		if j, dup := seen[e]; dup {
-			b.errs.add(et.Pos, fmt.Sprintf("%s.elements[%d]", path, i), "element given twice (also elements[%d])", j)
+			b.errs.addLazy(et.Pos, func() (string, string) {
+				return fmt.Sprintf("%s.elements[%d]", path, i), fmt.Sprintf("element given twice (also elements[%d])", j)
+			})
 			continue
 		}
 		seen[e] = i

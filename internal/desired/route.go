@@ -14,7 +14,11 @@ func (b *builder) route(i int, rc *routeConf) {
 	// The path is only built for an error: a file of 100k routes has none.
 	path := func(field string) string { return "routes[" + strconv.Itoa(i) + "]" + field }
 	if rc.To == nil {
-		b.errs.add(rc.Pos, path(".to"), "missing; expected a destination prefix like 10.0.0.0/24 or default")
+		// Lazily: every list item that is not a mapping ends here, half a
+		// million in a megabyte of "[x,x,…]", at a position already reported.
+		b.errs.addLazy(rc.Pos, func() (string, string) {
+			return path(".to"), "missing; expected a destination prefix like 10.0.0.0/24 or default"
+		})
 		return
 	}
 	if !rc.To.Default && !rc.To.P.IsValid() {

@@ -45,7 +45,7 @@ func (p *IfAddr) parse(s string) error {
 	if err != nil {
 		a, aerr := netip.ParseAddr(s)
 		if aerr != nil {
-			return fmt.Errorf("expected an address with prefix length like 10.0.0.1/24, found %q", s)
+			return foundError{"expected an address with prefix length like 10.0.0.1/24, found %q", s}
 		}
 		q = netip.PrefixFrom(a, a.BitLen())
 	}
@@ -163,3 +163,10 @@ func (f *Family) parse(s string) error {
 	}
 	return nil
 }
+
+// foundError is "expected …, found %q" formatted when asked for: a
+// megabyte of "[x,x,…]" is half a million of them, of which MaxKeptErrors
+// are kept.
+type foundError struct{ format, found string }
+
+func (e foundError) Error() string { return fmt.Sprintf(e.format, e.found) }

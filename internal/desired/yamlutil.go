@@ -114,6 +114,11 @@ func (d *decoder) checkAliases(root *yaml.Node) bool {
 	// budget+1 (so that sums cannot overflow); memoised, so linear.
 	var expanded func(n *yaml.Node) int
 	expanded = func(n *yaml.Node) int {
+		if n.Kind != yaml.AliasNode && len(n.Content) == 0 {
+			// A leaf is one node and in no cycle: not memoised, for a
+			// megabyte of "[x,x,…]" is half a million of them.
+			return 1
+		}
 		if s, ok := size[n]; ok {
 			if s == inProgress {
 				return -1

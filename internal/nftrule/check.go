@@ -1,7 +1,5 @@
 package nftrule
 
-import "fmt"
-
 // Context is what a rule may refer to: its table's family, its chain, and
 // the table's sets and chains.
 type Context struct {
@@ -25,7 +23,7 @@ func Check(r *Rule, ctx Context) error {
 		if i < len(r.Offsets) {
 			off = r.Offsets[i]
 		}
-		fail := func(format string, args ...any) error { return &Error{off, fmt.Sprintf(format, args...)} }
+		fail := func(format string, args ...any) error { return errorf(off, format, args...) }
 		switch s := s.(type) {
 		case *AddrMatch:
 			want := "ip"
@@ -109,10 +107,10 @@ func hookWord(h string) string {
 func checkSet(ctx Context, name, typ string, off int) error {
 	t, ok := ctx.Sets[name]
 	if !ok {
-		return &Error{off, fmt.Sprintf("no set %q in this table", name)}
+		return errorf(off, "no set %q in this table", name)
 	}
 	if t != typ {
-		return &Error{off, fmt.Sprintf("set %q holds %s; this match needs a set of %s", name, t, typ)}
+		return errorf(off, "set %q holds %s; this match needs a set of %s", name, t, typ)
 	}
 	return nil
 }

@@ -7,13 +7,26 @@ import (
 	"strings"
 )
 
-// Error is a problem at a byte offset of the rule text.
+// Error is a problem at a byte offset of the rule text. Its message is
+// formatted when asked for: a file can hold half a million bad rules, of
+// which the loader prints a hundred and keeps ten thousand, and formatting
+// every one was most of the time spent on such a file.
 type Error struct {
 	Offset int
-	Msg    string
+	format string
+	args   []any // nil: format is the message as is
 }
 
-func (e *Error) Error() string { return e.Msg }
+func (e *Error) Error() string {
+	if e.args == nil {
+		return e.format
+	}
+	return fmt.Sprintf(e.format, e.args...)
+}
+
+func errorf(off int, format string, args ...any) *Error {
+	return &Error{off, format, args}
+}
 
 type token struct {
 	s      string
@@ -32,7 +45,7 @@ func tokenize(text string) ([]token, error) {
 		case c == '"':
 			j := strings.IndexByte(text[i+1:], '"')
 			if j < 0 {
-				return nil, &Error{i, "unterminated string; expected a closing \""}
+				return nil, &Error{Offset: i, format: "unterminated string; expected a closing \""}
 			}
 			toks = append(toks, token{text[i+1 : i+1+j], i, true})
 			i += j + 2
@@ -77,7 +90,7 @@ func (p *parser) next() token {
 }
 
 func (p *parser) errf(off int, format string, args ...any) error {
-	return &Error{off, fmt.Sprintf(format, args...)}
+	return errorf(off, format, args...)
 }
 
 // expect consumes a word or fails naming what was expected.
@@ -119,7 +132,7 @@ func Parse(text string) (*Rule, error) {
 	p := &parser{toks: toks, end: len(text)}
 	r := &Rule{}
 	if len(toks) == 0 {
-		return nil, &Error{0, "empty rule; expected nft words such as " + starts}
+		return nil, &Error{Offset: 0, format: "empty rule; expected nft words such as " + starts}
 	}
 	for p.i < len(p.toks) {
 		if len(r.Stmts) > 0 {
@@ -300,7 +313,7 @@ func parseProto(t token) (uint8, error) {
 	if n, err := strconv.ParseUint(t.s, 10, 8); err == nil {
 		return uint8(n), nil
 	}
-	return 0, &Error{t.off, fmt.Sprintf("expected a protocol such as tcp, udp, icmp, icmpv6 or a number, found %s", show(t))}
+	return 0, errorf(t.off, "expected a protocol such as tcp, udp, icmp, icmpv6 or a number, found %s", show(t))
 }
 
 func (p *parser) addr(v6 bool) (Stmt, error) {

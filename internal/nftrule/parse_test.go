@@ -67,8 +67,8 @@ func TestParseErrors(t *testing.T) {
 			t.Errorf("Parse(%q): error %v, want a positioned error", tc.in, err)
 			continue
 		}
-		if e.Offset != tc.off || !contains(e.Msg, tc.want) {
-			t.Errorf("Parse(%q): offset %d %q, want offset %d containing %q", tc.in, e.Offset, e.Msg, tc.off, tc.want)
+		if e.Offset != tc.off || !contains(e.Error(), tc.want) {
+			t.Errorf("Parse(%q): offset %d %q, want offset %d containing %q", tc.in, e.Offset, e.Error(), tc.off, tc.want)
 		}
 	}
 }

@@ -9,7 +9,10 @@
 //   - the same with the shortest items (most nodes per byte);
 //   - 1 MB "billion laughs": nested aliases, refused at the budget;
 //   - 1 MB of pool subnets (every subnet checked against the others);
-//   - 100k errors: routes through an undeclared link.
+//   - 100k errors: routes through an undeclared link;
+//   - 1 MB of one-character items in each list checked item by item,
+//     aliased once (the most errors a megabyte holds), unknown keys,
+//     nested flow lists, one long scalar.
 //
 // Each file is loaded by a child process (this program with -child), so
 // that the peak resident set size the kernel reports for it (rusage
@@ -53,6 +56,17 @@ var cases = []benchCase{
 	{"1 MB billion laughs", laughs, time.Second, 200},
 	{"1 MB of pool subnets", poolSubnets, time.Second, 200},
 	{"100k errors", func() string { return routesFile(routes, false, "missing0") }, time.Second, 200},
+	// The most errors a megabyte holds, one per one-character item, in
+	// each list whose items are checked one by one; aliased once where
+	// the budget allows, so that each is decoded and checked twice.
+	{"1 MB one-char routes", oneChar("routes: &e [", "]\nx: *e\n"), time.Second, 200},
+	{"1 MB one-char addresses", oneChar("links:\n  d0:\n    kind: dummy\n    addresses: &e [", "]\n  d1: {kind: dummy, addresses: *e}\n"), time.Second, 200},
+	{"1 MB one-char set elements", oneChar("nftables:\n  inet bench:\n    sets:\n      s0:\n        type: ipv4_addr\n        elements: &e [", "]\n      s1: {type: ipv4_addr, elements: *e}\n"), time.Second, 200},
+	{"1 MB one-char peers", oneChar("links:\n  wg0:\n    kind: wireguard\n    private-key: x\n    peers: &e [", "]\n  wg1: {kind: wireguard, private-key: x, peers: *e}\n"), time.Second, 200},
+	{"1 MB one-char rules, no alias", oneChar("nftables:\n  inet bench:\n    chains:\n      c0:\n        rules: [", "]\n"), time.Second, 200},
+	{"1 MB of unknown keys", manyKeys, time.Second, 200},
+	{"1 MB nested flow lists", nested, time.Second, 200},
+	{"1 MB scalar", longScalar, time.Second, 200},
 }
 
 func main() {
@@ -228,4 +242,52 @@ func denseAliases() string {
 	b.WriteString("]\n")
 	b.WriteString("      c1: {rules: *e}\n")
 	return b.String()
+}
+
+// oneChar is about 1 MB: head, then "x,x,…" up to the size, then tail.
+func oneChar(head, tail string) func() string {
+	return func() string {
+		var b strings.Builder
+		b.WriteString("version: 1\n")
+		b.WriteString(head)
+		for i := 0; b.Len() < 1<<20-len(tail)-2; i++ {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString("x")
+		}
+		b.WriteString(tail)
+		return b.String()
+	}
+}
+
+// manyKeys is about 1 MB of short unknown keys in one flow mapping.
+func manyKeys() string {
+	var b strings.Builder
+	b.WriteString("version: 1\nlinks:\n  d0: {kind: dummy")
+	for i := 0; b.Len() < 1<<20-10; i++ {
+		fmt.Fprintf(&b, ",%x: 1", i)
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// nested is about 1 MB of flow lists inside each other, as deep as the
+// YAML decoder allows, again and again.
+func nested() string {
+	var b strings.Builder
+	b.WriteString("version: 1\nroutes: [")
+	for i := 0; b.Len() < 1<<20-20000; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(strings.Repeat("[", 5000) + strings.Repeat("]", 5000))
+	}
+	b.WriteString("]\n")
+	return b.String()
+}
+
+// longScalar is one 1 MB word: a rule.
+func longScalar() string {
+	return "version: 1\nnftables:\n  inet bench:\n    chains:\n      c0:\n        rules: [" + strings.Repeat("x", 1<<20-100) + "]\n"
 }
