@@ -34,6 +34,10 @@ func TestKernelRefusesAtValidation(t *testing.T) {
 		want: "f.yaml:3:41: links.vx.vxlan.dev: links reference each other in a cycle (iv parent vx, vx dev iv); each link's master, dev or parent must be created before it\n" +
 			"f.yaml:5:41: links.v1.vxlan.dev: links reference each other in a cycle (v1 dev v1); each link's master, dev or parent must be created before it",
 	}, {
+		name: "two scopes in one IPv4 subnet of a link",
+		file: "version: 1\nlinks:\n  b: {kind: bridge, addresses: [{address: 10.1.0.2/24, scope: host}, {address: 10.1.0.4/24, scope: link}, 10.2.0.1/24]}\n",
+		want: "f.yaml:3:80: links.b.addresses[1].address: 10.1.0.4/24 is in subnet 10.1.0.0/24 with 10.1.0.2 (declared at f.yaml:3:33), whose scope is host: the kernel keeps one scope per subnet on a link; give both the same scope",
+	}, {
 		name: "link-local gateway without dev",
 		file: "version: 1\nroutes:\n  - {to: default, via: \"fe80::1\"}\n",
 		want: "f.yaml:3:24: routes[0].via: gateway fe80::1 is link-local; give dev, the link it is on",

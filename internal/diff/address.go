@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"net/netip"
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -19,6 +20,17 @@ func (c *computer) addresses() {
 		have[a.Key()] = a
 	}
 	c.lastIPv4(have)
+	// The kernel keeps one scope per IPv4 subnet on a link: an address of
+	// a subnet whose present addresses have another scope is refused
+	// (EINVAL) until they are gone. Such stale addresses are deleted before
+	// the creates, not after.
+	wantScope := map[linkSubnet]int{}
+	for i := range c.d.Addresses {
+		if w := &c.d.Addresses[i]; w.Prefix.Addr().Is4() && !w.Peer.IsValid() {
+			wantScope[linkSubnet{w.Link, w.Prefix.Masked()}] = w.Scope
+		}
+	}
+	var creates []Op
 	want := map[model.AddressKey]bool{}
 	for i := range c.d.Addresses {
 		w := &c.d.Addresses[i]
@@ -26,14 +38,14 @@ func (c *computer) addresses() {
 		h, ok := have[w.Key()]
 		switch {
 		case !ok:
-			c.add(Op{Action: Create, Kind: KindAddress, ID: w.Key().String(), Summary: addressSummary(w), Address: w})
+			creates = append(creates, Op{Action: Create, Kind: KindAddress, ID: w.Key().String(), Summary: addressSummary(w), Address: w})
 		default:
 			if ch := addressChanges(w, h); len(ch) > 0 && c.deletesOthers(h) {
 				c.conflict("address %s: its %s cannot change in place, and deleting it would delete the other addresses of its subnet on %s with it (it is their primary, and promote_secondaries is not netreconcile's to turn on for a link it does not own); change it by hand or keep it", w.Key(), ch[0].Field, h.Link)
 			} else if len(ch) > 0 {
 				// The kernel keeps scope and peer at creation: NLM_F_REPLACE
 				// on an address only refreshes lifetimes.
-				c.add(Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h, Promote: c.promotes(h)})
+				creates = append(creates, Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h, Promote: c.promotes(h)})
 				// Replacing a link's only IPv4 address deletes it first,
 				// which flushes the link's IPv4 routes (as in lastIPv4).
 				if h.Prefix.Addr().Is4() && ipv4Count(have, h.Link) == 1 {
@@ -42,6 +54,13 @@ func (c *computer) addresses() {
 			}
 		}
 	}
+	v4left := map[string]int{} // IPv4 addresses a link keeps until the creates
+	for _, h := range have {
+		if h.Prefix.Addr().Is4() {
+			v4left[h.Link]++
+		}
+	}
+	var early []Op
 	for i := range c.a.Addresses {
 		h := &c.a.Addresses[i]
 		if want[h.Key()] || c.recreated[h.Link] || (c.downed[h.Link] && h.Prefix.Addr().Is6()) {
@@ -66,11 +85,33 @@ func (c *computer) addresses() {
 		if h.Prefix.Addr().Is4() && c.flushed4[h.Link] {
 			// Deleting the link's last IPv4 address flushes its IPv4
 			// routes: it goes before the routes are added, not after.
-			c.add(op)
+			early = append(early, op)
+			continue
+		}
+		if sc, ok := wantScope[linkSubnet{h.Link, h.Prefix.Masked()}]; ok && h.Prefix.Addr().Is4() && !h.Peer.IsValid() && sc != h.Scope {
+			early = append(early, op)
+			v4left[h.Link]--
 			continue
 		}
 		c.del(op)
 	}
+	for _, op := range early {
+		// A link left without an IPv4 address until the creates loses
+		// its IPv4 routes (fib_disable_ip): they are planned again.
+		if op.Address.Prefix.Addr().Is4() && v4left[op.Address.Link] <= 0 {
+			c.flushed4[op.Address.Link] = true
+		}
+		c.add(op)
+	}
+	for _, op := range creates {
+		c.add(op)
+	}
+}
+
+// linkSubnet is an IPv4 subnet on a link.
+type linkSubnet struct {
+	link   string
+	subnet netip.Prefix
 }
 
 // lastIPv4 marks the owned links that hold IPv4 addresses and keep none in

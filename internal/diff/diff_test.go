@@ -366,8 +366,8 @@ routes:
 		// last IPv4 address, whose deletion flushes br0's IPv4 routes: it
 		// goes before the route is added.
 		plan: `
-+ address 192.0.2.11/24 dev eth0
 - address 10.0.0.9/24 dev br0
++ address 192.0.2.11/24 dev eth0
 + route 10.9.0.0/16 table 100 (dev br0 scope link)
 `,
 	}})

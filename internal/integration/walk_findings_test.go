@@ -243,3 +243,38 @@ links:
 	}
 	e.converged(f)
 }
+
+// The kernel keeps one scope per IPv4 subnet on a link: the file that moves
+// a subnet's addresses to another scope has the old ones deleted before the
+// new ones are added (EINVAL otherwise), and the routes through the link,
+// flushed while it has no IPv4 address, are added again in the same apply.
+// Walk seed 90934393032559, step 73.
+func TestWalkFindingSubnetScopeChange(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", `version: 1
+links:
+  b1: {kind: bridge, addresses: [{address: 10.87.1.2/24, scope: link}]}
+routes:
+  - {to: 172.16.7.0/24, via: 10.87.1.254, table: 100}
+`))
+	f := e.file("b.yaml", `version: 1
+links:
+  b1: {kind: bridge, addresses: [10.87.1.3/24, 10.87.1.4/24]}
+routes:
+  - {to: 172.16.7.0/24, via: 10.87.1.254, table: 100}
+`)
+	e.apply(f)
+	out := e.ip("-4", "addr", "show", "b1")
+	for _, a := range []string{"10.87.1.3/24", "10.87.1.4/24"} {
+		if !strings.Contains(out, a) {
+			t.Errorf("%s missing after the scope change:\n%s", a, out)
+		}
+	}
+	if strings.Contains(out, "10.87.1.2/") {
+		t.Errorf("the old address is still there:\n%s", out)
+	}
+	if out := e.ip("route", "show", "table", "100"); !strings.Contains(out, "172.16.7.0/24 via 10.87.1.254") {
+		t.Errorf("the route through b1 is gone:\n%s", out)
+	}
+	e.converged(f)
+}
