@@ -352,6 +352,10 @@ func lostRegistries(reg *ipam.Registry, desired *model.State, read func() (*mode
 			}
 			return false
 		}
+		static := map[model.AddressKey]bool{}
+		for i := range desired.Addresses {
+			static[desired.Addresses[i].Key()] = true
+		}
 		takers := map[string]bool{}
 		for _, pa := range desired.PoolAddresses {
 			if pa.Pool == p.Name {
@@ -364,9 +368,11 @@ func lostRegistries(reg *ipam.Registry, desired *model.State, read func() (*mode
 				traces = append(traces, fmt.Sprintf("route %s table %d", r.Dst, r.Table))
 			}
 		}
+		// Only links that take from the pool count: an owned link with a
+		// static address in the pool's subnets (a pool declared after it)
+		// holds nothing the registry handed out.
 		for _, a := range act.Addresses {
-			l := act.Links[a.Link]
-			if (takers[a.Link] || l != nil && l.Owned) && in(a.Prefix.Addr()) {
+			if takers[a.Link] && in(a.Prefix.Addr()) && !static[model.AddressKey{Link: a.Link, Prefix: a.Prefix}] {
 				traces = append(traces, fmt.Sprintf("address %s on %s", a.Prefix, a.Link))
 			}
 		}
