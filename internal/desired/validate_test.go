@@ -188,3 +188,19 @@ func TestBadPrefixReportedOnce(t *testing.T) {
 		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// An IPv6 zone or a missing prefix length is refused where it is written,
+// never applied as some other address (fd00::1%zz/64 was fd00::1/128).
+func TestZoneAndMissingLengthRefused(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", "version: 1\nlinks:\n  d0:\n    kind: dummy\n    addresses: [\"fd00::1%zz/64\", 10.0.0.1, {address: fd00::2, peer: \"fd00::9%zz/128\"}]\nroutes:\n  - {to: \"fd01::%zz/64\", type: blackhole}\n  - {to: 10.1.0.0, type: blackhole}\n  - {to: fd02::/64, via: \"fe80::1%d0\", dev: d0}\n"))
+	want := "f.yaml:5:17: links.d0.addresses[0]: \"fd00::1%zz/64\" has an IPv6 zone (%...); zones are not accepted: the link is the one the address is declared on, or the route's dev\n" +
+		"f.yaml:5:34: links.d0.addresses[1]: expected an address with its prefix length like 10.0.0.1/24 or fd00::1/64, found \"10.0.0.1\"\n" +
+		"f.yaml:5:54: links.d0.addresses[2].address: expected an address with its prefix length like 10.0.0.1/24 or fd00::1/64, found \"fd00::2\"\n" +
+		"f.yaml:5:69: links.d0.addresses[2].peer: \"fd00::9%zz/128\" has an IPv6 zone (%...); zones are not accepted: the link is the one the address is declared on, or the route's dev\n" +
+		"f.yaml:7:10: routes[0].to: \"fd01::%zz/64\" has an IPv6 zone (%...); zones are not accepted: the link is the one the address is declared on, or the route's dev\n" +
+		"f.yaml:8:10: routes[1].to: expected a CIDR prefix like 10.0.0.0/24 or fd00::/64 (or \"default\"), found \"10.1.0.0\"\n" +
+		"f.yaml:9:26: routes[2].via: \"fe80::1%d0\" has an IPv6 zone (%...); zones are not accepted: the link is the one the address is declared on, or the route's dev"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+}
