@@ -24,6 +24,18 @@ func (b *builder) address(link, path string, ac *addressConf) {
 	if ac.Scope != nil {
 		a.Scope = ac.Scope.N
 	}
+	if a.Prefix.Addr().Is6() {
+		// The kernel derives an IPv6 address's scope from the address and
+		// ignores the one asked for (addrconf's ipv6_addr_scope): a scope
+		// that differs would read back as another and the address would be
+		// replaced on every pass. The derived scope is the default, and
+		// the only one accepted.
+		derived := model.IPv6AddressScope(a.Prefix.Addr())
+		if ac.Scope != nil && a.Scope != derived {
+			b.errs.add(ac.at("scope"), path+".scope", "the kernel gives IPv6 address %s scope %s whatever is asked (fe80::/10 link, fec0::/10 site, ::1 host, else global); write scope: %s or leave scope out", a.Prefix.Addr(), model.ScopeName(derived), model.ScopeName(derived))
+		}
+		a.Scope = derived
+	}
 	if ac.Peer != nil {
 		if ac.Peer.Default {
 			b.errs.add(ac.at("peer"), path+".peer", "expected the far end's address, not default")

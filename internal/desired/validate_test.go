@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 // errorsOf parses the sources and returns every error, one per line.
@@ -202,5 +204,27 @@ func TestZoneAndMissingLengthRefused(t *testing.T) {
 		"f.yaml:9:26: routes[2].via: \"fe80::1%d0\" has an IPv6 zone (%...); zones are not accepted: the link is the one the address is declared on, or the route's dev"
 	if got != want {
 		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// An IPv6 address's scope is the kernel's to derive: the default is what it
+// will be, and a scope that differs is refused where it is written.
+func TestIPv6AddressScope(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", "version: 1\nlinks:\n  d0:\n    kind: dummy\n    addresses: [{address: \"fd23::1/64\", scope: link}, {address: \"fe80::2/64\", scope: global}]\n"))
+	want := "f.yaml:5:48: links.d0.addresses[0].scope: the kernel gives IPv6 address fd23::1 scope global whatever is asked (fe80::/10 link, fec0::/10 site, ::1 host, else global); write scope: global or leave scope out\n" +
+		"f.yaml:5:86: links.d0.addresses[1].scope: the kernel gives IPv6 address fe80::2 scope link whatever is asked (fe80::/10 link, fec0::/10 site, ::1 host, else global); write scope: link or leave scope out"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+	cfg, err := Parse([]Source{src("f.yaml", "version: 1\nlinks:\n  d0:\n    kind: dummy\n    addresses: [\"fe80::1/64\", \"fec0::1/64\", \"fd22::1/64\", {address: \"fe80::2/64\", scope: link}]\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scopes []string
+	for _, a := range cfg.State.Addresses {
+		scopes = append(scopes, a.Prefix.String()+" "+model.ScopeName(a.Scope))
+	}
+	if g, w := strings.Join(scopes, ", "), "fd22::1/64 global, fe80::1/64 link, fe80::2/64 link, fec0::1/64 site"; g != w {
+		t.Errorf("scopes: %s, want %s", g, w)
 	}
 }

@@ -131,3 +131,30 @@ func TestDeviceAddressPrimaryChangeKeepsOthers(t *testing.T) {
 		t.Errorf("addresses of dv0:\n%s", out)
 	}
 }
+
+// IPv6 addresses whose scope the kernel derives (fe80::/10 link, fec0::/10
+// site) converge: the kernel ignores the scope asked for, so a desired
+// scope other than the derived one was replaced on every pass, restarting
+// duplicate address detection and dropping routes each time.
+func TestIPv6AddressScopeConverges(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("a.yaml", `version: 1
+links:
+  br9:
+    kind: bridge
+    addresses: ["fd22::1/64", "fe80::1/64", "fec0::1/64", {address: "fe80::2/64", scope: link}, {address: "fd23::1/64", scope: global}]
+`)
+	e.apply(f)
+	out := e.ip("-6", "addr", "show", "dev", "br9")
+	for _, w := range []string{"inet6 fd22::1/64 scope global", "inet6 fe80::1/64 scope link", "inet6 fec0::1/64 scope site", "inet6 fe80::2/64 scope link", "inet6 fd23::1/64 scope global"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("missing %q:\n%s", w, out)
+		}
+	}
+	if r := e.cli("diff", "-c", f); r.Code != 0 {
+		t.Errorf("second diff: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := e.cli("apply", "-c", f); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
+		t.Errorf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
