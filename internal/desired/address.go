@@ -41,6 +41,13 @@ func (b *builder) address(link, path string, ac *addressConf) {
 			b.errs.add(ac.at("peer"), path+".peer", "expected the far end's address, not default")
 		} else if ac.Peer.P.Addr().Is4() != a.Prefix.Addr().Is4() {
 			b.errs.add(ac.at("peer"), path+".peer", "peer %s and address %s are of different families", ac.Peer.P, a.Prefix)
+		} else if ac.Peer.P.IsValid() && ac.Peer.P.Bits() != a.Prefix.Bits() {
+			// The kernel keeps one prefix length for a point-to-point
+			// address, the peer's (ifa_prefixlen): a different one in
+			// address would be another address on every read, and the
+			// address would be added and deleted by turns. Refused rather
+			// than rewritten, so the file reads as the kernel lists it.
+			b.errs.add(ac.at("address"), path+".address", "with a peer the kernel keeps one prefix length, the peer's: address %s has /%d and peer %s has /%d; write %s (or give the peer /%d)", a.Prefix, a.Prefix.Bits(), ac.Peer.P, ac.Peer.P.Bits(), netip.PrefixFrom(a.Prefix.Addr(), ac.Peer.P.Bits()), a.Prefix.Bits())
 		}
 		a.Peer = ac.Peer.P
 	}

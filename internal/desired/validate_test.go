@@ -228,3 +228,13 @@ func TestIPv6AddressScope(t *testing.T) {
 		t.Errorf("scopes: %s, want %s", g, w)
 	}
 }
+
+// With a peer the kernel keeps the peer's prefix length only: an address
+// whose length differs is refused, saying what to write.
+func TestPeerPrefixLength(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", "version: 1\nlinks:\n  d0:\n    kind: dummy\n    addresses: [{address: 10.30.0.1/24, peer: 10.30.0.2/32}, {address: 10.31.0.1/32, peer: 10.31.0.2/32}]\n"))
+	want := "f.yaml:5:27: links.d0.addresses[0].address: with a peer the kernel keeps one prefix length, the peer's: address 10.30.0.1/24 has /24 and peer 10.30.0.2/32 has /32; write 10.30.0.1/32 (or give the peer /24)"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+}
