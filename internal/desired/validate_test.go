@@ -238,3 +238,20 @@ func TestPeerPrefixLength(t *testing.T) {
 		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// A fwmark mask of 0 matches every packet and is refused; a /0 from or to
+// is the rule without one, as the kernel stores it.
+func TestRuleMarkMaskZeroAndZeroPrefix(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", "version: 1\nrules:\n  - {priority: 16, fwmark: 0x40/0, table: 5}\n"))
+	want := "f.yaml:3:28: rules[0].fwmark: a mask of 0 matches every packet; leave fwmark out, or give a non-zero mask like 0x40/0xff"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+	cfg, err := Parse([]Source{src("f.yaml", "version: 1\nrules:\n  - {priority: 16, from: 0.0.0.0/0, fwmark: 0, table: 5}\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.State.Rules) != 1 || cfg.State.Rules[0].String() != "16: from all fwmark 0x0 lookup 5 (ipv4)" {
+		t.Errorf("rules: %v", cfg.State.Rules)
+	}
+}
