@@ -118,6 +118,16 @@ func (b *builder) rule(i int, rc *ruleConf) {
 			b.errs.add(rc.Pos, path, "rule %s is declared twice (first at %s)", x.Key(), prev)
 			continue
 		}
+		// The kernel compares no flags when it looks for an existing rule
+		// (rule_exists in net/core/fib_rules.c): "not from X" and "from X"
+		// of one priority are one rule to it, and the second add fails
+		// with "file exists" on every pass.
+		other := x.Key()
+		other.Invert = !other.Invert
+		if prev, dup := b.ruleAt[other]; dup {
+			b.errs.add(rc.Pos, path, "rule %s differs from the rule at %s only in not; the kernel takes them for the same rule: give one another priority", x.Key(), prev)
+			continue
+		}
 		b.ruleAt[x.Key()] = rc.Pos
 		b.st.Rules = append(b.st.Rules, x)
 	}

@@ -255,3 +255,12 @@ func TestRuleMarkMaskZeroAndZeroPrefix(t *testing.T) {
 		t.Errorf("rules: %v", cfg.State.Rules)
 	}
 }
+
+// Two rules that differ only in not are one rule to the kernel: refused.
+func TestRulesDifferingOnlyInNot(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", "version: 1\nrules:\n  - {priority: 18, from: 10.1.0.0/16, table: 5}\n  - {priority: 18, not: true, from: 10.1.0.0/16, table: 5}\n"))
+	want := "f.yaml:4:5: rules[1]: rule 18: not from 10.1.0.0/16 lookup 5 (ipv4) differs from the rule at f.yaml:3:5 only in not; the kernel takes them for the same rule: give one another priority"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+}

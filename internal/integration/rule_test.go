@@ -79,3 +79,17 @@ rules:
 		t.Errorf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// "not from X" and "from X" of one priority are one rule to the kernel (its
+// existence check compares no flags): the file is refused before anything
+// is written, instead of failing with "file exists" on every pass.
+func TestRulesDifferingOnlyInNotRefused(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("a.yaml", "version: 1\nrules:\n  - {priority: 18, from: 10.1.0.0/16, table: 5}\n  - {priority: 18, not: true, from: 10.1.0.0/16, table: 5}\n")
+	if r := e.cli("apply", "-c", f); r.Code == 0 || !strings.Contains(r.Stderr, "only in not; the kernel takes them for the same rule") {
+		t.Errorf("apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if got := e.ip("-4", "rule", "show"); strings.Contains(got, "lookup 5") {
+		t.Errorf("a refused file wrote rules:\n%s", got)
+	}
+}
