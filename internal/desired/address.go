@@ -24,11 +24,30 @@ func (b *builder) address(link, path string, ac *addressConf) {
 	if ac.Scope != nil {
 		a.Scope = ac.Scope.N
 	}
+	if a.Prefix.Addr().Is6() {
+		// The kernel derives an IPv6 address's scope from the address and
+		// ignores the one asked for (addrconf's ipv6_addr_scope): a scope
+		// that differs would read back as another and the address would be
+		// replaced on every pass. The derived scope is the default, and
+		// the only one accepted.
+		derived := model.IPv6AddressScope(a.Prefix.Addr())
+		if ac.Scope != nil && a.Scope != derived {
+			b.errs.add(ac.at("scope"), path+".scope", "the kernel gives IPv6 address %s scope %s whatever is asked (fe80::/10 link, fec0::/10 site, ::1 host, else global); write scope: %s or leave scope out", a.Prefix.Addr(), model.ScopeName(derived), model.ScopeName(derived))
+		}
+		a.Scope = derived
+	}
 	if ac.Peer != nil {
 		if ac.Peer.Default {
 			b.errs.add(ac.at("peer"), path+".peer", "expected the far end's address, not default")
 		} else if ac.Peer.P.Addr().Is4() != a.Prefix.Addr().Is4() {
 			b.errs.add(ac.at("peer"), path+".peer", "peer %s and address %s are of different families", ac.Peer.P, a.Prefix)
+		} else if ac.Peer.P.IsValid() && ac.Peer.P.Bits() != a.Prefix.Bits() {
+			// The kernel keeps one prefix length for a point-to-point
+			// address, the peer's (ifa_prefixlen): a different one in
+			// address would be another address on every read, and the
+			// address would be added and deleted by turns. Refused rather
+			// than rewritten, so the file reads as the kernel lists it.
+			b.errs.add(ac.at("address"), path+".address", "with a peer the kernel keeps one prefix length, the peer's: address %s has /%d and peer %s has /%d; write %s (or give the peer /%d)", a.Prefix, a.Prefix.Bits(), ac.Peer.P, ac.Peer.P.Bits(), netip.PrefixFrom(a.Prefix.Addr(), ac.Peer.P.Bits()), a.Prefix.Bits())
 		}
 		a.Peer = ac.Peer.P
 	}

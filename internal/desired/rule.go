@@ -54,6 +54,13 @@ func (b *builder) rule(i int, rc *ruleConf) {
 		if rc.FwMark.HasMask {
 			r.FwMask = rc.FwMark.Mask
 		}
+		// A mask of 0 matches every packet: the kernel stores "x/0" as
+		// it is and "0/0" as no mark at all, and a delete of either would
+		// match rules with any mark. Refused, so the file says what it
+		// means (no fwmark).
+		if rc.FwMark.HasMask && rc.FwMark.Mask == 0 {
+			b.errs.add(rc.at("fwmark"), path+".fwmark", "a mask of 0 matches every packet; leave fwmark out, or give a non-zero mask like 0x40/0xff")
+		}
 	}
 	for _, n := range []struct{ key, name string }{{"iif", rc.IIF}, {"oif", rc.OIF}} {
 		if n.name != "" && !validIfname(n.name) {
@@ -98,14 +105,27 @@ func (b *builder) rule(i int, rc *ruleConf) {
 		}
 		x := r
 		x.IPv6 = fam6
-		if rc.From != nil && !rc.From.Default {
+		// A /0 prefix is the kernel's "all": it stores no FRA_SRC/FRA_DST
+		// for a length of 0, so it is the rule without from/to, and the
+		// identity must be that one or the rule never reads back equal.
+		if rc.From != nil && !rc.From.Default && rc.From.P.Bits() > 0 {
 			x.From = rc.From.P
 		}
-		if rc.To != nil && !rc.To.Default {
+		if rc.To != nil && !rc.To.Default && rc.To.P.Bits() > 0 {
 			x.To = rc.To.P
 		}
 		if prev, dup := b.ruleAt[x.Key()]; dup {
 			b.errs.add(rc.Pos, path, "rule %s is declared twice (first at %s)", x.Key(), prev)
+			continue
+		}
+		// The kernel compares no flags when it looks for an existing rule
+		// (rule_exists in net/core/fib_rules.c): "not from X" and "from X"
+		// of one priority are one rule to it, and the second add fails
+		// with "file exists" on every pass.
+		other := x.Key()
+		other.Invert = !other.Invert
+		if prev, dup := b.ruleAt[other]; dup {
+			b.errs.add(rc.Pos, path, "rule %s differs from the rule at %s only in not; the kernel takes them for the same rule: give one another priority", x.Key(), prev)
 			continue
 		}
 		b.ruleAt[x.Key()] = rc.Pos

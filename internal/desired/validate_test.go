@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 // errorsOf parses the sources and returns every error, one per line.
@@ -184,6 +186,80 @@ func TestBadPrefixReportedOnce(t *testing.T) {
 		"f.yaml:4:10: routes[1].to: \"10.0.0.1/24\" has host bits set; the prefix is 10.0.0.0/24\n" +
 		"f.yaml:6:26: rules[0].from: expected a CIDR prefix like 10.0.0.0/24 or fd00::/64 (or \"default\"), found \"10.0.0.0/33\"\n" +
 		"f.yaml:7:26: rules[1].from: \"10.0.0.1/8\" has host bits set; the prefix is 10.0.0.0/8"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// An IPv6 zone or a missing prefix length is refused where it is written,
+// never applied as some other address (fd00::1%zz/64 was fd00::1/128).
+func TestZoneAndMissingLengthRefused(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", "version: 1\nlinks:\n  d0:\n    kind: dummy\n    addresses: [\"fd00::1%zz/64\", 10.0.0.1, {address: fd00::2, peer: \"fd00::9%zz/128\"}]\nroutes:\n  - {to: \"fd01::%zz/64\", type: blackhole}\n  - {to: 10.1.0.0, type: blackhole}\n  - {to: fd02::/64, via: \"fe80::1%d0\", dev: d0}\n"))
+	want := "f.yaml:5:17: links.d0.addresses[0]: \"fd00::1%zz/64\" has an IPv6 zone (%...); zones are not accepted: the link is the one the address is declared on, or the route's dev\n" +
+		"f.yaml:5:34: links.d0.addresses[1]: expected an address with its prefix length like 10.0.0.1/24 or fd00::1/64, found \"10.0.0.1\"\n" +
+		"f.yaml:5:54: links.d0.addresses[2].address: expected an address with its prefix length like 10.0.0.1/24 or fd00::1/64, found \"fd00::2\"\n" +
+		"f.yaml:5:69: links.d0.addresses[2].peer: \"fd00::9%zz/128\" has an IPv6 zone (%...); zones are not accepted: the link is the one the address is declared on, or the route's dev\n" +
+		"f.yaml:7:10: routes[0].to: \"fd01::%zz/64\" has an IPv6 zone (%...); zones are not accepted: the link is the one the address is declared on, or the route's dev\n" +
+		"f.yaml:8:10: routes[1].to: expected a CIDR prefix like 10.0.0.0/24 or fd00::/64 (or \"default\"), found \"10.1.0.0\"\n" +
+		"f.yaml:9:26: routes[2].via: \"fe80::1%d0\" has an IPv6 zone (%...); zones are not accepted: the link is the one the address is declared on, or the route's dev"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// An IPv6 address's scope is the kernel's to derive: the default is what it
+// will be, and a scope that differs is refused where it is written.
+func TestIPv6AddressScope(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", "version: 1\nlinks:\n  d0:\n    kind: dummy\n    addresses: [{address: \"fd23::1/64\", scope: link}, {address: \"fe80::2/64\", scope: global}]\n"))
+	want := "f.yaml:5:48: links.d0.addresses[0].scope: the kernel gives IPv6 address fd23::1 scope global whatever is asked (fe80::/10 link, fec0::/10 site, ::1 host, else global); write scope: global or leave scope out\n" +
+		"f.yaml:5:86: links.d0.addresses[1].scope: the kernel gives IPv6 address fe80::2 scope link whatever is asked (fe80::/10 link, fec0::/10 site, ::1 host, else global); write scope: link or leave scope out"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+	cfg, err := Parse([]Source{src("f.yaml", "version: 1\nlinks:\n  d0:\n    kind: dummy\n    addresses: [\"fe80::1/64\", \"fec0::1/64\", \"fd22::1/64\", {address: \"fe80::2/64\", scope: link}]\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scopes []string
+	for _, a := range cfg.State.Addresses {
+		scopes = append(scopes, a.Prefix.String()+" "+model.ScopeName(a.Scope))
+	}
+	if g, w := strings.Join(scopes, ", "), "fd22::1/64 global, fe80::1/64 link, fe80::2/64 link, fec0::1/64 site"; g != w {
+		t.Errorf("scopes: %s, want %s", g, w)
+	}
+}
+
+// With a peer the kernel keeps the peer's prefix length only: an address
+// whose length differs is refused, saying what to write.
+func TestPeerPrefixLength(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", "version: 1\nlinks:\n  d0:\n    kind: dummy\n    addresses: [{address: 10.30.0.1/24, peer: 10.30.0.2/32}, {address: 10.31.0.1/32, peer: 10.31.0.2/32}]\n"))
+	want := "f.yaml:5:27: links.d0.addresses[0].address: with a peer the kernel keeps one prefix length, the peer's: address 10.30.0.1/24 has /24 and peer 10.30.0.2/32 has /32; write 10.30.0.1/32 (or give the peer /24)"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A fwmark mask of 0 matches every packet and is refused; a /0 from or to
+// is the rule without one, as the kernel stores it.
+func TestRuleMarkMaskZeroAndZeroPrefix(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", "version: 1\nrules:\n  - {priority: 16, fwmark: 0x40/0, table: 5}\n"))
+	want := "f.yaml:3:28: rules[0].fwmark: a mask of 0 matches every packet; leave fwmark out, or give a non-zero mask like 0x40/0xff"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+	cfg, err := Parse([]Source{src("f.yaml", "version: 1\nrules:\n  - {priority: 16, from: 0.0.0.0/0, fwmark: 0, table: 5}\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.State.Rules) != 1 || cfg.State.Rules[0].String() != "16: from all fwmark 0x0 lookup 5 (ipv4)" {
+		t.Errorf("rules: %v", cfg.State.Rules)
+	}
+}
+
+// Two rules that differ only in not are one rule to the kernel: refused.
+func TestRulesDifferingOnlyInNot(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", "version: 1\nrules:\n  - {priority: 18, from: 10.1.0.0/16, table: 5}\n  - {priority: 18, not: true, from: 10.1.0.0/16, table: 5}\n"))
+	want := "f.yaml:4:5: rules[1]: rule 18: not from 10.1.0.0/16 lookup 5 (ipv4) differs from the rule at f.yaml:3:5 only in not; the kernel takes them for the same rule: give one another priority"
 	if got != want {
 		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
 	}

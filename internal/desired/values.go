@@ -22,13 +22,14 @@ func (p *Prefix) parse(s string) error {
 		p.Default = true
 		return nil
 	}
+	if err := refuseZone(s); err != nil {
+		return err
+	}
+	// The prefix length is required, as the docs say: a bare address read
+	// as a host prefix would hide a forgotten /24.
 	q, err := netip.ParsePrefix(s)
 	if err != nil {
-		a, aerr := netip.ParseAddr(s)
-		if aerr != nil || a.Zone() != "" {
-			return fmt.Errorf("expected a CIDR prefix like 10.0.0.0/24 or fd00::/64 (or \"default\"), found %q", s)
-		}
-		q = netip.PrefixFrom(a, a.BitLen())
+		return fmt.Errorf("expected a CIDR prefix like 10.0.0.0/24 or fd00::/64 (or \"default\"), found %q", s)
 	}
 	if q.Masked() != q {
 		return fmt.Errorf("%q has host bits set; the prefix is %s", s, q.Masked())
@@ -37,17 +38,28 @@ func (p *Prefix) parse(s string) error {
 	return nil
 }
 
+// refuseZone rejects an IPv6 zone ("fe80::1%eth0"): the kernel has no place
+// for one in an address, route or rule, so it would be dropped silently and
+// something else applied than what the file says.
+func refuseZone(s string) error {
+	if strings.Contains(s, "%") {
+		return fmt.Errorf("%q has an IPv6 zone (%%...); zones are not accepted: the link is the one the address is declared on, or the route's dev", s)
+	}
+	return nil
+}
+
 // Interface address: the address with the subnet's prefix length (host bits allowed).
 type IfAddr struct{ P netip.Prefix }
 
 func (p *IfAddr) parse(s string) error {
+	if err := refuseZone(s); err != nil {
+		return err
+	}
+	// The prefix length is required (docs/config.md): the kernel would take
+	// a bare address as /32 or /128, a subnet nobody asked for.
 	q, err := netip.ParsePrefix(s)
 	if err != nil {
-		a, aerr := netip.ParseAddr(s)
-		if aerr != nil {
-			return foundError{"expected an address with prefix length like 10.0.0.1/24, found %q", s}
-		}
-		q = netip.PrefixFrom(a, a.BitLen())
+		return foundError{"expected an address with its prefix length like 10.0.0.1/24 or fd00::1/64, found %q", s}
 	}
 	p.P = q
 	return nil
@@ -57,8 +69,11 @@ func (p *IfAddr) parse(s string) error {
 type Addr struct{ A netip.Addr }
 
 func (a *Addr) parse(s string) error {
+	if err := refuseZone(s); err != nil {
+		return err
+	}
 	v, err := netip.ParseAddr(s)
-	if err != nil || v.Zone() != "" {
+	if err != nil {
 		return fmt.Errorf("expected an IP address like 192.0.2.1 or 2001:db8::1, found %q", s)
 	}
 	a.A = v.Unmap()

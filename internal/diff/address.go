@@ -172,7 +172,9 @@ func (c *computer) promotes(h *model.Address) bool {
 
 func addressChanges(w, h *model.Address) []Change {
 	var ch []Change
-	if w.Scope != h.Scope {
+	// An IPv6 address's scope is the kernel's to derive from the address
+	// (desired gives it the same way): comparing it could only flap.
+	if w.Scope != h.Scope && w.Prefix.Addr().Is4() {
 		ch = append(ch, Change{"scope", model.ScopeName(h.Scope), model.ScopeName(w.Scope)})
 	}
 	if w.Peer != h.Peer {

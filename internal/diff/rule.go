@@ -1,6 +1,8 @@
 package diff
 
 import (
+	"sort"
+
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -33,10 +35,49 @@ func (c *computer) rules() {
 		}
 		c.add(Op{Action: Create, Kind: KindRule, ID: k.String(), Rule: w})
 	}
+	// Stale rules, and every rule of ours that the kernel could delete in
+	// their place. A delete request cannot name one rule: unset selectors
+	// are wildcards (see model.Rule.DeleteMatches), and the kernel deletes
+	// the first match in its list, whose order the diff does not know. So
+	// a kept rule that a stale rule's delete matches is deleted too and
+	// added again after, and the deletes run from the most specific
+	// request to the least: by then every rule a request could match but
+	// its own is gone, and each delete takes the rule it names.
+	var dels []*model.Rule
+	gone := map[*model.Rule]bool{}
 	for i := range c.a.Rules {
 		h := &c.a.Rules[i]
 		if h.Protocol == c.d.Protocol && !want[h.Key()] {
-			c.del(Op{Action: Delete, Kind: KindRule, ID: h.Key().String(), Rule: h})
+			dels = append(dels, h)
+			gone[h] = true
 		}
+	}
+	var readd []*model.Rule
+	for q := 0; q < len(dels); q++ {
+		x := dels[q]
+		for i := range c.a.Rules {
+			o := &c.a.Rules[i]
+			if gone[o] || o.Protocol != c.d.Protocol || !x.DeleteMatches(o) {
+				continue
+			}
+			gone[o] = true
+			dels = append(dels, o)
+			readd = append(readd, o)
+		}
+	}
+	sort.SliceStable(dels, func(i, j int) bool { return dels[i].Selectors() > dels[j].Selectors() })
+	for _, h := range dels {
+		c.del(Op{Action: Delete, Kind: KindRule, ID: h.Key().String(), Rule: h})
+	}
+	// The re-adds go with the deletes (c.del keeps their order), after
+	// them; they take the desired rule, which carries no actual protocol.
+	for _, o := range readd {
+		w := o
+		for i := range c.d.Rules {
+			if c.d.Rules[i].Key() == o.Key() {
+				w = &c.d.Rules[i]
+			}
+		}
+		c.del(Op{Action: Create, Kind: KindRule, ID: o.Key().String(), Rule: w})
 	}
 }

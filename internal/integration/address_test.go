@@ -131,3 +131,63 @@ func TestDeviceAddressPrimaryChangeKeepsOthers(t *testing.T) {
 		t.Errorf("addresses of dv0:\n%s", out)
 	}
 }
+
+// IPv6 addresses whose scope the kernel derives (fe80::/10 link, fec0::/10
+// site) converge: the kernel ignores the scope asked for, so a desired
+// scope other than the derived one was replaced on every pass, restarting
+// duplicate address detection and dropping routes each time.
+func TestIPv6AddressScopeConverges(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("a.yaml", `version: 1
+links:
+  br9:
+    kind: bridge
+    addresses: ["fd22::1/64", "fe80::1/64", "fec0::1/64", {address: "fe80::2/64", scope: link}, {address: "fd23::1/64", scope: global}]
+`)
+	e.apply(f)
+	out := e.ip("-6", "addr", "show", "dev", "br9")
+	for _, w := range []string{"inet6 fd22::1/64 scope global", "inet6 fe80::1/64 scope link", "inet6 fec0::1/64 scope site", "inet6 fe80::2/64 scope link", "inet6 fd23::1/64 scope global"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("missing %q:\n%s", w, out)
+		}
+	}
+	if r := e.cli("diff", "-c", f); r.Code != 0 {
+		t.Errorf("second diff: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := e.cli("apply", "-c", f); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
+		t.Errorf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// A point-to-point address converges: the kernel keeps the peer's prefix
+// length only, so an address whose length differs (10.30.0.1/24 with peer
+// 10.30.0.2/32) was added and deleted by turns; it is refused before
+// anything is written, and the address written as the kernel keeps it
+// converges.
+func TestPeerAddressConverges(t *testing.T) {
+	e := newEnv(t)
+	bad := e.file("bad.yaml", "version: 1\nlinks:\n  pp0: {kind: bridge, addresses: [{address: 10.30.0.1/24, peer: 10.30.0.2/32}]}\n")
+	if r := e.cli("apply", "-c", bad); r.Code == 0 || !strings.Contains(r.Stderr, "with a peer the kernel keeps one prefix length, the peer's") {
+		t.Errorf("apply with /24 and peer /32: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out := e.ip("-br", "link"); strings.Contains(out, "pp0") {
+		t.Errorf("a refused file wrote links:\n%s", out)
+	}
+	f := e.file("a.yaml", `version: 1
+links:
+  pp0: {kind: bridge, addresses: [{address: 10.30.0.1/32, peer: 10.30.0.2/32}, {address: 10.31.0.1/24, peer: 10.31.0.0/24}, {address: "fd30::1/128", peer: "fd30::2/128"}]}
+`)
+	e.apply(f)
+	out := e.ip("addr", "show", "dev", "pp0")
+	for _, w := range []string{"inet 10.30.0.1 peer 10.30.0.2/32", "inet 10.31.0.1 peer 10.31.0.0/24", "inet6 fd30::1 peer fd30::2/128"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("missing %q:\n%s", w, out)
+		}
+	}
+	if r := e.cli("diff", "-c", f); r.Code != 0 {
+		t.Errorf("second diff: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := e.cli("apply", "-c", f); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
+		t.Errorf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"net/netip"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
@@ -27,6 +28,11 @@ func (k *Netlink) Addresses() ([]model.Address, error) {
 			Tentative: a.Flags&unix.IFA_F_TENTATIVE != 0, DADFailed: a.Flags&unix.IFA_F_DADFAILED != 0, Secondary: a.Flags&unix.IFA_F_SECONDARY != 0}
 		if a.Peer != nil {
 			m.Peer = toPrefix(a.Peer)
+			// The kernel keeps one prefix length for a point-to-point
+			// address (ifa_prefixlen), the peer's; the library reads the
+			// local address as a host prefix. The identity is the local
+			// address with the kernel's length, as desired requires it.
+			m.Prefix = netip.PrefixFrom(p.Addr(), m.Peer.Bits())
 		}
 		out = append(out, m)
 	}

@@ -108,42 +108,79 @@ func parseRule(m []byte) (model.Rule, error) {
 	if r.Action != model.RuleLookup && r.Action != model.RuleGoto {
 		r.Table = 0
 	}
-	// The kernel reports a mask of 0xffffffff for a mark given without one.
-	if r.FwMark == 0 && r.FwMask == 0xffffffff {
-		r.FwMask = 0
-	}
+	// No normalisation of the mark: the kernel reports FRA_FWMASK whenever
+	// the rule has a mark selector (mark or mask non-zero), and FRA_FWMARK
+	// only for a non-zero mark, so "fwmark 0" reads back as mark 0 with
+	// mask 0xffffffff, a real selector, and a rule without one as mask 0.
+	// Dropping the mask of "fwmark 0" made it read as a rule without a
+	// mark: the diff then added it again (EEXIST) and deleted the mark-less
+	// rule, whose delete matched the real one.
 	return r, nil
 }
 
 var native = nl.NativeEndian()
 
-func toRule(r *model.Rule, protocol int) *netlink.Rule {
-	nr := netlink.NewRule()
-	nr.Priority = r.Priority
-	nr.Family = unix.AF_INET
+// ruleRequest builds an RTM_NEWRULE or RTM_DELRULE request carrying every
+// selector r sets. It is built here rather than by the library, whose
+// RuleAdd leaves suppress_prefixlength out of a rule of a table above 255
+// (it sends it only with the header's 8-bit table), so such a rule was
+// added without it and never read back equal.
+func (k *Netlink) ruleRequest(cmd, flags int, r *model.Rule, protocol int) *nl.NetlinkRequest {
+	req := nl.NewNetlinkRequest(cmd, flags|unix.NLM_F_ACK)
+	req.Sockets = k.sockets
+	hdr := nl.NewRtMsg() // fib_rule_hdr has rtmsg's layout; Type is the action
+	hdr.Family = unix.AF_INET
 	if r.IPv6 {
-		nr.Family = unix.AF_INET6
+		hdr.Family = unix.AF_INET6
 	}
-	nr.Src, nr.Dst = fromPrefix(r.From), fromPrefix(r.To)
-	nr.Mark = r.FwMark
-	if r.FwMask != 0 {
-		m := r.FwMask
-		nr.Mask = &m
+	hdr.Protocol, hdr.Scope, hdr.Table = 0, 0, unix.RT_TABLE_UNSPEC
+	hdr.Type = uint8(r.Action)
+	if r.Invert {
+		hdr.Flags |= fibRuleInvert
 	}
-	nr.IifName, nr.OifName, nr.Invert = r.IIF, r.OIF, r.Invert
-	nr.Type = uint8(r.Action)
+	var attrs []*nl.RtAttr
+	// A /0 prefix is no selector: the kernel stores none for it.
+	if r.From.IsValid() && r.From.Bits() > 0 {
+		hdr.Src_len = uint8(r.From.Bits())
+		attrs = append(attrs, nl.NewRtAttr(fraSrc, r.From.Addr().AsSlice()))
+	}
+	if r.To.IsValid() && r.To.Bits() > 0 {
+		hdr.Dst_len = uint8(r.To.Bits())
+		attrs = append(attrs, nl.NewRtAttr(fraDst, r.To.Addr().AsSlice()))
+	}
+	attrs = append(attrs, nl.NewRtAttr(fraPriority, nl.Uint32Attr(uint32(r.Priority))))
+	// The mask always goes with the mark: the kernel gives a mark without
+	// one the mask 0xffffffff, and a mark of 0 without one no selector at
+	// all, so "fwmark 0" would be lost.
+	if r.FwMark != 0 || r.FwMask != 0 {
+		attrs = append(attrs, nl.NewRtAttr(fraFwmark, nl.Uint32Attr(r.FwMark)), nl.NewRtAttr(fraFwmask, nl.Uint32Attr(r.FwMask)))
+	}
+	if r.IIF != "" {
+		attrs = append(attrs, nl.NewRtAttr(fraIifname, nl.ZeroTerminated(r.IIF)))
+	}
+	if r.OIF != "" {
+		attrs = append(attrs, nl.NewRtAttr(fraOifname, nl.ZeroTerminated(r.OIF)))
+	}
 	if r.Action == model.RuleLookup {
-		nr.Table = r.Table
+		attrs = append(attrs, nl.NewRtAttr(fraTable, nl.Uint32Attr(uint32(r.Table))))
 	}
-	nr.SuppressPrefixlen = r.SuppressPrefixLen
-	nr.Protocol = uint8(protocol)
-	return nr
+	if r.SuppressPrefixLen >= 0 {
+		attrs = append(attrs, nl.NewRtAttr(fraSuppressPrefixlen, nl.Uint32Attr(uint32(r.SuppressPrefixLen))))
+	}
+	if protocol > 0 {
+		attrs = append(attrs, nl.NewRtAttr(fraProtocol, []byte{uint8(protocol)}))
+	}
+	req.AddData(hdr)
+	for _, a := range attrs {
+		req.AddData(a)
+	}
+	return req
 }
 
 // AddRule adds a rule stamped with protocol.
 func (k *Netlink) AddRule(r *model.Rule, protocol int) error {
 	k.wrote()
-	if err := k.h.RuleAdd(toRule(r, protocol)); err != nil {
+	if _, err := k.ruleRequest(unix.RTM_NEWRULE, unix.NLM_F_CREATE|unix.NLM_F_EXCL, r, protocol).Execute(unix.NETLINK_ROUTE, 0); err != nil {
 		return fmt.Errorf("add rule %s: %w", r, err)
 	}
 	return nil
@@ -152,7 +189,10 @@ func (k *Netlink) AddRule(r *model.Rule, protocol int) error {
 // DeleteRule deletes the rule matching all of r's selectors.
 func (k *Netlink) DeleteRule(r *model.Rule) error {
 	k.wrote()
-	if err := k.h.RuleDel(toRule(r, r.Protocol)); err != nil {
+	// Every selector of r goes in the request, but the kernel still takes
+	// those r leaves unset as wildcards: the diff orders the deletes so
+	// that none can take another rule (model.Rule.DeleteMatches).
+	if _, err := k.ruleRequest(unix.RTM_DELRULE, 0, r, r.Protocol).Execute(unix.NETLINK_ROUTE, 0); err != nil {
 		return fmt.Errorf("delete rule %s: %w", r, err)
 	}
 	return nil

@@ -35,6 +35,24 @@ func ScopeName(s int) string {
 	return fmt.Sprint(s)
 }
 
+// IPv6AddressScope is the scope the kernel gives an IPv6 interface address,
+// whatever scope the request carries (net/ipv6/addrconf.c takes it from
+// ipv6_addr_scope): host for ::1, link for fe80::/10, site for the
+// deprecated fec0::/10, else global.
+func IPv6AddressScope(a netip.Addr) int {
+	switch {
+	case a.IsLoopback():
+		return ScopeHost
+	case a.IsLinkLocalUnicast():
+		return ScopeLink
+	case siteLocal.Contains(a):
+		return ScopeSite
+	}
+	return ScopeUniverse
+}
+
+var siteLocal = netip.MustParsePrefix("fec0::/10")
+
 // Address is an interface address.
 type Address struct {
 	Link string

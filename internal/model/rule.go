@@ -126,3 +126,37 @@ func (k RuleKey) Less(o RuleKey) bool {
 func SortRules(rs []Rule) {
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Key().Less(rs[j].Key()) })
 }
+
+// DeleteMatches reports whether the kernel, asked to delete r, could delete
+// o instead. A delete request names no rule: the kernel (rule_find in
+// net/core/fib_rules.c) deletes the first rule in its list that has every
+// selector the request sets, and takes a selector the request leaves unset
+// (no from/to, no iif/oif, no mark, no suppress_prefixlength, table 0) as a
+// wildcard; the invert flag is not compared at all. So the delete of a rule
+// without a mark matches the same rule with "fwmark 0", and "from X" matches
+// "not from X". The request carries r's protocol, which keeps other
+// software's rules out when it is not 0.
+func (r *Rule) DeleteMatches(o *Rule) bool {
+	return o.Priority == r.Priority && o.IPv6 == r.IPv6 && o.Action == r.Action &&
+		(r.Protocol == 0 || o.Protocol == r.Protocol) &&
+		(r.Table == 0 || o.Table == r.Table) &&
+		(!r.From.IsValid() || r.From.Bits() == 0 || o.From == r.From) &&
+		(!r.To.IsValid() || r.To.Bits() == 0 || o.To == r.To) &&
+		(r.FwMark == 0 || o.FwMark == r.FwMark) &&
+		(r.FwMask == 0 || o.FwMask == r.FwMask) &&
+		(r.IIF == "" || o.IIF == r.IIF) &&
+		(r.OIF == "" || o.OIF == r.OIF) &&
+		(r.SuppressPrefixLen < 0 || o.SuppressPrefixLen == r.SuppressPrefixLen)
+}
+
+// Selectors counts the selectors r sets: a delete request with more of them
+// matches fewer rules.
+func (r *Rule) Selectors() int {
+	n := 0
+	for _, set := range []bool{r.From.IsValid() && r.From.Bits() > 0, r.To.IsValid() && r.To.Bits() > 0, r.FwMark != 0, r.FwMask != 0, r.IIF != "", r.OIF != "", r.SuppressPrefixLen >= 0, r.Invert} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
