@@ -4,7 +4,9 @@
 #
 #   make test-walk                 the bounded walk of `make test` (WALK_STEPS=200)
 #   make soak                      a long walk: SOAK_STEPS=10000, or SOAK_DURATION=2h
-#   make test-walk WALK_SEED=N     replay a walk (the seed is printed by every run)
+#   make test-walk WALK_SEED=N     replay a walk (the seed is printed by every run); make test
+#                                  walks a fixed seed (internal/walk.TestSeed), make soak random
+#                                  ones (SOAK_SEED=0)
 #   make test-walk WALK_DEFECTS=foreign-children,nft-table-takeover   (or all)
 #                                  turn on known-defect switches (internal/walk/gen.go)
 #
@@ -13,7 +15,8 @@
 TEST_TARGETS += test-walk
 
 WALK_STEPS ?= 200
-WALK_SEED ?= 0
+WALK_SEED ?= 90934393032559
+SOAK_SEED ?= 0
 WALK_DEFECTS ?=
 SOAK_STEPS ?= 10000
 SOAK_DURATION ?=
@@ -24,5 +27,5 @@ test-walk: test-deps
 		NETRECONCILE_REQUIRE_PRIVILEGED=1 $(GO) test -count=1 -run '^TestWalk$$' -v -timeout 10m ./internal/walk
 
 soak: test-deps
-	NETRECONCILE_WALK=1 WALK_STEPS=$(SOAK_STEPS) WALK_DURATION=$(SOAK_DURATION) WALK_SEED=$(WALK_SEED) WALK_DEFECTS=$(WALK_DEFECTS) \
+	NETRECONCILE_WALK=1 WALK_STEPS=$(SOAK_STEPS) WALK_DURATION=$(SOAK_DURATION) WALK_SEED=$(SOAK_SEED) WALK_DEFECTS=$(WALK_DEFECTS) \
 		NETRECONCILE_REQUIRE_PRIVILEGED=1 $(GO) test -count=1 -run '^TestWalk$$' -v -timeout 0 ./internal/walk

@@ -11,12 +11,13 @@ import (
 )
 
 // The bounded walk of `make test` and the long one of `make soak`. Flags (or
-// the environment, which make passes on): -walk.seed / WALK_SEED (0: random,
-// printed), -walk.steps / WALK_STEPS, -walk.duration / WALK_DURATION (a soak:
+// the environment, which make passes on): -walk.seed / WALK_SEED (default
+// TestSeed, so that `make test` and CI walk the same, reproducible path; 0:
+// random, printed, as `make soak` does), -walk.steps / WALK_STEPS, -walk.duration / WALK_DURATION (a soak:
 // walk after walk until the steps or the time are used up), -walk.defects /
 // WALK_DEFECTS (known-defect switches to turn on, see Defects).
 var (
-	flagSeed     = flag.Int64("walk.seed", envInt("WALK_SEED", 0), "seed of the walk (0: random)")
+	flagSeed     = flag.Int64("walk.seed", envInt("WALK_SEED", TestSeed), "seed of the walk (0: random)")
 	flagSteps    = flag.Int("walk.steps", int(envInt("WALK_STEPS", defaultSteps())), "steps in all")
 	flagWalkLen  = flag.Int("walk.length", int(envInt("WALK_LENGTH", 100)), "steps of one walk (a fresh namespace each)")
 	flagDuration = flag.Duration("walk.duration", envDuration("WALK_DURATION"), "soak: walk until this much time has passed (0: by steps)")

@@ -12,11 +12,16 @@ import (
 // detects it and makes every kind it can. Flags (pass them with VMFLAGS):
 // -walk.seed, -walk.steps, -walk.duration, -walk.defects.
 var (
-	walkSeed     = flag.Int64("walk.seed", 0, "seed of the walk (0: random, printed)")
+	walkSeed     = flag.Int64("walk.seed", guestSeed, "seed of the walk (0: random, printed)")
 	walkSteps    = flag.Int("walk.steps", 40, "steps in all (TCG is slow: the host walks further)")
 	walkDuration = flag.Duration("walk.duration", 0, "soak: walk until this much time has passed")
 	walkDefects  = flag.String("walk.defects", "", "known-defect switches to turn on")
 )
+
+// guestSeed is the seed `make test` walks in the guest (its kinds make
+// other configurations than the host's seed, walk.TestSeed): fixed, so a
+// failure in CI is the same failure anywhere; -walk.seed=0 walks a random one.
+const guestSeed = 22
 
 func TestWalkVM(t *testing.T) {
 	requireModules(t, "dummy", "ipvlan", "ipip", "ip6_tunnel", "fou", "fou6", "wireguard")
