@@ -34,7 +34,7 @@ func runNFT(k kernel.Writer, plan *diff.Plan, hooks Hooks, res *Result) {
 		if !isNft(op) {
 			continue
 		}
-		key := nftOpTable(op)
+		key := op.NftTable()
 		g := byTable[key]
 		if g == nil {
 			g = &group{key: key}
@@ -79,16 +79,4 @@ func runNFT(k kernel.Writer, plan *diff.Plan, hooks Hooks, res *Result) {
 			}
 		}
 	}
-}
-
-// nftOpTable returns the table an op changes: every nftables op's ID starts
-// with the table's "FAMILY NAME", and so does each kernel op it holds.
-func nftOpTable(op *diff.Op) model.NftTableKey {
-	if len(op.NFT) > 0 {
-		return op.NFT[0].Table
-	}
-	key := model.NftTableKey{}
-	key.Family, key.Name, _ = strings.Cut(op.ID, " ")
-	key.Name, _, _ = strings.Cut(key.Name, " ")
-	return key
 }

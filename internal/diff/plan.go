@@ -145,3 +145,17 @@ func (p *Plan) JSON() ([]byte, error) {
 	}
 	return json.MarshalIndent(p, "", "  ")
 }
+
+// NftTable returns the table an nftables op changes: from its kernel ops
+// when it has any, else from its ID, which starts with the table's
+// "FAMILY NAME". Apply groups ops into one batch per table by it, and the
+// engine records a table it is about to create.
+func (op *Op) NftTable() model.NftTableKey {
+	if len(op.NFT) > 0 {
+		return op.NFT[0].Table
+	}
+	key := model.NftTableKey{}
+	key.Family, key.Name, _ = strings.Cut(op.ID, " ")
+	key.Name, _, _ = strings.Cut(key.Name, " ")
+	return key
+}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/apply"
@@ -304,9 +303,7 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 		op := &plan.Ops[i]
 		switch {
 		case op.Kind == diff.KindNftTable && op.Action == diff.Create:
-			var k model.NftTableKey
-			k.Family, k.Name, _ = strings.Cut(op.ID, " ")
-			if !e.Ledger.NFTables[k] {
+			if k := op.NftTable(); !e.Ledger.NFTables[k] {
 				intendedNft[k] = true
 				e.Ledger.SetNftTable(k, true)
 			}
