@@ -1,6 +1,7 @@
 package walk
 
 import (
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -26,6 +27,10 @@ type WalkFlags struct {
 	// ShrinkTrials bounds the shrinker's replays (0: its default). The
 	// guest, under TCG, affords fewer.
 	ShrinkTrials int
+	// KeepGoing makes a soak go on with the next seed after a failure
+	// (reported, its shrunk sequence kept) instead of stopping at the first:
+	// one long run then lists every failure it met. The test still fails.
+	KeepGoing bool
 }
 
 // RunWalks runs walks until f.Steps steps are made (or, with f.Duration,
@@ -53,7 +58,7 @@ func RunWalks(t *testing.T, f WalkFlags) {
 	start := time.Now()
 	seeds := rand.New(rand.NewSource(seed))
 	var steps, checks, walks int
-	var used []string
+	var used, failed []string
 	for s := seed; ; s = seeds.Int63() & 0x7fffffffffff {
 		if f.Duration > 0 {
 			if time.Since(start) >= f.Duration {
@@ -79,12 +84,18 @@ func RunWalks(t *testing.T, f WalkFlags) {
 		checks += rep.Checks
 		used = append(used, strconv.FormatInt(s, 10))
 		if rep.Failure != nil {
-			t.Logf("walk: %d walks, %d steps, %d checks before the failure", walks, steps, checks)
-			t.Fatalf("walk seed %d failed at step %d: %v\nshrunk sequence in %s:\n%s", s, rep.Failure.Step+1, rep.Failure, rep.Repro, listRepro(rep.Repro))
+			msg := fmt.Sprintf("walk seed %d failed at step %d: %v\nshrunk sequence in %s:\n%s", s, rep.Failure.Step+1, rep.Failure, rep.Repro, listRepro(rep.Repro))
+			if !f.KeepGoing {
+				t.Logf("walk: %d walks, %d steps, %d checks before the failure", walks, steps, checks)
+				t.Fatal(msg)
+			}
+			t.Error(msg)
+			failed = append(failed, fmt.Sprintf("%d@%d", s, rep.Failure.Step+1))
+			continue
 		}
 		_ = os.RemoveAll(dir)
 	}
-	t.Logf("walk: %d walks (seeds %s), %d steps, %d checks, %s, 0 failures", walks, strings.Join(used, " "), steps, checks, time.Since(start).Round(time.Second))
+	t.Logf("walk: %d walks (seeds %s), %d steps, %d checks, %s, %d failures %s", walks, strings.Join(used, " "), steps, checks, time.Since(start).Round(time.Second), len(failed), strings.Join(failed, " "))
 }
 
 // listRepro prints the files of a shrunk sequence.

@@ -16,6 +16,7 @@ var (
 	walkSteps    = flag.Int("walk.steps", 40, "steps in all (TCG is slow: the host walks further)")
 	walkDuration = flag.Duration("walk.duration", 0, "soak: walk until this much time has passed")
 	walkDefects  = flag.String("walk.defects", "", "known-defect switches to turn on")
+	walkKeep     = flag.Bool("walk.keepgoing", false, "soak: after a failure, walk on with the next seed")
 )
 
 // guestSeed is the seed `make test` walks in the guest (its kinds make
@@ -25,5 +26,5 @@ const guestSeed = 22
 
 func TestWalkVM(t *testing.T) {
 	requireModules(t, "dummy", "ipvlan", "ipip", "ip6_tunnel", "fou", "fou6", "wireguard")
-	walk.RunWalks(t, walk.WalkFlags{Seed: *walkSeed, Steps: *walkSteps, Length: 200, Duration: *walkDuration, Defects: *walkDefects, ShrinkTrials: 25})
+	walk.RunWalks(t, walk.WalkFlags{Seed: *walkSeed, Steps: *walkSteps, Length: 200, Duration: *walkDuration, Defects: *walkDefects, ShrinkTrials: 25, KeepGoing: *walkKeep})
 }
