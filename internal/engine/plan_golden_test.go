@@ -61,7 +61,9 @@ func (k *goldenKernel) NFTTableHandle(key model.NftTableKey) (uint64, error) {
 	return 0, nil
 }
 
-func (k *goldenKernel) NFTApply([]model.NftOp) error { return errors.New("golden kernel: no nftables writes") }
+func (k *goldenKernel) NFTApply([]model.NftOp) error {
+	return errors.New("golden kernel: no nftables writes")
+}
 
 func (k *goldenKernel) WireGuardDevice(name string) (*model.WireGuard, error) {
 	w := k.wg[name]
@@ -237,7 +239,9 @@ type goldenCase struct {
 }
 
 func fromEmpty(example string, edits ...string) func(*goldenEnv, context.Context, *goldenKernel, *Engine) *model.State {
-	return func(g *goldenEnv, _ context.Context, _ *goldenKernel, _ *Engine) *model.State { return g.load(example, edits...) }
+	return func(g *goldenEnv, _ context.Context, _ *goldenKernel, _ *Engine) *model.State {
+		return g.load(example, edits...)
+	}
 }
 
 // withDevices: the example's device links exist (foreign dummies, up).
