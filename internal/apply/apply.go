@@ -109,7 +109,7 @@ func Apply(ctx context.Context, k kernel.Writer, plan *diff.Plan, hooks Hooks) *
 		if dep := dependsOn(op, failedLinks); dep != "" {
 			res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: skipped: link %s failed", op.Action, op.Kind, op.ID, dep)})
 			if op.Kind == diff.KindLink {
-				failedLinks[op.ID] = true
+				failedLinks[op.Link.Name] = true
 			}
 			continue
 		}
@@ -129,7 +129,7 @@ func Apply(ctx context.Context, k kernel.Writer, plan *diff.Plan, hooks Hooks) *
 		if err := run(k, plan.Protocol, op, hooks); err != nil {
 			res.Failed = append(res.Failed, Failure{op, err})
 			if op.Kind == diff.KindLink && op.Action != diff.Delete {
-				failedLinks[op.ID] = true
+				failedLinks[op.Link.Name] = true
 			}
 			continue
 		}
@@ -166,11 +166,10 @@ func pinMTUs(k kernel.Writer, plan *diff.Plan, res *Result) {
 		if !ok || have == l.MTU {
 			continue
 		}
-		op := diff.Op{Action: diff.Update, Kind: diff.KindLink, ID: l.Name, Link: l,
+		// The write is reported with the plan's, so that counts and
+		// reports of what was applied include it; the plan is not changed.
+		op := diff.Op{Action: diff.Update, Kind: diff.KindLink, ID: l.Name, Link: l, LinkFields: diff.LinkFields{MTU: true},
 			Changes: []diff.Change{{Field: "mtu", From: strconv.Itoa(have), To: strconv.Itoa(l.MTU)}}}
-		// The write joins the plan, so that counts and reports of what
-		// was applied include it.
-		plan.Ops = append(plan.Ops, op)
 		if err := k.SetLinkMTU(l.Name, l.MTU); err != nil {
 			res.Failed = append(res.Failed, Failure{op, err})
 			continue
@@ -321,30 +320,27 @@ func runLink(k kernel.Writer, op diff.Op) error {
 		}
 		return nil
 	case diff.Update:
-		owned := l.Kind != model.KindDevice
-		for _, c := range op.Changes {
-			var err error
-			switch c.Field {
-			case "mtu":
-				err = k.SetLinkMTU(l.Name, l.MTU)
-			case "master":
-				err = k.SetLinkMaster(l.Name, l.Master)
-			case "alias":
-				err = k.SetLinkAlias(l.Name, l.Alias, owned)
-			case "state":
-				err = k.SetLinkUp(l.Name, l.Up)
-			case "owner":
-				// written with the alias
-			default:
-				err = fmt.Errorf("update link %s: cannot change %s in place", l.Name, c.Field)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		return op.LinkFields.Write(linkWriter{k, l})
 	}
 	return fmt.Errorf("%s link %s: no such operation", op.Action, l.Name)
+}
+
+// linkWriter writes a link update's attributes from the desired link.
+type linkWriter struct {
+	k kernel.Writer
+	l *model.Link
+}
+
+var _ diff.LinkWriter = linkWriter{}
+
+func (w linkWriter) MTU() error    { return w.k.SetLinkMTU(w.l.Name, w.l.MTU) }
+func (w linkWriter) Master() error { return w.k.SetLinkMaster(w.l.Name, w.l.Master) }
+func (w linkWriter) State() error  { return w.k.SetLinkUp(w.l.Name, w.l.Up) }
+
+// Alias writes the alias with the ownership marker, except on a device
+// link, which is never ours.
+func (w linkWriter) Alias() error {
+	return w.k.SetLinkAlias(w.l.Name, w.l.Alias, w.l.Kind != model.KindDevice)
 }
 
 // origin is where the file declared an operation's object, for errors the

@@ -110,7 +110,7 @@ func TestFailedLinkSkipsDependentsOnly(t *testing.T) {
 
 	var failed []string
 	for _, f := range res.Failed {
-		failed = append(failed, string(f.Op.Action)+" "+f.Op.Kind+" "+f.Op.ID)
+		failed = append(failed, string(f.Op.Action)+" "+string(f.Op.Kind)+" "+f.Op.ID)
 	}
 	want := []string{
 		"create link br0",

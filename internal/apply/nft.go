@@ -3,14 +3,13 @@ package apply
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-func isNft(op *diff.Op) bool { return strings.HasPrefix(op.Kind, "nft ") }
+func isNft(op *diff.Op) bool { return op.Kind.IsNft() }
 
 // runNFT sends the nftables ops of the plan one table at a time, each table
 // in one batch: the kernel commits a batch whole or not at all, so a table

@@ -41,11 +41,11 @@ func TestNftBadTableDoesNotBlockOthers(t *testing.T) {
 	gone := model.NftTableKey{Family: "inet", Name: "gone"}
 	c := &model.NftChain{Name: "c"}
 	plan := &diff.Plan{Ops: []diff.Op{
-		{Action: diff.Create, Kind: diff.KindNftTable, ID: bad.String(), NFT: []model.NftOp{{Op: model.NftAddTable, Table: bad}}},
-		{Action: diff.Create, Kind: diff.KindNftTable, ID: good.String(), NFT: []model.NftOp{{Op: model.NftAddTable, Table: good}}},
-		{Action: diff.Create, Kind: diff.KindNftChain, ID: bad.String() + " chain c", NFT: []model.NftOp{{Op: model.NftAddChain, Table: bad, Chain: c}}},
-		{Action: diff.Create, Kind: diff.KindNftChain, ID: good.String() + " chain c", NFT: []model.NftOp{{Op: model.NftAddChain, Table: good, Chain: c}}},
-		{Action: diff.Delete, Kind: diff.KindNftTable, ID: gone.String(), NFT: []model.NftOp{{Op: model.NftDelTable, Table: gone}}},
+		{Action: diff.Create, Kind: diff.KindNftTable, Table: bad, ID: bad.String(), NFT: []model.NftOp{{Op: model.NftAddTable, Table: bad}}},
+		{Action: diff.Create, Kind: diff.KindNftTable, Table: good, ID: good.String(), NFT: []model.NftOp{{Op: model.NftAddTable, Table: good}}},
+		{Action: diff.Create, Kind: diff.KindNftChain, Table: bad, ID: bad.String() + " chain c", NFT: []model.NftOp{{Op: model.NftAddChain, Table: bad, Chain: c}}},
+		{Action: diff.Create, Kind: diff.KindNftChain, Table: good, ID: good.String() + " chain c", NFT: []model.NftOp{{Op: model.NftAddChain, Table: good, Chain: c}}},
+		{Action: diff.Delete, Kind: diff.KindNftTable, Table: gone, ID: gone.String(), NFT: []model.NftOp{{Op: model.NftDelTable, Table: gone}}},
 	}}
 	k := &nftFake{Fake: kernel.NewFake()}
 	owned := map[model.NftTableKey]bool{}

@@ -41,73 +41,61 @@ func wireguardOf(k kernel.Writer, op diff.Op) (kernel.WireGuard, error) {
 	return wg, nil
 }
 
-// runWGDevice writes a device's key, port and mark.
+// runWGDevice writes a device's key, port and mark: those the op names.
 func runWGDevice(k kernel.Writer, op diff.Op) error {
 	wg, err := wireguardOf(k, op)
 	if err != nil {
 		return err
 	}
-	w := op.WireGuard.Device
 	cfg := &kernel.WireGuardConfig{}
-	all := op.Action == diff.Create
-	if all || hasChange(op, "public-key") {
-		key := w.PrivateKey
-		cfg.PrivateKey = &key
-	}
-	if (all && w.ListenPort != 0) || hasChange(op, "listen-port") {
-		port := w.ListenPort
-		cfg.ListenPort = &port
-	}
-	if all || hasChange(op, "fwmark") {
-		m := w.FwMark
-		cfg.FwMark = &m
-	}
+	op.WireGuard.DeviceFields.Write(deviceConfig{cfg, op.WireGuard.Device})
 	return wg.ConfigureWireGuard(op.WireGuard.Link, cfg)
 }
 
-func hasChange(op diff.Op, field string) bool {
-	for _, c := range op.Changes {
-		if c.Field == field {
-			return true
-		}
-	}
-	return false
+// deviceConfig fills a device patch from the desired device.
+type deviceConfig struct {
+	cfg *kernel.WireGuardConfig
+	w   *model.WireGuard
 }
 
-// peerPatch turns one peer operation into a wgctrl patch: only what changes.
+var _ diff.WireGuardWriter = deviceConfig{}
+
+func (d deviceConfig) PrivateKey() { key := d.w.PrivateKey; d.cfg.PrivateKey = &key }
+func (d deviceConfig) ListenPort() { port := d.w.ListenPort; d.cfg.ListenPort = &port }
+func (d deviceConfig) FwMark()     { m := d.w.FwMark; d.cfg.FwMark = &m }
+
+// peerPatch turns one peer operation into a wgctrl patch: only what the op
+// writes.
 func peerPatch(op diff.Op) kernel.PeerPatch {
 	p := op.WireGuard.Peer
 	pp := kernel.PeerPatch{PublicKey: p.PublicKey}
 	switch op.Action {
 	case diff.Delete:
 		pp.Remove = true
-	case diff.Create:
-		ka := p.Keepalive
-		pp.Keepalive, pp.Endpoint = &ka, p.Endpoint
-		pp.ReplaceAllowedIPs, pp.AllowedIPs = true, p.AllowedIPs
-		if p.PresharedKey.IsSet() {
-			psk := p.PresharedKey
-			pp.PresharedKey = &psk
-		}
+		return pp
 	case diff.Update:
 		pp.UpdateOnly = true
-		for _, c := range op.Changes {
-			switch c.Field {
-			case "allowed-ips":
-				pp.ReplaceAllowedIPs, pp.AllowedIPs = true, p.AllowedIPs
-			case "persistent-keepalive":
-				ka := p.Keepalive
-				pp.Keepalive = &ka
-			case "preshared-key":
-				psk := p.PresharedKey // a zero Secret clears it
-				pp.PresharedKey = &psk
-			case "endpoint":
-				pp.Endpoint = p.Endpoint
-			}
-		}
 	}
+	op.WireGuard.PeerFields.Write(peerConfig{&pp, p})
 	return pp
 }
+
+// peerConfig fills a peer patch from the desired peer.
+type peerConfig struct {
+	pp *kernel.PeerPatch
+	p  *model.WireGuardPeer
+}
+
+var _ diff.PeerWriter = peerConfig{}
+
+func (c peerConfig) AllowedIPs() { c.pp.ReplaceAllowedIPs, c.pp.AllowedIPs = true, c.p.AllowedIPs }
+func (c peerConfig) Keepalive()  { ka := c.p.Keepalive; c.pp.Keepalive = &ka }
+
+// PresharedKey writes the key; a zero Secret clears it.
+func (c peerConfig) PresharedKey() { psk := c.p.PresharedKey; c.pp.PresharedKey = &psk }
+
+// Endpoint writes the endpoint (the kernel side writes it when valid).
+func (c peerConfig) Endpoint() { c.pp.Endpoint = c.p.Endpoint }
 
 // runWGPeers applies consecutive peer operations of one device in one
 // ConfigureDevice call. If the call fails, each operation is retried alone,

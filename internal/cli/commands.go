@@ -99,9 +99,10 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 	}
 	res, err := eng.Apply(ctx, plan)
 	if !quiet {
-		done := &diff.Plan{Ops: res.Done}
-		done.Write(env.Stdout)
-		fmt.Fprintf(env.Stdout, "Applied %d of %d operations.\n", len(res.Done), len(plan.Ops))
+		diff.WriteOps(env.Stdout, res.Done)
+		// Done and Failed hold every op the apply ran, the MTUs it set
+		// again on masters (apply.Apply) included.
+		fmt.Fprintf(env.Stdout, "Applied %d of %d operations.\n", len(res.Done), len(res.Done)+len(res.Failed))
 		writePoolSummary(ctx, env.Stdout, eng, cfg.State, pools, false)
 	}
 	err = errors.Join(conflicts, res.Err(), err)

@@ -366,16 +366,15 @@ func (d *Daemon) pass(ctx context.Context) error {
 	}
 	live := map[string]bool{}
 	held := 0
-	todo := &diff.Plan{Protocol: plan.Protocol}
-	for _, op := range plan.Ops {
-		k := opKey(op)
+	todo := plan.Select(func(op *diff.Op) bool {
+		k := opKey(*op)
 		live[k] = true
 		if d.bo.ready(k, now) {
-			todo.Ops = append(todo.Ops, op)
-		} else {
-			held++
+			return true
 		}
-	}
+		held++
+		return false
+	})
 	d.bo.keep(live)
 
 	var res *apply.Result
@@ -573,7 +572,7 @@ func (d *Daemon) reportConflicts(err error) {
 
 func (d *Daemon) logDone(ops []diff.Op, drift bool) {
 	for _, op := range ops {
-		d.m.changes.WithLabelValues(op.Kind, string(op.Action)).Inc()
+		d.m.changes.WithLabelValues(string(op.Kind), string(op.Action)).Inc()
 		attrs := []any{"kind", op.Kind, "id", op.ID, "action", string(op.Action)}
 		if fields := changedFields(op); fields != "" {
 			attrs = append(attrs, "fields", fields)
@@ -609,7 +608,7 @@ func planSignature(plan *diff.Plan, conflicts error) [sha256.Size]byte {
 	return sum
 }
 
-func opKey(op diff.Op) string { return op.Kind + " " + op.ID }
+func opKey(op diff.Op) string { return string(op.Kind) + " " + op.ID }
 
 func hashSources(srcs []desired.Source) [sha256.Size]byte {
 	h := sha256.New()

@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 
@@ -210,4 +211,54 @@ func ipv4Count(have map[model.AddressKey]*model.Address, link string) int {
 		}
 	}
 	return n
+}
+
+// poolGiveBacks deletes the addresses a link held from a pool and no longer
+// takes (see Inputs.PoolAddrs), also from links netreconcile does not own
+// (a device link keeps its other addresses): the registry says they were
+// ours. An address the plan changes already, or whose link it creates,
+// recreates or deletes, is left to that op.
+func (c *computer) poolGiveBacks(ours map[string]map[netip.Addr]bool) {
+	if len(ours) == 0 {
+		return
+	}
+	want := map[model.AddressKey]bool{}
+	for i := range c.d.Addresses {
+		want[c.d.Addresses[i].Key()] = true
+	}
+	planned := map[model.AddressKey]bool{}
+	links := map[string]bool{} // links whose addresses the kernel handles
+	for _, ops := range [][]Op{c.plan.Ops, c.deletes, c.linkDeletes} {
+		for i := range ops {
+			op := &ops[i]
+			switch {
+			case op.Kind == KindAddress:
+				planned[op.Address.Key()] = true
+			case op.Kind == KindLink && op.Action != Update && op.Link != nil:
+				links[op.Link.Name] = true
+				// A veth's peer goes (or comes) with it: its addresses are
+				// the kernel's business too, whichever end the op names.
+				for _, l := range []*model.Link{op.Link, c.a.Links[op.Link.Name]} {
+					if l != nil && l.Veth != nil && l.Veth.Peer != "" {
+						links[l.Veth.Peer] = true
+					}
+				}
+			}
+		}
+	}
+	for i := range c.a.Addresses {
+		a := &c.a.Addresses[i]
+		if !ours[a.Link][a.Prefix.Addr()] || want[a.Key()] || planned[a.Key()] || links[a.Link] {
+			continue
+		}
+		c.del(Op{Action: Delete, Kind: KindAddress, ID: a.Key().String(), Reason: "given back to its pool", Address: a})
+	}
+}
+
+// pending shows the pool addresses apply allocates (Plan.Pending).
+func (c *computer) pending(unallocated []model.PoolAddress) {
+	for _, pa := range unallocated {
+		c.plan.Pending = append(c.plan.Pending, Op{Action: Create, Kind: KindAddress,
+			ID: fmt.Sprintf("(from pool %s) dev %s", pa.Pool, pa.Link), Reason: "allocated by apply"})
+	}
 }

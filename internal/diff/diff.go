@@ -18,21 +18,49 @@ func (c Conflicts) Error() string {
 	return fmt.Sprintf("%d conflict(s) with the kernel's state:\n  %s", len(c), strings.Join(c, "\n  "))
 }
 
-// Compute returns the plan that turns actual into desired. Only objects that
-// actual marks as ours (Owned links, routes and rules of desired.Protocol,
-// owned FoU ports) are ever deleted or replaced.
+// Inputs are what the engine prepares for a plan beyond the two states:
+// what the registry of the pools and the WireGuard rotation know, and the
+// kernel does not show.
+type Inputs struct {
+	// PoolAddrs are, per link, the addresses the pools handed it: those it
+	// holds, and those given back in this pass. One of them that the link
+	// holds and the desired state no longer has is deleted ("given back to
+	// its pool"), also from a link netreconcile does not own: the registry
+	// says it was ours.
+	PoolAddrs map[string]map[netip.Addr]bool
+	// PeersUp are, per WireGuard link, the peers that are Up in this pass:
+	// the sets fed by peers (elements-from) hold their allowed IPs.
+	PeersUp map[string]map[model.Key]bool
+	// Unallocated are the pool addresses a dry run cannot name, because
+	// apply allocates them: shown in Plan.Pending, never in Ops.
+	Unallocated []model.PoolAddress
+}
+
+// Compute is ComputeWith without inputs beyond the two states.
+func Compute(desired, actual *model.State) (*Plan, error) {
+	return ComputeWith(desired, actual, Inputs{})
+}
+
+// ComputeWith returns the plan that turns actual into desired. Only objects
+// that actual marks as ours (Owned links, routes and rules of
+// desired.Protocol, owned FoU ports), and the addresses in.PoolAddrs names,
+// are ever deleted or replaced. It makes every operation of the plan.
 //
 // The order of operations, and why:
 //  1. links are created, replaced and updated, parents and masters first,
-//     because addresses, routes and slaves need their link;
+//     because addresses, routes and slaves need their link; then WireGuard
+//     devices and peers, which need their link;
 //  2. FoU ports, then addresses, then routes, then rules are added or
 //     changed: a route's device must be up and its source address present,
-//     and a rule should only send traffic to a table that is filled;
-//  3. stale rules, routes, addresses and FoU ports are deleted after their
-//     replacements exist, so traffic never falls into a gap, in that order
-//     (the reverse of creates: a route before its source address);
+//     and a rule should only send traffic to a table that is filled; then
+//     nftables, one batch per table (see nftPlan);
+//  3. stale rules, routes, addresses (those given back to a pool with them)
+//     and FoU ports are deleted after their replacements exist, so traffic
+//     never falls into a gap, in that order (the reverse of creates: a route
+//     before its source address);
 //  4. stale links are deleted last, children before parents.
-func Compute(desired, actual *model.State) (*Plan, error) {
+func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
+	desired = peerSets(desired, in.PeersUp)
 	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{}}
 	c.links()
 	c.wireguard()
@@ -42,12 +70,17 @@ func Compute(desired, actual *model.State) (*Plan, error) {
 	c.rules()
 	c.nft()
 	c.leaveOutDependents()
+	// After the conflicts are left out: the registry has the address back
+	// (or will, in a dry run's apply), so it leaves the link whatever else
+	// is in conflict.
+	c.poolGiveBacks(in.PoolAddrs)
 	// Deletes run in the reverse order of creates: a route goes before the
 	// address it takes as source (the kernel deletes such routes with the
 	// address), a rule before the routes of its table.
 	sort.SliceStable(c.deletes, func(i, j int) bool { return deleteRank[c.deletes[i].Kind] < deleteRank[c.deletes[j].Kind] })
 	c.plan.Ops = append(c.plan.Ops, c.deletes...)
 	c.plan.Ops = append(c.plan.Ops, c.linkDeletes...)
+	c.pending(in.Unallocated)
 	if len(c.conflicts) > 0 {
 		return c.plan, c.conflicts
 	}
@@ -55,7 +88,7 @@ func Compute(desired, actual *model.State) (*Plan, error) {
 }
 
 // deleteRank orders the deletes that run before the links' (see Compute).
-var deleteRank = map[string]int{KindRule: 0, KindRoute: 1, KindAddress: 2, KindFou: 3}
+var deleteRank = map[Kind]int{KindRule: 0, KindRoute: 1, KindAddress: 2, KindFou: 3}
 
 type computer struct {
 	d, a        *model.State

@@ -2,7 +2,6 @@ package diff
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 
@@ -19,8 +18,8 @@ func (c *computer) links() {
 			c.blockLink(name)
 			c.conflict("link %s (kind device) does not exist; a device link is never created", name)
 		case want.Kind == model.KindDevice:
-			if ch := linkChanges(want, have, false); len(ch) > 0 {
-				updates = append(updates, Op{Action: Update, Kind: KindLink, ID: name, Changes: ch, Link: want})
+			if ch, f := linkChanges(want, have, false); len(ch) > 0 {
+				updates = append(updates, Op{Action: Update, Kind: KindLink, ID: name, Changes: ch, Link: want, LinkFields: f})
 			}
 		case !exists:
 			op := Op{Action: Create, Kind: KindLink, ID: name, Summary: linkSummary(want), Link: want}
@@ -76,12 +75,14 @@ func (c *computer) links() {
 				creates = append(creates, Op{Action: Replace, Kind: KindLink, ID: name, Summary: linkSummary(want), Reason: reason, Link: want})
 				continue
 			}
-			ch := linkChanges(want, have, true)
+			ch, f := linkChanges(want, have, true)
 			if !have.Owned {
+				// The marker is written with the alias, which
+				// linkChanges always writes for a link being adopted.
 				ch = append([]Change{{Field: "owner", From: "foreign", To: "netreconcile (adopted)"}}, ch...)
 			}
 			if len(ch) > 0 {
-				updates = append(updates, Op{Action: Update, Kind: KindLink, ID: name, Changes: ch, Link: want})
+				updates = append(updates, Op{Action: Update, Kind: KindLink, ID: name, Changes: ch, Link: want, LinkFields: f})
 			}
 		}
 	}
@@ -129,10 +130,8 @@ func (c *computer) links() {
 		c.add(op)
 	}
 	for _, op := range updates {
-		for _, ch := range op.Changes {
-			if ch.Field == "state" && !op.Link.Up {
-				c.downed[op.ID] = true
-			}
+		if op.LinkFields.State && !op.Link.Up {
+			c.downed[op.ID] = true
 		}
 		c.add(op)
 	}
@@ -147,12 +146,10 @@ func (c *computer) pinMasterMTUs(creates, updates, early []Op) {
 		touched[op.Link.Master] = true
 	}
 	for _, op := range updates {
-		for _, ch := range op.Changes {
-			if ch.Field == "master" || ch.Field == "mtu" {
-				touched[op.Link.Master] = true
-				if l := c.a.Links[op.ID]; l != nil {
-					touched[l.Master] = true
-				}
+		if op.LinkFields.Master || op.LinkFields.MTU {
+			touched[op.Link.Master] = true
+			if l := c.a.Links[op.ID]; l != nil {
+				touched[l.Master] = true
 			}
 		}
 	}
@@ -274,13 +271,14 @@ func (c *computer) recreateChildren(creates, updates []Op) ([]Op, []Op) {
 		for i := range updates {
 			if updates[i].ID == name {
 				found = true
-				if !slices.ContainsFunc(updates[i].Changes, func(c Change) bool { return c.Field == "master" }) {
+				if !updates[i].LinkFields.Master {
 					updates[i].Changes = append(updates[i].Changes, ch)
+					updates[i].LinkFields.Master = true
 				}
 			}
 		}
 		if !found {
-			updates = append(updates, Op{Action: Update, Kind: KindLink, ID: name, Changes: []Change{ch}, Link: want})
+			updates = append(updates, Op{Action: Update, Kind: KindLink, ID: name, Changes: []Change{ch}, Link: want, LinkFields: LinkFields{Master: true}})
 		}
 	}
 	return creates, updates
@@ -549,23 +547,29 @@ func fixedChange(want, have *model.Link) string {
 	return ""
 }
 
-// linkChanges lists the attributes that change in place. For links netreconcile
-// owns every attribute is enforced; for device links only those the file sets.
-func linkChanges(want, have *model.Link, owned bool) []Change {
+// linkChanges lists the attributes that change in place, as shown and as
+// written. For links netreconcile owns every attribute is enforced; for
+// device links only those the file sets.
+func linkChanges(want, have *model.Link, owned bool) ([]Change, LinkFields) {
 	var ch []Change
+	var f LinkFields
 	if want.MTU != 0 && want.MTU != have.MTU {
+		f.MTU = true
 		ch = append(ch, Change{"mtu", strconv.Itoa(have.MTU), strconv.Itoa(want.MTU)})
 	}
 	if (owned || want.Master != "") && want.Master != have.Master {
+		f.Master = true
 		ch = append(ch, Change{"master", have.Master, want.Master})
 	}
 	if (owned || want.Alias != "") && (want.Alias != have.Alias || owned && !have.Owned) {
+		f.Alias = true
 		ch = append(ch, Change{"alias", have.Alias, want.Alias})
 	}
 	if (owned || want.StateSet) && want.Up != have.Up {
+		f.State = true
 		ch = append(ch, Change{"state", upWord(have.Up), upWord(want.Up)})
 	}
-	return ch
+	return ch, f
 }
 
 func linkSummary(l *model.Link) string {

@@ -9,11 +9,11 @@ import (
 
 // nftables object kinds.
 const (
-	KindNftTable = "nft table"
-	KindNftSet   = "nft set"
-	KindNftElem  = "nft element"
-	KindNftChain = "nft chain"
-	KindNftRule  = "nft rule"
+	KindNftTable Kind = "nft table"
+	KindNftSet   Kind = "nft set"
+	KindNftElem  Kind = "nft element"
+	KindNftChain Kind = "nft chain"
+	KindNftRule  Kind = "nft rule"
 )
 
 // nftPlan collects the nftables ops of a plan in the order the batch runs
@@ -72,7 +72,7 @@ func (c *computer) nft() {
 			c.conflict("nftables table %s exists and netreconcile did not create it (the ownership ledger does not list it); add \"adopt: true\" to the table to take it over whole, or choose another name", w.Key())
 		default:
 			if !h.Owned {
-				p.tables = append(p.tables, Op{Action: Update, Kind: KindNftTable, ID: w.Key().String(),
+				p.tables = append(p.tables, Op{Action: Update, Kind: KindNftTable, ID: w.Key().String(), Table: w.Key(),
 					Changes: []Change{{Field: "owner", From: "none", To: "netreconcile"}}, Reason: "declared in the file: owned whole from now on"})
 			}
 			if why := nftStructural(w, h); why != "" {
@@ -83,7 +83,7 @@ func (c *computer) nft() {
 				// A dormant table keeps its chains and rules but none of
 				// them runs. NEWTABLE on the existing table with flags 0
 				// (what NftAddTable sends) wakes it in place.
-				p.tables = append(p.tables, Op{Action: Update, Kind: KindNftTable, ID: tableID(w.Key()),
+				p.tables = append(p.tables, Op{Action: Update, Kind: KindNftTable, ID: tableID(w.Key()), Table: w.Key(),
 					Changes: []Change{{Field: "flags", From: "dormant", To: "none"}}, Reason: "a dormant table runs none of its rules",
 					NFT: []model.NftOp{{Op: model.NftAddTable, Table: w.Key()}}})
 			}
@@ -93,7 +93,7 @@ func (c *computer) nft() {
 	for i := range c.a.NFTables {
 		h := &c.a.NFTables[i]
 		if h.Owned && !want[h.Key()] {
-			p.tableDels = append(p.tableDels, Op{Action: Delete, Kind: KindNftTable, ID: h.Key().String(),
+			p.tableDels = append(p.tableDels, Op{Action: Delete, Kind: KindNftTable, ID: h.Key().String(), Table: h.Key(),
 				NFT: []model.NftOp{{Op: model.NftDelTable, Table: h.Key()}}})
 		}
 	}
@@ -138,13 +138,13 @@ func (p *nftPlan) createTable(w *model.NftTable, action Action, why string) {
 	if action == Replace {
 		ops = []model.NftOp{{Op: model.NftDelTable, Table: k}, {Op: model.NftAddTable, Table: k}}
 	}
-	p.tables = append(p.tables, Op{Action: action, Kind: KindNftTable, ID: tableID(k), Reason: why, NFT: ops})
+	p.tables = append(p.tables, Op{Action: action, Kind: KindNftTable, Table: k, ID: tableID(k), Reason: why, NFT: ops})
 	for i := range w.Sets {
 		p.createSet(k, &w.Sets[i])
 	}
 	for i := range w.Chains {
 		wc := &w.Chains[i]
-		p.chains = append(p.chains, Op{Action: Create, Kind: KindNftChain, ID: chainID(k, wc.Name), Summary: wc.Spec(),
+		p.chains = append(p.chains, Op{Action: Create, Kind: KindNftChain, Table: k, ID: chainID(k, wc.Name), Summary: wc.Spec(),
 			NFT: []model.NftOp{{Op: model.NftAddChain, Table: k, Chain: wc}}})
 		for j := range wc.Rules {
 			p.rules = append(p.rules, ruleOp(Create, k, wc, j, &wc.Rules[j], 0, 0))
@@ -157,7 +157,7 @@ func chainID(k model.NftTableKey, name string) string { return k.String() + " ch
 
 func (p *nftPlan) createSet(k model.NftTableKey, s *model.NftSet) {
 	p.sets = slices.Grow(p.sets, 1+len(s.Elems))
-	p.sets = append(p.sets, Op{Action: Create, Kind: KindNftSet, ID: setID(k, s.Name), Summary: s.Spec(),
+	p.sets = append(p.sets, Op{Action: Create, Kind: KindNftSet, Table: k, ID: setID(k, s.Name), Summary: s.Spec(),
 		NFT: []model.NftOp{{Op: model.NftAddSet, Table: k, Set: s}}})
 	if len(s.Elems) == 0 {
 		return
@@ -170,7 +170,7 @@ func (p *nftPlan) createSet(k model.NftTableKey, s *model.NftSet) {
 	msgs := make([]model.NftOp, len(s.Elems))
 	for i := range s.Elems {
 		msgs[i] = model.NftOp{Op: model.NftAddElems, Table: k, Set: s, Elems: s.Elems[i : i+1 : i+1]}
-		p.sets = append(p.sets, Op{Action: Create, Kind: KindNftElem, ID: prefix + model.FormatNftElem(s.Type, s.Interval, s.Elems[i]),
+		p.sets = append(p.sets, Op{Action: Create, Kind: KindNftElem, Table: k, ID: prefix + model.FormatNftElem(s.Type, s.Interval, s.Elems[i]),
 			NFT: msgs[i : i+1 : i+1]})
 	}
 }
@@ -184,7 +184,7 @@ func elemOp(a Action, k model.NftTableKey, s *model.NftSet, e model.NftElem) Op 
 	if a == Delete {
 		op = model.NftDelElems
 	}
-	return Op{Action: a, Kind: KindNftElem, ID: elemIDPrefix(k, s) + model.FormatNftElem(s.Type, s.Interval, e),
+	return Op{Action: a, Kind: KindNftElem, Table: k, ID: elemIDPrefix(k, s) + model.FormatNftElem(s.Type, s.Interval, e),
 		NFT: []model.NftOp{{Op: op, Table: k, Set: s, Elems: []model.NftElem{e}}}}
 }
 
@@ -202,7 +202,7 @@ func ruleOp(a Action, k model.NftTableKey, c *model.NftChain, pos int, r *model.
 	if a == Delete {
 		id = fmt.Sprintf("%s rule handle %d", chainID(k, c.Name), handle)
 	}
-	return Op{Action: a, Kind: KindNftRule, ID: id, Summary: r.Label(), NFT: []model.NftOp{op}}
+	return Op{Action: a, Kind: KindNftRule, Table: k, ID: id, Summary: r.Label(), NFT: []model.NftOp{op}}
 }
 
 func (p *nftPlan) updateTable(w, h *model.NftTable) {
@@ -240,7 +240,7 @@ func (p *nftPlan) updateTable(w, h *model.NftTable) {
 	for i := range h.Sets {
 		hs := &h.Sets[i]
 		if w.Set(hs.Name) == nil {
-			p.setDels = append(p.setDels, Op{Action: Delete, Kind: KindNftSet, ID: setID(k, hs.Name),
+			p.setDels = append(p.setDels, Op{Action: Delete, Kind: KindNftSet, Table: k, ID: setID(k, hs.Name),
 				NFT: []model.NftOp{{Op: model.NftDelSet, Table: k, Set: hs}}})
 		}
 	}
@@ -248,7 +248,7 @@ func (p *nftPlan) updateTable(w, h *model.NftTable) {
 		wc := &w.Chains[i]
 		hc := h.Chain(wc.Name)
 		if hc == nil {
-			p.chains = append(p.chains, Op{Action: Create, Kind: KindNftChain, ID: chainID(k, wc.Name), Summary: wc.Spec(),
+			p.chains = append(p.chains, Op{Action: Create, Kind: KindNftChain, Table: k, ID: chainID(k, wc.Name), Summary: wc.Spec(),
 				NFT: []model.NftOp{{Op: model.NftAddChain, Table: k, Chain: wc}}})
 			for j := range wc.Rules {
 				p.rules = append(p.rules, ruleOp(Create, k, wc, j, &wc.Rules[j], 0, 0))
@@ -256,7 +256,7 @@ func (p *nftPlan) updateTable(w, h *model.NftTable) {
 			continue
 		}
 		if wc.Base() && hc.Policy != wc.Policy {
-			p.chains = append(p.chains, Op{Action: Update, Kind: KindNftChain, ID: chainID(k, wc.Name),
+			p.chains = append(p.chains, Op{Action: Update, Kind: KindNftChain, Table: k, ID: chainID(k, wc.Name),
 				Changes: []Change{{Field: "policy", From: hc.Policy, To: wc.Policy}},
 				NFT:     []model.NftOp{{Op: model.NftAddChain, Table: k, Chain: wc}}})
 		}
@@ -270,7 +270,7 @@ func (p *nftPlan) updateTable(w, h *model.NftTable) {
 		for j := range hc.Rules {
 			p.rules = append(p.rules, ruleOp(Delete, k, hc, j, &hc.Rules[j], hc.Rules[j].Handle, 0))
 		}
-		p.chainDels = append(p.chainDels, Op{Action: Delete, Kind: KindNftChain, ID: chainID(k, hc.Name),
+		p.chainDels = append(p.chainDels, Op{Action: Delete, Kind: KindNftChain, Table: k, ID: chainID(k, hc.Name),
 			NFT: []model.NftOp{{Op: model.NftDelChain, Table: k, Chain: hc}}})
 	}
 }

@@ -1,6 +1,23 @@
 // Package diff compares a desired and an actual model.State and produces a
 // Plan: the ordered, smallest list of kernel operations that makes the actual
 // state equal to the desired one. It is pure: no I/O, same input, same plan.
+//
+// The plan is built in one place. ComputeWith makes every operation, in the
+// order its doc states, from the two states and from the Inputs the engine
+// prepares (the addresses the pools handed out, the WireGuard peers that are
+// Up, the pool addresses a dry run cannot allocate yet); nothing else adds
+// to Plan.Ops. What is only shown, never applied, is kept in Plan.Pending.
+//
+// Operations are typed. Kind is a type of its own; an nftables op names its
+// table (Op.Table), never to be cut out of its ID; and an op that changes
+// attributes in place carries the set it writes as a struct of flags of its
+// kind (LinkFields, WireGuardFields, PeerFields), beside Changes, which only
+// shows them. Apply never reads the flags one by one: it passes a writer to
+// the set's Write method, which calls one writer method per flag set. A new
+// attribute is a new flag and a new method of the writer interface, so apply
+// does not compile until it writes it. Field names with an exhaustive switch
+// would need a linter or a test to say the same, and the strings that
+// Changes hold said nothing: a name apply did not know was skipped silently.
 package diff
 
 import (
@@ -23,16 +40,20 @@ const (
 	Delete  Action = "delete"
 )
 
+// Kind is the kind of object an operation changes.
+type Kind string
+
 // Object kinds, in the order creates happen.
 const (
-	KindLink    = "link"
-	KindFou     = "fou"
-	KindAddress = "address"
-	KindRoute   = "route"
-	KindRule    = "rule"
+	KindLink    Kind = "link"
+	KindFou     Kind = "fou"
+	KindAddress Kind = "address"
+	KindRoute   Kind = "route"
+	KindRule    Kind = "rule"
 )
 
-// Change is one attribute that differs.
+// Change is one attribute that differs, as a plan shows it. What apply
+// writes is the op's typed field set, never these names.
 type Change struct {
 	Field string `json:"field"`
 	From  string `json:"from,omitempty"`
@@ -42,15 +63,16 @@ type Change struct {
 // Op is one operation. Exactly one of the object fields is set, by Kind.
 type Op struct {
 	Action  Action   `json:"action"`
-	Kind    string   `json:"kind"`
+	Kind    Kind     `json:"kind"`
 	ID      string   `json:"id"`
 	Summary string   `json:"summary,omitempty"`
 	Changes []Change `json:"changes,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
 
 	// Link is the desired link (the actual one for a delete). For an update,
-	// only the fields named in Changes are written.
-	Link *model.Link `json:"-"`
+	// only the attributes in LinkFields are written.
+	Link       *model.Link `json:"-"`
+	LinkFields LinkFields  `json:"-"`
 	// Pair is set on a veth create when the peer end is declared too: the
 	// apply stage marks and configures that end after creating the pair.
 	PeerOfPair bool           `json:"-"`
@@ -64,15 +86,23 @@ type Op struct {
 	// first, so that the kernel keeps the other addresses of the subnet
 	// (and the routes through the link) when the primary goes.
 	Promote bool `json:"-"`
-	// NFT holds the nftables messages of an nft op; apply sends every nft
-	// op of a plan in one batch.
-	NFT       []model.NftOp `json:"-"`
-	WireGuard *WireGuardOp  `json:"-"`
+	// NFT holds the nftables messages of an nft op; apply sends the nft
+	// ops of a plan in one batch per table.
+	NFT []model.NftOp `json:"-"`
+	// Table is the table an nft op changes (set on every nft op, also on
+	// those without messages, such as a table's change of owner).
+	Table     model.NftTableKey `json:"-"`
+	WireGuard *WireGuardOp      `json:"-"`
 }
 
 // Plan is the ordered list of operations.
 type Plan struct {
+	// Ops are the operations apply runs, in order; only Compute adds to them.
 	Ops []Op `json:"ops"`
+	// Pending are shown with the plan and never applied: the pool
+	// addresses a dry run cannot name because apply allocates them. They
+	// count in Summary (an apply will create them) and in Empty.
+	Pending []Op `json:"pending,omitempty"`
 	// Protocol is the ownership protocol routes and rules are written with.
 	Protocol int `json:"protocol"`
 	// PinMTU lists declared masters with an MTU whose ports this plan
@@ -84,15 +114,31 @@ type Plan struct {
 }
 
 // Empty reports whether there is nothing to do.
-func (p *Plan) Empty() bool { return len(p.Ops) == 0 }
+func (p *Plan) Empty() bool { return len(p.Ops) == 0 && len(p.Pending) == 0 }
 
-// Counts returns the number of operations per action.
+// Counts returns the number of operations per action, the pending ones
+// included.
 func (p *Plan) Counts() map[Action]int {
 	c := map[Action]int{}
-	for _, op := range p.Ops {
-		c[op.Action]++
+	for _, ops := range [][]Op{p.Ops, p.Pending} {
+		for _, op := range ops {
+			c[op.Action]++
+		}
 	}
 	return c
+}
+
+// Select returns a plan of the operations of p that keep accepts, in the
+// same order, with p's protocol and masters to pin (the daemon holds back
+// the ops that wait for a retry). Pending entries are left out.
+func (p *Plan) Select(keep func(op *Op) bool) *Plan {
+	out := &Plan{Protocol: p.Protocol, PinMTU: p.PinMTU}
+	for i := range p.Ops {
+		if keep(&p.Ops[i]) {
+			out.Ops = append(out.Ops, p.Ops[i])
+		}
+	}
+	return out
 }
 
 var sigils = map[Action]string{Create: "+", Update: "~", Replace: "±", Delete: "-"}
@@ -105,9 +151,17 @@ func (p *Plan) String() string {
 	return b.String()
 }
 
-// Write renders the plan as String does.
+// Write renders the plan as String does: the operations, then the pending
+// entries.
 func (p *Plan) Write(w io.Writer) {
-	for _, op := range p.Ops {
+	WriteOps(w, p.Ops)
+	WriteOps(w, p.Pending)
+}
+
+// WriteOps renders operations as Plan.Write does (apply's report of what
+// it did).
+func WriteOps(w io.Writer, ops []Op) {
+	for _, op := range ops {
 		line := fmt.Sprintf("%s %s %s", sigils[op.Action], op.Kind, op.ID)
 		if op.Summary != "" {
 			line += " (" + op.Summary + ")"
@@ -146,16 +200,52 @@ func (p *Plan) JSON() ([]byte, error) {
 	return json.MarshalIndent(p, "", "  ")
 }
 
-// NftTable returns the table an nftables op changes: from its kernel ops
-// when it has any, else from its ID, which starts with the table's
-// "FAMILY NAME". Apply groups ops into one batch per table by it, and the
-// engine records a table it is about to create.
-func (op *Op) NftTable() model.NftTableKey {
-	if len(op.NFT) > 0 {
-		return op.NFT[0].Table
+// NftTable returns the table an nftables op changes: apply groups ops into
+// one batch per table by it, and the engine records a table it is about to
+// create.
+func (op *Op) NftTable() model.NftTableKey { return op.Table }
+
+// IsNft reports whether k is an nftables kind.
+func (k Kind) IsNft() bool {
+	switch k {
+	case KindNftTable, KindNftSet, KindNftElem, KindNftChain, KindNftRule:
+		return true
 	}
-	key := model.NftTableKey{}
-	key.Family, key.Name, _ = strings.Cut(op.ID, " ")
-	key.Name, _, _ = strings.Cut(key.Name, " ")
-	return key
+	return false
 }
+
+// LinkFields are the attributes a link update writes in place, each from
+// Op.Link. The ownership marker is written with the alias (an adopted link's
+// update always writes its alias).
+type LinkFields struct {
+	MTU, Master, Alias, State bool
+}
+
+// LinkWriter writes one attribute of a link per method: apply implements
+// it. Adding a field to LinkFields adds its method here.
+type LinkWriter interface {
+	MTU() error
+	Master() error
+	Alias() error
+	State() error
+}
+
+// Write calls w's method for every attribute in f, stopping at the first
+// error. The order: the MTU, then the master (a port joins with its final
+// MTU), the alias, and the state last (a link comes up configured).
+func (f LinkFields) Write(w LinkWriter) error {
+	for _, a := range []struct {
+		set   bool
+		write func() error
+	}{{f.MTU, w.MTU}, {f.Master, w.Master}, {f.Alias, w.Alias}, {f.State, w.State}} {
+		if a.set {
+			if err := a.write(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Any reports whether f writes anything.
+func (f LinkFields) Any() bool { return f != LinkFields{} }

@@ -12,8 +12,8 @@ import (
 
 // WireGuard object kinds: the device's own settings, and each peer.
 const (
-	KindWireGuard = "wireguard"
-	KindWGPeer    = "wireguard peer"
+	KindWireGuard Kind = "wireguard"
+	KindWGPeer    Kind = "wireguard peer"
 )
 
 // Markers that stand for secrets in a plan: never a key, never a fingerprint.
@@ -29,10 +29,70 @@ type WireGuardOp struct {
 	Device *model.WireGuard
 	// Peer is the desired peer, or the actual one for a delete.
 	Peer *model.WireGuardPeer
+	// DeviceFields (a device op) and PeerFields (a peer create or update)
+	// are what the op writes, each from Device or Peer.
+	DeviceFields WireGuardFields
+	PeerFields   PeerFields
 }
 
-// PeerOpID is the ID of a peer operation: "<public key> on <link>".
-func PeerOpID(pub model.Key, link string) string { return pub.String() + " on " + link }
+// WireGuardFields are the device attributes an op writes.
+type WireGuardFields struct {
+	PrivateKey, ListenPort, FwMark bool
+}
+
+// WireGuardWriter takes one device attribute per method: apply implements
+// it. Adding a field to WireGuardFields adds its method here.
+type WireGuardWriter interface {
+	PrivateKey()
+	ListenPort()
+	FwMark()
+}
+
+// Write calls w's method for every attribute in f.
+func (f WireGuardFields) Write(w WireGuardWriter) {
+	if f.PrivateKey {
+		w.PrivateKey()
+	}
+	if f.ListenPort {
+		w.ListenPort()
+	}
+	if f.FwMark {
+		w.FwMark()
+	}
+}
+
+// PeerFields are the peer attributes an op writes.
+type PeerFields struct {
+	AllowedIPs, Keepalive, PresharedKey, Endpoint bool
+}
+
+// PeerWriter takes one peer attribute per method: apply implements it.
+// Adding a field to PeerFields adds its method here.
+type PeerWriter interface {
+	AllowedIPs()
+	Keepalive()
+	PresharedKey()
+	Endpoint()
+}
+
+// Write calls w's method for every attribute in f.
+func (f PeerFields) Write(w PeerWriter) {
+	if f.AllowedIPs {
+		w.AllowedIPs()
+	}
+	if f.Keepalive {
+		w.Keepalive()
+	}
+	if f.PresharedKey {
+		w.PresharedKey()
+	}
+	if f.Endpoint {
+		w.Endpoint()
+	}
+}
+
+// peerOpID is the ID of a peer operation: "<public key> on <link>".
+func peerOpID(pub model.Key, link string) string { return pub.String() + " on " + link }
 
 // wireguard plans each WireGuard device's settings and peers, after the
 // links exist. Peers are planned one by one: deletes first (freeing allowed
@@ -61,18 +121,25 @@ func (c *computer) wireguard() {
 
 func (c *computer) wgDevice(name string, w, h *model.WireGuard) {
 	op := Op{Kind: KindWireGuard, ID: name, WireGuard: &WireGuardOp{Link: name, Device: w}}
+	f := &op.WireGuard.DeviceFields
 	if h == nil {
+		// A new device gets its key and mark, and its port unless the
+		// kernel is to pick one.
 		op.Action, op.Summary = Create, wgDeviceSummary(w)
+		*f = WireGuardFields{PrivateKey: true, ListenPort: w.ListenPort != 0, FwMark: true}
 		c.add(op)
 		return
 	}
 	if w.PublicKey != h.PublicKey {
+		f.PrivateKey = true
 		op.Changes = append(op.Changes, Change{"public-key", keyOrNone(h.PublicKey), keyOrNone(w.PublicKey)})
 	}
 	if w.ListenPort != 0 && w.ListenPort != h.ListenPort {
+		f.ListenPort = true
 		op.Changes = append(op.Changes, Change{"listen-port", strconv.Itoa(h.ListenPort), strconv.Itoa(w.ListenPort)})
 	}
 	if w.FwMark != h.FwMark {
+		f.FwMark = true
 		op.Changes = append(op.Changes, Change{"fwmark", markStr(h.FwMark), markStr(w.FwMark)})
 	}
 	if len(op.Changes) > 0 {
@@ -93,14 +160,15 @@ func (c *computer) wgPeers(name string, w, h *model.WireGuard, owned bool) {
 	for i := range w.Peers {
 		p := &w.Peers[i]
 		want[p.PublicKey] = true
-		op := Op{Kind: KindWGPeer, ID: PeerOpID(p.PublicKey, name), WireGuard: &WireGuardOp{Link: name, Device: w, Peer: p}}
+		op := Op{Kind: KindWGPeer, ID: peerOpID(p.PublicKey, name), WireGuard: &WireGuardOp{Link: name, Device: w, Peer: p}}
 		hp, ok := have[p.PublicKey]
 		if !ok {
 			op.Action, op.Summary = Create, peerSummary(p)
+			op.WireGuard.PeerFields = PeerFields{AllowedIPs: true, Keepalive: true, Endpoint: true, PresharedKey: p.PresharedKey.IsSet()}
 			creates = append(creates, op)
 			continue
 		}
-		if op.Changes = peerChanges(p, hp); len(op.Changes) > 0 {
+		if op.Changes, op.WireGuard.PeerFields = peerChanges(p, hp); len(op.Changes) > 0 {
 			op.Action = Update
 			updates = append(updates, op)
 		}
@@ -109,7 +177,7 @@ func (c *computer) wgPeers(name string, w, h *model.WireGuard, owned bool) {
 		for i := range h.Peers {
 			p := &h.Peers[i]
 			if !want[p.PublicKey] {
-				deletes = append(deletes, Op{Action: Delete, Kind: KindWGPeer, ID: PeerOpID(p.PublicKey, name), Summary: "not in the configuration", WireGuard: &WireGuardOp{Link: name, Device: w, Peer: p}})
+				deletes = append(deletes, Op{Action: Delete, Kind: KindWGPeer, ID: peerOpID(p.PublicKey, name), Summary: "not in the configuration", WireGuard: &WireGuardOp{Link: name, Device: w, Peer: p}})
 			}
 		}
 	}
@@ -120,16 +188,20 @@ func (c *computer) wgPeers(name string, w, h *model.WireGuard, owned bool) {
 	}
 }
 
-// peerChanges lists what differs; the field names are what apply patches.
-func peerChanges(w, h *model.WireGuardPeer) []Change {
+// peerChanges lists what differs, as shown and as written.
+func peerChanges(w, h *model.WireGuardPeer) ([]Change, PeerFields) {
 	var ch []Change
+	var f PeerFields
 	if a, b := prefixesStr(h.AllowedIPs), prefixesStr(w.AllowedIPs); a != b {
+		f.AllowedIPs = true
 		ch = append(ch, Change{"allowed-ips", a, b})
 	}
 	if w.Keepalive != h.Keepalive {
+		f.Keepalive = true
 		ch = append(ch, Change{"persistent-keepalive", durStr(h.Keepalive), durStr(w.Keepalive)})
 	}
 	if !w.PresharedKey.Equal(h.PresharedKey) {
+		f.PresharedKey = true // a zero Secret clears it
 		switch {
 		case !w.PresharedKey.IsSet():
 			ch = append(ch, Change{"preshared-key", secretSet, ""})
@@ -144,9 +216,10 @@ func peerChanges(w, h *model.WireGuardPeer) []Change {
 		if h.Endpoint.IsValid() {
 			from = h.Endpoint.String()
 		}
+		f.Endpoint = true
 		ch = append(ch, Change{"endpoint", from, w.Endpoint.String()})
 	}
-	return ch
+	return ch, f
 }
 
 func peerSummary(p *model.WireGuardPeer) string {

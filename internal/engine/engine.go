@@ -229,28 +229,27 @@ func (e *Engine) checkNftHandles(ts []model.NftTable) {
 // plan may come with a diff.Conflicts error: the conflicting objects are left
 // out of it.
 func (e *Engine) Plan(desired *model.State) (*diff.Plan, error) {
-	plan, _, err := e.plan(desired)
-	return plan, err
+	return e.plan(desired, diff.Inputs{})
 }
 
-// plan is Plan that also returns the kernel state it read, for callers that
-// look further at it (the pools) without a second dump.
-func (e *Engine) plan(desired *model.State) (*diff.Plan, *model.State, error) {
+// plan is Plan with the inputs the pools prepared; it adds the WireGuard
+// peers' states.
+func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) {
 	act, err := e.Actual(desired.Protocol, false)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read kernel state: %w", err)
+		return nil, fmt.Errorf("read kernel state: %w", err)
 	}
 	if err := e.readNFT(act, desired); err != nil {
-		return nil, nil, fmt.Errorf("read kernel state: %w", err)
+		return nil, fmt.Errorf("read kernel state: %w", err)
 	}
 	desired, decisions, states := e.decide(desired, act)
 	e.rot.mu.Lock()
 	e.rot.pending = decisions
 	e.rot.mu.Unlock()
-	desired = fillPeerSets(desired, states)
-	plan, err := diff.Compute(desired, act)
+	in.PeersUp = states.up()
+	plan, err := diff.ComputeWith(desired, act, in)
 	if plan == nil {
-		return plan, act, err
+		return plan, err
 	}
 	// The kernel state holds our routes only. A route the plan creates may
 	// meet a foreign one with its key: read the tables of the creates, and
@@ -272,16 +271,16 @@ func (e *Engine) plan(desired *model.State) (*diff.Plan, *model.State, error) {
 		missing[k.Table][k] = true
 	}
 	if len(missing) == 0 {
-		return plan, act, err
+		return plan, err
 	}
 	added, rerr := actual.AddForeignRoutesInTheWay(e.Kernel, act, missing, desired.Protocol)
 	if rerr != nil {
-		return nil, nil, fmt.Errorf("read kernel state: %w", rerr)
+		return nil, fmt.Errorf("read kernel state: %w", rerr)
 	}
 	if added {
-		plan, err = diff.Compute(desired, act)
+		plan, err = diff.ComputeWith(desired, act, in)
 	}
-	return plan, act, err
+	return plan, err
 }
 
 // Apply executes a plan and records what the ledger must remember.

@@ -31,8 +31,8 @@ type Pools struct {
 	// file; in a dry run, those that would be.
 	Released []ipam.Allocation
 	// Pending are the links' pool addresses a dry run could not show because they are not
-	// allocated yet, as plan operations to print (never to apply).
-	Pending []diff.Op
+	// allocated yet: the plan shows them (Plan.Pending), never applies them.
+	Pending []model.PoolAddress
 }
 
 // PreparePools resolves the pools of desired against the registry. It refuses, before anything
@@ -75,8 +75,7 @@ func PreparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 		wanted[k] = true
 		a, ok := have[k]
 		if !ok && dryRun {
-			out.Pending = append(out.Pending, diff.Op{Action: diff.Create, Kind: diff.KindAddress,
-				ID: fmt.Sprintf("(from pool %s) dev %s", pa.Pool, pa.Link), Reason: "allocated by apply"})
+			out.Pending = append(out.Pending, pa)
 			continue
 		}
 		if !ok {
@@ -190,52 +189,24 @@ func addExportRoutes(st *model.State, pools []ipam.Pool, blocks []ipam.Block) er
 	return nil
 }
 
-// PlanPools is Plan for a desired state that PreparePools resolved. Beyond Plan, it deletes the
-// addresses a link held from a pool and no longer takes, also from links netreconcile does not
-// own (a device link keeps its other addresses): the registry says they were ours.
+// PlanPools is Plan for a desired state that PreparePools resolved. The plan also deletes the
+// addresses a link held from a pool and no longer takes (diff.Inputs.PoolAddrs), and in a dry
+// run shows the addresses apply allocates (diff.Inputs.Unallocated).
 func (e *Engine) PlanPools(p *Pools) (*diff.Plan, error) {
-	plan, act, err := e.plan(p.Desired)
-	if plan == nil || len(p.Released)+len(p.Allocated) == 0 {
-		return plan, err
-	}
-	ours := map[string]map[netip.Addr]bool{} // link -> addresses from pools
+	in := diff.Inputs{Unallocated: p.Pending}
 	for _, a := range append(slices.Clone(p.Allocated), p.Released...) {
 		link := strings.TrimPrefix(a.Owner, ipam.ConfigOwner("link", ""))
-		if ours[link] == nil {
-			ours[link] = map[netip.Addr]bool{}
+		if in.PoolAddrs == nil {
+			in.PoolAddrs = map[string]map[netip.Addr]bool{}
+		}
+		if in.PoolAddrs[link] == nil {
+			in.PoolAddrs[link] = map[netip.Addr]bool{}
 		}
 		for _, ip := range a.Addrs() {
-			ours[link][ip] = true
+			in.PoolAddrs[link][ip] = true
 		}
 	}
-	want := map[model.AddressKey]bool{}
-	for _, a := range p.Desired.Addresses {
-		want[a.Key()] = true
-	}
-	planned := map[string]bool{}
-	for _, op := range plan.Ops {
-		switch {
-		case op.Kind == diff.KindAddress:
-			planned[op.ID] = true
-		case op.Kind == diff.KindLink && op.Action != diff.Update && op.Link != nil:
-			planned["link "+op.Link.Name] = true
-			// A veth's peer goes (or comes) with it: its addresses are
-			// the kernel's business too, whichever end the op names.
-			for _, l := range []*model.Link{op.Link, act.Links[op.Link.Name]} {
-				if l != nil && l.Veth != nil && l.Veth.Peer != "" {
-					planned["link "+l.Veth.Peer] = true
-				}
-			}
-		}
-	}
-	for i := range act.Addresses {
-		a := &act.Addresses[i]
-		if !ours[a.Link][a.Prefix.Addr()] || want[a.Key()] || planned[a.Key().String()] || planned["link "+a.Link] {
-			continue
-		}
-		plan.Ops = append(plan.Ops, diff.Op{Action: diff.Delete, Kind: diff.KindAddress, ID: a.Key().String(), Reason: "given back to its pool", Address: a})
-	}
-	return plan, err
+	return e.plan(p.Desired, in)
 }
 
 // PoolUsage returns the usage of every pool of the registry, in the order of the configuration:
@@ -281,9 +252,6 @@ func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun b
 		return nil, nil, err
 	}
 	plan, err := e.PlanPools(pools)
-	if plan != nil && dryRun {
-		plan.Ops = append(plan.Ops, pools.Pending...)
-	}
 	return plan, pools, err
 }
 

@@ -28,7 +28,7 @@ func TestPreparePools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dry.Pending) != 1 || dry.Pending[0].ID != "(from pool p) dev a" || len(dry.Desired.Routes) != 1 {
+	if len(dry.Pending) != 1 || dry.Pending[0].Pool != "p" || dry.Pending[0].Link != "a" || len(dry.Desired.Routes) != 1 {
 		t.Fatalf("dry run: pending %+v, routes %v", dry.Pending, dry.Desired.Routes)
 	}
 	if as, _ := reg.List(ctx, ""); len(as) != 0 {

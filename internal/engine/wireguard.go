@@ -171,15 +171,19 @@ func (e *Engine) commitRotation(res *apply.Result) {
 	if len(pending) == 0 {
 		return
 	}
-	done := map[string]bool{}
+	type peerKey struct {
+		link string
+		pub  model.Key
+	}
+	done := map[peerKey]bool{}
 	for _, op := range res.Done {
 		if op.Kind == diff.KindWGPeer {
-			done[op.ID] = true
+			done[peerKey{op.WireGuard.Link, op.WireGuard.Peer.PublicKey}] = true
 		}
 	}
 	t := e.Tracker()
 	for _, p := range pending {
-		if done[diff.PeerOpID(p.pub, p.link)] {
+		if done[peerKey{p.link, p.pub}] {
 			t.Commit(p.link, p.pub, p.d)
 		}
 	}

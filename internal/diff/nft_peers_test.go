@@ -1,13 +1,11 @@
-package engine
+package diff
 
 import (
 	"net/netip"
 	"strings"
 	"testing"
 
-	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/model"
-	"github.com/netreconcile/netreconcile/internal/wgpeer"
 )
 
 func peerSetState(from *model.NftElemsFrom, literal ...string) *model.State {
@@ -38,26 +36,24 @@ func elemsOf(s *model.NftSet) string {
 	return strings.Join(out, " ")
 }
 
-func TestFillPeerSets(t *testing.T) {
-	up := peerStates{}
-	up.set("ks", model.Key{1}, wgpeer.Up)
-	up.set("ks", model.Key{2}, wgpeer.Down)
+func TestPeerSets(t *testing.T) {
+	up := map[string]map[model.Key]bool{"ks": {model.Key{1}: true}}
 	for _, c := range []struct {
 		name   string
 		from   *model.NftElemsFrom
-		states peerStates
+		states map[string]map[model.Key]bool
 		lit    []string
 		v4, v6 string
 	}{
 		{"up only", &model.NftElemsFrom{WireGuard: "ks"}, up, nil, "10.100.0.2 10.244.2.0/24", "fd00::2"},
-		{"all peers", &model.NftElemsFrom{WireGuard: "ks", AllPeers: true}, peerStates{}, nil, "10.100.0.2 10.100.0.3 10.244.2.0/24 10.244.3.0/24", "fd00::2"},
-		{"none up", &model.NftElemsFrom{WireGuard: "ks"}, peerStates{}, nil, "", ""},
+		{"all peers", &model.NftElemsFrom{WireGuard: "ks", AllPeers: true}, nil, nil, "10.100.0.2 10.100.0.3 10.244.2.0/24 10.244.3.0/24", "fd00::2"},
+		{"none up", &model.NftElemsFrom{WireGuard: "ks"}, nil, nil, "", ""},
 		// A literal /16 swallows the peers' /24s: the kernel refuses overlaps.
-		{"union with literal", &model.NftElemsFrom{WireGuard: "ks", AllPeers: true}, peerStates{}, []string{"10.244.0.0/16", "192.0.2.1"}, "10.100.0.2 10.100.0.3 10.244.0.0/16 192.0.2.1", "fd00::2"},
+		{"union with literal", &model.NftElemsFrom{WireGuard: "ks", AllPeers: true}, nil, []string{"10.244.0.0/16", "192.0.2.1"}, "10.100.0.2 10.100.0.3 10.244.0.0/16 192.0.2.1", "fd00::2"},
 		{"literal equals a peer's", &model.NftElemsFrom{WireGuard: "ks"}, up, []string{"10.100.0.2"}, "10.100.0.2 10.244.2.0/24", "fd00::2"},
 	} {
 		d := peerSetState(c.from, c.lit...)
-		got := fillPeerSets(d, c.states)
+		got := peerSets(d, c.states)
 		tb := &got.NFTables[0]
 		if g := elemsOf(tb.Set("v4")); g != c.v4 {
 			t.Errorf("%s: v4 = %q, want %q", c.name, g, c.v4)
@@ -77,24 +73,22 @@ func TestPeerUpChangesElementsOnly(t *testing.T) {
 	from := &model.NftElemsFrom{WireGuard: "ks"}
 	d := peerSetState(from)
 	d.NFTables[0].Chains = []model.NftChain{{Name: "c", Type: "filter", Hook: "output", Policy: "accept"}}
-	before := fillPeerSets(d, peerStates{})
+	before := peerSets(d, nil)
 	act := *before
 	act.NFTables = append([]model.NftTable(nil), before.NFTables...)
 	act.NFTables[0].Owned = true
-	act.Links = map[string]*model.Link{}
+	// The device is as the file says: only the peers' states differ.
+	ks := *d.Links["ks"]
+	ks.Owned = true
+	act.Links = map[string]*model.Link{"ks": &ks}
 	act.Protocol = d.Protocol
-	one := peerStates{}
-	one.set("ks", model.Key{2}, wgpeer.Up)
-	after := fillPeerSets(d, one)
-	a := *after
-	a.Links = map[string]*model.Link{}
-	plan, err := diff.Compute(&a, &act)
+	plan, err := ComputeWith(d, &act, Inputs{PeersUp: map[string]map[model.Key]bool{"ks": {model.Key{2}: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, op := range plan.Ops {
-		got = append(got, string(op.Action)+" "+op.Kind+" "+op.ID)
+		got = append(got, string(op.Action)+" "+string(op.Kind)+" "+op.ID)
 	}
 	want := "create nft element inet t set v4 element 10.100.0.3,create nft element inet t set v4 element 10.244.3.0/24"
 	if strings.Join(got, ",") != want {
