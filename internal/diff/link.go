@@ -537,7 +537,7 @@ func fixedChange(want, have *model.Link) string {
 		case w.Mode != h.Mode:
 			return fmt.Sprintf("mode %s -> %s", h.Mode, w.Mode)
 		case encapStr(w.Encap) != encapStr(h.Encap):
-			return fmt.Sprintf("encap %s -> %s", encapStr(h.Encap), encapStr(w.Encap))
+			return fmt.Sprintf("%s -> %s", encapStr(h.Encap), encapStr(w.Encap))
 		}
 	case model.KindVeth:
 		if want.Veth.PeerNetNS == "" && have.Veth != nil && have.Veth.Peer != "" && have.Veth.Peer != want.Veth.Peer {
@@ -630,9 +630,11 @@ func linkSummary(l *model.Link) string {
 	return s
 }
 
+// encapStr names a tunnel's encapsulation as ip link does, with the word
+// encap: "encap fou encap-sport auto encap-dport 5555", or "encap none".
 func encapStr(e *model.Encap) string {
 	if e == nil {
-		return "none"
+		return "encap none"
 	}
 	sport := "auto"
 	if e.Sport != 0 {
