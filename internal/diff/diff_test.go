@@ -306,7 +306,7 @@ func TestReplaceOnlyWhereForced(t *testing.T) {
 		file:   "links:\n  fou4: {kind: ipip, ipip: {remote: 192.0.2.9, local: 192.0.2.1, ttl: 225, encap: {type: fou, sport: 4000, dport: 5555}}}\n",
 		kernel: newKernel().link(tun(0)),
 		plan: `
-± link fou4 (ipip remote 192.0.2.9 local 192.0.2.1 ttl 225 encap fou encap-sport 4000 encap-dport 5555): encap encap fou encap-sport auto encap-dport 5555 -> encap fou encap-sport 4000 encap-dport 5555
+± link fou4 (ipip remote 192.0.2.9 local 192.0.2.1 ttl 225 encap fou encap-sport 4000 encap-dport 5555): encap fou encap-sport auto encap-dport 5555 -> encap fou encap-sport 4000 encap-dport 5555
 `,
 	}, {
 		name:   "tunnel unchanged",
