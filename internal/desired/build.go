@@ -22,6 +22,10 @@ type builder struct {
 	poolAddrAt  map[[2]string]string
 	// poolConfs holds every declared pool, across files (pool.go).
 	poolConfs map[string]*poolConf
+	// Made once from links, when first needed: ipvlanParents (ipvlanOf)
+	// and wgKnown (wireGuardLinks).
+	ipvlanParents map[string]string
+	wgKnown       *string
 }
 
 func build(confs []*fileConf, errs *errList) *model.State {

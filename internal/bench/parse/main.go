@@ -91,6 +91,7 @@ var cases = []benchCase{
 	{"1 MB block list of one-char routes", oneItem("routes:\n", "- x\n", ""), time.Second, 200},
 	{"1 MB of dummy links", func() string { return links(false) }, time.Second, 200},
 	{"1 MB of links with an address", func() string { return links(true) }, time.Second, 200},
+	{"1 MB of bridge ports", oneItemN("links:\n  br0: {kind: bridge}\n", func(i int) string { return fmt.Sprintf("  v%d: {kind: veth, master: br0, veth: {peer: w%d}}\n", i, i) }, "", ""), time.Second, 200},
 	{"1 MB of links, not mappings", oneItemN("links: {", func(i int) string { return fmt.Sprintf("l%d: x", i) }, ", ", "}\n"), time.Second, 200},
 	{"1 MB of valid nft rules", oneItemN("nftables:\n  inet bench:\n    chains:\n      c0:\n        rules:\n", func(i int) string {
 		return fmt.Sprintf("          - ip saddr 10.%d.%d.%d tcp dport %d accept\n", i>>16&255, i>>8&255, i&255, i%65535+1)
