@@ -237,6 +237,9 @@ type structInfo struct {
 	fields  map[string]fieldInfo
 	names   []string
 	metaIdx int
+	// expected is the names joined, for "unknown key": made for each
+	// unknown key, it was most of the time of a megabyte of them.
+	expected string
 }
 
 // structInfos caches fieldsOf per type: a file with 100k routes decodes 100k
@@ -245,13 +248,18 @@ type structInfo struct {
 var structInfos sync.Map // reflect.Type -> *structInfo
 
 func fieldsOf(t reflect.Type) (map[string]fieldInfo, []string, int) {
+	s := infoOf(t)
+	return s.fields, s.names, s.metaIdx
+}
+
+func infoOf(t reflect.Type) *structInfo {
 	if si, ok := structInfos.Load(t); ok {
-		s := si.(*structInfo)
-		return s.fields, s.names, s.metaIdx
+		return si.(*structInfo)
 	}
 	fields, names, metaIdx := reflectFields(t)
-	structInfos.Store(t, &structInfo{fields, names, metaIdx})
-	return fields, names, metaIdx
+	s := &structInfo{fields, names, metaIdx, strings.Join(names, ", ")}
+	structInfos.Store(t, s)
+	return s
 }
 
 func reflectFields(t reflect.Type) (map[string]fieldInfo, []string, int) {
@@ -318,7 +326,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
 		d.fail(n, path, "expected a mapping, found %s", kindWord(n))
 		return
 	}
-	fields, names, _ := fieldsOf(v.Type())
+	si := infoOf(v.Type())
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
@@ -332,9 +340,9 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
 			continue
 		}
 		seen[k.Value] = true
-		f, ok := fields[k.Value]
+		f, ok := si.fields[k.Value]
 		if !ok {
-			d.fail(k, fp, "unknown key; expected one of: %s", strings.Join(names, ", "))
+			d.fail(k, fp, "unknown key; expected one of: %s", si.expected)
 			continue
 		}
 		if m != nil {

@@ -3,6 +3,7 @@ package desired
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -70,7 +71,7 @@ func (b *builder) link(name string, lc *linkConf) {
 		if ac != nil && ac.unparsable {
 			continue
 		}
-		b.address(name, fmt.Sprintf("%s.addresses[%d]", path, i), ac)
+		b.address(name, func() string { return path + ".addresses[" + strconv.Itoa(i) + "]" }, ac)
 	}
 	b.st.Links[name] = l
 }
