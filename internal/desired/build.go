@@ -76,14 +76,21 @@ func build(confs []*fileConf, errs *errList) *model.State {
 	}
 	b.linkCycles()
 	for _, fc := range confs {
+		// Items that were not mappings were reported by the decoder.
 		for i, fo := range fc.Fou {
-			b.fou(i, fo)
+			if !fo.notMapping {
+				b.fou(i, fo)
+			}
 		}
 		for i, rc := range fc.Routes {
-			b.route(i, rc)
+			if !rc.notMapping {
+				b.route(i, rc)
+			}
 		}
 		for i, rc := range fc.Rules {
-			b.rule(i, rc)
+			if !rc.notMapping {
+				b.rule(i, rc)
+			}
 		}
 	}
 	b.nftables(confs)

@@ -27,7 +27,21 @@ type scalar interface {
 type Meta struct {
 	Pos  Pos
 	Keys map[string]Pos
+	// notMapping marks the one entry that stands for every list item that
+	// was not a mapping (see thrifty): the decoder reported each, and the
+	// builder skips it.
+	notMapping bool
 }
+
+// thrifty lets the decoder stand one shared entry, reported and then
+// skipped, for every item of a list of mappings that is not a mapping,
+// instead of an empty struct per item that every check of meaning then
+// reports at the item's position, where an error already is (and errList
+// neither keeps nor counts a second). A megabyte of "[x,x,…]" is half a
+// million items, and their structs were most of its peak memory. Tests
+// turn it off to compare (checkLoad): the errors and the model must be
+// the same.
+var thrifty = true
 
 func (m *Meta) at(key string) Pos {
 	if p, ok := m.Keys[key]; ok {
@@ -49,6 +63,8 @@ type decoder struct {
 	errs  *errList
 	flows map[flowKey]*flowCut // see fastflow.go
 	tags  map[string]string
+	// skipped holds the entries notMapping made, by type.
+	skipped map[reflect.Type]reflect.Value
 }
 
 func (d *decoder) pos(n *yaml.Node) Pos { return Pos{d.file, n.Line, n.Column} }
@@ -154,9 +170,19 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 			return
 		}
 		_, addrs := s.Interface().([]*addressConf)
+		mappings := thrifty && mappingItems(v.Type().Elem())
 		for i, c := range n.Content {
 			if c.Kind == yaml.AliasNode {
 				c = c.Alias
+			}
+			if mappings && (c.Kind == yaml.SequenceNode && d.flows == nil || c.Kind == yaml.ScalarNode && c.Tag != "!!null") {
+				// What decodeStruct reports for it, lazily. Not for a
+				// sequence that may be a cut flow (restore takes it back).
+				d.errs.addLazy(d.pos(c), func() (string, string) {
+					return path + "[" + strconv.Itoa(i) + "]", fmt.Sprintf("expected a mapping, found %s", kindWord(c))
+				})
+				s.Index(i).Set(d.notMapping(v.Type().Elem()))
+				continue
 			}
 			if addrs {
 				if e := s.Index(i); skipUnparsableAddress(d, c, path, i, &e) {
@@ -197,6 +223,35 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 	default:
 		panic(fmt.Sprintf("desired: unsupported field type %s at %s", v.Type(), path))
 	}
+}
+
+// mappingItems reports whether t, a list's item type, is a pointer to a
+// conf struct that only a mapping decodes into.
+func mappingItems(t reflect.Type) bool {
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct || t.Implements(scalarType) {
+		return false
+	}
+	if _, ok := reflect.Zero(t).Interface().(nodeDecoder); ok {
+		return false
+	}
+	_, _, metaIdx := fieldsOf(t.Elem())
+	return metaIdx >= 0
+}
+
+// notMapping returns the entry of pointer type t that stands for the items
+// that were not mappings (thrifty).
+func (d *decoder) notMapping(t reflect.Type) reflect.Value {
+	if e, ok := d.skipped[t]; ok {
+		return e
+	}
+	e := reflect.New(t.Elem())
+	_, _, metaIdx := fieldsOf(t.Elem())
+	e.Elem().Field(metaIdx).Addr().Interface().(*Meta).notMapping = true
+	if d.skipped == nil {
+		d.skipped = map[reflect.Type]reflect.Value{}
+	}
+	d.skipped[t] = e
+	return e
 }
 
 // nodeDecoder is implemented by types that accept several shapes (a scalar
