@@ -351,9 +351,10 @@ func (d *decoder) placeMeta(n *yaml.Node, v reflect.Value) *Meta {
 	}
 	m := v.Field(metaIdx).Addr().Interface().(*Meta)
 	m.Pos = d.pos(n)
-	if n.Kind == yaml.MappingNode {
-		// Only a mapping has keys: a megabyte of "[x,x,…]" where
-		// mappings are expected would make half a million empty maps.
+	if n.Kind == yaml.MappingNode && len(n.Content) > 0 {
+		// Only a mapping with keys has keys: a megabyte of "[x,x,…]"
+		// or "[{},{},…]" where mappings are expected would make half a
+		// million empty maps. A nil map reads as an empty one.
 		m.Keys = map[string]Pos{}
 	}
 	return m
