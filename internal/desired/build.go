@@ -22,6 +22,10 @@ type builder struct {
 	poolAddrAt  map[[2]string]string
 	// poolConfs holds every declared pool, across files (pool.go).
 	poolConfs map[string]*poolConf
+	// Made once from links, when first needed: ipvlanParents (ipvlanOf)
+	// and wgKnown (wireGuardLinks).
+	ipvlanParents map[string]string
+	wgKnown       *string
 }
 
 func build(confs []*fileConf, errs *errList) *model.State {
@@ -72,14 +76,21 @@ func build(confs []*fileConf, errs *errList) *model.State {
 	}
 	b.linkCycles()
 	for _, fc := range confs {
+		// Items that were not mappings were reported by the decoder.
 		for i, fo := range fc.Fou {
-			b.fou(i, fo)
+			if !fo.notMapping {
+				b.fou(i, fo)
+			}
 		}
 		for i, rc := range fc.Routes {
-			b.route(i, rc)
+			if !rc.notMapping {
+				b.route(i, rc)
+			}
 		}
 		for i, rc := range fc.Rules {
-			b.rule(i, rc)
+			if !rc.notMapping {
+				b.rule(i, rc)
+			}
 		}
 	}
 	b.nftables(confs)

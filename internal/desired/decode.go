@@ -27,7 +27,21 @@ type scalar interface {
 type Meta struct {
 	Pos  Pos
 	Keys map[string]Pos
+	// notMapping marks the one entry that stands for every list item that
+	// was not a mapping (see thrifty): the decoder reported each, and the
+	// builder skips it.
+	notMapping bool
 }
+
+// thrifty lets the decoder stand one shared entry, reported and then
+// skipped, for every item of a list of mappings that is not a mapping,
+// instead of an empty struct per item that every check of meaning then
+// reports at the item's position, where an error already is (and errList
+// neither keeps nor counts a second). A megabyte of "[x,x,…]" is half a
+// million items, and their structs were most of its peak memory. Tests
+// turn it off to compare (checkLoad): the errors and the model must be
+// the same.
+var thrifty = true
 
 func (m *Meta) at(key string) Pos {
 	if p, ok := m.Keys[key]; ok {
@@ -49,6 +63,8 @@ type decoder struct {
 	errs  *errList
 	flows map[flowKey]*flowCut // see fastflow.go
 	tags  map[string]string
+	// skipped holds the entries notMapping made, by type.
+	skipped map[reflect.Type]reflect.Value
 }
 
 func (d *decoder) pos(n *yaml.Node) Pos { return Pos{d.file, n.Line, n.Column} }
@@ -154,9 +170,19 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 			return
 		}
 		_, addrs := s.Interface().([]*addressConf)
+		mappings := thrifty && mappingItems(v.Type().Elem())
 		for i, c := range n.Content {
 			if c.Kind == yaml.AliasNode {
 				c = c.Alias
+			}
+			if mappings && (c.Kind == yaml.SequenceNode && d.flows == nil || c.Kind == yaml.ScalarNode && c.Tag != "!!null") {
+				// What decodeStruct reports for it, lazily. Not for a
+				// sequence that may be a cut flow (restore takes it back).
+				d.errs.addLazy(d.pos(c), func() (string, string) {
+					return path + "[" + strconv.Itoa(i) + "]", fmt.Sprintf("expected a mapping, found %s", kindWord(c))
+				})
+				s.Index(i).Set(d.notMapping(v.Type().Elem()))
+				continue
 			}
 			if addrs {
 				if e := s.Index(i); skipUnparsableAddress(d, c, path, i, &e) {
@@ -199,6 +225,35 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 	}
 }
 
+// mappingItems reports whether t, a list's item type, is a pointer to a
+// conf struct that only a mapping decodes into.
+func mappingItems(t reflect.Type) bool {
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct || t.Implements(scalarType) {
+		return false
+	}
+	if _, ok := reflect.Zero(t).Interface().(nodeDecoder); ok {
+		return false
+	}
+	_, _, metaIdx := fieldsOf(t.Elem())
+	return metaIdx >= 0
+}
+
+// notMapping returns the entry of pointer type t that stands for the items
+// that were not mappings (thrifty).
+func (d *decoder) notMapping(t reflect.Type) reflect.Value {
+	if e, ok := d.skipped[t]; ok {
+		return e
+	}
+	e := reflect.New(t.Elem())
+	_, _, metaIdx := fieldsOf(t.Elem())
+	e.Elem().Field(metaIdx).Addr().Interface().(*Meta).notMapping = true
+	if d.skipped == nil {
+		d.skipped = map[reflect.Type]reflect.Value{}
+	}
+	d.skipped[t] = e
+	return e
+}
+
 // nodeDecoder is implemented by types that accept several shapes (a scalar
 // shorthand or a mapping).
 type nodeDecoder interface {
@@ -237,6 +292,9 @@ type structInfo struct {
 	fields  map[string]fieldInfo
 	names   []string
 	metaIdx int
+	// expected is the names joined, for "unknown key": made for each
+	// unknown key, it was most of the time of a megabyte of them.
+	expected string
 }
 
 // structInfos caches fieldsOf per type: a file with 100k routes decodes 100k
@@ -245,13 +303,18 @@ type structInfo struct {
 var structInfos sync.Map // reflect.Type -> *structInfo
 
 func fieldsOf(t reflect.Type) (map[string]fieldInfo, []string, int) {
+	s := infoOf(t)
+	return s.fields, s.names, s.metaIdx
+}
+
+func infoOf(t reflect.Type) *structInfo {
 	if si, ok := structInfos.Load(t); ok {
-		s := si.(*structInfo)
-		return s.fields, s.names, s.metaIdx
+		return si.(*structInfo)
 	}
 	fields, names, metaIdx := reflectFields(t)
-	structInfos.Store(t, &structInfo{fields, names, metaIdx})
-	return fields, names, metaIdx
+	s := &structInfo{fields, names, metaIdx, strings.Join(names, ", ")}
+	structInfos.Store(t, s)
+	return s
 }
 
 func reflectFields(t reflect.Type) (map[string]fieldInfo, []string, int) {
@@ -288,9 +351,10 @@ func (d *decoder) placeMeta(n *yaml.Node, v reflect.Value) *Meta {
 	}
 	m := v.Field(metaIdx).Addr().Interface().(*Meta)
 	m.Pos = d.pos(n)
-	if n.Kind == yaml.MappingNode {
-		// Only a mapping has keys: a megabyte of "[x,x,…]" where
-		// mappings are expected would make half a million empty maps.
+	if n.Kind == yaml.MappingNode && len(n.Content) > 0 {
+		// Only a mapping with keys has keys: a megabyte of "[x,x,…]"
+		// or "[{},{},…]" where mappings are expected would make half a
+		// million empty maps. A nil map reads as an empty one.
 		m.Keys = map[string]Pos{}
 	}
 	return m
@@ -318,7 +382,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
 		d.fail(n, path, "expected a mapping, found %s", kindWord(n))
 		return
 	}
-	fields, names, _ := fieldsOf(v.Type())
+	si := infoOf(v.Type())
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
@@ -332,9 +396,9 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
 			continue
 		}
 		seen[k.Value] = true
-		f, ok := fields[k.Value]
+		f, ok := si.fields[k.Value]
 		if !ok {
-			d.fail(k, fp, "unknown key; expected one of: %s", strings.Join(names, ", "))
+			d.fail(k, fp, "unknown key; expected one of: %s", si.expected)
 			continue
 		}
 		if m != nil {

@@ -1,33 +1,34 @@
 package desired
 
 import (
-	"fmt"
+	"strconv"
 
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 func (b *builder) fou(i int, fc *fouConf) {
-	path := fmt.Sprintf("fou[%d]", i)
+	// The path is only built for an error, as for routes.
+	path := func() string { return "fou[" + strconv.Itoa(i) + "]" }
 	f := model.FouPort{Port: fc.Port, IPProto: fc.IPProto, GUE: fc.GUE, Origin: fc.Pos.String()}
 	if fc.Port == 0 {
-		b.errs.add(fc.at("port"), path+".port", "missing; expected the UDP port to receive on (1-65535)")
+		b.errs.add(fc.at("port"), path()+".port", "missing; expected the UDP port to receive on (1-65535)")
 		return
 	}
 	if fc.Family != nil {
 		if fc.Family.V4 && fc.Family.V6 {
-			b.errs.add(fc.at("family"), path+".family", "a FoU port is per family: expected ipv4 or ipv6 (declare two ports for both)")
+			b.errs.add(fc.at("family"), path()+".family", "a FoU port is per family: expected ipv4 or ipv6 (declare two ports for both)")
 			return
 		}
 		f.IPv6 = fc.Family.V6
 	}
 	switch {
 	case fc.GUE && fc.has("ipproto"):
-		b.errs.add(fc.at("ipproto"), path+".ipproto", "a GUE port carries the protocol in its header; remove ipproto")
+		b.errs.add(fc.at("ipproto"), path()+".ipproto", "a GUE port carries the protocol in its header; remove ipproto")
 	case !fc.GUE && fc.IPProto != 4 && fc.IPProto != 41:
-		b.errs.add(fc.at("ipproto"), path+".ipproto", "expected 4 (ipip) or 41 (ip6ip6 / ipv6), found %d", fc.IPProto)
+		b.errs.add(fc.at("ipproto"), path()+".ipproto", "expected 4 (ipip) or 41 (ip6ip6 / ipv6), found %d", fc.IPProto)
 	}
 	if prev, dup := b.fouAt[f.Key()]; dup {
-		b.errs.add(fc.Pos, path, "%s is declared twice (first at %s)", f.Key(), prev)
+		b.errs.add(fc.Pos, path(), "%s is declared twice (first at %s)", f.Key(), prev)
 		return
 	}
 	b.fouAt[f.Key()] = fc.Pos

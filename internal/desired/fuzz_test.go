@@ -16,9 +16,9 @@ import (
 
 // The fuzz targets check three things on every input:
 //
-//   - the fast paths (fastroutes.go, fastflow.go) give exactly what the
-//     general decoder gives: the same model, the same errors at the same
-//     positions;
+//   - the fast paths (fastroutes.go, fastflow.go) and the decoder's
+//     shortcuts (thrifty) give exactly what the general decoder gives
+//     without them: the same model, the same errors at the same positions;
 //   - the loader agrees with yaml.v3 about what the file is: a file the
 //     loader accepts is one YAML document yaml.v3 reads to its end;
 //   - nothing panics, as a main file or as a drop-in, and every error has
@@ -51,10 +51,11 @@ func FuzzLoadGenerated(f *testing.F) {
 func checkLoad(t *testing.T, data []byte) {
 	t.Helper()
 	srcs := []Source{{"f.yaml", data}}
-	defer func(was bool) { fastPath = was }(fastPath)
-	fastPath = true
+	defer func(was, thr bool) { fastPath, thrifty = was, thr }(fastPath, thrifty)
+	// The reference is the general decoder with every shortcut off.
+	fastPath, thrifty = true, true
 	fast, fastErr := Parse(srcs)
-	fastPath = false
+	fastPath, thrifty = false, false
 	slow, slowErr := Parse(srcs)
 	if !reflect.DeepEqual(fastErr, slowErr) {
 		t.Fatalf("file %q:\nfast paths: %v\ndecoder:    %v", data, fastErr, slowErr)
@@ -80,7 +81,7 @@ func checkLoad(t *testing.T, data []byte) {
 		}
 	}
 	// The same bytes as a drop-in: the merge code sees every section too.
-	fastPath = true
+	fastPath, thrifty = true, true
 	_, err := Parse([]Source{{"main.yaml", []byte("version: 1\n")}, {"conf.d/f.yaml", data}})
 	checkErrorPositions(t, data, err, "")
 }

@@ -19,11 +19,11 @@ func TestKernelRefusesAtValidation(t *testing.T) {
 			"f.yaml:4:38: links.default.veth.peer: \"all\" is not a valid interface name; expected " + linkNameRule,
 	}, {
 		name: "bridge and tunnels as bridge ports",
-		file: "version: 1\nlinks:\n  y: {kind: bridge}\n  x: {kind: bridge, master: y}\n  t: {kind: ipip, master: y, ipip: {remote: 192.0.2.1}}\n  lo: {kind: device, master: y}\n  v: {kind: veth, master: y, veth: {peer: w}}\n  w: {kind: veth, veth: {peer: v}}\n  iv: {kind: ipvlan, ipvlan: {parent: v}}\n",
+		file: "version: 1\nlinks:\n  y: {kind: bridge}\n  x: {kind: bridge, master: y}\n  t: {kind: ipip, master: y, ipip: {remote: 192.0.2.1}}\n  lo: {kind: device, master: y}\n  v: {kind: veth, master: y, veth: {peer: w}}\n  w: {kind: veth, veth: {peer: v}}\n  iv: {kind: ipvlan, ipvlan: {parent: v}}\n  zv: {kind: ipvlan, ipvlan: {parent: v}}\n  iu: {kind: ipvlan, ipvlan: {parent: v}}\n",
 		want: "f.yaml:4:29: links.x.master: a bridge link cannot be a port of bridge \"y\": the kernel does not enslave a bridge to a bridge\n" +
 			"f.yaml:5:27: links.t.master: a ipip link cannot be a port of bridge \"y\": a bridge takes only Ethernet links, and this is an IP tunnel\n" +
 			"f.yaml:6:30: links.lo.master: a device link cannot be a port of bridge \"y\": a bridge does not take the loopback device\n" +
-			"f.yaml:7:27: links.v.master: a veth link cannot be a port of bridge \"y\": it is the parent of ipvlan \"iv\", and a link has one receive handler, for the bridge or for the ipvlan",
+			"f.yaml:7:27: links.v.master: a veth link cannot be a port of bridge \"y\": it is the parent of ipvlan \"iu\", and a link has one receive handler, for the bridge or for the ipvlan",
 	}, {
 		name: "master cycle",
 		file: "version: 1\nlinks:\n  x: {kind: device, master: y}\n  y: {kind: device, master: x}\n",

@@ -3,6 +3,7 @@ package desired
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -61,7 +62,7 @@ func (b *builder) link(name string, lc *linkConf) {
 			b.errs.add(lc.at("master"), path+".master", "link %q is a %s; a master must be a bridge", lc.Master, ml.Kind)
 		} else if lc.Master == name {
 			b.errs.add(lc.at("master"), path+".master", "a link cannot be its own master")
-		} else if why := notBridgePort(name, lc, b.links); why != "" {
+		} else if why := notBridgePort(name, lc, b.ipvlanOf()); why != "" {
 			b.errs.add(lc.at("master"), path+".master", "a %s link cannot be a port of bridge %q: %s", lc.Kind, lc.Master, why)
 		}
 	}
@@ -70,7 +71,7 @@ func (b *builder) link(name string, lc *linkConf) {
 		if ac != nil && ac.unparsable {
 			continue
 		}
-		b.address(name, fmt.Sprintf("%s.addresses[%d]", path, i), ac)
+		b.address(name, func() string { return path + ".addresses[" + strconv.Itoa(i) + "]" }, ac)
 	}
 	b.st.Links[name] = l
 }
@@ -80,7 +81,9 @@ func (b *builder) link(name string, lc *linkConf) {
 // apply creates the master first and fails only at "set master", with part
 // of the file applied and an error such as "too many levels of symbolic
 // links" (ELOOP, for a bridge in a bridge).
-func notBridgePort(name string, lc *linkConf, links map[string]*linkConf) string {
+//
+// ipvlanOf maps a link's name to the first ipvlan (by name) whose parent it is.
+func notBridgePort(name string, lc *linkConf, ipvlanOf map[string]string) string {
 	switch lc.Kind {
 	case model.KindBridge:
 		return "the kernel does not enslave a bridge to a bridge"
@@ -95,12 +98,28 @@ func notBridgePort(name string, lc *linkConf, links map[string]*linkConf) string
 	}
 	// A bridge port and an ipvlan parent each claim the device's one
 	// receive handler: whichever comes second fails with EBUSY.
-	for _, other := range sortedKeys(links) {
-		if oc := links[other]; oc != nil && oc.Kind == model.KindIPVlan && oc.IPVlan != nil && oc.IPVlan.Parent == name {
-			return fmt.Sprintf("it is the parent of ipvlan %q, and a link has one receive handler, for the bridge or for the ipvlan", other)
-		}
+	if other, ok := ipvlanOf[name]; ok {
+		return fmt.Sprintf("it is the parent of ipvlan %q, and a link has one receive handler, for the bridge or for the ipvlan", other)
 	}
 	return ""
+}
+
+// ipvlanOf returns, made once, each ipvlan parent's first ipvlan by name
+// (notBridgePort). Looking through every link for each bridge port made a
+// megabyte of ports take minutes.
+func (b *builder) ipvlanOf() map[string]string {
+	if b.ipvlanParents != nil {
+		return b.ipvlanParents
+	}
+	b.ipvlanParents = map[string]string{}
+	for _, other := range sortedKeys(b.links) {
+		if oc := b.links[other]; oc != nil && oc.Kind == model.KindIPVlan && oc.IPVlan != nil {
+			if _, seen := b.ipvlanParents[oc.IPVlan.Parent]; !seen {
+				b.ipvlanParents[oc.IPVlan.Parent] = other
+			}
+		}
+	}
+	return b.ipvlanParents
 }
 
 // kindBlock checks that only the block matching the kind is present and converts it.

@@ -287,13 +287,18 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 		b.errs.add(sc.at("flags"), path+".flags", "a set cannot have both interval and timeout")
 		return nil
 	}
-	seen := make(map[model.NftElem]int, len(sc.Elements))
-	if len(sc.Elements) > 0 {
-		s.Elems = make([]model.NftElem, 0, len(sc.Elements))
-	}
+	// Two passes: the elements are parsed first, and the duplicate set
+	// sized by the elements that parsed. Sized by the list,
+	// a megabyte of "[x,x,…]" (aliased: twice) made room for a million
+	// elements of which none parsed. Each element has its own position
+	// (one node's aliases share one, and then the same text and outcome),
+	// so the order of the two kinds of error does not matter to errList.
+	//
 	// The parse errors by text, as for rules (nftTable): a megabyte of
 	// "[x,x,…]" is half a million copies of one bad element.
 	unparsable := map[string]error{}
+	var parsed []model.NftElem
+	var at []int // parsed[k] is elements[at[k]]
 	for i := range sc.Elements {
 		et := &sc.Elements[i]
 		var e model.NftElem
@@ -310,8 +315,17 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 			})
 			continue
 		}
+		parsed = append(parsed, e)
+		at = append(at, i)
+	}
+	seen := make(map[model.NftElem]int, len(parsed))
+	if len(parsed) > 0 {
+		s.Elems = parsed[:0] // compacted in place: the kth kept is at most the kth parsed
+	}
+	for k, e := range parsed {
+		i := at[k]
 		if j, dup := seen[e]; dup {
-			b.errs.addLazy(et.Pos, func() (string, string) {
+			b.errs.addLazy(sc.Elements[i].Pos, func() (string, string) {
 				return fmt.Sprintf("%s.elements[%d]", path, i), fmt.Sprintf("element given twice (also elements[%d])", j)
 			})
 			continue

@@ -34,16 +34,7 @@ func (b *builder) nftElemsFrom(path string, s *model.NftSet, sc *nftSetConf) boo
 		b.errs.add(fc.Pos, path+".flags", "a set fed by WireGuard peers cannot have timeout: netreconcile adds and removes its elements")
 		ok = false
 	}
-	var wgLinks []string
-	for _, name := range sortedKeys(b.links) {
-		if b.links[name].Kind == model.KindWireGuard {
-			wgLinks = append(wgLinks, name)
-		}
-	}
-	known := "none is declared"
-	if len(wgLinks) > 0 {
-		known = "declared: " + strings.Join(wgLinks, ", ")
-	}
+	known := b.wireGuardLinks()
 	switch lc := b.links[fc.WireGuard]; {
 	case fc.WireGuard == "":
 		b.errs.add(fc.Pos, fp+".wireguard", "missing; expected the name of a wireguard link of this file (%s)", known)
@@ -68,4 +59,25 @@ func (b *builder) nftElemsFrom(path string, s *model.NftSet, sc *nftSetConf) boo
 		s.From = from
 	}
 	return ok
+}
+
+// wireGuardLinks says which wireguard links the files declare, for the
+// errors of elements-from; made once: listing every link for each set was
+// sets times links.
+func (b *builder) wireGuardLinks() string {
+	if b.wgKnown != nil {
+		return *b.wgKnown
+	}
+	var wgLinks []string
+	for _, name := range sortedKeys(b.links) {
+		if b.links[name].Kind == model.KindWireGuard {
+			wgLinks = append(wgLinks, name)
+		}
+	}
+	known := "none is declared"
+	if len(wgLinks) > 0 {
+		known = "declared: " + strings.Join(wgLinks, ", ")
+	}
+	b.wgKnown = &known
+	return known
 }

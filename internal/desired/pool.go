@@ -306,16 +306,16 @@ func prefixWord(p *Prefix) string {
 }
 
 // poolAddress is a link's address entry that names a pool instead of an address.
-func (b *builder) poolAddress(link, path string, ac *addressConf) {
+func (b *builder) poolAddress(link string, path func() string, ac *addressConf) {
 	for _, k := range []string{"address", "peer"} {
 		if ac.has(k) {
-			b.errs.add(ac.at(k), path+"."+k, "an address taken from a pool has no %s: give either address or pool", k)
+			b.errs.add(ac.at(k), path()+"."+k, "an address taken from a pool has no %s: give either address or pool", k)
 			return
 		}
 	}
 	pc, ok := b.poolConfs[ac.Pool]
 	if !ok {
-		b.errs.add(ac.at("pool"), path+".pool", "pool %q is not declared under pools", ac.Pool)
+		b.errs.add(ac.at("pool"), path()+".pool", "pool %q is not declared under pools", ac.Pool)
 		return
 	}
 	var pool *model.Pool
@@ -341,14 +341,14 @@ func (b *builder) poolAddress(link, path string, ac *addressConf) {
 			max = 128
 		}
 		if *n < 1 || *n > max {
-			b.errs.add(ac.at(key), path+"."+key, "expected a prefix length from 1 to %d, found %d", max, *n)
+			b.errs.add(ac.at(key), path()+"."+key, "expected a prefix length from 1 to %d, found %d", max, *n)
 			return
 		}
 		*dst = *n
 	}
 	switch {
 	case ac.PrefixLength != nil && v4 && v6:
-		b.errs.add(ac.at("prefix-length"), path+".prefix-length", "pool %s is dual-stack (declared at %s): give ipv4-prefix-length and ipv6-prefix-length instead", ac.Pool, pc.Pos)
+		b.errs.add(ac.at("prefix-length"), path()+".prefix-length", "pool %s is dual-stack (declared at %s): give ipv4-prefix-length and ipv6-prefix-length instead", ac.Pool, pc.Pos)
 	case ac.PrefixLength != nil:
 		if v4 {
 			length("prefix-length", ac.PrefixLength, false, &pa.IPv4Bits)
@@ -366,13 +366,13 @@ func (b *builder) poolAddress(link, path string, ac *addressConf) {
 			continue
 		}
 		if !f.have {
-			b.errs.add(ac.at(f.key), path+"."+f.key, "pool %s has no %s subnets", ac.Pool, familyWord(f.v6))
+			b.errs.add(ac.at(f.key), path()+"."+f.key, "pool %s has no %s subnets", ac.Pool, familyWord(f.v6))
 			continue
 		}
 		length(f.key, f.n, f.v6, f.dst)
 	}
 	if prev, dup := b.poolAddrAt[[2]string{link, ac.Pool}]; dup {
-		b.errs.add(ac.at("pool"), path+".pool", "link %s already takes an address from pool %s (at %s); a link takes one address per pool", link, ac.Pool, prev)
+		b.errs.add(ac.at("pool"), path()+".pool", "link %s already takes an address from pool %s (at %s); a link takes one address per pool", link, ac.Pool, prev)
 		return
 	}
 	b.poolAddrAt[[2]string{link, ac.Pool}] = pa.Origin

@@ -281,3 +281,30 @@ func TestErrorListKeepsTheFirstByPosition(t *testing.T) {
 		t.Errorf("message %q, want %q", err.Error(), want)
 	}
 }
+
+// TestNotMappingItems: list items that are not mappings are reported by
+// the decoder and stood for by one shared entry (thrifty); the errors, their
+// count past MaxKeptErrors, and what else the file declares are the same as
+// when each item is decoded into a struct of its own and checked.
+func TestNotMappingItems(t *testing.T) {
+	many := strings.Repeat("x,", MaxKeptErrors+500) + "[y], *a, {}"
+	for _, file := range []string{
+		"version: 1\nlinks:\n  d: {kind: device}\nroutes: [&a x, " + many + ", {to: 10.0.0.0/24, dev: d}]\n",
+		"version: 1\nrules: [&a x, " + many + ", {priority: 100, table: 10}]\n",
+		"version: 1\nfou: [&a x, " + many + ", {port: 5555, ipproto: 4}]\n",
+		"version: 1\nlinks:\n  wg0:\n    kind: wireguard\n    private-key-file: /nonexistent\n    peers: [&a x, " + many + "]\n",
+		"version: 1\nroutes:\n  - x\n  - [1, 2]\n  - {to: default, via: 10.0.0.1}\n  - 7\n",
+	} {
+		defer func(was bool) { thrifty = was }(thrifty)
+		thrifty = true
+		_, on := Parse([]Source{{"f.yaml", []byte(file)}})
+		thrifty = false
+		_, off := Parse([]Source{{"f.yaml", []byte(file)}})
+		if on == nil || off == nil || on.Error() != off.Error() || ErrorCount(on) != ErrorCount(off) {
+			t.Errorf("file %.60q…: thrifty %d errors:\n%.2000v\nwithout %d:\n%.2000v", file, ErrorCount(on), on, ErrorCount(off), off)
+		}
+		if !reflect.DeepEqual(on, off) {
+			t.Errorf("file %.60q…: the kept errors differ", file)
+		}
+	}
+}

@@ -1,17 +1,20 @@
 package desired
 
 import (
-	"fmt"
+	"strconv"
 
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 func (b *builder) rule(i int, rc *ruleConf) {
-	path := fmt.Sprintf("rules[%d]", i)
+	// The path is only built for an error, as for routes.
+	path := func() string { return "rules[" + strconv.Itoa(i) + "]" }
 	if rc.Priority == nil {
 		// The kernel would pick one, and the rule's identity would then depend on
 		// what else is in the list: refuse rather than guess.
-		b.errs.add(rc.Pos, path+".priority", "missing; expected a rule priority from 1 to 32765 or 32768 to 4294967295")
+		b.errs.addLazy(rc.Pos, func() (string, string) {
+			return path() + ".priority", "missing; expected a rule priority from 1 to 32765 or 32768 to 4294967295"
+		})
 		return
 	}
 	for _, p := range []*Prefix{rc.From, rc.To} {
@@ -22,19 +25,19 @@ func (b *builder) rule(i int, rc *ruleConf) {
 	prio := *rc.Priority
 	for _, r := range model.ReservedRulePriorities {
 		if prio == r {
-			b.errs.add(rc.at("priority"), path+".priority", "priority %d belongs to the kernel's default rules (0 local, 32766 main, 32767 default); choose another", prio)
+			b.errs.add(rc.at("priority"), path()+".priority", "priority %d belongs to the kernel's default rules (0 local, 32766 main, 32767 default); choose another", prio)
 			return
 		}
 	}
 	if prio < 0 || prio > 1<<32-1 {
-		b.errs.add(rc.at("priority"), path+".priority", "expected a rule priority from 1 to 4294967295, found %d", prio)
+		b.errs.add(rc.at("priority"), path()+".priority", "expected a rule priority from 1 to 4294967295, found %d", prio)
 		return
 	}
 	action := model.RuleLookup
 	if rc.Action != "" {
 		a, ok := model.RuleActionNames[rc.Action]
 		if !ok {
-			b.errs.add(rc.at("action"), path+".action", "expected lookup, blackhole, unreachable or prohibit; found %q", rc.Action)
+			b.errs.add(rc.at("action"), path()+".action", "expected lookup, blackhole, unreachable or prohibit; found %q", rc.Action)
 			return
 		}
 		action = a
@@ -42,12 +45,12 @@ func (b *builder) rule(i int, rc *ruleConf) {
 	r := model.Rule{Priority: prio, Action: action, IIF: rc.IIF, OIF: rc.OIF, Invert: rc.Not, SuppressPrefixLen: -1, Origin: rc.Pos.String()}
 	switch {
 	case action == model.RuleLookup && rc.Table == nil:
-		b.errs.add(rc.Pos, path+".table", "missing; a lookup rule needs the table to look up")
+		b.errs.add(rc.Pos, path()+".table", "missing; a lookup rule needs the table to look up")
 		return
 	case action == model.RuleLookup:
 		r.Table = rc.Table.N
 	case rc.Table != nil:
-		b.errs.add(rc.at("table"), path+".table", "a %s rule takes no table", rc.Action)
+		b.errs.add(rc.at("table"), path()+".table", "a %s rule takes no table", rc.Action)
 	}
 	if rc.FwMark != nil {
 		r.FwMark, r.FwMask = rc.FwMark.Value, 0xffffffff
@@ -59,17 +62,17 @@ func (b *builder) rule(i int, rc *ruleConf) {
 		// match rules with any mark. Refused, so the file says what it
 		// means (no fwmark).
 		if rc.FwMark.HasMask && rc.FwMark.Mask == 0 {
-			b.errs.add(rc.at("fwmark"), path+".fwmark", "a mask of 0 matches every packet; leave fwmark out, or give a non-zero mask like 0x40/0xff")
+			b.errs.add(rc.at("fwmark"), path()+".fwmark", "a mask of 0 matches every packet; leave fwmark out, or give a non-zero mask like 0x40/0xff")
 		}
 	}
 	for _, n := range []struct{ key, name string }{{"iif", rc.IIF}, {"oif", rc.OIF}} {
 		if n.name != "" && !validIfname(n.name) {
-			b.errs.add(rc.at(n.key), path+"."+n.key, "%q is not a valid interface name; expected %s", n.name, ifnameRule)
+			b.errs.add(rc.at(n.key), path()+"."+n.key, "%q is not a valid interface name; expected %s", n.name, ifnameRule)
 		}
 	}
 	if rc.SuppressPrefixLen != nil {
 		if *rc.SuppressPrefixLen < 0 || *rc.SuppressPrefixLen > 128 {
-			b.errs.add(rc.at("suppress-prefixlength"), path+".suppress-prefixlength", "expected 0 to 128, found %d", *rc.SuppressPrefixLen)
+			b.errs.add(rc.at("suppress-prefixlength"), path()+".suppress-prefixlength", "expected 0 to 128, found %d", *rc.SuppressPrefixLen)
 		}
 		r.SuppressPrefixLen = *rc.SuppressPrefixLen
 	}
@@ -89,12 +92,12 @@ func (b *builder) rule(i int, rc *ruleConf) {
 		}
 	}
 	if !v4 && !v6 {
-		b.errs.add(rc.at("to"), path+".to", "from and to are of different families")
+		b.errs.add(rc.at("to"), path()+".to", "from and to are of different families")
 		return
 	}
 	if rc.Family != nil {
 		if (rc.Family.V4 && !v4) || (rc.Family.V6 && !v6) {
-			b.errs.add(rc.at("family"), path+".family", "does not match the family of from/to")
+			b.errs.add(rc.at("family"), path()+".family", "does not match the family of from/to")
 			return
 		}
 		v4, v6 = rc.Family.V4, rc.Family.V6
@@ -115,7 +118,7 @@ func (b *builder) rule(i int, rc *ruleConf) {
 			x.To = rc.To.P
 		}
 		if prev, dup := b.ruleAt[x.Key()]; dup {
-			b.errs.add(rc.Pos, path, "rule %s is declared twice (first at %s)", x.Key(), prev)
+			b.errs.add(rc.Pos, path(), "rule %s is declared twice (first at %s)", x.Key(), prev)
 			continue
 		}
 		// The kernel compares no flags when it looks for an existing rule
@@ -125,7 +128,7 @@ func (b *builder) rule(i int, rc *ruleConf) {
 		other := x.Key()
 		other.Invert = !other.Invert
 		if prev, dup := b.ruleAt[other]; dup {
-			b.errs.add(rc.Pos, path, "rule %s differs from the rule at %s only in not; the kernel takes them for the same rule: give one another priority", x.Key(), prev)
+			b.errs.add(rc.Pos, path(), "rule %s differs from the rule at %s only in not; the kernel takes them for the same rule: give one another priority", x.Key(), prev)
 			continue
 		}
 		b.ruleAt[x.Key()] = rc.Pos

@@ -126,6 +126,9 @@ func (b *builder) wireguard(path string, wc *wireguardConf, l *model.Link) {
 	}
 	seen := map[model.Key]Pos{}
 	for i, pc := range wc.Peers {
+		if pc != nil && pc.notMapping {
+			continue // reported by the decoder
+		}
 		pp := fmt.Sprintf("%s.peers[%d]", path, i)
 		if pc == nil {
 			b.errs.add(wc.at("peers"), pp, "empty peer; expected at least public-key")

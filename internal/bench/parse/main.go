@@ -12,14 +12,23 @@
 //   - 100k errors: routes through an undeclared link;
 //   - 1 MB of one-character items in each list checked item by item,
 //     aliased once (the most errors a megabyte holds), unknown keys,
-//     nested flow lists, one long scalar.
+//     nested flow lists, one long scalar;
+//   - 1 MB of the other shapes that cost the most per byte: empty mappings
+//     where the list wants them (a struct each, decoded and checked), one
+//     mapping aliased as often as the budget allows, items with every field
+//     wrong, block lists (no flow cut), links by the ten thousand, keys
+//     unknown, long or given twice, nesting.
 //
 // Each file is loaded by a child process (this program with -child), so
 // that the peak resident set size the kernel reports for it (rusage
 // maxrss) is the loader's alone. Times are the wall-clock time of reading
 // and validating, in the child, and the child's whole CPU time (user and
-// system, all threads: the garbage collector runs beside the loader).
-// Nothing is asserted: the targets are printed beside the figures.
+// system, all threads: the garbage collector runs beside the loader). The
+// target is checked against the minimum CPU time of the runs (-n): the
+// wall time counts waiting for a core, and the machine may be shared.
+// With -base, another build's child loads the same files in turn (same
+// load, so the ratio is steady where the figures are not), and a result
+// that differs from ours is printed: the loaders must agree.
 package main
 
 import (
@@ -30,6 +39,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -64,70 +75,184 @@ var cases = []benchCase{
 	{"1 MB one-char set elements", oneChar("nftables:\n  inet bench:\n    sets:\n      s0:\n        type: ipv4_addr\n        elements: &e [", "]\n      s1: {type: ipv4_addr, elements: *e}\n"), time.Second, 200},
 	{"1 MB one-char peers", oneChar("links:\n  wg0:\n    kind: wireguard\n    private-key: x\n    peers: &e [", "]\n  wg1: {kind: wireguard, private-key: x, peers: *e}\n"), time.Second, 200},
 	{"1 MB one-char rules, no alias", oneChar("nftables:\n  inet bench:\n    chains:\n      c0:\n        rules: [", "]\n"), time.Second, 200},
+	// Mappings where the list wants them, but empty: each item is a
+	// struct the decoder makes and the builder checks (and reports).
+	{"1 MB empty route mappings", oneItem("routes: [", "{}", "]\n"), time.Second, 200},
+	{"1 MB empty address mappings", oneItem("links:\n  d0:\n    kind: dummy\n    addresses: &e [", "{}", "]\n  d1: {kind: dummy, addresses: *e}\n"), time.Second, 200},
+	{"1 MB empty peer mappings", oneItem("links:\n  wg0:\n    kind: wireguard\n    private-key-file: /nonexistent\n    peers: &e [", "{}", "]\n  wg1: {kind: wireguard, private-key-file: /nonexistent, peers: *e}\n"), time.Second, 200},
+	{"1 MB one-char policy rules", oneChar("rules: &e [", "]\nx: *e\n"), time.Second, 200},
+	{"1 MB empty policy rule mappings", oneItem("rules: [", "{}", "]\n"), time.Second, 200},
+	// One anchored mapping aliased as often as the budget allows: every
+	// alias is a route of its own to the decoder and the builder.
+	{"1 MB of one aliased mapping", oneItem("routes: [&e {}, ", "*e", "]\n"), time.Second, 200},
+	// Routes with every field wrong: several errors per item.
+	{"1 MB of routes, all fields bad", oneItem("routes:\n", "  - {to: x, via: x, src: x, table: x, scope: x, metric: x, tos: x, mtu: x, onlink: x, family: x}\n", ""), time.Second, 200},
+	// Block style items that are not mappings: no flow cut applies.
+	{"1 MB block list of one-char routes", oneItem("routes:\n", "- x\n", ""), time.Second, 200},
+	{"1 MB of dummy links", func() string { return links(false) }, time.Second, 200},
+	{"1 MB of links with an address", func() string { return links(true) }, time.Second, 200},
+	{"1 MB of bridge ports", oneItemN("links:\n  br0: {kind: bridge}\n", func(i int) string { return fmt.Sprintf("  v%d: {kind: veth, master: br0, veth: {peer: w%d}}\n", i, i) }, "", ""), time.Second, 200},
+	{"1 MB of links, not mappings", oneItemN("links: {", func(i int) string { return fmt.Sprintf("l%d: x", i) }, ", ", "}\n"), time.Second, 200},
+	{"1 MB of valid nft rules", oneItemN("nftables:\n  inet bench:\n    chains:\n      c0:\n        rules:\n", func(i int) string {
+		return fmt.Sprintf("          - ip saddr 10.%d.%d.%d tcp dport %d accept\n", i>>16&255, i>>8&255, i&255, i%65535+1)
+	}, "", ""), time.Second, 200},
 	{"1 MB of unknown keys", manyKeys, time.Second, 200},
+	{"1 MB of unknown long keys", longKeys, time.Second, 200},
+	{"1 MB of keys given twice", oneItem("links:\n  d0: {kind: dummy", ", mtu: 1500", "}\n"), time.Second, 200},
+	{"1 MB of unknown keys, block style", oneItemN("links:\n  d0:\n    kind: dummy\n", func(i int) string { return fmt.Sprintf("    %x: 1\n", i) }, "", ""), time.Second, 200},
+	{"1 MB nested block mappings", nestedBlock, time.Second, 200},
 	{"1 MB nested flow lists", nested, time.Second, 200},
 	{"1 MB scalar", longScalar, time.Second, 200},
 }
 
 func main() {
 	child := flag.String("child", "", "load this file and print the time taken (internal)")
-	flag.StringVar(&only, "run", "", "only the cases whose name contains this")
+	flag.StringVar(&only, "run", "", "only the cases whose name matches this regular expression")
+	runs := flag.Int("n", 1, "load each file this many times; the minimum and the median are printed")
+	base := flag.String("base", "", "another build of this program (say, of main): its loader runs on the same files, interleaved, for a ratio that cancels the machine's load")
+	keep := flag.String("keep", "", "write the files into this directory and keep them (to profile a case with BenchmarkParseFile)")
 	flag.Parse()
 	if *child != "" {
 		os.Exit(runChild(*child))
 	}
-	if err := run(); err != nil {
+	if err := run(max(*runs, 1), *base, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-parse:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	dir, err := os.MkdirTemp("", "bench-parse")
-	if err != nil {
+// sample is one child's figures.
+type sample struct {
+	result string
+	wall   time.Duration
+	cpu    time.Duration
+	mb     float64
+}
+
+// measure loads path in a child process of bin.
+func measure(bin, path string) (sample, error) {
+	cmd := exec.Command(bin, "-child", path)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return sample{}, err
+	}
+	var s sample
+	if _, err := fmt.Sscanf(string(out), "%d", &s.wall); err != nil {
+		return sample{}, fmt.Errorf("child printed %q: %w", out, err)
+	}
+	s.result = strings.TrimSpace(strings.SplitN(string(out), " ", 2)[1])
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	s.mb = float64(ru.Maxrss) / 1024 // Linux reports KiB
+	// CPU time (user + system) beside the wall time: on a shared machine
+	// the wall time also counts waiting for a core.
+	s.cpu = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
+	return s, nil
+}
+
+// stats is the minimum and the median of a case's samples.
+type stats struct{ minCPU, medCPU, minWall, minMB, medMB float64 }
+
+func summarise(ss []sample) stats {
+	pick := func(f func(sample) float64) (lo, med float64) {
+		v := make([]float64, len(ss))
+		for i, s := range ss {
+			v[i] = f(s)
+		}
+		slices.Sort(v)
+		return v[0], v[len(v)/2]
+	}
+	var st stats
+	st.minCPU, st.medCPU = pick(func(s sample) float64 { return float64(s.cpu) / 1e6 })
+	st.minWall, _ = pick(func(s sample) float64 { return float64(s.wall) / 1e6 })
+	st.minMB, st.medMB = pick(func(s sample) float64 { return s.mb })
+	return st
+}
+
+func run(runs int, base, keep string) error {
+	dir := keep
+	if dir == "" {
+		d, err := os.MkdirTemp("", "bench-parse")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%-30s %6s %-36s %8s %8s %9s  %s\n", "file", "size", "result", "time", "CPU", "peak RSS", "target")
+	// The figures are the minimum and the median of the runs: the minimum
+	// is the loader's own cost, the median says how noisy the machine was.
+	fmt.Printf("%d run(s) per case; CPU ms and peak RSS MB as min/median", runs)
+	if base != "" {
+		fmt.Printf("; base: %s, ratio = min CPU / base min CPU", base)
+	}
+	fmt.Println()
+	fmt.Printf("%-34s %5s %-34s %7s %11s %9s", "file", "size", "result", "wall", "CPU", "RSS")
+	if base != "" {
+		fmt.Printf(" %11s %9s %5s", "base CPU", "base RSS", "ratio")
+	}
+	fmt.Println("  target")
+	match, err := regexp.Compile(only)
+	if err != nil {
+		return fmt.Errorf("-run: %w", err)
+	}
 	for i, c := range cases {
-		if !strings.Contains(c.name, only) {
+		if !match.MatchString(c.name) {
 			continue
 		}
-		p := filepath.Join(dir, fmt.Sprintf("%d.yaml", i))
+		p := filepath.Join(dir, fmt.Sprintf("%02d.yaml", i))
 		data := c.gen()
 		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
 			return err
 		}
-		cmd := exec.Command(self, "-child", p)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
-		var exit *exec.ExitError
-		if err != nil && !errors.As(err, &exit) {
-			return fmt.Errorf("%s: %w", c.name, err)
+		var ours, theirs []sample
+		// Interleaved, so that both see the same load.
+		for range runs {
+			s, err := measure(self, p)
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			ours = append(ours, s)
+			if base != "" {
+				s, err := measure(base, p)
+				if err != nil {
+					return fmt.Errorf("%s (base): %w", c.name, err)
+				}
+				theirs = append(theirs, s)
+			}
 		}
-		var took time.Duration
-		var result string
-		if _, err := fmt.Sscanf(string(out), "%d", &took); err != nil {
-			return fmt.Errorf("%s: child printed %q: %w", c.name, out, err)
-		}
-		result = strings.TrimSpace(strings.SplitN(string(out), " ", 2)[1])
-		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		mb := float64(ru.Maxrss) / 1024 // Linux reports KiB
+		st := summarise(ours)
 		mark := ""
-		if took > c.maxTime || mb > float64(c.maxMB) {
+		if st.minCPU > float64(c.maxTime)/1e6 || st.minMB > float64(c.maxMB) {
 			mark = "  OVER"
 		}
-		// CPU time (user + system) beside the wall time: on a shared
-		// machine the wall time also counts waiting for a core.
-		cpu := time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
-		fmt.Printf("%-30s %5.1fM %-36s %6.0fms %6.0fms %7.0fMB  ≤ %v, ≤ %d MB%s\n", c.name, float64(len(data))/1e6, result,
-			float64(took)/float64(time.Millisecond), float64(cpu)/float64(time.Millisecond), mb, c.maxTime, c.maxMB, mark)
+		fmt.Printf("%-34s %4.1fM %-34s %5.0fms %5.0f/%-5.0f %4.0f/%-4.0f", c.name, float64(len(data))/1e6, short(ours[0].result, 34),
+			st.minWall, st.minCPU, st.medCPU, st.minMB, st.medMB)
+		if base != "" {
+			bt := summarise(theirs)
+			fmt.Printf(" %5.0f/%-5.0f %4.0f/%-4.0f %5.2f", bt.minCPU, bt.medCPU, bt.minMB, bt.medMB, st.minCPU/bt.minCPU)
+			if theirs[0].result != ours[0].result {
+				mark += "  base: " + theirs[0].result
+			}
+		}
+		fmt.Printf("  ≤ %v, ≤ %d MB%s\n", c.maxTime, c.maxMB, mark)
 	}
 	return nil
+}
+
+// short cuts s to n characters.
+func short(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 func runChild(path string) int {
@@ -290,4 +415,70 @@ func nested() string {
 // longScalar is one 1 MB word: a rule.
 func longScalar() string {
 	return "version: 1\nnftables:\n  inet bench:\n    chains:\n      c0:\n        rules: [" + strings.Repeat("x", 1<<20-100) + "]\n"
+}
+
+// oneItem is about 1 MB: "version: 1", head, then item again and again
+// (with ", " between items when head ends in "["), then tail.
+func oneItem(head, item, tail string) func() string {
+	sep := ""
+	if strings.HasSuffix(head, "[") || strings.HasSuffix(head, "[&e {}, ") {
+		sep = ","
+	}
+	return oneItemN(head, func(int) string { return item }, sep, tail)
+}
+
+// oneItemN is oneItem with the i-th item made by item and sep between items.
+func oneItemN(head string, item func(i int) string, sep, tail string) func() string {
+	return func() string {
+		var b strings.Builder
+		b.WriteString("version: 1\n")
+		b.WriteString(head)
+		for i := 0; ; i++ {
+			it := item(i)
+			if b.Len()+len(sep)+len(it)+len(tail) > 1<<20 {
+				break
+			}
+			if i > 0 {
+				b.WriteString(sep)
+			}
+			b.WriteString(it)
+		}
+		b.WriteString(tail)
+		return b.String()
+	}
+}
+
+// links is about 1 MB of dummy links, with an address each when addr.
+func links(addr bool) string {
+	var b strings.Builder
+	b.WriteString("version: 1\nlinks:\n")
+	for i := 0; b.Len() < 1<<20-100; i++ {
+		if addr {
+			fmt.Fprintf(&b, "  d%d: {kind: dummy, addresses: [10.%d.%d.%d/32]}\n", i, i>>16&255, i>>8&255, i&255)
+		} else {
+			fmt.Fprintf(&b, "  d%d: {kind: dummy}\n", i)
+		}
+	}
+	return b.String()
+}
+
+// longKeys is about 1 MB of unknown keys of a kilobyte each.
+func longKeys() string {
+	var b strings.Builder
+	b.WriteString("version: 1\nlinks:\n  d0:\n    kind: dummy\n")
+	for i := 0; b.Len() < 1<<20-2000; i++ {
+		fmt.Fprintf(&b, "    %s%08x: 1\n", strings.Repeat("k", 1000), i)
+	}
+	return b.String()
+}
+
+// nestedBlock is about 1 MB of block mappings nested as deep as the
+// indentation allows in a megabyte (a key per level, one space more each).
+func nestedBlock() string {
+	var b strings.Builder
+	b.WriteString("version: 1\nlinks:\n")
+	for depth := 1; b.Len() < 1<<20-2000; depth++ {
+		b.WriteString(strings.Repeat(" ", depth+1) + "k:\n")
+	}
+	return b.String()
 }
