@@ -105,6 +105,7 @@ func (c *computer) leaveOutDependents() {
 		c.srcLink[a.Prefix.Addr()] = a.Link
 		c.subnets = append(c.subnets, subnet{a.Prefix.Masked(), a.Link})
 	}
+	c.plan.LeftOut = c.blocked
 	c.plan.Ops = c.keepUnblocked(c.plan.Ops)
 	c.deletes = c.keepUnblocked(c.deletes)
 	c.linkDeletes = c.keepUnblocked(c.linkDeletes)

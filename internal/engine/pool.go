@@ -33,6 +33,34 @@ type Pools struct {
 	// Pending are the links' pool addresses a dry run could not show because they are not
 	// allocated yet, as plan operations to print (never to apply).
 	Pending []diff.Op
+	// pendingLinks holds the link of each of Pending.
+	pendingLinks []string
+}
+
+// leaveOut moves the pending pool addresses of the links plan leaves out
+// for a conflict from Pending to the plan's conflicts (err, what the plan
+// came with), with the words the diff uses for an address on such a link:
+// a dry run and an apply then report the same list.
+func (p *Pools) leaveOut(plan *diff.Plan, err error) error {
+	var cs diff.Conflicts
+	if err != nil && !errors.As(err, &cs) {
+		return err
+	}
+	var kept []diff.Op
+	var keptLinks []string
+	for i, op := range p.Pending {
+		if l := p.pendingLinks[i]; plan.LeftOut[l] {
+			cs = append(cs, fmt.Sprintf("%s %s is left out: link %s is in conflict", op.Kind, op.ID, l))
+			continue
+		}
+		kept = append(kept, op)
+		keptLinks = append(keptLinks, p.pendingLinks[i])
+	}
+	p.Pending, p.pendingLinks = kept, keptLinks
+	if len(cs) == 0 {
+		return nil
+	}
+	return cs
 }
 
 // PreparePools resolves the pools of desired against the registry. It refuses, before anything
@@ -45,6 +73,14 @@ type Pools struct {
 // A dry run (diff) reads the registry and writes nothing: an address not yet allocated is
 // reported in Pending, and the blocks an apply would give back are left out of the routes.
 func PreparePools(ctx context.Context, reg *ipam.Registry, desired *model.State, dryRun bool) (*Pools, error) {
+	return preparePools(ctx, reg, desired, dryRun, nil)
+}
+
+// preparePools is PreparePools that allocates nothing for the links in
+// leftOut (those a plan leaves out for a conflict): their addresses not yet
+// allocated are reported in Pending, as in a dry run, and an apply's plan
+// then leaves them out as diff's does.
+func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State, dryRun bool, leftOut map[string]bool) (*Pools, error) {
 	st := *desired
 	st.Addresses = slices.Clone(desired.Addresses)
 	st.Routes = slices.Clone(desired.Routes)
@@ -74,9 +110,10 @@ func PreparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 		k := ownerKey{pa.Pool, model.PoolOwner(pa.Link)}
 		wanted[k] = true
 		a, ok := have[k]
-		if !ok && dryRun {
+		if !ok && (dryRun || leftOut[pa.Link]) {
 			out.Pending = append(out.Pending, diff.Op{Action: diff.Create, Kind: diff.KindAddress,
 				ID: fmt.Sprintf("(from pool %s) dev %s", pa.Pool, pa.Link), Reason: "allocated by apply"})
+			out.pendingLinks = append(out.pendingLinks, pa.Link)
 			continue
 		}
 		if !ok {
@@ -276,12 +313,34 @@ func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun b
 	if err := e.checkLostRegistries(reg, desired); err != nil {
 		return nil, nil, err
 	}
-	pools, err := PreparePools(ctx, reg, desired, dryRun)
+	// A link the plan leaves out for a conflict gets no address from a
+	// pool: the address would be left out with it, and diff, which
+	// allocates nothing, would list another plan. Which links are left out
+	// only a plan says: an apply that has addresses to allocate plans once
+	// without them first.
+	pools, err := PreparePools(ctx, reg, desired, true)
 	if err != nil {
 		return nil, nil, err
 	}
+	if !dryRun {
+		var leftOut map[string]bool
+		if len(pools.Pending) > 0 {
+			plan, err := e.PlanPools(pools)
+			if plan == nil {
+				return nil, nil, err
+			}
+			leftOut = plan.LeftOut
+		}
+		if pools, err = preparePools(ctx, reg, desired, false, leftOut); err != nil {
+			return nil, nil, err
+		}
+	}
 	plan, err := e.PlanPools(pools)
-	if plan != nil && dryRun {
+	if plan == nil {
+		return plan, pools, err
+	}
+	err = pools.leaveOut(plan, err)
+	if dryRun {
 		plan.Ops = append(plan.Ops, pools.Pending...)
 	}
 	return plan, pools, err

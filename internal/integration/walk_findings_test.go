@@ -278,3 +278,41 @@ routes:
 	}
 	e.converged(f)
 }
+
+// A pool address on a link the plan leaves out for a conflict (here a veth
+// end whose pair needs a foreign bridge) is not allocated: diff and apply
+// report the same conflicts, and the pool hands out nothing.
+// Walk seed 82024829848149, step 69.
+func TestWalkFindingPoolAddressOnLeftOutLink(t *testing.T) {
+	e := newEnv(t)
+	e.ip("link", "add", "fb0", "type", "bridge")
+	f := e.file("a.yaml", `version: 1
+pools:
+  pw: {subnets: [10.99.0.0/24], block-size-bits: 2, export-table: 119, reuse-delay: 0s}
+links:
+  lo: {kind: device, state: up}
+  fb0: {kind: bridge}
+  p1b: {kind: veth, master: fb0, veth: {peer: p1c}}
+  p1c: {kind: veth, veth: {peer: p1b}, addresses: [{pool: pw}]}
+`)
+	d := e.cli("diff", "-c", f)
+	a := e.cli("apply", "-c", f)
+	conflicts := func(s string) string {
+		if i := strings.Index(s, "conflict(s)"); i >= 0 {
+			return s[i:]
+		}
+		return s
+	}
+	if d.Code != 1 || a.Code != 1 || conflicts(d.Stderr) != conflicts(a.Stderr) {
+		t.Fatalf("diff (exit %d) and apply (exit %d) report different conflicts:\n%s\n%s", d.Code, a.Code, d.Stderr, a.Stderr)
+	}
+	if want := "address (from pool pw) dev p1c is left out: link p1c is in conflict"; !strings.Contains(a.Stderr, want) {
+		t.Errorf("apply does not say %q:\n%s", want, a.Stderr)
+	}
+	if out := e.ip("route", "show", "table", "all"); strings.Contains(out, "10.99.0.") {
+		t.Errorf("a block was taken for a link left out:\n%s", out)
+	}
+	if r := e.cli("ipam", "list", "-c", f); strings.Contains(r.Stdout, "10.99.0.") {
+		t.Errorf("an address was allocated for a link left out:\n%s", r.Stdout)
+	}
+}
