@@ -22,6 +22,8 @@ type builder struct {
 	poolAddrAt  map[[2]string]string
 	// poolConfs holds every declared pool, across files (pool.go).
 	poolConfs map[string]*poolConf
+	// ipvlanOn holds the first ipvlan (in name order) on each parent.
+	ipvlanOn map[string]ipvlanAt
 }
 
 func build(confs []*fileConf, errs *errList) *model.State {
@@ -36,6 +38,7 @@ func build(confs []*fileConf, errs *errList) *model.State {
 		addrAt:      map[linkAddr]string{},
 		subnetScope: map[linkSubnet]scopeAt{},
 		poolAddrAt:  map[[2]string]string{},
+		ipvlanOn:    map[string]ipvlanAt{},
 	}
 	n := 0
 	for _, fc := range confs {

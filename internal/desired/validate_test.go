@@ -264,3 +264,23 @@ func TestRulesDifferingOnlyInNot(t *testing.T) {
 		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// Two ipvlans of different modes on one parent: the kernel keeps one mode
+// per parent, so the second would silently switch the first. Refused, with
+// both links and their positions (walk finding 13).
+func TestIPVlanModesOnOneParent(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", `version: 1
+links:
+  d1: {kind: dummy}
+  i0: {kind: ipvlan, ipvlan: {parent: d1}}
+  i1: {kind: ipvlan, ipvlan: {parent: d1, mode: l3}}
+  i2: {kind: ipvlan, ipvlan: {parent: d1, mode: l2}}
+`))
+	want := `f.yaml:5:49: links.i1.ipvlan.mode: ipvlan i1 is in mode l3 on parent "d1", ipvlan i0 (at f.yaml:4:30) in mode l2; the kernel keeps one mode per parent: give both the same mode`
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+	if _, err := Parse([]Source{src("f.yaml", "version: 1\nlinks:\n  d1: {kind: dummy}\n  i0: {kind: ipvlan, ipvlan: {parent: d1, mode: l3}}\n  i1: {kind: ipvlan, ipvlan: {parent: d1, mode: l3}}\n")}); err != nil {
+		t.Errorf("two ipvlans of one mode on one parent: %v", err)
+	}
+}

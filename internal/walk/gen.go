@@ -64,12 +64,14 @@ type Defects struct {
 	// gateway check runs into the rule (EACCES). On: such rules are made.
 	CatchAllRule bool
 	// IPVlanModes: two ipvlans of different modes on one parent. The kernel
-	// keeps one mode per parent, so the second silently changes the first;
-	// validation accepts the file. On: such files are made.
+	// keeps one mode per parent, so the second silently changes the first.
+	// Validation now refuses such files (finding 13), so it stays off. On:
+	// such files are made.
 	IPVlanModes bool
 	// RuleNotIdentity: two rules that differ only in "not". The kernel's
-	// rule identity ignores the flag (EEXIST on the second); validation
-	// accepts the file. On: such files are made.
+	// rule identity ignores the flag (EEXIST on the second). Validation now
+	// refuses such files (finding 14), so it stays off. On: such files are
+	// made.
 	RuleNotIdentity bool
 	// RulePartialDelete: two rules of one priority and family where one
 	// has a selector the other lacks (fwmark). Deleting the one without
