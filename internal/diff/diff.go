@@ -79,6 +79,9 @@ type computer struct {
 	// routes and, unless keep_addr_on_down is set, their IPv6 addresses
 	// (addrconf_ifdown), which are added again after.
 	downed map[string]bool
+	// goesWithPeer maps a stale veth end to its declared peer, whose
+	// recreate deletes it (staleLinks plans no delete of its own).
+	goesWithPeer map[string]string
 }
 
 // routeGone reports whether the kernel removes route r during this plan

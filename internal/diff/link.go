@@ -189,8 +189,13 @@ func (c *computer) staleLinks() {
 		if deleted[l.Name] {
 			continue
 		}
-		// A veth whose peer this plan recreates goes with the old pair.
+		// A veth whose peer this plan recreates goes with the old pair
+		// (unless the recreate is left out: see leaveOutDependents).
 		if l.Veth != nil && l.Veth.Peer != "" && c.recreated[l.Veth.Peer] {
+			if c.goesWithPeer == nil {
+				c.goesWithPeer = map[string]string{}
+			}
+			c.goesWithPeer[l.Name] = l.Veth.Peer
 			continue
 		}
 		// A veth whose peer stays declared as a veth paired with it lives

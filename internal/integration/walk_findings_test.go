@@ -316,3 +316,36 @@ links:
 		t.Errorf("an address was allocated for a link left out:\n%s", r.Stdout)
 	}
 }
+
+// A veth pair declared again under a new peer name is recreated, and its old
+// peer goes with it; when the recreate is left out (the end needs a foreign
+// bridge), the old peer stays, and the conflicts say so. Walk seed
+// 82024829848149, step 95 (finding 21).
+func TestWalkFindingStalePeerOfLeftOutPair(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", `version: 1
+links:
+  p2a: {kind: veth, veth: {peer: p2c}}
+  p2c: {kind: veth, veth: {peer: p2a}}
+`))
+	e.ip("link", "add", "fb0", "type", "bridge")
+	f := e.file("b.yaml", `version: 1
+links:
+  fb0: {kind: bridge}
+  p2a: {kind: veth, master: fb0, veth: {peer: p2b}}
+  p2b: {kind: veth, veth: {peer: p2a}}
+`)
+	d, a := e.cli("diff", "-c", f), e.cli("apply", "-c", f)
+	want := "link p2c is not deleted: it goes with its peer p2a, which is left out"
+	for _, r := range []struct {
+		what string
+		out  string
+	}{{"diff", d.Stderr}, {"apply", a.Stderr}} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("%s does not say %q:\n%s", r.what, want, r.out)
+		}
+	}
+	if out := e.ip("link", "show", "p2c"); !strings.Contains(out, "p2c@p2a") {
+		t.Errorf("p2c is not as it was:\n%s", out)
+	}
+}
