@@ -317,6 +317,54 @@ links:
 	}
 }
 
+// A rule that sends every lookup elsewhere (from all prohibit, a not rule
+// with a drop action) comes before "lookup main": the kernel's check of a
+// route's gateway, a policy lookup, fails in it. The route is added all the
+// same, whether the rule is one the file drops in the same apply (walk seed
+// 6, step 13), one it keeps, or someone else's, and no rule of the check is
+// left behind. Walk finding 8.
+func TestWalkFindingCatchAllRuleGatewayCheck(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", "version: 1\nrules:\n  - {priority: 30000, family: ipv4, action: prohibit}\n"))
+	f := e.file("b.yaml", `version: 1
+links:
+  b1: {kind: bridge, addresses: [10.88.1.3/24, fd00:88::3/64]}
+routes:
+  - {to: 172.16.3.0/24, via: 10.88.1.200, dev: b1}
+`)
+	e.apply(f)
+	if out := e.ip("route", "show", "172.16.3.0/24"); !strings.Contains(out, "via 10.88.1.200 dev b1") {
+		t.Errorf("route through the gateway missing after the catch-all rule went: %q", out)
+	}
+	e.converged(f)
+
+	// Someone else's catch-all rules, and one the file keeps.
+	e.ip("rule", "add", "priority", "29000", "not", "from", "10.50.0.0/16", "blackhole")
+	e.ip("-6", "rule", "add", "priority", "29000", "prohibit")
+	f = e.file("c.yaml", `version: 1
+links:
+  b1: {kind: bridge, addresses: [10.88.1.3/24, fd00:88::3/64]}
+routes:
+  - {to: 172.16.3.0/24, via: 10.88.1.200, dev: b1}
+  - {to: 172.16.4.0/24, via: 10.88.1.200, table: 200}
+  - {to: 172.16.5.0/24, via: 10.88.1.200}
+  - {to: "2001:db8:4::/64", via: "fd00:88::200", dev: b1, table: 200}
+rules:
+  - {priority: 30000, family: ipv4, action: prohibit}
+`)
+	e.apply(f)
+	out := e.ip("route", "show", "table", "all") + e.ip("-6", "route", "show", "table", "all")
+	for _, want := range []string{"172.16.4.0/24 via 10.88.1.200 dev b1 table 200", "172.16.5.0/24 via 10.88.1.200 dev b1", "2001:db8:4::/64 via fd00:88::200 dev b1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("route %q missing with catch-all rules in the way:\n%s", want, out)
+		}
+	}
+	if rules := e.rules(); strings.Contains(rules, "10.88.1.200") || strings.Contains(rules, "fd00:88::200") {
+		t.Errorf("a rule of the gateway check is left:\n%s", rules)
+	}
+	e.converged(f)
+}
+
 // A veth pair declared again under a new peer name is recreated, and its old
 // peer goes with it; when the recreate is left out (the end needs a foreign
 // bridge), the old peer stays, and the conflicts say so. Walk seed
