@@ -78,10 +78,10 @@ func (c *computer) addresses() {
 		if !ok || !(l.Owned || adopting) {
 			continue
 		}
-		if _, stays := c.d.Links[h.Link]; !stays {
+		op := Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Address: h, Promote: c.promotes(h)}
+		if c.goesWithLink(h.Link, op) {
 			continue // the link goes, its addresses with it
 		}
-		op := Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Address: h, Promote: c.promotes(h)}
 		if h.Prefix.Addr().Is4() && c.flushed4[h.Link] {
 			// Deleting the link's last IPv4 address flushes its IPv4
 			// routes: it goes before the routes are added, not after.

@@ -104,6 +104,7 @@ func (c *computer) leaveOutDependents() {
 	for _, name := range c.a.SortedLinkNames() {
 		if peer, ok := c.goesWithPeer[name]; ok && c.blocked[peer] {
 			c.conflict("link %s is not deleted: it goes with its peer %s, which is left out", name, peer)
+			c.deletes = append(c.deletes, c.withLink[name]...)
 		}
 	}
 	c.srcLink = map[netip.Addr]string{}

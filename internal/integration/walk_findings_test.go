@@ -397,3 +397,44 @@ links:
 		t.Errorf("p2c is not as it was:\n%s", out)
 	}
 }
+
+// A link of ours that the file drops but that stays (the undeclared peer of
+// a declared veth end, or a link whose delete is a conflict) keeps none of
+// our routes and addresses: they were left to the link's delete, which does
+// not happen. Walk findings 19 (guest seed 81081787807254, step 12) and 22
+// (host seed 78411014980141, step 84).
+func TestWalkFindingRoutesOnStaleLinkThatStays(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", `version: 1
+links:
+  p1a: {kind: veth, veth: {peer: p1c}, addresses: [10.61.0.1/24, fd00:61::1/64]}
+  p1c: {kind: veth, veth: {peer: p1a}, addresses: [10.62.0.1/24]}
+routes:
+  - {to: 172.16.3.0/24, dev: p1a, table: 200}
+  - {to: "2001:db8:4::/64", dev: p1a, table: 200, metric: 10}
+  - {to: 172.16.2.0/24, dev: p1c, metric: 100}
+`))
+	// p1a lives on as p1c's undeclared peer.
+	f := e.file("b.yaml", "version: 1\nlinks:\n  p1c: {kind: veth, veth: {peer: p1a}, addresses: [10.62.0.1/24]}\nroutes:\n  - {to: 172.16.2.0/24, dev: p1c, metric: 100}\n")
+	e.apply(f)
+	if out := e.ip("route", "show", "table", "all", "dev", "p1a") + e.ip("-6", "route", "show", "table", "all", "dev", "p1a"); strings.Contains(out, "172.16.3.0/24") || strings.Contains(out, "2001:db8:4::/64") {
+		t.Errorf("routes of the file's first step left on p1a:\n%s", out)
+	}
+	if out := e.ip("addr", "show", "p1a"); strings.Contains(out, "10.61.0.1") || strings.Contains(out, "fd00:61::1") {
+		t.Errorf("addresses of the file's first step left on p1a:\n%s", out)
+	}
+	e.converged(f)
+
+	// The pair's delete is a conflict (a foreign vxlan on p1c): the pair
+	// stays, and our routes through it go (its addresses are left out
+	// with it, and the conflicts say so).
+	e.ip("link", "add", "fc9", "type", "vxlan", "id", "9", "dstport", "4789", "dev", "p1c")
+	f = e.file("c.yaml", "version: 1\n")
+	r := e.cli("apply", "-c", f)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "link p1c cannot be deleted") || !strings.Contains(r.Stderr, "address 10.62.0.1/24 dev p1c is left out") {
+		t.Fatalf("apply: exit %d, want the conflict of p1c and its address:\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out := e.ip("route", "show", "table", "all", "dev", "p1c"); strings.Contains(out, "172.16.2.0/24") {
+		t.Errorf("a route of ours left on p1c, whose delete is a conflict:\n%s", out)
+	}
+}
