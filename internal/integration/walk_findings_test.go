@@ -438,3 +438,31 @@ routes:
 		t.Errorf("a route of ours left on p1c, whose delete is a conflict:\n%s", out)
 	}
 }
+
+// Two addresses of one subnet that change scope together: each was replaced
+// in its own op (delete, add), and the first add met the other address still
+// in the old scope (EINVAL: the kernel keeps one scope per subnet). Walk seed
+// 84958747665877, step 84 (finding 23).
+func TestWalkFindingSubnetScopeChangeOfKeptAddresses(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", `version: 1
+links:
+  b1: {kind: bridge, addresses: [{address: 10.89.0.3/24, scope: host, noprefixroute: true}, {address: 10.89.0.1/24, scope: host}, 10.76.1.2/24]}
+routes:
+  - {to: 172.16.8.0/24, via: 10.76.1.254, dev: b1}
+`))
+	f := e.file("b.yaml", `version: 1
+links:
+  b1: {kind: bridge, addresses: [10.89.0.3/24, 10.89.0.1/24, 10.76.1.2/24]}
+routes:
+  - {to: 172.16.8.0/24, via: 10.76.1.254, dev: b1}
+`)
+	e.apply(f)
+	out := e.ip("-4", "addr", "show", "b1")
+	for _, a := range []string{"10.89.0.3/24", "10.89.0.1/24"} {
+		if !strings.Contains(out, a) || strings.Contains(out, "scope host") {
+			t.Errorf("%s missing or still scope host:\n%s", a, out)
+		}
+	}
+	e.converged(f)
+}
