@@ -820,6 +820,11 @@ func (g *Gen) changeNft(c *Config) string {
 					return "remove set " + n
 				}
 				s.Elements = g.elements(s.Type)
+				if !s.Interval {
+					// Validation refuses prefixes and ranges in a
+					// set without flags [interval], as at its creation.
+					s.Elements = withoutIntervals(s.Elements)
+				}
 				return "change elements of set " + n
 			}
 		}
