@@ -284,3 +284,24 @@ links:
 		t.Errorf("two ipvlans of one mode on one parent: %v", err)
 	}
 }
+
+// Links that would sit above themselves in the kernel's stack of devices
+// (a port below its master, a vxlan above its dev): the kernel refuses the
+// one that closes the loop (EBUSY), in any order (walk finding 24).
+func TestLinksStackedInALoop(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", `version: 1
+links:
+  b2: {kind: bridge}
+  br: {kind: bridge}
+  x0: {kind: vxlan, master: br, vxlan: {id: 20, remote: 192.0.2.4, dev: b2}}
+  x2: {kind: vxlan, master: b2, vxlan: {id: 21, remote: 192.0.2.8, dev: br}}
+`))
+	want := "f.yaml:6:29: links.x2.master: links stack on each other in a loop (x0 dev b2, x0 master br, x2 dev br, x2 master b2): each would be above itself in the kernel's stack of devices, which the kernel refuses (EBUSY); break the loop"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+	got = errorsOf(t, src("f.yaml", "version: 1\nlinks:\n  b2: {kind: bridge}\n  x0: {kind: vxlan, master: b2, vxlan: {id: 20, remote: 192.0.2.4, dev: b2}}\n"))
+	if !strings.Contains(got, "links stack on each other in a loop (x0 dev b2, x0 master b2)") {
+		t.Errorf("a vxlan whose dev is its master: %s", got)
+	}
+}
