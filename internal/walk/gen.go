@@ -75,6 +75,12 @@ type Defects struct {
 	// refuses such files (finding 14), so it stays off. On: such files are
 	// made.
 	RuleNotIdentity bool
+	// PoolStaticAddress: a link that takes an address from a pool and also
+	// declares a static address in the pool's subnet. The pool may hand
+	// out that very address, and apply then refuses the file ("is also
+	// declared") where diff, which allocates nothing, accepted it (finding
+	// 25, open). On: such links are made.
+	PoolStaticAddress bool
 	// RulePartialDelete: two rules of one priority and family where one
 	// has a selector the other lacks (fwmark). Deleting the one without
 	// can delete the other: the kernel matches a delete on the attributes
@@ -98,6 +104,7 @@ func (d *Defects) switches() map[string]*bool {
 		"ipvlan-modes":           &d.IPVlanModes,
 		"rule-not-identity":      &d.RuleNotIdentity,
 		"rule-partial-delete":    &d.RulePartialDelete,
+		"pool-static-address":    &d.PoolStaticAddress,
 	}
 }
 

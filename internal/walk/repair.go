@@ -174,7 +174,29 @@ func (g *Gen) repairAddrs(c *Config, l *Link) []*Addr {
 		seen[p.Addr().String()] = true
 		out = append(out, a)
 	}
+	if pool && !g.Defects.PoolStaticAddress {
+		// The pool may hand out an address the link also declares
+		// statically, and apply refuses the file then (finding 25).
+		kept := out[:0]
+		for _, a := range out {
+			if a.Pool == "" && inPools(c, netip.MustParsePrefix(a.CIDR).Addr()) {
+				continue
+			}
+			kept = append(kept, a)
+		}
+		out = kept
+	}
 	return out
+}
+
+// inPools reports whether ip is in the subnet of one of c's pools.
+func inPools(c *Config, ip netip.Addr) bool {
+	for _, p := range c.Pools {
+		if sn, err := netip.ParsePrefix(p.Subnet); err == nil && sn.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // repairRoutes keeps the routes the kernel accepts: a device that is declared
