@@ -279,3 +279,45 @@ func TestRouteBatchKeepsPerOpResults(t *testing.T) {
 	}
 	assertConverged(t, e, st)
 }
+
+// A gateway route the kernel's gateway check refuses (a rule takes the
+// lookup elsewhere) is retried once under a guard rule, which is deleted at
+// once; a route without a gateway, or refused for another reason, is not
+// retried, and a second refusal keeps the first error (walk finding 8).
+func TestGatewayCheckRetriedUnderGuardRule(t *testing.T) {
+	k := kernel.NewFake()
+	k.PutLink(&model.Link{Name: "b1", Kind: model.KindBridge, Owned: true})
+	gw := &model.Route{Table: 254, Dst: netip.MustParsePrefix("172.16.3.0/24"), Type: model.RouteUnicast, Gateway: netip.MustParseAddr("10.88.1.200"), Dev: "b1"}
+	dev := &model.Route{Table: 200, Dst: netip.MustParsePrefix("172.16.4.0/24"), Type: model.RouteUnicast, Dev: "b1"}
+	plan := &diff.Plan{Protocol: 245, Ops: []diff.Op{
+		{Action: diff.Create, Kind: diff.KindRoute, ID: gw.Key().String(), Route: gw},
+		{Action: diff.Create, Kind: diff.KindRoute, ID: dev.Key().String(), Route: dev},
+	}}
+	k.FailOn("AddRoute", dev.Key().String(), syscall.EACCES)
+	k.FailNext("AddRoute", syscall.EACCES)
+	res := apply.Apply(context.Background(), k, plan, apply.Hooks{})
+	if len(res.Done) != 1 || res.Done[0].Route != gw || len(res.Failed) != 1 || res.Failed[0].Op.Route != dev {
+		t.Fatalf("done %v, failed %v: want the gateway route done (retried), the dev route failed (not retried)", res.Done, res.Failed)
+	}
+	guard := "0: from all to 10.88.1.200/32 oif b1 lookup main (ipv4)"
+	want := []string{"AddRule " + guard, "AddRoute " + gw.Key().String(), "DeleteRule " + guard}
+	if got := strings.Join(k.Log, "\n"); !strings.Contains(got, strings.Join(want, "\n")) {
+		t.Errorf("writes:\n%s\nwant, in order:\n%s", got, strings.Join(want, "\n"))
+	}
+	if rs, _ := k.Rules(); len(rs) != 0 {
+		t.Errorf("rules left: %v", rs)
+	}
+
+	// Refused again under the guard: the first error stands.
+	k.FailOn("AddRoute", dev.Key().String(), nil)
+	gw2 := *gw
+	gw2.Dst = netip.MustParsePrefix("172.16.5.0/24")
+	k.FailOn("AddRoute", gw2.Key().String(), syscall.EHOSTUNREACH)
+	res = apply.Apply(context.Background(), k, &diff.Plan{Protocol: 245, Ops: []diff.Op{{Action: diff.Create, Kind: diff.KindRoute, ID: gw2.Key().String(), Route: &gw2}}}, apply.Hooks{})
+	if len(res.Failed) != 1 || !errors.Is(res.Failed[0].Err, syscall.EHOSTUNREACH) {
+		t.Fatalf("failed %v: want the route's EHOSTUNREACH", res.Failed)
+	}
+	if rs, _ := k.Rules(); len(rs) != 0 {
+		t.Errorf("rules left: %v", rs)
+	}
+}

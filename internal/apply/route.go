@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"golang.org/x/sys/unix"
 
@@ -42,6 +43,7 @@ func runRoutes(ctx context.Context, k kernel.Writer, proto int, ops []diff.Op, f
 		ws = append(ws, w)
 		at = append(at, i)
 	}
+	var guardErrs []Failure
 	if len(ws) > 0 {
 		for n, err := range k.WriteRoutes(ws, proto) {
 			if ws[n].Action == kernel.RouteDelete {
@@ -49,6 +51,7 @@ func runRoutes(ctx context.Context, k kernel.Writer, proto int, ops []diff.Op, f
 			}
 			errs[at[n]] = err
 		}
+		guardErrs = retryGatewayChecks(k, proto, ws, at, errs)
 	}
 	explainExists(k, proto, ops, errs)
 	for i, op := range ops {
@@ -58,6 +61,91 @@ func runRoutes(ctx context.Context, k kernel.Writer, proto int, ops []diff.Op, f
 		}
 		res.Done = append(res.Done, op)
 	}
+	res.Failed = append(res.Failed, guardErrs...)
+}
+
+// guardPriority is the priority of the guard rules of retryGatewayChecks:
+// the lowest there is, after the kernel's "lookup local" (a rule goes
+// after those of its priority), so that no other rule comes first.
+const guardPriority = 0
+
+// retryGatewayChecks adds again, each under a guard rule, the route writes
+// the kernel refused in its gateway check.
+//
+// The kernel checks a gateway with a lookup: in the route's own table
+// first (unless it is main), then, if that finds nothing, through the
+// FIB rules, as a packet from this host to the gateway out of the
+// route's dev (fib_check_nh_v4_gw, ip6_route_check_nh). A rule before
+// "lookup main" that takes that lookup elsewhere (from all prohibit, a
+// not rule with a drop action, a lookup in a table with an unreachable
+// route) fails the check (EACCES, EINVAL, EHOSTUNREACH), although the
+// route is valid where the file puts it and the kernel keeps it when the
+// rule comes after it. Such a rule may be someone else's, or the file's
+// own, kept or about to be deleted by this plan. The order of the plan
+// cannot help with the first two, so the write is retried with a rule
+// of ours at guardPriority, "to GATEWAY oif DEV lookup main", that sends
+// the check's lookup to main (where the gateway's connected route is),
+// and the guard is deleted at once. It matches only lookups for the
+// gateway out of that dev, for the moment of one write, and only after
+// a refusal; an apply whose routes pass the check writes no rule.
+//
+// It returns the failures to delete a guard (left for the next pass,
+// which deletes it as a stale rule of ours).
+func retryGatewayChecks(k kernel.Writer, proto int, ws []kernel.RouteWrite, at []int, errs []error) []Failure {
+	var retry []kernel.RouteWrite
+	var retryAt []int
+	var guards []*model.Rule
+	seen := map[model.RuleKey]bool{}
+	for n, w := range ws {
+		r := w.Route
+		if err := errs[at[n]]; err == nil || w.Action == kernel.RouteDelete || !r.Gateway.IsValid() || r.OnLink || !gatewayCheckErr(err) {
+			continue
+		}
+		g := &model.Rule{Priority: guardPriority, IPv6: r.Gateway.Is6(), To: netip.PrefixFrom(r.Gateway, r.Gateway.BitLen()),
+			OIF: r.Dev, Action: model.RuleLookup, Table: model.TableMain, SuppressPrefixLen: -1, Protocol: proto}
+		if !seen[g.Key()] {
+			seen[g.Key()] = true
+			guards = append(guards, g)
+		}
+		retry = append(retry, w)
+		retryAt = append(retryAt, at[n])
+	}
+	if len(retry) == 0 {
+		return nil
+	}
+	var added []*model.Rule
+	for _, g := range guards {
+		// EEXIST: the rule is there already (the file's, or a guard a
+		// crash left): used, and left to the plan.
+		if err := k.AddRule(g, proto); err == nil {
+			added = append(added, g)
+		}
+	}
+	for n, err := range k.WriteRoutes(retry, proto) {
+		// A second refusal keeps the first error: the rules were not
+		// what stood in the way.
+		if err == nil {
+			errs[retryAt[n]] = nil
+		}
+	}
+	var failed []Failure
+	for _, g := range added {
+		if err := k.DeleteRule(g); err != nil {
+			failed = append(failed, Failure{diff.Op{Action: diff.Delete, Kind: diff.KindRule, ID: g.String(), Rule: g, Reason: "guard of a gateway check"}, err})
+		}
+	}
+	return failed
+}
+
+// gatewayCheckErr reports whether err is one the kernel's gateway check of
+// a route gives when the lookup of the gateway fails.
+func gatewayCheckErr(err error) bool {
+	for _, e := range []error{unix.EINVAL, unix.EACCES, unix.EHOSTUNREACH, unix.ENETUNREACH} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // explainExists says whose route a create met, for the creates the kernel

@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -26,6 +27,8 @@ type builder struct {
 	// and wgKnown (wireGuardLinks).
 	ipvlanParents map[string]string
 	wgKnown       *string
+	// ipvlanOn holds the first ipvlan (in name order) on each parent.
+	ipvlanOn map[string]ipvlanAt
 }
 
 func build(confs []*fileConf, errs *errList) *model.State {
@@ -40,6 +43,7 @@ func build(confs []*fileConf, errs *errList) *model.State {
 		addrAt:      map[linkAddr]string{},
 		subnetScope: map[linkSubnet]scopeAt{},
 		poolAddrAt:  map[[2]string]string{},
+		ipvlanOn:    map[string]ipvlanAt{},
 	}
 	n := 0
 	for _, fc := range confs {
@@ -138,6 +142,7 @@ type linkEdge struct {
 // made it create one link of the cycle and fail on the next. The two ends
 // of a veth pair are created together and count as one link.
 func (b *builder) linkCycles() {
+	errsBefore := b.errs.count()
 	node := func(name string) string {
 		lc := b.links[name]
 		if lc == nil || lc.Kind != model.KindVeth || lc.Veth == nil || lc.Veth.PeerNetNS != "" {
@@ -208,6 +213,73 @@ func (b *builder) linkCycles() {
 	for _, name := range sortedKeys(b.links) {
 		if n := node(name); state[n] == unseen {
 			visit(n)
+		}
+	}
+	if b.errs.count() == errsBefore { // a needs cycle is a loop too: said once
+		b.stackLoops()
+	}
+}
+
+// stackLoops reports links that would sit above themselves in the kernel's
+// stack of devices (its upper and lower links): a port is below its master,
+// and a vxlan or ipvlan above its dev or parent (the kernel links them as
+// upper and lower devices too). The kernel refuses the link that closes such
+// a loop with EBUSY, in whatever order they are made: b2 master of x2, x2's
+// dev bridge br, br master of x0, x0's dev b2 (walk finding 24). The edges
+// here go from a link to the one above it; each loop is reported once, at
+// the reference that closes it.
+func (b *builder) stackLoops() {
+	up := map[string][]linkEdge{}
+	for _, name := range sortedKeys(b.links) {
+		lc := b.links[name]
+		if lc == nil {
+			continue
+		}
+		if lc.Master != "" && lc.Master != name && b.declared(lc.Master) {
+			up[name] = append(up[name], linkEdge{name, lc.Master, "master", lc.at("master"), "links." + name + ".master"})
+		}
+		if vc := lc.VXLAN; vc != nil && vc.Dev != "" && vc.Dev != name && b.declared(vc.Dev) {
+			up[vc.Dev] = append(up[vc.Dev], linkEdge{vc.Dev, name, "dev", vc.at("dev"), "links." + name + ".vxlan.dev"})
+		}
+		if ic := lc.IPVlan; ic != nil && ic.Parent != "" && ic.Parent != name && b.declared(ic.Parent) {
+			up[ic.Parent] = append(up[ic.Parent], linkEdge{ic.Parent, name, "parent", ic.at("parent"), "links." + name + ".ipvlan.parent"})
+		}
+	}
+	// The words of an edge as the file says it: "x master y", "v dev d".
+	says := func(e linkEdge) string {
+		if e.word == "master" {
+			return e.from + " master " + e.to
+		}
+		return e.to + " " + e.word + " " + e.from
+	}
+	state := map[string]int{} // 0 unseen, 1 on the path, 2 done
+	var path []linkEdge
+	var visit func(n string)
+	visit = func(n string) {
+		state[n] = 1
+		for _, e := range up[n] {
+			switch state[e.to] {
+			case 0:
+				path = append(path, e)
+				visit(e.to)
+				path = path[:len(path)-1]
+			case 1:
+				i := len(path) - 1
+				for i > 0 && path[i].from != e.to {
+					i--
+				}
+				var words []string
+				for _, c := range append(slices.Clone(path[i:]), e) {
+					words = append(words, says(c))
+				}
+				b.errs.add(e.at, e.path, "links stack on each other in a loop (%s): each would be above itself in the kernel's stack of devices, which the kernel refuses (EBUSY); break the loop", strings.Join(words, ", "))
+			}
+		}
+		state[n] = 2
+	}
+	for _, name := range sortedKeys(b.links) {
+		if state[name] == 0 {
+			visit(name)
 		}
 	}
 }

@@ -254,8 +254,28 @@ func (b *builder) ipvlan(path string, ic *ipvlanConf, l *model.Link) {
 		b.errs.add(ic.at("parent"), path+".parent", "link %q is not declared; declare it (kind device for an existing NIC)", ic.Parent)
 	case b.links[ic.Parent].Kind == model.KindIPVlan:
 		b.errs.add(ic.at("parent"), path+".parent", "link %q is an ipvlan; the parent must be a real or virtual ethernet link", ic.Parent)
+	default:
+		// The kernel keeps one mode per parent (the ipvlan port): an
+		// ipvlan created in another mode silently switches its siblings,
+		// and the next pass recreates them, which switches it back.
+		if first, ok := b.ipvlanOn[ic.Parent]; !ok {
+			b.ipvlanOn[ic.Parent] = ipvlanAt{l.Name, v.Mode, ic.Pos}
+		} else if first.mode != v.Mode {
+			at := ic.at("mode")
+			if _, set := ic.Keys["mode"]; !set {
+				at = ic.Pos
+			}
+			b.errs.add(at, path+".mode", "ipvlan %s is in mode %s on parent %q, ipvlan %s (at %s) in mode %s; the kernel keeps one mode per parent: give both the same mode",
+				l.Name, v.Mode, ic.Parent, first.name, first.pos, first.mode)
+		}
 	}
 	l.IPVlan = v
+}
+
+// ipvlanAt is an ipvlan, its mode and where it was declared.
+type ipvlanAt struct {
+	name, mode string
+	pos        Pos
 }
 
 func (b *builder) tunnel(path string, tc *tunnelConf, l *model.Link, v6 bool) {

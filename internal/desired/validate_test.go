@@ -264,3 +264,44 @@ func TestRulesDifferingOnlyInNot(t *testing.T) {
 		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// Two ipvlans of different modes on one parent: the kernel keeps one mode
+// per parent, so the second would silently switch the first. Refused, with
+// both links and their positions (walk finding 13).
+func TestIPVlanModesOnOneParent(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", `version: 1
+links:
+  d1: {kind: dummy}
+  i0: {kind: ipvlan, ipvlan: {parent: d1}}
+  i1: {kind: ipvlan, ipvlan: {parent: d1, mode: l3}}
+  i2: {kind: ipvlan, ipvlan: {parent: d1, mode: l2}}
+`))
+	want := `f.yaml:5:49: links.i1.ipvlan.mode: ipvlan i1 is in mode l3 on parent "d1", ipvlan i0 (at f.yaml:4:30) in mode l2; the kernel keeps one mode per parent: give both the same mode`
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+	if _, err := Parse([]Source{src("f.yaml", "version: 1\nlinks:\n  d1: {kind: dummy}\n  i0: {kind: ipvlan, ipvlan: {parent: d1, mode: l3}}\n  i1: {kind: ipvlan, ipvlan: {parent: d1, mode: l3}}\n")}); err != nil {
+		t.Errorf("two ipvlans of one mode on one parent: %v", err)
+	}
+}
+
+// Links that would sit above themselves in the kernel's stack of devices
+// (a port below its master, a vxlan above its dev): the kernel refuses the
+// one that closes the loop (EBUSY), in any order (walk finding 24).
+func TestLinksStackedInALoop(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", `version: 1
+links:
+  b2: {kind: bridge}
+  br: {kind: bridge}
+  x0: {kind: vxlan, master: br, vxlan: {id: 20, remote: 192.0.2.4, dev: b2}}
+  x2: {kind: vxlan, master: b2, vxlan: {id: 21, remote: 192.0.2.8, dev: br}}
+`))
+	want := "f.yaml:6:29: links.x2.master: links stack on each other in a loop (x0 dev b2, x0 master br, x2 dev br, x2 master b2): each would be above itself in the kernel's stack of devices, which the kernel refuses (EBUSY); break the loop"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+	got = errorsOf(t, src("f.yaml", "version: 1\nlinks:\n  b2: {kind: bridge}\n  x0: {kind: vxlan, master: b2, vxlan: {id: 20, remote: 192.0.2.4, dev: b2}}\n"))
+	if !strings.Contains(got, "links stack on each other in a loop (x0 dev b2, x0 master b2)") {
+		t.Errorf("a vxlan whose dev is its master: %s", got)
+	}
+}

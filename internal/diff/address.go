@@ -26,12 +26,14 @@ func (c *computer) addresses() {
 	// (EINVAL) until they are gone. Such stale addresses are deleted before
 	// the creates, not after.
 	wantScope := map[linkSubnet]int{}
+	inSubnet := map[linkSubnet]int{} // the file's addresses per subnet
 	for i := range c.d.Addresses {
 		if w := &c.d.Addresses[i]; w.Prefix.Addr().Is4() && !w.Peer.IsValid() {
 			wantScope[linkSubnet{w.Link, w.Prefix.Masked()}] = w.Scope
+			inSubnet[linkSubnet{w.Link, w.Prefix.Masked()}]++
 		}
 	}
-	var creates []Op
+	var creates, scopeEarly []Op
 	want := map[model.AddressKey]bool{}
 	for i := range c.d.Addresses {
 		w := &c.d.Addresses[i]
@@ -43,6 +45,16 @@ func (c *computer) addresses() {
 		default:
 			if ch := addressChanges(w, h); len(ch) > 0 && c.deletesOthers(h) {
 				c.conflict("address %s: its %s cannot change in place, and deleting it would delete the other addresses of its subnet on %s with it (it is their primary, and promote_secondaries is not netreconcile's to turn on for a link it does not own); change it by hand or keep it", w.Key(), ch[0].Field, h.Link)
+			} else if len(ch) > 0 && w.Prefix.Addr().Is4() && !w.Peer.IsValid() && w.Scope != h.Scope && inSubnet[linkSubnet{w.Link, w.Prefix.Masked()}] > 1 {
+				// A change of scope is a change of its subnet's scope
+				// (one per subnet). With other addresses of the subnet
+				// in the file, the old address goes before any of them
+				// is added, this one included, as a stale one of that
+				// subnet does (below): replaced in one op, it could come
+				// after a create (or the replace of a sibling) in the
+				// new scope, which the kernel refuses (EINVAL).
+				scopeEarly = append(scopeEarly, Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Reason: "its subnet changes scope", Address: h, Promote: c.promotes(h)})
+				creates = append(creates, Op{Action: Create, Kind: KindAddress, ID: w.Key().String(), Summary: addressSummary(w), Address: w})
 			} else if len(ch) > 0 {
 				// The kernel keeps scope and peer at creation: NLM_F_REPLACE
 				// on an address only refreshes lifetimes.
@@ -61,7 +73,10 @@ func (c *computer) addresses() {
 			v4left[h.Link]++
 		}
 	}
-	var early []Op
+	early := scopeEarly
+	for _, op := range scopeEarly {
+		v4left[op.Address.Link]--
+	}
 	for i := range c.a.Addresses {
 		h := &c.a.Addresses[i]
 		if want[h.Key()] || c.recreated[h.Link] || (c.downed[h.Link] && h.Prefix.Addr().Is6()) {
@@ -79,10 +94,10 @@ func (c *computer) addresses() {
 		if !ok || !(l.Owned || adopting) {
 			continue
 		}
-		if _, stays := c.d.Links[h.Link]; !stays {
+		op := Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Address: h, Promote: c.promotes(h)}
+		if c.goesWithLink(h.Link, op) {
 			continue // the link goes, its addresses with it
 		}
-		op := Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Address: h, Promote: c.promotes(h)}
 		if h.Prefix.Addr().Is4() && c.flushed4[h.Link] {
 			// Deleting the link's last IPv4 address flushes its IPv4
 			// routes: it goes before the routes are added, not after.
@@ -255,9 +270,17 @@ func (c *computer) poolGiveBacks(ours map[string]map[netip.Addr]bool) {
 	}
 }
 
-// pending shows the pool addresses apply allocates (Plan.Pending).
+// pending shows the pool addresses apply allocates (Plan.Pending). Those
+// of a link left out for a conflict are left out with it, in the words the
+// plan uses for the link's other addresses: an apply allocates nothing for
+// them (engine.PlanDesired), and a dry run and an apply list the same
+// conflicts.
 func (c *computer) pending(unallocated []model.PoolAddress) {
 	for _, pa := range unallocated {
+		if c.blocked[pa.Link] {
+			c.conflict("address (from pool %s) dev %s is left out: link %s is in conflict", pa.Pool, pa.Link, pa.Link)
+			continue
+		}
 		c.plan.Pending = append(c.plan.Pending, Op{Action: Create, Kind: KindAddress,
 			ID: fmt.Sprintf("(from pool %s) dev %s", pa.Pool, pa.Link), Reason: "allocated by apply"})
 	}

@@ -99,12 +99,21 @@ func (c *computer) leaveOutDependents() {
 			}
 		}
 	}
+	// A stale veth end that was to go with its peer's recreate stays when
+	// that recreate is left out: said, since no op of its own is dropped.
+	for _, name := range c.a.SortedLinkNames() {
+		if peer, ok := c.goesWithPeer[name]; ok && c.blocked[peer] {
+			c.conflict("link %s is not deleted: it goes with its peer %s, which is left out", name, peer)
+			c.deletes = append(c.deletes, c.withLink[name]...)
+		}
+	}
 	c.srcLink = map[netip.Addr]string{}
 	for i := range c.d.Addresses {
 		a := &c.d.Addresses[i]
 		c.srcLink[a.Prefix.Addr()] = a.Link
 		c.subnets = append(c.subnets, subnet{a.Prefix.Masked(), a.Link})
 	}
+	c.plan.LeftOut = c.blocked
 	c.plan.Ops = c.keepUnblocked(c.plan.Ops)
 	c.deletes = c.keepUnblocked(c.deletes)
 	c.linkDeletes = c.keepUnblocked(c.linkDeletes)

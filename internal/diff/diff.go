@@ -61,7 +61,8 @@ func Compute(desired, actual *model.State) (*Plan, error) {
 //  4. stale links are deleted last, children before parents.
 func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 	desired = peerSets(desired, in.PeersUp)
-	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{}}
+	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{},
+		linkGoes: map[string]bool{}, withLink: map[string][]Op{}}
 	c.links()
 	c.wireguard()
 	c.fou()
@@ -112,6 +113,30 @@ type computer struct {
 	// routes and, unless keep_addr_on_down is set, their IPv6 addresses
 	// (addrconf_ifdown), which are added again after.
 	downed map[string]bool
+	// goesWithPeer maps a stale veth end to its declared peer, whose
+	// recreate deletes it (staleLinks plans no delete of its own).
+	goesWithPeer map[string]string
+	// linkGoes names the stale links this plan deletes (or that go with a
+	// veth peer it deletes or recreates): their addresses and routes go
+	// with them. A stale link that stays (its delete is a conflict, or it
+	// lives on as the undeclared peer of a declared veth) is not in it,
+	// and what of ours it holds is deleted one by one.
+	linkGoes map[string]bool
+	// withLink holds the deletes of addresses and routes left to the
+	// delete of their stale link, by link: planned after all when that
+	// delete is left out (leaveOutDependents).
+	withLink map[string][]Op
+}
+
+// goesWithLink reports whether the delete op of an address or route on
+// link is left to the link's delete, and records it in case that delete
+// is left out.
+func (c *computer) goesWithLink(link string, op Op) bool {
+	if link == "" || !c.linkGoes[link] {
+		return false
+	}
+	c.withLink[link] = append(c.withLink[link], op)
+	return true
 }
 
 // routeGone reports whether the kernel removes route r during this plan

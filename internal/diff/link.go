@@ -186,8 +186,14 @@ func (c *computer) staleLinks() {
 		if deleted[l.Name] {
 			continue
 		}
-		// A veth whose peer this plan recreates goes with the old pair.
+		// A veth whose peer this plan recreates goes with the old pair
+		// (unless the recreate is left out: see leaveOutDependents).
 		if l.Veth != nil && l.Veth.Peer != "" && c.recreated[l.Veth.Peer] {
+			if c.goesWithPeer == nil {
+				c.goesWithPeer = map[string]string{}
+			}
+			c.goesWithPeer[l.Name] = l.Veth.Peer
+			c.linkGoes[l.Name] = true
 			continue
 		}
 		// A veth whose peer stays declared as a veth paired with it lives
@@ -202,9 +208,11 @@ func (c *computer) staleLinks() {
 			continue
 		}
 		deleted[l.Name] = true
+		c.linkGoes[l.Name] = true
 		op := Op{Action: Delete, Kind: KindLink, ID: l.Name, Summary: l.Kind, Link: l}
 		if l.Veth != nil && l.Veth.Peer != "" && gone[l.Veth.Peer] {
 			deleted[l.Veth.Peer] = true
+			c.linkGoes[l.Veth.Peer] = true
 			op.Summary = "veth, with its peer " + l.Veth.Peer
 		}
 		c.linkDeletes = append(c.linkDeletes, op)

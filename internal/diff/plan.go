@@ -111,6 +111,11 @@ type Plan struct {
 	// creation), so apply checks them after the link ops and sets the MTU
 	// again where the kernel moved it.
 	PinMTU []*model.Link `json:"-"`
+	// LeftOut names the declared links the plan leaves out for a conflict
+	// (theirs, or one they need): nothing of theirs is planned. The engine
+	// allocates no pool address for them, so that diff and apply leave out
+	// the same objects.
+	LeftOut map[string]bool `json:"-"`
 }
 
 // Empty reports whether there is nothing to do.

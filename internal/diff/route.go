@@ -141,14 +141,11 @@ func (c *computer) createRoute(w, foreign *model.Route) {
 }
 
 func (c *computer) deleteRoute(h *model.Route) {
-	if h.Dev != "" {
-		if _, stays := c.d.Links[h.Dev]; !stays {
-			if l, ok := c.a.Links[h.Dev]; ok && l.Owned {
-				return // deleted with its link
-			}
-		}
+	op := Op{Action: Delete, Kind: KindRoute, ID: h.Key().String(), Summary: h.Attrs(), Route: h}
+	if c.goesWithLink(h.Dev, op) {
+		return // deleted with its link
 	}
-	c.del(Op{Action: Delete, Kind: KindRoute, ID: h.Key().String(), Summary: h.Attrs(), Route: h})
+	c.del(op)
 }
 
 func routeChanges(w, h *model.Route) []Change {

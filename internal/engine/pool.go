@@ -30,8 +30,9 @@ type Pools struct {
 	// Released are the addresses given back because their link, or its pool entry, left the
 	// file; in a dry run, those that would be.
 	Released []ipam.Allocation
-	// Pending are the links' pool addresses a dry run could not show because they are not
-	// allocated yet: the plan shows them (Plan.Pending), never applies them.
+	// Pending are the links' pool addresses not allocated: in a dry run, those not allocated
+	// yet; in an apply, those of links the plan leaves out for a conflict. The plan shows the
+	// first (Plan.Pending) and lists the second among its conflicts, never applies them.
 	Pending []model.PoolAddress
 }
 
@@ -45,6 +46,14 @@ type Pools struct {
 // A dry run (diff) reads the registry and writes nothing: an address not yet allocated is
 // reported in Pending, and the blocks an apply would give back are left out of the routes.
 func PreparePools(ctx context.Context, reg *ipam.Registry, desired *model.State, dryRun bool) (*Pools, error) {
+	return preparePools(ctx, reg, desired, dryRun, nil)
+}
+
+// preparePools is PreparePools that allocates nothing for the links in
+// leftOut (those a plan leaves out for a conflict): their addresses not yet
+// allocated are reported in Pending, as in a dry run, and an apply's plan
+// then leaves them out as diff's does.
+func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State, dryRun bool, leftOut map[string]bool) (*Pools, error) {
 	st := *desired
 	st.Addresses = slices.Clone(desired.Addresses)
 	st.Routes = slices.Clone(desired.Routes)
@@ -74,7 +83,7 @@ func PreparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 		k := ownerKey{pa.Pool, model.PoolOwner(pa.Link)}
 		wanted[k] = true
 		a, ok := have[k]
-		if !ok && dryRun {
+		if !ok && (dryRun || leftOut[pa.Link]) {
 			out.Pending = append(out.Pending, pa)
 			continue
 		}
@@ -190,8 +199,9 @@ func addExportRoutes(st *model.State, pools []ipam.Pool, blocks []ipam.Block) er
 }
 
 // PlanPools is Plan for a desired state that PreparePools resolved. The plan also deletes the
-// addresses a link held from a pool and no longer takes (diff.Inputs.PoolAddrs), and in a dry
-// run shows the addresses apply allocates (diff.Inputs.Unallocated).
+// addresses a link held from a pool and no longer takes (diff.Inputs.PoolAddrs), and shows the
+// addresses not allocated (diff.Inputs.Unallocated): those apply allocates, or, on a link left
+// out for a conflict, a conflict.
 func (e *Engine) PlanPools(p *Pools) (*diff.Plan, error) {
 	in := diff.Inputs{Unallocated: p.Pending}
 	for _, a := range append(slices.Clone(p.Allocated), p.Released...) {
@@ -247,9 +257,27 @@ func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun b
 	if err := e.checkLostRegistries(reg, desired); err != nil {
 		return nil, nil, err
 	}
-	pools, err := PreparePools(ctx, reg, desired, dryRun)
+	// A link the plan leaves out for a conflict gets no address from a
+	// pool: the address would be left out with it, and diff, which
+	// allocates nothing, would list another plan. Which links are left out
+	// only a plan says: an apply that has addresses to allocate plans once
+	// without them first.
+	pools, err := PreparePools(ctx, reg, desired, true)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !dryRun {
+		var leftOut map[string]bool
+		if len(pools.Pending) > 0 {
+			plan, err := e.PlanPools(pools)
+			if plan == nil {
+				return nil, nil, err
+			}
+			leftOut = plan.LeftOut
+		}
+		if pools, err = preparePools(ctx, reg, desired, false, leftOut); err != nil {
+			return nil, nil, err
+		}
 	}
 	plan, err := e.PlanPools(pools)
 	return plan, pools, err

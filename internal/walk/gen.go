@@ -10,7 +10,7 @@ import (
 
 // Defects is the table of defect switches: each gates a dimension of the
 // generator that walks into a defect. Those fixed (Fixed: the defects issue
-// 10 lists, and finding 15) are on by default, so the walk generates their
+// 10 lists, and findings 15 and 8) are on by default, so the walk generates their
 // paths and checks the fixed behaviour; the rest gate defects still open
 // (docs/walk-findings.md) and are turned on with WALK_DEFECTS=name,name or
 // -walk.defects once fixed. RuleNotIdentity stays off for another reason:
@@ -56,21 +56,31 @@ type Defects struct {
 	// actor recreates an owned table between steps and expects a conflict.
 	NftTableHandle bool
 
-	// Found by the walk, not fixed on this branch (docs/walk-findings.md):
+	// Found by the walk (docs/walk-findings.md):
 
 	// CatchAllRule: a rule with no selector and a non-lookup action (from
-	// all prohibit) that the next file drops while it adds a route through
-	// a gateway: the route is added before the rule goes, and the kernel's
-	// gateway check runs into the rule (EACCES). On: such rules are made.
+	// all prohibit), or not with a drop action, that stands before "lookup
+	// main" while a route through a gateway is added: the kernel's gateway
+	// check, a policy lookup, runs into the rule (EACCES). Fixed (finding
+	// 8: apply retries such a write under a guard rule). On: such rules are
+	// made.
 	CatchAllRule bool
 	// IPVlanModes: two ipvlans of different modes on one parent. The kernel
-	// keeps one mode per parent, so the second silently changes the first;
-	// validation accepts the file. On: such files are made.
+	// keeps one mode per parent, so the second silently changes the first.
+	// Validation now refuses such files (finding 13), so it stays off. On:
+	// such files are made.
 	IPVlanModes bool
 	// RuleNotIdentity: two rules that differ only in "not". The kernel's
-	// rule identity ignores the flag (EEXIST on the second); validation
-	// accepts the file. On: such files are made.
+	// rule identity ignores the flag (EEXIST on the second). Validation now
+	// refuses such files (finding 14), so it stays off. On: such files are
+	// made.
 	RuleNotIdentity bool
+	// PoolStaticAddress: a link that takes an address from a pool and also
+	// declares a static address in the pool's subnet. The pool may hand
+	// out that very address, and apply then refuses the file ("is also
+	// declared") where diff, which allocates nothing, accepted it (finding
+	// 25, open). On: such links are made.
+	PoolStaticAddress bool
 	// RulePartialDelete: two rules of one priority and family where one
 	// has a selector the other lacks (fwmark). Deleting the one without
 	// can delete the other: the kernel matches a delete on the attributes
@@ -94,17 +104,18 @@ func (d *Defects) switches() map[string]*bool {
 		"ipvlan-modes":           &d.IPVlanModes,
 		"rule-not-identity":      &d.RuleNotIdentity,
 		"rule-partial-delete":    &d.RulePartialDelete,
+		"pool-static-address":    &d.PoolStaticAddress,
 	}
 }
 
 // Fixed are the switches whose defects are fixed on main: on by default, so
 // the walk generates those paths (the nine defects issue 10 lists, and the
-// walk's own finding 15). The others still gate defects that are open.
+// walk's own findings 15 and 8). The others still gate defects that are open.
 var Fixed = []string{
 	"nft-table-takeover", "conflict-dependents", "foreign-children",
 	"foreign-same-key-route", "address-in-subnet", "prune-all-enodev",
 	"kernel-width", "settings-protocol", "nft-table-handle",
-	"rule-partial-delete",
+	"rule-partial-delete", "catch-all-rule",
 }
 
 // ParseDefects turns on the Fixed switches and those named in a
@@ -816,6 +827,11 @@ func (g *Gen) changeNft(c *Config) string {
 					return "remove set " + n
 				}
 				s.Elements = g.elements(s.Type)
+				if !s.Interval {
+					// Validation refuses prefixes and ranges in a
+					// set without flags [interval], as at its creation.
+					s.Elements = withoutIntervals(s.Elements)
+				}
 				return "change elements of set " + n
 			}
 		}

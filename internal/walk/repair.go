@@ -98,6 +98,7 @@ func (g *Gen) Repair(c *Config) {
 		}
 		l.Addrs = g.repairAddrs(c, l)
 	}
+	breakStackLoops(c)
 	// Pools: lo must be declared (and so up) while a pool exports routes.
 	if len(c.Pools) > 0 {
 		if c.Links["lo"] == nil {
@@ -173,7 +174,29 @@ func (g *Gen) repairAddrs(c *Config, l *Link) []*Addr {
 		seen[p.Addr().String()] = true
 		out = append(out, a)
 	}
+	if pool && !g.Defects.PoolStaticAddress {
+		// The pool may hand out an address the link also declares
+		// statically, and apply refuses the file then (finding 25).
+		kept := out[:0]
+		for _, a := range out {
+			if a.Pool == "" && inPools(c, netip.MustParsePrefix(a.CIDR).Addr()) {
+				continue
+			}
+			kept = append(kept, a)
+		}
+		out = kept
+	}
 	return out
+}
+
+// inPools reports whether ip is in the subnet of one of c's pools.
+func inPools(c *Config, ip netip.Addr) bool {
+	for _, p := range c.Pools {
+		if sn, err := netip.ParsePrefix(p.Subnet); err == nil && sn.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // repairRoutes keeps the routes the kernel accepts: a device that is declared
@@ -268,5 +291,58 @@ func (g *Gen) repairTable(t *Table) {
 			rs = append(rs, r)
 		}
 		ch.Rules = rs
+	}
+}
+
+// breakStackLoops drops masters until no link sits above itself in the
+// kernel's stack of devices: a port is below its master, a vxlan above its
+// dev, an ipvlan above its parent. The kernel refuses the link that closes
+// such a loop (EBUSY), and validation refuses the file (finding 24).
+func breakStackLoops(c *Config) {
+	for {
+		up := map[string][]string{}
+		for _, n := range c.LinkNames() {
+			l := c.Links[n]
+			if l.Master != "" {
+				up[n] = append(up[n], l.Master)
+			}
+			if v := l.VXLAN; v != nil && v.Dev != "" {
+				up[v.Dev] = append(up[v.Dev], n)
+			}
+			if l.Kind == "ipvlan" && l.Parent != "" {
+				up[l.Parent] = append(up[l.Parent], n)
+			}
+		}
+		// The master edge n -> m closes a loop when n is above m. (Every
+		// loop has one: the generator gives a vxlan only a veth, dummy or
+		// bridge as its dev, and an ipvlan only a dummy as its parent.)
+		above := func(from, to string) bool {
+			seen := map[string]bool{}
+			stack := []string{from}
+			for len(stack) > 0 {
+				x := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				if x == to {
+					return true
+				}
+				if seen[x] {
+					continue
+				}
+				seen[x] = true
+				stack = append(stack, up[x]...)
+			}
+			return false
+		}
+		broke := false
+		for _, n := range c.LinkNames() {
+			if l := c.Links[n]; l.Master != "" && above(l.Master, n) {
+				l.Master = ""
+				broke = true
+				break
+			}
+		}
+		if !broke {
+			return
+		}
 	}
 }

@@ -320,7 +320,7 @@ func (r *runner) step(i int, c *Config) *Failure {
 	r.lap("oracle")
 	r.checks++
 	if len(diffs) > 0 {
-		return fail("oracle", "the kernel differs from the file:\n  %s\napply printed:\n%s", strings.Join(diffs, "\n  "), out)
+		return fail("oracle", "the kernel differs from the file:\n  %s\napply printed:\n%s%s\ndiff planned:\n%s", strings.Join(diffs, "\n  "), out, aerrs, planText(plan.Ops))
 	}
 	// Foreign objects exactly as before.
 	fdump, lo := dumpForeign(after, c.Protocol, r.foreignTables)
@@ -372,6 +372,19 @@ func (r *runner) step(i int, c *Config) *Failure {
 	r.lap("second apply")
 	r.checks++
 	return nil
+}
+
+// planText renders the ops of diff's plan one a line, for a failure: what
+// the step was meant to do, beside what apply did.
+func planText(ops []planOp) string {
+	if len(ops) == 0 {
+		return "  (nothing)\n"
+	}
+	var b strings.Builder
+	for _, op := range ops {
+		fmt.Fprintf(&b, "  %s %s %s\n", op.Action, op.Kind, op.ID)
+	}
+	return b.String()
 }
 
 // conflictPart is the conflict list of an error message.
