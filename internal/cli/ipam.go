@@ -186,7 +186,7 @@ func runIPAM(ctx context.Context, env *Env, args []string) int {
 	if !readOnly {
 		lock = g.guardedLock(st, cfg.State, g.lockFn(st, waitingMessage(env, "ipam "+rest[0], g.lockTimeout)))
 	}
-	return ipamResult(env, ipam.RunCLIIn(ctx, rest, env.Stdout, env.Stderr, st.dir, lock, model.IPAMPools(cfg.State.Pools)))
+	return ipamResult(env, ipam.RunCLIIn(ctx, rest, env.Stdout, env.Stderr, st.dir, lock, cfg.State.IPAMPools()))
 }
 
 // guardedLock takes the writer lock, then refuses, as apply does, when a
@@ -213,7 +213,7 @@ func (g *globals) checkRegistries(st *nsState, desired *model.State) error {
 	if len(desired.Pools) == 0 {
 		return nil
 	}
-	reg, err := ipam.OpenIn(st.dir, model.IPAMPools(desired.Pools), nil)
+	reg, err := ipam.OpenIn(st.dir, desired.IPAMPools(), nil)
 	if err != nil {
 		return err
 	}

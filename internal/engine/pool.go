@@ -241,9 +241,9 @@ func (e *Engine) OpenRegistry(desired *model.State) (*ipam.Registry, error) {
 	}
 	if e.State != nil || e.IPAMDir == "" {
 		// No IPAMDir: a read-only run on a host without state (State nil).
-		return ipam.OpenIn(e.State, model.IPAMPools(desired.Pools), nil)
+		return ipam.OpenIn(e.State, desired.IPAMPools(), nil)
 	}
-	return ipam.Open(e.IPAMDir, model.IPAMPools(desired.Pools), nil)
+	return ipam.Open(e.IPAMDir, desired.IPAMPools(), nil)
 }
 
 // PlanDesired resolves desired's pools (allocating addresses and blocks

@@ -495,3 +495,38 @@ links:
 		t.Errorf("apply: exit %d, want a refusal before any change:\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// A link that takes an address from a pool and declares a static one in
+// the pool's subnet: the pool must not hand out that address (walk seed
+// 79416349912272, step 22). Before, apply allocated it and refused its own
+// plan ("is also declared"), where diff, which allocates nothing, accepted
+// the file; another link would have been given it outright. Walk finding 25.
+func TestWalkFindingPoolStaticAddress(t *testing.T) {
+	e := newEnv(t)
+	pools := "pools:\n  pw: {subnets: [10.99.0.0/24], block-size-bits: 0, export-table: 120, reuse-delay: 0s}\n"
+	e.apply(e.file("a.yaml", "version: 1\n"+pools+"links:\n  lo: {kind: device, state: up}\n  b1: {kind: bridge, addresses: [{pool: pw}]}\n"))
+	f := e.file("b.yaml", "version: 1\n"+pools+`links:
+  lo: {kind: device, state: up}
+  b2: {kind: bridge, addresses: [{address: 10.99.0.1/24, scope: link}, {pool: pw}]}
+  b3: {kind: bridge, addresses: [{pool: pw}]}
+  b4: {kind: bridge, addresses: [10.99.0.2/24]}
+`)
+	if d := e.cli("diff", "-c", f); d.Code == 1 {
+		t.Fatalf("diff refuses the file: %s", d.Stderr)
+	}
+	e.apply(f)
+	e.converged(f)
+	seen := map[string]string{}
+	for _, l := range []string{"b2", "b3", "b4"} {
+		for _, f := range strings.Fields(e.ip("-4", "-br", "addr", "show", "dev", l))[2:] {
+			ip := strings.SplitN(f, "/", 2)[0]
+			if other, dup := seen[ip]; dup {
+				t.Errorf("%s is on %s and %s: the pool handed out an address the file declares", ip, other, l)
+			}
+			seen[ip] = l
+		}
+	}
+	if len(seen) != 4 {
+		t.Errorf("want 4 distinct IPv4 addresses on b2, b3, b4, got %v", seen)
+	}
+}

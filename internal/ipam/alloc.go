@@ -151,6 +151,13 @@ func (s *state) allocate(p *poolDef, owner, iface string, now time.Time) (Alloca
 	for _, r := range s.allocs {
 		mark(slot{r.Block, r.off})
 	}
+	// A reserved address is the configuration's own (declared statically on a link): handing
+	// it out would put it on two links, or twice on one (walk finding 25).
+	for _, a := range p.Reserved {
+		if index, off, ok := s.layout.locate(a); ok {
+			mark(slot{index, off})
+		}
+	}
 	// A released address is located anew: it may come from a layout since replaced.
 	for _, r := range s.cooling {
 		for _, a := range []netip.Addr{r.ipv4, r.ipv6} {

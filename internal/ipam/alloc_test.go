@@ -3,6 +3,9 @@ package ipam
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -452,4 +455,31 @@ func TestRegistriesTakeTurns(t *testing.T) {
 		{op: "alloc", owner: "d", want: "10.0.0.3"},
 		{op: "alloc", owner: "c", want: "10.0.0.4"},
 	})
+}
+
+// A reserved address (the configuration declares it on a link) is never
+// handed out, whatever the block size; the next free one is.
+func TestAllocateSkipsReserved(t *testing.T) {
+	for _, bits := range []int{0, 2} {
+		p := DefaultPool("r", Subnet{IPv4: netip.MustParsePrefix("10.99.0.0/24")})
+		p.BlockSizeBits = bits
+		p.ReuseDelay = 0
+		p.Reserved = []netip.Addr{netip.MustParseAddr("10.99.0.0"), netip.MustParseAddr("10.99.0.2")}
+		def, err := compile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newState(def)
+		var got []string
+		for i := range 3 {
+			a, err := s.allocate(def, fmt.Sprintf("o%d", i), "", time.Unix(0, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, a.IPv4.String())
+		}
+		if want := "10.99.0.1 10.99.0.3 10.99.0.4"; strings.Join(got, " ") != want {
+			t.Errorf("block-size-bits %d: allocated %v, want %s", bits, got, want)
+		}
+	}
 }

@@ -75,6 +75,11 @@ type Pool struct {
 	// per host, so hosts sharing a pool get disjoint ranges). Empty allows every block. A block
 	// already held outside the ranges keeps its allocations but gets no new ones.
 	AllowedBlocks []IndexRange
+	// Reserved are addresses the pool never hands out: those the configuration declares
+	// statically inside the pool's subnets (a dual-stack pool then skips the pair at that
+	// offset). Not recorded in the registry: the configuration gives them on every open. An
+	// address already handed out keeps its owner; the engine reports the clash.
+	Reserved []netip.Addr
 }
 
 // DefaultPool returns a pool with the documented defaults.

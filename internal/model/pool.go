@@ -24,11 +24,23 @@ type PoolAddress struct {
 // gets the same address back.
 func PoolOwner(link string) string { return ipam.ConfigOwner("link", link) }
 
-// IPAMPools returns the pools as the ipam package takes them.
-func IPAMPools(ps []Pool) []ipam.Pool {
-	out := make([]ipam.Pool, len(ps))
-	for i, p := range ps {
+// IPAMPools returns the state's pools as the ipam package takes them, each reserving the
+// addresses the state declares statically inside its subnets: a pool never hands out an address
+// the file gives a link itself.
+func (s *State) IPAMPools() []ipam.Pool {
+	out := make([]ipam.Pool, len(s.Pools))
+	for i, p := range s.Pools {
 		out[i] = p.Pool
+		out[i].Reserved = nil
+		for _, a := range s.Addresses {
+			ip := a.Prefix.Addr()
+			for _, sn := range p.Subnets {
+				if sn.IPv4.Contains(ip) || sn.IPv6.Contains(ip) {
+					out[i].Reserved = append(out[i].Reserved, ip)
+					break
+				}
+			}
+		}
 	}
 	return out
 }

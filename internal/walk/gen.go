@@ -78,8 +78,9 @@ type Defects struct {
 	// PoolStaticAddress: a link that takes an address from a pool and also
 	// declares a static address in the pool's subnet. The pool may hand
 	// out that very address, and apply then refuses the file ("is also
-	// declared") where diff, which allocates nothing, accepted it (finding
-	// 25, open). On: such links are made.
+	// declared") where diff, which allocates nothing, accepted it. Fixed
+	// (finding 25: a pool reserves the file's static addresses in its
+	// subnets). On: such links are made.
 	PoolStaticAddress bool
 	// RulePartialDelete: two rules of one priority and family where one
 	// has a selector the other lacks (fwmark). Deleting the one without
@@ -115,7 +116,7 @@ var Fixed = []string{
 	"nft-table-takeover", "conflict-dependents", "foreign-children",
 	"foreign-same-key-route", "address-in-subnet", "prune-all-enodev",
 	"kernel-width", "settings-protocol", "nft-table-handle",
-	"rule-partial-delete", "catch-all-rule",
+	"rule-partial-delete", "catch-all-rule", "pool-static-address",
 }
 
 // ParseDefects turns on the Fixed switches and those named in a
