@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/netreconcile/netreconcile/internal/model"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -32,9 +34,8 @@ type Metrics struct {
 	configOK    prometheus.Gauge
 	wakeups     prometheus.Counter
 	parts       *partsCollector
-	// serving is set once Serve listens: the peer and pool gauges cost a
-	// WireGuard and a registry read per pass, done only when someone can
-	// scrape them.
+	// serving is set once Serve listens: the pool gauges cost a registry
+	// read per pass, done only when someone can scrape them.
 	serving bool
 }
 
@@ -118,7 +119,7 @@ func NewMetrics() *Metrics {
 		}),
 		parts: &partsCollector{
 			peersDesc: prometheus.NewDesc("netreconcile_wireguard_peers",
-				"WireGuard peers by link and state (up, unknown, down), as the endpoint rotation judges them.", []string{"link", "state"}, nil),
+				"Declared WireGuard peers by link and state (up, unknown, down), as the endpoint rotation judged them in the last pass.", []string{"link", "state"}, nil),
 			poolDesc: prometheus.NewDesc("netreconcile_ipam_pool",
 				"IPAM pool usage: blocks_held, blocks_allowed, addresses (in held blocks), allocated, cooling (released, waiting the reuse delay).", []string{"pool", "measure"}, nil),
 		},
@@ -167,4 +168,32 @@ func (m *Metrics) Serve(ctx context.Context, addr string, log *slog.Logger) erro
 	}()
 	log.Info("serving metrics", "address", ln.Addr().String())
 	return nil
+}
+
+// refreshParts refreshes the WireGuard peer and IPAM pool gauges after a
+// pass.
+//
+// The peer gauge is the rotation's judgment of each declared peer in the
+// pass that just ended, made from the kernel state that pass read (with the
+// endpoints it wrote judged again): no second dump of the links. It is as
+// fresh as the last pass: passes run on every wake-up, at least every
+// rotation interval (30 s by default) while a peer has endpoint candidates,
+// and at least every resync interval (5 min) otherwise. The pool gauge reads
+// the registry, which other processes (ipam allocate) also change.
+func (d *Daemon) refreshParts(ctx context.Context, st *model.State) {
+	peers := map[[2]string]float64{}
+	for _, p := range d.eng.peerStates() {
+		peers[[2]string{p.Link, p.State.String()}]++
+	}
+	pools := map[[2]string]float64{}
+	usage, err := d.eng.poolUsage(ctx, st)
+	if err != nil {
+		d.log.Warn("read IPAM pools for metrics", "error", err)
+	}
+	for _, u := range usage {
+		for measure, v := range map[string]float64{"blocks_held": float64(u.BlocksHeld), "blocks_allowed": float64(u.BlocksAllowed), "addresses": float64(u.Addresses), "allocated": float64(u.Allocated), "cooling": float64(u.Cooling)} {
+			pools[[2]string{u.Pool, measure}] = v
+		}
+	}
+	d.m.parts.set(peers, pools)
 }

@@ -3,7 +3,9 @@ package daemon_test
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"regexp"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/netreconcile/netreconcile/internal/nettest"
 )
@@ -83,5 +86,54 @@ func TestIdleMetricsConnectionsDoNotStarveRepair(t *testing.T) {
 	})
 	if n := openFDs(t, pid); uint64(n) >= limit {
 		t.Errorf("daemon holds %d descriptors, its limit is %d", n, limit)
+	}
+}
+
+// The WireGuard peer gauge comes from the pass's own judgment of the peers
+// (no second dump of the links) and is fresh when that pass ends: a peer the
+// pass created is counted at once, judged with the endpoint it was given
+// (unknown: no handshake yet, within the connect timeout).
+func TestWireGuardPeerMetrics(t *testing.T) {
+	t.Parallel()
+	nettest.RequireTool(t, "wireguard-go")
+	dev := wgDevName('m')
+	e := newEnv(t, "version: 1\n")
+	deleteLinkAtCleanup(t, e.ns, dev)
+	keyFile, _ := wgKeyFile(t, e.dir, "wg.key")
+	link := wgLink(dev, keyFile)
+	writeInPlace(t, e.config, "version: 1\nlinks:\n"+link)
+	p := e.start(t, nil, "--metrics-listen", "127.0.0.1:0")
+	p.waitMsg(0, "READY=1", startDeadline)
+	addr := regexp.MustCompile(`msg="serving metrics" address=(\S+)`).FindStringSubmatch(p.Stderr())
+	if addr == nil {
+		t.Fatalf("no metrics address logged:\n%s", p.Stderr())
+	}
+	scrape := func() string {
+		t.Helper()
+		resp, err := http.Get("http://" + addr[1] + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	gauge := regexp.MustCompile(`(?m)^netreconcile_wireguard_peers\{.*$`)
+	want := fmt.Sprintf(`netreconcile_wireguard_peers{link=%q,state="unknown"} 1`, dev)
+	if got := gauge.FindAllString(scrape(), -1); len(got) != 1 || got[0] != want {
+		t.Fatalf("after READY=1: %q, want [%s]", got, want)
+	}
+
+	// A second peer: counted when the pass that creates it ends.
+	peer, _ := wgtypes.GeneratePrivateKey()
+	from := p.count()
+	writeByRename(t, e.config, "version: 1\nlinks:\n"+link+fmt.Sprintf(`        - public-key: %s
+          allowed-ips: [10.98.0.3/32]
+          endpoints: ["192.0.2.2:51820"]
+`, peer.PublicKey()))
+	p.statusAfter(from, "converged: 3 objects", editDeadline) // the link and its two peers
+	want = fmt.Sprintf(`netreconcile_wireguard_peers{link=%q,state="unknown"} 2`, dev)
+	if got := gauge.FindAllString(scrape(), -1); len(got) != 1 || got[0] != want {
+		t.Errorf("after the pass that added a peer: %q, want [%s]", got, want)
 	}
 }

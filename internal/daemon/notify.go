@@ -7,6 +7,13 @@ import (
 	sd "github.com/coreos/go-systemd/v22/daemon"
 )
 
+// Notify messages (sd_notify(3)).
+const (
+	sdReady    = "READY=1"
+	sdStopping = "STOPPING=1"
+	sdWatchdog = "WATCHDOG=1"
+)
+
 // Notifier sends sd_notify(3) messages. The default sends them to
 // $NOTIFY_SOCKET and does nothing when the variable is unset.
 type Notifier interface {

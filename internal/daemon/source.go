@@ -16,11 +16,11 @@ import (
 // subscription, ENOBUFS) recovers by subscribing again and calling wake.
 //
 // Run returns nil when ctx is done. An error means the source stopped
-// working; the daemon logs it and starts the source again after a delay,
-// relying on the periodic resync meanwhile.
+// working; the daemon logs it, wakes the loop and starts the source again
+// after a delay, relying on the periodic resync meanwhile.
 //
-// Nftables change events and WireGuard peer polling plug in here: implement
-// Source and pass it in Options.Sources.
+// KernelEvents and ConfigFiles are the usual sources; a new one is a Source
+// appended to Options.Sources (docs/daemon.md, "Adding a wake-up source").
 type Source interface {
 	Name() string
 	Run(ctx context.Context, wake func()) error
@@ -41,15 +41,18 @@ func (s SourceFunc) Run(ctx context.Context, wake func()) error { return s.F(ctx
 // Ticker wakes the loop at a fixed interval: the periodic full resync that
 // repairs whatever no notification reported (a lost event, a change in a
 // subsystem without notifications).
-func Ticker(name string, every time.Duration) Source {
+func Ticker(name string, every time.Duration) Source { return tickerOn(wallClock{}, name, every) }
+
+// tickerOn is Ticker on clk.
+func tickerOn(clk clock, name string, every time.Duration) Source {
 	return SourceFunc{name, func(ctx context.Context, wake func()) error {
-		t := time.NewTicker(every)
+		t := clk.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-t.C:
+			case <-t.C():
 				wake()
 			}
 		}
@@ -57,25 +60,25 @@ func Ticker(name string, every time.Duration) Source {
 }
 
 // runSource runs a source until ctx is done, restarting it with exponential
-// backoff when it fails.
+// backoff when it fails. A source that fails has lost events (a closed
+// netlink subscription, ENOBUFS after a storm): the loop is woken for a
+// full pass at once, and the source subscribes again after the delay.
 func (d *Daemon) runSource(ctx context.Context, s Source, wake func()) {
 	delay := sourceRestartMin
 	for {
-		start := time.Now()
+		start := d.clk.Now()
 		err := s.Run(ctx, wake)
 		if ctx.Err() != nil {
 			return
 		}
-		if time.Since(start) > sourceRestartMax {
+		if d.clk.Now().Sub(start) > sourceRestartMax {
 			delay = sourceRestartMin
 		}
 		d.log.Error("wake-up source stopped; restarting it", "source", s.Name(), "error", err, "retry_in", delay)
 		// Whatever it would have reported meanwhile is caught by this pass.
 		wake()
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, d.clk, delay) {
 			return
-		case <-time.After(delay):
 		}
 		delay = min(2*delay, sourceRestartMax)
 	}

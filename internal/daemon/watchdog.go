@@ -18,20 +18,20 @@ import (
 // progress is a count that grows while a pass advances: kernel writes (each
 // is counted as it starts) and finished passes.
 func (d *Daemon) progress() uint64 {
-	return d.eng.Kernel.Writes() + d.passesDone.Load()
+	return d.eng.writes() + d.passesDone.Load()
 }
 
 // feedWatchdogDuringPasses pings every interval while a pass is running and
 // progressing, until ctx is done.
 func (d *Daemon) feedWatchdogDuringPasses(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
+	t := d.clk.NewTicker(every)
 	defer t.Stop()
 	last := d.progress()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		now := d.progress()
 		if d.inPass.Load() && now != last {

@@ -48,7 +48,7 @@ func (a *addressConf) decodeNode(d *decoder, n *yaml.Node, path string) {
 }
 
 // unparsableAddress stands for every shorthand that did not parse, once
-// reported (decodeAddresses): the builder skips it, and a megabyte of
+// reported (skipUnparsableAddress): the builder skips it, and a megabyte of
 // "[x,x,…]" would otherwise be half a million entries of 136 bytes.
 var unparsableAddress = addressConf{unparsable: true}
 

@@ -1,7 +1,8 @@
 package desired
 
 // The conf types are the file's schema, one struct per YAML mapping. They hold
-// what the user wrote; normalize turns them into model types. docs/config.md
+// what the user wrote; the builder (build.go) checks them and turns them into
+// model types. docs/config.md
 // documents every key here: keep the two in step.
 
 // CurrentVersion is the only schema version this build reads.

@@ -133,7 +133,8 @@ func (b *builder) nftables(confs []*fileConf) {
 	model.SortNftTables(b.st.NFTables)
 }
 
-// nftName is what nft accepts unquoted as a table, chain or set name.
+// validNftName reports whether nft accepts s unquoted as a table, chain or
+// set name.
 func validNftName(s string) bool {
 	if s == "" || len(s) > 255 {
 		return false

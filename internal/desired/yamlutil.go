@@ -72,8 +72,9 @@ func hasOtherBreaks(data []byte) bool {
 		bytes.Contains(data, []byte("\ufeff"))
 }
 
-// aliasBudget is how many nodes, counted with every alias expanded, a file
-// may make per node it holds (plus a constant for small files). An alias
+// The alias budget (checkAliases): how many nodes, counted with every alias
+// expanded, a file may make per node it holds (aliasFactor), plus a constant
+// for small files (aliasSlack). An alias
 // costs the size of what it names each time the decoder walks it: without
 // a bound, nine levels of ten aliases each (a "billion laughs" of 11 KB)
 // take minutes and gigabytes. Every node expanded costs its decoding and

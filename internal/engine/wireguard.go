@@ -27,6 +27,42 @@ type rotation struct {
 	mu      sync.Mutex
 	// pending holds the decisions of the last Plan, committed by Apply.
 	pending []pendingDecision
+	// judged is every declared peer as the last Plan judged it, those whose
+	// rotation Apply wrote judged again (PeerStates).
+	judged []judgedPeer
+}
+
+// judgedPeer is one peer's state in a pass, with what judging it again
+// after its endpoint is written takes.
+type judgedPeer struct {
+	PeerState
+	handshake time.Time
+	rotation  model.Rotation
+}
+
+// PeerState is a declared WireGuard peer's state as the endpoint rotation
+// judged it.
+type PeerState struct {
+	Link      string
+	PublicKey model.Key
+	State     wgpeer.State
+}
+
+// PeerStates returns every declared WireGuard peer's state as the last
+// Plan judged it, from the kernel state that Plan read: no read of its own,
+// so the daemon's metrics cost nothing per pass. A peer whose new endpoint
+// the following Apply wrote is judged again with it, as a read after the
+// Apply would (usually Unknown: waiting for the first handshake with the
+// new endpoint). The states are as fresh as the last pass; peers the file
+// does not declare (deleted by that pass) are not listed.
+func (e *Engine) PeerStates() []PeerState {
+	e.rot.mu.Lock()
+	defer e.rot.mu.Unlock()
+	out := make([]PeerState, len(e.rot.judged))
+	for i, j := range e.rot.judged {
+		out[i] = j.PeerState
+	}
+	return out
 }
 
 type pendingDecision struct {
@@ -97,7 +133,13 @@ func (e *Engine) decide(desired, act *model.State) (*model.State, []pendingDecis
 	t := e.Tracker()
 	var out *model.State
 	var decisions []pendingDecision
+	var judged []judgedPeer
 	states := peerStates{}
+	defer func() {
+		e.rot.mu.Lock()
+		e.rot.judged = judged
+		e.rot.mu.Unlock()
+	}()
 	for _, name := range desired.SortedLinkNames() {
 		l := desired.Links[name]
 		if l.WireGuard == nil || len(l.WireGuard.Peers) == 0 {
@@ -124,6 +166,7 @@ func (e *Engine) decide(desired, act *model.State) (*model.State, []pendingDecis
 			}
 			d := t.Decide(in)
 			states.set(name, p.PublicKey, d.State)
+			judged = append(judged, judgedPeer{PeerState{name, p.PublicKey, d.State}, in.LastHandshake, nw.Rotation})
 			p.EndpointCandidate = d.Candidate
 			switch {
 			case d.Write:
@@ -182,10 +225,41 @@ func (e *Engine) commitRotation(res *apply.Result) {
 		}
 	}
 	t := e.Tracker()
+	var written []pendingDecision
 	for _, p := range pending {
 		if done[peerKey{p.link, p.pub}] {
 			t.Commit(p.link, p.pub, p.d)
+			written = append(written, p)
 		}
+	}
+	e.judgeAgain(t, written)
+}
+
+// judgeAgain updates the state PeerStates gives for the peers whose
+// rotation was just written, as a read of the device would judge them now:
+// the new endpoint, the handshake the pass read. No candidates are given,
+// so no name is resolved: they choose the next endpoint, not the state.
+func (e *Engine) judgeAgain(t *wgpeer.Tracker, written []pendingDecision) {
+	if len(written) == 0 {
+		return
+	}
+	e.rot.mu.Lock()
+	defer e.rot.mu.Unlock()
+	type peer struct {
+		link string
+		pub  model.Key
+	}
+	at := make(map[peer]int, len(e.rot.judged))
+	for i, j := range e.rot.judged {
+		at[peer{j.Link, j.PublicKey}] = i
+	}
+	for _, p := range written {
+		i, ok := at[peer{p.link, p.pub}]
+		if !ok {
+			continue
+		}
+		j := &e.rot.judged[i]
+		j.State = t.Decide(wgpeer.Input{Device: p.link, PublicKey: p.pub, Current: p.d.Addr, LastHandshake: j.handshake, Rotation: j.rotation}).State
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/internal/wgpeer"
 )
 
 // Three namespaces on one bridge, each with a WireGuard device configured by
@@ -249,4 +251,74 @@ func longLived(t *testing.T, n *wgNode, conf string) (*desired.Config, *engine.E
 		t.Fatal(err)
 	}
 	return cfg, &engine.Engine{Kernel: k, Ledger: l}
+}
+
+// PeerStates, which the daemon's metrics read after every pass, is the
+// plan's judgment of the peers without a read of its own; after an apply
+// that rotated an endpoint it must agree with a read of the device
+// (PeerStatuses), as the daemon's second dump used to.
+func TestPeerStatesAgreeWithARead(t *testing.T) {
+	a, b := newNode(t, 1), newNode(t, 2)
+	conf := a.config("{connect-timeout: 5s, down-after: 1m, interval: 1s}",
+		peerSpec{node: b, endpoints: []string{"10.1.0.250:51820", "10.1.0.251:51820"}})
+	cfg, eng := longLived(t, a, conf)
+	var skew atomic.Int64
+	eng.SetTracker(wgpeer.New(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }, nil))
+	states := func() string {
+		t.Helper()
+		var out []string
+		for _, p := range eng.PeerStates() {
+			out = append(out, p.Link+" "+p.PublicKey.String()+" "+p.State.String())
+		}
+		return strings.Join(out, "; ")
+	}
+	read := func() string {
+		t.Helper()
+		ps, err := eng.PeerStatuses(cfg.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Link+" "+p.PublicKey+" "+p.State)
+		}
+		return strings.Join(out, "; ")
+	}
+	pass := func() (planned string) {
+		t.Helper()
+		plan, err := eng.Plan(cfg.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		planned = states()
+		res, err := eng.Apply(context.Background(), plan)
+		if err == nil {
+			err = res.Err()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return planned
+	}
+	peer := a.dev + " " + b.priv.PublicKey().String()
+
+	// Created with the first candidate: unknown (no handshake yet).
+	pass()
+	if got, want := states(), peer+" unknown"; got != want || read() != want {
+		t.Fatalf("after the first pass: PeerStates %q, a read %q; want %q", got, read(), want)
+	}
+	// Past the connect timeout without a handshake: the plan judges it down
+	// and rotates; once the new endpoint is written, it is unknown again.
+	skew.Store(int64(10 * time.Second))
+	if planned := pass(); planned != peer+" down" {
+		t.Errorf("planned on %q, want %q", planned, peer+" down")
+	}
+	if got, want := states(), peer+" unknown"; got != want || read() != want {
+		t.Fatalf("after the rotation: PeerStates %q, a read %q; want %q", got, read(), want)
+	}
+	// Judged the same by the next pass, which writes nothing.
+	pass()
+	if got := states(); got != read() {
+		t.Errorf("PeerStates %q, a read %q", got, read())
+	}
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // helperEnv makes TestMain-less re-execution of this test binary run one
-// command line inside another process's namespace (see emptyNetnsHelper).
+// command line inside another process's namespace (see TestEmptyNetnsHelper).
 const helperEnv = "NETRECONCILE_TEST_HELPER_ARGS"
 
 // TestEmptyNetnsHelper is not a test: run by TestEmptyNetnsRefused inside a

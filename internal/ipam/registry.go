@@ -26,8 +26,9 @@ var (
 // a damaged file stops only its pool.
 //
 // A change takes the pool's lock, reads the file, changes it in memory and writes it back
-// durably (see writeDurable) before it returns, so any number of Registries in any number of
-// processes may work on the same directory at once, and what a call reports is never lost.
+// durably (statedir's WriteFile: temporary file, fsync, rename, fsync of the directory) before
+// it returns, so any number of Registries in any number of processes may work on the same
+// directory at once, and what a call reports is never lost.
 // Reads (List, HeldBlocks, Usage) take no lock: the file is only ever replaced by a rename, so
 // a read sees one complete version.
 type Registry struct {
@@ -342,7 +343,7 @@ func (r *Registry) update(ctx context.Context, p *poolDef, fn func(*state, time.
 		return err
 	}
 	data = s.encode()
-	// writeDurable's contract, on a descriptor: a temporary file with an unpredictable name
+	// Durable, on the directory's descriptor: a temporary file with an unpredictable name
 	// made with O_EXCL, fsync, rename, fsync of the directory.
 	if err := d.WriteFile(p.Name+".registry", data, 0o644); err != nil {
 		return err

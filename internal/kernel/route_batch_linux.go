@@ -14,8 +14,8 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-// The batch path sends route requests in windows: up to batchWindow
-// messages in one sendmsg, then every ACK of the window read back with
+// The batch path sends route requests in windows: up to routeBatcher.window
+// messages (batchWindowMax at most) in one sendmsg, then every ACK of the window read back with
 // recvmmsg. The kernel handles the messages of one datagram in order and
 // answers each one (NLM_F_ACK), so a failing route gets its own error,
 // matched to its request by sequence number, and the next ones still run.

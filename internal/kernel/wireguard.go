@@ -48,7 +48,7 @@ type PeerPatch struct {
 	AllowedIPs        []netip.Prefix
 }
 
-// WireGuardImplementations name where a device runs.
+// Where a WireGuard device runs: the kernel module or a userspace program.
 const (
 	WireGuardKernel    = "kernel"
 	WireGuardUserspace = "userspace"

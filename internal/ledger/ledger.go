@@ -1,6 +1,9 @@
 // Package ledger records ownership of kernel objects that cannot carry an
-// owner mark themselves (FoU ports), so that a restarted netreconcile prunes
-// what it opened and nothing else.
+// owner mark themselves, so that a restarted netreconcile prunes what it
+// made and nothing else: FoU ports, nftables tables (with the kernel's handle
+// of each, which tells a table remade by someone else under the same name),
+// and the links a pass was creating (the kernel takes no owner marker in a
+// create request). Routes, rules and links carry their mark in the kernel.
 //
 // The ledger is small and rewritten whole: temporary file, fsync, rename,
 // fsync of the directory, so a crash leaves either the old or the new file.

@@ -5,7 +5,8 @@
 // Privileged tests skip when not run as root, unless the environment sets
 // NETRECONCILE_REQUIRE_PRIVILEGED=1 (make test and CI do), which turns the
 // skip into a failure: a privileged test that silently did not run proves
-// nothing.
+// nothing. They also skip under -short (make check), even as root: the fast
+// loop touches no namespace and runs no ip or nft.
 package nettest
 
 import (
@@ -24,9 +25,11 @@ import (
 // RequireEnv is the variable that makes privileged tests mandatory.
 const RequireEnv = "NETRECONCILE_REQUIRE_PRIVILEGED"
 
-// RequireRoot skips (or, when required, fails) a test that is not root.
+// RequireRoot skips (or, when required, fails) a test that is not root, and
+// skips every privileged test under -short.
 func RequireRoot(t testing.TB) {
 	t.Helper()
+	SkipIfShort(t)
 	if os.Geteuid() == 0 {
 		return
 	}
@@ -34,6 +37,20 @@ func RequireRoot(t testing.TB) {
 		t.Fatalf("this test needs root and %s=1 requires it to run", RequireEnv)
 	}
 	t.Skip("needs root (a fresh network namespace); run as root or with sudo")
+}
+
+// SkipIfShort skips a privileged test under -short (make check). -short
+// with NETRECONCILE_REQUIRE_PRIVILEGED=1 is a contradiction and fails: the
+// run that must prove the privileged tests (make test) cannot drop them.
+func SkipIfShort(t testing.TB) {
+	t.Helper()
+	if !testing.Short() {
+		return
+	}
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("-short skips privileged tests, but %s=1 requires them to run", RequireEnv)
+	}
+	t.Skip("privileged: skipped under -short (make check); make test runs it")
 }
 
 // RequireTool skips (or fails) when a program the test drives is missing.

@@ -89,7 +89,7 @@ type Defects struct {
 	RulePartialDelete bool
 }
 
-// defectNames maps the switch names of WALK_DEFECTS to the fields.
+// switches maps the switch names of WALK_DEFECTS to the fields.
 func (d *Defects) switches() map[string]*bool {
 	return map[string]*bool{
 		"nft-table-takeover":     &d.NftTableTakeover,
@@ -250,7 +250,8 @@ func (g *Gen) slots(kind string) []string {
 	return nil
 }
 
-// vethSlots are the pairs' end names: pair i takes two of p{i}a..p{i}c.
+// vethPairs is how many veth pairs a configuration may hold: pair i takes
+// two of the names p{i}a..p{i}c.
 var vethPairs = 3
 
 func (g *Gen) pick(s []string) string { return s[g.R.Intn(len(s))] }

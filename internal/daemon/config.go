@@ -1,0 +1,131 @@
+package daemon
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
+)
+
+// loadConfig reads the files on every pass (a few small reads) and parses
+// them only when their content changed. An invalid configuration leaves the
+// last good one in force.
+//
+// A configuration in the middle of a change is not read (docs/daemon.md,
+// "Writing configuration files"): while a file is being written in place,
+// or while the drop-in directory that gave the configuration in force some
+// of its fragments is missing (a deploy swapping directories), the last
+// good configuration stays, and the files are read again when the writes
+// stop or the directory is back (both wake the loop).
+func (d *Daemon) loadConfig() {
+	// Checked on every pass like the content: a drop-in made writable by
+	// others later is refused (the last good configuration stays in force).
+	if !d.opts.AllowInsecureConfig {
+		if err := desired.CheckTrusted(d.opts.Config, d.opts.DropIn); err != nil {
+			d.configFailed(err, [sha256.Size]byte{})
+			return
+		}
+	}
+	if d.cfg != nil {
+		for _, s := range d.opts.Sources {
+			if st, ok := s.(settler); ok && st.unsettled(time.Now()) > 0 {
+				return
+			}
+		}
+	}
+	srcs, dropInPresent, err := desired.ReadSourcesDir(d.opts.Config, d.opts.DropIn)
+	if err != nil {
+		d.configFailed(err, [sha256.Size]byte{})
+		return
+	}
+	if !dropInPresent && d.cfg != nil && len(d.cfg.Files) > 1 {
+		if !d.dropInGone {
+			d.log.Warn("drop-in directory missing; enforcing the last good configuration until it is back (to remove every fragment, empty the directory first)", "dir", d.opts.DropIn)
+		}
+		d.dropInGone = true
+		return
+	}
+	d.dropInGone = false
+	h := hashSources(srcs)
+	force := d.forceParse
+	d.forceParse = false
+	// Stamped before the parse: a key file written during it shows as a
+	// change on the next pass.
+	var oldPaths []string
+	if d.cfg != nil {
+		oldPaths = secretPaths(d.cfg.State)
+	}
+	stamp := secretStamp(oldPaths)
+	if !force && d.cfg != nil && h == d.cfgHash && stamp == d.secrets {
+		d.configOK()
+		return
+	}
+	if !force && h == d.badHash {
+		return
+	}
+	cfg, err := desired.Parse(srcs)
+	if err != nil {
+		d.configFailed(err, h)
+		return
+	}
+	if paths := secretPaths(cfg.State); !slices.Equal(paths, oldPaths) {
+		stamp = secretStamp(paths)
+	}
+	digest := secretDigest(cfg.State)
+	if d.cfg != nil && h == d.cfgHash && digest == d.secretsDigest {
+		d.secrets = stamp
+		d.configOK()
+		if force {
+			d.log.Info("configuration reloaded; unchanged")
+		}
+		return
+	}
+	first := d.cfg == nil
+	if !first && h == d.cfgHash {
+		// Which key changed is not said: only that one did.
+		d.log.Info("secret files changed")
+	}
+	d.cfg, d.cfgHash, d.badHash = cfg, h, [sha256.Size]byte{}
+	d.secrets, d.secretsDigest = stamp, digest
+	d.secretDirs.set(secretPaths(cfg.State))
+	d.gen++
+	// A new configuration deserves a fresh attempt at everything.
+	d.bo.reset()
+	d.configOK()
+	msg := "configuration changed"
+	if first {
+		msg = "configuration loaded"
+	}
+	d.log.Info(msg, "files", len(cfg.Files), "objects", cfg.State.Objects())
+}
+
+func (d *Daemon) configOK() {
+	d.cfgErr = nil
+	d.m.configOK.Set(1)
+}
+
+func (d *Daemon) configFailed(err error, h [sha256.Size]byte) {
+	isNew := d.cfgErr == nil || d.cfgErr.Error() != err.Error()
+	d.cfgErr, d.badHash = err, h
+	d.m.configOK.Set(0)
+	if !isNew {
+		return
+	}
+	d.m.errors.WithLabelValues("config").Inc()
+	if d.cfg != nil {
+		d.log.Error("invalid configuration; enforcing the last good one", "error", err)
+	}
+}
+
+func hashSources(srcs []desired.Source) [sha256.Size]byte {
+	h := sha256.New()
+	for _, s := range srcs {
+		fmt.Fprintf(h, "%s\x00%d\x00", s.Name, len(s.Data))
+		h.Write(s.Data)
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}

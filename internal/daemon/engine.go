@@ -1,0 +1,66 @@
+package daemon
+
+import (
+	"context"
+
+	"github.com/netreconcile/netreconcile/internal/apply"
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/ipam"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// passEngine is what a pass asks of the engine, and no more: an
+// *engine.Engine over the kernel in production (engineAdapter), a fake in the
+// loop's unit tests (loop_test.go), which script plans and failures without
+// a kernel.
+type passEngine interface {
+	// lock takes the namespace's writer lock for the pass
+	// (engine.LockPass).
+	lock(ctx context.Context) (unlock func(), err error)
+	// plan reads the kernel and plans towards desired, pools resolved. A
+	// non-nil plan may come with a diff.Conflicts error.
+	plan(ctx context.Context, desired *model.State) (*diff.Plan, error)
+	apply(ctx context.Context, plan *diff.Plan) (*apply.Result, error)
+	// saveLedger writes what a failed save left in memory.
+	saveLedger() error
+	// writes counts the kernel writes started so far: the progress the
+	// watchdog looks for during a pass (watchdog.go).
+	writes() uint64
+	// peerStates is every declared WireGuard peer as the last pass judged
+	// it (engine.PeerStates): no kernel read of its own.
+	peerStates() []engine.PeerState
+	// poolUsage reads the usage of desired's pools from their registry
+	// (nil, nil when it declares none).
+	poolUsage(ctx context.Context, desired *model.State) ([]ipam.Usage, error)
+}
+
+// engineAdapter is the passEngine of production.
+type engineAdapter struct{ e *engine.Engine }
+
+func (a engineAdapter) lock(ctx context.Context) (func(), error) { return a.e.LockPass(ctx) }
+
+func (a engineAdapter) plan(ctx context.Context, desired *model.State) (*diff.Plan, error) {
+	plan, _, err := a.e.PlanDesired(ctx, desired, false)
+	return plan, err
+}
+
+func (a engineAdapter) apply(ctx context.Context, plan *diff.Plan) (*apply.Result, error) {
+	return a.e.Apply(ctx, plan)
+}
+
+func (a engineAdapter) saveLedger() error { return a.e.SaveLedger() }
+
+func (a engineAdapter) writes() uint64 { return a.e.Kernel.Writes() }
+
+func (a engineAdapter) peerStates() []engine.PeerState { return a.e.PeerStates() }
+
+func (a engineAdapter) poolUsage(ctx context.Context, desired *model.State) ([]ipam.Usage, error) {
+	reg, err := a.e.OpenRegistry(desired)
+	if reg == nil || err != nil {
+		// A registry that cannot be opened failed the pass's plan too,
+		// which reported it.
+		return nil, nil
+	}
+	return engine.PoolUsage(ctx, reg)
+}

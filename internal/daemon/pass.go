@@ -1,0 +1,201 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/apply"
+	"github.com/netreconcile/netreconcile/internal/diff"
+)
+
+// pass is one reconcile. It returns an error only when the daemon cannot go
+// on (no valid configuration at start).
+func (d *Daemon) pass(ctx context.Context) error {
+	start := d.clk.Now()
+	d.loadConfig()
+	if d.cfg == nil {
+		return fmt.Errorf("%w: %w", ErrNoConfig, d.cfgErr)
+	}
+	st := d.cfg.State
+	d.stats.objects = st.Objects()
+	d.m.objects.Set(float64(d.stats.objects))
+
+	defer func() {
+		end := d.clk.Now()
+		took := end.Sub(start)
+		d.stats.lastPass, d.stats.lastTook = end, took
+		d.m.duration.Observe(took.Seconds())
+	}()
+
+	// The namespace's writer lock is held for the whole pass, so that an
+	// apply or ipam run never interleaves with it.
+	unlock, lockErr := d.eng.lock(ctx)
+	if lockErr != nil {
+		d.m.errors.WithLabelValues("read").Inc()
+		d.m.passes.WithLabelValues("error").Inc()
+		delay := d.bo.failed("kernel read", start)
+		d.log.Error("pass not run", "error", lockErr, "retry_in", delay)
+		d.stats.converged, d.stats.errors, d.stats.firstErr = false, 1, lockErr.Error()
+		return nil
+	}
+	defer unlock()
+
+	plan, planErr := d.eng.plan(ctx, st)
+	if plan == nil {
+		d.m.errors.WithLabelValues("read").Inc()
+		d.m.passes.WithLabelValues("error").Inc()
+		delay := d.bo.failed("kernel read", start)
+		d.log.Error("read kernel state failed", "error", planErr, "retry_in", delay)
+		d.stats.converged, d.stats.errors, d.stats.firstErr = false, 1, planErr.Error()
+		return nil
+	}
+	d.bo.succeeded("kernel read")
+	d.reportConflicts(planErr)
+
+	now := d.clk.Now()
+	// A plan that differs from the last one means the world moved (the
+	// missing link appeared, a conflict was resolved): what waits for a
+	// retry may work now, so everything is tried at once. A storm that
+	// does not change the plan leaves the backoff alone.
+	if sig := planSignature(plan, planErr); sig != d.lastPlan {
+		d.lastPlan = sig
+		d.bo.reset()
+	}
+	live := map[string]bool{}
+	held := 0
+	todo := plan.Select(func(op *diff.Op) bool {
+		k := opKey(*op)
+		live[k] = true
+		if d.bo.ready(k, now) {
+			return true
+		}
+		held++
+		return false
+	})
+	d.bo.keep(live)
+
+	var res *apply.Result
+	var saveErr error
+	if !todo.Empty() {
+		res, saveErr = d.eng.apply(ctx, todo)
+	} else {
+		res = &apply.Result{}
+		// Nothing to apply, but records a failed save left in memory
+		// are written now, or the failure is reported again.
+		saveErr = d.eng.saveLedger()
+	}
+	if ctx.Err() != nil {
+		// Stopping: operations the cancellation skipped are no failures.
+		d.logDone(res.Done, false)
+		return nil
+	}
+	drift := d.gen == d.convergedGen && d.everConverged
+	d.logDone(res.Done, drift)
+	if drift {
+		d.stats.drift += uint64(len(res.Done))
+		d.m.drift.Add(float64(len(res.Done)))
+	}
+	for _, op := range res.Done {
+		d.bo.succeeded(opKey(op))
+	}
+	for _, f := range res.Failed {
+		delay := d.bo.failed(opKey(f.Op), now)
+		d.m.errors.WithLabelValues("apply").Inc()
+		d.log.Error("change failed", "kind", f.Op.Kind, "id", f.Op.ID, "action", string(f.Op.Action), "error", f.Err, "retry_in", delay)
+	}
+	if saveErr != nil {
+		d.m.errors.WithLabelValues("apply").Inc()
+		d.log.Error("save ownership ledger failed", "error", saveErr)
+	}
+
+	if d.m.serving {
+		d.refreshParts(ctx, st)
+	}
+
+	var conflicts diff.Conflicts
+	errors.As(planErr, &conflicts)
+	d.stats.errors = len(res.Failed) + held + len(conflicts)
+	d.stats.firstErr = ""
+	switch {
+	case len(res.Failed) > 0:
+		d.stats.firstErr = res.Failed[0].Err.Error()
+	case len(conflicts) > 0:
+		d.stats.firstErr = conflicts[0]
+	case held > 0:
+		d.stats.firstErr = fmt.Sprintf("%d objects waiting to be retried", held)
+	case saveErr != nil:
+		d.stats.firstErr = saveErr.Error()
+	}
+	d.stats.converged = d.stats.errors == 0 && saveErr == nil
+	switch {
+	case d.stats.converged:
+		d.m.passes.WithLabelValues("converged").Inc()
+		d.m.lastSuccess.Set(float64(d.clk.Now().UnixNano()) / 1e9)
+		d.convergedGen, d.everConverged = d.gen, true
+	case len(conflicts) > 0 && len(res.Failed) == 0:
+		d.m.passes.WithLabelValues("conflict").Inc()
+	default:
+		d.m.passes.WithLabelValues("failed").Inc()
+	}
+	return nil
+}
+
+func (d *Daemon) reportConflicts(err error) {
+	var c diff.Conflicts
+	if !errors.As(err, &c) {
+		d.lastConflicts = ""
+		return
+	}
+	text := c.Error()
+	if text == d.lastConflicts {
+		return
+	}
+	d.lastConflicts = text
+	d.m.errors.WithLabelValues("conflict").Add(float64(len(c)))
+	for _, msg := range c {
+		d.log.Error("conflict with the kernel state; object left alone", "error", msg)
+	}
+}
+
+func (d *Daemon) logDone(ops []diff.Op, drift bool) {
+	for _, op := range ops {
+		d.m.changes.WithLabelValues(string(op.Kind), string(op.Action)).Inc()
+		attrs := []any{"kind", op.Kind, "id", op.ID, "action", string(op.Action)}
+		if fields := changedFields(op); fields != "" {
+			attrs = append(attrs, "fields", fields)
+		}
+		if drift {
+			attrs = append(attrs, "drift", true)
+		}
+		d.log.Info("applied", attrs...)
+	}
+}
+
+// changedFields names the changed attributes, without their values: a value
+// may be a secret.
+func changedFields(op diff.Op) string {
+	names := make([]string, len(op.Changes))
+	for i, c := range op.Changes {
+		names[i] = c.Field
+	}
+	return strings.Join(names, ",")
+}
+
+// planSignature identifies a plan by its operations and conflicts.
+func planSignature(plan *diff.Plan, conflicts error) [sha256.Size]byte {
+	h := sha256.New()
+	for _, op := range plan.Ops {
+		fmt.Fprintf(h, "%s %s\x00", op.Action, opKey(op))
+	}
+	if conflicts != nil {
+		h.Write([]byte(conflicts.Error()))
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+func opKey(op diff.Op) string { return string(op.Kind) + " " + op.ID }
