@@ -12,7 +12,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
-	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
@@ -50,9 +50,9 @@ func load(t *testing.T, y string) *model.State {
 	return cfg.State
 }
 
-func newEngine(t *testing.T) (*engine.Engine, *kernel.Fake) {
+func newEngine(t *testing.T) (*engine.Engine, *kerneltest.Kernel) {
 	t.Helper()
-	k := kernel.NewFake()
+	k := kerneltest.New()
 	l, err := ledger.Open("")
 	if err != nil {
 		t.Fatal(err)

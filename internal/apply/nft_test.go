@@ -9,18 +9,17 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/apply"
 	"github.com/netreconcile/netreconcile/internal/diff"
-	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 // nftFake is the fake kernel with nftables batches that fail when they
 // touch table "bad", as the kernel fails a whole batch with EINVAL.
 type nftFake struct {
-	*kernel.Fake
+	*kerneltest.Kernel
 	batches [][]model.NftOp
 }
 
-func (f *nftFake) NFTTables() ([]model.NftTableKey, error)             { return nil, nil }
 func (f *nftFake) NFTTable(model.NftTableKey) (*model.NftTable, error) { return nil, nil }
 func (f *nftFake) NFTTableHandle(model.NftTableKey) (uint64, error)    { return 0, nil }
 func (f *nftFake) NFTApply(ops []model.NftOp) error {
@@ -47,7 +46,7 @@ func TestNftBadTableDoesNotBlockOthers(t *testing.T) {
 		{Action: diff.Create, Kind: diff.KindNftChain, Table: good, ID: good.String() + " chain c", NFT: []model.NftOp{{Op: model.NftAddChain, Table: good, Chain: c}}},
 		{Action: diff.Delete, Kind: diff.KindNftTable, Table: gone, ID: gone.String(), NFT: []model.NftOp{{Op: model.NftDelTable, Table: gone}}},
 	}}
-	k := &nftFake{Fake: kernel.NewFake()}
+	k := &nftFake{Kernel: kerneltest.New()}
 	owned := map[model.NftTableKey]bool{}
 	res := apply.Apply(context.Background(), k, plan, apply.Hooks{NftTableChanged: func(key model.NftTableKey, own bool) { owned[key] = own }})
 	if len(k.batches) != 3 {

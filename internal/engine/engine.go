@@ -92,16 +92,14 @@ func (e *Engine) forgetVanished(st *model.State) error {
 			changed = true
 		}
 	}
-	if _, ok := e.Kernel.(kernel.NFTables); ok {
-		tables := map[model.NftTableKey]bool{}
-		for _, t := range st.NFTables {
-			tables[t.Key()] = true
-		}
-		for k := range e.Ledger.NFTables {
-			if !tables[k] {
-				e.Ledger.SetNftTable(k, false)
-				changed = true
-			}
+	tables := map[model.NftTableKey]bool{}
+	for _, t := range st.NFTables {
+		tables[t.Key()] = true
+	}
+	for k := range e.Ledger.NFTables {
+		if !tables[k] {
+			e.Ledger.SetNftTable(k, false)
+			changed = true
 		}
 	}
 	if !changed && !e.ledgerUnsaved {
@@ -166,10 +164,6 @@ func (e *Engine) LockPass(ctx context.Context) (func(), error) {
 // readNFT reads the nftables tables the ledger owns and those desired
 // declares, and no other.
 func (e *Engine) readNFT(st *model.State, desired *model.State) error {
-	nk, ok := e.Kernel.(kernel.NFTables)
-	if !ok {
-		return nil
-	}
 	var keys []model.NftTableKey
 	if desired == nil {
 		for k := range e.Ledger.NFTables {
@@ -186,7 +180,7 @@ func (e *Engine) readNFT(st *model.State, desired *model.State) error {
 			}
 		}
 	}
-	ts, err := actual.ReadNFT(nk, keys, e.Ledger.NFTables)
+	ts, err := actual.ReadNFT(e.Kernel, keys, e.Ledger.NFTables)
 	if err != nil {
 		return fmt.Errorf("read nftables: %w", err)
 	}
@@ -373,15 +367,13 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 	// adopted: read them now, so the next pass can tell them from tables
 	// someone else makes under the same names.
 	var herr error
-	if nk, ok := e.Kernel.(kernel.NFTables); ok {
-		for _, k := range madeTables {
-			h, err := nk.NFTTableHandle(k)
-			if err != nil {
-				herr = errors.Join(herr, fmt.Errorf("read the handle of nftables table %s: %w", k, err))
-				continue
-			}
-			e.Ledger.SetNftTableHandle(k, h)
+	for _, k := range madeTables {
+		h, err := e.Kernel.NFTTableHandle(k)
+		if err != nil {
+			herr = errors.Join(herr, fmt.Errorf("read the handle of nftables table %s: %w", k, err))
+			continue
 		}
+		e.Ledger.SetNftTableHandle(k, h)
 	}
 	if dirty || e.ledgerUnsaved {
 		if err := e.saveLedger(); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/wgpeer"
@@ -25,24 +26,16 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden plans in testd
 // goldenKernel is the in-memory kernel with the nftables and WireGuard
 // reads the plan needs, from canned state; it never writes either.
 type goldenKernel struct {
-	*kernel.Fake
+	*kerneltest.Kernel
 	nft map[model.NftTableKey]*model.NftTable
 	wg  map[string]*model.WireGuard
 }
 
 func newGoldenKernel() *goldenKernel {
-	k := &goldenKernel{Fake: kernel.NewFake(), nft: map[model.NftTableKey]*model.NftTable{}, wg: map[string]*model.WireGuard{}}
+	k := &goldenKernel{Kernel: kerneltest.New(), nft: map[model.NftTableKey]*model.NftTable{}, wg: map[string]*model.WireGuard{}}
 	// A fresh namespace's lo is down.
 	k.PutLink(&model.Link{Name: "lo", Kind: model.KindDevice, MTU: 65536})
 	return k
-}
-
-func (k *goldenKernel) NFTTables() ([]model.NftTableKey, error) {
-	var out []model.NftTableKey
-	for key := range k.nft {
-		out = append(out, key)
-	}
-	return out, nil
 }
 
 func (k *goldenKernel) NFTTable(key model.NftTableKey) (*model.NftTable, error) {

@@ -24,8 +24,6 @@ import (
 // two namespaces collide there.
 const uapiDir = "/var/run/wireguard"
 
-var _ WireGuard = (*Netlink)(nil)
-
 // wgState is the wgctrl client of one Netlink, opened on first use inside
 // the kernel's namespace: its generic netlink socket stays bound there.
 type wgState struct {

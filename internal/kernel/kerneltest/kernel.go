@@ -1,4 +1,7 @@
-package kernel
+// Package kerneltest is an in-memory kernel.Interface for logic tests, kept
+// out of the production package as Calico Felix keeps its mocknetlink and
+// google/nftables its nftest: nothing the command links imports it.
+package kerneltest
 
 import (
 	"fmt"
@@ -6,17 +9,18 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-// Fake is an in-memory kernel for unit tests of the diff and apply logic,
+// Kernel is an in-memory kernel for unit tests of the diff and apply logic,
 // with failure injection in the manner of Calico Felix's mocknetlink: the next
 // call of a method, or every call on one object, can be made to fail.
 //
 // It keeps the kernel rules the reconciler relies on (a route's key is
 // unique, a link needs its parents, deleting a link takes its addresses,
 // routes and veth peer) and nothing more. It proves logic, never a feature.
-type Fake struct {
+type Kernel struct {
 	mu        sync.Mutex
 	links     map[string]*model.Link
 	nextIndex int
@@ -31,11 +35,11 @@ type Fake struct {
 	Log []string
 }
 
-var _ Interface = (*Fake)(nil)
+var _ kernel.Interface = (*Kernel)(nil)
 
-// NewFake returns an empty kernel holding only lo.
-func NewFake() *Fake {
-	f := &Fake{
+// New returns an empty kernel holding only lo.
+func New() *Kernel {
+	f := &Kernel{
 		links:  map[string]*model.Link{},
 		addrs:  map[model.AddressKey]model.Address{},
 		routes: map[model.RouteKey]model.Route{},
@@ -49,7 +53,7 @@ func NewFake() *Fake {
 
 // FailNext makes the next call of method (such as "Routes" or "AddRoute")
 // fail with err; several calls queue several failures.
-func (f *Fake) FailNext(method string, err error) {
+func (f *Kernel) FailNext(method string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.next[method] = append(f.next[method], err)
@@ -58,7 +62,7 @@ func (f *Fake) FailNext(method string, err error) {
 // FailOn makes every call of method on the object id fail with err until
 // cleared with a nil err. id is a link name for link methods, the key's
 // String() for the others.
-func (f *Fake) FailOn(method, id string, err error) {
+func (f *Kernel) FailOn(method, id string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err == nil {
@@ -69,7 +73,7 @@ func (f *Fake) FailOn(method, id string, err error) {
 }
 
 // injected returns the failure planned for this call, if any. Called locked.
-func (f *Fake) injected(method, id string) error {
+func (f *Kernel) injected(method, id string) error {
 	if q := f.next[method]; len(q) > 0 {
 		f.next[method] = q[1:]
 		return fmt.Errorf("%s %s: %w", method, id, q[0])
@@ -81,27 +85,30 @@ func (f *Fake) injected(method, id string) error {
 }
 
 // write counts a write attempt and returns the injected failure, if any.
-func (f *Fake) write(method, id string) error {
+func (f *Kernel) write(method, id string) error {
 	f.writes++
 	return f.injected(method, id)
 }
 
-func (f *Fake) logged(method, id string) { f.Log = append(f.Log, method+" "+id) }
+func (f *Kernel) logged(method, id string) { f.Log = append(f.Log, method+" "+id) }
 
 // PutLink stores a link as it is (foreign unless Owned), without a write.
-func (f *Fake) PutLink(l *model.Link) {
+func (f *Kernel) PutLink(l *model.Link) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := cloneLink(l)
 	f.nextIndex++
 	c.Index = f.nextIndex
 	c.Origin = ""
+	if c.Veth != nil && c.Veth.PeerNetNS == "" {
+		c.Veth.PeerNSID = -1 // the peer is here, as the kernel reads it
+	}
 	f.links[c.Name] = c
 }
 
 // PutAddress, PutRoute, PutRule and PutFou store objects without a write,
 // to set up foreign (or previously applied) state.
-func (f *Fake) PutAddress(a model.Address) {
+func (f *Kernel) PutAddress(a model.Address) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a.Owned, a.Origin = false, ""
@@ -109,7 +116,7 @@ func (f *Fake) PutAddress(a model.Address) {
 }
 
 // PutRoute stores a route with its Protocol.
-func (f *Fake) PutRoute(r model.Route) {
+func (f *Kernel) PutRoute(r model.Route) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r.Origin = ""
@@ -117,7 +124,7 @@ func (f *Fake) PutRoute(r model.Route) {
 }
 
 // PutRule stores a rule with its Protocol.
-func (f *Fake) PutRule(r model.Rule) {
+func (f *Kernel) PutRule(r model.Rule) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r.Origin = ""
@@ -125,7 +132,7 @@ func (f *Fake) PutRule(r model.Rule) {
 }
 
 // PutFou stores an open FoU port.
-func (f *Fake) PutFou(p model.FouPort) {
+func (f *Kernel) PutFou(p model.FouPort) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p.Owned, p.Origin = false, ""
@@ -162,7 +169,7 @@ func cloneLink(l *model.Link) *model.Link {
 }
 
 // Links lists every link.
-func (f *Fake) Links() ([]*model.Link, error) {
+func (f *Kernel) Links() ([]*model.Link, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injected("Links", ""); err != nil {
@@ -187,7 +194,7 @@ func sortedNames(m map[string]*model.Link) []string {
 }
 
 // Addresses lists every address.
-func (f *Fake) Addresses() ([]model.Address, error) {
+func (f *Kernel) Addresses() ([]model.Address, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injected("Addresses", ""); err != nil {
@@ -202,7 +209,7 @@ func (f *Fake) Addresses() ([]model.Address, error) {
 }
 
 // Routes lists routes, of one protocol unless protocol is 0.
-func (f *Fake) Routes(protocol int) ([]model.Route, error) {
+func (f *Kernel) Routes(protocol int) ([]model.Route, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injected("Routes", ""); err != nil {
@@ -219,7 +226,7 @@ func (f *Fake) Routes(protocol int) ([]model.Route, error) {
 }
 
 // TableRoutes lists the routes of one table, of every protocol.
-func (f *Fake) TableRoutes(table int) ([]model.Route, error) {
+func (f *Kernel) TableRoutes(table int) ([]model.Route, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injected("TableRoutes", ""); err != nil {
@@ -236,7 +243,7 @@ func (f *Fake) TableRoutes(table int) ([]model.Route, error) {
 }
 
 // Rules lists the rules.
-func (f *Fake) Rules() ([]model.Rule, error) {
+func (f *Kernel) Rules() ([]model.Rule, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injected("Rules", ""); err != nil {
@@ -248,7 +255,7 @@ func (f *Fake) Rules() ([]model.Rule, error) {
 }
 
 // FouPorts lists the open FoU ports.
-func (f *Fake) FouPorts() ([]model.FouPort, error) {
+func (f *Kernel) FouPorts() ([]model.FouPort, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injected("FouPorts", ""); err != nil {
@@ -262,16 +269,16 @@ func (f *Fake) FouPorts() ([]model.FouPort, error) {
 	return out, nil
 }
 
-func (f *Fake) need(name string) (*model.Link, error) {
+func (f *Kernel) need(name string) (*model.Link, error) {
 	l, ok := f.links[name]
 	if !ok {
-		return nil, fmt.Errorf("link %s: %w", name, ErrNotFound)
+		return nil, fmt.Errorf("link %s: %w", name, kernel.ErrNotFound)
 	}
 	return l, nil
 }
 
 // AddLink creates a link (and a veth's peer), marked, down.
-func (f *Fake) AddLink(l *model.Link) error {
+func (f *Kernel) AddLink(l *model.Link) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.write("AddLink", l.Name); err != nil {
@@ -299,12 +306,15 @@ func (f *Fake) AddLink(l *model.Link) error {
 	}
 	f.nextIndex++
 	c.Index = f.nextIndex
+	if c.Veth != nil && c.Veth.PeerNetNS == "" {
+		c.Veth.PeerNSID = -1
+	}
 	if l.Kind == model.KindVeth && l.Veth.PeerNetNS == "" {
 		if _, ok := f.links[l.Veth.Peer]; ok {
 			return fmt.Errorf("add link %s: peer %s: %w", l.Name, l.Veth.Peer, syscall.EEXIST)
 		}
 		f.nextIndex++
-		f.links[l.Veth.Peer] = &model.Link{Name: l.Veth.Peer, Kind: model.KindVeth, MTU: 1500, Index: f.nextIndex, Veth: &model.Veth{Peer: l.Name}}
+		f.links[l.Veth.Peer] = &model.Link{Name: l.Veth.Peer, Kind: model.KindVeth, MTU: 1500, Index: f.nextIndex, Veth: &model.Veth{Peer: l.Name, PeerNSID: -1}}
 	}
 	f.links[c.Name] = c
 	f.logged("AddLink", l.Name)
@@ -313,7 +323,7 @@ func (f *Fake) AddLink(l *model.Link) error {
 
 // DeleteLink deletes a link with its addresses, routes and veth peer, and
 // releases its slaves.
-func (f *Fake) DeleteLink(name string) error {
+func (f *Kernel) DeleteLink(name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.write("DeleteLink", name); err != nil {
@@ -331,7 +341,7 @@ func (f *Fake) DeleteLink(name string) error {
 	return nil
 }
 
-func (f *Fake) drop(name string) {
+func (f *Kernel) drop(name string) {
 	delete(f.links, name)
 	for k := range f.addrs {
 		if k.Link == name {
@@ -350,7 +360,7 @@ func (f *Fake) drop(name string) {
 	}
 }
 
-func (f *Fake) setLink(method, name string, set func(l *model.Link) error) error {
+func (f *Kernel) setLink(method, name string, set func(l *model.Link) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.write(method, name); err != nil {
@@ -368,23 +378,23 @@ func (f *Fake) setLink(method, name string, set func(l *model.Link) error) error
 }
 
 // SetLinkMTU changes the MTU.
-func (f *Fake) SetLinkMTU(name string, mtu int) error {
+func (f *Kernel) SetLinkMTU(name string, mtu int) error {
 	return f.setLink("SetLinkMTU", name, func(l *model.Link) error { l.MTU = mtu; return nil })
 }
 
 // PromoteSecondaries turns the link's promote_secondaries on (the fake
 // keeps no secondaries: it only records the write).
-func (f *Fake) PromoteSecondaries(name string) error {
+func (f *Kernel) PromoteSecondaries(name string) error {
 	return f.setLink("PromoteSecondaries", name, func(l *model.Link) error { return nil })
 }
 
 // SetLinkUp sets the administrative state.
-func (f *Fake) SetLinkUp(name string, up bool) error {
+func (f *Kernel) SetLinkUp(name string, up bool) error {
 	return f.setLink("SetLinkUp", name, func(l *model.Link) error { l.Up = up; return nil })
 }
 
 // SetLinkMaster enslaves a link to a bridge, or releases it.
-func (f *Fake) SetLinkMaster(name, master string) error {
+func (f *Kernel) SetLinkMaster(name, master string) error {
 	return f.setLink("SetLinkMaster", name, func(l *model.Link) error {
 		if master != "" {
 			if _, err := f.need(master); err != nil {
@@ -397,7 +407,7 @@ func (f *Fake) SetLinkMaster(name, master string) error {
 }
 
 // SetLinkAlias writes the alias, with the marker when owned.
-func (f *Fake) SetLinkAlias(name, alias string, owned bool) error {
+func (f *Kernel) SetLinkAlias(name, alias string, owned bool) error {
 	return f.setLink("SetLinkAlias", name, func(l *model.Link) error {
 		l.Alias, l.Owned = alias, owned
 		return nil
@@ -405,7 +415,7 @@ func (f *Fake) SetLinkAlias(name, alias string, owned bool) error {
 }
 
 // ReplaceAddress adds or changes an address.
-func (f *Fake) ReplaceAddress(a *model.Address) error {
+func (f *Kernel) ReplaceAddress(a *model.Address) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := a.Key().String()
@@ -423,7 +433,7 @@ func (f *Fake) ReplaceAddress(a *model.Address) error {
 }
 
 // DeleteAddress removes an address.
-func (f *Fake) DeleteAddress(a *model.Address) error {
+func (f *Kernel) DeleteAddress(a *model.Address) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := a.Key().String()
@@ -438,7 +448,7 @@ func (f *Fake) DeleteAddress(a *model.Address) error {
 	return nil
 }
 
-func (f *Fake) putRoute(method string, r *model.Route, protocol int, excl bool) error {
+func (f *Kernel) putRoute(method string, r *model.Route, protocol int, excl bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
@@ -460,18 +470,18 @@ func (f *Fake) putRoute(method string, r *model.Route, protocol int, excl bool) 
 	return nil
 }
 
-// AddRoute adds a route; EEXIST when its key exists.
-func (f *Fake) AddRoute(r *model.Route, protocol int) error {
+// addRoute adds a route; EEXIST when its key exists.
+func (f *Kernel) addRoute(r *model.Route, protocol int) error {
 	return f.putRoute("AddRoute", r, protocol, true)
 }
 
-// ReplaceRoute adds or replaces a route.
-func (f *Fake) ReplaceRoute(r *model.Route, protocol int) error {
+// replaceRoute adds or replaces a route.
+func (f *Kernel) replaceRoute(r *model.Route, protocol int) error {
 	return f.putRoute("ReplaceRoute", r, protocol, false)
 }
 
-// DeleteRoute deletes the route with r's key.
-func (f *Fake) DeleteRoute(r *model.Route) error {
+// deleteRoute deletes the route with r's key.
+func (f *Kernel) deleteRoute(r *model.Route) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
@@ -486,14 +496,25 @@ func (f *Fake) DeleteRoute(r *model.Route) error {
 	return nil
 }
 
-// WriteRoutes makes the writes one by one, with the failures injected into
-// AddRoute, ReplaceRoute and DeleteRoute.
-func (f *Fake) WriteRoutes(ws []RouteWrite, protocol int) []error {
-	return writeRoutesOneByOne(f, ws, protocol)
+// WriteRoutes makes the writes one by one; failures are injected with the
+// method names "AddRoute", "ReplaceRoute" and "DeleteRoute".
+func (f *Kernel) WriteRoutes(ws []kernel.RouteWrite, protocol int) []error {
+	errs := make([]error, len(ws))
+	for i, x := range ws {
+		switch x.Action {
+		case kernel.RouteAdd:
+			errs[i] = f.addRoute(x.Route, protocol)
+		case kernel.RouteReplace:
+			errs[i] = f.replaceRoute(x.Route, protocol)
+		case kernel.RouteDelete:
+			errs[i] = f.deleteRoute(x.Route)
+		}
+	}
+	return errs
 }
 
 // AddRule adds a rule; EEXIST when the same rule of the same protocol exists.
-func (f *Fake) AddRule(r *model.Rule, protocol int) error {
+func (f *Kernel) AddRule(r *model.Rule, protocol int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
@@ -513,7 +534,7 @@ func (f *Fake) AddRule(r *model.Rule, protocol int) error {
 }
 
 // DeleteRule deletes the rule with r's key and protocol.
-func (f *Fake) DeleteRule(r *model.Rule) error {
+func (f *Kernel) DeleteRule(r *model.Rule) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
@@ -531,7 +552,7 @@ func (f *Fake) DeleteRule(r *model.Rule) error {
 }
 
 // AddFou opens a FoU port.
-func (f *Fake) AddFou(p *model.FouPort) error {
+func (f *Kernel) AddFou(p *model.FouPort) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := p.Key().String()
@@ -549,7 +570,7 @@ func (f *Fake) AddFou(p *model.FouPort) error {
 }
 
 // DeleteFou closes a FoU port.
-func (f *Fake) DeleteFou(p *model.FouPort) error {
+func (f *Kernel) DeleteFou(p *model.FouPort) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := p.Key().String()
@@ -565,11 +586,47 @@ func (f *Fake) DeleteFou(p *model.FouPort) error {
 }
 
 // Writes counts write attempts, failed ones included.
-func (f *Fake) Writes() uint64 {
+func (f *Kernel) Writes() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.writes
 }
 
 // Close does nothing.
-func (f *Fake) Close() error { return nil }
+func (f *Kernel) Close() error { return nil }
+
+// VethPeer returns nil: the fake holds one namespace, and a veth whose
+// peer is elsewhere has no peer it can read (Remote stays nil).
+func (f *Kernel) VethPeer(nsid, index int) (*model.RemotePeer, error) {
+	return nil, nil
+}
+
+// NFTTable: the fake has no nftables.
+func (f *Kernel) NFTTable(k model.NftTableKey) (*model.NftTable, error) {
+	return nil, fmt.Errorf("nftables: %w", kernel.ErrUnsupported)
+}
+
+// NFTTableHandle: the fake has no nftables.
+func (f *Kernel) NFTTableHandle(k model.NftTableKey) (uint64, error) {
+	return 0, fmt.Errorf("nftables: %w", kernel.ErrUnsupported)
+}
+
+// NFTApply: the fake has no nftables.
+func (f *Kernel) NFTApply(ops []model.NftOp) error {
+	return fmt.Errorf("nftables: %w", kernel.ErrUnsupported)
+}
+
+// WireGuardDevice: the fake has no WireGuard device.
+func (f *Kernel) WireGuardDevice(name string) (*model.WireGuard, error) {
+	return nil, fmt.Errorf("wireguard device %s: %w", name, kernel.ErrNotFound)
+}
+
+// ConfigureWireGuard: the fake has no WireGuard.
+func (f *Kernel) ConfigureWireGuard(name string, cfg *kernel.WireGuardConfig) error {
+	return fmt.Errorf("configure wireguard device %s: %w", name, kernel.ErrUnsupported)
+}
+
+// StartUserspaceWireGuard: the fake has no wireguard-go.
+func (f *Kernel) StartUserspaceWireGuard(name string) error {
+	return fmt.Errorf("start userspace wireguard for %s: %w", name, kernel.ErrUnsupported)
+}
