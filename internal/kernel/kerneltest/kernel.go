@@ -14,12 +14,15 @@ import (
 )
 
 // Kernel is an in-memory kernel for unit tests of the diff and apply logic,
-// with failure injection in the manner of Calico Felix's mocknetlink: the next
-// call of a method, or every call on one object, can be made to fail.
+// with failure injection in the manner of Calico Felix's mocknetlink: a
+// call of a method can be made to fail once or always, on any object or on
+// one (FailNext, FailOnce, FailOn, FailAlways).
 //
 // It keeps the kernel rules the reconciler relies on (a route's key is
 // unique, a link needs its parents, deleting a link takes its addresses,
-// routes and veth peer) and nothing more. It proves logic, never a feature.
+// routes and veth peer; an nftables batch is committed whole or not at all;
+// WireGuard peers are patched one by one) and nothing more. It proves
+// logic, never a feature. Dump renders its state as ip, nft and wg lines.
 type Kernel struct {
 	mu        sync.Mutex
 	links     map[string]*model.Link
@@ -28,11 +31,30 @@ type Kernel struct {
 	routes    map[model.RouteKey]model.Route
 	rules     []model.Rule
 	fou       map[model.FouKey]model.FouPort
+	nft       map[model.NftTableKey]*nftTable
+	// nftHandle is the namespace's table handle counter.
+	nftHandle uint64
+	wg        map[string]*wgDevice
 	writes    uint64
 	next      map[string][]error
-	on        map[string]error
+	on        map[string]*failure
+	fired     []string
 	// Log lists every write that succeeded, as "Method id".
 	Log []string
+
+	// NoWireGuardModule makes AddLink refuse kind wireguard
+	// (ErrUnsupported), as a kernel without the module does; the device
+	// then comes from StartUserspaceWireGuard, unless NoUserspaceWireGuard
+	// refuses that too (no wireguard-go may run).
+	NoWireGuardModule, NoUserspaceWireGuard bool
+	// NoNFTables makes every nftables call fail with ErrUnsupported.
+	NoNFTables bool
+}
+
+// failure is an injected error, for n more calls (n < 0: until cleared).
+type failure struct {
+	err error
+	n   int
 }
 
 var _ kernel.Interface = (*Kernel)(nil)
@@ -44,15 +66,25 @@ func New() *Kernel {
 		addrs:  map[model.AddressKey]model.Address{},
 		routes: map[model.RouteKey]model.Route{},
 		fou:    map[model.FouKey]model.FouPort{},
+		nft:    map[model.NftTableKey]*nftTable{},
+		wg:     map[string]*wgDevice{},
 		next:   map[string][]error{},
-		on:     map[string]error{},
+		on:     map[string]*failure{},
 	}
 	f.PutLink(&model.Link{Name: "lo", Kind: model.KindDevice, MTU: 65536, Up: true})
 	return f
 }
 
-// FailNext makes the next call of method (such as "Routes" or "AddRoute")
-// fail with err; several calls queue several failures.
+// Method names for failure injection are those of kernel.Interface, and:
+// "AddRoute", "ReplaceRoute" and "DeleteRoute" for the writes of
+// WriteRoutes (object: the route key's String()), "ConfigureWireGuardPeer"
+// for one peer of a ConfigureWireGuard call (object: the public key in
+// base64). Objects are link names for link methods and
+// WireGuard devices, the table key ("inet t") for NFTApply and NFTTable,
+// the key's String() for the others; dumps have no object.
+
+// FailNext makes the next call of method fail with err, whatever its
+// object; several calls queue several failures.
 func (f *Kernel) FailNext(method string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -60,28 +92,65 @@ func (f *Kernel) FailNext(method string, err error) {
 }
 
 // FailOn makes every call of method on the object id fail with err until
-// cleared with a nil err. id is a link name for link methods, the key's
-// String() for the others.
-func (f *Kernel) FailOn(method, id string, err error) {
+// cleared with a nil err.
+func (f *Kernel) FailOn(method, id string, err error) { f.failOn(method, id, err, -1) }
+
+// FailOnce makes the next call of method on the object id fail with err.
+func (f *Kernel) FailOnce(method, id string, err error) { f.failOn(method, id, err, 1) }
+
+// FailAlways makes every call of method fail with err, whatever its object,
+// until cleared with a nil err.
+func (f *Kernel) FailAlways(method string, err error) { f.failOn(method, "*", err, -1) }
+
+func (f *Kernel) failOn(method, id string, err error, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err == nil {
 		delete(f.on, method+" "+id)
 		return
 	}
-	f.on[method+" "+id] = err
+	f.on[method+" "+id] = &failure{err, n}
+}
+
+// ClearFailures drops every failure planned and not yet fired.
+func (f *Kernel) ClearFailures() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next = map[string][]error{}
+	f.on = map[string]*failure{}
+}
+
+// Fired lists the injected failures that happened, as "Method id: error",
+// and forgets them.
+func (f *Kernel) Fired() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.fired
+	f.fired = nil
+	return out
 }
 
 // injected returns the failure planned for this call, if any. Called locked.
 func (f *Kernel) injected(method, id string) error {
+	var err error
 	if q := f.next[method]; len(q) > 0 {
-		f.next[method] = q[1:]
-		return fmt.Errorf("%s %s: %w", method, id, q[0])
+		f.next[method], err = q[1:], q[0]
+	} else {
+		for _, k := range []string{method + " " + id, method + " *"} {
+			if x, ok := f.on[k]; ok {
+				err = x.err
+				if x.n--; x.n == 0 {
+					delete(f.on, k)
+				}
+				break
+			}
+		}
 	}
-	if err, ok := f.on[method+" "+id]; ok {
-		return fmt.Errorf("%s %s: %w", method, id, err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	f.fired = append(f.fired, fmt.Sprintf("%s %s: %v", method, id, err))
+	return fmt.Errorf("%s %s: %w", method, id, err)
 }
 
 // write counts a write attempt and returns the injected failure, if any.
@@ -299,10 +368,22 @@ func (f *Kernel) AddLink(l *model.Link) error {
 			return fmt.Errorf("add link %s: %w", l.Name, err)
 		}
 	}
+	if l.Kind == model.KindWireGuard && f.NoWireGuardModule {
+		return fmt.Errorf("add link %s: kind %s: %w", l.Name, l.Kind, kernel.ErrUnsupported)
+	}
 	c := cloneLink(l)
 	c.Owned, c.Up, c.Master, c.Adopt, c.Origin = true, false, "", false, ""
 	if c.MTU == 0 {
 		c.MTU = 1500
+	}
+	if c.IPVlan != nil {
+		c.Lower = c.IPVlan.Parent
+	}
+	if c.Kind == model.KindWireGuard {
+		// The device's configuration lives apart, as in the kernel: read
+		// with WireGuardDevice, written with ConfigureWireGuard.
+		c.WireGuard = nil
+		f.wg[c.Name] = newWGDevice(kernel.WireGuardKernel, f.nextIndex+1)
 	}
 	f.nextIndex++
 	c.Index = f.nextIndex
@@ -343,6 +424,14 @@ func (f *Kernel) DeleteLink(name string) error {
 
 func (f *Kernel) drop(name string) {
 	delete(f.links, name)
+	delete(f.wg, name)
+	// Links that sit on it go with it: ipvlans on their parent, vxlans
+	// on their device.
+	for n, l := range f.links {
+		if l.Lower == name || (l.VXLAN != nil && l.VXLAN.Dev == name) {
+			f.drop(n)
+		}
+	}
 	for k := range f.addrs {
 		if k.Link == name {
 			delete(f.addrs, k)
@@ -599,34 +688,4 @@ func (f *Kernel) Close() error { return nil }
 // peer is elsewhere has no peer it can read (Remote stays nil).
 func (f *Kernel) VethPeer(nsid, index int) (*model.RemotePeer, error) {
 	return nil, nil
-}
-
-// NFTTable: the fake has no nftables.
-func (f *Kernel) NFTTable(k model.NftTableKey) (*model.NftTable, error) {
-	return nil, fmt.Errorf("nftables: %w", kernel.ErrUnsupported)
-}
-
-// NFTTableHandle: the fake has no nftables.
-func (f *Kernel) NFTTableHandle(k model.NftTableKey) (uint64, error) {
-	return 0, fmt.Errorf("nftables: %w", kernel.ErrUnsupported)
-}
-
-// NFTApply: the fake has no nftables.
-func (f *Kernel) NFTApply(ops []model.NftOp) error {
-	return fmt.Errorf("nftables: %w", kernel.ErrUnsupported)
-}
-
-// WireGuardDevice: the fake has no WireGuard device.
-func (f *Kernel) WireGuardDevice(name string) (*model.WireGuard, error) {
-	return nil, fmt.Errorf("wireguard device %s: %w", name, kernel.ErrNotFound)
-}
-
-// ConfigureWireGuard: the fake has no WireGuard.
-func (f *Kernel) ConfigureWireGuard(name string, cfg *kernel.WireGuardConfig) error {
-	return fmt.Errorf("configure wireguard device %s: %w", name, kernel.ErrUnsupported)
-}
-
-// StartUserspaceWireGuard: the fake has no wireguard-go.
-func (f *Kernel) StartUserspaceWireGuard(name string) error {
-	return fmt.Errorf("start userspace wireguard for %s: %w", name, kernel.ErrUnsupported)
 }
