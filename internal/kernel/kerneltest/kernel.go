@@ -449,6 +449,16 @@ func (f *Kernel) drop(name string) {
 	}
 }
 
+// dropRoutes deletes the routes through link name (only IPv4 ones if v4).
+// Called locked.
+func (f *Kernel) dropRoutes(name string, v4 bool) {
+	for k, r := range f.routes {
+		if r.Dev == name && (!v4 || !r.IsIPv6()) {
+			delete(f.routes, k)
+		}
+	}
+}
+
 func (f *Kernel) setLink(method, name string, set func(l *model.Link) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -479,7 +489,21 @@ func (f *Kernel) PromoteSecondaries(name string) error {
 
 // SetLinkUp sets the administrative state.
 func (f *Kernel) SetLinkUp(name string, up bool) error {
-	return f.setLink("SetLinkUp", name, func(l *model.Link) error { l.Up = up; return nil })
+	return f.setLink("SetLinkUp", name, func(l *model.Link) error {
+		if l.Up && !up {
+			// addrconf_ifdown and fib_disable_ip: a link set down loses
+			// its routes and (keep_addr_on_down being 0) its IPv6
+			// addresses.
+			f.dropRoutes(name, false)
+			for k := range f.addrs {
+				if k.Link == name && k.Prefix.Addr().Is6() {
+					delete(f.addrs, k)
+				}
+			}
+		}
+		l.Up = up
+		return nil
+	})
 }
 
 // SetLinkMaster enslaves a link to a bridge, or releases it.
@@ -533,6 +557,19 @@ func (f *Kernel) DeleteAddress(a *model.Address) error {
 		return fmt.Errorf("delete address %s: %w", id, syscall.EADDRNOTAVAIL)
 	}
 	delete(f.addrs, a.Key())
+	if a.Prefix.Addr().Is4() {
+		last := true
+		for k := range f.addrs {
+			if k.Link == a.Link && k.Prefix.Addr().Is4() {
+				last = false
+			}
+		}
+		if last {
+			// fib_disable_ip: the link's last IPv4 address takes every
+			// IPv4 route through the link with it.
+			f.dropRoutes(a.Link, true)
+		}
+	}
 	f.logged("DeleteAddress", id)
 	return nil
 }
