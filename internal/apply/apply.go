@@ -299,7 +299,7 @@ func runLink(k kernel.Interface, op diff.Op) error {
 		if op.PeerOfPair {
 			// The pair was created with the other end: mark and configure this one.
 			if err := k.SetLinkAlias(l.Name, l.Alias, true); err != nil {
-				return err
+				return fmt.Errorf("%w: %w", kernel.ErrUnmarked, err)
 			}
 			if l.MTU != 0 {
 				if err := k.SetLinkMTU(l.Name, l.MTU); err != nil {

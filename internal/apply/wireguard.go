@@ -21,7 +21,7 @@ func addLink(k kernel.Interface, l *model.Link) error {
 		return err
 	}
 	if err := k.SetLinkAlias(l.Name, l.Alias, true); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", kernel.ErrUnmarked, err)
 	}
 	if l.MTU != 0 {
 		return k.SetLinkMTU(l.Name, l.MTU)

@@ -344,12 +344,23 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 		dirty = true
 	}})
 	// A link whose create finished carries its marker now; one whose create
-	// failed was not made (or, if only the marker's write failed, is left
-	// for a person to look at: a failed create may also mean that someone
-	// else's link took the name, which must never be marked as ours). Only a
-	// pass that dies in between leaves a record for the next one.
+	// failed was not made (a failed create may also mean that someone
+	// else's link took the name, which must never be marked as ours). Two
+	// cases leave a record for the next pass: a pass that dies in between,
+	// and a create that made the link and could not write its marker
+	// (kernel.ErrUnmarked: the error says the link was made). That link is
+	// ours, and the next pass marks it (resolvePendingLinks) instead of
+	// taking it for someone else's, a conflict forever.
+	unmarked := map[string]bool{}
+	for _, f := range res.Failed {
+		if f.Op.Kind == diff.KindLink && f.Op.Link != nil && errors.Is(f.Err, kernel.ErrUnmarked) {
+			unmarked[f.Op.Link.Name] = true
+		}
+	}
 	for n := range intendedLinks {
-		delete(e.Ledger.PendingLinks, n)
+		if !unmarked[n] {
+			delete(e.Ledger.PendingLinks, n)
+		}
 		dirty = true
 	}
 	// What was intended and not made (the op failed or was skipped) is no

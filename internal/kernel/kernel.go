@@ -126,3 +126,9 @@ var ErrNotFound = errors.New("not found")
 // (a link kind whose module is not available, FoU, WireGuard where neither
 // the module nor wireguard-go is available...).
 var ErrUnsupported = errors.New("not supported by this kernel")
+
+// ErrUnmarked is returned (wrapped) when a link was created but its
+// ownership marker could not be written: the kernel ignores the alias in a
+// create request, so the marker takes a second write. The link is ours;
+// the next pass writes the marker (engine: Ledger.PendingLinks).
+var ErrUnmarked = errors.New("created, but its ownership marker was not written")

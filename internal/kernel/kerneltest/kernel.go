@@ -399,6 +399,11 @@ func (f *Kernel) AddLink(l *model.Link) error {
 	}
 	f.links[c.Name] = c
 	f.logged("AddLink", l.Name)
+	// The marker is a second write, as Netlink's: it can fail alone.
+	if err := f.injected("SetLinkAlias", l.Name); err != nil {
+		c.Owned = false
+		return fmt.Errorf("add link %s: %w: %w", l.Name, kernel.ErrUnmarked, err)
+	}
 	return nil
 }
 
