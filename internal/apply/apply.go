@@ -303,7 +303,7 @@ func runLink(k kernel.Interface, op diff.Op) error {
 			}
 			if l.MTU != 0 {
 				if err := k.SetLinkMTU(l.Name, l.MTU); err != nil {
-					return err
+					return madeError{err}
 				}
 			}
 		} else if err := addLink(k, l); err != nil {
@@ -311,17 +311,33 @@ func runLink(k kernel.Interface, op diff.Op) error {
 		}
 		if l.Master != "" {
 			if err := k.SetLinkMaster(l.Name, l.Master); err != nil {
-				return err
+				return madeError{err}
 			}
 		}
 		if l.Up {
-			return k.SetLinkUp(l.Name, true)
+			if err := k.SetLinkUp(l.Name, true); err != nil {
+				return madeError{err}
+			}
 		}
 		return nil
 	case diff.Update:
 		return op.LinkFields.Write(linkWriter{k, l})
 	}
 	return fmt.Errorf("%s link %s: no such operation", op.Action, l.Name)
+}
+
+// madeError is the error of a link create that made and marked the link,
+// then failed on a later write (MTU, master, state).
+type madeError struct{ error }
+
+func (e madeError) Unwrap() error { return e.error }
+
+// LinkMade reports whether err, the error of a failed link create, comes
+// after the link was made: by a later write, or by the marker's write
+// (kernel.ErrUnmarked). The link exists then, and is ours.
+func LinkMade(err error) bool {
+	var m madeError
+	return errors.As(err, &m) || errors.Is(err, kernel.ErrUnmarked)
 }
 
 // linkWriter writes a link update's attributes from the desired link.

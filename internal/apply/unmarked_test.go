@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -49,12 +48,15 @@ links:
     wireguard: {private-key-file: KEY, userspace: true}
 `
 	for _, tc := range []struct {
-		name, link string
-		noModule   bool
+		name, method, link string
+		noModule           bool
 	}{
-		{"veth peer", "up1", false},
-		{"link", "br0", false},
-		{"wireguard-go", "wg0", true},
+		{"veth peer", "SetLinkAlias", "up1", false},
+		// up1's op is skipped with up0: both ends are ours.
+		{"veth pair", "SetLinkAlias", "up0", false},
+		{"veth pair up", "SetLinkUp", "up0", false},
+		{"link", "SetLinkAlias", "br0", false},
+		{"wireguard-go", "SetLinkAlias", "wg0", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			y := config
@@ -64,10 +66,10 @@ links:
 			st := load(t, y)
 			e, k := newEngine(t)
 			k.NoWireGuardModule = tc.noModule
-			k.FailOnce("SetLinkAlias", tc.link, syscall.ENOBUFS)
+			k.FailOnce(tc.method, tc.link, syscall.ENOBUFS)
 			_, res := reconcile(t, e, st)
-			if err := res.Err(); !errors.Is(err, kernel.ErrUnmarked) {
-				t.Fatalf("first pass: got %v, want ErrUnmarked", err)
+			if err := res.Err(); !errors.Is(err, syscall.ENOBUFS) {
+				t.Fatalf("first pass: got %v, want the injected ENOBUFS", err)
 			}
 			// reconcile fails on a conflict.
 			if _, res := reconcile(t, e, st); res.Err() != nil {

@@ -277,6 +277,43 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 	return plan, err
 }
 
+// unmarkedLinks names the links an apply made and could not mark: those
+// whose create failed with kernel.ErrUnmarked, and the other end of a veth
+// pair whose create made it (done, or failed after the link was made:
+// apply.LinkMade) when the op that marks that end did not finish (it
+// failed, or was skipped with the first end). Only a pair this apply made:
+// a create that failed outright may have met someone else's link of that
+// name.
+func unmarkedLinks(res *apply.Result) map[string]bool {
+	out := map[string]bool{}
+	made := map[string]bool{}
+	isCreate := func(op *diff.Op) bool {
+		return op.Kind == diff.KindLink && op.Link != nil && (op.Action == diff.Create || op.Action == diff.Replace)
+	}
+	for i := range res.Done {
+		if op := &res.Done[i]; isCreate(op) {
+			made[op.Link.Name] = true
+		}
+	}
+	for i := range res.Failed {
+		f := &res.Failed[i]
+		if !isCreate(&f.Op) || !apply.LinkMade(f.Err) {
+			continue
+		}
+		made[f.Op.Link.Name] = true
+		if errors.Is(f.Err, kernel.ErrUnmarked) {
+			out[f.Op.Link.Name] = true
+		}
+	}
+	for i := range res.Failed {
+		f := &res.Failed[i]
+		if op := &f.Op; isCreate(op) && op.PeerOfPair && made[op.Link.Veth.Peer] && !apply.LinkMade(f.Err) {
+			out[op.Link.Name] = true
+		}
+	}
+	return out
+}
+
 // Apply executes a plan and records what the ledger must remember.
 //
 // Ownership is recorded ahead of the kernel (write-ahead): the nftables
@@ -351,12 +388,7 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 	// (kernel.ErrUnmarked: the error says the link was made). That link is
 	// ours, and the next pass marks it (resolvePendingLinks) instead of
 	// taking it for someone else's, a conflict forever.
-	unmarked := map[string]bool{}
-	for _, f := range res.Failed {
-		if f.Op.Kind == diff.KindLink && f.Op.Link != nil && errors.Is(f.Err, kernel.ErrUnmarked) {
-			unmarked[f.Op.Link.Name] = true
-		}
-	}
+	unmarked := unmarkedLinks(res)
 	for n := range intendedLinks {
 		if !unmarked[n] {
 			delete(e.Ledger.PendingLinks, n)
