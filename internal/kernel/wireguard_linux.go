@@ -162,7 +162,9 @@ func (k *Netlink) StartUserspaceWireGuard(name string) error {
 		return fmt.Errorf("start userspace wireguard for %s: %q is not an absolute path (--wireguard-go)", name, prog)
 	}
 	if _, err := os.Stat(prog); err != nil {
-		return fmt.Errorf("start userspace wireguard for %s: %w (install the wireguard-go package, or give its path with --wireguard-go)", name, err)
+		// No module (the caller tried it first) and no wireguard-go: this
+		// kernel has no WireGuard.
+		return fmt.Errorf("start userspace wireguard for %s: %w: %w (install the wireguard-go package, or give its path with --wireguard-go)", name, ErrUnsupported, err)
 	}
 	k.wrote()
 	err := k.InNamespace(func() error {
