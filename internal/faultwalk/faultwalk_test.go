@@ -169,6 +169,8 @@ func foreignLines(dump string, proto int) string {
 type stats struct {
 	steps, skipped, passes int
 	fired                  map[string]int
+	// refused is the first refusal by validation, for the report.
+	refused string
 }
 
 func TestFaultWalk(t *testing.T) {
@@ -193,6 +195,9 @@ func TestFaultWalk(t *testing.T) {
 	sort.Strings(kinds)
 	t.Logf("failure walk: seed %d, %d configurations (%d refused by validation), %d passes, failures fired: %s; %s",
 		seed, st.steps, st.skipped, st.passes, strings.Join(kinds, ", "), time.Since(start).Round(time.Millisecond))
+	if st.refused != "" {
+		t.Logf("first configuration refused: %s", st.refused)
+	}
 }
 
 // walkOnce walks n configurations from a fresh kernel; "" when every check
@@ -246,6 +251,9 @@ func walkOnce(t *testing.T, seed int64, n int, st *stats) string {
 			// The generator makes files for a real kernel; validation
 			// refusing one is the convergence walk's business.
 			st.skipped++
+			if st.refused == "" {
+				st.refused = fmt.Sprintf("seed %d step %d: %v", seed, i+1, err)
+			}
 			continue
 		}
 		st.steps++
