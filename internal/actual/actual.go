@@ -36,10 +36,8 @@ func Read(k kernel.Reader, opt Options) (*model.State, error) {
 	if err := readRemotePeers(k, st); err != nil {
 		return nil, err
 	}
-	if wg, ok := k.(kernel.WireGuard); ok {
-		if err := readWireGuard(wg, st); err != nil {
-			return nil, err
-		}
+	if err := readWireGuard(k, st); err != nil {
+		return nil, err
 	}
 	if st.Addresses, err = k.Addresses(); err != nil {
 		return nil, err
@@ -78,18 +76,13 @@ func Read(k kernel.Reader, opt Options) (*model.State, error) {
 // readRemotePeers reads the other side of the veth pairs we own whose peer
 // is in another namespace: deleting or recreating such a pair deletes the
 // peer, and with it whatever sits on the peer there, which the diff must see
-// to refuse. Only owned ends: a foreign pair is never deleted. A kernel that
-// cannot read other namespaces (the fake) leaves Remote nil.
+// to refuse. Only owned ends: a foreign pair is never deleted.
 func readRemotePeers(k kernel.Reader, st *model.State) error {
-	pr, ok := k.(kernel.PeerReader)
-	if !ok {
-		return nil
-	}
 	for _, l := range st.Links {
 		if !l.Owned || l.Veth == nil || l.Veth.PeerNSID < 0 {
 			continue
 		}
-		rp, err := pr.VethPeer(l.Veth.PeerNSID, l.Veth.PeerIndex)
+		rp, err := k.VethPeer(l.Veth.PeerNSID, l.Veth.PeerIndex)
 		if err != nil {
 			return fmt.Errorf("read the peer of veth %s: %w", l.Name, err)
 		}

@@ -8,7 +8,7 @@ import (
 // ReadNFT reads the named nftables tables whole (those the file declares and
 // those the ledger says are ours); other tables are not read. Tables that do
 // not exist are left out. Owned marks the tables in owned.
-func ReadNFT(k kernel.NFTables, keys []model.NftTableKey, owned map[model.NftTableKey]bool) ([]model.NftTable, error) {
+func ReadNFT(k kernel.Reader, keys []model.NftTableKey, owned map[model.NftTableKey]bool) ([]model.NftTable, error) {
 	var out []model.NftTable
 	seen := map[model.NftTableKey]bool{}
 	for _, key := range keys {

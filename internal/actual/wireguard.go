@@ -17,13 +17,13 @@ const tunKind = "tuntap"
 // both implementations alike. Foreign tun links are not probed: the
 // userspace control sockets are shared by every namespace, and a foreign
 // tun of the same name as a device elsewhere would be mistaken for it.
-func readWireGuard(wg kernel.WireGuard, st *model.State) error {
+func readWireGuard(k kernel.Reader, st *model.State) error {
 	for _, name := range st.SortedLinkNames() {
 		l := st.Links[name]
 		if l.Kind != model.KindWireGuard && !(l.Kind == tunKind && l.Owned) {
 			continue
 		}
-		d, err := wg.WireGuardDevice(name)
+		d, err := k.WireGuardDevice(name)
 		if errors.Is(err, kernel.ErrNotFound) {
 			continue
 		}

@@ -70,7 +70,7 @@ type Hooks struct {
 }
 
 // Apply runs the plan's operations in order.
-func Apply(ctx context.Context, k kernel.Writer, plan *diff.Plan, hooks Hooks) *Result {
+func Apply(ctx context.Context, k kernel.Interface, plan *diff.Plan, hooks Hooks) *Result {
 	res := &Result{}
 	failedLinks := map[string]bool{}
 	promoted := map[string]bool{} // links whose promote_secondaries this run set
@@ -148,12 +148,11 @@ func Apply(ctx context.Context, k kernel.Writer, plan *diff.Plan, hooks Hooks) *
 // their ports joined, left or changed (Plan.PinMTU): a change sets the
 // bridge's "MTU set by user" mark, and the kernel stops moving it. One
 // read of the links, and a write only where the MTU moved.
-func pinMTUs(k kernel.Writer, plan *diff.Plan, res *Result) {
-	r, ok := k.(kernel.Reader)
-	if len(plan.PinMTU) == 0 || !ok {
+func pinMTUs(k kernel.Interface, plan *diff.Plan, res *Result) {
+	if len(plan.PinMTU) == 0 {
 		return
 	}
-	ls, err := r.Links()
+	ls, err := k.Links()
 	if err != nil {
 		return // the next pass sees the MTU and sets it
 	}
@@ -212,7 +211,7 @@ func dependsOn(op diff.Op, failed map[string]bool) string {
 	return ""
 }
 
-func run(k kernel.Writer, proto int, op diff.Op, hooks Hooks) error {
+func run(k kernel.Interface, proto int, op diff.Op, hooks Hooks) error {
 	switch op.Kind {
 	case diff.KindLink:
 		return runLink(k, op)
@@ -255,7 +254,7 @@ func goneIsDone(err error) error {
 	return err
 }
 
-func runFou(k kernel.Writer, op diff.Op, hooks Hooks) error {
+func runFou(k kernel.Interface, op diff.Op, hooks Hooks) error {
 	note := func(owned bool) {
 		if hooks.FouChanged != nil {
 			hooks.FouChanged(op.Fou.Key(), owned)
@@ -282,7 +281,7 @@ func runFou(k kernel.Writer, op diff.Op, hooks Hooks) error {
 	return nil
 }
 
-func runLink(k kernel.Writer, op diff.Op) error {
+func runLink(k kernel.Interface, op diff.Op) error {
 	l := op.Link
 	switch op.Action {
 	case diff.Delete:
@@ -300,11 +299,11 @@ func runLink(k kernel.Writer, op diff.Op) error {
 		if op.PeerOfPair {
 			// The pair was created with the other end: mark and configure this one.
 			if err := k.SetLinkAlias(l.Name, l.Alias, true); err != nil {
-				return err
+				return fmt.Errorf("%w: %w", kernel.ErrUnmarked, err)
 			}
 			if l.MTU != 0 {
 				if err := k.SetLinkMTU(l.Name, l.MTU); err != nil {
-					return err
+					return madeError{err}
 				}
 			}
 		} else if err := addLink(k, l); err != nil {
@@ -312,11 +311,13 @@ func runLink(k kernel.Writer, op diff.Op) error {
 		}
 		if l.Master != "" {
 			if err := k.SetLinkMaster(l.Name, l.Master); err != nil {
-				return err
+				return madeError{err}
 			}
 		}
 		if l.Up {
-			return k.SetLinkUp(l.Name, true)
+			if err := k.SetLinkUp(l.Name, true); err != nil {
+				return madeError{err}
+			}
 		}
 		return nil
 	case diff.Update:
@@ -325,9 +326,23 @@ func runLink(k kernel.Writer, op diff.Op) error {
 	return fmt.Errorf("%s link %s: no such operation", op.Action, l.Name)
 }
 
+// madeError is the error of a link create that made and marked the link,
+// then failed on a later write (MTU, master, state).
+type madeError struct{ error }
+
+func (e madeError) Unwrap() error { return e.error }
+
+// LinkMade reports whether err, the error of a failed link create, comes
+// after the link was made: by a later write, or by the marker's write
+// (kernel.ErrUnmarked). The link exists then, and is ours.
+func LinkMade(err error) bool {
+	var m madeError
+	return errors.As(err, &m) || errors.Is(err, kernel.ErrUnmarked)
+}
+
 // linkWriter writes a link update's attributes from the desired link.
 type linkWriter struct {
-	k kernel.Writer
+	k kernel.Interface
 	l *model.Link
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
-	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
@@ -50,9 +50,9 @@ func load(t *testing.T, y string) *model.State {
 	return cfg.State
 }
 
-func newEngine(t *testing.T) (*engine.Engine, *kernel.Fake) {
+func newEngine(t *testing.T) (*engine.Engine, *kerneltest.Kernel) {
 	t.Helper()
-	k := kernel.NewFake()
+	k := kerneltest.New()
 	l, err := ledger.Open("")
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +285,7 @@ func TestRouteBatchKeepsPerOpResults(t *testing.T) {
 // once; a route without a gateway, or refused for another reason, is not
 // retried, and a second refusal keeps the first error (walk finding 8).
 func TestGatewayCheckRetriedUnderGuardRule(t *testing.T) {
-	k := kernel.NewFake()
+	k := kerneltest.New()
 	k.PutLink(&model.Link{Name: "b1", Kind: model.KindBridge, Owned: true})
 	gw := &model.Route{Table: 254, Dst: netip.MustParsePrefix("172.16.3.0/24"), Type: model.RouteUnicast, Gateway: netip.MustParseAddr("10.88.1.200"), Dev: "b1"}
 	dev := &model.Route{Table: 200, Dst: netip.MustParsePrefix("172.16.4.0/24"), Type: model.RouteUnicast, Dev: "b1"}

@@ -25,11 +25,7 @@ const dadPoll = 50 * time.Millisecond
 // the kernel refuses a route with that source (EINVAL). It returns why each
 // source still cannot be used when the wait ends ("" for none), for the
 // route errors.
-func waitForSources(ctx context.Context, k kernel.Writer, ops []diff.Op, done []diff.Op) map[netip.Addr]string {
-	r, ok := k.(kernel.Reader)
-	if !ok {
-		return nil
-	}
+func waitForSources(ctx context.Context, k kernel.Interface, ops []diff.Op, done []diff.Op) map[netip.Addr]string {
 	added := map[netip.Addr]bool{}
 	for i := range done {
 		if op := &done[i]; op.Kind == diff.KindAddress && op.Action != diff.Delete && op.Address.Prefix.Addr().Is6() {
@@ -50,7 +46,7 @@ func waitForSources(ctx context.Context, k kernel.Writer, ops []diff.Op, done []
 	}
 	deadline := time.Now().Add(dadWait)
 	for {
-		as, err := r.Addresses()
+		as, err := k.Addresses()
 		if err != nil {
 			return nil // the route writes say what the kernel thinks
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -39,7 +40,7 @@ func TestFieldsAreWritten(t *testing.T) {
 		}
 	}
 
-	k := kernel.NewFake()
+	k := kerneltest.New()
 	k.PutLink(&model.Link{Name: "br0", Kind: model.KindBridge, MTU: 1500, Owned: true})
 	k.PutLink(&model.Link{Name: "d0", Kind: model.KindDummy, MTU: 1500, Owned: true})
 	want := &model.Link{Name: "d0", Kind: model.KindDummy, MTU: 1400, Master: "br0", Alias: "x", Up: true}

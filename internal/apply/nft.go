@@ -20,7 +20,7 @@ func isNft(op *diff.Op) bool { return op.Kind.IsNft() }
 // deletion of a table that left the file. Tables go in the order the plan
 // first names them. Consecutive element ops of one set are merged into one
 // message list (the kernel side splits it to fit netlink attributes).
-func runNFT(k kernel.Writer, plan *diff.Plan, hooks Hooks, res *Result) {
+func runNFT(k kernel.Interface, plan *diff.Plan, hooks Hooks, res *Result) {
 	type group struct {
 		key   model.NftTableKey
 		ops   []diff.Op
@@ -56,12 +56,7 @@ func runNFT(k kernel.Writer, plan *diff.Plan, hooks Hooks, res *Result) {
 	for _, g := range groups {
 		var err error
 		if len(g.batch) > 0 {
-			nk, ok := k.(kernel.NFTables)
-			if !ok {
-				err = fmt.Errorf("nftables: %w", kernel.ErrUnsupported)
-			} else {
-				err = nk.NFTApply(g.batch)
-			}
+			err = k.NFTApply(g.batch)
 		}
 		if err != nil {
 			for _, op := range g.ops {

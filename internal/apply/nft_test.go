@@ -2,36 +2,15 @@ package apply_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/netreconcile/netreconcile/internal/apply"
 	"github.com/netreconcile/netreconcile/internal/diff"
-	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
-
-// nftFake is the fake kernel with nftables batches that fail when they
-// touch table "bad", as the kernel fails a whole batch with EINVAL.
-type nftFake struct {
-	*kernel.Fake
-	batches [][]model.NftOp
-}
-
-func (f *nftFake) NFTTables() ([]model.NftTableKey, error)             { return nil, nil }
-func (f *nftFake) NFTTable(model.NftTableKey) (*model.NftTable, error) { return nil, nil }
-func (f *nftFake) NFTTableHandle(model.NftTableKey) (uint64, error)    { return 0, nil }
-func (f *nftFake) NFTApply(ops []model.NftOp) error {
-	f.batches = append(f.batches, ops)
-	for _, op := range ops {
-		if op.Table.Name == "bad" {
-			return errors.New("conn.Receive: netlink receive: " + syscall.EINVAL.Error())
-		}
-	}
-	return nil
-}
 
 // One table the kernel refuses fails alone, with its name in the error; the
 // others are changed, a pruned table is deleted.
@@ -47,11 +26,23 @@ func TestNftBadTableDoesNotBlockOthers(t *testing.T) {
 		{Action: diff.Create, Kind: diff.KindNftChain, Table: good, ID: good.String() + " chain c", NFT: []model.NftOp{{Op: model.NftAddChain, Table: good, Chain: c}}},
 		{Action: diff.Delete, Kind: diff.KindNftTable, Table: gone, ID: gone.String(), NFT: []model.NftOp{{Op: model.NftDelTable, Table: gone}}},
 	}}
-	k := &nftFake{Fake: kernel.NewFake()}
+	k := kerneltest.New()
+	// The kernel fails a whole batch with EINVAL.
+	k.FailOn("NFTApply", bad.String(), syscall.EINVAL)
+	k.PutNftTable(model.NftTable{Family: gone.Family, Name: gone.Name})
 	owned := map[model.NftTableKey]bool{}
 	res := apply.Apply(context.Background(), k, plan, apply.Hooks{NftTableChanged: func(key model.NftTableKey, own bool) { owned[key] = own }})
-	if len(k.batches) != 3 {
-		t.Errorf("%d nftables batches, want 3 (one per table)", len(k.batches))
+	var batches int
+	for _, l := range append(k.Log, k.Fired()...) {
+		if strings.HasPrefix(l, "NFTApply ") {
+			batches++
+		}
+	}
+	if batches != 3 {
+		t.Errorf("%d nftables batches, want 3 (one per table)", batches)
+	}
+	if got, want := k.Dump(), "link lo device mtu 65536 up\nnft table inet good handle 2\nnft chain inet good c { regular }\n"; got != want {
+		t.Errorf("kernel:\n%s\nwant:\n%s", got, want)
 	}
 	var failed []string
 	for _, f := range res.Failed {

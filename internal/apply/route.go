@@ -15,7 +15,7 @@ import (
 
 // runRoutes applies consecutive route ops in one kernel batch, recording a
 // result per op in plan order, as if they had run one by one.
-func runRoutes(ctx context.Context, k kernel.Writer, proto int, ops []diff.Op, failedLinks map[string]bool, res *Result) {
+func runRoutes(ctx context.Context, k kernel.Interface, proto int, ops []diff.Op, failedLinks map[string]bool, res *Result) {
 	errs := make([]error, len(ops))
 	ws := make([]kernel.RouteWrite, 0, len(ops))
 	at := make([]int, 0, len(ops)) // at[n] is the op of ws[n]
@@ -152,11 +152,7 @@ func gatewayCheckErr(err error) bool {
 // refused with EEXIST: the plan saw no route with that key, so another
 // program (or another netreconcile run, with our protocol) added one since.
 // The table is read once, after the batch.
-func explainExists(k kernel.Writer, proto int, ops []diff.Op, errs []error) {
-	r, ok := k.(kernel.Reader)
-	if !ok {
-		return
-	}
+func explainExists(k kernel.Interface, proto int, ops []diff.Op, errs []error) {
 	tables := map[int][]model.Route{}
 	for i, op := range ops {
 		if op.Action != diff.Create || !errors.Is(errs[i], unix.EEXIST) {
@@ -166,7 +162,7 @@ func explainExists(k kernel.Writer, proto int, ops []diff.Op, errs []error) {
 		rs, seen := tables[key.Table]
 		if !seen {
 			var err error
-			if rs, err = r.TableRoutes(key.Table); err != nil {
+			if rs, err = k.TableRoutes(key.Table); err != nil {
 				continue // the kernel's answer stands alone
 			}
 			tables[key.Table] = rs

@@ -12,20 +12,16 @@ import (
 // addLink creates a link. A wireguard link that allows userspace falls back
 // to wireguard-go when the kernel has no WireGuard module, as wg-quick does;
 // the tun device it makes is then marked as ours like any created link.
-func addLink(k kernel.Writer, l *model.Link) error {
+func addLink(k kernel.Interface, l *model.Link) error {
 	err := k.AddLink(l)
 	if err == nil || l.Kind != model.KindWireGuard || l.WireGuard == nil || !l.WireGuard.Userspace || !errors.Is(err, kernel.ErrUnsupported) {
 		return err
 	}
-	wg, ok := k.(kernel.WireGuard)
-	if !ok {
-		return err
-	}
-	if err := wg.StartUserspaceWireGuard(l.Name); err != nil {
+	if err := k.StartUserspaceWireGuard(l.Name); err != nil {
 		return err
 	}
 	if err := k.SetLinkAlias(l.Name, l.Alias, true); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", kernel.ErrUnmarked, err)
 	}
 	if l.MTU != 0 {
 		return k.SetLinkMTU(l.Name, l.MTU)
@@ -33,23 +29,11 @@ func addLink(k kernel.Writer, l *model.Link) error {
 	return nil
 }
 
-func wireguardOf(k kernel.Writer, op diff.Op) (kernel.WireGuard, error) {
-	wg, ok := k.(kernel.WireGuard)
-	if !ok {
-		return nil, fmt.Errorf("%s %s %s: this kernel interface cannot configure WireGuard", op.Action, op.Kind, op.ID)
-	}
-	return wg, nil
-}
-
 // runWGDevice writes a device's key, port and mark: those the op names.
-func runWGDevice(k kernel.Writer, op diff.Op) error {
-	wg, err := wireguardOf(k, op)
-	if err != nil {
-		return err
-	}
+func runWGDevice(k kernel.Interface, op diff.Op) error {
 	cfg := &kernel.WireGuardConfig{}
 	op.WireGuard.DeviceFields.Write(deviceConfig{cfg, op.WireGuard.Device})
-	return wg.ConfigureWireGuard(op.WireGuard.Link, cfg)
+	return k.ConfigureWireGuard(op.WireGuard.Link, cfg)
 }
 
 // deviceConfig fills a device patch from the desired device.
@@ -100,20 +84,13 @@ func (c peerConfig) Endpoint() { c.pp.Endpoint = c.p.Endpoint }
 // runWGPeers applies consecutive peer operations of one device in one
 // ConfigureDevice call. If the call fails, each operation is retried alone,
 // so that failures are reported per peer and the others still happen.
-func runWGPeers(k kernel.Writer, ops []diff.Op, res *Result) {
-	wg, err := wireguardOf(k, ops[0])
-	if err != nil {
-		for _, op := range ops {
-			res.Failed = append(res.Failed, Failure{op, err})
-		}
-		return
-	}
+func runWGPeers(k kernel.Interface, ops []diff.Op, res *Result) {
 	link := ops[0].WireGuard.Link
 	cfg := &kernel.WireGuardConfig{Peers: make([]kernel.PeerPatch, len(ops))}
 	for i, op := range ops {
 		cfg.Peers[i] = peerPatch(op)
 	}
-	if err := wg.ConfigureWireGuard(link, cfg); err == nil {
+	if err := k.ConfigureWireGuard(link, cfg); err == nil {
 		res.Done = append(res.Done, ops...)
 		return
 	} else if len(ops) == 1 || errors.Is(err, kernel.ErrNotFound) {
@@ -123,7 +100,7 @@ func runWGPeers(k kernel.Writer, ops []diff.Op, res *Result) {
 		return
 	}
 	for _, op := range ops {
-		err := wg.ConfigureWireGuard(link, &kernel.WireGuardConfig{Peers: []kernel.PeerPatch{peerPatch(op)}})
+		err := k.ConfigureWireGuard(link, &kernel.WireGuardConfig{Peers: []kernel.PeerPatch{peerPatch(op)}})
 		if err != nil {
 			res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: %w", op.Action, op.Kind, op.ID, err)})
 			continue

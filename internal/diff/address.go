@@ -33,7 +33,7 @@ func (c *computer) addresses() {
 			inSubnet[linkSubnet{w.Link, w.Prefix.Masked()}]++
 		}
 	}
-	var creates, scopeEarly []Op
+	var creates, scopeEarly, flushing []Op
 	want := map[model.AddressKey]bool{}
 	for i := range c.d.Addresses {
 		w := &c.d.Addresses[i]
@@ -58,11 +58,17 @@ func (c *computer) addresses() {
 			} else if len(ch) > 0 {
 				// The kernel keeps scope and peer at creation: NLM_F_REPLACE
 				// on an address only refreshes lifetimes.
-				creates = append(creates, Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h, Promote: c.promotes(h)})
+				op := Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h, Promote: c.promotes(h)}
 				// Replacing a link's only IPv4 address deletes it first,
 				// which flushes the link's IPv4 routes (as in lastIPv4).
+				// It goes before the creates: a new IPv4 address added on
+				// the link before it would keep the routes, which the
+				// plan adds again (EEXIST).
 				if h.Prefix.Addr().Is4() && ipv4Count(have, h.Link) == 1 {
 					c.flushed4[h.Link] = true
+					flushing = append(flushing, op)
+				} else {
+					creates = append(creates, op)
 				}
 			}
 		}
@@ -119,7 +125,7 @@ func (c *computer) addresses() {
 		}
 		c.add(op)
 	}
-	for _, op := range creates {
+	for _, op := range append(flushing, creates...) {
 		c.add(op)
 	}
 }

@@ -92,16 +92,14 @@ func (e *Engine) forgetVanished(st *model.State) error {
 			changed = true
 		}
 	}
-	if _, ok := e.Kernel.(kernel.NFTables); ok {
-		tables := map[model.NftTableKey]bool{}
-		for _, t := range st.NFTables {
-			tables[t.Key()] = true
-		}
-		for k := range e.Ledger.NFTables {
-			if !tables[k] {
-				e.Ledger.SetNftTable(k, false)
-				changed = true
-			}
+	tables := map[model.NftTableKey]bool{}
+	for _, t := range st.NFTables {
+		tables[t.Key()] = true
+	}
+	for k := range e.Ledger.NFTables {
+		if !tables[k] {
+			e.Ledger.SetNftTable(k, false)
+			changed = true
 		}
 	}
 	if !changed && !e.ledgerUnsaved {
@@ -166,10 +164,6 @@ func (e *Engine) LockPass(ctx context.Context) (func(), error) {
 // readNFT reads the nftables tables the ledger owns and those desired
 // declares, and no other.
 func (e *Engine) readNFT(st *model.State, desired *model.State) error {
-	nk, ok := e.Kernel.(kernel.NFTables)
-	if !ok {
-		return nil
-	}
 	var keys []model.NftTableKey
 	if desired == nil {
 		for k := range e.Ledger.NFTables {
@@ -186,7 +180,7 @@ func (e *Engine) readNFT(st *model.State, desired *model.State) error {
 			}
 		}
 	}
-	ts, err := actual.ReadNFT(nk, keys, e.Ledger.NFTables)
+	ts, err := actual.ReadNFT(e.Kernel, keys, e.Ledger.NFTables)
 	if err != nil {
 		return fmt.Errorf("read nftables: %w", err)
 	}
@@ -283,6 +277,43 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 	return plan, err
 }
 
+// unmarkedLinks names the links an apply made and could not mark: those
+// whose create failed with kernel.ErrUnmarked, and the other end of a veth
+// pair whose create made it (done, or failed after the link was made:
+// apply.LinkMade) when the op that marks that end did not finish (it
+// failed, or was skipped with the first end). Only a pair this apply made:
+// a create that failed outright may have met someone else's link of that
+// name.
+func unmarkedLinks(res *apply.Result) map[string]bool {
+	out := map[string]bool{}
+	made := map[string]bool{}
+	isCreate := func(op *diff.Op) bool {
+		return op.Kind == diff.KindLink && op.Link != nil && (op.Action == diff.Create || op.Action == diff.Replace)
+	}
+	for i := range res.Done {
+		if op := &res.Done[i]; isCreate(op) {
+			made[op.Link.Name] = true
+		}
+	}
+	for i := range res.Failed {
+		f := &res.Failed[i]
+		if !isCreate(&f.Op) || !apply.LinkMade(f.Err) {
+			continue
+		}
+		made[f.Op.Link.Name] = true
+		if errors.Is(f.Err, kernel.ErrUnmarked) {
+			out[f.Op.Link.Name] = true
+		}
+	}
+	for i := range res.Failed {
+		f := &res.Failed[i]
+		if op := &f.Op; isCreate(op) && op.PeerOfPair && made[op.Link.Veth.Peer] && !apply.LinkMade(f.Err) {
+			out[op.Link.Name] = true
+		}
+	}
+	return out
+}
+
 // Apply executes a plan and records what the ledger must remember.
 //
 // Ownership is recorded ahead of the kernel (write-ahead): the nftables
@@ -350,12 +381,18 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 		dirty = true
 	}})
 	// A link whose create finished carries its marker now; one whose create
-	// failed was not made (or, if only the marker's write failed, is left
-	// for a person to look at: a failed create may also mean that someone
-	// else's link took the name, which must never be marked as ours). Only a
-	// pass that dies in between leaves a record for the next one.
+	// failed was not made (a failed create may also mean that someone
+	// else's link took the name, which must never be marked as ours). Two
+	// cases leave a record for the next pass: a pass that dies in between,
+	// and a create that made the link and could not write its marker
+	// (kernel.ErrUnmarked: the error says the link was made). That link is
+	// ours, and the next pass marks it (resolvePendingLinks) instead of
+	// taking it for someone else's, a conflict forever.
+	unmarked := unmarkedLinks(res)
 	for n := range intendedLinks {
-		delete(e.Ledger.PendingLinks, n)
+		if !unmarked[n] {
+			delete(e.Ledger.PendingLinks, n)
+		}
 		dirty = true
 	}
 	// What was intended and not made (the op failed or was skipped) is no
@@ -373,15 +410,13 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 	// adopted: read them now, so the next pass can tell them from tables
 	// someone else makes under the same names.
 	var herr error
-	if nk, ok := e.Kernel.(kernel.NFTables); ok {
-		for _, k := range madeTables {
-			h, err := nk.NFTTableHandle(k)
-			if err != nil {
-				herr = errors.Join(herr, fmt.Errorf("read the handle of nftables table %s: %w", k, err))
-				continue
-			}
-			e.Ledger.SetNftTableHandle(k, h)
+	for _, k := range madeTables {
+		h, err := e.Kernel.NFTTableHandle(k)
+		if err != nil {
+			herr = errors.Join(herr, fmt.Errorf("read the handle of nftables table %s: %w", k, err))
+			continue
 		}
+		e.Ledger.SetNftTableHandle(k, h)
 	}
 	if dirty || e.ledgerUnsaved {
 		if err := e.saveLedger(); err != nil {

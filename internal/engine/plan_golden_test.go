@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/wgpeer"
@@ -22,70 +22,17 @@ import (
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden plans in testdata/plans")
 
-// goldenKernel is the in-memory kernel with the nftables and WireGuard
-// reads the plan needs, from canned state; it never writes either.
-type goldenKernel struct {
-	*kernel.Fake
-	nft map[model.NftTableKey]*model.NftTable
-	wg  map[string]*model.WireGuard
-}
-
-func newGoldenKernel() *goldenKernel {
-	k := &goldenKernel{Fake: kernel.NewFake(), nft: map[model.NftTableKey]*model.NftTable{}, wg: map[string]*model.WireGuard{}}
+// newGoldenKernel is the in-memory kernel as a fresh namespace has it.
+func newGoldenKernel() *kerneltest.Kernel {
+	k := kerneltest.New()
 	// A fresh namespace's lo is down.
 	k.PutLink(&model.Link{Name: "lo", Kind: model.KindDevice, MTU: 65536})
 	return k
 }
 
-func (k *goldenKernel) NFTTables() ([]model.NftTableKey, error) {
-	var out []model.NftTableKey
-	for key := range k.nft {
-		out = append(out, key)
-	}
-	return out, nil
-}
-
-func (k *goldenKernel) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
-	t := k.nft[key]
-	if t == nil {
-		return nil, nil
-	}
-	c := *t
-	return &c, nil
-}
-
-func (k *goldenKernel) NFTTableHandle(key model.NftTableKey) (uint64, error) {
-	if t := k.nft[key]; t != nil {
-		return t.Handle, nil
-	}
-	return 0, nil
-}
-
-func (k *goldenKernel) NFTApply([]model.NftOp) error {
-	return errors.New("golden kernel: no nftables writes")
-}
-
-func (k *goldenKernel) WireGuardDevice(name string) (*model.WireGuard, error) {
-	w := k.wg[name]
-	if w == nil {
-		return nil, fmt.Errorf("wireguard %s: %w", name, kernel.ErrNotFound)
-	}
-	c := *w
-	c.Peers = append([]model.WireGuardPeer(nil), w.Peers...)
-	return &c, nil
-}
-
-func (k *goldenKernel) ConfigureWireGuard(string, *kernel.WireGuardConfig) error {
-	return errors.New("golden kernel: no WireGuard writes")
-}
-
-func (k *goldenKernel) StartUserspaceWireGuard(string) error {
-	return errors.New("golden kernel: no wireguard-go")
-}
-
 // seed puts st into the kernel as a pass that applied it would leave it:
 // every object ours, device links as foreign dummies.
-func (k *goldenKernel) seed(st *model.State, led *ledger.Ledger) {
+func seed(k *kerneltest.Kernel, st *model.State, led *ledger.Ledger) {
 	for _, name := range st.SortedLinkNames() {
 		l := st.Links[name]
 		if l.Kind == model.KindDevice {
@@ -110,7 +57,7 @@ func (k *goldenKernel) seed(st *model.State, led *ledger.Ledger) {
 				}
 				hw.Peers = append(hw.Peers, hp)
 			}
-			k.wg[name] = hw
+			k.PutWireGuard(name, hw)
 		}
 	}
 	for _, a := range st.Addresses {
@@ -142,7 +89,7 @@ func (k *goldenKernel) seed(st *model.State, led *ledger.Ledger) {
 				c.Rules[ri].Handle = handle
 			}
 		}
-		k.nft[t.Key()] = &t
+		k.PutNftTable(t)
 		led.SetNftTable(t.Key(), true)
 		led.SetNftTableHandle(t.Key(), t.Handle)
 	}
@@ -192,7 +139,7 @@ func (g *goldenEnv) load(name string, edits ...string) *model.State {
 	return cfg.State
 }
 
-func (g *goldenEnv) engine(k *goldenKernel, led *ledger.Ledger) *Engine {
+func (g *goldenEnv) engine(k *kerneltest.Kernel, led *ledger.Ledger) *Engine {
 	e := &Engine{Kernel: k, Ledger: led, IPAMDir: filepath.Join(g.dir, "ipam")}
 	e.SetTracker(wgpeer.New(func() time.Time { return goldenClock }, func(hp string) (netip.AddrPort, error) {
 		if ap, ok := wgpeer.ParseLiteral(hp); ok {
@@ -234,19 +181,19 @@ type goldenCase struct {
 	name string
 	// setup prepares the kernel (and the ledger, and the registry) and
 	// returns the configuration to plan.
-	setup  func(g *goldenEnv, ctx context.Context, k *goldenKernel, e *Engine) *model.State
+	setup  func(g *goldenEnv, ctx context.Context, k *kerneltest.Kernel, e *Engine) *model.State
 	dryRun bool
 }
 
-func fromEmpty(example string, edits ...string) func(*goldenEnv, context.Context, *goldenKernel, *Engine) *model.State {
-	return func(g *goldenEnv, _ context.Context, _ *goldenKernel, _ *Engine) *model.State {
+func fromEmpty(example string, edits ...string) func(*goldenEnv, context.Context, *kerneltest.Kernel, *Engine) *model.State {
+	return func(g *goldenEnv, _ context.Context, _ *kerneltest.Kernel, _ *Engine) *model.State {
 		return g.load(example, edits...)
 	}
 }
 
 // withDevices: the example's device links exist (foreign dummies, up).
-func withDevices(example string) func(*goldenEnv, context.Context, *goldenKernel, *Engine) *model.State {
-	return func(g *goldenEnv, _ context.Context, k *goldenKernel, _ *Engine) *model.State {
+func withDevices(example string) func(*goldenEnv, context.Context, *kerneltest.Kernel, *Engine) *model.State {
+	return func(g *goldenEnv, _ context.Context, k *kerneltest.Kernel, _ *Engine) *model.State {
 		st := g.load(example)
 		for _, name := range st.SortedLinkNames() {
 			if st.Links[name].Kind == model.KindDevice && name != "lo" {
@@ -259,9 +206,9 @@ func withDevices(example string) func(*goldenEnv, context.Context, *goldenKernel
 
 // applied: the example is applied as it is (seeded), then the edited
 // configuration is planned; tweak changes the kernel after the seed.
-func applied(example string, tweak func(k *goldenKernel), edits ...string) func(*goldenEnv, context.Context, *goldenKernel, *Engine) *model.State {
-	return func(g *goldenEnv, _ context.Context, k *goldenKernel, e *Engine) *model.State {
-		k.seed(g.load(example), e.Ledger)
+func applied(example string, tweak func(k *kerneltest.Kernel), edits ...string) func(*goldenEnv, context.Context, *kerneltest.Kernel, *Engine) *model.State {
+	return func(g *goldenEnv, _ context.Context, k *kerneltest.Kernel, e *Engine) *model.State {
+		seed(k, g.load(example), e.Ledger)
 		if tweak != nil {
 			tweak(k)
 		}
@@ -299,12 +246,21 @@ var goldenCases = []goldenCase{
 		"meta mark & 0xffffffdf | 0x00000040 accept", "meta mark & 0xffffffdf | 0x00000040 counter accept",
 	)},
 	// Drift: the kernel moved away from the file.
-	{name: "demo.drift", dryRun: true, setup: applied("demo", func(k *goldenKernel) {
-		_ = k.SetLinkUp("br0", false)
+	{name: "demo.drift", dryRun: true, setup: applied("demo", func(k *kerneltest.Kernel) {
+		// Only the flag: the plan shows the state, not what the kernel
+		// drops with it.
+		ls, _ := k.Links()
+		for _, l := range ls {
+			if l.Name == "br0" {
+				l.Up = false
+				k.PutLink(l)
+			}
+		}
 		_ = k.SetLinkMTU("vx0", 1400)
 		_ = k.DeleteAddress(&model.Address{Link: "uplink", Prefix: netip.MustParsePrefix("192.0.2.1/24")})
-		t := k.nft[model.NftTableKey{Family: "inet", Name: "demo_mark"}]
+		t, _ := k.NFTTable(model.NftTableKey{Family: "inet", Name: "demo_mark"})
 		t.Dormant = true
+		k.PutNftTable(*t)
 	})},
 	// A prune: objects leave the file.
 	{name: "demo.prune", dryRun: true, setup: applied("demo", nil,
@@ -314,14 +270,14 @@ var goldenCases = []goldenCase{
 		"      - fd00:10::1/64\n", "",
 		"        elements: [198.51.100.0/24, 203.0.113.10]\n", "",
 	)},
-	{name: "demo.prune-all", dryRun: true, setup: func(g *goldenEnv, ctx context.Context, k *goldenKernel, e *Engine) *model.State {
-		k.seed(g.load("demo"), e.Ledger)
+	{name: "demo.prune-all", dryRun: true, setup: func(g *goldenEnv, ctx context.Context, k *kerneltest.Kernel, e *Engine) *model.State {
+		seed(k, g.load("demo"), e.Ledger)
 		st := model.NewState()
 		st.Protocol = model.DefaultProtocol
 		return st
 	}},
 	// Conflicts: foreign objects where the file declares its own.
-	{name: "demo.conflict", dryRun: true, setup: func(g *goldenEnv, ctx context.Context, k *goldenKernel, e *Engine) *model.State {
+	{name: "demo.conflict", dryRun: true, setup: func(g *goldenEnv, ctx context.Context, k *kerneltest.Kernel, e *Engine) *model.State {
 		k.PutLink(&model.Link{Name: "br0", Kind: model.KindBridge, MTU: 1500, Up: true})
 		k.PutLink(&model.Link{Name: "uplink", Kind: model.KindDummy, MTU: 1500, Up: true})
 		st := g.load("demo")
@@ -339,18 +295,18 @@ var goldenCases = []goldenCase{
 			}
 		}
 		key := model.NftTableKey{Family: "inet", Name: "demo_mark"}
-		k.nft[key] = &model.NftTable{Family: key.Family, Name: key.Name, Handle: 7}
+		k.PutNftTable(model.NftTable{Family: key.Family, Name: key.Name, Handle: 7})
 		return st
 	}},
 	// Adopting what conflicted.
-	{name: "demo.adopt", dryRun: true, setup: func(g *goldenEnv, ctx context.Context, k *goldenKernel, e *Engine) *model.State {
+	{name: "demo.adopt", dryRun: true, setup: func(g *goldenEnv, ctx context.Context, k *kerneltest.Kernel, e *Engine) *model.State {
 		k.PutLink(&model.Link{Name: "br0", Kind: model.KindBridge, MTU: 1500, Up: true, Alias: "someone's"})
 		key := model.NftTableKey{Family: "inet", Name: "demo_mark"}
-		k.nft[key] = &model.NftTable{Family: key.Family, Name: key.Name, Handle: 7}
+		k.PutNftTable(model.NftTable{Family: key.Family, Name: key.Name, Handle: 7})
 		return g.load("demo", "    kind: bridge\n", "    kind: bridge\n    adopt: true\n", "  inet demo_mark:\n", "  inet demo_mark:\n    adopt: true\n")
 	}},
 	// A kind change and a fixed attribute: links are recreated.
-	{name: "coil-egress-client.encap-change", dryRun: true, setup: applied("coil-egress-client", func(k *goldenKernel) {
+	{name: "coil-egress-client.encap-change", dryRun: true, setup: applied("coil-egress-client", func(k *kerneltest.Kernel) {
 		ls, _ := k.Links()
 		for _, l := range ls {
 			if l.Name == "fou4_0a141e01" {
@@ -373,8 +329,8 @@ var goldenCases = []goldenCase{
 
 	// WireGuard peers: one changed (and Up: its allowed IPs feed the sets),
 	// one missing, one stale; the device's port and mark drifted.
-	{name: "kubespan.peers", dryRun: true, setup: applied("kubespan", func(k *goldenKernel) {
-		w := k.wg["kubespan"]
+	{name: "kubespan.peers", dryRun: true, setup: applied("kubespan", func(k *kerneltest.Kernel) {
+		w, _ := k.WireGuardDevice("kubespan")
 		w.ListenPort, w.FwMark = 51821, 0
 		p := &w.Peers[1] // xTIBA… (peers are sorted by public key)
 		p.Keepalive = 0
@@ -383,17 +339,18 @@ var goldenCases = []goldenCase{
 		p.Endpoint = netip.MustParseAddrPort("192.168.1.99:51820")
 		w.Peers = w.Peers[1:]
 		w.Peers = append(w.Peers, model.WireGuardPeer{PublicKey: model.Key{9}, AllowedIPs: []netip.Prefix{netip.MustParsePrefix("10.100.0.9/32")}})
+		k.PutWireGuard("kubespan", w)
 	})},
 }
 
 // poolGiveBack applies ipam.yaml, then takes kube0 out of the pool.
-func poolGiveBack(g *goldenEnv, ctx context.Context, k *goldenKernel, e *Engine) *model.State {
+func poolGiveBack(g *goldenEnv, ctx context.Context, k *kerneltest.Kernel, e *Engine) *model.State {
 	st := g.load("ipam")
 	p, pools, err := e.PlanDesired(ctx, st, false)
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	k.seed(pools.Desired, e.Ledger)
+	seed(k, pools.Desired, e.Ledger)
 	_ = p
 	return g.load("ipam", "    addresses:\n      - pool: kubespan\n", "    addresses: [10.3.0.1/24]\n")
 }

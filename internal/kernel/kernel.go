@@ -1,8 +1,9 @@
-// Package kernel is netreconcile's narrow interface to the kernel's routing
-// netlink: only the calls the reconciler makes, in model types, so that the
-// diff and apply logic can run against the in-memory Fake in unit tests.
+// Package kernel is netreconcile's narrow interface to the kernel (routing
+// netlink, nftables, WireGuard): only the calls the reconciler makes, in
+// model types, so that the diff and apply logic can run against the
+// in-memory kernel of package kerneltest in unit tests.
 //
-// The Fake is for logic tests only; every feature is proven against a real
+// That fake is for logic tests only; every feature is proven against a real
 // kernel (a network namespace here, a qemu guest for what this kernel lacks).
 package kernel
 
@@ -12,11 +13,29 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
+// Interface is the kernel as the reconciler sees it: every call the
+// product makes, and no other. Netlink is the real one; kerneltest.Kernel
+// is an in-memory one for logic tests. A kernel that lacks a feature
+// (nftables, WireGuard, FoU, a link kind) still has the calls: they return
+// an error wrapping ErrUnsupported.
+type Interface interface {
+	Reader
+	Writer
+	// Writes counts the writes made so far through this Interface.
+	Writes() uint64
+	Close() error
+}
+
 // Reader lists kernel objects. Each list is consistent: an interrupted dump
 // is retried, never returned.
 type Reader interface {
 	// Links lists every link; Owned is set for links carrying the marker.
 	Links() ([]*model.Link, error)
+	// VethPeer finds the namespace that this one knows as netnsid nsid
+	// among the names under /run/netns and lists its links; the peer is
+	// the one with ifindex index there. A namespace it cannot find or
+	// enter gives a RemotePeer that says so in Unreadable, not an error.
+	VethPeer(nsid, index int) (*model.RemotePeer, error)
 	// Addresses lists every address except IPv6 link-local ones the kernel
 	// generates itself.
 	Addresses() ([]model.Address, error)
@@ -30,19 +49,24 @@ type Reader interface {
 	Rules() ([]model.Rule, error)
 	// FouPorts lists the FoU receive ports of both families.
 	FouPorts() ([]model.FouPort, error)
-}
 
-// PeerReader reads the peer of a veth end that is in another namespace.
-type PeerReader interface {
-	// VethPeer finds the namespace that this one knows as netnsid nsid
-	// among the names under /run/netns and lists its links; the peer is
-	// the one with ifindex index there. A namespace it cannot find or
-	// enter gives a RemotePeer that says so in Unreadable, not an error.
-	VethPeer(nsid, index int) (*model.RemotePeer, error)
+	// NFTTable reads an nftables table with its sets, elements, chains and
+	// rules; nil when it does not exist.
+	NFTTable(k model.NftTableKey) (*model.NftTable, error)
+	// NFTTableHandle returns the kernel's handle of a table (0 when it
+	// does not exist): a per-namespace counter, new for every table
+	// created, so it tells a table from one deleted and made again.
+	NFTTableHandle(k model.NftTableKey) (uint64, error)
+
+	// WireGuardDevice reads a device (kernel module or userspace
+	// wireguard-go, through wgctrl): keys (public ones only), port, mark,
+	// and every peer with its endpoint, handshake time and counters. It
+	// returns ErrNotFound (wrapped) when name is not a WireGuard device.
+	WireGuardDevice(name string) (*model.WireGuard, error)
 }
 
 // Writer changes kernel objects. Names are link names; implementations
-// resolve them to indexes. Every call is one kernel write.
+// resolve them to indexes.
 type Writer interface {
 	// AddLink creates a link with the ownership marker in its alias, down;
 	// SetLinkUp brings it up once addresses and master are in place.
@@ -64,16 +88,12 @@ type Writer interface {
 	ReplaceAddress(a *model.Address) error
 	DeleteAddress(a *model.Address) error
 
-	// AddRoute adds a route stamped with protocol; it fails (EEXIST) when a
-	// route with the same key exists, ours or not.
-	AddRoute(r *model.Route, protocol int) error
-	// ReplaceRoute adds a route or changes it in place (NLM_F_REPLACE on its
-	// key), stamped with protocol.
-	ReplaceRoute(r *model.Route, protocol int) error
-	DeleteRoute(r *model.Route) error
-	// WriteRoutes makes the writes in order, as the three calls above would,
-	// without waiting for each answer: one error per write (nil for
-	// success), in the same order. Each route is one kernel write.
+	// WriteRoutes makes the writes in order without waiting for each
+	// answer: one error per write (nil for success), in the same order.
+	// Each route is one kernel write: an add (NLM_F_EXCL: EEXIST when a
+	// route with the same key exists, ours or not), a replace
+	// (NLM_F_REPLACE on its key), both stamped with protocol, or a delete
+	// of the route with that key.
 	WriteRoutes(ws []RouteWrite, protocol int) []error
 
 	AddRule(r *model.Rule, protocol int) error
@@ -81,20 +101,34 @@ type Writer interface {
 
 	AddFou(f *model.FouPort) error
 	DeleteFou(f *model.FouPort) error
-}
 
-// Interface is a kernel the reconciler reads and writes.
-type Interface interface {
-	Reader
-	Writer
-	// Writes counts the writes made so far through this Interface.
-	Writes() uint64
-	Close() error
+	// NFTApply sends every op in one netlink batch (one nftables
+	// transaction); the kernel commits all of them or none, so a failure
+	// leaves the previous ruleset whole. Ops run in the order given. apply
+	// calls it once per table, so one refused table does not hold back the
+	// others.
+	NFTApply(ops []model.NftOp) error
+
+	// ConfigureWireGuard applies a patch in one call. Peers are changed
+	// one by one (add, remove, update); it never replaces the peer list, so
+	// untouched peers keep their sessions.
+	ConfigureWireGuard(name string, cfg *WireGuardConfig) error
+	// StartUserspaceWireGuard runs wireguard-go for name inside the kernel's
+	// network namespace and returns once its device and control socket
+	// exist; ErrUnsupported when no wireguard-go may run.
+	StartUserspaceWireGuard(name string) error
 }
 
 // ErrNotFound is returned (wrapped) when a named link does not exist.
 var ErrNotFound = errors.New("not found")
 
 // ErrUnsupported is returned (wrapped) when the kernel lacks a feature
-// (a link kind whose module is not available, FoU...).
+// (a link kind whose module is not available, FoU, WireGuard where neither
+// the module nor wireguard-go is available...).
 var ErrUnsupported = errors.New("not supported by this kernel")
+
+// ErrUnmarked is returned (wrapped) when a link was created but its
+// ownership marker could not be written: the kernel ignores the alias in a
+// create request, so the marker takes a second write. The link is ours;
+// the next pass writes the marker (engine: Ledger.PendingLinks).
+var ErrUnmarked = errors.New("created, but its ownership marker was not written")

@@ -206,7 +206,10 @@ func (k *Netlink) AddLink(l *model.Link) error {
 	}
 	// The kernel ignores IFLA_IFALIAS in a create request (only a change
 	// sets it), so the marker takes a second write.
-	return k.SetLinkAlias(l.Name, l.Alias, true)
+	if err := k.SetLinkAlias(l.Name, l.Alias, true); err != nil {
+		return fmt.Errorf("add link %s: %w: %w", l.Name, ErrUnmarked, err)
+	}
+	return nil
 }
 
 // DeleteLink deletes a link (a veth takes its peer with it).

@@ -263,24 +263,6 @@ func (k *Netlink) closeNFT() {
 	}
 }
 
-// NFTTables lists the tables of every family.
-func (k *Netlink) NFTTables() ([]model.NftTableKey, error) {
-	c, err := k.nft()
-	if err != nil {
-		return nil, err
-	}
-	ts, err := c.ListTablesOfFamily(nftables.TableFamilyUnspecified)
-	if err != nil {
-		return nil, fmt.Errorf("list nftables tables: %w", err)
-	}
-	out := make([]model.NftTableKey, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, model.NftTableKey{Family: nftFamilyName(t.Family), Name: t.Name})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
-	return out, nil
-}
-
 // NFTTable reads one table whole.
 func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	c, err := k.nft()

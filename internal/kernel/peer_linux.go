@@ -16,9 +16,7 @@ import (
 // place a veth's peer-netns can name.
 const runNetns = "/run/netns"
 
-var _ PeerReader = (*Netlink)(nil)
-
-// VethPeer implements PeerReader. The kernel reports a peer in another
+// VethPeer reads the peer of a veth end in another namespace. The kernel reports a peer in another
 // namespace only as a netnsid local to this one; each named namespace is
 // asked for its netnsid here (RTM_GETNSID, which assigns none) until one
 // matches.

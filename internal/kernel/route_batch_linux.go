@@ -335,8 +335,8 @@ func (k *Netlink) routeRequest(w RouteWrite, protocol int, seq uint32) ([]byte, 
 	return req.Serialize(), nil
 }
 
-// routeErr words a route write's error as AddRoute, ReplaceRoute and
-// DeleteRoute do; nil stays nil.
+// routeErr words a route write's error with its action and key; nil stays
+// nil.
 func routeErr(a RouteAction, r *model.Route, err error) error {
 	if err == nil {
 		return nil

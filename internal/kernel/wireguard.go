@@ -7,23 +7,6 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-// WireGuard reads and configures WireGuard devices (kernel module or
-// userspace wireguard-go, through wgctrl). A kernel that offers it
-// implements this interface besides Interface; callers type-assert.
-type WireGuard interface {
-	// WireGuardDevice reads a device: keys (public ones only), port, mark,
-	// and every peer with its endpoint, handshake time and counters. It
-	// returns ErrNotFound (wrapped) when name is not a WireGuard device.
-	WireGuardDevice(name string) (*model.WireGuard, error)
-	// ConfigureWireGuard applies a patch in one call. Peers are changed
-	// one by one (add, remove, update); it never replaces the peer list, so
-	// untouched peers keep their sessions.
-	ConfigureWireGuard(name string, cfg *WireGuardConfig) error
-	// StartUserspaceWireGuard runs wireguard-go for name inside the kernel's
-	// network namespace and returns once its device and control socket exist.
-	StartUserspaceWireGuard(name string) error
-}
-
 // WireGuardConfig is a patch of a device; nil fields are left unchanged.
 type WireGuardConfig struct {
 	PrivateKey *model.Secret

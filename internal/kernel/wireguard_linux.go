@@ -24,8 +24,6 @@ import (
 // two namespaces collide there.
 const uapiDir = "/var/run/wireguard"
 
-var _ WireGuard = (*Netlink)(nil)
-
 // wgState is the wgctrl client of one Netlink, opened on first use inside
 // the kernel's namespace: its generic netlink socket stays bound there.
 type wgState struct {
@@ -164,7 +162,9 @@ func (k *Netlink) StartUserspaceWireGuard(name string) error {
 		return fmt.Errorf("start userspace wireguard for %s: %q is not an absolute path (--wireguard-go)", name, prog)
 	}
 	if _, err := os.Stat(prog); err != nil {
-		return fmt.Errorf("start userspace wireguard for %s: %w (install the wireguard-go package, or give its path with --wireguard-go)", name, err)
+		// No module (the caller tried it first) and no wireguard-go: this
+		// kernel has no WireGuard.
+		return fmt.Errorf("start userspace wireguard for %s: %w: %w (install the wireguard-go package, or give its path with --wireguard-go)", name, ErrUnsupported, err)
 	}
 	k.wrote()
 	err := k.InNamespace(func() error {

@@ -1,4 +1,7 @@
-package kernel
+// Package kerneltest is an in-memory kernel.Interface for logic tests, kept
+// out of the production package as Calico Felix keeps its mocknetlink and
+// google/nftables its nftest: nothing the command links imports it.
+package kerneltest
 
 import (
 	"fmt"
@@ -6,17 +9,21 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-// Fake is an in-memory kernel for unit tests of the diff and apply logic,
-// with failure injection in the manner of Calico Felix's mocknetlink: the next
-// call of a method, or every call on one object, can be made to fail.
+// Kernel is an in-memory kernel for unit tests of the diff and apply logic,
+// with failure injection in the manner of Calico Felix's mocknetlink: a
+// call of a method can be made to fail once or always, on any object or on
+// one (FailNext, FailOnce, FailOn, FailAlways).
 //
 // It keeps the kernel rules the reconciler relies on (a route's key is
 // unique, a link needs its parents, deleting a link takes its addresses,
-// routes and veth peer) and nothing more. It proves logic, never a feature.
-type Fake struct {
+// routes and veth peer; an nftables batch is committed whole or not at all;
+// WireGuard peers are patched one by one) and nothing more. It proves
+// logic, never a feature. Dump renders its state as ip, nft and wg lines.
+type Kernel struct {
 	mu        sync.Mutex
 	links     map[string]*model.Link
 	nextIndex int
@@ -24,84 +31,153 @@ type Fake struct {
 	routes    map[model.RouteKey]model.Route
 	rules     []model.Rule
 	fou       map[model.FouKey]model.FouPort
+	nft       map[model.NftTableKey]*nftTable
+	// nftHandle is the namespace's table handle counter.
+	nftHandle uint64
+	wg        map[string]*wgDevice
 	writes    uint64
 	next      map[string][]error
-	on        map[string]error
+	on        map[string]*failure
+	fired     []string
 	// Log lists every write that succeeded, as "Method id".
 	Log []string
+
+	// NoWireGuardModule makes AddLink refuse kind wireguard
+	// (ErrUnsupported), as a kernel without the module does; the device
+	// then comes from StartUserspaceWireGuard, unless NoUserspaceWireGuard
+	// refuses that too (no wireguard-go may run).
+	NoWireGuardModule, NoUserspaceWireGuard bool
+	// NoNFTables makes every nftables call fail with ErrUnsupported.
+	NoNFTables bool
 }
 
-var _ Interface = (*Fake)(nil)
+// failure is an injected error, for n more calls (n < 0: until cleared).
+type failure struct {
+	err error
+	n   int
+}
 
-// NewFake returns an empty kernel holding only lo.
-func NewFake() *Fake {
-	f := &Fake{
+var _ kernel.Interface = (*Kernel)(nil)
+
+// New returns an empty kernel holding only lo.
+func New() *Kernel {
+	f := &Kernel{
 		links:  map[string]*model.Link{},
 		addrs:  map[model.AddressKey]model.Address{},
 		routes: map[model.RouteKey]model.Route{},
 		fou:    map[model.FouKey]model.FouPort{},
+		nft:    map[model.NftTableKey]*nftTable{},
+		wg:     map[string]*wgDevice{},
 		next:   map[string][]error{},
-		on:     map[string]error{},
+		on:     map[string]*failure{},
 	}
 	f.PutLink(&model.Link{Name: "lo", Kind: model.KindDevice, MTU: 65536, Up: true})
 	return f
 }
 
-// FailNext makes the next call of method (such as "Routes" or "AddRoute")
-// fail with err; several calls queue several failures.
-func (f *Fake) FailNext(method string, err error) {
+// Method names for failure injection are those of kernel.Interface, and:
+// "AddRoute", "ReplaceRoute" and "DeleteRoute" for the writes of
+// WriteRoutes (object: the route key's String()), "ConfigureWireGuardPeer"
+// for one peer of a ConfigureWireGuard call (object: the public key in
+// base64). Objects are link names for link methods and
+// WireGuard devices, the table key ("inet t") for NFTApply and NFTTable,
+// the key's String() for the others; dumps have no object.
+
+// FailNext makes the next call of method fail with err, whatever its
+// object; several calls queue several failures.
+func (f *Kernel) FailNext(method string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.next[method] = append(f.next[method], err)
 }
 
 // FailOn makes every call of method on the object id fail with err until
-// cleared with a nil err. id is a link name for link methods, the key's
-// String() for the others.
-func (f *Fake) FailOn(method, id string, err error) {
+// cleared with a nil err.
+func (f *Kernel) FailOn(method, id string, err error) { f.failOn(method, id, err, -1) }
+
+// FailOnce makes the next call of method on the object id fail with err.
+func (f *Kernel) FailOnce(method, id string, err error) { f.failOn(method, id, err, 1) }
+
+// FailAlways makes every call of method fail with err, whatever its object,
+// until cleared with a nil err.
+func (f *Kernel) FailAlways(method string, err error) { f.failOn(method, "*", err, -1) }
+
+func (f *Kernel) failOn(method, id string, err error, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err == nil {
 		delete(f.on, method+" "+id)
 		return
 	}
-	f.on[method+" "+id] = err
+	f.on[method+" "+id] = &failure{err, n}
+}
+
+// ClearFailures drops every failure planned and not yet fired.
+func (f *Kernel) ClearFailures() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next = map[string][]error{}
+	f.on = map[string]*failure{}
+}
+
+// Fired lists the injected failures that happened, as "Method id: error",
+// and forgets them.
+func (f *Kernel) Fired() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.fired
+	f.fired = nil
+	return out
 }
 
 // injected returns the failure planned for this call, if any. Called locked.
-func (f *Fake) injected(method, id string) error {
+func (f *Kernel) injected(method, id string) error {
+	var err error
 	if q := f.next[method]; len(q) > 0 {
-		f.next[method] = q[1:]
-		return fmt.Errorf("%s %s: %w", method, id, q[0])
+		f.next[method], err = q[1:], q[0]
+	} else {
+		for _, k := range []string{method + " " + id, method + " *"} {
+			if x, ok := f.on[k]; ok {
+				err = x.err
+				if x.n--; x.n == 0 {
+					delete(f.on, k)
+				}
+				break
+			}
+		}
 	}
-	if err, ok := f.on[method+" "+id]; ok {
-		return fmt.Errorf("%s %s: %w", method, id, err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	f.fired = append(f.fired, fmt.Sprintf("%s %s: %v", method, id, err))
+	return fmt.Errorf("%s %s: %w", method, id, err)
 }
 
 // write counts a write attempt and returns the injected failure, if any.
-func (f *Fake) write(method, id string) error {
+func (f *Kernel) write(method, id string) error {
 	f.writes++
 	return f.injected(method, id)
 }
 
-func (f *Fake) logged(method, id string) { f.Log = append(f.Log, method+" "+id) }
+func (f *Kernel) logged(method, id string) { f.Log = append(f.Log, method+" "+id) }
 
 // PutLink stores a link as it is (foreign unless Owned), without a write.
-func (f *Fake) PutLink(l *model.Link) {
+func (f *Kernel) PutLink(l *model.Link) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := cloneLink(l)
 	f.nextIndex++
 	c.Index = f.nextIndex
 	c.Origin = ""
+	if c.Veth != nil && c.Veth.PeerNetNS == "" {
+		c.Veth.PeerNSID = -1 // the peer is here, as the kernel reads it
+	}
 	f.links[c.Name] = c
 }
 
 // PutAddress, PutRoute, PutRule and PutFou store objects without a write,
 // to set up foreign (or previously applied) state.
-func (f *Fake) PutAddress(a model.Address) {
+func (f *Kernel) PutAddress(a model.Address) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a.Owned, a.Origin = false, ""
@@ -109,7 +185,7 @@ func (f *Fake) PutAddress(a model.Address) {
 }
 
 // PutRoute stores a route with its Protocol.
-func (f *Fake) PutRoute(r model.Route) {
+func (f *Kernel) PutRoute(r model.Route) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r.Origin = ""
@@ -117,7 +193,7 @@ func (f *Fake) PutRoute(r model.Route) {
 }
 
 // PutRule stores a rule with its Protocol.
-func (f *Fake) PutRule(r model.Rule) {
+func (f *Kernel) PutRule(r model.Rule) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r.Origin = ""
@@ -125,7 +201,7 @@ func (f *Fake) PutRule(r model.Rule) {
 }
 
 // PutFou stores an open FoU port.
-func (f *Fake) PutFou(p model.FouPort) {
+func (f *Kernel) PutFou(p model.FouPort) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p.Owned, p.Origin = false, ""
@@ -162,7 +238,7 @@ func cloneLink(l *model.Link) *model.Link {
 }
 
 // Links lists every link.
-func (f *Fake) Links() ([]*model.Link, error) {
+func (f *Kernel) Links() ([]*model.Link, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injected("Links", ""); err != nil {
@@ -187,7 +263,7 @@ func sortedNames(m map[string]*model.Link) []string {
 }
 
 // Addresses lists every address.
-func (f *Fake) Addresses() ([]model.Address, error) {
+func (f *Kernel) Addresses() ([]model.Address, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injected("Addresses", ""); err != nil {
@@ -202,7 +278,7 @@ func (f *Fake) Addresses() ([]model.Address, error) {
 }
 
 // Routes lists routes, of one protocol unless protocol is 0.
-func (f *Fake) Routes(protocol int) ([]model.Route, error) {
+func (f *Kernel) Routes(protocol int) ([]model.Route, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injected("Routes", ""); err != nil {
@@ -219,7 +295,7 @@ func (f *Fake) Routes(protocol int) ([]model.Route, error) {
 }
 
 // TableRoutes lists the routes of one table, of every protocol.
-func (f *Fake) TableRoutes(table int) ([]model.Route, error) {
+func (f *Kernel) TableRoutes(table int) ([]model.Route, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injected("TableRoutes", ""); err != nil {
@@ -236,7 +312,7 @@ func (f *Fake) TableRoutes(table int) ([]model.Route, error) {
 }
 
 // Rules lists the rules.
-func (f *Fake) Rules() ([]model.Rule, error) {
+func (f *Kernel) Rules() ([]model.Rule, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injected("Rules", ""); err != nil {
@@ -248,7 +324,7 @@ func (f *Fake) Rules() ([]model.Rule, error) {
 }
 
 // FouPorts lists the open FoU ports.
-func (f *Fake) FouPorts() ([]model.FouPort, error) {
+func (f *Kernel) FouPorts() ([]model.FouPort, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injected("FouPorts", ""); err != nil {
@@ -262,16 +338,16 @@ func (f *Fake) FouPorts() ([]model.FouPort, error) {
 	return out, nil
 }
 
-func (f *Fake) need(name string) (*model.Link, error) {
+func (f *Kernel) need(name string) (*model.Link, error) {
 	l, ok := f.links[name]
 	if !ok {
-		return nil, fmt.Errorf("link %s: %w", name, ErrNotFound)
+		return nil, fmt.Errorf("link %s: %w", name, kernel.ErrNotFound)
 	}
 	return l, nil
 }
 
 // AddLink creates a link (and a veth's peer), marked, down.
-func (f *Fake) AddLink(l *model.Link) error {
+func (f *Kernel) AddLink(l *model.Link) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.write("AddLink", l.Name); err != nil {
@@ -292,28 +368,48 @@ func (f *Fake) AddLink(l *model.Link) error {
 			return fmt.Errorf("add link %s: %w", l.Name, err)
 		}
 	}
+	if l.Kind == model.KindWireGuard && f.NoWireGuardModule {
+		return fmt.Errorf("add link %s: kind %s: %w", l.Name, l.Kind, kernel.ErrUnsupported)
+	}
 	c := cloneLink(l)
 	c.Owned, c.Up, c.Master, c.Adopt, c.Origin = true, false, "", false, ""
 	if c.MTU == 0 {
 		c.MTU = 1500
 	}
+	if c.IPVlan != nil {
+		c.Lower = c.IPVlan.Parent
+	}
+	if c.Kind == model.KindWireGuard {
+		// The device's configuration lives apart, as in the kernel: read
+		// with WireGuardDevice, written with ConfigureWireGuard.
+		c.WireGuard = nil
+		f.wg[c.Name] = newWGDevice(kernel.WireGuardKernel, f.nextIndex+1)
+	}
 	f.nextIndex++
 	c.Index = f.nextIndex
+	if c.Veth != nil && c.Veth.PeerNetNS == "" {
+		c.Veth.PeerNSID = -1
+	}
 	if l.Kind == model.KindVeth && l.Veth.PeerNetNS == "" {
 		if _, ok := f.links[l.Veth.Peer]; ok {
 			return fmt.Errorf("add link %s: peer %s: %w", l.Name, l.Veth.Peer, syscall.EEXIST)
 		}
 		f.nextIndex++
-		f.links[l.Veth.Peer] = &model.Link{Name: l.Veth.Peer, Kind: model.KindVeth, MTU: 1500, Index: f.nextIndex, Veth: &model.Veth{Peer: l.Name}}
+		f.links[l.Veth.Peer] = &model.Link{Name: l.Veth.Peer, Kind: model.KindVeth, MTU: 1500, Index: f.nextIndex, Veth: &model.Veth{Peer: l.Name, PeerNSID: -1}}
 	}
 	f.links[c.Name] = c
 	f.logged("AddLink", l.Name)
+	// The marker is a second write, as Netlink's: it can fail alone.
+	if err := f.injected("SetLinkAlias", l.Name); err != nil {
+		c.Owned = false
+		return fmt.Errorf("add link %s: %w: %w", l.Name, kernel.ErrUnmarked, err)
+	}
 	return nil
 }
 
 // DeleteLink deletes a link with its addresses, routes and veth peer, and
 // releases its slaves.
-func (f *Fake) DeleteLink(name string) error {
+func (f *Kernel) DeleteLink(name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.write("DeleteLink", name); err != nil {
@@ -331,8 +427,16 @@ func (f *Fake) DeleteLink(name string) error {
 	return nil
 }
 
-func (f *Fake) drop(name string) {
+func (f *Kernel) drop(name string) {
 	delete(f.links, name)
+	delete(f.wg, name)
+	// Links that sit on it go with it: ipvlans on their parent, vxlans
+	// on their device.
+	for n, l := range f.links {
+		if l.Lower == name || (l.VXLAN != nil && l.VXLAN.Dev == name) {
+			f.drop(n)
+		}
+	}
 	for k := range f.addrs {
 		if k.Link == name {
 			delete(f.addrs, k)
@@ -350,7 +454,17 @@ func (f *Fake) drop(name string) {
 	}
 }
 
-func (f *Fake) setLink(method, name string, set func(l *model.Link) error) error {
+// dropRoutes deletes the routes through link name (only IPv4 ones if v4).
+// Called locked.
+func (f *Kernel) dropRoutes(name string, v4 bool) {
+	for k, r := range f.routes {
+		if r.Dev == name && (!v4 || !r.IsIPv6()) {
+			delete(f.routes, k)
+		}
+	}
+}
+
+func (f *Kernel) setLink(method, name string, set func(l *model.Link) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.write(method, name); err != nil {
@@ -368,23 +482,37 @@ func (f *Fake) setLink(method, name string, set func(l *model.Link) error) error
 }
 
 // SetLinkMTU changes the MTU.
-func (f *Fake) SetLinkMTU(name string, mtu int) error {
+func (f *Kernel) SetLinkMTU(name string, mtu int) error {
 	return f.setLink("SetLinkMTU", name, func(l *model.Link) error { l.MTU = mtu; return nil })
 }
 
 // PromoteSecondaries turns the link's promote_secondaries on (the fake
 // keeps no secondaries: it only records the write).
-func (f *Fake) PromoteSecondaries(name string) error {
+func (f *Kernel) PromoteSecondaries(name string) error {
 	return f.setLink("PromoteSecondaries", name, func(l *model.Link) error { return nil })
 }
 
 // SetLinkUp sets the administrative state.
-func (f *Fake) SetLinkUp(name string, up bool) error {
-	return f.setLink("SetLinkUp", name, func(l *model.Link) error { l.Up = up; return nil })
+func (f *Kernel) SetLinkUp(name string, up bool) error {
+	return f.setLink("SetLinkUp", name, func(l *model.Link) error {
+		if l.Up && !up {
+			// addrconf_ifdown and fib_disable_ip: a link set down loses
+			// its routes and (keep_addr_on_down being 0) its IPv6
+			// addresses.
+			f.dropRoutes(name, false)
+			for k := range f.addrs {
+				if k.Link == name && k.Prefix.Addr().Is6() {
+					delete(f.addrs, k)
+				}
+			}
+		}
+		l.Up = up
+		return nil
+	})
 }
 
 // SetLinkMaster enslaves a link to a bridge, or releases it.
-func (f *Fake) SetLinkMaster(name, master string) error {
+func (f *Kernel) SetLinkMaster(name, master string) error {
 	return f.setLink("SetLinkMaster", name, func(l *model.Link) error {
 		if master != "" {
 			if _, err := f.need(master); err != nil {
@@ -397,7 +525,7 @@ func (f *Fake) SetLinkMaster(name, master string) error {
 }
 
 // SetLinkAlias writes the alias, with the marker when owned.
-func (f *Fake) SetLinkAlias(name, alias string, owned bool) error {
+func (f *Kernel) SetLinkAlias(name, alias string, owned bool) error {
 	return f.setLink("SetLinkAlias", name, func(l *model.Link) error {
 		l.Alias, l.Owned = alias, owned
 		return nil
@@ -405,7 +533,7 @@ func (f *Fake) SetLinkAlias(name, alias string, owned bool) error {
 }
 
 // ReplaceAddress adds or changes an address.
-func (f *Fake) ReplaceAddress(a *model.Address) error {
+func (f *Kernel) ReplaceAddress(a *model.Address) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := a.Key().String()
@@ -423,7 +551,7 @@ func (f *Fake) ReplaceAddress(a *model.Address) error {
 }
 
 // DeleteAddress removes an address.
-func (f *Fake) DeleteAddress(a *model.Address) error {
+func (f *Kernel) DeleteAddress(a *model.Address) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := a.Key().String()
@@ -434,11 +562,24 @@ func (f *Fake) DeleteAddress(a *model.Address) error {
 		return fmt.Errorf("delete address %s: %w", id, syscall.EADDRNOTAVAIL)
 	}
 	delete(f.addrs, a.Key())
+	if a.Prefix.Addr().Is4() {
+		last := true
+		for k := range f.addrs {
+			if k.Link == a.Link && k.Prefix.Addr().Is4() {
+				last = false
+			}
+		}
+		if last {
+			// fib_disable_ip: the link's last IPv4 address takes every
+			// IPv4 route through the link with it.
+			f.dropRoutes(a.Link, true)
+		}
+	}
 	f.logged("DeleteAddress", id)
 	return nil
 }
 
-func (f *Fake) putRoute(method string, r *model.Route, protocol int, excl bool) error {
+func (f *Kernel) putRoute(method string, r *model.Route, protocol int, excl bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
@@ -460,18 +601,18 @@ func (f *Fake) putRoute(method string, r *model.Route, protocol int, excl bool) 
 	return nil
 }
 
-// AddRoute adds a route; EEXIST when its key exists.
-func (f *Fake) AddRoute(r *model.Route, protocol int) error {
+// addRoute adds a route; EEXIST when its key exists.
+func (f *Kernel) addRoute(r *model.Route, protocol int) error {
 	return f.putRoute("AddRoute", r, protocol, true)
 }
 
-// ReplaceRoute adds or replaces a route.
-func (f *Fake) ReplaceRoute(r *model.Route, protocol int) error {
+// replaceRoute adds or replaces a route.
+func (f *Kernel) replaceRoute(r *model.Route, protocol int) error {
 	return f.putRoute("ReplaceRoute", r, protocol, false)
 }
 
-// DeleteRoute deletes the route with r's key.
-func (f *Fake) DeleteRoute(r *model.Route) error {
+// deleteRoute deletes the route with r's key.
+func (f *Kernel) deleteRoute(r *model.Route) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
@@ -486,14 +627,25 @@ func (f *Fake) DeleteRoute(r *model.Route) error {
 	return nil
 }
 
-// WriteRoutes makes the writes one by one, with the failures injected into
-// AddRoute, ReplaceRoute and DeleteRoute.
-func (f *Fake) WriteRoutes(ws []RouteWrite, protocol int) []error {
-	return writeRoutesOneByOne(f, ws, protocol)
+// WriteRoutes makes the writes one by one; failures are injected with the
+// method names "AddRoute", "ReplaceRoute" and "DeleteRoute".
+func (f *Kernel) WriteRoutes(ws []kernel.RouteWrite, protocol int) []error {
+	errs := make([]error, len(ws))
+	for i, x := range ws {
+		switch x.Action {
+		case kernel.RouteAdd:
+			errs[i] = f.addRoute(x.Route, protocol)
+		case kernel.RouteReplace:
+			errs[i] = f.replaceRoute(x.Route, protocol)
+		case kernel.RouteDelete:
+			errs[i] = f.deleteRoute(x.Route)
+		}
+	}
+	return errs
 }
 
 // AddRule adds a rule; EEXIST when the same rule of the same protocol exists.
-func (f *Fake) AddRule(r *model.Rule, protocol int) error {
+func (f *Kernel) AddRule(r *model.Rule, protocol int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
@@ -513,7 +665,7 @@ func (f *Fake) AddRule(r *model.Rule, protocol int) error {
 }
 
 // DeleteRule deletes the rule with r's key and protocol.
-func (f *Fake) DeleteRule(r *model.Rule) error {
+func (f *Kernel) DeleteRule(r *model.Rule) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
@@ -531,7 +683,7 @@ func (f *Fake) DeleteRule(r *model.Rule) error {
 }
 
 // AddFou opens a FoU port.
-func (f *Fake) AddFou(p *model.FouPort) error {
+func (f *Kernel) AddFou(p *model.FouPort) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := p.Key().String()
@@ -549,7 +701,7 @@ func (f *Fake) AddFou(p *model.FouPort) error {
 }
 
 // DeleteFou closes a FoU port.
-func (f *Fake) DeleteFou(p *model.FouPort) error {
+func (f *Kernel) DeleteFou(p *model.FouPort) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := p.Key().String()
@@ -565,11 +717,17 @@ func (f *Fake) DeleteFou(p *model.FouPort) error {
 }
 
 // Writes counts write attempts, failed ones included.
-func (f *Fake) Writes() uint64 {
+func (f *Kernel) Writes() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.writes
 }
 
 // Close does nothing.
-func (f *Fake) Close() error { return nil }
+func (f *Kernel) Close() error { return nil }
+
+// VethPeer returns nil: the fake holds one namespace, and a veth whose
+// peer is elsewhere has no peer it can read (Remote stays nil).
+func (f *Kernel) VethPeer(nsid, index int) (*model.RemotePeer, error) {
+	return nil, nil
+}
