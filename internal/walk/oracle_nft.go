@@ -287,3 +287,118 @@ func CompareFou(ns string, c *Config) ([]string, error) {
 	diffSets("fou", got, want, func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) })
 	return diffs, nil
 }
+
+// nftHandles are the kernel's handles of the walk's nftables objects, from
+// `nft -a list ruleset`, keyed like the plan's op IDs: "FAMILY NAME" for a
+// table, "FAMILY NAME set S", "FAMILY NAME chain C", and for a rule
+// "FAMILY NAME chain C rule handle H" (its value is the rule's text).
+type nftHandles map[string]string
+
+var handleNumRE = regexp.MustCompile(`# handle (\d+)$`)
+
+func parseNftHandles(out string) nftHandles {
+	h := nftHandles{}
+	var table, chain string
+	inSet := false
+	for _, line := range strings.Split(out, "\n") {
+		s := strings.TrimSpace(line)
+		m := handleNumRE.FindStringSubmatch(s)
+		body := strings.TrimSpace(handleRE.ReplaceAllString(s, ""))
+		switch {
+		case strings.HasPrefix(body, "table ") && strings.HasSuffix(body, "{"):
+			f := strings.Fields(body)
+			table, chain = f[1]+" "+f[2], ""
+			if m != nil {
+				h[table] = m[1]
+			}
+		case inSet:
+			inSet = s != "}"
+		case table != "" && (strings.HasPrefix(body, "set ") || strings.HasPrefix(body, "map ")) && strings.HasSuffix(body, "{"):
+			inSet = true
+			if m != nil {
+				h[table+" set "+strings.Fields(body)[1]] = m[1]
+			}
+		case table != "" && strings.HasPrefix(body, "chain ") && strings.HasSuffix(body, "{"):
+			chain = strings.Fields(body)[1]
+			if m != nil {
+				h[table+" chain "+chain] = m[1]
+			}
+		case chain != "" && m != nil:
+			h[table+" chain "+chain+" rule handle "+m[1]] = counterRE.ReplaceAllString(body, "")
+		case s == "}" && chain != "":
+			chain = ""
+		case s == "}":
+			table = ""
+		}
+	}
+	return h
+}
+
+// CompareNftHandles checks that the walk's nftables objects the plan left
+// in place kept their kernel handles: a declared table that the plan did
+// not create, replace or delete keeps its handle, and so do its sets and
+// chains that the plan did not create or delete, and its rules that the
+// plan did not delete (a rule the plan replaces in place keeps its handle
+// too; its text may change). Rules the plan did not touch keep their text.
+func CompareNftHandles(c *Config, before, after *Kernel, ops []planOp, skip, foreign map[string]bool) []string {
+	var diffs []string
+	bh, ah := parseNftHandles(before.NftText), parseNftHandles(after.NftText)
+	touched := map[string]string{}
+	replaced := map[string]bool{}
+	for _, op := range ops {
+		if !strings.HasPrefix(op.Kind, "nft ") {
+			continue
+		}
+		touched[op.ID] = op.Action
+		for _, ch := range op.Changes {
+			if strings.HasPrefix(ch.Field, "handle ") && op.Action == "update" {
+				// "FAMILY NAME chain C rule N" replaces handle H.
+				if i := strings.Index(op.ID, " rule "); i >= 0 {
+					replaced[op.ID[:i]+" rule "+ch.Field] = true
+				}
+			}
+		}
+	}
+	for _, t := range c.Tables {
+		id := t.Family + " " + t.Name
+		if skip[id] || foreign[id] || bh[id] == "" {
+			continue
+		}
+		if a := touched[id]; a == "create" || a == "replace" || a == "delete" {
+			continue
+		}
+		if ah[id] != bh[id] {
+			diffs = append(diffs, fmt.Sprintf("nftables %s: handle %s -> %s but the plan changed it in place", id, bh[id], ah[id]))
+			continue
+		}
+		for k, v := range bh {
+			if !strings.HasPrefix(k, id+" ") {
+				continue
+			}
+			rest := k[len(id)+1:]
+			switch {
+			case strings.Contains(rest, " rule handle "):
+				chain := id + " " + rest[:strings.Index(rest, " rule handle ")]
+				if a := touched[chain]; a == "create" || a == "delete" || a == "replace" || touched[k] == "delete" {
+					continue
+				}
+				got, ok := ah[k]
+				switch {
+				case !ok:
+					diffs = append(diffs, fmt.Sprintf("nftables %s: rule %q (%s) gone but the plan did not delete it", chain, v, rest))
+				case !replaced[k] && got != v:
+					diffs = append(diffs, fmt.Sprintf("nftables %s: rule %s changed %q -> %q but the plan did not replace it", chain, rest, v, got))
+				}
+			default:
+				if a := touched[k]; a == "create" || a == "delete" || a == "replace" {
+					continue
+				}
+				if ah[k] != v {
+					diffs = append(diffs, fmt.Sprintf("nftables %s: handle %s -> %s but the plan kept it", k, v, ah[k]))
+				}
+			}
+		}
+	}
+	sort.Strings(diffs)
+	return diffs
+}

@@ -220,9 +220,12 @@ func (r *runner) cli(args ...string) (int, string, string) {
 }
 
 type planOp struct {
-	Action string `json:"action"`
-	Kind   string `json:"kind"`
-	ID     string `json:"id"`
+	Action  string `json:"action"`
+	Kind    string `json:"kind"`
+	ID      string `json:"id"`
+	Changes []struct {
+		Field string `json:"field"`
+	} `json:"changes"`
 }
 
 // step applies c and runs every check; nil when all passed.
@@ -355,6 +358,11 @@ func (r *runner) step(i int, c *Config) *Failure {
 		if a.Index != b.Index {
 			return fail("inplace", "link %s changed ifindex %d -> %d but the plan did not say it is recreated\nplan: %+v", n, b.Index, a.Index, plan.Ops)
 		}
+	}
+	// In place means the same handle, for the walk's own nftables objects
+	// (the foreign check covers the others').
+	if hd := CompareNftHandles(c, before, after, plan.Ops, skip, r.foreignTables); len(hd) > 0 {
+		return fail("inplace", "%s\nplan: %+v", strings.Join(hd, "\n"), plan.Ops)
 	}
 	r.lap("read")
 	// Convergence: a second diff is empty, a second apply writes nothing.
