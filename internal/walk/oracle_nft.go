@@ -3,10 +3,13 @@ package walk
 import (
 	"encoding/json"
 	"fmt"
+	"math/big"
+	"net/netip"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 var (
@@ -68,8 +71,9 @@ func nftSets(out, family, table string) (map[string]string, error) {
 			Table  string            `json:"table"`
 			Name   string            `json:"name"`
 			Type   string            `json:"type"`
-			Flags  []string          `json:"flags"`
-			Elem   []json.RawMessage `json:"elem"`
+			Flags   []string          `json:"flags"`
+			Timeout int               `json:"timeout"`
+			Elem    []json.RawMessage `json:"elem"`
 		}
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, fmt.Errorf("nft -j set: %w", err)
@@ -79,6 +83,16 @@ func nftSets(out, family, table string) (map[string]string, error) {
 		}
 		var es []string
 		for _, e := range s.Elem {
+			// An element with a timeout or an expiry is an object:
+			// {"elem": {"val": V, "expires": N}}.
+			var w struct {
+				Elem *struct {
+					Val json.RawMessage `json:"val"`
+				} `json:"elem"`
+			}
+			if json.Unmarshal(e, &w) == nil && w.Elem != nil {
+				e = w.Elem.Val
+			}
 			var x struct {
 				Prefix *struct {
 					Addr string `json:"addr"`
@@ -101,7 +115,17 @@ func nftSets(out, family, table string) (map[string]string, error) {
 				es = append(es, string(e))
 			}
 		}
-		sets[s.Name] = setText(s.Type, contains(s.Flags, "interval"), es)
+		timeout := ""
+		switch {
+		case s.Timeout != 0:
+			timeout = fmt.Sprintf(" timeout %ds", s.Timeout)
+		case contains(s.Flags, "timeout"):
+			timeout = " timeout flag"
+		}
+		sets[s.Name] = setText(s.Type, contains(s.Flags, "interval"), es) + timeout
+		if contains(s.Flags, "interval") {
+			sets[s.Name+" ranges"] = rangeText(es)
+		}
 	}
 	return sets, nil
 }
@@ -160,15 +184,43 @@ func CompareNft(c *Config, k *Kernel, skip, foreign map[string]bool) ([]string, 
 		}
 		for _, s := range t.Sets {
 			want := setText(s.Type, s.Interval, s.Elements)
-			if got, ok := gotSets[s.Name]; !ok {
+			switch s.Timeout {
+			case "":
+			case "flag":
+				want += " timeout flag"
+			default:
+				d, _ := time.ParseDuration(s.Timeout)
+				want += fmt.Sprintf(" timeout %ds", int(d.Seconds()))
+			}
+			got, ok := gotSets[s.Name]
+			if s.FromWG != "" {
+				// The union of the literal elements and the peers'
+				// IPv4 allowed IPs, overlaps merged: compared as the
+				// addresses covered.
+				es := append([]string(nil), s.Elements...)
+				if w := c.Links[s.FromWG]; w != nil && w.WG != nil && s.FromPeers == "all" {
+					for _, p := range w.WG.Peers {
+						for _, a := range p.AllowedIPs {
+							if !strings.Contains(a, ":") {
+								es = append(es, a)
+							}
+						}
+					}
+				}
+				want, got = rangeText(es), gotSets[s.Name+" ranges"]
+			}
+			if !ok {
 				bad("nftables %s: set %s missing", id, s.Name)
 			} else if got != want {
 				bad("nftables %s: set %s: %s, want %s", id, s.Name, got, want)
 			}
 			delete(gotSets, s.Name)
+			delete(gotSets, s.Name+" ranges")
 		}
 		for n := range gotSets {
-			bad("nftables %s: set %s not in the file", id, n)
+			if !strings.HasSuffix(n, " ranges") {
+				bad("nftables %s: set %s not in the file", id, n)
+			}
 		}
 		for _, ch := range t.Chains {
 			got := chains[ch.Name]
@@ -179,7 +231,11 @@ func CompareNft(c *Config, k *Kernel, skip, foreign map[string]bool) ([]string, 
 			delete(chains, ch.Name)
 			want := ""
 			if ch.Hook != "" {
-				want = fmt.Sprintf("type filter hook %s priority %s; policy %s;", ch.Hook, ch.Priority, ch.Policy)
+				dev := ""
+				if ch.Device != "" {
+					dev = fmt.Sprintf(" device %q", ch.Device)
+				}
+				want = fmt.Sprintf("type %s hook %s%s priority %s; policy %s;", ch.chainType(), ch.Hook, dev, ch.Priority, ch.Policy)
 			}
 			if got.Header != want {
 				bad("nftables %s: chain %s: %q, want %q", id, ch.Name, got.Header, want)
@@ -226,10 +282,12 @@ func CompareWG(ns string, c *Config) ([]string, error) {
 		// WireGuard cannot forget an endpoint (only removing the peer
 		// does): a peer the file gives no endpoint may keep its last one.
 		free := map[string]bool{}
+		cands := map[string][]string{}
 		for _, p := range l.WG.Peers {
-			if p.Endpoint == "" {
+			if len(p.Endpoints) == 0 {
 				free[p.PublicKey] = true
 			}
+			cands[p.PublicKey] = p.Endpoints
 		}
 		var gp, wp []string
 		for _, line := range lines[1:] {
@@ -239,7 +297,12 @@ func CompareWG(ns string, c *Config) ([]string, error) {
 			if free[p[0]] {
 				p[2] = "(none)"
 			}
-			gp = append(gp, fmt.Sprintf("%s endpoint %s allowed %s keepalive %s", p[0], p[2], strings.Join(ips, ","), p[7]))
+			// One of the candidates: apply keeps one the device has,
+			// else sets the first.
+			if cs := cands[p[0]]; len(cs) > 0 && contains(cs, p[2]) {
+				p[2] = "candidate"
+			}
+			gp = append(gp, fmt.Sprintf("%s endpoint %s allowed %s keepalive %s psk %s", p[0], p[2], strings.Join(ips, ","), p[7], p[1]))
 		}
 		for _, p := range l.WG.Peers {
 			ips := append([]string(nil), p.AllowedIPs...)
@@ -247,14 +310,17 @@ func CompareWG(ns string, c *Config) ([]string, error) {
 				ips = []string{"(none)"}
 			}
 			sort.Strings(ips)
-			ep, ka := "(none)", "off"
-			if p.Endpoint != "" {
-				ep = p.Endpoint
+			ep, ka, psk := "(none)", "off", "(none)"
+			if len(p.Endpoints) > 0 {
+				ep = "candidate"
 			}
 			if p.Keepalive != 0 {
 				ka = strconv.Itoa(p.Keepalive)
 			}
-			wp = append(wp, fmt.Sprintf("%s endpoint %s allowed %s keepalive %s", p.PublicKey, ep, strings.Join(ips, ","), ka))
+			if p.PSK != "" {
+				psk = p.PSK
+			}
+			wp = append(wp, fmt.Sprintf("%s endpoint %s allowed %s keepalive %s psk %s", p.PublicKey, ep, strings.Join(ips, ","), ka, psk))
 		}
 		diffSets("wireguard "+n+" peer", gp, wp, func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) })
 	}
@@ -401,4 +467,57 @@ func CompareNftHandles(c *Config, before, after *Kernel, ops []planOp, skip, for
 	}
 	sort.Strings(diffs)
 	return diffs
+}
+
+// rangeText renders the addresses that elements (addresses, prefixes,
+// ranges a-b) cover as merged ranges, adjacent ones joined: two sets that
+// cover the same addresses render alike, however they are cut.
+func rangeText(es []string) string {
+	type rng struct{ lo, hi *big.Int }
+	num := func(s string) *big.Int {
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		if err != nil {
+			return nil
+		}
+		return new(big.Int).SetBytes(a.AsSlice())
+	}
+	var rs []rng
+	for _, e := range es {
+		var r rng
+		switch {
+		case strings.Contains(e, "/"):
+			p, err := netip.ParsePrefix(e)
+			if err != nil {
+				return "unparsed " + e
+			}
+			p = p.Masked()
+			r.lo = num(p.Addr().String())
+			host := p.Addr().BitLen() - p.Bits()
+			r.hi = new(big.Int).Add(r.lo, new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), uint(host)), big.NewInt(1)))
+		case strings.Contains(e, "-"):
+			f := strings.SplitN(e, "-", 2)
+			r.lo, r.hi = num(f[0]), num(f[1])
+		default:
+			r.lo = num(e)
+			r.hi = r.lo
+		}
+		if r.lo == nil || r.hi == nil {
+			return "unparsed " + e
+		}
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].lo.Cmp(rs[j].lo) < 0 })
+	var out []string
+	for i := 0; i < len(rs); {
+		lo, hi := rs[i].lo, rs[i].hi
+		j := i + 1
+		for ; j < len(rs) && rs[j].lo.Cmp(new(big.Int).Add(hi, big.NewInt(1))) <= 0; j++ {
+			if rs[j].hi.Cmp(hi) > 0 {
+				hi = rs[j].hi
+			}
+		}
+		out = append(out, lo.String()+"-"+hi.String())
+		i = j
+	}
+	return strings.Join(out, " ")
 }
