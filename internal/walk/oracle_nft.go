@@ -67,10 +67,10 @@ func nftSets(out, family, table string) (map[string]string, error) {
 			continue
 		}
 		var s struct {
-			Family string            `json:"family"`
-			Table  string            `json:"table"`
-			Name   string            `json:"name"`
-			Type   string            `json:"type"`
+			Family  string            `json:"family"`
+			Table   string            `json:"table"`
+			Name    string            `json:"name"`
+			Type    string            `json:"type"`
 			Flags   []string          `json:"flags"`
 			Timeout int               `json:"timeout"`
 			Elem    []json.RawMessage `json:"elem"`
