@@ -1,0 +1,33 @@
+package integration
+
+// Regression tests for the defects the walk found once its generator
+// covered more of the schema (docs/walk-findings.md, from 31).
+
+import (
+	"strings"
+	"testing"
+)
+
+// 31. An IPv4 local route survives its link going down (the kernel flushes
+// only next hops of another scope than nowhere): a file that drops the
+// route while it sets the link down deletes it.
+func TestWalkFindingLocalRouteOnLinkDown(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", `version: 1
+links:
+  pa: {kind: veth, veth: {peer: pb}}
+  pb: {kind: veth, veth: {peer: pa}}
+routes:
+  - {to: 172.16.4.0/24, type: local, dev: pb, table: 100, metric: 100}
+`))
+	f := e.file("b.yaml", `version: 1
+links:
+  pa: {kind: veth, veth: {peer: pb}}
+  pb: {kind: veth, state: down, veth: {peer: pa}}
+`)
+	e.apply(f)
+	if out := e.ip("route", "show", "table", "all"); strings.Contains(out, "172.16.4.0/24") {
+		t.Errorf("the local route the file dropped is still there:\n%s", out)
+	}
+	e.converged(f)
+}
