@@ -94,8 +94,15 @@ func (c *computer) links() {
 	// taking its place (a rename) can be made: created first, it would meet
 	// EEXIST or EADDRINUSE.
 	created := map[string]int{}
+	// A veth whose peer is in another namespace holds the peer's name
+	// there: a stale pair goes before the create of a pair with the same
+	// peer (the local end renamed), which would meet EEXIST there.
+	remotePeers := map[[2]string]bool{}
 	for _, op := range creates {
 		created[op.Link.Kind]++
+		if v := op.Link.Veth; v != nil && v.PeerNetNS != "" {
+			remotePeers[[2]string{v.PeerNetNS, v.Peer}] = true
+		}
 	}
 	// Likewise a link of such a kind that this plan recreates, when another
 	// link of its kind is created too: its old self goes first, and the op
@@ -114,6 +121,11 @@ func (c *computer) links() {
 	}
 	var late []Op
 	for _, op := range c.linkDeletes {
+		if v := op.Link.Veth; v != nil && v.Remote != nil && remotePeers[[2]string{v.Remote.NetNS, v.Remote.Name}] {
+			early = append(early, op)
+			c.add(op)
+			continue
+		}
 		switch op.Link.Kind {
 		case model.KindVXLAN, model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard:
 			if created[op.Link.Kind] > 0 {

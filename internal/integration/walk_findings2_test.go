@@ -4,6 +4,7 @@ package integration
 // covered more of the schema (docs/walk-findings.md, from 31).
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -28,6 +29,25 @@ links:
 	e.apply(f)
 	if out := e.ip("route", "show", "table", "all"); strings.Contains(out, "172.16.4.0/24") {
 		t.Errorf("the local route the file dropped is still there:\n%s", out)
+	}
+	e.converged(f)
+}
+
+// 32. Renaming the local end of a veth pair whose peer is in another
+// namespace, the peer's name kept: the old pair goes first, since the peer
+// namespace holds the peer's name.
+func TestWalkFindingRenameVethWithRemotePeer(t *testing.T) {
+	e := newEnv(t)
+	peer := e.ns + "-p"
+	if out, err := exec.Command("ip", "netns", "add", peer).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", peer).Run() })
+	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  p9a: {kind: veth, veth: {peer: p9b, peer-netns: "+peer+"}}\n"))
+	f := e.file("b.yaml", "version: 1\nlinks:\n  p9c: {kind: veth, veth: {peer: p9b, peer-netns: "+peer+"}}\n")
+	e.apply(f)
+	if out := e.ip("-o", "link", "show"); strings.Contains(out, " p9a") || !strings.Contains(out, " p9c") {
+		t.Errorf("after the rename:\n%s", out)
 	}
 	e.converged(f)
 }
