@@ -344,6 +344,9 @@ func CompareFou(ns string, c *Config) ([]string, error) {
 	}
 	for _, f := range c.Fou {
 		s := fmt.Sprintf("port %d ipproto %d", f.Port, f.IPProto)
+		if f.GUE {
+			s = fmt.Sprintf("port %d gue", f.Port)
+		}
 		if f.Family == "ipv6" {
 			s += " -6"
 		}
