@@ -533,6 +533,10 @@ func compareRoutes(c *Config, k *Kernel, skip map[string]bool, bad func(string, 
 		got = append(got, routeText(r.Table, typ, dst, tos, r.Gateway, dev, r.Prefsrc, scope, r.Metric, onlink, mtu))
 	}
 	for _, r := range c.Routes {
+		if skip[r.Dev] {
+			// Through a link in conflict: the plan leaves it out.
+			continue
+		}
 		if skip["route "+r.To] {
 			// In conflict with a foreign route of the same key: the
 			// foreign check covers what the kernel holds there.
