@@ -307,6 +307,15 @@ func (r *runner) step(i int, c *Config) *Failure {
 				skip[n] = true
 			}
 		}
+		// A veth end left as it is keeps its peer: the kernel's peer
+		// of a skipped end (a pair the file renames) is left out too.
+		for n := range skip {
+			for _, k := range []*Kernel{before} {
+				if l := k.Links[n]; l != nil && l.kind() == "veth" && l.Link != "" {
+					skip[l.Link] = true
+				}
+			}
+		}
 		for _, t := range c.Tables {
 			if strings.Contains(errs, t.Family+" "+t.Name) {
 				skip[t.Family+" "+t.Name] = true
