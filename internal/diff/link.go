@@ -87,6 +87,7 @@ func (c *computer) links() {
 	}
 	creates, updates = c.recreateChildren(creates, updates)
 	c.staleLinks()
+	c.remotePeerHeld(creates)
 	var early []Op
 	// The kernel lets one link per namespace hold a vxlan's VNI and port, a
 	// tunnel's endpoints, a WireGuard device's listen port. A stale link of
@@ -661,4 +662,32 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// remotePeerHeld blocks the creates of veths whose peer, in another
+// namespace, would take a name that a pair this plan keeps holds there: a
+// stale end that cannot be deleted (a foreign link on it) keeps its peer,
+// and the create would meet EEXIST in the peer's namespace.
+func (c *computer) remotePeerHeld(creates []Op) {
+	deleting := map[string]bool{}
+	for _, op := range c.linkDeletes {
+		deleting[op.ID] = true
+	}
+	for _, op := range creates {
+		v := op.Link.Veth
+		if v == nil || v.PeerNetNS == "" {
+			continue
+		}
+		for _, n := range c.a.SortedLinkNames() {
+			h := c.a.Links[n]
+			if n == op.ID || deleting[n] || h.Veth == nil || h.Veth.Remote == nil {
+				continue
+			}
+			if h.Veth.Remote.NetNS == v.PeerNetNS && h.Veth.Remote.Name == v.Peer {
+				c.blockLink(op.ID)
+				c.conflict("link %s: its peer's name %s in namespace %s is held by the peer of link %s, which stays; delete %s first or choose another peer name", op.ID, v.Peer, v.PeerNetNS, n, n)
+				break
+			}
+		}
+	}
 }

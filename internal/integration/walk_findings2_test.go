@@ -51,3 +51,27 @@ func TestWalkFindingRenameVethWithRemotePeer(t *testing.T) {
 	}
 	e.converged(f)
 }
+
+// 35. A veth whose peer in another namespace would take a name that a kept
+// pair's peer holds there (the stale end cannot go: a foreign vxlan sits on
+// it) is a conflict, not a create that fails with file exists.
+func TestWalkFindingRemotePeerNameHeld(t *testing.T) {
+	e := newEnv(t)
+	peer := e.ns + "-p"
+	if out, err := exec.Command("ip", "netns", "add", peer).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", peer).Run() })
+	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  p9c: {kind: veth, veth: {peer: p9b, peer-netns: "+peer+"}}\n"))
+	e.ip("link", "add", "fc8", "type", "vxlan", "id", "4008", "dstport", "4789", "dev", "p9c")
+	f := e.file("b.yaml", "version: 1\nlinks:\n  p9a: {kind: veth, veth: {peer: p9b, peer-netns: "+peer+"}}\n")
+	for _, cmd := range []string{"diff", "apply"} {
+		r := e.cli(cmd, "-c", f)
+		if strings.Contains(r.Stderr, "file exists") || !strings.Contains(r.Stderr, "link p9a: its peer's name p9b") {
+			t.Errorf("%s: exit %d\n%s%s", cmd, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	if out := e.ip("-o", "link", "show"); strings.Contains(out, " p9a") || !strings.Contains(out, " p9c") || !strings.Contains(out, " fc8") {
+		t.Errorf("after the apply:\n%s", out)
+	}
+}
