@@ -48,7 +48,6 @@ func Compute(desired, actual *model.State) (*Plan, error) {
 	sort.SliceStable(c.deletes, func(i, j int) bool { return deleteRank[c.deletes[i].Kind] < deleteRank[c.deletes[j].Kind] })
 	c.plan.Ops = append(c.plan.Ops, c.deletes...)
 	c.plan.Ops = append(c.plan.Ops, c.linkDeletes...)
-	c.plan.LeftOut = c.blocked
 	if len(c.conflicts) > 0 {
 		return c.plan, c.conflicts
 	}

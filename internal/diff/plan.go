@@ -81,9 +81,6 @@ type Plan struct {
 	// creation), so apply checks them after the link ops and sets the MTU
 	// again where the kernel moved it.
 	PinMTU []*model.Link `json:"-"`
-	// LeftOut names the declared links the plan leaves out: in conflict,
-	// or needing a link in conflict.
-	LeftOut map[string]bool `json:"-"`
 }
 
 // Empty reports whether there is nothing to do.

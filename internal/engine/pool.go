@@ -45,15 +45,6 @@ type Pools struct {
 // A dry run (diff) reads the registry and writes nothing: an address not yet allocated is
 // reported in Pending, and the blocks an apply would give back are left out of the routes.
 func PreparePools(ctx context.Context, reg *ipam.Registry, desired *model.State, dryRun bool) (*Pools, error) {
-	return preparePools(ctx, reg, desired, dryRun, nil)
-}
-
-// preparePools is PreparePools that allocates nothing for the links in
-// leftOut (those a plan leaves out for a conflict): their addresses would
-// be left out too, and a dry run (diff) allocates nothing, so an apply that
-// did would list conflicts diff did not predict, and hold blocks for
-// nothing. An address such a link already holds is kept, as the link is.
-func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State, dryRun bool, leftOut map[string]bool) (*Pools, error) {
 	st := *desired
 	st.Addresses = slices.Clone(desired.Addresses)
 	st.Routes = slices.Clone(desired.Routes)
@@ -83,9 +74,6 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 		k := ownerKey{pa.Pool, model.PoolOwner(pa.Link)}
 		wanted[k] = true
 		a, ok := have[k]
-		if !ok && leftOut[pa.Link] {
-			continue
-		}
 		if !ok && dryRun {
 			out.Pending = append(out.Pending, diff.Op{Action: diff.Create, Kind: diff.KindAddress,
 				ID: fmt.Sprintf("(from pool %s) dev %s", pa.Pool, pa.Link), Reason: "allocated by apply"})
@@ -288,19 +276,7 @@ func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun b
 	if err := e.checkLostRegistries(reg, desired); err != nil {
 		return nil, nil, err
 	}
-	// An apply first plans as diff does, to learn which links are left
-	// out for a conflict: no address is allocated for them.
-	var leftOut map[string]bool
-	if !dryRun && len(desired.PoolAddresses) > 0 {
-		dry, err := PreparePools(ctx, reg, desired, true)
-		if err != nil {
-			return nil, nil, err
-		}
-		if plan, _ := e.PlanPools(dry); plan != nil {
-			leftOut = plan.LeftOut
-		}
-	}
-	pools, err := preparePools(ctx, reg, desired, dryRun, leftOut)
+	pools, err := PreparePools(ctx, reg, desired, dryRun)
 	if err != nil {
 		return nil, nil, err
 	}

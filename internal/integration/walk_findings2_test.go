@@ -75,31 +75,3 @@ func TestWalkFindingRemotePeerNameHeld(t *testing.T) {
 		t.Errorf("after the apply:\n%s", out)
 	}
 }
-
-// Finding 20: a pool address on a link left out for a conflict is not
-// allocated by apply, so apply reports the conflicts diff predicted (and
-// holds no block for it).
-func TestWalkFindingPoolAddressOnConflictedLink(t *testing.T) {
-	e := newEnv(t)
-	e.ip("link", "add", "fb0", "type", "bridge")
-	f := e.file("a.yaml", `version: 1
-pools: {pw: {subnets: ["10.99.0.0/24"], block-size-bits: 0, reuse-delay: 0s}}
-links:
-  lo: {kind: device, state: up}
-  fb0: {kind: bridge, addresses: [{pool: pw}]}
-`)
-	conflicts := func(s string) string {
-		if i := strings.Index(s, "conflict(s)"); i >= 0 {
-			return s[i:]
-		}
-		return s
-	}
-	d := e.cli("diff", "-c", f)
-	a := e.cli("apply", "-c", f)
-	if d.Code == 0 || a.Code == 0 || conflicts(d.Stderr) != conflicts(a.Stderr) {
-		t.Errorf("diff exit %d:\n%s\napply exit %d:\n%s", d.Code, d.Stderr, a.Code, a.Stderr)
-	}
-	if out := e.ip("route", "show", "table", "all"); strings.Contains(out, "table 119") {
-		t.Errorf("a block is exported for a link left out:\n%s", out)
-	}
-}
