@@ -534,7 +534,13 @@ func compareRoutes(c *Config, k *Kernel, skip map[string]bool, bad func(string, 
 	}
 	for _, r := range c.Routes {
 		if skip[r.Dev] {
-			// Through a link in conflict: the plan leaves it out.
+			// Through a link in conflict: the plan leaves it out, and
+			// what the kernel holds under its key stays as it was.
+			dst := r.To
+			if dst == "default" {
+				dst = "0.0.0.0/0"
+			}
+			got = dropRoute(got, netip.MustParsePrefix(dst).String())
 			continue
 		}
 		if skip["route "+r.To] {
