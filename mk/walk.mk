@@ -10,6 +10,7 @@
 #   make test-walk WALK_SEED=N     replay a walk (the seed is printed by every run); make test
 #                                  walks a fixed seed (internal/walk.TestSeed), make soak random
 #                                  ones (SOAK_SEED=0)
+#   make soak-host WALK_SHRINK_TRIALS=12   fewer shrinker replays per failure (default 150)
 #   make test-walk WALK_DEFECTS=foreign-children,nft-table-takeover   (or all)
 #                                  turn on known-defect switches (internal/walk/gen.go)
 #

@@ -140,10 +140,17 @@ func (c *computer) goesWithLink(link string, op Op) bool {
 }
 
 // routeGone reports whether the kernel removes route r during this plan
-// whatever the plan says: its link is recreated or loses its last IPv4
-// address.
+// whatever the plan says: its link is recreated, set down or loses its last
+// IPv4 address. An IPv4 local route survives its link going down: the
+// kernel gives its next hop scope nowhere (fib_create_info), and a link
+// going down flushes only next hops of another scope (fib_sync_down_dev
+// without force); losing the last address flushes them all.
 func (c *computer) routeGone(r *model.Route) bool {
-	return r.Dev != "" && (c.recreated[r.Dev] || c.downed[r.Dev] || (r.Dst.Addr().Is4() && c.flushed4[r.Dev]))
+	if r.Dev == "" {
+		return false
+	}
+	down := c.downed[r.Dev] && !(r.Dst.Addr().Is4() && r.Type == model.RouteLocal)
+	return c.recreated[r.Dev] || down || (r.Dst.Addr().Is4() && c.flushed4[r.Dev])
 }
 
 func (c *computer) add(op Op) { c.plan.Ops = append(c.plan.Ops, op) }

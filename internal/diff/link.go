@@ -88,6 +88,7 @@ func (c *computer) links() {
 	}
 	creates, updates = c.recreateChildren(creates, updates)
 	c.staleLinks()
+	c.remotePeerHeld(creates)
 	var early []Op
 	// The kernel lets one link per namespace hold a vxlan's VNI and port, a
 	// tunnel's endpoints, a WireGuard device's listen port. A stale link of
@@ -95,8 +96,15 @@ func (c *computer) links() {
 	// taking its place (a rename) can be made: created first, it would meet
 	// EEXIST or EADDRINUSE.
 	created := map[string]int{}
+	// A veth whose peer is in another namespace holds the peer's name
+	// there: a stale pair goes before the create of a pair with the same
+	// peer (the local end renamed), which would meet EEXIST there.
+	remotePeers := map[[2]string]bool{}
 	for _, op := range creates {
 		created[op.Link.Kind]++
+		if v := op.Link.Veth; v != nil && v.PeerNetNS != "" {
+			remotePeers[[2]string{v.PeerNetNS, v.Peer}] = true
+		}
 	}
 	// Likewise a link of such a kind that this plan recreates, when another
 	// link of its kind is created too: its old self goes first, and the op
@@ -115,6 +123,11 @@ func (c *computer) links() {
 	}
 	var late []Op
 	for _, op := range c.linkDeletes {
+		if v := op.Link.Veth; v != nil && v.Remote != nil && remotePeers[[2]string{v.Remote.NetNS, v.Remote.Name}] {
+			early = append(early, op)
+			c.add(op)
+			continue
+		}
 		switch op.Link.Kind {
 		case model.KindVXLAN, model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard:
 			if created[op.Link.Kind] > 0 {
@@ -663,4 +676,32 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// remotePeerHeld blocks the creates of veths whose peer, in another
+// namespace, would take a name that a pair this plan keeps holds there: a
+// stale end that cannot be deleted (a foreign link on it) keeps its peer,
+// and the create would meet EEXIST in the peer's namespace.
+func (c *computer) remotePeerHeld(creates []Op) {
+	deleting := map[string]bool{}
+	for _, op := range c.linkDeletes {
+		deleting[op.ID] = true
+	}
+	for _, op := range creates {
+		v := op.Link.Veth
+		if v == nil || v.PeerNetNS == "" {
+			continue
+		}
+		for _, n := range c.a.SortedLinkNames() {
+			h := c.a.Links[n]
+			if n == op.ID || deleting[n] || h.Veth == nil || h.Veth.Remote == nil {
+				continue
+			}
+			if h.Veth.Remote.NetNS == v.PeerNetNS && h.Veth.Remote.Name == v.Peer {
+				c.blockLink(op.ID)
+				c.conflict("link %s: its peer's name %s in namespace %s is held by the peer of link %s, which stays; delete %s first or choose another peer name", op.ID, v.Peer, v.PeerNetNS, n, n)
+				break
+			}
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -126,17 +127,45 @@ func foreign(k *kerneltest.Kernel) {
 	k.PutFou(model.FouPort{Port: 7777, IPProto: 4})
 	k.PutNftTable(model.NftTable{Family: "inet", Name: "fw", Chains: []model.NftChain{{Name: "c", Type: "filter", Hook: "input", Policy: "accept", Rules: []model.NftRule{{Text: "counter accept", Handle: 2}}}}})
 	k.PutNftTable(model.NftTable{Family: "ip6", Name: "nrw0", Sets: []model.NftSet{{Name: "fs", Type: model.NftIPv6}}})
+	// What the generator may declare with adopt: true (walk.AdoptLink,
+	// walk.AdoptTable): foreign until a configuration adopts it.
+	k.PutLink(&model.Link{Name: walk.AdoptLink, Kind: model.KindBridge, MTU: 1500, Up: true})
+	k.PutNftTable(model.NftTable{Family: "ip", Name: strings.Fields(walk.AdoptTable)[1], Sets: []model.NftSet{{Name: "fs", Type: model.NftIPv4}}})
+}
+
+// adoption records whether the walk adopted walk.AdoptLink and
+// walk.AdoptTable: from then on they are the walk's own, and left out of
+// the foreign objects compared (before and after alike).
+type adoption struct{ link, table bool }
+
+func (a *adoption) see(c *walk.Config) {
+	if l := c.Links[walk.AdoptLink]; l != nil && l.Adopt {
+		a.link = true
+	}
+	for _, t := range c.Tables {
+		if t.Adopt && t.Family+" "+t.Name == walk.AdoptTable {
+			a.table = true
+		}
+	}
 }
 
 // foreignLines are the lines of Dump that render foreign objects: those
 // naming f* links, routes and rules of other protocols, tables and ports
 // the walk never declares.
-func foreignLines(dump string, proto int) string {
+func foreignLines(dump string, proto int, adopted adoption) string {
 	var out []string
 	own := fmt.Sprintf(" proto %d", proto)
+	adoptTable := strings.Fields(walk.AdoptTable)
 	for _, l := range strings.Split(dump, "\n") {
 		f := strings.Fields(l)
 		if len(f) < 2 {
+			continue
+		}
+		if adopted.link && (f[0] == "link" && f[1] == walk.AdoptLink || f[0] == "address" && slices.Contains(f, walk.AdoptLink)) {
+			continue
+		}
+		isAdoptTable := f[0] == "nft" && len(f) > 3 && f[2] == adoptTable[0] && f[3] == adoptTable[1]
+		if adopted.table && isAdoptTable {
 			continue
 		}
 		switch f[0] {
@@ -157,7 +186,7 @@ func foreignLines(dump string, proto int) string {
 				out = append(out, l)
 			}
 		case "nft":
-			if len(f) > 3 && (f[3] == "fw" || f[2] == "ip6" && f[3] == "nrw0") {
+			if len(f) > 3 && (f[3] == "fw" || f[2] == "ip6" && f[3] == "nrw0") || isAdoptTable {
 				out = append(out, l)
 			}
 		}
@@ -233,7 +262,8 @@ func walkOnce(t *testing.T, seed int64, n int, st *stats) string {
 		return netip.AddrPort{}, fmt.Errorf("lookup %s: no resolver in the failure walk", hp)
 	}))
 	var c *walk.Config
-	var foreign0 string
+	var dump0 string
+	var adopted adoption
 	var log []string
 	for i := 0; i < n; i++ {
 		what := "initial configuration"
@@ -242,9 +272,10 @@ func walkOnce(t *testing.T, seed int64, n int, st *stats) string {
 		} else {
 			c, what = g.Next(c)
 		}
-		if foreign0 == "" {
-			foreign0 = foreignLines(k.Dump(), c.Protocol)
+		if dump0 == "" {
+			dump0 = k.Dump()
 		}
+		adopted.see(c)
 		yaml := c.YAML()
 		cfg, err := desired.Parse([]desired.Source{{Name: fmt.Sprintf("step-%d.yaml", i+1), Data: []byte(yaml)}})
 		if err != nil {
@@ -301,7 +332,7 @@ func walkOnce(t *testing.T, seed int64, n int, st *stats) string {
 			plan.Write(&b)
 			return report("converge", "the plan after a clean pass is not empty:\n"+b.String())
 		}
-		if got := foreignLines(k.Dump(), c.Protocol); got != foreign0 {
+		if got, foreign0 := foreignLines(k.Dump(), c.Protocol, adopted), foreignLines(dump0, c.Protocol, adopted); got != foreign0 {
 			return report("foreign", fmt.Sprintf("foreign objects changed:\n--- before\n%s\n--- after\n%s", foreign0, got))
 		}
 	}

@@ -1,10 +1,12 @@
 package kernel
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -50,7 +52,11 @@ func toFou(f *model.FouPort) netlink.Fou {
 // AddFou opens a FoU receive port.
 func (k *Netlink) AddFou(f *model.FouPort) error {
 	k.wrote()
-	if err := k.h.FouAdd(toFou(f)); err != nil {
+	add := func() error { return k.h.FouAdd(toFou(f)) }
+	if f.GUE {
+		add = func() error { return k.InNamespace(func() error { return addGUE(toFou(f)) }) }
+	}
+	if err := add(); err != nil {
 		if fouMissing(err) {
 			return fmt.Errorf("add %s: %w", f.Key(), ErrUnsupported)
 		}
@@ -66,4 +72,30 @@ func (k *Netlink) DeleteFou(f *model.FouPort) error {
 		return fmt.Errorf("delete %s: %w", f.Key(), err)
 	}
 	return nil
+}
+
+// addGUE opens a GUE port in the calling thread's namespace. The library's
+// FouAdd always sends FOU_ATTR_IPPROTO, 0 for GUE; kernels with "fou: don't
+// allow 0 for FOU_ATTR_IPPROTO" (6.9, backported to the stable series: the
+// guest's 6.1.192 has it) refuse that with ERANGE, so the request here
+// leaves the attribute out, as ip fou add ... gue does.
+func addGUE(f netlink.Fou) error {
+	fam, err := netlink.FouFamilyId()
+	if err != nil {
+		return err
+	}
+	req := nl.NewNetlinkRequest(fam, unix.NLM_F_ACK)
+	port := make([]byte, 2)
+	binary.BigEndian.PutUint16(port, uint16(f.Port))
+	raw := []byte{netlink.FOU_CMD_ADD, 1, 0, 0}
+	for _, a := range []*nl.RtAttr{
+		nl.NewRtAttr(netlink.FOU_ATTR_PORT, port),
+		nl.NewRtAttr(netlink.FOU_ATTR_TYPE, []byte{uint8(netlink.FOU_ENCAP_GUE)}),
+		nl.NewRtAttr(netlink.FOU_ATTR_AF, []byte{uint8(f.Family)}),
+	} {
+		raw = append(raw, a.Serialize()...)
+	}
+	req.AddRawData(raw)
+	_, err = req.Execute(unix.NETLINK_GENERIC, 0)
+	return err
 }

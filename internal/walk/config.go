@@ -39,8 +39,17 @@ type Link struct {
 	Master string
 	Alias  string
 	Addrs  []*Addr
+	// Adopt takes over a foreign link of the name (adopt: true).
+	Adopt bool
+	// Frag is the file that declares the link: 0 the main file, 1 and 2
+	// the drop-in fragments (conf.d/1.yaml, 2.yaml). Likewise for routes,
+	// rules, FoU ports, tables and pools.
+	Frag int
 
 	Peer string // veth
+	// PeerNS puts the veth's peer in that named namespace (peer-netns):
+	// the peer is then not declared.
+	PeerNS string
 
 	VXLAN *VXLAN
 	// Parent and Mode are an ipvlan's.
@@ -53,10 +62,12 @@ type Link struct {
 type VXLAN struct {
 	ID            int
 	Local, Remote string
-	Port          int // 0: default 4789
-	Dev           string
-	TTL           int
-	NoLearning    bool
+	// Group is a multicast group (instead of Remote); it needs Dev.
+	Group      string
+	Port       int // 0: default 4789
+	Dev        string
+	TTL        int
+	NoLearning bool
 }
 
 // Tunnel holds an ipip or ip6tnl link's attributes.
@@ -65,6 +76,13 @@ type Tunnel struct {
 	TTL           int
 	EncapDport    int // 0: no encap
 	EncapSport    int // 0: auto
+	// EncapType is fou or gue.
+	EncapType string
+	// Mode is ip6tnl's (ip6ip6, ipip6, any); "" the default.
+	Mode string
+	// External is a flow-based (collect_md) device: no endpoints, ttl or
+	// encap.
+	External bool
 }
 
 // WG is a WireGuard device.
@@ -74,6 +92,8 @@ type WG struct {
 	ListenPort int
 	Fwmark     int
 	Peers      []*WGPeer
+	// Rotation gives the endpoint rotation settings.
+	Rotation bool
 }
 
 // WGPeer is one peer of a WireGuard device.
@@ -81,12 +101,16 @@ type WGPeer struct {
 	PublicKey  string
 	AllowedIPs []string
 	Keepalive  int
-	Endpoint   string
+	// Endpoints are the candidates in order.
+	Endpoints []string
+	// PSKFile holds the preshared key PSK (base64).
+	PSKFile, PSK string
 }
 
 // Addr is one address entry of a link.
 type Addr struct {
 	CIDR          string // empty when Pool is set
+	Peer          string // point-to-point far end, with CIDR's prefix length
 	Scope         string // empty: global
 	NoPrefixRoute bool
 	Pool          string
@@ -100,6 +124,8 @@ type Route struct {
 	Scope                   string
 	Onlink                  bool
 	MTU                     int
+	TOS                     int
+	Frag                    int
 }
 
 // Rule is a declared rule (one family).
@@ -112,6 +138,7 @@ type Rule struct {
 	Not      bool
 	Action   string // lookup, blackhole, unreachable, prohibit
 	Table    string
+	Frag     int
 }
 
 // Fou is a FoU receive port.
@@ -119,6 +146,8 @@ type Fou struct {
 	Port    int
 	Family  string
 	IPProto int
+	GUE     bool
+	Frag    int
 }
 
 // Table is an nftables table.
@@ -126,6 +155,8 @@ type Table struct {
 	Family, Name string
 	Sets         []*Set
 	Chains       []*Chain
+	Adopt        bool
+	Frag         int
 }
 
 // Set is an nftables set.
@@ -133,12 +164,20 @@ type Set struct {
 	Name, Type string
 	Interval   bool
 	Elements   []string
+	// Timeout is "" (none), "flag" (flags: [timeout], elements that never
+	// expire) or a default element timeout ("1h").
+	Timeout string
+	// FromWG and FromPeers are elements-from: a WireGuard link of the
+	// file and up or all.
+	FromWG, FromPeers string
 }
 
 // Chain is an nftables chain; Hook empty is a regular chain.
 type Chain struct {
 	Name, Hook, Priority, Policy string
-	Rules                        []string
+	// Type is filter, nat or route ("" filter); Device a netdev chain's.
+	Type, Device string
+	Rules        []string
 }
 
 // Pool is an IPAM pool whose single address goes to one link.
@@ -147,6 +186,7 @@ type Pool struct {
 	Subnet string
 	Bits   int
 	Table  int
+	Frag   int
 }
 
 // Clone deep-copies c.
@@ -173,6 +213,7 @@ func (c *Config) Clone() *Config {
 			for _, p := range l.WG.Peers {
 				q := *p
 				q.AllowedIPs = append([]string(nil), p.AllowedIPs...)
+				q.Endpoints = append([]string(nil), p.Endpoints...)
 				w.Peers = append(w.Peers, &q)
 			}
 			m.WG = &w
@@ -192,7 +233,7 @@ func (c *Config) Clone() *Config {
 		n.Fou = append(n.Fou, &x)
 	}
 	for _, t := range c.Tables {
-		x := &Table{Family: t.Family, Name: t.Name}
+		x := &Table{Family: t.Family, Name: t.Name, Adopt: t.Adopt, Frag: t.Frag}
 		for _, s := range t.Sets {
 			y := *s
 			y.Elements = append([]string(nil), s.Elements...)
@@ -225,24 +266,45 @@ func (c *Config) LinkNames() []string {
 // q quotes a YAML scalar.
 func q(s string) string { return fmt.Sprintf("%q", s) }
 
-// YAML renders the configuration as a file netreconcile reads.
-func (c *Config) YAML() string {
+// Frags is the number of files a configuration is split over: the main
+// file and the drop-in fragments conf.d/1.yaml, conf.d/2.yaml.
+const Frags = 3
+
+// YAML renders the whole configuration as one file netreconcile reads.
+func (c *Config) YAML() string { return c.File(-1) }
+
+// File renders the part of the configuration that file frag declares (0 the
+// main file, 1 and 2 the fragments; -1 all of it in one file).
+func (c *Config) File(frag int) string {
+	in := func(f int) bool { return frag < 0 || f == frag }
 	var b strings.Builder
 	b.WriteString("version: 1\n")
-	if c.Protocol != 0 && c.Protocol != 245 {
+	if c.Protocol != 0 && c.Protocol != 245 && frag <= 0 {
 		fmt.Fprintf(&b, "settings: {protocol: %d}\n", c.Protocol)
 	}
-	if len(c.Pools) > 0 {
-		b.WriteString("pools:\n")
-		for _, p := range c.Pools {
+	head := func(h string) func() {
+		done := false
+		return func() {
+			if !done {
+				b.WriteString(h)
+				done = true
+			}
+		}
+	}
+	pools := head("pools:\n")
+	for _, p := range c.Pools {
+		if in(p.Frag) {
+			pools()
 			fmt.Fprintf(&b, "  %s: {subnets: [%s], block-size-bits: %d, export-table: %d, reuse-delay: 0s}\n", p.Name, q(p.Subnet), p.Bits, p.Table)
 		}
 	}
-	if len(c.Links) > 0 {
-		b.WriteString("links:\n")
-	}
+	links := head("links:\n")
 	for _, n := range c.LinkNames() {
 		l := c.Links[n]
+		if !in(l.Frag) {
+			continue
+		}
+		links()
 		var f []string
 		f = append(f, "kind: "+l.Kind)
 		if l.MTU != 0 {
@@ -259,8 +321,15 @@ func (c *Config) YAML() string {
 		if l.Alias != "" {
 			f = append(f, "alias: "+q(l.Alias))
 		}
+		if l.Adopt {
+			f = append(f, "adopt: true")
+		}
 		switch l.Kind {
 		case "veth":
+			if l.PeerNS != "" {
+				f = append(f, "veth: {peer: "+q(l.Peer)+", peer-netns: "+q(l.PeerNS)+"}")
+				break
+			}
 			f = append(f, "veth: {peer: "+q(l.Peer)+"}")
 		case "vxlan":
 			v := l.VXLAN
@@ -270,6 +339,9 @@ func (c *Config) YAML() string {
 			}
 			if v.Remote != "" {
 				g = append(g, "remote: "+q(v.Remote))
+			}
+			if v.Group != "" {
+				g = append(g, "group: "+q(v.Group))
 			}
 			if v.Port != 0 {
 				g = append(g, fmt.Sprintf("port: %d", v.Port))
@@ -289,6 +361,12 @@ func (c *Config) YAML() string {
 		case "ipip", "ip6tnl":
 			t := l.Tunnel
 			var g []string
+			if t.Mode != "" {
+				g = append(g, "mode: "+t.Mode)
+			}
+			if t.External {
+				g = append(g, "external: true")
+			}
 			if t.Local != "" {
 				g = append(g, "local: "+q(t.Local))
 			}
@@ -303,7 +381,11 @@ func (c *Config) YAML() string {
 				if t.EncapSport != 0 {
 					sport = fmt.Sprint(t.EncapSport)
 				}
-				g = append(g, fmt.Sprintf("encap: {type: fou, sport: %s, dport: %d}", sport, t.EncapDport))
+				typ := t.EncapType
+				if typ == "" {
+					typ = "fou"
+				}
+				g = append(g, fmt.Sprintf("encap: {type: %s, sport: %s, dport: %d}", typ, sport, t.EncapDport))
 			}
 			f = append(f, l.Kind+": {"+strings.Join(g, ", ")+"}")
 		case "wireguard":
@@ -315,6 +397,9 @@ func (c *Config) YAML() string {
 			if w.Fwmark != 0 {
 				g = append(g, fmt.Sprintf("fwmark: %#x", w.Fwmark))
 			}
+			if w.Rotation {
+				g = append(g, "rotation: {connect-timeout: 5s, down-after: 60s, interval: 10s}")
+			}
 			var ps []string
 			for _, p := range w.Peers {
 				h := []string{"public-key: " + q(p.PublicKey)}
@@ -324,8 +409,11 @@ func (c *Config) YAML() string {
 				if p.Keepalive != 0 {
 					h = append(h, fmt.Sprintf("persistent-keepalive: %ds", p.Keepalive))
 				}
-				if p.Endpoint != "" {
-					h = append(h, "endpoints: ["+q(p.Endpoint)+"]")
+				if len(p.Endpoints) > 0 {
+					h = append(h, "endpoints: ["+quoteAll(p.Endpoints)+"]")
+				}
+				if p.PSKFile != "" {
+					h = append(h, "preshared-key-file: "+q(p.PSKFile))
 				}
 				ps = append(ps, "{"+strings.Join(h, ", ")+"}")
 			}
@@ -343,37 +431,60 @@ func (c *Config) YAML() string {
 		}
 		fmt.Fprintf(&b, "  %s: {%s}\n", q(n), strings.Join(f, ", "))
 	}
-	if len(c.Routes) > 0 {
-		b.WriteString("routes:\n")
-		for _, r := range c.Routes {
+	routes := head("routes:\n")
+	for _, r := range c.Routes {
+		if in(r.Frag) {
+			routes()
 			fmt.Fprintf(&b, "  - %s\n", r.yaml())
 		}
 	}
-	if len(c.Rules) > 0 {
-		b.WriteString("rules:\n")
-		for _, r := range c.Rules {
+	rules := head("rules:\n")
+	for _, r := range c.Rules {
+		if in(r.Frag) {
+			rules()
 			fmt.Fprintf(&b, "  - %s\n", r.yaml())
 		}
 	}
-	if len(c.Fou) > 0 {
-		b.WriteString("fou:\n")
-		for _, f := range c.Fou {
+	fou := head("fou:\n")
+	for _, f := range c.Fou {
+		if !in(f.Frag) {
+			continue
+		}
+		fou()
+		if f.GUE {
+			fmt.Fprintf(&b, "  - {port: %d, family: %s, gue: true}\n", f.Port, f.Family)
+		} else {
 			fmt.Fprintf(&b, "  - {port: %d, family: %s, ipproto: %d}\n", f.Port, f.Family, f.IPProto)
 		}
 	}
-	if len(c.Tables) > 0 {
-		b.WriteString("nftables:\n")
+	tables := head("nftables:\n")
+	{
 		for _, t := range c.Tables {
+			if !in(t.Frag) {
+				continue
+			}
+			tables()
 			fmt.Fprintf(&b, "  %s:\n", q(t.Family+" "+t.Name))
+			if t.Adopt {
+				b.WriteString("    adopt: true\n")
+			}
 			if len(t.Sets) > 0 {
 				b.WriteString("    sets:\n")
 				for _, s := range t.Sets {
 					var g []string
 					g = append(g, "type: "+s.Type)
-					if s.Interval {
+					switch {
+					case s.Interval:
 						g = append(g, "flags: [interval]")
+					case s.Timeout == "flag":
+						g = append(g, "flags: [timeout]")
+					case s.Timeout != "":
+						g = append(g, "timeout: "+s.Timeout)
 					}
 					g = append(g, "elements: ["+quoteAll(s.Elements)+"]")
+					if s.FromWG != "" {
+						g = append(g, "elements-from: {wireguard: "+q(s.FromWG)+", peers: "+s.FromPeers+"}")
+					}
 					fmt.Fprintf(&b, "      %s: {%s}\n", s.Name, strings.Join(g, ", "))
 				}
 			}
@@ -382,7 +493,10 @@ func (c *Config) YAML() string {
 				for _, ch := range t.Chains {
 					var g []string
 					if ch.Hook != "" {
-						g = append(g, "type: filter", "hook: "+ch.Hook, "priority: "+q(ch.Priority), "policy: "+ch.Policy)
+						g = append(g, "type: "+ch.chainType(), "hook: "+ch.Hook, "priority: "+q(ch.Priority), "policy: "+ch.Policy)
+						if ch.Device != "" {
+							g = append(g, "device: "+q(ch.Device))
+						}
 					}
 					g = append(g, "rules: ["+quoteAll(ch.Rules)+"]")
 					fmt.Fprintf(&b, "      %s: {%s}\n", ch.Name, strings.Join(g, ", "))
@@ -401,14 +515,25 @@ func quoteAll(ss []string) string {
 	return strings.Join(qs, ", ")
 }
 
+// chainType is the chain's type as nft lists it.
+func (ch *Chain) chainType() string {
+	if ch.Type == "" {
+		return "filter"
+	}
+	return ch.Type
+}
+
 func (a *Addr) yaml() string {
 	if a.Pool != "" {
 		return "{pool: " + a.Pool + "}"
 	}
-	if a.Scope == "" && !a.NoPrefixRoute {
+	if a.Scope == "" && !a.NoPrefixRoute && a.Peer == "" {
 		return q(a.CIDR)
 	}
 	g := []string{"address: " + q(a.CIDR)}
+	if a.Peer != "" {
+		g = append(g, "peer: "+q(a.Peer))
+	}
 	if a.Scope != "" {
 		g = append(g, "scope: "+a.Scope)
 	}
@@ -446,6 +571,9 @@ func (r *Route) yaml() string {
 	}
 	if r.MTU != 0 {
 		g = append(g, fmt.Sprintf("mtu: %d", r.MTU))
+	}
+	if r.TOS != 0 {
+		g = append(g, fmt.Sprintf("tos: %d", r.TOS))
 	}
 	return "{" + strings.Join(g, ", ") + "}"
 }

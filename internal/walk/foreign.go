@@ -27,6 +27,9 @@ func ForeignPlan(r *rand.Rand, d Defects) []string {
 		"ip link set fv0b up",
 		"ip link add fx0 type vxlan id 999 remote 192.0.2.99 dstport 4789 dev fv0b",
 		"ip addr add 10.251.0.1/32 dev lo",
+		// Foreign objects the file may adopt (AdoptLink, AdoptTable).
+		"ip link add fa0 type bridge; ip link set fa0 up; ip addr add 10.252.0.1/24 dev fa0",
+		"nft add table ip nrwa; nft add chain ip nrwa theirs; nft add set ip nrwa fs '{ type ipv4_addr; }'",
 	}
 	opt := []string{
 		"ip route add blackhole 192.168.7.0/24 proto static",
@@ -84,11 +87,11 @@ func shell(ns, cmd string) error {
 // ours and the kernel's (and the kernel's on foreign links), nftables tables
 // other than the walk's, with their handles. It also returns the addresses
 // on lo.
-func dumpForeign(k *Kernel, proto int, foreignTables map[string]bool) (string, []string) {
+func dumpForeign(k *Kernel, proto int, foreignTables, adopted map[string]bool) (string, []string) {
 	var lines []string
 	for _, l := range k.Raw.Links {
 		name := fmt.Sprint(l["ifname"])
-		if !strings.HasPrefix(name, "f") {
+		if !strings.HasPrefix(name, "f") || adopted[name] {
 			continue
 		}
 		m := map[string]any{}
@@ -113,7 +116,7 @@ func dumpForeign(k *Kernel, proto int, foreignTables map[string]bool) (string, [
 			switch {
 			case a.Name == "lo":
 				lo = append(lo, s)
-			case strings.HasPrefix(a.Name, "f"):
+			case strings.HasPrefix(a.Name, "f") && !adopted[a.Name]:
 				lines = append(lines, "address "+a.Name+" "+s)
 			}
 		}
@@ -122,7 +125,7 @@ func dumpForeign(k *Kernel, proto int, foreignTables map[string]bool) (string, [
 	for _, rs := range [][]map[string]any{k.Raw.Routes4, k.Raw.Routes6} {
 		for _, r := range rs {
 			p, dev := fmt.Sprint(r["protocol"]), fmt.Sprint(r["dev"])
-			if p == own || (p == "kernel" && !strings.HasPrefix(dev, "f")) || p == "245" {
+			if p == own || (p == "kernel" && !strings.HasPrefix(dev, "f")) || p == "245" || (p == "kernel" && adopted[dev]) {
 				continue
 			}
 			if p == "kernel" && strings.HasPrefix(fmt.Sprint(r["dst"]), "fe80") {

@@ -222,7 +222,20 @@ type Gen struct {
 	// ForeignLinks are the names the foreign generator used (for
 	// ConflictDependents).
 	ForeignLinks []string
+	// PeerNS is the named namespace that takes the peers of veth pairs
+	// with peer-netns (the runner makes it).
+	PeerNS string
+	// PSKs are preshared key files and their keys.
+	PSKs [][2]string
 }
+
+// AdoptLink and AdoptTable are foreign objects (ForeignPlan makes them)
+// that the file may declare with adopt: true; once adopted they are the
+// walk's own.
+const (
+	AdoptLink  = "fa0"
+	AdoptTable = "ip nrwa"
+)
 
 // slots are the names each kind may take; a rename moves a link to another
 // free slot of its kind.
@@ -336,6 +349,24 @@ func (g *Gen) freeSlot(c *Config, kind string) string {
 }
 
 func (g *Gen) addLink(c *Config) string {
+	if g.PeerNS != "" && g.chance(0.12) {
+		// A pair whose peer lives in another namespace: only this end
+		// is declared.
+		name := g.pick([]string{"p9a", "p9c"})
+		if c.Links["p9a"] != nil || c.Links["p9c"] != nil {
+			return "noop"
+		}
+		l := g.newLink(c, name, "veth")
+		l.Peer, l.PeerNS = g.pick([]string{"p9b", "p9d"}), g.PeerNS
+		c.Links[name] = l
+		return "add veth " + name + " with its peer in " + g.PeerNS
+	}
+	if c.Links[AdoptLink] == nil && g.chance(0.06) {
+		l := g.newLink(c, AdoptLink, "bridge")
+		l.Adopt = true
+		c.Links[AdoptLink] = l
+		return "adopt " + AdoptLink
+	}
 	kind := g.pick(g.Caps.Kinds())
 	if kind == "veth" {
 		for _, i := range g.R.Perm(vethPairs) {
@@ -375,19 +406,15 @@ func (g *Gen) addLink(c *Config) string {
 }
 
 func (g *Gen) newLink(c *Config, name, kind string) *Link {
-	l := &Link{Name: name, Kind: kind}
+	l := &Link{Name: name, Kind: kind, Frag: g.frag()}
 	switch kind {
 	case "vxlan":
 		l.VXLAN = g.newVXLAN(c)
 	case "ipvlan":
 		l.Mode = g.pick([]string{"l2", "l3", "l3s"})
 		l.Parent = g.pickLink(c, func(m *Link) bool { return m.Kind == "dummy" })
-	case "ipip":
-		l.Tunnel = &Tunnel{Local: fmt.Sprintf("192.0.2.%d", 1+g.R.Intn(9)), Remote: fmt.Sprintf("198.51.100.%d", 1+g.R.Intn(9))}
-		g.tunnelExtras(l.Tunnel)
-	case "ip6tnl":
-		l.Tunnel = &Tunnel{Local: fmt.Sprintf("2001:db8:ff::%d", 1+g.R.Intn(9)), Remote: fmt.Sprintf("2001:db8:fe::%d", 1+g.R.Intn(9))}
-		g.tunnelExtras(l.Tunnel)
+	case "ipip", "ip6tnl":
+		l.Tunnel = g.newTunnel(kind)
 	case "wireguard":
 		k := g.Keys[name]
 		l.WG = &WG{KeyFile: k[0], PublicKey: k[1]}
@@ -400,14 +427,41 @@ func (g *Gen) newLink(c *Config, name, kind string) *Link {
 	return l
 }
 
+func (g *Gen) newTunnel(kind string) *Tunnel {
+	t := &Tunnel{Local: fmt.Sprintf("192.0.2.%d", 1+g.R.Intn(9)), Remote: fmt.Sprintf("198.51.100.%d", 1+g.R.Intn(9))}
+	if kind == "ip6tnl" {
+		t = &Tunnel{Local: fmt.Sprintf("2001:db8:ff::%d", 1+g.R.Intn(9)), Remote: fmt.Sprintf("2001:db8:fe::%d", 1+g.R.Intn(9))}
+		t.Mode = g.pick([]string{"", "ip6ip6", "ipip6", "any"})
+	}
+	if g.chance(0.1) {
+		// Flow-based: no endpoints, ttl or encap.
+		return &Tunnel{Mode: t.Mode, External: true}
+	}
+	g.tunnelExtras(t)
+	return t
+}
+
 func (g *Gen) tunnelExtras(t *Tunnel) {
+	if t.External {
+		return
+	}
 	t.TTL = pickInt(g, []int{0, 64, 225})
+	t.EncapDport, t.EncapSport, t.EncapType = 0, 0, ""
 	if g.chance(0.4) {
 		t.EncapDport = pickInt(g, []int{5555, 5556})
+		t.EncapType = g.pick([]string{"fou", "fou", "gue"})
 		if g.chance(0.5) {
 			t.EncapSport = pickInt(g, []int{6000, 6001})
 		}
 	}
+}
+
+// frag picks the file that declares a new object: mostly the main file.
+func (g *Gen) frag() int {
+	if g.chance(0.6) {
+		return 0
+	}
+	return 1 + g.R.Intn(Frags-1)
 }
 
 func (g *Gen) newVXLAN(c *Config) *VXLAN {
@@ -419,6 +473,15 @@ func (g *Gen) newVXLAN(c *Config) *VXLAN {
 	}
 	if g.chance(0.3) {
 		v.Local = ""
+	}
+	if v.Dev != "" && g.chance(0.3) {
+		// A multicast group instead of a remote.
+		if strings.Contains(v.Remote, ":") {
+			v.Group = fmt.Sprintf("ff05::%d", 100+g.R.Intn(3))
+		} else {
+			v.Group = fmt.Sprintf("239.1.1.%d", 1+g.R.Intn(3))
+		}
+		v.Remote = ""
 	}
 	v.Port = pickInt(g, []int{0, 0, 8472, 4790})
 	v.NoLearning = g.chance(0.2)
@@ -474,6 +537,21 @@ func (g *Gen) changeLinkAttr(c *Config, l *Link) {
 func (g *Gen) addAddr(l *Link) {
 	idx := linkIndex(l.Name)
 	a := &Addr{}
+	if g.chance(0.12) {
+		// Point to point: the kernel keeps the peer's prefix length,
+		// which the address must share.
+		switch g.R.Intn(3) {
+		case 0:
+			a.CIDR, a.Peer = fmt.Sprintf("10.%d.9.%d/32", idx, 1+g.R.Intn(2)), fmt.Sprintf("10.%d.9.%d/32", idx, 10+g.R.Intn(2))
+		case 1:
+			a.CIDR, a.Peer = fmt.Sprintf("10.%d.9.%d/24", idx, 1+g.R.Intn(2)), fmt.Sprintf("10.%d.8.0/24", idx)
+		default:
+			a.CIDR, a.Peer = fmt.Sprintf("fd00:%x:9::%x/128", idx, 1+g.R.Intn(2)), fmt.Sprintf("fd00:%x:9::%x/128", idx, 10+g.R.Intn(2))
+		}
+		a.NoPrefixRoute = g.chance(0.15)
+		l.Addrs = append(l.Addrs, a)
+		return
+	}
 	if g.chance(0.6) {
 		a.CIDR = fmt.Sprintf("10.%d.%d.%d/24", idx, g.R.Intn(2), 1+g.R.Intn(4))
 		a.Scope = g.pick([]string{"", "", "", "link", "host"})
@@ -506,14 +584,22 @@ func (g *Gen) renameLink(c *Config) string {
 	}
 	l := c.Links[n]
 	var to string
-	if l.Kind == "veth" {
+	if l.Adopt {
+		return "noop"
+	}
+	switch {
+	case l.PeerNS != "":
+		// Between the end names: validation refuses a veth named like its
+		// peer, though the peer is in another namespace.
+		to = map[string]string{"p9a": "p9c", "p9c": "p9a"}[n]
+	case l.Kind == "veth":
 		pair := n[:len(n)-1]
 		for _, s := range []string{"a", "b", "c"} {
 			if c.Links[pair+s] == nil {
 				to = pair + s
 			}
 		}
-	} else {
+	default:
 		to = g.freeSlot(c, l.Kind)
 	}
 	if to == "" {
@@ -548,6 +634,13 @@ func (g *Gen) renameLink(c *Config) string {
 			r.Dev = to
 		}
 	}
+	for _, t := range c.Tables {
+		for _, s := range t.Sets {
+			if s.FromWG == n {
+				s.FromWG = to
+			}
+		}
+	}
 	return "rename " + n + " to " + to
 }
 
@@ -568,7 +661,11 @@ func (g *Gen) changeLink(c *Config) string {
 			l.VXLAN = g.newVXLAN(c)
 			return "change vxlan " + n
 		case l.Tunnel != nil:
-			g.tunnelExtras(l.Tunnel)
+			if g.chance(0.3) {
+				l.Tunnel = g.newTunnel(l.Kind)
+			} else {
+				g.tunnelExtras(l.Tunnel)
+			}
 			return "change tunnel " + n
 		case l.WG != nil:
 			g.changeWG(l.WG)
@@ -607,10 +704,20 @@ func (g *Gen) changeWG(w *WG) {
 		}
 		p.Keepalive = pickInt(g, []int{0, 25})
 		if g.chance(0.5) {
-			p.Endpoint = fmt.Sprintf("192.0.2.%d:51820", 10+i)
+			// Candidates in order; apply sets the first (the device
+			// has no handshake to judge another by).
+			cands := []string{fmt.Sprintf("192.0.2.%d:51820", 10+i), fmt.Sprintf("[2001:db8:24::%d]:51820", 10+i), fmt.Sprintf("192.0.2.%d:51821", 20+i)}
+			for _, j := range g.R.Perm(len(cands))[:1+g.R.Intn(len(cands))] {
+				p.Endpoints = append(p.Endpoints, cands[j])
+			}
+		}
+		if len(g.PSKs) > 0 && g.chance(0.4) {
+			k := g.PSKs[g.R.Intn(len(g.PSKs))]
+			p.PSKFile, p.PSK = k[0], k[1]
 		}
 		w.Peers = append(w.Peers, p)
 	}
+	w.Rotation = g.chance(0.3)
 }
 
 func (g *Gen) changeAddrs(c *Config) string {
@@ -652,10 +759,19 @@ func (g *Gen) changeRoutes(c *Config) string {
 	}
 	if len(c.Routes) > 0 && g.chance(0.4) {
 		r := c.Routes[g.R.Intn(len(c.Routes))]
-		switch g.R.Intn(4) {
+		switch g.R.Intn(6) {
 		case 0:
 			r.Table = g.pick(routeTables)
 			return "move a route to table " + r.Table
+		case 4:
+			r.TOS = g.tos(r.To)
+			return "change the tos of a route"
+		case 5:
+			if len(c.Routes) > 1 {
+				r.Frag = g.frag()
+				return "move a route to file " + fmt.Sprint(r.Frag)
+			}
+			fallthrough
 		case 1:
 			r.Metric = g.metric()
 		case 2:
@@ -679,8 +795,19 @@ func (g *Gen) changeRoutes(c *Config) string {
 		r.To = fmt.Sprintf("172.16.%d.0/24", g.R.Intn(6))
 	}
 	g.routeTarget(c, r)
+	r.TOS = g.tos(r.To)
+	r.Frag = g.frag()
 	c.Routes = append(c.Routes, r)
 	return "add a route"
+}
+
+// tos picks a route's tos: IPv4 only, a multiple of 4 (no ECN bits).
+func (g *Gen) tos(to string) int {
+	if strings.Contains(to, ":") || !g.chance(0.15) {
+		return 0
+	}
+	// Values iproute2 prints as numbers (not as rt_dsfield names: EF is 184).
+	return pickInt(g, []int{4, 8, 16})
 }
 
 func (g *Gen) metric() int {
@@ -705,9 +832,13 @@ func (g *Gen) routeTarget(c *Config, r *Route) {
 		return
 	}
 	l := c.Links[r.Dev]
+	if g.chance(0.1) {
+		r.Type = "local"
+		return
+	}
 	if g.chance(0.5) {
 		for _, a := range l.Addrs {
-			if a.Pool != "" || a.NoPrefixRoute || a.Scope != "" || strings.Contains(a.CIDR, ":") != v6 {
+			if a.Pool != "" || a.Peer != "" || a.NoPrefixRoute || a.Scope != "" || strings.Contains(a.CIDR, ":") != v6 {
 				continue
 			}
 			p := netip.MustParsePrefix(a.CIDR).Masked()
@@ -760,6 +891,7 @@ func (g *Gen) changeRules(c *Config) string {
 	if r.From == "" && r.To == "" && r.Fwmark == "" && r.IIF == "" && r.OIF == "" && !g.Defects.CatchAllRule {
 		r.Fwmark = "0x10"
 	}
+	r.Frag = g.frag()
 	r.Not = g.chance(0.1)
 	r.Action = g.pick([]string{"lookup", "lookup", "lookup", "blackhole", "unreachable", "prohibit"})
 	// "not" with a drop action matches nearly everything: catch-all too.
@@ -773,7 +905,7 @@ func (g *Gen) changeRules(c *Config) string {
 	return "add a rule"
 }
 
-var nftTables = [][2]string{{"inet", "nrw0"}, {"ip", "nrw1"}, {"ip6", "nrw2"}}
+var nftTables = [][2]string{{"inet", "nrw0"}, {"ip", "nrw1"}, {"ip6", "nrw2"}, {"bridge", "nrw3"}, {"arp", "nrw4"}, {"netdev", "nrw5"}}
 
 var setElements = map[string][]string{
 	"ipv4_addr":    {"10.0.0.0/8", "192.168.1.1", "11.250.0.5-11.250.0.9", "172.20.0.0/16"},
@@ -782,24 +914,102 @@ var setElements = map[string][]string{
 	"mark":         {"0x00000020", "0x00000040"},
 }
 
-var setTypes = map[string]string{"s4": "ipv4_addr", "s6": "ipv6_addr", "sp": "inet_service", "sm": "mark"}
+// setTypes are the walk's set names. sw is fed by a WireGuard link's peers
+// (elements-from).
+var setTypes = map[string]string{"s4": "ipv4_addr", "s6": "ipv6_addr", "sp": "inet_service", "sm": "mark", "sw": "ipv4_addr"}
 
-// ruleLines are nft rules that nft lists back as written (counters aside).
-func ruleLines(family string) []string {
+// l3 reports whether the family's rules may match IP headers.
+func l3(family string) bool { return family == "ip" || family == "ip6" || family == "inet" }
+
+// ruleLines are nft rules that nft lists back as written (counters aside),
+// for a chain of the family, type and hook.
+func ruleLines(family string, ch *Chain) []string {
 	r := []string{"accept", "drop", "counter accept", `iifname "p0*" accept`,
-		"meta mark & 0x00000060 == 0x00000020 accept", "tcp dport 22 accept", "udp dport 53 drop",
-		"ct state established,related accept", "meta mark set 0x00000010", "jump helper",
-		"tcp dport @sp accept"}
+		"meta mark & 0x00000060 == 0x00000020 accept", "meta mark 0x00000010 accept", "meta mark set 0x00000010",
+		"jump helper", "goto helper", "continue", `log prefix "walk" accept`, "log group 2",
+		"meta mark set meta mark & 0x0000ff00", "meta mark set meta mark | 0x00000010"}
+	if ch.Hook == "" {
+		r = append(r, "return")
+	}
+	if family != "netdev" && family != "arp" {
+		r = append(r, `oifname != "eth*" accept`)
+	}
+	if !l3(family) {
+		return r
+	}
+	r = append(r, "tcp dport 22 accept", "udp dport 53 drop", "ct state established,related accept",
+		"tcp dport @sp accept", "meta l4proto tcp accept", "meta l4proto != udp drop", "tcp sport 1000-2000 accept",
+		"udp dport != 53 accept", "tcp flags syn,ack accept", "tcp flags syn tcp option maxseg size set 1400", "log level audit")
 	if family != "ip6" {
-		r = append(r, "ip saddr 10.0.0.0/8 drop", "ip daddr @s4 accept")
+		r = append(r, "ip saddr 10.0.0.0/8 drop", "ip daddr @s4 accept", "ip saddr != 10.0.0.0/8 drop", "ip daddr @sw accept")
 	}
 	if family != "ip" {
 		r = append(r, "ip6 daddr fd00::/64 drop", "ip6 saddr @s6 accept")
 	}
+	if family == "inet" {
+		r = append(r, "meta nfproto ipv4 accept")
+	}
+	switch ch.Hook {
+	case "forward", "output", "postrouting":
+		r = append(r, "tcp flags syn tcp option maxseg size set rt mtu")
+	}
+	// nat chains: their own statements, in the words nft lists them with
+	// (an inet table names the family of the address).
+	ip := map[string]string{"ip": "", "inet": "ip ", "ip6": ""}[family]
+	addr := map[bool]string{false: "10.1.1.2", true: "fd00::2"}[family == "ip6"]
+	port := map[bool]string{false: "10.1.1.1:8080", true: "[fd00::1]:8080"}[family == "ip6"]
+	switch {
+	case ch.Type == "nat" && ch.Hook == "postrouting":
+		r = []string{"accept", "counter accept", `oifname "x*" masquerade`, "masquerade", "meta mark 0x00000010 accept",
+			"snat " + ip + "to " + addr, "tcp dport 80 snat " + ip + "to " + port, "jump helper"}
+	case ch.Type == "nat":
+		r = []string{"accept", "counter accept", "tcp dport 8080 dnat " + ip + "to " + port, "dnat " + ip + "to " + addr, "jump helper"}
+	}
 	return r
 }
 
+// chainSpecs are the chains the walk declares in a table of the family:
+// name, type, hook.
+func chainSpecs(family string) [][3]string {
+	switch family {
+	case "bridge":
+		return [][3]string{{"in", "filter", "input"}, {"out", "filter", "output"}, {"fwd", "filter", "forward"}, {"helper", "", ""}}
+	case "arp":
+		return [][3]string{{"in", "filter", "input"}, {"out", "filter", "output"}, {"helper", "", ""}}
+	case "netdev":
+		return [][3]string{{"ing", "filter", "ingress"}, {"helper", "", ""}}
+	}
+	return [][3]string{{"in", "filter", "input"}, {"out", "filter", "output"}, {"fwd", "filter", "forward"}, {"helper", "", ""},
+		{"nat", "nat", "postrouting"}, {"pre", "nat", "prerouting"}, {"rtc", "route", "output"}}
+}
+
+func (g *Gen) chainPriority(family string, ch *Chain) string {
+	switch {
+	case ch.Type == "nat" && ch.Hook == "postrouting":
+		return g.pick([]string{"srcnat", "srcnat + 10"})
+	case ch.Type == "nat":
+		return g.pick([]string{"dstnat", "dstnat - 5"})
+	case ch.Type == "route":
+		return g.pick([]string{"mangle", "filter"})
+	case !l3(family):
+		return g.pick([]string{"filter", "filter + 10"})
+	}
+	return g.pick([]string{"filter", "mangle", "raw", "filter + 10", "security"})
+}
+
 func (g *Gen) changeNft(c *Config) string {
+	if g.chance(0.05) {
+		// The foreign table, taken over whole.
+		f := strings.Fields(AdoptTable)
+		for i, x := range c.Tables {
+			if x.Family == f[0] && x.Name == f[1] {
+				c.Tables = append(c.Tables[:i], c.Tables[i+1:]...)
+				return "remove table " + AdoptTable
+			}
+		}
+		c.Tables = append(c.Tables, &Table{Family: f[0], Name: f[1], Adopt: true, Frag: g.frag()})
+		return "adopt table " + AdoptTable
+	}
 	if len(c.Tables) == 0 || g.chance(0.15) {
 		t := nftTables[g.R.Intn(len(nftTables))]
 		for i, x := range c.Tables {
@@ -808,18 +1018,23 @@ func (g *Gen) changeNft(c *Config) string {
 				return "remove table " + t[0] + " " + t[1]
 			}
 		}
-		c.Tables = append(c.Tables, &Table{Family: t[0], Name: t[1]})
+		c.Tables = append(c.Tables, &Table{Family: t[0], Name: t[1], Frag: g.frag()})
 		return "add table " + t[0] + " " + t[1]
 	}
 	t := c.Tables[g.R.Intn(len(c.Tables))]
-	switch g.R.Intn(4) {
+	switch g.R.Intn(5) {
+	case 4:
+		t.Frag = g.frag()
+		return "move table " + t.Family + " " + t.Name + " to file " + fmt.Sprint(t.Frag)
 	case 0:
-		names := []string{"s4", "sp", "sm"}
-		if t.Family != "ip" {
+		names := []string{"sp", "sm"}
+		switch t.Family {
+		case "ip":
+			names = append(names, "s4", "sw")
+		case "inet":
+			names = append(names, "s4", "s6", "sw")
+		case "ip6":
 			names = append(names, "s6")
-		}
-		if t.Family == "ip6" {
-			names = []string{"s6", "sp", "sm"}
 		}
 		n := g.pick(names)
 		for i, s := range t.Sets {
@@ -834,19 +1049,33 @@ func (g *Gen) changeNft(c *Config) string {
 					// set without flags [interval], as at its creation.
 					s.Elements = withoutIntervals(s.Elements)
 				}
+				if s.FromWG != "" {
+					s.FromPeers = g.pick([]string{"up", "all"})
+				}
 				return "change elements of set " + n
 			}
 		}
 		s := &Set{Name: n, Type: setTypes[n]}
 		s.Interval = (s.Type == "ipv4_addr" || s.Type == "ipv6_addr") && g.chance(0.7)
+		if n == "sw" {
+			// Fed by a WireGuard link's peers: an interval set.
+			s.Interval = true
+			s.FromWG = g.pickLink(c, func(l *Link) bool { return l.Kind == "wireguard" })
+			s.FromPeers = g.pick([]string{"up", "all", "all"})
+		}
 		s.Elements = g.elements(s.Type)
 		if !s.Interval {
 			s.Elements = withoutIntervals(s.Elements)
+			if g.chance(0.3) {
+				s.Timeout = g.pick([]string{"flag", "1h"})
+			}
 		}
 		t.Sets = append(t.Sets, s)
 		return "add set " + n
 	default:
-		n := g.pick([]string{"in", "out", "fwd", "helper"})
+		spec := chainSpecs(t.Family)
+		sp := spec[g.R.Intn(len(spec))]
+		n := sp[0]
 		for i, ch := range t.Chains {
 			if ch.Name == n {
 				switch g.R.Intn(3) {
@@ -855,40 +1084,41 @@ func (g *Gen) changeNft(c *Config) string {
 					return "remove chain " + n
 				case 1:
 					if ch.Hook != "" {
-						ch.Priority = g.pick([]string{"filter", "mangle", "raw", "filter + 10", "security"})
+						ch.Priority = g.chainPriority(t.Family, ch)
 						ch.Policy = g.pick([]string{"accept", "drop"})
+						if ch.Type == "nat" {
+							ch.Policy = "accept"
+						}
 						return "change chain " + n
 					}
 				}
-				ch.Rules = g.rules(t.Family, n)
+				ch.Rules = g.rules(t.Family, ch)
 				return "change rules of chain " + n
 			}
 		}
-		ch := &Chain{Name: n}
-		switch n {
-		case "in":
-			ch.Hook = "input"
-		case "out":
-			ch.Hook = "output"
-		case "fwd":
-			ch.Hook = "forward"
-		}
+		ch := &Chain{Name: n, Type: sp[1], Hook: sp[2]}
 		if ch.Hook != "" {
-			ch.Priority = g.pick([]string{"filter", "mangle", "raw", "filter + 10", "security"})
+			ch.Priority = g.chainPriority(t.Family, ch)
 			ch.Policy = g.pick([]string{"accept", "accept", "drop"})
+			if ch.Type == "nat" {
+				ch.Policy = "accept"
+			}
+			if t.Family == "netdev" {
+				ch.Device = "lo"
+			}
 		}
-		ch.Rules = g.rules(t.Family, n)
+		ch.Rules = g.rules(t.Family, ch)
 		t.Chains = append(t.Chains, ch)
 		return "add chain " + n
 	}
 }
 
-func (g *Gen) rules(family, chain string) []string {
+func (g *Gen) rules(family string, ch *Chain) []string {
 	var out []string
-	lines := ruleLines(family)
+	lines := ruleLines(family, ch)
 	for i := g.R.Intn(4); i > 0; i-- {
 		l := g.pick(lines)
-		if chain == "helper" && l == "jump helper" {
+		if ch.Name == "helper" && strings.HasSuffix(l, " helper") {
 			continue
 		}
 		out = append(out, l)
@@ -916,10 +1146,45 @@ func withoutIntervals(es []string) []string {
 	return out
 }
 
+// moveFrag moves an object to another file (the main file or a fragment).
+func (g *Gen) moveFrag(c *Config) string {
+	to := g.R.Intn(Frags)
+	switch g.R.Intn(4) {
+	case 0:
+		if n := g.pickLink(c, func(*Link) bool { return true }); n != "" {
+			c.Links[n].Frag = to
+			return fmt.Sprintf("move link %s to file %d", n, to)
+		}
+	case 1:
+		if len(c.Rules) > 0 {
+			c.Rules[g.R.Intn(len(c.Rules))].Frag = to
+			return fmt.Sprintf("move a rule to file %d", to)
+		}
+	case 2:
+		if len(c.Pools) > 0 {
+			c.Pools[g.R.Intn(len(c.Pools))].Frag = to
+			return fmt.Sprintf("move a pool to file %d", to)
+		}
+	default:
+		if len(c.Fou) > 0 {
+			c.Fou[g.R.Intn(len(c.Fou))].Frag = to
+			return fmt.Sprintf("move a fou port to file %d", to)
+		}
+	}
+	return "noop"
+}
+
+// pools are the walk's IPAM pools: one of each family, disjoint.
+var pools = map[string]string{"pw": "10.99.0.0/24", "pv": "fd99::/120"}
+
 func (g *Gen) changePoolsFou(c *Config) string {
+	if g.chance(0.2) {
+		return g.moveFrag(c)
+	}
 	if g.Caps.Fou && g.chance(0.5) {
-		f := &Fou{Port: pickInt(g, []int{5555, 5556, 5557}), Family: g.pick([]string{"ipv4", "ipv6"})}
+		f := &Fou{Port: pickInt(g, []int{5555, 5556, 5557}), Family: g.pick([]string{"ipv4", "ipv6"}), Frag: g.frag()}
 		f.IPProto = pickInt(g, []int{4, 41})
+		f.GUE = g.chance(0.25)
 		for i, x := range c.Fou {
 			if x.Port == f.Port && x.Family == f.Family {
 				c.Fou = append(c.Fou[:i], c.Fou[i+1:]...)
@@ -929,15 +1194,22 @@ func (g *Gen) changePoolsFou(c *Config) string {
 		c.Fou = append(c.Fou, f)
 		return "add a fou port"
 	}
-	if len(c.Pools) > 0 {
-		if g.chance(0.3) {
-			c.Pools = nil
-			return "remove the pool"
+	name := g.pick([]string{"pw", "pv"})
+	var pool *Pool
+	for i, p := range c.Pools {
+		if p.Name == name {
+			if g.chance(0.3) {
+				c.Pools = append(c.Pools[:i], c.Pools[i+1:]...)
+				return "remove pool " + name
+			}
+			pool = p
 		}
-	} else {
+	}
+	if pool == nil {
 		// A pool's block size cannot change while it holds blocks (apply
 		// refuses it, as documented): one shape per walk.
-		c.Pools = []*Pool{{Name: "pw", Subnet: "10.99.0.0/24", Bits: g.PoolBits, Table: g.PoolTable}}
+		c.Pools = append(c.Pools, &Pool{Name: name, Subnet: pools[name], Bits: g.PoolBits, Table: g.PoolTable, Frag: g.frag()})
+		sort.Slice(c.Pools, func(i, j int) bool { return c.Pools[i].Name < c.Pools[j].Name })
 	}
 	n := g.pickLink(c, func(l *Link) bool { return l.Kind != "device" })
 	if n == "" {
@@ -945,13 +1217,13 @@ func (g *Gen) changePoolsFou(c *Config) string {
 	}
 	l := c.Links[n]
 	for i, a := range l.Addrs {
-		if a.Pool != "" {
+		if a.Pool == name {
 			l.Addrs = append(l.Addrs[:i], l.Addrs[i+1:]...)
-			return "release the pool address of " + n
+			return "release the pool " + name + " address of " + n
 		}
 	}
-	l.Addrs = append(l.Addrs, &Addr{Pool: "pw"})
-	return "take a pool address for " + n
+	l.Addrs = append(l.Addrs, &Addr{Pool: name})
+	return "take a pool " + name + " address for " + n
 }
 
 func pickInt(g *Gen, s []int) int { return s[g.R.Intn(len(s))] }

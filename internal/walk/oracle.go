@@ -73,6 +73,7 @@ type kAddrLink struct {
 	Addrs []struct {
 		Family        string `json:"family"`
 		Local         string `json:"local"`
+		Peer          string `json:"address"`
 		Prefixlen     int    `json:"prefixlen"`
 		Scope         string `json:"scope"`
 		NoPrefixRoute bool   `json:"noprefixroute"`
@@ -89,6 +90,7 @@ type kRoute struct {
 	Scope    string           `json:"scope"`
 	Prefsrc  string           `json:"prefsrc"`
 	Metric   int              `json:"metric"`
+	TOS      string           `json:"tos"`
 	Flags    []string         `json:"flags"`
 	Metrics  []map[string]int `json:"metrics"`
 	v6       bool
@@ -278,14 +280,22 @@ func compareLink(l *Link, kl *kLink, bad func(string, ...any)) {
 	}
 	switch l.Kind {
 	case "veth":
+		if l.PeerNS != "" {
+			// The peer is in another namespace: its name is checked
+			// there (comparePeerNS).
+			break
+		}
 		if kl.Link != l.Peer {
 			bad("link %s: veth peer %q, want %q", n, kl.Link, l.Peer)
 		}
 	case "vxlan":
 		v := l.VXLAN
 		local, remote := kl.data("local"), kl.data("remote")
-		if strings.Contains(v.Remote, ":") {
+		if strings.Contains(v.Remote+v.Local+v.Group, ":") {
 			local, remote = kl.data("local6"), kl.data("remote6")
+		}
+		if v.Group != "" {
+			remote = "group " + kl.data("group") + kl.data("group6")
 		}
 		port := v.Port
 		if port == 0 {
@@ -293,8 +303,12 @@ func compareLink(l *Link, kl *kLink, bad func(string, ...any)) {
 		}
 		got := fmt.Sprintf("id %s local %s remote %s port %s dev %s ttl %s learning %s",
 			kl.data("id"), local, remote, kl.data("port"), kl.data("link"), kl.data("ttl"), kl.data("learning"))
+		wremote := v.Remote
+		if v.Group != "" {
+			wremote = "group " + v.Group
+		}
 		want := fmt.Sprintf("id %d local %s remote %s port %d dev %s ttl %d learning %v",
-			v.ID, v.Local, v.Remote, port, v.Dev, v.TTL, !v.NoLearning)
+			v.ID, v.Local, wremote, port, v.Dev, v.TTL, !v.NoLearning)
 		if got != want {
 			bad("link %s: vxlan %s, want %s", n, got, want)
 		}
@@ -309,8 +323,27 @@ func compareLink(l *Link, kl *kLink, bad func(string, ...any)) {
 		if ttl == "" || ttl == "inherit" {
 			ttl = "0"
 		}
-		got := fmt.Sprintf("local %s remote %s ttl %s", kl.data("local"), kl.data("remote"), ttl)
+		local, remote := kl.data("local"), kl.data("remote")
+		if local == "any" || local == "::" {
+			local = ""
+		}
+		if remote == "any" || remote == "::" {
+			remote = ""
+		}
+		got := fmt.Sprintf("local %s remote %s ttl %s", local, remote, ttl)
 		want := fmt.Sprintf("local %s remote %s ttl %d", t.Local, t.Remote, t.TTL)
+		if l.Kind == "ip6tnl" {
+			mode := t.Mode
+			if mode == "" {
+				mode = "ip6ip6"
+			}
+			got += " mode " + kl.data("proto")
+			want += " mode " + mode
+		}
+		if t.External {
+			got = fmt.Sprintf("external %v", kl.data("external"))
+			want = "external true"
+		}
 		if t.EncapDport != 0 {
 			enc := map[string]any{}
 			if kl.LinkInfo != nil {
@@ -333,7 +366,11 @@ func compareLink(l *Link, kl *kLink, bad func(string, ...any)) {
 			if t.EncapSport != 0 {
 				sport = strconv.Itoa(t.EncapSport)
 			}
-			want += fmt.Sprintf(" encap fou sport %s dport %d", sport, t.EncapDport)
+			typ := t.EncapType
+			if typ == "" {
+				typ = "fou"
+			}
+			want += fmt.Sprintf(" encap %s sport %s dport %d", typ, sport, t.EncapDport)
 		}
 		if got != want {
 			bad("link %s: tunnel %s, want %s", n, got, want)
@@ -348,14 +385,18 @@ func compareAddrs(c *Config, l *Link, ka *kAddrLink, bad func(string, ...any)) {
 			if a.Family == "inet6" && strings.HasPrefix(a.Local, "fe80:") {
 				continue
 			}
-			got[fmt.Sprintf("%s/%d", a.Local, a.Prefixlen)] = fmt.Sprintf("scope %s noprefixroute %v", a.Scope, a.NoPrefixRoute)
+			peer := ""
+			if a.Peer != "" {
+				peer = fmt.Sprintf(" peer %s/%d", a.Peer, a.Prefixlen)
+			}
+			got[fmt.Sprintf("%s/%d", a.Local, a.Prefixlen)] = fmt.Sprintf("scope %s noprefixroute %v%s", a.Scope, a.NoPrefixRoute, peer)
 		}
 	}
 	want := map[string]string{}
-	pool := false
+	var pools []string
 	for _, a := range l.Addrs {
 		if a.Pool != "" {
-			pool = true
+			pools = append(pools, a.Pool)
 			continue
 		}
 		p := netip.MustParsePrefix(a.CIDR)
@@ -363,10 +404,19 @@ func compareAddrs(c *Config, l *Link, ka *kAddrLink, bad func(string, ...any)) {
 		if scope == "" {
 			scope = "global"
 		}
-		want[p.String()] = fmt.Sprintf("scope %s noprefixroute %v", scope, a.NoPrefixRoute)
+		peer := ""
+		if a.Peer != "" {
+			peer = " peer " + netip.MustParsePrefix(a.Peer).String()
+		}
+		want[p.String()] = fmt.Sprintf("scope %s noprefixroute %v%s", scope, a.NoPrefixRoute, peer)
 	}
-	if pool {
-		subnet := netip.MustParsePrefix(c.Pools[0].Subnet)
+	for _, name := range pools {
+		var subnet netip.Prefix
+		for _, p := range c.Pools {
+			if p.Name == name {
+				subnet = netip.MustParsePrefix(p.Subnet)
+			}
+		}
 		n := 0
 		for a := range got {
 			if subnet.Contains(netip.MustParsePrefix(a).Addr()) {
@@ -395,8 +445,8 @@ func compareAddrs(c *Config, l *Link, ka *kAddrLink, bad func(string, ...any)) {
 	}
 }
 
-func routeText(table, typ, dst, via, dev, src, scope string, metric int, onlink bool, mtu int) string {
-	s := fmt.Sprintf("table %s %s %s", table, typ, dst)
+func routeText(table, typ, dst, tos, via, dev, src, scope string, metric int, onlink bool, mtu int) string {
+	s := fmt.Sprintf("table %s %s %s tos %s", table, typ, dst, tos)
 	if via != "" {
 		s += " via " + via
 	}
@@ -438,6 +488,10 @@ func compareRoutes(c *Config, k *Kernel, skip map[string]bool, bad func(string, 
 		if r.Protocol != proto || exportTables[r.Table] {
 			continue
 		}
+		if skip[r.Dev] {
+			// Through a link in conflict: left as it is with it.
+			continue
+		}
 		v6 := r.v6
 		dst := r.Dst
 		if dst != "default" && !strings.Contains(dst, "/") {
@@ -470,9 +524,25 @@ func compareRoutes(c *Config, k *Kernel, skip map[string]bool, bad func(string, 
 				onlink = true
 			}
 		}
-		got = append(got, routeText(r.Table, typ, dst, r.Gateway, dev, r.Prefsrc, scope, r.Metric, onlink, mtu))
+		tos := r.TOS
+		if tos == "" {
+			tos = "0"
+		} else if v, err := strconv.ParseUint(tos, 0, 8); err == nil {
+			tos = strconv.FormatUint(v, 10)
+		}
+		got = append(got, routeText(r.Table, typ, dst, tos, r.Gateway, dev, r.Prefsrc, scope, r.Metric, onlink, mtu))
 	}
 	for _, r := range c.Routes {
+		if skip[r.Dev] {
+			// Through a link in conflict: the plan leaves it out, and
+			// what the kernel holds under its key stays as it was.
+			dst := r.To
+			if dst == "default" {
+				dst = "0.0.0.0/0"
+			}
+			got = dropRoute(got, netip.MustParsePrefix(dst).String())
+			continue
+		}
 		if skip["route "+r.To] {
 			// In conflict with a foreign route of the same key: the
 			// foreign check covers what the kernel holds there.
@@ -507,7 +577,7 @@ func compareRoutes(c *Config, k *Kernel, skip map[string]bool, bad func(string, 
 		if v6 {
 			scope = ""
 		}
-		want = append(want, routeText(tableName(r.Table), typ, dst, r.Via, r.Dev, r.Src, scope, m, r.Onlink, r.MTU))
+		want = append(want, routeText(tableName(r.Table), typ, dst, strconv.Itoa(r.TOS), r.Via, r.Dev, r.Src, scope, m, r.Onlink, r.MTU))
 	}
 	diffSets("route", got, want, bad)
 }
@@ -590,4 +660,37 @@ func dropRoute(got []string, dst string) []string {
 		}
 	}
 	return out
+}
+
+// comparePeerNS checks the namespace of the veth peers declared with
+// peer-netns: it holds exactly the declared peers (and lo).
+func comparePeerNS(ns string, c *Config, skip map[string]bool) []string {
+	var diffs []string
+	if skip["p9a"] || skip["p9c"] {
+		// An end in conflict is left as it is, and its peer with it.
+		return nil
+	}
+	out, err := run("ip", "-n", ns, "-j", "-d", "link", "show")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var ls []*kLink
+	if err := json.Unmarshal([]byte(out), &ls); err != nil {
+		return []string{err.Error()}
+	}
+	var got, want []string
+	for _, l := range ls {
+		// Only the walk's names: a kernel module makes its fallback
+		// devices (tunl0, ip6tnl0) in every namespace.
+		if strings.HasPrefix(l.Name, "p9") {
+			got = append(got, l.Name+" "+l.kind())
+		}
+	}
+	for _, n := range c.LinkNames() {
+		if l := c.Links[n]; l.PeerNS == ns {
+			want = append(want, l.Peer+" veth")
+		}
+	}
+	diffSets("link in "+ns, got, want, func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) })
+	return diffs
 }

@@ -3,10 +3,13 @@ package walk
 import (
 	"encoding/json"
 	"fmt"
+	"math/big"
+	"net/netip"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 var (
@@ -64,12 +67,13 @@ func nftSets(out, family, table string) (map[string]string, error) {
 			continue
 		}
 		var s struct {
-			Family string            `json:"family"`
-			Table  string            `json:"table"`
-			Name   string            `json:"name"`
-			Type   string            `json:"type"`
-			Flags  []string          `json:"flags"`
-			Elem   []json.RawMessage `json:"elem"`
+			Family  string            `json:"family"`
+			Table   string            `json:"table"`
+			Name    string            `json:"name"`
+			Type    string            `json:"type"`
+			Flags   []string          `json:"flags"`
+			Timeout int               `json:"timeout"`
+			Elem    []json.RawMessage `json:"elem"`
 		}
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, fmt.Errorf("nft -j set: %w", err)
@@ -79,6 +83,16 @@ func nftSets(out, family, table string) (map[string]string, error) {
 		}
 		var es []string
 		for _, e := range s.Elem {
+			// An element with a timeout or an expiry is an object:
+			// {"elem": {"val": V, "expires": N}}.
+			var w struct {
+				Elem *struct {
+					Val json.RawMessage `json:"val"`
+				} `json:"elem"`
+			}
+			if json.Unmarshal(e, &w) == nil && w.Elem != nil {
+				e = w.Elem.Val
+			}
 			var x struct {
 				Prefix *struct {
 					Addr string `json:"addr"`
@@ -101,7 +115,17 @@ func nftSets(out, family, table string) (map[string]string, error) {
 				es = append(es, string(e))
 			}
 		}
-		sets[s.Name] = setText(s.Type, contains(s.Flags, "interval"), es)
+		timeout := ""
+		switch {
+		case s.Timeout != 0:
+			timeout = fmt.Sprintf(" timeout %ds", s.Timeout)
+		case contains(s.Flags, "timeout"):
+			timeout = " timeout flag"
+		}
+		sets[s.Name] = setText(s.Type, contains(s.Flags, "interval"), es) + timeout
+		if contains(s.Flags, "interval") {
+			sets[s.Name+" ranges"] = rangeText(es)
+		}
 	}
 	return sets, nil
 }
@@ -160,15 +184,43 @@ func CompareNft(c *Config, k *Kernel, skip, foreign map[string]bool) ([]string, 
 		}
 		for _, s := range t.Sets {
 			want := setText(s.Type, s.Interval, s.Elements)
-			if got, ok := gotSets[s.Name]; !ok {
+			switch s.Timeout {
+			case "":
+			case "flag":
+				want += " timeout flag"
+			default:
+				d, _ := time.ParseDuration(s.Timeout)
+				want += fmt.Sprintf(" timeout %ds", int(d.Seconds()))
+			}
+			got, ok := gotSets[s.Name]
+			if s.FromWG != "" {
+				// The union of the literal elements and the peers'
+				// IPv4 allowed IPs, overlaps merged: compared as the
+				// addresses covered.
+				es := append([]string(nil), s.Elements...)
+				if w := c.Links[s.FromWG]; w != nil && w.WG != nil && s.FromPeers == "all" {
+					for _, p := range w.WG.Peers {
+						for _, a := range p.AllowedIPs {
+							if !strings.Contains(a, ":") {
+								es = append(es, a)
+							}
+						}
+					}
+				}
+				want, got = rangeText(es), gotSets[s.Name+" ranges"]
+			}
+			if !ok {
 				bad("nftables %s: set %s missing", id, s.Name)
 			} else if got != want {
 				bad("nftables %s: set %s: %s, want %s", id, s.Name, got, want)
 			}
 			delete(gotSets, s.Name)
+			delete(gotSets, s.Name+" ranges")
 		}
 		for n := range gotSets {
-			bad("nftables %s: set %s not in the file", id, n)
+			if !strings.HasSuffix(n, " ranges") {
+				bad("nftables %s: set %s not in the file", id, n)
+			}
 		}
 		for _, ch := range t.Chains {
 			got := chains[ch.Name]
@@ -179,7 +231,11 @@ func CompareNft(c *Config, k *Kernel, skip, foreign map[string]bool) ([]string, 
 			delete(chains, ch.Name)
 			want := ""
 			if ch.Hook != "" {
-				want = fmt.Sprintf("type filter hook %s priority %s; policy %s;", ch.Hook, ch.Priority, ch.Policy)
+				dev := ""
+				if ch.Device != "" {
+					dev = fmt.Sprintf(" device %q", ch.Device)
+				}
+				want = fmt.Sprintf("type %s hook %s%s priority %s; policy %s;", ch.chainType(), ch.Hook, dev, ch.Priority, ch.Policy)
 			}
 			if got.Header != want {
 				bad("nftables %s: chain %s: %q, want %q", id, ch.Name, got.Header, want)
@@ -226,10 +282,12 @@ func CompareWG(ns string, c *Config) ([]string, error) {
 		// WireGuard cannot forget an endpoint (only removing the peer
 		// does): a peer the file gives no endpoint may keep its last one.
 		free := map[string]bool{}
+		cands := map[string][]string{}
 		for _, p := range l.WG.Peers {
-			if p.Endpoint == "" {
+			if len(p.Endpoints) == 0 {
 				free[p.PublicKey] = true
 			}
+			cands[p.PublicKey] = p.Endpoints
 		}
 		var gp, wp []string
 		for _, line := range lines[1:] {
@@ -239,7 +297,12 @@ func CompareWG(ns string, c *Config) ([]string, error) {
 			if free[p[0]] {
 				p[2] = "(none)"
 			}
-			gp = append(gp, fmt.Sprintf("%s endpoint %s allowed %s keepalive %s", p[0], p[2], strings.Join(ips, ","), p[7]))
+			// One of the candidates: apply keeps one the device has,
+			// else sets the first.
+			if cs := cands[p[0]]; len(cs) > 0 && contains(cs, p[2]) {
+				p[2] = "candidate"
+			}
+			gp = append(gp, fmt.Sprintf("%s endpoint %s allowed %s keepalive %s psk %s", p[0], p[2], strings.Join(ips, ","), p[7], p[1]))
 		}
 		for _, p := range l.WG.Peers {
 			ips := append([]string(nil), p.AllowedIPs...)
@@ -247,14 +310,17 @@ func CompareWG(ns string, c *Config) ([]string, error) {
 				ips = []string{"(none)"}
 			}
 			sort.Strings(ips)
-			ep, ka := "(none)", "off"
-			if p.Endpoint != "" {
-				ep = p.Endpoint
+			ep, ka, psk := "(none)", "off", "(none)"
+			if len(p.Endpoints) > 0 {
+				ep = "candidate"
 			}
 			if p.Keepalive != 0 {
 				ka = strconv.Itoa(p.Keepalive)
 			}
-			wp = append(wp, fmt.Sprintf("%s endpoint %s allowed %s keepalive %s", p.PublicKey, ep, strings.Join(ips, ","), ka))
+			if p.PSK != "" {
+				psk = p.PSK
+			}
+			wp = append(wp, fmt.Sprintf("%s endpoint %s allowed %s keepalive %s psk %s", p.PublicKey, ep, strings.Join(ips, ","), ka, psk))
 		}
 		diffSets("wireguard "+n+" peer", gp, wp, func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) })
 	}
@@ -278,6 +344,9 @@ func CompareFou(ns string, c *Config) ([]string, error) {
 	}
 	for _, f := range c.Fou {
 		s := fmt.Sprintf("port %d ipproto %d", f.Port, f.IPProto)
+		if f.GUE {
+			s = fmt.Sprintf("port %d gue", f.Port)
+		}
 		if f.Family == "ipv6" {
 			s += " -6"
 		}
@@ -286,4 +355,172 @@ func CompareFou(ns string, c *Config) ([]string, error) {
 	var diffs []string
 	diffSets("fou", got, want, func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) })
 	return diffs, nil
+}
+
+// nftHandles are the kernel's handles of the walk's nftables objects, from
+// `nft -a list ruleset`, keyed like the plan's op IDs: "FAMILY NAME" for a
+// table, "FAMILY NAME set S", "FAMILY NAME chain C", and for a rule
+// "FAMILY NAME chain C rule handle H" (its value is the rule's text).
+type nftHandles map[string]string
+
+var handleNumRE = regexp.MustCompile(`# handle (\d+)$`)
+
+func parseNftHandles(out string) nftHandles {
+	h := nftHandles{}
+	var table, chain string
+	inSet := false
+	for _, line := range strings.Split(out, "\n") {
+		s := strings.TrimSpace(line)
+		m := handleNumRE.FindStringSubmatch(s)
+		body := strings.TrimSpace(handleRE.ReplaceAllString(s, ""))
+		switch {
+		case strings.HasPrefix(body, "table ") && strings.HasSuffix(body, "{"):
+			f := strings.Fields(body)
+			table, chain = f[1]+" "+f[2], ""
+			if m != nil {
+				h[table] = m[1]
+			}
+		case inSet:
+			inSet = s != "}"
+		case table != "" && (strings.HasPrefix(body, "set ") || strings.HasPrefix(body, "map ")) && strings.HasSuffix(body, "{"):
+			inSet = true
+			if m != nil {
+				h[table+" set "+strings.Fields(body)[1]] = m[1]
+			}
+		case table != "" && strings.HasPrefix(body, "chain ") && strings.HasSuffix(body, "{"):
+			chain = strings.Fields(body)[1]
+			if m != nil {
+				h[table+" chain "+chain] = m[1]
+			}
+		case chain != "" && m != nil:
+			h[table+" chain "+chain+" rule handle "+m[1]] = counterRE.ReplaceAllString(body, "")
+		case s == "}" && chain != "":
+			chain = ""
+		case s == "}":
+			table = ""
+		}
+	}
+	return h
+}
+
+// CompareNftHandles checks that the walk's nftables objects the plan left
+// in place kept their kernel handles: a declared table that the plan did
+// not create, replace or delete keeps its handle, and so do its sets and
+// chains that the plan did not create or delete, and its rules that the
+// plan did not delete (a rule the plan replaces in place keeps its handle
+// too; its text may change). Rules the plan did not touch keep their text.
+func CompareNftHandles(c *Config, before, after *Kernel, ops []planOp, skip, foreign map[string]bool) []string {
+	var diffs []string
+	bh, ah := parseNftHandles(before.NftText), parseNftHandles(after.NftText)
+	touched := map[string]string{}
+	replaced := map[string]bool{}
+	for _, op := range ops {
+		if !strings.HasPrefix(op.Kind, "nft ") {
+			continue
+		}
+		touched[op.ID] = op.Action
+		for _, ch := range op.Changes {
+			if strings.HasPrefix(ch.Field, "handle ") && op.Action == "update" {
+				// "FAMILY NAME chain C rule N" replaces handle H.
+				if i := strings.Index(op.ID, " rule "); i >= 0 {
+					replaced[op.ID[:i]+" rule "+ch.Field] = true
+				}
+			}
+		}
+	}
+	for _, t := range c.Tables {
+		id := t.Family + " " + t.Name
+		if skip[id] || foreign[id] || bh[id] == "" {
+			continue
+		}
+		if a := touched[id]; a == "create" || a == "replace" || a == "delete" {
+			continue
+		}
+		if ah[id] != bh[id] {
+			diffs = append(diffs, fmt.Sprintf("nftables %s: handle %s -> %s but the plan changed it in place", id, bh[id], ah[id]))
+			continue
+		}
+		for k, v := range bh {
+			if !strings.HasPrefix(k, id+" ") {
+				continue
+			}
+			rest := k[len(id)+1:]
+			switch {
+			case strings.Contains(rest, " rule handle "):
+				chain := id + " " + rest[:strings.Index(rest, " rule handle ")]
+				if a := touched[chain]; a == "create" || a == "delete" || a == "replace" || touched[k] == "delete" {
+					continue
+				}
+				got, ok := ah[k]
+				switch {
+				case !ok:
+					diffs = append(diffs, fmt.Sprintf("nftables %s: rule %q (%s) gone but the plan did not delete it", chain, v, rest))
+				case !replaced[k] && got != v:
+					diffs = append(diffs, fmt.Sprintf("nftables %s: rule %s changed %q -> %q but the plan did not replace it", chain, rest, v, got))
+				}
+			default:
+				if a := touched[k]; a == "create" || a == "delete" || a == "replace" {
+					continue
+				}
+				if ah[k] != v {
+					diffs = append(diffs, fmt.Sprintf("nftables %s: handle %s -> %s but the plan kept it", k, v, ah[k]))
+				}
+			}
+		}
+	}
+	sort.Strings(diffs)
+	return diffs
+}
+
+// rangeText renders the addresses that elements (addresses, prefixes,
+// ranges a-b) cover as merged ranges, adjacent ones joined: two sets that
+// cover the same addresses render alike, however they are cut.
+func rangeText(es []string) string {
+	type rng struct{ lo, hi *big.Int }
+	num := func(s string) *big.Int {
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		if err != nil {
+			return nil
+		}
+		return new(big.Int).SetBytes(a.AsSlice())
+	}
+	var rs []rng
+	for _, e := range es {
+		var r rng
+		switch {
+		case strings.Contains(e, "/"):
+			p, err := netip.ParsePrefix(e)
+			if err != nil {
+				return "unparsed " + e
+			}
+			p = p.Masked()
+			r.lo = num(p.Addr().String())
+			host := p.Addr().BitLen() - p.Bits()
+			r.hi = new(big.Int).Add(r.lo, new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), uint(host)), big.NewInt(1)))
+		case strings.Contains(e, "-"):
+			f := strings.SplitN(e, "-", 2)
+			r.lo, r.hi = num(f[0]), num(f[1])
+		default:
+			r.lo = num(e)
+			r.hi = r.lo
+		}
+		if r.lo == nil || r.hi == nil {
+			return "unparsed " + e
+		}
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].lo.Cmp(rs[j].lo) < 0 })
+	var out []string
+	for i := 0; i < len(rs); {
+		lo, hi := rs[i].lo, rs[i].hi
+		j := i + 1
+		for ; j < len(rs) && rs[j].lo.Cmp(new(big.Int).Add(hi, big.NewInt(1))) <= 0; j++ {
+			if rs[j].hi.Cmp(hi) > 0 {
+				hi = rs[j].hi
+			}
+		}
+		out = append(out, lo.String()+"-"+hi.String())
+		i = j
+	}
+	return strings.Join(out, " ")
 }

@@ -17,7 +17,7 @@ func (g *Gen) Repair(c *Config) {
 		changed = false
 		for _, n := range c.LinkNames() {
 			l := c.Links[n]
-			if l.Kind == "veth" {
+			if l.Kind == "veth" && l.PeerNS == "" {
 				p := c.Links[l.Peer]
 				if p == nil || p.Kind != "veth" || p.Peer != n {
 					delete(c.Links, n)
@@ -47,7 +47,19 @@ func (g *Gen) Repair(c *Config) {
 	// Likewise a tunnel's kind and endpoints.
 	tunnels := map[string]bool{}
 	for _, n := range c.LinkNames() {
-		if t := c.Links[n].Tunnel; t != nil {
+		if t := c.Links[n].Tunnel; t != nil && t.External {
+			// One flow-based device per kind and namespace.
+			if tunnels[c.Links[n].Kind+" external"] {
+				c.Links[n].Tunnel = &Tunnel{Local: "192.0.2.9", Remote: "198.51.100.9"}
+				if c.Links[n].Kind == "ip6tnl" {
+					c.Links[n].Tunnel = &Tunnel{Local: "2001:db8:ff::9", Remote: "2001:db8:fe::9", Mode: t.Mode}
+				}
+			}
+			tunnels[c.Links[n].Kind+" external"] = true
+		}
+	}
+	for _, n := range c.LinkNames() {
+		if t := c.Links[n].Tunnel; t != nil && !t.External {
 			for i := 0; tunnels[c.Links[n].Kind+t.Local+t.Remote] && i < 20; i++ {
 				t.Remote = netip.MustParseAddr(t.Remote).Next().String()
 			}
@@ -96,6 +108,14 @@ func (g *Gen) Repair(c *Config) {
 				l.Master = ""
 			}
 		}
+		// A multicast group needs a lower device.
+		if v := l.VXLAN; v != nil && v.Group != "" && v.Dev == "" {
+			v.Remote = "198.51.100.9"
+			if strings.Contains(v.Group, ":") {
+				v.Remote = "2001:db8:fe::9"
+			}
+			v.Group = ""
+		}
 		l.Addrs = g.repairAddrs(c, l)
 	}
 	breakStackLoops(c)
@@ -133,7 +153,7 @@ func (g *Gen) Repair(c *Config) {
 	}
 	c.Rules = rules
 	for _, t := range c.Tables {
-		g.repairTable(t)
+		g.repairTable(c, t)
 	}
 }
 
@@ -144,13 +164,17 @@ func (g *Gen) repairAddrs(c *Config, l *Link) []*Addr {
 	// The kernel keeps one scope per IPv4 subnet on a link (validation
 	// refuses others): later addresses of a subnet take the first's.
 	scopes := map[netip.Prefix]string{}
-	pool := false
+	pool := map[string]bool{}
 	for _, a := range l.Addrs {
 		if a.Pool != "" {
-			if pool || len(c.Pools) == 0 {
+			declared := false
+			for _, p := range c.Pools {
+				declared = declared || p.Name == a.Pool
+			}
+			if pool[a.Pool] || !declared {
 				continue
 			}
-			pool = true
+			pool[a.Pool] = true
 			out = append(out, a)
 			continue
 		}
@@ -174,7 +198,7 @@ func (g *Gen) repairAddrs(c *Config, l *Link) []*Addr {
 		seen[p.Addr().String()] = true
 		out = append(out, a)
 	}
-	if pool && !g.Defects.PoolStaticAddress {
+	if len(pool) > 0 && !g.Defects.PoolStaticAddress {
 		// The pool may hand out an address the link also declares
 		// statically, and apply refuses the file then (finding 25).
 		kept := out[:0]
@@ -227,7 +251,7 @@ func (g *Gen) repairRoutes(c *Config) []*Route {
 		if tbl == "" || tbl == "main" {
 			tbl = "254"
 		}
-		k := fmt.Sprintf("%s %s %d", tbl, r.To, m)
+		k := fmt.Sprintf("%s %s %d %d", tbl, r.To, m, r.TOS)
 		if keys[k] {
 			continue
 		}
@@ -242,7 +266,7 @@ func (g *Gen) repairRoutes(c *Config) []*Route {
 func connected(l *Link, ip string) bool {
 	a := netip.MustParseAddr(ip)
 	for _, x := range l.Addrs {
-		if x.Pool != "" || x.NoPrefixRoute || x.Scope != "" {
+		if x.Pool != "" || x.NoPrefixRoute || x.Scope != "" || x.Peer != "" {
 			continue
 		}
 		p := netip.MustParsePrefix(x.CIDR)
@@ -255,7 +279,7 @@ func connected(l *Link, ip string) bool {
 
 func holds(l *Link, ip string) bool {
 	for _, x := range l.Addrs {
-		if x.Pool == "" && netip.MustParsePrefix(x.CIDR).Addr().String() == ip && x.Scope == "" {
+		if x.Pool == "" && netip.MustParsePrefix(x.CIDR).Addr().String() == ip && x.Scope == "" && x.Peer == "" {
 			return true
 		}
 	}
@@ -264,12 +288,17 @@ func holds(l *Link, ip string) bool {
 
 // repairTable drops rules that name a set or chain the table lacks, and
 // sets that the table's family cannot match.
-func (g *Gen) repairTable(t *Table) {
+func (g *Gen) repairTable(c *Config, t *Table) {
 	sets := map[string]bool{}
 	var ss []*Set
 	for _, s := range t.Sets {
 		if (t.Family == "ip" && s.Type == "ipv6_addr") || (t.Family == "ip6" && s.Type == "ipv4_addr") {
 			continue
+		}
+		if s.Name == "sw" {
+			if l := c.Links[s.FromWG]; l == nil || l.Kind != "wireguard" {
+				continue
+			}
 		}
 		sets[s.Name] = true
 		ss = append(ss, s)
@@ -285,7 +314,10 @@ func (g *Gen) repairTable(t *Table) {
 			if i := strings.Index(r, "@"); i >= 0 && !sets[strings.Fields(r[i+1:])[0]] {
 				continue
 			}
-			if strings.HasPrefix(r, "jump ") && (!chains[strings.TrimPrefix(r, "jump ")] || ch.Name == "helper") {
+			if f := strings.Fields(r); (f[0] == "jump" || f[0] == "goto") && (!chains[f[1]] || ch.Name == "helper") {
+				continue
+			}
+			if f := strings.Fields(r); len(f) > 2 && (f[len(f)-2] == "jump" || f[len(f)-2] == "goto") && (!chains[f[len(f)-1]] || ch.Name == "helper") {
 				continue
 			}
 			rs = append(rs, r)

@@ -85,17 +85,21 @@ func shrink(g *Gen, foreign []string, seq []*Config, f0 *Failure, opts Options) 
 	f := replay(g, foreign, seq, filepath.Join(opts.Dir, "final"))
 	var b strings.Builder
 	fmt.Fprintf(&b, "# walk seed %d, defects %s: %d steps (from %d)\n", opts.Seed, opts.Defects, len(seq), f0.Step+1)
-	fmt.Fprintf(&b, "# failure: %v\n", f)
+	// Every line of the message a comment: the file is a script.
+	fmt.Fprintf(&b, "# failure: %s\n", strings.ReplaceAll(fmt.Sprint(f), "\n", "\n# "))
 	b.WriteString("set -e\nns=nrwalk-repro\nip netns add $ns\n")
+	fmt.Fprintf(&b, "ip netns add %s  # veth peers with peer-netns\n", g.PeerNS)
 	for _, c := range foreign {
 		fmt.Fprintf(&b, "ip netns exec $ns sh -c %q\n", c)
 	}
 	for i, c := range seq {
-		name := fmt.Sprintf("step-%02d.yaml", i+1)
-		if err := os.WriteFile(filepath.Join(out, name), []byte(c.YAML()), 0o644); err != nil {
+		name := fmt.Sprintf("step-%02d", i+1)
+		file, err := writeFiles(out, name, c)
+		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "netreconcile apply --netns $ns --state-dir /tmp/nrwalk-repro-state -c %s/%s\nnetreconcile diff --netns $ns --state-dir /tmp/nrwalk-repro-state -c %s/%s\n", out, name, out, name)
+		d := strings.TrimSuffix(file, ".yaml") + ".d"
+		fmt.Fprintf(&b, "netreconcile apply --netns $ns --state-dir /tmp/nrwalk-repro-state -c %s --conf-dir %s\nnetreconcile diff --netns $ns --state-dir /tmp/nrwalk-repro-state -c %s --conf-dir %s\n", file, d, file, d)
 	}
 	if err := os.WriteFile(filepath.Join(out, "repro.sh"), []byte(b.String()), 0o755); err != nil {
 		return "", err

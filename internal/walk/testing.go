@@ -102,7 +102,12 @@ func RunWalks(t *testing.T, f WalkFlags) {
 func listRepro(dir string) string {
 	var b strings.Builder
 	names, _ := filepath.Glob(filepath.Join(dir, "*"))
+	sub, _ := filepath.Glob(filepath.Join(dir, "*.d", "*.yaml"))
+	names = append(names, sub...)
 	for _, n := range names {
+		if fi, err := os.Stat(n); err != nil || fi.IsDir() {
+			continue
+		}
 		data, err := os.ReadFile(n)
 		if err != nil {
 			continue

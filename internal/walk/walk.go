@@ -113,6 +113,7 @@ func NewGen(r *rand.Rand, caps Caps, defects Defects, dir string) (*Gen, error) 
 	g := &Gen{R: r, Caps: caps, Defects: defects, KeyDir: filepath.Join(dir, "keys"), Keys: map[string][2]string{}}
 	g.PoolBits, g.PoolTable = pickInt(g, []int{0, 2}), pickInt(g, []int{119, 120})
 	g.Tag = fmt.Sprintf("%04x", (os.Getpid()*7+int(nsSeq.Add(1)))&0xffff)
+	g.PeerNS = "nrwp-" + g.Tag
 	if !caps.WireGuard {
 		return g, nil
 	}
@@ -137,6 +138,17 @@ func NewGen(r *rand.Rand, caps Caps, defects Defects, dir string) (*Gen, error) 
 		}
 		g.PeerKeys = append(g.PeerKeys, k.PublicKey().String())
 	}
+	for i := 0; i < 2; i++ {
+		k, err := wgtypes.GenerateKey()
+		if err != nil {
+			return nil, err
+		}
+		p := filepath.Join(g.KeyDir, fmt.Sprintf("psk%d", i))
+		if err := os.WriteFile(p, []byte(k.String()+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+		g.PSKs = append(g.PSKs, [2]string{p, k.String()})
+	}
 	return g, nil
 }
 
@@ -154,6 +166,9 @@ type runner struct {
 	foreignTables map[string]bool
 	// meddled counts the foreign actor's changes.
 	meddled int
+	// adopted are the foreign links a step adopted: ours from then on,
+	// out of the foreign objects' dump.
+	adopted map[string]bool
 	// prev is the reading of the last step's checks.
 	prev *Kernel
 	// spent is the time each phase took, for the report.
@@ -181,11 +196,18 @@ func newRunner(g *Gen, foreign []string, dir string) (*runner, error) {
 	if _, err := run("ip", "netns", "add", ns); err != nil {
 		return nil, err
 	}
+	// The peer namespace keeps one name for the walk (the files name
+	// it): a replay makes it afresh.
+	_, _ = run("ip", "netns", "del", g.PeerNS)
+	if _, err := run("ip", "netns", "add", g.PeerNS); err != nil {
+		_, _ = run("ip", "netns", "del", ns)
+		return nil, err
+	}
 	state, err := os.MkdirTemp("", "nrwalk-state-")
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{g: g, ns: ns, dir: dir, state: state}
+	r := &runner{g: g, ns: ns, dir: dir, state: state, adopted: map[string]bool{}}
 	for _, cmd := range foreign {
 		if err := shell(ns, cmd); err != nil {
 			r.close()
@@ -197,18 +219,19 @@ func newRunner(g *Gen, foreign []string, dir string) (*runner, error) {
 		r.close()
 		return nil, err
 	}
-	r.foreignTables = map[string]bool{}
+	r.foreignTables = map[string]bool{AdoptTable: true}
 	if g.Defects.NftTableTakeover {
 		// ForeignPlan made it: someone else's table under a walk name.
 		r.foreignTables["ip nrw1"] = true
 	}
-	r.foreign0, r.lo0 = dumpForeign(k, 245, r.foreignTables)
+	r.foreign0, r.lo0 = dumpForeign(k, 245, r.foreignTables, r.adopted)
 	return r, nil
 }
 
 func (r *runner) close() {
 	stopProcesses(r.ns)
 	_, _ = run("ip", "netns", "del", r.ns)
+	_, _ = run("ip", "netns", "del", r.g.PeerNS)
 	_ = os.RemoveAll(r.state)
 }
 
@@ -220,26 +243,30 @@ func (r *runner) cli(args ...string) (int, string, string) {
 }
 
 type planOp struct {
-	Action string `json:"action"`
-	Kind   string `json:"kind"`
-	ID     string `json:"id"`
+	Action  string `json:"action"`
+	Kind    string `json:"kind"`
+	ID      string `json:"id"`
+	Changes []struct {
+		Field string `json:"field"`
+	} `json:"changes"`
 }
 
 // step applies c and runs every check; nil when all passed.
 func (r *runner) step(i int, c *Config) *Failure {
-	file := filepath.Join(r.dir, fmt.Sprintf("step-%04d.yaml", i+1))
 	fail := func(check, f string, a ...any) *Failure {
 		return &Failure{Step: i, Check: check, Msg: fmt.Sprintf(f, a...)}
 	}
-	if err := os.WriteFile(file, []byte(c.YAML()), 0o644); err != nil {
+	file, err := writeFiles(r.dir, fmt.Sprintf("step-%04d", i+1), c)
+	if err != nil {
 		return fail("setup", "%v", err)
 	}
+	confDir := strings.TrimSuffix(file, ".yaml") + ".d"
 	if err := r.meddle(i, c.Protocol); err != nil {
 		return fail("setup", "%v", err)
 	}
 	r.lap("idle")
 	// The plan, as diff shows it.
-	code, out, errs := r.cli("diff", "-o", "json", "-c", file)
+	code, out, errs := r.cli("diff", "-o", "json", "-c", file, "--conf-dir", confDir)
 	r.lap("diff")
 	conflicted := code == cli.ExitError && strings.Contains(errs, "conflict")
 	if code != cli.ExitOK && code != cli.ExitChanges && !conflicted {
@@ -256,12 +283,12 @@ func (r *runner) step(i int, c *Config) *Failure {
 	before := r.prev
 	if before == nil {
 		var err error
-		if before, err = ReadKernel(r.ns, false); err != nil {
+		if before, err = ReadKernel(r.ns, true); err != nil {
 			return fail("oracle", "%v", err)
 		}
 	}
 	r.lap("read")
-	code, out, aerrs := r.cli("apply", "-c", file)
+	code, out, aerrs := r.cli("apply", "-c", file, "--conf-dir", confDir)
 	r.lap("apply")
 	r.checks++
 	skip := map[string]bool{}
@@ -278,6 +305,15 @@ func (r *runner) step(i int, c *Config) *Failure {
 		for _, n := range names {
 			if mentionsName(errs, n) {
 				skip[n] = true
+			}
+		}
+		// A veth end left as it is keeps its peer: the kernel's peer
+		// of a skipped end (a pair the file renames) is left out too.
+		for n := range skip {
+			for _, k := range []*Kernel{before} {
+				if l := k.Links[n]; l != nil && l.kind() == "veth" && l.Link != "" {
+					skip[l.Link] = true
+				}
 			}
 		}
 		for _, t := range c.Tables {
@@ -317,13 +353,30 @@ func (r *runner) step(i int, c *Config) *Failure {
 		}
 		diffs = append(diffs, fd...)
 	}
+	diffs = append(diffs, comparePeerNS(r.g.PeerNS, c, skip)...)
 	r.lap("oracle")
 	r.checks++
 	if len(diffs) > 0 {
 		return fail("oracle", "the kernel differs from the file:\n  %s\napply printed:\n%s%s\ndiff planned:\n%s", strings.Join(diffs, "\n  "), out, aerrs, planText(plan.Ops))
 	}
+	// Adopted objects are ours from now on: out of the foreign dump.
+	adopted := false
+	for _, n := range c.LinkNames() {
+		if l := c.Links[n]; l.Adopt && !skip[n] && !r.adopted[n] {
+			r.adopted[n], adopted = true, true
+		}
+	}
+	for _, t := range c.Tables {
+		if id := t.Family + " " + t.Name; t.Adopt && !skip[id] && r.foreignTables[id] {
+			delete(r.foreignTables, id)
+			adopted = true
+		}
+	}
+	if adopted {
+		r.foreign0, _ = dumpForeign(before, c.Protocol, r.foreignTables, r.adopted)
+	}
 	// Foreign objects exactly as before.
-	fdump, lo := dumpForeign(after, c.Protocol, r.foreignTables)
+	fdump, lo := dumpForeign(after, c.Protocol, r.foreignTables, r.adopted)
 	r.lap("foreign")
 	r.checks++
 	if fdump != r.foreign0 {
@@ -356,15 +409,20 @@ func (r *runner) step(i int, c *Config) *Failure {
 			return fail("inplace", "link %s changed ifindex %d -> %d but the plan did not say it is recreated\nplan: %+v", n, b.Index, a.Index, plan.Ops)
 		}
 	}
+	// In place means the same handle, for the walk's own nftables objects
+	// (the foreign check covers the others').
+	if hd := CompareNftHandles(c, before, after, plan.Ops, skip, r.foreignTables); len(hd) > 0 {
+		return fail("inplace", "%s\nplan: %+v", strings.Join(hd, "\n"), plan.Ops)
+	}
 	r.lap("read")
 	// Convergence: a second diff is empty, a second apply writes nothing.
-	code, out, errs = r.cli("diff", "-c", file)
+	code, out, errs = r.cli("diff", "-c", file, "--conf-dir", confDir)
 	r.lap("diff")
 	r.checks++
 	if code != cli.ExitOK && !conflicted {
 		return fail("converge", "second diff exit %d:\n%s%s", code, out, errs)
 	}
-	if w, err := r.secondApply(file); err != nil && !conflicted {
+	if w, err := r.secondApply(file, confDir); err != nil && !conflicted {
 		return fail("converge", "second apply: %v", err)
 	} else if w != 0 {
 		return fail("converge", "second apply made %d kernel writes", w)
@@ -397,8 +455,8 @@ func conflictPart(s string) string {
 
 // secondApply runs one reconcile pass through the engine and returns the
 // kernel writes it counted: the command line does not print them.
-func (r *runner) secondApply(file string) (uint64, error) {
-	cfg, err := desired.Load(file, "")
+func (r *runner) secondApply(file, confDir string) (uint64, error) {
+	cfg, err := desired.Load(file, confDir)
 	if err != nil {
 		return 0, err
 	}
@@ -424,6 +482,25 @@ func (r *runner) secondApply(file string) (uint64, error) {
 	}
 	res, aerr := eng.Apply(ctx, plan)
 	return k.Writes(), errors.Join(err, aerr, res.Err())
+}
+
+// writeFiles writes c as dir/NAME.yaml and its fragments in dir/NAME.d,
+// and returns the main file's path.
+func writeFiles(dir, name string, c *Config) (string, error) {
+	file := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(file, []byte(c.File(0)), 0o644); err != nil {
+		return "", err
+	}
+	d := filepath.Join(dir, name+".d")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", err
+	}
+	for f := 1; f < Frags; f++ {
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("%d.yaml", f)), []byte(c.File(f)), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return file, nil
 }
 
 func lineDiff(a, b string) string {
@@ -549,7 +626,7 @@ func (r *runner) meddle(step, proto int) error {
 		return err
 	}
 	r.prev = k
-	r.foreign0, _ = dumpForeign(k, proto, r.foreignTables)
+	r.foreign0, _ = dumpForeign(k, proto, r.foreignTables, r.adopted)
 	return nil
 }
 

@@ -16,7 +16,8 @@ import (
 // random, printed, as `make soak` does), -walk.steps / WALK_STEPS, -walk.duration / WALK_DURATION (a soak:
 // walk after walk until the steps or the time are used up), -walk.defects /
 // WALK_DEFECTS (known-defect switches to turn on, see Defects),
-// -walk.keepgoing / WALK_KEEPGOING=1 (a soak lists every failure, not the first).
+// -walk.keepgoing / WALK_KEEPGOING=1 (a soak lists every failure, not the first),
+// -walk.shrink / WALK_SHRINK_TRIALS (the shrinker's replays).
 var (
 	flagSeed     = flag.Int64("walk.seed", envInt("WALK_SEED", TestSeed), "seed of the walk (0: random)")
 	flagSteps    = flag.Int("walk.steps", int(envInt("WALK_STEPS", defaultSteps())), "steps in all")
@@ -24,6 +25,7 @@ var (
 	flagDuration = flag.Duration("walk.duration", envDuration("WALK_DURATION"), "soak: walk until this much time has passed (0: by steps)")
 	flagDefects  = flag.String("walk.defects", os.Getenv("WALK_DEFECTS"), "known-defect switches to turn on (comma-separated, or all)")
 	flagKeep     = flag.Bool("walk.keepgoing", os.Getenv("WALK_KEEPGOING") == "1", "soak: after a failure, report it and walk on with the next seed")
+	flagShrink   = flag.Int("walk.shrink", int(envInt("WALK_SHRINK_TRIALS", 0)), "replays the shrinker may make (0: its default, 150); a soak on a busy machine affords fewer")
 )
 
 // defaultSteps is 200 for `make test-walk` (NETRECONCILE_WALK=1), and a
@@ -51,5 +53,5 @@ func envDuration(k string) time.Duration {
 func TestWalk(t *testing.T) {
 	nettest.RequireRoot(t)
 	nettest.RequireTool(t, "nft")
-	RunWalks(t, WalkFlags{Seed: *flagSeed, Steps: *flagSteps, Length: *flagWalkLen, Duration: *flagDuration, Defects: *flagDefects, KeepGoing: *flagKeep})
+	RunWalks(t, WalkFlags{Seed: *flagSeed, Steps: *flagSteps, Length: *flagWalkLen, Duration: *flagDuration, Defects: *flagDefects, KeepGoing: *flagKeep, ShrinkTrials: *flagShrink})
 }
