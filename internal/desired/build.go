@@ -16,7 +16,9 @@ type builder struct {
 	// where each keyed object was declared, to report conflicts between fragments
 	routeAt map[model.RouteKey]Pos
 	ruleAt  map[model.RuleKey]Pos
-	fouAt   map[model.FouKey]Pos
+	// ruleClashes indexes the rules by model.Rule.ClashGroup (rule.go).
+	ruleClashes map[model.RuleKey]*clashIndex
+	fouAt       map[model.FouKey]Pos
 	// addrAt and poolAddrAt hold where each address of a link was declared.
 	addrAt      map[linkAddr]string
 	subnetScope map[linkSubnet]scopeAt

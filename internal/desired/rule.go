@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"net/netip"
 	"strconv"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -131,7 +132,84 @@ func (b *builder) rule(i int, rc *ruleConf) {
 			b.errs.add(rc.Pos, path(), "rule %s differs from the rule at %s only in not; the kernel takes them for the same rule: give one another priority", x.Key(), prev)
 			continue
 		}
+		// Nor from and to where the rule being added leaves them unset
+		// (model.Rule.AddClashes): "from all" of one priority and action
+		// is the rule "to X" to it, whichever comes second.
+		if prev, clash := b.ruleClash(&x, rc.Pos); clash {
+			b.errs.add(rc.Pos, path(), "rule %s and the rule at %s differ only in from or to, which one of them leaves unset; the kernel takes the one without for the other (file exists): give one another priority", x.Key(), prev)
+			continue
+		}
 		b.ruleAt[x.Key()] = rc.Pos
 		b.st.Rules = append(b.st.Rules, x)
 	}
+}
+
+// clashIndex holds the from/to of the rules of one model.Rule.ClashGroup,
+// so that a clash is found without comparing every pair (a file may hold
+// many rules of one priority).
+type clashIndex struct {
+	pairs    map[[2]netip.Prefix]Pos // from and to, the zero Prefix for unset
+	from, to map[netip.Prefix]Pos    // a rule that sets this from (to)
+	any      *Pos                    // the first rule of the group
+}
+
+// ruleClash records x and reports a declared rule the kernel would take x
+// for, or x for it (model.Rule.AddClashes): one whose from and to are those
+// of x where it sets them, and x's where x sets them.
+func (b *builder) ruleClash(x *model.Rule, at Pos) (Pos, bool) {
+	norm := func(p netip.Prefix) netip.Prefix {
+		if !p.IsValid() || p.Bits() == 0 {
+			return netip.Prefix{}
+		}
+		return p
+	}
+	f, t := norm(x.From), norm(x.To)
+	g := x.ClashGroup()
+	if b.ruleClashes == nil {
+		b.ruleClashes = map[model.RuleKey]*clashIndex{}
+	}
+	ix := b.ruleClashes[g]
+	if ix == nil {
+		ix = &clashIndex{pairs: map[[2]netip.Prefix]Pos{}, from: map[netip.Prefix]Pos{}, to: map[netip.Prefix]Pos{}}
+		b.ruleClashes[g] = ix
+	}
+	var zero netip.Prefix
+	// Rules with fewer selectors than x, on x's values.
+	for _, k := range [][2]netip.Prefix{{f, zero}, {zero, t}, {zero, zero}} {
+		if k != [2]netip.Prefix{f, t} {
+			if p, ok := ix.pairs[k]; ok {
+				return p, true
+			}
+		}
+	}
+	// Rules with more selectors than x, on x's values.
+	switch {
+	case f == zero && t == zero && ix.any != nil:
+		return *ix.any, true
+	case f == zero && t != zero:
+		if p, ok := ix.to[t]; ok && ix.pairs[[2]netip.Prefix{zero, t}] != p {
+			return p, true
+		}
+	case f != zero && t == zero:
+		if p, ok := ix.from[f]; ok && ix.pairs[[2]netip.Prefix{f, zero}] != p {
+			return p, true
+		}
+	}
+	if _, ok := ix.pairs[[2]netip.Prefix{f, t}]; !ok {
+		ix.pairs[[2]netip.Prefix{f, t}] = at
+	}
+	if f != zero {
+		if _, ok := ix.from[f]; !ok {
+			ix.from[f] = at
+		}
+	}
+	if t != zero {
+		if _, ok := ix.to[t]; !ok {
+			ix.to[t] = at
+		}
+	}
+	if ix.any == nil {
+		ix.any = &at
+	}
+	return Pos{}, false
 }

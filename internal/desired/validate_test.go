@@ -305,3 +305,30 @@ links:
 		t.Errorf("a vxlan whose dev is its master: %s", got)
 	}
 }
+
+// Two rules of one priority and action where one leaves from or to unset
+// that the other sets: the kernel compares from and to only where the rule
+// being added sets them, so the second add fails (file exists) whichever
+// order. Refused; rules that differ in a set from or to, or in what else the
+// kernel compares, are not (walk finding 36).
+func TestRulesThatClashOnAdd(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{
+		{"{priority: 1000, family: ipv6, to: 2001:db8:50::/48, action: blackhole}", "{priority: 1000, family: ipv6, action: blackhole}"},
+		{"{priority: 1000, family: ipv6, action: blackhole}", "{priority: 1000, family: ipv6, to: 2001:db8:50::/48, action: blackhole}"},
+		{"{priority: 7, from: 10.1.0.0/16, to: 10.2.0.0/16, table: 5}", "{priority: 7, from: 10.1.0.0/16, table: 5}"},
+		{"{priority: 7, to: 10.2.0.0/16, table: 5}", "{priority: 7, not: true, from: 10.1.0.0/16, to: 10.2.0.0/16, table: 5}"},
+	} {
+		got := errorsOf(t, src("f.yaml", "version: 1\nrules:\n  - "+tc.a+"\n  - "+tc.b+"\n"))
+		if !strings.Contains(got, "f.yaml:4:5: rules[1]: rule ") || !strings.Contains(got, "and the rule at f.yaml:3:5 differ only in from or to, which one of them leaves unset") {
+			t.Errorf("%s then %s: errors:\n%s", tc.a, tc.b, got)
+		}
+	}
+	for _, ok := range []string{
+		"  - {priority: 7, from: 10.1.0.0/16, table: 5}\n  - {priority: 7, from: 10.3.0.0/16, table: 5}\n  - {priority: 7, to: 10.3.0.0/16, table: 5}\n",
+		"  - {priority: 7, table: 5}\n  - {priority: 7, table: 6}\n  - {priority: 7, fwmark: 0x1, table: 5}\n  - {priority: 7, iif: lo, table: 5}\n  - {priority: 8, table: 5}\n",
+	} {
+		if _, err := Parse([]Source{src("f.yaml", "version: 1\nrules:\n"+ok)}); err != nil {
+			t.Errorf("refused:\n%s%v", ok, err)
+		}
+	}
+}

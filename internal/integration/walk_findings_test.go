@@ -530,3 +530,33 @@ func TestWalkFindingPoolStaticAddress(t *testing.T) {
 		t.Errorf("want 4 distinct IPv4 addresses on b2, b3, b4, got %v", seen)
 	}
 }
+
+// A rule the kernel takes for one that exists: it compares from and to
+// only where the rule being added sets them, so "from all blackhole" of
+// priority 1000 "exists" while "to 2001:db8:50::/48 blackhole" of 1000 does
+// (walk seed 16691395986882, step 45: file exists, unpredicted). A stale
+// rule of ours is deleted before the add; someone else's is a conflict
+// that diff shows and apply keeps to, touching nothing. Walk finding 36.
+func TestWalkFindingRuleAddClash(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", "version: 1\nrules:\n  - {priority: 1000, family: ipv6, to: \"2001:db8:50::/48\", action: blackhole}\n"))
+	b := e.file("b.yaml", "version: 1\nrules:\n  - {priority: 1000, family: ipv6, action: blackhole}\n")
+	e.apply(b)
+	if out := e.ip("-6", "rule", "show", "priority", "1000"); strings.Contains(out, "2001:db8:50::/48") || !strings.Contains(out, "blackhole") {
+		t.Errorf("rules of priority 1000:\n%s", out)
+	}
+	e.converged(b)
+
+	e.ip("-4", "rule", "add", "priority", "1100", "to", "10.60.0.0/16", "blackhole", "proto", "static")
+	before := e.ip("-4", "rule", "show")
+	c := e.file("c.yaml", "version: 1\nrules:\n  - {priority: 1000, family: ipv6, action: blackhole}\n  - {priority: 1100, family: ipv4, action: blackhole}\n")
+	d := e.cli("diff", "-c", c)
+	a := e.cli("apply", "-c", c)
+	want := "rule 1100: from all blackhole (ipv4) cannot be added: the kernel takes it for the rule 1100: from all to 10.60.0.0/16 blackhole (ipv4) of protocol 4"
+	if d.Code != 1 || a.Code != 1 || !strings.Contains(d.Stderr, want) || !strings.Contains(a.Stderr, want) {
+		t.Fatalf("diff (exit %d) and apply (exit %d) do not both report the clash %q:\n%s\n%s", d.Code, a.Code, want, d.Stderr, a.Stderr)
+	}
+	if after := e.ip("-4", "rule", "show"); after != before {
+		t.Errorf("rules changed:\n%s\nwas:\n%s", after, before)
+	}
+}

@@ -160,3 +160,35 @@ func (r *Rule) Selectors() int {
 	}
 	return n
 }
+
+// AddClashes reports whether the kernel refuses to add r ("file exists")
+// because o exists. It looks for an existing rule (rule_exists in
+// net/core/fib_rules.c) comparing priority, action, table, iif, oif, mark
+// and mask and suppress_prefixlength exactly, but from and to only where the
+// new rule sets them (fib4_rule_compare, fib6_rule_compare): a rule without
+// "to" is taken for an existing one of the same priority and action with
+// any "to". The invert flag is not compared (finding 14 of the walk).
+func (r *Rule) AddClashes(o *Rule) bool {
+	return o.Priority == r.Priority && o.IPv6 == r.IPv6 && o.Action == r.Action && o.Table == r.Table &&
+		o.IIF == r.IIF && o.OIF == r.OIF && o.FwMark == r.FwMark && o.fwMask() == r.fwMask() &&
+		o.SuppressPrefixLen == r.SuppressPrefixLen &&
+		(!r.From.IsValid() || r.From.Bits() == 0 || o.From == r.From) &&
+		(!r.To.IsValid() || r.To.Bits() == 0 || o.To == r.To)
+}
+
+// fwMask is the mask the kernel keeps: a mark without a mask is an exact
+// match (0xffffffff).
+func (r *Rule) fwMask() uint32 {
+	if r.FwMask == 0 && r.FwMark != 0 {
+		return 0xffffffff
+	}
+	return r.FwMask
+}
+
+// ClashGroup is the part of a rule the kernel compares exactly when it
+// looks for an existing one (see AddClashes): rules of different groups
+// never clash.
+func (r *Rule) ClashGroup() RuleKey {
+	return RuleKey{Priority: r.Priority, IPv6: r.IPv6, FwMark: r.FwMark, FwMask: r.fwMask(), IIF: r.IIF, OIF: r.OIF,
+		Action: r.Action, Table: r.Table, SuppressPrefixLen: r.SuppressPrefixLen}
+}

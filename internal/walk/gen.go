@@ -82,6 +82,14 @@ type Defects struct {
 	// (finding 25: a pool reserves the file's static addresses in its
 	// subnets). On: such links are made.
 	PoolStaticAddress bool
+	// RuleAddClash: two rules of one priority and action where one leaves
+	// from or to unset that the other sets. The kernel compares from and
+	// to only where the rule being added sets them, so the second add
+	// fails with "file exists" (finding 36). Validation now refuses such
+	// files, so it stays off; a stale rule of ours that clashes with a new
+	// one is deleted first, and a foreign one is a conflict the plan shows.
+	// On: such files are made.
+	RuleAddClash bool
 	// RulePartialDelete: two rules of one priority and family where one
 	// has a selector the other lacks (fwmark). Deleting the one without
 	// can delete the other: the kernel matches a delete on the attributes
@@ -106,6 +114,7 @@ func (d *Defects) switches() map[string]*bool {
 		"rule-not-identity":      &d.RuleNotIdentity,
 		"rule-partial-delete":    &d.RulePartialDelete,
 		"pool-static-address":    &d.PoolStaticAddress,
+		"rule-add-clash":         &d.RuleAddClash,
 	}
 }
 

@@ -3,6 +3,7 @@ package walk
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -146,6 +147,13 @@ func (g *Gen) Repair(c *Config) {
 			k = fmt.Sprintf("%d %s", r.Priority, r.Family)
 		}
 		if seenRule[k] {
+			continue
+		}
+		if !g.Defects.RuleAddClash && slices.ContainsFunc(rules, func(o *Rule) bool { return rulesClash(r, o) }) {
+			// The kernel takes a rule for another of its priority and
+			// action that differs only in from or to, which it leaves
+			// unset (docs/walk-findings.md, 36): validation refuses such
+			// files.
 			continue
 		}
 		seenRule[k] = true
@@ -377,4 +385,19 @@ func breakStackLoops(c *Config) {
 			return
 		}
 	}
+}
+
+// rulesClash reports whether the kernel would take one of a and b for the
+// other when it is added (model.Rule.AddClashes): the same priority,
+// family, action, table, interfaces and mark, and the from and to of one
+// are those of the other where it sets them (the not flag is not compared).
+func rulesClash(a, b *Rule) bool {
+	if a.Priority != b.Priority || a.Action != b.Action || a.Table != b.Table || a.IIF != b.IIF || a.OIF != b.OIF || a.Fwmark != b.Fwmark {
+		return false
+	}
+	if a.Family != b.Family && a.Family != "" && b.Family != "" {
+		return false
+	}
+	within := func(x, y *Rule) bool { return (x.From == "" || x.From == y.From) && (x.To == "" || x.To == y.To) }
+	return within(a, b) || within(b, a)
 }
