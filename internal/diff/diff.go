@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -151,6 +152,41 @@ func (c *computer) routeGone(r *model.Route) bool {
 	}
 	down := c.downed[r.Dev] && !(r.Dst.Addr().Is4() && r.Type == model.RouteLocal)
 	return c.recreated[r.Dev] || down || (r.Dst.Addr().Is4() && c.flushed4[r.Dev])
+}
+
+// mtuMoved reports the MTU an IPv6 route of ours will have once this plan
+// changes the MTU of its device, when the kernel moves it there
+// (rt6_mtu_change_route in net/ipv6/route.c: a route MTU at or above the
+// device's new MTU drops to it, and one equal to the old rises with it), so
+// that the route is written again after the link. IPv4 route MTUs stay.
+func (c *computer) mtuMoved(r *model.Route) (int, bool) {
+	if r.MTU == 0 || r.Dev == "" || r.Dst.Addr().Is4() || c.recreated[r.Dev] {
+		return 0, false
+	}
+	w, h := c.d.Links[r.Dev], c.a.Links[r.Dev]
+	if w == nil || h == nil || w.MTU == 0 || w.MTU == h.MTU {
+		return 0, false
+	}
+	if r.MTU != w.MTU && (r.MTU > w.MTU || r.MTU == h.MTU) {
+		return w.MTU, true
+	}
+	return 0, false
+}
+
+// routeUpdate is the op for a declared route w that the kernel holds as h,
+// if any: its changes, or a write again where the plan's link MTU change
+// moves its MTU (mtuMoved).
+func (c *computer) routeUpdate(w, h *model.Route) (Op, bool) {
+	ch := routeChanges(w, h)
+	if len(ch) == 0 {
+		if to, ok := c.mtuMoved(h); ok {
+			ch = []Change{{"mtu", fmt.Sprintf("%d (moved to %d with %s's)", h.MTU, to, h.Dev), strconv.Itoa(w.MTU)}}
+		}
+	}
+	if len(ch) == 0 {
+		return Op{}, false
+	}
+	return Op{Action: Update, Kind: KindRoute, ID: w.Key().String(), Changes: ch, Route: w}, true
 }
 
 func (c *computer) add(op Op) { c.plan.Ops = append(c.plan.Ops, op) }

@@ -44,8 +44,8 @@ func (c *computer) routesByMap() {
 			c.createRoute(w, foreign[k])
 			continue
 		}
-		if ch := routeChanges(w, h); len(ch) > 0 {
-			c.add(Op{Action: Update, Kind: KindRoute, ID: k.String(), Changes: ch, Route: w})
+		if op, ok := c.routeUpdate(w, h); ok {
+			c.add(op)
 		}
 	}
 	for i := range c.a.Routes {
@@ -112,8 +112,8 @@ func (c *computer) routesSorted() bool {
 			w := &ds[n]
 			if h == nil {
 				c.createRoute(w, foreign)
-			} else if ch := routeChanges(w, h); len(ch) > 0 {
-				c.add(Op{Action: Update, Kind: KindRoute, ID: k.String(), Changes: ch, Route: w})
+			} else if op, ok := c.routeUpdate(w, h); ok {
+				c.add(op)
 			}
 		}
 		if ie == i {

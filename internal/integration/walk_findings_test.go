@@ -560,3 +560,35 @@ func TestWalkFindingRuleAddClash(t *testing.T) {
 		t.Errorf("rules changed:\n%s\nwas:\n%s", after, before)
 	}
 }
+
+// An IPv6 route with an MTU of its own, on a link whose MTU the file
+// changes: the kernel moves the route's MTU with the link's (down to the
+// new MTU when at or above it, up with it when equal to the old one), so the
+// route is written again after the link (walk seed 63371234605657, step
+// 69: mtu 1400 read back as 1350). IPv4 route MTUs stay. Walk finding 37.
+func TestWalkFindingRouteMTUMovedWithLink(t *testing.T) {
+	e := newEnv(t)
+	file := func(name string, mtu int) string {
+		return e.file(name, fmt.Sprintf(`version: 1
+links:
+  p0a: {kind: veth, mtu: %d, veth: {peer: p0b}, addresses: ["fd00:37::1/64", 10.37.0.1/24]}
+  p0b: {kind: veth, mtu: %d, veth: {peer: p0a}}
+routes:
+  - {to: "2001:db8:4::/64", dev: p0a, table: 300, metric: 10, mtu: 1400}
+  - {to: "2001:db8:5::/64", dev: p0a, table: 300, metric: 10, mtu: 1280}
+  - {to: 172.16.37.0/24, dev: p0a, table: 300, mtu: 1400}
+`, mtu, mtu))
+	}
+	e.apply(file("a.yaml", 1280))
+	for i, mtu := range []int{1350, 1500, 1280} {
+		f := file(fmt.Sprintf("b%d.yaml", i), mtu)
+		e.apply(f)
+		out := e.ip("-6", "route", "show", "table", "300") + e.ip("-4", "route", "show", "table", "300")
+		for _, want := range []string{"2001:db8:4::/64 dev p0a metric 10 mtu 1400", "2001:db8:5::/64 dev p0a metric 10 mtu 1280", "172.16.37.0/24 dev p0a proto 245 scope link mtu 1400"} {
+			if !strings.Contains(strings.ReplaceAll(out, " proto 245", ""), strings.ReplaceAll(want, " proto 245", "")) {
+				t.Errorf("link mtu %d: no %q in:\n%s", mtu, want, out)
+			}
+		}
+		e.converged(f)
+	}
+}
