@@ -139,6 +139,28 @@ func (c *computer) links() {
 		late = append(late, op)
 	}
 	c.linkDeletes = late
+	// A link released from its master to become the parent of an ipvlan
+	// made here is released before the creates: the kernel lets a device
+	// carry a bridge port or ipvlans, not both (EBUSY, "Device is already
+	// in use").
+	ipvlanParents := map[string]bool{}
+	for _, op := range creates {
+		if op.Link.IPVlan != nil {
+			ipvlanParents[op.Link.IPVlan.Parent] = true
+		}
+	}
+	kept := updates[:0]
+	for _, op := range updates {
+		if op.LinkFields.Master && op.Link.Master == "" && ipvlanParents[op.ID] {
+			if op.LinkFields.State && !op.Link.Up {
+				c.downed[op.ID] = true
+			}
+			c.add(op)
+			continue
+		}
+		kept = append(kept, op)
+	}
+	updates = kept
 	for _, op := range orderByDependency(creates, c.d.Links) {
 		c.add(op)
 	}
@@ -563,6 +585,12 @@ func fixedChange(want, have *model.Link) string {
 	case model.KindVeth:
 		if want.Veth.PeerNetNS == "" && have.Veth != nil && have.Veth.Peer != "" && have.Veth.Peer != want.Veth.Peer {
 			return fmt.Sprintf("veth peer %s -> %s", have.Veth.Peer, want.Veth.Peer)
+		}
+		// A peer in another namespace is named there: a new name (or
+		// namespace) is a new pair, as for a peer here.
+		if want.Veth.PeerNetNS != "" && have.Veth != nil && have.Veth.Remote != nil && have.Veth.Remote.Unreadable == "" && have.Veth.Remote.Name != "" &&
+			(have.Veth.Remote.Name != want.Veth.Peer || have.Veth.Remote.NetNS != want.Veth.PeerNetNS) {
+			return fmt.Sprintf("veth peer %s in %s -> %s in %s", have.Veth.Remote.Name, have.Veth.Remote.NetNS, want.Veth.Peer, want.Veth.PeerNetNS)
 		}
 	}
 	return ""

@@ -75,3 +75,39 @@ func TestWalkFindingRemotePeerNameHeld(t *testing.T) {
 		t.Errorf("after the apply:\n%s", out)
 	}
 }
+
+// 38. A veth whose peer in another namespace is renamed there (p9d ->
+// p9b, the local end kept): a new pair, recreated, as for a peer here. The
+// plan used to change the local end in place and leave the old peer name
+// (guest soak, walk seed 88226300499134, step 45).
+func TestWalkFindingRemotePeerRenamed(t *testing.T) {
+	e := newEnv(t)
+	peer := e.ns + "-p"
+	if out, err := exec.Command("ip", "netns", "add", peer).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", peer).Run() })
+	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  p9c: {kind: veth, veth: {peer: p9d, peer-netns: "+peer+"}}\n"))
+	f := e.file("b.yaml", "version: 1\nlinks:\n  p9c: {kind: veth, mtu: 1450, veth: {peer: p9b, peer-netns: "+peer+"}}\n")
+	e.apply(f)
+	out, err := exec.Command("ip", "-n", peer, "-o", "link", "show").CombinedOutput()
+	if err != nil || strings.Contains(string(out), " p9d") || !strings.Contains(string(out), " p9b") {
+		t.Errorf("links in %s after the apply (%v):\n%s", peer, err, out)
+	}
+	e.converged(f)
+}
+
+// 39. A link released from its bridge to become the parent of an ipvlan
+// made in the same apply: released first (the kernel refuses an ipvlan on
+// a bridge port, EBUSY; guest soak, walk seed 88176676504984, step 65).
+// The guest has ipvlan; this kernel shows the order in the plan.
+func TestWalkFindingReleaseBeforeIPVlan(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  b1: {kind: bridge}\n  p1a: {kind: veth, master: b1, veth: {peer: p1b}}\n  p1b: {kind: veth, veth: {peer: p1a}}\n"))
+	f := e.file("b.yaml", "version: 1\nlinks:\n  b1: {kind: bridge}\n  p1a: {kind: veth, veth: {peer: p1b}}\n  p1b: {kind: veth, veth: {peer: p1a}}\n  i0: {kind: ipvlan, ipvlan: {parent: p1a}}\n")
+	d := e.cli("diff", "-c", f)
+	rel, mk := strings.Index(d.Stdout, "~ link p1a"), strings.Index(d.Stdout, "+ link i0")
+	if rel < 0 || mk < 0 || rel > mk {
+		t.Errorf("the plan does not release p1a before it makes i0:\n%s%s", d.Stdout, d.Stderr)
+	}
+}
