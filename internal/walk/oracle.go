@@ -419,6 +419,11 @@ func compareAddrs(c *Config, l *Link, ka *kAddrLink, bad func(string, ...any)) {
 		}
 		n := 0
 		for a := range got {
+			// An address the file declares statically in the pool's
+			// subnet is not the pool's (the pool reserves it, finding 25).
+			if _, static := want[a]; static {
+				continue
+			}
 			if subnet.Contains(netip.MustParsePrefix(a).Addr()) {
 				want[a] = got[a]
 				n++
