@@ -170,6 +170,8 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 			return
 		}
 		_, addrs := s.Interface().([]*addressConf)
+		_, subnets := s.Interface().([]*subnetConf)
+		subnets = subnets && thrifty
 		mappings := thrifty && mappingItems(v.Type().Elem())
 		for i, c := range n.Content {
 			if c.Kind == yaml.AliasNode {
@@ -186,6 +188,11 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 			}
 			if addrs {
 				if e := s.Index(i); skipUnparsableAddress(d, c, path, i, &e) {
+					continue
+				}
+			}
+			if subnets {
+				if e := s.Index(i); skipUnparsableSubnet(d, c, path, i, &e) {
 					continue
 				}
 			}

@@ -296,6 +296,7 @@ func TestNotMappingItems(t *testing.T) {
 		"version: 1\nfou: [&a x, " + many + ", {port: 5555, ipproto: 4}]\n",
 		"version: 1\nlinks:\n  wg0:\n    kind: wireguard\n    private-key-file: /nonexistent\n    peers: [&a x, " + many + "]\n",
 		"version: 1\nroutes:\n  - x\n  - [1, 2]\n  - {to: default, via: 10.0.0.1}\n  - 7\n",
+		"version: 1\npools:\n  p: {subnets: &s [10.0.0.0/24, " + many + ", default, 10.0.0.1/24, \"fe80::%x/64\", 10.0.0.0/25, ~, [y]]}\n  q: {subnets: *s}\n",
 	} {
 		defer func(was bool) { thrifty = was }(thrifty)
 		thrifty = true
@@ -360,7 +361,7 @@ var keptErrorFiles = []string{
 	"version: 1\nlinks:\n  d0: {kind: dummy, addresses: [x, 10.0.0.1/24, {address: y}, 10.0.0.1/24]}\nroutes:\n  - {to: 10.1.0.0/24, dev: d0}\n  - {to: 10.2.0.0/24, dev: d1}\n",
 	"version: 1\nrules: [x, {priority: 1}, [2], {table: t}]\nfou: [{port: x}, 7]\n",
 	"version: 1\nnftables:\n  inet t:\n    sets:\n      s: {type: ipv4_addr, elements: [10.0.0.1, x, 300.1.1.1]}\n    chains:\n      c: {rules: [x y, 'ip saddr @s accept']}\n",
-	"version: 1\npools:\n  p: {subnets: [10.0.0.0/24, x, 10.0.0.0/25], hosts: {h: {blocks: [x, 1-2]}}}\n",
+	"version: 1\npools:\n  p: {subnets: [10.0.0.0/24, x, default, 10.0.0.1/24, 10.0.0.0/25, [y], {}], blocks: [x, 1-2]}\n",
 }
 
 // A file whose decoding on the fast paths finds errors keeps them (it was
@@ -388,6 +389,15 @@ func TestFastPathsKeepTheDecodersErrors(t *testing.T) {
 			if gotErr == nil || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotErr, wantErr) {
 				t.Errorf("file %.200q:\nfast paths: %.2000v\ndecoder:    %.2000v", f, gotErr, wantErr)
 			}
+		}
+	}
+}
+
+// prefixFails says what Prefix.parse says, without the message.
+func TestPrefixFails(t *testing.T) {
+	for _, s := range []string{"", "x", "default", "all", "10.0.0.0/8", "10.0.0.1/8", "10.0.0.0", "fd00::/64", "fe80::%eth0/64", "fd00::1/64", "10.0.0.0/33", " 10.0.0.0/8", "::/0", "0.0.0.0/0", "Default"} {
+		if got, want := prefixFails(s), (&Prefix{}).parse(s) != nil; got != want {
+			t.Errorf("%q: prefixFails %v, parse fails %v", s, got, want)
 		}
 	}
 }
