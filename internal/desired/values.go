@@ -46,7 +46,8 @@ func prefixFails(s string) bool {
 	if s == "default" || s == "all" {
 		return false
 	}
-	if strings.Contains(s, "%") {
+	if strings.Contains(s, "%") || !strings.Contains(s, "/") {
+		// No "/": ParsePrefix fails, making an error value.
 		return true
 	}
 	q, err := netip.ParsePrefix(s)
