@@ -265,6 +265,78 @@ func (l *errList) mark(p Pos) bool {
 	return len(l.at) > n
 }
 
+// absorb adds the errors of o, a list that the decoding of one file made
+// on its own, as if they had been added to l one by one in their order of
+// arrival, and reports whether it did. It declines (and changes nothing)
+// unless that is sure: o's errors are all in file, each at a position of
+// its own (none without a line), and l has none in file yet. Then no error
+// of o is a second at a position of l, each is counted, the positions of
+// both lists are marked, and the first of both by position are kept: an
+// error o counted and did not keep has o's kept ones before it, so it
+// would not have been kept in l either.
+func (l *errList) absorb(o *errList, file string) bool {
+	// Past 1<<16 files, mark keeps a file's positions as wide ones.
+	if _, ok := l.files[file]; ok || len(l.files) >= 1<<16 || l.limit() != o.limit() {
+		return false
+	}
+	if o.total != len(o.asc)+len(o.at)+len(o.wide) {
+		return false
+	}
+	if of, ok := o.files[file]; len(o.files) > 1 || len(o.files) == 1 && (!ok || of != 0) {
+		return false
+	}
+	for p := range o.wide {
+		if p.File != file {
+			return false
+		}
+	}
+	for _, e := range o.errs {
+		if e.Pos.File != file {
+			return false
+		}
+	}
+	if o.total == 0 {
+		return true
+	}
+	if l.files == nil {
+		l.files = map[string]uint64{}
+	}
+	f := uint64(len(l.files))
+	l.files[file] = f
+	// o's keys are in file 0; in l the file is the last, so its keys come
+	// after every key of l, and o's ascending ones stay ascending.
+	const low = 1<<48 - 1
+	for _, k := range o.asc {
+		l.asc = append(l.asc, f<<48|k&low)
+	}
+	for k := range o.at {
+		if l.at == nil {
+			l.at = map[uint64]struct{}{}
+		}
+		l.at[f<<48|k&low] = struct{}{}
+	}
+	for p := range o.wide {
+		if l.wide == nil {
+			l.wide = map[Pos]struct{}{}
+		}
+		l.wide[p] = struct{}{}
+	}
+	kept := slices.Clone(o.errs)
+	slices.SortFunc(kept, func(a, b keptError) int { return a.seq - b.seq })
+	for _, e := range kept {
+		if len(l.errs) >= l.limit() && !posBefore(e.Pos, l.errs[0].Pos) {
+			continue
+		}
+		if len(l.errs) >= l.limit() {
+			heap.Pop(&l.errs)
+		}
+		heap.Push(&l.errs, keptError{e.FieldError, l.seq + e.seq})
+	}
+	l.total += o.total
+	l.seq += o.seq
+	return true
+}
+
 // count is the number of errors so far.
 func (l *errList) count() int { return l.total }
 

@@ -33,6 +33,7 @@ type fastRoutes struct {
 	routes []*routeConf
 	pos    Pos    // the block sequence's position (its first "-")
 	line   int    // the line of the key "routes:"
+	first  bool   // routes is the top-level mapping's first key
 	data   []byte // the file with the block's lines blank
 }
 
@@ -101,32 +102,42 @@ func scanRoutes(file string, data []byte) (fr fastRoutes, ok bool) {
 		lineNo++
 		rc, ok := fastRoute(file, lineNo, line, n, names)
 		if !ok {
-			return scanBlockRoutes(file, data, start, blockStart, routesLine)
+			fr, ok = scanBlockRoutes(file, data, start, blockStart, routesLine)
+			fr.first = !seenKey
+			return fr, ok
 		}
 		fr.routes = append(fr.routes, rc)
 		i = end + 1
 	}
 	if len(fr.routes) == 0 {
-		return scanBlockRoutes(file, data, start, blockStart, routesLine)
+		fr, ok = scanBlockRoutes(file, data, start, blockStart, routesLine)
+	} else {
+		fr, ok = fr.finish(file, data, start, blockStart, min(i, len(data)), indent, routesLine)
 	}
-	return fr.finish(file, data, start, blockStart, min(i, len(data)), indent, routesLine)
+	fr.first = !seenKey
+	return fr, ok
 }
 
 // finish checks what follows the block and blanks the block's lines.
 func (fr fastRoutes) finish(file string, data []byte, start, blockStart, blockEnd, indent, routesLine int) (fastRoutes, bool) {
 	// What follows must start a top-level key (or end the file), after
-	// blank lines only.
+	// blank lines and comments only: then yaml.v3 reads it as a key of
+	// the top-level mapping with the block or without, and the file with
+	// the block blanked is the file without the routes key. Anything else
+	// ("0", "- x", "..." at column 0) may be an error in the file and a
+	// document of its own once the block, the mapping's first key, is
+	// blanked.
 	for j := blockEnd; j < len(data); {
 		e := bytes.IndexByte(data[j:], '\n')
 		if e < 0 {
 			e = len(data) - j
 		}
 		line := data[j : j+e]
-		if len(bytes.TrimRight(line, " ")) == 0 {
+		if len(bytes.TrimRight(line, " ")) == 0 || line[0] == '#' {
 			j += e + 1
 			continue
 		}
-		if c := line[0]; c == ' ' || c == '\t' || c == '-' || c == '\r' {
+		if !topKey(line) {
 			return fr, false
 		}
 		break
@@ -451,14 +462,23 @@ func decodeFile(src Source, errs *errList) *fileConf {
 			data = cut
 		}
 		if routesOK || flows != nil {
-			local := &errList{}
+			local := &errList{max: errs.max}
 			fc := decodeYAMLCut(src.Name, data, flows, local)
-			// Any error sends the file through the general decoder, whose
-			// messages are the reference.
-			if fc != nil && local.count() == 0 && !(routesOK && fc.has("routes")) {
+			// A file decoded (fc not nil: valid YAML once cut, every cut
+			// taken back once, no alias) holds the tree yaml.v3 builds of
+			// the whole file, but for the routes block, which decodes
+			// without an error. The decoder walked that tree as it walks
+			// yaml.v3's, so its errors are the general decoder's, and they
+			// are kept: an error file with a long flow collection was
+			// otherwise decoded twice. Any other failure, a YAML error of
+			// the cut text included, sends the file through the general
+			// decoder, whose messages are the reference.
+			if fc != nil && !(routesOK && fc.has("routes")) && errs.absorb(local, src.Name) {
 				if routesOK {
-					if len(fc.Keys) == 0 || fc.Pos.Line > fr.line {
-						// The blanked key was the mapping's first.
+					if fr.first {
+						// The blanked key was the mapping's first: the
+						// mapping is where it was, not at the next key
+						// (nor at 1:1 when there is none).
 						fc.Pos = Pos{src.Name, fr.line, 1}
 					}
 					fc.Routes = fr.routes

@@ -112,7 +112,7 @@ func (b *builder) ipvlanOf() map[string]string {
 		return b.ipvlanParents
 	}
 	b.ipvlanParents = map[string]string{}
-	for _, other := range sortedKeys(b.links) {
+	for _, other := range b.linkNames {
 		if oc := b.links[other]; oc != nil && oc.Kind == model.KindIPVlan && oc.IPVlan != nil {
 			if _, seen := b.ipvlanParents[oc.IPVlan.Parent]; !seen {
 				b.ipvlanParents[oc.IPVlan.Parent] = other

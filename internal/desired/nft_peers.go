@@ -69,7 +69,7 @@ func (b *builder) wireGuardLinks() string {
 		return *b.wgKnown
 	}
 	var wgLinks []string
-	for _, name := range sortedKeys(b.links) {
+	for _, name := range b.linkNames {
 		if b.links[name].Kind == model.KindWireGuard {
 			wgLinks = append(wgLinks, name)
 		}

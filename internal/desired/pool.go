@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"net/netip"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -56,6 +57,28 @@ func (s *subnetConf) decodeNode(d *decoder, n *yaml.Node, path string) {
 	d.decodeStructValue(n, path, (*plain)(s))
 }
 
+// unparsableSubnet stands for every scalar subnet that did not parse, once
+// reported (skipUnparsableSubnet): the builder skips it, whose only check
+// of such an entry reports at the decoder's error.
+var unparsableSubnet = subnetConf{}
+
+// skipUnparsableSubnet reports c as decodeNode would, lazily, and stands
+// unparsableSubnet for it if it is a scalar that is not a subnet.
+func skipUnparsableSubnet(d *decoder, c *yaml.Node, path string, i int, e *reflect.Value) bool {
+	if c.Kind != yaml.ScalarNode || c.Tag == "!!null" || c.Value != "default" && c.Value != "all" && !prefixFails(c.Value) {
+		return false
+	}
+	d.errs.addLazy(d.pos(c), func() (string, string) {
+		p := &Prefix{}
+		if err := p.parse(c.Value); err != nil {
+			return path + "[" + strconv.Itoa(i) + "]", err.Error()
+		}
+		return path + "[" + strconv.Itoa(i) + "]", fmt.Sprintf("expected a subnet like 10.2.0.0/16, found %q", c.Value)
+	})
+	e.Set(reflect.ValueOf(&unparsableSubnet))
+	return true
+}
+
 // blockRanges is the block indexes a host may hold: "0-15", 7, or a list of those.
 type blockRanges struct {
 	ranges []ipam.IndexRange
@@ -67,28 +90,55 @@ func (r *blockRanges) decodeNode(d *decoder, n *yaml.Node, path string) {
 	if n.Kind == yaml.SequenceNode {
 		items = n.Content
 	}
+	// The item's path and the message are made for an error kept only: a
+	// megabyte of "[x,x,…]" (aliased) is a million errors.
+	fail := func(c *yaml.Node, i int) {
+		d.errs.addLazy(d.pos(c), func() (string, string) {
+			p := path
+			if n.Kind == yaml.SequenceNode {
+				p = path + "[" + strconv.Itoa(i) + "]"
+			}
+			found := kindWord(c).String()
+			if c.Kind == yaml.ScalarNode && c.Tag != "!!null" {
+				found = strconv.Quote(c.Value)
+			}
+			return p, "expected a block index or a range like \"0-15\", found " + found
+		})
+	}
 	for i, c := range items {
-		p := path
-		if n.Kind == yaml.SequenceNode {
-			p = fmt.Sprintf("%s[%d]", path, i)
-		}
 		if c.Kind != yaml.ScalarNode || c.Tag == "!!null" {
-			d.fail(c, p, "expected a block index or a range like \"0-15\", found %s", kindWord(c))
+			fail(c, i)
 			continue
 		}
 		first, last, isRange := strings.Cut(c.Value, "-")
 		if !isRange {
 			last = first
 		}
-		f, err1 := strconv.ParseUint(strings.TrimSpace(first), 10, 64)
-		l, err2 := strconv.ParseUint(strings.TrimSpace(last), 10, 64)
-		if err1 != nil || err2 != nil {
-			d.fail(c, p, "expected a block index or a range like \"0-15\", found %q", c.Value)
+		f, ok1 := blockIndex(first)
+		l, ok2 := blockIndex(last)
+		if !ok1 || !ok2 {
+			fail(c, i)
 			continue
 		}
 		r.ranges = append(r.ranges, ipam.IndexRange{First: f, Last: l})
 		r.at = append(r.at, d.pos(c))
 	}
+}
+
+// blockIndex parses one end of a block range, spaces around allowed; a
+// word that is not all digits fails without making an error value.
+func blockIndex(s string) (uint64, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
 }
 
 // pools builds every pool of every file; they come before links, whose addresses use them.
@@ -210,15 +260,20 @@ func (b *builder) pool(name string, pc *poolConf) (model.Pool, bool) {
 	overflow := false
 	var own subnetIndex
 	for i, sc := range pc.Subnets {
-		sp := fmt.Sprintf("%s.subnets[%d]", path, i)
+		if sc == &unparsableSubnet {
+			continue // reported by the decoder
+		}
 		if sc == nil || sc.IPv4 == nil && sc.IPv6 == nil {
 			at := pc.at("subnets")
 			if sc != nil {
 				at = sc.Pos
 			}
-			b.errs.add(at, sp, "expected a subnet like 10.2.0.0/16 or a pair {ipv4: 10.2.0.0/16, ipv6: \"fd01::/112\"}")
+			b.errs.addLazy(at, func() (string, string) {
+				return path + ".subnets[" + strconv.Itoa(i) + "]", "expected a subnet like 10.2.0.0/16 or a pair {ipv4: 10.2.0.0/16, ipv6: \"fd01::/112\"}"
+			})
 			continue
 		}
+		sp := fmt.Sprintf("%s.subnets[%d]", path, i)
 		s, hostBits, ok := b.subnet(sp, sc)
 		if !ok {
 			continue

@@ -76,6 +76,22 @@ func TestPoolValidationErrors(t *testing.T) {
 		want: "f.yaml:5:35: pools.p.subnets[0].ipv6: a dual-stack pair needs prefixes of the same size in host bits: 10.2.0.0/16 has 16, fd01::/120 has 8\n" +
 			"f.yaml:6:16: pools.p.subnets[1].ipv4: expected an IPv4 subnet, found fd02::/112",
 	}, {
+		name: "items that are not subnets or block indexes",
+		file: "version: 1\npools:\n  p:\n    subnets: [x, default, \"fe80::%e/64\", 10.0.0.1/24, [y], ~]\n    blocks: [\"a-1\", [2], \" 3 - x \", 18446744073709551616, ~]\n  q: {subnets: [10.9.0.0/16], blocks: x}\n",
+		want: "f.yaml:4:5: pools.p: no subnets\n" +
+			"f.yaml:4:15: pools.p.subnets[0]: expected a CIDR prefix like 10.0.0.0/24 or fd00::/64 (or \"default\"), found \"x\"\n" +
+			"f.yaml:4:18: pools.p.subnets[1]: expected a subnet like 10.2.0.0/16, found \"default\"\n" +
+			"f.yaml:4:27: pools.p.subnets[2]: \"fe80::%e/64\" has an IPv6 zone (%...); zones are not accepted: the link is the one the address is declared on, or the route's dev\n" +
+			"f.yaml:4:42: pools.p.subnets[3]: \"10.0.0.1/24\" has host bits set; the prefix is 10.0.0.0/24\n" +
+			"f.yaml:4:55: pools.p.subnets[4]: expected a mapping, found a list\n" +
+			"f.yaml:4:60: pools.p.subnets[5]: empty list item; expected a value or a mapping\n" +
+			"f.yaml:5:14: pools.p.blocks[0]: expected a block index or a range like \"0-15\", found \"a-1\"\n" +
+			"f.yaml:5:21: pools.p.blocks[1]: expected a block index or a range like \"0-15\", found a list\n" +
+			"f.yaml:5:26: pools.p.blocks[2]: expected a block index or a range like \"0-15\", found \" 3 - x \"\n" +
+			"f.yaml:5:37: pools.p.blocks[3]: expected a block index or a range like \"0-15\", found \"18446744073709551616\"\n" +
+			"f.yaml:5:59: pools.p.blocks[4]: expected a block index or a range like \"0-15\", found nothing\n" +
+			"f.yaml:6:39: pools.q.blocks: expected a block index or a range like \"0-15\", found \"x\"",
+	}, {
 		name: "block size, table, blocks out of range, host bits",
 		file: "version: 1\npools:\n  p:\n    subnets: [10.2.0.0/24, 10.2.1.1/24]\n    block-size-bits: 40\n    export-table: main\n    blocks: 9-3\n",
 		want: "f.yaml:4:28: pools.p.subnets[1]: \"10.2.1.1/24\" has host bits set; the prefix is 10.2.1.0/24\n" +

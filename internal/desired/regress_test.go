@@ -3,6 +3,7 @@ package desired
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -40,6 +41,7 @@ var regressionFiles = func() []string {
 	for _, c := range nullItemCases {
 		fs = append(fs, c.file)
 	}
+	fs = append(fs, keptErrorFiles...)
 	return fs
 }()
 
@@ -294,6 +296,7 @@ func TestNotMappingItems(t *testing.T) {
 		"version: 1\nfou: [&a x, " + many + ", {port: 5555, ipproto: 4}]\n",
 		"version: 1\nlinks:\n  wg0:\n    kind: wireguard\n    private-key-file: /nonexistent\n    peers: [&a x, " + many + "]\n",
 		"version: 1\nroutes:\n  - x\n  - [1, 2]\n  - {to: default, via: 10.0.0.1}\n  - 7\n",
+		"version: 1\npools:\n  p: {subnets: &s [10.0.0.0/24, " + many + ", default, 10.0.0.1/24, \"fe80::%x/64\", 10.0.0.0/25, ~, [y]]}\n  q: {subnets: *s}\n",
 	} {
 		defer func(was bool) { thrifty = was }(thrifty)
 		thrifty = true
@@ -305,6 +308,96 @@ func TestNotMappingItems(t *testing.T) {
 		}
 		if !reflect.DeepEqual(on, off) {
 			t.Errorf("file %.60q…: the kept errors differ", file)
+		}
+	}
+}
+
+// A file's errors found on their own and then absorbed are what adding
+// them one by one gives: the count, the first kept by position past the
+// cap, the message kept at a position found twice.
+func TestErrorListAbsorb(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		max := 1 + rnd.IntN(8)
+		direct, before := &errList{max: max}, &errList{max: max}
+		for range rnd.IntN(10) {
+			p := Pos{"a.yaml", 1 + rnd.IntN(20), 1 + rnd.IntN(3)}
+			direct.add(p, "", "a %v", p)
+			before.add(p, "", "a %v", p)
+		}
+		local := &errList{max: max}
+		for i := range rnd.IntN(30) {
+			p := Pos{"b.yaml", 1 + rnd.IntN(20), 1 + rnd.IntN(3)}
+			direct.add(p, "", "b %v #%d", p, i)
+			local.add(p, "", "b %v #%d", p, i)
+		}
+		if !before.absorb(local, "b.yaml") {
+			t.Fatalf("round %d: not absorbed", round)
+		}
+		if got, want := before.err(), direct.err(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: absorbed\n%v\none by one\n%v", round, got, want)
+		}
+		// The positions are marked too: a later error at one is no second.
+		for l := 1; l <= 20; l++ {
+			p := Pos{"b.yaml", l, 1}
+			if before.mark(p) != direct.mark(p) {
+				t.Fatalf("round %d: %v marked unlike", round, p)
+			}
+		}
+	}
+	l := &errList{}
+	l.add(Pos{"b.yaml", 1, 1}, "", "x")
+	o := &errList{}
+	o.add(Pos{"b.yaml", 2, 1}, "", "y")
+	if l.absorb(o, "b.yaml") {
+		t.Errorf("absorbed into a list with errors in the same file")
+	}
+}
+
+// keptErrorFiles have errors where the fast paths decode: a long flow
+// collection (cut), beside a routes block they decode.
+var keptErrorFiles = []string{
+	"version: 1\nlinks: {l0: x, l1: [y], l2: {kind: dummy, mtu: z}, l3: {kind: nope}}\n",
+	"version: 1\nlinks:\n  d0: {kind: dummy, addresses: [x, 10.0.0.1/24, {address: y}, 10.0.0.1/24]}\nroutes:\n  - {to: 10.1.0.0/24, dev: d0}\n  - {to: 10.2.0.0/24, dev: d1}\n",
+	"version: 1\nrules: [x, {priority: 1}, [2], {table: t}]\nfou: [{port: x}, 7]\n",
+	"version: 1\nnftables:\n  inet t:\n    sets:\n      s: {type: ipv4_addr, elements: [10.0.0.1, x, 300.1.1.1]}\n    chains:\n      c: {rules: [x y, 'ip saddr @s accept']}\n",
+	"version: 1\npools:\n  p: {subnets: [10.0.0.0/24, x, default, 10.0.0.1/24, 10.0.0.0/25, [y], {}], blocks: [x, 1-2]}\n",
+}
+
+// A file whose decoding on the fast paths finds errors keeps them (it was
+// decoded a second time by the general decoder): they are the general
+// decoder's, as a main file and as a drop-in, past the cap too.
+func TestFastPathsKeepTheDecodersErrors(t *testing.T) {
+	defer func(was bool) { fastPath = was }(fastPath)
+	var many strings.Builder
+	many.WriteString("version: 1\nlinks: {")
+	for i := range MaxKeptErrors + 100 {
+		fmt.Fprintf(&many, "l%d: x, ", i)
+	}
+	many.WriteString("d: {kind: dummy, addresses: [x]}}\n")
+	for _, f := range append(keptErrorFiles, many.String()) {
+		fastPath = true
+		cut, flows := cutFlows([]byte(f))
+		if fc := decodeYAMLCut("f.yaml", cut, flows, &errList{}); flows == nil || fc == nil {
+			t.Errorf("file %q: not decoded on the fast path", f)
+		}
+		for _, srcs := range [][]Source{{src("f.yaml", f)}, {src("main.yaml", "version: 1\nx: 1\n"), src("conf.d/f.yaml", f)}} {
+			fastPath = true
+			got, gotErr := Parse(srcs)
+			fastPath = false
+			want, wantErr := Parse(srcs)
+			if gotErr == nil || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotErr, wantErr) {
+				t.Errorf("file %.200q:\nfast paths: %.2000v\ndecoder:    %.2000v", f, gotErr, wantErr)
+			}
+		}
+	}
+}
+
+// prefixFails says what Prefix.parse says, without the message.
+func TestPrefixFails(t *testing.T) {
+	for _, s := range []string{"", "x", "default", "all", "10.0.0.0/8", "10.0.0.1/8", "10.0.0.0", "fd00::/64", "fe80::%eth0/64", "fd00::1/64", "10.0.0.0/33", " 10.0.0.0/8", "::/0", "0.0.0.0/0", "Default"} {
+		if got, want := prefixFails(s), (&Prefix{}).parse(s) != nil; got != want {
+			t.Errorf("%q: prefixFails %v, parse fails %v", s, got, want)
 		}
 	}
 }

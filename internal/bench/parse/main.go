@@ -93,6 +93,19 @@ var cases = []benchCase{
 	{"1 MB of links with an address", func() string { return links(true) }, time.Second, 200},
 	{"1 MB of bridge ports", oneItemN("links:\n  br0: {kind: bridge}\n", func(i int) string { return fmt.Sprintf("  v%d: {kind: veth, master: br0, veth: {peer: w%d}}\n", i, i) }, "", ""), time.Second, 200},
 	{"1 MB of links, not mappings", oneItemN("links: {", func(i int) string { return fmt.Sprintf("l%d: x", i) }, ", ", "}\n"), time.Second, 200},
+	// Each keyed section with entries that are not mappings, or with
+	// every field of the wrong type.
+	{"1 MB of links, every field bad", oneItemN("links:\n", func(i int) string {
+		return fmt.Sprintf("  l%d: {kind: [x], mtu: x, state: [x], master: {}, alias: [], adopt: x, addresses: x, veth: x, vxlan: x}\n", i)
+	}, "", ""), time.Second, 200},
+	{"1 MB of nft tables, not mappings", oneItemN("nftables: {", func(i int) string { return fmt.Sprintf("inet t%d: x", i) }, ", ", "}\n"), time.Second, 200},
+	{"1 MB of nft sets, not mappings", oneItemN("nftables:\n  inet t:\n    sets: {", func(i int) string { return fmt.Sprintf("s%d: x", i) }, ", ", "}\n"), time.Second, 200},
+	{"1 MB of nft chains, not mappings", oneItemN("nftables:\n  inet t:\n    chains: {", func(i int) string { return fmt.Sprintf("c%d: x", i) }, ", ", "}\n"), time.Second, 200},
+	{"1 MB of pools, not mappings", oneItemN("pools: {", func(i int) string { return fmt.Sprintf("p%d: x", i) }, ", ", "}\n"), time.Second, 200},
+	{"1 MB of empty pools", oneItemN("pools: {", func(i int) string { return fmt.Sprintf("p%d: {}", i) }, ", ", "}\n"), time.Second, 200},
+	{"1 MB of empty nft sets", oneItemN("nftables:\n  inet t:\n    sets: {", func(i int) string { return fmt.Sprintf("s%d: {}", i) }, ", ", "}\n"), time.Second, 200},
+	{"1 MB one-char pool subnets", oneChar("pools:\n  p: {subnets: &e [", "]}\n  q: {subnets: *e}\n"), time.Second, 200},
+	{"1 MB one-char pool blocks", oneChar("pools:\n  p: {subnets: [10.0.0.0/8], blocks: &e [", "]}\n  q: {subnets: [10.1.0.0/16], blocks: *e}\n"), time.Second, 200},
 	{"1 MB of valid nft rules", oneItemN("nftables:\n  inet bench:\n    chains:\n      c0:\n        rules:\n", func(i int) string {
 		return fmt.Sprintf("          - ip saddr 10.%d.%d.%d tcp dport %d accept\n", i>>16&255, i>>8&255, i&255, i%65535+1)
 	}, "", ""), time.Second, 200},
