@@ -247,9 +247,9 @@ func (b *builder) linkCycles() {
 // the reference that closes it.
 func (b *builder) stackLoops() {
 	up := map[string][]linkEdge{}
-	for _, name := range sortedKeys(b.links) {
+	for _, name := range b.linkNames {
 		lc := b.links[name]
-		if lc == nil {
+		if lc == nil || lc.notMapping {
 			continue
 		}
 		if lc.Master != "" && lc.Master != name && b.declared(lc.Master) {
@@ -294,8 +294,8 @@ func (b *builder) stackLoops() {
 		}
 		state[n] = 2
 	}
-	for _, name := range sortedKeys(b.links) {
-		if state[name] == 0 {
+	for _, name := range b.linkNames {
+		if state[name] == 0 && len(up[name]) > 0 {
 			visit(name)
 		}
 	}

@@ -308,7 +308,7 @@ func (b *builder) pool(name string, pc *poolConf) (model.Pool, bool) {
 			switch {
 			case r.First > r.Last:
 				b.errs.add(pc.Blocks.at[i], path+".blocks", "range %d-%d: the first index is after the last", r.First, r.Last)
-			case !overflow && b.errs.count() == before && r.Last >= total:
+			case !overflow && total > 0 && b.errs.count() == before && r.Last >= total:
 				b.errs.add(pc.Blocks.at[i], path+".blocks", "range %d-%d: the pool has blocks 0-%d", r.First, r.Last, total-1)
 			}
 		}
