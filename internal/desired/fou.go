@@ -6,6 +6,17 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
+// The schema of this kind (see conf.go): what the file holds, before the
+// builder below checks it.
+
+type fouConf struct {
+	Meta
+	Port    uint16  `yaml:"port"`
+	IPProto uint8   `yaml:"ipproto"`
+	GUE     bool    `yaml:"gue"`
+	Family  *Family `yaml:"family"`
+}
+
 func (b *builder) fou(i int, fc *fouConf) {
 	// The path is only built for an error, as for routes.
 	path := func() string { return "fou[" + strconv.Itoa(i) + "]" }

@@ -9,6 +9,68 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
+// The schema of this kind (see conf.go): what the file holds, before the
+// builder below checks it.
+
+type linkConf struct {
+	Meta
+	Kind      string         `yaml:"kind"`
+	MTU       int            `yaml:"mtu"`
+	State     string         `yaml:"state"`
+	Master    string         `yaml:"master"`
+	Alias     string         `yaml:"alias"`
+	Adopt     bool           `yaml:"adopt"`
+	Addresses []*addressConf `yaml:"addresses"`
+
+	Veth      *vethConf      `yaml:"veth"`
+	VXLAN     *vxlanConf     `yaml:"vxlan"`
+	IPVlan    *ipvlanConf    `yaml:"ipvlan"`
+	IPIP      *tunnelConf    `yaml:"ipip"`
+	IP6Tnl    *tunnelConf    `yaml:"ip6tnl"`
+	WireGuard *wireguardConf `yaml:"wireguard"`
+}
+
+type vethConf struct {
+	Meta
+	Peer      string `yaml:"peer"`
+	PeerNetNS string `yaml:"peer-netns"`
+}
+
+type vxlanConf struct {
+	Meta
+	ID       uint32 `yaml:"id"`
+	Local    *Addr  `yaml:"local"`
+	Remote   *Addr  `yaml:"remote"`
+	Group    *Addr  `yaml:"group"`
+	Port     uint16 `yaml:"port"`
+	Dev      string `yaml:"dev"`
+	TTL      uint8  `yaml:"ttl"`
+	Learning *bool  `yaml:"learning"`
+}
+
+type ipvlanConf struct {
+	Meta
+	Parent string `yaml:"parent"`
+	Mode   string `yaml:"mode"`
+}
+
+type tunnelConf struct {
+	Meta
+	Mode     string     `yaml:"mode"`
+	Local    *Addr      `yaml:"local"`
+	Remote   *Addr      `yaml:"remote"`
+	TTL      *uint8     `yaml:"ttl"`
+	External bool       `yaml:"external"`
+	Encap    *encapConf `yaml:"encap"`
+}
+
+type encapConf struct {
+	Meta
+	Type  string `yaml:"type"`
+	Sport *Sport `yaml:"sport"`
+	Dport uint16 `yaml:"dport"`
+}
+
 // Kernel limits on link attributes.
 const (
 	minMTU          = 68 // IPv4's minimum (RFC 791)

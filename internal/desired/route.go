@@ -10,6 +10,25 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
+// The schema of this kind (see conf.go): what the file holds, before the
+// builder below checks it.
+
+type routeConf struct {
+	Meta
+	To     *Prefix `yaml:"to"`
+	Family *Family `yaml:"family"`
+	Via    *Addr   `yaml:"via"`
+	Dev    string  `yaml:"dev"`
+	Src    *Addr   `yaml:"src"`
+	Table  *Table  `yaml:"table"`
+	Metric int     `yaml:"metric"`
+	TOS    uint8   `yaml:"tos"`
+	Scope  *Scope  `yaml:"scope"`
+	OnLink bool    `yaml:"onlink"`
+	MTU    int     `yaml:"mtu"`
+	Type   string  `yaml:"type"`
+}
+
 func (b *builder) route(i int, rc *routeConf) {
 	// The path is only built for an error: a file of 100k routes has none.
 	path := func(field string) string { return "routes[" + strconv.Itoa(i) + "]" + field }

@@ -7,6 +7,24 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
+// The schema of this kind (see conf.go): what the file holds, before the
+// builder below checks it.
+
+type ruleConf struct {
+	Meta
+	Priority          *int    `yaml:"priority"`
+	Family            *Family `yaml:"family"`
+	From              *Prefix `yaml:"from"`
+	To                *Prefix `yaml:"to"`
+	FwMark            *Mark   `yaml:"fwmark"`
+	IIF               string  `yaml:"iif"`
+	OIF               string  `yaml:"oif"`
+	Not               bool    `yaml:"not"`
+	Action            string  `yaml:"action"`
+	Table             *Table  `yaml:"table"`
+	SuppressPrefixLen *int    `yaml:"suppress-prefixlength"`
+}
+
 func (b *builder) rule(i int, rc *ruleConf) {
 	// The path is only built for an error, as for routes.
 	path := func() string { return "rules[" + strconv.Itoa(i) + "]" }
