@@ -36,6 +36,10 @@ type Pools struct {
 	Pending []model.PoolAddress
 }
 
+// poolOwner is the IPAM owner ID of a link's pool address: stable across restarts, so the link
+// gets the same address back.
+func poolOwner(link string) string { return ipam.ConfigOwner("link", link) }
+
 // PreparePools resolves the pools of desired against the registry. It refuses, before anything
 // is written to the kernel, a registry that cannot be read or a pool definition that conflicts
 // with held blocks (Registry.Check). It then allocates the address of each link that takes one
@@ -80,7 +84,7 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 	}
 	wanted := map[ownerKey]bool{}
 	for _, pa := range desired.PoolAddresses {
-		k := ownerKey{pa.Pool, model.PoolOwner(pa.Link)}
+		k := ownerKey{pa.Pool, poolOwner(pa.Link)}
 		wanted[k] = true
 		a, ok := have[k]
 		if !ok && (dryRun || leftOut[pa.Link]) {
