@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/ipam"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/render"
 )
 
 const ipamHelp = `Usage: netreconcile ipam COMMAND [OPTIONS] [FLAGS]
@@ -92,9 +92,9 @@ func renderPools(ctx context.Context, eng *engine.Engine, st *model.State) ([]by
 	if reg == nil || err != nil {
 		return nil, err
 	}
-	status := map[string]desired.PoolStatus{}
+	status := map[string]render.PoolStatus{}
 	for _, p := range st.Pools {
-		var s desired.PoolStatus
+		var s render.PoolStatus
 		if s.Usage, err = reg.Usage(ctx, p.Name); err != nil {
 			return nil, err
 		}
@@ -103,7 +103,7 @@ func renderPools(ctx context.Context, eng *engine.Engine, st *model.State) ([]by
 		}
 		status[p.Name] = s
 	}
-	return desired.RenderPools(st.Pools, status)
+	return render.Pools(st.Pools, status)
 }
 
 // globalFlags are the options of every command; ipam takes them anywhere among its own.

@@ -1,4 +1,7 @@
-package desired
+// Package render writes a model.State back as a configuration file in the current schema, with
+// every default spelled out: what `show` prints. One file per kind: link.go (with its addresses),
+// route.go, rule.go, fou.go, nft.go, wireguard.go, pool.go (pools with their usage as comments).
+package render
 
 import (
 	"fmt"
@@ -7,15 +10,16 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-// Render writes a state as a configuration file in the current schema, with
+// State writes a state as a configuration file in the current schema, with
 // every default spelled out: what `show` prints, and what a user may copy
 // into a file.
-func Render(st *model.State) ([]byte, error) {
+func State(st *model.State) ([]byte, error) {
 	root := mapping()
-	add(root, "version", yscalar(strconv.Itoa(CurrentVersion)))
+	add(root, "version", yscalar(strconv.Itoa(desired.CurrentVersion)))
 	set := mapping()
 	add(set, "protocol", yscalar(strconv.Itoa(st.Protocol)))
 	add(root, "settings", set)
