@@ -128,3 +128,12 @@ func readFileIfExists(path string) ([]byte, error) {
 	}
 	return data, err
 }
+
+// joinAddrs writes an allocation's addresses separated by spaces, IPv4 first.
+func joinAddrs(a Allocation) string {
+	var s []string
+	for _, x := range a.Addrs() {
+		s = append(s, x.String())
+	}
+	return strings.Join(s, " ")
+}
