@@ -3,8 +3,8 @@
 // compare the two directly.
 //
 // actual.go reads in order (links first: the others hang on them); each
-// kind has its file: link.go, address.go, route.go, fou.go, nft.go and
-// wireguard.go.
+// kind has its file: link.go, address.go, route.go, rule.go, fou.go, nft.go
+// and wireguard.go.
 package actual
 
 import (
@@ -39,15 +39,10 @@ func Read(k kernel.Reader, opt Options) (*model.State, error) {
 	if err := readAddresses(k, st); err != nil {
 		return nil, err
 	}
-	proto := opt.Protocol
-	if opt.AllRoutes {
-		proto = 0
-	}
-	var err error
-	if st.Routes, err = k.Routes(proto); err != nil {
+	if err := readRoutes(k, st, opt); err != nil {
 		return nil, err
 	}
-	if st.Rules, err = k.Rules(); err != nil {
+	if err := readRules(k, st); err != nil {
 		return nil, err
 	}
 	if err := readFou(k, st, opt.OwnedFou); err != nil {
