@@ -39,3 +39,15 @@ func AddForeignRoutesInTheWay(k kernel.Reader, act *model.State, missing map[int
 	}
 	return added, nil
 }
+
+// readRoutes lists our routes, of our protocol, which the kernel filters for us; with
+// AllRoutes (show --all), every route.
+func readRoutes(k kernel.Reader, st *model.State, opt Options) error {
+	proto := opt.Protocol
+	if opt.AllRoutes {
+		proto = 0
+	}
+	var err error
+	st.Routes, err = k.Routes(proto)
+	return err
+}

@@ -4,13 +4,17 @@
 // depend on a failed link are skipped. The run reports every failure, and
 // because every pass re-reads the kernel, the next apply converges from
 // wherever this one stopped.
+//
+// apply.go walks the plan and dispatches; each kind has its file: link.go,
+// address.go, route.go (a run of route ops is one kernel batch; dad.go waits
+// for IPv6 sources), rule.go, fou.go, nft.go (every nftables op in one
+// batch) and wireguard.go.
 package apply
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -144,39 +148,6 @@ func Apply(ctx context.Context, k kernel.Interface, plan *diff.Plan, hooks Hooks
 	return res
 }
 
-// pinMTUs sets again the declared MTU of the masters the kernel moved while
-// their ports joined, left or changed (Plan.PinMTU): a change sets the
-// bridge's "MTU set by user" mark, and the kernel stops moving it. One
-// read of the links, and a write only where the MTU moved.
-func pinMTUs(k kernel.Interface, plan *diff.Plan, res *Result) {
-	if len(plan.PinMTU) == 0 {
-		return
-	}
-	ls, err := k.Links()
-	if err != nil {
-		return // the next pass sees the MTU and sets it
-	}
-	mtu := map[string]int{}
-	for _, l := range ls {
-		mtu[l.Name] = l.MTU
-	}
-	for _, l := range plan.PinMTU {
-		have, ok := mtu[l.Name]
-		if !ok || have == l.MTU {
-			continue
-		}
-		// The write is reported with the plan's, so that counts and
-		// reports of what was applied include it; the plan is not changed.
-		op := diff.Op{Action: diff.Update, Kind: diff.KindLink, ID: l.Name, Link: l, LinkFields: diff.LinkFields{MTU: true},
-			Changes: []diff.Change{{Field: "mtu", From: strconv.Itoa(have), To: strconv.Itoa(l.MTU)}}}
-		if err := k.SetLinkMTU(l.Name, l.MTU); err != nil {
-			res.Failed = append(res.Failed, Failure{op, err})
-			continue
-		}
-		res.Done = append(res.Done, op)
-	}
-}
-
 // dependsOn names the failed link an operation needs, if any.
 func dependsOn(op diff.Op, failed map[string]bool) string {
 	if len(failed) == 0 || op.Action == diff.Delete {
@@ -216,24 +187,9 @@ func run(k kernel.Interface, proto int, op diff.Op, hooks Hooks) error {
 	case diff.KindLink:
 		return runLink(k, op)
 	case diff.KindAddress:
-		switch op.Action {
-		case diff.Create:
-			return k.ReplaceAddress(op.Address)
-		case diff.Replace:
-			if err := k.DeleteAddress(op.Old); err != nil {
-				return err
-			}
-			return k.ReplaceAddress(op.Address)
-		case diff.Delete:
-			return goneIsDone(k.DeleteAddress(op.Address))
-		}
+		return runAddress(k, op)
 	case diff.KindRule:
-		switch op.Action {
-		case diff.Create:
-			return k.AddRule(op.Rule, proto)
-		case diff.Delete:
-			return goneIsDone(k.DeleteRule(op.Rule))
-		}
+		return runRule(k, proto, op)
 	case diff.KindFou:
 		return runFou(k, op, hooks)
 	case diff.KindWireGuard:
@@ -252,110 +208,6 @@ func goneIsDone(err error) error {
 		return nil
 	}
 	return err
-}
-
-func runFou(k kernel.Interface, op diff.Op, hooks Hooks) error {
-	note := func(owned bool) {
-		if hooks.FouChanged != nil {
-			hooks.FouChanged(op.Fou.Key(), owned)
-		}
-	}
-	switch op.Action {
-	case diff.Replace:
-		if err := k.DeleteFou(op.Fou); err != nil {
-			return err
-		}
-		note(false)
-		fallthrough
-	case diff.Create:
-		if err := k.AddFou(op.Fou); err != nil {
-			return err
-		}
-		note(true)
-	case diff.Delete:
-		if err := k.DeleteFou(op.Fou); err != nil {
-			return err
-		}
-		note(false)
-	}
-	return nil
-}
-
-func runLink(k kernel.Interface, op diff.Op) error {
-	l := op.Link
-	switch op.Action {
-	case diff.Delete:
-		err := k.DeleteLink(l.Name)
-		if errors.Is(err, kernel.ErrNotFound) {
-			return nil // gone already (with its parent or peer)
-		}
-		return err
-	case diff.Replace:
-		if err := k.DeleteLink(l.Name); err != nil && !errors.Is(err, kernel.ErrNotFound) {
-			return err
-		}
-		fallthrough
-	case diff.Create:
-		if op.PeerOfPair {
-			// The pair was created with the other end: mark and configure this one.
-			if err := k.SetLinkAlias(l.Name, l.Alias, true); err != nil {
-				return fmt.Errorf("%w: %w", kernel.ErrUnmarked, err)
-			}
-			if l.MTU != 0 {
-				if err := k.SetLinkMTU(l.Name, l.MTU); err != nil {
-					return madeError{err}
-				}
-			}
-		} else if err := addLink(k, l); err != nil {
-			return err
-		}
-		if l.Master != "" {
-			if err := k.SetLinkMaster(l.Name, l.Master); err != nil {
-				return madeError{err}
-			}
-		}
-		if l.Up {
-			if err := k.SetLinkUp(l.Name, true); err != nil {
-				return madeError{err}
-			}
-		}
-		return nil
-	case diff.Update:
-		return op.LinkFields.Write(linkWriter{k, l})
-	}
-	return fmt.Errorf("%s link %s: no such operation", op.Action, l.Name)
-}
-
-// madeError is the error of a link create that made and marked the link,
-// then failed on a later write (MTU, master, state).
-type madeError struct{ error }
-
-func (e madeError) Unwrap() error { return e.error }
-
-// LinkMade reports whether err, the error of a failed link create, comes
-// after the link was made: by a later write, or by the marker's write
-// (kernel.ErrUnmarked). The link exists then, and is ours.
-func LinkMade(err error) bool {
-	var m madeError
-	return errors.As(err, &m) || errors.Is(err, kernel.ErrUnmarked)
-}
-
-// linkWriter writes a link update's attributes from the desired link.
-type linkWriter struct {
-	k kernel.Interface
-	l *model.Link
-}
-
-var _ diff.LinkWriter = linkWriter{}
-
-func (w linkWriter) MTU() error    { return w.k.SetLinkMTU(w.l.Name, w.l.MTU) }
-func (w linkWriter) Master() error { return w.k.SetLinkMaster(w.l.Name, w.l.Master) }
-func (w linkWriter) State() error  { return w.k.SetLinkUp(w.l.Name, w.l.Up) }
-
-// Alias writes the alias with the ownership marker, except on a device
-// link, which is never ours.
-func (w linkWriter) Alias() error {
-	return w.k.SetLinkAlias(w.l.Name, w.l.Alias, w.l.Kind != model.KindDevice)
 }
 
 // origin is where the file declared an operation's object, for errors the

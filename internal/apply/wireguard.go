@@ -9,26 +9,6 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-// addLink creates a link. A wireguard link that allows userspace falls back
-// to wireguard-go when the kernel has no WireGuard module, as wg-quick does;
-// the tun device it makes is then marked as ours like any created link.
-func addLink(k kernel.Interface, l *model.Link) error {
-	err := k.AddLink(l)
-	if err == nil || l.Kind != model.KindWireGuard || l.WireGuard == nil || !l.WireGuard.Userspace || !errors.Is(err, kernel.ErrUnsupported) {
-		return err
-	}
-	if err := k.StartUserspaceWireGuard(l.Name); err != nil {
-		return err
-	}
-	if err := k.SetLinkAlias(l.Name, l.Alias, true); err != nil {
-		return fmt.Errorf("%w: %w", kernel.ErrUnmarked, err)
-	}
-	if l.MTU != 0 {
-		return k.SetLinkMTU(l.Name, l.MTU)
-	}
-	return nil
-}
-
 // runWGDevice writes a device's key, port and mark: those the op names.
 func runWGDevice(k kernel.Interface, op diff.Op) error {
 	cfg := &kernel.WireGuardConfig{}

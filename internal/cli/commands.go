@@ -6,8 +6,8 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/render"
 )
 
 func runValidate(ctx context.Context, env *Env, args []string) int {
@@ -141,7 +141,7 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 	if !all {
 		st = owned(st)
 	}
-	data, err := desired.Render(st)
+	data, err := render.State(st)
 	if err != nil {
 		return fail(env, "show", err)
 	}

@@ -177,3 +177,109 @@ Examples:
   systemctl reload netreconcile     # re-read the configuration now
   systemctl status netreconcile     # the STATUS= line
 `
+
+const ipamHelp = `Usage: netreconcile ipam [OPTIONS] COMMAND [OPTIONS]
+
+Hand out addresses from the IPAM pools of the configuration (the pools:
+section), and see what is handed out. The registry is a file per pool under
+STATE-DIR/ipam (STATE-DIR/netns/NAME/ipam with --netns NAME, or
+netns/nsfs-DEV-INODE/ipam for a path such as /proc/PID/ns/net), shared with
+apply and the daemon: any number of these commands, CNI plugins and apply may
+run at once. allocate, release and gc hold the namespace's writer lock, as
+apply does (see --lock-timeout); list takes none and writes nothing.
+
+Commands:
+  allocate  --owner ID [--pool P] [--iface NAME] [-o text|json]
+            give an owner an address (the same one if it already has one)
+            and print it; a dual-stack pool prints an IPv4 and an IPv6 line
+  release   --owner ID [--pool P] [--iface NAME] [-o text|json]
+            take an owner's address back; it is handed out again only after
+            the pool's reuse-delay, and a block left empty is given back
+  list      [--pool P] [-o text|json]
+            the addresses handed out, and the blocks this host holds
+  gc        [--free-after D] [-o text|json]
+            free the addresses of owners that are gone (pid:N, netns:PATH)
+            and were handed out at least D ago (default 15m)
+
+--pool may be left out when the configuration has one pool. --output table,
+the former name of list's and gc's text output, is still accepted.
+
+Owner IDs are printable text without spaces. These forms let gc tell when
+their owner is gone:
+  pid:1234               a process
+  netns:/run/netns/blue  a network namespace (gone when the path is)
+  config:link/NAME       the address a link takes from a pool, which apply
+                         hands out and gives back itself
+
+A block taken by allocate is exported as a route (dev lo, table export-table)
+by the next apply, or the daemon's next pass; a block given back by release
+is withdrawn the same way. When a pool's registry file is missing while the
+kernel still shows what it handed out, allocate, release and gc refuse, as
+apply does (see "A lost registry" in docs/config.md).
+
+The common options may come before COMMAND or after it.
+Run 'netreconcile ipam COMMAND --help' for the options of one command.
+` + commonFlags + `
+Exit status: 0 on success, 1 on error (an exhausted or unknown pool, a
+refused registry, an unreadable configuration), 64 on a wrong command line.
+
+Examples:
+  netreconcile ipam allocate --pool kubespan --owner pid:$$
+  netreconcile ipam release --pool kubespan --owner pid:$$
+  netreconcile ipam list --output json | jq '.pools[].usage'
+  netreconcile ipam gc --free-after 1h
+`
+
+const ipamOwnerOptions = `
+Options:
+      --owner ID       the owner (required): printable text without spaces;
+                       pid:N and netns:PATH let gc tell when it is gone
+      --pool P         the pool (may be left out when the configuration has
+                       only one)
+      --iface NAME     the interface, for an owner that has several
+  -o, --output FORMAT  text (default) or json
+`
+
+const ipamAllocateHelp = `Usage: netreconcile ipam allocate --owner ID [--pool P] [--iface NAME] [OPTIONS]
+
+Give an owner an address from a pool and print it; a dual-stack pool gives an
+IPv4 and an IPv6 address, one per line (json: the allocation). The same owner
+and interface asking again get the same address. A new address is the next
+after the last one handed out; a released one is handed out again only after
+the pool's reuse-delay. Holds the namespace's writer lock.
+` + ipamOwnerOptions + commonFlags
+
+const ipamReleaseHelp = `Usage: netreconcile ipam release --owner ID [--pool P] [--iface NAME] [OPTIONS]
+
+Take back the address an owner holds on an interface (or without one) in a
+pool. It is handed out again only after the pool's reuse-delay; a block left
+empty is given back at once, and withdrawn by the next apply. Releasing an
+address that is not held does nothing and is not an error (json: an empty
+"released" list). Holds the namespace's writer lock.
+` + ipamOwnerOptions + commonFlags
+
+const ipamListHelp = `Usage: netreconcile ipam list [--pool P] [OPTIONS]
+
+Show the addresses handed out, oldest first, and for each pool the blocks held
+and how many addresses wait out the reuse-delay. Takes no lock and writes
+nothing.
+
+Options:
+      --pool P         show only the pool P
+  -o, --output FORMAT  text (default; table is accepted) or json
+` + commonFlags
+
+const ipamGCHelp = `Usage: netreconcile ipam gc [--free-after D] [OPTIONS]
+
+Free the addresses whose owner is gone and that were handed out at least D
+ago, and show what was freed. Only owners of the forms pid:N and netns:PATH
+can be checked here; the daemon frees the addresses of configuration objects
+(config:...) itself. How many old addresses were kept because their owner
+cannot be checked is told on standard error. Holds the namespace's writer
+lock.
+
+Options:
+      --free-after D   free only addresses handed out at least D ago, such as
+                       30m (default 15m)
+  -o, --output FORMAT  text (default; table is accepted) or json
+` + commonFlags

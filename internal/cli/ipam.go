@@ -2,58 +2,22 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/ipam"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/render"
 )
-
-const ipamHelp = `Usage: netreconcile ipam COMMAND [OPTIONS] [FLAGS]
-
-Hand out addresses from the IPAM pools of the configuration (the pools:
-section), and see what is handed out. The registry is a file per pool under
-STATE-DIR/ipam (STATE-DIR/netns/NAME/ipam with --netns NAME, or
-netns/nsfs-DEV-INODE/ipam for a path such as /proc/PID/ns/net), shared with
-apply and the daemon: any number of these commands, CNI plugins and apply may
-run at once. allocate, release and gc hold the namespace's writer lock, as
-apply does (see --lock-timeout); list writes nothing.
-
-Commands:
-  allocate  --owner ID [--pool P] [--iface NAME] [--output text|json]
-            give an owner an address (the same one if it already has one)
-            and print it; a dual-stack pool prints an IPv4 and an IPv6 line
-  release   --owner ID [--pool P] [--iface NAME] [--output text|json]
-            take an owner's address back; it is handed out again only after
-            the pool's reuse-delay, and a block left empty is given back
-  list      [--pool P] [--output table|json]
-            the addresses handed out, and the blocks this host holds
-  gc        [--free-after D] [--output table|json]
-            free the addresses of owners that are gone (pid:N, netns:PATH)
-            and were handed out at least D ago (default 15m)
-
---pool may be left out when the configuration has one pool. Owner IDs are
-printable text without spaces; pid:1234 and netns:/run/netns/blue let gc
-tell when the owner is gone; config:link/NAME are the addresses links take
-from pools, which apply hands out and gives back itself.
-
-A block taken by allocate is exported as a route (dev lo, table export-table)
-by the next apply, or the daemon's next pass; a block given back by release
-is withdrawn the same way.
-
-Run 'netreconcile ipam COMMAND --help' for the flags of one command.
-` + commonFlags + `
-Examples:
-  netreconcile ipam allocate --pool kubespan --owner pid:$$
-  netreconcile ipam release --pool kubespan --owner pid:$$
-  netreconcile ipam list --output json | jq '.pools[].usage'
-`
 
 // writePoolSummary prints one line per pool: allocations and held blocks, after a plan.
 func writePoolSummary(ctx context.Context, w io.Writer, eng *engine.Engine, st *model.State, p *engine.Pools, dryRun bool) {
@@ -92,9 +56,9 @@ func renderPools(ctx context.Context, eng *engine.Engine, st *model.State) ([]by
 	if reg == nil || err != nil {
 		return nil, err
 	}
-	status := map[string]desired.PoolStatus{}
+	status := map[string]render.PoolStatus{}
 	for _, p := range st.Pools {
-		var s desired.PoolStatus
+		var s render.PoolStatus
 		if s.Usage, err = reg.Usage(ctx, p.Name); err != nil {
 			return nil, err
 		}
@@ -103,90 +67,368 @@ func renderPools(ctx context.Context, eng *engine.Engine, st *model.State) ([]by
 		}
 		status[p.Name] = s
 	}
-	return desired.RenderPools(st.Pools, status)
+	return render.Pools(st.Pools, status)
 }
 
-// globalFlags are the options of every command; ipam takes them anywhere among its own.
-var globalFlags = map[string]bool{"c": true, "config": true, "conf-dir": true, "netns": true, "state-dir": true, "lock-timeout": true, "allow-insecure-config": true}
+// ipamClock is the clock of the ipam commands: when an address is handed out, and the ages
+// list and gc print. Tests set a fake one.
+var ipamClock ipam.Clock = ipam.SystemClock{}
 
-// splitGlobals takes the common options out of args and leaves the ipam command's own.
-func splitGlobals(g *globals, args []string) ([]string, error) {
-	g.config, g.stateDir, g.lockTimeout = DefaultConfig, DefaultStateDir, DefaultLockTimeout
-	var rest []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" || !globalFlags[name] {
-			rest = append(rest, a)
-			continue
-		}
-		if name == "allow-insecure-config" { // a boolean: takes no argument
-			g.allowInsecureConfig = !hasValue || value == "true"
-			continue
-		}
-		if !hasValue {
-			if i+1 >= len(args) {
-				return nil, fmt.Errorf("flag needs an argument: %s", a)
-			}
-			i++
-			value = args[i]
-		}
-		switch name {
-		case "c", "config":
-			g.config = value
-		case "conf-dir":
-			g.confDir = value
-		case "netns":
-			g.netns, g.netnsGiven = value, true
-		case "state-dir":
-			g.stateDir = value
-		case "lock-timeout":
-			d, err := time.ParseDuration(value)
-			if err != nil || d <= 0 {
-				return nil, fmt.Errorf("--lock-timeout must be a positive duration such as 30s, not %q", value)
-			}
-			g.lockTimeout = d
-		}
+// defaultFreeAfter is how old an allocation must be before gc frees it for a missing owner:
+// Lyft's suggested registry-gc interval, far longer than any container setup takes.
+const defaultFreeAfter = 15 * time.Minute
+
+// errUsage marks an ipam error in the command line itself (exit ExitUsage); any other error is
+// the registry's or the configuration's (exit ExitError).
+var errUsage = errors.New("usage error")
+
+// usageError is an error of the command line; errors.Is(err, errUsage) holds.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string        { return e.msg }
+func (e *usageError) Is(target error) bool { return target == errUsage }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// ipamCommand is a subcommand of ipam: its flags beside the common options, and its run.
+type ipamCommand struct {
+	name, usage string
+	// readOnly: takes no lock and writes nothing (list).
+	readOnly bool
+	flags    func(fs *flag.FlagSet, a *ipamArgs)
+	run      func(r *ipamRun) error
+}
+
+// ipamArgs are the flags of the ipam subcommands.
+type ipamArgs struct {
+	pool, owner, iface, output string
+	freeAfter                  time.Duration
+}
+
+// ipamRun is one run of a subcommand, on the opened registry.
+type ipamRun struct {
+	ctx   context.Context
+	env   *Env
+	reg   *ipam.Registry
+	pools []ipam.Pool
+	// close releases the lock and the state directory after the command.
+	close func()
+	ipamArgs
+}
+
+func ipamCommands() []ipamCommand {
+	ownerFlags := func(fs *flag.FlagSet, a *ipamArgs) {
+		fs.StringVar(&a.pool, "pool", "", "")
+		fs.StringVar(&a.owner, "owner", "", "")
+		fs.StringVar(&a.iface, "iface", "", "")
+		outputFlag(fs, &a.output)
 	}
-	return rest, nil
+	return []ipamCommand{
+		{name: "allocate", usage: ipamAllocateHelp, flags: ownerFlags, run: ipamAllocate},
+		{name: "release", usage: ipamReleaseHelp, flags: ownerFlags, run: ipamRelease},
+		{name: "list", usage: ipamListHelp, readOnly: true, run: ipamList, flags: func(fs *flag.FlagSet, a *ipamArgs) {
+			fs.StringVar(&a.pool, "pool", "", "")
+			outputFlag(fs, &a.output)
+		}},
+		{name: "gc", usage: ipamGCHelp, run: ipamGC, flags: func(fs *flag.FlagSet, a *ipamArgs) {
+			fs.DurationVar(&a.freeAfter, "free-after", defaultFreeAfter, "")
+			outputFlag(fs, &a.output)
+		}},
+	}
 }
 
+// runIPAM runs `netreconcile ipam [OPTIONS] COMMAND [OPTIONS]`. The common options may come
+// before the command or among its own: one flag set per command parses them all, once the
+// command is found (the first argument that is no option, as a first parse of the common
+// options alone finds it).
 func runIPAM(ctx context.Context, env *Env, args []string) int {
-	var g globals
-	rest, err := splitGlobals(&g, args)
-	if err != nil {
+	var top globals
+	fs := top.flags("ipam")
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(env.Stdout, ipamHelp)
+		return ExitOK
+	case err != nil:
 		fmt.Fprintf(env.Stderr, "netreconcile ipam: %v\n\n%s", err, ipamHelp)
 		return ExitUsage
-	}
-	if len(rest) == 0 || rest[0] == "help" || rest[0] == "-h" || rest[0] == "--help" || rest[0] == "-help" {
-		if len(rest) == 0 {
-			fmt.Fprint(env.Stderr, ipamHelp)
-			return ExitUsage
-		}
+	case fs.NArg() == 0:
+		fmt.Fprint(env.Stderr, ipamHelp)
+		return ExitUsage
+	case fs.Arg(0) == "help":
 		fmt.Fprint(env.Stdout, ipamHelp)
 		return ExitOK
 	}
-	if len(rest) > 1 && (rest[1] == "-h" || rest[1] == "--help" || rest[1] == "-help") {
-		// A command's help needs no configuration.
-		return ipamResult(env, ipam.RunCLIIn(ctx, rest, env.Stdout, env.Stderr, nil, nil, nil))
+	name := fs.Arg(0)
+	var cmd *ipamCommand
+	for _, c := range ipamCommands() {
+		if c.name == name {
+			cmd = &c
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(env.Stderr, "netreconcile ipam: unknown command %q; commands: allocate, release, list, gc\n\n%s", name, ipamHelp)
+		return ExitUsage
+	}
+	rest := append(slices.Clone(args[:len(args)-fs.NArg()]), fs.Args()[1:]...)
+
+	var g globals
+	r := &ipamRun{ctx: ctx, env: env}
+	cfs := g.flags("ipam " + name)
+	cmd.flags(cfs, &r.ipamArgs)
+	if ok, code := parse(env, cfs, cmd.usage, rest); !ok {
+		return code
+	}
+	r.close = func() {}
+	err = r.prepare(cmd, &g)
+	defer r.close()
+	if errors.Is(err, errUsage) {
+		fmt.Fprintf(env.Stderr, "netreconcile ipam %s: %v (see 'netreconcile ipam %s --help')\n", name, err, name)
+		return ExitUsage
+	}
+	if err == nil {
+		err = cmd.run(r)
+	}
+	if err != nil {
+		return fail(env, "ipam "+name, err)
+	}
+	return ExitOK
+}
+
+// prepare checks the flags, loads the configuration and opens the registry, under the
+// namespace's writer lock for a command that changes it.
+func (r *ipamRun) prepare(cmd *ipamCommand, g *globals) error {
+	if r.output == "table" {
+		r.output = "text" // list and gc called it table before every command had --output text
+	}
+	if r.output != "text" && r.output != "json" {
+		return usagef("--output must be text or json, not %q", r.output)
+	}
+	if cmd.name == "allocate" || cmd.name == "release" {
+		if r.owner == "" {
+			return usagef("--owner is required")
+		}
+	}
+	if r.freeAfter < 0 {
+		return usagef("--free-after %s is negative", r.freeAfter)
 	}
 	cfg, err := g.load()
 	if err != nil {
-		return fail(env, "ipam", err)
+		return err
 	}
-	// list reads; the other commands change the registry, under the
-	// namespace's writer lock like apply.
-	readOnly := rest[0] == "list"
-	st, err := g.openState(readOnly)
+	r.pools = cfg.State.IPAMPools()
+	if cmd.name != "list" && cmd.name != "gc" {
+		if r.pool, err = r.poolName(); err != nil {
+			return err
+		}
+	}
+	st, err := g.openState(cmd.readOnly)
 	if err != nil {
-		return fail(env, "ipam", err)
+		return err
 	}
-	defer st.close()
-	var lock func(context.Context) (func(), error)
-	if !readOnly {
-		lock = g.guardedLock(st, cfg.State, g.lockFn(st, waitingMessage(env, "ipam "+rest[0], g.lockTimeout)))
+	r.close = st.close
+	if !cmd.readOnly {
+		lock := g.guardedLock(st, cfg.State, g.lockFn(st, waitingMessage(r.env, "ipam "+cmd.name, g.lockTimeout)))
+		unlock, err := lock(r.ctx)
+		if err != nil {
+			return err
+		}
+		r.close = func() { unlock(); st.close() }
 	}
-	return ipamResult(env, ipam.RunCLIIn(ctx, rest, env.Stdout, env.Stderr, st.dir, lock, cfg.State.IPAMPools()))
+	r.reg, err = ipam.OpenIn(st.dir, r.pools, ipamClock)
+	return err
+}
+
+// poolName picks the pool allocate and release work on: the one given, or the only one there is.
+func (r *ipamRun) poolName() (string, error) {
+	if r.pool != "" {
+		return r.pool, nil
+	}
+	switch len(r.pools) {
+	case 0:
+		return "", errors.New("the configuration has no IPAM pools")
+	case 1:
+		return r.pools[0].Name, nil
+	}
+	names := make([]string, len(r.pools))
+	for i, p := range r.pools {
+		names[i] = p.Name
+	}
+	return "", usagef("--pool is required: the configuration has pools %s", strings.Join(names, ", "))
+}
+
+func ipamAllocate(r *ipamRun) error {
+	a, err := r.reg.Allocate(r.ctx, r.pool, r.owner, r.iface)
+	if err != nil {
+		return err
+	}
+	if r.output == "json" {
+		return writeJSON(r.env.Stdout, a)
+	}
+	for _, x := range a.Addrs() {
+		fmt.Fprintln(r.env.Stdout, x)
+	}
+	return nil
+}
+
+func ipamRelease(r *ipamRun) error {
+	a, ok, err := r.reg.Release(r.ctx, r.pool, r.owner, r.iface)
+	if err != nil {
+		return err
+	}
+	if r.output == "json" {
+		released := []ipam.Allocation{}
+		if ok {
+			released = append(released, a)
+		}
+		return writeJSON(r.env.Stdout, map[string]any{"released": released})
+	}
+	if !ok {
+		who := "owner=" + r.owner
+		if r.iface != "" {
+			who += " iface=" + r.iface
+		}
+		_, err := fmt.Fprintf(r.env.Stdout, "%s holds no address in pool %s\n", who, r.pool)
+		return err
+	}
+	_, err = fmt.Fprintf(r.env.Stdout, "released %s\n", joinAddrs(a.Addrs()))
+	return err
+}
+
+// poolListing is what `ipam list --output json` prints for a pool.
+type poolListing struct {
+	Pool        string            `json:"pool"`
+	Usage       ipam.Usage        `json:"usage"`
+	Blocks      []ipam.Block      `json:"blocks"`
+	Allocations []ipam.Allocation `json:"allocations"`
+}
+
+func ipamList(r *ipamRun) error {
+	names := []string{r.pool}
+	if r.pool == "" {
+		names = names[:0]
+		for _, p := range r.pools {
+			names = append(names, p.Name)
+		}
+	}
+	listings := []poolListing{}
+	for _, name := range names {
+		l := poolListing{Pool: name}
+		var err error
+		if l.Usage, err = r.reg.Usage(r.ctx, name); err != nil {
+			return err
+		}
+		if l.Blocks, err = r.reg.HeldBlocks(r.ctx, name); err != nil {
+			return err
+		}
+		if l.Allocations, err = r.reg.List(r.ctx, name); err != nil {
+			return err
+		}
+		listings = append(listings, l)
+	}
+	if r.output == "json" {
+		return writeJSON(r.env.Stdout, map[string]any{"pools": listings})
+	}
+	w := r.env.Stdout
+	var all []ipam.Allocation
+	for _, l := range listings {
+		all = append(all, l.Allocations...)
+	}
+	if len(all) > 0 {
+		allocationTable(w, all)
+		fmt.Fprintln(w)
+	}
+	for _, l := range listings {
+		u := l.Usage
+		fmt.Fprintf(w, "pool %s: %d addresses allocated, %d waiting out the reuse delay, %d of %d allowed blocks held",
+			l.Pool, u.Allocated, u.Cooling, u.BlocksHeld, u.BlocksAllowed)
+		for i, b := range l.Blocks {
+			sep := ", "
+			if i == 0 {
+				sep = ": "
+			}
+			fmt.Fprintf(w, "%s%s", sep, ipam.Subnet{IPv4: b.IPv4, IPv6: b.IPv6})
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+func ipamGC(r *ipamRun) error {
+	freed, err := r.reg.GC(r.ctx, r.freeAfter, ipam.OwnerAlive)
+	if r.output == "json" {
+		if freed == nil {
+			freed = []ipam.Allocation{}
+		}
+		if werr := writeJSON(r.env.Stdout, map[string]any{"freed": freed}); werr != nil {
+			return werr
+		}
+		return err
+	}
+	if len(freed) > 0 {
+		allocationTable(r.env.Stdout, freed)
+	}
+	fmt.Fprintf(r.env.Stdout, "freed %d addresses\n", len(freed))
+	if err != nil {
+		return err
+	}
+	r.noteUnchecked()
+	return nil
+}
+
+// noteUnchecked tells on stderr how many old enough addresses gc kept because it cannot tell
+// whether their owner exists, so nobody takes "freed 0" for "nothing is stale".
+func (r *ipamRun) noteUnchecked() {
+	as, err := r.reg.List(r.ctx, "")
+	if err != nil {
+		return
+	}
+	now := ipamClock.Now()
+	n := 0
+	for _, a := range as {
+		if now.Sub(a.AllocatedAt) >= r.freeAfter && !strings.HasPrefix(a.Owner, ipam.OwnerPID) && !strings.HasPrefix(a.Owner, ipam.OwnerNetns) {
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(r.env.Stderr, "kept %d addresses older than %s whose owners gc cannot check (not pid: or netns:)\n", n, r.freeAfter)
+	}
+}
+
+func allocationTable(w io.Writer, as []ipam.Allocation) {
+	now := ipamClock.Now()
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "POOL\tBLOCK\tIPV4\tIPV6\tOWNER\tIFACE\tAGE")
+	for _, a := range as {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", a.Pool, a.Block, orDash(a.IPv4.IsValid(), a.IPv4.String()),
+			orDash(a.IPv6.IsValid(), a.IPv6.String()), a.Owner, orDash(a.Iface != "", a.Iface), age(now, a.AllocatedAt))
+	}
+	tw.Flush()
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func orDash(ok bool, s string) string {
+	if ok {
+		return s
+	}
+	return "-"
+}
+
+func age(now, t time.Time) string {
+	d := now.Sub(t).Truncate(time.Second)
+	switch {
+	case d < time.Hour:
+		return d.String()
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
 // guardedLock takes the writer lock, then refuses, as apply does, when a
@@ -223,23 +465,4 @@ func (g *globals) checkRegistries(st *nsState, desired *model.State) error {
 	}
 	defer k.Close()
 	return engine.CheckLostRegistries(k, reg, desired)
-}
-
-func ipamResult(env *Env, err error) int {
-	if err == nil {
-		return ExitOK
-	}
-	msg := err.Error()
-	if strings.HasPrefix(msg, "ipam") {
-		fmt.Fprintf(env.Stderr, "netreconcile %s\n", msg)
-	} else {
-		fmt.Fprintf(env.Stderr, "netreconcile ipam: %s\n", msg)
-	}
-	if errors.Is(err, ipam.ErrPoolExhausted) || errors.Is(err, ipam.ErrUnknownPool) || errors.Is(err, ipam.ErrCorrupt) || errors.Is(err, ipam.ErrPoolInUse) {
-		return ExitError
-	}
-	if strings.Contains(msg, "see 'netreconcile ipam") || strings.Contains(msg, "unknown command") || strings.Contains(msg, "missing command") {
-		return ExitUsage
-	}
-	return ExitError
 }

@@ -130,20 +130,3 @@ func TestWireGuardCredential(t *testing.T) {
 		t.Fatalf("without $CREDENTIALS_DIRECTORY: %v", err)
 	}
 }
-
-func TestRenderWireGuardHasNoSecret(t *testing.T) {
-	dir := t.TempDir()
-	key := writeKey(t, dir, "k", testKey, 0o600)
-	cfg, err := parseWG(t, dir, "      private-key-file: "+key+"\n      peers:\n        - {public-key: "+peerKey+", preshared-key-file: "+key+", allowed-ips: [10.0.0.2/32]}\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := Render(cfg.State)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(out)
-	if strings.Contains(s, testKey) || !strings.Contains(s, peerKey) || !strings.Contains(s, cfg.State.Links["kubespan"].WireGuard.PublicKey.String()) {
-		t.Fatalf("render:\n%s", s)
-	}
-}

@@ -219,6 +219,43 @@ func (e *Engine) checkNftHandles(ts []model.NftTable) {
 	}
 }
 
+// PlanDesired resolves desired's pools (allocating addresses and blocks
+// unless dryRun) and plans. A dry run's plan also lists what the pools would
+// add. The command line and the daemon both plan through here.
+func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun bool) (*diff.Plan, *Pools, error) {
+	reg, err := e.OpenRegistry(desired)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := e.checkLostRegistries(reg, desired); err != nil {
+		return nil, nil, err
+	}
+	// A link the plan leaves out for a conflict gets no address from a
+	// pool: the address would be left out with it, and diff, which
+	// allocates nothing, would list another plan. Which links are left out
+	// only a plan says: an apply that has addresses to allocate plans once
+	// without them first.
+	pools, err := PreparePools(ctx, reg, desired, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !dryRun {
+		var leftOut map[string]bool
+		if len(pools.Pending) > 0 {
+			plan, err := e.PlanPools(pools)
+			if plan == nil {
+				return nil, nil, err
+			}
+			leftOut = plan.LeftOut
+		}
+		if pools, err = preparePools(ctx, reg, desired, false, leftOut); err != nil {
+			return nil, nil, err
+		}
+	}
+	plan, err := e.PlanPools(pools)
+	return plan, pools, err
+}
+
 // Plan reads the kernel and computes the plan to reach desired. A non-nil
 // plan may come with a diff.Conflicts error: the conflicting objects are left
 // out of it.

@@ -36,6 +36,10 @@ type Pools struct {
 	Pending []model.PoolAddress
 }
 
+// poolOwner is the IPAM owner ID of a link's pool address: stable across restarts, so the link
+// gets the same address back.
+func poolOwner(link string) string { return ipam.ConfigOwner("link", link) }
+
 // PreparePools resolves the pools of desired against the registry. It refuses, before anything
 // is written to the kernel, a registry that cannot be read or a pool definition that conflicts
 // with held blocks (Registry.Check). It then allocates the address of each link that takes one
@@ -80,7 +84,7 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 	}
 	wanted := map[ownerKey]bool{}
 	for _, pa := range desired.PoolAddresses {
-		k := ownerKey{pa.Pool, model.PoolOwner(pa.Link)}
+		k := ownerKey{pa.Pool, poolOwner(pa.Link)}
 		wanted[k] = true
 		a, ok := have[k]
 		if !ok && (dryRun || leftOut[pa.Link]) {
@@ -244,43 +248,6 @@ func (e *Engine) OpenRegistry(desired *model.State) (*ipam.Registry, error) {
 		return ipam.OpenIn(e.State, desired.IPAMPools(), nil)
 	}
 	return ipam.Open(e.IPAMDir, desired.IPAMPools(), nil)
-}
-
-// PlanDesired resolves desired's pools (allocating addresses and blocks
-// unless dryRun) and plans. A dry run's plan also lists what the pools would
-// add. The command line and the daemon both plan through here.
-func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun bool) (*diff.Plan, *Pools, error) {
-	reg, err := e.OpenRegistry(desired)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := e.checkLostRegistries(reg, desired); err != nil {
-		return nil, nil, err
-	}
-	// A link the plan leaves out for a conflict gets no address from a
-	// pool: the address would be left out with it, and diff, which
-	// allocates nothing, would list another plan. Which links are left out
-	// only a plan says: an apply that has addresses to allocate plans once
-	// without them first.
-	pools, err := PreparePools(ctx, reg, desired, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !dryRun {
-		var leftOut map[string]bool
-		if len(pools.Pending) > 0 {
-			plan, err := e.PlanPools(pools)
-			if plan == nil {
-				return nil, nil, err
-			}
-			leftOut = plan.LeftOut
-		}
-		if pools, err = preparePools(ctx, reg, desired, false, leftOut); err != nil {
-			return nil, nil, err
-		}
-	}
-	plan, err := e.PlanPools(pools)
-	return plan, pools, err
 }
 
 // ErrRegistryLost: a pool's registry is missing while the kernel holds what

@@ -8,11 +8,12 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/ipam"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/pooldef"
 )
 
 func TestPreparePools(t *testing.T) {
 	ctx := context.Background()
-	pool := ipam.DefaultPool("p", ipam.Subnet{IPv4: netip.MustParsePrefix("10.2.0.0/24"), IPv6: netip.MustParsePrefix("fd01::/120")})
+	pool := pooldef.Default("p", pooldef.Subnet{IPv4: netip.MustParsePrefix("10.2.0.0/24"), IPv6: netip.MustParsePrefix("fd01::/120")})
 	pool.BlockSizeBits = 1
 	reg, err := ipam.Open(t.TempDir(), []ipam.Pool{pool}, nil)
 	if err != nil {

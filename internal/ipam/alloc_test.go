@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/netreconcile/netreconcile/internal/pooldef"
 )
 
 func TestAllocate(t *testing.T) {
@@ -170,7 +172,7 @@ func TestBlocks(t *testing.T) {
 	})
 
 	t.Run("dual-stack pairs by index, as in Coil", func(t *testing.T) {
-		p := DefaultPool("p", dual("10.2.0.0/16", "fd01:203:405:607::/112"))
+		p := pooldef.Default("p", dual("10.2.0.0/16", "fd01:203:405:607::/112"))
 		d, err := compile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -246,7 +248,7 @@ func TestBlocks(t *testing.T) {
 	t.Run("allowed indexes", func(t *testing.T) {
 		clock := newFakeClock()
 		p := testPool("p", 1, 0, v4("10.0.0.0/29"))
-		p.AllowedBlocks = []IndexRange{{3, 3}, {1, 1}}
+		p.AllowedBlocks = []IndexRange{{First: 3, Last: 3}, {First: 1, Last: 1}}
 		dir := t.TempDir()
 		play(t, openTest(t, dir, clock, p), clock, "p", []step{
 			{op: "alloc", owner: "a", want: "10.0.0.2"},
@@ -256,7 +258,7 @@ func TestBlocks(t *testing.T) {
 			{op: "alloc", owner: "e", want: "error: no free address in the blocks this host may hold (2)"},
 		})
 		// Block 3 no longer allowed: its allocations stay, new ones go to newly allowed blocks.
-		p.AllowedBlocks = []IndexRange{{0, 1}}
+		p.AllowedBlocks = []IndexRange{{First: 0, Last: 1}}
 		r := openTest(t, dir, clock, p)
 		play(t, r, clock, "p", []step{
 			{op: "alloc", owner: "c", want: "10.0.0.6"},
@@ -461,7 +463,7 @@ func TestRegistriesTakeTurns(t *testing.T) {
 // handed out, whatever the block size; the next free one is.
 func TestAllocateSkipsReserved(t *testing.T) {
 	for _, bits := range []int{0, 2} {
-		p := DefaultPool("r", Subnet{IPv4: netip.MustParsePrefix("10.99.0.0/24")})
+		p := pooldef.Default("r", Subnet{IPv4: netip.MustParsePrefix("10.99.0.0/24")})
 		p.BlockSizeBits = bits
 		p.ReuseDelay = 0
 		p.Reserved = []netip.Addr{netip.MustParseAddr("10.99.0.0"), netip.MustParseAddr("10.99.0.2")}

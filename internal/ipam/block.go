@@ -1,12 +1,12 @@
 package ipam
 
 import (
-	"cmp"
 	"encoding/binary"
-	"fmt"
 	"math/bits"
 	"net/netip"
 	"slices"
+
+	"github.com/netreconcile/netreconcile/internal/pooldef"
 )
 
 // Block is an address block held by this host: the prefixes to export as routes dev lo in the
@@ -51,98 +51,11 @@ type layout struct {
 }
 
 func newLayout(blockBits int, subnets []Subnet) (*layout, error) {
-	if blockBits < 0 || blockBits > maxBlockSizeBits {
-		return nil, fmt.Errorf("blockSizeBits %d: must be 0-%d", blockBits, maxBlockSizeBits)
+	first, total, err := pooldef.Layout(blockBits, subnets)
+	if err != nil {
+		return nil, err
 	}
-	if len(subnets) == 0 {
-		return nil, fmt.Errorf("no subnets")
-	}
-	l := &layout{bits: blockBits, subnets: slices.Clone(subnets)}
-	v4, v6 := subnets[0].IPv4.IsValid(), subnets[0].IPv6.IsValid()
-	if !v4 && !v6 {
-		return nil, fmt.Errorf("the first subnet has neither an IPv4 nor an IPv6 prefix")
-	}
-	for _, s := range subnets {
-		hostBits, err := checkSubnet(s, v4, v6)
-		if err != nil {
-			return nil, err
-		}
-		if hostBits < blockBits {
-			return nil, fmt.Errorf("subnet %s is smaller than a block of blockSizeBits %d", s, blockBits)
-		}
-		if hostBits-blockBits > maxIndexBits {
-			return nil, fmt.Errorf("subnet %s has 2^%d blocks, more than 2^%d: use a larger blockSizeBits or a smaller subnet",
-				s, hostBits-blockBits, maxIndexBits)
-		}
-		n := uint64(1) << (hostBits - blockBits)
-		if l.total+n < l.total {
-			return nil, fmt.Errorf("subnets have more than 2^64 blocks in all")
-		}
-		l.first = append(l.first, l.total)
-		l.total += n
-	}
-	if i, j, ok := overlapping(subnets); ok {
-		return nil, fmt.Errorf("subnet %s overlaps subnet %s", subnets[i], subnets[j])
-	}
-	return l, nil
-}
-
-// overlapping finds two subnets that overlap, i after j in the list, by
-// sorting: prefixes are nested or disjoint, so after sorting by address
-// (shorter first) an overlap shows between neighbours. A pool of 50k
-// subnets was checked pair by pair, in seconds.
-func overlapping(subnets []Subnet) (i, j int, ok bool) {
-	for _, family := range []func(Subnet) netip.Prefix{func(s Subnet) netip.Prefix { return s.IPv4 }, func(s Subnet) netip.Prefix { return s.IPv6 }} {
-		idx := make([]int, 0, len(subnets))
-		for k, s := range subnets {
-			if family(s).IsValid() {
-				idx = append(idx, k)
-			}
-		}
-		slices.SortFunc(idx, func(a, b int) int {
-			p, q := family(subnets[a]).Masked(), family(subnets[b]).Masked()
-			if c := p.Addr().Compare(q.Addr()); c != 0 {
-				return c
-			}
-			return cmp.Compare(p.Bits(), q.Bits())
-		})
-		for k := 1; k < len(idx); k++ {
-			a, b := idx[k-1], idx[k]
-			if family(subnets[a]).Overlaps(family(subnets[b])) {
-				return max(a, b), min(a, b), true
-			}
-		}
-	}
-	return 0, 0, false
-}
-
-// checkSubnet checks a subnet of a pool whose first subnet has the families v4 and v6, and
-// returns its number of host bits.
-func checkSubnet(s Subnet, v4, v6 bool) (int, error) {
-	if s.IPv4.IsValid() != v4 || s.IPv6.IsValid() != v6 {
-		return 0, fmt.Errorf("subnet %s: every subnet of a pool must have the same families as the first", s)
-	}
-	if v4 && !s.IPv4.Addr().Is4() {
-		return 0, fmt.Errorf("subnet %s: %s is not an IPv4 prefix", s, s.IPv4)
-	}
-	if v6 && (!s.IPv6.Addr().Is6() || s.IPv6.Addr().Is4In6()) {
-		return 0, fmt.Errorf("subnet %s: %s is not an IPv6 prefix", s, s.IPv6)
-	}
-	hostBits := -1
-	for _, p := range []netip.Prefix{s.IPv4, s.IPv6} {
-		if !p.IsValid() {
-			continue
-		}
-		if p != p.Masked() {
-			return 0, fmt.Errorf("subnet %s: %s has host bits set; did you mean %s?", s, p, p.Masked())
-		}
-		h := p.Addr().BitLen() - p.Bits()
-		if hostBits >= 0 && h != hostBits {
-			return 0, fmt.Errorf("subnet %s: IPv4 and IPv6 prefixes must have the same number of host bits (%d and %d)", s, hostBits, h)
-		}
-		hostBits = h
-	}
-	return hostBits, nil
+	return &layout{bits: blockBits, subnets: slices.Clone(subnets), first: first, total: total}, nil
 }
 
 func (l *layout) size() uint64 { return 1 << l.bits }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/netreconcile/netreconcile/internal/pooldef"
 )
 
 type fakeClock struct {
@@ -40,7 +42,7 @@ func dual(p4, p6 string) Subnet {
 }
 
 func testPool(name string, blockBits int, delay time.Duration, subnets ...Subnet) Pool {
-	p := DefaultPool(name, subnets...)
+	p := pooldef.Default(name, subnets...)
 	p.BlockSizeBits = blockBits
 	p.ReuseDelay = delay
 	return p
@@ -125,4 +127,13 @@ func readFileIfExists(path string) ([]byte, error) {
 		return nil, nil
 	}
 	return data, err
+}
+
+// joinAddrs writes an allocation's addresses separated by spaces, IPv4 first.
+func joinAddrs(a Allocation) string {
+	var s []string
+	for _, x := range a.Addrs() {
+		s = append(s, x.String())
+	}
+	return strings.Join(s, " ")
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/netreconcile/netreconcile/internal/pooldef"
 )
 
 // The multi-process tests run this test binary again as helper processes that allocate into
@@ -26,7 +28,7 @@ const (
 
 // processPool has room for 8 helpers × 500 allocations and more, in many blocks.
 func processPool() Pool {
-	return DefaultPool("p", dual("10.2.0.0/16", "fd01:203:405:607::/112"))
+	return pooldef.Default("p", dual("10.2.0.0/16", "fd01:203:405:607::/112"))
 }
 
 // TestHelperProcess is not a test: it is the body of the helper processes.

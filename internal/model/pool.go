@@ -1,10 +1,10 @@
 package model
 
-import "github.com/netreconcile/netreconcile/internal/ipam"
+import "github.com/netreconcile/netreconcile/internal/pooldef"
 
 // Pool is an IPAM pool of the configuration, with every default filled in.
 type Pool struct {
-	ipam.Pool
+	pooldef.Pool
 	Origin string // desired: file:line:col
 }
 
@@ -20,15 +20,11 @@ type PoolAddress struct {
 	Origin             string
 }
 
-// PoolOwner is the IPAM owner ID of a link's pool address: stable across restarts, so the link
-// gets the same address back.
-func PoolOwner(link string) string { return ipam.ConfigOwner("link", link) }
-
 // IPAMPools returns the state's pools as the ipam package takes them, each reserving the
 // addresses the state declares statically inside its subnets: a pool never hands out an address
 // the file gives a link itself.
-func (s *State) IPAMPools() []ipam.Pool {
-	out := make([]ipam.Pool, len(s.Pools))
+func (s *State) IPAMPools() []pooldef.Pool {
+	out := make([]pooldef.Pool, len(s.Pools))
 	for i, p := range s.Pools {
 		out[i] = p.Pool
 		out[i].Reserved = nil

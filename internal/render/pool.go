@@ -1,4 +1,4 @@
-package desired
+package render
 
 import (
 	"fmt"
@@ -17,10 +17,10 @@ type PoolStatus struct {
 	Blocks []ipam.Block
 }
 
-// RenderPools writes the pools section of a configuration, with every default spelled out and
+// Pools writes the pools section of a configuration, with every default spelled out and
 // each pool's held blocks and allocation count as comments. status is by pool name; a pool
 // without status gets no comments.
-func RenderPools(pools []model.Pool, status map[string]PoolStatus) ([]byte, error) {
+func Pools(pools []model.Pool, status map[string]PoolStatus) ([]byte, error) {
 	if len(pools) == 0 {
 		return nil, nil
 	}

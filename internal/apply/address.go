@@ -1,0 +1,26 @@
+package apply
+
+import (
+	"fmt"
+
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/kernel"
+)
+
+// runAddress adds, replaces or deletes an address. A replace deletes the
+// old address first: the kernel keeps scope and peer at creation, and
+// NLM_F_REPLACE on an address only refreshes its lifetimes.
+func runAddress(k kernel.Interface, op diff.Op) error {
+	switch op.Action {
+	case diff.Create:
+		return k.ReplaceAddress(op.Address)
+	case diff.Replace:
+		if err := k.DeleteAddress(op.Old); err != nil {
+			return err
+		}
+		return k.ReplaceAddress(op.Address)
+	case diff.Delete:
+		return goneIsDone(k.DeleteAddress(op.Address))
+	}
+	return fmt.Errorf("%s %s %s: no such operation", op.Action, op.Kind, op.ID)
+}

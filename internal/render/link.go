@@ -1,0 +1,114 @@
+package render
+
+import (
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+func renderLink(l *model.Link, addrs []model.Address) *yaml.Node {
+	m := mapping()
+	add(m, "kind", yscalar(l.Kind))
+	if l.MTU != 0 {
+		add(m, "mtu", yscalar(strconv.Itoa(l.MTU)))
+	}
+	add(m, "state", yscalar(map[bool]string{true: "up", false: "down"}[l.Up]))
+	if l.Master != "" {
+		add(m, "master", yscalar(l.Master))
+	}
+	if l.Alias != "" {
+		add(m, "alias", yscalar(l.Alias))
+	}
+	switch {
+	case l.Veth != nil && l.Veth.Peer != "":
+		v := flow()
+		add(v, "peer", yscalar(l.Veth.Peer))
+		if l.Veth.PeerNetNS != "" {
+			add(v, "peer-netns", yscalar(l.Veth.PeerNetNS))
+		}
+		add(m, "veth", v)
+	case l.VXLAN != nil:
+		x := l.VXLAN
+		v := flow()
+		add(v, "id", yscalar(strconv.Itoa(int(x.ID))))
+		if x.Local.IsValid() {
+			add(v, "local", yscalar(x.Local.String()))
+		}
+		if x.Remote.IsValid() {
+			key := "remote"
+			if x.Remote.IsMulticast() {
+				key = "group"
+			}
+			add(v, key, yscalar(x.Remote.String()))
+		}
+		add(v, "port", yscalar(strconv.Itoa(int(x.Port))))
+		if x.Dev != "" {
+			add(v, "dev", yscalar(x.Dev))
+		}
+		if x.TTL != 0 {
+			add(v, "ttl", yscalar(strconv.Itoa(int(x.TTL))))
+		}
+		add(v, "learning", yscalar(strconv.FormatBool(x.Learning)))
+		add(m, "vxlan", v)
+	case l.IPVlan != nil:
+		v := flow()
+		add(v, "parent", yscalar(l.IPVlan.Parent))
+		add(v, "mode", yscalar(l.IPVlan.Mode))
+		add(m, "ipvlan", v)
+	case l.Tunnel != nil:
+		t := l.Tunnel
+		v := flow()
+		if l.Kind == model.KindIP6Tnl {
+			add(v, "mode", yscalar(t.Mode))
+		}
+		if t.External {
+			add(v, "external", yscalar("true"))
+		}
+		if t.Local.IsValid() {
+			add(v, "local", yscalar(t.Local.String()))
+		}
+		if t.Remote.IsValid() {
+			add(v, "remote", yscalar(t.Remote.String()))
+		}
+		if t.TTL != 0 {
+			add(v, "ttl", yscalar(strconv.Itoa(int(t.TTL))))
+		}
+		if e := t.Encap; e != nil {
+			em := flow()
+			add(em, "type", yscalar(e.Type))
+			sport := "auto"
+			if e.Sport != 0 {
+				sport = strconv.Itoa(int(e.Sport))
+			}
+			add(em, "sport", yscalar(sport))
+			add(em, "dport", yscalar(strconv.Itoa(int(e.Dport))))
+			add(v, "encap", em)
+		}
+		add(m, l.Kind, v)
+	case l.WireGuard != nil:
+		add(m, "wireguard", renderWireGuard(l.WireGuard))
+	}
+	if len(addrs) > 0 {
+		seq := sequence()
+		for _, a := range addrs {
+			if a.Scope == model.ScopeUniverse && !a.Peer.IsValid() && !a.NoPrefixRoute {
+				seq.Content = append(seq.Content, yscalar(a.Prefix.String()))
+				continue
+			}
+			am := flow()
+			add(am, "address", yscalar(a.Prefix.String()))
+			if a.Peer.IsValid() {
+				add(am, "peer", yscalar(a.Peer.String()))
+			}
+			add(am, "scope", yscalar(model.ScopeName(a.Scope)))
+			if a.NoPrefixRoute {
+				add(am, "noprefixroute", yscalar("true"))
+			}
+			seq.Content = append(seq.Content, am)
+		}
+		add(m, "addresses", seq)
+	}
+	return m
+}

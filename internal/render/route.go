@@ -1,0 +1,63 @@
+package render
+
+import (
+	"fmt"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// routeTakesDev says whether the file may give the route a via and a dev:
+// only unicast and local routes (desired/route.go). The kernel hangs IPv6
+// blackhole, unreachable, prohibit and throw routes on lo, which a file
+// cannot say.
+func routeTakesDev(r *model.Route) bool {
+	return r.Type == model.RouteUnicast || r.Type == model.RouteLocal || r.Type == 0
+}
+
+func renderRoute(r *model.Route) *yaml.Node {
+	m := flow()
+	to := r.Dst.String()
+	if r.Dst.Bits() == 0 {
+		to = "default"
+	}
+	add(m, "to", yscalar(to))
+	if r.Dst.Bits() == 0 {
+		add(m, "family", yscalar(famWord(r.IsIPv6())))
+	}
+	if r.Type != model.RouteUnicast && r.Type != 0 {
+		add(m, "type", yscalar(model.RouteTypeName(r.Type)))
+	}
+	if r.Gateway.IsValid() && routeTakesDev(r) {
+		add(m, "via", yscalar(r.Gateway.String()))
+	}
+	if r.Dev != "" && routeTakesDev(r) {
+		add(m, "dev", yscalar(r.Dev))
+	}
+	if r.Src.IsValid() {
+		add(m, "src", yscalar(r.Src.String()))
+	}
+	add(m, "table", yscalar(model.TableName(r.Table)))
+	if r.Metric != 0 {
+		add(m, "metric", yscalar(strconv.Itoa(r.Metric)))
+	}
+	if r.TOS != 0 {
+		add(m, "tos", yscalar(fmt.Sprintf("%#x", r.TOS)))
+	}
+	if !r.IsIPv6() {
+		add(m, "scope", yscalar(model.ScopeName(r.Scope)))
+	}
+	if r.OnLink {
+		add(m, "onlink", yscalar("true"))
+	}
+	if r.MTU != 0 {
+		add(m, "mtu", yscalar(strconv.Itoa(r.MTU)))
+	}
+	if r.Protocol != 0 {
+		m.HeadComment = ""
+		m.LineComment = fmt.Sprintf("proto %d", r.Protocol)
+	}
+	return m
+}
