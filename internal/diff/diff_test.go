@@ -649,3 +649,33 @@ func TestRemotePeerChildren(t *testing.T) {
 		plan:   "- link x1 (veth)\n",
 	}})
 }
+
+// A stale ipvlan goes before an ipvlan made on the same parent: the
+// ipvlans of a parent share its addresses, so a rename that keeps the
+// address would meet EADDRINUSE (walk finding 40, guest).
+func TestStaleIPVlanGoesBeforeCreateOnItsParent(t *testing.T) {
+	d := &model.State{Links: map[string]*model.Link{
+		"d1": {Name: "d1", Kind: model.KindDummy},
+		"i0": {Name: "i0", Kind: model.KindIPVlan, IPVlan: &model.IPVlan{Parent: "d1", Mode: "l3s"}},
+	}}
+	a := &model.State{Links: map[string]*model.Link{
+		"d1": {Name: "d1", Kind: model.KindDummy, Owned: true, Alias: "netreconcile"},
+		"i1": {Name: "i1", Kind: model.KindIPVlan, Owned: true, Alias: "netreconcile", IPVlan: &model.IPVlan{Parent: "d1", Mode: "l3s"}},
+	}}
+	p, err := diff.Compute(d, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del, mk := -1, -1
+	for i, op := range p.Ops {
+		switch {
+		case op.Kind == diff.KindLink && op.Action == diff.Delete && op.ID == "i1":
+			del = i
+		case op.Kind == diff.KindLink && op.Action == diff.Create && op.ID == "i0":
+			mk = i
+		}
+	}
+	if del < 0 || mk < 0 || del > mk {
+		t.Errorf("want i1 deleted before i0 is made:\n%s", p)
+	}
+}

@@ -121,6 +121,12 @@ func (c *computer) links() {
 			}
 		}
 	}
+	ipvlanParentsMade := map[string]bool{}
+	for _, op := range creates {
+		if op.Link.IPVlan != nil {
+			ipvlanParentsMade[op.Link.IPVlan.Parent] = true
+		}
+	}
 	var late []Op
 	for _, op := range c.linkDeletes {
 		if v := op.Link.Veth; v != nil && v.Remote != nil && remotePeers[[2]string{v.Remote.NetNS, v.Remote.Name}] {
@@ -135,6 +141,15 @@ func (c *computer) links() {
 				c.add(op)
 				continue
 			}
+		case model.KindIPVlan:
+			// The ipvlans of one parent share its addresses: one the
+			// file renames keeps its address on the stale one until that
+			// goes (EADDRINUSE; guest soak, walk seed 19836008626296).
+			if op.Link.IPVlan != nil && ipvlanParentsMade[op.Link.IPVlan.Parent] {
+				early = append(early, op)
+				c.add(op)
+				continue
+			}
 		}
 		late = append(late, op)
 	}
@@ -143,15 +158,9 @@ func (c *computer) links() {
 	// made here is released before the creates: the kernel lets a device
 	// carry a bridge port or ipvlans, not both (EBUSY, "Device is already
 	// in use").
-	ipvlanParents := map[string]bool{}
-	for _, op := range creates {
-		if op.Link.IPVlan != nil {
-			ipvlanParents[op.Link.IPVlan.Parent] = true
-		}
-	}
 	kept := updates[:0]
 	for _, op := range updates {
-		if op.LinkFields.Master && op.Link.Master == "" && ipvlanParents[op.ID] {
+		if op.LinkFields.Master && op.Link.Master == "" && ipvlanParentsMade[op.ID] {
 			if op.LinkFields.State && !op.Link.Up {
 				c.downed[op.ID] = true
 			}
