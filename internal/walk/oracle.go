@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -616,8 +617,26 @@ func ruleText(fam string, prio int, not bool, from, to, fwmark, iif, oif, action
 func compareRules(c *Config, k *Kernel, bad func(string, ...any)) {
 	proto := strconv.Itoa(c.Protocol)
 	var got, want []string
+	// Someone else's rules that a declared one clashes with: the plan
+	// leaves that one out as a conflict (finding 36).
+	var foreign []*Rule
 	for _, r := range k.Rules {
 		if r.Protocol != proto {
+			fam, src := "ipv4", r.Src
+			if strings.HasPrefix(src, "6:") {
+				fam, src = "ipv6", src[2:]
+			}
+			fr := &Rule{Priority: r.Priority, Family: fam, Fwmark: r.Fwmark, IIF: r.IIF, OIF: r.OIF, Action: "lookup", Table: r.Table}
+			if src != "all" && src != "" {
+				fr.From = fmt.Sprintf("%s/%d", src, r.SrcLen)
+			}
+			if r.Dst != "" {
+				fr.To = fmt.Sprintf("%s/%d", r.Dst, r.DstLen)
+			}
+			if r.Action != "" {
+				fr.Action, fr.Table = r.Action, ""
+			}
+			foreign = append(foreign, fr)
 			continue
 		}
 		fam := "ipv4"
@@ -650,6 +669,11 @@ func compareRules(c *Config, k *Kernel, bad func(string, ...any)) {
 		table := r.Table
 		if r.Action != "lookup" {
 			table = ""
+		}
+		x := *r
+		x.Table = table
+		if slices.ContainsFunc(foreign, func(f *Rule) bool { return rulesClash(&x, f) }) {
+			continue
 		}
 		want = append(want, ruleText(r.Family, r.Priority, r.Not, r.From, r.To, r.Fwmark, r.IIF, r.OIF, r.Action, table))
 	}
