@@ -620,64 +620,51 @@ func compareRules(c *Config, k *Kernel, bad func(string, ...any)) {
 	// Someone else's rules that a declared one clashes with: the plan
 	// leaves that one out as a conflict (finding 36).
 	var foreign []*Rule
-	for _, r := range k.Rules {
-		if r.Protocol != proto {
-			fam, src := "ipv4", r.Src
-			if strings.HasPrefix(src, "6:") {
-				fam, src = "ipv6", src[2:]
-			}
-			fr := &Rule{Priority: r.Priority, Family: fam, Fwmark: r.Fwmark, IIF: r.IIF, OIF: r.OIF, Action: "lookup", Table: r.Table}
-			if src != "all" && src != "" {
-				fr.From = fmt.Sprintf("%s/%d", src, r.SrcLen)
-			}
-			if r.Dst != "" {
-				fr.To = fmt.Sprintf("%s/%d", r.Dst, r.DstLen)
-			}
-			if r.Action != "" {
-				fr.Action, fr.Table = r.Action, ""
-			}
-			foreign = append(foreign, fr)
+	for i := range k.Rules {
+		r := kernelRule(&k.Rules[i])
+		if k.Rules[i].Protocol != proto {
+			foreign = append(foreign, r)
 			continue
 		}
-		fam := "ipv4"
-		src := r.Src
-		if strings.HasPrefix(src, "6:") {
-			fam, src = "ipv6", src[2:]
-		}
-		from, to := "", ""
-		if src != "all" && src != "" {
-			from = fmt.Sprintf("%s/%d", src, r.SrcLen)
-		}
-		if r.Dst != "" {
-			to = fmt.Sprintf("%s/%d", r.Dst, r.DstLen)
-		}
-		_, not := r.raw["not"]
-		mark := ""
-		if r.Fwmark != "" {
-			mark = r.Fwmark
-			if r.Fwmask != "" && r.Fwmask != "0xffffffff" {
-				mark += "/" + r.Fwmask
-			}
-		}
-		action, table := "lookup", r.Table
-		if r.Action != "" {
-			action, table = r.Action, ""
-		}
-		got = append(got, ruleText(fam, r.Priority, not, from, to, mark, r.IIF, r.OIF, action, table))
+		got = append(got, ruleText(r.Family, r.Priority, r.Not, r.From, r.To, r.Fwmark, r.IIF, r.OIF, r.Action, r.Table))
 	}
 	for _, r := range c.Rules {
-		table := r.Table
-		if r.Action != "lookup" {
-			table = ""
-		}
 		x := *r
-		x.Table = table
+		if x.Action != "lookup" {
+			x.Table = ""
+		}
 		if slices.ContainsFunc(foreign, func(f *Rule) bool { return rulesClash(&x, f) }) {
 			continue
 		}
-		want = append(want, ruleText(r.Family, r.Priority, r.Not, r.From, r.To, r.Fwmark, r.IIF, r.OIF, r.Action, table))
+		want = append(want, ruleText(x.Family, x.Priority, x.Not, x.From, x.To, x.Fwmark, x.IIF, x.OIF, x.Action, x.Table))
 	}
 	diffSets("rule", got, want, bad)
+}
+
+// kernelRule is a rule as `ip -j rule` shows it, in the walk's terms.
+func kernelRule(r *kRule) *Rule {
+	out := &Rule{Priority: r.Priority, Family: "ipv4", IIF: r.IIF, OIF: r.OIF, Action: "lookup", Table: r.Table}
+	src := r.Src
+	if strings.HasPrefix(src, "6:") {
+		out.Family, src = "ipv6", src[2:]
+	}
+	if src != "all" && src != "" {
+		out.From = fmt.Sprintf("%s/%d", src, r.SrcLen)
+	}
+	if r.Dst != "" {
+		out.To = fmt.Sprintf("%s/%d", r.Dst, r.DstLen)
+	}
+	_, out.Not = r.raw["not"]
+	if r.Fwmark != "" {
+		out.Fwmark = r.Fwmark
+		if r.Fwmask != "" && r.Fwmask != "0xffffffff" {
+			out.Fwmark += "/" + r.Fwmask
+		}
+	}
+	if r.Action != "" {
+		out.Action, out.Table = r.Action, ""
+	}
+	return out
 }
 
 // dropRoute removes from got the routes to dst.
