@@ -271,6 +271,12 @@ func (g *Gen) repairRoutes(c *Config) []*Route {
 
 // connected reports whether ip is inside the on-link subnet of one of l's
 // global addresses that has a prefix route.
+//
+// An IPv4 subnet gets its prefix route from its primary address only (the
+// first one added; the kernel adds none for a secondary), so a subnet where
+// any address says noprefixroute may have none, whatever the others say:
+// which one is primary depends on the order of earlier steps (host soak seed
+// 136840634092635 step 80: "network is unreachable").
 func connected(l *Link, ip string) bool {
 	a := netip.MustParseAddr(ip)
 	for _, x := range l.Addrs {
@@ -278,7 +284,22 @@ func connected(l *Link, ip string) bool {
 			continue
 		}
 		p := netip.MustParsePrefix(x.CIDR)
-		if p.Masked().Contains(a) && p.Addr() != a {
+		if p.Masked().Contains(a) && p.Addr() != a && !(p.Addr().Is4() && noPrefixRouteIn(l, p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// noPrefixRouteIn reports whether an address of l in subnet p (same length)
+// says noprefixroute.
+func noPrefixRouteIn(l *Link, p netip.Prefix) bool {
+	for _, y := range l.Addrs {
+		if y.Pool != "" || !y.NoPrefixRoute {
+			continue
+		}
+		q, err := netip.ParsePrefix(y.CIDR)
+		if err == nil && q.Bits() == p.Bits() && q.Masked() == p.Masked() {
 			return true
 		}
 	}
