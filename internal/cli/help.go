@@ -156,7 +156,9 @@ systemd integration (Type=notify-reload or Type=notify):
 
 Logs go to standard error, one line per change applied and per error, with
 the fields kind, id and action; nothing is logged while nothing happens.
-Secrets are never logged.
+A pass that changes more than --log-changes objects logs the first ones a line
+each and the rest as one line per kind and action with their count (each
+change is still logged, at debug level). Secrets are never logged.
 
 Options:
       --resync-interval DURATION
@@ -168,6 +170,9 @@ Options:
                        debug, info (default), warn or error
       --log-format FORMAT
                        text (default) or json
+      --log-changes N  changes (and failures) a pass logs a line each before
+                       it logs counts (default 100; 0: counts only; -1: no
+                       limit)
 ` + commonFlags + `
 Exit status: 0 after SIGTERM or SIGINT, 1 when the configuration is invalid
 at start or the kernel cannot be opened, 64 on a usage error.

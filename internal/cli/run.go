@@ -26,13 +26,19 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	var g globals
 	var resync time.Duration
 	var metricsAddr, logLevel, logFormat string
+	var logChanges int
 	fs := g.flags("run")
 	fs.DurationVar(&resync, "resync-interval", daemon.DefaultResync, "")
 	fs.StringVar(&metricsAddr, "metrics-listen", "", "")
 	fs.StringVar(&logLevel, "log-level", "info", "")
 	fs.StringVar(&logFormat, "log-format", "text", "")
+	fs.IntVar(&logChanges, "log-changes", daemon.DefaultLogChanges, "")
 	if ok, code := parse(env, fs, runHelp, args); !ok {
 		return code
+	}
+	if logChanges < -1 {
+		fmt.Fprintf(env.Stderr, "netreconcile run: --log-changes must be -1 (no limit), 0 (counts only) or more, not %d\n", logChanges)
+		return ExitUsage
 	}
 	if resync <= 0 {
 		fmt.Fprintf(env.Stderr, "netreconcile run: --resync-interval must be positive, not %s\n", resync)
@@ -114,6 +120,8 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		Watchdog: watchdog,
 
 		AllowInsecureConfig: g.allowInsecureConfig,
+		LogChanges:          logChanges,
+		NoChangeLines:       logChanges == 0,
 	})
 	if err != nil {
 		return fail(env, "run", err)

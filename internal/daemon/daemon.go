@@ -65,6 +65,12 @@ type Options struct {
 	Watchdog time.Duration
 	// AllowInsecureConfig skips desired.CheckTrusted (--allow-insecure-config).
 	AllowInsecureConfig bool
+	// LogChanges is how many changes (and failures) a pass logs one line
+	// each at info level before it logs counts per kind and action
+	// (changelog.go). 0 means DefaultLogChanges, a negative value no limit;
+	// NoChangeLines logs counts only.
+	LogChanges    int
+	NoChangeLines bool
 }
 
 // Daemon is the reconcile loop.
@@ -133,6 +139,12 @@ func newDaemon(opts Options, eng passEngine, clk clock) *Daemon {
 	def(&opts.Resync, DefaultResync)
 	def(&opts.RetryMin, DefaultRetryMin)
 	def(&opts.RetryMax, DefaultRetryMax)
+	switch {
+	case opts.NoChangeLines:
+		opts.LogChanges = 0
+	case opts.LogChanges == 0:
+		opts.LogChanges = DefaultLogChanges
+	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}

@@ -101,11 +101,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 	for _, op := range res.Done {
 		d.bo.succeeded(opKey(op))
 	}
-	for _, f := range res.Failed {
-		delay := d.bo.failed(opKey(f.Op), now)
-		d.m.errors.WithLabelValues("apply").Inc()
-		d.log.Error("change failed", "kind", f.Op.Kind, "id", f.Op.ID, "action", string(f.Op.Action), "error", f.Err, "retry_in", delay)
-	}
+	d.logFailed(res.Failed, now)
 	if saveErr != nil {
 		d.m.errors.WithLabelValues("apply").Inc()
 		d.log.Error("save ownership ledger failed", "error", saveErr)
@@ -157,20 +153,6 @@ func (d *Daemon) reportConflicts(err error) {
 	d.m.errors.WithLabelValues("conflict").Add(float64(len(c)))
 	for _, msg := range c {
 		d.log.Error("conflict with the kernel state; object left alone", "error", msg)
-	}
-}
-
-func (d *Daemon) logDone(ops []diff.Op, drift bool) {
-	for _, op := range ops {
-		d.m.changes.WithLabelValues(string(op.Kind), string(op.Action)).Inc()
-		attrs := []any{"kind", op.Kind, "id", op.ID, "action", string(op.Action)}
-		if fields := changedFields(op); fields != "" {
-			attrs = append(attrs, "fields", fields)
-		}
-		if drift {
-			attrs = append(attrs, "drift", true)
-		}
-		d.log.Info("applied", attrs...)
 	}
 }
 
