@@ -68,15 +68,20 @@ func (b *builder) address(link string, path func() string, ac *addressConf) {
 		return
 	}
 	b.addrAt[k] = a.Origin
-	if a.Prefix.Addr().Is4() && !a.Peer.IsValid() {
+	if a.Prefix.Addr().Is4() {
 		// The kernel refuses (EINVAL) a second IPv4 address of a subnet
 		// whose scope is not the subnet's primary's: it would be a
-		// secondary of another scope.
-		sk := linkSubnet{link, a.Prefix.Masked()}
+		// secondary of another scope. A point-to-point address's subnet
+		// is its peer's (model.Address.Subnet).
+		sk := linkSubnet{link, a.Subnet()}
 		if prev, ok := b.subnetScope[sk]; ok && prev.scope != a.Scope {
-			b.errs.add(ac.at("address"), path()+".address", "%s is in subnet %s with %s (declared at %s), whose scope is %s: the kernel keeps one scope per subnet on a link; give both the same scope", a.Prefix, sk.subnet, prev.addr, prev.origin, model.ScopeName(prev.scope))
+			whose := ""
+			if a.Peer.IsValid() || prev.peer {
+				whose = " (a point-to-point address's subnet is its peer's)"
+			}
+			b.errs.add(ac.at("address"), path()+".address", "%s is in subnet %s with %s (declared at %s), whose scope is %s: the kernel keeps one scope per subnet on a link%s; give both the same scope", a.Prefix, sk.subnet, prev.addr, prev.origin, model.ScopeName(prev.scope), whose)
 		} else if !ok {
-			b.subnetScope[sk] = scopeAt{a.Scope, a.Prefix.Addr(), a.Origin}
+			b.subnetScope[sk] = scopeAt{a.Scope, a.Prefix.Addr(), a.Origin, a.Peer.IsValid()}
 		}
 	}
 	b.st.Addresses = append(b.st.Addresses, a)
@@ -92,6 +97,7 @@ type scopeAt struct {
 	scope  int
 	addr   netip.Addr
 	origin string
+	peer   bool
 }
 
 // linkAddr identifies an address on a link, for the duplicate check: a set,

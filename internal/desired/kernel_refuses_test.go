@@ -38,6 +38,12 @@ func TestKernelRefusesAtValidation(t *testing.T) {
 		file: "version: 1\nlinks:\n  b: {kind: bridge, addresses: [{address: 10.1.0.2/24, scope: host}, {address: 10.1.0.4/24, scope: link}, 10.2.0.1/24]}\n",
 		want: "f.yaml:3:80: links.b.addresses[1].address: 10.1.0.4/24 is in subnet 10.1.0.0/24 with 10.1.0.2 (declared at f.yaml:3:33), whose scope is host: the kernel keeps one scope per subnet on a link; give both the same scope",
 	}, {
+		// Host soak seed 125963786465382 step 45: the kernel's subnet of a
+		// point-to-point address is its peer's (EINVAL on the second).
+		name: "two scopes in one IPv4 subnet of a link, point-to-point",
+		file: "version: 1\nlinks:\n  v: {kind: bridge, addresses: [{address: 10.18.9.2/32, peer: 10.18.9.10/32, scope: host}, {address: 10.18.9.1/32, peer: 10.18.9.10/32}, {address: 10.18.9.3/32, peer: 10.18.9.11/32}]}\n",
+		want: "f.yaml:3:102: links.v.addresses[1].address: 10.18.9.1/32 is in subnet 10.18.9.10/32 with 10.18.9.2 (declared at f.yaml:3:33), whose scope is host: the kernel keeps one scope per subnet on a link (a point-to-point address's subnet is its peer's); give both the same scope",
+	}, {
 		name: "link-local gateway without dev",
 		file: "version: 1\nroutes:\n  - {to: default, via: \"fe80::1\"}\n",
 		want: "f.yaml:3:24: routes[0].via: gateway fe80::1 is link-local; give dev, the link it is on",

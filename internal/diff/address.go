@@ -28,9 +28,9 @@ func (c *computer) addresses() {
 	wantScope := map[linkSubnet]int{}
 	inSubnet := map[linkSubnet]int{} // the file's addresses per subnet
 	for i := range c.d.Addresses {
-		if w := &c.d.Addresses[i]; w.Prefix.Addr().Is4() && !w.Peer.IsValid() {
-			wantScope[linkSubnet{w.Link, w.Prefix.Masked()}] = w.Scope
-			inSubnet[linkSubnet{w.Link, w.Prefix.Masked()}]++
+		if w := &c.d.Addresses[i]; w.Prefix.Addr().Is4() {
+			wantScope[linkSubnet{w.Link, w.Subnet()}] = w.Scope
+			inSubnet[linkSubnet{w.Link, w.Subnet()}]++
 		}
 	}
 	var creates, scopeEarly, flushing []Op
@@ -45,7 +45,7 @@ func (c *computer) addresses() {
 		default:
 			if ch := addressChanges(w, h); len(ch) > 0 && c.deletesOthers(h) {
 				c.conflict("address %s: its %s cannot change in place, and deleting it would delete the other addresses of its subnet on %s with it (it is their primary, and promote_secondaries is not netreconcile's to turn on for a link it does not own); change it by hand or keep it", w.Key(), ch[0].Field, h.Link)
-			} else if len(ch) > 0 && w.Prefix.Addr().Is4() && !w.Peer.IsValid() && w.Scope != h.Scope && inSubnet[linkSubnet{w.Link, w.Prefix.Masked()}] > 1 {
+			} else if len(ch) > 0 && w.Prefix.Addr().Is4() && w.Scope != h.Scope && inSubnet[linkSubnet{w.Link, w.Subnet()}] > 1 {
 				// A change of scope is a change of its subnet's scope
 				// (one per subnet). With other addresses of the subnet
 				// in the file, the old address goes before any of them
@@ -110,7 +110,7 @@ func (c *computer) addresses() {
 			early = append(early, op)
 			continue
 		}
-		if sc, ok := wantScope[linkSubnet{h.Link, h.Prefix.Masked()}]; ok && h.Prefix.Addr().Is4() && !h.Peer.IsValid() && sc != h.Scope {
+		if sc, ok := wantScope[linkSubnet{h.Link, h.Subnet()}]; ok && h.Prefix.Addr().Is4() && sc != h.Scope {
 			early = append(early, op)
 			v4left[h.Link]--
 			continue
@@ -130,7 +130,7 @@ func (c *computer) addresses() {
 	}
 }
 
-// linkSubnet is an IPv4 subnet on a link.
+// linkSubnet is an IPv4 subnet on a link (model.Address.Subnet).
 type linkSubnet struct {
 	link   string
 	subnet netip.Prefix
@@ -166,7 +166,7 @@ func (c *computer) deletesOthers(h *model.Address) bool {
 	}
 	for i := range c.a.Addresses {
 		o := &c.a.Addresses[i]
-		if o.Link == h.Link && o.Prefix != h.Prefix && o.Prefix.Addr().Is4() && o.Prefix.Bits() == h.Prefix.Bits() && o.Prefix.Masked() == h.Prefix.Masked() {
+		if o.Link == h.Link && o.Prefix != h.Prefix && o.Prefix.Addr().Is4() && o.Subnet() == h.Subnet() {
 			return true
 		}
 	}

@@ -467,6 +467,46 @@ routes:
 	e.converged(f)
 }
 
+// The kernel's subnet of a point-to-point IPv4 address is its peer's: two
+// addresses with one peer and two scopes are refused (EINVAL; shown here
+// with ip), so validation refuses them, and both changing scope together
+// converges as finding 23 does for a plain subnet. Host soak seed
+// 125963786465382, step 45.
+func TestWalkFindingPointToPointSubnetScope(t *testing.T) {
+	e := newEnv(t)
+	e.ip("link", "add", "pb", "type", "bridge")
+	e.ip("addr", "add", "10.18.9.1/32", "peer", "10.18.9.10/32", "dev", "pb")
+	if out, err := exec.Command("ip", "-n", e.ns, "addr", "add", "10.18.9.2/32", "peer", "10.18.9.10/32", "scope", "host", "dev", "pb").CombinedOutput(); err == nil {
+		t.Fatalf("the kernel took a second scope for one peer: %s", out)
+	}
+	e.ip("link", "del", "pb")
+
+	bad := e.file("bad.yaml", `version: 1
+links:
+  p1: {kind: bridge, addresses: [{address: 10.18.9.2/32, peer: 10.18.9.10/32, scope: host}, {address: 10.18.9.1/32, peer: 10.18.9.10/32}]}
+`)
+	if r := e.cli("apply", "-c", bad); r.Code == 0 || !strings.Contains(r.Stderr, "the kernel keeps one scope per subnet on a link (a point-to-point address's subnet is its peer's)") {
+		t.Fatalf("apply of two scopes for one peer: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out := e.ip("link", "show"); strings.Contains(out, "p1") {
+		t.Fatalf("a refused file changed the kernel:\n%s", out)
+	}
+
+	e.apply(e.file("a.yaml", `version: 1
+links:
+  p1: {kind: bridge, addresses: [{address: 10.18.9.2/32, peer: 10.18.9.10/32, scope: host}, {address: 10.18.9.1/32, peer: 10.18.9.10/32, scope: host}]}
+`))
+	f := e.file("b.yaml", `version: 1
+links:
+  p1: {kind: bridge, addresses: [{address: 10.18.9.2/32, peer: 10.18.9.10/32}, {address: 10.18.9.1/32, peer: 10.18.9.10/32}]}
+`)
+	e.apply(f)
+	if out := e.ip("-4", "addr", "show", "p1"); strings.Count(out, "peer 10.18.9.10/32") != 2 || strings.Contains(out, "scope host") {
+		t.Errorf("addresses after the scope change:\n%s", out)
+	}
+	e.converged(f)
+}
+
 // Two vxlans, each on one bridge and a port of the other: the kernel stacks
 // a vxlan above its dev, so the second master closes a loop and is refused
 // (EBUSY, shown here with ip); validation refuses the file before apply

@@ -75,6 +75,19 @@ type Address struct {
 	Secondary bool
 }
 
+// Subnet is the kernel's subnet of an IPv4 address on its link: its masked
+// prefix, or for a point-to-point address its peer's (the kernel matches the
+// peer, ifa_address, under the one prefix length it keeps). The addresses of
+// one subnet on a link are a primary and its secondaries: they share one
+// scope, and deleting the primary deletes the secondaries unless
+// promote_secondaries is on.
+func (a *Address) Subnet() netip.Prefix {
+	if a.Peer.IsValid() {
+		return a.Peer.Masked()
+	}
+	return a.Prefix.Masked()
+}
+
 // AddressKey is what the kernel identifies an address by on a link.
 type AddressKey struct {
 	Link   string

@@ -197,10 +197,16 @@ func (g *Gen) repairAddrs(c *Config, l *Link) []*Addr {
 			subnets[p.Masked()] = true
 		}
 		if p.Addr().Is4() {
-			if sc, ok := scopes[p.Masked()]; ok {
+			// A point-to-point address's subnet is its peer's (host soak
+			// seed 125963786465382 step 45).
+			sn := p.Masked()
+			if a.Peer != "" {
+				sn = netip.MustParsePrefix(a.Peer).Masked()
+			}
+			if sc, ok := scopes[sn]; ok {
 				a.Scope = sc
 			} else {
-				scopes[p.Masked()] = a.Scope
+				scopes[sn] = a.Scope
 			}
 		}
 		seen[p.Addr().String()] = true
