@@ -37,7 +37,7 @@ func (a *addressConf) decodeNode(d *decoder, n *yaml.Node, path string) {
 			return
 		}
 		a.Address = &IfAddr{addr.P}
-		a.Keys = map[string]Pos{"address": a.Pos}
+		a.keys = []keyPos{{"address", a.Pos.Line, a.Pos.Col}}
 		return
 	}
 	// Decode the mapping form with the generic struct decoder; the alias type
