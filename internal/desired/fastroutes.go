@@ -27,7 +27,8 @@ import (
 // check. What the fast paths cannot count as yaml.v3 does makes them
 // decline: line breaks other than "\n" and a byte order mark (hasOtherBreaks),
 // anything before the block that is not a key of a top-level block mapping
-// (a document marker, a flow collection), anchors and aliases.
+// (a document marker, a flow collection), anchors and aliases in the routes
+// block or before it.
 
 // fastRoutes is a routes block decoded by the fast path.
 type fastRoutes struct {
@@ -554,7 +555,7 @@ func decodeFile(src Source, errs *errList) *fileConf {
 			local := &errList{max: errs.max}
 			fc := decodeYAMLCut(src.Name, data, flows, local)
 			// A file decoded (fc not nil: valid YAML once cut, every cut
-			// taken back once, no alias) holds the tree yaml.v3 builds of
+			// taken back) holds the tree yaml.v3 builds of
 			// the whole file, but for the routes block, which decodes
 			// without an error. The decoder walked that tree as it walks
 			// yaml.v3's, so its errors are the general decoder's, and they
