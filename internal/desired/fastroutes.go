@@ -313,8 +313,11 @@ type routeAlloc struct {
 	keys     []keyPos
 	prefixes []Prefix
 	tables   []Table
-	// names holds one string per link name or route type, not one per route.
+	// names holds one string per link name or route type, not one per
+	// route; last is the one given last (routes through one link follow
+	// each other).
 	names map[string]string
+	last  string
 }
 
 const routeChunk = 512
@@ -359,6 +362,9 @@ func (a *routeAlloc) table() *Table {
 
 // name returns b as a string, one per distinct text.
 func (a *routeAlloc) name(b []byte) string {
+	if string(b) == a.last {
+		return a.last
+	}
 	if a.names == nil {
 		a.names = map[string]string{}
 	}
@@ -367,6 +373,7 @@ func (a *routeAlloc) name(b []byte) string {
 		n = string(b)
 		a.names[n] = n
 	}
+	a.last = n
 	return n
 }
 
@@ -399,7 +406,21 @@ func fastRoute(file string, lineNo int, line []byte, indent int, a *routeAlloc) 
 		if i == k || i+1 >= len(line) || line[i] != ':' || line[i+1] != ' ' {
 			return nil, false
 		}
-		key, known := routeKeys[string(line[k:i])]
+		var key string
+		var known bool
+		switch string(line[k:i]) {
+		// The keys of almost every route, without a map lookup.
+		case "to":
+			key, known = "to", true
+		case "dev":
+			key, known = "dev", true
+		case "via":
+			key, known = "via", true
+		case "table":
+			key, known = "table", true
+		default:
+			key, known = routeKeys[string(line[k:i])]
+		}
 		if !known {
 			return nil, false
 		}
