@@ -434,15 +434,18 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
 		fp := join(path, k.Value)
 		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
 			d.fail(k, path, "merge keys (<<) are not supported")
+			d.skip(val)
 			continue
 		}
 		if !seen.add(k.Value) {
 			d.fail(k, fp, "key given twice")
+			d.skip(val)
 			continue
 		}
 		f, ok := si.fields[k.Value]
 		if !ok {
 			d.fail(k, fp, "unknown key; expected one of: %s", si.expected)
+			d.skip(val)
 			continue
 		}
 		if m != nil {
@@ -498,10 +501,12 @@ func (d *decoder) decodeMap(n *yaml.Node, path string, v reflect.Value) {
 		fp := join(path, k.Value)
 		if k.Kind != yaml.ScalarNode || k.Value == "" {
 			d.fail(k, path, "expected a name as key, found %s", kindWord(k))
+			d.skip(val)
 			continue
 		}
 		if v.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
 			d.fail(k, fp, "name given twice")
+			d.skip(val)
 			continue
 		}
 		e := reflect.New(v.Type().Elem()).Elem()

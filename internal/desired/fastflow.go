@@ -68,7 +68,11 @@ func cutFlows(data []byte) ([]byte, map[flowKey]*flowCut) {
 		}
 		line := data[off:end]
 		if open, anchor := flowStart(line); open >= 0 {
-			if fc, ok := scanFlow(line[open:]); ok {
+			// An anchored collection is cut only when it is a list of
+			// plain scalars, built in one slice when it is not given
+			// back as texts: the nodes of any other shape, built one by
+			// one and aliased, took more memory than yaml.v3's.
+			if fc, ok := scanFlow(line[open:]); ok && (anchor < 0 || fc.plain != nil) {
 				if cuts == nil {
 					out = make([]byte, 0, len(data))
 					cuts = map[flowKey]*flowCut{}
@@ -409,6 +413,19 @@ func (d *decoder) restore(n *yaml.Node, v reflect.Value) *yaml.Node {
 		fc.node = fc.build(d.tags)
 	}
 	return fc.node
+}
+
+// skip tells that the decoder leaves n, a value it reports the key of, as
+// the general decoder does: when n is a cut, it counts as given back, so
+// that a megabyte of items under an unknown key is not decoded again by
+// the general decoder (which would not walk them either).
+func (d *decoder) skip(n *yaml.Node) {
+	if d.flows == nil || len(n.Content) != 0 || n.Style&yaml.FlowStyle == 0 {
+		return
+	}
+	if fc := d.flows[flowKey{n.Line, n.Column}]; fc != nil && fc.found {
+		fc.used = true
+	}
 }
 
 // allUsed reports whether the decoder took back every cut.
