@@ -24,7 +24,7 @@ func (b *builder) address(link string, path func() string, ac *addressConf) {
 		})
 		return
 	}
-	a := model.Address{Link: link, Prefix: ac.Address.P, NoPrefixRoute: ac.NoPrefixRoute, Origin: ac.Pos.String()}
+	a := model.Address{Link: link, Prefix: ac.Address.P, NoPrefixRoute: ac.NoPrefixRoute, Origin: b.origins.String(ac.Pos)}
 	if ac.Scope != nil {
 		a.Scope = ac.Scope.N
 	}

@@ -3,6 +3,7 @@ package desired
 import (
 	"reflect"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -37,7 +38,7 @@ func (a *addressConf) decodeNode(d *decoder, n *yaml.Node, path string) {
 			return
 		}
 		a.Address = &IfAddr{addr.P}
-		a.Keys = map[string]Pos{"address": a.Pos}
+		a.keys = []keyPos{{"address", a.Pos.Line, a.Pos.Col}}
 		return
 	}
 	// Decode the mapping form with the generic struct decoder; the alias type
@@ -58,12 +59,27 @@ func skipUnparsableAddress(d *decoder, c *yaml.Node, path string, i int, e *refl
 	if c.Kind != yaml.ScalarNode || c.Tag == "!!null" {
 		return false
 	}
-	var addr IfAddr
-	err := addr.parse(c.Value)
-	if err == nil {
+	if !ifAddrFails(c.Value) {
 		return false
 	}
-	d.errs.addLazy(d.pos(c), func() (string, string) { return path + "[" + strconv.Itoa(i) + "]", err.Error() })
+	// The message is made for a kept error only, by parse itself.
+	d.errs.addLazy(d.pos(c), func() (string, string) {
+		var addr IfAddr
+		return path + "[" + strconv.Itoa(i) + "]", addr.parse(c.Value).Error()
+	})
 	e.Set(reflect.ValueOf(&unparsableAddress))
 	return true
+}
+
+// ifAddrFails reports whether IfAddr.parse fails on s, without making its
+// error: a megabyte of "[x,x,…]" where addresses are expected is half a
+// million of them, of which MaxKeptErrors are kept. It follows parse step
+// by step: refuseZone fails on "%", ParsePrefix on a text without "/"
+// (TestIfAddrFails).
+func ifAddrFails(s string) bool {
+	if strings.Contains(s, "%") || !strings.Contains(s, "/") {
+		return true
+	}
+	var addr IfAddr
+	return addr.parse(s) != nil
 }

@@ -18,7 +18,7 @@ type builder struct {
 	// time each time.
 	linkNames []string
 	// where each keyed object was declared, to report conflicts between fragments
-	routeAt map[model.RouteKey]Pos
+	routeAt routeIndex
 	ruleAt  map[model.RuleKey]Pos
 	// ruleClashes indexes the rules by model.Rule.ClashGroup (rule.go).
 	ruleClashes map[model.RuleKey]*clashIndex
@@ -35,16 +35,17 @@ type builder struct {
 	wgKnown       *string
 	// ipvlanOn holds the first ipvlan (in name order) on each parent.
 	ipvlanOn map[string]ipvlanAt
+	// origins makes the Origin of routes and addresses.
+	origins posArena
 }
 
 func build(confs []*fileConf, errs *errList) *model.State {
 	b := &builder{
-		errs:    errs,
-		st:      model.NewState(),
-		links:   map[string]*linkConf{},
-		routeAt: map[model.RouteKey]Pos{},
-		ruleAt:  map[model.RuleKey]Pos{},
-		fouAt:   map[model.FouKey]Pos{},
+		errs:   errs,
+		st:     model.NewState(),
+		links:  map[string]*linkConf{},
+		ruleAt: map[model.RuleKey]Pos{},
+		fouAt:  map[model.FouKey]Pos{},
 
 		addrAt:      map[linkAddr]string{},
 		subnetScope: map[linkSubnet]scopeAt{},
@@ -56,12 +57,12 @@ func build(confs []*fileConf, errs *errList) *model.State {
 		for _, rc := range fc.Routes {
 			// Only the routes written as mappings: a megabyte of "[x,x,…]"
 			// (aliased) is a million entries that are not routes.
-			if rc != nil && len(rc.Keys) > 0 {
+			if rc != nil && len(rc.keys) > 0 {
 				n++
 			}
 		}
 	}
-	b.routeAt = make(map[model.RouteKey]Pos, n)
+	b.routeAt = newRouteIndex(n)
 	b.st.Routes = make([]model.Route, 0, n)
 	b.settings(confs)
 	b.pools(confs)

@@ -3,6 +3,7 @@ package desired
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,8 +26,12 @@ type scalar interface {
 
 // Meta is embedded in conf structs: where the mapping is, and where each key is.
 type Meta struct {
-	Pos  Pos
-	Keys map[string]Pos
+	Pos Pos
+	// keys are the keys written, in the file's order, each at its value's
+	// position (in Pos's file). A slice, not a map: a struct has a few
+	// keys, each known once (the decoder refuses a key given twice), and
+	// a map per struct was a fifth of the time of 100k routes.
+	keys []keyPos
 	// notMapping marks a struct whose node was not a mapping, and the one
 	// entry that stands for every list item that was not a mapping (see
 	// thrifty): the decoder reported each, and the builder may skip it.
@@ -43,15 +48,35 @@ type Meta struct {
 // the same.
 var thrifty = true
 
+// keyPos is a key of a mapping and where its value is.
+type keyPos struct {
+	name      string
+	line, col int
+}
+
 func (m *Meta) at(key string) Pos {
-	if p, ok := m.Keys[key]; ok {
-		return p
+	for _, k := range m.keys {
+		if k.name == key {
+			return Pos{m.Pos.File, k.line, k.col}
+		}
 	}
 	return m.Pos
 }
 
 // has reports whether the key was written in the file.
-func (m *Meta) has(key string) bool { _, ok := m.Keys[key]; return ok }
+func (m *Meta) has(key string) bool {
+	for _, k := range m.keys {
+		if k.name == key {
+			return true
+		}
+	}
+	return false
+}
+
+// setKey records a key not yet recorded, at p, which is in m.Pos's file.
+func (m *Meta) setKey(key string, p Pos) {
+	m.keys = append(m.keys, keyPos{key, p.Line, p.Col})
+}
 
 var (
 	scalarType = reflect.TypeOf((*scalar)(nil)).Elem()
@@ -366,12 +391,6 @@ func (d *decoder) placeMeta(n *yaml.Node, v reflect.Value) *Meta {
 	}
 	m := v.Field(metaIdx).Addr().Interface().(*Meta)
 	m.Pos = d.pos(n)
-	if n.Kind == yaml.MappingNode && len(n.Content) > 0 {
-		// Only a mapping with keys has keys: a megabyte of "[x,x,…]"
-		// or "[{},{},…]" where mappings are expected would make half a
-		// million empty maps. A nil map reads as an empty one.
-		m.Keys = map[string]Pos{}
-	}
 	return m
 }
 
@@ -404,29 +423,66 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
 		return
 	}
 	si := infoOf(v.Type())
-	seen := map[string]bool{}
+	if m != nil && len(n.Content) > 0 {
+		// Sized for the keys the mapping can set: only a mapping with
+		// keys has them (a megabyte of "[{},{},…]" makes no slice).
+		m.keys = make([]keyPos, 0, min(len(n.Content)/2, len(si.names)))
+	}
+	var seen keySet
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		fp := join(path, k.Value)
 		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
 			d.fail(k, path, "merge keys (<<) are not supported")
+			d.skip(val)
 			continue
 		}
-		if seen[k.Value] {
+		if !seen.add(k.Value) {
 			d.fail(k, fp, "key given twice")
+			d.skip(val)
 			continue
 		}
-		seen[k.Value] = true
 		f, ok := si.fields[k.Value]
 		if !ok {
 			d.fail(k, fp, "unknown key; expected one of: %s", si.expected)
+			d.skip(val)
 			continue
 		}
 		if m != nil {
-			m.Keys[k.Value] = d.pos(val)
+			m.setKey(k.Value, d.pos(val))
 		}
 		d.decode(val, fp, v.FieldByIndex(f.index))
 	}
+}
+
+// keySet is the keys of one mapping seen so far: searched in a slice while
+// they are few (a struct's mapping has a handful), in a map past that (a
+// megabyte of unknown keys is a hundred thousand in one mapping).
+type keySet struct {
+	few  []string
+	many map[string]struct{}
+}
+
+// add adds k and reports whether it was not there yet.
+func (s *keySet) add(k string) bool {
+	if s.many != nil {
+		n := len(s.many)
+		s.many[k] = struct{}{}
+		return len(s.many) > n
+	}
+	if slices.Contains(s.few, k) {
+		return false
+	}
+	if len(s.few) < 16 {
+		s.few = append(s.few, k)
+		return true
+	}
+	s.many = make(map[string]struct{}, 2*len(s.few))
+	for _, f := range s.few {
+		s.many[f] = struct{}{}
+	}
+	s.many[k] = struct{}{}
+	return true
 }
 
 func (d *decoder) decodeMap(n *yaml.Node, path string, v reflect.Value) {
@@ -445,10 +501,12 @@ func (d *decoder) decodeMap(n *yaml.Node, path string, v reflect.Value) {
 		fp := join(path, k.Value)
 		if k.Kind != yaml.ScalarNode || k.Value == "" {
 			d.fail(k, path, "expected a name as key, found %s", kindWord(k))
+			d.skip(val)
 			continue
 		}
 		if v.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
 			d.fail(k, fp, "name given twice")
+			d.skip(val)
 			continue
 		}
 		e := reflect.New(v.Type().Elem()).Elem()

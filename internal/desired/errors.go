@@ -25,6 +25,36 @@ func (p Pos) String() string {
 	return p.File + ":" + strconv.Itoa(p.Line) + ":" + strconv.Itoa(p.Col)
 }
 
+// posArena makes Pos.String's text for positions by the hundred thousand
+// (each route's and address's Origin) into shared buffers, one allocation
+// per buffer instead of one or two per position. A strings.Builder never
+// changes the bytes it has written, and a string it returned stays valid
+// when it grows, so each text is a slice of the builder's string.
+type posArena struct {
+	b    strings.Builder
+	size int // of the current buffer: they double up to 64 KiB
+}
+
+func (a *posArena) String(p Pos) string {
+	if p.Line == 0 {
+		return p.File
+	}
+	need := len(p.File) + 2 + 2*20
+	if a.b.Cap()-a.b.Len() < need {
+		a.size = min(max(2*a.size, 1024), 64<<10)
+		a.b = strings.Builder{}
+		a.b.Grow(max(a.size, need))
+	}
+	start := a.b.Len()
+	var num [20]byte
+	a.b.WriteString(p.File)
+	a.b.WriteByte(':')
+	a.b.Write(strconv.AppendInt(num[:0], int64(p.Line), 10))
+	a.b.WriteByte(':')
+	a.b.Write(strconv.AppendInt(num[:0], int64(p.Col), 10))
+	return a.b.String()[start:]
+}
+
 // FieldError is one problem in the file.
 type FieldError struct {
 	Pos  Pos
@@ -306,8 +336,19 @@ func (l *errList) absorb(o *errList, file string) bool {
 	// o's keys are in file 0; in l the file is the last, so its keys come
 	// after every key of l, and o's ascending ones stay ascending.
 	const low = 1<<48 - 1
-	for _, k := range o.asc {
-		l.asc = append(l.asc, f<<48|k&low)
+	if len(l.asc) == 0 {
+		// o is the decoding's own list, dropped after: its keys are
+		// taken over in place (half a million for a megabyte of errors).
+		for i, k := range o.asc {
+			o.asc[i] = f<<48 | k&low
+		}
+		l.asc = o.asc
+		o.asc = nil
+	} else {
+		l.asc = slices.Grow(l.asc, len(o.asc))
+		for _, k := range o.asc {
+			l.asc = append(l.asc, f<<48|k&low)
+		}
 	}
 	for k := range o.at {
 		if l.at == nil {

@@ -99,13 +99,39 @@ func TestFlowNodesMatchYAML(t *testing.T) {
 			t.Errorf("%s: accepted, yaml.v3 says %v", v, yerr)
 			continue
 		}
-		fc.line, fc.col = 1, 4
+		fc.line, fc.col, fc.nodeCol = 1, 4, 4
 		want := doc.Content[0].Content[1]
-		if got := fc.node(map[string]string{}); !reflect.DeepEqual(got, want) {
+		if got := fc.build(map[string]string{}); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: built\n%#v\nyaml.v3 built\n%#v", v, got, want)
+		}
+		if n := countNodes(want); fc.nodes != n {
+			t.Errorf("%s: counted %d nodes, yaml.v3 made %d", v, fc.nodes, n)
+		}
+		// Anchored, the node is where its anchor is.
+		var adoc yaml.Node
+		if err := yaml.Unmarshal([]byte("k: &a-1_ "+v), &adoc); err != nil {
+			t.Errorf("%s anchored: %v", v, err)
+			continue
+		}
+		fc, _ = scanFlow([]byte(v))
+		fc.line, fc.col, fc.nodeCol, fc.anchor = 1, 10, 4, "a-1_"
+		if got, want := fc.build(map[string]string{}), adoc.Content[0].Content[1]; !reflect.DeepEqual(got, want) {
+			t.Errorf("&a-1_ %s: built\n%#v\nyaml.v3 built\n%#v", v, got, want)
+		}
+		line := []byte("k: &a-1_ " + v)
+		if open, anchor := flowStart(line); open != 9 || anchor != 3 {
+			t.Errorf("%s: flowStart %d %d, want 9 3", line, open, anchor)
 		}
 	}
 	if accepted < 10 {
 		t.Errorf("only %d accepted", accepted)
 	}
+}
+
+func countNodes(n *yaml.Node) int {
+	c := 1
+	for _, k := range n.Content {
+		c += countNodes(k)
+	}
+	return c
 }

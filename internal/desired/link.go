@@ -324,7 +324,7 @@ func (b *builder) ipvlan(path string, ic *ipvlanConf, l *model.Link) {
 			b.ipvlanOn[ic.Parent] = ipvlanAt{l.Name, v.Mode, ic.Pos}
 		} else if first.mode != v.Mode {
 			at := ic.at("mode")
-			if _, set := ic.Keys["mode"]; !set {
+			if !ic.has("mode") {
 				at = ic.Pos
 			}
 			b.errs.add(at, path+".mode", "ipvlan %s is in mode %s on parent %q, ipvlan %s (at %s) in mode %s; the kernel keeps one mode per parent: give both the same mode",

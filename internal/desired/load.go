@@ -157,7 +157,7 @@ func decodeYAMLCut(name string, data []byte, flows map[flowKey]*flowCut, errs *e
 			// Nothing but comments and blank lines: the version checks
 			// in Parse refuse it, so a fragment caught empty in the
 			// middle of its write is never "declare nothing".
-			return &fileConf{Meta: Meta{Pos: Pos{File: src.Name, Line: 1, Col: 1}, Keys: map[string]Pos{}}}
+			return &fileConf{Meta: Meta{Pos: Pos{File: src.Name, Line: 1, Col: 1}}}
 		}
 		errs.add(yamlErrPos(name, data, err), "", "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 		return nil
@@ -192,8 +192,8 @@ func decodeYAMLCut(name string, data []byte, flows map[flowKey]*flowCut, errs *e
 		doc = doc.Content[0]
 	}
 	d.decodeStruct(doc, "", reflectValue(fc))
-	if fc.Keys == nil {
-		fc.Pos, fc.Keys = d.pos(doc), map[string]Pos{}
+	if len(fc.keys) == 0 {
+		fc.Pos = d.pos(doc)
 	}
 	if flows != nil && !d.allUsed() {
 		return nil

@@ -119,7 +119,7 @@ func (b *builder) nftables(confs []*fileConf) {
 			}
 			seen[key] = at
 			if tc == nil {
-				tc = &nftTableConf{Meta: Meta{Pos: at, Keys: map[string]Pos{}}}
+				tc = &nftTableConf{Meta: Meta{Pos: at}}
 			}
 			tables = append(tables, declared{key, tc, at})
 		}
@@ -196,7 +196,7 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 			continue
 		}
 		if cc == nil {
-			cc = &nftChainConf{Meta: Meta{Pos: tc.at("chains"), Keys: map[string]Pos{}}}
+			cc = &nftChainConf{Meta: Meta{Pos: tc.at("chains")}}
 		}
 		c := b.nftChain(cp, key.Family, name, cc)
 		if c == nil {

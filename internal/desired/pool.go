@@ -50,7 +50,7 @@ func (s *subnetConf) decodeNode(d *decoder, n *yaml.Node, path string) {
 		} else {
 			key, s.IPv6 = "ipv6", p
 		}
-		s.Keys = map[string]Pos{key: s.Pos}
+		s.keys = []keyPos{{key, s.Pos.Line, s.Pos.Col}}
 		return
 	}
 	type plain subnetConf

@@ -401,3 +401,11 @@ func TestPrefixFails(t *testing.T) {
 		}
 	}
 }
+
+func TestIfAddrFails(t *testing.T) {
+	for _, s := range []string{"", "x", "/", "10.0.0.1", "10.0.0.1/24", "10.0.0.1/33", "fd00::1/64", "fe80::1%eth0/64", "%/", " 10.0.0.1/24", "10.0.0.1/24 ", "::/0", "10.0.0.1//24", "x/24"} {
+		if got, want := ifAddrFails(s), (&IfAddr{}).parse(s) != nil; got != want {
+			t.Errorf("%q: ifAddrFails %v, parse fails %v", s, got, want)
+		}
+	}
+}

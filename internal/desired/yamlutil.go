@@ -95,7 +95,10 @@ func (d *decoder) checkAliases(root *yaml.Node) bool {
 	own, hasAlias := 0, false
 	var count func(n *yaml.Node)
 	count = func(n *yaml.Node) {
-		own++
+		// A collection the fast path cut out counts as the nodes yaml.v3
+		// makes of it, so that the budget and its message are the
+		// general decoder's.
+		own += d.cutNodes(n)
 		if n.Kind == yaml.AliasNode {
 			hasAlias = true
 		}
@@ -116,9 +119,10 @@ func (d *decoder) checkAliases(root *yaml.Node) bool {
 	var expanded func(n *yaml.Node) int
 	expanded = func(n *yaml.Node) int {
 		if n.Kind != yaml.AliasNode && len(n.Content) == 0 {
-			// A leaf is one node and in no cycle: not memoised, for a
-			// megabyte of "[x,x,…]" is half a million of them.
-			return 1
+			// A leaf is one node (or a cut's nodes) and in no cycle:
+			// not memoised, for a megabyte of "[x,x,…]" is half a
+			// million of them.
+			return min(d.cutNodes(n), budget+1)
 		}
 		if s, ok := size[n]; ok {
 			if s == inProgress {
@@ -150,7 +154,7 @@ func (d *decoder) checkAliases(root *yaml.Node) bool {
 	total := 0
 	var walk func(n *yaml.Node) bool
 	walk = func(n *yaml.Node) bool {
-		total++
+		total += d.cutNodes(n)
 		if n.Kind == yaml.AliasNode && n.Alias != nil {
 			s := expanded(n.Alias)
 			if s < 0 {
