@@ -61,6 +61,11 @@ type Options struct {
 	Log      *slog.Logger
 	Notifier Notifier
 	Metrics  *Metrics
+	// Filter is shared with the kernel sources (KernelEvents): the daemon
+	// gives it a new snapshot after every pass, so that notifications that
+	// cannot change the plan do not wake the loop (filter.go). When nil,
+	// the daemon makes its own, which sources can read through Filter().
+	Filter *EventFilter
 	// Watchdog is the interval systemd expects WATCHDOG=1 within (0: none).
 	Watchdog time.Duration
 	// AllowInsecureConfig skips desired.CheckTrusted (--allow-insecure-config).
@@ -80,6 +85,7 @@ type Daemon struct {
 	eng  passEngine
 	clk  clock
 	m    *Metrics
+	f    *EventFilter
 	bo   *backoff
 	wake chan struct{}
 
@@ -113,6 +119,10 @@ type Daemon struct {
 	// (watchdog.go).
 	inPass     atomic.Bool
 	passesDone atomic.Uint64
+
+	// filterGen is the configuration generation the filter's snapshot
+	// was built for (filter_pass.go).
+	filterGen uint64
 
 	lastConflicts string
 	lastPlan      [sha256.Size]byte
@@ -154,12 +164,17 @@ func newDaemon(opts Options, eng passEngine, clk clock) *Daemon {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics()
 	}
+	if opts.Filter == nil {
+		opts.Filter = NewEventFilter()
+	}
+	opts.Metrics.Registry.MustRegister(opts.Filter.count)
 	return &Daemon{
 		opts:  opts,
 		log:   opts.Log,
 		eng:   eng,
 		clk:   clk,
 		m:     opts.Metrics,
+		f:     opts.Filter,
 		bo:    newBackoff(opts.RetryMin, opts.RetryMax),
 		wake:  make(chan struct{}, 1),
 		sched: schedule{debounce: opts.Debounce, minInterval: opts.MinInterval},

@@ -30,6 +30,10 @@ type passEngine interface {
 	// peerStates is every declared WireGuard peer as the last pass judged
 	// it (engine.PeerStates): no kernel read of its own.
 	peerStates() []engine.PeerState
+	// lastRead is the kernel state the last plan read (nil when it
+	// failed) and the nftables tables the ledger owns: what the event
+	// filter is built from (filter.go). Neither may be changed.
+	lastRead() (*model.State, map[model.NftTableKey]bool)
 	// poolUsage reads the usage of desired's pools from their registry
 	// (nil, nil when it declares none).
 	poolUsage(ctx context.Context, desired *model.State) ([]ipam.Usage, error)
@@ -54,6 +58,10 @@ func (a engineAdapter) saveLedger() error { return a.e.SaveLedger() }
 func (a engineAdapter) writes() uint64 { return a.e.Kernel.Writes() }
 
 func (a engineAdapter) peerStates() []engine.PeerState { return a.e.PeerStates() }
+
+func (a engineAdapter) lastRead() (*model.State, map[model.NftTableKey]bool) {
+	return a.e.LastRead(), a.e.Ledger.NFTables
+}
 
 func (a engineAdapter) poolUsage(ctx context.Context, desired *model.State) ([]ipam.Usage, error) {
 	reg, err := a.e.OpenRegistry(desired)

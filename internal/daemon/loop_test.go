@@ -831,3 +831,5 @@ func TestPeerMetricsFromLastPass(t *testing.T) {
 		t.Errorf("peer gauge %v, want %v", got, want)
 	}
 }
+
+func (f *fakeEngine) lastRead() (*model.State, map[model.NftTableKey]bool) { return nil, nil }

@@ -20,6 +20,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrNoConfig, d.cfgErr)
 	}
 	st := d.cfg.State
+	d.filterBeforeRead()
 	d.stats.objects = st.Objects()
 	d.m.objects.Set(float64(d.stats.objects))
 
@@ -45,6 +46,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 
 	plan, planErr := d.eng.plan(ctx, st)
 	if plan == nil {
+		d.f.swap(nil) // no read to build a filter from: wake on everything
 		d.m.errors.WithLabelValues("read").Inc()
 		d.m.passes.WithLabelValues("error").Inc()
 		delay := d.bo.failed("kernel read", start)
@@ -107,6 +109,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 		d.log.Error("save ownership ledger failed", "error", saveErr)
 	}
 
+	d.filterAfterPass(st)
 	if d.m.serving {
 		d.refreshParts(ctx, st)
 	}

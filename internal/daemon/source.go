@@ -80,6 +80,10 @@ func (d *Daemon) runSource(ctx context.Context, s Source, wake func()) {
 		if !sleep(ctx, d.clk, delay) {
 			return
 		}
+		// And what it missed while it was down is caught by the pass
+		// after it is back: the wake-up comes a debounce before that pass
+		// reads, time enough for Run to subscribe.
+		wake()
 		delay = min(2*delay, sourceRestartMax)
 	}
 }

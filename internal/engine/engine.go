@@ -33,7 +33,14 @@ type Engine struct {
 	ledgerUnsaved bool
 	// rot keeps the WireGuard endpoint rotation between passes.
 	rot rotation
+	// lastRead is the kernel state the last plan read (LastRead).
+	lastRead *model.State
 }
+
+// LastRead returns the kernel state the last Plan or PlanDesired read, as
+// the diff saw it (nil before the first, or when that read failed). The
+// caller must not change it.
+func (e *Engine) LastRead() *model.State { return e.lastRead }
 
 // Actual reads the kernel state relevant to desired's protocol.
 func (e *Engine) Actual(protocol int, all bool) (*model.State, error) {
@@ -266,6 +273,7 @@ func (e *Engine) Plan(desired *model.State) (*diff.Plan, error) {
 // plan is Plan with the inputs the pools prepared; it adds the WireGuard
 // peers' states.
 func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) {
+	e.lastRead = nil
 	act, err := e.Actual(desired.Protocol, false)
 	if err != nil {
 		return nil, fmt.Errorf("read kernel state: %w", err)
@@ -273,6 +281,7 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 	if err := e.readNFT(act, desired); err != nil {
 		return nil, fmt.Errorf("read kernel state: %w", err)
 	}
+	e.lastRead = act
 	desired, decisions, states := e.decide(desired, act)
 	e.rot.mu.Lock()
 	e.rot.pending = decisions
