@@ -1,9 +1,11 @@
 // Package daemon keeps a host's network equal to its configuration file: a
 // level-triggered loop over the engine. Wake-ups (netlink notifications, file
 // changes, SIGHUP, a periodic timer, sources other packages add) only wake
-// the loop; every pass reads the configuration and the whole kernel state,
-// diffs and applies, so no event is ever interpreted and a lost one costs
-// nothing but latency.
+// the loop; every pass reads the configuration and the kernel state, diffs
+// and applies, so no event is ever interpreted and a lost one costs nothing
+// but latency. Kernel notifications that cannot change the plan are dropped
+// (filter.go), and a pass reads again only the kinds of kernel state that
+// may have changed (filter_pass.go); the periodic resync reads everything.
 package daemon
 
 import (
@@ -123,6 +125,9 @@ type Daemon struct {
 	// filterGen is the configuration generation the filter's snapshot
 	// was built for (filter_pass.go).
 	filterGen uint64
+	// readGen is gen at the last pass that read the kernel: a pass after a
+	// configuration change reads everything (filter_pass.go).
+	readGen uint64
 
 	lastConflicts string
 	lastPlan      [sha256.Size]byte
@@ -183,8 +188,16 @@ func newDaemon(opts Options, eng passEngine, clk clock) *Daemon {
 	}
 }
 
-// Wake asks for a pass. It never blocks; wake-ups coalesce.
+// Wake asks for a pass that reads the whole kernel state. It never blocks;
+// wake-ups coalesce.
 func (d *Daemon) Wake() {
+	d.f.markAll()
+	d.wakeLoop()
+}
+
+// wakeLoop asks for a pass, which reads the kinds marked dirty
+// (filter_pass.go): the wake of the kernel sources, which mark their kind.
+func (d *Daemon) wakeLoop() {
 	d.m.wakeups.Inc()
 	select {
 	case d.wake <- struct{}{}:

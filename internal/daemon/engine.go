@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 
+	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/apply"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
@@ -21,6 +22,9 @@ type passEngine interface {
 	// plan reads the kernel and plans towards desired, pools resolved. A
 	// non-nil plan may come with a diff.Conflicts error.
 	plan(ctx context.Context, desired *model.State) (*diff.Plan, error)
+	// setReread says what the next plan reads again; it takes the rest
+	// from the previous plan's read (engine.SetReread).
+	setReread(k actual.Kinds)
 	apply(ctx context.Context, plan *diff.Plan) (*apply.Result, error)
 	// saveLedger writes what a failed save left in memory.
 	saveLedger() error
@@ -52,6 +56,8 @@ func (a engineAdapter) plan(ctx context.Context, desired *model.State) (*diff.Pl
 func (a engineAdapter) apply(ctx context.Context, plan *diff.Plan) (*apply.Result, error) {
 	return a.e.Apply(ctx, plan)
 }
+
+func (a engineAdapter) setReread(k actual.Kinds) { a.e.SetReread(k) }
 
 func (a engineAdapter) saveLedger() error { return a.e.SaveLedger() }
 

@@ -243,6 +243,10 @@ type EventFilter struct {
 	// socket then passes everything, costing CPU, not correctness.
 	attachErr error
 
+	// dirty are the kinds of kernel state (actual.Kinds) that may have
+	// changed since the last pass took them (dirty.go).
+	dirty atomic.Uint32
+
 	count *prometheus.CounterVec
 	// Cached counters, one per source and result: a notification costs an
 	// atomic add, not a label lookup.
@@ -320,12 +324,14 @@ func (f *EventFilter) removeRouteSocket(fd int) {
 	f.mu.Unlock()
 }
 
-// judged counts a decision and returns it.
+// judged counts a decision and returns it; a wake-up marks the source's
+// kind dirty.
 func (f *EventFilter) judged(src string, wake bool) bool {
 	if f == nil {
 		return true
 	}
 	if wake {
+		f.dirty.Or(uint32(sourceKinds[src]))
 		f.woke[src].Inc()
 	} else {
 		f.dropped[src].Inc()

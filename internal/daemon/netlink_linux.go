@@ -35,9 +35,9 @@ const eventBufferSize = 4 << 20
 // returns, runSource subscribes again and wakes the loop for a full pass.
 func KernelEvents(ns netns.NsHandle, f *EventFilter) []Source {
 	src := func(name, what string, proto int, groups ...uint) Source {
-		return SourceFunc{name, func(ctx context.Context, wake func()) error {
+		return kernelSource{SourceFunc{name, func(ctx context.Context, wake func()) error {
 			return subscribe(ctx, ns, proto, groups, what, f, wake)
-		}}
+		}}}
 	}
 	return []Source{
 		src("netlink links", srcLinks, unix.NETLINK_ROUTE, unix.RTNLGRP_LINK),
