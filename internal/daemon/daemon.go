@@ -125,6 +125,10 @@ type Daemon struct {
 	// filterGen is the configuration generation the filter's snapshot
 	// was built for (filter_pass.go).
 	filterGen uint64
+	// lastRoutes is the route part of the last snapshot, built for
+	// configuration generation lastRoutesGen.
+	lastRoutes    *declaredRoutes
+	lastRoutesGen uint64
 	// readGen is gen at the last pass that read the kernel: a pass after a
 	// configuration change reads everything (filter_pass.go).
 	readGen uint64

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/bpf"
 
 	"github.com/netreconcile/netreconcile/internal/model"
 )
@@ -44,6 +45,9 @@ import (
 // watchSet is the immutable snapshot the sources consult.
 type watchSet struct {
 	protocol int
+	// declared is where routes comes from, shared by the snapshots of one
+	// configuration (and the prefilter compiled from it).
+	declared *declaredRoutes
 	// routes are the declared routes' (table, destination): the metric
 	// and TOS are left out, so the set errs towards waking.
 	routes map[routeDst]struct{}
@@ -68,9 +72,36 @@ type routeDst struct {
 // buildWatchSet makes the snapshot from the enforced configuration, the
 // kernel state the last pass read (nil: none) and the tables the ledger owns.
 func buildWatchSet(want, have *model.State, owned map[model.NftTableKey]bool) *watchSet {
+	return buildWatchSetWith(want, have, owned, nil)
+}
+
+// declaredRoutes is the route part of a snapshot, which depends on the
+// configuration only: a pass over 100k routes builds it once per file, not
+// once per pass, and the prefilter compiled from it with it.
+type declaredRoutes struct {
+	protocol int
+	keys     map[routeDst]struct{}
+}
+
+func newDeclaredRoutes(want *model.State) *declaredRoutes {
+	d := &declaredRoutes{protocol: want.Protocol, keys: make(map[routeDst]struct{}, len(want.Routes))}
+	for i := range want.Routes {
+		r := &want.Routes[i]
+		d.keys[routeDst{r.Table, r.Dst.Masked()}] = struct{}{}
+	}
+	return d
+}
+
+// buildWatchSetWith is buildWatchSet with the route part built already
+// (nil: build it).
+func buildWatchSetWith(want, have *model.State, owned map[model.NftTableKey]bool, routes *declaredRoutes) *watchSet {
+	if routes == nil || routes.protocol != want.Protocol {
+		routes = newDeclaredRoutes(want)
+	}
 	w := &watchSet{
 		protocol:  want.Protocol,
-		routes:    make(map[routeDst]struct{}, len(want.Routes)),
+		declared:  routes,
+		routes:    routes.keys,
 		rulePrio:  map[uint32]struct{}{},
 		linkNames: map[string]struct{}{},
 		watched:   map[int32]struct{}{},
@@ -82,10 +113,14 @@ func buildWatchSet(want, have *model.State, owned map[model.NftTableKey]bool) *w
 			w.linkNames[n] = struct{}{}
 		}
 	}
+	dev := ""
 	for i := range want.Routes {
-		r := &want.Routes[i]
-		w.routes[routeDst{r.Table, r.Dst.Masked()}] = struct{}{}
-		name(r.Dev)
+		// Most runs of routes share their device: the map is touched
+		// once per run.
+		if r := &want.Routes[i]; r.Dev != dev {
+			dev = r.Dev
+			name(dev)
+		}
 	}
 	for i := range want.Rules {
 		r := &want.Rules[i]
@@ -110,7 +145,7 @@ func buildWatchSet(want, have *model.State, owned map[model.NftTableKey]bool) *w
 				linkRefs(l, name)
 			}
 		}
-		dev := ""
+		dev = ""
 		for i := range have.Routes {
 			// Routes come sorted by table and destination: most runs
 			// share their device, so the map is touched once per run.
@@ -239,6 +274,9 @@ type EventFilter struct {
 	// (filter_bpf.go); routeSocks are those sockets, by descriptor.
 	mu         sync.Mutex
 	routeSocks map[int]bool
+	// prog is the prefilter compiled for progFor.
+	prog    []bpf.Instruction
+	progFor *declaredRoutes
 	// attachErr is the last failure to put a prefilter on a socket: that
 	// socket then passes everything, costing CPU, not correctness.
 	attachErr error
@@ -292,7 +330,7 @@ func (f *EventFilter) swap(w *watchSet) {
 	if len(f.routeSocks) == 0 {
 		return
 	}
-	prog := routePrefilter(w)
+	prog := f.prefilter(w)
 	for fd := range f.routeSocks {
 		if err := attachPrefilter(fd, prog); err != nil {
 			f.attachErr = err
@@ -310,9 +348,21 @@ func (f *EventFilter) addRouteSocket(fd int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.routeSocks[fd] = true
-	if err := attachPrefilter(fd, routePrefilter(f.set.Load())); err != nil {
+	if err := attachPrefilter(fd, f.prefilter(f.set.Load())); err != nil {
 		f.attachErr = err
 	}
+}
+
+// prefilter returns the route prefilter of w, compiled once per declared
+// route set. f.mu is held.
+func (f *EventFilter) prefilter(w *watchSet) []bpf.Instruction {
+	if w == nil {
+		return nil
+	}
+	if f.progFor != w.declared || w.declared == nil {
+		f.prog, f.progFor = routePrefilter(w), w.declared
+	}
+	return f.prog
 }
 
 func (f *EventFilter) removeRouteSocket(fd int) {

@@ -24,7 +24,15 @@ func (d *Daemon) filterAfterPass(want *model.State) {
 		d.f.swap(nil)
 		return
 	}
-	d.f.swap(buildWatchSet(want, have, owned))
+	var routes *declaredRoutes
+	if w := d.f.snapshot(); w != nil && d.filterGen == d.gen {
+		routes = w.declared
+	} else if d.lastRoutes != nil && d.lastRoutesGen == d.gen {
+		routes = d.lastRoutes
+	}
+	w := buildWatchSetWith(want, have, owned, routes)
+	d.lastRoutes, d.lastRoutesGen = w.declared, d.gen
+	d.f.swap(w)
 	d.filterGen = d.gen
 }
 
