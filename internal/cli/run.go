@@ -107,7 +107,8 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		log.Warn("ignoring the watchdog settings", "error", err)
 	}
-	sources := append(daemon.KernelEvents(k.NsHandle()), daemon.ConfigFiles(g.config, g.dropIn()))
+	filter := daemon.NewEventFilter()
+	sources := append(daemon.KernelEvents(k.NsHandle(), filter), daemon.ConfigFiles(g.config, g.dropIn()))
 	d, err := daemon.New(daemon.Options{
 		Config:   g.config,
 		DropIn:   g.dropIn(),
@@ -117,6 +118,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		Resync:   resync,
 		Log:      log,
 		Metrics:  metrics,
+		Filter:   filter,
 		Watchdog: watchdog,
 
 		AllowInsecureConfig: g.allowInsecureConfig,

@@ -1,9 +1,11 @@
 // Package daemon keeps a host's network equal to its configuration file: a
 // level-triggered loop over the engine. Wake-ups (netlink notifications, file
 // changes, SIGHUP, a periodic timer, sources other packages add) only wake
-// the loop; every pass reads the configuration and the whole kernel state,
-// diffs and applies, so no event is ever interpreted and a lost one costs
-// nothing but latency.
+// the loop; every pass reads the configuration and the kernel state, diffs
+// and applies, so no event is ever interpreted and a lost one costs nothing
+// but latency. Kernel notifications that cannot change the plan are dropped
+// (filter.go), and a pass reads again only the kinds of kernel state that
+// may have changed (filter_pass.go); the periodic resync reads everything.
 package daemon
 
 import (
@@ -61,6 +63,11 @@ type Options struct {
 	Log      *slog.Logger
 	Notifier Notifier
 	Metrics  *Metrics
+	// Filter is shared with the kernel sources (KernelEvents): the daemon
+	// gives it a new snapshot after every pass, so that notifications that
+	// cannot change the plan do not wake the loop (filter.go). When nil,
+	// the daemon makes its own, which sources can read through Filter().
+	Filter *EventFilter
 	// Watchdog is the interval systemd expects WATCHDOG=1 within (0: none).
 	Watchdog time.Duration
 	// AllowInsecureConfig skips desired.CheckTrusted (--allow-insecure-config).
@@ -80,6 +87,7 @@ type Daemon struct {
 	eng  passEngine
 	clk  clock
 	m    *Metrics
+	f    *EventFilter
 	bo   *backoff
 	wake chan struct{}
 
@@ -113,6 +121,17 @@ type Daemon struct {
 	// (watchdog.go).
 	inPass     atomic.Bool
 	passesDone atomic.Uint64
+
+	// filterGen is the configuration generation the filter's snapshot
+	// was built for (filter_pass.go).
+	filterGen uint64
+	// lastRoutes is the route part of the last snapshot, built for
+	// configuration generation lastRoutesGen.
+	lastRoutes    *declaredRoutes
+	lastRoutesGen uint64
+	// readGen is gen at the last pass that read the kernel: a pass after a
+	// configuration change reads everything (filter_pass.go).
+	readGen uint64
 
 	lastConflicts string
 	lastPlan      [sha256.Size]byte
@@ -154,12 +173,17 @@ func newDaemon(opts Options, eng passEngine, clk clock) *Daemon {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics()
 	}
+	if opts.Filter == nil {
+		opts.Filter = NewEventFilter()
+	}
+	opts.Metrics.Registry.MustRegister(opts.Filter.count)
 	return &Daemon{
 		opts:  opts,
 		log:   opts.Log,
 		eng:   eng,
 		clk:   clk,
 		m:     opts.Metrics,
+		f:     opts.Filter,
 		bo:    newBackoff(opts.RetryMin, opts.RetryMax),
 		wake:  make(chan struct{}, 1),
 		sched: schedule{debounce: opts.Debounce, minInterval: opts.MinInterval},
@@ -168,8 +192,16 @@ func newDaemon(opts Options, eng passEngine, clk clock) *Daemon {
 	}
 }
 
-// Wake asks for a pass. It never blocks; wake-ups coalesce.
+// Wake asks for a pass that reads the whole kernel state. It never blocks;
+// wake-ups coalesce.
 func (d *Daemon) Wake() {
+	d.f.markAll()
+	d.wakeLoop()
+}
+
+// wakeLoop asks for a pass, which reads the kinds marked dirty
+// (filter_pass.go): the wake of the kernel sources, which mark their kind.
+func (d *Daemon) wakeLoop() {
 	d.m.wakeups.Inc()
 	select {
 	case d.wake <- struct{}{}:

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 
+	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/apply"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
@@ -21,6 +22,9 @@ type passEngine interface {
 	// plan reads the kernel and plans towards desired, pools resolved. A
 	// non-nil plan may come with a diff.Conflicts error.
 	plan(ctx context.Context, desired *model.State) (*diff.Plan, error)
+	// setReread says what the next plan reads again; it takes the rest
+	// from the previous plan's read (engine.SetReread).
+	setReread(k actual.Kinds)
 	apply(ctx context.Context, plan *diff.Plan) (*apply.Result, error)
 	// saveLedger writes what a failed save left in memory.
 	saveLedger() error
@@ -30,6 +34,10 @@ type passEngine interface {
 	// peerStates is every declared WireGuard peer as the last pass judged
 	// it (engine.PeerStates): no kernel read of its own.
 	peerStates() []engine.PeerState
+	// lastRead is the kernel state the last plan read (nil when it
+	// failed) and the nftables tables the ledger owns: what the event
+	// filter is built from (filter.go). Neither may be changed.
+	lastRead() (*model.State, map[model.NftTableKey]bool)
 	// poolUsage reads the usage of desired's pools from their registry
 	// (nil, nil when it declares none).
 	poolUsage(ctx context.Context, desired *model.State) ([]ipam.Usage, error)
@@ -49,11 +57,17 @@ func (a engineAdapter) apply(ctx context.Context, plan *diff.Plan) (*apply.Resul
 	return a.e.Apply(ctx, plan)
 }
 
+func (a engineAdapter) setReread(k actual.Kinds) { a.e.SetReread(k) }
+
 func (a engineAdapter) saveLedger() error { return a.e.SaveLedger() }
 
 func (a engineAdapter) writes() uint64 { return a.e.Kernel.Writes() }
 
 func (a engineAdapter) peerStates() []engine.PeerState { return a.e.PeerStates() }
+
+func (a engineAdapter) lastRead() (*model.State, map[model.NftTableKey]bool) {
+	return a.e.LastRead(), a.e.Ledger.NFTables
+}
 
 func (a engineAdapter) poolUsage(ctx context.Context, desired *model.State) ([]ipam.Usage, error) {
 	reg, err := a.e.OpenRegistry(desired)

@@ -29,7 +29,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer stopSources()
 	sources := append([]Source{tickerOn(d.clk, "periodic resync", d.opts.Resync), d.secretDirs.source()}, d.opts.Sources...)
 	for _, s := range sources {
-		go d.runSource(srcCtx, s, d.Wake)
+		// Kernel sources mark the kinds their events are about; a
+		// wake-up from any other asks for a full read.
+		wake := d.Wake
+		if _, ok := s.(kindMarker); ok {
+			wake = d.wakeLoop
+		}
+		go d.runSource(srcCtx, s, wake)
 	}
 
 	var watchdog <-chan time.Time
@@ -96,6 +102,7 @@ func (d *Daemon) handle(ctx context.Context, ev event) error {
 		// An explicit request skips the debounce and parses the files
 		// even when they look unchanged.
 		d.forceParse = true
+		d.f.markAll()
 		d.arm(d.sched.now(d.clk.Now()))
 	case evTimer:
 		return d.runScheduledPass(ctx)

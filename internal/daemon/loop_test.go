@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/apply"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
@@ -47,6 +48,8 @@ type fakeEngine struct {
 	tried  [][]string
 	nwrite uint64
 	peers  []engine.PeerState
+	// rereads holds what each pass asked to read again (setReread).
+	rereads []actual.Kinds
 }
 
 func newFakeEngine(clk *fakeClock) *fakeEngine {
@@ -733,7 +736,9 @@ func TestClosedSubscriptionResubscribesAndRunsFullPass(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		e.d.runSource(ctx, src, e.d.Wake)
+		// The wake a kernel source gets, which asks for no full read:
+		// runSource does, when the source fails.
+		e.d.runSource(ctx, src, e.d.wakeLoop)
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -757,6 +762,9 @@ func TestClosedSubscriptionResubscribesAndRunsFullPass(t *testing.T) {
 	e.run(DefaultDebounce)
 	if e.passes() != before+1 || !e.eng.kernel["br1"] {
 		t.Fatalf("after the subscription closed: %d passes, br1 repaired %v; want a full pass", e.passes()-before, e.eng.kernel["br1"])
+	}
+	if got := e.eng.rereads[len(e.eng.rereads)-1]; got != actual.AllKinds {
+		t.Errorf("the pass after the subscription closed reads %04b, want everything", got)
 	}
 	e.run(50 * time.Millisecond)
 	recv(2)
@@ -831,3 +839,7 @@ func TestPeerMetricsFromLastPass(t *testing.T) {
 		t.Errorf("peer gauge %v, want %v", got, want)
 	}
 }
+
+func (f *fakeEngine) lastRead() (*model.State, map[model.NftTableKey]bool) { return nil, nil }
+
+func (f *fakeEngine) setReread(k actual.Kinds) { f.rereads = append(f.rereads, k) }

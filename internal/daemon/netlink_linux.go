@@ -1,15 +1,20 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
+	"syscall"
 
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 // eventBufferSize is the receive buffer of each notification socket. The
@@ -19,100 +24,99 @@ import (
 // SO_RCVBUFFORCE, which CAP_NET_ADMIN allows past net.core.rmem_max.
 const eventBufferSize = 4 << 20
 
-// KernelEvents returns the sources that wake the loop on rtnetlink
-// notifications in the network namespace ns (netns.None() for the
-// daemon's own): links, addresses, routes and rules of both families.
+// KernelEvents returns the sources that wake the loop on rtnetlink and
+// nftables notifications in the network namespace ns (netns.None() for the
+// daemon's own): links, addresses, routes and rules of both families, and
+// every committed nftables change.
 //
-// Each notification only wakes the loop. A subscription whose channel closes
+// Each notification is judged by f (filter.go; nil wakes on every one) and
+// wakes the loop only if it may change the plan. A subscription that fails
 // (a receive error, ENOBUFS after a storm) has lost events: the source
-// returns, runSource subscribes again and wakes the loop for a full resync.
-func KernelEvents(ns netns.NsHandle) []Source {
-	nsp := func() *netns.NsHandle { h := ns; return &h }
+// returns, runSource subscribes again and wakes the loop for a full pass.
+func KernelEvents(ns netns.NsHandle, f *EventFilter) []Source {
+	src := func(name, what string, proto int, groups ...uint) Source {
+		return kernelSource{SourceFunc{name, func(ctx context.Context, wake func()) error {
+			return subscribe(ctx, ns, proto, groups, what, f, wake)
+		}}}
+	}
 	return []Source{
-		SourceFunc{"netlink links", func(ctx context.Context, wake func()) error {
-			ch := make(chan netlink.LinkUpdate, 64)
-			var cb errCallback
-			err := netlink.LinkSubscribeWithOptions(ch, ctx.Done(), netlink.LinkSubscribeOptions{
-				Namespace: nsp(), ErrorCallback: cb.set, ReceiveBufferSize: eventBufferSize, ReceiveBufferForceSize: true,
-			})
-			return drain(ctx, "links", ch, err, &cb, wake)
-		}},
-		SourceFunc{"netlink addresses", func(ctx context.Context, wake func()) error {
-			ch := make(chan netlink.AddrUpdate, 64)
-			var cb errCallback
-			err := netlink.AddrSubscribeWithOptions(ch, ctx.Done(), netlink.AddrSubscribeOptions{
-				Namespace: nsp(), ErrorCallback: cb.set, ReceiveBufferSize: eventBufferSize, ReceiveBufferForceSize: true,
-			})
-			return drain(ctx, "addresses", ch, err, &cb, wake)
-		}},
-		SourceFunc{"netlink routes", func(ctx context.Context, wake func()) error {
-			ch := make(chan netlink.RouteUpdate, 64)
-			var cb errCallback
-			err := netlink.RouteSubscribeWithOptions(ch, ctx.Done(), netlink.RouteSubscribeOptions{
-				Namespace: nsp(), ErrorCallback: cb.set, ReceiveBufferSize: eventBufferSize, ReceiveBufferForceSize: true,
-			})
-			return drain(ctx, "routes", ch, err, &cb, wake)
-		}},
-		SourceFunc{"netlink rules", func(ctx context.Context, wake func()) error {
-			return subscribeRules(ctx, ns, wake)
-		}},
-		SourceFunc{"nftables", func(ctx context.Context, wake func()) error {
-			return subscribeNftables(ctx, ns, wake)
-		}},
+		src("netlink links", srcLinks, unix.NETLINK_ROUTE, unix.RTNLGRP_LINK),
+		src("netlink addresses", srcAddresses, unix.NETLINK_ROUTE, unix.RTNLGRP_IPV4_IFADDR, unix.RTNLGRP_IPV6_IFADDR),
+		src("netlink routes", srcRoutes, unix.NETLINK_ROUTE, unix.RTNLGRP_IPV4_ROUTE, unix.RTNLGRP_IPV6_ROUTE),
+		// The library has no rule subscription: a raw socket on the rule
+		// groups, like the others.
+		src("netlink rules", srcRules, unix.NETLINK_ROUTE, unix.RTNLGRP_IPV4_RULE, unix.RTNLGRP_IPV6_RULE),
+		src("nftables", srcNftables, unix.NETLINK_NETFILTER, nfnlgrpNftables),
 	}
 }
 
-// errCallback keeps the last error a subscription reported: the library
-// reports the reason of a closed channel only through its callback.
-type errCallback struct {
-	mu  sync.Mutex
-	err error
+// decide judges one notification from source src (srcLinks...) against the
+// snapshot in force, counts the decision and reports whether to wake. A
+// message it cannot decode wakes; so does every message while there is no
+// snapshot.
+func (f *EventFilter) decide(src string, m syscall.NetlinkMessage) bool {
+	w := f.snapshot()
+	if w == nil {
+		return f.judged(src, true)
+	}
+	wake := true
+	switch src {
+	case srcLinks:
+		if e, ok := decodeLink(m); ok {
+			wake = w.link(e)
+		}
+	case srcAddresses:
+		if e, ok := decodeAddr(m); ok {
+			wake = w.addr(e)
+		}
+	case srcRoutes:
+		if e, ok := decodeRoute(m); ok {
+			wake = w.route(e)
+		}
+	case srcRules:
+		if e, ok := decodeRule(m); ok {
+			wake = w.rule(e)
+		}
+	case srcNftables:
+		if e, ok := decodeNft(m); ok {
+			wake = w.nft(e)
+		}
+	}
+	return f.judged(src, wake)
 }
 
-func (c *errCallback) set(err error) {
-	c.mu.Lock()
-	c.err = err
-	c.mu.Unlock()
-}
+// nfnlgrpNftables is NFNLGRP_NFTABLES: every committed nftables change (what
+// `nft monitor` shows).
+const nfnlgrpNftables = 7
 
-func (c *errCallback) get() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
-// drain wakes the loop for every update until the channel closes. The
-// library's receiving goroutine blocks on a full channel, so the channel is
-// read to its end even when ctx is done.
-func drain[T any](ctx context.Context, what string, ch <-chan T, subErr error, cb *errCallback, wake func()) error {
-	if subErr != nil {
-		return fmt.Errorf("subscribe to %s: %w", what, subErr)
-	}
-	for range ch {
-		wake()
-	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	if err := cb.get(); err != nil {
-		return fmt.Errorf("%s subscription closed: %w", what, err)
-	}
-	return fmt.Errorf("%s subscription closed", what)
-}
-
-// subscribeRules listens to RTNLGRP_IPV4_RULE and RTNLGRP_IPV6_RULE, which
-// the library has no subscription for. The messages are not decoded: any
-// rule notification wakes the loop.
-func subscribeRules(ctx context.Context, ns netns.NsHandle, wake func()) error {
-	s, err := nl.SubscribeAt(ns, netns.None(), unix.NETLINK_ROUTE, unix.RTNLGRP_IPV4_RULE, unix.RTNLGRP_IPV6_RULE)
+// subscribe listens to groups of a netlink protocol in ns and wakes the loop
+// whenever a message from the kernel passes f (source what), until ctx is
+// done. The messages of one datagram wake once; each is judged (and
+// counted). The route socket carries f's kernel-side prefilter.
+func subscribe(ctx context.Context, ns netns.NsHandle, proto int, groups []uint, what string, f *EventFilter, wake func()) error {
+	s, err := nl.SubscribeAt(ns, netns.None(), proto, groups...)
 	if err != nil {
-		return fmt.Errorf("subscribe to rules: %w", err)
+		return fmt.Errorf("subscribe to %s: %w", what, err)
 	}
 	if err := s.SetReceiveBufferSize(eventBufferSize, true); err != nil {
 		s.Close()
-		return fmt.Errorf("subscribe to rules: set receive buffer: %w", err)
+		return fmt.Errorf("subscribe to %s: set receive buffer: %w", what, err)
 	}
-	stop := context.AfterFunc(ctx, s.Close)
+	// The descriptor leaves the filter's list before it is closed: a
+	// number reused by another file must never get a prefilter.
+	var once sync.Once
+	closeSock := func() {
+		once.Do(func() {
+			if what == srcRoutes {
+				f.removeRouteSocket(s.GetFd())
+			}
+			s.Close()
+		})
+	}
+	if what == srcRoutes {
+		f.addRouteSocket(s.GetFd())
+	}
+	stop := context.AfterFunc(ctx, closeSock)
 	defer stop()
 	for {
 		msgs, from, err := s.Receive()
@@ -120,56 +124,193 @@ func subscribeRules(ctx context.Context, ns netns.NsHandle, wake func()) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			s.Close()
+			closeSock()
 			if errors.Is(err, unix.ENOBUFS) {
-				return fmt.Errorf("rules subscription overflowed: %w", err)
+				return fmt.Errorf("%s subscription overflowed: %w", what, err)
 			}
-			return fmt.Errorf("rules subscription closed: %w", err)
+			return fmt.Errorf("%s subscription closed: %w", what, err)
 		}
 		if from.Pid != nl.PidKernel {
 			continue
 		}
+		woke := false
 		for _, m := range msgs {
-			if m.Header.Type == unix.RTM_NEWRULE || m.Header.Type == unix.RTM_DELRULE {
+			if m.Header.Type == unix.NLMSG_DONE || m.Header.Type == unix.NLMSG_ERROR || m.Header.Type == unix.NLMSG_NOOP {
+				continue
+			}
+			if f.decide(what, m) && !woke {
 				wake()
-				break
+				woke = true
 			}
 		}
 	}
 }
 
-// nfnlgrpNftables is NFNLGRP_NFTABLES: every committed nftables change.
-const nfnlgrpNftables = 7
+// attrs calls f with the type and value of each netlink attribute in b, until
+// f returns false. It reports whether b was well formed up to there.
+func attrs(b []byte, f func(typ uint16, v []byte) bool) bool {
+	for len(b) >= unix.SizeofRtAttr {
+		l := int(binary.NativeEndian.Uint16(b))
+		typ := binary.NativeEndian.Uint16(b[2:]) & nl.NLA_TYPE_MASK
+		if l < unix.SizeofRtAttr || l > len(b) {
+			return false
+		}
+		if !f(typ, b[unix.SizeofRtAttr:l]) {
+			return true
+		}
+		al := (l + unix.NLA_ALIGNTO - 1) &^ (unix.NLA_ALIGNTO - 1)
+		if al >= len(b) {
+			return true
+		}
+		b = b[al:]
+	}
+	return true
+}
 
-// subscribeNftables listens to nftables changes (what `nft monitor` shows).
-// Any message from the kernel wakes the loop: the pass reads the owned tables
-// and finds out whether anything of ours changed. Our own batches cause one
-// extra, empty pass.
-func subscribeNftables(ctx context.Context, ns netns.NsHandle, wake func()) error {
-	s, err := nl.SubscribeAt(ns, netns.None(), unix.NETLINK_NETFILTER, nfnlgrpNftables)
-	if err != nil {
-		return fmt.Errorf("subscribe to nftables: %w", err)
+// decodeRoute reads protocol, table and destination from RTM_NEWROUTE and
+// RTM_DELROUTE. ok is false for anything it cannot read.
+func decodeRoute(m syscall.NetlinkMessage) (e routeEvent, ok bool) {
+	d := m.Data
+	if (m.Header.Type != unix.RTM_NEWROUTE && m.Header.Type != unix.RTM_DELROUTE) || len(d) < unix.SizeofRtMsg {
+		return e, false
 	}
-	if err := s.SetReceiveBufferSize(eventBufferSize, true); err != nil {
-		s.Close()
-		return fmt.Errorf("subscribe to nftables: set receive buffer: %w", err)
-	}
-	stop := context.AfterFunc(ctx, s.Close)
-	defer stop()
-	for {
-		_, from, err := s.Receive()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+	family, dstLen := d[0], int(d[1])
+	e.table, e.protocol = int(d[4]), int(d[5])
+	var dst []byte
+	ok = attrs(d[unix.SizeofRtMsg:], func(typ uint16, v []byte) bool {
+		switch typ {
+		case unix.RTA_TABLE:
+			if len(v) == 4 {
+				e.table = int(binary.NativeEndian.Uint32(v))
 			}
-			s.Close()
-			if errors.Is(err, unix.ENOBUFS) {
-				return fmt.Errorf("nftables subscription overflowed: %w", err)
-			}
-			return fmt.Errorf("nftables subscription closed: %w", err)
+		case unix.RTA_DST:
+			dst = v
 		}
-		if from.Pid == nl.PidKernel {
-			wake()
-		}
+		return true
+	})
+	if !ok {
+		return e, false
 	}
+	var a netip.Addr
+	switch {
+	case family == unix.AF_INET && (len(dst) == 4 || dst == nil && dstLen == 0):
+		a = netip.IPv4Unspecified()
+		if dst != nil {
+			a = netip.AddrFrom4([4]byte(dst))
+		}
+	case family == unix.AF_INET6 && (len(dst) == 16 || dst == nil && dstLen == 0):
+		a = netip.IPv6Unspecified()
+		if dst != nil {
+			a = netip.AddrFrom16([16]byte(dst))
+		}
+	default:
+		return e, false
+	}
+	e.dst, _ = a.Prefix(dstLen)
+	return e, e.dst.IsValid()
+}
+
+// fibRuleHdrLen is sizeof(struct fib_rule_hdr).
+const fibRuleHdrLen = 12
+
+// decodeRule reads protocol and priority from RTM_NEWRULE and RTM_DELRULE
+// (a rule without FRA_PRIORITY has priority 0).
+func decodeRule(m syscall.NetlinkMessage) (e ruleEvent, ok bool) {
+	if (m.Header.Type != unix.RTM_NEWRULE && m.Header.Type != unix.RTM_DELRULE) || len(m.Data) < fibRuleHdrLen {
+		return e, false
+	}
+	ok = attrs(m.Data[fibRuleHdrLen:], func(typ uint16, v []byte) bool {
+		switch {
+		case typ == unix.FRA_PRIORITY && len(v) == 4:
+			e.priority = binary.NativeEndian.Uint32(v)
+		case typ == unix.FRA_PROTOCOL && len(v) == 1:
+			e.protocol = int(v[0])
+		}
+		return true
+	})
+	return e, ok
+}
+
+// decodeLink reads index, name, alias, master and lower link from
+// RTM_NEWLINK and RTM_DELLINK.
+func decodeLink(m syscall.NetlinkMessage) (e linkEvent, ok bool) {
+	if (m.Header.Type != unix.RTM_NEWLINK && m.Header.Type != unix.RTM_DELLINK) || len(m.Data) < unix.SizeofIfInfomsg {
+		return e, false
+	}
+	e.index = int32(binary.NativeEndian.Uint32(m.Data[4:]))
+	ok = attrs(m.Data[unix.SizeofIfInfomsg:], func(typ uint16, v []byte) bool {
+		switch {
+		case typ == unix.IFLA_IFNAME:
+			e.name = cstring(v)
+		case typ == unix.IFLA_IFALIAS:
+			e.alias = cstring(v)
+		case typ == unix.IFLA_MASTER && len(v) == 4:
+			e.master = int32(binary.NativeEndian.Uint32(v))
+		case typ == unix.IFLA_LINK && len(v) == 4:
+			e.lower = int32(binary.NativeEndian.Uint32(v))
+		}
+		return true
+	})
+	return e, ok && e.name != ""
+}
+
+// decodeAddr reads the link index of RTM_NEWADDR and RTM_DELADDR.
+func decodeAddr(m syscall.NetlinkMessage) (e addrEvent, ok bool) {
+	if (m.Header.Type != unix.RTM_NEWADDR && m.Header.Type != unix.RTM_DELADDR) || len(m.Data) < unix.SizeofIfAddrmsg {
+		return e, false
+	}
+	return addrEvent{index: int32(binary.NativeEndian.Uint32(m.Data[4:]))}, true
+}
+
+// nftables message types (linux/netfilter/nf_tables.h), within subsystem
+// NFNL_SUBSYS_NFTABLES.
+const (
+	nfnlSubsysNftables = 10
+	nftMsgNewGen       = 15
+	nfgenmsgLen        = 4
+	// nftaTableAttr is attribute 1 of every nftables object message:
+	// NFTA_TABLE_NAME, NFTA_CHAIN_TABLE, NFTA_RULE_TABLE, NFTA_SET_TABLE,
+	// NFTA_SET_ELEM_LIST_TABLE, NFTA_OBJ_TABLE, NFTA_FLOWTABLE_TABLE.
+	nftaTableAttr = 1
+)
+
+// nftFamilies names the nfgenmsg families as nft does.
+var nftFamilies = map[byte]string{
+	unix.NFPROTO_INET: "inet", unix.NFPROTO_IPV4: "ip", unix.NFPROTO_ARP: "arp",
+	unix.NFPROTO_NETDEV: "netdev", unix.NFPROTO_BRIDGE: "bridge", unix.NFPROTO_IPV6: "ip6",
+}
+
+// decodeNft reads the table an nftables notification is about, or that it
+// is the end of a transaction (NEWGEN).
+func decodeNft(m syscall.NetlinkMessage) (e nftEvent, ok bool) {
+	if m.Header.Type>>8 != nfnlSubsysNftables || len(m.Data) < nfgenmsgLen {
+		return e, false
+	}
+	if m.Header.Type&0xff == nftMsgNewGen {
+		return nftEvent{gen: true}, true
+	}
+	fam, known := nftFamilies[m.Data[0]]
+	if !known {
+		return e, false
+	}
+	var name string
+	ok = attrs(m.Data[nfgenmsgLen:], func(typ uint16, v []byte) bool {
+		if typ == nftaTableAttr {
+			name = cstring(v)
+			return false
+		}
+		return true
+	})
+	if !ok || name == "" {
+		return e, false
+	}
+	return nftEvent{table: model.NftTableKey{Family: fam, Name: name}}, true
+}
+
+// cstring is a NUL-terminated attribute as a string.
+func cstring(v []byte) string {
+	if i := bytes.IndexByte(v, 0); i >= 0 {
+		v = v[:i]
+	}
+	return string(v)
 }

@@ -20,6 +20,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrNoConfig, d.cfgErr)
 	}
 	st := d.cfg.State
+	d.filterBeforeRead()
 	d.stats.objects = st.Objects()
 	d.m.objects.Set(float64(d.stats.objects))
 
@@ -43,8 +44,11 @@ func (d *Daemon) pass(ctx context.Context) error {
 	}
 	defer unlock()
 
+	d.eng.setReread(d.rereadKinds())
 	plan, planErr := d.eng.plan(ctx, st)
 	if plan == nil {
+		d.f.swap(nil) // no read to build a filter from: wake on everything
+		d.f.markAll()
 		d.m.errors.WithLabelValues("read").Inc()
 		d.m.passes.WithLabelValues("error").Inc()
 		delay := d.bo.failed("kernel read", start)
@@ -53,6 +57,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 		return nil
 	}
 	d.bo.succeeded("kernel read")
+	d.readGen = d.gen
 	d.reportConflicts(planErr)
 
 	now := d.clk.Now()
@@ -80,6 +85,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 	var res *apply.Result
 	var saveErr error
 	if !todo.Empty() {
+		d.markWritten(todo)
 		res, saveErr = d.eng.apply(ctx, todo)
 	} else {
 		res = &apply.Result{}
@@ -107,6 +113,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 		d.log.Error("save ownership ledger failed", "error", saveErr)
 	}
 
+	d.filterAfterPass(st)
 	if d.m.serving {
 		d.refreshParts(ctx, st)
 	}

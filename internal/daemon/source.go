@@ -11,7 +11,8 @@ import (
 // Run watches until ctx is done and calls wake whenever it saw a change.
 // wake is cheap, never blocks and may be called from any goroutine, as often
 // as the source likes: wake-ups only wake the loop, which coalesces them and
-// then reads everything again (every pass is a full resync), so a source need
+// then reads everything again (the pass after a wake-up from any source but
+// the kernel's, which mark what changed, is a full resync), so a source need
 // not say what changed, and a source that lost events (a closed
 // subscription, ENOBUFS) recovers by subscribing again and calling wake.
 //
@@ -75,11 +76,18 @@ func (d *Daemon) runSource(ctx context.Context, s Source, wake func()) {
 			delay = sourceRestartMin
 		}
 		d.log.Error("wake-up source stopped; restarting it", "source", s.Name(), "error", err, "retry_in", delay)
-		// Whatever it would have reported meanwhile is caught by this pass.
+		// Whatever it would have reported meanwhile is caught by this
+		// pass, which reads everything.
+		d.f.markAll()
 		wake()
 		if !sleep(ctx, d.clk, delay) {
 			return
 		}
+		// And what it missed while it was down is caught by the pass
+		// after it is back: the wake-up comes a debounce before that pass
+		// reads, time enough for Run to subscribe.
+		d.f.markAll()
+		wake()
 		delay = min(2*delay, sourceRestartMax)
 	}
 }

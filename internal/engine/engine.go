@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/apply"
@@ -33,15 +34,42 @@ type Engine struct {
 	ledgerUnsaved bool
 	// rot keeps the WireGuard endpoint rotation between passes.
 	rot rotation
+	// lastRead is the kernel state the last plan read (LastRead); prev is
+	// that state as read, before the plan added foreign routes to it, which
+	// the next plan may take kinds from (SetReread, reuse.go).
+	lastRead, prev *model.State
+	// reread is what the next plan reads again (zero: everything).
+	reread    actual.Kinds
+	rereadSet bool
+	// written are the kinds Apply changed since the last plan read.
+	written actual.Kinds
+	// prevNft are the nftables tables prev's read covered: the ledger's
+	// and the file's at the time.
+	prevNft map[model.NftTableKey]bool
 }
+
+// LastRead returns the kernel state the last Plan or PlanDesired read, as
+// the diff saw it (nil before the first, or when that read failed). The
+// caller must not change it.
+func (e *Engine) LastRead() *model.State { return e.lastRead }
 
 // Actual reads the kernel state relevant to desired's protocol.
 func (e *Engine) Actual(protocol int, all bool) (*model.State, error) {
-	st, err := actual.Read(e.Kernel, actual.Options{Protocol: protocol, AllRoutes: all, OwnedFou: e.Ledger.Fou})
+	return e.actual(protocol, all, nil, actual.AllKinds)
+}
+
+// actual is Actual reading only the kinds in fresh, the others taken from
+// prev (actual.ReadReusing).
+func (e *Engine) actual(protocol int, all bool, prev *model.State, fresh actual.Kinds) (*model.State, error) {
+	st, err := actual.ReadReusing(e.Kernel, actual.Options{Protocol: protocol, AllRoutes: all, OwnedFou: e.Ledger.Fou}, prev, fresh)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.readNFT(st, nil); err != nil {
+	if prev != nil && fresh&actual.NFT == 0 {
+		// The tables of the previous read: the ledger's and the
+		// file's, as checkNftHandles left them.
+		st.NFTables = prev.NFTables
+	} else if err := e.readNFT(st, nil); err != nil {
 		return nil, err
 	}
 	if err := e.resolvePendingLinks(st); err != nil {
@@ -266,13 +294,25 @@ func (e *Engine) Plan(desired *model.State) (*diff.Plan, error) {
 // plan is Plan with the inputs the pools prepared; it adds the WireGuard
 // peers' states.
 func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) {
-	act, err := e.Actual(desired.Protocol, false)
+	prev, fresh := e.reuse(desired)
+	e.lastRead, e.prev = nil, nil
+	act, err := e.actual(desired.Protocol, false, prev, fresh)
 	if err != nil {
 		return nil, fmt.Errorf("read kernel state: %w", err)
 	}
-	if err := e.readNFT(act, desired); err != nil {
-		return nil, fmt.Errorf("read kernel state: %w", err)
+	if prev == nil || fresh&actual.NFT != 0 {
+		if err := e.readNFT(act, desired); err != nil {
+			return nil, fmt.Errorf("read kernel state: %w", err)
+		}
+		e.prevNft = nftTableSet(e.Ledger.NFTables, desired)
 	}
+	e.lastRead = act
+	// What the next plan may reuse: this read, before foreign routes are
+	// added to it below. Clipped, so that adding them copies the slice
+	// instead of writing (and sorting) into the one kept here.
+	act.Routes = slices.Clip(act.Routes)
+	snap := *act
+	e.prev = &snap
 	desired, decisions, states := e.decide(desired, act)
 	e.rot.mu.Lock()
 	e.rot.pending = decisions
@@ -403,6 +443,8 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 			return &apply.Result{}, fmt.Errorf("record ownership before changing the kernel: %w; nothing was changed", err)
 		}
 	}
+	// Whatever the plan touches, the next plan reads again (SetReread).
+	e.written |= WrittenKinds(plan)
 	dirty := false
 	var madeTables []model.NftTableKey
 	res := apply.Apply(ctx, e.Kernel, plan, apply.Hooks{FouChanged: func(k model.FouKey, owned bool) {

@@ -1,0 +1,390 @@
+package daemon
+
+import (
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/bpf"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// Event filtering (issue 16). A kernel notification wakes a pass only if it
+// can change the plan; every other one is counted and dropped, so a routing
+// daemon churning its own routes beside ours costs a decode per event, not a
+// pass per burst.
+//
+// The contract, which every test of the filter holds it to:
+//
+//   - A notification wakes a pass when it is about an object of ours (our
+//     route and rule protocol, a link with the ownership marker), an object
+//     whose identity the file declares (a route's table and destination, a
+//     rule's priority, a link's name, an nftables table), a link an object
+//     of ours depends on (the device of a route of ours, a link whose lower
+//     or master is one we watch), or an address on a watched link or on a
+//     link the last read did not find.
+//   - When in doubt, it wakes: a message it cannot decode, a source without
+//     a filter, no snapshot yet (start), a configuration change (the
+//     snapshot is dropped before the pass reads the kernel) or a pass that
+//     could not read it. A wrong drop costs at most one resync interval
+//     (--resync-interval, 5 min): the periodic full pass stays, whatever the
+//     filter says.
+//   - The snapshot is rebuilt after every pass that read the kernel, from
+//     the enforced configuration and what the pass read, and swapped whole:
+//     the sources' goroutines read it without a lock.
+//
+// A notification that arrives between the pass's read and the swap is judged
+// by the previous snapshot. That snapshot knows everything the new one does
+// except links new since the previous read, and an address on a link it
+// never saw wakes; everything the file declares is in both, since a changed
+// file drops the snapshot before the read.
+
+// watchSet is the immutable snapshot the sources consult.
+type watchSet struct {
+	protocol int
+	// declared is where routes comes from, shared by the snapshots of one
+	// configuration (and the prefilter compiled from it).
+	declared *declaredRoutes
+	// routes are the declared routes' (table, destination): the metric
+	// and TOS are left out, so the set errs towards waking.
+	routes map[routeDst]struct{}
+	// rulePrio are the declared rules' priorities: a foreign rule of such
+	// a priority may be in the way of one of ours.
+	rulePrio map[uint32]struct{}
+	// linkNames are the links declared, owned, referred to by a declared
+	// link or a rule, or used by a route of ours or of the file.
+	linkNames map[string]struct{}
+	// watched are the indexes of those links as the last read found them;
+	// known every index the last read found, ours or not.
+	watched, known map[int32]struct{}
+	// tables are the nftables tables declared or owned.
+	tables map[model.NftTableKey]struct{}
+}
+
+type routeDst struct {
+	table int
+	dst   netip.Prefix
+}
+
+// buildWatchSet makes the snapshot from the enforced configuration, the
+// kernel state the last pass read (nil: none) and the tables the ledger owns.
+func buildWatchSet(want, have *model.State, owned map[model.NftTableKey]bool) *watchSet {
+	return buildWatchSetWith(want, have, owned, nil)
+}
+
+// declaredRoutes is the route part of a snapshot, which depends on the
+// configuration only: a pass over 100k routes builds it once per file, not
+// once per pass, and the prefilter compiled from it with it.
+type declaredRoutes struct {
+	protocol int
+	keys     map[routeDst]struct{}
+}
+
+func newDeclaredRoutes(want *model.State) *declaredRoutes {
+	d := &declaredRoutes{protocol: want.Protocol, keys: make(map[routeDst]struct{}, len(want.Routes))}
+	for i := range want.Routes {
+		r := &want.Routes[i]
+		d.keys[routeDst{r.Table, r.Dst.Masked()}] = struct{}{}
+	}
+	return d
+}
+
+// buildWatchSetWith is buildWatchSet with the route part built already
+// (nil: build it).
+func buildWatchSetWith(want, have *model.State, owned map[model.NftTableKey]bool, routes *declaredRoutes) *watchSet {
+	if routes == nil || routes.protocol != want.Protocol {
+		routes = newDeclaredRoutes(want)
+	}
+	w := &watchSet{
+		protocol:  want.Protocol,
+		declared:  routes,
+		routes:    routes.keys,
+		rulePrio:  map[uint32]struct{}{},
+		linkNames: map[string]struct{}{},
+		watched:   map[int32]struct{}{},
+		known:     map[int32]struct{}{},
+		tables:    map[model.NftTableKey]struct{}{},
+	}
+	name := func(n string) {
+		if n != "" {
+			w.linkNames[n] = struct{}{}
+		}
+	}
+	dev := ""
+	for i := range want.Routes {
+		// Most runs of routes share their device: the map is touched
+		// once per run.
+		if r := &want.Routes[i]; r.Dev != dev {
+			dev = r.Dev
+			name(dev)
+		}
+	}
+	for i := range want.Rules {
+		r := &want.Rules[i]
+		w.rulePrio[uint32(r.Priority)] = struct{}{}
+		name(r.IIF)
+		name(r.OIF)
+	}
+	for _, l := range want.Links {
+		linkRefs(l, name)
+	}
+	for _, t := range want.NFTables {
+		w.tables[t.Key()] = struct{}{}
+	}
+	for k, ok := range owned {
+		if ok {
+			w.tables[k] = struct{}{}
+		}
+	}
+	if have != nil {
+		for _, l := range have.Links {
+			if l.Owned {
+				linkRefs(l, name)
+			}
+		}
+		dev = ""
+		for i := range have.Routes {
+			// Routes come sorted by table and destination: most runs
+			// share their device, so the map is touched once per run.
+			if r := &have.Routes[i]; r.Protocol == want.Protocol && r.Dev != dev {
+				dev = r.Dev
+				name(dev)
+			}
+		}
+		for _, l := range have.Links {
+			w.known[int32(l.Index)] = struct{}{}
+			if _, ok := w.linkNames[l.Name]; ok {
+				w.watched[int32(l.Index)] = struct{}{}
+			}
+		}
+	}
+	return w
+}
+
+// linkRefs names a link and the links it refers to.
+func linkRefs(l *model.Link, name func(string)) {
+	name(l.Name)
+	name(l.Master)
+	name(l.Lower)
+	if l.Veth != nil {
+		name(l.Veth.Peer)
+	}
+	if l.VXLAN != nil {
+		name(l.VXLAN.Dev)
+	}
+	if l.IPVlan != nil {
+		name(l.IPVlan.Parent)
+	}
+}
+
+// The decoded parts of a notification the filter judges.
+type (
+	routeEvent struct {
+		protocol, table int
+		dst             netip.Prefix // invalid: could not be decoded
+	}
+	ruleEvent struct {
+		protocol int
+		priority uint32
+	}
+	linkEvent struct {
+		index, master, lower int32
+		name, alias          string
+	}
+	addrEvent struct{ index int32 }
+	nftEvent  struct {
+		table model.NftTableKey
+		// gen is a NEWGEN message: the end of a transaction, whose
+		// changes came as messages of their own.
+		gen bool
+	}
+)
+
+func (w *watchSet) route(e routeEvent) bool {
+	if e.protocol == w.protocol || !e.dst.IsValid() {
+		return true
+	}
+	_, ok := w.routes[routeDst{e.table, e.dst.Masked()}]
+	return ok
+}
+
+func (w *watchSet) rule(e ruleEvent) bool {
+	if e.protocol == w.protocol {
+		return true
+	}
+	_, ok := w.rulePrio[e.priority]
+	return ok
+}
+
+func (w *watchSet) link(e linkEvent) bool {
+	if e.name == "" || strings.HasPrefix(e.alias, model.LinkMarker) {
+		return true
+	}
+	if _, ok := w.linkNames[e.name]; ok {
+		return true
+	}
+	for _, i := range []int32{e.index, e.master, e.lower} {
+		if _, ok := w.watched[i]; ok && i != 0 {
+			return true
+		}
+	}
+	// A new foreign link wakes nothing (containers come and go): its
+	// addresses wake until a snapshot knows it (addr). The marker written
+	// on a link that is down comes with no notification at all (the
+	// kernel notifies attribute changes of up links only): only the
+	// resync sees that, filter or not.
+	return false
+}
+
+func (w *watchSet) addr(e addrEvent) bool {
+	if _, ok := w.watched[e.index]; ok {
+		return true
+	}
+	_, known := w.known[e.index]
+	return !known
+}
+
+func (w *watchSet) nft(e nftEvent) bool {
+	if e.gen {
+		return false
+	}
+	_, ok := w.tables[e.table]
+	return ok || e.table.Name == ""
+}
+
+// Event sources, the label of netreconcile_events_total.
+const (
+	srcLinks     = "links"
+	srcAddresses = "addresses"
+	srcRoutes    = "routes"
+	srcRules     = "rules"
+	srcNftables  = "nftables"
+)
+
+// EventFilter is shared by the kernel sources (KernelEvents) and the daemon
+// (Options.Filter): the daemon swaps in a new snapshot after each pass, the
+// sources judge each notification against the one in force, without a lock.
+type EventFilter struct {
+	set atomic.Pointer[watchSet]
+	// mu orders swaps with the route sockets' registration, so that each
+	// socket carries the prefilter of the snapshot in force
+	// (filter_bpf.go); routeSocks are those sockets, by descriptor.
+	mu         sync.Mutex
+	routeSocks map[int]bool
+	// prog is the prefilter compiled for progFor.
+	prog    []bpf.Instruction
+	progFor *declaredRoutes
+	// attachErr is the last failure to put a prefilter on a socket: that
+	// socket then passes everything, costing CPU, not correctness.
+	attachErr error
+
+	// dirty are the kinds of kernel state (actual.Kinds) that may have
+	// changed since the last pass took them (dirty.go).
+	dirty atomic.Uint32
+
+	count *prometheus.CounterVec
+	// Cached counters, one per source and result: a notification costs an
+	// atomic add, not a label lookup.
+	woke, dropped map[string]prometheus.Counter
+}
+
+// NewEventFilter returns a filter that wakes on everything until the
+// daemon's first pass gives it a snapshot.
+func NewEventFilter() *EventFilter {
+	f := &EventFilter{
+		count: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "netreconcile_events_total",
+			Help: "Kernel notifications by source and result: woke (may change the plan: a pass follows) or dropped (about objects the configuration neither owns, declares nor depends on).",
+		}, []string{"source", "result"}),
+		woke:       map[string]prometheus.Counter{},
+		dropped:    map[string]prometheus.Counter{},
+		routeSocks: map[int]bool{},
+	}
+	for _, s := range []string{srcLinks, srcAddresses, srcRoutes, srcRules, srcNftables} {
+		f.woke[s] = f.count.WithLabelValues(s, "woke")
+		f.dropped[s] = f.count.WithLabelValues(s, "dropped")
+	}
+	return f
+}
+
+// snapshot is the set in force; nil wakes on everything.
+func (f *EventFilter) snapshot() *watchSet {
+	if f == nil {
+		return nil
+	}
+	return f.set.Load()
+}
+
+// swap puts a new snapshot in force (nil: wake on everything), with its
+// prefilter on every route socket.
+func (f *EventFilter) swap(w *watchSet) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.set.Store(w)
+	if len(f.routeSocks) == 0 {
+		return
+	}
+	prog := f.prefilter(w)
+	for fd := range f.routeSocks {
+		if err := attachPrefilter(fd, prog); err != nil {
+			f.attachErr = err
+		}
+	}
+}
+
+// addRouteSocket gives a new route socket the prefilter in force, and every
+// later one; the socket must be removed (removeRouteSocket) before it is
+// closed.
+func (f *EventFilter) addRouteSocket(fd int) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.routeSocks[fd] = true
+	if err := attachPrefilter(fd, f.prefilter(f.set.Load())); err != nil {
+		f.attachErr = err
+	}
+}
+
+// prefilter returns the route prefilter of w, compiled once per declared
+// route set. f.mu is held.
+func (f *EventFilter) prefilter(w *watchSet) []bpf.Instruction {
+	if w == nil {
+		return nil
+	}
+	if f.progFor != w.declared || w.declared == nil {
+		f.prog, f.progFor = routePrefilter(w), w.declared
+	}
+	return f.prog
+}
+
+func (f *EventFilter) removeRouteSocket(fd int) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	delete(f.routeSocks, fd)
+	f.mu.Unlock()
+}
+
+// judged counts a decision and returns it; a wake-up marks the source's
+// kind dirty.
+func (f *EventFilter) judged(src string, wake bool) bool {
+	if f == nil {
+		return true
+	}
+	if wake {
+		f.dirty.Or(uint32(sourceKinds[src]))
+		f.woke[src].Inc()
+	} else {
+		f.dropped[src].Inc()
+	}
+	return wake
+}

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"github.com/netreconcile/netreconcile/internal/actual"
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// SetReread tells the next plan which kinds of kernel state may have
+// changed since the previous plan read them (the daemon tracks it from
+// notifications, issue 16): the next plan reads those again and takes the
+// others from the previous read. Without a call, or after one, a plan reads
+// everything: only the daemon, which knows what changed, reuses anything.
+//
+// Whoever calls it vouches for the kinds it leaves out. The engine adds the
+// kinds its own Apply wrote since the last plan (WrittenKinds): those are
+// read again whatever the call says.
+func (e *Engine) SetReread(k actual.Kinds) { e.reread, e.rereadSet = k, true }
+
+// reuse returns what this plan may take from the previous read and what it
+// reads again, and forgets the request: only one plan uses it. Everything is
+// read again when there is no previous read, or when its records could
+// have changed it (a table or port the ledger no longer lists, or one it
+// lists now that it did not).
+func (e *Engine) reuse(desired *model.State) (*model.State, actual.Kinds) {
+	k, set := e.reread|e.written, e.rereadSet
+	e.reread, e.rereadSet, e.written = 0, false, 0
+	if !set || e.prev == nil || e.prev.Protocol != desired.Protocol || k&actual.AllKinds == actual.AllKinds {
+		return nil, actual.AllKinds
+	}
+	if k&actual.NFT == 0 && !e.sameNftTables(desired) {
+		k |= actual.NFT
+	}
+	return e.prev, k
+}
+
+// sameNftTables reports whether the previous read covered exactly the
+// tables this one would: the ledger's and desired's.
+func (e *Engine) sameNftTables(desired *model.State) bool {
+	return e.prevNft != nil && mapsEqual(nftTableSet(e.Ledger.NFTables, desired), e.prevNft)
+}
+
+// nftTableSet is the tables a read covers: those the ledger owns and those
+// desired declares.
+func nftTableSet(owned map[model.NftTableKey]bool, desired *model.State) map[model.NftTableKey]bool {
+	out := map[model.NftTableKey]bool{}
+	for k, ok := range owned {
+		if ok {
+			out[k] = true
+		}
+	}
+	for _, t := range desired.NFTables {
+		out[t.Key()] = true
+	}
+	return out
+}
+
+func mapsEqual(a, b map[model.NftTableKey]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// WrittenKinds are the kinds of kernel state a plan's operations change,
+// the kernel's side effects included. A kind it does not know reads
+// everything.
+func WrittenKinds(plan *diff.Plan) actual.Kinds {
+	var k actual.Kinds
+	for i := range plan.Ops {
+		switch plan.Ops[i].Kind {
+		case diff.KindRoute:
+			k |= actual.Routes
+		case diff.KindRule:
+			k |= actual.Rules
+		case diff.KindWGPeer:
+			k |= actual.Links
+		case diff.KindLink, diff.KindAddress, diff.KindWireGuard:
+			// A link down or an address gone takes IPv4 routes with
+			// it, without a notification; a link, its netdev chains.
+			k |= actual.AllKinds
+		case diff.KindNftTable, diff.KindNftSet, diff.KindNftElem, diff.KindNftChain, diff.KindNftRule:
+			k |= actual.NFT
+		case diff.KindFou:
+			// FoU ports are read on every plan.
+		default:
+			k |= actual.AllKinds
+		}
+	}
+	return k
+}

@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/actual"
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
+	"github.com/netreconcile/netreconcile/internal/ledger"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+const reuseFile = `version: 1
+links:
+  br0: {kind: bridge}
+routes:
+  - {to: 10.1.0.0/24, dev: br0, table: 100}
+  - {to: 10.2.0.0/24, dev: br0, table: 100}
+  - {to: 10.3.0.0/24, dev: br0, table: 100}
+  - {to: 10.4.0.0/24, dev: br0, table: 100}
+rules:
+  - {priority: 1000, from: 10.1.0.0/24, table: 100}
+`
+
+func planOps(t *testing.T, e *Engine, st *model.State) string {
+	t.Helper()
+	plan, err := e.Plan(st)
+	if plan == nil {
+		t.Fatalf("plan: %v", err)
+	}
+	var ops []string
+	for _, op := range plan.Ops {
+		ops = append(ops, string(op.Action)+" "+string(op.Kind)+" "+op.ID)
+	}
+	if err != nil {
+		ops = append(ops, err.Error())
+	}
+	return strings.Join(ops, "\n")
+}
+
+// A plan after SetReread reads only those kinds and takes the others from
+// the previous read; without it, everything.
+func TestPlanRereadsOnlyWhatIsAsked(t *testing.T) {
+	cfg, err := desired.Parse([]desired.Source{{Name: "reuse.yaml", Data: []byte(reuseFile)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := cfg.State
+	k := kerneltest.New()
+	led, _ := ledger.Open("")
+	e := &Engine{Kernel: k, Ledger: led}
+	plan, err := e.Plan(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.Apply(context.Background(), plan); err != nil || res.Err() != nil {
+		t.Fatalf("apply: %v %v", err, res.Err())
+	}
+	if ops := planOps(t, e, st); ops != "" {
+		t.Fatalf("not converged:\n%s", ops)
+	}
+
+	// Our route goes behind the engine's back.
+	r := st.Routes[0]
+	if errs := k.WriteRoutes([]kernel.RouteWrite{{Action: kernel.RouteDelete, Route: &r}}, st.Protocol); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	dumpFails := errors.New("routes dumped")
+	k.FailAlways("Routes", dumpFails)
+
+	// Rules changed, routes did not (says the caller): the routes of the
+	// previous read, no dump.
+	e.SetReread(actual.Rules)
+	if ops := planOps(t, e, st); ops != "" {
+		t.Errorf("routes reused: plan\n%s\nwant none", ops)
+	}
+	// The request holds for one plan: the next reads everything.
+	if _, err := e.Plan(st); !errors.Is(err, dumpFails) {
+		t.Errorf("plan without SetReread: %v, want the routes dumped", err)
+	}
+	k.FailAlways("Routes", nil)
+	e.SetReread(actual.Routes)
+	if ops := planOps(t, e, st); ops != "create route 10.1.0.0/24 table 100" {
+		t.Errorf("routes read again: plan\n%s\nwant the route created", ops)
+	}
+}
+
+// A foreign route in the way of one of the file's is added to the state the
+// plan sees, never to the read the next plan reuses.
+func TestReusedRoutesKeepNoForeignRoute(t *testing.T) {
+	cfg, err := desired.Parse([]desired.Source{{Name: "reuse.yaml", Data: []byte(reuseFile)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := cfg.State
+	k := kerneltest.New()
+	led, _ := ledger.Open("")
+	e := &Engine{Kernel: k, Ledger: led}
+	plan, _ := e.Plan(st)
+	if res, err := e.Apply(context.Background(), plan); err != nil || res.Err() != nil {
+		t.Fatalf("apply: %v %v", err, res.Err())
+	}
+	// Ours goes, someone else's takes its key.
+	r := st.Routes[1]
+	k.WriteRoutes([]kernel.RouteWrite{{Action: kernel.RouteDelete, Route: &r}}, st.Protocol)
+	foreign := r
+	foreign.Protocol = 12
+	k.PutRoute(foreign)
+	e.SetReread(actual.Routes)
+	first := planOps(t, e, st)
+	if !strings.Contains(first, "10.2.0.0/24") {
+		t.Fatalf("no conflict for the foreign route:\n%s", first)
+	}
+	for range 3 {
+		e.SetReread(actual.Rules)
+		if again := planOps(t, e, st); again != first {
+			t.Fatalf("plan on reused routes:\n%s\nwant\n%s", again, first)
+		}
+		// Three of ours: a slice with room for a fourth, which the
+		// foreign route must not take.
+		if n := len(e.prev.Routes); n != 3 {
+			t.Fatalf("the reusable read holds %d routes, want our 3: %v", n, e.prev.Routes)
+		}
+		for _, r := range e.prev.Routes {
+			if r.Protocol != st.Protocol {
+				t.Fatalf("the reusable read holds a foreign route: %v", e.prev.Routes)
+			}
+		}
+	}
+}
