@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -251,7 +250,7 @@ func TestDaemonChurn(t *testing.T) {
 // eventCounts scrapes the daemon's wake-up and pass counters.
 func eventCounts(t *testing.T, p *proc) string {
 	t.Helper()
-	addr := regexp.MustCompile(`msg="serving metrics" address=(\S+)`).FindStringSubmatch(p.Stderr())
+	addr := p.metricsAddr()
 	if addr == nil {
 		return "(no metrics address)"
 	}

@@ -292,7 +292,7 @@ func TestReloadAndMetrics(t *testing.T) {
 		return strings.Contains(p.Stderr(), `msg="configuration reloaded; unchanged"`)
 	})
 
-	addr := regexp.MustCompile(`msg="serving metrics" address=(\S+)`).FindStringSubmatch(p.Stderr())
+	addr := p.metricsAddr()
 	if addr == nil {
 		t.Fatalf("no metrics address logged:\n%s", p.Stderr())
 	}
@@ -378,7 +378,7 @@ links:
 `)
 	p := e.start(t, nil, "--metrics-listen", "127.0.0.1:0")
 	p.waitMsg(0, "READY=1", startDeadline)
-	addr := regexp.MustCompile(`msg="serving metrics" address=(\S+)`).FindStringSubmatch(p.Stderr())
+	addr := p.metricsAddr()
 	if addr == nil {
 		t.Fatalf("no metrics address logged:\n%s", p.Stderr())
 	}

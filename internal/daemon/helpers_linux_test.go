@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -299,5 +300,20 @@ func (p *proc) settle() {
 			return
 		}
 		n = m
+	}
+}
+
+var servingMetrics = regexp.MustCompile(`msg="serving metrics" address=(\S+)`)
+
+// metricsAddr waits for the daemon's "serving metrics" line (its standard
+// error is copied by another goroutine, so READY=1 may arrive first) and
+// returns the submatch, nil if none came within 5 s.
+func (p *proc) metricsAddr() []string {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if m := servingMetrics.FindStringSubmatch(p.Stderr()); m != nil || time.Now().After(deadline) {
+			return m
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

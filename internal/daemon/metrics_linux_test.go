@@ -38,7 +38,7 @@ func TestIdleMetricsConnectionsDoNotStarveRepair(t *testing.T) {
 	e := newEnv(t, config("10.87.0.0/16"))
 	p := e.start(t, nil, "--metrics-listen", "127.0.0.1:0")
 	p.waitMsg(0, "READY=1", startDeadline)
-	addr := regexp.MustCompile(`msg="serving metrics" address=(\S+)`).FindStringSubmatch(p.Stderr())
+	addr := p.metricsAddr()
 	if addr == nil {
 		t.Fatalf("no metrics address logged:\n%s", p.Stderr())
 	}
@@ -104,7 +104,7 @@ func TestWireGuardPeerMetrics(t *testing.T) {
 	writeInPlace(t, e.config, "version: 1\nlinks:\n"+link)
 	p := e.start(t, nil, "--metrics-listen", "127.0.0.1:0")
 	p.waitMsg(0, "READY=1", startDeadline)
-	addr := regexp.MustCompile(`msg="serving metrics" address=(\S+)`).FindStringSubmatch(p.Stderr())
+	addr := p.metricsAddr()
 	if addr == nil {
 		t.Fatalf("no metrics address logged:\n%s", p.Stderr())
 	}
