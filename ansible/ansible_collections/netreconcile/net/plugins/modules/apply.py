@@ -27,10 +27,10 @@ description:
     kernel (a foreign link where the state declares one) fail the task and are named in
     RV(conflicts); the rest of the plan is still applied, as C(netreconcile apply) does.
   - Private and preshared keys are never part of a state (only the paths of their files) nor of
-    a result: netreconcile shows a WireGuard device by its public key and a preshared key as
+    a result. netreconcile shows a WireGuard device by its public key and a preshared key as
     C((set)) or C((changed)).
 author:
-  - netreconcile developers
+  - netreconcile developers (@netreconcile)
 requirements:
   - netreconcile on the target (the C(netreconcile.net.netreconcile) role installs it)
   - root, or the capabilities netreconcile needs (CAP_NET_ADMIN)
@@ -44,7 +44,7 @@ attributes:
 options:
   config:
     description:
-      - The desired state, a dictionary in netreconcile's schema (C(version: 1) at the top).
+      - The desired state, a dictionary in netreconcile's schema (C(version) 1 at the top).
       - Written to a private temporary file on the target (mode 0600), read by netreconcile and
         removed. Errors name it C(<inline config>).
       - Mutually exclusive with O(path).
@@ -52,9 +52,9 @@ options:
   drop_ins:
     description:
       - Drop-in fragments read after O(config), keyed by file name (C(20-mesh.yaml)), each a
-        dictionary in the schema with its own C(version: 1); written beside the inline file in
+        dictionary in the schema with its own C(version) key; written beside the inline file in
         name order, as netreconcile reads C(conf.d). Only with O(config).
-      - Paths in them (key files) must be absolute: a relative path is relative to the file
+      - Paths in them (key files) must be absolute. A relative path is relative to the file
         that names it, here a temporary one.
     type: dict
     default: {}
@@ -109,7 +109,7 @@ options:
 notes:
   - The result never holds a private or preshared key. Keep key material in files on the target
     (M(netreconcile.net.wireguard_key) makes one) and name their paths in the state.
-  - O(config) is rendered as JSON (which is YAML): positions in errors are lines of that
+  - O(config) is rendered as JSON (which is YAML), so positions in errors are lines of that
     rendering; the field path in each error names the variable.
 seealso:
   - module: netreconcile.net.confirm
@@ -216,7 +216,12 @@ errors:
   type: list
   elements: dict
   sample:
-    - {file: "<inline config>", line: 6, column: 14, path: links.br0.mtu, text: "<inline config>:6:14: links.br0.mtu: expected an MTU from 68 to 65535 for a bridge link, found 20"}
+    - file: "<inline config>"
+      line: 6
+      column: 14
+      path: links.br0.mtu
+      message: expected an MTU from 68 to 65535 for a bridge link, found 20
+      text: "<inline config>:6:14: links.br0.mtu: expected an MTU from 68 to 65535 for a bridge link, found 20"
 conflicts:
   description: Objects left out because the kernel holds them in a way netreconcile may not change.
   returned: on a conflict

@@ -14,13 +14,13 @@ version_added: 0.1.0
 description:
   - Confirms a transaction that M(netreconcile.net.apply) opened with O(netreconcile.net.apply#module:confirm_within)
     (C(netreconcile confirm [ID])), or rolls it back (C(netreconcile rollback [ID])).
-  - Run it from a fresh connection (C(meta: reset_connection) before it): a confirmation that
+  - Run it from a fresh connection (C(meta) C(reset_connection) before it). A confirmation that
     reaches the host proves the new network still carries the path from the controller. A
     transaction nobody confirms is rolled back by netreconcile when its time is up.
   - Needs a netreconcile that has the C(confirm) and C(rollback) commands; the task fails with
     a clear message otherwise.
 author:
-  - netreconcile developers
+  - netreconcile developers (@netreconcile)
 attributes:
   check_mode:
     support: none

@@ -25,7 +25,7 @@ description:
   - The public key is computed on the target by C(wg pubkey), or where C(wg) is missing by a
     pure-Python X25519.
 author:
-  - netreconcile developers
+  - netreconcile developers (@netreconcile)
 attributes:
   check_mode:
     support: full
@@ -48,7 +48,7 @@ options:
     type: str
     default: netreconcile_wireguard_public_key
 notes:
-  - There is no option to give a private key: a key the controller knows has left its host.
+  - There is no option to give a private key, since a key the controller knows has left its host.
   - The parent directory is created with mode 0700 when missing.
 seealso:
   - module: netreconcile.net.apply
