@@ -59,18 +59,15 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 	}
 	cfg, eng, closeFn, err := g.loadAndOpen(ctx, env, "diff", true)
 	if err != nil {
-		return failJSON(env, "diff", output, planJSON{jsonFailure: failureOf(err)}, err)
+		return failJSON(env, "diff", output, planReport(nil, err), err)
 	}
 	defer closeFn()
 	plan, pools, err := eng.PlanDesired(ctx, cfg.State, true)
 	if plan == nil {
-		return failJSON(env, "diff", output, planJSON{jsonFailure: failureOf(err)}, err)
+		return failJSON(env, "diff", output, planReport(nil, err), err)
 	}
 	if output == "json" {
-		if plan.Ops == nil {
-			plan.Ops = []diff.Op{}
-		}
-		if jerr := writeJSON(env.Stdout, planJSON{Plan: plan, jsonFailure: failureOf(err)}); jerr != nil {
+		if jerr := writeJSON(env.Stdout, planReport(plan, err)); jerr != nil {
 			return fail(env, "diff", jerr)
 		}
 	} else if plan.Empty() {

@@ -74,20 +74,33 @@ type validateJSON struct {
 	jsonFailure
 }
 
-// planJSON is `diff -o json`: the plan (diff.Plan's fields) and, when the
-// command fails, why. Ops is absent when there is no plan at all (an invalid
-// configuration), so that nobody reads an empty list as "nothing to do".
+// planJSON is `diff -o json`: the plan (diff.Plan's JSON fields) and, when
+// the command fails, why. "ops" is absent when there is no plan at all (an
+// invalid configuration), so that nobody reads an empty list as "nothing to
+// do". A report, not a plan: only internal/diff makes a Plan's ops.
 type planJSON struct {
-	*diff.Plan
+	Planned  *[]diff.Op `json:"ops,omitempty"`
+	Pending  []diff.Op  `json:"pending,omitempty"`
+	Protocol int        `json:"protocol,omitempty"`
 	jsonFailure
+}
+
+// planReport is diff's JSON from its plan (nil when none could be made).
+func planReport(plan *diff.Plan, err error) planJSON {
+	r := planJSON{jsonFailure: failureOf(err)}
+	if plan != nil {
+		ops := append([]diff.Op{}, plan.Ops...)
+		r = planJSON{Planned: &ops, Pending: plan.Pending, Protocol: plan.Protocol, jsonFailure: r.jsonFailure}
+	}
+	return r
 }
 
 // applyJSON is `apply -o json`: the operations done and failed, in the form
 // of diff's plan, and why the command failed.
 type applyJSON struct {
-	// Ops are the operations the kernel took, in order: `changed` for a
-	// caller is len(Ops) > 0.
-	Ops    []diff.Op    `json:"ops"`
+	// Done are the operations the kernel took, in order: `changed` for a
+	// caller is a non-empty "ops".
+	Done   []diff.Op    `json:"ops"`
 	Failed []failedJSON `json:"failed,omitempty"`
 	// Protocol is the ownership protocol the plan wrote with.
 	Protocol int `json:"protocol,omitempty"`
@@ -106,13 +119,11 @@ func applyReport(plan *diff.Plan, res *apply.Result, err error) applyJSON {
 	if res == nil {
 		res = &apply.Result{}
 	}
-	r := applyJSON{Ops: res.Done, jsonFailure: failureOf(err)}
-	if r.Ops == nil {
-		r.Ops = []diff.Op{}
-	}
+	protocol := 0
 	if plan != nil {
-		r.Protocol = plan.Protocol
+		protocol = plan.Protocol
 	}
+	r := applyJSON{Done: append([]diff.Op{}, res.Done...), Protocol: protocol, jsonFailure: failureOf(err)}
 	for _, f := range res.Failed {
 		r.Failed = append(r.Failed, failedJSON{Op: f.Op, OpError: redact.Error(f.Err).Error()})
 	}
