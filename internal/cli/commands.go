@@ -12,13 +12,33 @@ import (
 
 func runValidate(ctx context.Context, env *Env, args []string) int {
 	var g globals
+	var output string
 	fs := g.flags("validate")
+	outputFlag(fs, &output)
 	if ok, code := parse(env, fs, validateHelp, args); !ok {
 		return code
 	}
+	if badOutput(env, "validate", output) {
+		return ExitUsage
+	}
 	cfg, err := g.load()
+	if output == "json" {
+		r := validateJSON{Valid: err == nil, Config: g.config, jsonFailure: failureOf(err)}
+		if err == nil {
+			st := cfg.State
+			r.Files = cfg.Files
+			r.Counts = map[string]int{"links": len(st.Links), "addresses": len(st.Addresses), "routes": len(st.Routes),
+				"rules": len(st.Rules), "fou": len(st.FouPorts), "nftables": len(st.NFTables)}
+		}
+		if jerr := writeJSON(env.Stdout, r); jerr != nil {
+			return fail(env, "validate", jerr)
+		}
+	}
 	if err != nil {
 		return fail(env, "validate", err)
+	}
+	if output == "json" {
+		return ExitOK
 	}
 	st := cfg.State
 	fmt.Fprintf(env.Stdout, "%s: valid (%d files; %d links, %d addresses, %d routes, %d rules, %d fou ports, %d nftables tables)\n",
@@ -39,19 +59,17 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 	}
 	cfg, eng, closeFn, err := g.loadAndOpen(ctx, env, "diff", true)
 	if err != nil {
-		return fail(env, "diff", err)
+		return failJSON(env, "diff", output, planReport(nil, err), err)
 	}
 	defer closeFn()
 	plan, pools, err := eng.PlanDesired(ctx, cfg.State, true)
 	if plan == nil {
-		return fail(env, "diff", err)
+		return failJSON(env, "diff", output, planReport(nil, err), err)
 	}
 	if output == "json" {
-		data, jerr := plan.JSON()
-		if jerr != nil {
+		if jerr := writeJSON(env.Stdout, planReport(plan, err)); jerr != nil {
 			return fail(env, "diff", jerr)
 		}
-		fmt.Fprintln(env.Stdout, string(data))
 	} else if plan.Empty() {
 		fmt.Fprintln(env.Stdout, "No changes: the kernel matches the configuration.")
 	} else {
@@ -73,32 +91,42 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 func runApply(ctx context.Context, env *Env, args []string) int {
 	var g globals
 	var quiet bool
+	var output string
 	fs := g.flags("apply")
 	fs.BoolVar(&quiet, "quiet", false, "")
 	fs.BoolVar(&quiet, "q", false, "")
+	outputFlag(fs, &output)
 	if ok, code := parse(env, fs, applyHelp, args); !ok {
 		return code
 	}
+	if badOutput(env, "apply", output) {
+		return ExitUsage
+	}
+	// The text report is printed unless -q; JSON replaces it.
+	text := !quiet && output != "json"
 	cfg, eng, closeFn, err := g.loadAndOpen(ctx, env, "apply", false)
 	if err != nil {
-		return fail(env, "apply", err)
+		return failJSON(env, "apply", output, applyReport(nil, nil, err), err)
 	}
 	defer closeFn()
 	plan, pools, conflicts := eng.PlanDesired(ctx, cfg.State, false)
 	if plan == nil {
-		return fail(env, "apply", conflicts)
+		return failJSON(env, "apply", output, applyReport(nil, nil, conflicts), conflicts)
 	}
 	if plan.Empty() && conflicts == nil {
 		if err := eng.SaveLedger(); err != nil {
-			return fail(env, "apply", err)
+			return failJSON(env, "apply", output, applyReport(plan, nil, err), err)
 		}
-		if !quiet {
+		if output == "json" {
+			return failJSON(env, "apply", output, applyReport(plan, nil, nil), nil)
+		}
+		if text {
 			fmt.Fprintln(env.Stdout, "No changes: the kernel matches the configuration.")
 		}
 		return ExitOK
 	}
 	res, err := eng.Apply(ctx, plan)
-	if !quiet {
+	if text {
 		diff.WriteOps(env.Stdout, res.Done)
 		// Done and Failed hold every op the apply ran, the MTUs it set
 		// again on masters (apply.Apply) included.
@@ -106,10 +134,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		writePoolSummary(ctx, env.Stdout, eng, cfg.State, pools, false)
 	}
 	err = errors.Join(conflicts, res.Err(), err)
-	if err != nil {
-		return fail(env, "apply", err)
-	}
-	return ExitOK
+	return failJSON(env, "apply", output, applyReport(plan, res, err), err)
 }
 
 func runShow(ctx context.Context, env *Env, args []string) int {
@@ -152,6 +177,20 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 			return fail(env, "show", err)
 		}
 		_, _ = env.Stdout.Write(pools)
+	}
+	return ExitOK
+}
+
+// failJSON prints report as JSON when output is json, then fails with err
+// as fail does; a nil err is success.
+func failJSON(env *Env, cmd, output string, report any, err error) int {
+	if output == "json" {
+		if jerr := writeJSON(env.Stdout, report); jerr != nil && err == nil {
+			err = jerr
+		}
+	}
+	if err != nil {
+		return fail(env, cmd, err)
 	}
 	return ExitOK
 }

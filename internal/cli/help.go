@@ -75,6 +75,11 @@ types, ranges, references between objects (a route's dev, a link's master),
 conflicts between fragments. Every error is reported, each as
 FILE:LINE:COL: PATH: what is wrong and what would be accepted.
 Nothing is read from or written to the kernel.
+
+Options:
+  -o, --output FORMAT  text (default) or json: {"valid", "config", "files",
+                       "counts"}, or on failure "error" and "errors", each
+                       with "file", "line", "column", "path", "message"
 ` + commonFlags
 
 const diffHelp = `Usage: netreconcile diff [OPTIONS]
@@ -86,7 +91,10 @@ with one indented line per changed attribute. The plan never includes a
 private key.
 
 Options:
-  -o, --output FORMAT  text (default) or json
+  -o, --output FORMAT  text (default) or json: {"ops": [...], "pending",
+                       "protocol"}, and on failure "error", "errors" (an
+                       invalid file, as validate prints them; then no
+                       "ops") and "conflicts"
 ` + commonFlags + `
 Exit status: 0 when there is nothing to do, 2 when changes are pending,
 1 on error (the plan printed before a conflict error leaves the conflicting
@@ -104,6 +112,10 @@ this one stopped. A second apply of the same file makes no change.
 
 Options:
   -q, --quiet          print nothing on success
+  -o, --output FORMAT  text (default) or json: {"ops": the operations done,
+                       "failed": those the kernel refused, each with
+                       "op_error"}, and on failure "error", "errors" and
+                       "conflicts" as diff prints them
 ` + commonFlags
 
 const showHelp = `Usage: netreconcile show [OPTIONS]

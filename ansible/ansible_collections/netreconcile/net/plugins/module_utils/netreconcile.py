@@ -1,0 +1,265 @@
+# -*- coding: utf-8 -*-
+# Copyright: netreconcile developers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Run the netreconcile binary and read its JSON.
+
+Everything the collection knows about netreconcile's command line is here:
+the options, the JSON each command prints with ``-o json``, and how a plan
+becomes Ansible's ``diff``. Nothing parses netreconcile's text output.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import os
+import shutil
+import tempfile
+
+# Where the Debian package installs the binary; searched after $PATH.
+BINARY_DIRS = ['/usr/sbin', '/usr/local/sbin', '/usr/bin']
+
+# The safe-apply commands (apply --confirm-within, confirm, rollback) are
+# being built on another branch. What this collection assumes of them, in one
+# place to adjust when they land:
+#   - ``apply --confirm-within DURATION`` with ``--probe PROBE`` given once
+#     per probe, and ``-o json``;
+#   - its JSON holds the transaction's id at ``transaction.id``;
+#   - ``confirm [ID] -o json`` and ``rollback [ID] -o json`` exit 0 when they
+#     did what they say, and their JSON may say ``"changed": false`` when
+#     there was nothing to confirm or roll back (anything else counts as a
+#     change).
+CONFIRM_WITHIN_FLAG = '--confirm-within'
+PROBE_FLAG = '--probe'
+TRANSACTION_ID_PATH = ('transaction', 'id')
+CONFIRM_COMMAND = 'confirm'
+ROLLBACK_COMMAND = 'rollback'
+
+# The exit status of ``diff`` when changes are pending.
+EXIT_CHANGES = 2
+
+# Shown in place of the temporary file an inline ``config`` is written to,
+# so that positions read ``<inline config>:3:9: links.br0.mtu: ...``.
+INLINE_LABEL = '<inline config>'
+
+SIGILS = {'create': '+', 'update': '~', 'replace': u'\u00b1', 'delete': '-'}
+
+
+def common_argument_spec():
+    """Options every module of the collection takes."""
+    return dict(
+        binary=dict(type='path'),
+        netns=dict(type='str'),
+        state_dir=dict(type='path'),
+        lock_timeout=dict(type='str'),
+        wireguard_go=dict(type='path'),
+    )
+
+
+def find_binary(module):
+    """The netreconcile binary: the ``binary`` option, else $PATH and BINARY_DIRS."""
+    path = module.params.get('binary')
+    if path:
+        if not os.access(path, os.X_OK):
+            module.fail_json(msg='binary %s is not an executable file' % path)
+        return path
+    return module.get_bin_path('netreconcile', required=True, opt_dirs=BINARY_DIRS)
+
+
+def common_args(module):
+    """The common options, in netreconcile's spelling.
+
+    ``netns`` becomes ``--netns NAME`` rather than ``ip netns exec NAME``:
+    netreconcile keeps one lock and one ownership ledger per namespace
+    (STATE-DIR/netns/NAME) only when it is told the namespace; under
+    ``ip netns exec`` it would take the namespace for the host's and share
+    the host's ledger (docs/config.md, "The state directory").
+    """
+    p = module.params
+    args = []
+    if p.get('netns') is not None:
+        if p['netns'] == '':
+            module.fail_json(msg='netns is empty: give a namespace name, or leave netns out for the host')
+        args += ['--netns', p['netns']]
+    if p.get('state_dir'):
+        args += ['--state-dir', p['state_dir']]
+    if p.get('lock_timeout'):
+        args += ['--lock-timeout', p['lock_timeout']]
+    if p.get('wireguard_go'):
+        args += ['--wireguard-go', p['wireguard_go']]
+    return args
+
+
+class Source(object):
+    """The configuration a command reads: a file on the target, or an
+    inline dictionary written to a private temporary directory."""
+
+    def __init__(self, module, config=None, path=None, conf_dir=None, drop_ins=None):
+        self.module = module
+        self.tmpdir = None
+        self.labels = {}
+        self.path = path
+        self.conf_dir = conf_dir
+        if config is not None:
+            # 0700 directory, 0600 file: netreconcile refuses a
+            # configuration others could write, and the file may name key
+            # files. JSON is YAML: no YAML library is needed on the target,
+            # and every key is on a line of its own for the positions.
+            self.tmpdir = tempfile.mkdtemp(prefix='ansible-netreconcile-')
+            self.path = os.path.join(self.tmpdir, 'netreconcile.yaml')
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, 'w') as f:
+                json.dump(config, f, indent=2)
+                f.write('\n')
+            # The drop-ins given, and no other: none is read by accident.
+            self.conf_dir = os.path.join(self.tmpdir, 'conf.d')
+            os.mkdir(self.conf_dir, 0o700)
+            for name, fragment in sorted((drop_ins or {}).items()):
+                if '/' in name or name.startswith('.') or not name.endswith(('.yaml', '.yml')):
+                    module.fail_json(msg='drop_ins: %r is not a drop-in file name (NAME.yaml, no "/", not hidden)' % name)
+                self.labels[os.path.join(self.conf_dir, name)] = '<inline drop-in %s>' % name
+                fd = os.open(os.path.join(self.conf_dir, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, 'w') as f:
+                    json.dump(fragment, f, indent=2)
+                    f.write('\n')
+            self.labels[self.path] = INLINE_LABEL
+
+    def args(self):
+        args = ['-c', self.path]
+        if self.conf_dir:
+            args += ['--conf-dir', self.conf_dir]
+        return args
+
+    def relabel(self, text):
+        """Replace the temporary files' paths by their labels."""
+        if isinstance(text, str):
+            for path, label in self.labels.items():
+                text = text.replace(path, label)
+        return text
+
+    def cleanup(self):
+        if self.tmpdir:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            self.tmpdir = None
+
+
+def run_json(module, binary, argv, source=None):
+    """Run ``binary argv... -o json`` and return (rc, parsed JSON, stderr).
+
+    A command that prints no JSON fails the module with its standard error:
+    that is netreconcile refusing its command line, or not netreconcile.
+    """
+    cmd = [binary] + argv + ['-o', 'json']
+    rc, out, err = module.run_command(cmd, environ_update={'LC_ALL': 'C'})
+    if source is not None:
+        out, err = source.relabel(out), source.relabel(err)
+    try:
+        data = json.loads(out) if out.strip() else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        module.fail_json(msg='%s %s printed no JSON (exit %d): %s' % (os.path.basename(binary), argv[0], rc, err.strip() or out.strip()),
+                         rc=rc, cmd=cmd)
+    return rc, data, err
+
+
+def supports(module, binary, command, flag):
+    """Whether ``binary help COMMAND`` documents FLAG."""
+    rc, out, err = module.run_command([binary, 'help', command])
+    return rc == 0 and flag in out
+
+
+def transaction_id(data):
+    """The transaction id in apply's JSON (TRANSACTION_ID_PATH), or None."""
+    for key in TRANSACTION_ID_PATH:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def failure(data, source=None):
+    """The parts of a JSON report that say why a command failed."""
+    out = {}
+    for key in ('errors', 'error_count', 'conflicts', 'failed'):
+        if data.get(key):
+            out[key] = data[key]
+    if source is not None:
+        for e in out.get('errors', []):
+            e['file'] = source.relabel(e.get('file'))
+            e['text'] = source.relabel(e.get('text'))
+    return out
+
+
+def plan_text(ops):
+    """The plan as ``netreconcile diff`` prints it (diff.WriteOps)."""
+    lines = []
+    for op in ops:
+        line = '%s %s %s' % (SIGILS.get(op.get('action'), '?'), op.get('kind'), op.get('id'))
+        if op.get('summary'):
+            line += ' (%s)' % op['summary']
+        if op.get('reason'):
+            line += ': %s' % op['reason']
+        lines.append(line)
+        for c in op.get('changes') or []:
+            f, a, b = c.get('field'), c.get('from'), c.get('to')
+            if not a and not b:
+                lines.append('    %s' % f)
+            elif not a:
+                lines.append('    %s: %s' % (f, b))
+            elif not b:
+                lines.append('    %s: %s -> (none)' % (f, a))
+            else:
+                lines.append('    %s: %s -> %s' % (f, a, b))
+    return '\n'.join(lines) + ('\n' if lines else '')
+
+
+def summary(ops):
+    counts = {}
+    for op in ops:
+        counts[op.get('action')] = counts.get(op.get('action'), 0) + 1
+    return '%d to create, %d to update, %d to replace, %d to delete' % tuple(
+        counts.get(a, 0) for a in ('create', 'update', 'replace', 'delete'))
+
+
+def ansible_diff(ops, header):
+    """Ansible's diff of a plan: before and after per object, keyed
+    ``KIND ID``, and the plan's text under ``prepared``.
+
+    An object created has no ``before``; one deleted no ``after``; one
+    changed shows each changed field's old and new value; one replaced
+    shows ``replaced`` in both.
+    """
+    before, after = {}, {}
+    for op in ops:
+        key = '%s %s' % (op.get('kind'), op.get('id'))
+        action = op.get('action')
+        changes = op.get('changes') or []
+        if action == 'create':
+            a = {'present': True}
+            if op.get('summary'):
+                a['summary'] = op['summary']
+            for c in changes:
+                a[c.get('field')] = c.get('to', '')
+            after[key] = a
+        elif action == 'delete':
+            b = {'present': True}
+            if op.get('summary'):
+                b['summary'] = op['summary']
+            before[key] = b
+        else:
+            b, a = {}, {}
+            for c in changes:
+                b[c.get('field')] = c.get('from', '')
+                a[c.get('field')] = c.get('to', '')
+            if action == 'replace':
+                b['replaced'] = a['replaced'] = True
+                if op.get('summary'):
+                    a['summary'] = op['summary']
+                if op.get('reason'):
+                    a['reason'] = op['reason']
+            before[key], after[key] = b, a
+    prepared = plan_text(ops)
+    if prepared:
+        prepared += '\nPlan: %s.\n' % summary(ops)
+    return dict(before=before, after=after, before_header=header, after_header=header, prepared=prepared)

@@ -1,0 +1,452 @@
+#!/bin/bash
+# make ansible-test: the collection against the real ansible-core, with
+# `connection: local` and each "host" a network namespace (ans-*).
+#
+#   ansible/test/run.sh BINARY
+#
+# Every check that does not hold fails the script (exit 1) with what was
+# seen; nothing is skipped silently. The namespaces, the wireguard-go
+# processes they hold and the work directory are removed at the end.
+set -euo pipefail
+
+bin=$(readlink -f "${1:?usage: run.sh NETRECONCILE-BINARY}")
+here=$(cd "$(dirname "$0")" && pwd)
+coll=$(cd "$here/../ansible_collections/netreconcile/net" && pwd)
+fleet=$(cd "$here/../examples/fleet" && pwd)
+work=$(mktemp -d /tmp/ans-test.XXXXXX)
+chmod 700 "$work"
+start=$(date +%s)
+namespaces="ans-s ans-x ans-lan ans-a ans-b ans-c"
+failures=0
+
+export ANSIBLE_COLLECTIONS_PATH="$here/.."
+export ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 ANSIBLE_RETRY_FILES_ENABLED=0
+export ANSIBLE_LOCAL_TEMP="$work/ansible-local" ANSIBLE_REMOTE_TEMP="$work/ansible-remote"
+export ANSIBLE_CACHE_PLUGIN=jsonfile ANSIBLE_CACHE_PLUGIN_CONNECTION="$work/facts" ANSIBLE_CACHE_PLUGIN_TIMEOUT=0
+export ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3 ANSIBLE_DEPRECATION_WARNINGS=0
+unset ANSIBLE_CONFIG
+
+log() { printf '\n=== %s (%ss)\n' "$*" $(( $(date +%s) - start )); section_failures=$failures; }
+# pass prints a section's result when nothing in the section failed.
+pass() { if [ "$failures" = "${section_failures:-0}" ]; then echo "$*"; fi; }
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+die() { echo "FAIL: $*" >&2; exit 1; }
+
+cleanup() {
+	local rc=$?
+	for ns in $namespaces; do
+		[ -e "/run/netns/$ns" ] || continue
+		# wireguard-go exits with its link; the PIDs left are ours.
+		for l in $(ip -n "$ns" -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep '^answg-' || true); do
+			ip -n "$ns" link del "$l" 2>/dev/null || true
+		done
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
+		ip netns del "$ns" 2>/dev/null || true
+	done
+	[ -n "${KEEP_WORK:-}" ] && echo "work directory kept: $work" || rm -rf "$work"
+	exit $rc
+}
+trap cleanup EXIT
+
+for ns in $namespaces; do
+	[ -e "/run/netns/$ns" ] && die "namespace $ns exists: another run, or a leftover (ip netns del $ns)"
+done
+
+# The kernel as the tools show it, for before/after comparisons. The
+# WireGuard columns that change with traffic (handshakes, bytes) and the
+# key columns are left out.
+dump() {
+	local ns=$1
+	{
+		ip -n "$ns" -j -d link show
+		ip -n "$ns" -j addr show
+		for f in -4 -6; do ip -n "$ns" -j $f route show table all; ip -n "$ns" -j $f rule show; done
+		ip netns exec "$ns" nft -j list ruleset
+	} | /usr/bin/python3 -c '
+import json, sys
+# Counters and timers the kernel moves by itself.
+VOLATILE = ("operstate", "linkmode", "valid_life_time", "preferred_life_time")
+def clean(v):
+    if isinstance(v, dict):
+        return {k: clean(x) for k, x in v.items() if k not in VOLATILE and not k.endswith("_timer")}
+    if isinstance(v, list):
+        return [clean(x) for x in v]
+    return v
+dec, text, i = json.JSONDecoder(), sys.stdin.read(), 0
+while True:
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i == len(text):
+        break
+    v, i = dec.raw_decode(text, i)
+    print(json.dumps(clean(v), indent=1, sort_keys=True))'
+	# Our devices only: wireguard-go's sockets are shared by every namespace,
+	# so `wg show all` would list other namespaces' devices too.
+	local dev
+	for dev in $(ip -n "$ns" -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep '^answg-' || true); do
+		# wireguard-go lists peers in no fixed order.
+		ip netns exec "$ns" wg show "$dev" dump | awk -F'\t' -v d="$dev" 'NF == 4 {print d, $2, $3, $4} NF == 8 {print d, $1, $3, $4, $8}' | sort
+	done
+}
+
+# Kernel events while a command runs: rtnetlink and nftables.
+monitored() {
+	local ns=$1 out=$2; shift 2
+	ip -n "$ns" monitor link address route rule >"$out.ip" 2>&1 & local p1=$!
+	ip netns exec "$ns" nft monitor >"$out.nft" 2>&1 & local p2=$!
+	sleep 0.5
+	local rc=0
+	"$@" || rc=$?
+	sleep 0.5
+	kill "$p1" "$p2" 2>/dev/null || true
+	wait "$p1" "$p2" 2>/dev/null || true
+	return $rc
+}
+
+play() { ansible-playbook "$@"; }
+
+# ---------------------------------------------------------------------------
+log "ansible-core"
+ansible --version | sed -n 1p
+
+log "ansible-doc renders every module"
+for m in apply confirm wireguard_key; do
+	out=$(ansible-doc -t module "netreconcile.net.$m" 2>&1) || die "ansible-doc netreconcile.net.$m: $out"
+	for section in "OPTIONS" "EXAMPLES" "RETURN VALUES"; do
+		grep -q "^$section" <<<"$out" || fail "ansible-doc netreconcile.net.$m has no $section"
+	done
+	echo "netreconcile.net.$m: $(wc -l <<<"$out") lines"
+done
+ansible-doc -t role netreconcile.net.netreconcile >/dev/null 2>&1 || echo "(ansible-doc -t role: the role has no meta/argument_specs.yml)"
+
+log "X25519 against RFC 7748 and wg pubkey"
+/usr/bin/python3 "$here/x25519_test.py" "$coll/plugins/module_utils"
+
+# ---------------------------------------------------------------------------
+log "one namespace: ans-s"
+ip netns add ans-s
+mkdir -m 700 "$work/s"
+peer_priv=$(wg genkey)
+peer_pub=$(wg pubkey <<<"$peer_priv")
+# The device's key exists before the check-mode run, as on a host the key
+# module has seen: netreconcile plans a device from its key file.
+(umask 077; wg genpsk >"$work/s/peer.psk"; wg genkey >"$work/s/wg.key")
+inv="$work/inventory.yml"
+cat >"$inv" <<EOF
+all:
+  hosts:
+    ans-s: {ansible_connection: local}
+EOF
+vars=(-i "$inv" -e "work=$work" -e "bin=$bin" -e "peer_pub=$peer_pub")
+
+log "check mode: the change is reported, the kernel untouched"
+dump ans-s >"$work/s.before"
+play "${vars[@]}" "$here/single.yml" --check --diff -e expect=changed -e "out=$work/s.check.json" >"$work/s.check.log" 2>&1 ||
+	{ cat "$work/s.check.log"; die "check-mode run failed"; }
+dump ans-s >"$work/s.after-check"
+cmp -s "$work/s.before" "$work/s.after-check" || { diff "$work/s.before" "$work/s.after-check" | head -40 || true; fail "check mode changed the kernel"; }
+grep -q '^+ link ans-br0 (bridge mtu 1400)$' "$work/s.check.log" || fail "--check --diff does not show the planned link"
+grep -q '^+ route 198.51.100.0/24' "$work/s.check.log" || fail "--check --diff does not show the planned route"
+grep -q '"link ans-br0": {' "$work/s.check.log" || fail "--diff shows no before/after of link ans-br0"
+pass "check mode: $(/usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["plan"]))' "$work/s.check.json") operations planned, kernel dump unchanged"
+
+log "first run: changed"
+play "${vars[@]}" "$here/single.yml" --diff -e expect=changed -e "out=$work/s.first.json" >"$work/s.first.log" 2>&1 ||
+	{ cat "$work/s.first.log"; die "first run failed"; }
+grep -q 'ans-s *: ok=4 *changed=1 ' "$work/s.first.log" ||
+	{ tail -5 "$work/s.first.log"; fail "first run: expected changed=1 (the state applied)"; }
+/usr/bin/python3 -c '
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+if a["plan"] != b["plan"] or a["diff"] != b["diff"] or not a["plan"]:
+    print(json.dumps(a, indent=1)); print(json.dumps(b, indent=1)); sys.exit(1)
+print("check mode and the first run: the same %d operations and the same diff" % len(a["plan"]))' "$work/s.check.json" "$work/s.first.json" ||
+	fail "check mode and the first run differ"
+ip -n ans-s -d link show ans-br0 | grep -q 'mtu 1400' || fail "ans-br0 not made"
+ip -n ans-s route show 198.51.100.0/24 | grep -q 'proto 245' || fail "route not made"
+
+log "check mode on the applied state: the same diff as the run"
+# A change now exists (key and state there): check mode and the run must
+# show the same diff for the same change.
+play "${vars[@]}" "$here/single.yml" --check --diff -e expect=changed -e s_mtu=1300 -e "out=$work/s.check2.json" >"$work/s.check2.log" 2>&1 ||
+	{ cat "$work/s.check2.log"; die "check-mode run failed"; }
+dump ans-s >"$work/s.c2a"
+play "${vars[@]}" "$here/single.yml" --diff -e expect=changed -e s_mtu=1300 -e "out=$work/s.mtu.json" >"$work/s.mtu.log" 2>&1 ||
+	{ cat "$work/s.mtu.log"; die "MTU run failed"; }
+/usr/bin/python3 -c '
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+sys.exit(0 if a["diff"] == b["diff"] and a["plan"] == b["plan"] and a["plan"] else 1)' "$work/s.check2.json" "$work/s.mtu.json" ||
+	fail "check mode and run differ: $(cat "$work/s.check2.json" "$work/s.mtu.json")"
+sed -n '/^--- before/,/^Plan:/p' "$work/s.mtu.log"
+grep -q '^~ link ans-br0$' "$work/s.mtu.log" && grep -q '^    mtu: 1400 -> 1300$' "$work/s.mtu.log" || fail "--diff does not show the MTU change"
+ip -n ans-s link show ans-br0 | grep -q 'mtu 1300' || fail "MTU not changed"
+
+log "second run: ok, no kernel write"
+dump ans-s >"$work/s.before2"
+monitored ans-s "$work/s.mon" play "${vars[@]}" "$here/single.yml" -e expect=ok -e s_mtu=1300 -e "out=$work/s.second.json" >"$work/s.second.log" 2>&1 ||
+	{ cat "$work/s.second.log"; die "second run failed"; }
+dump ans-s >"$work/s.after2"
+grep -q 'ans-s *: ok=4 *changed=0 ' "$work/s.second.log" || { tail -4 "$work/s.second.log"; fail "second run: expected changed=0"; }
+cmp -s "$work/s.before2" "$work/s.after2" || { diff "$work/s.before2" "$work/s.after2" | head -40 || true; fail "second run changed the kernel dump"; }
+[ ! -s "$work/s.mon.ip" ] || { cat "$work/s.mon.ip"; fail "second run: ip monitor saw kernel events"; }
+[ ! -s "$work/s.mon.nft" ] || { cat "$work/s.mon.nft"; fail "second run: nft monitor saw events"; }
+pass "second run: changed=0, dumps equal, ip monitor and nft monitor silent"
+
+log "an invalid variable fails with its position; the namespace is unchanged"
+dump ans-s >"$work/s.before3"
+if play "${vars[@]}" "$here/single.yml" -e expect=ok -e s_mtu=20 -e "out=$work/s.bad.json" >"$work/s.bad.log" 2>&1; then
+	fail "an invalid MTU did not fail the play"
+fi
+grep -o '<inline config>:[0-9]*:[0-9]*: links.ans-br0.mtu: [^"]*' "$work/s.bad.log" | head -1 | grep . ||
+	{ cat "$work/s.bad.log"; fail "the failure gives no position"; }
+dump ans-s >"$work/s.after3"
+cmp -s "$work/s.before3" "$work/s.after3" || fail "the failed run changed the kernel"
+
+log "a conflict fails the task and names the object"
+ip netns add ans-x
+ip -n ans-x link add ans-fx type bridge
+cat >"$work/conflict.yml" <<EOF
+- hosts: ans-s
+  gather_facts: false
+  tasks:
+    - netreconcile.net.apply:
+        config: {version: 1, links: {ans-fx: {kind: bridge, mtu: 1300}, ans-br9: {kind: bridge}}}
+        netns: ans-x
+        binary: "$bin"
+        state_dir: "$work/state2"
+EOF
+if play -i "$inv" "$work/conflict.yml" >"$work/conflict.log" 2>&1; then fail "a conflict did not fail"; fi
+grep -q '"conflicts": \[' "$work/conflict.log" && grep -q 'ans-fx' "$work/conflict.log" ||
+	{ cat "$work/conflict.log"; fail "the conflict is not named"; }
+grep -A3 '"conflicts": \[' "$work/conflict.log" | head -3
+
+log "confirmed apply (apply --confirm-within, another branch)"
+if "$bin" help apply | grep -q -- '--confirm-within'; then
+	# A change that is never confirmed is rolled back; one confirmed stays.
+	cat >"$work/confirm.yml" <<EOF
+- hosts: ans-s
+  gather_facts: false
+  tasks:
+    - name: Apply, to be rolled back unless confirmed
+      netreconcile.net.apply:
+        config: {version: 1, links: {ans-br7: {kind: bridge, mtu: 1400}}}
+        netns: ans-x
+        binary: "$bin"
+        state_dir: "$work/state3"
+        confirm_within: "{{ within }}"
+      register: applied
+    - ansible.builtin.assert:
+        that: [applied is changed, applied.transaction_id is not none]
+    - ansible.builtin.meta: reset_connection
+    - name: Confirm
+      netreconcile.net.confirm:
+        transaction: "{{ applied.transaction_id }}"
+        netns: ans-x
+        binary: "$bin"
+        state_dir: "$work/state3"
+      when: confirm | bool
+EOF
+	dump ans-x >"$work/x.before"
+	play -i "$inv" "$work/confirm.yml" -e within=5s -e confirm=false >"$work/confirm1.log" 2>&1 || { cat "$work/confirm1.log"; fail "confirm: unconfirmed apply"; }
+	sleep 10
+	dump ans-x >"$work/x.after"
+	cmp -s "$work/x.before" "$work/x.after" || fail "confirm: an apply never confirmed was not rolled back"
+	play -i "$inv" "$work/confirm.yml" -e within=20s -e confirm=true >"$work/confirm2.log" 2>&1 || { cat "$work/confirm2.log"; fail "confirm: confirmed apply"; }
+	sleep 22
+	ip -n ans-x link show ans-br7 >/dev/null 2>&1 || fail "confirm: a confirmed apply was rolled back"
+else
+	echo "NOT RUN: $bin has no apply --confirm-within yet (the safe-apply branch); the confirmed-apply test runs once it has"
+fi
+
+log "wireguard_key: refuses a key file others can read; makes one in Python without wg"
+cat >"$work/keys.yml" <<EOF
+- hosts: ans-s
+  gather_facts: false
+  tasks:
+    - name: Others may read it
+      netreconcile.net.wireguard_key: {path: "$work/s/open.key"}
+      register: open
+      ignore_errors: true
+    - ansible.builtin.assert:
+        that: [open is failed, "'mode 0644' in open.msg"]
+    - name: Without wg on PATH
+      netreconcile.net.wireguard_key: {path: "$work/s/py/py.key"}
+      environment: {PATH: /nonexistent}
+      register: py
+    - ansible.builtin.assert:
+        that: [py is changed, "py.generator == 'python'", "py.public_key | length == 44"]
+    - ansible.builtin.copy: {content: "{{ py.public_key }}\n", dest: "$work/s/py.pub", mode: "0600"}
+    - name: Again, the same key, unchanged
+      netreconcile.net.wireguard_key: {path: "$work/s/py/py.key"}
+      register: py2
+    - ansible.builtin.assert:
+        that: [py2 is not changed, py2.public_key == py.public_key, py2.generator is not defined]
+EOF
+wg genkey 2>/dev/null >"$work/s/open.key"; chmod 644 "$work/s/open.key"
+play -i "$inv" "$work/keys.yml" >"$work/keys.log" 2>&1 || { cat "$work/keys.log"; fail "wireguard_key checks"; }
+[ "$(stat -c %a "$work/s/py/py.key")" = 600 ] || fail "the Python-made key is not mode 0600"
+[ "$(wg pubkey <"$work/s/py/py.key")" = "$(cat "$work/s/py.pub")" ] || fail "the Python public key differs from wg pubkey"
+pass "refused a 0644 key; a Python-made key is 0600 and wg pubkey agrees"
+
+log "the role: files validated as a whole, handler only on a change"
+play "${vars[@]}" "$here/role.yml" >"$work/role1.log" 2>&1 || { cat "$work/role1.log"; die "role: first run"; }
+grep -q 'RUNNING HANDLER \[netreconcile.net.netreconcile : Reload netreconcile\]' "$work/role1.log" || fail "role: first run did not notify the handler"
+"$bin" validate -c "$work/etc/netreconcile.yaml" >/dev/null || fail "role: the installed files are not valid"
+play "${vars[@]}" "$here/role.yml" >"$work/role2.log" 2>&1 || { cat "$work/role2.log"; die "role: second run"; }
+grep -q 'changed=0 ' "$work/role2.log" || fail "role: second run changed something"
+! grep -q 'RUNNING HANDLER' "$work/role2.log" || fail "role: the handler ran with no file changed"
+sums=$(sha256sum "$work"/etc/netreconcile.yaml "$work"/etc/conf.d/*)
+if play "${vars[@]}" "$here/role.yml" -e r_mtu=5 >"$work/role3.log" 2>&1; then fail "role: an invalid drop-in variable did not fail"; fi
+grep -q 'conf.d/20-routes.yaml:[0-9]*:[0-9]*: routes\[0\].mtu' "$work/role3.log" || { cat "$work/role3.log"; fail "role: no position"; }
+grep -o '[^ "]*conf.d/20-routes.yaml:[0-9]*:[0-9]*: routes\[0\].mtu[^"\\]*' "$work/role3.log" | head -1 || true
+[ "$sums" = "$(sha256sum "$work"/etc/netreconcile.yaml "$work"/etc/conf.d/*)" ] || fail "role: a bad file landed"
+pass "role: handler on the first run only; an invalid drop-in variable failed at its position and nothing landed"
+
+# ---------------------------------------------------------------------------
+log "the mesh: three namespaces on one LAN"
+ip netns add ans-lan
+ip -n ans-lan link add ans-br type bridge
+ip -n ans-lan link set ans-br up
+i=0
+for h in a b c; do
+	i=$((i + 1))
+	ip netns add "ans-$h"
+	ip -n ans-lan link add "ans-p$h" type veth peer name up0 netns "ans-$h"
+	ip -n ans-lan link set "ans-p$h" master ans-br up
+	ip -n "ans-$h" addr add "192.168.77.$i/24" dev up0
+	ip -n "ans-$h" link set up0 up
+	ip -n "ans-$h" link set lo up
+	# A default route as a host has one: the first lookup of a mesh
+	# address finds it, then the output chain marks the packet and the
+	# 32500 rule sends it to table 180 (S1).
+	ip -n "ans-$h" route add default dev up0
+	mkdir -m 700 "$work/$h"
+done
+minv="$work/mesh-inventory.yml"
+{
+	echo "all:"
+	echo "  children:"
+	echo "    mesh:"
+	echo "      hosts:"
+	i=0
+	for h in a b c; do
+		i=$((i + 1))
+		cat <<EOF
+        ans-$h:
+          ansible_connection: local
+          mesh_index: $i
+          mesh_link: answg-$h
+          mesh_key: $work/$h/kubespan.key
+          mesh_uplink: up0
+          mesh_userspace: true
+          mesh_serial: 3
+          netreconcile_netns: ans-$h
+          netreconcile_binary: $bin
+          netreconcile_config_dir: $work/$h/etc
+          netreconcile_state_dir: $work/$h/state
+          netreconcile_wireguard_go: /usr/bin/wireguard-go
+          netreconcile_service: false
+          netreconcile_apply: true
+EOF
+	done
+} >"$minv"
+mesh() { play -i "$minv" "$fleet/mesh.yml" "$@"; }
+peers_of() { ip netns exec "ans-$1" wg show "answg-$1" dump | awk -F'\t' 'NF == 8 {print $1, $3, $4, $8}' | sort; }
+
+log "mesh, first run: changed"
+mesh --diff >"$work/mesh1.log" 2>&1 || { cat "$work/mesh1.log"; die "mesh: first run"; }
+for h in a b c; do grep -q "ans-$h *: ok=[0-9]* *changed=[1-9]" "$work/mesh1.log" || fail "mesh: ans-$h not changed"; done
+for h in a b c; do
+	n=$(peers_of $h | wc -l)
+	[ "$n" = 2 ] || fail "mesh: ans-$h has $n peers, want 2"
+done
+
+log "mesh: WireGuard handshakes"
+ok=0
+for _ in $(seq 1 30); do
+	ok=1
+	for h in a b c; do
+		ip netns exec "ans-$h" wg show "answg-$h" latest-handshakes | awk '$2 == 0 {bad=1} END {exit bad}' || ok=0
+	done
+	[ $ok = 1 ] && break
+	sleep 1
+done
+[ $ok = 1 ] || { for h in a b c; do ip netns exec "ans-$h" wg show "answg-$h"; done; die "mesh: no handshake on every peer within 30 s"; }
+for h in a b c; do echo "ans-$h: $(ip netns exec "ans-$h" wg show "answg-$h" latest-handshakes | awk '{print substr($1,1,8) "… " $2}' | tr '\n' ' ')"; done
+
+log "mesh, second run: the peers are Up, only the target sets change"
+mesh -v >"$work/mesh2.log" 2>&1 || { cat "$work/mesh2.log"; die "mesh: second run"; }
+# The plans the apply module returned (-v prints each result on one line).
+kinds=$(/usr/bin/python3 -c '
+import collections, json, sys
+kinds = collections.Counter()
+for line in open(sys.argv[1]):
+    if "\"plan_text\"" in line and " => " in line:
+        for op in json.loads(line.split(" => ", 1)[1])["plan"]:
+            kinds[op["action"] + " " + op["kind"]] += 1
+print(", ".join("%d %s" % (n, k) for k, n in sorted(kinds.items())))' "$work/mesh2.log")
+echo "operations: $kinds"
+if [ -z "$kinds" ]; then
+	fail "mesh: the second run planned nothing (no peer Up?)"
+elif tr ',' '\n' <<<"$kinds" | grep -v ' nft element$' | grep -q .; then
+	fail "mesh: the second run changed more than set elements: $kinds"
+fi
+
+log "mesh: pings across the mesh go through WireGuard"
+for pair in a:b:2 b:c:3 c:a:1; do
+	IFS=: read -r from to n <<<"$pair"
+	src=$(( $(printf '%d' "'$from") - 96 ))
+	rx0=$(ip netns exec "ans-$to" wg show "answg-$to" transfer | awk '{s += $2} END {print s + 0}')
+	ip netns exec "ans-$from" ping -c 3 -i 0.3 -w 10 -q -I "10.100.0.$src" "10.100.0.$n" >/dev/null ||
+		fail "mesh: ping ans-$from -> 10.100.0.$n"
+	rx1=$(ip netns exec "ans-$to" wg show "answg-$to" transfer | awk '{s += $2} END {print s + 0}')
+	[ "$rx1" -gt "$rx0" ] || fail "mesh: ans-$to received nothing over WireGuard from ans-$from"
+	echo "ans-$from -> ans-$to (10.100.0.$n): ping answered, $((rx1 - rx0)) bytes received over WireGuard"
+done
+
+log "mesh, third run: ok, no kernel write (with -vvv, searched for keys)"
+for h in a b c; do dump "ans-$h" >"$work/$h.before"; done
+monitored ans-a "$work/a.mon" mesh -vvv >"$work/mesh3.log" 2>&1 || { tail -50 "$work/mesh3.log"; die "mesh: third run"; }
+for h in a b c; do
+	grep -q "ans-$h *: ok=[0-9]* *changed=0 " "$work/mesh3.log" || fail "mesh: third run changed ans-$h"
+	dump "ans-$h" >"$work/$h.after"
+	cmp -s "$work/$h.before" "$work/$h.after" || fail "mesh: third run changed ans-$h's kernel dump"
+done
+[ ! -s "$work/a.mon.ip" ] && [ ! -s "$work/a.mon.nft" ] || fail "mesh: third run: kernel events in ans-a: $(cat "$work/a.mon.ip" "$work/a.mon.nft")"
+pass "third run: changed=0 on every host, dumps equal, ip and nft monitor silent on ans-a"
+
+log "mesh: a run with --limit ans-a leaves the others' peers alone"
+for h in b c; do peers_of $h >"$work/$h.peers"; done
+peers_of a >"$work/a.peers"
+mesh --limit ans-a -e mesh_mtu=1400 >"$work/mesh4.log" 2>&1 || { cat "$work/mesh4.log"; die "mesh: --limit run"; }
+grep -q 'ans-a *: ok=[0-9]* *changed=[1-9]' "$work/mesh4.log" || fail "mesh: --limit run did not change ans-a"
+! grep -Eq 'ans-[bc] *: ok' "$work/mesh4.log" || fail "mesh: --limit ans-a ran on other hosts"
+ip -n ans-a link show answg-a | grep -q 'mtu 1400' || fail "mesh: ans-a's MTU not changed"
+peers_of a | cmp -s - "$work/a.peers" || fail "mesh: --limit changed ans-a's own peers (the cache should keep them)"
+for h in b c; do peers_of $h | cmp -s - "$work/$h.peers" || fail "mesh: --limit ans-a changed ans-$h's peers"; done
+pass "--limit ans-a: ans-a changed (MTU), its 2 peers kept from the fact cache; ans-b and ans-c untouched"
+
+log "no private or preshared key in any output"
+keys=("$peer_priv" "$(cat "$work/s/wg.key")" "$(cat "$work/s/peer.psk")" "$(cat "$work/s/py/py.key")")
+for h in a b c; do keys+=("$(cat "$work/$h/kubespan.key")"); done
+# Run the single host once more with -vvv: every result and invocation is printed.
+play "${vars[@]}" "$here/single.yml" -vvv --diff -e expect=ok -e s_mtu=1300 -e "out=$work/s.vvv.json" >"$work/s.vvv.log" 2>&1 ||
+	{ tail -30 "$work/s.vvv.log"; fail "-vvv run"; }
+n=0
+for f in "$work"/*.log; do
+	for k in "${keys[@]}"; do
+		[ -n "$k" ] || die "empty key"
+		if grep -qF -- "$k" "$f" || grep -qF -- "${k%=}" "$f"; then fail "a key is printed in $(basename "$f")"; fi
+	done
+	n=$((n + 1))
+done
+pass "searched $n logs ($(cat "$work"/*.log | wc -c) bytes, -vvv included) for ${#keys[@]} private and preshared keys: none found"
+
+# ---------------------------------------------------------------------------
+log "ansible-test sanity"
+"$here/sanity.sh" "$coll" "$work" || fail "ansible-test sanity"
+
+log "done in $(( $(date +%s) - start )) s"
+[ "$failures" = 0 ] || die "$failures check(s) failed"
+echo "every check held"
