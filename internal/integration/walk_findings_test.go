@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -629,6 +630,53 @@ routes:
 				t.Errorf("link mtu %d: no %q in:\n%s", mtu, want, out)
 			}
 		}
+		e.converged(f)
+	}
+}
+
+// A port joining a bridge made with its MTU moved the bridge's MTU to the
+// port's (br_mtu_auto_adjust), and with it the MTU of an IPv6 route through
+// the bridge (rt6_mtu_change_route: down to 1350, then up to 9000 when the
+// bridge's MTU was put back): the route's declared 1400 was lost. A bridge
+// netreconcile creates has its MTU marked as set by the user, so the kernel
+// leaves it alone. Host soak seed 61164360228805 (walk), step 33, shrunk to
+// these two files (finding 42).
+func TestWalkFindingBridgePortKeepsRouteMTU(t *testing.T) {
+	e := newEnv(t)
+	const base = `version: 1
+links:
+  b1: {kind: bridge, mtu: 9000, addresses: ["fd00:59::4/64"]}
+routes:
+  - {to: "2001:db8:3::/64", dev: b1, metric: 10, mtu: 1400}
+`
+	e.apply(e.file("a.yaml", base))
+	f := e.file("b.yaml", base+`  - {to: "2001:db8:6::/64", dev: b1, metric: 10, mtu: 9000}
+`)
+	e.apply(f)
+	for _, port := range []string{
+		`  x1: {kind: vxlan, mtu: 1350, master: b1, vxlan: {id: 30, local: 192.0.2.2, remote: 198.51.100.6}}`,
+		`  p1: {kind: veth, mtu: 1280, master: b1, veth: {peer: p2}}
+  p2: {kind: veth, mtu: 1500, veth: {peer: p1}}`,
+	} {
+		g := e.file("c.yaml", strings.Replace(base, "links:\n", "links:\n"+port+"\n", 1)+`  - {to: "2001:db8:6::/64", dev: b1, metric: 10, mtu: 9000}
+`)
+		e.apply(g)
+		routeMTUs := func(when string) {
+			t.Helper()
+			out := e.ip("-6", "route", "show", "dev", "b1")
+			for _, want := range []string{`2001:db8:3::/64 proto 245 metric 10 (linkdown )?mtu 1400 `, `2001:db8:6::/64 proto 245 metric 10 (linkdown )?mtu 9000 `} {
+				if !regexp.MustCompile(want).MatchString(out) {
+					t.Errorf("%s: no %q in:\n%s", when, want, out)
+				}
+			}
+			if out := e.ip("link", "show", "b1"); !strings.Contains(out, " mtu 9000 ") {
+				t.Errorf("%s: bridge mtu moved:\n%s", when, out)
+			}
+		}
+		routeMTUs("after a port joined")
+		e.converged(g)
+		e.apply(f) // the port leaves
+		routeMTUs("after the port left")
 		e.converged(f)
 	}
 }

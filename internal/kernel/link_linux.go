@@ -209,6 +209,34 @@ func (k *Netlink) AddLink(l *model.Link) error {
 	if err := k.SetLinkAlias(l.Name, l.Alias, true); err != nil {
 		return fmt.Errorf("add link %s: %w: %w", l.Name, ErrUnmarked, err)
 	}
+	if l.Kind == model.KindBridge && l.MTU != 0 {
+		if err := k.pinBridgeMTU(l.Name, l.MTU); err != nil {
+			return fmt.Errorf("add link %s: %w", l.Name, err)
+		}
+	}
+	return nil
+}
+
+// pinBridgeMTU marks a new bridge's declared MTU as set by the user, so that
+// the kernel never moves it to its ports' smallest (br_mtu_auto_adjust). The
+// MTU given in the create message is not marked, and keepBridgeMTU puts a
+// moved MTU back only after the fact: meanwhile the kernel has moved the MTU
+// of the IPv6 routes through the bridge down with it and, on the way back,
+// up to the bridge's (rt6_mtu_change_route), so a route's declared MTU was
+// lost to a port joining (host soak seed 61164360228805, step 33). Only a
+// change through RTM_SETLINK marks it, and the kernel ignores a change to
+// the same value: two writes, while the new bridge is down and holds no
+// route.
+func (k *Netlink) pinBridgeMTU(name string, mtu int) error {
+	other := mtu + 1
+	if mtu >= 65535 {
+		other = mtu - 1
+	}
+	for _, m := range []int{other, mtu} {
+		if err := k.SetLinkMTU(name, m); err != nil {
+			return fmt.Errorf("pin the mtu of bridge %s: %w", name, err)
+		}
+	}
 	return nil
 }
 
