@@ -139,7 +139,7 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 		return fail(env, "show", err)
 	}
 	if !all {
-		st = owned(st)
+		st = st.Owned()
 	}
 	data, err := render.State(st)
 	if err != nil {
