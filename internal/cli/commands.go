@@ -5,9 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"time"
 
+	"github.com/netreconcile/netreconcile/internal/apply"
+	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/render"
+	"github.com/netreconcile/netreconcile/internal/safeapply"
 )
 
 func runValidate(ctx context.Context, env *Env, args []string) int {
@@ -70,43 +74,113 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 	return ExitChanges
 }
 
+// applyOpts are apply's own options.
+type applyOpts struct {
+	quiet         bool
+	output        string
+	confirmWithin time.Duration
+	candidate     string
+	probes        probeFlag
+	timer         string
+}
+
 func runApply(ctx context.Context, env *Env, args []string) int {
 	var g globals
-	var quiet bool
+	var o applyOpts
 	fs := g.flags("apply")
-	fs.BoolVar(&quiet, "quiet", false, "")
-	fs.BoolVar(&quiet, "q", false, "")
+	fs.BoolVar(&o.quiet, "quiet", false, "")
+	fs.BoolVar(&o.quiet, "q", false, "")
+	outputFlag(fs, &o.output)
+	fs.DurationVar(&o.confirmWithin, "confirm-within", 0, "")
+	fs.StringVar(&o.candidate, "candidate", "", "")
+	fs.Var(&o.probes, "probe", "")
+	fs.StringVar(&o.timer, "rollback-timer", string(safeapply.TimerAuto), "")
 	if ok, code := parse(env, fs, applyHelp, args); !ok {
 		return code
 	}
-	cfg, eng, closeFn, err := g.loadAndOpen(ctx, env, "apply", false)
+	if badOutput(env, "apply", o.output) {
+		return ExitUsage
+	}
+	if o.confirmWithin < 0 {
+		fmt.Fprintf(env.Stderr, "netreconcile apply: --confirm-within must be positive, not %s\n", o.confirmWithin)
+		return ExitUsage
+	}
+	if o.confirmWithin > 0 {
+		return runSafeApply(ctx, env, &g, &o)
+	}
+	for _, name := range []string{"candidate", "probe", "rollback-timer"} {
+		if isSet(fs, name) {
+			fmt.Fprintf(env.Stderr, "netreconcile apply: --%s goes with --confirm-within\n", name)
+			return ExitUsage
+		}
+	}
+	if !g.allowInsecureConfig {
+		if err := desired.CheckTrusted(g.config, g.dropIn()); err != nil {
+			return fail(env, "apply", err)
+		}
+	}
+	h, closeFn, err := g.openHost(ctx, env, "apply")
 	if err != nil {
 		return fail(env, "apply", err)
 	}
 	defer closeFn()
+	if _, err := h.RefusePending(ctx); err != nil {
+		return fail(env, "apply", err)
+	}
+	// The files are read once, and what is applied is what gets recorded
+	// as confirmed: an edit made meanwhile is neither.
+	snap, err := safeapply.ReadSnapshot(g.config, g.dropIn(), time.Now(), "apply")
+	if err != nil {
+		return fail(env, "apply", err)
+	}
+	cfg, err := desired.Parse(snap.Sources())
+	if err != nil {
+		return fail(env, "apply", err)
+	}
+	eng := h.Engine
 	plan, pools, conflicts := eng.PlanDesired(ctx, cfg.State, false)
 	if plan == nil {
 		return fail(env, "apply", conflicts)
 	}
+	out := applyOutput{Operations: []diff.Op{}, Errors: []string{}, Warnings: []string{}}
+	var res *apply.Result
+	var applyErr error
 	if plan.Empty() && conflicts == nil {
-		if err := eng.SaveLedger(); err != nil {
-			return fail(env, "apply", err)
-		}
-		if !quiet {
-			fmt.Fprintln(env.Stdout, "No changes: the kernel matches the configuration.")
-		}
-		return ExitOK
+		applyErr = eng.SaveLedger()
+		res = &apply.Result{}
+	} else {
+		res, applyErr = eng.Apply(ctx, plan)
 	}
-	res, err := eng.Apply(ctx, plan)
-	if !quiet {
+	err = errors.Join(conflicts, res.Err(), applyErr)
+	// Verify, always: the kernel read again must need no change.
+	verr := safeapply.Verify(ctx, eng, cfg.State)
+	if err == nil && verr == nil {
+		// Not a failure of the apply: the kernel is right. Only the next
+		// apply --confirm-within lacks this restore point.
+		if rerr := h.RecordConfirmed(snap); rerr != nil {
+			out.Warnings = append(out.Warnings, "not recorded as the confirmed configuration: "+rerr.Error())
+			fmt.Fprintf(env.Stderr, "netreconcile apply: warning: not recorded as the confirmed configuration: %v\n", rerr)
+		}
+	}
+	out.Operations, out.Changed, out.Verified = nonNil(res.Done), len(res.Done) > 0, verr == nil
+	out.Errors = errStrings(err)
+	if verr != nil {
+		out.Errors = append(out.Errors, verr.Error())
+	}
+	switch {
+	case o.output == "json":
+		printJSON(env, out)
+	case o.quiet:
+	case len(res.Done)+len(res.Failed) == 0 && err == nil:
+		fmt.Fprintln(env.Stdout, "No changes: the kernel matches the configuration.")
+	default:
 		diff.WriteOps(env.Stdout, res.Done)
 		// Done and Failed hold every op the apply ran, the MTUs it set
 		// again on masters (apply.Apply) included.
 		fmt.Fprintf(env.Stdout, "Applied %d of %d operations.\n", len(res.Done), len(res.Done)+len(res.Failed))
 		writePoolSummary(ctx, env.Stdout, eng, cfg.State, pools, false)
 	}
-	err = errors.Join(conflicts, res.Err(), err)
-	if err != nil {
+	if err = errors.Join(err, verr); err != nil {
 		return fail(env, "apply", err)
 	}
 	return ExitOK

@@ -65,6 +65,13 @@ type Options struct {
 	Watchdog time.Duration
 	// AllowInsecureConfig skips desired.CheckTrusted (--allow-insecure-config).
 	AllowInsecureConfig bool
+	// StatusExtra, when set, adds to STATUS= (a pending safe-apply
+	// transaction and its time left); "" adds nothing.
+	StatusExtra func(now time.Time) string
+	// Converged, when set, is called once per configuration after the
+	// first pass that converged it, with the namespace's lock held: safe
+	// apply records the files as the last confirmed configuration.
+	Converged func() error
 }
 
 // Daemon is the reconcile loop.
@@ -97,6 +104,8 @@ type Daemon struct {
 	// gen counts configuration changes; convergedGen is gen at the last
 	// converged pass. Changes applied while they are equal repair drift.
 	gen, convergedGen uint64
+	// reportedGen is gen when Options.Converged last succeeded.
+	reportedGen uint64
 	forceParse        bool
 	// dropInGone: the drop-in directory is missing and the last good
 	// configuration, which has fragments from it, stays (loadConfig).

@@ -305,7 +305,36 @@ type LockOptions struct {
 	// Waiting is called once, with the holder's recorded pid (0 if
 	// unknown), when the lock is taken by someone else.
 	Waiting func(pid int)
+	// NoWait returns at once, with an error wrapping ErrLocked, when
+	// someone else holds the lock: a probe for a live holder (the daemon).
+	NoWait bool
 }
+
+// ErrLocked: the lock is held by someone else (LockOptions.NoWait).
+var ErrLocked = errors.New("held by another process")
+
+// LockedBy returns the pid an ErrLocked error names (0 if unknown).
+func LockedBy(err error) int {
+	var l *lockedError
+	if errors.As(err, &l) {
+		return l.pid
+	}
+	return 0
+}
+
+type lockedError struct {
+	path string
+	pid  int
+}
+
+func (e *lockedError) Error() string {
+	if e.pid > 0 {
+		return fmt.Sprintf("lock %s: held by pid %d", e.path, e.pid)
+	}
+	return fmt.Sprintf("lock %s: %v", e.path, ErrLocked)
+}
+
+func (e *lockedError) Unwrap() error { return ErrLocked }
 
 // Lock takes an exclusive flock on the file name (made with mode 0600,
 // never followed), waiting until ctx is done. The lock belongs to the open
@@ -350,11 +379,13 @@ func (d *Dir) Lock(ctx context.Context, name string, opts LockOptions) (unlock f
 		f.Close()
 		return nil, fmt.Errorf("lock %s: %w", p, err)
 	}
-	holder := 0
-	if opts.RecordPID {
-		var buf [32]byte
-		n, _ := f.ReadAt(buf[:], 0)
-		holder, _ = strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	// The holder's pid, when it recorded one (RecordPID).
+	var buf [32]byte
+	n, _ := f.ReadAt(buf[:], 0)
+	holder, _ := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	if opts.NoWait {
+		f.Close()
+		return nil, &lockedError{p, holder}
 	}
 	if opts.Waiting != nil {
 		opts.Waiting(holder)
