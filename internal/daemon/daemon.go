@@ -106,7 +106,7 @@ type Daemon struct {
 	gen, convergedGen uint64
 	// reportedGen is gen when Options.Converged last succeeded.
 	reportedGen uint64
-	forceParse        bool
+	forceParse  bool
 	// dropInGone: the drop-in directory is missing and the last good
 	// configuration, which has fragments from it, stays (loadConfig).
 	dropInGone    bool
