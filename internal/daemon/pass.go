@@ -42,6 +42,14 @@ func (d *Daemon) pass(ctx context.Context) error {
 		return nil
 	}
 	defer unlock()
+	// The files are read again under the lock (a few small reads; parsed
+	// only when changed): a writer that held it while this pass waited
+	// may have changed them (apply --candidate installs the file it
+	// applies), and the configuration read before would undo its work.
+	d.loadConfig()
+	st = d.cfg.State
+	d.stats.objects = st.Objects()
+	d.m.objects.Set(float64(d.stats.objects))
 
 	plan, planErr := d.eng.plan(ctx, st)
 	if plan == nil {
