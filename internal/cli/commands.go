@@ -152,8 +152,12 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		res, applyErr = eng.Apply(ctx, plan)
 	}
 	err = errors.Join(conflicts, res.Err(), applyErr)
-	// Verify, always: the kernel read again must need no change.
-	verr := safeapply.Verify(ctx, eng, cfg.State)
+	// Verify, always: the kernel read again must need no change. A failed
+	// apply is known not to match.
+	var verr error
+	if err == nil {
+		verr = safeapply.Verify(ctx, eng, cfg.State)
+	}
 	if err == nil && verr == nil {
 		// Not a failure of the apply: the kernel is right. Only the next
 		// apply --confirm-within lacks this restore point.
