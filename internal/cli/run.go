@@ -13,6 +13,7 @@ import (
 	sd "github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/netreconcile/netreconcile/internal/daemon"
+	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
@@ -163,10 +164,8 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 
 		AllowInsecureConfig: g.allowInsecureConfig,
 		StatusExtra:         txns.Status,
-		// The files are read again: an edit made since the pass read
-		// them is recorded a pass early (the next pass applies it).
-		Converged: func() error {
-			snap, err := safeapply.ReadSnapshot(g.config, g.dropIn(), time.Now(), "run")
+		Converged: func(srcs []desired.Source) error {
+			snap, err := safeapply.SnapshotOf(g.config, g.dropIn(), srcs, time.Now(), "run")
 			if err != nil {
 				return err
 			}

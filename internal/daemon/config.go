@@ -87,7 +87,7 @@ func (d *Daemon) loadConfig() {
 		// Which key changed is not said: only that one did.
 		d.log.Info("secret files changed")
 	}
-	d.cfg, d.cfgHash, d.badHash = cfg, h, [sha256.Size]byte{}
+	d.cfg, d.cfgSrcs, d.cfgHash, d.badHash = cfg, srcs, h, [sha256.Size]byte{}
 	d.secrets, d.secretsDigest = stamp, digest
 	d.secretDirs.set(secretPaths(cfg.State))
 	d.gen++

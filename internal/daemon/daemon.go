@@ -69,9 +69,10 @@ type Options struct {
 	// transaction and its time left); "" adds nothing.
 	StatusExtra func(now time.Time) string
 	// Converged, when set, is called once per configuration after the
-	// first pass that converged it, with the namespace's lock held: safe
-	// apply records the files as the last confirmed configuration.
-	Converged func() error
+	// first pass that converged it, with the namespace's lock held and the
+	// files' content as that pass enforced it: safe apply records them as
+	// the last confirmed configuration.
+	Converged func(srcs []desired.Source) error
 }
 
 // Daemon is the reconcile loop.
@@ -94,7 +95,9 @@ type Daemon struct {
 	// The configuration being enforced and the hash of the sources it came
 	// from; badHash is the hash of sources that failed to parse, so that an
 	// invalid file is parsed and reported once, not on every pass.
-	cfg              *desired.Config
+	cfg *desired.Config
+	// cfgSrcs are the files cfg was parsed from (Options.Converged).
+	cfgSrcs          []desired.Source
 	cfgHash, badHash [sha256.Size]byte
 	// secrets is the stamp of the secret files cfg's keys were read from,
 	// secretsDigest the keys' values (secrets.go).

@@ -144,7 +144,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 		d.m.lastSuccess.Set(float64(d.clk.Now().UnixNano()) / 1e9)
 		d.convergedGen, d.everConverged = d.gen, true
 		if d.opts.Converged != nil && d.reportedGen != d.gen {
-			if err := d.opts.Converged(); err != nil {
+			if err := d.opts.Converged(d.cfgSrcs); err != nil {
 				d.log.Warn("record the converged configuration (retried on the next pass)", "error", err)
 			} else {
 				d.reportedGen = d.gen

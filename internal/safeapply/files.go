@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
 )
 
 // ReadSnapshot copies the configuration: the main file and the drop-ins the
@@ -44,6 +46,39 @@ func ReadSnapshot(mainFile, dropIn string, now time.Time, by string) (*Snapshot,
 			}
 			s.Files = append(s.Files, *c)
 		}
+	}
+	s.Hash = hashFiles(s.Files)
+	return s, nil
+}
+
+// SnapshotOf is ReadSnapshot for sources already read (the daemon's
+// configuration in force): their content as it was read, with the mode,
+// owner and link of each file as they are now.
+func SnapshotOf(mainFile, dropIn string, srcs []desired.Source, now time.Time, by string) (*Snapshot, error) {
+	s := &Snapshot{At: now.UTC(), By: by}
+	var err error
+	if s.Main, err = filepath.Abs(mainFile); err != nil {
+		return nil, fmt.Errorf("configuration file %s: %w", mainFile, err)
+	}
+	if dropIn != "" {
+		if s.DropIn, err = filepath.Abs(dropIn); err != nil {
+			return nil, fmt.Errorf("drop-in directory %s: %w", dropIn, err)
+		}
+	}
+	for _, src := range srcs {
+		p, err := filepath.Abs(src.Name)
+		if err != nil {
+			return nil, fmt.Errorf("configuration file %s: %w", src.Name, err)
+		}
+		c, err := readCopy(p)
+		if err != nil {
+			return nil, err
+		}
+		c.Data = src.Data
+		s.Files = append(s.Files, *c)
+	}
+	if len(s.Files) == 0 {
+		return nil, fmt.Errorf("configuration %s: no files", mainFile)
 	}
 	s.Hash = hashFiles(s.Files)
 	return s, nil
