@@ -133,6 +133,12 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		return fail(env, "apply", err)
 	}
+	if _, by, err := (&safeapply.Pin{Dir: h.Dir}).Sources(snap.Sources()); err != nil {
+		return fail(env, "apply", err)
+	} else if by != "" {
+		return fail(env, "apply", fmt.Errorf("the configuration files hold what safe-apply transaction %s rolled back and could not write back "+
+			"(the confirmed configuration stays in force): edit them, or apply them again inside a transaction with --confirm-within", by))
+	}
 	cfg, err := desired.Parse(snap.Sources())
 	if err != nil {
 		return fail(env, "apply", err)

@@ -164,6 +164,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 
 		AllowInsecureConfig: g.allowInsecureConfig,
 		StatusExtra:         txns.Status,
+		Pin:                 (&safeapply.Pin{Dir: nst.dir}).Sources,
 		Converged: func(srcs []desired.Source) error {
 			snap, err := safeapply.SnapshotOf(g.config, g.dropIn(), srcs, time.Now(), "run")
 			if err != nil {

@@ -73,6 +73,10 @@ type Options struct {
 	// files' content as that pass enforced it: safe apply records them as
 	// the last confirmed configuration.
 	Converged func(srcs []desired.Source) error
+	// Pin, when set, may replace the files' sources by others to enforce
+	// (safeapply.Pin: the confirmed configuration, while the files hold
+	// one a rollback could not write back); by names who pinned them.
+	Pin func(srcs []desired.Source) (out []desired.Source, by string, err error)
 }
 
 // Daemon is the reconcile loop.
@@ -96,6 +100,9 @@ type Daemon struct {
 	// from; badHash is the hash of sources that failed to parse, so that an
 	// invalid file is parsed and reported once, not on every pass.
 	cfg *desired.Config
+	// pinnedBy is the transaction whose rollback pins the configuration
+	// (Options.Pin), "" when none does.
+	pinnedBy string
 	// cfgSrcs are the files cfg was parsed from (Options.Converged).
 	cfgSrcs          []desired.Source
 	cfgHash, badHash [sha256.Size]byte

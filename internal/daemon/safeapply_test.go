@@ -40,3 +40,30 @@ func TestConvergedAndStatusExtra(t *testing.T) {
 		t.Errorf("after a change: %d calls", len(got))
 	}
 }
+
+// A configuration pinned by a rollback that could not write the files back
+// is enforced instead of the files, until the files change.
+func TestPinnedConfiguration(t *testing.T) {
+	e := newLoopEnv(t, twoBridges)
+	one := "version: 1\nlinks:\n  br0: {kind: bridge}\n"
+	rejected := twoBridges
+	e.d.opts.Pin = func(srcs []desired.Source) ([]desired.Source, string, error) {
+		if len(srcs) == 1 && string(srcs[0].Data) == rejected {
+			return []desired.Source{{Name: srcs[0].Name, Data: []byte(one)}}, "T", nil
+		}
+		return srcs, "", nil
+	}
+	e.start()
+	if !e.eng.kernel["br0"] || e.eng.kernel["br1"] {
+		t.Fatalf("the pinned configuration is not the one enforced: %v", e.eng.kernel)
+	}
+	if !strings.Contains(e.log.String(), "transaction=T") {
+		t.Errorf("the pin is not logged:\n%s", e.log.String())
+	}
+	e.write(twoBridges + "# edited\n")
+	e.wake()
+	e.run(time.Second)
+	if !e.eng.kernel["br1"] {
+		t.Errorf("an edit did not lift the pin: %v", e.eng.kernel)
+	}
+}

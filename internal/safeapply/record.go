@@ -171,7 +171,21 @@ type File struct {
 	Pending   *Txn      `json:"pending,omitempty"`
 	Last      *Txn      `json:"last,omitempty"`
 	Confirmed *Snapshot `json:"confirmed,omitempty"`
-	Counts    Counts    `json:"counts"`
+	// Rejected is set by a rollback that could not write the files back
+	// (pin.go): while the files hold exactly what was rolled back, the
+	// confirmed configuration is enforced instead.
+	Rejected *Rejected `json:"rejected,omitempty"`
+	Counts   Counts    `json:"counts"`
+}
+
+// Rejected names the configuration a rollback could not take off the disk.
+type Rejected struct {
+	// ID is the transaction rolled back; Hash is SourcesHash of the files
+	// as they were then.
+	ID   string `json:"id"`
+	Hash string `json:"hash"`
+	// Error is why the files could not be written back.
+	Error string `json:"error"`
 }
 
 // Load reads the namespace's transaction file; a missing one is empty.

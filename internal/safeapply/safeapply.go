@@ -264,7 +264,7 @@ func (h *Host) Confirm(ctx context.Context, id string) (*Txn, *RollbackResult, e
 	now := h.now()
 	applied := *f.Pending.Applied
 	applied.At, applied.By = now.UTC(), "confirm"
-	f.Confirmed = &applied
+	f.Confirmed, f.Rejected = &applied, nil
 	t := f.end(Confirmed, "", "", now)
 	if err := f.Save(h.Dir); err != nil {
 		return nil, nil, fmt.Errorf("confirm %s: %w", t.ID, err)
@@ -351,6 +351,16 @@ func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string
 		r.Files = files
 		if err != nil {
 			errs = append(errs, fmt.Errorf("restore files: %w", err))
+		}
+	}
+	// Files that could not be written back are pinned (pin.go): while
+	// they hold what is rolled back now, the confirmed configuration is
+	// enforced instead, so the daemon's next pass does not apply them
+	// again.
+	f.Rejected = nil
+	if len(errs) > 0 {
+		if cur, err := ReadSnapshot(t.Restore.Main, t.Restore.DropIn, h.now(), "rollback"); err == nil {
+			f.Rejected = &Rejected{ID: t.ID, Hash: SourcesHash(cur.Sources()), Error: errs[0].Error()}
 		}
 	}
 	cfg, err := desired.Parse(t.Restore.Sources())

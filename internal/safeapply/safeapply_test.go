@@ -439,3 +439,50 @@ func mustParse(t *testing.T, s *Snapshot) *desired.Config {
 	}
 	return cfg
 }
+
+// A rollback that cannot write the files back (here: their directory became
+// writable by others, which CheckTrusted refuses; in production, the
+// service's user cannot write /etc/netreconcile) still rolls the kernel back
+// and pins the confirmed configuration while the files hold the rejected one.
+func TestRollbackThatCannotWriteTheFilesPins(t *testing.T) {
+	f := newFixture(t)
+	f.h.AllowInsecureConfig = false
+	etc := filepath.Dir(f.main)
+	f.write(goodConf)
+	f.applyPlain()
+	ctx := context.Background()
+	if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(etc, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	rolled, err := f.h.Rollback(ctx, "", CauseManual, "test")
+	if err != nil || rolled.Err == nil || !strings.Contains(rolled.Txn.Detail, "files not restored") {
+		t.Fatalf("rollback: %v %+v", err, rolled)
+	}
+	if f.file() != badConf || f.routes() != wantGood {
+		t.Fatalf("want the file as it was and the kernel rolled back:\n%s\n%s", f.file(), f.routes())
+	}
+	pin := &Pin{Dir: f.h.Dir}
+	bad, err := ReadSnapshot(f.main, "", f.now, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, by, err := pin.Sources(bad.Sources())
+	if err != nil || by != rolled.Txn.ID || len(out) != 1 || string(out[0].Data) != goodConf {
+		t.Fatalf("pin of the rejected files: %v %q %v", err, by, out)
+	}
+	// An edit lifts it.
+	f.write(badConf + "# edited\n")
+	edited, err := ReadSnapshot(f.main, "", f.now, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, by, err := pin.Sources(edited.Sources()); by != "" || err != nil {
+		t.Errorf("an edited file is still pinned: %q %v", by, err)
+	}
+	if err := os.Chmod(etc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}

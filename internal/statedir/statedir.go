@@ -170,6 +170,20 @@ func (d *Dir) Exists(name string) (bool, error) {
 	return true, nil
 }
 
+// Stamp returns the modification time and size of the entry name (not
+// followed), for a cache to tell a rewritten file; a missing one is zero.
+func (d *Dir) Stamp(name string) (int64, int64, error) {
+	var st unix.Stat_t
+	err := unix.Fstatat(d.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if errors.Is(err, unix.ENOENT) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", filepath.Join(d.path, name), err)
+	}
+	return st.Mtim.Nano(), st.Size, nil
+}
+
 func trusted(uid uint32) bool { return uid == 0 || int(uid) == os.Geteuid() }
 
 func ownerErr(path string, uid uint32) error {
