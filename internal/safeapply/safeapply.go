@@ -7,7 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
@@ -443,6 +447,11 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 	}
 	applied := cur
 	if req.Candidate != nil {
+		// Found out now rather than after the transaction is recorded:
+		// the packaged service's user cannot write /etc/netreconcile.
+		if dir := filepath.Dir(cur.Main); unix.Access(dir, unix.W_OK) != nil {
+			return nil, fmt.Errorf("--candidate: cannot install the file: %s is not writable by uid %d (nothing was changed)", dir, os.Geteuid())
+		}
 		applied = cur.WithMain(req.Candidate, now, "apply")
 	}
 	// Nothing is written before the change is known to be valid: an
