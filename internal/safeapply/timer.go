@@ -196,10 +196,21 @@ func WaitDue(ctx context.Context, dir *statedir.Dir, id string, open func(ctx co
 		}
 		h, closeFn, err := open(ctx)
 		if err != nil {
-			return nil, err
+			// A lock held past --lock-timeout, a kernel that cannot be
+			// opened for now: this process is the deadline's only
+			// keeper, so it tries again while the transaction is pending.
+			select {
+			case <-ctx.Done():
+				return nil, errors.Join(err, ctx.Err())
+			case <-time.After(retryDue):
+			}
+			continue
 		}
 		rolled, _, err := h.Due(ctx)
 		closeFn()
 		return rolled, err
 	}
 }
+
+// retryDue is the wait of a timer that could not act at the deadline.
+const retryDue = time.Second
