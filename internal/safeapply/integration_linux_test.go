@@ -546,3 +546,56 @@ func TestAnotherBootRollsBackBeforeTheFirstConverge(t *testing.T) {
 		t.Errorf("foreign objects changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
+
+// The probes on the real kernel, each seen passing and failing: the
+// gateway answers ARP or not, the SSH client's route changes, a TCP
+// listener is reachable or not.
+func TestProbesOnTheKernel(t *testing.T) {
+	m := newMgmt(t)
+	ctx := t.Context()
+	serve(t, m.client, clientIP+":"+probePort)
+	nettest.IP(t, m.host, "route", "add", "default", "via", "10.77.0.2", "proto", "static")
+	env := safeapply.ProbeEnv{Netns: "/run/netns/" + m.host, Getenv: func(k string) string {
+		if k == "SSH_CONNECTION" {
+			return clientIP + " 50000 10.77.0.1 22"
+		}
+		return ""
+	}}
+	probe := func(spec string) safeapply.Probe {
+		p, err := safeapply.ParseProbe(spec, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gw, ssh, tcp := probe("gateway"), probe("ssh"), probe("tcp:"+clientIP+":"+probePort)
+	for _, p := range []safeapply.Probe{gw, ssh, tcp} {
+		if err := p.Check(ctx); err != nil {
+			t.Errorf("%s before: %v", p, err)
+		}
+	}
+	if err := probe("tcp:" + clientIP + ":1").Check(ctx); err == nil {
+		t.Error("tcp probe to a closed port passed")
+	}
+	// The client's route moves to another link and next hop: the
+	// session's path changed.
+	nettest.IP(t, m.host, "route", "replace", "10.66.0.0/24", "via", "10.55.0.2", "proto", "static")
+	if err := ssh.Check(ctx); err == nil {
+		t.Error("ssh probe passed after the client's route changed")
+	}
+	// A gateway that does not answer ARP.
+	nettest.IP(t, m.host, "route", "replace", "default", "via", "10.77.0.9", "dev", "mg0", "onlink", "proto", "static")
+	start := time.Now()
+	if err := gw.Check(ctx); err == nil {
+		t.Error("gateway probe passed for a next hop nobody answers for")
+	} else {
+		t.Logf("gateway probe failed in %s: %v", time.Since(start).Round(time.Millisecond), err)
+	}
+	if _, err := safeapply.ParseProbe("tcp:nohost", env); err == nil {
+		t.Error("tcp:nohost accepted")
+	}
+	noSSH := safeapply.ProbeEnv{Netns: env.Netns, Getenv: func(string) string { return "" }}
+	if p, _ := safeapply.ParseProbe("ssh", noSSH); p.Check(ctx) == nil {
+		t.Error("ssh probe passed without $SSH_CONNECTION")
+	}
+}
