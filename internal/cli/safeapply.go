@@ -180,6 +180,9 @@ func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 			out.Errors = append(out.Errors, res.Outcome.Verify.Error())
 		}
 	}
+	if err != nil && len(out.Errors) == 0 {
+		out.Errors = []string{err.Error()}
+	}
 	if res.Txn != nil {
 		out.Probes = &probesOutput{Armed: nonNil(res.Armed), Skipped: nonNil(res.Skipped), After: nonNil(res.After), AfterRollback: nonNil(res.Again)}
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -140,7 +141,7 @@ func readCopy(p string) (*FileCopy, error) {
 		return nil, fmt.Errorf("read configuration %s: %w", p, err)
 	}
 	c.Mode = fi.Mode().Perm()
-	if st, ok := fi.Sys().(*unix.Stat_t); ok {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		c.UID, c.GID = int(st.Uid), int(st.Gid)
 	}
 	return c, nil

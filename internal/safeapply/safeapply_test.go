@@ -486,3 +486,38 @@ func TestRollbackThatCannotWriteTheFilesPins(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A file written back keeps its mode and owner (the packaged service's
+// files belong to its user when it may write them).
+func TestRollbackKeepsModeAndOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	f := newFixture(t)
+	f.write(goodConf)
+	if err := os.Chown(f.main, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	f.applyPlain()
+	ctx := context.Background()
+	if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	owner := func() (uint32, uint32, os.FileMode) {
+		fi, err := os.Stat(f.main)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		return st.Uid, st.Gid, fi.Mode().Perm()
+	}
+	if u, g, m := owner(); u != 65534 || g != 65534 || m != 0o640 {
+		t.Errorf("installed candidate: %d:%d %v", u, g, m)
+	}
+	if _, err := f.h.Rollback(ctx, "", CauseManual, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if u, g, m := owner(); u != 65534 || g != 65534 || m != 0o640 || f.file() != goodConf {
+		t.Errorf("restored file: %d:%d %v", u, g, m)
+	}
+}
