@@ -298,9 +298,11 @@ func commands() []command {
 		{"validate", "check the configuration, touch nothing", validateHelp, runValidate},
 		{"diff", "show the plan that apply would execute", diffHelp, runDiff},
 		{"apply", "make the kernel match the configuration, once", applyHelp, runApply},
+		{"confirm", "confirm the pending safe-apply transaction", confirmHelp, runConfirm},
+		{"rollback", "roll the pending safe-apply transaction back now", rollbackHelp, runRollback},
 		{"show", "print the kernel state as configuration", showHelp, runShow},
 		{"run", "keep the kernel equal to the configuration (the service)", runHelp, runRun},
-		{"status", "show WireGuard peers: endpoint, state, handshake", statusHelp, runStatus},
+		{"status", "show a pending transaction and WireGuard peers", statusHelp, runStatus},
 		{"ipam", "hand out addresses from the configuration's pools", ipamHelp, runIPAM},
 	}
 }

@@ -5,9 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"time"
 
+	"github.com/netreconcile/netreconcile/internal/apply"
+	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/render"
+	"github.com/netreconcile/netreconcile/internal/safeapply"
 )
 
 func runValidate(ctx context.Context, env *Env, args []string) int {
@@ -88,53 +92,126 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 	return ExitChanges
 }
 
+// applyOpts are apply's own options.
+type applyOpts struct {
+	quiet         bool
+	output        string
+	confirmWithin time.Duration
+	candidate     string
+	probes        probeFlag
+	timer         string
+}
+
 func runApply(ctx context.Context, env *Env, args []string) int {
 	var g globals
-	var quiet bool
-	var output string
+	var o applyOpts
 	fs := g.flags("apply")
-	fs.BoolVar(&quiet, "quiet", false, "")
-	fs.BoolVar(&quiet, "q", false, "")
-	outputFlag(fs, &output)
+	fs.BoolVar(&o.quiet, "quiet", false, "")
+	fs.BoolVar(&o.quiet, "q", false, "")
+	outputFlag(fs, &o.output)
+	fs.DurationVar(&o.confirmWithin, "confirm-within", 0, "")
+	fs.StringVar(&o.candidate, "candidate", "", "")
+	fs.Var(&o.probes, "probe", "")
+	fs.StringVar(&o.timer, "rollback-timer", string(safeapply.TimerAuto), "")
 	if ok, code := parse(env, fs, applyHelp, args); !ok {
 		return code
 	}
-	if badOutput(env, "apply", output) {
+	if badOutput(env, "apply", o.output) {
 		return ExitUsage
 	}
-	// The text report is printed unless -q; JSON replaces it.
-	text := !quiet && output != "json"
-	cfg, eng, closeFn, err := g.loadAndOpen(ctx, env, "apply", false)
+	if o.confirmWithin < 0 {
+		fmt.Fprintf(env.Stderr, "netreconcile apply: --confirm-within must be positive, not %s\n", o.confirmWithin)
+		return ExitUsage
+	}
+	if o.confirmWithin > 0 {
+		return runSafeApply(ctx, env, &g, &o)
+	}
+	for _, name := range []string{"candidate", "probe", "rollback-timer"} {
+		if isSet(fs, name) {
+			fmt.Fprintf(env.Stderr, "netreconcile apply: --%s goes with --confirm-within\n", name)
+			return ExitUsage
+		}
+	}
+	if !g.allowInsecureConfig {
+		if err := desired.CheckTrusted(g.config, g.dropIn()); err != nil {
+			return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
+		}
+	}
+	h, closeFn, err := g.openHost(ctx, env, "apply")
 	if err != nil {
-		return failJSON(env, "apply", output, applyReport(nil, nil, err), err)
+		return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
 	}
 	defer closeFn()
+	if _, err := h.RefusePending(ctx); err != nil {
+		return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
+	}
+	// The files are read once, and what is applied is what gets recorded
+	// as confirmed: an edit made meanwhile is neither.
+	snap, err := safeapply.ReadSnapshot(g.config, g.dropIn(), time.Now(), "apply")
+	if err != nil {
+		return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
+	}
+	if _, by, err := (&safeapply.Pin{Dir: h.Dir}).Sources(snap.Sources()); err != nil {
+		return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
+	} else if by != "" {
+		err := fmt.Errorf("the configuration files hold what safe-apply transaction %s rolled back and could not write back "+
+			"(the confirmed configuration stays in force): edit them, or apply them again inside a transaction with --confirm-within", by)
+		return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
+	}
+	cfg, err := desired.Parse(snap.Sources())
+	if err != nil {
+		return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
+	}
+	eng := h.Engine
 	plan, pools, conflicts := eng.PlanDesired(ctx, cfg.State, false)
 	if plan == nil {
-		return failJSON(env, "apply", output, applyReport(nil, nil, conflicts), conflicts)
+		return failJSON(env, "apply", o.output, applyReport(nil, nil, conflicts), conflicts)
 	}
+	var warnings []string
+	var res *apply.Result
+	var applyErr error
 	if plan.Empty() && conflicts == nil {
-		if err := eng.SaveLedger(); err != nil {
-			return failJSON(env, "apply", output, applyReport(plan, nil, err), err)
-		}
-		if output == "json" {
-			return failJSON(env, "apply", output, applyReport(plan, nil, nil), nil)
-		}
-		if text {
-			fmt.Fprintln(env.Stdout, "No changes: the kernel matches the configuration.")
-		}
-		return ExitOK
+		applyErr = eng.SaveLedger()
+		res = &apply.Result{}
+	} else {
+		res, applyErr = eng.Apply(ctx, plan)
 	}
-	res, err := eng.Apply(ctx, plan)
-	if text {
+	err = errors.Join(conflicts, res.Err(), applyErr)
+	// Verify, always: the kernel read again must need no change. A failed
+	// apply is known not to match.
+	var verr error
+	if err == nil {
+		verr = safeapply.Verify(ctx, eng, cfg.State)
+	}
+	if err == nil && verr == nil {
+		// Not a failure of the apply: the kernel is right. Only the next
+		// apply --confirm-within lacks this restore point.
+		if rerr := h.RecordConfirmed(snap); rerr != nil {
+			warnings = append(warnings, "not recorded as the confirmed configuration: "+rerr.Error())
+			fmt.Fprintf(env.Stderr, "netreconcile apply: warning: not recorded as the confirmed configuration: %v\n", rerr)
+		}
+	}
+	switch {
+	case o.output == "json":
+		r := applyReport(plan, res, errors.Join(err, verr))
+		r.Changed, r.Verified, r.Warnings = len(res.Done) > 0, err == nil && verr == nil, nonNil(warnings)
+		if jerr := writeJSON(env.Stdout, r); jerr != nil && err == nil && verr == nil {
+			return fail(env, "apply", jerr)
+		}
+	case o.quiet:
+	case len(res.Done)+len(res.Failed) == 0 && err == nil:
+		fmt.Fprintln(env.Stdout, "No changes: the kernel matches the configuration.")
+	default:
 		diff.WriteOps(env.Stdout, res.Done)
 		// Done and Failed hold every op the apply ran, the MTUs it set
 		// again on masters (apply.Apply) included.
 		fmt.Fprintf(env.Stdout, "Applied %d of %d operations.\n", len(res.Done), len(res.Done)+len(res.Failed))
 		writePoolSummary(ctx, env.Stdout, eng, cfg.State, pools, false)
 	}
-	err = errors.Join(conflicts, res.Err(), err)
-	return failJSON(env, "apply", output, applyReport(plan, res, err), err)
+	if err = errors.Join(err, verr); err != nil {
+		return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
+	}
+	return ExitOK
 }
 
 func runShow(ctx context.Context, env *Env, args []string) int {
@@ -164,7 +241,7 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 		return fail(env, "show", err)
 	}
 	if !all {
-		st = owned(st)
+		st = st.Owned()
 	}
 	data, err := render.State(st)
 	if err != nil {

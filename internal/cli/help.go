@@ -36,10 +36,13 @@ Usage:
 Commands:
   validate   check the configuration; touches nothing, needs no privileges
   diff       show what apply would change (exit 0: nothing, 2: changes pending)
-  apply      make the kernel match the configuration, once
+  apply      make the kernel match the configuration, once (--confirm-within:
+             roll back by itself unless confirmed)
+  confirm    confirm the pending safe-apply transaction
+  rollback   roll the pending safe-apply transaction back now
   show       print what netreconcile owns in the kernel, as configuration
   run        keep the kernel equal to the configuration (the service)
-  status     show WireGuard peers: endpoint in use, state, last handshake
+  status     show a pending safe-apply transaction and WireGuard peers
   ipam       hand out addresses from the IPAM pools (allocate, release, list, gc)
   version    print the version
   help CMD   show the help of one command
@@ -110,12 +113,103 @@ An operation that fails does not stop independent ones; the command reports
 how many failed and why, exits 1, and the next apply continues from where
 this one stopped. A second apply of the same file makes no change.
 
+Every apply verifies: it reads the kernel again and requires an empty plan,
+retrying for about 1.5 s for what the kernel finishes on its own. A kernel
+that still differs fails the apply (exit 1). An apply that converged records
+the files as the namespace's last confirmed configuration, the restore point
+of the next apply --confirm-within.
+
+While a safe-apply transaction is pending (below), a plain apply is refused:
+confirm the transaction, roll it back, or apply with --confirm-within.
+
+Safe apply (commit-confirmed):
+  --confirm-within DURATION
+                       apply inside a transaction that rolls back by itself
+                       unless "netreconcile confirm" runs within DURATION
+                       (e.g. 2m). Before the first kernel write, the
+                       transaction is recorded in the state directory: its
+                       id, deadline and boot id, the last confirmed
+                       configuration's files (the restore point) and the
+                       kernel state netreconcile owned. A rollback writes
+                       those files back and plans the kernel to them; it
+                       touches nothing netreconcile does not own. The
+                       deadline is held by the daemon when one runs for the
+                       namespace, else by a transient systemd timer, else by
+                       a detached process; a transaction found after a
+                       reboot is rolled back first. Given again while one is
+                       pending, it applies the files as they are now, moves
+                       the deadline and keeps the first restore point.
+      --candidate FILE install FILE as the main configuration file once the
+                       transaction is recorded (atomically, keeping the
+                       file's mode and owner), then apply it. With the
+                       daemon running this is how a change gets covered: the
+                       daemon applies a file edited in place at once, before
+                       any transaction exists. Without --candidate, the
+                       files on disk are applied and the restore point is the
+                       last confirmed configuration.
+      --probe PROBE    (repeatable) a check run before and after the apply:
+                         tcp:HOST:PORT  a TCP connection succeeds
+                         gateway        the IPv4 default route's next hop
+                                        answers ARP
+                         ssh            the client of $SSH_CONNECTION is
+                                        routed as before (ip route get)
+                         wireguard:LINK the peers of LINK with a fresh
+                                        handshake (under 180 s) keep it
+                       Only probes passing before the apply are armed (the
+                       others are reported as skipped). An armed probe that
+                       fails after the apply rolls back at once, then runs
+                       again; the output says what it found.
+      --rollback-timer MODE
+                       what holds the deadline once apply returns: auto
+                       (default: the daemon, else systemd, else a process),
+                       daemon, systemd or process
+  A failed operation or a failed verify inside a transaction rolls it back at
+  once. Exit status 1 when the change was rolled back.
+
 Options:
   -q, --quiet          print nothing on success
   -o, --output FORMAT  text (default) or json: {"ops": the operations done,
                        "failed": those the kernel refused, each with
-                       "op_error"}, and on failure "error", "errors" and
-                       "conflicts" as diff prints them
+                       "op_error"; "changed", "verified", "transaction",
+                       "probes", "rollback", "warnings" (docs/safe-apply.md);
+                       on failure "error", "errors" and "conflicts" as diff
+                       prints them}; fields are only ever added
+` + commonFlags
+
+const confirmHelp = `Usage: netreconcile confirm [OPTIONS] [ID]
+
+Confirm the pending safe-apply transaction (netreconcile apply
+--confirm-within), from any session: its configuration becomes the
+namespace's confirmed one, the restore point of the next transaction, and
+its timer is stopped. ID, when given, must be the pending transaction's.
+
+A transaction whose deadline passed, or that began before a reboot, cannot
+be confirmed: it is rolled back now, and confirm exits 1.
+
+Confirm from a new connection (a new SSH session, a later Ansible task): a
+change that cut the host off cannot be confirmed, and rolls back.
+
+Options:
+  -o, --output FORMAT  text (default) or json: {"transaction": {...},
+                       "rollback": null}
+` + commonFlags
+
+const rollbackHelp = `Usage: netreconcile rollback [OPTIONS] [ID]
+
+Roll the pending safe-apply transaction back now: write the restore point's
+configuration files back (each atomically; what they replaced is kept
+beside them as .NAME.rejected-ID, and a drop-in added since is moved there
+too), then make the kernel match them by a plan from the kernel as it is,
+leaving everything netreconcile does not own alone, and verify. ID, when
+given, must be the pending transaction's.
+
+Options:
+      --due            wait for transaction ID's deadline (as recorded; an
+                       extension moves it) and roll it back then, unless it
+                       ended before: what a timer runs
+  -o, --output FORMAT  text (default) or json: {"transaction": {...},
+                       "rollback": {"cause", "detail", "files", "operations",
+                       "error"}}
 ` + commonFlags
 
 const showHelp = `Usage: netreconcile show [OPTIONS]

@@ -7,6 +7,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/redact"
+	"github.com/netreconcile/netreconcile/internal/safeapply"
 )
 
 // What validate, diff and apply print with -o json, for programs (the Ansible
@@ -95,8 +96,9 @@ func planReport(plan *diff.Plan, err error) planJSON {
 	return r
 }
 
-// applyJSON is `apply -o json`: the operations done and failed, in the form
-// of diff's plan, and why the command failed.
+// applyJSON is `apply -o json`, plain or with --confirm-within: the
+// operations done and failed, in the form of diff's plan, the verify and the
+// safe-apply transaction (docs/safe-apply.md), and why the command failed.
 type applyJSON struct {
 	// Done are the operations the kernel took, in order: `changed` for a
 	// caller is a non-empty "ops".
@@ -104,6 +106,17 @@ type applyJSON struct {
 	Failed []failedJSON `json:"failed,omitempty"`
 	// Protocol is the ownership protocol the plan wrote with.
 	Protocol int `json:"protocol,omitempty"`
+	// Changed: ops is not empty. Verified: the kernel read again after the
+	// apply needed no change.
+	Changed  bool `json:"changed"`
+	Verified bool `json:"verified"`
+	// Transaction is the safe-apply transaction (null for a plain apply),
+	// Probes its probes (absent for a plain apply), Rollback what a
+	// rollback at once did (null when none ran).
+	Transaction *safeapply.TxnReport      `json:"transaction"`
+	Probes      *probesOutput             `json:"probes,omitempty"`
+	Rollback    *safeapply.RollbackReport `json:"rollback"`
+	Warnings    []string                  `json:"warnings"`
 	jsonFailure
 }
 
@@ -123,7 +136,7 @@ func applyReport(plan *diff.Plan, res *apply.Result, err error) applyJSON {
 	if plan != nil {
 		protocol = plan.Protocol
 	}
-	r := applyJSON{Done: append([]diff.Op{}, res.Done...), Protocol: protocol, jsonFailure: failureOf(err)}
+	r := applyJSON{Done: append([]diff.Op{}, res.Done...), Protocol: protocol, Warnings: []string{}, jsonFailure: failureOf(err)}
 	for _, f := range res.Failed {
 		r.Failed = append(r.Failed, failedJSON{Op: f.Op, OpError: redact.Error(f.Err).Error()})
 	}

@@ -13,9 +13,12 @@ import (
 	sd "github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/netreconcile/netreconcile/internal/daemon"
+	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
+	"github.com/netreconcile/netreconcile/internal/safeapply"
+	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
 // serviceLockWait bounds the service's wait for the namespace's lock: a
@@ -97,7 +100,53 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	lock := lg.lockFn(nst, func(pid int) {
 		log.Warn("waiting for the namespace's lock held by another writer", "pid", pid, "timeout", lg.lockTimeout)
 	})
+	// The daemon holds the namespace's safe-apply transactions: it says so
+	// by holding safeapply.DaemonLock for its whole life (apply
+	// --confirm-within then leaves the deadline to it), rolls back before
+	// the first converge a transaction begun before a reboot or past its
+	// deadline, and keeps a timer at the pending one's deadline.
+	if unlockDaemon, err := nst.dir.Lock(ctx, safeapply.DaemonLock, statedir.LockOptions{RecordPID: true, NoWait: true}); err != nil {
+		log.Warn("another daemon holds this namespace's state directory; safe-apply deadlines are left to it", "error", err)
+	} else {
+		defer unlockDaemon()
+	}
+	openTxnHost := func(ctx context.Context) (*safeapply.Host, func(), error) {
+		unlock, err := g.lockFn(nst, func(pid int) {
+			log.Warn("safe apply waits for the namespace's lock held by another writer", "pid", pid)
+		})(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		tk, err := kernel.Open(g.nsPath())
+		if err != nil {
+			unlock()
+			return nil, nil, err
+		}
+		tl, err := ledger.OpenIn(nst.dir, nst.id.Cookie)
+		if err != nil {
+			tk.Close()
+			unlock()
+			return nil, nil, err
+		}
+		h := &safeapply.Host{Dir: nst.dir, Engine: &engine.Engine{Kernel: tk, Ledger: tl, State: nst.dir}, Netns: g.netns,
+			AllowInsecureConfig: g.allowInsecureConfig, Getenv: env.Getenv}
+		return h, func() { tk.Close(); unlock() }, nil
+	}
+	if h, closeTxn, err := openTxnHost(ctx); err != nil {
+		log.Error("check for a safe-apply transaction to roll back", "error", err)
+	} else {
+		rolled, _, err := h.Due(ctx)
+		closeTxn()
+		if err != nil {
+			log.Error("roll back a safe-apply transaction at start", "error", err)
+		}
+		if rolled != nil {
+			safeapply.LogRollback(log, rolled)
+		}
+	}
+	txns := &safeapply.Source{Dir: nst.dir, Open: openTxnHost, Resync: resync, Log: log, Getenv: env.Getenv}
 	metrics := daemon.NewMetrics()
+	metrics.Registry.MustRegister(safeapply.NewCollector(nst.dir))
 	if metricsAddr != "" {
 		if err := metrics.Serve(ctx, metricsAddr, log); err != nil {
 			return fail(env, "run", err)
@@ -108,7 +157,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		log.Warn("ignoring the watchdog settings", "error", err)
 	}
 	filter := daemon.NewEventFilter()
-	sources := append(daemon.KernelEvents(k.NsHandle(), filter), daemon.ConfigFiles(g.config, g.dropIn()))
+	sources := append(daemon.KernelEvents(k.NsHandle(), filter), daemon.ConfigFiles(g.config, g.dropIn()), txns)
 	d, err := daemon.New(daemon.Options{
 		Config:   g.config,
 		DropIn:   g.dropIn(),
@@ -124,6 +173,15 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		AllowInsecureConfig: g.allowInsecureConfig,
 		LogChanges:          logChanges,
 		NoChangeLines:       logChanges == 0,
+		StatusExtra:         txns.Status,
+		Pin:                 (&safeapply.Pin{Dir: nst.dir}).Sources,
+		Converged: func(srcs []desired.Source) error {
+			snap, err := safeapply.SnapshotOf(g.config, g.dropIn(), srcs, time.Now(), "run")
+			if err != nil {
+				return err
+			}
+			return (&safeapply.Host{Dir: nst.dir}).RecordConfirmed(snap)
+		},
 	})
 	if err != nil {
 		return fail(env, "run", err)

@@ -48,6 +48,21 @@ func (d *Daemon) loadConfig() {
 		return
 	}
 	d.dropInGone = false
+	if d.opts.Pin != nil {
+		out, by, err := d.opts.Pin(srcs)
+		if err != nil {
+			d.log.Warn("read the safe-apply record; the files are enforced as they are", "error", err)
+		}
+		if by != d.pinnedBy {
+			if by != "" {
+				d.log.Warn("the configuration files hold what a safe-apply rollback rejected and could not write back; enforcing the confirmed configuration until they change", "transaction", by)
+			} else if d.pinnedBy != "" {
+				d.log.Info("the configuration files changed since the rollback; enforcing them", "transaction", d.pinnedBy)
+			}
+			d.pinnedBy = by
+		}
+		srcs = out
+	}
 	h := hashSources(srcs)
 	force := d.forceParse
 	d.forceParse = false
@@ -87,7 +102,7 @@ func (d *Daemon) loadConfig() {
 		// Which key changed is not said: only that one did.
 		d.log.Info("secret files changed")
 	}
-	d.cfg, d.cfgHash, d.badHash = cfg, h, [sha256.Size]byte{}
+	d.cfg, d.cfgSrcs, d.cfgHash, d.badHash = cfg, srcs, h, [sha256.Size]byte{}
 	d.secrets, d.secretsDigest = stamp, digest
 	d.secretDirs.set(secretPaths(cfg.State))
 	d.gen++

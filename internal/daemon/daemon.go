@@ -78,6 +78,18 @@ type Options struct {
 	// NoChangeLines logs counts only.
 	LogChanges    int
 	NoChangeLines bool
+	// StatusExtra, when set, adds to STATUS= (a pending safe-apply
+	// transaction and its time left); "" adds nothing.
+	StatusExtra func(now time.Time) string
+	// Converged, when set, is called once per configuration after the
+	// first pass that converged it, with the namespace's lock held and the
+	// files' content as that pass enforced it: safe apply records them as
+	// the last confirmed configuration.
+	Converged func(srcs []desired.Source) error
+	// Pin, when set, may replace the files' sources by others to enforce
+	// (safeapply.Pin: the confirmed configuration, while the files hold
+	// one a rollback could not write back); by names who pinned them.
+	Pin func(srcs []desired.Source) (out []desired.Source, by string, err error)
 }
 
 // Daemon is the reconcile loop.
@@ -101,7 +113,12 @@ type Daemon struct {
 	// The configuration being enforced and the hash of the sources it came
 	// from; badHash is the hash of sources that failed to parse, so that an
 	// invalid file is parsed and reported once, not on every pass.
-	cfg              *desired.Config
+	cfg *desired.Config
+	// pinnedBy is the transaction whose rollback pins the configuration
+	// (Options.Pin), "" when none does.
+	pinnedBy string
+	// cfgSrcs are the files cfg was parsed from (Options.Converged).
+	cfgSrcs          []desired.Source
 	cfgHash, badHash [sha256.Size]byte
 	// secrets is the stamp of the secret files cfg's keys were read from,
 	// secretsDigest the keys' values (secrets.go).
@@ -111,7 +128,9 @@ type Daemon struct {
 	// gen counts configuration changes; convergedGen is gen at the last
 	// converged pass. Changes applied while they are equal repair drift.
 	gen, convergedGen uint64
-	forceParse        bool
+	// reportedGen is gen when Options.Converged last succeeded.
+	reportedGen uint64
+	forceParse  bool
 	// dropInGone: the drop-in directory is missing and the last good
 	// configuration, which has fragments from it, stays (loadConfig).
 	dropInGone    bool

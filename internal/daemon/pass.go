@@ -43,6 +43,14 @@ func (d *Daemon) pass(ctx context.Context) error {
 		return nil
 	}
 	defer unlock()
+	// The files are read again under the lock (a few small reads; parsed
+	// only when changed): a writer that held it while this pass waited
+	// may have changed them (apply --candidate installs the file it
+	// applies), and the configuration read before would undo its work.
+	d.loadConfig()
+	st = d.cfg.State
+	d.stats.objects = st.Objects()
+	d.m.objects.Set(float64(d.stats.objects))
 
 	d.eng.setReread(d.rereadKinds())
 	plan, planErr := d.eng.plan(ctx, st)
@@ -138,6 +146,13 @@ func (d *Daemon) pass(ctx context.Context) error {
 		d.m.passes.WithLabelValues("converged").Inc()
 		d.m.lastSuccess.Set(float64(d.clk.Now().UnixNano()) / 1e9)
 		d.convergedGen, d.everConverged = d.gen, true
+		if d.opts.Converged != nil && d.reportedGen != d.gen {
+			if err := d.opts.Converged(d.cfgSrcs); err != nil {
+				d.log.Warn("record the converged configuration (retried on the next pass)", "error", err)
+			} else {
+				d.reportedGen = d.gen
+			}
+		}
 	case len(conflicts) > 0 && len(res.Failed) == 0:
 		d.m.passes.WithLabelValues("conflict").Inc()
 	default:

@@ -44,6 +44,11 @@ func (d *Daemon) Status() string {
 	if !s.lastPass.IsZero() {
 		fmt.Fprintf(&b, ", last reconcile %s", s.lastPass.Format("2006-01-02 15:04:05"))
 	}
+	if d.opts.StatusExtra != nil {
+		if extra := d.opts.StatusExtra(d.clk.Now()); extra != "" {
+			b.WriteString("; " + extra)
+		}
+	}
 	// STATUS= is readable by every local user: nothing that looks like a
 	// key leaves here (package redact).
 	return redact.String(b.String())

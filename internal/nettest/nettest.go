@@ -141,3 +141,21 @@ func ExecErr(prog string, args ...string) error {
 	}
 	return nil
 }
+
+// NewNetNSPrefixed is NewNetNS with a name starting with prefix, for tests
+// whose namespaces must be told apart from other jobs' on a shared machine.
+func NewNetNSPrefixed(t testing.TB, prefix string) string {
+	t.Helper()
+	RequireRoot(t)
+	RequireTool(t, "ip")
+	name := fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), seq.Add(1))
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", name, err, out)
+		}
+	})
+	return name
+}

@@ -170,6 +170,20 @@ func (d *Dir) Exists(name string) (bool, error) {
 	return true, nil
 }
 
+// Stamp returns the modification time and size of the entry name (not
+// followed), for a cache to tell a rewritten file; a missing one is zero.
+func (d *Dir) Stamp(name string) (int64, int64, error) {
+	var st unix.Stat_t
+	err := unix.Fstatat(d.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if errors.Is(err, unix.ENOENT) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", filepath.Join(d.path, name), err)
+	}
+	return st.Mtim.Nano(), st.Size, nil
+}
+
 func trusted(uid uint32) bool { return uid == 0 || int(uid) == os.Geteuid() }
 
 func ownerErr(path string, uid uint32) error {
@@ -305,7 +319,36 @@ type LockOptions struct {
 	// Waiting is called once, with the holder's recorded pid (0 if
 	// unknown), when the lock is taken by someone else.
 	Waiting func(pid int)
+	// NoWait returns at once, with an error wrapping ErrLocked, when
+	// someone else holds the lock: a probe for a live holder (the daemon).
+	NoWait bool
 }
+
+// ErrLocked: the lock is held by someone else (LockOptions.NoWait).
+var ErrLocked = errors.New("held by another process")
+
+// LockedBy returns the pid an ErrLocked error names (0 if unknown).
+func LockedBy(err error) int {
+	var l *lockedError
+	if errors.As(err, &l) {
+		return l.pid
+	}
+	return 0
+}
+
+type lockedError struct {
+	path string
+	pid  int
+}
+
+func (e *lockedError) Error() string {
+	if e.pid > 0 {
+		return fmt.Sprintf("lock %s: held by pid %d", e.path, e.pid)
+	}
+	return fmt.Sprintf("lock %s: %v", e.path, ErrLocked)
+}
+
+func (e *lockedError) Unwrap() error { return ErrLocked }
 
 // Lock takes an exclusive flock on the file name (made with mode 0600,
 // never followed), waiting until ctx is done. The lock belongs to the open
@@ -350,11 +393,13 @@ func (d *Dir) Lock(ctx context.Context, name string, opts LockOptions) (unlock f
 		f.Close()
 		return nil, fmt.Errorf("lock %s: %w", p, err)
 	}
-	holder := 0
-	if opts.RecordPID {
-		var buf [32]byte
-		n, _ := f.ReadAt(buf[:], 0)
-		holder, _ = strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	// The holder's pid, when it recorded one (RecordPID).
+	var buf [32]byte
+	n, _ := f.ReadAt(buf[:], 0)
+	holder, _ := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	if opts.NoWait {
+		f.Close()
+		return nil, &lockedError{p, holder}
 	}
 	if opts.Waiting != nil {
 		opts.Waiting(holder)

@@ -1,0 +1,302 @@
+package safeapply
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
+)
+
+// ReadSnapshot copies the configuration: the main file and the drop-ins the
+// loader reads (desired.ReadSourcesDir: *.yaml and *.yml, not hidden, in
+// name order). A missing drop-in directory has no files.
+func ReadSnapshot(mainFile, dropIn string, now time.Time, by string) (*Snapshot, error) {
+	mainAbs, err := filepath.Abs(mainFile)
+	if err != nil {
+		return nil, fmt.Errorf("configuration file %s: %w", mainFile, err)
+	}
+	s := &Snapshot{Main: mainAbs, At: now.UTC(), By: by}
+	m, err := readCopy(mainAbs)
+	if err != nil {
+		return nil, err
+	}
+	s.Files = append(s.Files, *m)
+	if dropIn != "" {
+		if s.DropIn, err = filepath.Abs(dropIn); err != nil {
+			return nil, fmt.Errorf("drop-in directory %s: %w", dropIn, err)
+		}
+		names, err := dropInNames(s.DropIn)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			c, err := readCopy(filepath.Join(s.DropIn, n))
+			if err != nil {
+				return nil, err
+			}
+			s.Files = append(s.Files, *c)
+		}
+	}
+	s.Hash = hashFiles(s.Files)
+	return s, nil
+}
+
+// SnapshotOf is ReadSnapshot for sources already read (the daemon's
+// configuration in force): their content as it was read, with the mode,
+// owner and link of each file as they are now.
+func SnapshotOf(mainFile, dropIn string, srcs []desired.Source, now time.Time, by string) (*Snapshot, error) {
+	s := &Snapshot{At: now.UTC(), By: by}
+	var err error
+	if s.Main, err = filepath.Abs(mainFile); err != nil {
+		return nil, fmt.Errorf("configuration file %s: %w", mainFile, err)
+	}
+	if dropIn != "" {
+		if s.DropIn, err = filepath.Abs(dropIn); err != nil {
+			return nil, fmt.Errorf("drop-in directory %s: %w", dropIn, err)
+		}
+	}
+	for _, src := range srcs {
+		p, err := filepath.Abs(src.Name)
+		if err != nil {
+			return nil, fmt.Errorf("configuration file %s: %w", src.Name, err)
+		}
+		c, err := readCopy(p)
+		if err != nil {
+			return nil, err
+		}
+		c.Data = src.Data
+		s.Files = append(s.Files, *c)
+	}
+	if len(s.Files) == 0 {
+		return nil, fmt.Errorf("configuration %s: no files", mainFile)
+	}
+	s.Hash = hashFiles(s.Files)
+	return s, nil
+}
+
+// WithMain returns a copy of s whose main file holds data instead (the
+// --candidate file about to be installed).
+func (s *Snapshot) WithMain(data []byte, now time.Time, by string) *Snapshot {
+	c := *s
+	c.Files = append([]FileCopy(nil), s.Files...)
+	c.Files[0].Data, c.Files[0].Link = data, ""
+	c.At, c.By = now.UTC(), by
+	c.Hash = hashFiles(c.Files)
+	return &c
+}
+
+// dropInNames lists the fragments the loader reads, in its order.
+func dropInNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read drop-in directory: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if isFragment(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func isFragment(n string) bool {
+	return !strings.HasPrefix(n, ".") && (strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml"))
+}
+
+func readCopy(p string) (*FileCopy, error) {
+	c := &FileCopy{Path: p}
+	lfi, err := os.Lstat(p)
+	if err != nil {
+		return nil, fmt.Errorf("read configuration %s: %w", p, err)
+	}
+	if lfi.Mode()&fs.ModeSymlink != 0 {
+		if c.Link, err = os.Readlink(p); err != nil {
+			return nil, fmt.Errorf("read configuration %s: %w", p, err)
+		}
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("read configuration %s: %w", p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("read configuration %s: not a regular file", p)
+	}
+	if c.Data, err = os.ReadFile(p); err != nil {
+		return nil, fmt.Errorf("read configuration %s: %w", p, err)
+	}
+	c.Mode = fi.Mode().Perm()
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		c.UID, c.GID = int(st.Uid), int(st.Gid)
+	}
+	return c, nil
+}
+
+// RejectedName is where a rollback keeps a file it replaced or took away:
+// hidden (the loader skips names starting with a dot), beside the file,
+// named after the transaction, so that the change that was rolled back can
+// be read and fixed.
+func RejectedName(path, id string) string {
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".rejected-"+id)
+}
+
+// restoreFiles writes the snapshot's files back. Each file is replaced
+// atomically (a temporary file made with O_EXCL|O_NOFOLLOW in the same
+// directory, fsync, rename, fsync of the directory), so a crash leaves the
+// old or the restored content and the daemon never reads a half-written
+// file. A file whose content, mode and kind already match is left alone. A
+// fragment that is in the drop-in directory now but was not then is moved
+// aside (RejectedName), as is the old content of every replaced file. It
+// returns the paths it changed.
+func restoreFiles(s *Snapshot, id string) ([]string, error) {
+	var changed []string
+	keep := map[string]bool{}
+	for i := range s.Files {
+		f := &s.Files[i]
+		keep[f.Path] = true
+		did, err := restoreFile(f, id)
+		if err != nil {
+			return changed, err
+		}
+		if did {
+			changed = append(changed, f.Path)
+		}
+	}
+	if s.DropIn != "" {
+		names, err := dropInNames(s.DropIn)
+		if err != nil {
+			return changed, err
+		}
+		moved := false
+		for _, n := range names {
+			p := filepath.Join(s.DropIn, n)
+			if keep[p] {
+				continue
+			}
+			if err := os.Rename(p, RejectedName(p, id)); err != nil {
+				return changed, fmt.Errorf("move aside drop-in %s, added after the restore point: %w", p, err)
+			}
+			changed, moved = append(changed, p), true
+		}
+		if moved {
+			if err := syncDir(s.DropIn); err != nil {
+				return changed, err
+			}
+		}
+	}
+	return changed, nil
+}
+
+func restoreFile(f *FileCopy, id string) (bool, error) {
+	dir := filepath.Dir(f.Path)
+	if cur, err := readCopy(f.Path); err == nil && cur.Link == f.Link && string(cur.Data) == string(f.Data) &&
+		(f.Link != "" || cur.Mode == f.Mode && cur.UID == f.UID && cur.GID == f.GID) {
+		return false, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, fmt.Errorf("restore %s: %w", f.Path, err)
+	}
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return false, fmt.Errorf("restore %s: %w", f.Path, err)
+	}
+	tmp := filepath.Join(dir, "."+filepath.Base(f.Path)+".restore-"+hex.EncodeToString(rnd[:]))
+	if f.Link != "" {
+		// A fragment linked into a deploy's tree gets its link back; the
+		// file it points to is the deploy's, not ours to write.
+		if err := os.Symlink(f.Link, tmp); err != nil {
+			return false, fmt.Errorf("restore %s: %w", f.Path, err)
+		}
+	} else if err := writeNew(tmp, f); err != nil {
+		return false, fmt.Errorf("restore %s: %w", f.Path, err)
+	}
+	// The replaced file is kept under its rejected name (a hard link of
+	// the same inode; a symlink is kept as the link).
+	if _, err := os.Lstat(f.Path); err == nil {
+		_ = os.Remove(RejectedName(f.Path, id))
+		if err := os.Link(f.Path, RejectedName(f.Path, id)); err != nil {
+			_ = os.Remove(tmp)
+			return false, fmt.Errorf("keep the rolled-back %s: %w", f.Path, err)
+		}
+	}
+	if err := os.Rename(tmp, f.Path); err != nil {
+		_ = os.Remove(tmp)
+		return false, fmt.Errorf("restore %s: %w", f.Path, err)
+	}
+	return true, syncDir(dir)
+}
+
+// writeNew creates p (never following or reusing an entry) with f's
+// content, mode and owner, and syncs it.
+func writeNew(p string, f *FileCopy) error {
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(f.Mode.Perm()))
+	if err != nil {
+		return err
+	}
+	file := os.NewFile(uintptr(fd), p)
+	err = file.Chmod(f.Mode.Perm())
+	if err == nil && (f.UID != os.Geteuid() || f.GID != os.Getegid()) {
+		err = file.Chown(f.UID, f.GID)
+	}
+	if err == nil {
+		_, err = file.Write(f.Data)
+	}
+	if err == nil {
+		err = file.Sync()
+	}
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(p)
+	}
+	return err
+}
+
+// installMain replaces the main file with data atomically, keeping its mode
+// and owner (the --candidate file).
+func installMain(s *Snapshot, data []byte) error {
+	f := s.Files[0]
+	f.Data, f.Link = data, ""
+	dir := filepath.Dir(f.Path)
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return fmt.Errorf("install %s: %w", f.Path, err)
+	}
+	tmp := filepath.Join(dir, "."+filepath.Base(f.Path)+".install-"+hex.EncodeToString(rnd[:]))
+	if err := writeNew(tmp, &f); err != nil {
+		return fmt.Errorf("install %s: %w", f.Path, err)
+	}
+	if err := os.Rename(tmp, f.Path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("install %s: %w", f.Path, err)
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,601 @@
+package safeapply_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/internal/safeapply"
+)
+
+// Privileged tests of safe apply on the real kernel, with a management
+// session: a TCP connection from a client namespace to the managed one,
+// whose return path is a route of the file over a veth pair of the file.
+// The command line and the daemon run as the built binary, processes of
+// their own, so that a timer outlives the command and a daemon can be
+// SIGKILLed.
+
+var binary string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "netreconcile-safeapply-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "netreconcile")
+	if out, err := exec.Command("go", "build", "-o", binary, "../../cmd/netreconcile").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build netreconcile: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const (
+	serverAddr = "10.77.0.1:2222" // in the managed namespace, on the file's link
+	clientIP   = "10.66.0.2"      // in the client namespace, routed by the file
+	probePort  = "2223"           // a listener on clientIP, for --probe tcp:
+)
+
+// mgmtConf is the file: a veth pair to the client namespace and the route
+// to the client through it. broken replaces the route with a blackhole.
+func mgmtConf(clientNS string, broken bool) string {
+	route := "{to: 10.66.0.0/24, via: 10.77.0.2}"
+	if broken {
+		route = "{to: 10.66.0.0/24, type: blackhole}"
+	}
+	return fmt.Sprintf(`version: 1
+links:
+  mg0:
+    kind: veth
+    veth: {peer: mg0c, peer-netns: %s}
+    addresses: [10.77.0.1/30]
+routes:
+  - %s
+`, clientNS, route)
+}
+
+type mgmt struct {
+	t              *testing.T
+	host, client   string
+	dir, conf, bad string
+	state, bootID  string
+	good           string
+}
+
+func newMgmt(t *testing.T) *mgmt {
+	nettest.RequireRoot(t)
+	nettest.RequireTool(t, "nft")
+	m := &mgmt{t: t, host: nettest.NewNetNSPrefixed(t, "sa-h"), client: nettest.NewNetNSPrefixed(t, "sa-c"), dir: t.TempDir()}
+	m.conf = filepath.Join(m.dir, "etc", "netreconcile.yaml")
+	m.bad = filepath.Join(m.dir, "bad.yaml")
+	m.state = filepath.Join(m.dir, "state")
+	m.bootID = filepath.Join(m.dir, "boot_id")
+	m.setBootID("11111111-1111-1111-1111-111111111111")
+	if err := os.MkdirAll(filepath.Dir(m.conf), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.good = mgmtConf(m.client, false)
+	writeFile(t, m.conf, m.good)
+	writeFile(t, m.bad, mgmtConf(m.client, true))
+	m.setupNamespaces()
+	if r := m.cli("apply"); r.code != 0 {
+		t.Fatalf("first apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	m.setupClient()
+	return m
+}
+
+func (m *mgmt) setupNamespaces() {
+	t := m.t
+	for _, ns := range []string{m.host, m.client} {
+		nettest.IP(t, ns, "link", "set", "lo", "up")
+	}
+	nettest.IP(t, m.client, "addr", "add", clientIP+"/32", "dev", "lo")
+	// Someone else's objects in the managed namespace. No duplicate
+	// address detection: an address "tentative" in one dump and not in the
+	// next is no change of ours.
+	nettest.InNS(t, m.host, "sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0")
+	nettest.IP(t, m.host, "link", "add", "fx0", "type", "veth", "peer", "name", "fx1")
+	nettest.IP(t, m.host, "addr", "add", "10.55.0.1/24", "dev", "fx0")
+	nettest.IP(t, m.host, "link", "set", "fx0", "up")
+	nettest.IP(t, m.host, "link", "set", "fx1", "up")
+	nettest.IP(t, m.host, "route", "add", "10.54.0.0/24", "via", "10.55.0.2", "proto", "static")
+	nettest.IP(t, m.host, "route", "add", "10.66.1.0/24", "via", "10.55.0.2", "proto", "static")
+	nettest.IP(t, m.host, "rule", "add", "priority", "500", "from", "10.53.0.0/24", "lookup", "200")
+	nettest.InNS(t, m.host, "nft", "add table inet foreign; add chain inet foreign c { type filter hook input priority 0; }; add rule inet foreign c tcp dport 9 counter")
+}
+
+// setupClient configures the client's end, which the file creates there.
+func (m *mgmt) setupClient() {
+	nettest.IP(m.t, m.client, "addr", "add", "10.77.0.2/30", "dev", "mg0c")
+	nettest.IP(m.t, m.client, "link", "set", "mg0c", "up")
+	nettest.IP(m.t, m.client, "route", "add", "default", "via", "10.77.0.1", "src", clientIP)
+}
+
+func (m *mgmt) setBootID(id string) { writeFile(m.t, m.bootID, id+"\n") }
+
+func writeFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (m *mgmt) env() []string {
+	return append(os.Environ(), safeapply.BootIDFileEnv+"="+m.bootID)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (m *mgmt) args(cmd string, args ...string) []string {
+	return append([]string{cmd, "--netns", m.host, "-c", m.conf, "--state-dir", m.state, "--allow-insecure-config"}, args...)
+}
+
+func (m *mgmt) cli(cmd string, args ...string) result {
+	m.t.Helper()
+	c := exec.Command(binary, m.args(cmd, args...)...)
+	c.Env = m.env()
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		m.t.Fatalf("%s: %v", cmd, err)
+	}
+	return r
+}
+
+// applyOutput is the part of apply -o json the tests read.
+type applyOutput struct {
+	Transaction *safeapply.TxnReport      `json:"transaction"`
+	Rollback    *safeapply.RollbackReport `json:"rollback"`
+	Probes      *struct {
+		Armed   []string                `json:"armed"`
+		Skipped []safeapply.ProbeResult `json:"skipped"`
+	} `json:"probes"`
+}
+
+func (m *mgmt) safeApply(args ...string) (applyOutput, result) {
+	m.t.Helper()
+	r := m.cli("apply", append([]string{"-o", "json", "--candidate", m.bad, "--rollback-timer", "process"}, args...)...)
+	var out applyOutput
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		m.t.Fatalf("apply -o json: exit %d: %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	if t := out.Transaction; t != nil && strings.HasPrefix(t.Timer, "process:") {
+		// The timer is ours to stop if the test ends before it.
+		var pid int
+		fmt.Sscanf(t.Timer, "process:%d", &pid)
+		m.t.Cleanup(func() { killTimer(pid, t.ID) })
+	}
+	return out, r
+}
+
+// killTimer stops a timer process still waiting when its test ends,
+// checking it is the one (its command line names the transaction).
+func killTimer(pid int, id string) {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err == nil && strings.Contains(string(cmdline), id) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// routed says whether the file's route to the client is in place (not the
+// blackhole).
+func (m *mgmt) routed() bool {
+	out := nettest.IP(m.t, m.host, "route", "show", "10.66.0.0/24")
+	return strings.Contains(out, "via 10.77.0.2")
+}
+
+func (m *mgmt) fileIs(want string) bool {
+	data, err := os.ReadFile(m.conf)
+	return err == nil && string(data) == want
+}
+
+// foreign renders someone else's objects in the managed namespace.
+func (m *mgmt) foreign() string {
+	t := m.t
+	return strings.Join([]string{
+		nettest.IP(t, m.host, "-j", "route", "show", "table", "all", "proto", "static"),
+		nettest.IP(t, m.host, "-j", "rule", "show"),
+		nettest.IP(t, m.host, "-j", "link", "show", "dev", "fx0"),
+		nettest.IP(t, m.host, "-j", "link", "show", "dev", "fx1"),
+		nettest.IP(t, m.host, "-j", "addr", "show", "dev", "fx0"),
+		nettest.InNS(t, m.host, "nft", "-j", "list", "table", "inet", "foreign"),
+	}, "\n")
+}
+
+// inNS runs f on a thread in namespace ns.
+func inNS(t *testing.T, ns string, f func() error) error {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	h, err := netns.GetFromName(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := netns.Set(h); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := netns.Set(orig); err != nil {
+			panic(err)
+		}
+	}()
+	return f()
+}
+
+// serve accepts and closes connections on addr inside ns until the test ends.
+func serve(t *testing.T, ns, addr string) {
+	var ln net.Listener
+	if err := inNS(t, ns, func() (err error) { ln, err = net.Listen("tcp", addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+}
+
+// session opens a management connection from the client to the server.
+func (m *mgmt) session(timeout time.Duration) error {
+	return inNS(m.t, m.client, func() error {
+		d := net.Dialer{Timeout: timeout, LocalAddr: &net.TCPAddr{IP: net.ParseIP(clientIP)}}
+		c, err := d.Dial("tcp", serverAddr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+}
+
+// waitRestored waits until the kernel's route, the file and a new session
+// are back, and returns when that was.
+func (m *mgmt) waitRestored(limit time.Time) (time.Time, error) {
+	for {
+		if m.routed() && m.fileIs(m.good) && m.session(200*time.Millisecond) == nil {
+			return time.Now(), nil
+		}
+		if time.Now().After(limit) {
+			return time.Time{}, fmt.Errorf("not restored by %s: routed %v, file restored %v", limit.Format("15:04:05.000"), m.routed(), m.fileIs(m.good))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestUnconfirmedRollsBackAtTheDeadline(t *testing.T) {
+	m := newMgmt(t)
+	serve(t, m.host, serverAddr)
+	if err := m.session(time.Second); err != nil {
+		t.Fatalf("no management session before the change: %v", err)
+	}
+	before := m.foreign()
+	out, r := m.safeApply("--confirm-within", "3s")
+	if r.code != 0 || out.Transaction == nil || out.Transaction.State != safeapply.Pending {
+		t.Fatalf("apply --confirm-within: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	deadline := out.Transaction.Deadline
+	if m.routed() || !m.fileIs(mgmtConf(m.client, true)) {
+		t.Fatal("the change was not applied")
+	}
+	if err := m.session(300 * time.Millisecond); err == nil {
+		t.Fatal("the session still connects through the blackhole: the test proves nothing")
+	}
+	if r := m.cli("apply"); r.code == 0 || !strings.Contains(r.stderr, "netreconcile confirm") {
+		t.Errorf("a plain apply while pending: exit %d\n%s", r.code, r.stderr)
+	}
+	back, err := m.waitRestored(deadline.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("restored (kernel, file, session) %s after the deadline", back.Sub(deadline).Round(time.Millisecond))
+	if after := m.foreign(); after != before {
+		t.Errorf("foreign objects changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	st := m.status()
+	if st.Transaction != nil || st.LastTransaction == nil || st.LastTransaction.Cause != safeapply.CauseTimeout || st.Counts.RolledBack[safeapply.CauseTimeout] != 1 {
+		t.Errorf("status after the rollback: %+v", st)
+	}
+}
+
+type statusOutput struct {
+	Transaction     *safeapply.TxnReport `json:"transaction"`
+	LastTransaction *safeapply.TxnReport `json:"last_transaction"`
+	Counts          safeapply.Counts     `json:"counts"`
+}
+
+func (m *mgmt) status() statusOutput {
+	m.t.Helper()
+	r := m.cli("status", "-o", "json")
+	var st statusOutput
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		m.t.Fatalf("status -o json: exit %d: %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	return st
+}
+
+func TestConfirmedStays(t *testing.T) {
+	m := newMgmt(t)
+	before := m.foreign()
+	out, r := m.safeApply("--confirm-within", "3s")
+	if r.code != 0 || out.Transaction == nil {
+		t.Fatalf("apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if st := m.status(); st.Transaction == nil || st.Transaction.ID != out.Transaction.ID || st.Transaction.SecondsLeft <= 0 {
+		t.Errorf("status while pending: %+v", st.Transaction)
+	}
+	// From another session, by id.
+	c := m.cli("confirm", "-o", "json", out.Transaction.ID)
+	if c.code != 0 || !strings.Contains(c.stdout, `"state": "confirmed"`) {
+		t.Fatalf("confirm: exit %d\n%s%s", c.code, c.stdout, c.stderr)
+	}
+	time.Sleep(time.Until(out.Transaction.Deadline.Add(time.Second)))
+	if m.routed() || !m.fileIs(mgmtConf(m.client, true)) {
+		t.Error("the confirmed change was rolled back")
+	}
+	if after := m.foreign(); after != before {
+		t.Errorf("foreign objects changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if r := m.cli("apply"); r.code != 0 {
+		t.Errorf("a plain apply after confirm: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+func TestProbeRollsBackAtOnce(t *testing.T) {
+	m := newMgmt(t)
+	serve(t, m.client, clientIP+":"+probePort)
+	before := m.foreign()
+	start := time.Now()
+	// Nothing listens on port 1: that probe fails before the apply (a
+	// reset, at once) and is skipped.
+	out, r := m.safeApply("--confirm-within", "30s", "--probe", "tcp:"+clientIP+":"+probePort, "--probe", "tcp:"+clientIP+":1")
+	took := time.Since(start)
+	if r.code != 1 || out.Rollback == nil || out.Rollback.Cause != safeapply.CauseProbe {
+		t.Fatalf("apply with a probe that fails after it: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if out.Probes == nil || len(out.Probes.Armed) != 1 || len(out.Probes.Skipped) != 1 || out.Probes.Skipped[0].Probe != "tcp:"+clientIP+":1" {
+		t.Errorf("probes: %+v", out.Probes)
+	}
+	if !m.routed() || !m.fileIs(m.good) {
+		t.Fatal("not rolled back when apply returned")
+	}
+	// From the transaction's record (before the first kernel write) to
+	// the end of the rollback: apply, verify, probe, rollback, verify.
+	tx := out.Transaction
+	if tx == nil || tx.Ended == nil {
+		t.Fatalf("transaction: %+v", tx)
+	}
+	window := tx.Ended.Sub(tx.Started)
+	t.Logf("rolled back by the probe %s after the transaction began (the command took %s)", window.Round(time.Millisecond), took.Round(time.Millisecond))
+	if window > time.Second {
+		t.Errorf("rollback by probe came %s after the apply began", window)
+	}
+	if after := m.foreign(); after != before {
+		t.Errorf("foreign objects changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// daemon runs netreconcile run on the managed namespace.
+type daemon struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	log  bytes.Buffer
+	done chan struct{}
+}
+
+func (d *daemon) Write(b []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.log.Write(b)
+}
+
+func (d *daemon) text() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.log.String()
+}
+
+func (m *mgmt) startDaemon() *daemon {
+	m.t.Helper()
+	d := &daemon{done: make(chan struct{})}
+	d.cmd = exec.Command(binary, m.args("run", "--log-level", "debug")...)
+	d.cmd.Env = m.env()
+	d.cmd.Stdout, d.cmd.Stderr = d, d
+	if err := d.cmd.Start(); err != nil {
+		m.t.Fatal(err)
+	}
+	go func() { _ = d.cmd.Wait(); close(d.done) }()
+	m.t.Cleanup(func() {
+		d.kill()
+		if m.t.Failed() {
+			m.t.Logf("daemon log:\n%s", d.text())
+		}
+	})
+	return d
+}
+
+func (d *daemon) kill() {
+	select {
+	case <-d.done:
+	default:
+		_ = d.cmd.Process.Kill()
+		<-d.done
+	}
+}
+
+func (d *daemon) waitLog(t *testing.T, s string, timeout time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(d.text(), s) {
+			return
+		}
+	}
+	t.Fatalf("the daemon did not log %q within %s:\n%s", s, timeout, d.text())
+}
+
+func TestDaemonKilledDuringTheWindowRollsBackAtTheDeadline(t *testing.T) {
+	m := newMgmt(t)
+	serve(t, m.host, serverAddr)
+	before := m.foreign()
+	d := m.startDaemon()
+	d.waitLog(t, "converged; ready", 10*time.Second)
+	r := m.cli("apply", "-o", "json", "--candidate", m.bad, "--confirm-within", "3s")
+	var out applyOutput
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || out.Transaction == nil {
+		t.Fatalf("apply: exit %d: %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	if !strings.HasPrefix(out.Transaction.Timer, "daemon:") {
+		t.Fatalf("the deadline is not held by the daemon: %q", out.Transaction.Timer)
+	}
+	deadline := out.Transaction.Deadline
+	time.Sleep(500 * time.Millisecond)
+	d.kill()
+	if m.routed() {
+		t.Fatal("rolled back before the deadline")
+	}
+	d2 := m.startDaemon()
+	back, err := m.waitRestored(deadline.Add(time.Second))
+	if err != nil {
+		t.Fatalf("%v\ndaemon log:\n%s", err, d2.text())
+	}
+	t.Logf("daemon SIGKILLed and started again: restored %s after the deadline", back.Sub(deadline).Round(time.Millisecond))
+	if back.Before(deadline) {
+		t.Errorf("rolled back %s before the deadline", deadline.Sub(back))
+	}
+	if after := m.foreign(); after != before {
+		t.Errorf("foreign objects changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	d2.waitLog(t, "safe-apply transaction rolled back", time.Second)
+}
+
+func TestAnotherBootRollsBackBeforeTheFirstConverge(t *testing.T) {
+	m := newMgmt(t)
+	out, r := m.safeApply("--confirm-within", "10m")
+	if r.code != 0 || out.Transaction == nil {
+		t.Fatalf("apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The host goes down: the timer with it, the namespaces rebuilt
+	// empty, the state directory kept, a new boot id.
+	var pid int
+	fmt.Sscanf(out.Transaction.Timer, "process:%d", &pid)
+	killTimer(pid, out.Transaction.ID)
+	nettest.Exec(t, "ip", "netns", "del", m.host)
+	nettest.Exec(t, "ip", "netns", "del", m.client)
+	nettest.Exec(t, "ip", "netns", "add", m.host)
+	nettest.Exec(t, "ip", "netns", "add", m.client)
+	m.setupNamespaces()
+	before := m.foreign()
+	m.setBootID("22222222-2222-2222-2222-222222222222")
+
+	d := m.startDaemon()
+	d.waitLog(t, "converged; ready", 10*time.Second)
+	log := d.text()
+	rolled := strings.Index(log, "safe-apply transaction rolled back")
+	loaded := strings.Index(log, "configuration loaded")
+	if rolled < 0 || loaded < 0 || rolled > loaded || !strings.Contains(log, "cause=reboot") {
+		t.Fatalf("not rolled back before the first converge:\n%s", log)
+	}
+	if !m.fileIs(m.good) {
+		t.Error("file not restored")
+	}
+	m.setupClient()
+	serve(t, m.host, serverAddr)
+	if !m.routed() || m.session(time.Second) != nil {
+		t.Errorf("the management path is not back: routed %v", m.routed())
+	}
+	if after := m.foreign(); after != before {
+		t.Errorf("foreign objects changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// The probes on the real kernel, each seen passing and failing: the
+// gateway answers ARP or not, the SSH client's route changes, a TCP
+// listener is reachable or not.
+func TestProbesOnTheKernel(t *testing.T) {
+	m := newMgmt(t)
+	ctx := t.Context()
+	serve(t, m.client, clientIP+":"+probePort)
+	nettest.IP(t, m.host, "route", "add", "default", "via", "10.77.0.2", "proto", "static")
+	env := safeapply.ProbeEnv{Netns: "/run/netns/" + m.host, Getenv: func(k string) string {
+		if k == "SSH_CONNECTION" {
+			return clientIP + " 50000 10.77.0.1 22"
+		}
+		return ""
+	}}
+	probe := func(spec string) safeapply.Probe {
+		p, err := safeapply.ParseProbe(spec, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gw, ssh, tcp := probe("gateway"), probe("ssh"), probe("tcp:"+clientIP+":"+probePort)
+	for _, p := range []safeapply.Probe{gw, ssh, tcp} {
+		if err := p.Check(ctx); err != nil {
+			t.Errorf("%s before: %v", p, err)
+		}
+	}
+	if err := probe("tcp:" + clientIP + ":1").Check(ctx); err == nil {
+		t.Error("tcp probe to a closed port passed")
+	}
+	// The client's route moves to another link and next hop: the
+	// session's path changed.
+	nettest.IP(t, m.host, "route", "replace", "10.66.0.0/24", "via", "10.55.0.2", "proto", "static")
+	if err := ssh.Check(ctx); err == nil {
+		t.Error("ssh probe passed after the client's route changed")
+	}
+	// A gateway that does not answer ARP.
+	nettest.IP(t, m.host, "route", "replace", "default", "via", "10.77.0.9", "dev", "mg0", "onlink", "proto", "static")
+	start := time.Now()
+	if err := gw.Check(ctx); err == nil {
+		t.Error("gateway probe passed for a next hop nobody answers for")
+	} else {
+		t.Logf("gateway probe failed in %s: %v", time.Since(start).Round(time.Millisecond), err)
+	}
+	if _, err := safeapply.ParseProbe("tcp:nohost", env); err == nil {
+		t.Error("tcp:nohost accepted")
+	}
+	noSSH := safeapply.ProbeEnv{Netns: env.Netns, Getenv: func(string) string { return "" }}
+	if p, _ := safeapply.ParseProbe("ssh", noSSH); p.Check(ctx) == nil {
+		t.Error("ssh probe passed without $SSH_CONNECTION")
+	}
+}

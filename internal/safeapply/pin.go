@@ -1,0 +1,72 @@
+package safeapply
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/statedir"
+)
+
+// A rollback may be unable to write the configuration files back: the
+// packaged service runs as the user netreconcile, which reads
+// /etc/netreconcile but cannot write it. The kernel is rolled back all the
+// same, and the configuration the rollback rejected would be applied again
+// by the daemon's next pass. So the rollback records what it rejected
+// (File.Rejected), and while the files hold exactly that content, the
+// daemon and apply enforce the confirmed configuration instead: the pin.
+// Any edit of the files (their content differs) lifts it, as does the next
+// rollback or confirm that writes the file.
+
+// SourcesHash identifies a configuration by its files' absolute names and
+// contents, as the loader reads them.
+func SourcesHash(srcs []desired.Source) string {
+	h := sha256.New()
+	for _, s := range srcs {
+		name, err := filepath.Abs(s.Name)
+		if err != nil {
+			name = s.Name
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(s.Data))
+		h.Write(s.Data)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Pin replaces a rejected configuration by the confirmed one. It reads
+// transaction.json again only when the file changed (its mtime and size),
+// so the daemon pays one fstatat per pass.
+type Pin struct {
+	Dir *statedir.Dir
+
+	mu         sync.Mutex
+	mtime, siz int64
+	rejected   *Rejected
+	confirmed  *Snapshot
+}
+
+// Sources returns the sources to enforce: srcs, or the confirmed
+// configuration's when srcs are what a rollback rejected. pinned says
+// which, with the transaction's id.
+func (p *Pin) Sources(srcs []desired.Source) (out []desired.Source, pinnedBy string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mtime, size, err := p.Dir.Stamp(FileName)
+	if err != nil {
+		return srcs, "", err
+	}
+	if mtime != p.mtime || size != p.siz {
+		f, err := Load(p.Dir)
+		if err != nil {
+			return srcs, "", err
+		}
+		p.mtime, p.siz, p.rejected, p.confirmed = mtime, size, f.Rejected, f.Confirmed
+	}
+	if p.rejected == nil || p.confirmed == nil || SourcesHash(srcs) != p.rejected.Hash {
+		return srcs, "", nil
+	}
+	return p.confirmed.Sources(), p.rejected.ID, nil
+}

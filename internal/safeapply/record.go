@@ -1,0 +1,245 @@
+// Package safeapply is commit-confirmed for netreconcile: an apply that
+// rolls itself back unless it is confirmed in time (issue 14,
+// docs/safe-apply.md).
+//
+// A transaction lives in one file of the namespace's state directory,
+// transaction.json (mode 0600), rewritten atomically and only by a holder
+// of the namespace's writer lock. It holds the pending transaction, the last
+// one that ended, the last confirmed configuration (the restore point of the
+// next transaction) and the counts of how transactions ended. Whoever finds
+// a pending transaction due (the daemon, a timer, any writer command) rolls
+// it back: the deadline is in the file, not in a process, so no lost signal
+// or killed process can lose it.
+package safeapply
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/netreconcile/netreconcile/internal/statedir"
+)
+
+// FileName is the transaction file in the namespace's state directory.
+const FileName = "transaction.json"
+
+// maxFileSize bounds what is read back: two copies of the configuration
+// (restore point and applied), with 100k routes about 2 × 6 MB.
+const maxFileSize = 256 << 20
+
+// formatVersion is the version of transaction.json's layout.
+const formatVersion = 1
+
+// State of a transaction.
+type State string
+
+const (
+	Pending    State = "pending"
+	Confirmed  State = "confirmed"
+	RolledBack State = "rolled-back"
+)
+
+// Cause says why a transaction was rolled back; it is the label of the
+// rolled-back metric.
+type Cause string
+
+const (
+	CauseTimeout Cause = "timeout" // the deadline passed unconfirmed
+	CauseManual  Cause = "manual"  // netreconcile rollback
+	CauseProbe   Cause = "probe"   // an armed probe failed after the apply
+	CauseVerify  Cause = "verify"  // the kernel did not match after the apply
+	CauseApply   Cause = "apply"   // an operation of the apply failed
+	CauseReboot  Cause = "reboot"  // found pending after a reboot (another boot id)
+)
+
+// Causes lists every cause, for metrics that exist from the start.
+var Causes = []Cause{CauseTimeout, CauseManual, CauseProbe, CauseVerify, CauseApply, CauseReboot}
+
+// FileCopy is one configuration file as it was read: its content, mode and
+// owner, so a rollback writes back the same file. Content is what the user
+// wrote; keys are referenced by path there (desired refuses inline keys),
+// so no key material is copied.
+type FileCopy struct {
+	Path string      `json:"path"`
+	Mode fs.FileMode `json:"mode"`
+	UID  int         `json:"uid"`
+	GID  int         `json:"gid"`
+	// Link is the target of a symlink at Path (a drop-in linked into a
+	// deploy's tree): a rollback puts the link back, Data is what it
+	// pointed to then.
+	Link string `json:"link,omitempty"`
+	Data []byte `json:"data"`
+}
+
+// Snapshot is a whole configuration: the main file and every drop-in.
+type Snapshot struct {
+	Main   string `json:"main"`
+	DropIn string `json:"drop_in,omitempty"`
+	// Files lists the main file first, then the drop-ins in name order.
+	Files []FileCopy `json:"files"`
+	// Hash identifies the content (names and data) of Files.
+	Hash string    `json:"hash"`
+	At   time.Time `json:"at"`
+	// By says who recorded it: apply, confirm, run (the daemon) or
+	// rollback.
+	By string `json:"by"`
+}
+
+// hashFiles identifies a list of files by their names and contents.
+func hashFiles(files []FileCopy) string {
+	h := sha256.New()
+	for _, f := range files {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", f.Path, len(f.Data), f.Link)
+		h.Write(f.Data)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Txn is one transaction.
+type Txn struct {
+	ID       string    `json:"id"`
+	State    State     `json:"state"`
+	Started  time.Time `json:"started"`
+	Deadline time.Time `json:"deadline"`
+	// Window is the last --confirm-within given.
+	Window Duration `json:"window"`
+	// BootID is /proc/sys/kernel/random/boot_id when the transaction
+	// began: a transaction found pending under another one survived a
+	// reboot, and is rolled back before anything else.
+	BootID string `json:"boot_id"`
+	// Netns names the namespace as the command line gave it ("" for the
+	// caller's own), for messages and for the timers' command lines.
+	Netns string `json:"netns,omitempty"`
+	// Restore is the configuration a rollback writes back: the last
+	// confirmed one when the transaction began. A later apply with
+	// --confirm-within extends the deadline and keeps it.
+	Restore *Snapshot `json:"restore"`
+	// Applied is the configuration the last apply of the transaction
+	// made; confirm records it as the confirmed one.
+	Applied *Snapshot `json:"applied"`
+	// Before is the state the kernel was read in before the first apply,
+	// the objects netreconcile owned, rendered as configuration (the
+	// "show" form, which holds no key), and Plan the operations of each
+	// apply (created, changed with their old and new values, deleted).
+	// A rollback does not replay them: it plans from the kernel as it is
+	// to the restored files. They are kept to tell what happened.
+	Before string            `json:"before"`
+	Plans  []json.RawMessage `json:"plans"`
+	// Probes are the probes armed (passing before the apply).
+	Probes []string `json:"probes,omitempty"`
+	// Timer says what holds the deadline: "daemon", "systemd:UNIT" or
+	// "process:PID".
+	Timer string `json:"timer,omitempty"`
+	// Extended counts the applies that extended the deadline.
+	Extended int `json:"extended,omitempty"`
+
+	// Set when the transaction ends.
+	Ended  time.Time `json:"ended,omitzero"`
+	Cause  Cause     `json:"cause,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// Duration is a time.Duration written as "30s" in JSON.
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
+}
+
+// Counts count how transactions ended, for the metrics: kept in the file,
+// so they do not depend on which process ended a transaction.
+type Counts struct {
+	Confirmed  uint64           `json:"confirmed"`
+	RolledBack map[Cause]uint64 `json:"rolled_back"`
+}
+
+// File is transaction.json.
+type File struct {
+	Version   int       `json:"version"`
+	Pending   *Txn      `json:"pending,omitempty"`
+	Last      *Txn      `json:"last,omitempty"`
+	Confirmed *Snapshot `json:"confirmed,omitempty"`
+	// Rejected is set by a rollback that could not write the files back
+	// (pin.go): while the files hold exactly what was rolled back, the
+	// confirmed configuration is enforced instead.
+	Rejected *Rejected `json:"rejected,omitempty"`
+	Counts   Counts    `json:"counts"`
+}
+
+// Rejected names the configuration a rollback could not take off the disk.
+type Rejected struct {
+	// ID is the transaction rolled back; Hash is SourcesHash of the files
+	// as they were then.
+	ID   string `json:"id"`
+	Hash string `json:"hash"`
+	// Error is why the files could not be written back.
+	Error string `json:"error"`
+}
+
+// Load reads the namespace's transaction file; a missing one is empty.
+func Load(dir *statedir.Dir) (*File, error) {
+	f := &File{Version: formatVersion}
+	if dir == nil {
+		return f, nil
+	}
+	data, err := dir.ReadFile(FileName, maxFileSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read transaction: %w", err)
+	}
+	if err := json.Unmarshal(data, f); err != nil {
+		return nil, fmt.Errorf("read transaction %s: %w", FileName, err)
+	}
+	if f.Version != formatVersion {
+		return nil, fmt.Errorf("read transaction %s: version %d, this netreconcile reads %d", FileName, f.Version, formatVersion)
+	}
+	return f, nil
+}
+
+// Save writes the file atomically with mode 0600: it holds copies of the
+// configuration, which may be readable by root only.
+func (f *File) Save(dir *statedir.Dir) error {
+	f.Version = formatVersion
+	data, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("encode transaction: %w", err)
+	}
+	if err := dir.WriteFile(FileName, data, 0o600); err != nil {
+		return fmt.Errorf("save transaction: %w", err)
+	}
+	return nil
+}
+
+// end moves the pending transaction to Last with its outcome and counts it.
+// Last keeps no file copies: they matter only while a rollback may come.
+func (f *File) end(state State, cause Cause, detail string, now time.Time) *Txn {
+	t := f.Pending
+	f.Pending = nil
+	t.State, t.Cause, t.Detail, t.Ended = state, cause, detail, now
+	if state == Confirmed {
+		f.Counts.Confirmed++
+	} else {
+		if f.Counts.RolledBack == nil {
+			f.Counts.RolledBack = map[Cause]uint64{}
+		}
+		f.Counts.RolledBack[cause]++
+	}
+	last := *t
+	last.Restore, last.Applied, last.Before, last.Plans = nil, nil, "", nil
+	f.Last = &last
+	return t
+}

@@ -1,0 +1,608 @@
+package safeapply
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/render"
+	"github.com/netreconcile/netreconcile/internal/statedir"
+)
+
+// Host is one namespace as a transaction sees it. The caller holds the
+// namespace's writer lock for as long as it uses the Host: every change to
+// transaction.json, the configuration files and the kernel is made under it,
+// so two actors (the daemon's timer, a detached timer, confirm from another
+// session) never both end one transaction.
+type Host struct {
+	// Dir is the namespace's state directory.
+	Dir    *statedir.Dir
+	Engine *engine.Engine
+	// Netns is the namespace as the command line names it ("" for the
+	// caller's own), recorded in the transaction.
+	Netns string
+	// AllowInsecureConfig skips desired.CheckTrusted on the files a
+	// rollback writes back (--allow-insecure-config).
+	AllowInsecureConfig bool
+	// Getenv reads the environment (the boot id's test override).
+	Getenv func(string) string
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Timer arranges what rolls back at the deadline when no process is
+	// left (timer.go); nil arranges nothing (unit tests).
+	Timer func(t *Txn) (string, error)
+	// Options are the command line options that name this namespace and
+	// state directory (" --netns lab"), for the commands messages suggest.
+	Options string
+}
+
+func (h *Host) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+// ErrPending: a plain apply was asked for while a transaction is pending.
+var ErrPending = errors.New("a safe-apply transaction is pending")
+
+// ErrNoPending: confirm or rollback found no pending transaction.
+var ErrNoPending = errors.New("no safe-apply transaction is pending")
+
+// errNoRestorePoint: the first apply --confirm-within of a namespace, with
+// the change already in the files, has nothing known-good to go back to.
+var errNoRestorePoint = errors.New("no confirmed configuration is recorded for this namespace yet " +
+	"(a plain apply, a confirm or the daemon's converged pass records one), and the files on disk may already hold the change: " +
+	"there is nothing known to be good to roll back to. Run a plain \"netreconcile apply\" once on a known-good configuration, " +
+	"or give the change with --candidate FILE, which keeps the files on disk as the restore point")
+
+// newID makes a transaction id: its start time, readable in a listing, and
+// random bits, so that two hosts' ids never meet in one Ansible run's logs.
+func newID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// stale says why a pending transaction must be rolled back now, before
+// anything else: it was begun before a reboot (another boot id: the timer
+// died with the boot), or its deadline passed (no timer ran it: none was
+// left, or the host was down). "" when it may wait.
+func (h *Host) stale(t *Txn) Cause {
+	if boot, err := BootID(h.getenv()); err == nil && boot != t.BootID {
+		return CauseReboot
+	}
+	if !h.now().Before(t.Deadline) {
+		return CauseTimeout
+	}
+	return ""
+}
+
+func (h *Host) getenv() func(string) string {
+	if h.Getenv != nil {
+		return h.Getenv
+	}
+	return func(string) string { return "" }
+}
+
+// Sources turns a snapshot into the loader's input (desired.Parse).
+func (s *Snapshot) Sources() []desired.Source {
+	out := make([]desired.Source, len(s.Files))
+	for i, f := range s.Files {
+		out[i] = desired.Source{Name: f.Path, Data: f.Data}
+	}
+	return out
+}
+
+// verifyDelays are the waits before each read of Verify after the first:
+// what the kernel finishes on its own after a write (a link's carrier and
+// operstate, IPv6 duplicate address detection, a userspace WireGuard
+// device's configuration) settles well within the 1.55 s they add up to;
+// a plan still not empty then is a real difference.
+var verifyDelays = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
+
+// VerifyError: the kernel did not match the configuration after an apply.
+type VerifyError struct {
+	Plan *diff.Plan
+	Err  error // the last read's error or conflicts, if any
+}
+
+func (e *VerifyError) Error() string {
+	msg := "verify: the kernel does not match the configuration after the apply"
+	if e.Plan != nil && !e.Plan.Empty() {
+		ops := append(append([]diff.Op(nil), e.Plan.Ops...), e.Plan.Pending...)
+		msg += fmt.Sprintf(": %d operations still planned (first: %s %s %s)", len(ops), ops[0].Action, ops[0].Kind, ops[0].ID)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *VerifyError) Unwrap() error { return e.Err }
+
+// Verify reads the kernel again and requires an empty plan towards st,
+// with short bounded retries for what settles asynchronously. A conflict
+// (someone else's object in the way of the file's) fails it: the file's
+// object is not there.
+func Verify(ctx context.Context, e *engine.Engine, st *model.State) error {
+	var last *VerifyError
+	for i := 0; ; i++ {
+		plan, _, err := e.PlanDesired(ctx, st, true)
+		if plan != nil && plan.Empty() && err == nil {
+			return nil
+		}
+		last = &VerifyError{Plan: plan, Err: err}
+		if i == len(verifyDelays) {
+			return last
+		}
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(verifyDelays[i]):
+		}
+	}
+}
+
+// Outcome is what making the kernel match a configuration did.
+type Outcome struct {
+	Plan *diff.Plan
+	// Done are the operations made; Err says what failed (operations,
+	// conflicts, the ledger), Verify whether the kernel matched after.
+	Done   []diff.Op
+	Err    error
+	Verify error
+}
+
+// Converge plans towards st, applies and verifies. An error means no plan
+// could be made (the kernel could not be read): nothing was changed.
+func Converge(ctx context.Context, e *engine.Engine, st *model.State) (*Outcome, error) {
+	plan, _, conflicts := e.PlanDesired(ctx, st, false)
+	if plan == nil {
+		return nil, conflicts
+	}
+	return apply(ctx, e, st, plan, conflicts), nil
+}
+
+func apply(ctx context.Context, e *engine.Engine, st *model.State, plan *diff.Plan, conflicts error) *Outcome {
+	o := &Outcome{Plan: plan}
+	if !plan.Empty() {
+		res, err := e.Apply(ctx, plan)
+		o.Done = res.Done
+		o.Err = errors.Join(conflicts, res.Err(), err)
+	} else {
+		o.Err = errors.Join(conflicts, e.SaveLedger())
+	}
+	// A failed apply is known not to match: no need to wait for it.
+	if o.Err == nil {
+		o.Verify = Verify(ctx, e, st)
+	}
+	return o
+}
+
+// Pending returns the pending transaction, rolling it back first when it is
+// stale (a reboot, a passed deadline). rolled is that rollback's result.
+func (h *Host) Pending(ctx context.Context) (f *File, rolled *RollbackResult, err error) {
+	f, err = Load(h.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.Pending == nil {
+		return f, nil, nil
+	}
+	if cause := h.stale(f.Pending); cause != "" {
+		detail := "the deadline passed unconfirmed"
+		if cause == CauseReboot {
+			detail = "begun before a reboot (another boot id)"
+		}
+		rolled, err = h.rollback(ctx, f, cause, detail)
+		return f, rolled, err
+	}
+	return f, nil, nil
+}
+
+// RefusePending is the check of a plain apply: it fails with ErrPending,
+// saying what to do, while a transaction is pending. A stale one is rolled
+// back first, and the apply is refused too: the files it would apply are
+// the ones the rollback just wrote back, which the user did not ask for.
+func (h *Host) RefusePending(ctx context.Context) (*RollbackResult, error) {
+	f, rolled, err := h.Pending(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if rolled != nil {
+		return rolled, fmt.Errorf("transaction %s was due (%s) and has been rolled back now; nothing else was applied: check the files and run the command again", rolled.Txn.ID, rolled.Txn.Detail)
+	}
+	if t := f.Pending; t != nil {
+		return nil, fmt.Errorf("%w: %s rolls back at %s (in %s) unless confirmed; "+
+			"confirm it with \"netreconcile confirm%s %s\", roll it back with \"netreconcile rollback%s %s\", "+
+			"or apply inside it with \"netreconcile apply%s --confirm-within DURATION\" (the deadline moves, the restore point stays)",
+			ErrPending, t.ID, t.Deadline.UTC().Format(time.RFC3339), t.Deadline.Sub(h.now()).Round(time.Second), h.Options, t.ID, h.Options, t.ID, h.Options)
+	}
+	return nil, nil
+}
+
+// RecordConfirmed records s as the last confirmed configuration, the
+// restore point of the next transaction, unless a transaction is pending
+// (its own restore point stands) or s is already recorded. by says who
+// confirms: apply (a plain apply that converged and verified) or run (the
+// daemon's converged pass).
+func (h *Host) RecordConfirmed(s *Snapshot) error {
+	f, err := Load(h.Dir)
+	if err != nil {
+		return err
+	}
+	if f.Pending != nil || (f.Confirmed != nil && f.Confirmed.Hash == s.Hash) {
+		return nil
+	}
+	f.Confirmed = s
+	return f.Save(h.Dir)
+}
+
+// Confirm makes the pending transaction permanent: its applied files become
+// the confirmed configuration. id "" confirms whichever is pending. A
+// transaction found stale is rolled back instead, and that is an error.
+func (h *Host) Confirm(ctx context.Context, id string) (*Txn, *RollbackResult, error) {
+	f, rolled, err := h.Pending(ctx)
+	if err != nil {
+		return nil, rolled, err
+	}
+	if rolled != nil {
+		return nil, rolled, fmt.Errorf("transaction %s can no longer be confirmed: it was due (%s) and has been rolled back now", rolled.Txn.ID, rolled.Txn.Detail)
+	}
+	if err := matchPending(f, id); err != nil {
+		return nil, nil, err
+	}
+	now := h.now()
+	applied := *f.Pending.Applied
+	applied.At, applied.By = now.UTC(), "confirm"
+	f.Confirmed, f.Rejected = &applied, nil
+	t := f.end(Confirmed, "", "", now)
+	if err := f.Save(h.Dir); err != nil {
+		return nil, nil, fmt.Errorf("confirm %s: %w", t.ID, err)
+	}
+	stopTimer(t)
+	return f.Last, nil, nil
+}
+
+func matchPending(f *File, id string) error {
+	if f.Pending == nil {
+		if f.Last != nil && (id == "" || id == f.Last.ID) {
+			return fmt.Errorf("%w (the last one, %s, was %s at %s)", ErrNoPending, f.Last.ID, f.Last.State, f.Last.Ended.UTC().Format(time.RFC3339))
+		}
+		return ErrNoPending
+	}
+	if id != "" && id != f.Pending.ID {
+		return fmt.Errorf("%w with id %s: the pending one is %s", ErrNoPending, id, f.Pending.ID)
+	}
+	return nil
+}
+
+// Rollback rolls the pending transaction back now (netreconcile rollback);
+// id "" is whichever is pending.
+func (h *Host) Rollback(ctx context.Context, id string, cause Cause, detail string) (*RollbackResult, error) {
+	f, rolled, err := h.Pending(ctx)
+	if err != nil || rolled != nil {
+		return rolled, err
+	}
+	if err := matchPending(f, id); err != nil {
+		return nil, err
+	}
+	return h.rollback(ctx, f, cause, detail)
+}
+
+// Due rolls back the pending transaction when it is stale (its deadline
+// passed, or it began before a reboot) and returns the deadline of the one
+// still pending (zero when none). The daemon and the timers call it; it is
+// harmless to call it at any time, from any number of actors.
+func (h *Host) Due(ctx context.Context) (rolled *RollbackResult, next time.Time, err error) {
+	f, rolled, err := h.Pending(ctx)
+	if err != nil || rolled != nil {
+		return rolled, time.Time{}, err
+	}
+	if f.Pending != nil {
+		next = f.Pending.Deadline
+	}
+	return nil, next, nil
+}
+
+// RollbackResult is what a rollback did.
+type RollbackResult struct {
+	Txn *Txn
+	// Files are the configuration files written back or moved aside.
+	Files []string
+	// Outcome is the convergence to the restored configuration (nil when
+	// it could not be parsed or the kernel not read: Err says why).
+	Outcome *Outcome
+	Err     error
+}
+
+// rollback writes the restore point's files back and then makes the kernel
+// match them by a plan from the kernel as it is now (not a replay of what
+// the transaction did): what the transaction created is deleted, what it
+// changed is changed back, what it deleted is created again, and objects
+// that are not netreconcile's are left alone as in every plan. The kernel
+// is planned from the restore point's content, not from the files read
+// back, so a file that could not be written still leaves the kernel right.
+//
+// The transaction ends rolled back even when some step failed: the files
+// (or, failing those, the next apply) bring the rest, and a transaction
+// kept pending would be retried by every actor forever. Detail says what
+// failed.
+func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string) (*RollbackResult, error) {
+	t := f.Pending
+	r := &RollbackResult{}
+	var errs []error
+	if !h.AllowInsecureConfig {
+		if err := desired.CheckTrusted(t.Restore.Main, t.Restore.DropIn); err != nil {
+			errs = append(errs, fmt.Errorf("files not restored: %w", err))
+		}
+	}
+	if len(errs) == 0 {
+		files, err := restoreFiles(t.Restore, t.ID)
+		r.Files = files
+		if err != nil {
+			errs = append(errs, fmt.Errorf("restore files: %w", err))
+		}
+	}
+	// Files that could not be written back are pinned (pin.go): while
+	// they hold what is rolled back now, the confirmed configuration is
+	// enforced instead, so the daemon's next pass does not apply them
+	// again.
+	f.Rejected = nil
+	if len(errs) > 0 {
+		if cur, err := ReadSnapshot(t.Restore.Main, t.Restore.DropIn, h.now(), "rollback"); err == nil {
+			f.Rejected = &Rejected{ID: t.ID, Hash: SourcesHash(cur.Sources()), Error: errs[0].Error()}
+		}
+	}
+	cfg, err := desired.Parse(t.Restore.Sources())
+	if err != nil {
+		errs = append(errs, fmt.Errorf("the restore point's configuration no longer loads: %w", err))
+	} else {
+		o, err := Converge(ctx, h.Engine, cfg.State)
+		r.Outcome = o
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("read the kernel: %w", err))
+		case o.Err != nil:
+			errs = append(errs, o.Err)
+		case o.Verify != nil:
+			errs = append(errs, o.Verify)
+		}
+	}
+	r.Err = errors.Join(errs...)
+	if r.Err != nil {
+		detail += "; rollback incomplete: " + r.Err.Error()
+	}
+	f.end(RolledBack, cause, detail, h.now())
+	r.Txn = f.Last
+	if err := f.Save(h.Dir); err != nil {
+		return r, fmt.Errorf("record the rollback of %s: %w", t.ID, err)
+	}
+	stopTimer(t)
+	return r, nil
+}
+
+// BeginRequest is an apply --confirm-within.
+type BeginRequest struct {
+	// Main and DropIn are the configuration's paths.
+	Main, DropIn string
+	// Candidate, when not nil, is installed as the main file once the
+	// transaction is recorded (--candidate): the daemon, which applies
+	// every edit of the files at once, never sees it before.
+	Candidate []byte
+	Window    time.Duration
+	Probes    []Probe
+}
+
+// BeginResult is what apply --confirm-within did.
+type BeginResult struct {
+	Txn *Txn
+	// Extended: a pending transaction's deadline was moved.
+	Extended bool
+	Outcome  *Outcome
+	Armed    []string
+	Skipped  []ProbeResult
+	// After are the armed probes' results after the apply; on a rollback
+	// by a probe, Again are their results after the rollback.
+	After, Again []ProbeResult
+	// Rollback is set when the apply was rolled back at once (a failed
+	// operation, verify or probe).
+	Rollback *RollbackResult
+	Warnings []string
+}
+
+// Begin applies the configuration inside a transaction: recorded, with its
+// timer arranged, before the first kernel write. See docs/safe-apply.md for
+// the order of the steps and why.
+func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error) {
+	f, rolled, err := h.Pending(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if rolled != nil {
+		return &BeginResult{Rollback: rolled}, fmt.Errorf("transaction %s was due (%s) and has been rolled back now; nothing else was applied: check the files and run the command again", rolled.Txn.ID, rolled.Txn.Detail)
+	}
+	now := h.now()
+	if !h.AllowInsecureConfig {
+		if err := desired.CheckTrusted(req.Main, req.DropIn); err != nil {
+			return nil, err
+		}
+	}
+	cur, err := ReadSnapshot(req.Main, req.DropIn, now, "apply")
+	if err != nil {
+		return nil, err
+	}
+	applied := cur
+	if req.Candidate != nil {
+		// Found out now rather than after the transaction is recorded:
+		// the packaged service's user cannot write /etc/netreconcile.
+		if dir := filepath.Dir(cur.Main); unix.Access(dir, unix.W_OK) != nil {
+			return nil, fmt.Errorf("--candidate: cannot install the file: %s is not writable by uid %d (nothing was changed)", dir, os.Geteuid())
+		}
+		applied = cur.WithMain(req.Candidate, now, "apply")
+	}
+	// Nothing is written before the change is known to be valid: an
+	// invalid candidate is never installed.
+	cfg, err := desired.Parse(applied.Sources())
+	if err != nil {
+		return nil, err
+	}
+	res := &BeginResult{Extended: f.Pending != nil}
+	var restore *Snapshot
+	switch {
+	case res.Extended:
+		restore = f.Pending.Restore
+	case f.Confirmed != nil:
+		restore = f.Confirmed
+	case req.Candidate != nil:
+		restore = cur
+	default:
+		return nil, errNoRestorePoint
+	}
+	if !res.Extended && restore.Hash == applied.Hash {
+		res.Warnings = append(res.Warnings, "the restore point is this same configuration (recorded "+restore.At.Format(time.RFC3339)+" by "+restore.By+
+			"): a rollback changes nothing. With the daemon running, a file edited in place is applied and confirmed at once; give the change with --candidate FILE instead")
+	}
+
+	// Probes are judged before anything changes: one that fails already
+	// (a gateway that does not answer) would roll back every change.
+	for _, p := range req.Probes {
+		if err := p.Check(ctx); err != nil {
+			res.Skipped = append(res.Skipped, ProbeResult{Probe: p.String(), Err: err.Error()})
+			continue
+		}
+		res.Armed = append(res.Armed, p.String())
+	}
+
+	st, err := h.Engine.Actual(cfg.State.Protocol, false)
+	if err != nil {
+		return nil, fmt.Errorf("read kernel state: %w", err)
+	}
+	before, err := render.State(st.Owned())
+	if err != nil {
+		return nil, fmt.Errorf("record the kernel state: %w", err)
+	}
+	plan, _, conflicts := h.Engine.PlanDesired(ctx, cfg.State, false)
+	if plan == nil {
+		return nil, conflicts
+	}
+	planJSON, err := plan.JSON()
+	if err != nil {
+		return nil, err
+	}
+
+	prev := f.Pending
+	t := &Txn{}
+	if prev != nil {
+		cp := *prev
+		t = &cp
+		t.Extended++
+	} else {
+		boot, err := BootID(h.getenv())
+		if err != nil {
+			return nil, err
+		}
+		t.ID, t.Started, t.BootID, t.Netns, t.Restore, t.Before = newID(now), now.UTC(), boot, h.Netns, restore, string(before)
+	}
+	t.State, t.Deadline, t.Window, t.Applied = Pending, now.Add(req.Window).UTC(), Duration(req.Window), applied
+	t.Plans = append(append([]json.RawMessage(nil), t.Plans...), planJSON)
+	t.Probes = res.Armed
+	f.Pending = t
+	// Recorded durably before the timer and the first kernel write: a
+	// crash from here on finds the transaction and rolls it back.
+	if err := f.Save(h.Dir); err != nil {
+		return nil, fmt.Errorf("record the transaction (nothing was changed): %w", err)
+	}
+	if h.Timer != nil {
+		timer, err := h.Timer(t)
+		if err != nil && prev == nil {
+			f.Pending = nil
+			if serr := f.Save(h.Dir); serr != nil {
+				err = errors.Join(err, serr)
+			}
+			return nil, fmt.Errorf("arrange the rollback timer (nothing was changed): %w", err)
+		}
+		if err != nil {
+			// The earlier timers stay: each waits for the deadline in the file.
+			res.Warnings = append(res.Warnings, "no new timer: "+err.Error()+"; the earlier one waits for the new deadline")
+		} else {
+			t.Timer = timer
+			if err := f.Save(h.Dir); err != nil {
+				return nil, fmt.Errorf("record the transaction's timer: %w", err)
+			}
+		}
+	}
+	res.Txn = t
+	if req.Candidate != nil {
+		if err := installMain(cur, req.Candidate); err != nil {
+			rb, rerr := h.rollback(ctx, f, CauseApply, err.Error())
+			res.Rollback = rb
+			return res, errors.Join(err, rerr)
+		}
+	}
+
+	res.Outcome = apply(ctx, h.Engine, cfg.State, plan, conflicts)
+	cause, detail := Cause(""), ""
+	switch {
+	case res.Outcome.Err != nil:
+		cause, detail = CauseApply, res.Outcome.Err.Error()
+	case res.Outcome.Verify != nil:
+		cause, detail = CauseVerify, res.Outcome.Verify.Error()
+	default:
+		for _, p := range req.Probes {
+			if !contains(res.Armed, p.String()) {
+				continue
+			}
+			r := ProbeResult{Probe: p.String(), OK: true}
+			if err := p.Check(ctx); err != nil {
+				r.OK, r.Err = false, err.Error()
+				if cause == "" {
+					cause, detail = CauseProbe, "probe "+p.String()+" failed after the apply: "+err.Error()
+				}
+			}
+			res.After = append(res.After, r)
+		}
+	}
+	if cause == "" {
+		return res, nil
+	}
+	rb, err := h.rollback(ctx, f, cause, detail)
+	res.Rollback = rb
+	if cause == CauseProbe {
+		for _, p := range req.Probes {
+			if contains(res.Armed, p.String()) {
+				r := ProbeResult{Probe: p.String(), OK: true}
+				if err := p.Check(ctx); err != nil {
+					r.OK, r.Err = false, err.Error()
+				}
+				res.Again = append(res.Again, r)
+			}
+		}
+	}
+	if err != nil {
+		return res, err
+	}
+	return res, fmt.Errorf("rolled back at once (%s): %s", cause, detail)
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,523 @@
+package safeapply
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
+	"github.com/netreconcile/netreconcile/internal/ledger"
+	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/statedir"
+)
+
+// The transaction logic on the in-memory kernel: what is recorded, what a
+// rollback writes back and plans, and who refuses what.
+
+const goodConf = `version: 1
+links:
+  br0:
+    kind: bridge
+    addresses: [10.0.0.1/24]
+routes:
+  - {to: 10.98.0.0/24, via: 10.0.0.2}
+`
+
+// badConf breaks the management path: the route goes, a blackhole comes.
+const badConf = `version: 1
+links:
+  br0:
+    kind: bridge
+    addresses: [10.0.0.1/24]
+routes:
+  - {to: 10.98.0.0/24, type: blackhole}
+`
+
+type fixture struct {
+	t      *testing.T
+	k      *kerneltest.Kernel
+	h      *Host
+	main   string
+	now    time.Time
+	bootID string
+	boot   string // the boot id file
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	tmp := t.TempDir()
+	if err := os.Chmod(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sd, err := statedir.Open(filepath.Join(tmp, "state"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sd.Close() })
+	l, err := ledger.OpenIn(sd, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := kerneltest.New()
+	// Someone else's route in the same table, and their link: never
+	// touched by an apply or a rollback.
+	k.PutLink(&model.Link{Name: "eth0", Kind: "device", MTU: 1500, Up: true})
+	k.PutRoute(model.Route{Table: 254, Dst: netip.MustParsePrefix("192.0.2.0/24"), Dev: "eth0", Protocol: 4})
+	f := &fixture{t: t, k: k, main: filepath.Join(tmp, "etc", "nr.yaml"), now: time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC),
+		bootID: "boot-1", boot: filepath.Join(tmp, "boot_id")}
+	f.setBoot("boot-1")
+	if err := os.MkdirAll(filepath.Dir(f.main), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.h = &Host{Dir: sd, Engine: &engine.Engine{Kernel: k, Ledger: l, State: sd}, AllowInsecureConfig: true,
+		Getenv: func(k string) string {
+			if k == BootIDFileEnv {
+				return f.boot
+			}
+			return ""
+		},
+		Now: func() time.Time { return f.now },
+	}
+	return f
+}
+
+func (f *fixture) setBoot(id string) {
+	if err := os.WriteFile(f.boot, []byte(id+"\n"), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) write(content string) {
+	if err := os.WriteFile(f.main, []byte(content), 0o640); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) file() string {
+	data, err := os.ReadFile(f.main)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return string(data)
+}
+
+// applyPlain is a plain apply: converge, verify, record as confirmed.
+func (f *fixture) applyPlain() {
+	f.t.Helper()
+	snap, err := ReadSnapshot(f.main, "", f.now, "apply")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.h.RefusePending(context.Background()); err != nil {
+		f.t.Fatal(err)
+	}
+	cfg := mustParse(f.t, snap)
+	o, err := Converge(context.Background(), f.h.Engine, cfg.State)
+	if err != nil || o.Err != nil || o.Verify != nil {
+		f.t.Fatalf("apply: %v %v %v", err, o.Err, o.Verify)
+	}
+	if err := f.h.RecordConfirmed(snap); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) routes() string {
+	var out []string
+	for _, line := range strings.Split(f.k.Dump(), "\n") {
+		if strings.HasPrefix(line, "route ") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func (f *fixture) load() *File {
+	f.t.Helper()
+	file, err := Load(f.h.Dir)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return file
+}
+
+const (
+	wantGood = "route 10.98.0.0/24 table main via 10.0.0.2 proto 245\nroute 192.0.2.0/24 table main dev eth0 proto 4"
+	wantBad  = "route 10.98.0.0/24 table main blackhole proto 245\nroute 192.0.2.0/24 table main dev eth0 proto 4"
+)
+
+func TestBeginRecordsBeforeApplyAndRollsBack(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	f.applyPlain()
+	good := f.routes()
+	ctx := context.Background()
+
+	// The timer is arranged after the record is saved and before the
+	// first kernel write: what it sees is what a crash would leave.
+	var atTimer string
+	f.h.Timer = func(tx *Txn) (string, error) {
+		file := f.load()
+		if file.Pending == nil || file.Pending.ID != tx.ID {
+			t.Errorf("timer arranged before the transaction was recorded")
+		}
+		atTimer = f.routes()
+		return "process:0", nil
+	}
+	res, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if atTimer != good {
+		t.Errorf("the kernel changed before the timer was arranged:\n%s", atTimer)
+	}
+	if got := f.routes(); got != wantBad {
+		t.Errorf("after apply:\n%s", got)
+	}
+	if f.file() != badConf {
+		t.Errorf("candidate not installed:\n%s", f.file())
+	}
+	tx := f.load().Pending
+	if tx == nil || tx.ID != res.Txn.ID || tx.BootID != "boot-1" || !tx.Deadline.Equal(f.now.Add(3*time.Second)) ||
+		string(tx.Restore.Files[0].Data) != goodConf || string(tx.Applied.Files[0].Data) != badConf || tx.Timer != "process:0" ||
+		!strings.Contains(tx.Before, "10.98.0.0/24") || len(tx.Plans) != 1 {
+		t.Fatalf("recorded transaction: %+v", tx)
+	}
+	fi, err := os.Stat(filepath.Join(f.h.Dir.Path(), FileName))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("transaction file mode: %v %v", fi.Mode(), err)
+	}
+
+	// Not due yet.
+	if rolled, next, err := f.h.Due(ctx); rolled != nil || err != nil || !next.Equal(tx.Deadline) {
+		t.Fatalf("Due before the deadline: %v %v %v", rolled, next, err)
+	}
+	f.now = f.now.Add(3 * time.Second)
+	rolled, next, err := f.h.Due(ctx)
+	if err != nil || rolled == nil || !next.IsZero() {
+		t.Fatalf("Due at the deadline: %v %v %v", rolled, next, err)
+	}
+	if rolled.Txn.Cause != CauseTimeout || rolled.Err != nil {
+		t.Errorf("rollback: %+v", rolled.Txn)
+	}
+	if got := f.routes(); got != good {
+		t.Errorf("after rollback:\n%s\nwant\n%s", got, good)
+	}
+	if f.file() != goodConf {
+		t.Errorf("file not restored:\n%s", f.file())
+	}
+	if data, err := os.ReadFile(RejectedName(f.main, tx.ID)); err != nil || string(data) != badConf {
+		t.Errorf("the rolled-back file is not kept aside: %v", err)
+	}
+	file := f.load()
+	if file.Pending != nil || file.Last == nil || file.Last.State != RolledBack || file.Counts.RolledBack[CauseTimeout] != 1 || file.Last.Restore != nil {
+		t.Errorf("after rollback: %+v", file)
+	}
+}
+
+func TestPlainApplyRefusedWhilePendingAndExtensionKeepsRestorePoint(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	f.applyPlain()
+	ctx := context.Background()
+	first, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.h.RefusePending(ctx)
+	if !errors.Is(err, ErrPending) || !strings.Contains(err.Error(), "netreconcile confirm "+first.Txn.ID) || !strings.Contains(err.Error(), "--confirm-within") {
+		t.Fatalf("plain apply while pending: %v", err)
+	}
+	f.now = f.now.Add(30 * time.Second)
+	third := strings.Replace(badConf, "10.98.0.0/24", "10.97.0.0/24", 1)
+	second, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(third), Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := f.load().Pending
+	if !second.Extended || tx.ID != first.Txn.ID || tx.Extended != 1 || !tx.Deadline.Equal(f.now.Add(time.Minute)) ||
+		string(tx.Restore.Files[0].Data) != goodConf || string(tx.Applied.Files[0].Data) != third || len(tx.Plans) != 2 {
+		t.Fatalf("extended transaction: %+v", tx)
+	}
+	rolled, err := f.h.Rollback(ctx, "", CauseManual, "test")
+	if err != nil || rolled.Txn.Cause != CauseManual {
+		t.Fatal(err, rolled)
+	}
+	if f.file() != goodConf || f.routes() != wantGood {
+		t.Errorf("after rollback of an extended transaction:\n%s\n%s", f.file(), f.routes())
+	}
+}
+
+func TestConfirmMakesTheRestorePoint(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	f.applyPlain()
+	ctx := context.Background()
+	res, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.h.Confirm(ctx, "not-this-one"); !errors.Is(err, ErrNoPending) {
+		t.Errorf("confirm of another id: %v", err)
+	}
+	tx, rolled, err := f.h.Confirm(ctx, res.Txn.ID)
+	if err != nil || rolled != nil || tx.State != Confirmed {
+		t.Fatal(err, rolled, tx)
+	}
+	file := f.load()
+	if file.Pending != nil || string(file.Confirmed.Files[0].Data) != badConf || file.Counts.Confirmed != 1 {
+		t.Fatalf("after confirm: %+v", file)
+	}
+	// The deadline passes: nothing happens.
+	f.now = f.now.Add(time.Hour)
+	if rolled, _, err := f.h.Due(ctx); rolled != nil || err != nil {
+		t.Fatalf("Due after confirm: %v %v", rolled, err)
+	}
+	if f.routes() != wantBad {
+		t.Errorf("confirmed change undone:\n%s", f.routes())
+	}
+	// The next transaction rolls back to the confirmed change.
+	good2 := strings.Replace(goodConf, "10.98.0.0/24", "10.96.0.0/24", 1)
+	if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(good2), Window: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.h.Rollback(ctx, "", CauseManual, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if f.file() != badConf || f.routes() != wantBad {
+		t.Errorf("rollback after a confirmed change:\n%s\n%s", f.file(), f.routes())
+	}
+	if _, _, err := f.h.Confirm(ctx, ""); !errors.Is(err, ErrNoPending) || !strings.Contains(err.Error(), "rolled-back") {
+		t.Errorf("confirm with nothing pending: %v", err)
+	}
+}
+
+func TestAnotherBootRollsBackFirst(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	f.applyPlain()
+	ctx := context.Background()
+	if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	f.setBoot("boot-2")
+	// A confirm after the reboot is refused: the transaction rolls back.
+	_, rolled, err := f.h.Confirm(ctx, "")
+	if err == nil || rolled == nil || rolled.Txn.Cause != CauseReboot {
+		t.Fatalf("confirm after a reboot: %v %+v", err, rolled)
+	}
+	if f.file() != goodConf || f.routes() != wantGood {
+		t.Errorf("after the reboot's rollback:\n%s\n%s", f.file(), f.routes())
+	}
+}
+
+func TestFailedOperationRollsBackAtOnce(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	f.applyPlain()
+	withRule := badConf + "rules:\n  - {priority: 1000, from: 10.0.0.0/24, table: 100}\n"
+	f.k.FailNext("AddRule", syscall.EPERM)
+	res, err := f.h.Begin(context.Background(), BeginRequest{Main: f.main, Candidate: []byte(withRule), Window: time.Hour})
+	if err == nil || res == nil || res.Rollback == nil || res.Rollback.Txn.Cause != CauseApply {
+		t.Fatalf("failed apply: %v %+v", err, res)
+	}
+	if f.file() != goodConf || f.routes() != wantGood {
+		t.Errorf("after the rollback:\n%s\n%s", f.file(), f.routes())
+	}
+}
+
+// failingProbe passes before the apply and fails after it.
+type failingProbe struct{ calls int }
+
+func (p *failingProbe) String() string { return "test" }
+func (p *failingProbe) Check(context.Context) error {
+	p.calls++
+	if p.calls == 2 {
+		return errors.New("unreachable")
+	}
+	return nil
+}
+
+// deadProbe fails from the start: it is not armed.
+type deadProbe struct{}
+
+func (deadProbe) String() string              { return "dead" }
+func (deadProbe) Check(context.Context) error { return errors.New("down already") }
+
+func TestProbes(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	f.applyPlain()
+	p := &failingProbe{}
+	res, err := f.h.Begin(context.Background(), BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Hour, Probes: []Probe{p, deadProbe{}}})
+	if err == nil || res.Rollback == nil || res.Rollback.Txn.Cause != CauseProbe {
+		t.Fatalf("probe failure: %v %+v", err, res)
+	}
+	if len(res.Armed) != 1 || res.Armed[0] != "test" || len(res.Skipped) != 1 || res.Skipped[0].Probe != "dead" {
+		t.Errorf("armed %v skipped %v", res.Armed, res.Skipped)
+	}
+	if len(res.After) != 1 || res.After[0].OK || len(res.Again) != 1 || !res.Again[0].OK {
+		t.Errorf("after %v again %v", res.After, res.Again)
+	}
+	if f.file() != goodConf || f.routes() != wantGood {
+		t.Errorf("after the probe's rollback:\n%s\n%s", f.file(), f.routes())
+	}
+}
+
+func TestNoRestorePoint(t *testing.T) {
+	f := newFixture(t)
+	f.write(badConf)
+	_, err := f.h.Begin(context.Background(), BeginRequest{Main: f.main, Window: time.Hour})
+	if !errors.Is(err, errNoRestorePoint) {
+		t.Fatalf("first transaction without --candidate: %v", err)
+	}
+	if f.routes() != "route 192.0.2.0/24 table main dev eth0 proto 4" || f.load().Pending != nil {
+		t.Errorf("something changed:\n%s", f.routes())
+	}
+	// An invalid candidate is refused before anything is written.
+	f.write(goodConf)
+	if _, err := f.h.Begin(context.Background(), BeginRequest{Main: f.main, Candidate: []byte("version: 1\nlinks: 3\n"), Window: time.Hour}); err == nil {
+		t.Fatal("invalid candidate accepted")
+	}
+	if f.file() != goodConf || f.load().Pending != nil {
+		t.Errorf("invalid candidate installed or recorded")
+	}
+}
+
+func TestRollbackMovesAsideAddedDropIns(t *testing.T) {
+	f := newFixture(t)
+	dropIn := filepath.Join(filepath.Dir(f.main), "conf.d")
+	if err := os.MkdirAll(dropIn, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.write(goodConf)
+	snap, err := ReadSnapshot(f.main, dropIn, f.now, "apply")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.h.RecordConfirmed(snap); err != nil {
+		t.Fatal(err)
+	}
+	added := filepath.Join(dropIn, "50-more.yaml")
+	if err := os.WriteFile(added, []byte("version: 1\nroutes:\n  - {to: 10.95.0.0/24, via: 10.0.0.2}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, DropIn: dropIn, Window: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.routes(), "10.95.0.0/24") {
+		t.Fatalf("drop-in not applied:\n%s", f.routes())
+	}
+	rolled, err := f.h.Rollback(ctx, "", CauseManual, "test")
+	if err != nil || rolled.Err != nil {
+		t.Fatal(err, rolled.Err)
+	}
+	if _, err := os.Stat(added); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("added drop-in still in place: %v", err)
+	}
+	if _, err := os.Stat(RejectedName(added, rolled.Txn.ID)); err != nil {
+		t.Errorf("added drop-in not kept aside: %v", err)
+	}
+	if f.routes() != wantGood {
+		t.Errorf("after rollback:\n%s", f.routes())
+	}
+}
+
+func mustParse(t *testing.T, s *Snapshot) *desired.Config {
+	t.Helper()
+	cfg, err := desired.Parse(s.Sources())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// A rollback that cannot write the files back (here: their directory became
+// writable by others, which CheckTrusted refuses; in production, the
+// service's user cannot write /etc/netreconcile) still rolls the kernel back
+// and pins the confirmed configuration while the files hold the rejected one.
+func TestRollbackThatCannotWriteTheFilesPins(t *testing.T) {
+	f := newFixture(t)
+	f.h.AllowInsecureConfig = false
+	etc := filepath.Dir(f.main)
+	f.write(goodConf)
+	f.applyPlain()
+	ctx := context.Background()
+	if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(etc, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	rolled, err := f.h.Rollback(ctx, "", CauseManual, "test")
+	if err != nil || rolled.Err == nil || !strings.Contains(rolled.Txn.Detail, "files not restored") {
+		t.Fatalf("rollback: %v %+v", err, rolled)
+	}
+	if f.file() != badConf || f.routes() != wantGood {
+		t.Fatalf("want the file as it was and the kernel rolled back:\n%s\n%s", f.file(), f.routes())
+	}
+	pin := &Pin{Dir: f.h.Dir}
+	bad, err := ReadSnapshot(f.main, "", f.now, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, by, err := pin.Sources(bad.Sources())
+	if err != nil || by != rolled.Txn.ID || len(out) != 1 || string(out[0].Data) != goodConf {
+		t.Fatalf("pin of the rejected files: %v %q %v", err, by, out)
+	}
+	// An edit lifts it.
+	f.write(badConf + "# edited\n")
+	edited, err := ReadSnapshot(f.main, "", f.now, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, by, err := pin.Sources(edited.Sources()); by != "" || err != nil {
+		t.Errorf("an edited file is still pinned: %q %v", by, err)
+	}
+	if err := os.Chmod(etc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A file written back keeps its mode and owner (the packaged service's
+// files belong to its user when it may write them).
+func TestRollbackKeepsModeAndOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	f := newFixture(t)
+	f.write(goodConf)
+	if err := os.Chown(f.main, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	f.applyPlain()
+	ctx := context.Background()
+	if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	owner := func() (uint32, uint32, os.FileMode) {
+		fi, err := os.Stat(f.main)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		return st.Uid, st.Gid, fi.Mode().Perm()
+	}
+	if u, g, m := owner(); u != 65534 || g != 65534 || m != 0o640 {
+		t.Errorf("installed candidate: %d:%d %v", u, g, m)
+	}
+	if _, err := f.h.Rollback(ctx, "", CauseManual, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if u, g, m := owner(); u != 65534 || g != 65534 || m != 0o640 || f.file() != goodConf {
+		t.Errorf("restored file: %d:%d %v", u, g, m)
+	}
+}

@@ -1,0 +1,216 @@
+package safeapply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/netreconcile/netreconcile/internal/statedir"
+)
+
+// DaemonLock is the file the daemon (netreconcile run) holds an flock on for
+// its whole life, in the namespace's state directory: a command that finds
+// it held knows a daemon watches this namespace's transactions. The kernel
+// drops the lock when the daemon dies, even by SIGKILL, so a dead daemon is
+// never taken for a live one.
+const DaemonLock = "daemon.lock"
+
+// TimerMode says what holds a transaction's deadline once apply returns.
+type TimerMode string
+
+const (
+	// TimerAuto: the daemon when one runs for the namespace, else a
+	// systemd timer when systemd is the service manager, else a process.
+	TimerAuto TimerMode = "auto"
+	// TimerDaemon requires the daemon.
+	TimerDaemon TimerMode = "daemon"
+	// TimerSystemd: a transient timer unit (systemd-run) that runs
+	// "netreconcile rollback --due ID" at the deadline, outside the
+	// caller's session and the service's cgroup.
+	TimerSystemd TimerMode = "systemd"
+	// TimerProcess: a detached process (its own session, no terminal)
+	// that sleeps until the deadline: "netreconcile rollback --due ID".
+	TimerProcess TimerMode = "process"
+)
+
+// ParseTimerMode checks a --rollback-timer value.
+func ParseTimerMode(s string) (TimerMode, error) {
+	switch m := TimerMode(s); m {
+	case TimerAuto, TimerDaemon, TimerSystemd, TimerProcess:
+		return m, nil
+	}
+	return "", fmt.Errorf("--rollback-timer must be auto, daemon, systemd or process, not %q", s)
+}
+
+// Timer arranges what rolls a transaction back at its deadline.
+//
+// The daemon needs nothing handed over: it watches transaction.json (and
+// reads it again on start and on every resync), so the file is the message
+// and a missed notification costs nothing. The other timers run
+// "netreconcile rollback --due ID", which sleeps until the deadline read
+// from the file, again and again while it is extended, and exits when the
+// transaction ended otherwise. Every actor takes the namespace's lock and
+// re-reads the file before acting, so two of them never both roll back.
+type Timer struct {
+	Mode TimerMode
+	// Dir is the namespace's state directory, where the daemon's lock is.
+	Dir *statedir.Dir
+	// Program is the netreconcile binary; Args are the options the timer's
+	// command line needs to find the same namespace and state directory
+	// (--state-dir, --netns, …).
+	Program string
+	Args    []string
+	// Now is the clock.
+	Now func() time.Time
+}
+
+// DaemonPID returns the pid of the daemon holding dir's DaemonLock, or 0
+// when none does.
+func DaemonPID(dir *statedir.Dir) int {
+	unlock, err := dir.Lock(context.Background(), DaemonLock, statedir.LockOptions{NoWait: true})
+	if err == nil {
+		unlock()
+		return 0
+	}
+	if errors.Is(err, statedir.ErrLocked) {
+		if pid := statedir.LockedBy(err); pid > 0 {
+			return pid
+		}
+		return -1
+	}
+	return 0
+}
+
+// systemdBooted reports whether systemd is the service manager
+// (sd_booted(3)).
+func systemdBooted() bool {
+	fi, err := os.Lstat("/run/systemd/system")
+	return err == nil && fi.IsDir()
+}
+
+// Arrange sets up the timer for t and says what holds it: "daemon:PID",
+// "systemd:UNIT" or "process:PID".
+func (tm *Timer) Arrange(t *Txn) (string, error) {
+	mode := tm.Mode
+	if pid := DaemonPID(tm.Dir); pid != 0 && (mode == TimerAuto || mode == TimerDaemon) {
+		return "daemon:" + strconv.Itoa(max(pid, 0)), nil
+	}
+	switch mode {
+	case TimerDaemon:
+		return "", errors.New("--rollback-timer daemon: no daemon (netreconcile run) holds this namespace's state directory")
+	case TimerAuto:
+		mode = TimerProcess
+		if systemdBooted() {
+			mode = TimerSystemd
+		}
+	}
+	args := append(append([]string{"rollback", "--due"}, tm.Args...), t.ID)
+	if mode == TimerSystemd {
+		now := time.Now
+		if tm.Now != nil {
+			now = tm.Now
+		}
+		secs := int(math.Ceil(t.Deadline.Sub(now()).Seconds()))
+		unit := fmt.Sprintf("netreconcile-rollback-%s-%d", t.ID, t.Extended)
+		cmd := exec.Command("systemd-run", append([]string{"--quiet", "--collect", "--unit", unit,
+			"--description", "netreconcile: roll back transaction " + t.ID + " unless confirmed",
+			"--on-active", strconv.Itoa(max(secs, 1)) + "s",
+			// The default AccuracySec is a minute.
+			"--timer-property", "AccuracySec=100ms",
+			tm.Program}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("systemd-run: %w: %s", err, strings.TrimSpace(string(out)))
+		}
+		return "systemd:" + unit, nil
+	}
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return "", fmt.Errorf("start the rollback timer: %w", err)
+	}
+	defer devnull.Close()
+	cmd := exec.Command(tm.Program, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, devnull
+	// Its own session: no terminal whose hangup would kill it, and out of
+	// the caller's process group, which a shell or Ansible may kill.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Dir = "/"
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("start the rollback timer: %w", err)
+	}
+	pid := cmd.Process.Pid
+	_ = cmd.Process.Release()
+	return "process:" + strconv.Itoa(pid), nil
+}
+
+// stopTimer ends a transaction's timer once it ended otherwise, best
+// effort: a timer left running wakes at the deadline, finds the
+// transaction ended and exits. A process is signalled only if its command
+// line still names the transaction (its pid may have been reused).
+func stopTimer(t *Txn) {
+	kind, ref, _ := strings.Cut(t.Timer, ":")
+	switch kind {
+	case "systemd":
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = exec.CommandContext(ctx, "systemctl", "stop", "--no-block", ref+".timer", ref+".service").Run()
+	case "process":
+		pid, err := strconv.Atoi(ref)
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			return
+		}
+		cmdline, err := os.ReadFile("/proc/" + ref + "/cmdline")
+		if err != nil || !strings.Contains(string(cmdline), "\x00--due\x00") || !strings.Contains(string(cmdline), t.ID) {
+			return
+		}
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+}
+
+// WaitDue is "rollback --due ID": it sleeps until the deadline of
+// transaction id as the file says it now (an extension moves it), and at
+// the deadline takes the lock (open) and rolls back what is due. It
+// returns nil at once when id is no longer pending.
+func WaitDue(ctx context.Context, dir *statedir.Dir, id string, open func(ctx context.Context) (*Host, func(), error)) (*RollbackResult, error) {
+	for {
+		f, err := Load(dir)
+		if err != nil {
+			return nil, err
+		}
+		if f.Pending == nil || f.Pending.ID != id {
+			return nil, nil
+		}
+		if wait := time.Until(f.Pending.Deadline); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(wait):
+			}
+			continue
+		}
+		h, closeFn, err := open(ctx)
+		if err != nil {
+			// A lock held past --lock-timeout, a kernel that cannot be
+			// opened for now: this process is the deadline's only
+			// keeper, so it tries again while the transaction is pending.
+			select {
+			case <-ctx.Done():
+				return nil, errors.Join(err, ctx.Err())
+			case <-time.After(retryDue):
+			}
+			continue
+		}
+		rolled, _, err := h.Due(ctx)
+		closeFn()
+		return rolled, err
+	}
+}
+
+// retryDue is the wait of a timer that could not act at the deadline.
+const retryDue = time.Second
