@@ -209,7 +209,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		writePoolSummary(ctx, env.Stdout, eng, cfg.State, pools, false)
 	}
 	if err = errors.Join(err, verr); err != nil {
-		return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
+		return fail(env, "apply", err) // the JSON is printed above
 	}
 	return ExitOK
 }
