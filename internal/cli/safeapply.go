@@ -89,23 +89,6 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func errStrings(err error) []string {
-	if err == nil {
-		return []string{}
-	}
-	var j interface{ Unwrap() []error }
-	if errors.As(err, &j) {
-		var out []string
-		for _, e := range j.Unwrap() {
-			if e != nil {
-				out = append(out, e.Error())
-			}
-		}
-		return out
-	}
-	return []string{err.Error()}
-}
-
 // runSafeApply is apply --confirm-within.
 func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 	var candidate []byte
