@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/netreconcile/netreconcile/internal/nettest"
 )
 
 // binary is the netreconcile command built by TestMain: the daemon is tested
@@ -32,10 +34,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "netreconcile")
-	out, err := exec.Command("go", "build", "-o", binary, "../../cmd/netreconcile").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build netreconcile: %v\n%s", err, out)
+	if binary, err = nettest.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}

@@ -33,16 +33,6 @@ func faultFile(tables, bridges []int) string {
 	return b.String()
 }
 
-// buildBinary builds netreconcile for tests that run it as a process.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "netreconcile")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/netreconcile").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // kernelTables lists the nftables tables of the namespace as "family name".
 func kernelTables(t *testing.T, ns string) map[string]bool {
 	t.Helper()
@@ -112,7 +102,7 @@ func ledgerPendingLinks(t *testing.T, path string) map[string]bool {
 func TestFaultTrialsKilledApply(t *testing.T) {
 	nettest.RequireTool(t, "nft")
 	e := newEnv(t)
-	bin := buildBinary(t)
+	bin := nettest.BuildT(t)
 	nettest.InNS(t, e.ns, "nft", "add", "table", "inet", "foreign")
 	nettest.InNS(t, e.ns, "nft", "add", "chain", "inet", "foreign", "theirs")
 	configs := []string{

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/netreconcile/netreconcile/internal/ipam"
+	"github.com/netreconcile/netreconcile/internal/nettest"
 )
 
 // ipamFile is a dual-stack pool of 2-address blocks, so a few allocations take several blocks,
@@ -138,7 +138,7 @@ kube0 10.2.0.1/32 fd01:203:405:607::1/64
 	// A restart: a new process with a new Registry over the same state directory, after the
 	// link was lost.
 	e.ip("link", "del", "kube0")
-	bin := buildCLI(t)
+	bin := nettest.BuildT(t)
 	out, err := exec.Command(bin, "apply", "-c", f, "--netns", e.ns, "--state-dir", e.state).CombinedOutput()
 	if err != nil {
 		t.Fatalf("apply in a new process: %v\n%s", err, out)
@@ -162,16 +162,6 @@ kube0 10.2.0.1/32 fd01:203:405:607::1/64
 		t.Errorf("eth9 after its pool entry left: %q", got)
 	}
 	e.noChanges(nodev)
-}
-
-// buildCLI builds the netreconcile binary once per test.
-func buildCLI(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "netreconcile")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/netreconcile").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 func TestIPAMValidationErrors(t *testing.T) {
@@ -216,7 +206,7 @@ func TestIPAMShrinkRefused(t *testing.T) {
 func TestIPAMConcurrentAllocate(t *testing.T) {
 	e := newEnv(t)
 	f := e.file("ipam.yaml", strings.Replace(ipamFile, "10.2.0.0/28, ipv6: \"fd01:203:405:607::/124\"", "10.2.0.0/24, ipv6: \"fd01:203:405:607::/120\"", 1))
-	bin := buildCLI(t)
+	bin := nettest.BuildT(t)
 	const procs, each = 6, 8
 	var wg sync.WaitGroup
 	errs := make(chan error, procs*each+10)

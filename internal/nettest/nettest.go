@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -158,4 +159,26 @@ func NewNetNSPrefixed(t testing.TB, prefix string) string {
 		}
 	})
 	return name
+}
+
+// Build builds the netreconcile command into dir and returns its path, for
+// tests that run it as a process of its own (a daemon to SIGKILL, a timer
+// that outlives its command, two writers at once).
+func Build(dir string) (string, error) {
+	bin := filepath.Join(dir, "netreconcile")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/netreconcile/netreconcile/cmd/netreconcile").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build netreconcile: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// BuildT is Build into the test's temporary directory; it fails the test
+// when the build fails.
+func BuildT(t testing.TB) string {
+	t.Helper()
+	bin, err := Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }

@@ -41,9 +41,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "netreconcile")
-	if out, err := exec.Command("go", "build", "-o", binary, "../../cmd/netreconcile").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build netreconcile: %v\n%s", err, out)
+	if binary, err = nettest.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
