@@ -2,8 +2,6 @@ package daemon_test
 
 import (
 	"bytes"
-	"flag"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -22,27 +20,7 @@ import (
 // as systemd runs it, a process of its own receiving signals.
 var binary string
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		// Every test that runs the binary is privileged, and skips under
-		// -short (make check): no build.
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "netreconcile-daemon-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if binary, err = nettest.Build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { nettest.MainWithBinary(m, &binary) }
 
 // proc is a running daemon and the service manager side of its
 // NOTIFY_SOCKET.

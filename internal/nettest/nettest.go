@@ -12,6 +12,7 @@ package nettest
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -181,4 +182,28 @@ func BuildT(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return bin
+}
+
+// MainWithBinary is a TestMain for a package whose tests run the command as
+// a process: it builds it once into a temporary directory, sets *bin, runs
+// the tests and exits. Under -short, where those privileged tests skip, it
+// builds nothing.
+func MainWithBinary(m *testing.M, bin *string) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "netreconcile-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if *bin, err = Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
