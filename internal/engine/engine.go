@@ -46,6 +46,22 @@ type Engine struct {
 	// prevNft are the nftables tables prev's read covered: the ledger's
 	// and the file's at the time.
 	prevNft map[model.NftTableKey]bool
+	// lastUp are the WireGuard peers that were up in the last plan (the
+	// elements-from sets' members); while frozen, plans use them instead of
+	// the peers' states now (FreezePeers).
+	lastUp map[string]map[model.Key]bool
+	frozen bool
+}
+
+// FreezePeers makes the plans that follow fill elements-from sets with the
+// peers that were up in the last plan, until thaw is called. A verify after
+// an apply checks what the apply wrote: a peer whose handshake completed
+// meanwhile is a new input for the next pass, not a kernel that failed to
+// take the plan (the fleet mesh's first apply: peers come up within the
+// verify's retries).
+func (e *Engine) FreezePeers() (thaw func()) {
+	e.frozen = true
+	return func() { e.frozen = false }
 }
 
 // LastRead returns the kernel state the last Plan or PlanDesired read, as
@@ -317,7 +333,10 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 	e.rot.mu.Lock()
 	e.rot.pending = decisions
 	e.rot.mu.Unlock()
-	in.PeersUp = states.up()
+	if !e.frozen {
+		e.lastUp = states.up()
+	}
+	in.PeersUp = e.lastUp
 	plan, err := diff.ComputeWith(desired, act, in)
 	if plan == nil {
 		return plan, err

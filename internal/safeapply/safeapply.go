@@ -136,8 +136,11 @@ func (e *VerifyError) Unwrap() error { return e.Err }
 // Verify reads the kernel again and requires an empty plan towards st,
 // with short bounded retries for what settles asynchronously. A conflict
 // (someone else's object in the way of the file's) fails it: the file's
-// object is not there.
+// object is not there. The elements-from sets are judged by the peers that
+// were up when the apply planned (engine.FreezePeers): a handshake completed
+// since changes the next plan, not whether this apply took.
 func Verify(ctx context.Context, e *engine.Engine, st *model.State) error {
+	defer e.FreezePeers()()
 	var last *VerifyError
 	for i := 0; ; i++ {
 		plan, _, err := e.PlanDesired(ctx, st, true)
