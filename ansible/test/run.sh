@@ -228,14 +228,6 @@ if "$bin" help apply | grep -q -- '--confirm-within'; then
 - hosts: ans-s
   gather_facts: false
   tasks:
-    # Safe apply rolls back to the last confirmed configuration: a plain
-    # apply records one (here: nothing declared).
-    - name: A known-good configuration to roll back to
-      netreconcile.net.apply:
-        config: {version: 1}
-        netns: ans-x
-        binary: "$bin"
-        state_dir: "$work/state3"
     - name: Apply, to be rolled back unless confirmed
       netreconcile.net.apply:
         config: {version: 1, links: {ans-br7: {kind: bridge, mtu: 1400}}}
@@ -255,6 +247,21 @@ if "$bin" help apply | grep -q -- '--confirm-within'; then
         state_dir: "$work/state3"
       when: confirm | bool
 EOF
+	# Safe apply rolls back to the last confirmed configuration: a plain
+	# apply records one (nothing declared: it prunes what earlier tests
+	# left in ans-x), and the namespace is dumped after it.
+	cat >"$work/baseline.yml" <<EOF
+- hosts: ans-s
+  gather_facts: false
+  tasks:
+    - name: A known-good configuration to roll back to
+      netreconcile.net.apply:
+        config: {version: 1}
+        netns: ans-x
+        binary: "$bin"
+        state_dir: "$work/state3"
+EOF
+	play -i "$inv" "$work/baseline.yml" >"$work/baseline.log" 2>&1 || { cat "$work/baseline.log"; fail "confirm: the known-good apply"; }
 	dump ans-x >"$work/x.before"
 	play -i "$inv" "$work/confirm.yml" -e within=5s -e confirm=false >"$work/confirm1.log" 2>&1 || { cat "$work/confirm1.log"; fail "confirm: unconfirmed apply"; }
 	sleep 10
