@@ -25,6 +25,16 @@ type Config struct {
 	Fou      []*Fou
 	Tables   []*Table
 	Pools    []*Pool
+	// Meddle is what the foreign actor ran in the namespace before this
+	// step (shell commands), once Meddled says it was decided: a replay
+	// runs the same commands instead of drawing new ones, so the shrinker
+	// replays the walk that failed and repro.sh lists them. Clone leaves
+	// them out: a mutation of this step is another step.
+	Meddle  []string
+	Meddled bool
+	// MeddleTables are the nftables tables ("FAMILY NAME") Meddle
+	// recreated as someone else's.
+	MeddleTables []string
 }
 
 // Link is a declared link.

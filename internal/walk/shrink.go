@@ -69,6 +69,7 @@ func shrink(g *Gen, foreign []string, seq []*Config, f0 *Failure, opts Options) 
 	for i := len(seq) - 1; i >= 0 && budget > 0; i-- {
 		for _, rm := range removals(seq[i]) {
 			c := seq[i].Clone()
+			c.Meddle, c.Meddled, c.MeddleTables = seq[i].Meddle, seq[i].Meddled, seq[i].MeddleTables
 			rm(c)
 			g.Repair(c)
 			cand := append(append(append([]*Config(nil), seq[:i]...), c), seq[i+1:]...)
@@ -99,6 +100,9 @@ func shrink(g *Gen, foreign []string, seq []*Config, f0 *Failure, opts Options) 
 			return "", err
 		}
 		d := strings.TrimSuffix(file, ".yaml") + ".d"
+		for _, m := range c.Meddle {
+			fmt.Fprintf(&b, "ip netns exec $ns sh -c %q  # the foreign actor, before step %d\n", m, i+1)
+		}
 		fmt.Fprintf(&b, "netreconcile apply --netns $ns --state-dir /tmp/nrwalk-repro-state -c %s --conf-dir %s\nnetreconcile diff --netns $ns --state-dir /tmp/nrwalk-repro-state -c %s --conf-dir %s\n", file, d, file, d)
 	}
 	if err := os.WriteFile(filepath.Join(out, "repro.sh"), []byte(b.String()), 0o755); err != nil {

@@ -261,7 +261,7 @@ func (r *runner) step(i int, c *Config) *Failure {
 		return fail("setup", "%v", err)
 	}
 	confDir := strings.TrimSuffix(file, ".yaml") + ".d"
-	if err := r.meddle(i, c.Protocol); err != nil {
+	if err := r.meddle(i, c); err != nil {
 		return fail("setup", "%v", err)
 	}
 	r.lap("idle")
@@ -322,8 +322,8 @@ func (r *runner) step(i int, c *Config) *Failure {
 			}
 		}
 		for _, rt := range c.Routes {
-			if strings.Contains(errs, rt.To) {
-				skip["route "+rt.To] = true
+			if routeInConflict(errs, rt) {
+				skip[routeSkipKey(rt.Table, rt.To)] = true
 			}
 		}
 	}
@@ -332,6 +332,7 @@ func (r *runner) step(i int, c *Config) *Failure {
 		return fail("oracle", "%v", err)
 	}
 	r.prev = after
+	r.lap("oracle: read")
 	// The independent oracle.
 	diffs := Compare(r.ns, c, after, skip)
 	nd, err := CompareNft(c, after, skip, r.foreignTables)
@@ -339,6 +340,7 @@ func (r *runner) step(i int, c *Config) *Failure {
 		return fail("oracle", "%v", err)
 	}
 	diffs = append(diffs, nd...)
+	r.lap("oracle: compare")
 	if r.g.Caps.WireGuard {
 		wd, err := CompareWG(r.ns, c)
 		if err != nil {
@@ -580,12 +582,41 @@ func nameByte(b byte) bool {
 // that need one: it attaches foreign links to owned ones (ForeignChildren)
 // and recreates an owned nftables table as someone else's (NftTableHandle).
 // What it makes joins the foreign objects that must stay exactly as they are.
-func (r *runner) meddle(step, proto int) error {
-	d := r.g.Defects
-	if r.prev == nil || (!d.ForeignChildren && !d.NftTableHandle) || r.meddled >= 3 {
+// The first run of a step draws what to do and records it in c; a replay
+// does the same again.
+func (r *runner) meddle(step int, c *Config) error {
+	if !c.Meddled {
+		c.Meddle, c.MeddleTables = r.drawMeddle(step)
+		c.Meddled = true
+	}
+	if len(c.Meddle) == 0 {
 		return nil
 	}
-	var cmds []string
+	r.meddled++
+	for _, id := range c.MeddleTables {
+		r.foreignTables[id] = true
+	}
+	for _, cmd := range c.Meddle {
+		if err := shell(r.ns, cmd); err != nil {
+			return err
+		}
+	}
+	k, err := ReadKernel(r.ns, true)
+	if err != nil {
+		return err
+	}
+	r.prev = k
+	r.foreign0, _ = dumpForeign(k, c.Protocol, r.foreignTables, r.adopted)
+	return nil
+}
+
+// drawMeddle picks the foreign actor's commands before a step, if any, and
+// the nftables tables they make someone else's.
+func (r *runner) drawMeddle(step int) (cmds, tables []string) {
+	d := r.g.Defects
+	if r.prev == nil || (!d.ForeignChildren && !d.NftTableHandle) || r.meddled >= 3 {
+		return nil, nil
+	}
 	if d.ForeignChildren && r.g.R.Intn(5) == 0 {
 		for _, n := range sortedKeys(r.prev.Links) {
 			l := r.prev.Links[n]
@@ -603,31 +634,35 @@ func (r *runner) meddle(step, proto int) error {
 		}
 	}
 	if d.NftTableHandle && r.g.R.Intn(10) == 0 {
-		for id := range parseNftTables(r.prev.NftText) {
+		// In name order: a map's would make the seed draw another walk.
+		for _, id := range sortedKeys(parseNftTables(r.prev.NftText)) {
 			f := strings.Fields(id)
 			if strings.HasPrefix(f[1], "nrw") && !r.foreignTables[id] && id != "ip6 nrw0" {
 				cmds = append(cmds, fmt.Sprintf("nft delete table %s; nft add table %s; nft add chain %s theirs", id, id, id))
-				r.foreignTables[id] = true
+				tables = append(tables, id)
 				break
 			}
 		}
 	}
-	if len(cmds) == 0 {
-		return nil
-	}
-	r.meddled++
-	for _, cmd := range cmds {
-		if err := shell(r.ns, cmd); err != nil {
-			return err
+	return cmds, tables
+}
+
+// routeInConflict says whether the conflicts errs lists name rt: a line
+// with its destination and its table. The table counts: a route of another
+// table with the same destination is checked as usual (guest walk seed
+// 124997191085436, step 112).
+func routeInConflict(errs string, rt *Route) bool {
+	for _, line := range strings.Split(errs, "\n") {
+		if strings.Contains(line, "route "+rt.To+" ") && strings.Contains(line, " table "+tableName(rt.Table)+" ") {
+			return true
 		}
 	}
-	k, err := ReadKernel(r.ns, true)
-	if err != nil {
-		return err
-	}
-	r.prev = k
-	r.foreign0, _ = dumpForeign(k, proto, r.foreignTables, r.adopted)
-	return nil
+	return false
+}
+
+// routeSkipKey is the oracle's skip entry for a route left out.
+func routeSkipKey(table, to string) string {
+	return "route " + tableName(table) + " " + to
 }
 
 func sortedKeys[V any](m map[string]V) []string {

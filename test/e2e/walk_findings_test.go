@@ -22,3 +22,32 @@ func TestWalkFindingFouGUE(t *testing.T) {
 	// A second diff exits 0 (runNetreconcile fails the test otherwise).
 	runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
 }
+
+// Finding G2 (docs/walk-findings.md): a flow-based (external) ip6tnl was
+// created without its protocol (the library sends IFLA_IPTUN_COLLECT_METADATA
+// alone), so the kernel made each one ip6ip6 and a file saying any or ipip6
+// replaced the tunnel on every apply. The kernel refuses a change to a
+// collect_md tunnel: the mode must be right at the create.
+func TestWalkFindingExternalIP6TnlMode(t *testing.T) {
+	requireModules(t, "ip6_tunnel")
+	for mode, want := range map[string]string{"any": "any", "ipip6": "ipip6", "ip6ip6": "ip6ip6", "": "ip6ip6"} {
+		t.Run("mode="+mode, func(t *testing.T) {
+			ns := newNetNS(t, "")
+			dir, state := t.TempDir(), t.TempDir()
+			file := filepath.Join(dir, "t.yaml")
+			m := ""
+			if mode != "" {
+				m = "mode: " + mode + ", "
+			}
+			cfg := "version: 1\nlinks:\n  t6: {kind: ip6tnl, ip6tnl: {" + m + "external: true}}\n"
+			if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+			// iproute2 prints the protocol of an ip6tnl as "ipip6", "ip6ip6" or "any".
+			mustContain(t, "ip -d -j link show t6", ns.IP(t, "-d", "-j", "link", "show", "t6"), `"external":true`, `"proto":"`+want+`"`)
+			// A second diff exits 0 (runNetreconcile fails the test otherwise).
+			runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
+		})
+	}
+}

@@ -1,0 +1,57 @@
+package walk
+
+import (
+	"strings"
+	"testing"
+)
+
+// G1 (docs/walk-findings.md): a route left out with a link in conflict
+// dropped every kernel route to its destination, in every table, from the
+// oracle's reading: the throw route of table 100 was then reported missing.
+func TestOracleLeftOutRouteKeepsOtherTables(t *testing.T) {
+	c := &Config{Protocol: 200, Routes: []*Route{
+		{To: "172.16.0.0/24", Type: "throw", Table: "100"},
+		{To: "172.16.0.0/24", Via: "10.201.0.1", Dev: "d2", Table: "300", Onlink: true},
+	}}
+	k := &Kernel{Routes: []kRoute{
+		{Type: "throw", Dst: "172.16.0.0/24", Table: "100", Protocol: "200", Scope: "global"},
+		// What the kernel holds under the left-out route's key: anything.
+		{Type: "unicast", Dst: "172.16.0.0/24", Gateway: "10.9.9.9", Dev: "d2", Table: "300", Protocol: "200", Scope: "global"},
+	}}
+	var diffs []string
+	compareRoutes(c, k, map[string]bool{"d2": true}, func(f string, a ...any) { diffs = append(diffs, f) })
+	if len(diffs) != 0 {
+		t.Fatalf("diffs: %v", diffs)
+	}
+	// The throw route really gone is still found.
+	k.Routes = k.Routes[1:]
+	compareRoutes(c, k, map[string]bool{"d2": true}, func(f string, a ...any) { diffs = append(diffs, f) })
+	if len(diffs) != 1 {
+		t.Fatalf("diffs: %v, want the throw route missing", diffs)
+	}
+}
+
+// A route in conflict is left out of the oracle by its table and
+// destination, not by its destination alone.
+func TestRouteInConflict(t *testing.T) {
+	errs := "netreconcile apply: 2 conflict(s) with the kernel's state:\n" +
+		"  route 10.1.0.0/24 table 200 exists with protocol static, not ours (200); the kernel keeps one route per key\n" +
+		"  route default table main metric 100 tos 0x10 is left out: link p1a is in conflict\n"
+	for _, tc := range []struct {
+		r    Route
+		want bool
+	}{
+		{Route{To: "10.1.0.0/24", Table: "200"}, true},
+		{Route{To: "10.1.0.0/24", Table: "100"}, false},
+		{Route{To: "10.1.0.0/24"}, false},
+		{Route{To: "default"}, true},
+		{Route{To: "default", Table: "200"}, false},
+	} {
+		if got := routeInConflict(errs, &tc.r); got != tc.want {
+			t.Errorf("%+v: %v, want %v", tc.r, got, tc.want)
+		}
+	}
+	if !strings.HasPrefix(routeSkipKey("", "x"), "route main ") {
+		t.Error("the main table is named main in the skip key")
+	}
+}
