@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/bpf"
@@ -285,10 +286,14 @@ type EventFilter struct {
 	// changed since the last pass took them (dirty.go).
 	dirty atomic.Uint32
 
+	// own are this process's netlink ports: the notifications of its own
+	// writes (filter_own.go).
+	own *ownPorts
+
 	count *prometheus.CounterVec
 	// Cached counters, one per source and result: a notification costs an
 	// atomic add, not a label lookup.
-	woke, dropped map[string]prometheus.Counter
+	woke, dropped, owned map[string]prometheus.Counter
 }
 
 // NewEventFilter returns a filter that wakes on everything until the
@@ -297,15 +302,20 @@ func NewEventFilter() *EventFilter {
 	f := &EventFilter{
 		count: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "netreconcile_events_total",
-			Help: "Kernel notifications by source and result: woke (may change the plan: a pass follows) or dropped (about objects the configuration neither owns, declares nor depends on).",
+			Help: "Kernel notifications by source and result: woke (may change the plan: a pass follows), dropped (about objects the configuration neither owns, declares nor depends on) or own (the echo of the daemon's own write of a route, rule or nftables object: its kind is read again by the next pass, which it does not start).",
 		}, []string{"source", "result"}),
 		woke:       map[string]prometheus.Counter{},
 		dropped:    map[string]prometheus.Counter{},
+		owned:      map[string]prometheus.Counter{},
 		routeSocks: map[int]bool{},
+		own:        newOwnPorts(processNetlinkPorts),
 	}
 	for _, s := range []string{srcLinks, srcAddresses, srcRoutes, srcRules, srcNftables} {
 		f.woke[s] = f.count.WithLabelValues(s, "woke")
 		f.dropped[s] = f.count.WithLabelValues(s, "dropped")
+		if ownQuiet[s] {
+			f.owned[s] = f.count.WithLabelValues(s, "own")
+		}
 	}
 	return f
 }
@@ -372,6 +382,18 @@ func (f *EventFilter) removeRouteSocket(fd int) {
 	f.mu.Lock()
 	delete(f.routeSocks, fd)
 	f.mu.Unlock()
+}
+
+// ownWrite reports whether m, from source src, is the echo of this
+// process's own write of a route, rule or nftables object; such a
+// notification marks its kind dirty and wakes nothing (filter_own.go).
+func (f *EventFilter) ownWrite(src string, m syscall.NetlinkMessage) bool {
+	if f == nil || !ownQuiet[src] || !f.own.has(m.Header.Pid) {
+		return false
+	}
+	f.dirty.Or(uint32(sourceKinds[src]))
+	f.owned[src].Inc()
+	return true
 }
 
 // judged counts a decision and returns it; a wake-up marks the source's

@@ -19,6 +19,9 @@ func (d *Daemon) filterBeforeRead() {
 // filterAfterPass builds the filter's snapshot from the enforced
 // configuration and what this pass read, and puts it in force.
 func (d *Daemon) filterAfterPass(want *model.State) {
+	// The pass may have opened sockets (the first nftables or FoU write):
+	// the echoes of its writes arrive from now on.
+	d.f.refreshOwn()
 	have, owned := d.eng.lastRead()
 	if have == nil {
 		d.f.swap(nil)

@@ -138,6 +138,9 @@ func subscribe(ctx context.Context, ns netns.NsHandle, proto int, groups []uint,
 			if m.Header.Type == unix.NLMSG_DONE || m.Header.Type == unix.NLMSG_ERROR || m.Header.Type == unix.NLMSG_NOOP {
 				continue
 			}
+			if f.ownWrite(what, m) {
+				continue
+			}
 			if f.decide(what, m) && !woke {
 				wake()
 				woke = true
