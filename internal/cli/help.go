@@ -149,8 +149,9 @@ Safe apply (commit-confirmed):
                        last confirmed configuration.
       --probe PROBE    (repeatable) a check run before and after the apply:
                          tcp:HOST:PORT  a TCP connection succeeds
-                         gateway        the IPv4 default route's next hop
-                                        answers ARP
+                         gateway        the default route's next hop answers
+                                        ARP (IPv4) or neighbour discovery
+                                        (IPv6), for each family with one
                          ssh            the client of $SSH_CONNECTION is
                                         routed as before (ip route get)
                          wireguard:LINK the peers of LINK with a fresh

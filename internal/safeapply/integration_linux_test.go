@@ -579,3 +579,55 @@ func TestProbesOnTheKernel(t *testing.T) {
 		t.Error("ssh probe passed without $SSH_CONNECTION")
 	}
 }
+
+// The gateway probe of an IPv6 default route: a neighbour solicitation
+// that the next hop answers, or not.
+func TestGatewayProbeIPv6(t *testing.T) {
+	nettest.RequireRoot(t)
+	host, router := nettest.NewNetNSPrefixed(t, "sa-g6h"), nettest.NewNetNSPrefixed(t, "sa-g6r")
+	for _, ns := range []string{host, router} {
+		// No duplicate address detection: the addresses are usable at once.
+		nettest.InNS(t, ns, "sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0", "net.ipv6.conf.all.accept_dad=0")
+	}
+	nettest.IP(t, host, "link", "add", "g6a", "type", "veth", "peer", "name", "g6b", "netns", router)
+	nettest.IP(t, host, "addr", "add", "fd77::1/64", "dev", "g6a", "nodad")
+	nettest.IP(t, router, "addr", "add", "fd77::2/64", "dev", "g6b", "nodad")
+	nettest.IP(t, host, "link", "set", "g6a", "up")
+	nettest.IP(t, router, "link", "set", "g6b", "up")
+	env := safeapply.ProbeEnv{Netns: "/run/netns/" + host, Getenv: func(string) string { return "" }}
+	gw, err := safeapply.ParseProbe("gateway", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := gw.Check(ctx); err == nil {
+		t.Error("gateway probe passed without a default route")
+	}
+	for _, via := range []string{"fd77::2", "fe80::" + linkLocalSuffix(t, router, "g6b")} {
+		nettest.IP(t, host, "-6", "route", "replace", "default", "via", via, "dev", "g6a", "proto", "static")
+		if err := gw.Check(ctx); err != nil {
+			t.Errorf("gateway probe via %s, which answers: %v", via, err)
+		}
+	}
+	nettest.IP(t, host, "-6", "route", "replace", "default", "via", "fd77::9", "dev", "g6a", "proto", "static")
+	start := time.Now()
+	if err := gw.Check(ctx); err == nil {
+		t.Error("gateway probe passed for an IPv6 next hop nobody answers for")
+	} else {
+		t.Logf("gateway probe failed in %s: %v", time.Since(start).Round(time.Millisecond), err)
+	}
+}
+
+// linkLocalSuffix is the part after fe80:: of link's link-local address.
+func linkLocalSuffix(t *testing.T, ns, link string) string {
+	t.Helper()
+	out := nettest.IP(t, ns, "-6", "-o", "addr", "show", "dev", link, "scope", "link")
+	f := strings.Fields(out)
+	for i, w := range f {
+		if w == "inet6" && i+1 < len(f) {
+			return strings.TrimPrefix(strings.Split(f[i+1], "/")[0], "fe80::")
+		}
+	}
+	t.Fatalf("no link-local address on %s: %s", link, out)
+	return ""
+}

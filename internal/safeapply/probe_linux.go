@@ -90,10 +90,12 @@ func (p *tcpProbe) Check(ctx context.Context) error {
 	})
 }
 
-// gatewayProbe asks the default route's next hop for its hardware address
-// (an ARP request on the route's link) and requires an answer. Only IPv4
-// next hops are probed: an IPv6-only default route fails the probe before
-// the apply, so it is reported as skipped.
+// gatewayProbe asks each default route's next hop for its hardware address
+// and requires an answer: an ARP request for an IPv4 next hop, a neighbour
+// solicitation for an IPv6 one, on the route's link. The main table's first
+// default route with a gateway of each family is probed, and every one
+// probed must answer; with none at all the probe fails (before the apply:
+// it is reported as skipped).
 type gatewayProbe struct{ env ProbeEnv }
 
 func (p *gatewayProbe) String() string { return "gateway" }
@@ -104,36 +106,47 @@ func (p *gatewayProbe) Check(ctx context.Context) error {
 		return err
 	}
 	defer h.Close()
-	routes, err := h.RouteListFiltered(unix.AF_INET, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
-	if err != nil {
-		return fmt.Errorf("list routes: %w", err)
-	}
-	var gw net.IP
-	ifindex := 0
-	for _, r := range routes {
-		if (r.Dst == nil || r.Dst.IP.IsUnspecified() && isZeroMask(r.Dst.Mask)) && r.Gw != nil {
-			gw, ifindex = r.Gw, r.LinkIndex
-			break
+	probed := 0
+	for _, family := range []int{unix.AF_INET, unix.AF_INET6} {
+		routes, err := h.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			return fmt.Errorf("list routes: %w", err)
+		}
+		var gw net.IP
+		ifindex := 0
+		for _, r := range routes {
+			if (r.Dst == nil || r.Dst.IP.IsUnspecified() && isZeroMask(r.Dst.Mask)) && r.Gw != nil && r.LinkIndex != 0 {
+				gw, ifindex = r.Gw, r.LinkIndex
+				break
+			}
+		}
+		if gw == nil {
+			continue
+		}
+		probed++
+		link, err := h.LinkByIndex(ifindex)
+		if err != nil {
+			return fmt.Errorf("default route's link %d: %w", ifindex, err)
+		}
+		mac := link.Attrs().HardwareAddr
+		if len(mac) != 6 {
+			return fmt.Errorf("gateway %s via %s: not an Ethernet link", gw, link.Attrs().Name)
+		}
+		if family == unix.AF_INET {
+			src := net.IPv4zero
+			if rs, err := h.RouteGet(gw); err == nil && len(rs) > 0 && rs[0].Src != nil {
+				src = rs[0].Src
+			}
+			err = inNetns(p.env.Netns, func() error { return arpPing(ctx, ifindex, mac, src.To4(), gw.To4()) })
+		} else {
+			err = inNetns(p.env.Netns, func() error { return ndPing(ctx, ifindex, mac, gw) })
+		}
+		if err != nil {
+			return fmt.Errorf("gateway %s via %s: %w", gw, link.Attrs().Name, err)
 		}
 	}
-	if gw == nil {
-		return errors.New("no IPv4 default route with a gateway in the main table (IPv6 next hops are not probed)")
-	}
-	link, err := h.LinkByIndex(ifindex)
-	if err != nil {
-		return fmt.Errorf("default route's link %d: %w", ifindex, err)
-	}
-	src := net.IPv4zero
-	if rs, err := h.RouteGet(gw); err == nil && len(rs) > 0 && rs[0].Src != nil {
-		src = rs[0].Src
-	}
-	mac := link.Attrs().HardwareAddr
-	if len(mac) != 6 {
-		return fmt.Errorf("gateway %s via %s: not an Ethernet link", gw, link.Attrs().Name)
-	}
-	err = inNetns(p.env.Netns, func() error { return arpPing(ctx, ifindex, mac, src.To4(), gw.To4()) })
-	if err != nil {
-		return fmt.Errorf("gateway %s via %s: %w", gw, link.Attrs().Name, err)
+	if probed == 0 {
+		return errors.New("no default route with a gateway in the main table")
 	}
 	return nil
 }
@@ -197,6 +210,78 @@ func arpPing(ctx context.Context, ifindex int, mac net.HardwareAddr, src, target
 		}
 	}
 	return errors.New("no ARP reply")
+}
+
+// ndPing sends neighbour solicitations for target on ifindex (three, spread
+// over the timeout, to its solicited-node multicast address, as address
+// resolution does: RFC 4861 7.2.2) and waits for an advertisement of it.
+// The kernel picks the source (the link's link-local address) and fills in
+// the checksum; neighbour discovery needs a hop limit of 255.
+func ndPing(ctx context.Context, ifindex int, mac net.HardwareAddr, target net.IP) error {
+	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMPV6)
+	if err != nil {
+		return fmt.Errorf("icmpv6 socket: %w", err)
+	}
+	defer unix.Close(fd)
+	for _, o := range []int{unix.IPV6_MULTICAST_HOPS, unix.IPV6_UNICAST_HOPS} {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, o, 255); err != nil {
+			return fmt.Errorf("icmpv6 socket: hop limit: %w", err)
+		}
+	}
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_IF, ifindex); err != nil {
+		return fmt.Errorf("icmpv6 socket: interface: %w", err)
+	}
+	// Only neighbour advertisements reach the socket.
+	var filter unix.ICMPv6Filter
+	for i := range filter.Data {
+		filter.Data[i] = 0xffffffff
+	}
+	const nsType, naType = 135, 136
+	filter.Data[naType>>5] &^= 1 << (naType & 31)
+	if err := unix.SetsockoptICMPv6Filter(fd, unix.SOL_ICMPV6, unix.ICMPV6_FILTER, &filter); err != nil {
+		return fmt.Errorf("icmpv6 socket: filter: %w", err)
+	}
+	t16 := target.To16()
+	req := make([]byte, 32)
+	req[0] = nsType
+	copy(req[8:], t16)
+	req[24], req[25] = 1, 1 // source link-layer address, 8 bytes
+	copy(req[26:], mac)
+	to := &unix.SockaddrInet6{ZoneId: uint32(ifindex), Addr: [16]byte{0: 0xff, 1: 0x02, 11: 0x01, 12: 0xff}}
+	copy(to.Addr[13:], t16[13:])
+	deadline := time.Now().Add(probeTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	buf := make([]byte, 256)
+	for try := 0; try < 3; try++ {
+		if err := unix.Sendto(fd, req, 0, to); err != nil {
+			return fmt.Errorf("send neighbour solicitation: %w", err)
+		}
+		until := time.Now().Add(probeTimeout / 3)
+		if until.After(deadline) {
+			until = deadline
+		}
+		for {
+			left := time.Until(until)
+			if left <= 0 {
+				break
+			}
+			tv := unix.NsecToTimeval(left.Nanoseconds())
+			_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+			n, _, err := unix.Recvfrom(fd, buf, 0)
+			if err != nil {
+				if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+					continue
+				}
+				return fmt.Errorf("read neighbour advertisement: %w", err)
+			}
+			if n >= 24 && buf[0] == naType && net.IP(buf[8:24]).Equal(t16) {
+				return nil
+			}
+		}
+	}
+	return errors.New("no neighbour advertisement")
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
