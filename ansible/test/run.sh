@@ -32,8 +32,15 @@ pass() { if [ "$failures" = "${section_failures:-0}" ]; then echo "$*"; fi; }
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 die() { echo "FAIL: $*" >&2; exit 1; }
 
+# Inline configurations without inline_dir go to the module's default,
+# /var/lib/netreconcile-ansible/NETNS-HASH: removed at the end unless the
+# directory was there before.
+inline_base=/var/lib/netreconcile-ansible
+[ -e "$inline_base" ] && inline_base_kept=1 || inline_base_kept=
+
 cleanup() {
 	local rc=$?
+	[ -n "$inline_base_kept" ] || rm -rf "$inline_base"
 	for ns in $namespaces; do
 		[ -e "/run/netns/$ns" ] || continue
 		# wireguard-go exits with its link; the PIDs left are ours.
@@ -234,6 +241,7 @@ if "$bin" help apply | grep -q -- '--confirm-within'; then
         netns: ans-x
         binary: "$bin"
         state_dir: "$work/state3"
+        inline_dir: "$work/inline3"
         confirm_within: "{{ within }}"
       register: applied
     - ansible.builtin.assert:
@@ -260,6 +268,7 @@ EOF
         netns: ans-x
         binary: "$bin"
         state_dir: "$work/state3"
+        inline_dir: "$work/inline3"
 EOF
 	play -i "$inv" "$work/baseline.yml" >"$work/baseline.log" 2>&1 || { cat "$work/baseline.log"; fail "confirm: the known-good apply"; }
 	dump ans-x >"$work/x.before"
@@ -267,6 +276,12 @@ EOF
 	sleep 10
 	dump ans-x >"$work/x.after"
 	cmp -s "$work/x.before" "$work/x.after" || fail "confirm: an apply never confirmed was not rolled back"
+	# The rollback wrote the known-good inline file back where the module
+	# keeps it (inline_dir), not to a temporary directory gone since.
+	[ -f "$work/inline3/netreconcile.yaml" ] && ! grep -q ans-br7 "$work/inline3/netreconcile.yaml" ||
+		{ cat "$work/inline3/netreconcile.yaml"; fail "confirm: the rollback did not restore the inline file in inline_dir"; }
+	[ "$(stat -c %a "$work/inline3")" = 700 ] && [ "$(stat -c %a "$work/inline3/netreconcile.yaml")" = 600 ] ||
+		fail "confirm: inline_dir or its file is readable by others"
 	play -i "$inv" "$work/confirm.yml" -e within=20s -e confirm=true >"$work/confirm2.log" 2>&1 || { cat "$work/confirm2.log"; fail "confirm: confirmed apply"; }
 	sleep 22
 	ip -n ans-x link show ans-br7 >/dev/null 2>&1 || fail "confirm: a confirmed apply was rolled back"

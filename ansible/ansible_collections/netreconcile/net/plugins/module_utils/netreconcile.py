@@ -11,6 +11,8 @@ becomes Ansible's ``diff``. Nothing parses netreconcile's text output.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -90,39 +92,95 @@ def common_args(module):
     return args
 
 
+# Where inline configurations live between runs (inline_dir's default).
+INLINE_BASE = '/var/lib/netreconcile-ansible'
+
+
+def inline_dir_for(netns, state_dir):
+    """The default directory of the inline configuration of one namespace
+    (and state directory): INLINE_BASE/NETNS, or host for the target's own,
+    with a hash of a state_dir given."""
+    key = netns or 'host'
+    if state_dir:
+        key += '-' + hashlib.sha256(os.path.abspath(state_dir).encode()).hexdigest()[:12]
+    return os.path.join(INLINE_BASE, key)
+
+
+def _write_private(path, data):
+    """Write data (a JSON value) to path atomically, mode 0600."""
+    d = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', dir=d)  # mode 0600
+    try:
+        with os.fdopen(fd, 'w') as f:
+            json.dump(data, f, indent=2)
+            f.write('\n')
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, path)
+        tmp = None
+    finally:
+        if tmp is not None:
+            os.unlink(tmp)
+
+
 class Source(object):
     """The configuration a command reads: a file on the target, or an
-    inline dictionary written to a private temporary directory."""
+    inline dictionary written to the target.
 
-    def __init__(self, module, config=None, path=None, conf_dir=None, drop_ins=None):
+    An inline configuration is written to a directory kept between runs
+    (inline_dir: netreconcile.yaml and conf.d/), so that a confirmed apply's
+    rollback, which writes the restore point's files back where they were,
+    finds them there; a run that writes nothing (check mode, validation)
+    uses a private temporary directory instead. The kept directory is
+    locked for the run: two runs for one namespace do not write over each
+    other's file."""
+
+    def __init__(self, module, config=None, path=None, conf_dir=None, drop_ins=None, inline_dir=None):
         self.module = module
         self.tmpdir = None
+        self.lock = None
         self.labels = {}
         self.path = path
         self.conf_dir = conf_dir
-        if config is not None:
-            # 0700 directory, 0600 file: netreconcile refuses a
-            # configuration others could write, and the file may name key
-            # files. JSON is YAML: no YAML library is needed on the target,
-            # and every key is on a line of its own for the positions.
-            self.tmpdir = tempfile.mkdtemp(prefix='ansible-netreconcile-')
-            self.path = os.path.join(self.tmpdir, 'netreconcile.yaml')
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, 'w') as f:
-                json.dump(config, f, indent=2)
-                f.write('\n')
+        if config is None:
+            return
+        # 0700 directory, 0600 files: netreconcile refuses a configuration
+        # others could write, and the file may name key files. JSON is
+        # YAML: no YAML library is needed on the target, and every key is
+        # on a line of its own for the positions.
+        names = sorted((drop_ins or {}).keys())
+        for name in names:
+            if '/' in name or name.startswith('.') or not name.endswith(('.yaml', '.yml')):
+                module.fail_json(msg='drop_ins: %r is not a drop-in file name (NAME.yaml, no "/", not hidden)' % name)
+        if inline_dir is None:
+            d = self.tmpdir = tempfile.mkdtemp(prefix='ansible-netreconcile-')
+        else:
+            d = inline_dir
+            try:
+                os.makedirs(d, 0o700, exist_ok=True)
+                st = os.lstat(d)
+                if not os.path.isdir(d) or os.path.islink(d) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+                    module.fail_json(msg='inline_dir %s: must be a directory of ours that no one else can read or write (mode 0700)' % d)
+                self.lock = os.open(os.path.join(d, '.lock'), os.O_RDWR | os.O_CREAT, 0o600)
+                fcntl.flock(self.lock, fcntl.LOCK_EX)
+            except OSError as e:
+                module.fail_json(msg='inline_dir %s: %s' % (d, e))
+        self.path = os.path.join(d, 'netreconcile.yaml')
+        self.conf_dir = os.path.join(d, 'conf.d')
+        try:
+            if not os.path.isdir(self.conf_dir):
+                os.mkdir(self.conf_dir, 0o700)
+            _write_private(self.path, config)
             # The drop-ins given, and no other: none is read by accident.
-            self.conf_dir = os.path.join(self.tmpdir, 'conf.d')
-            os.mkdir(self.conf_dir, 0o700)
-            for name, fragment in sorted((drop_ins or {}).items()):
-                if '/' in name or name.startswith('.') or not name.endswith(('.yaml', '.yml')):
-                    module.fail_json(msg='drop_ins: %r is not a drop-in file name (NAME.yaml, no "/", not hidden)' % name)
+            for old in os.listdir(self.conf_dir):
+                if old not in names and old.endswith(('.yaml', '.yml')):
+                    os.unlink(os.path.join(self.conf_dir, old))
+            for name in names:
                 self.labels[os.path.join(self.conf_dir, name)] = '<inline drop-in %s>' % name
-                fd = os.open(os.path.join(self.conf_dir, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, 'w') as f:
-                    json.dump(fragment, f, indent=2)
-                    f.write('\n')
-            self.labels[self.path] = INLINE_LABEL
+                _write_private(os.path.join(self.conf_dir, name), drop_ins[name])
+        except OSError as e:
+            module.fail_json(msg='write the inline configuration to %s: %s' % (d, e))
+        self.labels[self.path] = INLINE_LABEL
 
     def args(self):
         args = ['-c', self.path]
@@ -131,7 +189,7 @@ class Source(object):
         return args
 
     def relabel(self, text):
-        """Replace the temporary files' paths by their labels."""
+        """Replace the inline files' paths by their labels."""
         if isinstance(text, str):
             for path, label in self.labels.items():
                 text = text.replace(path, label)
@@ -141,6 +199,9 @@ class Source(object):
         if self.tmpdir:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
 
 
 def run_json(module, binary, argv, source=None):

@@ -45,8 +45,9 @@ options:
   config:
     description:
       - The desired state, a dictionary in netreconcile's schema (C(version) 1 at the top).
-      - Written to a private temporary file on the target (mode 0600), read by netreconcile and
-        removed. Errors name it C(<inline config>).
+      - Written on the target to O(inline_dir) (mode 0600, replaced atomically), where it stays
+        between runs; in check mode to a private temporary file, removed after. Errors name it
+        C(<inline config>).
       - Mutually exclusive with O(path).
     type: dict
   drop_ins:
@@ -55,9 +56,20 @@ options:
         dictionary in the schema with its own C(version) key; written beside the inline file in
         name order, as netreconcile reads C(conf.d). Only with O(config).
       - Paths in them (key files) must be absolute. A relative path is relative to the file
-        that names it, here a temporary one.
+        that names it, in O(inline_dir) (a temporary directory in check mode).
     type: dict
     default: {}
+  inline_dir:
+    description:
+      - The directory on the target that holds O(config) (C(netreconcile.yaml)) and O(drop_ins)
+        (C(conf.d/)) between runs, locked during a run. It is kept so that the rollback of a
+        confirmed apply (O(confirm_within)), which writes the last confirmed files back where they
+        were, writes them to a directory that still exists.
+      - Default C(/var/lib/netreconcile-ansible/NETNS) (C(host) without O(netns)), with a hash of
+        O(state_dir) appended when one is given.
+      - Created mode 0700; one that others can read or write, or owned by another user, fails the
+        task.
+    type: path
   path:
     description:
       - The main configuration file on the target, as C(netreconcile -c PATH).
@@ -252,6 +264,7 @@ def main():
         drop_ins=dict(type='dict', default={}),
         path=dict(type='path', aliases=['src']),
         conf_dir=dict(type='path'),
+        inline_dir=dict(type='path'),
         confirm_within=dict(type='str'),
         probes=dict(type='list', elements='str', default=[]),
     )
@@ -267,7 +280,10 @@ def main():
     if p['probes'] and not p['confirm_within']:
         module.fail_json(msg='probes need confirm_within: netreconcile runs them only for a confirmable apply')
     binary = nr.find_binary(module)
-    source = nr.Source(module, config=p['config'], path=p['path'], conf_dir=p['conf_dir'], drop_ins=p['drop_ins'])
+    inline_dir = None
+    if p['config'] is not None and not module.check_mode:
+        inline_dir = p['inline_dir'] or nr.inline_dir_for(p['netns'], p['state_dir'])
+    source = nr.Source(module, config=p['config'], path=p['path'], conf_dir=p['conf_dir'], drop_ins=p['drop_ins'], inline_dir=inline_dir)
     try:
         run(module, binary, source)
     finally:
