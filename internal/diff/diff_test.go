@@ -679,3 +679,34 @@ func TestStaleIPVlanGoesBeforeCreateOnItsParent(t *testing.T) {
 		t.Errorf("want i1 deleted before i0 is made:\n%s", p)
 	}
 }
+
+// A stale ipvlan goes before its parent joins a bridge: a device carries a
+// bridge port or ipvlans, not both (EBUSY; guest soak, walk seed
+// 11413938221325, step 57).
+func TestStaleIPVlanGoesBeforeItsParentJoinsAMaster(t *testing.T) {
+	d := &model.State{Links: map[string]*model.Link{
+		"b0": {Name: "b0", Kind: model.KindBridge},
+		"d1": {Name: "d1", Kind: model.KindDummy, Master: "b0"},
+	}}
+	a := &model.State{Links: map[string]*model.Link{
+		"b0": {Name: "b0", Kind: model.KindBridge, Owned: true, Alias: "netreconcile"},
+		"d1": {Name: "d1", Kind: model.KindDummy, Owned: true, Alias: "netreconcile"},
+		"i1": {Name: "i1", Kind: model.KindIPVlan, Owned: true, Alias: "netreconcile", IPVlan: &model.IPVlan{Parent: "d1", Mode: "l3s"}},
+	}}
+	p, err := diff.Compute(d, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del, join := -1, -1
+	for i, op := range p.Ops {
+		switch {
+		case op.Kind == diff.KindLink && op.Action == diff.Delete && op.ID == "i1":
+			del = i
+		case op.Kind == diff.KindLink && op.Action == diff.Update && op.ID == "d1":
+			join = i
+		}
+	}
+	if del < 0 || join < 0 || del > join {
+		t.Errorf("want i1 deleted before d1 joins b0:\n%s", p)
+	}
+}

@@ -127,6 +127,16 @@ func (c *computer) links() {
 			ipvlanParentsMade[op.Link.IPVlan.Parent] = true
 		}
 	}
+	// Links that join a master in this plan. A device carries a bridge
+	// (or bond) port or ipvlans, not both: an ipvlan the file drops from
+	// one of them goes before the join, which would meet EBUSY (guest
+	// soak, walk seed 11413938221325, step 57).
+	joining := map[string]bool{}
+	for _, op := range updates {
+		if op.LinkFields.Master && op.Link.Master != "" {
+			joining[op.ID] = true
+		}
+	}
 	var late []Op
 	for _, op := range c.linkDeletes {
 		if v := op.Link.Veth; v != nil && v.Remote != nil && remotePeers[[2]string{v.Remote.NetNS, v.Remote.Name}] {
@@ -145,7 +155,7 @@ func (c *computer) links() {
 			// The ipvlans of one parent share its addresses: one the
 			// file renames keeps its address on the stale one until that
 			// goes (EADDRINUSE; guest soak, walk seed 19836008626296).
-			if op.Link.IPVlan != nil && ipvlanParentsMade[op.Link.IPVlan.Parent] {
+			if op.Link.IPVlan != nil && (ipvlanParentsMade[op.Link.IPVlan.Parent] || joining[op.Link.IPVlan.Parent]) {
 				early = append(early, op)
 				c.add(op)
 				continue

@@ -51,3 +51,27 @@ func TestWalkFindingExternalIP6TnlMode(t *testing.T) {
 		})
 	}
 }
+
+// Finding 45 (docs/walk-findings.md): a link whose ipvlan the file drops and
+// which joins a bridge in the same apply met EBUSY: the join ran before the
+// stale ipvlan's delete, and a device carries a bridge port or ipvlans, not
+// both.
+func TestWalkFindingIPVlanGoneBeforeParentJoins(t *testing.T) {
+	requireModules(t, "dummy", "ipvlan")
+	ns := newNetNS(t, "")
+	dir, state := t.TempDir(), t.TempDir()
+	file := filepath.Join(dir, "j.yaml")
+	for i, cfg := range []string{
+		"version: 1\nlinks:\n  b0: {kind: bridge}\n  d1: {kind: dummy}\n  i1: {kind: ipvlan, ipvlan: {parent: d1, mode: l3s}}\n",
+		"version: 1\nlinks:\n  b0: {kind: bridge}\n  d1: {kind: dummy, master: b0}\n",
+	} {
+		if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+		runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
+		if i == 1 {
+			mustContain(t, "ip link show d1", ns.IP(t, "link", "show", "d1"), "master b0")
+		}
+	}
+}
