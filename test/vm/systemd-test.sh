@@ -408,6 +408,61 @@ routes:
 }
 safe_step
 
+# 7b. Safe apply without a daemon, where systemd runs (docs/safe-apply.md, "The
+# timer"): the command line leaves the deadline to a transient systemd timer, which
+# outlives it. Run as root on a namespace and state directory of its own, away from the
+# service: unconfirmed, the timer rolls back at the deadline; confirmed, it is gone and
+# the change stays.
+systemd_timer_step() {
+	local ns=nrst st=/root/nrst-state dir=/root/nrst json timer deadline dl_ms late
+	nrst() { netreconcile "$@" --netns "$ns" --state-dir "$st" -c "$dir/netreconcile.yaml" --conf-dir "$dir/conf.d"; }
+	ip netns add "$ns"
+	mkdir -p "$dir/conf.d" && chmod 0755 "$dir"
+	printf 'version: 1\nlinks:\n  nrst0: {kind: dummy, addresses: [10.93.0.1/24]}\n' >"$dir/netreconcile.yaml"
+	if ! nrst apply >/tmp/nrst.log 2>&1; then
+		fail "systemd timer: the first apply"
+		show </tmp/nrst.log
+		return
+	fi
+	for round in unconfirmed confirmed; do
+		printf 'version: 1\nlinks:\n  nrst0: {kind: dummy, addresses: [10.93.0.1/24]}\n  nrst1: {kind: dummy}\n' >"$dir/candidate.yaml"
+		json=$(nrst apply --confirm-within 20s --candidate "$dir/candidate.yaml" -o json 2>/tmp/nrst.err)
+		timer=$(echo "$json" | sed -n 's/.*"timer": "\([^"]*\)".*/\1/p' | head -n1)
+		deadline=$(echo "$json" | sed -n 's/.*"deadline": "\([^"]*\)".*/\1/p' | head -n1)
+		case $timer in
+		systemd:*) pass "$round: apply --confirm-within without a daemon: the deadline held by a transient timer ($timer)" ;;
+		*)
+			fail "$round: apply --confirm-within without a daemon: timer '$timer', want systemd:UNIT"
+			echo "$json" | show
+			show </tmp/nrst.err
+			break
+			;;
+		esac
+		check "$round: the timer unit is loaded" has "${timer#systemd:}" systemctl list-timers --all --no-pager
+		check "$round: during the window nrst1 exists" ip -n "$ns" link show nrst1
+		dl_ms=$(date -d "$deadline" +%s%3N)
+		if [ "$round" = confirmed ]; then
+			check "confirmed: netreconcile confirm" nrst confirm
+			check "confirmed: the timer is stopped" sh -c "! systemctl is-active --quiet '${timer#systemd:}.timer'"
+			while [ "$(ms)" -lt $((dl_ms + 5000)) ]; do sleep 0.5; done
+			check "confirmed: nrst1 stays past the deadline" ip -n "$ns" link show nrst1
+			break
+		fi
+		while ip -n "$ns" link show nrst1 >/dev/null 2>&1 && [ "$(ms)" -lt $((dl_ms + 30000)) ]; do sleep 0.1; done
+		late=$(($(ms) - dl_ms))
+		if ! ip -n "$ns" link show nrst1 >/dev/null 2>&1 && [ "$late" -ge 0 ]; then
+			pass "unconfirmed: the transient timer rolled back at the deadline (nrst1 gone ${late} ms after it)"
+		else
+			fail "unconfirmed: nrst1 still there ${late} ms after the deadline"
+			journalctl -b -u "${timer#systemd:}.service" --no-pager -o cat | tail -n 20 | show
+		fi
+		check "unconfirmed: the main file is back (no nrst1)" sh -c "! grep -q nrst1 '$dir/netreconcile.yaml'"
+		check "unconfirmed: nrst0 is kept" ip -n "$ns" link show nrst0
+	done
+	ip netns del "$ns"
+}
+systemd_timer_step
+
 # 8. The log of the run, short.
 out "journal of $unit (last 15 lines):"
 journal 15
