@@ -154,7 +154,10 @@ type Daemon struct {
 
 	lastConflicts string
 	lastPlan      [sha256.Size]byte
-	stats         stats
+	// released is when releaseMemory last gave memory back (memory.go).
+	released       time.Time
+	releasePending atomic.Bool
+	stats          stats
 }
 
 // New checks the options and fills in defaults.

@@ -52,7 +52,8 @@ func (d *Daemon) pass(ctx context.Context) error {
 	d.stats.objects = st.Objects()
 	d.m.objects.Set(float64(d.stats.objects))
 
-	d.eng.setReread(d.rereadKinds())
+	reread := d.rereadKinds()
+	d.eng.setReread(reread)
 	plan, planErr := d.eng.plan(ctx, st)
 	if plan == nil {
 		d.f.swap(nil) // no read to build a filter from: wake on everything
@@ -122,6 +123,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 	}
 
 	d.filterAfterPass(st)
+	d.releaseMemory(reread, len(res.Done)+len(res.Failed))
 	if d.m.serving {
 		d.refreshParts(ctx, st)
 	}
