@@ -157,7 +157,9 @@ type Daemon struct {
 	// released is when releaseMemory last gave memory back (memory.go).
 	released       time.Time
 	releasePending atomic.Bool
-	stats          stats
+	// bigPass says the pass that just ran leaves garbage to give back.
+	bigPass bool
+	stats   stats
 }
 
 // New checks the options and fills in defaults.

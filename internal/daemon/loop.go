@@ -122,9 +122,14 @@ func (d *Daemon) arm(changed bool) {
 func (d *Daemon) runScheduledPass(ctx context.Context) error {
 	d.sched.started()
 	d.inPass.Store(true)
+	d.bigPass = false
 	err := d.pass(ctx)
 	d.passesDone.Add(1)
 	d.inPass.Store(false)
+	// Once the pass's plan and readings are garbage (memory.go).
+	if d.bigPass {
+		d.releaseMemory()
+	}
 	if err != nil {
 		return err
 	}

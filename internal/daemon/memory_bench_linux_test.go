@@ -54,15 +54,17 @@ func TestDaemonMemory(t *testing.T) {
 		p.waitMsg(0, "READY=1", 10*time.Minute)
 		converge := time.Since(start)
 		pid := p.cmd.Process.Pid
+		// Idle, and past the daemon's deferred release of a pass's
+		// garbage (releaseEvery, 10 s).
 		idle(t, pid)
-		time.Sleep(5 * time.Second)
+		time.Sleep(12 * time.Second)
 		steady1, _ := procMemory(t, pid)
 		// A reload reads and plans everything again.
 		n := p.count()
 		p.signal(syscall.SIGHUP)
 		p.waitMsg(n, "READY=1", 10*time.Minute)
 		idle(t, pid)
-		time.Sleep(5 * time.Second)
+		time.Sleep(12 * time.Second)
 		steady2, peak := procMemory(t, pid)
 		target := ""
 		if c.steady != "" {

@@ -123,7 +123,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 	}
 
 	d.filterAfterPass(st)
-	d.releaseMemory(reread, len(res.Done)+len(res.Failed))
+	d.bigPass = d.isBigPass(reread, len(res.Done)+len(res.Failed))
 	if d.m.serving {
 		d.refreshParts(ctx, st)
 	}
