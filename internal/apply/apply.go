@@ -170,7 +170,7 @@ func dependsOn(op diff.Op, failed map[string]bool) string {
 	case op.Address != nil:
 		refs = append(refs, op.Address.Link)
 	case op.Route != nil:
-		refs = append(refs, op.Route.Dev)
+		refs = append(refs, op.Route.Devs()...)
 	case op.WireGuard != nil:
 		refs = append(refs, op.WireGuard.Link)
 	}

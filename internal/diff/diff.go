@@ -146,12 +146,28 @@ func (c *computer) goesWithLink(link string, op Op) bool {
 // kernel gives its next hop scope nowhere (fib_create_info), and a link
 // going down flushes only next hops of another scope (fib_sync_down_dev
 // without force); losing the last address flushes them all.
+//
+// A multipath route counts as gone when one of its next hops' links is:
+// the kernel then drops that path (IPv6) or marks it dead or deletes the
+// route (IPv4), and the route is written again whole.
 func (c *computer) routeGone(r *model.Route) bool {
+	if len(r.NextHops) > 0 {
+		for _, h := range r.NextHops {
+			if h.Dev != "" && c.devGone(r, h.Dev) {
+				return true
+			}
+		}
+		return false
+	}
 	if r.Dev == "" {
 		return false
 	}
-	down := c.downed[r.Dev] && !(r.Dst.Addr().Is4() && r.Type == model.RouteLocal)
-	return c.recreated[r.Dev] || down || (r.Dst.Addr().Is4() && c.flushed4[r.Dev])
+	return c.devGone(r, r.Dev)
+}
+
+func (c *computer) devGone(r *model.Route, dev string) bool {
+	down := c.downed[dev] && !(r.Dst.Addr().Is4() && r.Type == model.RouteLocal)
+	return c.recreated[dev] || down || (r.Dst.Addr().Is4() && c.flushed4[dev])
 }
 
 // mtuMoved reports the MTU an IPv6 route of ours will have once this plan

@@ -5,6 +5,7 @@ package kerneltest
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -458,7 +459,7 @@ func (f *Kernel) drop(name string) {
 // Called locked.
 func (f *Kernel) dropRoutes(name string, v4 bool) {
 	for k, r := range f.routes {
-		if r.Dev == name && (!v4 || !r.IsIPv6()) {
+		if slices.Contains(r.Devs(), name) && (!v4 || !r.IsIPv6()) {
 			delete(f.routes, k)
 		}
 	}
@@ -589,13 +590,14 @@ func (f *Kernel) putRoute(method string, r *model.Route, protocol int, excl bool
 	if _, ok := f.routes[r.Key()]; ok && excl {
 		return fmt.Errorf("add route %s: %w", id, syscall.EEXIST)
 	}
-	if r.Dev != "" {
-		if _, err := f.need(r.Dev); err != nil {
+	for _, d := range r.Devs() {
+		if _, err := f.need(d); err != nil {
 			return fmt.Errorf("add route %s: %w", id, err)
 		}
 	}
 	c := *r
 	c.Protocol, c.Origin = protocol, ""
+	c.NextHops = slices.Clone(r.NextHops)
 	f.routes[r.Key()] = c
 	f.logged(method, id)
 	return nil
