@@ -187,7 +187,7 @@ func run(k kernel.Interface, proto int, op diff.Op, hooks Hooks) error {
 	case diff.KindLink:
 		return runLink(k, op)
 	case diff.KindAddress:
-		return runAddress(k, op)
+		return runAddress(k, proto, op)
 	case diff.KindRule:
 		return runRule(k, proto, op)
 	case diff.KindFou:

@@ -50,6 +50,10 @@ type Kernel struct {
 	NoWireGuardModule, NoUserspaceWireGuard bool
 	// NoNFTables makes every nftables call fail with ErrUnsupported.
 	NoNFTables bool
+	// RecordsAddressProtocols makes the kernel keep the protocol an
+	// address is added with (IFA_PROTO, Linux 6.3); without it addresses
+	// have none, as before 6.3.
+	RecordsAddressProtocols bool
 }
 
 // failure is an injected error, for n more calls (n < 0: until cleared).
@@ -533,8 +537,12 @@ func (f *Kernel) SetLinkAlias(name, alias string, owned bool) error {
 	})
 }
 
-// ReplaceAddress adds or changes an address.
-func (f *Kernel) ReplaceAddress(a *model.Address) error {
+// AddressProtocols reports RecordsAddressProtocols.
+func (f *Kernel) AddressProtocols() bool { return f.RecordsAddressProtocols }
+
+// ReplaceAddress adds or changes an address. With RecordsAddressProtocols
+// it takes protocol, added or replaced, as the kernel does (6.18).
+func (f *Kernel) ReplaceAddress(a *model.Address, protocol int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := a.Key().String()
@@ -545,7 +553,20 @@ func (f *Kernel) ReplaceAddress(a *model.Address) error {
 		return fmt.Errorf("add address %s: %w", id, err)
 	}
 	c := *a
-	c.Owned, c.Origin = false, ""
+	c.Owned, c.Origin, c.Protocol = false, "", 0
+	if f.RecordsAddressProtocols {
+		c.Protocol = protocol
+	}
+	if old, ok := f.addrs[a.Key()]; ok {
+		c.Secondary = old.Secondary
+	} else if a.Prefix.Addr().Is4() {
+		// A second IPv4 address of a subnet on a link is its secondary.
+		for _, o := range f.addrs {
+			if o.Link == a.Link && o.Prefix.Addr().Is4() && o.Subnet() == c.Subnet() {
+				c.Secondary = true
+			}
+		}
+	}
 	f.addrs[a.Key()] = c
 	f.logged("ReplaceAddress", id)
 	return nil
