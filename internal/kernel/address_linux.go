@@ -204,6 +204,7 @@ func releaseAtLeast(major, minor int) bool {
 	}
 	return ma > major || ma == major && mi >= minor
 }
+
 // ipv4DevconfPromoteSecondaries is IPV4_DEVCONF_PROMOTE_SECONDARIES
 // (include/uapi/linux/ip.h), the attribute type of the setting inside
 // IFLA_INET_CONF.

@@ -68,7 +68,7 @@ type Address struct {
 	// adds; 0 when none was given or the kernel keeps none.
 	Protocol int
 	Owned    bool   // actual: on a link we own
-	Origin string // desired: file:line:col
+	Origin   string // desired: file:line:col
 	// Tentative (actual) is an IPv6 address whose duplicate address
 	// detection has not finished: the kernel refuses it as a route's
 	// source until then. DADFailed: detection found a duplicate.

@@ -19,8 +19,8 @@ type State struct {
 	// when it leaves the file.
 	AddressProtocols bool
 	Routes           []Route
-	Rules     []Rule
-	FouPorts  []FouPort
+	Rules            []Rule
+	FouPorts         []FouPort
 	// NFTables are the nftables tables netreconcile owns, sorted by key.
 	NFTables []NftTable
 	// Pools are the IPAM pools of the configuration, sorted by name, and PoolAddresses the
