@@ -170,6 +170,10 @@ func (b *builder) route(i int, rc *routeConf) {
 			b.errs.add(rc.Pos, path(""), "a %s route takes neither via nor dev", rc.Type)
 			continue
 		}
+		if rc.Via != nil && rc.Dev == loopback && r.Gateway.Is6() {
+			b.errs.add(rc.at("dev"), path(".dev"), "the kernel refuses lo as the link of an IPv6 gateway (\"Egress device can not be loopback device\"); give another link")
+			continue
+		}
 		if rc.Via != nil && rc.Dev == "" && r.Gateway.Is6() && (r.Gateway.IsLinkLocalUnicast() || r.Gateway.IsLinkLocalMulticast()) {
 			// A link-local address means nothing without its link: the
 			// kernel refuses the route ("Egress device not specified").
@@ -246,6 +250,9 @@ func (b *builder) nextHops(rc *routeConf, r *model.Route, path func(string) stri
 			switch {
 			case h.Gateway.Is4() && v6:
 				b.errs.add(hc.at("via"), hp(".via"), "gateway %s is not of the destination's family (IPv6)", h.Gateway)
+				ok = false
+			case h.Gateway.Is6() && hc.Dev == loopback:
+				b.errs.add(hc.at("dev"), hp(".dev"), "the kernel refuses lo as the link of an IPv6 gateway (\"Egress device can not be loopback device\"); give another link")
 				ok = false
 			case h.Gateway.IsLinkLocalUnicast() && h.Gateway.Is6() && hc.Dev == "":
 				b.errs.add(hc.at("via"), hp(".via"), "gateway %s is link-local; give dev, the link it is on", h.Gateway)
@@ -325,6 +332,10 @@ func (x *routeIndex) add(routes []model.Route, k model.RouteKey) {
 	}
 	x.at[k] = len(routes)
 }
+
+// loopback is the name of a namespace's loopback link, which the kernel
+// refuses as the link of an IPv6 gateway (fib6_nh_init).
+const loopback = "lo"
 
 func familyWord(v6 bool) string {
 	if v6 {

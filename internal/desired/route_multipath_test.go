@@ -9,7 +9,8 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-const nhLinks = "version: 1\nlinks:\n  eth0: {kind: device}\n  eth1: {kind: device}\n  br0: {kind: bridge, state: down}\n"
+// nhLinks is five lines: the routes list starts at line 6.
+const nhLinks = "version: 1\nlinks: {eth0: {kind: device}, eth1: {kind: device}, br0: {kind: bridge, state: down}, lo: {kind: device}}\n#\n#\n#\n"
 
 func TestMultipathRouteErrors(t *testing.T) {
 	for _, tc := range []struct{ name, routes, want string }{{
@@ -37,6 +38,11 @@ func TestMultipathRouteErrors(t *testing.T) {
 			"f.yaml:7:70: routes[0].nexthops[1].via: gateway fe80::1 is link-local; give dev, the link it is on\n" +
 			"f.yaml:7:104: routes[0].nexthops[2].dev: link \"eth9\" is not declared; declare it (kind device for an existing NIC)\n" +
 			"f.yaml:8:57: routes[1].nexthops[1].dev: link br0 is declared state: down; the kernel refuses IPv4 routes through a link that is down",
+	}, {
+		name:   "lo as the link of an IPv6 gateway, single and multipath",
+		routes: "  - {to: 10.1.0.0/16, via: 'fe80::1', dev: lo}\n  - {to: 10.2.0.0/16, nexthops: [{via: 'fe80::1', dev: lo}, {via: 10.0.1.1}]}\n",
+		want: "f.yaml:7:44: routes[0].dev: the kernel refuses lo as the link of an IPv6 gateway (\"Egress device can not be loopback device\"); give another link\n" +
+			"f.yaml:8:56: routes[1].nexthops[0].dev: the kernel refuses lo as the link of an IPv6 gateway (\"Egress device can not be loopback device\"); give another link",
 	}, {
 		name:   "a blackhole route with next hops",
 		routes: "  - {to: 10.1.0.0/16, type: blackhole, nexthops: [{via: 10.0.0.1}, {via: 10.0.1.1}]}\n",

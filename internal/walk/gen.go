@@ -845,7 +845,7 @@ func (g *Gen) routeTarget(c *Config, r *Route) {
 	}
 	if !v6 && g.chance(0.08) {
 		// RFC 5549: an IPv6 link-local next hop of an IPv4 route.
-		if r.Dev = g.pickLink(c, func(l *Link) bool { return !l.Down }); r.Dev != "" {
+		if r.Dev = g.pickLink(c, func(l *Link) bool { return !l.Down && l.Name != "lo" }); r.Dev != "" {
 			r.Via = fmt.Sprintf("fe80::%x", 1+g.R.Intn(3))
 			return
 		}
@@ -894,7 +894,8 @@ func (g *Gen) multipath(c *Config, r *Route, v6 bool) bool {
 	var hops []Hop
 	used := map[string]bool{}
 	for i := 0; i < 6 && len(hops) < 3; i++ {
-		dev := g.pickLink(c, func(l *Link) bool { return !l.Down })
+		// Not lo: the kernel refuses it as the link of an IPv6 gateway.
+		dev := g.pickLink(c, func(l *Link) bool { return !l.Down && l.Name != "lo" })
 		if dev == "" || used[dev] {
 			continue
 		}
