@@ -76,3 +76,48 @@ routes:
 `,
 	}})
 }
+
+// A link that goes down under one next hop of a multipath route leaves the
+// route to the kernel's judgement (paths dead, dropped, or the route
+// deleted, by family and event): the route is written again after the
+// link, or deleted when the file no longer has it; only when every path's
+// link goes is it taken as gone.
+func TestMultipathRouteThroughALinkGoingDown(t *testing.T) {
+	k := func() *kernel {
+		return newKernel().
+			link(model.Link{Name: "eth0", Kind: model.KindDevice, Up: true}).
+			link(model.Link{Name: "br0", Kind: model.KindBridge, Owned: true, Up: true}).
+			route(model.Route{Table: 254, Dst: pfx("2001:db8:1::/48"), Metric: 1024, Protocol: ours, NextHops: []model.NextHop{
+				{Gateway: ip("fe80::1"), Dev: "br0", Weight: 1}, {Gateway: ip("fe80::2"), Dev: "eth0", Weight: 1}}})
+	}
+	run(t, []tc{{
+		name: "kept in the file: written again after the link",
+		file: `
+links:
+  eth0: {kind: device}
+  br0: {kind: bridge, state: down}
+routes:
+  - {to: 2001:db8:1::/48, nexthops: [{via: 'fe80::1', dev: br0}, {via: 'fe80::2', dev: eth0}]}
+`,
+		kernel: k(),
+		plan: `
+~ link br0
+    state: up -> down
+~ route 2001:db8:1::/48 table main metric 1024
+    nexthops: some through a link this plan changes -> written again
+`,
+	}, {
+		name: "gone from the file: deleted (the kernel keeps it with a dead path)",
+		file: `
+links:
+  eth0: {kind: device}
+  br0: {kind: bridge, state: down}
+`,
+		kernel: k(),
+		plan: `
+~ link br0
+    state: up -> down
+- route 2001:db8:1::/48 table main metric 1024 (nexthop via fe80::1 dev br0 weight 1 nexthop via fe80::2 dev eth0 weight 1)
+`,
+	}})
+}
