@@ -11,8 +11,12 @@ func readAddresses(k kernel.Reader, st *model.State) error {
 	if st.Addresses, err = k.Addresses(); err != nil {
 		return err
 	}
+	st.AddressProtocols = k.AddressProtocols()
 	for i := range st.Addresses {
 		a := &st.Addresses[i]
+		if a.Protocol != 0 {
+			st.AddressProtocols = true
+		}
 		if l, ok := st.Links[a.Link]; ok && l.Owned {
 			a.Owned = true
 		}

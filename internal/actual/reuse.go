@@ -59,6 +59,7 @@ func ReadReusing(k kernel.Reader, opt Options, prev *model.State, fresh Kinds) (
 		}
 	} else {
 		st.Addresses = prev.Addresses
+		st.AddressProtocols = prev.AddressProtocols
 	}
 	if fresh&Routes != 0 {
 		if err := readRoutes(k, st, opt); err != nil {

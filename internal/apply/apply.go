@@ -170,7 +170,7 @@ func dependsOn(op diff.Op, failed map[string]bool) string {
 	case op.Address != nil:
 		refs = append(refs, op.Address.Link)
 	case op.Route != nil:
-		refs = append(refs, op.Route.Dev)
+		refs = append(refs, op.Route.Devs()...)
 	case op.WireGuard != nil:
 		refs = append(refs, op.WireGuard.Link)
 	}
@@ -187,7 +187,7 @@ func run(k kernel.Interface, proto int, op diff.Op, hooks Hooks) error {
 	case diff.KindLink:
 		return runLink(k, op)
 	case diff.KindAddress:
-		return runAddress(k, op)
+		return runAddress(k, proto, op)
 	case diff.KindRule:
 		return runRule(k, proto, op)
 	case diff.KindFou:

@@ -122,6 +122,9 @@ func buildWatchSetWith(want, have *model.State, owned map[model.NftTableKey]bool
 			dev = r.Dev
 			name(dev)
 		}
+		for _, h := range want.Routes[i].NextHops {
+			name(h.Dev)
+		}
 	}
 	for i := range want.Rules {
 		r := &want.Rules[i]
@@ -153,6 +156,11 @@ func buildWatchSetWith(want, have *model.State, owned map[model.NftTableKey]bool
 			if r := &have.Routes[i]; r.Protocol == want.Protocol && r.Dev != dev {
 				dev = r.Dev
 				name(dev)
+			}
+			if r := &have.Routes[i]; r.Protocol == want.Protocol {
+				for _, h := range r.NextHops {
+					name(h.Dev)
+				}
 			}
 		}
 		for _, l := range have.Links {

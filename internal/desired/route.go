@@ -30,6 +30,16 @@ type routeConf struct {
 	TOS    uint8  `yaml:"tos"`
 	OnLink bool   `yaml:"onlink"`
 	Type   string `yaml:"type"`
+	// NextHops make a multipath route (in place of via and dev).
+	NextHops []*nextHopConf `yaml:"nexthops"`
+}
+
+// nextHopConf is one path of a multipath route.
+type nextHopConf struct {
+	Meta
+	Via    *Addr  `yaml:"via"`
+	Dev    string `yaml:"dev"`
+	Weight *int   `yaml:"weight"`
 }
 
 func (b *builder) route(i int, rc *routeConf) {
@@ -73,6 +83,8 @@ func (b *builder) route(i int, rc *routeConf) {
 		}
 	case rc.Via != nil:
 		fams = []bool{rc.Via.A.Is6()}
+	case len(rc.NextHops) > 0 && rc.NextHops[0] != nil && rc.NextHops[0].Via != nil:
+		fams = []bool{rc.NextHops[0].Via.A.Is6()}
 	default:
 		fams = []bool{false}
 	}
@@ -95,11 +107,8 @@ func (b *builder) route(i int, rc *routeConf) {
 				b.errs.add(rc.at("via"), path(".via"), "gateway %s is not of the destination's family (%s)", r.Gateway, familyWord(v6))
 				continue
 			}
-			if r.Gateway.Is6() && !v6 {
-				// An IPv6 next hop for an IPv4 route (RFC 5549) needs RTA_VIA, which we do not write yet.
-				b.errs.add(rc.at("via"), path(".via"), "an IPv6 gateway for an IPv4 route is not supported; use an IPv4 gateway")
-				continue
-			}
+			// An IPv6 gateway of an IPv4 route (RFC 5549) is written as
+			// RTA_VIA, as `ip route add … via inet6 fe80::1 dev X` does.
 		}
 		if rc.Src != nil {
 			r.Src = rc.Src.A
@@ -135,11 +144,24 @@ func (b *builder) route(i int, rc *routeConf) {
 			// IPv6 routes have no scope: the kernel reports universe whatever is sent.
 		case typ == model.RouteLocal:
 			r.Scope = model.ScopeHost
+		case typ == model.RouteUnicast && len(rc.NextHops) > 0:
+			// The kernel wants scope link at most for a route whose next
+			// hops are devices only, and universe when one has a gateway.
+			r.Scope = model.ScopeLink
+			for _, h := range rc.NextHops {
+				if h != nil && h.Via != nil {
+					r.Scope = model.ScopeUniverse
+				}
+			}
 		case typ == model.RouteUnicast && rc.Via == nil:
 			// What `ip route add ... dev X` does: a route without a gateway is on-link.
 			r.Scope = model.ScopeLink
 		}
-		if typ == model.RouteUnicast || typ == model.RouteLocal {
+		if len(rc.NextHops) > 0 {
+			if !b.nextHops(rc, &r, path) {
+				continue
+			}
+		} else if typ == model.RouteUnicast || typ == model.RouteLocal {
 			if rc.Dev == "" && rc.Via == nil {
 				b.errs.add(rc.Pos, path(""), "a %s route needs via, dev or both", model.RouteTypeName(typ))
 				continue
@@ -148,16 +170,20 @@ func (b *builder) route(i int, rc *routeConf) {
 			b.errs.add(rc.Pos, path(""), "a %s route takes neither via nor dev", rc.Type)
 			continue
 		}
+		if rc.Via != nil && rc.Dev == loopback && r.Gateway.Is6() {
+			b.errs.add(rc.at("dev"), path(".dev"), "the kernel refuses lo as the link of an IPv6 gateway (\"Egress device can not be loopback device\"); give another link")
+			continue
+		}
 		if rc.Via != nil && rc.Dev == "" && r.Gateway.Is6() && (r.Gateway.IsLinkLocalUnicast() || r.Gateway.IsLinkLocalMulticast()) {
 			// A link-local address means nothing without its link: the
 			// kernel refuses the route ("Egress device not specified").
 			b.errs.add(rc.at("via"), path(".via"), "gateway %s is link-local; give dev, the link it is on", r.Gateway)
 			continue
 		}
-		if rc.OnLink && rc.Via == nil {
+		if rc.OnLink && rc.Via == nil && len(rc.NextHops) == 0 {
 			b.errs.add(rc.at("onlink"), path(".onlink"), "onlink applies to a gateway; give via")
 		}
-		if rc.OnLink && rc.Dev == "" {
+		if rc.OnLink && rc.Dev == "" && len(rc.NextHops) == 0 {
 			b.errs.add(rc.at("onlink"), path(".onlink"), "onlink needs dev: the gateway is taken as on-link on that device")
 		}
 		if lc := b.links[rc.Dev]; lc != nil && lc.State == "down" && !v6 && (typ == model.RouteUnicast || typ == model.RouteLocal) {
@@ -175,6 +201,86 @@ func (b *builder) route(i int, rc *routeConf) {
 		b.routeAt.add(b.st.Routes, r.Key())
 		b.st.Routes = append(b.st.Routes, r)
 	}
+}
+
+// nextHops checks a multipath route's next hops and puts them in r; false
+// when the route is not to be kept.
+func (b *builder) nextHops(rc *routeConf, r *model.Route, path func(string) string) bool {
+	ok := true
+	if rc.Via != nil || rc.Dev != "" {
+		b.errs.add(rc.at("nexthops"), path(".nexthops"), "a route with nexthops takes neither via nor dev of its own; give them in each next hop")
+		ok = false
+	}
+	if r.Type != model.RouteUnicast {
+		b.errs.add(rc.at("nexthops"), path(".nexthops"), "a %s route takes no nexthops; only a unicast route has several paths", model.RouteTypeName(r.Type))
+		return false
+	}
+	if len(rc.NextHops) < 2 {
+		b.errs.add(rc.at("nexthops"), path(".nexthops"), "expected two or more next hops, found %d; for one path give via and dev on the route", len(rc.NextHops))
+		return false
+	}
+	if rc.OnLink {
+		b.errs.add(rc.at("onlink"), path(".onlink"), "onlink is not supported with nexthops; remove it")
+		ok = false
+	}
+	v6 := r.IsIPv6()
+	hs := make([]model.NextHop, 0, len(rc.NextHops))
+	for j, hc := range rc.NextHops {
+		hp := func(field string) string { return path(".nexthops[" + strconv.Itoa(j) + "]" + field) }
+		if hc == nil || hc.notMapping {
+			ok = false // reported by the decoder
+			continue
+		}
+		h := model.NextHop{Dev: hc.Dev, Weight: 1}
+		if hc.Weight != nil {
+			h.Weight = *hc.Weight
+			if h.Weight < 1 || h.Weight > 256 {
+				// rtnh_hops is a u8 holding the weight less one.
+				b.errs.add(hc.at("weight"), hp(".weight"), "expected a weight from 1 to 256, found %d", h.Weight)
+				ok = false
+			}
+		}
+		if hc.Via == nil && hc.Dev == "" {
+			b.errs.add(hc.Pos, hp(""), "a next hop needs via, dev or both")
+			ok = false
+			continue
+		}
+		if hc.Via != nil {
+			h.Gateway = hc.Via.A
+			switch {
+			case h.Gateway.Is4() && v6:
+				b.errs.add(hc.at("via"), hp(".via"), "gateway %s is not of the destination's family (IPv6)", h.Gateway)
+				ok = false
+			case h.Gateway.Is6() && hc.Dev == loopback:
+				b.errs.add(hc.at("dev"), hp(".dev"), "the kernel refuses lo as the link of an IPv6 gateway (\"Egress device can not be loopback device\"); give another link")
+				ok = false
+			case h.Gateway.IsLinkLocalUnicast() && h.Gateway.Is6() && hc.Dev == "":
+				b.errs.add(hc.at("via"), hp(".via"), "gateway %s is link-local; give dev, the link it is on", h.Gateway)
+				ok = false
+			}
+		}
+		if hc.Dev != "" {
+			if !b.declared(hc.Dev) {
+				b.errs.add(hc.at("dev"), hp(".dev"), "link %q is not declared; declare it (kind device for an existing NIC)", hc.Dev)
+				ok = false
+			} else if lc := b.links[hc.Dev]; lc != nil && lc.State == "down" && !v6 {
+				b.errs.add(hc.at("dev"), hp(".dev"), "link %s is declared state: down; the kernel refuses IPv4 routes through a link that is down", hc.Dev)
+				ok = false
+			}
+		}
+		for k, o := range hs {
+			// Without a dev the kernel picks the gateway's link: the same
+			// gateway twice may be the same path twice.
+			if o.Gateway == h.Gateway && (o.Dev == h.Dev || o.Dev == "" || h.Dev == "") {
+				b.errs.add(hc.Pos, hp(""), "the same next hop as nexthops[%d]; each path is given once (use weight for a larger share)", k)
+				ok = false
+			}
+		}
+		hs = append(hs, h)
+	}
+	model.SortNextHops(hs)
+	r.NextHops = hs
+	return ok
 }
 
 // routeIndex finds a route by its key among the routes built so far (the
@@ -226,6 +332,10 @@ func (x *routeIndex) add(routes []model.Route, k model.RouteKey) {
 	}
 	x.at[k] = len(routes)
 }
+
+// loopback is the name of a namespace's loopback link, which the kernel
+// refuses as the link of an IPv6 gateway (fib6_nh_init).
+const loopback = "lo"
 
 func familyWord(v6 bool) string {
 	if v6 {

@@ -62,8 +62,8 @@ func TestValidationErrors(t *testing.T) {
 	}, {
 		name: "gateway family mismatch",
 		file: "version: 1\nroutes:\n  - {to: 2001:db8::/32, via: 192.0.2.1}\n  - {to: 10.0.0.0/8, via: 2001:db8::1}\n",
-		want: "f.yaml:3:30: routes[0].via: gateway 192.0.2.1 is not of the destination's family (IPv6)\n" +
-			"f.yaml:4:27: routes[1].via: an IPv6 gateway for an IPv4 route is not supported; use an IPv4 gateway",
+		// An IPv6 gateway of an IPv4 route is RFC 5549 (accepted).
+		want: "f.yaml:3:30: routes[0].via: gateway 192.0.2.1 is not of the destination's family (IPv6)",
 	}, {
 		name: "duplicate names and objects",
 		file: "version: 1\nlinks:\n  br0: {kind: bridge, addresses: [10.0.0.1/24, 10.0.0.1/16]}\n  br0: {kind: bridge}\nroutes:\n  - {to: 10.1.0.0/16, type: blackhole}\n  - {to: 10.1.0.0/16, type: unreachable}\nrules:\n  - {priority: 10, table: 5, family: ipv4}\n  - {priority: 10, table: 5, family: ipv4}\n",

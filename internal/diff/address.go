@@ -3,14 +3,22 @@ package diff
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-// addresses: an address on a link netreconcile owns is its to prune; on a
-// device link only the file's addresses are touched, and none is deleted
-// (the kernel records no owner for an address before Linux 6.3).
+// addresses: an address on a link netreconcile owns is its to prune. On a
+// link it does not own (a device), where the kernel records an address's
+// protocol (IFA_PROTO, Linux 6.3; State.AddressProtocols), an address of
+// ours (our protocol) is pruned when it leaves the file, as a route is, and
+// one of another protocol or none is never touched unless the file lists
+// it. The file's addresses found without a protocol (added before
+// netreconcile stamped addresses, or by hand) are stamped in place
+// (NLM_F_REPLACE sets ifa_proto); those of another program's protocol are
+// left with it. On older kernels no address has a protocol: a device's
+// addresses are only added, never deleted.
 func (c *computer) addresses() {
 	have := map[model.AddressKey]*model.Address{}
 	for i := range c.a.Addresses {
@@ -55,6 +63,9 @@ func (c *computer) addresses() {
 				// new scope, which the kernel refuses (EINVAL).
 				scopeEarly = append(scopeEarly, Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Reason: "its subnet changes scope", Address: h, Promote: c.promotes(h)})
 				creates = append(creates, Op{Action: Create, Kind: KindAddress, ID: w.Key().String(), Summary: addressSummary(w), Address: w})
+			} else if len(ch) == 0 && c.a.AddressProtocols && h.Protocol == 0 && c.d.Protocol != 0 {
+				creates = append(creates, Op{Action: Update, Kind: KindAddress, ID: w.Key().String(), Reason: "stamped as ours",
+					Changes: []Change{{"protocol", "none", strconv.Itoa(c.d.Protocol)}}, Address: w})
 			} else if len(ch) > 0 {
 				// The kernel keeps scope and peer at creation: NLM_F_REPLACE
 				// on an address only refreshes lifetimes.
@@ -97,7 +108,11 @@ func (c *computer) addresses() {
 		// An adopted link is owned whole from this plan on, its addresses
 		// with it, so the first apply is already complete.
 		adopting := ok && c.d.Links[h.Link] != nil && c.d.Links[h.Link].Adopt && c.d.Links[h.Link].Kind == l.Kind
-		if !ok || !(l.Owned || adopting) {
+		if !ok || !(l.Owned || adopting || c.oursByProtocol(h)) {
+			continue
+		}
+		if !(l.Owned || adopting) && c.deletesOthers(h) {
+			c.conflict("address %s is ours (protocol %d) and no longer in the file, but deleting it would delete the other addresses of its subnet on %s with it (it is their primary, and promote_secondaries is not netreconcile's to turn on for a link it does not own); delete it by hand, or keep it in the file", h.Key(), h.Protocol, h.Link)
 			continue
 		}
 		op := Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Address: h, Promote: c.promotes(h)}
@@ -154,6 +169,34 @@ func (c *computer) lastIPv4(have map[model.AddressKey]*model.Address) {
 			c.flushed4[h.Link] = true
 		}
 	}
+	// A link netreconcile does not own loses its IPv4 routes too when the
+	// only IPv4 addresses it has are ours and leave the file.
+	if !c.a.AddressProtocols {
+		return
+	}
+	stays := map[string]bool{}
+	goes := map[string]bool{}
+	for _, h := range have {
+		if !h.Prefix.Addr().Is4() {
+			continue
+		}
+		if c.oursByProtocol(h) {
+			goes[h.Link] = true
+		} else {
+			stays[h.Link] = true
+		}
+	}
+	for link := range goes {
+		if l, ok := c.a.Links[link]; ok && !l.Owned && !keeps[link] && !stays[link] {
+			c.flushed4[link] = true
+		}
+	}
+}
+
+// oursByProtocol reports whether the address h carries our protocol, on a
+// kernel that records it: then it is ours wherever it is.
+func (c *computer) oursByProtocol(h *model.Address) bool {
+	return c.a.AddressProtocols && c.d.Protocol != 0 && h.Protocol == c.d.Protocol
 }
 
 // deletesOthers reports whether deleting the IPv4 address h would take

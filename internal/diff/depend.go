@@ -52,7 +52,7 @@ func (c *computer) opNeeds(op *Op) []string {
 			return nil
 		}
 		r := op.Route
-		needs := []string{r.Dev}
+		needs := append([]string{r.Dev}, r.Devs()...)
 		if l, ok := c.srcLink[r.Src]; ok && r.Src.IsValid() {
 			needs = append(needs, l)
 		}

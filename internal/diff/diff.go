@@ -146,12 +146,47 @@ func (c *computer) goesWithLink(link string, op Op) bool {
 // kernel gives its next hop scope nowhere (fib_create_info), and a link
 // going down flushes only next hops of another scope (fib_sync_down_dev
 // without force); losing the last address flushes them all.
+//
+// A multipath route is gone for sure only when every next hop's link is
+// (routeShaken covers the rest).
 func (c *computer) routeGone(r *model.Route) bool {
+	if len(r.NextHops) > 0 {
+		for _, h := range r.NextHops {
+			if h.Dev == "" || !c.devGone(r, h.Dev) {
+				return false
+			}
+		}
+		return true
+	}
 	if r.Dev == "" {
 		return false
 	}
-	down := c.downed[r.Dev] && !(r.Dst.Addr().Is4() && r.Type == model.RouteLocal)
-	return c.recreated[r.Dev] || down || (r.Dst.Addr().Is4() && c.flushed4[r.Dev])
+	return c.devGone(r, r.Dev)
+}
+
+// routeShaken reports whether some next hops of the multipath route r go
+// through a link that this plan recreates, sets down or leaves without an
+// IPv4 address, but not all. What the kernel then does depends on the
+// family and the event: it keeps the route with those paths dead (a link
+// down), drops those paths (IPv6, a link deleted) or the whole route (IPv4,
+// a link deleted or left without an IPv4 address). The route is written
+// again after the links with a replace, which creates it if it is gone
+// and restores its paths if not.
+func (c *computer) routeShaken(r *model.Route) bool {
+	if len(r.NextHops) == 0 || c.routeGone(r) {
+		return false
+	}
+	for _, h := range r.NextHops {
+		if h.Dev != "" && c.devGone(r, h.Dev) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *computer) devGone(r *model.Route, dev string) bool {
+	down := c.downed[dev] && !(r.Dst.Addr().Is4() && r.Type == model.RouteLocal)
+	return c.recreated[dev] || down || (r.Dst.Addr().Is4() && c.flushed4[dev])
 }
 
 // mtuMoved reports the MTU an IPv6 route of ours will have once this plan
@@ -182,6 +217,9 @@ func (c *computer) routeUpdate(w, h *model.Route) (Op, bool) {
 		if to, ok := c.mtuMoved(h); ok {
 			ch = []Change{{"mtu", fmt.Sprintf("%d (moved to %d with %s's)", h.MTU, to, h.Dev), strconv.Itoa(w.MTU)}}
 		}
+	}
+	if len(ch) == 0 && c.routeShaken(h) {
+		ch = []Change{{"nexthops", "some through a link this plan changes", "written again"}}
 	}
 	if len(ch) == 0 {
 		return Op{}, false

@@ -2,6 +2,7 @@ package diff
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
 )
@@ -161,6 +162,9 @@ func routeChanges(w, h *model.Route) []Change {
 	if w.Dev != "" && w.Dev != h.Dev {
 		ch = append(ch, Change{"dev", orNone(h.Dev), orNone(w.Dev)})
 	}
+	if !nextHopsMatch(w.NextHops, h.NextHops) {
+		ch = append(ch, Change{"nexthops", nextHopsStr(h), nextHopsStr(w)})
+	}
 	if w.Src != h.Src {
 		ch = append(ch, Change{"src", addrStr(h.Src), addrStr(w.Src)})
 	}
@@ -174,4 +178,38 @@ func routeChanges(w, h *model.Route) []Change {
 		ch = append(ch, Change{"mtu", strconv.Itoa(h.MTU), strconv.Itoa(w.MTU)})
 	}
 	return ch
+}
+
+// nextHopsMatch compares a multipath route's next hops as sets: both lists
+// are in model.CompareNextHops order (desired and actual sort them). As for
+// a single path, a next hop's dev is compared only where the file names one.
+func nextHopsMatch(w, h []model.NextHop) bool {
+	if len(w) != len(h) {
+		return false
+	}
+	used := make([]bool, len(h))
+	for _, wh := range w {
+		found := false
+		for j, hh := range h {
+			if !used[j] && wh.Gateway == hh.Gateway && wh.Weight == hh.Weight && (wh.Dev == "" || wh.Dev == hh.Dev) {
+				used[j], found = true, true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func nextHopsStr(r *model.Route) string {
+	if len(r.NextHops) == 0 {
+		return "none"
+	}
+	var b []string
+	for _, h := range r.NextHops {
+		b = append(b, "["+h.String(r.Dst)+"]")
+	}
+	return strings.Join(b, " ")
 }

@@ -57,3 +57,29 @@ func (k *Netlink) fromRoute(r *netlink.Route) model.Route {
 	}
 	return m
 }
+
+// AddressesByLibrary lists addresses as Addresses did through the library
+// before it parsed dumps itself (the library does not read IFA_PROTO): the
+// reference its parser is tested against.
+func AddressesByLibrary(k *Netlink) ([]model.Address, error) {
+	as, err := k.h.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, err
+	}
+	var out []model.Address
+	for _, a := range as {
+		p := toPrefix(a.IPNet)
+		if p.Addr().Is6() && a.Flags&unix.IFA_F_PERMANENT == 0 {
+			continue
+		}
+		m := model.Address{Link: k.name(a.LinkIndex), Prefix: p, Scope: a.Scope, NoPrefixRoute: a.Flags&unix.IFA_F_NOPREFIXROUTE != 0,
+			Tentative: a.Flags&unix.IFA_F_TENTATIVE != 0, DADFailed: a.Flags&unix.IFA_F_DADFAILED != 0, Secondary: a.Flags&unix.IFA_F_SECONDARY != 0}
+		if a.Peer != nil {
+			m.Peer = toPrefix(a.Peer)
+			m.Prefix = netip.PrefixFrom(p.Addr(), m.Peer.Bits())
+		}
+		out = append(out, m)
+	}
+	model.SortAddresses(out)
+	return out, nil
+}

@@ -39,6 +39,9 @@ type Reader interface {
 	// Addresses lists every address except IPv6 link-local ones the kernel
 	// generates itself.
 	Addresses() ([]model.Address, error)
+	// AddressProtocols reports whether the kernel records the protocol of
+	// an address (IFA_PROTO, Linux 6.3).
+	AddressProtocols() bool
 	// Routes lists routes of every table; protocol 0 means all protocols,
 	// otherwise only routes of that protocol (filtered in the kernel where it can).
 	Routes(protocol int) ([]model.Route, error)
@@ -84,8 +87,11 @@ type Writer interface {
 	// same subnet instead of deleting them all with it.
 	PromoteSecondaries(name string) error
 
-	// ReplaceAddress adds an address or changes its attributes in place.
-	ReplaceAddress(a *model.Address) error
+	// ReplaceAddress adds an address stamped with protocol (IFA_PROTO,
+	// ignored by kernels before 6.3), or refreshes one that exists
+	// (NLM_F_REPLACE: the kernel keeps its scope and peer, and sets its
+	// protocol to the request's, 0 when it carries none: measured on 6.18).
+	ReplaceAddress(a *model.Address, protocol int) error
 	DeleteAddress(a *model.Address) error
 
 	// WriteRoutes makes the writes in order without waiting for each

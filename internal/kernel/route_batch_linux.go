@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"syscall"
 	"unsafe"
 
@@ -303,7 +304,14 @@ func (k *Netlink) routeRequest(w RouteWrite, protocol int, seq uint32) ([]byte, 
 			attrs = append(attrs, nl.NewRtAttr(unix.RTA_PREFSRC, r.Src.AsSlice()))
 		}
 		if r.Gateway.IsValid() {
-			attrs = append(attrs, nl.NewRtAttr(unix.RTA_GATEWAY, r.Gateway.AsSlice()))
+			attrs = append(attrs, gatewayAttr(r.Dst.Addr().Is4(), r.Gateway))
+		}
+		if len(r.NextHops) > 0 {
+			mp, err := k.multipathAttr(r)
+			if err != nil {
+				return nil, err
+			}
+			attrs = append(attrs, mp)
 		}
 		if r.MTU > 0 {
 			m := nl.NewRtAttr(unix.RTA_METRICS, nil)
@@ -327,12 +335,57 @@ func (k *Netlink) routeRequest(w RouteWrite, protocol int, seq uint32) ([]byte, 
 	if r.Metric > 0 {
 		attrs = append(attrs, nl.NewRtAttr(unix.RTA_PRIORITY, nl.Uint32Attr(uint32(r.Metric))))
 	}
-	attrs = append(attrs, nl.NewRtAttr(unix.RTA_OIF, nl.Uint32Attr(uint32(oif))))
+	if len(r.NextHops) == 0 || w.Action == RouteDelete {
+		attrs = append(attrs, nl.NewRtAttr(unix.RTA_OIF, nl.Uint32Attr(uint32(oif))))
+	}
 	req.AddData(msg)
 	for _, a := range attrs {
 		req.AddData(a)
 	}
 	return req.Serialize(), nil
+}
+
+// gatewayAttr is a route's or next hop's gateway: RTA_GATEWAY of the
+// route's family, or RTA_VIA (family and address) for an IPv6 gateway of an
+// IPv4 route (RFC 5549), as `ip route add … via inet6 ADDR` sends it.
+func gatewayAttr(v4route bool, gw netip.Addr) *nl.RtAttr {
+	if v4route && gw.Is6() {
+		via := make([]byte, 2, 2+16)
+		binary.NativeEndian.PutUint16(via, unix.AF_INET6)
+		via = append(via, gw.AsSlice()...)
+		return nl.NewRtAttr(unix.RTA_VIA, via)
+	}
+	return nl.NewRtAttr(unix.RTA_GATEWAY, gw.AsSlice())
+}
+
+// multipathAttr is RTA_MULTIPATH of a multipath route: one rtnexthop per
+// next hop (length, flags, weight less one, ifindex) followed by its
+// gateway attribute.
+func (k *Netlink) multipathAttr(r *model.Route) (*nl.RtAttr, error) {
+	var buf []byte
+	for _, h := range r.NextHops {
+		idx := 0
+		if h.Dev != "" {
+			i, err := k.index(h.Dev)
+			if err != nil {
+				return nil, err
+			}
+			idx = i
+		}
+		var gw []byte
+		if h.Gateway.IsValid() {
+			gw = gatewayAttr(r.Dst.Addr().Is4(), h.Gateway).Serialize()
+		}
+		const rtnhLen = 8 // struct rtnexthop
+		nh := make([]byte, rtnhLen, rtnhLen+len(gw))
+		ne := binary.NativeEndian
+		ne.PutUint16(nh[0:2], uint16(rtnhLen+len(gw)))
+		nh[2] = 0                   // rtnh_flags
+		nh[3] = uint8(h.Weight - 1) // rtnh_hops
+		ne.PutUint32(nh[4:8], uint32(idx))
+		buf = append(buf, append(nh, gw...)...)
+	}
+	return nl.NewRtAttr(unix.RTA_MULTIPATH, buf), nil
 }
 
 // routeErr words a route write's error with its action and key; nil stays

@@ -140,6 +140,10 @@ func (k *Netlink) parseRoute(b []byte, protocol int, dev *lastName) (model.Route
 			}
 		case unix.RTA_GATEWAY:
 			r.Gateway, _ = addrOf(v)
+		case unix.RTA_VIA:
+			r.Gateway, _ = viaOf(v)
+		case unix.RTA_MULTIPATH:
+			r.NextHops = k.parseMultipath(v, dev)
 		case unix.RTA_PREFSRC:
 			r.Src, _ = addrOf(v)
 		case unix.RTA_OIF:
@@ -171,6 +175,56 @@ func (k *Netlink) parseRoute(b []byte, protocol int, dev *lastName) (model.Route
 		}
 	}
 	return r, true
+}
+
+// parseMultipath reads RTA_MULTIPATH: rtnexthop structs, each followed by
+// its attributes (RTA_GATEWAY or RTA_VIA). Both families dump a multipath
+// route as one message with this attribute (IPv6 since Linux 4.11; before
+// that every sibling was a route message of its own, which is not read
+// as one route here).
+func (k *Netlink) parseMultipath(b []byte, dev *lastName) []model.NextHop {
+	const rtnhLen = 8
+	ne := binary.NativeEndian
+	var hs []model.NextHop
+	for len(b) >= rtnhLen {
+		l := int(ne.Uint16(b[0:2]))
+		if l < rtnhLen || l > len(b) {
+			break
+		}
+		h := model.NextHop{Weight: int(b[3]) + 1}
+		if i := int(ne.Uint32(b[4:8])); i != 0 {
+			if i != dev.index {
+				dev.index, dev.name = i, k.name(i)
+			}
+			h.Dev = dev.name
+		}
+		for a := b[rtnhLen:l]; len(a) >= unix.SizeofRtAttr; {
+			al := int(ne.Uint16(a[0:2]))
+			if al < unix.SizeofRtAttr || al > len(a) {
+				break
+			}
+			typ, v := ne.Uint16(a[2:4])&^(unix.NLA_F_NESTED|unix.NLA_F_NET_BYTEORDER), a[unix.SizeofRtAttr:al]
+			a = a[min(rtaAlign(al), len(a)):]
+			switch typ {
+			case unix.RTA_GATEWAY:
+				h.Gateway, _ = addrOf(v)
+			case unix.RTA_VIA:
+				h.Gateway, _ = viaOf(v)
+			}
+		}
+		hs = append(hs, h)
+		b = b[min(rtaAlign(l), len(b)):]
+	}
+	model.SortNextHops(hs)
+	return hs
+}
+
+// viaOf reads RTA_VIA: an address family (u16) and the address.
+func viaOf(v []byte) (netip.Addr, bool) {
+	if len(v) < 2 {
+		return netip.Addr{}, false
+	}
+	return addrOf(v[2:])
 }
 
 func rtaAlign(l int) int { return (l + unix.RTA_ALIGNTO - 1) &^ (unix.RTA_ALIGNTO - 1) }

@@ -63,8 +63,12 @@ type Address struct {
 	Scope         int
 	NoPrefixRoute bool
 
-	Owned  bool   // actual: on a link we own
-	Origin string // desired: file:line:col
+	// Protocol (actual) is the address's owner, IFA_PROTO (Linux 6.3):
+	// netreconcile stamps its own (settings.protocol) on every address it
+	// adds; 0 when none was given or the kernel keeps none.
+	Protocol int
+	Owned    bool   // actual: on a link we own
+	Origin   string // desired: file:line:col
 	// Tentative (actual) is an IPv6 address whose duplicate address
 	// detection has not finished: the kernel refuses it as a route's
 	// source until then. DADFailed: detection found a duplicate.

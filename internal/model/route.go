@@ -65,17 +65,75 @@ type Route struct {
 	TOS    int
 	Metric int
 
-	Type    int
+	Type int
+	// Gateway is the next hop, of the route's family or, for an IPv4
+	// route, an IPv6 one (RFC 5549: written as RTA_VIA). Unset on a
+	// multipath route.
 	Gateway netip.Addr
 	Dev     string
-	Src     netip.Addr
-	Scope   int
-	OnLink  bool
-	MTU     int
+	// NextHops, two or more, make a multipath route (RTA_MULTIPATH); then
+	// Gateway and Dev are unset. Kept in NextHopLess order, so that two
+	// sets compare as sets whatever order the file or the kernel gives.
+	NextHops []NextHop
+	Src      netip.Addr
+	Scope    int
+	OnLink   bool
+	MTU      int
 
 	Protocol int    // actual
 	Origin   string // desired: file:line:col
 }
+
+// NextHop is one path of a multipath route.
+type NextHop struct {
+	// Gateway is of the route's family or, for an IPv4 route, IPv6
+	// (RFC 5549); invalid for a next hop that is a device only.
+	Gateway netip.Addr
+	// Dev is the next hop's link: in the file, optional with a gateway
+	// (the kernel picks the gateway's link).
+	Dev string
+	// Weight is 1 to 256 (rtnh_hops + 1); the kernel's default is 1.
+	Weight int
+}
+
+// String renders the next hop in `ip route` words.
+func (h NextHop) String(dst netip.Prefix) string {
+	var b []string
+	if h.Gateway.IsValid() {
+		b = append(b, "via "+viaWord(dst, h.Gateway))
+	}
+	if h.Dev != "" {
+		b = append(b, "dev "+h.Dev)
+	}
+	b = append(b, fmt.Sprintf("weight %d", h.Weight))
+	return strings.Join(b, " ")
+}
+
+// viaWord renders a gateway as ip does: "inet6 fe80::1" for an IPv6 one of
+// an IPv4 route.
+func viaWord(dst netip.Prefix, gw netip.Addr) string {
+	if dst.Addr().Is4() && gw.Is6() {
+		return "inet6 " + gw.String()
+	}
+	return gw.String()
+}
+
+// NextHopLess orders next hops by gateway, then device, then weight.
+func NextHopLess(a, b NextHop) bool { return CompareNextHops(a, b) < 0 }
+
+// CompareNextHops orders next hops as NextHopLess does: -1, 0 or +1.
+func CompareNextHops(a, b NextHop) int {
+	if c := a.Gateway.Compare(b.Gateway); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Dev, b.Dev); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Weight, b.Weight)
+}
+
+// SortNextHops puts next hops in CompareNextHops order.
+func SortNextHops(hs []NextHop) { slices.SortFunc(hs, CompareNextHops) }
 
 // RouteKey is what the kernel identifies a route by.
 type RouteKey struct {
@@ -87,6 +145,23 @@ type RouteKey struct {
 
 // Key returns the route's identity.
 func (r *Route) Key() RouteKey { return RouteKey{r.Table, r.Dst, r.TOS, r.Metric} }
+
+// Devs lists the links the route goes through: its dev, or its next hops'.
+func (r *Route) Devs() []string {
+	if len(r.NextHops) == 0 {
+		if r.Dev == "" {
+			return nil
+		}
+		return []string{r.Dev}
+	}
+	ds := make([]string, 0, len(r.NextHops))
+	for _, h := range r.NextHops {
+		if h.Dev != "" {
+			ds = append(ds, h.Dev)
+		}
+	}
+	return ds
+}
 
 // IsIPv6 reports the route's family.
 func (r *Route) IsIPv6() bool { return r.Dst.Addr().Is6() }
@@ -116,10 +191,13 @@ func (r *Route) Attrs() string {
 		b = append(b, RouteTypeName(r.Type))
 	}
 	if r.Gateway.IsValid() {
-		b = append(b, "via "+r.Gateway.String())
+		b = append(b, "via "+viaWord(r.Dst, r.Gateway))
 	}
 	if r.Dev != "" {
 		b = append(b, "dev "+r.Dev)
+	}
+	for _, h := range r.NextHops {
+		b = append(b, "nexthop "+h.String(r.Dst))
 	}
 	if r.Src.IsValid() {
 		b = append(b, "src "+r.Src.String())

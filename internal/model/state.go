@@ -13,9 +13,14 @@ type State struct {
 	Links    map[string]*Link
 	// Addresses, routes, rules and FoU ports are kept sorted by Key.
 	Addresses []Address
-	Routes    []Route
-	Rules     []Rule
-	FouPorts  []FouPort
+	// AddressProtocols (actual) says the kernel records addresses'
+	// protocols (IFA_PROTO, Linux 6.3): then an address of ours
+	// (Address.Protocol) on a link netreconcile does not own is pruned
+	// when it leaves the file.
+	AddressProtocols bool
+	Routes           []Route
+	Rules            []Rule
+	FouPorts         []FouPort
 	// NFTables are the nftables tables netreconcile owns, sorted by key.
 	NFTables []NftTable
 	// Pools are the IPAM pools of the configuration, sorted by name, and PoolAddresses the

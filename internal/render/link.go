@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"strconv"
 
 	"gopkg.in/yaml.v3"
@@ -93,11 +94,20 @@ func renderLink(l *model.Link, addrs []model.Address) *yaml.Node {
 	if len(addrs) > 0 {
 		seq := sequence()
 		for _, a := range addrs {
+			// The owner the kernel records (IFA_PROTO, Linux 6.3), as a
+			// route's: a comment, not a key of the schema.
+			proto := ""
+			if a.Protocol != 0 {
+				proto = fmt.Sprintf("proto %d", a.Protocol)
+			}
 			if a.Scope == model.ScopeUniverse && !a.Peer.IsValid() && !a.NoPrefixRoute {
-				seq.Content = append(seq.Content, yscalar(a.Prefix.String()))
+				n := yscalar(a.Prefix.String())
+				n.LineComment = proto
+				seq.Content = append(seq.Content, n)
 				continue
 			}
 			am := flow()
+			am.LineComment = proto
 			add(am, "address", yscalar(a.Prefix.String()))
 			if a.Peer.IsValid() {
 				add(am, "peer", yscalar(a.Peer.String()))

@@ -36,6 +36,23 @@ func renderRoute(r *model.Route) *yaml.Node {
 	if r.Dev != "" && routeTakesDev(r) {
 		add(m, "dev", yscalar(r.Dev))
 	}
+	if len(r.NextHops) > 0 {
+		hs := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+		for _, h := range r.NextHops {
+			n := flow()
+			if h.Gateway.IsValid() {
+				add(n, "via", yscalar(h.Gateway.String()))
+			}
+			if h.Dev != "" {
+				add(n, "dev", yscalar(h.Dev))
+			}
+			if h.Weight != 1 {
+				add(n, "weight", yscalar(strconv.Itoa(h.Weight)))
+			}
+			hs.Content = append(hs.Content, n)
+		}
+		add(m, "nexthops", hs)
+	}
 	if r.Src.IsValid() {
 		add(m, "src", yscalar(r.Src.String()))
 	}

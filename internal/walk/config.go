@@ -129,13 +129,22 @@ type Addr struct {
 // Route is a declared route.
 type Route struct {
 	To, Type, Via, Dev, Src string
-	Table                   string // "" is main
-	Metric                  int
-	Scope                   string
-	Onlink                  bool
-	MTU                     int
-	TOS                     int
-	Frag                    int
+	// Hops, two or more, make the route multipath (Via and Dev unset).
+	Hops   []Hop
+	Table  string // "" is main
+	Metric int
+	Scope  string
+	Onlink bool
+	MTU    int
+	TOS    int
+	Frag   int
+}
+
+// Hop is a next hop of a multipath route: a gateway (of the route's family
+// or, for an IPv4 route, a link-local IPv6 one: RFC 5549) on a device.
+type Hop struct {
+	Via, Dev string
+	Weight   int // 0 is the default, 1
 }
 
 // Rule is a declared rule (one family).
@@ -232,6 +241,7 @@ func (c *Config) Clone() *Config {
 	}
 	for _, r := range c.Routes {
 		x := *r
+		x.Hops = append([]Hop(nil), r.Hops...)
 		n.Routes = append(n.Routes, &x)
 	}
 	for _, r := range c.Rules {
@@ -563,6 +573,17 @@ func (r *Route) yaml() string {
 	}
 	if r.Dev != "" {
 		g = append(g, "dev: "+q(r.Dev))
+	}
+	if len(r.Hops) > 0 {
+		var hs []string
+		for _, h := range r.Hops {
+			x := []string{"via: " + q(h.Via), "dev: " + q(h.Dev)}
+			if h.Weight != 0 {
+				x = append(x, fmt.Sprintf("weight: %d", h.Weight))
+			}
+			hs = append(hs, "{"+strings.Join(x, ", ")+"}")
+		}
+		g = append(g, "nexthops: ["+strings.Join(hs, ", ")+"]")
 	}
 	if r.Src != "" {
 		g = append(g, "src: "+q(r.Src))

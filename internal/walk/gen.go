@@ -642,6 +642,11 @@ func (g *Gen) renameLink(c *Config) string {
 		if r.Dev == n {
 			r.Dev = to
 		}
+		for i := range r.Hops {
+			if r.Hops[i].Dev == n {
+				r.Hops[i].Dev = to
+			}
+		}
 	}
 	for _, t := range c.Tables {
 		for _, s := range t.Sets {
@@ -829,11 +834,21 @@ func (g *Gen) metric() int {
 // routeTarget picks a route's type and next hop. Gateways come from the
 // connected subnets of the device; Repair drops what no longer fits.
 func (g *Gen) routeTarget(c *Config, r *Route) {
-	r.Type, r.Via, r.Dev, r.Src, r.Scope, r.Onlink = "unicast", "", "", "", "", false
+	r.Type, r.Via, r.Dev, r.Src, r.Scope, r.Onlink, r.Hops = "unicast", "", "", "", "", false, nil
 	v6 := strings.Contains(r.To, ":")
 	if g.chance(0.25) {
 		r.Type = g.pick([]string{"blackhole", "unreachable", "prohibit", "throw"})
 		return
+	}
+	if g.chance(0.15) && g.multipath(c, r, v6) {
+		return
+	}
+	if !v6 && g.chance(0.08) {
+		// RFC 5549: an IPv6 link-local next hop of an IPv4 route.
+		if r.Dev = g.pickLink(c, func(l *Link) bool { return !l.Down && l.Name != "lo" }); r.Dev != "" {
+			r.Via = fmt.Sprintf("fe80::%x", 1+g.R.Intn(3))
+			return
+		}
 	}
 	r.Dev = g.pickLink(c, func(l *Link) bool { return !l.Down })
 	if r.Dev == "" {
@@ -869,6 +884,52 @@ func (g *Gen) routeTarget(c *Config, r *Route) {
 	if !v6 && g.chance(0.2) {
 		r.Scope = "global"
 	}
+}
+
+// multipath makes r a route of two or three next hops on distinct links
+// that are up: a gateway in a connected subnet of the route's family, or a
+// link-local IPv6 one (RFC 5549 for an IPv4 route), with a weight now and
+// then. It reports false, r unchanged, when fewer than two links qualify.
+func (g *Gen) multipath(c *Config, r *Route, v6 bool) bool {
+	var hops []Hop
+	used := map[string]bool{}
+	for i := 0; i < 6 && len(hops) < 3; i++ {
+		// Not lo: the kernel refuses it as the link of an IPv6 gateway.
+		dev := g.pickLink(c, func(l *Link) bool { return !l.Down && l.Name != "lo" })
+		if dev == "" || used[dev] {
+			continue
+		}
+		h := Hop{Dev: dev, Via: fmt.Sprintf("fe80::%x", 1+g.R.Intn(3))}
+		if gw := connectedGateway(c.Links[dev], v6); gw != "" && g.chance(0.6) {
+			h.Via = gw
+		}
+		if g.chance(0.3) {
+			h.Weight = pickInt(g, []int{2, 5, 256})
+		}
+		used[dev] = true
+		hops = append(hops, h)
+	}
+	if len(hops) < 2 {
+		return false
+	}
+	r.Hops = hops
+	return true
+}
+
+// connectedGateway is an address inside a connected subnet of l of the
+// family asked for, as routeTarget picks one; "" when l has none.
+func connectedGateway(l *Link, v6 bool) string {
+	for _, a := range l.Addrs {
+		if a.Pool != "" || a.Peer != "" || a.NoPrefixRoute || a.Scope != "" || strings.Contains(a.CIDR, ":") != v6 {
+			continue
+		}
+		gw := netip.MustParsePrefix(a.CIDR).Masked().Addr()
+		for i := 0; i < 200; i++ {
+			gw = gw.Next()
+		}
+		return gw.String()
+	}
+	return ""
 }
 
 func (g *Gen) changeRules(c *Config) string {

@@ -81,10 +81,23 @@ type kAddrLink struct {
 	} `json:"addr_info"`
 }
 
+// kVia is an RTA_VIA gateway as ip prints it: {"family": "inet6", "host": …}.
+type kVia struct {
+	Family string `json:"family"`
+	Host   string `json:"host"`
+}
+
 type kRoute struct {
-	Type     string           `json:"type"`
-	Dst      string           `json:"dst"`
-	Gateway  string           `json:"gateway"`
+	Type     string `json:"type"`
+	Dst      string `json:"dst"`
+	Gateway  string `json:"gateway"`
+	Via      kVia   `json:"via"`
+	Nexthops []struct {
+		Gateway string `json:"gateway"`
+		Via     kVia   `json:"via"`
+		Dev     string `json:"dev"`
+		Weight  int    `json:"weight"`
+	} `json:"nexthops"`
 	Dev      string           `json:"dev"`
 	Table    string           `json:"table"`
 	Protocol string           `json:"protocol"`
@@ -121,7 +134,11 @@ type Kernel struct {
 	Addrs  map[string]*kAddrLink
 	Routes []kRoute
 	Rules  []kRule
-	Raw    raw
+	// AddrProto is the protocol (IFA_PROTO) of every address, by "LINK
+	// ADDR/LEN"; AddrProtocols says the kernel records them (Linux 6.3).
+	AddrProto     map[string]int
+	AddrProtocols bool
+	Raw           raw
 	// NftText is `nft -a list ruleset`, NftJSON `nft -j list ruleset`.
 	NftText, NftJSON string
 }
@@ -190,6 +207,13 @@ func ReadKernel(ns string, nft bool) (*Kernel, error) {
 	for _, a := range as {
 		k.Addrs[a.Name] = a
 	}
+	names := map[int]string{}
+	for _, l := range k.Links {
+		names[l.Index] = l.Name
+	}
+	if k.AddrProto, k.AddrProtocols, err = readAddrProtocols(ns, names); err != nil {
+		return nil, fmt.Errorf("address protocols: %w", err)
+	}
 	for _, fam := range []struct {
 		routes, rules []map[string]any
 		v6            bool
@@ -245,7 +269,54 @@ func Compare(ns string, c *Config, k *Kernel, skip map[string]bool) []string {
 	}
 	compareRoutes(c, k, skip, bad)
 	compareRules(c, k, bad)
+	compareAddrProtocols(c, k, skip, bad)
 	return diffs
+}
+
+// compareAddrProtocols checks address ownership on a kernel that records
+// it: every static address of the file carries our protocol (added with it,
+// or stamped), and every address that carries it is in the file (else it
+// should have been pruned), on whatever link, or in a pool's subnet.
+func compareAddrProtocols(c *Config, k *Kernel, skip map[string]bool, bad func(string, ...any)) {
+	if !k.AddrProtocols {
+		return
+	}
+	declared := map[string]bool{}
+	for _, n := range c.LinkNames() {
+		for _, a := range c.Links[n].Addrs {
+			if a.Pool != "" {
+				continue
+			}
+			key := n + " " + netip.MustParsePrefix(a.CIDR).String()
+			declared[key] = true
+			if skip[n] {
+				continue
+			}
+			if p, ok := k.AddrProto[key]; ok && p != c.Protocol {
+				bad("address %s: protocol %d, want ours (%d)", key, p, c.Protocol)
+			}
+		}
+	}
+	var pools []netip.Prefix
+	for _, p := range c.Pools {
+		pools = append(pools, netip.MustParsePrefix(p.Subnet))
+	}
+	for key, p := range k.AddrProto {
+		if p != c.Protocol || declared[key] {
+			continue
+		}
+		link, pfx, _ := strings.Cut(key, " ")
+		if skip[link] {
+			continue
+		}
+		inPool := false
+		for _, pp := range pools {
+			inPool = inPool || pp.Contains(netip.MustParsePrefix(pfx).Addr())
+		}
+		if !inPool {
+			bad("address %s: ours (protocol %d) but not in the file (not pruned)", key, p)
+		}
+	}
 }
 
 func compareLink(l *Link, kl *kLink, bad func(string, ...any)) {
@@ -494,7 +565,17 @@ func compareRoutes(c *Config, k *Kernel, skip map[string]bool, bad func(string, 
 		if r.Protocol != proto || exportTables[r.Table] {
 			continue
 		}
-		if skip[r.Dev] {
+		devs := []string{r.Dev}
+		var hops []string
+		for _, h := range r.Nexthops {
+			devs = append(devs, h.Dev)
+			gw := h.Gateway
+			if gw == "" {
+				gw = h.Via.Host
+			}
+			hops = append(hops, hopText(gw, h.Dev, h.Weight))
+		}
+		if skipAny(skip, devs) {
 			// Through a link in conflict: left as it is with it.
 			continue
 		}
@@ -536,10 +617,24 @@ func compareRoutes(c *Config, k *Kernel, skip map[string]bool, bad func(string, 
 		} else if v, err := strconv.ParseUint(tos, 0, 8); err == nil {
 			tos = strconv.FormatUint(v, 10)
 		}
-		got = append(got, routeText(r.Table, typ, dst, tos, r.Gateway, dev, r.Prefsrc, scope, r.Metric, onlink, mtu))
+		gw := r.Gateway
+		if gw == "" {
+			gw = r.Via.Host // RFC 5549: ip prints RTA_VIA as {family, host}
+		}
+		got = append(got, routeText(r.Table, typ, dst, tos, gw, dev, r.Prefsrc, scope, r.Metric, onlink, mtu)+hopsText(hops))
 	}
 	for _, r := range c.Routes {
-		if skip[r.Dev] {
+		devs := []string{r.Dev}
+		var hops []string
+		for _, h := range r.Hops {
+			devs = append(devs, h.Dev)
+			w := h.Weight
+			if w == 0 {
+				w = 1
+			}
+			hops = append(hops, hopText(h.Via, h.Dev, w))
+		}
+		if skipAny(skip, devs) {
 			// Through a link in conflict: the plan leaves it out, and
 			// what the kernel holds under its key stays as it was.
 			dst := r.To
@@ -578,7 +673,7 @@ func compareRoutes(c *Config, k *Kernel, skip map[string]bool, bad func(string, 
 			switch {
 			case typ == "local":
 				scope = "host"
-			case typ == "unicast" && r.Via == "":
+			case typ == "unicast" && r.Via == "" && len(r.Hops) == 0:
 				scope = "link"
 			default:
 				scope = "global"
@@ -587,9 +682,32 @@ func compareRoutes(c *Config, k *Kernel, skip map[string]bool, bad func(string, 
 		if v6 {
 			scope = ""
 		}
-		want = append(want, routeText(tableName(r.Table), typ, dst, strconv.Itoa(r.TOS), r.Via, r.Dev, r.Src, scope, m, r.Onlink, r.MTU))
+		want = append(want, routeText(tableName(r.Table), typ, dst, strconv.Itoa(r.TOS), r.Via, r.Dev, r.Src, scope, m, r.Onlink, r.MTU)+hopsText(hops))
 	}
 	diffSets("route", got, want, bad)
+}
+
+// skipAny reports whether one of devs is skipped (a link in conflict).
+func skipAny(skip map[string]bool, devs []string) bool {
+	for _, d := range devs {
+		if d != "" && skip[d] {
+			return true
+		}
+	}
+	return false
+}
+
+func hopText(gw, dev string, weight int) string {
+	return fmt.Sprintf("[via %s dev %s weight %d]", gw, dev, weight)
+}
+
+// hopsText renders a multipath route's next hops as a set: sorted.
+func hopsText(hops []string) string {
+	if len(hops) == 0 {
+		return ""
+	}
+	sort.Strings(hops)
+	return " nexthops " + strings.Join(hops, " ")
 }
 
 func diffSets(what string, got, want []string, bad func(string, ...any)) {

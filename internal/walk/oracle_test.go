@@ -55,3 +55,39 @@ func TestRouteInConflict(t *testing.T) {
 		t.Error("the main table is named main in the skip key")
 	}
 }
+
+// Multipath routes and IPv6 next hops of IPv4 routes compare as ip prints
+// them: next hops as a set, weight 1 by default, RTA_VIA as {family, host}.
+func TestOracleMultipathAndRFC5549(t *testing.T) {
+	c := &Config{Protocol: 200, Routes: []*Route{
+		{To: "172.16.1.0/24", Hops: []Hop{{Via: "10.1.0.200", Dev: "b0", Weight: 5}, {Via: "fe80::1", Dev: "b1"}}},
+		{To: "172.16.2.0/24", Via: "fe80::2", Dev: "b1"},
+	}}
+	k := &Kernel{Routes: []kRoute{
+		{Type: "unicast", Dst: "172.16.1.0/24", Table: "main", Protocol: "200", Scope: "global"},
+		{Type: "unicast", Dst: "172.16.2.0/24", Via: kVia{"inet6", "fe80::2"}, Dev: "b1", Table: "main", Protocol: "200", Scope: "global"},
+	}}
+	k.Routes[0].Nexthops = append(k.Routes[0].Nexthops,
+		struct {
+			Gateway string `json:"gateway"`
+			Via     kVia   `json:"via"`
+			Dev     string `json:"dev"`
+			Weight  int    `json:"weight"`
+		}{Via: kVia{"inet6", "fe80::1"}, Dev: "b1", Weight: 1},
+		struct {
+			Gateway string `json:"gateway"`
+			Via     kVia   `json:"via"`
+			Dev     string `json:"dev"`
+			Weight  int    `json:"weight"`
+		}{Gateway: "10.1.0.200", Dev: "b0", Weight: 5})
+	var diffs []string
+	compareRoutes(c, k, nil, func(f string, a ...any) { diffs = append(diffs, f) })
+	if len(diffs) != 0 {
+		t.Fatalf("diffs: %v", diffs)
+	}
+	k.Routes[0].Nexthops[1].Weight = 1
+	compareRoutes(c, k, nil, func(f string, a ...any) { diffs = append(diffs, f) })
+	if len(diffs) != 2 {
+		t.Fatalf("diffs: %v, want the weight change seen (one missing, one not in the file)", diffs)
+	}
+}

@@ -250,10 +250,22 @@ func (g *Gen) repairRoutes(c *Config) []*Route {
 			if l == nil || l.Down {
 				continue
 			}
-			if r.Via != "" && !r.Onlink && !connected(l, r.Via) {
+			if r.Via != "" && !r.Onlink && !connected(l, r.Via) && !(linkLocal(r.Via) && r.Dev != "lo") {
 				continue
 			}
 			if r.Src != "" && !holds(l, r.Src) {
+				continue
+			}
+		}
+		if len(r.Hops) > 0 {
+			ok := len(r.Hops) >= 2
+			for _, h := range r.Hops {
+				l := c.Links[h.Dev]
+				if l == nil || l.Down || !connected(l, h.Via) && !(linkLocal(h.Via) && h.Dev != "lo") {
+					ok = false
+				}
+			}
+			if !ok {
 				continue
 			}
 		}
@@ -273,6 +285,15 @@ func (g *Gen) repairRoutes(c *Config) []*Route {
 		out = append(out, r)
 	}
 	return out
+}
+
+// linkLocal reports whether ip is an IPv6 link-local address: a next hop
+// on the link given with it, whatever its addresses (RFC 5549 for an IPv4
+// route), but lo ("Egress device can not be loopback device for this
+// route": desired refuses it).
+func linkLocal(ip string) bool {
+	a, err := netip.ParseAddr(ip)
+	return err == nil && a.Is6() && a.IsLinkLocalUnicast()
 }
 
 // connected reports whether ip is inside the on-link subnet of one of l's

@@ -5,6 +5,7 @@ package kerneltest
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -49,6 +50,10 @@ type Kernel struct {
 	NoWireGuardModule, NoUserspaceWireGuard bool
 	// NoNFTables makes every nftables call fail with ErrUnsupported.
 	NoNFTables bool
+	// RecordsAddressProtocols makes the kernel keep the protocol an
+	// address is added with (IFA_PROTO, Linux 6.3); without it addresses
+	// have none, as before 6.3.
+	RecordsAddressProtocols bool
 }
 
 // failure is an injected error, for n more calls (n < 0: until cleared).
@@ -458,7 +463,7 @@ func (f *Kernel) drop(name string) {
 // Called locked.
 func (f *Kernel) dropRoutes(name string, v4 bool) {
 	for k, r := range f.routes {
-		if r.Dev == name && (!v4 || !r.IsIPv6()) {
+		if slices.Contains(r.Devs(), name) && (!v4 || !r.IsIPv6()) {
 			delete(f.routes, k)
 		}
 	}
@@ -532,8 +537,12 @@ func (f *Kernel) SetLinkAlias(name, alias string, owned bool) error {
 	})
 }
 
-// ReplaceAddress adds or changes an address.
-func (f *Kernel) ReplaceAddress(a *model.Address) error {
+// AddressProtocols reports RecordsAddressProtocols.
+func (f *Kernel) AddressProtocols() bool { return f.RecordsAddressProtocols }
+
+// ReplaceAddress adds or changes an address. With RecordsAddressProtocols
+// it takes protocol, added or replaced, as the kernel does (6.18).
+func (f *Kernel) ReplaceAddress(a *model.Address, protocol int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := a.Key().String()
@@ -544,7 +553,20 @@ func (f *Kernel) ReplaceAddress(a *model.Address) error {
 		return fmt.Errorf("add address %s: %w", id, err)
 	}
 	c := *a
-	c.Owned, c.Origin = false, ""
+	c.Owned, c.Origin, c.Protocol = false, "", 0
+	if f.RecordsAddressProtocols {
+		c.Protocol = protocol
+	}
+	if old, ok := f.addrs[a.Key()]; ok {
+		c.Secondary = old.Secondary
+	} else if a.Prefix.Addr().Is4() {
+		// A second IPv4 address of a subnet on a link is its secondary.
+		for _, o := range f.addrs {
+			if o.Link == a.Link && o.Prefix.Addr().Is4() && o.Subnet() == c.Subnet() {
+				c.Secondary = true
+			}
+		}
+	}
 	f.addrs[a.Key()] = c
 	f.logged("ReplaceAddress", id)
 	return nil
@@ -589,13 +611,14 @@ func (f *Kernel) putRoute(method string, r *model.Route, protocol int, excl bool
 	if _, ok := f.routes[r.Key()]; ok && excl {
 		return fmt.Errorf("add route %s: %w", id, syscall.EEXIST)
 	}
-	if r.Dev != "" {
-		if _, err := f.need(r.Dev); err != nil {
+	for _, d := range r.Devs() {
+		if _, err := f.need(d); err != nil {
 			return fmt.Errorf("add route %s: %w", id, err)
 		}
 	}
 	c := *r
 	c.Protocol, c.Origin = protocol, ""
+	c.NextHops = slices.Clone(r.NextHops)
 	f.routes[r.Key()] = c
 	f.logged(method, id)
 	return nil
