@@ -86,8 +86,8 @@ func WrittenKinds(plan *diff.Plan) actual.Kinds {
 			k |= actual.AllKinds
 		case diff.KindNftTable, diff.KindNftSet, diff.KindNftElem, diff.KindNftChain, diff.KindNftRule:
 			k |= actual.NFT
-		case diff.KindFou:
-			// FoU ports are read on every plan.
+		case diff.KindFou, diff.KindSysctl:
+			// FoU ports and sysctls are read on every plan.
 		default:
 			k |= actual.AllKinds
 		}

@@ -1,0 +1,94 @@
+package diff
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// KindSysctl is a kernel parameter under net. (model.Sysctl).
+const KindSysctl Kind = "sysctl"
+
+// sysctls: a declared key whose value differs is written (Update), taking
+// it over: the engine records the value it had in the ledger first. A
+// per-link key of a link this plan creates or makes again is written after
+// the link (Create), unless the link's first value, that of the "default"
+// key, is the file's. A key the ledger owns that the file no longer
+// declares gets its recorded value back (Delete), except on a link this
+// plan deletes. Keys never written by netreconcile are never touched.
+func (c *computer) sysctls() {
+	for i := range c.d.Sysctls {
+		w := &c.d.Sysctls[i]
+		if w.Link != "" && (c.a.Links[w.Link] == nil || c.recreated[w.Link]) {
+			_, _, tmpl, _ := model.SysctlLink(w.Key)
+			was := ""
+			if t := model.FindSysctl(c.a.Sysctls, tmpl); t != nil {
+				was = t.Value
+			}
+			if was == w.Value {
+				continue
+			}
+			c.add(Op{Action: Create, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", was, w.Value}},
+				Reason: "link " + w.Link + " is new: it starts with " + tmpl, Sysctl: w, SysctlWas: was})
+			continue
+		}
+		h := model.FindSysctl(c.a.Sysctls, w.Key)
+		if h == nil || h.Value == w.Value {
+			// Missing: CheckSysctls refuses the plan before it is made.
+			continue
+		}
+		c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", h.Value, w.Value}}, Sysctl: w, SysctlWas: h.Value})
+	}
+	for i := range c.a.Sysctls {
+		h := &c.a.Sysctls[i]
+		if !h.Owned || model.FindSysctl(c.d.Sysctls, h.Key) != nil {
+			continue
+		}
+		back := &model.Sysctl{Key: h.Key, Value: h.Original, Link: h.Link}
+		op := Op{Action: Delete, Kind: KindSysctl, ID: h.Key, Sysctl: back, SysctlWas: h.Value,
+			Changes: []Change{{"value", h.Value, h.Original}}, Reason: "back to the value found before netreconcile set it"}
+		if h.Value == h.Original {
+			// Nothing to write: the record is dropped.
+			op.Changes, op.Reason = nil, "already at the value found before netreconcile set it"
+		}
+		if c.goesWithLink(h.Link, op) {
+			// Gone with its link; the ledger forgets the key when it
+			// no longer exists.
+			continue
+		}
+		c.del(op)
+	}
+}
+
+// CheckSysctls refuses a plan whose file declares a key the kernel of the
+// target namespace does not have (validation is offline: the file alone
+// cannot say). A per-link key of a link that does not exist yet is checked
+// against the "default" key the link will take it from. actual is a read
+// that covered desired's keys (actual.SysctlKeys). All such keys are
+// reported; nil when there are none.
+func CheckSysctls(desired, actual *model.State) error {
+	var errs []error
+	for i := range desired.Sysctls {
+		w := &desired.Sysctls[i]
+		if model.FindSysctl(actual.Sysctls, w.Key) != nil {
+			continue
+		}
+		at := ""
+		if w.Origin != "" {
+			at = " (declared at " + w.Origin + ")"
+		}
+		if w.Link != "" && actual.Links[w.Link] == nil {
+			_, _, tmpl, _ := model.SysctlLink(w.Key)
+			if model.FindSysctl(actual.Sysctls, tmpl) == nil {
+				errs = append(errs, fmt.Errorf("sysctl %s%s: the kernel in this namespace has no such key for links (/proc/sys/%s does not exist)", w.Key, at, model.SysctlPath(tmpl)))
+			}
+			continue
+		}
+		errs = append(errs, fmt.Errorf("sysctl %s%s: the kernel in this namespace has no such key (/proc/sys/%s does not exist)", w.Key, at, model.SysctlPath(w.Key)))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d unknown sysctl key(s), nothing was changed: %w", len(errs), errors.Join(errs...))
+}
