@@ -10,7 +10,9 @@ import (
 // TestSysctlPlan checks the pure diff of sysctls: which keys are written,
 // given back or left alone, and the ops apply and the ledger need.
 func TestSysctlPlan(t *testing.T) {
-	link := func(name string) *model.Link { return &model.Link{Name: name, Kind: model.KindBridge, MTU: 1500, Up: true, Owned: true} }
+	link := func(name string) *model.Link {
+		return &model.Link{Name: name, Kind: model.KindBridge, MTU: 1500, Up: true, Owned: true}
+	}
 	for _, tc := range []struct {
 		name    string
 		want    []model.Sysctl
