@@ -14,7 +14,8 @@ const KindSysctl Kind = "sysctl"
 // it over: the engine records the value it had in the ledger first. A
 // per-link key of a link this plan creates or makes again is written after
 // the link (Create), unless the link's first value, that of the "default"
-// key, is the file's. A key the ledger owns that the file no longer
+// key, is the file's (a neigh key is always written: its template, lo's,
+// only probably holds the first value; see model.SysctlLink). A key the ledger owns that the file no longer
 // declares gets its recorded value back (Delete), except on a link this
 // plan deletes. Keys never written by netreconcile are never touched.
 func (c *computer) sysctls() {
@@ -26,7 +27,7 @@ func (c *computer) sysctls() {
 			if t := model.FindSysctl(c.a.Sysctls, tmpl); t != nil {
 				was = t.Value
 			}
-			if was == w.Value {
+			if was == w.Value && model.SysctlExactTemplate(w.Key) {
 				continue
 			}
 			c.add(Op{Action: Create, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", was, w.Value}},

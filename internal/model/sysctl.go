@@ -74,8 +74,14 @@ func PerLinkSysctl(link, short string) (key string, ok bool) {
 
 // SysctlLink returns the link of a per-link key (net.ipv{4,6}.{conf,neigh}.LINK.…,
 // LINK neither all nor default), its short form under the link (ipv4.rp_filter,
-// ipv6.neigh.X) and the key a new link takes its value from (the same key
-// of "default"); ok is false for a global key.
+// ipv6.neigh.X) and the key that tells a link's first value (template); ok is
+// false for a global key.
+//
+// A conf key's template is the same key of "default", whose value a new
+// link takes. A neigh key's is lo's: a namespace other than the first has
+// no neigh "default" directory (the table's defaults are not shown there),
+// and lo, in every namespace, has every neigh key, with the defaults unless
+// someone changed them. SysctlExactTemplate tells the two apart.
 func SysctlLink(key string) (link, short, template string, ok bool) {
 	parts := strings.SplitN(key, ".", 5)
 	if len(parts) != 5 || parts[0] != "net" || (parts[1] != "ipv4" && parts[1] != "ipv6") ||
@@ -87,8 +93,16 @@ func SysctlLink(key string) (link, short, template string, ok bool) {
 		short = parts[1] + ".neigh." + parts[4]
 	}
 	template = strings.Join([]string{parts[0], parts[1], parts[2], "default", parts[4]}, ".")
+	if parts[2] == "neigh" {
+		template = strings.Join([]string{parts[0], parts[1], parts[2], "lo", parts[4]}, ".")
+	}
 	return strings.ReplaceAll(parts[3], "/", "."), short, template, true
 }
+
+// SysctlExactTemplate reports whether a per-link key's template holds the
+// value a new link starts with for certain (a conf key's "default"), not
+// only probably (a neigh key's lo).
+func SysctlExactTemplate(key string) bool { return strings.Contains(key, ".conf.") }
 
 // SortSysctls orders sysctls by key.
 func SortSysctls(ss []Sysctl) {

@@ -3,6 +3,7 @@ package kerneltest
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -41,6 +42,15 @@ var defaultSysctls = func() map[string]string {
 	return m
 }()
 
+// defaultKey is a per-link key's "default" one, whose value a new link
+// takes (the fake has a neigh "default" directory, unlike a namespace other
+// than the first; lo's neigh keys come from it like any link's).
+func defaultKey(key string) string {
+	p := strings.SplitN(key, ".", 5)
+	p[3] = "default"
+	return strings.Join(p, ".")
+}
+
 // PutSysctl sets a parameter without a write (foreign state); a per-link
 // key needs its link.
 func (f *Kernel) PutSysctl(key, value string) {
@@ -61,11 +71,12 @@ func (f *Kernel) SysctlValue(key string) (string, bool) {
 
 // sysctl reads a key. Called locked.
 func (f *Kernel) sysctl(key string) (string, bool) {
-	if link, _, tmpl, ok := model.SysctlLink(key); ok {
+	if link, _, _, ok := model.SysctlLink(key); ok {
 		l := f.links[link]
 		if l == nil {
 			return "", false
 		}
+		tmpl := defaultKey(key)
 		// Keyed by ifindex: a link made again has the defaults again.
 		if v, ok := f.linkSysctls[l.Index][tmpl]; ok {
 			return v, true
@@ -82,8 +93,9 @@ func (f *Kernel) setSysctl(key, value string) error {
 	if _, ok := f.sysctl(key); !ok {
 		return fmt.Errorf("set sysctl %s: %w", key, kernel.ErrNotFound)
 	}
-	if link, _, tmpl, ok := model.SysctlLink(key); ok {
+	if link, _, _, ok := model.SysctlLink(key); ok {
 		idx := f.links[link].Index
+		tmpl := defaultKey(key)
 		if f.linkSysctls[idx] == nil {
 			f.linkSysctls[idx] = map[string]string{}
 		}
@@ -137,8 +149,9 @@ func (f *Kernel) sysctlLines() []string {
 		l := f.links[n]
 		for tmpl, v := range f.linkSysctls[l.Index] {
 			if f.sysctls[tmpl] != v {
-				_, short, _, _ := model.SysctlLink(tmpl)
-				key, _ := model.PerLinkSysctl(n, short)
+				p := strings.SplitN(tmpl, ".", 5)
+				p[3] = strings.ReplaceAll(n, ".", "/")
+				key := strings.Join(p, ".")
 				out = append(out, fmt.Sprintf("sysctl %s = %s", key, v))
 			}
 		}
