@@ -87,6 +87,7 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 	// (or will, in a dry run's apply), so it leaves the link whatever else
 	// is in conflict.
 	c.poolGiveBacks(in.PoolAddrs)
+	c.promoteBack()
 	// Deletes run in the reverse order of creates: a route goes before the
 	// address it takes as source (the kernel deletes such routes with the
 	// address), a rule before the routes of its table.

@@ -18,9 +18,21 @@ const KindSysctl Kind = "sysctl"
 // only probably holds the first value; see model.SysctlLink). A key the ledger owns that the file no longer
 // declares gets its recorded value back (Delete), except on a link this
 // plan deletes. Keys never written by netreconcile are never touched.
+//
+// Global keys are written before per-link ones: some write through to every
+// link (net.ipv4.ip_forward sets each link's forwarding, as does
+// net.ipv6.conf.all.forwarding), and a link's own key written after keeps
+// its value.
 func (c *computer) sysctls() {
-	for i := range c.d.Sysctls {
-		w := &c.d.Sysctls[i]
+	order := make([]*model.Sysctl, 0, len(c.d.Sysctls))
+	for _, global := range []bool{true, false} {
+		for i := range c.d.Sysctls {
+			if w := &c.d.Sysctls[i]; (w.Link == "") == global {
+				order = append(order, w)
+			}
+		}
+	}
+	for _, w := range order {
 		if w.Link != "" && (c.a.Links[w.Link] == nil || c.recreated[w.Link]) {
 			_, _, tmpl, _ := model.SysctlLink(w.Key)
 			was := ""
@@ -59,6 +71,35 @@ func (c *computer) sysctls() {
 			continue
 		}
 		c.del(op)
+	}
+}
+
+// promoteBack writes a declared promote_secondaries again after the
+// address ops that turn it on (Op.Promote: apply sets it to 1 before it
+// deletes an IPv4 address of a link, so that the other addresses of the
+// subnet stay): the file's value is the one the link keeps.
+func (c *computer) promoteBack() {
+	done := map[string]bool{}
+	for _, ops := range [][]Op{c.plan.Ops, c.deletes} {
+		for i := range ops {
+			op := &ops[i]
+			if !op.Promote || op.Address == nil || done[op.Address.Link] {
+				continue
+			}
+			link := op.Address.Link
+			done[link] = true
+			key, _ := model.PerLinkSysctl(link, "ipv4.promote_secondaries")
+			w := model.FindSysctl(c.d.Sysctls, key)
+			if w == nil || w.Value == "1" {
+				continue
+			}
+			was := "1"
+			if h := model.FindSysctl(c.a.Sysctls, key); h != nil {
+				was = h.Value
+			}
+			c.del(Op{Action: Update, Kind: KindSysctl, ID: key, Changes: []Change{{"value", "1", w.Value}},
+				Reason: "written again: deleting an address of " + link + " turns it on", Sysctl: w, SysctlWas: was})
+		}
 	}
 }
 

@@ -170,3 +170,25 @@ links:
 		t.Fatal("a still reaches b after the key left the file")
 	}
 }
+
+// TestSysctlPromoteSecondaries: apply turns promote_secondaries on to delete
+// an IPv4 address of an owned link; a file that declares it 0 for the link
+// has its 0 back after the same apply, and a second apply changes nothing.
+func TestSysctlPromoteSecondaries(t *testing.T) {
+	e := newSysEnv(t)
+	const cfg = "version: 1\nlinks:\n  sysbr0:\n    kind: bridge\n    addresses: [10.0.0.1/24, 10.0.0.2/24, 10.0.1.1/24]\n    sysctls: {ipv4.promote_secondaries: 0}\n"
+	e.apply(e.file("a.yaml", cfg))
+	e.wantSysctl("net.ipv4.conf.sysbr0.promote_secondaries", "0")
+	f := e.file("b.yaml", strings.Replace(cfg, "10.0.0.1/24, ", "", 1))
+	out := e.apply(f)
+	if !strings.Contains(out, "~ sysctl net.ipv4.conf.sysbr0.promote_secondaries: written again") {
+		t.Errorf("apply:\n%s", out)
+	}
+	e.wantSysctl("net.ipv4.conf.sysbr0.promote_secondaries", "0")
+	if got := e.ip("-4", "-br", "addr", "show", "dev", "sysbr0"); !strings.Contains(got, "10.0.0.2/24") {
+		t.Errorf("the secondary went with the primary: %s", got)
+	}
+	if r := e.cli("apply", "-c", f); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
+		t.Fatalf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
