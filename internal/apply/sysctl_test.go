@@ -124,9 +124,9 @@ func TestSysctlLifecycle(t *testing.T) {
 	// Keys leave the file: their old values come back.
 	st = load(t, strings.NewReplacer("  net.ipv4.ip_forward: 1\n", "", "ipv4.proxy_arp: 1, ", "").Replace(sysctlConfig))
 	p, text = planText(t, e, st)
-	want = `- sysctl net.ipv4.conf.v0.proxy_arp: back to the value found before netreconcile set it
+	want = `- sysctl net.ipv4.ip_forward: back to the value found before netreconcile set it
     value: 1 -> 0
-- sysctl net.ipv4.ip_forward: back to the value found before netreconcile set it
+- sysctl net.ipv4.conf.v0.proxy_arp: back to the value found before netreconcile set it
     value: 1 -> 0
 `
 	if text != want {

@@ -3,6 +3,7 @@ package diff
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
 )
@@ -19,59 +20,129 @@ const KindSysctl Kind = "sysctl"
 // declares gets its recorded value back (Delete), except on a link this
 // plan deletes. Keys never written by netreconcile are never touched.
 //
-// Global keys are written before per-link ones: some write through to every
-// link (net.ipv4.ip_forward sets each link's forwarding, as does
-// net.ipv6.conf.all.forwarding), and a link's own key written after keeps
-// its value.
+// Global keys are written before per-link ones, and the forwarding master
+// keys first of all: net.ipv4.ip_forward (one parameter with
+// net.ipv4.conf.all.forwarding) and net.ipv6.conf.all.forwarding set every
+// forwarding key of their family, so the file's other forwarding keys of
+// that family are written again after a master key is (forwardingMasters).
 func (c *computer) sysctls() {
 	order := make([]*model.Sysctl, 0, len(c.d.Sysctls))
-	for _, global := range []bool{true, false} {
+	for pass := 0; pass < 3; pass++ {
 		for i := range c.d.Sysctls {
-			if w := &c.d.Sysctls[i]; (w.Link == "") == global {
+			w := &c.d.Sysctls[i]
+			_, master := forwardingMasters[w.Key]
+			if (pass == 0 && master) || (pass == 1 && !master && w.Link == "") || (pass == 2 && w.Link != "") {
 				order = append(order, w)
 			}
 		}
 	}
+	// rewritten holds, by family, the master key this plan writes.
+	rewritten := map[string]string{}
 	for _, w := range order {
-		if w.Link != "" && (c.a.Links[w.Link] == nil || c.recreated[w.Link]) {
-			_, _, tmpl, _ := model.SysctlLink(w.Key)
+		planned := c.sysctl(w)
+		if fam, ok := forwardingMasters[w.Key]; ok && planned {
+			rewritten[fam] = w.Key
+			continue
+		}
+		if planned {
+			continue
+		}
+		if m := rewritten[forwardingFamily(w.Key)]; m != "" {
 			was := ""
-			if t := model.FindSysctl(c.a.Sysctls, tmpl); t != nil {
-				was = t.Value
+			if h := model.FindSysctl(c.a.Sysctls, w.Key); h != nil {
+				was = h.Value
 			}
-			if was == w.Value && model.SysctlExactTemplate(w.Key) {
+			c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", m + "'s", w.Value}},
+				Reason: "written again: " + m + " sets it", Sysctl: w, SysctlWas: was})
+		}
+	}
+	// Restores, the master keys first too; a master key written back
+	// sets the family's forwarding keys, and the file's are written again.
+	var restores []Op
+	for pass := 0; pass < 2; pass++ {
+		for i := range c.a.Sysctls {
+			h := &c.a.Sysctls[i]
+			_, master := forwardingMasters[h.Key]
+			if !h.Owned || master != (pass == 0) || model.FindSysctl(c.d.Sysctls, h.Key) != nil {
 				continue
 			}
-			c.add(Op{Action: Create, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", was, w.Value}},
-				Reason: "link " + w.Link + " is new: it starts with " + tmpl, Sysctl: w, SysctlWas: was})
-			continue
+			back := &model.Sysctl{Key: h.Key, Value: h.Original, Link: h.Link}
+			op := Op{Action: Delete, Kind: KindSysctl, ID: h.Key, Sysctl: back, SysctlWas: h.Value,
+				Changes: []Change{{"value", h.Value, h.Original}}, Reason: "back to the value found before netreconcile set it"}
+			if h.Value == h.Original {
+				// Nothing to write: the record is dropped.
+				op.Changes, op.Reason = nil, "already at the value found before netreconcile set it"
+			}
+			if c.goesWithLink(h.Link, op) {
+				// Gone with its link; the ledger forgets the key when
+				// it no longer exists.
+				continue
+			}
+			restores = append(restores, op)
+			if fam := forwardingMasters[h.Key]; master && op.Changes != nil && rewritten[fam] == "" {
+				rewritten[fam] = h.Key
+				for _, w := range order {
+					// Also a key written above: the restore runs
+					// after it.
+					if forwardingFamily(w.Key) == fam {
+						was := ""
+						if x := model.FindSysctl(c.a.Sysctls, w.Key); x != nil {
+							was = x.Value
+						}
+						restores = append(restores, Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", h.Key + "'s", w.Value}},
+							Reason: "written again: " + h.Key + " sets it", Sysctl: w, SysctlWas: was})
+					}
+				}
+			}
 		}
-		h := model.FindSysctl(c.a.Sysctls, w.Key)
-		if h == nil || h.Value == w.Value {
-			// Missing: CheckSysctls refuses the plan before it is made.
-			continue
-		}
-		c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", h.Value, w.Value}}, Sysctl: w, SysctlWas: h.Value})
 	}
-	for i := range c.a.Sysctls {
-		h := &c.a.Sysctls[i]
-		if !h.Owned || model.FindSysctl(c.d.Sysctls, h.Key) != nil {
-			continue
-		}
-		back := &model.Sysctl{Key: h.Key, Value: h.Original, Link: h.Link}
-		op := Op{Action: Delete, Kind: KindSysctl, ID: h.Key, Sysctl: back, SysctlWas: h.Value,
-			Changes: []Change{{"value", h.Value, h.Original}}, Reason: "back to the value found before netreconcile set it"}
-		if h.Value == h.Original {
-			// Nothing to write: the record is dropped.
-			op.Changes, op.Reason = nil, "already at the value found before netreconcile set it"
-		}
-		if c.goesWithLink(h.Link, op) {
-			// Gone with its link; the ledger forgets the key when it
-			// no longer exists.
-			continue
-		}
+	for _, op := range restores {
 		c.del(op)
 	}
+}
+
+// forwardingMasters are the keys whose write sets every forwarding key of
+// their family, "all" and "default" and each link's (devinet_sysctl_forward,
+// addrconf_fixup_forwarding): written first, and the file's other
+// forwarding keys of the family are written again after them.
+var forwardingMasters = map[string]string{
+	"net.ipv4.ip_forward":          "ipv4",
+	"net.ipv4.conf.all.forwarding": "ipv4",
+	"net.ipv6.conf.all.forwarding": "ipv6",
+}
+
+// forwardingFamily is the family of a forwarding key that a master key
+// writes (net.ipv4.conf.X.forwarding), "" for any other key.
+func forwardingFamily(key string) string {
+	p := strings.Split(key, ".")
+	if len(p) == 5 && p[0] == "net" && p[2] == "conf" && p[4] == "forwarding" {
+		return p[1]
+	}
+	return ""
+}
+
+// sysctl plans the write of one declared key, if it needs one.
+func (c *computer) sysctl(w *model.Sysctl) bool {
+	if w.Link != "" && (c.a.Links[w.Link] == nil || c.recreated[w.Link]) {
+		_, _, tmpl, _ := model.SysctlLink(w.Key)
+		was := ""
+		if t := model.FindSysctl(c.a.Sysctls, tmpl); t != nil {
+			was = t.Value
+		}
+		if was == w.Value && model.SysctlExactTemplate(w.Key) {
+			return false
+		}
+		c.add(Op{Action: Create, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", was, w.Value}},
+			Reason: "link " + w.Link + " is new: it starts with " + tmpl, Sysctl: w, SysctlWas: was})
+		return true
+	}
+	h := model.FindSysctl(c.a.Sysctls, w.Key)
+	if h == nil || h.Value == w.Value {
+		// Missing: CheckSysctls refuses the plan before it is made.
+		return false
+	}
+	c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", h.Value, w.Value}}, Sysctl: w, SysctlWas: h.Value})
+	return true
 }
 
 // promoteBack writes a declared promote_secondaries again after the

@@ -64,12 +64,35 @@ func TestSysctlPlan(t *testing.T) {
 		have:  []model.Sysctl{{Key: "net.ipv4.conf.br9.rp_filter", Value: "2", Link: "br9", Owned: true, Original: "0"}},
 		plan:  "- link br9 (bridge)\n",
 		was:   []string{""},
+	}, {
+		name:  "a forwarding master key written: the file's forwarding keys of the family again after it",
+		links: []string{"br0"},
+		want: []model.Sysctl{{Key: "net.ipv4.conf.br0.forwarding", Value: "0", Link: "br0"}, {Key: "net.ipv4.conf.default.forwarding", Value: "0"},
+			{Key: "net.ipv4.ip_forward", Value: "1"}, {Key: "net.ipv6.conf.br0.forwarding", Value: "0", Link: "br0"}},
+		have: []model.Sysctl{{Key: "net.ipv4.conf.br0.forwarding", Value: "0", Link: "br0"}, {Key: "net.ipv4.conf.default.forwarding", Value: "0"},
+			{Key: "net.ipv4.ip_forward", Value: "0"}, {Key: "net.ipv6.conf.br0.forwarding", Value: "0", Link: "br0"}},
+		plan: "~ sysctl net.ipv4.ip_forward\n    value: 0 -> 1\n" +
+			"~ sysctl net.ipv4.conf.default.forwarding: written again: net.ipv4.ip_forward sets it\n    value: net.ipv4.ip_forward's -> 0\n" +
+			"~ sysctl net.ipv4.conf.br0.forwarding: written again: net.ipv4.ip_forward sets it\n    value: net.ipv4.ip_forward's -> 0\n",
+		was: []string{"0", "0", "0"},
+	}, {
+		name:  "a forwarding master key given back: the file's forwarding keys again after it",
+		links: []string{"br0"},
+		want:  []model.Sysctl{{Key: "net.ipv4.conf.br0.forwarding", Value: "1", Link: "br0"}},
+		have: []model.Sysctl{{Key: "net.ipv4.conf.br0.forwarding", Value: "1", Link: "br0"},
+			{Key: "net.ipv4.ip_forward", Value: "1", Owned: true, Original: "0"}},
+		plan: "- sysctl net.ipv4.ip_forward: back to the value found before netreconcile set it\n    value: 1 -> 0\n" +
+			"~ sysctl net.ipv4.conf.br0.forwarding: written again: net.ipv4.ip_forward sets it\n    value: net.ipv4.ip_forward's -> 1\n",
+		was: []string{"1", "1"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, a := model.NewState(), model.NewState()
 			d.Sysctls, a.Sysctls = tc.want, tc.have
 			for _, n := range tc.links {
 				a.Links[n] = link(n)
+				if strings.Contains(tc.name, "forwarding") {
+					d.Links[n] = link(n)
+				}
 			}
 			if tc.newLink != "" {
 				d.Links[tc.newLink] = link(tc.newLink)

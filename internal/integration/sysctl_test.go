@@ -192,3 +192,27 @@ func TestSysctlPromoteSecondaries(t *testing.T) {
 		t.Fatalf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// TestSysctlForwardingWriteThrough: net.ipv4.ip_forward sets every link's
+// forwarding when written, and when given back. A link's own forwarding key
+// in the file keeps its value either way, and a second apply writes nothing.
+func TestSysctlForwardingWriteThrough(t *testing.T) {
+	e := newSysEnv(t)
+	e.setSysctl("net.ipv4.ip_forward", "0")
+	const link = "links:\n  sysd0:\n    kind: bridge\n    sysctls: {ipv4.forwarding: %s}\n"
+	both := e.file("both.yaml", "version: 1\nsysctls: {net.ipv4.ip_forward: 1}\n"+strings.Replace(link, "%s", "0", 1))
+	e.apply(both)
+	e.wantSysctl("net.ipv4.ip_forward", "1")
+	e.wantSysctl("net.ipv4.conf.sysd0.forwarding", "0")
+	if r := e.cli("apply", "-c", both); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
+		t.Fatalf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	// ip_forward leaves the file and goes back to 0; the link says 1.
+	only := e.file("only.yaml", "version: 1\n"+strings.Replace(link, "%s", "1", 1))
+	e.apply(only)
+	e.wantSysctl("net.ipv4.ip_forward", "0")
+	e.wantSysctl("net.ipv4.conf.sysd0.forwarding", "1")
+	if r := e.cli("apply", "-c", only); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
+		t.Fatalf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
