@@ -136,6 +136,26 @@ func (b *builder) sysctls(confs []*fileConf) {
 			b.addSysctl(model.Sysctl{Key: e.key, Value: e.value, Origin: e.keyAt.String()}, e.keyAt, path)
 		}
 	}
+	// One parameter under two names: the file would set it twice, and the
+	// second write would win at every pass.
+	a, b1 := b.sysctlAt["net.ipv4.ip_forward"], b.sysctlAt["net.ipv4.conf.all.forwarding"]
+	if a.File != "" && b1.File != "" {
+		first, second, name := a, b1, "net.ipv4.conf.all.forwarding"
+		if posLess(b1, a) {
+			first, second, name = b1, a, "net.ipv4.ip_forward"
+		}
+		b.errs.add(second, "sysctls."+name, "net.ipv4.ip_forward and net.ipv4.conf.all.forwarding are one parameter (first declared at %s); declare one", first)
+	}
+}
+
+func posLess(a, b Pos) bool {
+	if a.File != b.File {
+		return a.File < b.File
+	}
+	if a.Line != b.Line {
+		return a.Line < b.Line
+	}
+	return a.Col < b.Col
 }
 
 // linkSysctls builds a link's own keys.

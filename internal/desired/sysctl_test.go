@@ -72,6 +72,10 @@ func TestSysctlErrors(t *testing.T) {
 		file: "version: 1\nsysctls:\n  net.ipv4.ip_forward: 1\n  net.ipv4.ip_forward: 0\n",
 		want: "f.yaml:4:3: sysctls.net.ipv4.ip_forward: key given twice",
 	}, {
+		name: "one parameter under two names",
+		file: "version: 1\nsysctls:\n  net.ipv4.ip_forward: 1\n  net.ipv4.conf.all.forwarding: 1\n",
+		want: "f.yaml:4:3: sysctls.net.ipv4.conf.all.forwarding: net.ipv4.ip_forward and net.ipv4.conf.all.forwarding are one parameter (first declared at f.yaml:3:3); declare one",
+	}, {
 		name: "link keys",
 		file: "version: 1\nlinks:\n  br0:\n    kind: bridge\n    sysctls: {rp_filter: 2, ipv4.: 1, ipv5.x: 1, ipv6.neigh.: 1, net.ipv4.conf.br0.rp_filter: 1}\n",
 		want: "f.yaml:5:15: links.br0.sysctls.rp_filter: expected a key of the link: ipv4.NAME or ipv6.NAME (net.ipv4.conf.br0.NAME), or ipv4.neigh.NAME or ipv6.neigh.NAME, such as ipv4.rp_filter; found \"rp_filter\"\n" +

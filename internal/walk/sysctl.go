@@ -1,0 +1,145 @@
+package walk
+
+import (
+	"fmt"
+	"strings"
+)
+
+// GlobalSysctls are the global keys the walk declares, with the values it
+// picks from. None writes through to another key the walk checks
+// (net.ipv4.ip_forward sets every link's forwarding, which the walk leaves
+// alone), and none changes what the other checks read: not
+// net.ipv6.conf.all.forwarding (a router gets subnet-router anycast routes
+// in table local, foreign to the walk), nor all.disable_ipv6 (it takes the
+// IPv6 addresses), nor a "default" key (the oracle takes a link's first
+// value from them).
+var GlobalSysctls = map[string][]string{
+	"net.ipv4.ip_forward":            {"0", "1"},
+	"net.ipv4.conf.all.rp_filter":    {"0", "1", "2"},
+	"net.ipv4.conf.all.accept_local": {"0", "1"},
+	"net.ipv4.ip_nonlocal_bind":      {"0", "1"},
+	"net.ipv4.ip_local_port_range":   {"32768 60999", "20000 40000"},
+}
+
+// LinkSysctls are the per-link keys the walk declares. Only IPv4 ones: an
+// ipip link with an MTU under 1280 has no IPv6 keys at all.
+// promote_secondaries is among them: apply turns it on to delete an
+// address, and must give the file's value back.
+var LinkSysctls = map[string][]string{
+	"ipv4.rp_filter":           {"0", "1", "2"},
+	"ipv4.proxy_arp":           {"0", "1"},
+	"ipv4.arp_ignore":          {"0", "1", "2"},
+	"ipv4.promote_secondaries": {"0", "1"},
+	"ipv4.accept_local":        {"0", "1"},
+}
+
+// changeSysctls adds, changes or drops one global or per-link key.
+func (g *Gen) changeSysctls(c *Config) string {
+	pool, m, where := GlobalSysctls, &c.Sysctls, "global"
+	if g.chance(0.6) {
+		n := g.pickLink(c, func(*Link) bool { return true })
+		if n == "" {
+			return "noop"
+		}
+		l := c.Links[n]
+		pool, m, where = LinkSysctls, &l.Sysctls, "link "+n
+	}
+	key := g.pick(sortedKeys(pool))
+	if _, ok := (*m)[key]; ok && g.chance(0.4) {
+		delete(*m, key)
+		return fmt.Sprintf("drop sysctl %s (%s)", key, where)
+	}
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	(*m)[key] = g.pick(pool[key])
+	return fmt.Sprintf("sysctl %s = %s (%s)", key, (*m)[key], where)
+}
+
+// readSysctl reads a key in the namespace as sysctl(8) shows it there
+// (ip netns exec), independently of netreconcile; ok is false when the
+// namespace has no such key.
+func readSysctl(ns, key string) (string, bool, error) {
+	out, err := run("ip", "netns", "exec", ns, "sysctl", "-n", key)
+	if err != nil {
+		if strings.Contains(err.Error(), "cannot stat") || strings.Contains(err.Error(), "No such file") {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	return strings.Join(strings.Fields(out), " "), true, nil
+}
+
+// sysctlBaseline reads the global keys of the walk as a fresh namespace has
+// them: a key the file no longer declares must be back at its value.
+func sysctlBaseline(ns string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, k := range sortedKeys(GlobalSysctls) {
+		v, ok, err := readSysctl(ns, k)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// CompareSysctls checks the walk's keys in the kernel: a declared key has
+// its value; a global key the file does not declare has the value the
+// namespace started with (netreconcile gave it back), and so has a link's
+// key (its link's first value, net.ipv4.conf.default's). Links in skip are
+// left out.
+func CompareSysctls(ns string, c *Config, base map[string]string, skip map[string]bool) ([]string, error) {
+	var diffs []string
+	for _, k := range sortedKeys(GlobalSysctls) {
+		want, declared := c.Sysctls[k]
+		if !declared {
+			want = base[k]
+		}
+		got, ok, err := readSysctl(ns, k)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || got != want {
+			diffs = append(diffs, fmt.Sprintf("sysctl %s = %q, want %q (declared: %v)", k, got, want, declared))
+		}
+	}
+	for _, n := range c.LinkNames() {
+		l := c.Links[n]
+		if skip[n] {
+			continue
+		}
+		for _, short := range sortedKeys(LinkSysctls) {
+			name := strings.TrimPrefix(short, "ipv4.")
+			want, declared := l.Sysctls[short]
+			if !declared {
+				if l.Kind == "device" {
+					// Not made by the walk's file: its first value is
+					// not known here.
+					continue
+				}
+				var ok bool
+				var err error
+				if want, ok, err = readSysctl(ns, "net.ipv4.conf.default."+name); err != nil || !ok {
+					return nil, fmt.Errorf("read net.ipv4.conf.default.%s: %v", name, err)
+				}
+			}
+			key := "net.ipv4.conf." + strings.ReplaceAll(n, ".", "/") + "." + name
+			got, ok, err := readSysctl(ns, key)
+			if err != nil {
+				return nil, err
+			}
+			if !declared && short == "ipv4.promote_secondaries" && got == "1" {
+				// netreconcile's own, to delete an address of a link
+				// it owns (documented in docs/config.md, Ownership).
+				continue
+			}
+			if !ok || got != want {
+				diffs = append(diffs, fmt.Sprintf("sysctl %s = %q, want %q (declared: %v)", key, got, want, declared))
+			}
+		}
+	}
+	return diffs, nil
+}
