@@ -16,9 +16,10 @@ const KindSysctl Kind = "sysctl"
 // per-link key of a link this plan creates or makes again is written after
 // the link (Create), unless the link's first value, that of the "default"
 // key, is the file's (a neigh key is always written: its template, lo's,
-// only probably holds the first value; see model.SysctlLink). A key the ledger owns that the file no longer
-// declares gets its recorded value back (Delete), except on a link this
-// plan deletes. Keys never written by netreconcile are never touched.
+// only probably holds the first value; see model.SysctlLink). A key the
+// ledger owns that the file no longer declares gets its recorded value back
+// (Delete), except on a link this plan deletes. Keys never written by
+// netreconcile are never touched.
 //
 // Global keys are written before per-link ones, and the forwarding master
 // keys first of all: net.ipv4.ip_forward (one parameter with
@@ -48,10 +49,7 @@ func (c *computer) sysctls() {
 			continue
 		}
 		if m := rewritten[forwardingFamily(w.Key)]; m != "" {
-			was := ""
-			if h := model.FindSysctl(c.a.Sysctls, w.Key); h != nil {
-				was = h.Value
-			}
+			was := c.sysctlBefore(w)
 			c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", m + "'s", w.Value}},
 				Reason: "written again: " + m + " sets it", Sysctl: w, SysctlWas: was})
 		}
@@ -85,10 +83,7 @@ func (c *computer) sysctls() {
 					// Also a key written above: the restore runs
 					// after it.
 					if forwardingFamily(w.Key) == fam {
-						was := ""
-						if x := model.FindSysctl(c.a.Sysctls, w.Key); x != nil {
-							was = x.Value
-						}
+						was := c.sysctlBefore(w)
 						restores = append(restores, Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", h.Key + "'s", w.Value}},
 							Reason: "written again: " + h.Key + " sets it", Sysctl: w, SysctlWas: was})
 					}
@@ -99,6 +94,22 @@ func (c *computer) sysctls() {
 	for _, op := range restores {
 		c.del(op)
 	}
+}
+
+// sysctlBefore is the value a declared key has before this plan: the
+// kernel's, or for a link this plan creates, the link's first value.
+func (c *computer) sysctlBefore(w *model.Sysctl) string {
+	if w.Link == "" || (c.a.Links[w.Link] != nil && !c.recreated[w.Link]) {
+		if h := model.FindSysctl(c.a.Sysctls, w.Key); h != nil {
+			return h.Value
+		}
+		return ""
+	}
+	_, _, tmpl, _ := model.SysctlLink(w.Key)
+	if t := model.FindSysctl(c.a.Sysctls, tmpl); t != nil {
+		return t.Value
+	}
+	return ""
 }
 
 // forwardingMasters are the keys whose write sets every forwarding key of
@@ -125,10 +136,7 @@ func forwardingFamily(key string) string {
 func (c *computer) sysctl(w *model.Sysctl) bool {
 	if w.Link != "" && (c.a.Links[w.Link] == nil || c.recreated[w.Link]) {
 		_, _, tmpl, _ := model.SysctlLink(w.Key)
-		was := ""
-		if t := model.FindSysctl(c.a.Sysctls, tmpl); t != nil {
-			was = t.Value
-		}
+		was := c.sysctlBefore(w)
 		if was == w.Value && model.SysctlExactTemplate(w.Key) {
 			return false
 		}

@@ -76,6 +76,14 @@ func TestSysctlPlan(t *testing.T) {
 			"~ sysctl net.ipv4.conf.br0.forwarding: written again: net.ipv4.ip_forward sets it\n    value: net.ipv4.ip_forward's -> 0\n",
 		was: []string{"0", "0", "0"},
 	}, {
+		name:    "a forwarding master key written: a new link's forwarding again, its old value the link's first",
+		newLink: "br1",
+		want:    []model.Sysctl{{Key: "net.ipv4.conf.br1.forwarding", Value: "0", Link: "br1"}, {Key: "net.ipv4.ip_forward", Value: "1"}},
+		have:    []model.Sysctl{{Key: "net.ipv4.conf.default.forwarding", Value: "0"}, {Key: "net.ipv4.ip_forward", Value: "0"}},
+		plan: "+ link br1 (bridge mtu 1500)\n~ sysctl net.ipv4.ip_forward\n    value: 0 -> 1\n" +
+			"~ sysctl net.ipv4.conf.br1.forwarding: written again: net.ipv4.ip_forward sets it\n    value: net.ipv4.ip_forward's -> 0\n",
+		was: []string{"", "0", "0"},
+	}, {
 		name:  "a forwarding master key given back: the file's forwarding keys again after it",
 		links: []string{"br0"},
 		want:  []model.Sysctl{{Key: "net.ipv4.conf.br0.forwarding", Value: "1", Link: "br0"}},
