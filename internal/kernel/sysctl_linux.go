@@ -26,9 +26,10 @@ const maxSysctlSize = 64 << 10
 // thread for them all.
 func (k *Netlink) Sysctls(keys []string) (map[string]string, error) {
 	out := make(map[string]string, len(keys))
+	buf := make([]byte, maxSysctlSize)
 	err := k.InNamespace(func() error {
 		for _, key := range keys {
-			v, err := readSysctl(key)
+			v, err := readSysctl(key, buf)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
@@ -45,7 +46,7 @@ func (k *Netlink) Sysctls(keys []string) (map[string]string, error) {
 	return out, nil
 }
 
-func readSysctl(key string) (string, error) {
+func readSysctl(key string, buf []byte) (string, error) {
 	path, err := sysctlFile(key)
 	if err != nil {
 		return "", err
@@ -55,7 +56,6 @@ func readSysctl(key string) (string, error) {
 		return "", fmt.Errorf("read sysctl %s: %w", key, err)
 	}
 	defer f.Close()
-	buf := make([]byte, maxSysctlSize)
 	n, err := f.Read(buf)
 	if err != nil && n == 0 {
 		return "", fmt.Errorf("read sysctl %s: %w", key, err)
