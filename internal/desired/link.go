@@ -137,7 +137,7 @@ func (b *builder) link(name string, lc *linkConf) {
 		b.address(name, func() string { return path + ".addresses[" + strconv.Itoa(i) + "]" }, ac)
 	}
 	if lc.Sysctls != nil {
-		b.linkSysctls(name, lc.Sysctls)
+		b.linkSysctls(name, lc)
 	}
 	b.st.Links[name] = l
 }

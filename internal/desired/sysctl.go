@@ -159,13 +159,24 @@ func posLess(a, b Pos) bool {
 }
 
 // linkSysctls builds a link's own keys.
-func (b *builder) linkSysctls(name string, sc *sysctlsConf) {
+func (b *builder) linkSysctls(name string, lc *linkConf) {
+	sc := lc.Sysctls
 	for _, e := range sc.entries {
 		path := "links." + name + ".sysctls." + e.key
 		key, ok := model.PerLinkSysctl(name, e.key)
 		if !ok || !validSysctlKey(e.key) {
 			b.errs.add(e.keyAt, path, "expected a key of the link: ipv4.NAME or ipv6.NAME (net.ipv4.conf.%s.NAME), or ipv4.neigh.NAME or ipv6.neigh.NAME, such as ipv4.rp_filter; found %q", name, e.key)
 			continue
+		}
+		if e.key == "ipv6.disable_ipv6" && e.value != "0" {
+			// The kernel refuses the link's IPv6 addresses then: the
+			// apply would fail on each, at every pass.
+			for _, ac := range lc.Addresses {
+				if ac != nil && ac.Address != nil && ac.Address.P.Addr().Is6() {
+					b.errs.add(e.keyAt, path, "the link declares IPv6 address %s, which the kernel refuses on a link with IPv6 disabled; remove one or the other", ac.Address.P)
+					break
+				}
+			}
 		}
 		b.addSysctl(model.Sysctl{Key: key, Value: e.value, Link: name, Origin: e.keyAt.String()}, e.keyAt, path)
 	}

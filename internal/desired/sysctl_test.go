@@ -72,6 +72,10 @@ func TestSysctlErrors(t *testing.T) {
 		file: "version: 1\nsysctls:\n  net.ipv4.ip_forward: 1\n  net.ipv4.ip_forward: 0\n",
 		want: "f.yaml:4:3: sysctls.net.ipv4.ip_forward: key given twice",
 	}, {
+		name: "IPv6 disabled with IPv6 addresses",
+		file: "version: 1\nlinks:\n  br0: {kind: bridge, addresses: [10.0.0.1/24, \"fd00::1/64\"], sysctls: {ipv6.disable_ipv6: 1}}\n  br1: {kind: bridge, addresses: [10.0.1.1/24], sysctls: {ipv6.disable_ipv6: 1}}\n",
+		want: "f.yaml:3:73: links.br0.sysctls.ipv6.disable_ipv6: the link declares IPv6 address fd00::1/64, which the kernel refuses on a link with IPv6 disabled; remove one or the other",
+	}, {
 		name: "one parameter under two names",
 		file: "version: 1\nsysctls:\n  net.ipv4.ip_forward: 1\n  net.ipv4.conf.all.forwarding: 1\n",
 		want: "f.yaml:4:3: sysctls.net.ipv4.conf.all.forwarding: net.ipv4.ip_forward and net.ipv4.conf.all.forwarding are one parameter (first declared at f.yaml:3:3); declare one",
