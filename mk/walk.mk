@@ -13,6 +13,8 @@
 #   make soak-host WALK_SHRINK_TRIALS=12   fewer shrinker replays per failure (default 150)
 #   make test-walk WALK_DEFECTS=foreign-children,nft-table-takeover   (or all)
 #                                  turn on known-defect switches (internal/walk/gen.go)
+#   WALK_NETNS_PREFIX=sys-nrw make test-walk   name the walk's namespaces sys-nrw-… (default
+#                                  nrw): two walks on one machine keep theirs apart
 #
 # `go test ./...` (test-go) runs a 20-step smoke walk; the guest runs the same
 # harness for the kinds this kernel lacks (test/e2e/walk_test.go).

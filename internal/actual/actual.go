@@ -3,8 +3,8 @@
 // compare the two directly.
 //
 // actual.go reads in order (links first: the others hang on them); each
-// kind has its file: link.go, address.go, route.go, rule.go, fou.go, nft.go
-// and wireguard.go.
+// kind has its file: link.go, address.go, route.go, rule.go, fou.go, nft.go,
+// wireguard.go and sysctl.go.
 package actual
 
 import (
@@ -21,9 +21,15 @@ type Options struct {
 	AllRoutes bool
 	// OwnedFou lists the FoU ports netreconcile opened (from its ledger).
 	OwnedFou map[model.FouKey]bool
+	// Sysctls are the parameters to read (SysctlKeys), and OwnedSysctls
+	// those the ledger owns, with the value each had before netreconcile
+	// first wrote it.
+	Sysctls      []string
+	OwnedSysctls map[string]string
 }
 
-// Read lists the kernel's links, addresses, routes, rules and FoU ports.
+// Read lists the kernel's links, addresses, routes, rules, FoU ports and
+// the sysctls of opt.Sysctls.
 func Read(k kernel.Reader, opt Options) (*model.State, error) {
 	st := model.NewState()
 	st.Protocol = opt.Protocol
@@ -46,6 +52,9 @@ func Read(k kernel.Reader, opt Options) (*model.State, error) {
 		return nil, err
 	}
 	if err := readFou(k, st, opt.OwnedFou); err != nil {
+		return nil, err
+	}
+	if err := readSysctls(k, st, opt.Sysctls, opt.OwnedSysctls); err != nil {
 		return nil, err
 	}
 	return st, nil

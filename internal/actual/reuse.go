@@ -9,8 +9,8 @@ import (
 
 // Kinds names the parts of a kernel state that notifications report, which
 // a read may take from the previous read when nothing reported a change
-// (the daemon, issue 16). WireGuard devices, the far ends of veth pairs and
-// FoU ports send no notifications: they are read every time.
+// (the daemon, issue 16). WireGuard devices, the far ends of veth pairs,
+// FoU ports and sysctls send no notifications: they are read every time.
 type Kinds uint8
 
 const (
@@ -76,6 +76,9 @@ func ReadReusing(k kernel.Reader, opt Options, prev *model.State, fresh Kinds) (
 		st.Rules = prev.Rules
 	}
 	if err := readFou(k, st, opt.OwnedFou); err != nil {
+		return nil, err
+	}
+	if err := readSysctls(k, st, opt.Sysctls, opt.OwnedSysctls); err != nil {
 		return nil, err
 	}
 	return st, nil

@@ -8,7 +8,7 @@
 // apply.go walks the plan and dispatches; each kind has its file: link.go,
 // address.go, route.go (a run of route ops is one kernel batch; dad.go waits
 // for IPv6 sources), rule.go, fou.go, nft.go (every nftables op in one
-// batch) and wireguard.go.
+// batch), wireguard.go and sysctl.go.
 package apply
 
 import (
@@ -71,6 +71,9 @@ type Hooks struct {
 	// NftTableChanged is called after a table was created or adopted
 	// (owned=true) or deleted.
 	NftTableChanged func(key model.NftTableKey, owned bool)
+	// SysctlChanged is called after a sysctl was written for the file
+	// (owned=true; was is the value it had) or given its old value back.
+	SysctlChanged func(key, was string, owned bool)
 }
 
 // Apply runs the plan's operations in order.
@@ -173,6 +176,8 @@ func dependsOn(op diff.Op, failed map[string]bool) string {
 		refs = append(refs, op.Route.Devs()...)
 	case op.WireGuard != nil:
 		refs = append(refs, op.WireGuard.Link)
+	case op.Sysctl != nil:
+		refs = append(refs, op.Sysctl.Link)
 	}
 	for _, r := range refs {
 		if r != "" && failed[r] {
@@ -194,6 +199,8 @@ func run(k kernel.Interface, proto int, op diff.Op, hooks Hooks) error {
 		return runFou(k, op, hooks)
 	case diff.KindWireGuard:
 		return runWGDevice(k, op)
+	case diff.KindSysctl:
+		return runSysctl(k, op, hooks)
 	}
 	return fmt.Errorf("%s %s %s: no such operation", op.Action, op.Kind, op.ID)
 }
@@ -226,6 +233,8 @@ func origin(op diff.Op) string {
 		return op.Rule.Origin
 	case op.Fou != nil:
 		return op.Fou.Origin
+	case op.Sysctl != nil:
+		return op.Sysctl.Origin
 	}
 	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/apply"
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/render"
 	"github.com/netreconcile/netreconcile/internal/safeapply"
 )
@@ -236,7 +237,13 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 		return fail(env, "show", err)
 	}
 	defer closeFn()
-	st, err := eng.Actual(protocol, all)
+	// With --all, the file's sysctls too: the kernel has thousands, and
+	// only those the file declares or netreconcile owns are shown.
+	var sysctls []model.Sysctl
+	if all && conf != nil {
+		sysctls = conf.Sysctls
+	}
+	st, err := eng.Actual(protocol, all, sysctls...)
 	if err != nil {
 		return fail(env, "show", err)
 	}

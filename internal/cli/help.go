@@ -216,12 +216,13 @@ Options:
 const showHelp = `Usage: netreconcile show [OPTIONS]
 
 Print the kernel state netreconcile owns (marked links, their addresses,
-routes and rules of its protocol, FoU ports it opened) as a configuration
-file, with defaults spelled out.
+routes and rules of its protocol, FoU ports it opened, sysctls it set) as a
+configuration file, with defaults spelled out.
 
 Options:
   -a, --all            print everything readable: foreign links, addresses,
-                       routes of every protocol and table, and rules
+                       routes of every protocol and table, and rules, and
+                       the sysctls the configuration declares (when given)
 ` + commonFlags
 
 const runHelp = `Usage: netreconcile run [OPTIONS]

@@ -253,8 +253,9 @@ nftables:
 	}
 }
 
-// The Coil gateway's masquerade. The file's links (ipip with FoU) need
-// modules this machine lacks, so only its nftables part is applied here.
+// The Coil gateway's masquerade and forwarding. The file's links (ipip with
+// FoU) need modules this machine lacks, so only its sysctls and nftables
+// parts are applied here.
 func TestNftCoilGatewayMasquerade(t *testing.T) {
 	nettest.RequireTool(t, "nft")
 	data, err := os.ReadFile("../../examples/coil-egress-gateway.yaml")
@@ -270,8 +271,15 @@ func TestNftCoilGatewayMasquerade(t *testing.T) {
 	if !ok {
 		t.Fatal("no nftables section in the example")
 	}
-	cfg := nettest.WriteFile(t, dir, "nft.yaml", "version: 1\nnftables:\n"+nftPart)
+	_, sysPart, ok := strings.Cut(string(data), "\nsysctls:\n")
+	if !ok {
+		t.Fatal("no sysctls section in the example: the gateway must declare its forwarding")
+	}
+	sysPart, _, _ = strings.Cut(sysPart, "\nfou:\n")
+	cfg := nettest.WriteFile(t, dir, "nft.yaml", "version: 1\nsysctls:\n"+sysPart+"\nnftables:\n"+nftPart)
 	ns := nettest.NewNetNS(t)
+	// A fresh namespace copies the host's IPv4 forwarding.
+	nettest.InNS(t, ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=0")
 	args := []string{"-c", cfg, "--netns", ns, "--state-dir", filepath.Join(dir, "state")}
 	if r := nettest.CLI(t, append([]string{"apply"}, args...)...); r.Code != 0 {
 		t.Fatalf("apply: %s%s", r.Stdout, r.Stderr)
@@ -280,6 +288,9 @@ func TestNftCoilGatewayMasquerade(t *testing.T) {
 		"\t\toifname \"eth0\" ip saddr != 10.20.30.1 masquerade\n\t}\n}\n"
 	if got := nettest.InNS(t, ns, "nft", "list", "table", "ip", "coil_egress"); got != want {
 		t.Errorf("nft list table:\n%s\nwant:\n%s", got, want)
+	}
+	if got := strings.TrimSpace(nettest.InNS(t, ns, "sysctl", "-n", "net.ipv4.ip_forward")); got != "1" {
+		t.Errorf("net.ipv4.ip_forward = %s, want 1", got)
 	}
 	if r := nettest.CLI(t, append([]string{"apply"}, args...)...); !strings.Contains(r.Stdout, "No changes") {
 		t.Errorf("second apply: %s%s", r.Stdout, r.Stderr)

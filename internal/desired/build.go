@@ -23,6 +23,7 @@ type builder struct {
 	// ruleClashes indexes the rules by model.Rule.ClashGroup (rule.go).
 	ruleClashes map[model.RuleKey]*clashIndex
 	fouAt       map[model.FouKey]Pos
+	sysctlAt    map[string]Pos
 	// addrAt and poolAddrAt hold where each address of a link was declared.
 	addrAt      map[linkAddr]string
 	subnetScope map[linkSubnet]scopeAt
@@ -114,6 +115,8 @@ func build(confs []*fileConf, errs *errList) *model.State {
 		}
 	}
 	b.nftables(confs)
+	b.sysctls(confs)
+	model.SortSysctls(b.st.Sysctls)
 	model.SortAddresses(b.st.Addresses)
 	model.SortRoutes(b.st.Routes)
 	model.SortRules(b.st.Rules)

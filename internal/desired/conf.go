@@ -4,7 +4,7 @@ package desired
 // what the user wrote; the builder (build.go) checks them and turns them into
 // model types. The top of the file is here; each kind's structs stand beside
 // its builder (link.go, address_conf.go, fou.go, route.go, rule.go, nft.go,
-// pool.go, wireguard.go). docs/config.md documents every key: keep the two in
+// pool.go, wireguard.go, sysctl.go). docs/config.md documents every key: keep the two in
 // step.
 
 // CurrentVersion is the only schema version this build reads.
@@ -20,6 +20,7 @@ type fileConf struct {
 	Rules    []*ruleConf              `yaml:"rules"`
 	NFTables map[string]*nftTableConf `yaml:"nftables"`
 	Pools    map[string]*poolConf     `yaml:"pools"`
+	Sysctls  *sysctlsConf             `yaml:"sysctls"`
 }
 
 type settingsConf struct {

@@ -21,6 +21,7 @@ type linkConf struct {
 	Alias     string         `yaml:"alias"`
 	Adopt     bool           `yaml:"adopt"`
 	Addresses []*addressConf `yaml:"addresses"`
+	Sysctls   *sysctlsConf   `yaml:"sysctls"`
 
 	Veth      *vethConf      `yaml:"veth"`
 	VXLAN     *vxlanConf     `yaml:"vxlan"`
@@ -134,6 +135,9 @@ func (b *builder) link(name string, lc *linkConf) {
 			continue
 		}
 		b.address(name, func() string { return path + ".addresses[" + strconv.Itoa(i) + "]" }, ac)
+	}
+	if lc.Sysctls != nil {
+		b.linkSysctls(name, lc)
 	}
 	b.st.Links[name] = l
 }

@@ -36,7 +36,7 @@ func TestValidationErrors(t *testing.T) {
 	}{{
 		name: "unknown key",
 		file: "version: 1\nlinks:\n  br0: {kind: bridge, mtuu: 1500}\n",
-		want: "f.yaml:3:23: links.br0.mtuu: unknown key; expected one of: addresses, adopt, alias, ip6tnl, ipip, ipvlan, kind, master, mtu, state, veth, vxlan, wireguard",
+		want: "f.yaml:3:23: links.br0.mtuu: unknown key; expected one of: addresses, adopt, alias, ip6tnl, ipip, ipvlan, kind, master, mtu, state, sysctls, veth, vxlan, wireguard",
 	}, {
 		name: "wrong type",
 		file: "version: 1\nlinks:\n  br0: {kind: bridge, mtu: big}\nroutes: {to: default}\n",

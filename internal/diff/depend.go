@@ -70,6 +70,8 @@ func (c *computer) opNeeds(op *Op) []string {
 		return needs
 	case op.WireGuard != nil:
 		return []string{op.WireGuard.Link}
+	case op.Sysctl != nil && op.Action != Delete && op.Sysctl.Link != "":
+		return []string{op.Sysctl.Link}
 	}
 	return nil
 }

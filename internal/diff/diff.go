@@ -45,12 +45,16 @@ func Compute(desired, actual *model.State) (*Plan, error) {
 // ComputeWith returns the plan that turns actual into desired. Only objects
 // that actual marks as ours (Owned links, routes and rules of
 // desired.Protocol, owned FoU ports), and the addresses in.PoolAddrs names,
-// are ever deleted or replaced. It makes every operation of the plan.
+// are ever deleted or replaced. It makes every operation of the plan. It
+// returns no plan when desired declares a sysctl the kernel does not have
+// (CheckSysctls).
 //
 // The order of operations, and why:
 //  1. links are created, replaced and updated, parents and masters first,
 //     because addresses, routes and slaves need their link; then WireGuard
-//     devices and peers, which need their link;
+//     devices and peers, which need their link; then sysctls, the
+//     per-link ones on their link before its addresses are added (a key
+//     such as disable_ipv6 or accept_dad decides what an address does);
 //  2. FoU ports, then addresses, then routes, then rules are added or
 //     changed: a route's device must be up and its source address present,
 //     and a rule should only send traffic to a table that is filled; then
@@ -58,14 +62,21 @@ func Compute(desired, actual *model.State) (*Plan, error) {
 //  3. stale rules, routes, addresses (those given back to a pool with them)
 //     and FoU ports are deleted after their replacements exist, so traffic
 //     never falls into a gap, in that order (the reverse of creates: a route
-//     before its source address);
+//     before its source address); then sysctls that left the file get
+//     their old values back;
 //  4. stale links are deleted last, children before parents.
 func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
+	if err := CheckSysctls(desired, actual); err != nil {
+		// No plan at all: the file names a key this kernel does not
+		// have, and nothing is written until it is fixed.
+		return nil, err
+	}
 	desired = peerSets(desired, in.PeersUp)
 	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{},
 		linkGoes: map[string]bool{}, withLink: map[string][]Op{}}
 	c.links()
 	c.wireguard()
+	c.sysctls()
 	c.fou()
 	c.addresses()
 	c.routes()
@@ -76,6 +87,7 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 	// (or will, in a dry run's apply), so it leaves the link whatever else
 	// is in conflict.
 	c.poolGiveBacks(in.PoolAddrs)
+	c.promoteBack()
 	// Deletes run in the reverse order of creates: a route goes before the
 	// address it takes as source (the kernel deletes such routes with the
 	// address), a rule before the routes of its table.
@@ -90,7 +102,7 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 }
 
 // deleteRank orders the deletes that run before the links' (see Compute).
-var deleteRank = map[Kind]int{KindRule: 0, KindRoute: 1, KindAddress: 2, KindFou: 3}
+var deleteRank = map[Kind]int{KindRule: 0, KindRoute: 1, KindAddress: 2, KindFou: 3, KindSysctl: 4}
 
 type computer struct {
 	d, a        *model.State

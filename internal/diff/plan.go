@@ -93,6 +93,12 @@ type Op struct {
 	// those without messages, such as a table's change of owner).
 	Table     model.NftTableKey `json:"-"`
 	WireGuard *WireGuardOp      `json:"-"`
+	// Sysctl is the key and the value a sysctl op writes (for a delete:
+	// the value recorded before netreconcile first set it), and SysctlWas
+	// the value the kernel had when planned: what the ledger records as
+	// the key's old value when the op takes it over.
+	Sysctl    *model.Sysctl `json:"-"`
+	SysctlWas string        `json:"-"`
 }
 
 // Plan is the ordered list of operations.

@@ -70,14 +70,31 @@ func (e *Engine) FreezePeers() (thaw func()) {
 func (e *Engine) LastRead() *model.State { return e.lastRead }
 
 // Actual reads the kernel state relevant to desired's protocol.
-func (e *Engine) Actual(protocol int, all bool) (*model.State, error) {
-	return e.actual(protocol, all, nil, actual.AllKinds)
+// Of the sysctls, it reads those the ledger owns and those of sysctls
+// (show --all passes the file's).
+func (e *Engine) Actual(protocol int, all bool, sysctls ...model.Sysctl) (*model.State, error) {
+	st, err := e.actual(protocol, all, nil, actual.AllKinds, sysctls)
+	if err != nil {
+		return nil, err
+	}
+	// The "default" keys read to check the per-link ones are not shown.
+	keep := st.Sysctls[:0:0]
+	for _, s := range st.Sysctls {
+		if s.Owned || model.FindSysctl(sysctls, s.Key) != nil {
+			keep = append(keep, s)
+		}
+	}
+	st.Sysctls = keep
+	return st, nil
 }
 
 // actual is Actual reading only the kinds in fresh, the others taken from
-// prev (actual.ReadReusing).
-func (e *Engine) actual(protocol int, all bool, prev *model.State, fresh actual.Kinds) (*model.State, error) {
-	st, err := actual.ReadReusing(e.Kernel, actual.Options{Protocol: protocol, AllRoutes: all, OwnedFou: e.Ledger.Fou}, prev, fresh)
+// prev (actual.ReadReusing), and the sysctls the ledger owns and desired
+// declares.
+func (e *Engine) actual(protocol int, all bool, prev *model.State, fresh actual.Kinds, desired []model.Sysctl) (*model.State, error) {
+	opt := actual.Options{Protocol: protocol, AllRoutes: all, OwnedFou: e.Ledger.Fou,
+		Sysctls: actual.SysctlKeys(desired, e.Ledger.Sysctls), OwnedSysctls: e.Ledger.Sysctls}
+	st, err := actual.ReadReusing(e.Kernel, opt, prev, fresh)
 	if err != nil {
 		return nil, err
 	}
@@ -120,9 +137,9 @@ func (e *Engine) resolvePendingLinks(st *model.State) error {
 	return nil
 }
 
-// forgetVanished drops from the ledger the FoU ports and nftables tables it
-// lists that the kernel no longer holds (deleted by hand, gone with a
-// namespace or a reboot). Kept, such an entry would make a later object of
+// forgetVanished drops from the ledger the FoU ports, nftables tables and
+// sysctls it lists that the kernel no longer holds (deleted by hand, gone
+// with a namespace, a link or a reboot). Kept, such an entry would make a later object of
 // the same name, created by someone else, look like ours and be deleted.
 func (e *Engine) forgetVanished(st *model.State) error {
 	changed := false
@@ -143,6 +160,16 @@ func (e *Engine) forgetVanished(st *model.State) error {
 	for k := range e.Ledger.NFTables {
 		if !tables[k] {
 			e.Ledger.SetNftTable(k, false)
+			changed = true
+		}
+	}
+	// Every key the ledger lists was read (actual.SysctlKeys): one that
+	// was not found went with its link. A link made again under the name
+	// starts from the "default" value; the file's value is written again
+	// and recorded afresh.
+	for k := range e.Ledger.Sysctls {
+		if model.FindSysctl(st.Sysctls, k) == nil {
+			e.Ledger.ForgetSysctl(k)
 			changed = true
 		}
 	}
@@ -312,7 +339,7 @@ func (e *Engine) Plan(desired *model.State) (*diff.Plan, error) {
 func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) {
 	prev, fresh := e.reuse(desired)
 	e.lastRead, e.prev = nil, nil
-	act, err := e.actual(desired.Protocol, false, prev, fresh)
+	act, err := e.actual(desired.Protocol, false, prev, fresh, desired.Sysctls)
 	if err != nil {
 		return nil, fmt.Errorf("read kernel state: %w", err)
 	}
@@ -413,7 +440,8 @@ func unmarkedLinks(res *apply.Result) map[string]bool {
 // Apply executes a plan and records what the ledger must remember.
 //
 // Ownership is recorded ahead of the kernel (write-ahead): the nftables
-// tables and FoU ports the plan creates are written to the ledger, durably,
+// tables and FoU ports the plan creates, and the old values of the sysctls
+// it sets, are written to the ledger, durably,
 // before the first kernel write, so a crash, SIGKILL or the watchdog's
 // SIGABRT at any point leaves no object that netreconcile made and does not
 // know about. On the next load an intended object that exists is ours (it is
@@ -425,9 +453,29 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 	intendedFou := map[model.FouKey]bool{}
 	intendedNft := map[model.NftTableKey]bool{}
 	intendedLinks := map[string]bool{}
+	// intendedSysctls holds, for each key the plan takes over, the record
+	// it replaces ("" with had false: none), to put back if the write
+	// does not happen.
+	type sysctlRecord struct {
+		was string
+		had bool
+	}
+	intendedSysctls := map[string]sysctlRecord{}
 	for i := range plan.Ops {
 		op := &plan.Ops[i]
 		switch {
+		case op.Kind == diff.KindSysctl && op.Sysctl != nil && (op.Action == diff.Create || op.Action == diff.Update):
+			// The old value is recorded before the first write. A
+			// key recorded already keeps its first value, except on
+			// a link made again (Create): its old value is the new
+			// link's first one.
+			k := op.Sysctl.Key
+			was, had := e.Ledger.Sysctls[k]
+			if had && (op.Action == diff.Update || was == op.SysctlWas) {
+				continue
+			}
+			intendedSysctls[k] = sysctlRecord{was, had}
+			e.Ledger.Sysctls[k] = op.SysctlWas
 		case op.Kind == diff.KindNftTable && op.Action == diff.Create:
 			if k := op.NftTable(); !e.Ledger.NFTables[k] {
 				intendedNft[k] = true
@@ -448,8 +496,18 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 	for n := range intendedLinks {
 		e.Ledger.PendingLinks[n] = true
 	}
-	if len(intendedFou)+len(intendedNft)+len(intendedLinks) > 0 {
+	undoSysctl := func(k string) {
+		if r := intendedSysctls[k]; r.had {
+			e.Ledger.Sysctls[k] = r.was
+		} else {
+			e.Ledger.ForgetSysctl(k)
+		}
+	}
+	if len(intendedFou)+len(intendedNft)+len(intendedLinks)+len(intendedSysctls) > 0 {
 		if err := e.saveLedger(); err != nil {
+			for k := range intendedSysctls {
+				undoSysctl(k)
+			}
 			for n := range intendedLinks {
 				delete(e.Ledger.PendingLinks, n)
 			}
@@ -477,6 +535,12 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 		}
 		delete(intendedNft, k)
 		dirty = true
+	}, SysctlChanged: func(k, _ string, owned bool) {
+		if !owned {
+			e.Ledger.ForgetSysctl(k)
+		}
+		delete(intendedSysctls, k)
+		dirty = true
 	}})
 	// A link whose create finished carries its marker now; one whose create
 	// failed was not made (a failed create may also mean that someone
@@ -501,6 +565,10 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 	}
 	for k := range intendedNft {
 		e.Ledger.SetNftTable(k, false)
+		dirty = true
+	}
+	for k := range intendedSysctls {
+		undoSysctl(k)
 		dirty = true
 	}
 	e.commitRotation(res)

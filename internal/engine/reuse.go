@@ -86,6 +86,12 @@ func WrittenKinds(plan *diff.Plan) actual.Kinds {
 			k |= actual.AllKinds
 		case diff.KindNftTable, diff.KindNftSet, diff.KindNftElem, diff.KindNftChain, diff.KindNftRule:
 			k |= actual.NFT
+		case diff.KindSysctl:
+			// Sysctls are read on every plan, but a write may change
+			// other kinds without a word: disable_ipv6 takes a link's
+			// IPv6 addresses and their routes. Writes are rare (a
+			// change of the file, drift): read everything after one.
+			k |= actual.AllKinds
 		case diff.KindFou:
 			// FoU ports are read on every plan.
 		default:

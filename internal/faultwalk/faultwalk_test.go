@@ -75,6 +75,9 @@ func makeFaults() []fault {
 		faults = append(faults, fault{kind: "ENODEV", method: m, err: syscall.ENODEV})
 	}
 	faults = append(faults,
+		fault{kind: "sysctl unreadable", method: "Sysctls", err: syscall.EIO},
+		fault{kind: "sysctl refused", method: "SetSysctl", err: syscall.EINVAL},
+		fault{kind: "sysctl refused", method: "SetSysctl", err: syscall.EPERM, always: true},
 		fault{kind: "nftables batch refused", method: "NFTApply", err: syscall.EINVAL},
 		fault{kind: "nftables batch refused", method: "NFTApply", err: syscall.EINVAL, always: true},
 		fault{kind: "WireGuard peer refused", method: "ConfigureWireGuardPeer", err: syscall.EINVAL},
@@ -125,6 +128,10 @@ func foreign(k *kerneltest.Kernel) {
 		k.PutRule(r)
 	}
 	k.PutFou(model.FouPort{Port: 7777, IPProto: 4})
+	// Someone else's sysctls: a key of a foreign link, and a global key
+	// the walk never declares.
+	k.PutSysctl("net.ipv4.conf.fb0.rp_filter", "1")
+	k.PutSysctl("net.ipv4.tcp_syncookies", "2")
 	k.PutNftTable(model.NftTable{Family: "inet", Name: "fw", Chains: []model.NftChain{{Name: "c", Type: "filter", Hook: "input", Policy: "accept", Rules: []model.NftRule{{Text: "counter accept", Handle: 2}}}}})
 	k.PutNftTable(model.NftTable{Family: "ip6", Name: "nrw0", Sets: []model.NftSet{{Name: "fs", Type: model.NftIPv6}}})
 	// What the generator may declare with adopt: true (walk.AdoptLink,
@@ -183,6 +190,10 @@ func foreignLines(dump string, proto int, adopted adoption) string {
 			}
 		case "fou":
 			if strings.Contains(l, "7777") {
+				out = append(out, l)
+			}
+		case "sysctl":
+			if strings.Contains(l, ".fb0.") || strings.Contains(l, "tcp_syncookies") {
 				out = append(out, l)
 			}
 		case "nft":
@@ -370,6 +381,10 @@ func kindOf(fired string) string {
 		return "nftables batch refused"
 	case method == "ConfigureWireGuardPeer":
 		return "WireGuard peer refused"
+	case method == "SetSysctl":
+		return "sysctl refused"
+	case method == "Sysctls":
+		return "sysctl unreadable"
 	case strings.HasSuffix(fired, syscall.ENOBUFS.Error()):
 		return "ENOBUFS"
 	case strings.HasSuffix(fired, syscall.EEXIST.Error()):

@@ -3,6 +3,7 @@ package integration
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/netreconcile/netreconcile/internal/nettest"
@@ -17,8 +18,8 @@ func TestShowOutputIsAValidFile(t *testing.T) {
 	e := newEnv(t)
 	f := e.file("f.yaml", `version: 1
 links:
-  lo: {kind: device, state: up}
-  br0: {kind: bridge, mtu: 1400, addresses: [10.30.0.1/24, "fd30::1/64"]}
+  lo: {kind: device, state: up, sysctls: {ipv4.accept_local: 1}}
+  br0: {kind: bridge, mtu: 1400, addresses: [10.30.0.1/24, "fd30::1/64"], sysctls: {ipv4.rp_filter: 2}}
   va: {kind: veth, master: br0, veth: {peer: vb}}
   vb: {kind: veth, veth: {peer: va}, addresses: [10.31.0.1/24]}
   vx0: {kind: vxlan, master: br0, vxlan: {id: 42, local: 10.31.0.1, remote: 10.31.0.2, dev: vb}}
@@ -35,6 +36,7 @@ routes:
   - {to: default, dev: vb, table: 9}
 rules:
   - {priority: 100, table: 9, fwmark: 0x10}
+sysctls: {net.ipv4.ip_forward: 1, net.ipv4.ip_local_port_range: "20000 40000"}
 nftables:
   inet rt:
     sets:
@@ -43,16 +45,24 @@ nftables:
       c: {type: filter, hook: input, priority: filter, rules: ["ip saddr @s counter accept"]}
 `)
 	e.apply(f)
-	r := e.cli("show", "-c", f)
-	if r.Code != 0 {
-		t.Fatalf("show: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	// show --all is not a file (the kernel's own routes): it lists the
+	// file's sysctls, in the schema, with the kernel's values.
+	if r := e.cli("show", "--all", "-c", f); r.Code != 0 || !strings.Contains(r.Stdout, "sysctls:\n            ipv4.accept_local: 1\n") ||
+		!strings.Contains(r.Stdout, "\nsysctls:\n    net.ipv4.ip_forward: 1\n    net.ipv4.ip_local_port_range: \"20000 40000\"\n") {
+		t.Errorf("show --all: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	s := filepath.Join(e.dir, "s.yaml")
-	if err := os.WriteFile(s, []byte(r.Stdout), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if r := e.cli("diff", "-c", s); r.Code != 0 {
-		t.Errorf("diff -c (show's output): exit %d, want 0\n%s%s\nshow printed:\n%s", r.Code, r.Stdout, r.Stderr, mustRead(t, s))
+	for _, show := range [][]string{{"show", "-c", f}} {
+		r := e.cli(show...)
+		if r.Code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", show, r.Code, r.Stdout, r.Stderr)
+		}
+		s := filepath.Join(e.dir, "s.yaml")
+		if err := os.WriteFile(s, []byte(r.Stdout), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if r := e.cli("diff", "-c", s); r.Code != 0 {
+			t.Errorf("diff -c (%v's output): exit %d, want 0\n%s%s\nshow printed:\n%s", show, r.Code, r.Stdout, r.Stderr, mustRead(t, s))
+		}
 	}
 }
 

@@ -52,6 +52,12 @@ type Reader interface {
 	Rules() ([]model.Rule, error)
 	// FouPorts lists the FoU receive ports of both families.
 	FouPorts() ([]model.FouPort, error)
+	// Sysctls reads the given keys (dotted, as sysctl(8) prints them, see
+	// model.Sysctl) in the kernel's network namespace: /proc/sys/net is
+	// per namespace. A key the kernel does not have is left out of the
+	// map; only a key it has and cannot read is an error. Values are as the
+	// kernel prints them, without the final newline.
+	Sysctls(keys []string) (map[string]string, error)
 
 	// NFTTable reads an nftables table with its sets, elements, chains and
 	// rules; nil when it does not exist.
@@ -107,6 +113,10 @@ type Writer interface {
 
 	AddFou(f *model.FouPort) error
 	DeleteFou(f *model.FouPort) error
+
+	// SetSysctl writes value to key in the kernel's network namespace;
+	// ErrNotFound (wrapped) when the kernel has no such key.
+	SetSysctl(key, value string) error
 
 	// NFTApply sends every op in one netlink batch (one nftables
 	// transaction); the kernel commits all of them or none, so a failure

@@ -2,8 +2,9 @@
 // owner mark themselves, so that a restarted netreconcile prunes what it
 // made and nothing else: FoU ports, nftables tables (with the kernel's handle
 // of each, which tells a table remade by someone else under the same name),
-// and the links a pass was creating (the kernel takes no owner marker in a
-// create request). Routes, rules and links carry their mark in the kernel.
+// the links a pass was creating (the kernel takes no owner marker in a
+// create request), and the sysctls netreconcile set, with the value each had
+// before (restored when the key leaves the file). Routes, rules and links carry their mark in the kernel.
 //
 // The ledger is small and rewritten whole: temporary file, fsync, rename,
 // fsync of the directory, so a crash leaves either the old or the new file.
@@ -64,6 +65,12 @@ type Ledger struct {
 	// the next pass marks it (it is ours: a create is planned only for a
 	// name the kernel does not hold).
 	PendingLinks map[string]bool
+	// Sysctls are the kernel parameters netreconcile wrote, each with the
+	// value it found before its first write: a parameter always has a
+	// value, so owning one means owing the old one back. When the key
+	// leaves the file, that value is written again and the record
+	// dropped; a key never written is never recorded, nor touched.
+	Sysctls map[string]string
 }
 
 // fileFormat is the ledger on disk. New fields are added with omitempty, so
@@ -76,6 +83,13 @@ type fileFormat struct {
 	NFTables    []nftJSON `json:"nftables,omitempty"`
 	// PendingLinks: see Ledger.PendingLinks.
 	PendingLinks []string `json:"links_pending,omitempty"`
+	// Sysctls: see Ledger.Sysctls.
+	Sysctls []sysctlJSON `json:"sysctls,omitempty"`
+}
+
+type sysctlJSON struct {
+	Key      string `json:"key"`
+	Original string `json:"original"`
 }
 
 type nftJSON struct {
@@ -107,7 +121,7 @@ func Open(path string) (*Ledger, error) {
 }
 
 func newLedger(dir *statedir.Dir, cookie uint64) *Ledger {
-	return &Ledger{dir: dir, cookie: cookie, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}, PendingLinks: map[string]bool{}, NFTHandles: map[model.NftTableKey]uint64{}}
+	return &Ledger{dir: dir, cookie: cookie, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}, PendingLinks: map[string]bool{}, NFTHandles: map[model.NftTableKey]uint64{}, Sysctls: map[string]string{}}
 }
 
 // OpenIn loads the ledger of the namespace whose state directory is dir (nil:
@@ -159,6 +173,9 @@ func OpenIn(dir *statedir.Dir, cookie uint64) (*Ledger, error) {
 	for _, n := range f.PendingLinks {
 		l.PendingLinks[n] = true
 	}
+	for _, s := range f.Sysctls {
+		l.Sysctls[s.Key] = s.Original
+	}
 	return l, nil
 }
 
@@ -173,6 +190,7 @@ func (l *Ledger) Reload() error {
 		return err
 	}
 	l.Fou, l.NFTables, l.PendingLinks, l.Discarded = n.Fou, n.NFTables, n.PendingLinks, l.Discarded || n.Discarded
+	l.Sysctls = n.Sysctls
 	return nil
 }
 
@@ -214,6 +232,18 @@ func (l *Ledger) NftTableIsOurs(k model.NftTableKey, handle uint64) bool {
 	return !ok || h == 0 || h == handle
 }
 
+// SetSysctl records the value key had before netreconcile first wrote it;
+// a key already recorded keeps its first value.
+func (l *Ledger) SetSysctl(key, original string) {
+	if _, ok := l.Sysctls[key]; !ok {
+		l.Sysctls[key] = original
+	}
+}
+
+// ForgetSysctl drops the record of key (its old value was written back,
+// or the key is gone with its link).
+func (l *Ledger) ForgetSysctl(key string) { delete(l.Sysctls, key) }
+
 // Save writes the ledger durably (mode 0600: what a host's network holds is
 // no other user's business). A ledger kept in memory or opened ReadOnly is
 // not written.
@@ -243,6 +273,10 @@ func (l *Ledger) Save() error {
 		f.PendingLinks = append(f.PendingLinks, n)
 	}
 	sort.Strings(f.PendingLinks)
+	for k, v := range l.Sysctls {
+		f.Sysctls = append(f.Sysctls, sysctlJSON{k, v})
+	}
+	sort.Slice(f.Sysctls, func(i, j int) bool { return f.Sysctls[i].Key < f.Sysctls[j].Key })
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err

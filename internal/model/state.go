@@ -27,6 +27,11 @@ type State struct {
 	// addresses links take from them (desired only; see pool.go).
 	Pools         []Pool
 	PoolAddresses []PoolAddress
+	// Sysctls are the kernel parameters under net., sorted by key: in a
+	// desired state those the file declares; in an actual one those the
+	// file declares, the ledger owns, and the "default" keys new links
+	// take their values from (see sysctl.go).
+	Sysctls []Sysctl
 }
 
 // NewState returns an empty state with the default protocol.
@@ -35,10 +40,10 @@ func NewState() *State {
 }
 
 // Objects counts the objects a state declares: links, addresses, routes,
-// rules, FoU ports, WireGuard peers, and nftables tables with their sets,
+// rules, FoU ports, sysctls, WireGuard peers, and nftables tables with their sets,
 // chains and rules (set elements are not counted: they are data).
 func (s *State) Objects() int {
-	n := len(s.Links) + len(s.Addresses) + len(s.Routes) + len(s.Rules) + len(s.FouPorts)
+	n := len(s.Links) + len(s.Addresses) + len(s.Routes) + len(s.Rules) + len(s.FouPorts) + len(s.Sysctls)
 	for _, l := range s.Links {
 		if l.WireGuard != nil {
 			n += len(l.WireGuard.Peers)
@@ -54,7 +59,7 @@ func (s *State) Objects() int {
 }
 
 // Owned keeps what netreconcile owns: marked links and their addresses, routes
-// and rules of our protocol, FoU ports in the ledger.
+// and rules of our protocol, FoU ports and sysctls in the ledger.
 func (st *State) Owned() *State {
 	out := NewState()
 	out.Protocol = st.Protocol
@@ -87,6 +92,11 @@ func (st *State) Owned() *State {
 	for _, f := range st.FouPorts {
 		if f.Owned {
 			out.FouPorts = append(out.FouPorts, f)
+		}
+	}
+	for _, s := range st.Sysctls {
+		if s.Owned {
+			out.Sysctls = append(out.Sysctls, s)
 		}
 	}
 	return out

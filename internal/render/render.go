@@ -1,6 +1,7 @@
 // Package render writes a model.State back as a configuration file in the current schema, with
 // every default spelled out: what `show` prints. One file per kind: link.go (with its addresses),
-// route.go, rule.go, fou.go, nft.go, wireguard.go, pool.go (pools with their usage as comments).
+// route.go, rule.go, fou.go, nft.go, wireguard.go, sysctl.go, pool.go (pools with their usage as
+// comments).
 package render
 
 import (
@@ -22,6 +23,7 @@ func State(st *model.State) ([]byte, error) {
 	set := mapping()
 	add(set, "protocol", yscalar(strconv.Itoa(st.Protocol)))
 	add(root, "settings", set)
+	globalSysctls, linkSysctls := splitSysctls(st.Sysctls)
 	if refs := undeclaredRefs(st); len(st.Links) > 0 || len(refs) > 0 {
 		links := mapping()
 		addrs := map[string][]model.Address{}
@@ -35,13 +37,17 @@ func State(st *model.State) ([]byte, error) {
 		names := append(st.SortedLinkNames(), refs...)
 		sort.Strings(names)
 		for _, name := range names {
+			var node *yaml.Node
 			if l := st.Links[name]; l != nil {
-				add(links, name, renderLink(l, addrs[name]))
+				node = renderLink(l, addrs[name])
 			} else {
-				dev := flow()
-				add(dev, "kind", yscalar(model.KindDevice))
-				add(links, name, dev)
+				node = flow()
+				add(node, "kind", yscalar(model.KindDevice))
 			}
+			if ss := linkSysctls[name]; len(ss) > 0 {
+				add(node, "sysctls", renderSysctls(ss, true))
+			}
+			add(links, name, node)
 		}
 		add(root, "links", links)
 	}
@@ -64,6 +70,9 @@ func State(st *model.State) ([]byte, error) {
 	}
 	if len(st.NFTables) > 0 {
 		add(root, "nftables", renderNFT(st.NFTables))
+	}
+	if len(globalSysctls) > 0 {
+		add(root, "sysctls", renderSysctls(globalSysctls, false))
 	}
 	return yaml.Marshal(root)
 }
@@ -93,6 +102,11 @@ func undeclaredRefs(st *model.State) []string {
 		if r := &st.Routes[i]; routeTakesDev(r) {
 			ref(r.Dev)
 		}
+	}
+	// A per-link sysctl of a link shown as it is not (show without
+	// --all lists only owned links) is written under a device.
+	for _, s := range st.Sysctls {
+		ref(s.Link)
 	}
 	return out
 }

@@ -10,7 +10,7 @@ import (
 // namespace: the generator makes only what the kernel can hold.
 func Detect() (Caps, error) {
 	var c Caps
-	ns := fmt.Sprintf("nrw-caps-%d-%d", os.Getpid(), nsSeq.Add(1))
+	ns := fmt.Sprintf("%s-caps-%d-%d", nsPrefix, os.Getpid(), nsSeq.Add(1))
 	if _, err := run("ip", "netns", "add", ns); err != nil {
 		return c, err
 	}

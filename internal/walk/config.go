@@ -12,6 +12,7 @@ package walk
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 )
@@ -25,6 +26,8 @@ type Config struct {
 	Fou      []*Fou
 	Tables   []*Table
 	Pools    []*Pool
+	// Sysctls are the global keys (main file only), by full key.
+	Sysctls map[string]string
 	// Meddle is what the foreign actor ran in the namespace before this
 	// step (shell commands), once Meddled says it was decided: a replay
 	// runs the same commands instead of drawing new ones, so the shrinker
@@ -66,6 +69,8 @@ type Link struct {
 	Parent, Mode string
 	Tunnel       *Tunnel // ipip, ip6tnl
 	WG           *WG
+	// Sysctls are the link's own keys, by short key (ipv4.rp_filter).
+	Sysctls map[string]string
 }
 
 // VXLAN holds a vxlan's creation attributes.
@@ -210,9 +215,10 @@ type Pool struct {
 
 // Clone deep-copies c.
 func (c *Config) Clone() *Config {
-	n := &Config{Protocol: c.Protocol, Links: map[string]*Link{}}
+	n := &Config{Protocol: c.Protocol, Links: map[string]*Link{}, Sysctls: maps.Clone(c.Sysctls)}
 	for k, l := range c.Links {
 		m := *l
+		m.Sysctls = maps.Clone(l.Sysctls)
 		m.Addrs = nil
 		for _, a := range l.Addrs {
 			b := *a
@@ -449,7 +455,13 @@ func (c *Config) File(frag int) string {
 			}
 			f = append(f, "addresses: ["+strings.Join(as, ", ")+"]")
 		}
+		if len(l.Sysctls) > 0 {
+			f = append(f, "sysctls: {"+sysctlYAML(l.Sysctls)+"}")
+		}
 		fmt.Fprintf(&b, "  %s: {%s}\n", q(n), strings.Join(f, ", "))
+	}
+	if len(c.Sysctls) > 0 && frag <= 0 {
+		b.WriteString("sysctls: {" + sysctlYAML(c.Sysctls) + "}\n")
 	}
 	routes := head("routes:\n")
 	for _, r := range c.Routes {
@@ -525,6 +537,15 @@ func (c *Config) File(frag int) string {
 		}
 	}
 	return b.String()
+}
+
+// sysctlYAML renders keys and values in key order, values quoted.
+func sysctlYAML(m map[string]string) string {
+	var out []string
+	for _, k := range sortedKeys(m) {
+		out = append(out, k+": "+q(m[k]))
+	}
+	return strings.Join(out, ", ")
 }
 
 func quoteAll(ss []string) string {

@@ -329,16 +329,18 @@ func (g *Gen) mutate(c *Config) string {
 		return g.removeLink(c)
 	case x < 25:
 		return g.renameLink(c)
-	case x < 40:
+	case x < 36:
 		return g.changeLink(c)
-	case x < 55:
+	case x < 50:
 		return g.changeAddrs(c)
-	case x < 72:
+	case x < 64:
 		return g.changeRoutes(c)
-	case x < 82:
+	case x < 74:
 		return g.changeRules(c)
-	case x < 95:
+	case x < 87:
 		return g.changeNft(c)
+	case x < 95:
+		return g.changeSysctls(c)
 	default:
 		return g.changePoolsFou(c)
 	}

@@ -60,6 +60,16 @@ func (f *Failure) Error() string { return fmt.Sprintf("step %d: %s: %s", f.Step+
 
 var nsSeq atomic.Uint64
 
+// nsPrefix starts the names of the namespaces a walk makes (WALK_NETNS_PREFIX,
+// default nrw): walks of several jobs on one machine, a soak beside a
+// test, keep theirs apart by it.
+var nsPrefix = func() string {
+	if p := os.Getenv("WALK_NETNS_PREFIX"); p != "" {
+		return p
+	}
+	return "nrw"
+}()
+
 // Walk runs a seeded walk of opts.Steps configurations and, on a failure,
 // shrinks it.
 func Walk(opts Options) (*Report, error) {
@@ -113,7 +123,7 @@ func NewGen(r *rand.Rand, caps Caps, defects Defects, dir string) (*Gen, error) 
 	g := &Gen{R: r, Caps: caps, Defects: defects, KeyDir: filepath.Join(dir, "keys"), Keys: map[string][2]string{}}
 	g.PoolBits, g.PoolTable = pickInt(g, []int{0, 2}), pickInt(g, []int{119, 120})
 	g.Tag = fmt.Sprintf("%04x", (os.Getpid()*7+int(nsSeq.Add(1)))&0xffff)
-	g.PeerNS = "nrwp-" + g.Tag
+	g.PeerNS = nsPrefix + "p-" + g.Tag
 	if !caps.WireGuard {
 		return g, nil
 	}
@@ -160,7 +170,10 @@ type runner struct {
 	state    string
 	foreign0 string
 	lo0      []string
-	checks   int
+	// sysctl0 are the walk's global sysctls as the fresh namespace had
+	// them (CompareSysctls).
+	sysctl0 map[string]string
+	checks  int
 	// foreignTables are nftables tables ("FAMILY NAME") someone else
 	// recreated under one of the walk's names (NftTableHandle).
 	foreignTables map[string]bool
@@ -192,7 +205,7 @@ func newRunner(g *Gen, foreign []string, dir string) (*runner, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	ns := fmt.Sprintf("nrw-%d-%d", os.Getpid(), nsSeq.Add(1))
+	ns := fmt.Sprintf("%s-%d-%d", nsPrefix, os.Getpid(), nsSeq.Add(1))
 	if _, err := run("ip", "netns", "add", ns); err != nil {
 		return nil, err
 	}
@@ -225,6 +238,10 @@ func newRunner(g *Gen, foreign []string, dir string) (*runner, error) {
 		r.foreignTables["ip nrw1"] = true
 	}
 	r.foreign0, r.lo0 = dumpForeign(k, 245, r.foreignTables, r.adopted)
+	if r.sysctl0, err = sysctlBaseline(ns); err != nil {
+		r.close()
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -356,6 +373,11 @@ func (r *runner) step(i int, c *Config) *Failure {
 		diffs = append(diffs, fd...)
 	}
 	diffs = append(diffs, comparePeerNS(r.g.PeerNS, c, skip)...)
+	sd, err := CompareSysctls(r.ns, c, r.sysctl0, skip)
+	if err != nil {
+		return fail("oracle", "%v", err)
+	}
+	diffs = append(diffs, sd...)
 	r.lap("oracle")
 	r.checks++
 	if len(diffs) > 0 {

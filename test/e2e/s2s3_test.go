@@ -32,8 +32,10 @@ func TestS2S3CoilEgress(t *testing.T) {
 	client.IP(t, "addr", "add", "10.20.30.40/24", "dev", "eth0")
 	ext.IP(t, "addr", "add", "192.168.10.5/24", "dev", "eth0")
 	// The external host knows nothing of the pod network: replies can only
-	// reach the client if the gateway translated the source.
-	gw.Run(t, "/sbin/sysctl", "-w", "net.ipv4.ip_forward=1")
+	// reach the client if the gateway translated the source. The example
+	// declares the gateway's forwarding: it starts off, so that the
+	// traffic below proves netreconcile turned it on.
+	gw.Run(t, "/sbin/sysctl", "-w", "net.ipv4.ip_forward=0")
 
 	applyExample(t, gw, example(t, "coil-egress-gateway.yaml"))
 	applyExample(t, client, example(t, "coil-egress-client.yaml"))

@@ -5,6 +5,7 @@ package kerneltest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -36,10 +37,15 @@ type Kernel struct {
 	// nftHandle is the namespace's table handle counter.
 	nftHandle uint64
 	wg        map[string]*wgDevice
-	writes    uint64
-	next      map[string][]error
-	on        map[string]*failure
-	fired     []string
+	// sysctls are the global parameters and the "all" and "default"
+	// ones; linkSysctls the links' own, by ifindex, once written
+	// (sysctl.go).
+	sysctls     map[string]string
+	linkSysctls map[int]map[string]string
+	writes      uint64
+	next        map[string][]error
+	on          map[string]*failure
+	fired       []string
 	// Log lists every write that succeeded, as "Method id".
 	Log []string
 
@@ -74,7 +80,10 @@ func New() *Kernel {
 		nft:    map[model.NftTableKey]*nftTable{},
 		wg:     map[string]*wgDevice{},
 		next:   map[string][]error{},
-		on:     map[string]*failure{},
+
+		sysctls:     maps.Clone(defaultSysctls),
+		linkSysctls: map[int]map[string]string{},
+		on:          map[string]*failure{},
 	}
 	f.PutLink(&model.Link{Name: "lo", Kind: model.KindDevice, MTU: 65536, Up: true})
 	return f
@@ -492,9 +501,12 @@ func (f *Kernel) SetLinkMTU(name string, mtu int) error {
 }
 
 // PromoteSecondaries turns the link's promote_secondaries on (the fake
-// keeps no secondaries: it only records the write).
+// keeps no secondaries: it records the write and the parameter).
 func (f *Kernel) PromoteSecondaries(name string) error {
-	return f.setLink("PromoteSecondaries", name, func(l *model.Link) error { return nil })
+	return f.setLink("PromoteSecondaries", name, func(l *model.Link) error {
+		key, _ := model.PerLinkSysctl(name, "ipv4.promote_secondaries")
+		return f.setSysctl(key, "1")
+	})
 }
 
 // SetLinkUp sets the administrative state.

@@ -17,6 +17,7 @@ import (
 //	route 10.1.0.0/24 table 100 via 10.0.0.254 dev br0 proto 245
 //	rule priority 1000 from 10.0.0.0/24 lookup 100 proto 245
 //	fou port 5555 ipproto 4
+//	sysctl net.ipv4.ip_forward = 1   (only parameters a fresh kernel has otherwise)
 //	nft table inet t handle 3
 //	nft set inet t s { type ipv4_addr; flags interval }
 //	nft element inet t s 10.0.0.0/8
@@ -57,6 +58,7 @@ func (f *Kernel) Dump() string {
 		fs = append(fs, "fou "+p.String())
 	}
 	add(fs)
+	add(f.sysctlLines())
 	for _, k := range sortedNftKeys(f.nft) {
 		out = append(out, nftLines(&f.nft[k].t)...)
 	}

@@ -1,0 +1,195 @@
+package desired
+
+import (
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// The schema of this kind (see conf.go): a mapping of keys to values, at
+// the top of the file (full keys under net.) and under a link (keys of that
+// link: ipv4.rp_filter, ipv6.disable_ipv6, ipv4.neigh.base_reachable_time_ms).
+//
+// Validation is offline: a key is checked for its shape here, and for
+// existence against the kernel of the target namespace when a plan is made
+// (diff.CheckSysctls), before anything is written.
+
+type sysctlsConf struct {
+	Meta
+	entries []sysctlEntry
+}
+
+type sysctlEntry struct {
+	key, value     string
+	keyAt, valueAt Pos
+}
+
+func (s *sysctlsConf) decodeNode(d *decoder, n *yaml.Node, path string) {
+	s.Pos = d.pos(n)
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, path, "expected a mapping of keys to values (such as {net.ipv4.ip_forward: 1}), found %s", kindWord(n))
+		return
+	}
+	var seen keySet
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if v.Kind == yaml.AliasNode {
+			v = v.Alias
+		}
+		if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
+			d.fail(k, path, "expected a key such as net.ipv4.ip_forward, found %s", kindWord(k))
+			d.skip(v)
+			continue
+		}
+		fp := join(path, k.Value)
+		if !seen.add(k.Value) {
+			d.fail(k, fp, "key given twice")
+			d.skip(v)
+			continue
+		}
+		val, ok := sysctlValue(v)
+		if !ok {
+			d.fail(v, fp, "expected the value as the kernel prints it: a decimal number, or a string such as \"32768 60999\"; found %s", kindWord(v))
+			d.skip(v)
+			continue
+		}
+		s.entries = append(s.entries, sysctlEntry{key: k.Value, value: val, keyAt: d.pos(k), valueAt: d.pos(v)})
+	}
+}
+
+// sysctlValue reads a value: a decimal integer, or a string the kernel
+// parses. A YAML boolean is refused (the kernel reads 0 and 1, and "on" or
+// "yes" would never match what it prints), and so is an integer in another
+// base: the kernel accepts 0x10 and prints 16, so it would never match.
+func sysctlValue(v *yaml.Node) (string, bool) {
+	if v.Kind != yaml.ScalarNode {
+		return "", false
+	}
+	var s string
+	switch v.Tag {
+	case "!!int":
+		t := strings.TrimPrefix(v.Value, "-")
+		if t == "" || strings.Trim(t, "0123456789") != "" || (len(t) > 1 && t[0] == '0') {
+			return "", false
+		}
+		s = v.Value
+	case "!!str":
+		s = v.Value
+	default:
+		return "", false
+	}
+	s = model.NormalizeSysctl(s)
+	return s, s != ""
+}
+
+// sysctlKeyRule is what a key may hold: the kernel's names are made of
+// these, and link names as ip(8) allows them (a dot written '/').
+const sysctlKeyRule = "letters, digits, '_', '-', '/', ':', '@' and '+', in non-empty parts separated by dots"
+
+func validSysctlPart(p string) bool {
+	if p == "" {
+		return false
+	}
+	for _, r := range p {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("_-/:@+", r):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func validSysctlKey(key string) bool {
+	for _, p := range strings.Split(key, ".") {
+		if !validSysctlPart(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// sysctls builds the global keys of every file.
+func (b *builder) sysctls(confs []*fileConf) {
+	for _, fc := range confs {
+		sc := fc.Sysctls
+		if sc == nil {
+			continue
+		}
+		for _, e := range sc.entries {
+			path := "sysctls." + e.key
+			switch {
+			case !strings.HasPrefix(e.key, "net."):
+				b.errs.add(e.keyAt, path, "only keys under net. are supported (those of the network namespace); found %q", e.key)
+				continue
+			case !validSysctlKey(e.key):
+				b.errs.add(e.keyAt, path, "not a sysctl key; expected %s, such as net.ipv4.ip_forward", sysctlKeyRule)
+				continue
+			}
+			if link, short, _, ok := model.SysctlLink(e.key); ok {
+				b.errs.add(e.keyAt, path, "a key of link %s: declare it under links.%s.sysctls as %s (kind device for a link netreconcile does not create)", link, link, short)
+				continue
+			}
+			b.addSysctl(model.Sysctl{Key: e.key, Value: e.value, Origin: e.keyAt.String()}, e.keyAt, path)
+		}
+	}
+	// One parameter under two names: the file would set it twice, and the
+	// second write would win at every pass.
+	a, b1 := b.sysctlAt["net.ipv4.ip_forward"], b.sysctlAt["net.ipv4.conf.all.forwarding"]
+	if a.File != "" && b1.File != "" {
+		first, second, name := a, b1, "net.ipv4.conf.all.forwarding"
+		if posLess(b1, a) {
+			first, second, name = b1, a, "net.ipv4.ip_forward"
+		}
+		b.errs.add(second, "sysctls."+name, "net.ipv4.ip_forward and net.ipv4.conf.all.forwarding are one parameter (first declared at %s); declare one", first)
+	}
+}
+
+func posLess(a, b Pos) bool {
+	if a.File != b.File {
+		return a.File < b.File
+	}
+	if a.Line != b.Line {
+		return a.Line < b.Line
+	}
+	return a.Col < b.Col
+}
+
+// linkSysctls builds a link's own keys.
+func (b *builder) linkSysctls(name string, lc *linkConf) {
+	sc := lc.Sysctls
+	for _, e := range sc.entries {
+		path := "links." + name + ".sysctls." + e.key
+		key, ok := model.PerLinkSysctl(name, e.key)
+		if !ok || !validSysctlKey(e.key) {
+			b.errs.add(e.keyAt, path, "expected a key of the link: ipv4.NAME or ipv6.NAME (net.ipv4.conf.%s.NAME), or ipv4.neigh.NAME or ipv6.neigh.NAME, such as ipv4.rp_filter; found %q", name, e.key)
+			continue
+		}
+		if e.key == "ipv6.disable_ipv6" && e.value != "0" {
+			// The kernel refuses the link's IPv6 addresses then: the
+			// apply would fail on each, at every pass.
+			for _, ac := range lc.Addresses {
+				if ac != nil && ac.Address != nil && ac.Address.P.Addr().Is6() {
+					b.errs.add(e.keyAt, path, "the link declares IPv6 address %s, which the kernel refuses on a link with IPv6 disabled; remove one or the other", ac.Address.P)
+					break
+				}
+			}
+		}
+		b.addSysctl(model.Sysctl{Key: key, Value: e.value, Link: name, Origin: e.keyAt.String()}, e.keyAt, path)
+	}
+}
+
+func (b *builder) addSysctl(s model.Sysctl, at Pos, path string) {
+	if prev, dup := b.sysctlAt[s.Key]; dup {
+		b.errs.add(at, path, "%s is declared twice (first at %s)", s.Key, prev)
+		return
+	}
+	if b.sysctlAt == nil {
+		b.sysctlAt = map[string]Pos{}
+	}
+	b.sysctlAt[s.Key] = at
+	b.st.Sysctls = append(b.st.Sysctls, s)
+}

@@ -1,0 +1,215 @@
+package diff
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// KindSysctl is a kernel parameter under net. (model.Sysctl).
+const KindSysctl Kind = "sysctl"
+
+// sysctls: a declared key whose value differs is written (Update), taking
+// it over: the engine records the value it had in the ledger first. A
+// per-link key of a link this plan creates or makes again is written after
+// the link (Create), unless the link's first value, that of the "default"
+// key, is the file's (a neigh key is always written: its template, lo's,
+// only probably holds the first value; see model.SysctlLink). A key the
+// ledger owns that the file no longer declares gets its recorded value back
+// (Delete), except on a link this plan deletes. Keys never written by
+// netreconcile are never touched.
+//
+// Global keys are written before per-link ones, and the forwarding master
+// keys first of all: net.ipv4.ip_forward (one parameter with
+// net.ipv4.conf.all.forwarding) and net.ipv6.conf.all.forwarding set every
+// forwarding key of their family, so the file's other forwarding keys of
+// that family are written again after a master key is (forwardingMasters).
+func (c *computer) sysctls() {
+	order := make([]*model.Sysctl, 0, len(c.d.Sysctls))
+	for pass := 0; pass < 3; pass++ {
+		for i := range c.d.Sysctls {
+			w := &c.d.Sysctls[i]
+			_, master := forwardingMasters[w.Key]
+			if (pass == 0 && master) || (pass == 1 && !master && w.Link == "") || (pass == 2 && w.Link != "") {
+				order = append(order, w)
+			}
+		}
+	}
+	// rewritten holds, by family, the master key this plan writes.
+	rewritten := map[string]string{}
+	for _, w := range order {
+		planned := c.sysctl(w)
+		if fam, ok := forwardingMasters[w.Key]; ok && planned {
+			rewritten[fam] = w.Key
+			continue
+		}
+		if planned {
+			continue
+		}
+		if m := rewritten[forwardingFamily(w.Key)]; m != "" {
+			was := c.sysctlBefore(w)
+			c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", m + "'s", w.Value}},
+				Reason: "written again: " + m + " sets it", Sysctl: w, SysctlWas: was})
+		}
+	}
+	// Restores, the master keys first too; a master key written back
+	// sets the family's forwarding keys, and the file's are written again.
+	var restores []Op
+	for pass := 0; pass < 2; pass++ {
+		for i := range c.a.Sysctls {
+			h := &c.a.Sysctls[i]
+			_, master := forwardingMasters[h.Key]
+			if !h.Owned || master != (pass == 0) || model.FindSysctl(c.d.Sysctls, h.Key) != nil {
+				continue
+			}
+			back := &model.Sysctl{Key: h.Key, Value: h.Original, Link: h.Link}
+			op := Op{Action: Delete, Kind: KindSysctl, ID: h.Key, Sysctl: back, SysctlWas: h.Value,
+				Changes: []Change{{"value", h.Value, h.Original}}, Reason: "back to the value found before netreconcile set it"}
+			if h.Value == h.Original {
+				// Nothing to write: the record is dropped.
+				op.Changes, op.Reason = nil, "already at the value found before netreconcile set it"
+			}
+			if c.goesWithLink(h.Link, op) {
+				// Gone with its link; the ledger forgets the key when
+				// it no longer exists.
+				continue
+			}
+			restores = append(restores, op)
+			if fam := forwardingMasters[h.Key]; master && op.Changes != nil && rewritten[fam] == "" {
+				rewritten[fam] = h.Key
+				for _, w := range order {
+					// Also a key written above: the restore runs
+					// after it.
+					if forwardingFamily(w.Key) == fam {
+						was := c.sysctlBefore(w)
+						restores = append(restores, Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", h.Key + "'s", w.Value}},
+							Reason: "written again: " + h.Key + " sets it", Sysctl: w, SysctlWas: was})
+					}
+				}
+			}
+		}
+	}
+	for _, op := range restores {
+		c.del(op)
+	}
+}
+
+// sysctlBefore is the value a declared key has before this plan: the
+// kernel's, or for a link this plan creates, the link's first value.
+func (c *computer) sysctlBefore(w *model.Sysctl) string {
+	if w.Link == "" || (c.a.Links[w.Link] != nil && !c.recreated[w.Link]) {
+		if h := model.FindSysctl(c.a.Sysctls, w.Key); h != nil {
+			return h.Value
+		}
+		return ""
+	}
+	_, _, tmpl, _ := model.SysctlLink(w.Key)
+	if t := model.FindSysctl(c.a.Sysctls, tmpl); t != nil {
+		return t.Value
+	}
+	return ""
+}
+
+// forwardingMasters are the keys whose write sets every forwarding key of
+// their family, "all" and "default" and each link's (devinet_sysctl_forward,
+// addrconf_fixup_forwarding): written first, and the file's other
+// forwarding keys of the family are written again after them.
+var forwardingMasters = map[string]string{
+	"net.ipv4.ip_forward":          "ipv4",
+	"net.ipv4.conf.all.forwarding": "ipv4",
+	"net.ipv6.conf.all.forwarding": "ipv6",
+}
+
+// forwardingFamily is the family of a forwarding key that a master key
+// writes (net.ipv4.conf.X.forwarding), "" for any other key.
+func forwardingFamily(key string) string {
+	p := strings.Split(key, ".")
+	if len(p) == 5 && p[0] == "net" && p[2] == "conf" && p[4] == "forwarding" {
+		return p[1]
+	}
+	return ""
+}
+
+// sysctl plans the write of one declared key, if it needs one.
+func (c *computer) sysctl(w *model.Sysctl) bool {
+	if w.Link != "" && (c.a.Links[w.Link] == nil || c.recreated[w.Link]) {
+		_, _, tmpl, _ := model.SysctlLink(w.Key)
+		was := c.sysctlBefore(w)
+		if was == w.Value && model.SysctlExactTemplate(w.Key) {
+			return false
+		}
+		c.add(Op{Action: Create, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", was, w.Value}},
+			Reason: "link " + w.Link + " is new: it starts with " + tmpl, Sysctl: w, SysctlWas: was})
+		return true
+	}
+	h := model.FindSysctl(c.a.Sysctls, w.Key)
+	if h == nil || h.Value == w.Value {
+		// Missing: CheckSysctls refuses the plan before it is made.
+		return false
+	}
+	c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", h.Value, w.Value}}, Sysctl: w, SysctlWas: h.Value})
+	return true
+}
+
+// promoteBack writes a declared promote_secondaries again after the
+// address ops that turn it on (Op.Promote: apply sets it to 1 before it
+// deletes an IPv4 address of a link, so that the other addresses of the
+// subnet stay): the file's value is the one the link keeps.
+func (c *computer) promoteBack() {
+	done := map[string]bool{}
+	for _, ops := range [][]Op{c.plan.Ops, c.deletes} {
+		for i := range ops {
+			op := &ops[i]
+			if !op.Promote || op.Address == nil || done[op.Address.Link] {
+				continue
+			}
+			link := op.Address.Link
+			done[link] = true
+			key, _ := model.PerLinkSysctl(link, "ipv4.promote_secondaries")
+			w := model.FindSysctl(c.d.Sysctls, key)
+			if w == nil || w.Value == "1" {
+				continue
+			}
+			was := "1"
+			if h := model.FindSysctl(c.a.Sysctls, key); h != nil {
+				was = h.Value
+			}
+			c.del(Op{Action: Update, Kind: KindSysctl, ID: key, Changes: []Change{{"value", "1", w.Value}},
+				Reason: "written again: deleting an address of " + link + " turns it on", Sysctl: w, SysctlWas: was})
+		}
+	}
+}
+
+// CheckSysctls refuses a plan whose file declares a key the kernel of the
+// target namespace does not have (validation is offline: the file alone
+// cannot say). A per-link key of a link that does not exist yet is checked
+// against the "default" key the link will take it from. actual is a read
+// that covered desired's keys (actual.SysctlKeys). All such keys are
+// reported; nil when there are none.
+func CheckSysctls(desired, actual *model.State) error {
+	var errs []error
+	for i := range desired.Sysctls {
+		w := &desired.Sysctls[i]
+		if model.FindSysctl(actual.Sysctls, w.Key) != nil {
+			continue
+		}
+		at := ""
+		if w.Origin != "" {
+			at = " (declared at " + w.Origin + ")"
+		}
+		if w.Link != "" && actual.Links[w.Link] == nil {
+			_, _, tmpl, _ := model.SysctlLink(w.Key)
+			if model.FindSysctl(actual.Sysctls, tmpl) == nil {
+				errs = append(errs, fmt.Errorf("sysctl %s%s: the kernel in this namespace has no such key for links (/proc/sys/%s does not exist)", w.Key, at, model.SysctlPath(tmpl)))
+			}
+			continue
+		}
+		errs = append(errs, fmt.Errorf("sysctl %s%s: the kernel in this namespace has no such key (/proc/sys/%s does not exist)", w.Key, at, model.SysctlPath(w.Key)))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d unknown sysctl key(s), nothing was changed: %w", len(errs), errors.Join(errs...))
+}

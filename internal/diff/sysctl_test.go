@@ -1,0 +1,134 @@
+package diff
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// TestSysctlPlan checks the pure diff of sysctls: which keys are written,
+// given back or left alone, and the ops apply and the ledger need.
+func TestSysctlPlan(t *testing.T) {
+	link := func(name string) *model.Link {
+		return &model.Link{Name: name, Kind: model.KindBridge, MTU: 1500, Up: true, Owned: true}
+	}
+	for _, tc := range []struct {
+		name    string
+		want    []model.Sysctl
+		have    []model.Sysctl
+		links   []string // in both states
+		newLink string   // declared only
+		plan    string
+		was     []string // SysctlWas of each op
+	}{{
+		name: "equal: nothing, whoever set it",
+		want: []model.Sysctl{{Key: "net.ipv4.ip_forward", Value: "1"}},
+		have: []model.Sysctl{{Key: "net.ipv4.ip_forward", Value: "1"}},
+	}, {
+		name: "differs: update, from the kernel's value",
+		want: []model.Sysctl{{Key: "net.ipv4.ip_forward", Value: "1"}},
+		have: []model.Sysctl{{Key: "net.ipv4.ip_forward", Value: "0"}},
+		plan: "~ sysctl net.ipv4.ip_forward\n    value: 0 -> 1\n",
+		was:  []string{"0"},
+	}, {
+		name: "owned and gone from the file: the old value back",
+		have: []model.Sysctl{{Key: "net.ipv4.ip_forward", Value: "1", Owned: true, Original: "0"}},
+		plan: "- sysctl net.ipv4.ip_forward: back to the value found before netreconcile set it\n    value: 1 -> 0\n",
+		was:  []string{"1"},
+	}, {
+		name: "owned, gone from the file, already back: the record goes, nothing is written",
+		have: []model.Sysctl{{Key: "net.ipv4.ip_forward", Value: "0", Owned: true, Original: "0"}},
+		plan: "- sysctl net.ipv4.ip_forward: already at the value found before netreconcile set it\n",
+		was:  []string{"0"},
+	}, {
+		name: "not owned and not declared: untouched",
+		have: []model.Sysctl{{Key: "net.ipv4.ip_forward", Value: "1"}},
+	}, {
+		name:    "new link: written after it, from the default",
+		newLink: "br0",
+		want:    []model.Sysctl{{Key: "net.ipv4.conf.br0.rp_filter", Value: "2", Link: "br0"}},
+		have:    []model.Sysctl{{Key: "net.ipv4.conf.default.rp_filter", Value: "0"}},
+		plan:    "+ link br0 (bridge mtu 1500)\n+ sysctl net.ipv4.conf.br0.rp_filter: link br0 is new: it starts with net.ipv4.conf.default.rp_filter\n    value: 0 -> 2\n",
+		was:     []string{"", "0"},
+	}, {
+		name:    "new link whose default is the file's value: nothing",
+		newLink: "br0",
+		want:    []model.Sysctl{{Key: "net.ipv4.conf.br0.rp_filter", Value: "2", Link: "br0"}},
+		have:    []model.Sysctl{{Key: "net.ipv4.conf.default.rp_filter", Value: "2"}},
+		plan:    "+ link br0 (bridge mtu 1500)\n",
+		was:     []string{""},
+	}, {
+		name:  "key of a link the plan deletes: goes with it",
+		links: []string{"br9"},
+		have:  []model.Sysctl{{Key: "net.ipv4.conf.br9.rp_filter", Value: "2", Link: "br9", Owned: true, Original: "0"}},
+		plan:  "- link br9 (bridge)\n",
+		was:   []string{""},
+	}, {
+		name:  "a forwarding master key written: the file's forwarding keys of the family again after it",
+		links: []string{"br0"},
+		want: []model.Sysctl{{Key: "net.ipv4.conf.br0.forwarding", Value: "0", Link: "br0"}, {Key: "net.ipv4.conf.default.forwarding", Value: "0"},
+			{Key: "net.ipv4.ip_forward", Value: "1"}, {Key: "net.ipv6.conf.br0.forwarding", Value: "0", Link: "br0"}},
+		have: []model.Sysctl{{Key: "net.ipv4.conf.br0.forwarding", Value: "0", Link: "br0"}, {Key: "net.ipv4.conf.default.forwarding", Value: "0"},
+			{Key: "net.ipv4.ip_forward", Value: "0"}, {Key: "net.ipv6.conf.br0.forwarding", Value: "0", Link: "br0"}},
+		plan: "~ sysctl net.ipv4.ip_forward\n    value: 0 -> 1\n" +
+			"~ sysctl net.ipv4.conf.default.forwarding: written again: net.ipv4.ip_forward sets it\n    value: net.ipv4.ip_forward's -> 0\n" +
+			"~ sysctl net.ipv4.conf.br0.forwarding: written again: net.ipv4.ip_forward sets it\n    value: net.ipv4.ip_forward's -> 0\n",
+		was: []string{"0", "0", "0"},
+	}, {
+		name:    "a forwarding master key written: a new link's forwarding again, its old value the link's first",
+		newLink: "br1",
+		want:    []model.Sysctl{{Key: "net.ipv4.conf.br1.forwarding", Value: "0", Link: "br1"}, {Key: "net.ipv4.ip_forward", Value: "1"}},
+		have:    []model.Sysctl{{Key: "net.ipv4.conf.default.forwarding", Value: "0"}, {Key: "net.ipv4.ip_forward", Value: "0"}},
+		plan: "+ link br1 (bridge mtu 1500)\n~ sysctl net.ipv4.ip_forward\n    value: 0 -> 1\n" +
+			"~ sysctl net.ipv4.conf.br1.forwarding: written again: net.ipv4.ip_forward sets it\n    value: net.ipv4.ip_forward's -> 0\n",
+		was: []string{"", "0", "0"},
+	}, {
+		name:  "a forwarding master key given back: the file's forwarding keys again after it",
+		links: []string{"br0"},
+		want:  []model.Sysctl{{Key: "net.ipv4.conf.br0.forwarding", Value: "1", Link: "br0"}},
+		have: []model.Sysctl{{Key: "net.ipv4.conf.br0.forwarding", Value: "1", Link: "br0"},
+			{Key: "net.ipv4.ip_forward", Value: "1", Owned: true, Original: "0"}},
+		plan: "- sysctl net.ipv4.ip_forward: back to the value found before netreconcile set it\n    value: 1 -> 0\n" +
+			"~ sysctl net.ipv4.conf.br0.forwarding: written again: net.ipv4.ip_forward sets it\n    value: net.ipv4.ip_forward's -> 1\n",
+		was: []string{"1", "1"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, a := model.NewState(), model.NewState()
+			d.Sysctls, a.Sysctls = tc.want, tc.have
+			for _, n := range tc.links {
+				a.Links[n] = link(n)
+				if strings.Contains(tc.name, "forwarding") {
+					d.Links[n] = link(n)
+				}
+			}
+			if tc.newLink != "" {
+				d.Links[tc.newLink] = link(tc.newLink)
+				d.Links[tc.newLink].Owned = false
+			}
+			p, err := Compute(d, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.String(); got != tc.plan {
+				t.Errorf("plan:\n%s\nwant:\n%s", got, tc.plan)
+			}
+			for i, op := range p.Ops {
+				if i < len(tc.was) && op.SysctlWas != tc.was[i] {
+					t.Errorf("op %d SysctlWas %q, want %q", i, op.SysctlWas, tc.was[i])
+				}
+			}
+		})
+	}
+}
+
+// TestCheckSysctls: no plan when a key is unknown to the kernel.
+func TestCheckSysctls(t *testing.T) {
+	d, a := model.NewState(), model.NewState()
+	d.Sysctls = []model.Sysctl{{Key: "net.ipv4.ip_forward", Value: "1"}, {Key: "net.ipv4.nope", Value: "1", Origin: "f:2:3"}}
+	a.Sysctls = []model.Sysctl{{Key: "net.ipv4.ip_forward", Value: "0"}}
+	p, err := Compute(d, a)
+	if p != nil || err == nil || !strings.Contains(err.Error(), "sysctl net.ipv4.nope (declared at f:2:3): the kernel in this namespace has no such key (/proc/sys/net/ipv4/nope does not exist)") {
+		t.Fatalf("plan %v, err %v", p, err)
+	}
+}

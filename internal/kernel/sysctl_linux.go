@@ -1,0 +1,107 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// procSys is where the kernel shows its parameters. The files under net/
+// belong to the network namespace of the thread that looks a name up
+// (net_ctl_header_lookup uses current's namespace), not to the mount nor
+// to a directory descriptor opened earlier: so every read and write enters
+// the kernel's namespace (InNamespace), where it opens the file.
+const procSys = "/proc/sys"
+
+// maxSysctlSize bounds a read: a parameter's value is a line; the largest
+// under net/ are lists of a few hundred bytes.
+const maxSysctlSize = 64 << 10
+
+// Sysctls reads keys inside the kernel's namespace, in one switch of the
+// thread for them all.
+func (k *Netlink) Sysctls(keys []string) (map[string]string, error) {
+	out := make(map[string]string, len(keys))
+	buf := make([]byte, maxSysctlSize)
+	err := k.InNamespace(func() error {
+		for _, key := range keys {
+			v, err := readSysctl(key, buf)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			out[key] = v
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func readSysctl(key string, buf []byte) (string, error) {
+	path, err := sysctlFile(key)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read sysctl %s: %w", key, err)
+	}
+	defer f.Close()
+	n, err := f.Read(buf)
+	if err != nil && n == 0 {
+		return "", fmt.Errorf("read sysctl %s: %w", key, err)
+	}
+	return strings.TrimRight(string(buf[:n]), "\n"), nil
+}
+
+// sysctlFile is key's file. A key is split on dots, and each part is one
+// name: no part is empty, "." or "..", or holds a '/' once turned into a
+// path (model.SysctlPath swaps '.' and '/'), so no key leaves /proc/sys/net.
+func sysctlFile(key string) (string, error) {
+	if !strings.HasPrefix(key, "net.") {
+		return "", fmt.Errorf("sysctl %s: only keys under net. are read or written", key)
+	}
+	for _, p := range strings.Split(key, ".") {
+		if p == "" {
+			return "", fmt.Errorf("sysctl %s: empty part in the key", key)
+		}
+	}
+	return filepath.Join(procSys, model.SysctlPath(key)), nil
+}
+
+// SetSysctl writes key inside the kernel's namespace, the value and a
+// newline in one write, as sysctl(8) does (the kernel parses one write).
+func (k *Netlink) SetSysctl(key, value string) error {
+	path, err := sysctlFile(key)
+	if err != nil {
+		return err
+	}
+	err = k.InNamespace(func() error {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		_, werr := f.Write([]byte(value + "\n"))
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		return werr
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("set sysctl %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("set sysctl %s = %s: %w", key, value, err)
+	}
+	k.wrote()
+	return nil
+}

@@ -1,0 +1,146 @@
+package walk
+
+import (
+	"fmt"
+	"strings"
+)
+
+// GlobalSysctls are the global keys the walk declares, with the values it
+// picks from. None writes through to another key the walk checks
+// (net.ipv4.ip_forward sets every link's forwarding, which the walk leaves
+// alone), and none changes what the other checks read: not
+// net.ipv6.conf.all.forwarding (a router gets subnet-router anycast routes
+// in table local, foreign to the walk), nor all.disable_ipv6 (it takes the
+// IPv6 addresses), nor a "default" key (the oracle takes a link's first
+// value from them).
+var GlobalSysctls = map[string][]string{
+	"net.ipv4.ip_forward":            {"0", "1"},
+	"net.ipv4.conf.all.rp_filter":    {"0", "1", "2"},
+	"net.ipv4.conf.all.accept_local": {"0", "1"},
+	"net.ipv4.ip_nonlocal_bind":      {"0", "1"},
+	"net.ipv4.ip_local_port_range":   {"32768 60999", "20000 40000"},
+}
+
+// LinkSysctls are the per-link keys the walk declares. Only IPv4 ones: an
+// ipip link with an MTU under 1280 has no IPv6 keys at all.
+// promote_secondaries is among them: apply turns it on to delete an
+// address, and must give the file's value back.
+var LinkSysctls = map[string][]string{
+	"ipv4.rp_filter":           {"0", "1", "2"},
+	"ipv4.proxy_arp":           {"0", "1"},
+	"ipv4.arp_ignore":          {"0", "1", "2"},
+	"ipv4.promote_secondaries": {"0", "1"},
+	"ipv4.accept_local":        {"0", "1"},
+}
+
+// changeSysctls adds, changes or drops one global or per-link key.
+func (g *Gen) changeSysctls(c *Config) string {
+	pool, m, where := GlobalSysctls, &c.Sysctls, "global"
+	if g.chance(0.6) {
+		n := g.pickLink(c, func(*Link) bool { return true })
+		if n == "" {
+			return "noop"
+		}
+		l := c.Links[n]
+		pool, m, where = LinkSysctls, &l.Sysctls, "link "+n
+	}
+	key := g.pick(sortedKeys(pool))
+	if _, ok := (*m)[key]; ok && g.chance(0.4) {
+		delete(*m, key)
+		return fmt.Sprintf("drop sysctl %s (%s)", key, where)
+	}
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	(*m)[key] = g.pick(pool[key])
+	return fmt.Sprintf("sysctl %s = %s (%s)", key, (*m)[key], where)
+}
+
+// readSysctls reads every net.ipv4 key of the namespace as sysctl(8)
+// shows them there (ip netns exec), independently of netreconcile, in one
+// run: a run per key was most of the walk's time on a busy machine.
+func readSysctls(ns string) (map[string]string, error) {
+	out, err := run("ip", "netns", "exec", ns, "sysctl", "-e", "net.ipv4")
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(line, " = ")
+		if ok {
+			m[strings.TrimSpace(k)] = strings.Join(strings.Fields(v), " ")
+		}
+	}
+	return m, nil
+}
+
+// sysctlBaseline reads the global keys of the walk as a fresh namespace has
+// them: a key the file no longer declares must be back at its value.
+func sysctlBaseline(ns string) (map[string]string, error) {
+	all, err := readSysctls(ns)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, k := range sortedKeys(GlobalSysctls) {
+		if v, ok := all[k]; ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// CompareSysctls checks the walk's keys in the kernel: a declared key has
+// its value; a global key the file does not declare has the value the
+// namespace started with (netreconcile gave it back), and so has a link's
+// key (its link's first value, net.ipv4.conf.default's). Links in skip are
+// left out.
+func CompareSysctls(ns string, c *Config, base map[string]string, skip map[string]bool) ([]string, error) {
+	all, err := readSysctls(ns)
+	if err != nil {
+		return nil, err
+	}
+	var diffs []string
+	for _, k := range sortedKeys(GlobalSysctls) {
+		want, declared := c.Sysctls[k]
+		if !declared {
+			want = base[k]
+		}
+		got, ok := all[k]
+		if !ok || got != want {
+			diffs = append(diffs, fmt.Sprintf("sysctl %s = %q, want %q (declared: %v)", k, got, want, declared))
+		}
+	}
+	for _, n := range c.LinkNames() {
+		l := c.Links[n]
+		if skip[n] {
+			continue
+		}
+		for _, short := range sortedKeys(LinkSysctls) {
+			name := strings.TrimPrefix(short, "ipv4.")
+			want, declared := l.Sysctls[short]
+			if !declared {
+				if l.Kind == "device" {
+					// Not made by the walk's file: its first value is
+					// not known here.
+					continue
+				}
+				var ok bool
+				if want, ok = all["net.ipv4.conf.default."+name]; !ok {
+					return nil, fmt.Errorf("net.ipv4.conf.default.%s: not in sysctl's list", name)
+				}
+			}
+			key := "net.ipv4.conf." + strings.ReplaceAll(n, ".", "/") + "." + name
+			got, ok := all[key]
+			if !declared && short == "ipv4.promote_secondaries" && got == "1" {
+				// netreconcile's own, to delete an address of a link
+				// it owns (documented in docs/config.md, Ownership).
+				continue
+			}
+			if !ok || got != want {
+				diffs = append(diffs, fmt.Sprintf("sysctl %s = %q, want %q (declared: %v)", key, got, want, declared))
+			}
+		}
+	}
+	return diffs, nil
+}
