@@ -370,6 +370,12 @@ func (c *computer) foreignChildren(name string) bool {
 		case ends[l.Lower] || l.VXLAN != nil && ends[l.VXLAN.Dev] || ends[l.Parent()]:
 			kids = append(kids, n)
 		case ends[l.Master]:
+			// A port the file declares on this master (a device link,
+			// which is never owned) is enslaved again by this plan
+			// (recreateChildren): not foreign to it.
+			if d := c.d.Links[n]; d != nil && d.Master == l.Master {
+				continue
+			}
 			ports = append(ports, n)
 		}
 	}

@@ -123,6 +123,17 @@ func TestLinkKindsInPlaceOrReplace(t *testing.T) {
     master: bond0
 `,
 	}, {
+		// A device is never owned, but the file enslaves it: it is
+		// enslaved again, not a foreign port blocking the recreate.
+		name:   "a declared device member does not block its bond's recreate",
+		file:   "links:\n  bond0: {kind: bond, bond: {mode: active-backup}}\n  eth1: {kind: device, master: bond0}\n",
+		kernel: newKernel().link(bond("balance-rr", 100)).link(model.Link{Name: "eth1", Kind: model.KindDevice, Up: true, Master: "bond0"}),
+		plan: `
+± link bond0 (bond mode active-backup miimon 100): bond mode balance-rr -> active-backup (the kernel changes it only on a bond without members)
+~ link eth1
+    master: none (bond0 is recreated) -> bond0
+`,
+	}, {
 		name:   "a vlan on a recreated parent is recreated with it",
 		file:   "links:\n  bond0: {kind: bond, bond: {mode: active-backup}}\n  a0: {kind: dummy, master: bond0}\n  v0: {kind: vlan, vlan: {parent: bond0, id: 5}}\n",
 		kernel: newKernel().link(bond("balance-rr", 100)).link(member).link(model.Link{Name: "v0", Kind: model.KindVLAN, Owned: true, Up: true, Lower: "bond0", VLAN: &model.VLAN{Parent: "bond0", ID: 5, Protocol: "802.1q"}}),

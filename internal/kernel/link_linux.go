@@ -470,11 +470,34 @@ func (k *Netlink) SetLinkMaster(name, master string) error {
 	if err != nil {
 		return fmt.Errorf("set master of %s: %w", name, err)
 	}
+	if err := k.downForBond(name, mi); err != nil {
+		return err
+	}
 	return k.keepBridgeMTU(old, func() error {
 		return k.keepBridgeMTU(mi, func() error {
 			return k.set("set master "+master, name, func(l netlink.Link) error { return k.h.LinkSetMasterByIndex(l, mi) })
 		})
 	})
+}
+
+// downForBond sets a link that is up down before it joins the bond of
+// index master: the bonding driver refuses to enslave a link that is up
+// ("Device can not be enslaved while up", EPERM) on the kernels that check
+// it, and opens the member itself once enslaved, so the member comes back up.
+func (k *Netlink) downForBond(name string, master int) error {
+	m, err := k.h.LinkByIndex(master)
+	if err != nil || m.Type() != "bond" {
+		return nil
+	}
+	l, err := k.h.LinkByName(name)
+	if err != nil || l.Attrs().Flags&net.FlagUp == 0 {
+		return nil
+	}
+	k.wrote()
+	if err := k.h.LinkSetDown(l); err != nil {
+		return fmt.Errorf("set %s down to join bond %s: %w", name, m.Attrs().Name, err)
+	}
+	return nil
 }
 
 // masterOf returns the index of name's master, 0 when it has none or is gone.
