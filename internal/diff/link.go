@@ -178,12 +178,34 @@ func (c *computer) links() {
 		c.add(op)
 	}
 	for _, op := range updates {
-		if op.LinkFields.State && !op.Link.Up {
+		if op.LinkFields.State && !op.Link.Up || c.cycledByMaster(op) {
 			c.downed[op.ID] = true
 		}
 		c.add(op)
 	}
 	c.pinMasterMTUs(creates, updates, early)
+}
+
+// cycledByMaster reports whether an update's change of master takes the
+// link down on the way: the vrf driver closes and opens a port that joins
+// or leaves it (cycle_netdev), and a link joins a bond only down (see
+// kernel.SetLinkMaster). Either way the kernel deletes its IPv6 addresses
+// and its routes, which the plan then adds again (downed).
+func (c *computer) cycledByMaster(op Op) bool {
+	if !op.LinkFields.Master {
+		return false
+	}
+	kindOf := func(st *model.State, name string) string {
+		if l := st.Links[name]; l != nil {
+			return l.Kind
+		}
+		return ""
+	}
+	old := ""
+	if h := c.a.Links[op.ID]; h != nil {
+		old = h.Master
+	}
+	return kindOf(c.a, old) == model.KindVRF || kindOf(c.d, op.Link.Master) == model.KindVRF || kindOf(c.d, op.Link.Master) == model.KindBond
 }
 
 // pinMasterMTUs lists the declared masters with an MTU whose ports this plan adds,

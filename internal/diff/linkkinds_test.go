@@ -134,6 +134,17 @@ func TestLinkKindsInPlaceOrReplace(t *testing.T) {
     master: none (bond0 is recreated) -> bond0
 `,
 	}, {
+		// The vrf driver cycles a port that joins it: the kernel drops
+		// its IPv6 addresses, which the plan adds again.
+		name:   "a link joining a vrf gets its IPv6 addresses again",
+		file:   "links:\n  blue: {kind: vrf, vrf: {table: 10}}\n  d0: {kind: dummy, master: blue, addresses: [10.1.0.1/24, fd00::1/64]}\n",
+		kernel: newKernel().link(vrf(10)).link(model.Link{Name: "d0", Kind: model.KindDummy, Owned: true, Up: true}).addr("d0", "10.1.0.1/24", 0).addr("d0", "fd00::1/64", 0),
+		plan: `
+~ link d0
+    master: blue
++ address fd00::1/64 dev d0
+`,
+	}, {
 		name:   "a vlan on a recreated parent is recreated with it",
 		file:   "links:\n  bond0: {kind: bond, bond: {mode: active-backup}}\n  a0: {kind: dummy, master: bond0}\n  v0: {kind: vlan, vlan: {parent: bond0, id: 5}}\n",
 		kernel: newKernel().link(bond("balance-rr", 100)).link(member).link(model.Link{Name: "v0", Kind: model.KindVLAN, Owned: true, Up: true, Lower: "bond0", VLAN: &model.VLAN{Parent: "bond0", ID: 5, Protocol: "802.1q"}}),
