@@ -87,6 +87,9 @@ func (c *computer) links() {
 		}
 	}
 	creates, updates = c.recreateChildren(creates, updates)
+	for i := range updates {
+		c.releasedFromBond(&updates[i])
+	}
 	c.staleLinks()
 	c.remotePeerHeld(creates)
 	var early []Op
@@ -205,7 +208,23 @@ func (c *computer) cycledByMaster(op Op) bool {
 	if h := c.a.Links[op.ID]; h != nil {
 		old = h.Master
 	}
-	return kindOf(c.a, old) == model.KindVRF || kindOf(c.d, op.Link.Master) == model.KindVRF || kindOf(c.d, op.Link.Master) == model.KindBond
+	return kindOf(c.a, old) == model.KindVRF || kindOf(c.a, old) == model.KindBond || kindOf(c.d, op.Link.Master) == model.KindVRF || kindOf(c.d, op.Link.Master) == model.KindBond
+}
+
+// releasedFromBond makes an update that takes a link out of a bond set it
+// up again: the bonding driver closes the member it releases
+// (__bond_release_one), so the link the file wants up would stay down
+// until the next pass.
+func (c *computer) releasedFromBond(op *Op) {
+	h := c.a.Links[op.ID]
+	if !op.LinkFields.Master || op.LinkFields.State || !op.Link.Up || h == nil || h.Master == "" || h.Master == op.Link.Master {
+		return
+	}
+	if m := c.a.Links[h.Master]; m == nil || m.Kind != model.KindBond {
+		return
+	}
+	op.LinkFields.State = true
+	op.Changes = append(op.Changes, Change{"state", "down (released from bond " + h.Master + ")", "up"})
 }
 
 // pinMasterMTUs lists the declared masters with an MTU whose ports this plan adds,

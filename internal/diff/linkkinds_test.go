@@ -145,6 +145,16 @@ func TestLinkKindsInPlaceOrReplace(t *testing.T) {
 + address fd00::1/64 dev d0
 `,
 	}, {
+		// The bonding driver closes a member it releases.
+		name:   "a link leaving a bond is set up again",
+		file:   "links:\n  bond0: {kind: bond}\n  a0: {kind: dummy}\n",
+		kernel: newKernel().link(bond("balance-rr", 100)).link(member),
+		plan: `
+~ link a0
+    master: bond0 -> (none)
+    state: down (released from bond bond0) -> up
+`,
+	}, {
 		name:   "a vlan on a recreated parent is recreated with it",
 		file:   "links:\n  bond0: {kind: bond, bond: {mode: active-backup}}\n  a0: {kind: dummy, master: bond0}\n  v0: {kind: vlan, vlan: {parent: bond0, id: 5}}\n",
 		kernel: newKernel().link(bond("balance-rr", 100)).link(member).link(model.Link{Name: "v0", Kind: model.KindVLAN, Owned: true, Up: true, Lower: "bond0", VLAN: &model.VLAN{Parent: "bond0", ID: 5, Protocol: "802.1q"}}),
