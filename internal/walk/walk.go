@@ -113,7 +113,7 @@ func NewGen(r *rand.Rand, caps Caps, defects Defects, dir string) (*Gen, error) 
 	g := &Gen{R: r, Caps: caps, Defects: defects, KeyDir: filepath.Join(dir, "keys"), Keys: map[string][2]string{}}
 	g.PoolBits, g.PoolTable = pickInt(g, []int{0, 2}), pickInt(g, []int{119, 120})
 	g.Tag = fmt.Sprintf("%04x", (os.Getpid()*7+int(nsSeq.Add(1)))&0xffff)
-	g.PeerNS = "nrwp-" + g.Tag
+	g.PeerNS = NSPrefix + "p-" + g.Tag
 	if !caps.WireGuard {
 		return g, nil
 	}
@@ -192,7 +192,7 @@ func newRunner(g *Gen, foreign []string, dir string) (*runner, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	ns := fmt.Sprintf("nrw-%d-%d", os.Getpid(), nsSeq.Add(1))
+	ns := fmt.Sprintf("%s-%d-%d", NSPrefix, os.Getpid(), nsSeq.Add(1))
 	if _, err := run("ip", "netns", "add", ns); err != nil {
 		return nil, err
 	}
