@@ -475,6 +475,19 @@ func (b *builder) vlan(path string, vc *vlanConf, l *model.Link) {
 		b.errs.add(vc.at("protocol"), path+".protocol", "expected 802.1q or 802.1ad, found %q", vc.Protocol)
 	}
 	b.lowerParent(path, model.KindVLAN, vc.Parent, vc.Meta, l)
+	// The kernel holds one vlan per parent, protocol and id (EEXIST).
+	if vc.Parent != "" && vc.has("id") {
+		for _, other := range b.linkNames {
+			oc := b.links[other]
+			if other == l.Name || oc == nil || oc.Kind != model.KindVLAN || oc.VLAN == nil || oc.VLAN.Parent != vc.Parent || oc.VLAN.ID != vc.ID {
+				continue
+			}
+			if op := oc.VLAN.Protocol; op == vc.Protocol || op == "" && vc.Protocol == model.VLAN8021Q || vc.Protocol == "" && op == model.VLAN8021Q {
+				b.errs.add(vc.at("id"), path+".id", "vlan %q has id %d on %q with the same protocol; the kernel holds one vlan per parent, protocol and id", other, vc.ID, vc.Parent)
+				break
+			}
+		}
+	}
 	l.VLAN = v
 }
 

@@ -60,6 +60,11 @@ func TestLinkKindErrors(t *testing.T) {
 		file: "version: 1\nlinks:\n  br0: {kind: bridge}\n  d0: {kind: dummy, master: br0}\n  mv: {kind: macvlan, macvlan: {parent: d0}}\n",
 		want: "f.yaml:4:29: links.d0.master: a dummy link cannot be a port of bridge \"br0\": it is the parent of macvlan \"mv\", and a link has one receive handler, for the bridge or for the macvlan",
 	}, {
+		name: "two vlans of one id on one parent",
+		file: "version: 1\nlinks:\n  eth0: {kind: device}\n  a: {kind: vlan, vlan: {parent: eth0, id: 5}}\n  b: {kind: vlan, vlan: {parent: eth0, id: 5, protocol: 802.1q}}\n  c: {kind: vlan, vlan: {parent: eth0, id: 5, protocol: 802.1ad}}\n",
+		want: "f.yaml:4:44: links.a.vlan.id: vlan \"b\" has id 5 on \"eth0\" with the same protocol; the kernel holds one vlan per parent, protocol and id\n" +
+			"f.yaml:5:44: links.b.vlan.id: vlan \"a\" has id 5 on \"eth0\" with the same protocol; the kernel holds one vlan per parent, protocol and id",
+	}, {
 		name: "a vlan or macvlan parent loop",
 		file: "version: 1\nlinks:\n  v1: {kind: vlan, vlan: {parent: v2, id: 1}}\n  v2: {kind: vlan, vlan: {parent: v1, id: 2}}\n",
 		want: "f.yaml:4:35: links.v2.vlan.parent: links reference each other in a cycle (v1 parent v2, v2 parent v1); each link's master, dev or parent must be created before it",
