@@ -181,7 +181,7 @@ func (c *computer) links() {
 		c.add(op)
 	}
 	for _, op := range updates {
-		if op.LinkFields.State && !op.Link.Up || c.cycledByMaster(op) {
+		if op.LinkFields.State && !op.Link.Up || c.cycledByMaster(op) || c.bondBounced(op) {
 			c.downed[op.ID] = true
 		}
 		c.add(op)
@@ -209,6 +209,15 @@ func (c *computer) cycledByMaster(op Op) bool {
 		old = h.Master
 	}
 	return kindOf(c.a, old) == model.KindVRF || kindOf(c.a, old) == model.KindBond || kindOf(c.d, op.Link.Master) == model.KindVRF || kindOf(c.d, op.Link.Master) == model.KindBond
+}
+
+// bondBounced reports whether an update changes the mode of a bond that is
+// up: the kernel takes the change only while the bond is down, so the bond
+// goes down for it (kernel.ChangeLink), and loses its IPv6 addresses and
+// routes on the way.
+func (c *computer) bondBounced(op Op) bool {
+	h := c.a.Links[op.ID]
+	return op.LinkFields.Kind && op.Link.Bond != nil && h != nil && h.Bond != nil && h.Up && h.Bond.Mode != op.Link.Bond.Mode
 }
 
 // releasedFromBond makes an update that takes a link out of a bond set it

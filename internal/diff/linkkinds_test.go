@@ -94,6 +94,16 @@ func TestLinkKindsInPlaceOrReplace(t *testing.T) {
     bond miimon: 100 -> 50
 `,
 	}, {
+		// The bond goes down for the change: its IPv6 addresses go with it.
+		name:   "bond mode in place on a bond that is up brings its IPv6 addresses back",
+		file:   "links:\n  bond0: {kind: bond, bond: {mode: 802.3ad}, addresses: [fd00::1/64]}\n",
+		kernel: newKernel().link(bond("balance-rr", 100)).addr("bond0", "fd00::1/64", 0),
+		plan: `
+~ link bond0
+    bond mode: balance-rr -> 802.3ad
++ address fd00::1/64 dev bond0
+`,
+	}, {
 		name:   "bond with members: miimon in place",
 		file:   "links:\n  bond0: {kind: bond, bond: {miimon: 50}}\n  a0: {kind: dummy, master: bond0}\n",
 		kernel: newKernel().link(bond("balance-rr", 100)).link(member),
