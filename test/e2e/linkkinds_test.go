@@ -258,3 +258,24 @@ func TestLinkKindsKernelInPlace(t *testing.T) {
 	_ = ip("link", "set", "b0", "type", "bond", "miimon", "80")
 	check("bond miimon (a member)", strings.Contains(show("b0"), "miimon 80"), true)
 }
+
+// TestLinkKindBondModeInPlace: the mode of a bond without members changes
+// in place although the bond is up (it goes down for the change and up
+// again), and its IPv6 address, which the kernel drops on the way down, is
+// there after the same apply.
+func TestLinkKindBondModeInPlace(t *testing.T) {
+	requireModules(t, "bonding")
+	ns := newNetNS(t, "")
+	f := newLinkFiles(t, ns)
+	const file = "version: 1\nlinks:\n  bond1:\n    kind: bond\n    bond: {mode: MODE}\n    addresses: [10.8.1.1/24, fd00:8::1/64]\n"
+	f.apply(strings.ReplaceAll(file, "MODE", "balance-rr"))
+	first := ifindex(t, ns, "bond1")
+	out := f.apply(strings.ReplaceAll(file, "MODE", "active-backup"))
+	mustContain(t, "apply mode", out, "~ link bond1", "bond mode: balance-rr -> active-backup")
+	if got := ifindex(t, ns, "bond1"); got != first {
+		t.Errorf("a mode change of a bond without members recreated it: ifindex %s -> %s", first, got)
+	}
+	mustContain(t, "ip -d link show bond1", ns.IP(t, "-d", "link", "show", "bond1"), "bond mode active-backup", "miimon 100")
+	mustContain(t, "ip addr show bond1", ns.IP(t, "addr", "show", "bond1"), "fd00:8::1/64", "10.8.1.1/24")
+	f.converged()
+}
