@@ -161,9 +161,7 @@ func dependsOn(op diff.Op, failed map[string]bool) string {
 	case op.Link != nil:
 		l := op.Link
 		refs = append(refs, l.Master)
-		if l.IPVlan != nil {
-			refs = append(refs, l.IPVlan.Parent)
-		}
+		refs = append(refs, l.Parent())
 		if l.VXLAN != nil {
 			refs = append(refs, l.VXLAN.Dev)
 		}

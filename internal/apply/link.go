@@ -110,6 +110,7 @@ type linkWriter struct {
 
 var _ diff.LinkWriter = linkWriter{}
 
+func (w linkWriter) Kind() error   { return w.k.ChangeLink(w.l) }
 func (w linkWriter) MTU() error    { return w.k.SetLinkMTU(w.l.Name, w.l.MTU) }
 func (w linkWriter) Master() error { return w.k.SetLinkMaster(w.l.Name, w.l.Master) }
 func (w linkWriter) State() error  { return w.k.SetLinkUp(w.l.Name, w.l.Up) }

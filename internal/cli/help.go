@@ -47,8 +47,8 @@ Commands:
   version    print the version
   help CMD   show the help of one command
 
-netreconcile reads links (veth, bridge, vxlan, dummy, ipvlan, ipip, ip6tnl
-with FoU, wireguard), addresses, routes in any table, policy routing rules and
+netreconcile reads links (veth, bridge, vxlan, dummy, ipvlan, macvlan, vlan,
+vrf, bond, ipip, ip6tnl with FoU, wireguard), addresses, routes in any table, policy routing rules and
 FoU ports from one file plus a drop-in directory, reads the kernel over
 netlink, and computes the smallest set of changes. It only ever changes or
 deletes what the file names or what it created itself: links carry the alias

@@ -184,9 +184,7 @@ func linkRefs(l *model.Link, name func(string)) {
 	if l.VXLAN != nil {
 		name(l.VXLAN.Dev)
 	}
-	if l.IPVlan != nil {
-		name(l.IPVlan.Parent)
-	}
+	name(l.Parent())
 }
 
 // The decoded parts of a notification the filter judges.

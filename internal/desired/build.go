@@ -147,6 +147,20 @@ func (b *builder) settings(confs []*fileConf) {
 // declared reports whether a link name is declared in the file.
 func (b *builder) declared(name string) bool { _, ok := b.links[name]; return ok }
 
+// parentConf returns the block that names the link's parent (ipvlan,
+// macvlan or vlan), the parent and the block's positions.
+func (lc *linkConf) parentConf() (kind, parent string, m Meta) {
+	switch {
+	case lc.IPVlan != nil:
+		return "ipvlan", lc.IPVlan.Parent, lc.IPVlan.Meta
+	case lc.MACVlan != nil:
+		return "macvlan", lc.MACVlan.Parent, lc.MACVlan.Meta
+	case lc.VLAN != nil:
+		return "vlan", lc.VLAN.Parent, lc.VLAN.Meta
+	}
+	return "", "", Meta{}
+}
+
 // linkEdge is one "must exist first" reference between declared links.
 type linkEdge struct {
 	from, to string // link names
@@ -175,7 +189,7 @@ func (b *builder) linkCycles() {
 	out := map[string][]linkEdge{}
 	for _, name := range b.linkNames {
 		lc := b.links[name]
-		if lc.Master == "" && lc.VXLAN == nil && lc.IPVlan == nil {
+		if lc.Master == "" && lc.VXLAN == nil && lc.IPVlan == nil && lc.VLAN == nil && lc.MACVlan == nil {
 			continue
 		}
 		var es []linkEdge
@@ -185,8 +199,8 @@ func (b *builder) linkCycles() {
 		if vc := lc.VXLAN; vc != nil && vc.Dev != "" {
 			es = append(es, linkEdge{name, vc.Dev, "dev", vc.at("dev"), "links." + name + ".vxlan.dev"})
 		}
-		if ic := lc.IPVlan; ic != nil && ic.Parent != "" {
-			es = append(es, linkEdge{name, ic.Parent, "parent", ic.at("parent"), "links." + name + ".ipvlan.parent"})
+		if kind, parent, m := lc.parentConf(); parent != "" {
+			es = append(es, linkEdge{name, parent, "parent", m.at("parent"), "links." + name + "." + kind + ".parent"})
 		}
 		for _, e := range es {
 			// The two ends of a pair reference each other by nature; a link
@@ -262,8 +276,8 @@ func (b *builder) stackLoops() {
 		if vc := lc.VXLAN; vc != nil && vc.Dev != "" && vc.Dev != name && b.declared(vc.Dev) {
 			up[vc.Dev] = append(up[vc.Dev], linkEdge{vc.Dev, name, "dev", vc.at("dev"), "links." + name + ".vxlan.dev"})
 		}
-		if ic := lc.IPVlan; ic != nil && ic.Parent != "" && ic.Parent != name && b.declared(ic.Parent) {
-			up[ic.Parent] = append(up[ic.Parent], linkEdge{ic.Parent, name, "parent", ic.at("parent"), "links." + name + ".ipvlan.parent"})
+		if kind, parent, m := lc.parentConf(); parent != "" && parent != name && b.declared(parent) {
+			up[parent] = append(up[parent], linkEdge{parent, name, "parent", m.at("parent"), "links." + name + "." + kind + ".parent"})
 		}
 	}
 	// The words of an edge as the file says it: "x master y", "v dev d".

@@ -134,7 +134,7 @@ func (g *gen) alias() (string, bool) {
 }
 
 var wordValues = []string{
-	"bridge", "device", "veth", "vxlan", "ipvlan", "ipip", "ip6tnl", "wireguard", "up", "down", "br0", "eth0", "wg0", "veth0",
+	"bridge", "device", "veth", "vxlan", "ipvlan", "macvlan", "vlan", "vrf", "bond", "ipip", "ip6tnl", "wireguard", "up", "down", "br0", "eth0", "wg0", "veth0",
 	"blackhole", "unreachable", "local", "main", "default", "ipv4", "ipv6", "both", "link", "host", "global", "accept", "drop",
 	"filter", "nat", "input", "output", "forward", "ipv4_addr", "ipv6_addr", "inet_service", "interval", "timeout", "l2", "l3",
 	"fou", "gue", "auto", "any", "ip6ip6", "true", "false", "yes", "~", "null", "", "0", "1", "4", "41", "100", "1500", "65535",

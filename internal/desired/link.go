@@ -29,6 +29,34 @@ type linkConf struct {
 	IPIP      *tunnelConf    `yaml:"ipip"`
 	IP6Tnl    *tunnelConf    `yaml:"ip6tnl"`
 	WireGuard *wireguardConf `yaml:"wireguard"`
+	VLAN      *vlanConf      `yaml:"vlan"`
+	MACVlan   *macvlanConf   `yaml:"macvlan"`
+	VRF       *vrfConf       `yaml:"vrf"`
+	Bond      *bondConf      `yaml:"bond"`
+}
+
+type vlanConf struct {
+	Meta
+	Parent   string `yaml:"parent"`
+	ID       uint16 `yaml:"id"`
+	Protocol string `yaml:"protocol"`
+}
+
+type macvlanConf struct {
+	Meta
+	Parent string `yaml:"parent"`
+	Mode   string `yaml:"mode"`
+}
+
+type vrfConf struct {
+	Meta
+	Table uint32 `yaml:"table"`
+}
+
+type bondConf struct {
+	Meta
+	Mode   string  `yaml:"mode"`
+	Miimon *uint32 `yaml:"miimon"`
 }
 
 type vethConf struct {
@@ -81,6 +109,13 @@ const (
 	// defaultVXLANPort is the IANA port. The kernel's default (8472) is the
 	// pre-standard Linux one; the file defaults to what peers expect.
 	defaultVXLANPort = 4789
+	// maxVLANID: 4095 is reserved (802.1Q), and the kernel refuses it (ERANGE).
+	maxVLANID = 4094
+	// defaultMiimon is the bond's link check interval when the file gives
+	// none: the value bonding.rst calls a good starting point. With 0 (the
+	// kernel's default for a bond made through netlink) a bond never sees a
+	// member's link go down.
+	defaultMiimon = 100
 )
 
 func (b *builder) link(name string, lc *linkConf) {
@@ -119,14 +154,28 @@ func (b *builder) link(name string, lc *linkConf) {
 		b.errs.add(lc.at("adopt"), path+".adopt", "a device link is never owned; adopt applies to kinds netreconcile creates")
 	}
 	if lc.Master != "" {
-		if ml, ok := b.links[lc.Master]; !ok {
-			b.errs.add(lc.at("master"), path+".master", "link %q is not declared; declare it (kind bridge, or kind device for an existing bridge)", lc.Master)
-		} else if ml.Kind != model.KindBridge && ml.Kind != model.KindDevice {
-			b.errs.add(lc.at("master"), path+".master", "link %q is a %s; a master must be a bridge", lc.Master, ml.Kind)
-		} else if lc.Master == name {
+		ml, ok := b.links[lc.Master]
+		switch {
+		case !ok:
+			b.errs.add(lc.at("master"), path+".master", "link %q is not declared; declare it (kind bridge, vrf or bond, or kind device for an existing one)", lc.Master)
+		case ml.Kind != model.KindBridge && ml.Kind != model.KindVRF && ml.Kind != model.KindBond && ml.Kind != model.KindDevice:
+			b.errs.add(lc.at("master"), path+".master", "link %q is a %s; a master must be a bridge, vrf or bond", lc.Master, ml.Kind)
+		case lc.Master == name:
 			b.errs.add(lc.at("master"), path+".master", "a link cannot be its own master")
-		} else if why := notBridgePort(name, lc, b.ipvlanOf()); why != "" {
-			b.errs.add(lc.at("master"), path+".master", "a %s link cannot be a port of bridge %q: %s", lc.Kind, lc.Master, why)
+		case ml.Kind == model.KindVRF:
+			if lc.Kind == model.KindVRF {
+				b.errs.add(lc.at("master"), path+".master", "a vrf link cannot be enslaved to vrf %q: the kernel does not nest vrfs", lc.Master)
+			}
+		case ml.Kind == model.KindBond:
+			if why := notBondMember(name, lc, b.ipvlanOf()); why != "" {
+				b.errs.add(lc.at("master"), path+".master", "a %s link cannot be a member of bond %q: %s", lc.Kind, lc.Master, why)
+			} else if lc.has("mtu") {
+				b.errs.add(lc.at("mtu"), path+".mtu", "a member of bond %q takes the bond's MTU (the kernel sets it on every member); give the mtu on the bond", lc.Master)
+			}
+		default:
+			if why := notBridgePort(name, lc, b.ipvlanOf()); why != "" {
+				b.errs.add(lc.at("master"), path+".master", "a %s link cannot be a port of bridge %q: %s", lc.Kind, lc.Master, why)
+			}
 		}
 	}
 	b.kindBlock(name, lc, l)
@@ -153,6 +202,8 @@ func notBridgePort(name string, lc *linkConf, ipvlanOf map[string]string) string
 	switch lc.Kind {
 	case model.KindBridge:
 		return "the kernel does not enslave a bridge to a bridge"
+	case model.KindVRF:
+		return "a vrf is a routing domain, not a port"
 	case model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard:
 		// br_add_if takes only ARPHRD_ETHER devices; these are IP tunnels
 		// without an Ethernet header (EINVAL).
@@ -162,27 +213,60 @@ func notBridgePort(name string, lc *linkConf, ipvlanOf map[string]string) string
 			return "a bridge does not take the loopback device"
 		}
 	}
-	// A bridge port and an ipvlan parent each claim the device's one
-	// receive handler: whichever comes second fails with EBUSY.
+	// A bridge port and an ipvlan or macvlan parent each claim the
+	// device's one receive handler: whichever comes second fails with EBUSY.
 	if other, ok := ipvlanOf[name]; ok {
-		return fmt.Sprintf("it is the parent of ipvlan %q, and a link has one receive handler, for the bridge or for the ipvlan", other)
+		return fmt.Sprintf("it is the parent of %s, and a link has one receive handler, for the bridge or for the %s", other, strings.Fields(other)[0])
 	}
 	return ""
 }
 
-// ipvlanOf returns, made once, each ipvlan parent's first ipvlan by name
-// (notBridgePort). Looking through every link for each bridge port made a
-// megabyte of ports take minutes.
+// notBondMember says why the bonding driver would refuse the link as a
+// member, or "" if it would not (checked at validation for the reason
+// notBridgePort gives).
+func notBondMember(name string, lc *linkConf, ipvlanOf map[string]string) string {
+	switch lc.Kind {
+	case model.KindBridge, model.KindVRF, model.KindBond:
+		return "a bond takes Ethernet devices, not masters"
+	case model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard:
+		return "a bond takes Ethernet devices, and this is an IP tunnel"
+	case model.KindDevice:
+		if name == "lo" {
+			return "a bond does not take the loopback device"
+		}
+	}
+	// The bond claims the member's receive handler, as a bridge does.
+	if other, ok := ipvlanOf[name]; ok {
+		return fmt.Sprintf("it is the parent of %s, and a link has one receive handler, for the bond or for the %s", other, strings.Fields(other)[0])
+	}
+	return ""
+}
+
+// ipvlanOf returns, made once, each ipvlan or macvlan parent's first such
+// child by name, as "ipvlan NAME" or "macvlan NAME" (notBridgePort). Looking
+// through every link for each bridge port made a megabyte of ports take
+// minutes.
 func (b *builder) ipvlanOf() map[string]string {
 	if b.ipvlanParents != nil {
 		return b.ipvlanParents
 	}
 	b.ipvlanParents = map[string]string{}
 	for _, other := range b.linkNames {
-		if oc := b.links[other]; oc != nil && oc.Kind == model.KindIPVlan && oc.IPVlan != nil {
-			if _, seen := b.ipvlanParents[oc.IPVlan.Parent]; !seen {
-				b.ipvlanParents[oc.IPVlan.Parent] = other
-			}
+		oc := b.links[other]
+		if oc == nil {
+			continue
+		}
+		var parent string
+		switch {
+		case oc.Kind == model.KindIPVlan && oc.IPVlan != nil:
+			parent = oc.IPVlan.Parent
+		case oc.Kind == model.KindMACVlan && oc.MACVlan != nil:
+			parent = oc.MACVlan.Parent
+		default:
+			continue
+		}
+		if _, seen := b.ipvlanParents[parent]; !seen {
+			b.ipvlanParents[parent] = fmt.Sprintf("%s %q", oc.Kind, other)
 		}
 	}
 	return b.ipvlanParents
@@ -191,7 +275,8 @@ func (b *builder) ipvlanOf() map[string]string {
 // kindBlock checks that only the block matching the kind is present and converts it.
 func (b *builder) kindBlock(name string, lc *linkConf, l *model.Link) {
 	path := "links." + name
-	blocks := map[string]bool{"veth": lc.Veth != nil, "vxlan": lc.VXLAN != nil, "ipvlan": lc.IPVlan != nil, "ipip": lc.IPIP != nil, "ip6tnl": lc.IP6Tnl != nil, "wireguard": lc.WireGuard != nil}
+	blocks := map[string]bool{"veth": lc.Veth != nil, "vxlan": lc.VXLAN != nil, "ipvlan": lc.IPVlan != nil, "ipip": lc.IPIP != nil, "ip6tnl": lc.IP6Tnl != nil, "wireguard": lc.WireGuard != nil,
+		"vlan": lc.VLAN != nil, "macvlan": lc.MACVlan != nil, "vrf": lc.VRF != nil, "bond": lc.Bond != nil}
 	for blk, present := range blocks {
 		if present && blk != lc.Kind {
 			b.errs.add(lc.at(blk), path+"."+blk, "a %q block belongs to kind %s, but this link is kind %q", blk, blk, lc.Kind)
@@ -225,6 +310,24 @@ func (b *builder) kindBlock(name string, lc *linkConf, l *model.Link) {
 		if need("ip6tnl") {
 			b.tunnel(path+".ip6tnl", lc.IP6Tnl, l, true)
 		}
+	case model.KindVLAN:
+		if need("vlan") {
+			b.vlan(path+".vlan", lc.VLAN, l)
+		}
+	case model.KindMACVlan:
+		if need("macvlan") {
+			b.macvlan(path+".macvlan", lc.MACVlan, l)
+		}
+	case model.KindVRF:
+		if need("vrf") {
+			b.vrf(path+".vrf", lc.VRF, l)
+		}
+	case model.KindBond:
+		bc := lc.Bond
+		if bc == nil {
+			bc = &bondConf{Meta: Meta{Pos: lc.Pos}}
+		}
+		b.bond(path+".bond", bc, l)
 	case model.KindWireGuard:
 		wc := lc.WireGuard
 		if wc == nil {
@@ -336,6 +439,116 @@ func (b *builder) ipvlan(path string, ic *ipvlanConf, l *model.Link) {
 		}
 	}
 	l.IPVlan = v
+}
+
+// lowerParent checks the parent of a vlan or macvlan: declared, and a link
+// of a kind the kernel puts it on (an Ethernet device; not a macvlan for a
+// macvlan, which the kernel would put on the macvlan's own parent).
+func (b *builder) lowerParent(path, kind, parent string, m Meta, l *model.Link) {
+	switch {
+	case parent == "":
+		b.errs.add(m.Pos, path+".parent", "missing; expected the link the %s sits on", kind)
+	case parent == l.Name:
+		b.errs.add(m.at("parent"), path+".parent", "a %s cannot be its own parent", kind)
+	case !b.declared(parent):
+		b.errs.add(m.at("parent"), path+".parent", "link %q is not declared; declare it (kind device for an existing NIC)", parent)
+	default:
+		switch pk := b.links[parent].Kind; pk {
+		case model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard, model.KindVRF:
+			b.errs.add(m.at("parent"), path+".parent", "link %q is a %s; a %s sits on an Ethernet link (a NIC, veth, bond, bridge...)", parent, pk, kind)
+		case model.KindMACVlan, model.KindIPVlan:
+			if kind == model.KindMACVlan {
+				b.errs.add(m.at("parent"), path+".parent", "link %q is a %s; a macvlan sits on its real parent (the kernel would put it there)", parent, pk)
+			}
+		}
+	}
+}
+
+func (b *builder) vlan(path string, vc *vlanConf, l *model.Link) {
+	v := &model.VLAN{Parent: vc.Parent, ID: vc.ID, Protocol: model.VLAN8021Q}
+	if !vc.has("id") {
+		b.errs.add(vc.Pos, path+".id", "missing; expected a VLAN id from 0 to %d", maxVLANID)
+	} else if vc.ID > maxVLANID {
+		b.errs.add(vc.at("id"), path+".id", "expected a VLAN id from 0 to %d, found %d", maxVLANID, vc.ID)
+	}
+	switch vc.Protocol {
+	case "":
+	case model.VLAN8021Q, model.VLAN8021AD:
+		v.Protocol = vc.Protocol
+	default:
+		b.errs.add(vc.at("protocol"), path+".protocol", "expected 802.1q or 802.1ad, found %q", vc.Protocol)
+	}
+	b.lowerParent(path, model.KindVLAN, vc.Parent, vc.Meta, l)
+	// The kernel holds one vlan per parent, protocol and id (EEXIST).
+	if vc.Parent != "" && vc.has("id") {
+		for _, other := range b.linkNames {
+			oc := b.links[other]
+			if other == l.Name || oc == nil || oc.Kind != model.KindVLAN || oc.VLAN == nil || oc.VLAN.Parent != vc.Parent || oc.VLAN.ID != vc.ID {
+				continue
+			}
+			if op := oc.VLAN.Protocol; op == vc.Protocol || op == "" && vc.Protocol == model.VLAN8021Q || vc.Protocol == "" && op == model.VLAN8021Q {
+				b.errs.add(vc.at("id"), path+".id", "vlan %q has id %d on %q with the same protocol; the kernel holds one vlan per parent, protocol and id", other, vc.ID, vc.Parent)
+				break
+			}
+		}
+	}
+	l.VLAN = v
+}
+
+func (b *builder) macvlan(path string, mc *macvlanConf, l *model.Link) {
+	v := &model.MACVlan{Parent: mc.Parent, Mode: model.MACVlanBridge}
+	switch mc.Mode {
+	case "":
+	case model.MACVlanPrivate, model.MACVlanVEPA, model.MACVlanBridge, model.MACVlanPassthru:
+		v.Mode = mc.Mode
+	default:
+		b.errs.add(mc.at("mode"), path+".mode", "expected private, vepa, bridge or passthru, found %q", mc.Mode)
+	}
+	b.lowerParent(path, model.KindMACVlan, mc.Parent, mc.Meta, l)
+	if v.Mode == model.MACVlanPassthru && mc.Parent != "" {
+		// A passthru macvlan takes its parent alone (macvlan_port_create
+		// refuses a second macvlan on that port, EINVAL).
+		for _, other := range b.linkNames {
+			if oc := b.links[other]; other != l.Name && oc != nil && oc.Kind == model.KindMACVlan && oc.MACVlan != nil && oc.MACVlan.Parent == mc.Parent {
+				b.errs.add(mc.at("mode"), path+".mode", "a passthru macvlan is the only macvlan on its parent, and macvlan %q sits on %q too", other, mc.Parent)
+				break
+			}
+		}
+	}
+	l.MACVlan = v
+}
+
+func (b *builder) vrf(path string, vc *vrfConf, l *model.Link) {
+	switch {
+	case !vc.has("table"):
+		b.errs.add(vc.Pos, path+".table", "missing; expected the routing table of the vrf (1-4294967295, not 253, 254 or 255)")
+	case vc.Table == 0 || vc.Table >= 253 && vc.Table <= 255:
+		b.errs.add(vc.at("table"), path+".table", "expected a table from 1 to 4294967295 other than 253 (default), 254 (main) and 255 (local), found %d", vc.Table)
+	default:
+		// Two vrfs on one table would share their routes: each is a
+		// routing domain of its own.
+		for _, other := range b.linkNames {
+			if oc := b.links[other]; other != l.Name && oc != nil && oc.Kind == model.KindVRF && oc.VRF != nil && oc.VRF.Table == vc.Table {
+				b.errs.add(vc.at("table"), path+".table", "vrf %q uses table %d too; give each vrf a table of its own", other, vc.Table)
+				break
+			}
+		}
+	}
+	l.VRF = &model.VRF{Table: vc.Table}
+}
+
+func (b *builder) bond(path string, bc *bondConf, l *model.Link) {
+	v := &model.Bond{Mode: "balance-rr", Miimon: defaultMiimon}
+	if bc.has("mode") {
+		if !contains(model.BondModes, bc.Mode) {
+			b.errs.add(bc.at("mode"), path+".mode", "expected one of %s, found %q", strings.Join(model.BondModes, ", "), bc.Mode)
+		}
+		v.Mode = bc.Mode
+	}
+	if bc.Miimon != nil {
+		v.Miimon = *bc.Miimon
+	}
+	l.Bond = v
 }
 
 // ipvlanAt is an ipvlan, its mode and where it was declared.

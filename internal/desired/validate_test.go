@@ -36,7 +36,7 @@ func TestValidationErrors(t *testing.T) {
 	}{{
 		name: "unknown key",
 		file: "version: 1\nlinks:\n  br0: {kind: bridge, mtuu: 1500}\n",
-		want: "f.yaml:3:23: links.br0.mtuu: unknown key; expected one of: addresses, adopt, alias, ip6tnl, ipip, ipvlan, kind, master, mtu, state, sysctls, veth, vxlan, wireguard",
+		want: "f.yaml:3:23: links.br0.mtuu: unknown key; expected one of: addresses, adopt, alias, bond, ip6tnl, ipip, ipvlan, kind, macvlan, master, mtu, state, sysctls, veth, vlan, vrf, vxlan, wireguard",
 	}, {
 		name: "wrong type",
 		file: "version: 1\nlinks:\n  br0: {kind: bridge, mtu: big}\nroutes: {to: default}\n",
@@ -45,7 +45,7 @@ func TestValidationErrors(t *testing.T) {
 	}, {
 		name: "reference to an undeclared link",
 		file: "version: 1\nlinks:\n  vx0: {kind: vxlan, master: br9, vxlan: {id: 1, dev: eth9}}\nroutes:\n  - {to: 10.1.0.0/16, dev: eth7}\n",
-		want: "f.yaml:3:30: links.vx0.master: link \"br9\" is not declared; declare it (kind bridge, or kind device for an existing bridge)\n" +
+		want: "f.yaml:3:30: links.vx0.master: link \"br9\" is not declared; declare it (kind bridge, vrf or bond, or kind device for an existing one)\n" +
 			"f.yaml:3:55: links.vx0.vxlan.dev: link \"eth9\" is not declared; declare it (kind device for an existing NIC)\n" +
 			"f.yaml:5:28: routes[0].dev: link \"eth7\" is not declared; declare it (kind device for an existing NIC)",
 	}, {
@@ -83,7 +83,7 @@ func TestValidationErrors(t *testing.T) {
 		name: "every error of a file, in file order",
 		file: "version: 1\nlinks:\n  br0: {kind: bridge, mtu: 20}\n  x0: {kind: tap}\nroutes:\n  - {via: 10.0.0.1}\nrules:\n  - {table: 100}\n",
 		want: "f.yaml:3:28: links.br0.mtu: expected an MTU from 68 to 65535 for a bridge link, found 20\n" +
-			"f.yaml:4:14: links.x0.kind: unknown kind \"tap\"; expected one of: device, veth, bridge, vxlan, dummy, ipvlan, ipip, ip6tnl, wireguard\n" +
+			"f.yaml:4:14: links.x0.kind: unknown kind \"tap\"; expected one of: device, veth, bridge, vxlan, dummy, ipvlan, ipip, ip6tnl, wireguard, vlan, macvlan, vrf, bond\n" +
 			"f.yaml:6:5: routes[0].to: missing; expected a destination prefix like 10.0.0.0/24 or default\n" +
 			"f.yaml:8:5: rules[0].priority: missing; expected a rule priority from 1 to 32765 or 32768 to 4294967295",
 	}} {

@@ -59,7 +59,7 @@ func (c *computer) links() {
 			c.recreated[name] = true
 			creates = append(creates, Op{Action: Replace, Kind: KindLink, ID: name, Summary: linkSummary(want), Reason: fmt.Sprintf("kind %s -> %s", have.Kind, want.Kind), Link: want})
 		default:
-			if reason := fixedChange(want, have); reason != "" {
+			if reason := c.fixedChange(want, have); reason != "" {
 				if !have.Owned {
 					// Recreating is deleting: never done to a link
 					// netreconcile did not create (nor, for a veth, to its
@@ -87,6 +87,9 @@ func (c *computer) links() {
 		}
 	}
 	creates, updates = c.recreateChildren(creates, updates)
+	for i := range updates {
+		c.releasedFromBond(&updates[i])
+	}
 	c.staleLinks()
 	c.remotePeerHeld(creates)
 	var early []Op
@@ -180,16 +183,67 @@ func (c *computer) links() {
 		kept = append(kept, op)
 	}
 	updates = kept
+	// A bond's mode changes only while it has no members: its change
+	// goes before the updates that enslave links (name order would put
+	// a member a0 before bond0).
+	sort.SliceStable(updates, func(i, j int) bool { return updates[i].LinkFields.Kind && !updates[j].LinkFields.Kind })
 	for _, op := range orderByDependency(creates, c.d.Links) {
 		c.add(op)
 	}
 	for _, op := range updates {
-		if op.LinkFields.State && !op.Link.Up {
+		if op.LinkFields.State && !op.Link.Up || c.cycledByMaster(op) || c.bondBounced(op) {
 			c.downed[op.ID] = true
 		}
 		c.add(op)
 	}
 	c.pinMasterMTUs(creates, updates, early)
+}
+
+// cycledByMaster reports whether an update's change of master takes the
+// link down on the way: the vrf driver closes and opens a port that joins
+// or leaves it (cycle_netdev), and a link joins a bond only down (see
+// kernel.SetLinkMaster). Either way the kernel deletes its IPv6 addresses
+// and its routes, which the plan then adds again (downed).
+func (c *computer) cycledByMaster(op Op) bool {
+	if !op.LinkFields.Master {
+		return false
+	}
+	kindOf := func(st *model.State, name string) string {
+		if l := st.Links[name]; l != nil {
+			return l.Kind
+		}
+		return ""
+	}
+	old := ""
+	if h := c.a.Links[op.ID]; h != nil {
+		old = h.Master
+	}
+	return kindOf(c.a, old) == model.KindVRF || kindOf(c.a, old) == model.KindBond || kindOf(c.d, op.Link.Master) == model.KindVRF || kindOf(c.d, op.Link.Master) == model.KindBond
+}
+
+// bondBounced reports whether an update changes the mode of a bond that is
+// up: the kernel takes the change only while the bond is down, so the bond
+// goes down for it (kernel.ChangeLink), and loses its IPv6 addresses and
+// routes on the way.
+func (c *computer) bondBounced(op Op) bool {
+	h := c.a.Links[op.ID]
+	return op.LinkFields.Kind && op.Link.Bond != nil && h != nil && h.Bond != nil && h.Up && h.Bond.Mode != op.Link.Bond.Mode
+}
+
+// releasedFromBond makes an update that takes a link out of a bond set it
+// up again: the bonding driver closes the member it releases
+// (__bond_release_one), so the link the file wants up would stay down
+// until the next pass.
+func (c *computer) releasedFromBond(op *Op) {
+	h := c.a.Links[op.ID]
+	if !op.LinkFields.Master || op.LinkFields.State || !op.Link.Up || h == nil || h.Master == "" || h.Master == op.Link.Master {
+		return
+	}
+	if m := c.a.Links[h.Master]; m == nil || m.Kind != model.KindBond {
+		return
+	}
+	op.LinkFields.State = true
+	op.Changes = append(op.Changes, Change{"state", "down (released from bond " + h.Master + ")", "up"})
 }
 
 // pinMasterMTUs lists the declared masters with an MTU whose ports this plan adds,
@@ -311,8 +365,8 @@ func (c *computer) recreateChildren(creates, updates []Op) ([]Op, []Op) {
 				lower = have.Lower
 			case have.VXLAN != nil:
 				lower = have.VXLAN.Dev
-			case have.IPVlan != nil:
-				lower = have.IPVlan.Parent
+			case have.Parent() != "":
+				lower = have.Parent()
 			}
 			if !gone(lower) {
 				continue
@@ -353,7 +407,7 @@ func (c *computer) willReplace(name string) bool {
 	if want == nil || have == nil || !have.Owned || want.Kind == model.KindDevice {
 		return false
 	}
-	return have.Kind != want.Kind || fixedChange(want, have) != ""
+	return have.Kind != want.Kind || c.fixedChange(want, have) != ""
 }
 
 // foreignChildren reports (as a conflict) the links netreconcile does not
@@ -373,9 +427,15 @@ func (c *computer) foreignChildren(name string) bool {
 			continue
 		}
 		switch {
-		case ends[l.Lower] || l.VXLAN != nil && ends[l.VXLAN.Dev] || l.IPVlan != nil && ends[l.IPVlan.Parent]:
+		case ends[l.Lower] || l.VXLAN != nil && ends[l.VXLAN.Dev] || ends[l.Parent()]:
 			kids = append(kids, n)
 		case ends[l.Master]:
+			// A port the file declares on this master (a device link,
+			// which is never owned) is enslaved again by this plan
+			// (recreateChildren): not foreign to it.
+			if d := c.d.Links[n]; d != nil && d.Master == l.Master {
+				continue
+			}
 			ports = append(ports, n)
 		}
 	}
@@ -413,7 +473,7 @@ func (c *computer) remoteChildren(name string) bool {
 	for _, o := range rp.Links {
 		switch {
 		case o.Name == rp.Name:
-		case o.Lower == rp.Name || o.VXLAN != nil && o.VXLAN.Dev == rp.Name || o.IPVlan != nil && o.IPVlan.Parent == rp.Name:
+		case o.Lower == rp.Name || o.VXLAN != nil && o.VXLAN.Dev == rp.Name || o.Parent() == rp.Name:
 			kids = append(kids, o.Name)
 		case o.Master == rp.Name:
 			ports = append(ports, o.Name)
@@ -489,8 +549,8 @@ func parents(l *model.Link) []string {
 	if l.Master != "" {
 		ps = append(ps, l.Master)
 	}
-	if l.IPVlan != nil {
-		ps = append(ps, l.IPVlan.Parent)
+	if p := l.Parent(); p != "" {
+		ps = append(ps, p)
 	}
 	if l.VXLAN != nil && l.VXLAN.Dev != "" {
 		ps = append(ps, l.VXLAN.Dev)
@@ -546,7 +606,7 @@ func orderByDependency(ops []Op, all map[string]*model.Link) []Op {
 
 // fixedChange names the first attribute that differs and that the kernel
 // fixes at creation ("" if none).
-func fixedChange(want, have *model.Link) string {
+func (c *computer) fixedChange(want, have *model.Link) string {
 	switch want.Kind {
 	case model.KindVXLAN:
 		w, h := want.VXLAN, have.VXLAN
@@ -601,6 +661,50 @@ func fixedChange(want, have *model.Link) string {
 		case encapStr(w.Encap) != encapStr(h.Encap):
 			return fmt.Sprintf("%s -> %s", encapStr(h.Encap), encapStr(w.Encap))
 		}
+	case model.KindVLAN:
+		w, h := want.VLAN, have.VLAN
+		if h == nil {
+			return "vlan attributes unreadable"
+		}
+		switch {
+		case w.Parent != h.Parent:
+			return fmt.Sprintf("vlan parent %s -> %s", orNone(h.Parent), w.Parent)
+		case w.ID != h.ID:
+			return fmt.Sprintf("vlan id %d -> %d", h.ID, w.ID)
+		case w.Protocol != h.Protocol:
+			return fmt.Sprintf("vlan protocol %s -> %s", h.Protocol, w.Protocol)
+		}
+	case model.KindMACVlan:
+		w, h := want.MACVlan, have.MACVlan
+		if h == nil {
+			return "macvlan attributes unreadable"
+		}
+		switch {
+		case w.Parent != h.Parent:
+			return fmt.Sprintf("macvlan parent %s -> %s", orNone(h.Parent), w.Parent)
+		case w.Mode != h.Mode && (w.Mode == model.MACVlanPassthru || h.Mode == model.MACVlanPassthru):
+			// Other modes change in place; the kernel refuses a change
+			// into or out of passthru (EINVAL).
+			return fmt.Sprintf("macvlan mode %s -> %s (into or out of passthru)", h.Mode, w.Mode)
+		}
+	case model.KindVRF:
+		if h := have.VRF; h == nil {
+			return "vrf attributes unreadable"
+		} else if h.Table != want.VRF.Table {
+			return fmt.Sprintf("vrf table %d -> %d", h.Table, want.VRF.Table)
+		}
+	case model.KindBond:
+		h := have.Bond
+		if h == nil {
+			return "bond attributes unreadable"
+		}
+		// The bonding driver changes a bond's mode only while it has no
+		// members (BOND_OPTFLAG_NOSLAVES): releasing them would be a
+		// replace in all but the ifindex, so a bond with members is
+		// recreated, and its members enslaved again.
+		if h.Mode != want.Bond.Mode && c.hasPorts(want.Name) {
+			return fmt.Sprintf("bond mode %s -> %s (the kernel changes it only on a bond without members)", h.Mode, want.Bond.Mode)
+		}
 	case model.KindVeth:
 		if want.Veth.PeerNetNS == "" && have.Veth != nil && have.Veth.Peer != "" && have.Veth.Peer != want.Veth.Peer {
 			return fmt.Sprintf("veth peer %s -> %s", have.Veth.Peer, want.Veth.Peer)
@@ -615,12 +719,48 @@ func fixedChange(want, have *model.Link) string {
 	return ""
 }
 
+// hasPorts reports whether some link is enslaved to name now.
+func (c *computer) hasPorts(name string) bool {
+	for _, l := range c.a.Links {
+		if l.Master == name {
+			return true
+		}
+	}
+	return false
+}
+
+// kindChanges lists the attributes of the link's kind that change in place
+// (fixedChange has ruled out the others).
+func kindChanges(want, have *model.Link) []Change {
+	var ch []Change
+	switch {
+	case want.MACVlan != nil && have.MACVlan != nil:
+		if want.MACVlan.Mode != have.MACVlan.Mode {
+			ch = append(ch, Change{"macvlan mode", have.MACVlan.Mode, want.MACVlan.Mode})
+		}
+	case want.Bond != nil && have.Bond != nil:
+		if want.Bond.Mode != have.Bond.Mode {
+			ch = append(ch, Change{"bond mode", have.Bond.Mode, want.Bond.Mode})
+		}
+		if want.Bond.Miimon != have.Bond.Miimon {
+			ch = append(ch, Change{"bond miimon", strconv.Itoa(int(have.Bond.Miimon)), strconv.Itoa(int(want.Bond.Miimon))})
+		}
+	}
+	return ch
+}
+
 // linkChanges lists the attributes that change in place, as shown and as
 // written. For links netreconcile owns every attribute is enforced; for
 // device links only those the file sets.
 func linkChanges(want, have *model.Link, owned bool) ([]Change, LinkFields) {
 	var ch []Change
 	var f LinkFields
+	if owned && want.Kind == have.Kind {
+		if kc := kindChanges(want, have); len(kc) > 0 {
+			f.Kind = true
+			ch = append(ch, kc...)
+		}
+	}
 	if want.MTU != 0 && want.MTU != have.MTU {
 		f.MTU = true
 		ch = append(ch, Change{"mtu", strconv.Itoa(have.MTU), strconv.Itoa(want.MTU)})
@@ -662,6 +802,14 @@ func linkSummary(l *model.Link) string {
 		s += fmt.Sprintf(" dstport %d", l.VXLAN.Port)
 	case l.IPVlan != nil:
 		s += " parent " + l.IPVlan.Parent + " mode " + l.IPVlan.Mode
+	case l.VLAN != nil:
+		s += fmt.Sprintf(" parent %s id %d protocol %s", l.VLAN.Parent, l.VLAN.ID, l.VLAN.Protocol)
+	case l.MACVlan != nil:
+		s += " parent " + l.MACVlan.Parent + " mode " + l.MACVlan.Mode
+	case l.VRF != nil:
+		s += fmt.Sprintf(" table %d", l.VRF.Table)
+	case l.Bond != nil:
+		s += fmt.Sprintf(" mode %s miimon %d", l.Bond.Mode, l.Bond.Miimon)
 	case l.Tunnel != nil:
 		t := l.Tunnel
 		if l.Kind == model.KindIP6Tnl {

@@ -228,13 +228,18 @@ func (k Kind) IsNft() bool {
 // LinkFields are the attributes a link update writes in place, each from
 // Op.Link. The ownership marker is written with the alias (an adopted link's
 // update always writes its alias).
+//
+// Kind is the attributes of the link's kind that the kernel changes in
+// place (a macvlan's mode, a bond's mode and miimon): one write of all of
+// them, from Op.Link.
 type LinkFields struct {
-	MTU, Master, Alias, State bool
+	Kind, MTU, Master, Alias, State bool
 }
 
 // LinkWriter writes one attribute of a link per method: apply implements
 // it. Adding a field to LinkFields adds its method here.
 type LinkWriter interface {
+	Kind() error
 	MTU() error
 	Master() error
 	Alias() error
@@ -242,13 +247,14 @@ type LinkWriter interface {
 }
 
 // Write calls w's method for every attribute in f, stopping at the first
-// error. The order: the MTU, then the master (a port joins with its final
+// error. The order: the kind's attributes first (a bond's mode changes only
+// while it is down, and the state comes after), the MTU, then the master (a port joins with its final
 // MTU), the alias, and the state last (a link comes up configured).
 func (f LinkFields) Write(w LinkWriter) error {
 	for _, a := range []struct {
 		set   bool
 		write func() error
-	}{{f.MTU, w.MTU}, {f.Master, w.Master}, {f.Alias, w.Alias}, {f.State, w.State}} {
+	}{{f.Kind, w.Kind}, {f.MTU, w.MTU}, {f.Master, w.Master}, {f.Alias, w.Alias}, {f.State, w.State}} {
 		if a.set {
 			if err := a.write(); err != nil {
 				return err

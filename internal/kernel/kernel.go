@@ -81,6 +81,11 @@ type Writer interface {
 	// SetLinkUp brings it up once addresses and master are in place.
 	AddLink(l *model.Link) error
 	DeleteLink(name string) error
+	// ChangeLink writes the attributes of l's kind that the kernel changes
+	// in place: a macvlan's mode, a bond's mode and miimon. A bond's mode
+	// changes only while it is down: a bond that is up is set down for the
+	// write and up again. Other kinds have none (an error).
+	ChangeLink(l *model.Link) error
 	SetLinkMTU(name string, mtu int) error
 	SetLinkUp(name string, up bool) error
 	// SetLinkMaster enslaves name to master; "" releases it.

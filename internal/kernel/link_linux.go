@@ -56,6 +56,14 @@ func (k *Netlink) fromLink(nl netlink.Link) *model.Link {
 		l.Tunnel = &model.Tunnel{Mode: "ipip", Local: optAddr(v.Local), Remote: optAddr(v.Remote), TTL: v.Ttl, External: v.FlowBased, Encap: encapFrom(v.EncapType, v.EncapSport, v.EncapDport)}
 	case *netlink.Ip6tnl:
 		l.Tunnel = &model.Tunnel{Mode: ip6tnlModeName(v.Proto), Local: optAddr(v.Local), Remote: optAddr(v.Remote), TTL: v.Ttl, External: v.FlowBased, Encap: encapFrom(v.EncapType, v.EncapSport, v.EncapDport)}
+	case *netlink.Vlan:
+		l.VLAN = &model.VLAN{Parent: k.name(a.ParentIndex), ID: uint16(v.VlanId), Protocol: vlanProtocolName(v.VlanProtocol)}
+	case *netlink.Macvlan:
+		l.MACVlan = &model.MACVlan{Parent: k.name(a.ParentIndex), Mode: macvlanModeName(v.Mode)}
+	case *netlink.Vrf:
+		l.VRF = &model.VRF{Table: v.Table}
+	case *netlink.Bond:
+		l.Bond = &model.Bond{Mode: v.Mode.String(), Miimon: uint32(max(v.Miimon, 0))}
 	case *netlink.Wireguard:
 		l.WireGuard = &model.WireGuard{}
 	case *netlink.Device:
@@ -110,6 +118,45 @@ func ipvlanMode(s string) netlink.IPVlanMode {
 		return netlink.IPVLAN_MODE_L3S
 	}
 	return netlink.IPVLAN_MODE_L2
+}
+
+func vlanProtocolName(p netlink.VlanProtocol) string {
+	if p == netlink.VLAN_PROTOCOL_8021AD {
+		return model.VLAN8021AD
+	}
+	return model.VLAN8021Q
+}
+
+func vlanProtocol(s string) netlink.VlanProtocol {
+	if s == model.VLAN8021AD {
+		return netlink.VLAN_PROTOCOL_8021AD
+	}
+	return netlink.VLAN_PROTOCOL_8021Q
+}
+
+var macvlanModes = map[netlink.MacvlanMode]string{
+	netlink.MACVLAN_MODE_PRIVATE:  model.MACVlanPrivate,
+	netlink.MACVLAN_MODE_VEPA:     model.MACVlanVEPA,
+	netlink.MACVLAN_MODE_BRIDGE:   model.MACVlanBridge,
+	netlink.MACVLAN_MODE_PASSTHRU: model.MACVlanPassthru,
+	netlink.MACVLAN_MODE_SOURCE:   "source",
+}
+
+func macvlanModeName(m netlink.MacvlanMode) string {
+	if s, ok := macvlanModes[m]; ok {
+		return s
+	}
+	// MACVLAN_MODE_DEFAULT: the library's word for a mode it did not read.
+	return fmt.Sprintf("mode-%d", m)
+}
+
+func macvlanMode(s string) netlink.MacvlanMode {
+	for m, name := range macvlanModes {
+		if name == s {
+			return m
+		}
+	}
+	return netlink.MACVLAN_MODE_BRIDGE
 }
 
 // IP protocol numbers that name an ip6tnl mode.
@@ -178,6 +225,27 @@ func (k *Netlink) AddLink(l *model.Link) error {
 		}
 		attrs.ParentIndex = i
 		nl = &netlink.IPVlan{LinkAttrs: attrs, Mode: ipvlanMode(l.IPVlan.Mode)}
+	case model.KindVLAN:
+		i, err := k.index(l.VLAN.Parent)
+		if err != nil {
+			return fmt.Errorf("add link %s: %w", l.Name, err)
+		}
+		attrs.ParentIndex = i
+		nl = &netlink.Vlan{LinkAttrs: attrs, VlanId: int(l.VLAN.ID), VlanProtocol: vlanProtocol(l.VLAN.Protocol)}
+	case model.KindMACVlan:
+		i, err := k.index(l.MACVlan.Parent)
+		if err != nil {
+			return fmt.Errorf("add link %s: %w", l.Name, err)
+		}
+		attrs.ParentIndex = i
+		nl = &netlink.Macvlan{LinkAttrs: attrs, Mode: macvlanMode(l.MACVlan.Mode)}
+	case model.KindVRF:
+		nl = &netlink.Vrf{LinkAttrs: attrs, Table: l.VRF.Table}
+	case model.KindBond:
+		b := netlink.NewLinkBond(attrs)
+		b.Mode = netlink.StringToBondMode(l.Bond.Mode)
+		b.Miimon = int(l.Bond.Miimon)
+		nl = b
 	case model.KindIPIP:
 		t := l.Tunnel
 		typ, sport, dport := encapTo(t.Encap)
@@ -311,6 +379,74 @@ func (k *Netlink) DeleteLink(name string) error {
 	return nil
 }
 
+// ChangeLink writes a macvlan's mode, or a bond's mode and miimon, in one
+// RTM_NEWLINK on the existing link (the library's LinkModify sends the
+// link's common attributes too, which a change must not touch). A bond's
+// mode is refused while the bond is up (BOND_OPTFLAG_IFDOWN), so a bond
+// that is up goes down for the write and comes up again; while it has
+// members the kernel refuses it whatever its state (the diff replaces such
+// a bond instead).
+func (k *Netlink) ChangeLink(l *model.Link) error {
+	ref, err := k.linkRef(l.Name)
+	if err != nil {
+		return fmt.Errorf("change link: %w", err)
+	}
+	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_ACK)
+	req.Sockets = k.sockets
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index = int32(ref.Attrs().Index)
+	req.AddData(msg)
+	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+	var bounce bool
+	switch {
+	case l.MACVlan != nil:
+		info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("macvlan"))
+		data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+		data.AddRtAttr(nl.IFLA_MACVLAN_MODE, nl.Uint32Attr(uint32(macvlanModeBits[macvlanMode(l.MACVlan.Mode)])))
+	case l.Bond != nil:
+		info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("bond"))
+		data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+		cur, err := k.h.LinkByIndex(ref.Attrs().Index)
+		if err != nil {
+			return fmt.Errorf("change link %s: %w", l.Name, err)
+		}
+		if b, ok := cur.(*netlink.Bond); ok && b.Mode.String() != l.Bond.Mode {
+			data.AddRtAttr(nl.IFLA_BOND_MODE, nl.Uint8Attr(uint8(netlink.StringToBondMode(l.Bond.Mode))))
+			bounce = cur.Attrs().Flags&net.FlagUp != 0
+		}
+		data.AddRtAttr(nl.IFLA_BOND_MIIMON, nl.Uint32Attr(l.Bond.Miimon))
+	default:
+		return fmt.Errorf("change link %s: kind %s has no attribute that changes in place", l.Name, l.Kind)
+	}
+	req.AddData(info)
+	if bounce {
+		if err := k.SetLinkUp(l.Name, false); err != nil {
+			return fmt.Errorf("change link %s: %w", l.Name, err)
+		}
+	}
+	k.wrote()
+	_, err = req.Execute(unix.NETLINK_ROUTE, 0)
+	if bounce {
+		if uerr := k.SetLinkUp(l.Name, true); err == nil && uerr != nil {
+			err = uerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("change link %s: %w", l.Name, err)
+	}
+	return nil
+}
+
+// macvlanModeBits are the kernel's MACVLAN_MODE_* values (a bit each); the
+// library's MacvlanMode is an enumeration of its own.
+var macvlanModeBits = map[netlink.MacvlanMode]uint32{
+	netlink.MACVLAN_MODE_PRIVATE:  1,
+	netlink.MACVLAN_MODE_VEPA:     2,
+	netlink.MACVLAN_MODE_BRIDGE:   4,
+	netlink.MACVLAN_MODE_PASSTHRU: 8,
+	netlink.MACVLAN_MODE_SOURCE:   16,
+}
+
 // SetLinkMTU changes the MTU in place.
 func (k *Netlink) SetLinkMTU(name string, mtu int) error {
 	return k.set("set mtu", name, func(l netlink.Link) error { return k.h.LinkSetMTU(l, mtu) })
@@ -334,11 +470,34 @@ func (k *Netlink) SetLinkMaster(name, master string) error {
 	if err != nil {
 		return fmt.Errorf("set master of %s: %w", name, err)
 	}
+	if err := k.downForBond(name, mi); err != nil {
+		return err
+	}
 	return k.keepBridgeMTU(old, func() error {
 		return k.keepBridgeMTU(mi, func() error {
 			return k.set("set master "+master, name, func(l netlink.Link) error { return k.h.LinkSetMasterByIndex(l, mi) })
 		})
 	})
+}
+
+// downForBond sets a link that is up down before it joins the bond of
+// index master: the bonding driver refuses to enslave a link that is up
+// ("Device can not be enslaved while up", EPERM) on the kernels that check
+// it, and opens the member itself once enslaved, so the member comes back up.
+func (k *Netlink) downForBond(name string, master int) error {
+	m, err := k.h.LinkByIndex(master)
+	if err != nil || m.Type() != "bond" {
+		return nil
+	}
+	l, err := k.h.LinkByName(name)
+	if err != nil || l.Attrs().Flags&net.FlagUp == 0 {
+		return nil
+	}
+	k.wrote()
+	if err := k.h.LinkSetDown(l); err != nil {
+		return fmt.Errorf("set %s down to join bond %s: %w", name, m.Attrs().Name, err)
+	}
+	return nil
 }
 
 // masterOf returns the index of name's master, 0 when it has none or is gone.

@@ -17,10 +17,14 @@ const (
 	KindIPIP      = "ipip"
 	KindIP6Tnl    = "ip6tnl"
 	KindWireGuard = "wireguard"
+	KindVLAN      = "vlan"
+	KindMACVlan   = "macvlan"
+	KindVRF       = "vrf"
+	KindBond      = "bond"
 )
 
 // Kinds lists the kinds the file may declare.
-var Kinds = []string{KindDevice, KindVeth, KindBridge, KindVXLAN, KindDummy, KindIPVlan, KindIPIP, KindIP6Tnl, KindWireGuard}
+var Kinds = []string{KindDevice, KindVeth, KindBridge, KindVXLAN, KindDummy, KindIPVlan, KindIPIP, KindIP6Tnl, KindWireGuard, KindVLAN, KindMACVlan, KindVRF, KindBond}
 
 // LinkMarker is written into IFLA_IFALIAS of every link netreconcile creates.
 // The alias is the only free-form, persistent, per-link attribute every kernel
@@ -39,7 +43,7 @@ type Link struct {
 	// device link's state is only changed when the file says so.
 	Up       bool
 	StateSet bool
-	// Master is the bridge this link is enslaved to ("" = none).
+	// Master is the bridge, vrf or bond this link is enslaved to ("" = none).
 	Master string
 	// Alias is the user's alias, without the ownership marker.
 	Alias string
@@ -51,6 +55,10 @@ type Link struct {
 	IPVlan    *IPVlan
 	Tunnel    *Tunnel // ipip and ip6tnl
 	WireGuard *WireGuard
+	VLAN      *VLAN
+	MACVlan   *MACVlan
+	VRF       *VRF
+	Bond      *Bond
 
 	// Actual-only fields.
 	Index int
@@ -120,6 +128,52 @@ type IPVlan struct {
 	Mode   string
 }
 
+// VLAN protocols (IFLA_VLAN_PROTOCOL), as ip link names them.
+const (
+	VLAN8021Q  = "802.1q"
+	VLAN8021AD = "802.1ad"
+)
+
+// VLAN attributes. The kernel's changelink of a vlan takes only its flags
+// and QoS maps: the id, protocol and parent are fixed at creation.
+type VLAN struct {
+	Parent   string
+	ID       uint16
+	Protocol string
+}
+
+// MACVlan modes, as ip link names them.
+const (
+	MACVlanPrivate  = "private"
+	MACVlanVEPA     = "vepa"
+	MACVlanBridge   = "bridge"
+	MACVlanPassthru = "passthru"
+)
+
+// MACVlan attributes. The mode changes in place (macvlan_changelink),
+// except into or out of passthru; the parent is fixed.
+type MACVlan struct {
+	Parent string
+	Mode   string
+}
+
+// VRF attributes. The vrf driver has no changelink: the table is fixed.
+type VRF struct {
+	Table uint32
+}
+
+// Bond modes, as ip link and /sys/class/net/BOND/bonding/mode name them.
+var BondModes = []string{"balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb"}
+
+// Bond attributes. Both change in place, the mode only while the bond has
+// no members and is down (the bonding driver's BOND_OPTFLAG_NOSLAVES and
+// BOND_OPTFLAG_IFDOWN).
+type Bond struct {
+	Mode string
+	// Miimon is the MII link monitoring interval in milliseconds; 0 off.
+	Miimon uint32
+}
+
 // Tunnel is an ipip or ip6tnl link.
 type Tunnel struct {
 	Local  netip.Addr
@@ -144,6 +198,20 @@ func (l *Link) Key() string { return l.Name }
 
 // String is the link's one-line summary, in ip-link words.
 func (l *Link) String() string { return fmt.Sprintf("link %s (%s)", l.Name, l.Kind) }
+
+// Parent names the link a vlan, macvlan or ipvlan sits on ("" for other
+// kinds): the kernel deletes it with its parent.
+func (l *Link) Parent() string {
+	switch {
+	case l.IPVlan != nil:
+		return l.IPVlan.Parent
+	case l.MACVlan != nil:
+		return l.MACVlan.Parent
+	case l.VLAN != nil:
+		return l.VLAN.Parent
+	}
+	return ""
+}
 
 // Creatable reports whether netreconcile creates and deletes links of this kind.
 func (l *Link) Creatable() bool { return l.Kind != KindDevice }

@@ -58,6 +58,26 @@ func renderLink(l *model.Link, addrs []model.Address) *yaml.Node {
 		add(v, "parent", yscalar(l.IPVlan.Parent))
 		add(v, "mode", yscalar(l.IPVlan.Mode))
 		add(m, "ipvlan", v)
+	case l.VLAN != nil:
+		v := flow()
+		add(v, "parent", yscalar(l.VLAN.Parent))
+		add(v, "id", yscalar(strconv.Itoa(int(l.VLAN.ID))))
+		add(v, "protocol", yscalar(l.VLAN.Protocol))
+		add(m, "vlan", v)
+	case l.MACVlan != nil:
+		v := flow()
+		add(v, "parent", yscalar(l.MACVlan.Parent))
+		add(v, "mode", yscalar(l.MACVlan.Mode))
+		add(m, "macvlan", v)
+	case l.VRF != nil:
+		v := flow()
+		add(v, "table", yscalar(strconv.FormatUint(uint64(l.VRF.Table), 10)))
+		add(m, "vrf", v)
+	case l.Bond != nil:
+		v := flow()
+		add(v, "mode", yscalar(l.Bond.Mode))
+		add(v, "miimon", yscalar(strconv.FormatUint(uint64(l.Bond.Miimon), 10)))
+		add(m, "bond", v)
 	case l.Tunnel != nil:
 		t := l.Tunnel
 		v := flow()

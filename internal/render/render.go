@@ -78,7 +78,7 @@ func State(st *model.State) ([]byte, error) {
 }
 
 // undeclaredRefs lists the link names that the rendered state references
-// (a master, a vxlan dev, an ipvlan parent, a route's dev) but does not hold.
+// (a master, a vxlan dev, an ipvlan, macvlan or vlan parent, a route's dev) but does not hold.
 func undeclaredRefs(st *model.State) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -94,9 +94,7 @@ func undeclaredRefs(st *model.State) []string {
 		if l.VXLAN != nil {
 			ref(l.VXLAN.Dev)
 		}
-		if l.IPVlan != nil {
-			ref(l.IPVlan.Parent)
-		}
+		ref(l.Parent())
 	}
 	for i := range st.Routes {
 		if r := &st.Routes[i]; routeTakesDev(r) {

@@ -43,7 +43,7 @@ type Config struct {
 // Link is a declared link.
 type Link struct {
 	Name string
-	Kind string // device, veth, bridge, vxlan, dummy, ipvlan, ipip, ip6tnl, wireguard
+	Kind string // device, veth, bridge, vxlan, dummy, ipvlan, macvlan, vlan, vrf, bond, ipip, ip6tnl, wireguard
 	MTU  int    // 0: not given
 	Down bool
 	// Up says `state: up` on a device link, whose state is otherwise left
@@ -65,10 +65,13 @@ type Link struct {
 	PeerNS string
 
 	VXLAN *VXLAN
-	// Parent and Mode are an ipvlan's.
+	// Parent and Mode are an ipvlan's, a macvlan's, and a vlan's parent
+	// and protocol; Mode is also a bond's mode ("" the default).
 	Parent, Mode string
-	Tunnel       *Tunnel // ipip, ip6tnl
-	WG           *WG
+	// VlanID is a vlan's id, Table a vrf's, Miimon a bond's (-1: not given).
+	VlanID, Table, Miimon int
+	Tunnel                *Tunnel // ipip, ip6tnl
+	WG                    *WG
 	// Sysctls are the link's own keys, by short key (ipv4.rp_filter).
 	Sysctls map[string]string
 }
@@ -384,6 +387,31 @@ func (c *Config) File(frag int) string {
 			f = append(f, "vxlan: {"+strings.Join(g, ", ")+"}")
 		case "ipvlan":
 			f = append(f, "ipvlan: {parent: "+q(l.Parent)+", mode: "+l.Mode+"}")
+		case "macvlan":
+			g := []string{"parent: " + q(l.Parent)}
+			if l.Mode != "" {
+				g = append(g, "mode: "+l.Mode)
+			}
+			f = append(f, "macvlan: {"+strings.Join(g, ", ")+"}")
+		case "vlan":
+			g := []string{"parent: " + q(l.Parent), fmt.Sprintf("id: %d", l.VlanID)}
+			if l.Mode != "" {
+				g = append(g, "protocol: "+l.Mode)
+			}
+			f = append(f, "vlan: {"+strings.Join(g, ", ")+"}")
+		case "vrf":
+			f = append(f, fmt.Sprintf("vrf: {table: %d}", l.Table))
+		case "bond":
+			var g []string
+			if l.Mode != "" {
+				g = append(g, "mode: "+l.Mode)
+			}
+			if l.Miimon >= 0 {
+				g = append(g, fmt.Sprintf("miimon: %d", l.Miimon))
+			}
+			if len(g) > 0 {
+				f = append(f, "bond: {"+strings.Join(g, ", ")+"}")
+			}
 		case "ipip", "ip6tnl":
 			t := l.Tunnel
 			var g []string

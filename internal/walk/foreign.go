@@ -140,6 +140,12 @@ func dumpForeign(k *Kernel, proto int, foreignTables, adopted map[string]bool) (
 			if fmt.Sprint(r["protocol"]) == own {
 				continue
 			}
+			// The kernel's l3mdev rule (priority 1000, "lookup
+			// [l3mdev-table]"), which it adds with the first vrf of a
+			// namespace and keeps: the kernel's, as its default rules are.
+			if _, l3mdev := r["l3mdev"]; l3mdev && fmt.Sprint(r["protocol"]) == "kernel" {
+				continue
+			}
 			b, _ := json.Marshal(r)
 			lines = append(lines, "rule "+fam+" "+string(b))
 		}

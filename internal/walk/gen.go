@@ -186,6 +186,7 @@ func (d Defects) String() string {
 // Caps is what the kernel at hand supports (Detect).
 type Caps struct {
 	Dummy, IPVlan, IPIP, IP6Tnl, Fou bool
+	VLAN, MACVlan, VRF, Bond         bool
 	// WireGuard is true when a wireguard link can be made: the kernel
 	// module, or wireguard-go with /dev/net/tun.
 	WireGuard bool
@@ -208,6 +209,18 @@ func (c Caps) Kinds() []string {
 	}
 	if c.WireGuard {
 		k = append(k, "wireguard")
+	}
+	if c.MACVlan {
+		k = append(k, "macvlan")
+	}
+	if c.VLAN {
+		k = append(k, "vlan")
+	}
+	if c.VRF {
+		k = append(k, "vrf")
+	}
+	if c.Bond {
+		k = append(k, "bond")
 	}
 	return k
 }
@@ -268,6 +281,14 @@ func (g *Gen) slots(kind string) []string {
 		return []string{"s0", "s1"}
 	case "wireguard":
 		return []string{"wg" + g.Tag + "0", "wg" + g.Tag + "1"}
+	case "macvlan":
+		return []string{"m0", "m1"}
+	case "vlan":
+		return []string{"v0", "v1"}
+	case "vrf":
+		return []string{"r0", "r1"}
+	case "bond":
+		return []string{"o0", "o1"}
 	}
 	return nil
 }
@@ -426,6 +447,8 @@ func (g *Gen) newLink(c *Config, name, kind string) *Link {
 		l.Parent = g.pickLink(c, func(m *Link) bool { return m.Kind == "dummy" })
 	case "ipip", "ip6tnl":
 		l.Tunnel = g.newTunnel(kind)
+	case "macvlan", "vlan", "vrf", "bond":
+		g.newLowerOrMaster(c, l)
 	case "wireguard":
 		k := g.Keys[name]
 		l.WG = &WG{KeyFile: k[0], PublicKey: k[1]}
@@ -436,6 +459,29 @@ func (g *Gen) newLink(c *Config, name, kind string) *Link {
 		g.addAddr(l)
 	}
 	return l
+}
+
+// lowerParents are the kinds a vlan or macvlan goes on in the walk.
+func lowerParent(m *Link) bool {
+	return m.Kind == "veth" && m.PeerNS == "" || m.Kind == "dummy" || m.Kind == "bond"
+}
+
+// newLowerOrMaster draws the attributes of a macvlan, vlan, vrf or bond.
+func (g *Gen) newLowerOrMaster(c *Config, l *Link) {
+	switch l.Kind {
+	case "macvlan":
+		l.Parent = g.pickLink(c, lowerParent)
+		l.Mode = g.pick([]string{"", "bridge", "private", "vepa", "passthru"})
+	case "vlan":
+		l.Parent = g.pickLink(c, lowerParent)
+		l.VlanID = pickInt(g, []int{10, 20, 4094})
+		l.Mode = g.pick([]string{"", "", "802.1ad"})
+	case "vrf":
+		l.Table = pickInt(g, []int{1001, 1002})
+	case "bond":
+		l.Mode = g.pick([]string{"", "active-backup", "balance-xor", "802.3ad"})
+		l.Miimon = pickInt(g, []int{-1, 0, 50})
+	}
 }
 
 func (g *Gen) newTunnel(kind string) *Tunnel {
@@ -529,7 +575,7 @@ func (g *Gen) changeLinkAttr(c *Config, l *Link) {
 		l.MTU = pickInt(g, []int{0, 1280, 1350})
 	case "wireguard":
 		l.MTU = pickInt(g, []int{0, 1280, 1420})
-	case "ipip", "ip6tnl", "ipvlan":
+	case "ipip", "ip6tnl", "ipvlan", "macvlan", "vlan":
 		l.MTU = pickInt(g, []int{0, 1280, 1300})
 	case "device":
 	default:
@@ -537,13 +583,17 @@ func (g *Gen) changeLinkAttr(c *Config, l *Link) {
 	}
 	l.Down = g.chance(0.15)
 	l.Alias = g.pick([]string{"", "", "walk link", "x"})
-	if l.Kind == "veth" || l.Kind == "vxlan" || l.Kind == "dummy" {
+	if l.Kind == "veth" || l.Kind == "vxlan" || l.Kind == "dummy" || l.Kind == "macvlan" || l.Kind == "vlan" {
 		l.Master = ""
 		if g.chance(0.4) {
-			l.Master = g.pickLink(c, func(m *Link) bool { return m.Kind == "bridge" })
+			l.Master = g.pickLink(c, masterKind)
 		}
 	}
 }
+
+// masterKind says whether m can be a master (Repair drops what the kind of
+// port does not fit).
+func masterKind(m *Link) bool { return m.Kind == "bridge" || m.Kind == "vrf" || m.Kind == "bond" }
 
 func (g *Gen) addAddr(l *Link) {
 	idx := linkIndex(l.Name)
@@ -689,12 +739,27 @@ func (g *Gen) changeLink(c *Config) string {
 		case l.Kind == "ipvlan":
 			l.Mode = g.pick([]string{"l2", "l3", "l3s"})
 			return "change ipvlan " + n
+		case l.Kind == "macvlan" || l.Kind == "vlan" || l.Kind == "vrf" || l.Kind == "bond":
+			if g.chance(0.7) && l.Kind != "vrf" {
+				// Mostly an attribute that changes in place.
+				switch l.Kind {
+				case "macvlan":
+					l.Mode = g.pick([]string{"bridge", "private", "vepa"})
+				case "bond":
+					l.Miimon = pickInt(g, []int{-1, 0, 50, 200})
+				default:
+					l.MTU = pickInt(g, []int{0, 1280, 1300})
+				}
+			} else {
+				g.newLowerOrMaster(c, l)
+			}
+			return "change " + l.Kind + " " + n
 		}
 		l.Down = !l.Down
 		return "toggle state of " + n
 	case 2:
-		if l.Kind == "veth" || l.Kind == "vxlan" || l.Kind == "dummy" {
-			l.Master = g.pickLink(c, func(m *Link) bool { return m.Kind == "bridge" })
+		if l.Kind == "veth" || l.Kind == "vxlan" || l.Kind == "dummy" || l.Kind == "macvlan" || l.Kind == "vlan" {
+			l.Master = g.pickLink(c, masterKind)
 			return "move " + n + " to master " + l.Master
 		}
 		l.MTU = 0

@@ -384,6 +384,40 @@ func compareLink(l *Link, kl *kLink, bad func(string, ...any)) {
 		if got != want {
 			bad("link %s: vxlan %s, want %s", n, got, want)
 		}
+	case "macvlan":
+		mode := l.Mode
+		if mode == "" {
+			mode = "bridge"
+		}
+		got := fmt.Sprintf("parent %s mode %s", kl.Link, kl.data("mode"))
+		if want := fmt.Sprintf("parent %s mode %s", l.Parent, mode); got != want {
+			bad("link %s: macvlan %s, want %s", n, got, want)
+		}
+	case "vlan":
+		proto := l.Mode
+		if proto == "" {
+			proto = "802.1q"
+		}
+		got := fmt.Sprintf("parent %s id %s protocol %s", kl.Link, kl.data("id"), strings.ToLower(kl.data("protocol")))
+		if want := fmt.Sprintf("parent %s id %d protocol %s", l.Parent, l.VlanID, proto); got != want {
+			bad("link %s: vlan %s, want %s", n, got, want)
+		}
+	case "vrf":
+		if got := kl.data("table"); got != strconv.Itoa(l.Table) {
+			bad("link %s: vrf table %s, want %d", n, got, l.Table)
+		}
+	case "bond":
+		mode, miimon := l.Mode, l.Miimon
+		if mode == "" {
+			mode = "balance-rr"
+		}
+		if miimon < 0 {
+			miimon = 100
+		}
+		got := fmt.Sprintf("mode %s miimon %s", kl.data("mode"), kl.data("miimon"))
+		if want := fmt.Sprintf("mode %s miimon %d", mode, miimon); got != want {
+			bad("link %s: bond %s, want %s", n, got, want)
+		}
 	case "ipvlan":
 		got := fmt.Sprintf("parent %s mode %s", kl.Link, kl.data("mode"))
 		if want := fmt.Sprintf("parent %s mode %s", l.Parent, l.Mode); got != want {

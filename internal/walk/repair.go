@@ -32,6 +32,12 @@ func (g *Gen) Repair(c *Config) {
 					changed = true
 				}
 			}
+			if l.Kind == "macvlan" || l.Kind == "vlan" {
+				if p := c.Links[l.Parent]; p == nil || !lowerParent(p) {
+					delete(c.Links, n)
+					changed = true
+				}
+			}
 		}
 	}
 	// The kernel holds a VNI once per UDP port (EEXIST for a second vxlan):
@@ -81,6 +87,40 @@ func (g *Gen) Repair(c *Config) {
 	// another mode changes the first one's (docs/walk-findings.md, 13).
 	hasIPVlan := map[string]bool{}
 	mode := map[string]string{}
+	passthru := map[string]bool{}
+	macvlans := map[string]int{}
+	for _, n := range c.LinkNames() {
+		if l := c.Links[n]; l.Kind == "macvlan" {
+			macvlans[l.Parent]++
+		}
+	}
+	vlanIDs := map[string]bool{}
+	vrfTables := map[int]bool{}
+	for _, n := range c.LinkNames() {
+		l := c.Links[n]
+		switch l.Kind {
+		case "macvlan":
+			// A macvlan claims its parent's receive handler, as an
+			// ipvlan does; a passthru one takes the parent alone.
+			hasIPVlan[l.Parent] = true
+			if l.Mode == "passthru" && (macvlans[l.Parent] > 1 || passthru[l.Parent]) {
+				l.Mode = "bridge"
+			}
+			passthru[l.Parent] = passthru[l.Parent] || l.Mode == "passthru"
+		case "vlan":
+			// One vlan per parent, protocol and id (EEXIST).
+			for vlanIDs[fmt.Sprint(l.Parent, l.Mode, l.VlanID)] {
+				l.VlanID = 1 + l.VlanID%4094
+			}
+			vlanIDs[fmt.Sprint(l.Parent, l.Mode, l.VlanID)] = true
+		case "vrf":
+			// Validation wants a table per vrf.
+			for vrfTables[l.Table] {
+				l.Table++
+			}
+			vrfTables[l.Table] = true
+		}
+	}
 	for _, n := range c.LinkNames() {
 		if l := c.Links[n]; l.Kind == "ipvlan" {
 			hasIPVlan[l.Parent] = true
@@ -92,12 +132,29 @@ func (g *Gen) Repair(c *Config) {
 	}
 	for _, n := range c.LinkNames() {
 		l := c.Links[n]
-		if m := c.Links[l.Master]; l.Master != "" && (m == nil || m.Kind != "bridge" || m.Name == n) {
-			l.Master = ""
+		m := c.Links[l.Master]
+		if l.Master != "" && (m == nil || !masterKind(m) || m.Name == n) {
+			l.Master, m = "", nil
 		}
-		// The kernel refuses to enslave a link that carries an ipvlan.
-		if hasIPVlan[n] {
+		switch {
+		case m == nil:
+		case m.Kind == "vrf":
+			// A vrf takes any port but a vrf.
+			if l.Kind == "vrf" {
+				l.Master = ""
+			}
+		case hasIPVlan[n]:
+			// A bridge or bond claims the port's receive handler, which
+			// an ipvlan or macvlan on it holds already (EBUSY).
 			l.Master = ""
+		case m.Kind == "bond":
+			// The walk's bond members are veths and dummies, up, without
+			// addresses, and take the bond's MTU (validation).
+			if l.Kind != "veth" && l.Kind != "dummy" {
+				l.Master = ""
+				break
+			}
+			l.MTU, l.Down, l.Addrs = 0, false, nil
 		}
 		if v := l.VXLAN; v != nil && v.Dev != "" {
 			if d := c.Links[v.Dev]; d == nil || (d.Kind != "veth" && d.Kind != "dummy" && d.Kind != "bridge") {
@@ -397,7 +454,7 @@ func breakStackLoops(c *Config) {
 			if v := l.VXLAN; v != nil && v.Dev != "" {
 				up[v.Dev] = append(up[v.Dev], n)
 			}
-			if l.Kind == "ipvlan" && l.Parent != "" {
+			if (l.Kind == "ipvlan" || l.Kind == "macvlan" || l.Kind == "vlan") && l.Parent != "" {
 				up[l.Parent] = append(up[l.Parent], n)
 			}
 		}

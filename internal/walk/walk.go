@@ -60,16 +60,6 @@ func (f *Failure) Error() string { return fmt.Sprintf("step %d: %s: %s", f.Step+
 
 var nsSeq atomic.Uint64
 
-// nsPrefix starts the names of the namespaces a walk makes (WALK_NETNS_PREFIX,
-// default nrw): walks of several jobs on one machine, a soak beside a
-// test, keep theirs apart by it.
-var nsPrefix = func() string {
-	if p := os.Getenv("WALK_NETNS_PREFIX"); p != "" {
-		return p
-	}
-	return "nrw"
-}()
-
 // Walk runs a seeded walk of opts.Steps configurations and, on a failure,
 // shrinks it.
 func Walk(opts Options) (*Report, error) {
@@ -123,7 +113,7 @@ func NewGen(r *rand.Rand, caps Caps, defects Defects, dir string) (*Gen, error) 
 	g := &Gen{R: r, Caps: caps, Defects: defects, KeyDir: filepath.Join(dir, "keys"), Keys: map[string][2]string{}}
 	g.PoolBits, g.PoolTable = pickInt(g, []int{0, 2}), pickInt(g, []int{119, 120})
 	g.Tag = fmt.Sprintf("%04x", (os.Getpid()*7+int(nsSeq.Add(1)))&0xffff)
-	g.PeerNS = nsPrefix + "p-" + g.Tag
+	g.PeerNS = NSPrefix + "p-" + g.Tag
 	if !caps.WireGuard {
 		return g, nil
 	}
@@ -205,7 +195,7 @@ func newRunner(g *Gen, foreign []string, dir string) (*runner, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	ns := fmt.Sprintf("%s-%d-%d", nsPrefix, os.Getpid(), nsSeq.Add(1))
+	ns := fmt.Sprintf("%s-%d-%d", NSPrefix, os.Getpid(), nsSeq.Add(1))
 	if _, err := run("ip", "netns", "add", ns); err != nil {
 		return nil, err
 	}

@@ -236,6 +236,22 @@ func cloneLink(l *model.Link) *model.Link {
 		v := *l.IPVlan
 		c.IPVlan = &v
 	}
+	if l.VLAN != nil {
+		v := *l.VLAN
+		c.VLAN = &v
+	}
+	if l.MACVlan != nil {
+		v := *l.MACVlan
+		c.MACVlan = &v
+	}
+	if l.VRF != nil {
+		v := *l.VRF
+		c.VRF = &v
+	}
+	if l.Bond != nil {
+		v := *l.Bond
+		c.Bond = &v
+	}
 	if l.Tunnel != nil {
 		v := *l.Tunnel
 		if l.Tunnel.Encap != nil {
@@ -374,8 +390,8 @@ func (f *Kernel) AddLink(l *model.Link) error {
 	if l.VXLAN != nil && l.VXLAN.Dev != "" {
 		deps = append(deps, l.VXLAN.Dev)
 	}
-	if l.IPVlan != nil {
-		deps = append(deps, l.IPVlan.Parent)
+	if p := l.Parent(); p != "" {
+		deps = append(deps, p)
 	}
 	for _, d := range deps {
 		if _, err := f.need(d); err != nil {
@@ -390,9 +406,7 @@ func (f *Kernel) AddLink(l *model.Link) error {
 	if c.MTU == 0 {
 		c.MTU = 1500
 	}
-	if c.IPVlan != nil {
-		c.Lower = c.IPVlan.Parent
-	}
+	c.Lower = c.Parent()
 	if c.Kind == model.KindWireGuard {
 		// The device's configuration lives apart, as in the kernel: read
 		// with WireGuardDevice, written with ConfigureWireGuard.
@@ -506,6 +520,33 @@ func (f *Kernel) PromoteSecondaries(name string) error {
 	return f.setLink("PromoteSecondaries", name, func(l *model.Link) error {
 		key, _ := model.PerLinkSysctl(name, "ipv4.promote_secondaries")
 		return f.setSysctl(key, "1")
+	})
+}
+
+// ChangeLink writes a macvlan's mode or a bond's mode and miimon, refusing
+// what the kernel refuses: a macvlan into or out of passthru (EINVAL), a
+// bond's mode while it has members (the bonding driver refuses it).
+func (f *Kernel) ChangeLink(want *model.Link) error {
+	return f.setLink("ChangeLink", want.Name, func(l *model.Link) error {
+		switch {
+		case l.MACVlan != nil && want.MACVlan != nil:
+			if (l.MACVlan.Mode == model.MACVlanPassthru) != (want.MACVlan.Mode == model.MACVlanPassthru) {
+				return syscall.EINVAL
+			}
+			l.MACVlan.Mode = want.MACVlan.Mode
+		case l.Bond != nil && want.Bond != nil:
+			if l.Bond.Mode != want.Bond.Mode {
+				for _, o := range f.links {
+					if o.Master == l.Name {
+						return syscall.EPERM
+					}
+				}
+			}
+			*l.Bond = *want.Bond
+		default:
+			return syscall.EOPNOTSUPP
+		}
+		return nil
 	})
 }
 

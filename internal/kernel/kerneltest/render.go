@@ -93,6 +93,14 @@ func linkLine(l *model.Link) string {
 		s += fmt.Sprintf(" vxlan %+v", *l.VXLAN)
 	case l.IPVlan != nil:
 		s += fmt.Sprintf(" ipvlan %+v", *l.IPVlan)
+	case l.VLAN != nil:
+		s += fmt.Sprintf(" vlan %+v", *l.VLAN)
+	case l.MACVlan != nil:
+		s += fmt.Sprintf(" macvlan %+v", *l.MACVlan)
+	case l.VRF != nil:
+		s += fmt.Sprintf(" vrf %+v", *l.VRF)
+	case l.Bond != nil:
+		s += fmt.Sprintf(" bond %+v", *l.Bond)
 	case l.Tunnel != nil:
 		t := *l.Tunnel
 		s += fmt.Sprintf(" tunnel %+v", t)

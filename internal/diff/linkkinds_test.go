@@ -1,0 +1,229 @@
+package diff_test
+
+import (
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// vlan, macvlan, vrf and bond: what the kernel changes in place is an
+// update, what it fixes at creation a replace, and the plan says which.
+func TestLinkKindsInPlaceOrReplace(t *testing.T) {
+	eth := model.Link{Name: "eth0", Kind: model.KindDevice, Up: true}
+	vlan := func(id uint16, proto string) model.Link {
+		return model.Link{Name: "v0", Kind: model.KindVLAN, Owned: true, Up: true, Lower: "eth0", VLAN: &model.VLAN{Parent: "eth0", ID: id, Protocol: proto}}
+	}
+	mv := func(mode string) model.Link {
+		return model.Link{Name: "mv0", Kind: model.KindMACVlan, Owned: true, Up: true, Lower: "eth0", MACVlan: &model.MACVlan{Parent: "eth0", Mode: mode}}
+	}
+	vrf := func(table uint32) model.Link {
+		return model.Link{Name: "blue", Kind: model.KindVRF, Owned: true, Up: true, VRF: &model.VRF{Table: table}}
+	}
+	bond := func(mode string, miimon uint32) model.Link {
+		return model.Link{Name: "bond0", Kind: model.KindBond, Owned: true, Up: true, Bond: &model.Bond{Mode: mode, Miimon: miimon}}
+	}
+	member := model.Link{Name: "a0", Kind: model.KindDummy, Owned: true, Up: true, Master: "bond0"}
+	run(t, []tc{{
+		name: "create each kind after its parent",
+		file: "links:\n  eth0: {kind: device}\n  v0: {kind: vlan, vlan: {parent: eth0, id: 10}}\n  mv0: {kind: macvlan, master: blue, macvlan: {parent: v0}}\n" +
+			"  blue: {kind: vrf, vrf: {table: 10}}\n  bond0: {kind: bond}\n  a0: {kind: dummy, master: bond0}\n",
+		kernel: newKernel().link(eth),
+		plan: `
++ link blue (vrf table 10)
++ link bond0 (bond mode balance-rr miimon 100)
++ link v0 (vlan parent eth0 id 10 protocol 802.1q)
++ link a0 (dummy master bond0)
++ link mv0 (macvlan parent v0 mode bridge master blue)
+`,
+	}, {
+		name:   "unchanged: nothing to do",
+		file:   "links:\n  eth0: {kind: device}\n  v0: {kind: vlan, vlan: {parent: eth0, id: 10}}\n  mv0: {kind: macvlan, macvlan: {parent: eth0, mode: vepa}}\n  blue: {kind: vrf, vrf: {table: 10}}\n  bond0: {kind: bond, bond: {mode: active-backup}}\n",
+		kernel: newKernel().link(eth).link(vlan(10, "802.1q")).link(mv("vepa")).link(vrf(10)).link(bond("active-backup", 100)),
+		plan:   "",
+	}, {
+		name:   "vlan id: replace",
+		file:   "links:\n  eth0: {kind: device}\n  v0: {kind: vlan, vlan: {parent: eth0, id: 11}}\n",
+		kernel: newKernel().link(eth).link(vlan(10, "802.1q")),
+		plan: `
+± link v0 (vlan parent eth0 id 11 protocol 802.1q): vlan id 10 -> 11
+`,
+	}, {
+		name:   "vlan protocol: replace",
+		file:   "links:\n  eth0: {kind: device}\n  v0: {kind: vlan, vlan: {parent: eth0, id: 10, protocol: 802.1ad}}\n",
+		kernel: newKernel().link(eth).link(vlan(10, "802.1q")),
+		plan: `
+± link v0 (vlan parent eth0 id 10 protocol 802.1ad): vlan protocol 802.1q -> 802.1ad
+`,
+	}, {
+		name:   "vlan mtu: in place",
+		file:   "links:\n  eth0: {kind: device}\n  v0: {kind: vlan, mtu: 1400, vlan: {parent: eth0, id: 10}}\n",
+		kernel: newKernel().link(eth).link(vlan(10, "802.1q")),
+		plan: `
+~ link v0
+    mtu: 1500 -> 1400
+`,
+	}, {
+		name:   "macvlan mode: in place",
+		file:   "links:\n  eth0: {kind: device}\n  mv0: {kind: macvlan, macvlan: {parent: eth0, mode: private}}\n",
+		kernel: newKernel().link(eth).link(mv("bridge")),
+		plan: `
+~ link mv0
+    macvlan mode: bridge -> private
+`,
+	}, {
+		name:   "macvlan mode into passthru: replace",
+		file:   "links:\n  eth0: {kind: device}\n  mv0: {kind: macvlan, macvlan: {parent: eth0, mode: passthru}}\n",
+		kernel: newKernel().link(eth).link(mv("bridge")),
+		plan: `
+± link mv0 (macvlan parent eth0 mode passthru): macvlan mode bridge -> passthru (into or out of passthru)
+`,
+	}, {
+		name:   "vrf table: replace",
+		file:   "links:\n  blue: {kind: vrf, vrf: {table: 11}}\n",
+		kernel: newKernel().link(vrf(10)),
+		plan: `
+± link blue (vrf table 11): vrf table 10 -> 11
+`,
+	}, {
+		name:   "bond without members: mode and miimon in place",
+		file:   "links:\n  bond0: {kind: bond, bond: {mode: 802.3ad, miimon: 50}}\n",
+		kernel: newKernel().link(bond("balance-rr", 100)),
+		plan: `
+~ link bond0
+    bond mode: balance-rr -> 802.3ad
+    bond miimon: 100 -> 50
+`,
+	}, {
+		// The bond goes down for the change: its IPv6 addresses go with it.
+		name:   "bond mode in place on a bond that is up brings its IPv6 addresses back",
+		file:   "links:\n  bond0: {kind: bond, bond: {mode: 802.3ad}, addresses: [fd00::1/64]}\n",
+		kernel: newKernel().link(bond("balance-rr", 100)).addr("bond0", "fd00::1/64", 0),
+		plan: `
+~ link bond0
+    bond mode: balance-rr -> 802.3ad
++ address fd00::1/64 dev bond0
+`,
+	}, {
+		name:   "bond with members: miimon in place",
+		file:   "links:\n  bond0: {kind: bond, bond: {miimon: 50}}\n  a0: {kind: dummy, master: bond0}\n",
+		kernel: newKernel().link(bond("balance-rr", 100)).link(member),
+		plan: `
+~ link bond0
+    bond miimon: 100 -> 50
+`,
+	}, {
+		// The members are released with the old bond and enslaved again.
+		name:   "bond with members: mode replaces",
+		file:   "links:\n  bond0: {kind: bond, bond: {mode: active-backup}}\n  a0: {kind: dummy, master: bond0}\n",
+		kernel: newKernel().link(bond("balance-rr", 100)).link(member),
+		plan: `
+± link bond0 (bond mode active-backup miimon 100): bond mode balance-rr -> active-backup (the kernel changes it only on a bond without members)
+~ link a0
+    master: none (bond0 is recreated) -> bond0
+`,
+	}, {
+		// A member that sorts before its bond joins after the mode change.
+		name:   "bond mode changes before a member joins",
+		file:   "links:\n  bond0: {kind: bond, bond: {mode: active-backup}}\n  a0: {kind: dummy, master: bond0}\n",
+		kernel: newKernel().link(bond("balance-rr", 100)).link(model.Link{Name: "a0", Kind: model.KindDummy, Owned: true, Up: true}),
+		plan: `
+~ link bond0
+    bond mode: balance-rr -> active-backup
+~ link a0
+    master: bond0
+`,
+	}, {
+		// A device is never owned, but the file enslaves it: it is
+		// enslaved again, not a foreign port blocking the recreate.
+		name:   "a declared device member does not block its bond's recreate",
+		file:   "links:\n  bond0: {kind: bond, bond: {mode: active-backup}}\n  eth1: {kind: device, master: bond0}\n",
+		kernel: newKernel().link(bond("balance-rr", 100)).link(model.Link{Name: "eth1", Kind: model.KindDevice, Up: true, Master: "bond0"}),
+		plan: `
+± link bond0 (bond mode active-backup miimon 100): bond mode balance-rr -> active-backup (the kernel changes it only on a bond without members)
+~ link eth1
+    master: none (bond0 is recreated) -> bond0
+`,
+	}, {
+		// The vrf driver cycles a port that joins it: the kernel drops
+		// its IPv6 addresses, which the plan adds again.
+		name:   "a link joining a vrf gets its IPv6 addresses again",
+		file:   "links:\n  blue: {kind: vrf, vrf: {table: 10}}\n  d0: {kind: dummy, master: blue, addresses: [10.1.0.1/24, fd00::1/64]}\n",
+		kernel: newKernel().link(vrf(10)).link(model.Link{Name: "d0", Kind: model.KindDummy, Owned: true, Up: true}).addr("d0", "10.1.0.1/24", 0).addr("d0", "fd00::1/64", 0),
+		plan: `
+~ link d0
+    master: blue
++ address fd00::1/64 dev d0
+`,
+	}, {
+		// The bonding driver closes a member it releases.
+		name:   "a link leaving a bond is set up again",
+		file:   "links:\n  bond0: {kind: bond}\n  a0: {kind: dummy}\n",
+		kernel: newKernel().link(bond("balance-rr", 100)).link(member),
+		plan: `
+~ link a0
+    master: bond0 -> (none)
+    state: down (released from bond bond0) -> up
+`,
+	}, {
+		name:   "a vlan on a recreated parent is recreated with it",
+		file:   "links:\n  bond0: {kind: bond, bond: {mode: active-backup}}\n  a0: {kind: dummy, master: bond0}\n  v0: {kind: vlan, vlan: {parent: bond0, id: 5}}\n",
+		kernel: newKernel().link(bond("balance-rr", 100)).link(member).link(model.Link{Name: "v0", Kind: model.KindVLAN, Owned: true, Up: true, Lower: "bond0", VLAN: &model.VLAN{Parent: "bond0", ID: 5, Protocol: "802.1q"}}),
+		plan: `
+± link bond0 (bond mode active-backup miimon 100): bond mode balance-rr -> active-backup (the kernel changes it only on a bond without members)
+± link v0 (vlan parent bond0 id 5 protocol 802.1q): the kernel deletes it with bond0, which is recreated
+~ link a0
+    master: none (bond0 is recreated) -> bond0
+`,
+	}})
+}
+
+// A foreign child on an owned parent blocks the parent's delete and
+// recreate, as for vxlans; a foreign link of the same name is a conflict.
+func TestLinkKindsConflicts(t *testing.T) {
+	eth := model.Link{Name: "eth0", Kind: model.KindDevice, Up: true}
+	run(t, []tc{{
+		name: "a foreign vlan on an owned bond blocks its recreate",
+		file: "links:\n  bond0: {kind: bond, bond: {mode: active-backup}}\n  a0: {kind: dummy, master: bond0}\n",
+		kernel: newKernel().link(model.Link{Name: "bond0", Kind: model.KindBond, Owned: true, Up: true, Bond: &model.Bond{Mode: "balance-rr", Miimon: 100}}).
+			link(model.Link{Name: "a0", Kind: model.KindDummy, Owned: true, Up: true, Master: "bond0"}).
+			link(model.Link{Name: "bond0.7", Kind: model.KindVLAN, Up: true, Lower: "bond0", VLAN: &model.VLAN{Parent: "bond0", ID: 7, Protocol: "802.1q"}}),
+		plan: "",
+		conflict: `
+link bond0 cannot be deleted or recreated: the kernel would delete [bond0.7] with it
+link a0 is left out: it needs link bond0, which is in conflict
+`,
+	}, {
+		name: "a foreign macvlan on a stale owned veth blocks its delete",
+		file: "links:\n  eth0: {kind: device}\n",
+		kernel: newKernel().link(eth).link(model.Link{Name: "ve0", Kind: model.KindVeth, Owned: true, Up: true, Veth: &model.Veth{Peer: "ve1", PeerNSID: -1}}).
+			link(model.Link{Name: "ve1", Kind: model.KindVeth, Owned: true, Up: true, Veth: &model.Veth{Peer: "ve0", PeerNSID: -1}}).
+			link(model.Link{Name: "mvx", Kind: model.KindMACVlan, Up: true, Lower: "ve1", MACVlan: &model.MACVlan{Parent: "ve1", Mode: "bridge"}}),
+		plan: "",
+		conflict: `
+link ve0 cannot be deleted or recreated: the kernel would delete [mvx] with it
+link ve1 cannot be deleted or recreated: the kernel would delete [mvx] with it
+`,
+	}, {
+		name:     "a foreign vrf of the same name",
+		file:     "links:\n  blue: {kind: vrf, vrf: {table: 10}}\n",
+		kernel:   newKernel().link(model.Link{Name: "blue", Kind: model.KindVRF, Up: true, VRF: &model.VRF{Table: 10}}),
+		plan:     "",
+		conflict: `link blue exists and netreconcile did not create it`,
+	}, {
+		name:     "an adopted vrf whose table differs is not recreated",
+		file:     "links:\n  blue: {kind: vrf, adopt: true, vrf: {table: 11}}\n",
+		kernel:   newKernel().link(model.Link{Name: "blue", Kind: model.KindVRF, Up: true, VRF: &model.VRF{Table: 10}}),
+		plan:     "",
+		conflict: `link blue is adopted, not created by netreconcile, and its vrf table 10 -> 11 cannot change in place`,
+	}, {
+		name:   "an adopted macvlan's mode changes in place",
+		file:   "links:\n  eth0: {kind: device}\n  mv0: {kind: macvlan, adopt: true, macvlan: {parent: eth0, mode: vepa}}\n",
+		kernel: newKernel().link(eth).link(model.Link{Name: "mv0", Kind: model.KindMACVlan, Up: true, Lower: "eth0", MACVlan: &model.MACVlan{Parent: "eth0", Mode: "bridge"}}),
+		plan: `
+~ link mv0
+    owner: foreign -> netreconcile (adopted)
+    macvlan mode: bridge -> vepa
+    alias
+`,
+	}})
+}

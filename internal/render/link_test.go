@@ -1,0 +1,52 @@
+package render
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
+)
+
+// show renders the vlan, macvlan, vrf and bond kinds in the schema, with
+// their defaults, and what it renders parses back to the same links.
+func TestRenderLinkKindsRoundTrip(t *testing.T) {
+	src := "version: 1\nlinks:\n  eth0: {kind: device}\n" +
+		"  v7: {kind: vlan, vlan: {parent: eth0, id: 7}}\n" +
+		"  qinq: {kind: vlan, vlan: {parent: v7, id: 8, protocol: 802.1ad}}\n" +
+		"  mv0: {kind: macvlan, master: blue, macvlan: {parent: eth0}}\n" +
+		"  blue: {kind: vrf, vrf: {table: 1001}}\n" +
+		"  bond0: {kind: bond, mtu: 9000, bond: {mode: active-backup}}\n" +
+		"  m1: {kind: veth, master: bond0, veth: {peer: m2}}\n  m2: {kind: veth, veth: {peer: m1}}\n"
+	cfg, err := desired.Parse([]desired.Source{{Name: "f.yaml", Data: []byte(src)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := State(cfg.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"    vlan: {parent: eth0, id: 7, protocol: 802.1q}\n",
+		"    vlan: {parent: v7, id: 8, protocol: 802.1ad}\n",
+		"    master: blue\n        macvlan: {parent: eth0, mode: bridge}\n",
+		"    vrf: {table: 1001}\n",
+		"    bond: {mode: active-backup, miimon: 100}\n",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("render has no %q:\n%s", want, out)
+		}
+	}
+	back, err := desired.Parse([]desired.Source{{Name: "show.yaml", Data: out}})
+	if err != nil {
+		t.Fatalf("parse the render: %v\n%s", err, out)
+	}
+	for _, n := range []string{"v7", "qinq", "mv0", "blue", "bond0"} {
+		a, b := *cfg.State.Links[n], *back.State.Links[n]
+		a.Origin, b.Origin, a.StateSet, b.StateSet = "", "", false, false
+		if d := cmp.Diff(a, b); d != "" {
+			t.Errorf("link %s after a round trip (-file +render):\n%s", n, d)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package walk
+
+import (
+	"math/rand"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
+)
+
+// The generator makes the vlan, macvlan, vrf and bond kinds where the
+// kernel has them (the host's: macvlan on veths only), with the attributes
+// that change in place and those that replace, and every configuration it
+// makes is one the validator takes.
+func TestGenMakesLinkKinds(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		caps  Caps
+		kinds []string
+	}{
+		{"host", Caps{MACVlan: true}, []string{"macvlan"}},
+		{"guest", Caps{Dummy: true, IPVlan: true, IPIP: true, IP6Tnl: true, VLAN: true, MACVlan: true, VRF: true, Bond: true}, []string{"macvlan", "vlan", "vrf", "bond"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := NewGen(rand.New(rand.NewSource(1)), tc.caps, Defects{}, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			modes := map[string]bool{}
+			members := 0
+			for walk := 0; walk < 6; walk++ {
+				c := g.Initial()
+				for step := 0; step < 60; step++ {
+					if _, err := desired.Parse([]desired.Source{{Name: "walk.yaml", Data: []byte(c.YAML())}}); err != nil {
+						t.Fatalf("walk %d step %d: the generator made an invalid file: %v\n%s", walk, step, err, c.YAML())
+					}
+					for _, l := range c.Links {
+						seen[l.Kind]++
+						if l.Kind == "macvlan" || l.Kind == "bond" {
+							modes[l.Kind+" "+l.Mode] = true
+						}
+						if m := c.Links[l.Master]; m != nil && (m.Kind == "bond" || m.Kind == "vrf") {
+							members++
+						}
+					}
+					c, _ = g.Next(c)
+				}
+			}
+			for _, k := range tc.kinds {
+				if seen[k] == 0 {
+					t.Errorf("no %s in 360 steps (seen %v)", k, seen)
+				}
+			}
+			t.Logf("links seen %v; modes %v; vrf and bond members %d", seen, modes, members)
+		})
+	}
+}
