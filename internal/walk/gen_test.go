@@ -28,7 +28,7 @@ func TestGenMakesLinkKinds(t *testing.T) {
 			seen := map[string]int{}
 			modes := map[string]bool{}
 			members := 0
-			for walk := 0; walk < 6; walk++ {
+			for walk := 0; walk < 12; walk++ {
 				c := g.Initial()
 				for step := 0; step < 60; step++ {
 					if _, err := desired.Parse([]desired.Source{{Name: "walk.yaml", Data: []byte(c.YAML())}}); err != nil {
@@ -48,7 +48,7 @@ func TestGenMakesLinkKinds(t *testing.T) {
 			}
 			for _, k := range tc.kinds {
 				if seen[k] == 0 {
-					t.Errorf("no %s in 360 steps (seen %v)", k, seen)
+					t.Errorf("no %s in 720 steps (seen %v)", k, seen)
 				}
 			}
 			t.Logf("links seen %v; modes %v; vrf and bond members %d", seen, modes, members)
