@@ -201,7 +201,12 @@ type (
 		index, master, lower int32
 		name, alias          string
 	}
-	addrEvent struct{ index int32 }
+	// addrEvent is an address notification: its link, and its protocol
+	// (IFA_PROTO, Linux 6.3; 0 when absent).
+	addrEvent struct {
+		index int32
+		proto uint8
+	}
 	nftEvent  struct {
 		table model.NftTableKey
 		// gen is a NEWGEN message: the end of a transaction, whose
@@ -248,6 +253,12 @@ func (w *watchSet) link(e linkEvent) bool {
 
 func (w *watchSet) addr(e addrEvent) bool {
 	if _, ok := w.watched[e.index]; ok {
+		return true
+	}
+	// An address of our protocol is ours on any link (IFA_PROTO): one added
+	// or removed behind our back on a link the file does not name is to be
+	// pruned or checked, as a route of ours.
+	if e.proto != 0 && int(e.proto) == w.protocol {
 		return true
 	}
 	_, known := w.known[e.index]

@@ -91,6 +91,13 @@ func addrMsg(index int32) syscall.NetlinkMessage {
 	return msg(unix.RTM_NEWADDR, hdr, nlattr(unix.IFA_ADDRESS, []byte{10, 0, 0, 1}))
 }
 
+// withAttr appends an attribute to m.
+func withAttr(m syscall.NetlinkMessage, attr []byte) syscall.NetlinkMessage {
+	m.Data = append(append([]byte(nil), m.Data...), attr...)
+	m.Header.Len += uint32(len(attr))
+	return m
+}
+
 func nftMsg(msgType uint16, family byte, table string) syscall.NetlinkMessage {
 	hdr := []byte{family, 0, 0, 0}
 	var attrs [][]byte
@@ -178,6 +185,8 @@ func TestEventFilter(t *testing.T) {
 		{"address on an owned link", srcAddresses, addrMsg(4), true},
 		{"address on the device of a route of ours", srcAddresses, addrMsg(2), true},
 		{"address on a foreign link", srcAddresses, addrMsg(9), false},
+		{"address of our protocol on a foreign link", srcAddresses, withAttr(addrMsg(9), nlattr(11, []byte{245})), true},
+		{"address of another protocol on a foreign link", srcAddresses, withAttr(addrMsg(9), nlattr(11, []byte{3})), false},
 		{"address on a link never read", srcAddresses, addrMsg(51), true},
 		{"address message cut short", srcAddresses, msg(unix.RTM_NEWADDR, []byte{2, 24}), true},
 

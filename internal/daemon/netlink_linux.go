@@ -262,8 +262,19 @@ func decodeAddr(m syscall.NetlinkMessage) (e addrEvent, ok bool) {
 	if (m.Header.Type != unix.RTM_NEWADDR && m.Header.Type != unix.RTM_DELADDR) || len(m.Data) < unix.SizeofIfAddrmsg {
 		return e, false
 	}
-	return addrEvent{index: int32(binary.NativeEndian.Uint32(m.Data[4:]))}, true
+	e = addrEvent{index: int32(binary.NativeEndian.Uint32(m.Data[4:]))}
+	attrs(m.Data[unix.SizeofIfAddrmsg:], func(typ uint16, v []byte) bool {
+		if typ == ifaProto && len(v) >= 1 {
+			e.proto = v[0]
+			return false
+		}
+		return true
+	})
+	return e, true
 }
+
+// ifaProto is IFA_PROTO (include/uapi/linux/if_addr.h, Linux 6.3).
+const ifaProto = 11
 
 // nftables message types (linux/netfilter/nf_tables.h), within subsystem
 // NFNL_SUBSYS_NFTABLES.
