@@ -463,6 +463,23 @@ systemd_timer_step() {
 }
 systemd_timer_step
 
+# 7c. Sysctls under the packaged unit (ProtectKernelTunables=yes with /proc/sys/net
+# writable): declared, the daemon sets it; dropped from the file, the value found
+# before is put back.
+sysctl_step() {
+	local before
+	before=$(cat /proc/sys/net/ipv4/ip_forward)
+	timeout 60 systemctl stop "$unit"
+	chown -R netreconcile:netreconcile /etc/netreconcile
+	printf 'version: 1\nsysctls:\n  net.ipv4.ip_forward: %d\n' $((1 - before)) >"$conf"
+	timeout 120 systemctl start "$unit"
+	check "sysctl: the service set net.ipv4.ip_forward $before -> $((1 - before))" test "$(cat /proc/sys/net/ipv4/ip_forward)" = $((1 - before))
+	printf 'version: 1\n' >"$conf"
+	timeout 120 systemctl reload "$unit"
+	check "sysctl: dropped from the file, net.ipv4.ip_forward is back at $before" test "$(cat /proc/sys/net/ipv4/ip_forward)" = "$before"
+}
+sysctl_step
+
 # 8. The log of the run, short.
 out "journal of $unit (last 15 lines):"
 journal 15
