@@ -302,11 +302,29 @@ func TestReplaceOnlyWhereForced(t *testing.T) {
     mtu: 1500 -> 1400
 `,
 	}, {
-		name:   "tunnel encap sport",
+		name:   "tunnel encap sport changes in place",
 		file:   "links:\n  fou4: {kind: ipip, ipip: {remote: 192.0.2.9, local: 192.0.2.1, ttl: 225, encap: {type: fou, sport: 4000, dport: 5555}}}\n",
 		kernel: newKernel().link(tun(0)),
 		plan: `
-± link fou4 (ipip remote 192.0.2.9 local 192.0.2.1 ttl 225 encap fou encap-sport 4000 encap-dport 5555): encap fou encap-sport auto encap-dport 5555 -> encap fou encap-sport 4000 encap-dport 5555
+~ link fou4
+    encap: fou encap-sport auto encap-dport 5555 -> fou encap-sport 4000 encap-dport 5555
+`,
+	}, {
+		name:   "tunnel endpoints and ttl change in place",
+		file:   "links:\n  fou4: {kind: ipip, ipip: {remote: 192.0.2.8, local: 192.0.2.3, ttl: 64, encap: {type: fou, sport: auto, dport: 5555}}}\n",
+		kernel: newKernel().link(tun(0)),
+		plan: `
+~ link fou4
+    local: 192.0.2.1 -> 192.0.2.3
+    remote: 192.0.2.9 -> 192.0.2.8
+    ttl: 225 -> 64
+`,
+	}, {
+		name:   "an ipip whose remote goes is made again",
+		file:   "links:\n  fou4: {kind: ipip, ipip: {local: 192.0.2.1, ttl: 225, encap: {type: fou, sport: auto, dport: 5555}}}\n",
+		kernel: newKernel().link(tun(0)),
+		plan: `
+± link fou4 (ipip local 192.0.2.1 ttl 225 encap fou encap-sport auto encap-dport 5555): remote 192.0.2.9 -> none
 `,
 	}, {
 		name:   "tunnel unchanged",
@@ -708,5 +726,35 @@ func TestStaleIPVlanGoesBeforeItsParentJoinsAMaster(t *testing.T) {
 	}
 	if del < 0 || join < 0 || del > join {
 		t.Errorf("want i1 deleted before d1 joins b0:\n%s", p)
+	}
+}
+
+// A vlan renamed: the stale one goes before the new one is made, since the
+// kernel lets one vlan per parent hold an id (EEXIST; guest walk seed 22,
+// step 8).
+func TestStaleVLANGoesBeforeItsRename(t *testing.T) {
+	d := &model.State{Links: map[string]*model.Link{
+		"d0": {Name: "d0", Kind: model.KindDummy},
+		"v1": {Name: "v1", Kind: model.KindVLAN, VLAN: &model.VLAN{Parent: "d0", ID: 10}},
+	}}
+	a := &model.State{Links: map[string]*model.Link{
+		"d0": {Name: "d0", Kind: model.KindDummy, Owned: true, Alias: "netreconcile"},
+		"v0": {Name: "v0", Kind: model.KindVLAN, Owned: true, Alias: "netreconcile", VLAN: &model.VLAN{Parent: "d0", ID: 10}},
+	}}
+	p, err := diff.Compute(d, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del, mk := -1, -1
+	for i, op := range p.Ops {
+		switch {
+		case op.Kind == diff.KindLink && op.Action == diff.Delete && op.ID == "v0":
+			del = i
+		case op.Kind == diff.KindLink && op.Action == diff.Create && op.ID == "v1":
+			mk = i
+		}
+	}
+	if del < 0 || mk < 0 || del > mk {
+		t.Errorf("want v0 deleted before v1 is made:\n%s", p)
 	}
 }

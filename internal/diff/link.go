@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
 )
@@ -94,7 +95,9 @@ func (c *computer) links() {
 	c.remotePeerHeld(creates)
 	var early []Op
 	// The kernel lets one link per namespace hold a vxlan's VNI and port, a
-	// tunnel's endpoints, a WireGuard device's listen port. A stale link of
+	// tunnel's endpoints, a WireGuard device's listen port, and one vlan
+	// per parent hold an id (EEXIST; guest walk seed 22, a vlan renamed), a
+	// passthru macvlan its parent (EBUSY). A stale link of
 	// such a kind goes before the creates of its kind, so that the link
 	// taking its place (a rename) can be made: created first, it would meet
 	// EEXIST or EADDRINUSE.
@@ -114,7 +117,7 @@ func (c *computer) links() {
 	// that recreates it only creates.
 	for i, op := range creates {
 		switch op.Link.Kind {
-		case model.KindVXLAN, model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard:
+		case model.KindVXLAN, model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard, model.KindVLAN, model.KindMACVlan:
 			if op.Action == Replace && created[op.Link.Kind] > 1 {
 				old := c.a.Links[op.ID]
 				del := Op{Action: Delete, Kind: KindLink, ID: op.ID, Summary: old.Kind + ", recreated below", Link: old}
@@ -148,7 +151,7 @@ func (c *computer) links() {
 			continue
 		}
 		switch op.Link.Kind {
-		case model.KindVXLAN, model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard:
+		case model.KindVXLAN, model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard, model.KindVLAN, model.KindMACVlan:
 			if created[op.Link.Kind] > 0 {
 				early = append(early, op)
 				c.add(op)
@@ -645,21 +648,19 @@ func (c *computer) fixedChange(want, have *model.Link) string {
 		if h == nil {
 			return "tunnel attributes unreadable"
 		}
-		// Coil recreates its FoU tunnels on any change, and the kernel
-		// cannot change an encapsulation's source port in place.
+		// The kernel changes a tunnel's endpoints, ttl, mode and
+		// encapsulation in place (ip_tunnel_changelink,
+		// ip6_tnl_changelink: kindChanges), but not: a flow-based
+		// (collect_md) device, which refuses every change; an ipip whose
+		// remote comes or goes, which would turn it from point-to-point
+		// to not or back (EINVAL). TestTunnelInPlace (guest) holds each.
 		switch {
 		case w.External != h.External:
 			return fmt.Sprintf("external %t -> %t", h.External, w.External)
-		case w.Local != h.Local:
-			return fmt.Sprintf("local %s -> %s", addrStr(h.Local), addrStr(w.Local))
-		case w.Remote != h.Remote:
+		case w.External && w.Mode != h.Mode:
+			return fmt.Sprintf("mode %s -> %s of a flow-based tunnel", h.Mode, w.Mode)
+		case want.Kind == model.KindIPIP && w.Remote.IsValid() != h.Remote.IsValid():
 			return fmt.Sprintf("remote %s -> %s", addrStr(h.Remote), addrStr(w.Remote))
-		case w.TTL != h.TTL:
-			return fmt.Sprintf("ttl %d -> %d", h.TTL, w.TTL)
-		case w.Mode != h.Mode:
-			return fmt.Sprintf("mode %s -> %s", h.Mode, w.Mode)
-		case encapStr(w.Encap) != encapStr(h.Encap):
-			return fmt.Sprintf("%s -> %s", encapStr(h.Encap), encapStr(w.Encap))
 		}
 	case model.KindVLAN:
 		w, h := want.VLAN, have.VLAN
@@ -737,6 +738,23 @@ func kindChanges(want, have *model.Link) []Change {
 	case want.MACVlan != nil && have.MACVlan != nil:
 		if want.MACVlan.Mode != have.MACVlan.Mode {
 			ch = append(ch, Change{"macvlan mode", have.MACVlan.Mode, want.MACVlan.Mode})
+		}
+	case want.Tunnel != nil && have.Tunnel != nil && !want.Tunnel.External:
+		w, h := want.Tunnel, have.Tunnel
+		if w.Local != h.Local {
+			ch = append(ch, Change{"local", addrStr(h.Local), addrStr(w.Local)})
+		}
+		if w.Remote != h.Remote {
+			ch = append(ch, Change{"remote", addrStr(h.Remote), addrStr(w.Remote)})
+		}
+		if w.TTL != h.TTL {
+			ch = append(ch, Change{"ttl", strconv.Itoa(int(h.TTL)), strconv.Itoa(int(w.TTL))})
+		}
+		if w.Mode != h.Mode {
+			ch = append(ch, Change{"mode", h.Mode, w.Mode})
+		}
+		if encapStr(w.Encap) != encapStr(h.Encap) {
+			ch = append(ch, Change{"encap", strings.TrimPrefix(encapStr(h.Encap), "encap "), strings.TrimPrefix(encapStr(w.Encap), "encap ")})
 		}
 	case want.Bond != nil && have.Bond != nil:
 		if want.Bond.Mode != have.Bond.Mode {

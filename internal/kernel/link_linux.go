@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -415,6 +416,34 @@ func (k *Netlink) ChangeLink(l *model.Link) error {
 			bounce = cur.Attrs().Flags&net.FlagUp != 0
 		}
 		data.AddRtAttr(nl.IFLA_BOND_MIIMON, nl.Uint32Attr(l.Bond.Miimon))
+	case l.Tunnel != nil && (l.Kind == model.KindIPIP || l.Kind == model.KindIP6Tnl):
+		// The kernel takes the whole set of parameters (a missing one is
+		// reset), as the create made them: PMTU discovery on for ipip,
+		// the encapsulation limit at 4 for ip6tnl.
+		t := l.Tunnel
+		typ, sport, dport := encapTo(t.Encap)
+		data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+		// An endpoint left out is "any": the kernel's parameters start
+		// zeroed.
+		addr := func(typ int, a netip.Addr) {
+			if a.IsValid() {
+				data.AddRtAttr(typ, a.AsSlice())
+			}
+		}
+		if l.Kind == model.KindIPIP {
+			info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("ipip"))
+			data.AddRtAttr(nl.IFLA_IPTUN_PMTUDISC, nl.Uint8Attr(1))
+		} else {
+			info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("ip6tnl"))
+			data.AddRtAttr(nl.IFLA_IPTUN_PROTO, nl.Uint8Attr(ip6tnlProto(t.Mode)))
+			data.AddRtAttr(nl.IFLA_IPTUN_ENCAP_LIMIT, nl.Uint8Attr(4))
+		}
+		addr(nl.IFLA_IPTUN_LOCAL, t.Local)
+		addr(nl.IFLA_IPTUN_REMOTE, t.Remote)
+		data.AddRtAttr(nl.IFLA_IPTUN_TTL, nl.Uint8Attr(t.TTL))
+		data.AddRtAttr(nl.IFLA_IPTUN_ENCAP_TYPE, nl.Uint16Attr(typ))
+		data.AddRtAttr(nl.IFLA_IPTUN_ENCAP_SPORT, binary.BigEndian.AppendUint16(nil, sport))
+		data.AddRtAttr(nl.IFLA_IPTUN_ENCAP_DPORT, binary.BigEndian.AppendUint16(nil, dport))
 	default:
 		return fmt.Errorf("change link %s: kind %s has no attribute that changes in place", l.Name, l.Kind)
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -33,9 +34,9 @@ func ifindex(t *testing.T, ns *NetNS, name string) string {
 	return m[1]
 }
 
-// TestInPlaceChanges: an MTU change keeps the tunnel (same ifindex); a FoU
-// source port change recreates it, because the kernel cannot change it in
-// place.
+// TestInPlaceChanges: an MTU change keeps the tunnel (same ifindex), and so
+// does a FoU source port change (the kernel's changelink sets the
+// encapsulation: ip_tunnel_encap_setup).
 func TestInPlaceChanges(t *testing.T) {
 	requireModules(t, "ipip", "fou")
 	ns := newNetNS(t, "")
@@ -65,12 +66,66 @@ func TestInPlaceChanges(t *testing.T) {
 
 	write("1380", "auto")
 	out = apply()
-	mustContain(t, "apply sport", out, "± link fou4_c0000202", "encap fou encap-sport 5555 encap-dport 5555 -> encap fou encap-sport auto")
-	if got := ifindex(t, ns, "fou4_c0000202"); got == first {
-		t.Errorf("a FoU source port change kept ifindex %s; the kernel cannot change it in place", got)
+	mustContain(t, "apply sport", out, "~ link fou4_c0000202", "encap: fou encap-sport 5555 encap-dport 5555 -> fou encap-sport auto encap-dport 5555")
+	if got := ifindex(t, ns, "fou4_c0000202"); got != first {
+		t.Errorf("a FoU source port change recreated the link: ifindex %s -> %s", first, got)
 	}
 	mustContain(t, "ip -d link after sport change", ns.IP(t, "-d", "link", "show", "fou4_c0000202"), "encap-sport auto", "mtu 1380")
 	if out := apply(); !strings.Contains(out, "No changes") {
-		t.Errorf("apply after the replace is not empty:\n%s", out)
+		t.Errorf("apply after the change is not empty:\n%s", out)
 	}
+}
+
+// TestTunnelInPlace (issue 17): the kernel changes a tunnel's endpoints,
+// ttl, mode and encapsulation in place (ip_tunnel_changelink,
+// ip6_tnl_changelink), so netreconcile keeps the link (same ifindex) and
+// the kernel reads back each new value; an ipip whose remote goes is made
+// again (it would stop being point-to-point: EINVAL).
+func TestTunnelInPlace(t *testing.T) {
+	requireModules(t, "ipip", "ip6_tunnel", "fou")
+	ns := newNetNS(t, "")
+	dir, state := t.TempDir(), t.TempDir()
+	file := filepath.Join(dir, "t.yaml")
+	apply := func(links string) string {
+		if err := os.WriteFile(file, []byte("version: 1\nlinks:\n"+links), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+		// A second diff exits 0 (runNetreconcile fails the test otherwise).
+		runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
+		return out
+	}
+	type step struct{ ipip, ip6, wantIPIP, wantIP6 string }
+	steps := []step{
+		{"{remote: 192.0.2.2, local: 192.0.2.1, ttl: 64}", "{mode: ip6ip6, remote: \"2001:db8::2\", local: \"2001:db8::1\", ttl: 64}",
+			"remote 192.0.2.2 local 192.0.2.1 ttl 64", "ip6ip6 remote 2001:db8::2 local 2001:db8::1"},
+		{"{remote: 192.0.2.3, local: 192.0.2.1, ttl: 64}", "{mode: ip6ip6, remote: \"2001:db8::3\", local: \"2001:db8::1\", ttl: 64}",
+			"remote 192.0.2.3 local 192.0.2.1", "remote 2001:db8::3 local 2001:db8::1"},
+		{"{remote: 192.0.2.3, local: 192.0.2.9, ttl: 225}", "{mode: ipip6, remote: \"2001:db8::3\", local: \"2001:db8::9\", ttl: 225}",
+			"remote 192.0.2.3 local 192.0.2.9 ttl 225", "ipip6 remote 2001:db8::3 local 2001:db8::9"},
+		{"{remote: 192.0.2.3, local: 192.0.2.9, ttl: 225, encap: {type: fou, dport: 5555}}", "{mode: any, remote: \"2001:db8::3\", local: \"2001:db8::9\", ttl: 225, encap: {type: gue, dport: 5556}}",
+			"encap fou encap-sport auto encap-dport 5555", "encap gue encap-sport auto encap-dport 5556"},
+		{"{remote: 192.0.2.3, local: 192.0.2.9, ttl: 225, encap: {type: gue, sport: 4000, dport: 5557}}", "{mode: any, remote: \"2001:db8::3\", local: \"2001:db8::9\", ttl: 225}",
+			"encap gue encap-sport 4000 encap-dport 5557", "any remote 2001:db8::3"},
+	}
+	var first [2]string
+	for i, s := range steps {
+		out := apply(fmt.Sprintf("  ti0: {kind: ipip, ipip: %s}\n  ts0: {kind: ip6tnl, ip6tnl: %s}\n", s.ipip, s.ip6))
+		if i > 0 {
+			mustContain(t, fmt.Sprintf("step %d plan", i), out, "~ link ti0", "~ link ts0")
+		}
+		for j, n := range []string{"ti0", "ts0"} {
+			idx := ifindex(t, ns, n)
+			if i == 0 {
+				first[j] = idx
+			} else if idx != first[j] {
+				t.Errorf("step %d: %s was made again (ifindex %s -> %s)", i, n, first[j], idx)
+			}
+		}
+		mustContain(t, fmt.Sprintf("step %d: ip -d link show ti0", i), ns.IP(t, "-d", "link", "show", "ti0"), s.wantIPIP)
+		mustContain(t, fmt.Sprintf("step %d: ip -d link show ts0", i), ns.IP(t, "-d", "link", "show", "ts0"), s.wantIP6)
+	}
+	// The remote goes: a new ipip.
+	out := apply("  ti0: {kind: ipip, ipip: {local: 192.0.2.9, ttl: 225}}\n")
+	mustContain(t, "remote removed", out, "± link ti0")
 }

@@ -523,9 +523,11 @@ func (f *Kernel) PromoteSecondaries(name string) error {
 	})
 }
 
-// ChangeLink writes a macvlan's mode or a bond's mode and miimon, refusing
-// what the kernel refuses: a macvlan into or out of passthru (EINVAL), a
-// bond's mode while it has members (the bonding driver refuses it).
+// ChangeLink writes a macvlan's mode, a bond's mode and miimon, or a
+// tunnel's attributes, refusing what the kernel refuses: a macvlan into or
+// out of passthru (EINVAL), a bond's mode while it has members (the bonding
+// driver refuses it), a change to a flow-based tunnel or of whether an ipip
+// has a remote (EINVAL).
 func (f *Kernel) ChangeLink(want *model.Link) error {
 	return f.setLink("ChangeLink", want.Name, func(l *model.Link) error {
 		switch {
@@ -543,6 +545,20 @@ func (f *Kernel) ChangeLink(want *model.Link) error {
 				}
 			}
 			*l.Bond = *want.Bond
+		case l.Tunnel != nil && want.Tunnel != nil:
+			// ip_tunnel_changelink, ip6_tnl_changelink: a collect_md
+			// device refuses every change; an ipip's remote cannot come
+			// or go (point-to-point or not).
+			if l.Tunnel.External || want.Tunnel.External ||
+				l.Kind == model.KindIPIP && l.Tunnel.Remote.IsValid() != want.Tunnel.Remote.IsValid() {
+				return syscall.EINVAL
+			}
+			t := *want.Tunnel
+			if t.Encap != nil {
+				e := *t.Encap
+				t.Encap = &e
+			}
+			l.Tunnel = &t
 		default:
 			return syscall.EOPNOTSUPP
 		}
