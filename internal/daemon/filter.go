@@ -207,7 +207,7 @@ type (
 		index int32
 		proto uint8
 	}
-	nftEvent  struct {
+	nftEvent struct {
 		table model.NftTableKey
 		// gen is a NEWGEN message: the end of a transaction, whose
 		// changes came as messages of their own.
