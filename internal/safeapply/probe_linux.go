@@ -177,14 +177,26 @@ func arpPing(ctx context.Context, ifindex int, mac net.HardwareAddr, src, target
 	copy(req[14:], src)
 	copy(req[24:], target)
 	to := &unix.SockaddrLinklayer{Protocol: proto, Ifindex: ifindex, Halen: 6, Addr: [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	err = askAndWait(ctx, fd, req, to, func(b []byte) bool {
+		return len(b) >= 28 && binary.BigEndian.Uint16(b[6:]) == 2 && net.IP(b[14:18]).Equal(target)
+	})
+	if err != nil {
+		return fmt.Errorf("ARP: %w", err)
+	}
+	return nil
+}
+
+// askAndWait sends req to `to` on fd three times, spread over probeTimeout
+// (or ctx's deadline, if sooner), and waits for a datagram answer accepts.
+func askAndWait(ctx context.Context, fd int, req []byte, to unix.Sockaddr, answer func([]byte) bool) error {
 	deadline := time.Now().Add(probeTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	buf := make([]byte, 128)
+	buf := make([]byte, 256)
 	for try := 0; try < 3; try++ {
 		if err := unix.Sendto(fd, req, 0, to); err != nil {
-			return fmt.Errorf("send ARP request: %w", err)
+			return fmt.Errorf("send: %w", err)
 		}
 		until := time.Now().Add(probeTimeout / 3)
 		if until.After(deadline) {
@@ -202,14 +214,14 @@ func arpPing(ctx context.Context, ifindex int, mac net.HardwareAddr, src, target
 				if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 					continue
 				}
-				return fmt.Errorf("read ARP reply: %w", err)
+				return fmt.Errorf("read: %w", err)
 			}
-			if n >= 28 && binary.BigEndian.Uint16(buf[6:]) == 2 && net.IP(buf[14:18]).Equal(target) {
+			if answer(buf[:n]) {
 				return nil
 			}
 		}
 	}
-	return errors.New("no ARP reply")
+	return errors.New("no answer")
 }
 
 // ndPing sends neighbour solicitations for target on ifindex (three, spread
@@ -249,39 +261,13 @@ func ndPing(ctx context.Context, ifindex int, mac net.HardwareAddr, target net.I
 	copy(req[26:], mac)
 	to := &unix.SockaddrInet6{ZoneId: uint32(ifindex), Addr: [16]byte{0: 0xff, 1: 0x02, 11: 0x01, 12: 0xff}}
 	copy(to.Addr[13:], t16[13:])
-	deadline := time.Now().Add(probeTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+	err = askAndWait(ctx, fd, req, to, func(b []byte) bool {
+		return len(b) >= 24 && b[0] == naType && net.IP(b[8:24]).Equal(t16)
+	})
+	if err != nil {
+		return fmt.Errorf("neighbour discovery: %w", err)
 	}
-	buf := make([]byte, 256)
-	for try := 0; try < 3; try++ {
-		if err := unix.Sendto(fd, req, 0, to); err != nil {
-			return fmt.Errorf("send neighbour solicitation: %w", err)
-		}
-		until := time.Now().Add(probeTimeout / 3)
-		if until.After(deadline) {
-			until = deadline
-		}
-		for {
-			left := time.Until(until)
-			if left <= 0 {
-				break
-			}
-			tv := unix.NsecToTimeval(left.Nanoseconds())
-			_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
-			n, _, err := unix.Recvfrom(fd, buf, 0)
-			if err != nil {
-				if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-					continue
-				}
-				return fmt.Errorf("read neighbour advertisement: %w", err)
-			}
-			if n >= 24 && buf[0] == naType && net.IP(buf[8:24]).Equal(t16) {
-				return nil
-			}
-		}
-	}
-	return errors.New("no neighbour advertisement")
+	return nil
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
