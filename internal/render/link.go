@@ -67,7 +67,15 @@ func renderLink(l *model.Link, addrs []model.Address) *yaml.Node {
 	case l.MACVlan != nil:
 		v := flow()
 		add(v, "parent", yscalar(l.MACVlan.Parent))
-		add(v, "mode", yscalar(l.MACVlan.Mode))
+		switch l.MACVlan.Mode {
+		case model.MACVlanPrivate, model.MACVlanVEPA, model.MACVlanBridge, model.MACVlanPassthru:
+			add(v, "mode", yscalar(l.MACVlan.Mode))
+		default:
+			// Someone else's macvlan in a mode the schema has no word
+			// for (source, with its list of MACs): said, not written
+			// as a key the file would refuse.
+			v.LineComment = "mode " + l.MACVlan.Mode + " (not in the schema)"
+		}
 		add(m, "macvlan", v)
 	case l.VRF != nil:
 		v := flow()

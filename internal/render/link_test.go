@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 // show renders the vlan, macvlan, vrf and bond kinds in the schema, with
@@ -48,5 +49,24 @@ func TestRenderLinkKindsRoundTrip(t *testing.T) {
 		if d := cmp.Diff(a, b); d != "" {
 			t.Errorf("link %s after a round trip (-file +render):\n%s", n, d)
 		}
+	}
+}
+
+// A macvlan in a mode the schema lacks (someone else's, in source mode) is
+// rendered with the mode in a comment, and the render still parses.
+func TestRenderMACVlanSourceMode(t *testing.T) {
+	st := &model.State{Protocol: 245, Links: map[string]*model.Link{
+		"eth0": {Name: "eth0", Kind: model.KindDevice},
+		"ms0":  {Name: "ms0", Kind: model.KindMACVlan, MACVlan: &model.MACVlan{Parent: "eth0", Mode: "source"}},
+	}}
+	out, err := State(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "# mode source (not in the schema)") || strings.Contains(string(out), "mode: source") {
+		t.Errorf("render:\n%s", out)
+	}
+	if _, err := desired.Parse([]desired.Source{{Name: "show.yaml", Data: out}}); err != nil {
+		t.Fatalf("parse the render: %v\n%s", err, out)
 	}
 }
