@@ -111,3 +111,30 @@ func TestWalkFindingReleaseBeforeIPVlan(t *testing.T) {
 		t.Errorf("the plan does not release p1a before it makes i0:\n%s%s", d.Stdout, d.Stderr)
 	}
 }
+
+// 47. A vxlan on bridge b2 joining bridge b1 while a vxlan on b1 is still
+// b2's port, the file releasing that port in the same apply: the kernel
+// refuses the join (EBUSY: b1 -> x0 -> b2 -> x1 -> b1 would be a loop of
+// upper and lower devices) until the release. Releases now go before the
+// creates (host walk seed 49737547370500, step 82).
+func TestWalkFindingReleaseBeforeJoinLoop(t *testing.T) {
+	e := newEnv(t)
+	e.apply(e.file("a.yaml", `version: 1
+links:
+  b1: {kind: bridge}
+  b2: {kind: bridge}
+  x0: {kind: vxlan, master: b2, vxlan: {id: 20, local: "2001:db8:ff::8", remote: "2001:db8:fe::6", port: 8472, dev: b1}}
+`))
+	f := e.file("b.yaml", `version: 1
+links:
+  b1: {kind: bridge}
+  b2: {kind: bridge}
+  x0: {kind: vxlan, vxlan: {id: 20, local: "2001:db8:ff::8", remote: "2001:db8:fe::6", port: 8472, dev: b1}}
+  x1: {kind: vxlan, master: b1, vxlan: {id: 21, local: "2001:db8:ff::1", remote: "2001:db8:fe::9", dev: b2}}
+`)
+	e.apply(f)
+	if out := e.ip("-d", "link", "show", "x1"); !strings.Contains(out, "master b1") {
+		t.Errorf("x1 did not join b1:\n%s", out)
+	}
+	e.converged(f)
+}
