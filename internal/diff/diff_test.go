@@ -684,15 +684,7 @@ func TestStaleIPVlanGoesBeforeCreateOnItsParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	del, mk := -1, -1
-	for i, op := range p.Ops {
-		switch {
-		case op.Kind == diff.KindLink && op.Action == diff.Delete && op.ID == "i1":
-			del = i
-		case op.Kind == diff.KindLink && op.Action == diff.Create && op.ID == "i0":
-			mk = i
-		}
-	}
+	del, mk := linkOpIndex(p, diff.Delete, "i1"), linkOpIndex(p, diff.Create, "i0")
 	if del < 0 || mk < 0 || del > mk {
 		t.Errorf("want i1 deleted before i0 is made:\n%s", p)
 	}
@@ -715,15 +707,7 @@ func TestStaleIPVlanGoesBeforeItsParentJoinsAMaster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	del, join := -1, -1
-	for i, op := range p.Ops {
-		switch {
-		case op.Kind == diff.KindLink && op.Action == diff.Delete && op.ID == "i1":
-			del = i
-		case op.Kind == diff.KindLink && op.Action == diff.Update && op.ID == "d1":
-			join = i
-		}
-	}
+	del, join := linkOpIndex(p, diff.Delete, "i1"), linkOpIndex(p, diff.Update, "d1")
 	if del < 0 || join < 0 || del > join {
 		t.Errorf("want i1 deleted before d1 joins b0:\n%s", p)
 	}
@@ -745,16 +729,19 @@ func TestStaleVLANGoesBeforeItsRename(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	del, mk := -1, -1
-	for i, op := range p.Ops {
-		switch {
-		case op.Kind == diff.KindLink && op.Action == diff.Delete && op.ID == "v0":
-			del = i
-		case op.Kind == diff.KindLink && op.Action == diff.Create && op.ID == "v1":
-			mk = i
-		}
-	}
+	del, mk := linkOpIndex(p, diff.Delete, "v0"), linkOpIndex(p, diff.Create, "v1")
 	if del < 0 || mk < 0 || del > mk {
 		t.Errorf("want v0 deleted before v1 is made:\n%s", p)
 	}
+}
+
+// linkOpIndex is the position of the plan's link op of action on id, -1 if
+// it has none.
+func linkOpIndex(p *diff.Plan, action diff.Action, id string) int {
+	for i, op := range p.Ops {
+		if op.Kind == diff.KindLink && op.Action == action && op.ID == id {
+			return i
+		}
+	}
+	return -1
 }
