@@ -21,21 +21,63 @@ var GlobalSysctls = map[string][]string{
 	"net.ipv4.ip_local_port_range":   {"32768 60999", "20000 40000"},
 }
 
-// LinkSysctls are the per-link keys the walk declares. Only IPv4 ones: an
-// ipip link with an MTU under 1280 has no IPv6 keys at all.
-// promote_secondaries is among them: apply turns it on to delete an
-// address, and must give the file's value back.
+// LinkSysctls are the per-link keys the walk declares: net.ipv4.conf,
+// net.ipv6.conf and both neighbour tables. promote_secondaries is among
+// them: apply turns it on to delete an address, and must give the file's
+// value back. The IPv6 keys leave out what changes what the other checks
+// read: forwarding (anycast routes in table local), disable_ipv6 (the
+// link's IPv6 addresses), accept_dad and mtu.
 var LinkSysctls = map[string][]string{
-	"ipv4.rp_filter":           {"0", "1", "2"},
-	"ipv4.proxy_arp":           {"0", "1"},
-	"ipv4.arp_ignore":          {"0", "1", "2"},
-	"ipv4.promote_secondaries": {"0", "1"},
-	"ipv4.accept_local":        {"0", "1"},
+	"ipv4.rp_filter":             {"0", "1", "2"},
+	"ipv4.proxy_arp":             {"0", "1"},
+	"ipv4.arp_ignore":            {"0", "1", "2"},
+	"ipv4.promote_secondaries":   {"0", "1"},
+	"ipv4.accept_local":          {"0", "1"},
+	"ipv4.neigh.ucast_solicit":   {"3", "5"},
+	"ipv6.accept_ra":             {"0", "1", "2"},
+	"ipv6.hop_limit":             {"64", "32"},
+	"ipv6.neigh.mcast_solicit":   {"3", "6"},
+	"ipv6.neigh.retrans_time_ms": {"1000", "2500"},
+}
+
+// hasIPv6Conf tells whether the kernel keeps net.ipv6 keys for a link of
+// this kind in the walk. An ipip or ip6tnl link takes its MTU from the
+// path to its remote and may fall under 1280, where the kernel drops the
+// link's IPv6 keys (the generator keeps every other kind at 1280 or more);
+// a device the walk did not make is not known.
+func hasIPv6Conf(l *Link) bool {
+	switch l.Kind {
+	case "ipip", "ip6tnl", "device":
+		return false
+	}
+	return true
+}
+
+// linkSysctlPath is where sysctl(8) shows a link's short key.
+func linkSysctlPath(link, short string) string {
+	fam, name, _ := strings.Cut(short, ".")
+	dev := strings.ReplaceAll(link, ".", "/")
+	if n, ok := strings.CutPrefix(name, "neigh."); ok {
+		return "net." + fam + ".neigh." + dev + "." + n
+	}
+	return "net." + fam + ".conf." + dev + "." + name
+}
+
+// linkSysctlDefault is a key that holds a new link's first value: the
+// "default" one of net.ipv4.conf or net.ipv6.conf, and lo's for the
+// neighbour tables, whose defaults are global and shown only in the first
+// namespace (a device's are copied from them, as lo's were).
+func linkSysctlDefault(short string) string {
+	if strings.Contains(short, ".neigh.") {
+		return linkSysctlPath("lo", short)
+	}
+	return linkSysctlPath("default", short)
 }
 
 // changeSysctls adds, changes or drops one global or per-link key.
 func (g *Gen) changeSysctls(c *Config) string {
 	pool, m, where := GlobalSysctls, &c.Sysctls, "global"
+	keys := sortedKeys(pool)
 	if g.chance(0.6) {
 		n := g.pickLink(c, func(*Link) bool { return true })
 		if n == "" {
@@ -43,8 +85,14 @@ func (g *Gen) changeSysctls(c *Config) string {
 		}
 		l := c.Links[n]
 		pool, m, where = LinkSysctls, &l.Sysctls, "link "+n
+		keys = keys[:0]
+		for _, k := range sortedKeys(pool) {
+			if !strings.HasPrefix(k, "ipv6.") || hasIPv6Conf(l) {
+				keys = append(keys, k)
+			}
+		}
 	}
-	key := g.pick(sortedKeys(pool))
+	key := g.pick(keys)
 	if _, ok := (*m)[key]; ok && g.chance(0.4) {
 		delete(*m, key)
 		return fmt.Sprintf("drop sysctl %s (%s)", key, where)
@@ -56,11 +104,11 @@ func (g *Gen) changeSysctls(c *Config) string {
 	return fmt.Sprintf("sysctl %s = %s (%s)", key, (*m)[key], where)
 }
 
-// readSysctls reads every net.ipv4 key of the namespace as sysctl(8)
+// readSysctls reads every net.ipv4 and net.ipv6 key of the namespace as sysctl(8)
 // shows them there (ip netns exec), independently of netreconcile, in one
 // run: a run per key was most of the walk's time on a busy machine.
 func readSysctls(ns string) (map[string]string, error) {
-	out, err := run("ip", "netns", "exec", ns, "sysctl", "-e", "net.ipv4")
+	out, err := run("ip", "netns", "exec", ns, "sysctl", "-e", "net.ipv4", "net.ipv6")
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +141,7 @@ func sysctlBaseline(ns string) (map[string]string, error) {
 // CompareSysctls checks the walk's keys in the kernel: a declared key has
 // its value; a global key the file does not declare has the value the
 // namespace started with (netreconcile gave it back), and so has a link's
-// key (its link's first value, net.ipv4.conf.default's). Links in skip are
+// key (its link's first value, the "default" one's). Links in skip are
 // left out.
 func CompareSysctls(ns string, c *Config, base map[string]string, skip map[string]bool) ([]string, error) {
 	all, err := readSysctls(ns)
@@ -117,20 +165,19 @@ func CompareSysctls(ns string, c *Config, base map[string]string, skip map[strin
 			continue
 		}
 		for _, short := range sortedKeys(LinkSysctls) {
-			name := strings.TrimPrefix(short, "ipv4.")
 			want, declared := l.Sysctls[short]
 			if !declared {
-				if l.Kind == "device" {
-					// Not made by the walk's file: its first value is
-					// not known here.
+				if l.Kind == "device" || strings.HasPrefix(short, "ipv6.") && !hasIPv6Conf(l) {
+					// Not made by the walk's file, or maybe without
+					// IPv6: its first value is not known here.
 					continue
 				}
 				var ok bool
-				if want, ok = all["net.ipv4.conf.default."+name]; !ok {
-					return nil, fmt.Errorf("net.ipv4.conf.default.%s: not in sysctl's list", name)
+				if want, ok = all[linkSysctlDefault(short)]; !ok {
+					return nil, fmt.Errorf("%s: not in sysctl's list", linkSysctlDefault(short))
 				}
 			}
-			key := "net.ipv4.conf." + strings.ReplaceAll(n, ".", "/") + "." + name
+			key := linkSysctlPath(n, short)
 			got, ok := all[key]
 			if !declared && short == "ipv4.promote_secondaries" && got == "1" {
 				// netreconcile's own, to delete an address of a link
