@@ -214,17 +214,35 @@ func (c *computer) cycledByMaster(op Op) bool {
 	if !op.LinkFields.Master {
 		return false
 	}
-	kindOf := func(st *model.State, name string) string {
-		if l := st.Links[name]; l != nil {
-			return l.Kind
-		}
-		return ""
-	}
 	old := ""
 	if h := c.a.Links[op.ID]; h != nil {
 		old = h.Master
 	}
-	return kindOf(c.a, old) == model.KindVRF || kindOf(c.a, old) == model.KindBond || kindOf(c.d, op.Link.Master) == model.KindVRF || kindOf(c.d, op.Link.Master) == model.KindBond
+	cycles := func(k string) bool { return k == model.KindVRF || k == model.KindBond }
+	return cycles(c.kernelKind(old)) || cycles(c.masterKind(op.Link.Master))
+}
+
+// kernelKind is the kind the kernel has for a link, or "".
+func (c *computer) kernelKind(name string) string {
+	if l := c.a.Links[name]; l != nil {
+		return l.Kind
+	}
+	return ""
+}
+
+// masterKind is the kind a link the file names will have after the
+// apply: the file's, or the kernel's for a device the file declares with
+// kind device (the host's own bond or vrf is a master like one the file
+// makes).
+func (c *computer) masterKind(name string) string {
+	l := c.d.Links[name]
+	if l == nil {
+		return ""
+	}
+	if l.Kind == model.KindDevice {
+		return c.kernelKind(name)
+	}
+	return l.Kind
 }
 
 // bondBounced reports whether an update changes the mode of a bond that is

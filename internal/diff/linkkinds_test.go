@@ -155,6 +155,17 @@ func TestLinkKindsInPlaceOrReplace(t *testing.T) {
 + address fd00::1/64 dev d0
 `,
 	}, {
+		// The same when the vrf is the host's own, declared as a device:
+		// the kernel's kind decides, not the file's.
+		name:   "a link joining a vrf declared as a device gets its IPv6 addresses again",
+		file:   "links:\n  blue: {kind: device}\n  d0: {kind: dummy, master: blue, addresses: [10.1.0.1/24, fd00::1/64]}\n",
+		kernel: newKernel().link(model.Link{Name: "blue", Kind: model.KindVRF, Up: true, VRF: &model.VRF{Table: 10}}).link(model.Link{Name: "d0", Kind: model.KindDummy, Owned: true, Up: true}).addr("d0", "10.1.0.1/24", 0).addr("d0", "fd00::1/64", 0),
+		plan: `
+~ link d0
+    master: blue
++ address fd00::1/64 dev d0
+`,
+	}, {
 		// The bonding driver closes a member it releases.
 		name:   "a link leaving a bond is set up again",
 		file:   "links:\n  bond0: {kind: bond}\n  a0: {kind: dummy}\n",
