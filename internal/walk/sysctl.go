@@ -1,7 +1,9 @@
 package walk
 
 import (
+	"bytes"
 	"fmt"
+	"os/exec"
 	"strings"
 )
 
@@ -108,12 +110,20 @@ func (g *Gen) changeSysctls(c *Config) string {
 // shows them there (ip netns exec), independently of netreconcile, in one
 // run: a run per key was most of the walk's time on a busy machine.
 func readSysctls(ns string) (map[string]string, error) {
-	out, err := run("ip", "netns", "exec", ns, "sysctl", "-e", "net.ipv4", "net.ipv6")
-	if err != nil {
-		return nil, err
+	var out, errb bytes.Buffer
+	cmd := exec.Command("ip", "netns", "exec", ns, "sysctl", "-e", "net.ipv4", "net.ipv6")
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		// An unset stable_secret reads as EIO; the guest's sysctl says
+		// so and exits 1 (the host's skips it). Any other error counts.
+		for _, line := range strings.Split(strings.TrimSpace(errb.String()), "\n") {
+			if !strings.Contains(line, ".stable_secret'") {
+				return nil, fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, errb.String())
+			}
+		}
 	}
 	m := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
+	for _, line := range strings.Split(out.String(), "\n") {
 		k, v, ok := strings.Cut(line, " = ")
 		if ok {
 			m[strings.TrimSpace(k)] = strings.Join(strings.Fields(v), " ")
