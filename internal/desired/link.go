@@ -147,6 +147,18 @@ func (b *builder) link(name string, lc *linkConf) {
 	default:
 		b.errs.add(lc.at("state"), path+".state", "expected up or down, found %q", lc.State)
 	}
+	if vc := lc.VLAN; vc != nil && l.Up {
+		// The kernel takes a vlan down with its parent and refuses to
+		// bring it up on a parent that is down (vlan_dev_open: ENETDOWN):
+		// the file could never converge.
+		if pc := b.links[vc.Parent]; pc != nil && pc.State == "down" {
+			at, p := lc.at("state"), path+".state"
+			if !lc.has("state") {
+				at, p = vc.at("parent"), path+".vlan.parent"
+			}
+			b.errs.add(at, p, "a vlan is up only while its parent is, and %q is declared down (the kernel takes its vlans down with it); give this link state: down too, or bring %q up", vc.Parent, vc.Parent)
+		}
+	}
 	if lc.Alias != "" && strings.HasPrefix(lc.Alias, model.LinkMarker) {
 		b.errs.add(lc.at("alias"), path+".alias", "must not start with %q: that word marks links netreconcile owns", model.LinkMarker)
 	}

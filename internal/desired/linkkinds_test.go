@@ -68,6 +68,11 @@ func TestLinkKindErrors(t *testing.T) {
 		name: "a vlan or macvlan parent loop",
 		file: "version: 1\nlinks:\n  v1: {kind: vlan, vlan: {parent: v2, id: 1}}\n  v2: {kind: vlan, vlan: {parent: v1, id: 2}}\n",
 		want: "f.yaml:4:35: links.v2.vlan.parent: links reference each other in a cycle (v1 parent v2, v2 parent v1); each link's master, dev or parent must be created before it",
+	}, {
+		name: "a vlan up on a parent declared down",
+		file: "version: 1\nlinks:\n  d0: {kind: dummy, state: down}\n  v1: {kind: vlan, vlan: {parent: d0, id: 1}}\n  v2: {kind: vlan, state: up, vlan: {parent: d0, id: 2}}\n  v3: {kind: vlan, state: down, vlan: {parent: d0, id: 3}}\n",
+		want: "f.yaml:4:35: links.v1.vlan.parent: a vlan is up only while its parent is, and \"d0\" is declared down (the kernel takes its vlans down with it); give this link state: down too, or bring \"d0\" up\n" +
+			"f.yaml:5:27: links.v2.state: a vlan is up only while its parent is, and \"d0\" is declared down (the kernel takes its vlans down with it); give this link state: down too, or bring \"d0\" up",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := errorsOf(t, src("f.yaml", tc.file)); got != tc.want {

@@ -65,8 +65,9 @@ func (b *builder) route(i int, rc *routeConf) {
 		}
 		typ = t
 	}
-	// The family comes from the destination; "default" takes it from via, or
-	// from family (ipv4 unless told otherwise), which may also ask for both.
+	// The family comes from the destination; "default" takes it from
+	// family (which may also ask for both), else from via or the next
+	// hops, else ipv4.
 	var fams []bool // true = IPv6
 	switch {
 	case !rc.To.Default:
@@ -84,7 +85,16 @@ func (b *builder) route(i int, rc *routeConf) {
 	case rc.Via != nil:
 		fams = []bool{rc.Via.A.Is6()}
 	case len(rc.NextHops) > 0 && rc.NextHops[0] != nil && rc.NextHops[0].Via != nil:
-		fams = []bool{rc.NextHops[0].Via.A.Is6()}
+		// IPv4 when any next hop is: an IPv6 route has no IPv4 next hop,
+		// while an IPv4 one may have IPv6 ones (RFC 5549), listed first
+		// or not.
+		v6 := true
+		for _, h := range rc.NextHops {
+			if h != nil && h.Via != nil && h.Via.A.Is4() {
+				v6 = false
+			}
+		}
+		fams = []bool{v6}
 	default:
 		fams = []bool{false}
 	}

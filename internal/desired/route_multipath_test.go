@@ -1,7 +1,10 @@
 package desired
 
 import (
+	"fmt"
 	"net/netip"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -84,5 +87,30 @@ func TestMultipathAndRFC5549Routes(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b }), cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); d != "" {
 		t.Errorf("routes (-want +got):\n%s", d)
+	}
+}
+
+// TestDefaultRouteFamilyFromNextHops: a default route's family comes from
+// its next hops: IPv4 when any is IPv4 (an IPv6 first hop is RFC 5549),
+// IPv6 when all are.
+func TestDefaultRouteFamilyFromNextHops(t *testing.T) {
+	st, err := Parse([]Source{{Name: "f.yaml", Data: []byte(`version: 1
+links:
+  eth0: {kind: device}
+  eth1: {kind: device, addresses: [10.0.1.2/24]}
+routes:
+  - {to: default, nexthops: [{via: 'fe80::1', dev: eth0}, {via: 10.0.1.1, dev: eth1}]}
+  - {to: default, table: 200, nexthops: [{via: 'fe80::1', dev: eth0}, {via: 'fe80::2', dev: eth1}]}
+`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range st.State.Routes {
+		got = append(got, fmt.Sprintf("%s table %d", r.Dst, r.Table))
+	}
+	sort.Strings(got)
+	if want := "0.0.0.0/0 table 254,::/0 table 200"; strings.Join(got, ",") != want {
+		t.Errorf("routes %v, want %s", got, want)
 	}
 }

@@ -2,6 +2,8 @@ package diff
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -91,6 +93,7 @@ func (c *computer) links() {
 	for i := range updates {
 		c.releasedFromBond(&updates[i])
 	}
+	updates = c.vlansFollowParents(updates)
 	c.staleLinks()
 	c.remotePeerHeld(creates)
 	var early []Op
@@ -243,6 +246,95 @@ func (c *computer) masterKind(name string) string {
 		return c.kernelKind(name)
 	}
 	return l.Kind
+}
+
+// vlansFollowParents orders and completes the updates of vlans whose
+// parent this plan brings up or cycles. The kernel gives a vlan its
+// parent's admin state (vlan_device_event, without loose_binding): a parent
+// that goes down takes its vlans down, one that comes up brings every vlan
+// on it up, those the file wants down included, and a vlan comes up only
+// on a parent that is up (ENETDOWN). So such a vlan's update goes after
+// its parent's: a vlan set up first would meet ENETDOWN, and one the file
+// wants down is set down again, by an update of its own if it had none
+// (guest soak, walk seed 114581640004126, step 20). A vlan on a parent that
+// is cycled while up (it joins or leaves a vrf or a bond, or is a bond
+// whose mode changes) goes down and up with it, and loses its IPv6
+// addresses and routes, which the plan adds again. A vlan on such a vlan
+// follows in turn (802.1ad under 802.1Q).
+func (c *computer) vlansFollowParents(updates []Op) []Op {
+	comesUp := map[string]bool{} // brought up, or cycled
+	cycled := map[string]bool{}  // cycled while up
+	for _, op := range updates {
+		if op.LinkFields.State && op.Link.Up {
+			comesUp[op.ID] = true
+		}
+		if c.cycledByMaster(op) || c.bondBounced(op) {
+			comesUp[op.ID] = true
+			cycled[op.ID] = !op.LinkFields.State || op.Link.Up
+		}
+	}
+	if len(comesUp) == 0 {
+		return updates
+	}
+	// Follow the vlans down the stack; a vlan goes after the vlan it is on
+	// (depth), else in name order.
+	var follow []string
+	seen := map[string]bool{}
+	for level := comesUp; len(level) > 0; {
+		next := map[string]bool{}
+		for _, name := range slices.Sorted(maps.Keys(c.d.Links)) {
+			w := c.d.Links[name]
+			if w.Kind != model.KindVLAN || w.VLAN == nil || !level[w.VLAN.Parent] || seen[name] || c.blocked[name] {
+				continue
+			}
+			seen[name] = true
+			if cycled[w.VLAN.Parent] {
+				cycled[name] = true
+				if h := c.a.Links[name]; h != nil && h.Up && !c.recreated[name] {
+					c.downed[name] = true
+				}
+			}
+			follow = append(follow, name)
+			next[name] = true
+		}
+		level = next
+	}
+	if len(follow) == 0 {
+		return updates
+	}
+	depth := func(name string) int {
+		n := 0
+		for w := c.d.Links[name]; w != nil && w.Kind == model.KindVLAN && w.VLAN != nil && n <= len(c.d.Links); w = c.d.Links[w.VLAN.Parent] {
+			n++
+		}
+		return n
+	}
+	sort.SliceStable(follow, func(i, j int) bool { return depth(follow[i]) < depth(follow[j]) })
+	own := map[string]Op{}
+	kept := updates[:0]
+	for _, op := range updates {
+		if slices.Contains(follow, op.ID) {
+			own[op.ID] = op
+			continue
+		}
+		kept = append(kept, op)
+	}
+	for _, name := range follow {
+		w := c.d.Links[name]
+		op, had := own[name]
+		if !w.Up && !op.LinkFields.State {
+			if !had {
+				op = Op{Action: Update, Kind: KindLink, ID: name, Link: w}
+			}
+			op.LinkFields.State = true
+			op.Changes = append(op.Changes, Change{"state", "up (with its parent " + w.VLAN.Parent + ")", "down"})
+			had = true
+		}
+		if had {
+			kept = append(kept, op)
+		}
+	}
+	return kept
 }
 
 // bondBounced reports whether an update changes the mode of a bond that is

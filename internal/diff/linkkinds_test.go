@@ -238,3 +238,86 @@ link ve1 cannot be deleted or recreated: the kernel would delete [mvx] with it
 `,
 	}})
 }
+
+// TestVLANsFollowTheirParent: the kernel gives a vlan its parent's admin
+// state. A parent brought up brings its vlans up, so one the file wants
+// down is set down after it, and one the file wants up is set up after it
+// (before, the kernel refuses: ENETDOWN); a parent cycled by joining a vrf
+// cycles its vlans, which get their IPv6 addresses again.
+func TestVLANsFollowTheirParent(t *testing.T) {
+	p0 := func(up bool) model.Link {
+		return model.Link{Name: "p0", Kind: model.KindDummy, Owned: true, Up: up}
+	}
+	vl := func(name string, id uint16, up bool) model.Link {
+		return model.Link{Name: name, Kind: model.KindVLAN, Owned: true, Up: up, Lower: "p0", VLAN: &model.VLAN{Parent: "p0", ID: id, Protocol: "802.1q"}}
+	}
+	run(t, []tc{{
+		name:   "a vlan the file wants down is set down again after its parent comes up",
+		file:   "links:\n  p0: {kind: dummy}\n  a5: {kind: vlan, state: down, vlan: {parent: p0, id: 5}}\n  z6: {kind: vlan, vlan: {parent: p0, id: 6}}\n",
+		kernel: newKernel().link(p0(false)).link(vl("a5", 5, false)).link(vl("z6", 6, false)),
+		plan: `
+~ link p0
+    state: down -> up
+~ link a5
+    state: up (with its parent p0) -> down
+~ link z6
+    state: down -> up
+`,
+	}, {
+		name:   "a vlan the file wants up comes up after its parent",
+		file:   "links:\n  p0: {kind: dummy}\n  a5: {kind: vlan, vlan: {parent: p0, id: 5}}\n",
+		kernel: newKernel().link(p0(false)).link(vl("a5", 5, false)),
+		plan: `
+~ link p0
+    state: down -> up
+~ link a5
+    state: down -> up
+`,
+	}, {
+		name:   "a vlan created down on a parent that comes up",
+		file:   "links:\n  p0: {kind: dummy}\n  a5: {kind: vlan, state: down, vlan: {parent: p0, id: 5}}\n",
+		kernel: newKernel().link(p0(false)),
+		plan: `
++ link a5 (vlan parent p0 id 5 protocol 802.1q down)
+~ link p0
+    state: down -> up
+~ link a5
+    state: up (with its parent p0) -> down
+`,
+	}, {
+		name: "a vlan on a parent that joins a vrf gets its IPv6 addresses again",
+		file: "links:\n  blue: {kind: vrf, vrf: {table: 10}}\n  p0: {kind: dummy, master: blue}\n  a5: {kind: vlan, vlan: {parent: p0, id: 5}, addresses: [fd00::5/64, 10.5.0.1/24]}\n",
+		kernel: newKernel().link(model.Link{Name: "blue", Kind: model.KindVRF, Owned: true, Up: true, VRF: &model.VRF{Table: 10}}).link(p0(true)).link(vl("a5", 5, true)).
+			addr("a5", "fd00::5/64", 0).addr("a5", "10.5.0.1/24", 0),
+		plan: `
+~ link p0
+    master: blue
++ address fd00::5/64 dev a5
+`,
+	}, {
+		name:   "unchanged: nothing to do",
+		file:   "links:\n  p0: {kind: dummy}\n  a5: {kind: vlan, state: down, vlan: {parent: p0, id: 5}}\n",
+		kernel: newKernel().link(p0(true)).link(vl("a5", 5, false)),
+		plan:   "",
+	}})
+}
+
+// TestVLANOnVLANFollowsInOrder: a vlan on a vlan (802.1Q in 802.1ad) comes
+// up after the vlan it is on, whatever their names.
+func TestVLANOnVLANFollowsInOrder(t *testing.T) {
+	run(t, []tc{{
+		name: "inner after outer",
+		file: "links:\n  p0: {kind: dummy}\n  z1: {kind: vlan, vlan: {parent: p0, id: 5, protocol: 802.1ad}}\n  a2: {kind: vlan, vlan: {parent: z1, id: 6}}\n",
+		kernel: newKernel().link(model.Link{Name: "p0", Kind: model.KindDummy, Owned: true}).
+			link(model.Link{Name: "z1", Kind: model.KindVLAN, Owned: true, Lower: "p0", VLAN: &model.VLAN{Parent: "p0", ID: 5, Protocol: "802.1ad"}}).
+			link(model.Link{Name: "a2", Kind: model.KindVLAN, Owned: true, Lower: "z1", VLAN: &model.VLAN{Parent: "z1", ID: 6, Protocol: "802.1q"}}),
+		plan: `
+~ link p0
+    state: down -> up
+~ link z1
+    state: down -> up
+~ link a2
+    state: down -> up
+`,
+	}})
+}

@@ -613,7 +613,24 @@ func (a *Addr) yaml() string {
 }
 
 func (r *Route) yaml() string {
-	g := []string{"to: " + q(r.To)}
+	to := r.To
+	if to == "default" {
+		// The walk's "default" is IPv4 ("::/0" is its IPv6 one), which
+		// the file spells "default" only where the gateways do not make
+		// it IPv6 (docs/config.md, family): an IPv4 route through IPv6
+		// ones only (RFC 5549) is written 0.0.0.0/0, as a person would.
+		v6 := strings.Contains(r.Via, ":")
+		if len(r.Hops) > 0 && r.Hops[0].Via != "" {
+			v6 = true
+			for _, h := range r.Hops {
+				v6 = v6 && !strings.Contains(h.Via, ".")
+			}
+		}
+		if v6 {
+			to = "0.0.0.0/0"
+		}
+	}
+	g := []string{"to: " + q(to)}
 	if r.Type != "" && r.Type != "unicast" {
 		g = append(g, "type: "+r.Type)
 	}

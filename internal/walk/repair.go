@@ -40,6 +40,14 @@ func (g *Gen) Repair(c *Config) {
 			}
 		}
 	}
+	// A vlan is up only while its parent is: the kernel takes it down with
+	// the parent and refuses it up on a parent that is down (ENETDOWN), and
+	// validation refuses the file.
+	for _, n := range c.LinkNames() {
+		if l := c.Links[n]; l.Kind == "vlan" && c.Links[l.Parent].Down {
+			l.Down = true
+		}
+	}
 	// The kernel holds a VNI once per UDP port (EEXIST for a second vxlan):
 	// a file declaring two is not one the kernel can hold.
 	vnis := map[[2]int]bool{}

@@ -68,7 +68,8 @@ func linkSysctlPath(link, short string) string {
 // linkSysctlDefault is a key that holds a new link's first value: the
 // "default" one of net.ipv4.conf or net.ipv6.conf, and lo's for the
 // neighbour tables, whose defaults are global and shown only in the first
-// namespace (a device's are copied from them, as lo's were).
+// namespace (a device's are copied from them, as lo's were; the oracle
+// takes lo's from the baseline, read before the walk could declare them).
 func linkSysctlDefault(short string) string {
 	if strings.Contains(short, ".neigh.") {
 		return linkSysctlPath("lo", short)
@@ -145,6 +146,13 @@ func sysctlBaseline(ns string) (map[string]string, error) {
 			out[k] = v
 		}
 	}
+	for _, short := range sortedKeys(LinkSysctls) {
+		if k := linkSysctlDefault(short); strings.Contains(k, ".neigh.lo.") {
+			// lo's, as the namespace made it: the walk may declare
+			// lo's keys later.
+			out[k] = all[k]
+		}
+	}
 	return out, nil
 }
 
@@ -182,8 +190,12 @@ func CompareSysctls(ns string, c *Config, base map[string]string, skip map[strin
 					// IPv6: its first value is not known here.
 					continue
 				}
+				from := all
+				if strings.Contains(short, ".neigh.") {
+					from = base
+				}
 				var ok bool
-				if want, ok = all[linkSysctlDefault(short)]; !ok {
+				if want, ok = from[linkSysctlDefault(short)]; !ok {
 					return nil, fmt.Errorf("%s: not in sysctl's list", linkSysctlDefault(short))
 				}
 			}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -72,6 +73,42 @@ func TestWalkFindingIPVlanGoneBeforeParentJoins(t *testing.T) {
 		runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
 		if i == 1 {
 			mustContain(t, "ip link show d1", ns.IP(t, "link", "show", "d1"), "master b0")
+		}
+	}
+}
+
+// Finding 48 (docs/walk-findings.md): the kernel gives a vlan its parent's
+// admin state. A parent brought up brought up the vlan the file wants down
+// (a second apply set it down again), a vlan set up before its parent (name
+// order) met ENETDOWN, and a vlan whose parent joined a vrf lost its IPv6
+// addresses with the cycle.
+func TestWalkFindingVLANFollowsParent(t *testing.T) {
+	requireModules(t, "dummy", "8021q", "vrf")
+	ns := newNetNS(t, "")
+	dir, state := t.TempDir(), t.TempDir()
+	file := filepath.Join(dir, "v.yaml")
+	vlans := func(a5, z6 string) string {
+		return "  a5: {kind: vlan, state: " + a5 + ", vlan: {parent: p0, id: 5}, addresses: [10.5.0.1/24, 'fd00:5::1/64']}\n" +
+			"  z6: {kind: vlan, state: " + z6 + ", vlan: {parent: p0, id: 6}}\n"
+	}
+	for i, cfg := range []string{
+		"version: 1\nlinks:\n  p0: {kind: dummy}\n" + vlans("up", "down"),
+		"version: 1\nlinks:\n  p0: {kind: dummy, state: down}\n" + vlans("down", "down"),
+		"version: 1\nlinks:\n  p0: {kind: dummy}\n" + vlans("up", "down"),
+		"version: 1\nlinks:\n  blue: {kind: vrf, vrf: {table: 10}}\n  p0: {kind: dummy, master: blue}\n" + vlans("up", "down"),
+	} {
+		if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+		// A second diff exits 0 (runNetreconcile fails the test otherwise).
+		runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
+		if i >= 2 {
+			if out := ns.IP(t, "-o", "link", "show", "z6"); strings.Contains(out, ",UP") || strings.Contains(out, "<UP") {
+				t.Errorf("step %d: z6 is up, the file wants it down: %s", i+1, out)
+			}
+			mustContain(t, "ip -o link show a5", ns.IP(t, "-o", "link", "show", "a5"), ",UP,")
+			mustContain(t, "ip -6 addr show dev a5", ns.IP(t, "-6", "addr", "show", "dev", "a5"), "fd00:5::1/64")
 		}
 	}
 }
