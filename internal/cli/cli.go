@@ -316,12 +316,17 @@ func Run(ctx context.Context, env *Env, args []string) int {
 	// Every message, the daemon's log included, reaches standard error:
 	// nothing that looks like a key is ever printed there, whatever
 	// field the user typed it in.
-	redacted := *env
+	raw, redacted := env, *env
 	redacted.Stderr = redact.Writer(env.Stderr)
 	env = &redacted
 	if len(args) == 0 {
 		fmt.Fprint(env.Stderr, mainHelp)
 		return ExitUsage
+	}
+	// Root on a host with the packaged service runs the command as the
+	// service's user (runas_linux.go), which redacts its own output.
+	if code, ok := runAsServiceUser(ctx, raw, args); ok {
+		return code
 	}
 	switch args[0] {
 	case "-h", "--help", "help":

@@ -25,7 +25,8 @@ func (g *globals) openHost(ctx context.Context, env *Env, cmd string) (*safeappl
 	if err != nil {
 		return nil, nil, err
 	}
-	return &safeapply.Host{Dir: eng.State, Engine: eng, Netns: g.netns, AllowInsecureConfig: g.allowInsecureConfig, Getenv: env.Getenv, Options: g.nsOptions()}, closeFn, nil
+	w, _ := handedByRoot()
+	return &safeapply.Host{Dir: eng.State, Engine: eng, Netns: g.netns, AllowInsecureConfig: g.allowInsecureConfig, Getenv: env.Getenv, Options: g.nsOptions(), MainWriter: w}, closeFn, nil
 }
 
 // timerArgs are the options a timer's "rollback --due" needs to reach the
@@ -93,7 +94,13 @@ func nonNil[T any](s []T) []T {
 func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 	var candidate []byte
 	if o.candidate != "" {
-		data, err := os.ReadFile(o.candidate)
+		read := func() ([]byte, error) { return os.ReadFile(o.candidate) }
+		if _, f := handedByRoot(); f != nil {
+			// Read by root's process, which started this one
+			// (runas_linux.go).
+			read = func() ([]byte, error) { return io.ReadAll(f) }
+		}
+		data, err := read()
 		if err != nil {
 			return fail(env, "apply", fmt.Errorf("--candidate: %w", err))
 		}

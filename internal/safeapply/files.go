@@ -202,6 +202,20 @@ func restoreFiles(s *Snapshot, id string) ([]string, error) {
 	return changed, nil
 }
 
+// RestoreFile writes one file of a snapshot back, as restoreFiles does:
+// for a MainWriter.
+func RestoreFile(f *FileCopy, id string) (bool, error) { return restoreFile(f, id) }
+
+// InstallMain replaces the file at path with data atomically, keeping its
+// mode and owner: for a MainWriter.
+func InstallMain(path string, data []byte) error {
+	cur, err := readCopy(path)
+	if err != nil {
+		return fmt.Errorf("install %s: %w", path, err)
+	}
+	return installMain(&Snapshot{Main: path, Files: []FileCopy{*cur}}, data)
+}
+
 func restoreFile(f *FileCopy, id string) (bool, error) {
 	dir := filepath.Dir(f.Path)
 	if cur, err := readCopy(f.Path); err == nil && cur.Link == f.Link && string(cur.Data) == string(f.Data) &&

@@ -46,6 +46,31 @@ type Host struct {
 	// Options are the command line options that name this namespace and
 	// state directory (" --netns lab"), for the commands messages suggest.
 	Options string
+	// MainWriter writes the main file where this process cannot: nil
+	// but in a command that root started as the packaged service's user
+	// (cli, runas), whose root process does the write.
+	MainWriter MainWriter
+}
+
+// MainWriter writes the main configuration file for a process that cannot
+// write its directory (the packaged service's user cannot write
+// /etc/netreconcile), in a process that can.
+type MainWriter interface {
+	// Install replaces the main file at path with the --candidate that
+	// the writer read itself, as installMain does.
+	Install(path string) error
+	// Restore writes f (the main file only) back as a rollback does,
+	// keeping what it replaces under RejectedName(f.Path, id).
+	Restore(f *FileCopy, id string) error
+}
+
+// mainWriter is h.MainWriter where this process cannot write the main
+// file's directory, else nil.
+func (h *Host) mainWriter(main string) MainWriter {
+	if h.MainWriter == nil || unix.Access(filepath.Dir(main), unix.W_OK) == nil {
+		return nil
+	}
+	return h.MainWriter
 }
 
 func (h *Host) now() time.Time {
@@ -353,6 +378,13 @@ func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string
 			errs = append(errs, fmt.Errorf("files not restored: %w", err))
 		}
 	}
+	if w := h.mainWriter(t.Restore.Main); len(errs) == 0 && w != nil && len(t.Restore.Files) > 0 {
+		// The main file by the process that can write it; restoreFiles
+		// then finds it right and leaves it alone.
+		if err := w.Restore(&t.Restore.Files[0], t.ID); err != nil {
+			errs = append(errs, fmt.Errorf("restore files: %w", err))
+		}
+	}
 	if len(errs) == 0 {
 		files, err := restoreFiles(t.Restore, t.ID)
 		r.Files = files
@@ -452,7 +484,7 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 	if req.Candidate != nil {
 		// Found out now rather than after the transaction is recorded:
 		// the packaged service's user cannot write /etc/netreconcile.
-		if dir := filepath.Dir(cur.Main); unix.Access(dir, unix.W_OK) != nil {
+		if dir := filepath.Dir(cur.Main); unix.Access(dir, unix.W_OK) != nil && h.MainWriter == nil {
 			return nil, fmt.Errorf("--candidate: cannot install the file: %s is not writable by uid %d (nothing was changed)", dir, os.Geteuid())
 		}
 		applied = cur.WithMain(req.Candidate, now, "apply")
@@ -550,7 +582,11 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 	}
 	res.Txn = t
 	if req.Candidate != nil {
-		if err := installMain(cur, req.Candidate); err != nil {
+		install := func() error { return installMain(cur, req.Candidate) }
+		if w := h.mainWriter(cur.Main); w != nil {
+			install = func() error { return w.Install(cur.Main) }
+		}
+		if err := install(); err != nil {
 			rb, rerr := h.rollback(ctx, f, CauseApply, err.Error())
 			res.Rollback = rb
 			return res, errors.Join(err, rerr)

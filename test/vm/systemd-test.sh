@@ -314,10 +314,6 @@ wg_step
 # window, and the rollback still happens at the deadline, held by the daemon.
 safe_step() {
 	local good bad json timer deadline dl_ms t late state
-	asnr() { # the service user with the service's capabilities, as every writer must be
-		setpriv --reuid=netreconcile --regid=netreconcile --init-groups \
-			--inh-caps=+net_admin,+net_raw --ambient-caps=+net_admin,+net_raw "$@"
-	}
 	routed() { ip route show 10.91.0.0/24 | grep -q 'via 10\.90\.0\.254'; }
 	timeout 60 systemctl stop "$unit"
 	good='version: 1
@@ -329,13 +325,16 @@ routes:
   - {to: 10.91.0.0/24, via: 10.90.0.254}
 '
 	bad=${good/via: 10.90.0.254/type: blackhole}
-	# The configuration directory is the service user's: its commands install the
-	# --candidate there (docs/safe-apply.md, "With the packaged service").
+	# The configuration directory is root's, as the package makes it: root's
+	# process installs the --candidate there, which it reads itself (mode 0600:
+	# the service user could not).
 	rm -f "$conf"
+	chown -R root:root /etc/netreconcile
+	chmod 0755 /etc/netreconcile
 	printf '%s' "$good" >"$conf"
+	chmod 0644 "$conf"
 	printf '%s' "$bad" >/tmp/nrsa-bad.yaml
-	chmod 0644 /tmp/nrsa-bad.yaml
-	chown -R netreconcile:netreconcile /etc/netreconcile
+	chmod 0600 /tmp/nrsa-bad.yaml
 	timeout 120 systemctl start "$unit"
 	if ! routed; then
 		fail "safe apply: the service did not converge the starting configuration"
@@ -344,7 +343,7 @@ routes:
 	fi
 	# 60 s: under TCG on a loaded host each command takes seconds, and the
 	# restart must end well inside the window for the check to mean anything.
-	json=$(asnr netreconcile apply --confirm-within 60s --candidate /tmp/nrsa-bad.yaml -o json 2>/tmp/nrsa-apply.err)
+	json=$(netreconcile apply --confirm-within 60s --candidate /tmp/nrsa-bad.yaml -o json 2>/tmp/nrsa-apply.err)
 	echo "$json" | grep -E '"(id|state|deadline|timer)"' | show
 	timer=$(echo "$json" | sed -n 's/.*"timer": "\([^"]*\)".*/\1/p' | head -n1)
 	deadline=$(echo "$json" | sed -n 's/.*"deadline": "\([^"]*\)".*/\1/p' | head -n1)
@@ -363,8 +362,10 @@ routes:
 		return
 	fi
 	dl_ms=$(date -d "$deadline" +%s%3N)
+	check "root's apply --candidate installed the file, still root's" sh -c "cmp -s '$conf' /tmp/nrsa-bad.yaml && [ \"\$(stat -c %U:%a '$conf')\" = root:644 ]"
+	check "root's commands left every file of the state directory the service user's" sh -c "[ -z \"\$(find /var/lib/netreconcile ! -user netreconcile)\" ]"
 	check "during the window: the change is in the kernel (blackhole)" has 'blackhole 10\.91\.0\.0/24' ip route show type blackhole
-	check "status shows the pending transaction" has 'pending: rolls back at' asnr netreconcile status
+	check "status shows the pending transaction" has 'pending: rolls back at' netreconcile status
 	t=$(ms)
 	timeout 120 systemctl restart "$unit"
 	out "systemctl restart during the window took $(($(ms) - t)) ms, ended $((dl_ms - $(ms))) ms before the deadline"
@@ -404,7 +405,21 @@ routes:
 	fi
 	sleep 2
 	check "after the rollback the kernel stays rolled back" routed
-	asnr netreconcile status 2>&1 | head -n 3 | show
+	netreconcile status 2>&1 | head -n 3 | show
+	# A rollback from the command line writes the main file back through root's
+	# process, which the daemon's could not.
+	printf '%s' "$good" >"$conf"
+	timeout 120 systemctl reload "$unit"
+	json=$(netreconcile apply --confirm-within 60s --candidate /tmp/nrsa-bad.yaml -o json 2>/tmp/nrsa-apply.err)
+	if echo "$json" | grep -q '"state": "pending"'; then
+		check "root's rollback: netreconcile rollback" netreconcile rollback
+		check "root's rollback: the main file is back, still root's" bash -c "cmp -s '$conf' <(printf '%s' \"\$1\") && [ \"\$(stat -c %U '$conf')\" = root ]" _ "$good"
+		check "root's rollback: the kernel is back" routed
+		check "root's rollback: netreconcile diff as root finds nothing to do" netreconcile diff
+	else
+		fail "root's rollback: the second apply --confirm-within is not pending"
+		show </tmp/nrsa-apply.err
+	fi
 }
 safe_step
 
