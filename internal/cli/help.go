@@ -15,7 +15,10 @@ Common options:
                        out for your own namespace)
       --state-dir DIR  where ownership records live (default /var/lib/netreconcile);
                        refused unless owned by root or you and writable by
-                       nobody else
+                       nobody else; one of the packaged service's user
+                       netreconcile makes root run the command as that user,
+                       with the service's capabilities (the main file is
+                       still written by root: apply --candidate, rollback)
       --lock-timeout D how long apply and ipam wait for another writer of the
                        same namespace (default 2m; a pass of run waits at
                        most 10s, then retries)
