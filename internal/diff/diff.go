@@ -72,7 +72,7 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 		return nil, err
 	}
 	desired = peerSets(desired, in.PeersUp)
-	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{},
+	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{}, l3Moved: map[string]bool{},
 		linkGoes: map[string]bool{}, withLink: map[string][]Op{}}
 	c.links()
 	c.wireguard()
@@ -126,6 +126,10 @@ type computer struct {
 	// routes and, unless keep_addr_on_down is set, their IPv6 addresses
 	// (addrconf_ifdown), which are added again after.
 	downed map[string]bool
+	// l3Moved names links that join or leave a vrf in this plan: the
+	// kernel deletes every IPv4 route through them, local ones included,
+	// which are added again after (noteCycle).
+	l3Moved map[string]bool
 	// goesWithPeer maps a stale veth end to its declared peer, whose
 	// recreate deletes it (staleLinks plans no delete of its own).
 	goesWithPeer map[string]string
@@ -198,7 +202,7 @@ func (c *computer) routeShaken(r *model.Route) bool {
 
 func (c *computer) devGone(r *model.Route, dev string) bool {
 	down := c.downed[dev] && !(r.Dst.Addr().Is4() && r.Type == model.RouteLocal)
-	return c.recreated[dev] || down || (r.Dst.Addr().Is4() && c.flushed4[dev])
+	return c.recreated[dev] || down || (r.Dst.Addr().Is4() && (c.flushed4[dev] || c.l3Moved[dev]))
 }
 
 // mtuMoved reports the MTU an IPv6 route of ours will have once this plan

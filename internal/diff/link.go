@@ -183,9 +183,7 @@ func (c *computer) links() {
 	kept := updates[:0]
 	for _, op := range updates {
 		if op.LinkFields.Master && op.Link.Master == "" {
-			if op.LinkFields.State && !op.Link.Up {
-				c.downed[op.ID] = true
-			}
+			c.noteCycle(op)
 			c.add(op)
 			continue
 		}
@@ -200,12 +198,37 @@ func (c *computer) links() {
 		c.add(op)
 	}
 	for _, op := range updates {
-		if op.LinkFields.State && !op.Link.Up || c.cycledByMaster(op) || c.bondBounced(op) {
-			c.downed[op.ID] = true
-		}
+		c.noteCycle(op)
 		c.add(op)
 	}
 	c.pinMasterMTUs(creates, updates, early)
+}
+
+// noteCycle records what an update takes from the link in the kernel. A
+// link that is up and goes down, or is cycled (cycledByMaster,
+// bondBounced), loses its IPv6 addresses and its routes (downed); one that
+// is down already loses nothing that way (guest soak, walk seed
+// 115480027701323, step 95: an address the file dropped was kept, taken
+// for deleted by a bond's join). A link that joins or leaves a vrf loses
+// every IPv4 route through it, local ones included, whatever its state
+// (fib_netdev_event, NETDEV_CHANGEUPPER: fib_disable_ip with force; guest
+// soak, walk seed 115479798538653, step 67), and its IPv6 addresses and
+// routes (addrconf_notify, the same event).
+func (c *computer) noteCycle(op Op) {
+	if h := c.a.Links[op.ID]; h != nil && h.Up && (op.LinkFields.State && !op.Link.Up || c.cycledByMaster(op) || c.bondBounced(op)) {
+		c.downed[op.ID] = true
+	}
+	if op.LinkFields.Master {
+		old := ""
+		if h := c.a.Links[op.ID]; h != nil {
+			old = h.Master
+		}
+		if c.kernelKind(old) == model.KindVRF || c.masterKind(op.Link.Master) == model.KindVRF {
+			// IPv6 too, up or down (addrconf_notify: addrconf_ifdown).
+			c.l3Moved[op.ID] = true
+			c.downed[op.ID] = true
+		}
+	}
 }
 
 // cycledByMaster reports whether an update's change of master takes the
@@ -270,7 +293,8 @@ func (c *computer) vlansFollowParents(updates []Op) []Op {
 		}
 		if c.cycledByMaster(op) || c.bondBounced(op) {
 			comesUp[op.ID] = true
-			cycled[op.ID] = !op.LinkFields.State || op.Link.Up
+			h := c.a.Links[op.ID]
+			cycled[op.ID] = h != nil && h.Up && (!op.LinkFields.State || op.Link.Up)
 		}
 	}
 	if len(comesUp) == 0 {

@@ -321,3 +321,44 @@ func TestVLANOnVLANFollowsInOrder(t *testing.T) {
 `,
 	}})
 }
+
+// TestWhatAMasterChangeTakes: a link that is down loses nothing when it
+// joins a bond, so an IPv6 address the file drops is deleted (guest soak,
+// walk seed 115480027701323, step 95); a link that joins a vrf loses every
+// IPv4 route through it, local ones included, and its IPv6 addresses, up
+// or down (walk seed 115479798538653, step 67).
+func TestWhatAMasterChangeTakes(t *testing.T) {
+	bond := model.Link{Name: "o0", Kind: model.KindBond, Owned: true, Up: true, Bond: &model.Bond{Mode: "balance-rr", Miimon: 100}}
+	vrf := model.Link{Name: "r1", Kind: model.KindVRF, Owned: true, Up: true, VRF: &model.VRF{Table: 1001}}
+	run(t, []tc{{
+		name:   "a down link joining a bond keeps its addresses: one the file drops is deleted",
+		file:   "links:\n  o0: {kind: bond}\n  d0: {kind: dummy, master: o0}\n",
+		kernel: newKernel().link(bond).link(model.Link{Name: "d0", Kind: model.KindDummy, Owned: true}).addr("d0", "fd00:95::2/64", 0),
+		plan: `
+~ link d0
+    master: o0
+    state: down -> up
+- address fd00:95::2/64 dev d0
+`,
+	}, {
+		name: "a link joining a vrf gets its local route and its IPv6 address again",
+		file: "links:\n  r1: {kind: vrf, vrf: {table: 1001}}\n  m0: {kind: dummy, master: r1, addresses: ['fd00:1c::3/64']}\nroutes:\n  - {to: 172.16.0.0/24, type: local, dev: m0}\n",
+		kernel: newKernel().link(vrf).link(model.Link{Name: "m0", Kind: model.KindDummy, Owned: true, Up: true}).addr("m0", "fd00:1c::3/64", 0).
+			route(model.Route{Table: model.TableMain, Dst: pfx("172.16.0.0/24"), Type: model.RouteLocal, Dev: "m0", Protocol: ours, Scope: 254}),
+		plan: `
+~ link m0
+    master: r1
++ address fd00:1c::3/64 dev m0
++ route 172.16.0.0/24 table main (local dev m0 scope host)
+`,
+	}, {
+		name: "a down link joining a vrf loses its IPv6 address too",
+		file: "links:\n  r1: {kind: vrf, vrf: {table: 1001}}\n  m0: {kind: dummy, state: down, master: r1, addresses: ['fd00:1c::3/64']}\n",
+		kernel: newKernel().link(vrf).link(model.Link{Name: "m0", Kind: model.KindDummy, Owned: true}).addr("m0", "fd00:1c::3/64", 0),
+		plan: `
+~ link m0
+    master: r1
++ address fd00:1c::3/64 dev m0
+`,
+	}})
+}

@@ -112,3 +112,37 @@ func TestWalkFindingVLANFollowsParent(t *testing.T) {
 		}
 	}
 }
+
+// Findings 50 and 51 (docs/walk-findings.md): a link that is down loses
+// nothing when it joins a bond, so the IPv6 address the file drops must be
+// deleted (it was taken for flushed and kept); a link that joins a vrf
+// loses every IPv4 route through it, local ones included (they were taken
+// to survive, as they do a plain down, and went missing).
+func TestWalkFindingMasterChangeTakes(t *testing.T) {
+	requireModules(t, "dummy", "bonding", "vrf")
+	ns := newNetNS(t, "")
+	dir, state := t.TempDir(), t.TempDir()
+	file := filepath.Join(dir, "m.yaml")
+	for i, cfg := range []string{
+		"version: 1\nlinks:\n  o0: {kind: bond}\n  d0: {kind: dummy, state: down, addresses: ['fd00:95::2/64']}\n" +
+			"  r1: {kind: vrf, vrf: {table: 1001}}\n  m0: {kind: dummy, addresses: [10.150.0.1/24, 'fd00:1c::3/64']}\n" +
+			"routes:\n  - {to: 172.16.0.0/24, type: local, dev: m0}\n",
+		"version: 1\nlinks:\n  o0: {kind: bond}\n  d0: {kind: dummy, master: o0}\n" +
+			"  r1: {kind: vrf, vrf: {table: 1001}}\n  m0: {kind: dummy, master: r1, addresses: [10.150.0.1/24, 'fd00:1c::3/64']}\n" +
+			"routes:\n  - {to: 172.16.0.0/24, type: local, dev: m0}\n",
+	} {
+		if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+		// A second diff exits 0 (runNetreconcile fails the test otherwise).
+		runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
+		mustContain(t, "ip route show table main type local", ns.IP(t, "route", "show", "table", "main", "type", "local"), "local 172.16.0.0/24 dev m0")
+		mustContain(t, "ip -6 addr show dev m0", ns.IP(t, "-6", "addr", "show", "dev", "m0"), "fd00:1c::3/64")
+		if i == 1 {
+			if out := ns.IP(t, "-6", "addr", "show", "dev", "d0"); strings.Contains(out, "fd00:95::2") {
+				t.Errorf("d0 keeps fd00:95::2/64, which the file dropped:\n%s", out)
+			}
+		}
+	}
+}
