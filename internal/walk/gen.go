@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -467,6 +468,9 @@ func lowerParent(m *Link) bool {
 }
 
 // newLowerOrMaster draws the attributes of a macvlan, vlan, vrf or bond.
+// bondModes are the bond modes the walk draws ("" is balance-rr).
+var bondModes = []string{"", "active-backup", "balance-xor", "802.3ad", "broadcast", "balance-tlb", "balance-alb"}
+
 func (g *Gen) newLowerOrMaster(c *Config, l *Link) {
 	switch l.Kind {
 	case "macvlan":
@@ -479,7 +483,7 @@ func (g *Gen) newLowerOrMaster(c *Config, l *Link) {
 	case "vrf":
 		l.Table = pickInt(g, []int{1001, 1002})
 	case "bond":
-		l.Mode = g.pick([]string{"", "active-backup", "balance-xor", "802.3ad"})
+		l.Mode = g.pick(bondModes)
 		l.Miimon = pickInt(g, []int{-1, 0, 50})
 	}
 }
@@ -746,7 +750,12 @@ func (g *Gen) changeLink(c *Config) string {
 				case "macvlan":
 					l.Mode = g.pick([]string{"bridge", "private", "vepa"})
 				case "bond":
-					l.Miimon = pickInt(g, []int{-1, 0, 50, 200})
+					if g.chance(0.5) {
+						l.Miimon = pickInt(g, []int{-1, 0, 50, 200})
+					} else {
+						// In place without members, else a replace.
+						l.Mode = g.pick(bondModes)
+					}
 				default:
 					l.MTU = pickInt(g, []int{0, 1280, 1300})
 				}
@@ -828,6 +837,22 @@ func (g *Gen) changeAddrs(c *Config) string {
 
 var routeTables = []string{"", "", "100", "200", "300"}
 
+// pickTable draws a route's table: one of routeTables, or sometimes the
+// table of a vrf of the file (its ports' connected routes are there too,
+// and it goes with the vrf's replace).
+func (g *Gen) pickTable(c *Config) string {
+	var vrfs []string
+	for _, n := range c.LinkNames() {
+		if l := c.Links[n]; l.Kind == "vrf" {
+			vrfs = append(vrfs, strconv.Itoa(l.Table))
+		}
+	}
+	if len(vrfs) > 0 && g.chance(0.3) {
+		return g.pick(vrfs)
+	}
+	return g.pick(routeTables)
+}
+
 // Caps on the numbers of routes and rules keep a long walk's files (and
 // its steps' time) bounded: past them, a change removes one.
 const maxRoutes, maxRules = 16, 12
@@ -842,7 +867,7 @@ func (g *Gen) changeRoutes(c *Config) string {
 		r := c.Routes[g.R.Intn(len(c.Routes))]
 		switch g.R.Intn(6) {
 		case 0:
-			r.Table = g.pick(routeTables)
+			r.Table = g.pickTable(c)
 			return "move a route to table " + r.Table
 		case 4:
 			r.TOS = g.tos(r.To)
@@ -862,7 +887,7 @@ func (g *Gen) changeRoutes(c *Config) string {
 		}
 		return "change a route"
 	}
-	r := &Route{Table: g.pick(routeTables), Metric: g.metric()}
+	r := &Route{Table: g.pickTable(c), Metric: g.metric()}
 	v6 := g.chance(0.35)
 	switch {
 	case g.chance(0.1):

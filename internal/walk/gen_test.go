@@ -2,6 +2,7 @@ package walk
 
 import (
 	"math/rand"
+	"strconv"
 	"testing"
 
 	"github.com/netreconcile/netreconcile/internal/desired"
@@ -27,8 +28,8 @@ func TestGenMakesLinkKinds(t *testing.T) {
 			}
 			seen := map[string]int{}
 			modes := map[string]bool{}
-			members := 0
-			for walk := 0; walk < 12; walk++ {
+			members, vrfRoutes := 0, 0
+			for walk := 0; walk < 30; walk++ {
 				c := g.Initial()
 				for step := 0; step < 60; step++ {
 					if _, err := desired.Parse([]desired.Source{{Name: "walk.yaml", Data: []byte(c.YAML())}}); err != nil {
@@ -36,8 +37,15 @@ func TestGenMakesLinkKinds(t *testing.T) {
 					}
 					for _, l := range c.Links {
 						seen[l.Kind]++
-						if l.Kind == "macvlan" || l.Kind == "bond" {
+						if l.Kind == "macvlan" || l.Kind == "bond" || l.Kind == "vlan" {
 							modes[l.Kind+" "+l.Mode] = true
+						}
+						if l.Kind == "vrf" {
+							for _, r := range c.Routes {
+								if r.Table == strconv.Itoa(l.Table) {
+									vrfRoutes++
+								}
+							}
 						}
 						if m := c.Links[l.Master]; m != nil && (m.Kind == "bond" || m.Kind == "vrf") {
 							members++
@@ -48,10 +56,21 @@ func TestGenMakesLinkKinds(t *testing.T) {
 			}
 			for _, k := range tc.kinds {
 				if seen[k] == 0 {
-					t.Errorf("no %s in 720 steps (seen %v)", k, seen)
+					t.Errorf("no %s in 1,800 steps (seen %v)", k, seen)
 				}
 			}
-			t.Logf("links seen %v; modes %v; vrf and bond members %d", seen, modes, members)
+			t.Logf("links seen %v; modes %v; vrf and bond members %d; routes in a vrf's table %d", seen, modes, members, vrfRoutes)
+			if tc.name == "guest" {
+				for _, m := range []string{"bond active-backup", "bond balance-xor", "bond 802.3ad", "bond broadcast", "bond balance-tlb", "bond balance-alb",
+					"macvlan private", "macvlan vepa", "macvlan passthru", "vlan 802.1ad"} {
+					if !modes[m] {
+						t.Errorf("no %s in 1,800 steps", m)
+					}
+				}
+				if members == 0 || vrfRoutes == 0 {
+					t.Errorf("%d vrf and bond members, %d routes in a vrf's table in 1,800 steps", members, vrfRoutes)
+				}
+			}
 		})
 	}
 }

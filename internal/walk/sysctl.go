@@ -21,6 +21,7 @@ var GlobalSysctls = map[string][]string{
 	"net.ipv4.conf.all.accept_local": {"0", "1"},
 	"net.ipv4.ip_nonlocal_bind":      {"0", "1"},
 	"net.ipv4.ip_local_port_range":   {"32768 60999", "20000 40000"},
+	"net.ipv6.ip_nonlocal_bind":      {"0", "1"},
 }
 
 // LinkSysctls are the per-link keys the walk declares: net.ipv4.conf,
