@@ -45,12 +45,19 @@ const (
 // RouteTypeNames maps the file's words to route types.
 var RouteTypeNames = map[string]int{"unicast": RouteUnicast, "local": RouteLocal, "blackhole": RouteBlackhole, "unreachable": RouteUnreachable, "prohibit": RouteProhibit, "throw": RouteThrow}
 
+// kernelRouteTypes are the types only the kernel makes (rtnetlink.h), named
+// as ip-route(8) names them for show --all; a file cannot declare them.
+var kernelRouteTypes = map[int]string{3: "broadcast", 4: "anycast", 5: "multicast", 10: "nat", 11: "xresolve"}
+
 // RouteTypeName renders a route type.
 func RouteTypeName(t int) string {
 	for n, v := range RouteTypeNames {
 		if v == t {
 			return n
 		}
+	}
+	if n, ok := kernelRouteTypes[t]; ok {
+		return n
 	}
 	return fmt.Sprint(t)
 }
