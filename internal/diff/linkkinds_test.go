@@ -352,8 +352,8 @@ func TestWhatAMasterChangeTakes(t *testing.T) {
 + route 172.16.0.0/24 table main (local dev m0 scope host)
 `,
 	}, {
-		name: "a down link joining a vrf loses its IPv6 address too",
-		file: "links:\n  r1: {kind: vrf, vrf: {table: 1001}}\n  m0: {kind: dummy, state: down, master: r1, addresses: ['fd00:1c::3/64']}\n",
+		name:   "a down link joining a vrf loses its IPv6 address too",
+		file:   "links:\n  r1: {kind: vrf, vrf: {table: 1001}}\n  m0: {kind: dummy, state: down, master: r1, addresses: ['fd00:1c::3/64']}\n",
 		kernel: newKernel().link(vrf).link(model.Link{Name: "m0", Kind: model.KindDummy, Owned: true}).addr("m0", "fd00:1c::3/64", 0),
 		plan: `
 ~ link m0
