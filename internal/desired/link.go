@@ -104,6 +104,9 @@ type encapConf struct {
 const (
 	minMTU          = 68 // IPv4's minimum (RFC 791)
 	maxMTU          = 65535
+	// maxL3MTU is IP6_MAX_MTU (65535 + the IPv6 header): a vrf's own
+	// MTU, and what the kernel lets a device such as lo (65536) have.
+	maxL3MTU = 65575
 	minWireGuardMTU = 1280 // IPv6's minimum: WireGuard carries IPv6, and KubeSpan refuses less
 	maxVNI          = 1<<24 - 1
 	// defaultVXLANPort is the IANA port. The kernel's default (8472) is the
@@ -131,12 +134,17 @@ func (b *builder) link(name string, lc *linkConf) {
 		b.errs.add(lc.at("kind"), path+".kind", "unknown kind %q; expected one of: %s", lc.Kind, strings.Join(model.Kinds, ", "))
 	}
 	if lc.has("mtu") {
-		lo := minMTU
-		if lc.Kind == model.KindWireGuard {
+		lo, hi := minMTU, maxMTU
+		switch lc.Kind {
+		case model.KindWireGuard:
 			lo = minWireGuardMTU
+		case model.KindVRF, model.KindDevice:
+			// What show prints for a vrf (65575) or lo (65536) is a
+			// file that validates.
+			hi = maxL3MTU
 		}
-		if lc.MTU < lo || lc.MTU > maxMTU {
-			b.errs.add(lc.at("mtu"), path+".mtu", "expected an MTU from %d to %d for a %s link, found %d", lo, maxMTU, lc.Kind, lc.MTU)
+		if lc.MTU < lo || lc.MTU > hi {
+			b.errs.add(lc.at("mtu"), path+".mtu", "expected an MTU from %d to %d for a %s link, found %d", lo, hi, lc.Kind, lc.MTU)
 		}
 	}
 	l.StateSet = lc.has("state")

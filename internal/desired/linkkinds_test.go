@@ -69,6 +69,11 @@ func TestLinkKindErrors(t *testing.T) {
 		file: "version: 1\nlinks:\n  v1: {kind: vlan, vlan: {parent: v2, id: 1}}\n  v2: {kind: vlan, vlan: {parent: v1, id: 2}}\n",
 		want: "f.yaml:4:35: links.v2.vlan.parent: links reference each other in a cycle (v1 parent v2, v2 parent v1); each link's master, dev or parent must be created before it",
 	}, {
+		name: "the MTU a vrf has by default, and lo's, validate",
+		file: "version: 1\nlinks:\n  lo: {kind: device, mtu: 65536}\n  a: {kind: vrf, mtu: 65575, vrf: {table: 10}}\n  b: {kind: vrf, mtu: 65576, vrf: {table: 11}}\n  c: {kind: dummy, mtu: 65536}\n",
+		want: "f.yaml:5:23: links.b.mtu: expected an MTU from 68 to 65575 for a vrf link, found 65576\n" +
+			"f.yaml:6:25: links.c.mtu: expected an MTU from 68 to 65535 for a dummy link, found 65536",
+	}, {
 		name: "a vlan up on a parent declared down",
 		file: "version: 1\nlinks:\n  d0: {kind: dummy, state: down}\n  v1: {kind: vlan, vlan: {parent: d0, id: 1}}\n  v2: {kind: vlan, state: up, vlan: {parent: d0, id: 2}}\n  v3: {kind: vlan, state: down, vlan: {parent: d0, id: 3}}\n",
 		want: "f.yaml:4:35: links.v1.vlan.parent: a vlan is up only while its parent is, and \"d0\" is declared down (the kernel takes its vlans down with it); give this link state: down too, or bring \"d0\" up\n" +
