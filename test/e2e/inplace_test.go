@@ -86,8 +86,11 @@ func TestTunnelInPlace(t *testing.T) {
 	ns := newNetNS(t, "")
 	dir, state := t.TempDir(), t.TempDir()
 	file := filepath.Join(dir, "t.yaml")
+	// Each tunnel carries an address and a route: an in-place change keeps
+	// them, as it keeps the ifindex.
+	const routes = "routes:\n  - {to: 10.61.0.0/24, dev: ti0}\n  - {to: 'fd61::/64', dev: ts0}\n"
 	apply := func(links string) string {
-		if err := os.WriteFile(file, []byte("version: 1\nlinks:\n"+links), 0o644); err != nil {
+		if err := os.WriteFile(file, []byte("version: 1\nlinks:\n"+links+routes), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		out := runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
@@ -110,7 +113,7 @@ func TestTunnelInPlace(t *testing.T) {
 	}
 	var first [2]string
 	for i, s := range steps {
-		out := apply(fmt.Sprintf("  ti0: {kind: ipip, ipip: %s}\n  ts0: {kind: ip6tnl, ip6tnl: %s}\n", s.ipip, s.ip6))
+		out := apply(fmt.Sprintf("  ti0: {kind: ipip, addresses: [10.60.0.1/30], ipip: %s}\n  ts0: {kind: ip6tnl, addresses: ['fd60::1/64'], ip6tnl: %s}\n", s.ipip, s.ip6))
 		if i > 0 {
 			mustContain(t, fmt.Sprintf("step %d plan", i), out, "~ link ti0", "~ link ts0")
 		}
@@ -124,8 +127,32 @@ func TestTunnelInPlace(t *testing.T) {
 		}
 		mustContain(t, fmt.Sprintf("step %d: ip -d link show ti0", i), ns.IP(t, "-d", "link", "show", "ti0"), s.wantIPIP)
 		mustContain(t, fmt.Sprintf("step %d: ip -d link show ts0", i), ns.IP(t, "-d", "link", "show", "ts0"), s.wantIP6)
+		if i > 0 {
+			// Nothing but the links was planned: the addresses and the
+			// routes stayed.
+			for _, w := range []string{"address", "route"} {
+				if strings.Contains(out, "+ "+w) || strings.Contains(out, "- "+w) {
+					t.Errorf("step %d: an in-place change planned %ss again:\n%s", i, w, out)
+				}
+			}
+		}
+		mustContain(t, fmt.Sprintf("step %d: addresses", i), ns.IP(t, "addr", "show"), "inet 10.60.0.1/30", "inet6 fd60::1/64")
+		mustContain(t, fmt.Sprintf("step %d: routes", i), ns.IP(t, "route", "show")+ns.IP(t, "-6", "route", "show"), "10.61.0.0/24 dev ti0", "fd61::/64 dev ts0")
 	}
-	// The remote goes: a new ipip.
-	out := apply("  ti0: {kind: ipip, ipip: {local: 192.0.2.9, ttl: 225}}\n")
-	mustContain(t, "remote removed", out, "± link ti0")
+	// What the kernel refuses in place: a new link each time, its
+	// address and route made again with it.
+	for _, r := range []struct{ what, ipip string }{
+		{"remote removed", "{local: 192.0.2.9, ttl: 225}"},
+		{"remote given", "{remote: 192.0.2.4, local: 192.0.2.9, ttl: 225}"},
+		{"external on", "{external: true}"},
+		{"external off", "{remote: 192.0.2.4, local: 192.0.2.9}"},
+	} {
+		before := ifindex(t, ns, "ti0")
+		out := apply("  ti0: {kind: ipip, addresses: [10.60.0.1/30], ipip: " + r.ipip + "}\n  ts0: {kind: ip6tnl, addresses: ['fd60::1/64'], ip6tnl: {mode: any, remote: \"2001:db8::3\", local: \"2001:db8::9\", ttl: 225}}\n")
+		mustContain(t, r.what, out, "± link ti0")
+		if ifindex(t, ns, "ti0") == before {
+			t.Errorf("%s: ti0 kept its ifindex %s, the plan said it is recreated", r.what, before)
+		}
+		mustContain(t, r.what+": address and route", ns.IP(t, "addr", "show", "dev", "ti0")+ns.IP(t, "route", "show"), "inet 10.60.0.1/30", "10.61.0.0/24 dev ti0")
+	}
 }
