@@ -312,10 +312,37 @@ func (w *rootMainWriter) do(req *writerRequest) error {
 		if req.File == nil || req.File.Path != w.main || req.File.Link != "" {
 			return fmt.Errorf("root restores only the main file %s, as a regular file", w.main)
 		}
-		_, err := safeapply.RestoreFile(req.File, req.ID)
+		// The id names the copy kept beside the file: a transaction's id,
+		// never a path.
+		if !validTxnID(req.ID) {
+			return fmt.Errorf("not a transaction id: %q", req.ID)
+		}
+		// Only the content comes from the service user: the mode and
+		// the owner stay the file's (a mode or owner of the request
+		// would let that user have root write an executable, setuid
+		// file of its choosing).
+		cur, err := safeapply.ReadFileCopy(w.main)
+		if err != nil {
+			return err
+		}
+		_, err = safeapply.RestoreFile(&safeapply.FileCopy{Path: w.main, Mode: cur.Mode, UID: cur.UID, GID: cur.GID, Data: req.File.Data}, req.ID)
 		return err
 	}
 	return fmt.Errorf("unknown request %q", req.Op)
+}
+
+// validTxnID: a transaction id as safeapply makes them
+// (20261124T011546Z-2e1077): letters, digits and dashes.
+func validTxnID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // childMainWriter is the child's side (safeapply.MainWriter).

@@ -202,6 +202,9 @@ func restoreFiles(s *Snapshot, id string) ([]string, error) {
 	return changed, nil
 }
 
+// ReadFileCopy reads a file's content, mode and owner: for a MainWriter.
+func ReadFileCopy(path string) (*FileCopy, error) { return readCopy(path) }
+
 // RestoreFile writes one file of a snapshot back, as restoreFiles does:
 // for a MainWriter.
 func RestoreFile(f *FileCopy, id string) (bool, error) { return restoreFile(f, id) }
