@@ -102,11 +102,11 @@ type encapConf struct {
 
 // Kernel limits on link attributes.
 const (
-	minMTU          = 68 // IPv4's minimum (RFC 791)
-	maxMTU          = 65535
+	minMTU = 68 // IPv4's minimum (RFC 791)
+	maxMTU = 65535
 	// maxL3MTU is IP6_MAX_MTU (65535 + the IPv6 header): a vrf's own
 	// MTU, and what the kernel lets a device such as lo (65536) have.
-	maxL3MTU = 65575
+	maxL3MTU        = 65575
 	minWireGuardMTU = 1280 // IPv6's minimum: WireGuard carries IPv6, and KubeSpan refuses less
 	maxVNI          = 1<<24 - 1
 	// defaultVXLANPort is the IANA port. The kernel's default (8472) is the
