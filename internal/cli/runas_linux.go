@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -25,17 +27,23 @@ import (
 // The packaged unit runs as the user netreconcile, which owns the state
 // directory; root refuses a state directory another user could change
 // (package statedir), so `sudo netreconcile diff` would fail there. Instead,
-// root runs the command again as that user, with the unit's capabilities:
-// what the service itself may do, no more (the documented setpriv line,
-// done for the user). Only for that user: a directory of anyone else's is
-// still refused, since running as its owner would hand that user root's
-// command.
+// root runs the command again as that user, with the capabilities the unit
+// gives it (CAP_NET_ADMIN, CAP_NET_RAW): nothing that user could not do as
+// the service. Only for that user, and only on the caller's own namespace:
+// entering another (--netns) takes CAP_SYS_ADMIN, which the unit does not
+// give, so root refuses the directory there as before. The command does not
+// inherit root's terminal (its own session, its output copied through
+// pipes), its descriptors or its environment beyond a short list, and is not
+// dumpable: the service user's other processes cannot read or drive it.
 //
 // That user cannot write /etc/netreconcile, where apply --candidate
 // installs the main file and a rollback writes it back: root's process
 // stays, and writes the main file for it when asked (MainWriter, over two
-// pipes). It installs only the candidate it read itself, and writes only
-// the main file that its own command line names.
+// pipes). It trusts the service user with nothing it writes there: it
+// installs only the candidate it read itself, keeps its own copy of what
+// the file held before (.NAME.before-ID, root's, 0600), and a rollback puts
+// back that copy, with the file's own mode and owner, or nothing. It writes
+// no other path than the main file its own command line names.
 
 // serviceUser is the packaged unit's user (packaging/sysusers.conf); a
 // variable for tests.
@@ -66,6 +74,9 @@ func serviceUserFor(args []string, getenv func(string) string) *runAsUser {
 	switch args[0] {
 	case "apply", "diff", "show", "status", "confirm", "rollback", "ipam":
 	default:
+		return nil
+	}
+	if hasFlag(args[1:], "netns") {
 		return nil
 	}
 	var st unix.Stat_t
@@ -150,16 +161,19 @@ func runAsServiceUser(ctx context.Context, env *Env, args []string) (code int, o
 	}
 	cmd := exec.CommandContext(ctx, self, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, env.Stdout, env.Stderr
-	cmd.Env = append(os.Environ(), runAsEnv+"="+ru.name)
-	caps := []uintptr{unix.CAP_NET_ADMIN, unix.CAP_NET_RAW}
-	if flagValue(args[1:], "netns", "") != "" {
-		// Entering another namespace (setns) takes CAP_SYS_ADMIN.
-		caps = append(caps, unix.CAP_SYS_ADMIN)
+	// Through pipes, never root's terminal (no TIOCSTI into root's shell);
+	// no standard input: no command reads one.
+	cmd.Stdout, cmd.Stderr = writerOnly{env.Stdout}, writerOnly{env.Stderr}
+	cmd.Env = childEnv(os.Environ(), ru.name)
+	// Root's own descriptors that are not close-on-exec (a shell's
+	// redirections) stay with root.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail(fmt.Errorf("close root's descriptors on exec: %w", err))
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential:  &syscall.Credential{Uid: ru.uid, Gid: ru.gid, Groups: ru.groups},
-		AmbientCaps: caps,
+		AmbientCaps: []uintptr{unix.CAP_NET_ADMIN, unix.CAP_NET_RAW},
+		Setsid:      true,
 	}
 	var w *rootMainWriter
 	if args[0] == "apply" || args[0] == "confirm" || args[0] == "rollback" {
@@ -187,7 +201,11 @@ func runAsServiceUser(ctx context.Context, env *Env, args []string) (code int, o
 	err = cmd.Wait()
 	w.wait()
 	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() >= 0 {
+	if errors.As(err, &exit) {
+		if st, ok := exit.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			fmt.Fprintf(env.Stderr, "netreconcile %s: the command, run as %s, was killed by %s\n", args[0], ru.name, st.Signal())
+			return 128 + int(st.Signal()), true
+		}
 		return exit.ExitCode(), true
 	}
 	if err != nil {
@@ -196,12 +214,38 @@ func runAsServiceUser(ctx context.Context, env *Env, args []string) (code int, o
 	return ExitOK, true
 }
 
+// writerOnly hides the *os.File behind a writer, so that exec copies
+// through a pipe instead of handing the file (a terminal) to the child.
+type writerOnly struct{ w io.Writer }
+
+func (w writerOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
+
+// childEnv is the environment of the command run as the service user:
+// what locates programs and formats text, what the probes read
+// (SSH_CONNECTION), the test overrides (NETRECONCILE_*), and no more of
+// root's.
+func childEnv(env []string, user string) []string {
+	keep := func(k string) bool {
+		switch k {
+		case "PATH", "LANG", "TZ", "TERM", "NO_COLOR", "SSH_CONNECTION", "SSH_CLIENT":
+			return true
+		}
+		return strings.HasPrefix(k, "LC_") || strings.HasPrefix(k, "NETRECONCILE_") && k != runAsEnv && k != mainWriterEnv && k != candidateFDEnv
+	}
+	out := []string{"HOME=/", "USER=" + user, "LOGNAME=" + user, runAsEnv + "=" + user}
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); keep(k) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // writerRequest is one request of the child to root's process.
 type writerRequest struct {
-	Op   string              `json:"op"` // install or restore
-	Path string              `json:"path"`
-	File *safeapply.FileCopy `json:"file,omitempty"`
-	ID   string              `json:"id,omitempty"`
+	Op   string `json:"op"` // install or restore
+	Path string `json:"path"`
+	ID   string `json:"id"`
 }
 
 // writerAnswer is root's answer: empty Error for done.
@@ -297,38 +341,105 @@ func (w *rootMainWriter) wait() {
 }
 
 // do carries out one request: only on the main file this command line
-// names, only the candidate read here, never a symlink.
+// names, only the candidate read here, and back only root's own copy.
 func (w *rootMainWriter) do(req *writerRequest) error {
 	if req.Path != w.main {
 		return fmt.Errorf("root writes only the main file %s, not %s", w.main, req.Path)
 	}
+	// The id names root's copies beside the file: a transaction's id,
+	// never a path.
+	if !validTxnID(req.ID) {
+		return fmt.Errorf("not a transaction id: %q", req.ID)
+	}
+	before := filepath.Join(filepath.Dir(w.main), "."+filepath.Base(w.main)+".before-"+req.ID)
 	switch req.Op {
 	case "install":
 		if w.candidate == nil {
 			return errors.New("no --candidate was read by root")
 		}
+		// The file as it was before the transaction, kept once: an
+		// extension (the same id) keeps the first. Copies of ended
+		// transactions go.
+		if _, err := os.Lstat(before); errors.Is(err, fs.ErrNotExist) {
+			cur, err := safeapply.ReadFileCopy(w.main)
+			if err != nil {
+				return err
+			}
+			if err := writeRootCopy(before, cur.Data); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
+		old, _ := filepath.Glob(filepath.Join(filepath.Dir(w.main), "."+filepath.Base(w.main)+".before-*"))
+		for _, p := range old {
+			if p != before {
+				_ = os.Remove(p)
+			}
+		}
 		return safeapply.InstallMain(w.main, w.candidate)
 	case "restore":
-		if req.File == nil || req.File.Path != w.main || req.File.Link != "" {
-			return fmt.Errorf("root restores only the main file %s, as a regular file", w.main)
+		// Root's copy, not what the service user sends (the state
+		// directory it writes holds the restore point), with the file's
+		// own mode and owner.
+		data, err := readRootCopy(before)
+		if err != nil {
+			return fmt.Errorf("root keeps no copy of %s from before transaction %s (it installed no --candidate for it): %w", w.main, req.ID, err)
 		}
-		// The id names the copy kept beside the file: a transaction's id,
-		// never a path.
-		if !validTxnID(req.ID) {
-			return fmt.Errorf("not a transaction id: %q", req.ID)
-		}
-		// Only the content comes from the service user: the mode and
-		// the owner stay the file's (a mode or owner of the request
-		// would let that user have root write an executable, setuid
-		// file of its choosing).
 		cur, err := safeapply.ReadFileCopy(w.main)
 		if err != nil {
 			return err
 		}
-		_, err = safeapply.RestoreFile(&safeapply.FileCopy{Path: w.main, Mode: cur.Mode, UID: cur.UID, GID: cur.GID, Data: req.File.Data}, req.ID)
-		return err
+		if _, err := safeapply.RestoreFile(&safeapply.FileCopy{Path: w.main, Mode: cur.Mode, UID: cur.UID, GID: cur.GID, Data: data}, req.ID); err != nil {
+			return err
+		}
+		return os.Remove(before)
 	}
 	return fmt.Errorf("unknown request %q", req.Op)
+}
+
+// writeRootCopy writes root's copy of the main file: a new file (never
+// through a symlink), mode 0600, synced.
+func writeRootCopy(p string, data []byte) error {
+	tmp := p + ".tmp"
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("keep a copy of the main file: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("keep a copy of the main file: %w", err)
+	}
+	return nil
+}
+
+// readRootCopy reads root's copy, refusing anything but root's own
+// regular file.
+func readRootCopy(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || !fi.Mode().IsRegular() || st.Uid != 0 || fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s is not root's own copy", p)
+	}
+	return io.ReadAll(f)
 }
 
 // validTxnID: a transaction id as safeapply makes them
@@ -352,12 +463,12 @@ type childMainWriter struct {
 	in  *bufio.Reader
 }
 
-func (c *childMainWriter) Install(path string) error {
-	return c.ask(writerRequest{Op: "install", Path: path})
+func (c *childMainWriter) Install(path, id string) error {
+	return c.ask(writerRequest{Op: "install", Path: path, ID: id})
 }
 
 func (c *childMainWriter) Restore(f *safeapply.FileCopy, id string) error {
-	return c.ask(writerRequest{Op: "restore", Path: f.Path, File: f, ID: id})
+	return c.ask(writerRequest{Op: "restore", Path: f.Path, ID: id})
 }
 
 func (c *childMainWriter) ask(req writerRequest) error {
@@ -396,6 +507,13 @@ var fromRoot = struct {
 
 func handedByRoot() (safeapply.MainWriter, *os.File) {
 	fromRoot.once.Do(func() {
+		if os.Getenv(runAsEnv) == "" || os.Geteuid() == 0 {
+			// Not a command root started as the service user.
+			return
+		}
+		// Nothing of the service user's may read or drive this process
+		// (ptrace, /proc/PID/mem, /proc/PID/fd): it holds root's pipes.
+		_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 		if v, ok := os.LookupEnv(mainWriterEnv); ok {
 			os.Unsetenv(mainWriterEnv)
 			wfd, rfd, _ := strings.Cut(v, ",")

@@ -102,6 +102,13 @@ func TestRootRunsAsServiceUser(t *testing.T) {
 		t.Errorf("installed main file: uid %d gid %d mode %v, want 0:65534 0640 as before", st.Uid, st.Gid, fi.Mode().Perm())
 	}
 	nettest.IP(t, ns, "link", "show", "rb1")
+	copies, _ := filepath.Glob(filepath.Join(etc, ".netreconcile.yaml.before-*"))
+	if len(copies) != 1 {
+		t.Fatalf("root's copies of the main file %v, want one", copies)
+	}
+	if fi, err := os.Stat(copies[0]); err != nil || fi.Mode().Perm() != 0o600 || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("root's copy %s: %v %v, want root's 0600", copies[0], fi, err)
+	}
 
 	// The rollback writes the main file back through root's process.
 	run(0, append([]string{"rollback"}, common...)...)
@@ -116,6 +123,16 @@ func TestRootRunsAsServiceUser(t *testing.T) {
 		t.Errorf("rejected copies %v, want one", rejected)
 	}
 	run(0, append([]string{"diff"}, common...)...)
+
+	if _, err := os.Stat(copies[0]); err == nil {
+		t.Errorf("root's copy %s is still there after the rollback", copies[0])
+	}
+
+	// Another namespace takes CAP_SYS_ADMIN, which the unit does not give:
+	// refused as before.
+	if out := run(1, "diff", "--netns", ns, "--state-dir", state, "-c", main); !strings.Contains(out, "insecure state directory") {
+		t.Errorf("--netns with the service user's state directory: %s", out)
+	}
 
 	// Anyone else's state directory is still refused.
 	other := filepath.Join(base, "other")

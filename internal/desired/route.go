@@ -84,10 +84,10 @@ func (b *builder) route(i int, rc *routeConf) {
 		}
 	case rc.Via != nil:
 		fams = []bool{rc.Via.A.Is6()}
-	case len(rc.NextHops) > 0 && rc.NextHops[0] != nil && rc.NextHops[0].Via != nil:
+	case hopsVia(rc.NextHops) > 0:
 		// IPv4 when any next hop is: an IPv6 route has no IPv4 next hop,
 		// while an IPv4 one may have IPv6 ones (RFC 5549), listed first
-		// or not.
+		// or not; IPv6 when every next hop with a via is.
 		v6 := true
 		for _, h := range rc.NextHops {
 			if h != nil && h.Via != nil && h.Via.A.Is4() {
@@ -361,4 +361,15 @@ func routeTypeWords() []string {
 	}
 	sort.Strings(ws)
 	return ws
+}
+
+// hopsVia counts the next hops that give a via.
+func hopsVia(hops []*nextHopConf) int {
+	n := 0
+	for _, h := range hops {
+		if h != nil && h.Via != nil {
+			n++
+		}
+	}
+	return n
 }

@@ -101,6 +101,7 @@ links:
 routes:
   - {to: default, nexthops: [{via: 'fe80::1', dev: eth0}, {via: 10.0.1.1, dev: eth1}]}
   - {to: default, table: 200, nexthops: [{via: 'fe80::1', dev: eth0}, {via: 'fe80::2', dev: eth1}]}
+  - {to: default, table: 201, nexthops: [{dev: eth0}, {via: 'fe80::2', dev: eth1}]}
 `)}})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ routes:
 		got = append(got, fmt.Sprintf("%s table %d", r.Dst, r.Table))
 	}
 	sort.Strings(got)
-	if want := "0.0.0.0/0 table 254,::/0 table 200"; strings.Join(got, ",") != want {
+	if want := "0.0.0.0/0 table 254,::/0 table 200,::/0 table 201"; strings.Join(got, ",") != want {
 		t.Errorf("routes %v, want %s", got, want)
 	}
 }

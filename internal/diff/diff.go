@@ -130,6 +130,9 @@ type computer struct {
 	// kernel deletes every IPv4 route through them, local ones included,
 	// which are added again after (noteCycle).
 	l3Moved map[string]bool
+	// vlanFollows names the vlans whose update goes after their parent's
+	// (vlansFollowParents), a release from a master included.
+	vlanFollows map[string]bool
 	// goesWithPeer maps a stale veth end to its declared peer, whose
 	// recreate deletes it (staleLinks plans no delete of its own).
 	goesWithPeer map[string]string

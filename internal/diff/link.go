@@ -182,7 +182,8 @@ func (c *computer) links() {
 	// walk seed 49737547370500, step 82).
 	kept := updates[:0]
 	for _, op := range updates {
-		if op.LinkFields.Master && op.Link.Master == "" {
+		// A vlan that follows its parent stays after it (ENETDOWN before).
+		if op.LinkFields.Master && op.Link.Master == "" && !c.vlanFollows[op.ID] {
 			c.noteCycle(op)
 			c.add(op)
 			continue
@@ -334,6 +335,10 @@ func (c *computer) vlansFollowParents(updates []Op) []Op {
 		return n
 	}
 	sort.SliceStable(follow, func(i, j int) bool { return depth(follow[i]) < depth(follow[j]) })
+	c.vlanFollows = map[string]bool{}
+	for _, n := range follow {
+		c.vlanFollows[n] = true
+	}
 	own := map[string]Op{}
 	kept := updates[:0]
 	for _, op := range updates {

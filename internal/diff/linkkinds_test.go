@@ -362,3 +362,23 @@ func TestWhatAMasterChangeTakes(t *testing.T) {
 `,
 	}})
 }
+
+// TestVLANLeavingAVRFFollowsItsParent: a vlan released from a vrf in the
+// plan that brings its parent up is released after the parent's update,
+// not with the other releases before it (it would meet ENETDOWN coming up).
+func TestVLANLeavingAVRFFollowsItsParent(t *testing.T) {
+	run(t, []tc{{
+		name: "release after the parent comes up",
+		file: "links:\n  r1: {kind: vrf, vrf: {table: 10}}\n  p0: {kind: dummy}\n  a5: {kind: vlan, vlan: {parent: p0, id: 5}}\n",
+		kernel: newKernel().link(model.Link{Name: "r1", Kind: model.KindVRF, Owned: true, Up: true, VRF: &model.VRF{Table: 10}}).
+			link(model.Link{Name: "p0", Kind: model.KindDummy, Owned: true}).
+			link(model.Link{Name: "a5", Kind: model.KindVLAN, Owned: true, Master: "r1", Lower: "p0", VLAN: &model.VLAN{Parent: "p0", ID: 5, Protocol: "802.1q"}}),
+		plan: `
+~ link p0
+    state: down -> up
+~ link a5
+    master: r1 -> (none)
+    state: down -> up
+`,
+	}})
+}

@@ -57,10 +57,12 @@ type Host struct {
 // /etc/netreconcile), in a process that can.
 type MainWriter interface {
 	// Install replaces the main file at path with the --candidate that
-	// the writer read itself, as installMain does.
-	Install(path string) error
-	// Restore writes f (the main file only) back as a rollback does,
-	// keeping what it replaces under RejectedName(f.Path, id).
+	// the writer read itself, as installMain does, for transaction id.
+	Install(path, id string) error
+	// Restore writes the main file f.Path back as it was before
+	// transaction id installed its candidate (the writer's own copy, not
+	// f's content), keeping what it replaces under RejectedName(f.Path,
+	// id).
 	Restore(f *FileCopy, id string) error
 }
 
@@ -378,15 +380,23 @@ func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string
 			errs = append(errs, fmt.Errorf("files not restored: %w", err))
 		}
 	}
+	restore := t.Restore
 	if w := h.mainWriter(t.Restore.Main); len(errs) == 0 && w != nil && len(t.Restore.Files) > 0 {
-		// The main file by the process that can write it; restoreFiles
-		// then finds it right and leaves it alone.
+		// The main file by the process that can write it, which keeps
+		// it with its own mode and owner; restoreFiles does the rest.
 		if err := w.Restore(&t.Restore.Files[0], t.ID); err != nil {
 			errs = append(errs, fmt.Errorf("restore files: %w", err))
+		} else {
+			rest := *t.Restore
+			rest.Files = rest.Files[1:]
+			restore = &rest
 		}
 	}
 	if len(errs) == 0 {
-		files, err := restoreFiles(t.Restore, t.ID)
+		files, err := restoreFiles(restore, t.ID)
+		if restore != t.Restore {
+			files = append([]string{t.Restore.Main}, files...)
+		}
 		r.Files = files
 		if err != nil {
 			errs = append(errs, fmt.Errorf("restore files: %w", err))
@@ -584,7 +594,7 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 	if req.Candidate != nil {
 		install := func() error { return installMain(cur, req.Candidate) }
 		if w := h.mainWriter(cur.Main); w != nil {
-			install = func() error { return w.Install(cur.Main) }
+			install = func() error { return w.Install(cur.Main, t.ID) }
 		}
 		if err := install(); err != nil {
 			rb, rerr := h.rollback(ctx, f, CauseApply, err.Error())

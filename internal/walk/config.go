@@ -620,7 +620,13 @@ func (r *Route) yaml() string {
 		// it IPv6 (docs/config.md, family): an IPv4 route through IPv6
 		// ones only (RFC 5549) is written 0.0.0.0/0, as a person would.
 		v6 := strings.Contains(r.Via, ":")
-		if len(r.Hops) > 0 && r.Hops[0].Via != "" {
+		vias := 0
+		for _, h := range r.Hops {
+			if h.Via != "" {
+				vias++
+			}
+		}
+		if vias > 0 {
 			v6 = true
 			for _, h := range r.Hops {
 				v6 = v6 && !strings.Contains(h.Via, ".")
