@@ -12,6 +12,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import fcntl
+import grp
 import hashlib
 import json
 import os
@@ -106,11 +107,39 @@ def inline_dir_for(netns, state_dir):
     return os.path.join(INLINE_BASE, key)
 
 
-def _write_private(path, data):
-    """Write data (a JSON value) to path atomically, mode 0600."""
+# The packaged service's group. Root on a packaged host runs netreconcile as
+# that service's user (docs/config.md, "The state directory"), which must read
+# the inline configuration: where the group exists, root's files here are
+# the group's to read (0750 directories, 0640 files), never to write.
+SERVICE_GROUP = 'netreconcile'
+
+
+def _service_gid():
+    """The service's group id when this runs as root and it exists, else None."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return grp.getgrnam(SERVICE_GROUP).gr_gid
+    except KeyError:
+        return None
+
+
+def _share_dir(path, gid):
+    """Give a directory of ours to the service's group, read-only."""
+    if gid is not None:
+        os.chown(path, 0, gid)
+        os.chmod(path, 0o750)
+
+
+def _write_private(path, data, gid=None):
+    """Write data (a JSON value) to path atomically, mode 0600 (0640 for
+    the service's group gid)."""
     d = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', dir=d)  # mode 0600
     try:
+        if gid is not None:
+            os.fchown(fd, 0, gid)
+            os.fchmod(fd, 0o640)
         with os.fdopen(fd, 'w') as f:
             json.dump(data, f, indent=2)
             f.write('\n')
@@ -145,22 +174,27 @@ class Source(object):
         if config is None:
             return
         # 0700 directory, 0600 files: netreconcile refuses a configuration
-        # others could write, and the file may name key files. JSON is
+        # others could write, and the file may name key files (0750 and
+        # 0640 with the service's group, which reads them: _service_gid). JSON is
         # YAML: no YAML library is needed on the target, and every key is
         # on a line of its own for the positions.
         names = sorted((drop_ins or {}).keys())
         for name in names:
             if '/' in name or name.startswith('.') or not name.endswith(('.yaml', '.yml')):
                 module.fail_json(msg='drop_ins: %r is not a drop-in file name (NAME.yaml, no "/", not hidden)' % name)
+        gid = _service_gid()
         if inline_dir is None:
             d = self.tmpdir = tempfile.mkdtemp(prefix='ansible-netreconcile-')
+            _share_dir(d, gid)
         else:
             d = inline_dir
             try:
                 os.makedirs(d, 0o700, exist_ok=True)
+                _share_dir(d, gid)
                 st = os.lstat(d)
-                if not os.path.isdir(d) or os.path.islink(d) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-                    module.fail_json(msg='inline_dir %s: must be a directory of ours that no one else can read or write (mode 0700)' % d)
+                others = 0o077 if gid is None else 0o027
+                if not os.path.isdir(d) or os.path.islink(d) or st.st_uid != os.geteuid() or st.st_mode & others:
+                    module.fail_json(msg='inline_dir %s: must be a directory of ours that no one else can write, or read but the service (mode 0700, or 0750 with group %s)' % (d, SERVICE_GROUP))
                 self.lock = os.open(os.path.join(d, '.lock'), os.O_RDWR | os.O_CREAT, 0o600)
                 fcntl.flock(self.lock, fcntl.LOCK_EX)
             except OSError as e:
@@ -170,14 +204,15 @@ class Source(object):
         try:
             if not os.path.isdir(self.conf_dir):
                 os.mkdir(self.conf_dir, 0o700)
-            _write_private(self.path, config)
+            _share_dir(self.conf_dir, gid)
+            _write_private(self.path, config, gid)
             # The drop-ins given, and no other: none is read by accident.
             for old in os.listdir(self.conf_dir):
                 if old not in names and old.endswith(('.yaml', '.yml')):
                     os.unlink(os.path.join(self.conf_dir, old))
             for name in names:
                 self.labels[os.path.join(self.conf_dir, name)] = '<inline drop-in %s>' % name
-                _write_private(os.path.join(self.conf_dir, name), drop_ins[name])
+                _write_private(os.path.join(self.conf_dir, name), drop_ins[name], gid)
         except OSError as e:
             module.fail_json(msg='write the inline configuration to %s: %s' % (d, e))
         self.labels[self.path] = INLINE_LABEL

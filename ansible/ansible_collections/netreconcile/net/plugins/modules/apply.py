@@ -68,7 +68,9 @@ options:
       - Default C(/var/lib/netreconcile-ansible/NETNS) (C(host) without O(netns)), with a hash of
         O(state_dir) appended when one is given.
       - Created mode 0700; one that others can read or write, or owned by another user, fails the
-        task.
+        task. Where the packaged service's group C(netreconcile) exists, it is mode 0750 and its
+        files 0640, that group's: root runs netreconcile as that service's user there, which must
+        read them (the state directory is that user's).
     type: path
   path:
     description:
