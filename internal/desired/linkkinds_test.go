@@ -74,6 +74,10 @@ func TestLinkKindErrors(t *testing.T) {
 		want: "f.yaml:5:23: links.b.mtu: expected an MTU from 68 to 65575 for a vrf link, found 65576\n" +
 			"f.yaml:6:25: links.c.mtu: expected an MTU from 68 to 65535 for a dummy link, found 65536",
 	}, {
+		name: "a macvlan and an ipvlan on one parent",
+		file: "version: 1\nlinks:\n  d0: {kind: dummy}\n  i1: {kind: ipvlan, ipvlan: {parent: d0}}\n  m0: {kind: macvlan, macvlan: {parent: d0}}\n",
+		want: "f.yaml:5:41: links.m0.macvlan.parent: \"d0\" is the parent of ipvlan \"i1\", and a link has one receive handler, for its ipvlans or for its macvlans",
+	}, {
 		name: "a vlan up on a parent declared down",
 		file: "version: 1\nlinks:\n  d0: {kind: dummy, state: down}\n  v1: {kind: vlan, vlan: {parent: d0, id: 1}}\n  v2: {kind: vlan, state: up, vlan: {parent: d0, id: 2}}\n  v3: {kind: vlan, state: down, vlan: {parent: d0, id: 3}}\n",
 		want: "f.yaml:4:35: links.v1.vlan.parent: a vlan is up only while its parent is, and \"d0\" is declared down (the kernel takes its vlans down with it); give this link state: down too, or bring \"d0\" up\n" +

@@ -38,6 +38,12 @@ func (g *Gen) Repair(c *Config) {
 					changed = true
 				}
 			}
+			if l.Kind == "macvlan" && ipvlanParent(c, l.Parent) {
+				// One receive handler per link: its ipvlans' or its
+				// macvlans' (EBUSY; validation refuses the file).
+				delete(c.Links, n)
+				changed = true
+			}
 		}
 	}
 	// A vlan is up only while its parent is: the kernel takes it down with
@@ -513,4 +519,14 @@ func rulesClash(a, b *Rule) bool {
 	}
 	within := func(x, y *Rule) bool { return (x.From == "" || x.From == y.From) && (x.To == "" || x.To == y.To) }
 	return within(a, b) || within(b, a)
+}
+
+// ipvlanParent reports whether an ipvlan of c sits on link p.
+func ipvlanParent(c *Config, p string) bool {
+	for _, l := range c.Links {
+		if l.Kind == "ipvlan" && l.Parent == p {
+			return true
+		}
+	}
+	return false
 }
