@@ -75,7 +75,8 @@ const guardPriority = 0
 // The kernel checks a gateway with a lookup: in the route's own table
 // first (unless it is main), then, if that finds nothing, through the
 // FIB rules, as a packet from this host to the gateway out of the
-// route's dev (fib_check_nh_v4_gw, ip6_route_check_nh). A rule before
+// route's dev (fib_check_nh_v4_gw, ip6_route_check_nh), for each next
+// hop of a multipath route. A rule before
 // "lookup main" that takes that lookup elsewhere (from all prohibit, a
 // not rule with a drop action, a lookup in a table with an unreachable
 // route) fails the check (EACCES, EINVAL, EHOSTUNREACH), although the
@@ -98,17 +99,33 @@ func retryGatewayChecks(k kernel.Writer, proto int, ws []kernel.RouteWrite, at [
 	seen := map[model.RuleKey]bool{}
 	for n, w := range ws {
 		r := w.Route
-		if err := errs[at[n]]; err == nil || w.Action == kernel.RouteDelete || !r.Gateway.IsValid() || r.OnLink || !gatewayCheckErr(err) {
+		if err := errs[at[n]]; err == nil || w.Action == kernel.RouteDelete || r.OnLink || !gatewayCheckErr(err) {
 			continue
 		}
-		g := &model.Rule{Priority: guardPriority, IPv6: r.Gateway.Is6(), To: netip.PrefixFrom(r.Gateway, r.Gateway.BitLen()),
-			OIF: r.Dev, Action: model.RuleLookup, Table: model.TableMain, SuppressPrefixLen: -1, Protocol: proto}
-		if !seen[g.Key()] {
-			seen[g.Key()] = true
-			guards = append(guards, g)
+		// Each gateway is checked: the route's, or every next hop's of a
+		// multipath route (host soak, walk seed 32154340888953, step 84:
+		// a stale "not … unreachable" rule the same plan deletes).
+		hops := []model.NextHop{{Gateway: r.Gateway, Dev: r.Dev}}
+		if len(r.NextHops) > 0 {
+			hops = r.NextHops
 		}
-		retry = append(retry, w)
-		retryAt = append(retryAt, at[n])
+		guarded := false
+		for _, h := range hops {
+			if !h.Gateway.IsValid() {
+				continue
+			}
+			g := &model.Rule{Priority: guardPriority, IPv6: h.Gateway.Is6(), To: netip.PrefixFrom(h.Gateway, h.Gateway.BitLen()),
+				OIF: h.Dev, Action: model.RuleLookup, Table: model.TableMain, SuppressPrefixLen: -1, Protocol: proto}
+			if !seen[g.Key()] {
+				seen[g.Key()] = true
+				guards = append(guards, g)
+			}
+			guarded = true
+		}
+		if guarded {
+			retry = append(retry, w)
+			retryAt = append(retryAt, at[n])
+		}
 	}
 	if len(retry) == 0 {
 		return nil
