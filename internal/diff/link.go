@@ -342,7 +342,7 @@ func (c *computer) vlansFollowParents(updates []Op) []Op {
 	own := map[string]Op{}
 	kept := updates[:0]
 	for _, op := range updates {
-		if slices.Contains(follow, op.ID) {
+		if c.vlanFollows[op.ID] {
 			own[op.ID] = op
 			continue
 		}
@@ -357,6 +357,9 @@ func (c *computer) vlansFollowParents(updates []Op) []Op {
 			}
 			op.LinkFields.State = true
 			op.Changes = append(op.Changes, Change{"state", "up (with its parent " + w.VLAN.Parent + ")", "down"})
+			// Up with its parent, then down again: the kernel drops its
+			// IPv6 addresses and routes on the way down.
+			c.downed[name] = true
 			had = true
 		}
 		if had {

@@ -264,6 +264,17 @@ func TestVLANsFollowTheirParent(t *testing.T) {
     state: down -> up
 `,
 	}, {
+		name:   "a vlan the file wants down gets its IPv6 address again after it is set down",
+		file:   "links:\n  p0: {kind: dummy}\n  a5: {kind: vlan, state: down, vlan: {parent: p0, id: 5}, addresses: ['fd00:5::1/64']}\n",
+		kernel: newKernel().link(p0(false)).link(vl("a5", 5, false)).addr("a5", "fd00:5::1/64", 0),
+		plan: `
+~ link p0
+    state: down -> up
+~ link a5
+    state: up (with its parent p0) -> down
++ address fd00:5::1/64 dev a5
+`,
+	}, {
 		name:   "a vlan the file wants up comes up after its parent",
 		file:   "links:\n  p0: {kind: dummy}\n  a5: {kind: vlan, vlan: {parent: p0, id: 5}}\n",
 		kernel: newKernel().link(p0(false)).link(vl("a5", 5, false)),

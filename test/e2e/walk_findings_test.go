@@ -89,7 +89,7 @@ func TestWalkFindingVLANFollowsParent(t *testing.T) {
 	file := filepath.Join(dir, "v.yaml")
 	vlans := func(a5, z6 string) string {
 		return "  a5: {kind: vlan, state: " + a5 + ", vlan: {parent: p0, id: 5}, addresses: [10.5.0.1/24, 'fd00:5::1/64']}\n" +
-			"  z6: {kind: vlan, state: " + z6 + ", vlan: {parent: p0, id: 6}}\n"
+			"  z6: {kind: vlan, state: " + z6 + ", vlan: {parent: p0, id: 6}, addresses: ['fd00:6::1/64']}\n"
 	}
 	for i, cfg := range []string{
 		"version: 1\nlinks:\n  p0: {kind: dummy}\n" + vlans("up", "down"),
@@ -109,6 +109,7 @@ func TestWalkFindingVLANFollowsParent(t *testing.T) {
 			}
 			mustContain(t, "ip -o link show a5", ns.IP(t, "-o", "link", "show", "a5"), ",UP,")
 			mustContain(t, "ip -6 addr show dev a5", ns.IP(t, "-6", "addr", "show", "dev", "a5"), "fd00:5::1/64")
+			mustContain(t, "ip -6 addr show dev z6", ns.IP(t, "-6", "addr", "show", "dev", "z6"), "fd00:6::1/64")
 		}
 	}
 }
