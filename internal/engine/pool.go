@@ -82,11 +82,27 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 			have[ownerKey{a.Pool, a.Owner}] = a
 		}
 	}
+	// The file's static addresses: a pool reserves them (finding 25), so
+	// an address a link holds from a pool and the file now declares
+	// statically goes back, and the link takes another (finding 54).
+	static := map[netip.Addr]string{}
+	for _, ad := range desired.Addresses {
+		static[ad.Prefix.Addr()] = ad.Origin
+	}
 	wanted := map[ownerKey]bool{}
 	for _, pa := range desired.PoolAddresses {
 		k := ownerKey{pa.Pool, poolOwner(pa.Link)}
 		wanted[k] = true
 		a, ok := have[k]
+		if ok && slices.ContainsFunc(a.Addrs(), func(ip netip.Addr) bool { _, s := static[ip]; return s }) {
+			if !dryRun && !leftOut[pa.Link] {
+				if _, _, err := reg.Release(ctx, a.Pool, a.Owner, ""); err != nil {
+					return nil, fmt.Errorf("ipam: give back the address of link %s, which the file now declares: %w", pa.Link, err)
+				}
+			}
+			out.Released = append(out.Released, a)
+			ok = false
+		}
 		if !ok && (dryRun || leftOut[pa.Link]) {
 			out.Pending = append(out.Pending, pa)
 			continue

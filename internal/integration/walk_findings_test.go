@@ -701,3 +701,29 @@ func TestWalkFindingMultipathGatewayCheck(t *testing.T) {
 	}
 	e.converged(f)
 }
+
+// An address a link already holds from a pool that the file then declares
+// statically: the pool gives it back and the link takes another one, as
+// for an address not yet handed out (finding 25). Before, diff and apply
+// refused the file ("is also declared") until it changed. Host soak, walk
+// seed 42173343209599, step 29 (finding 54).
+func TestWalkFindingPoolAddressDeclaredLater(t *testing.T) {
+	e := newEnv(t)
+	pools := "pools:\n  pw: {subnets: [10.99.0.0/24], block-size-bits: 0, export-table: 120, reuse-delay: 0s}\n"
+	e.apply(e.file("a.yaml", "version: 1\n"+pools+"links:\n  lo: {kind: device, state: up}\n  b1: {kind: bridge, addresses: [{pool: pw}]}\n"))
+	held := strings.Fields(e.ip("-4", "-br", "addr", "show", "dev", "b1"))
+	if len(held) < 3 {
+		t.Fatalf("b1 took no address from the pool: %v", held)
+	}
+	ip := strings.SplitN(held[2], "/", 2)[0]
+	f := e.file("b.yaml", "version: 1\n"+pools+"links:\n  lo: {kind: device, state: up}\n  b1: {kind: bridge, addresses: [{pool: pw}, "+ip+"/24]}\n")
+	if d := e.cli("diff", "-c", f); d.Code == 1 {
+		t.Fatalf("diff refuses the file: %s", d.Stderr)
+	}
+	e.apply(f)
+	e.converged(f)
+	addrs := strings.Fields(e.ip("-4", "-br", "addr", "show", "dev", "b1"))[2:]
+	if len(addrs) != 2 || !strings.Contains(strings.Join(addrs, " "), ip+"/24") {
+		t.Errorf("b1 has %v, want the declared %s/24 and another address from the pool", addrs, ip)
+	}
+}
