@@ -69,8 +69,8 @@ options:
         O(state_dir) appended when one is given.
       - Created mode 0700; one that others can read or write, or owned by another user, fails the
         task. Where the packaged service's group C(netreconcile) exists, it is mode 0750 and its
-        files 0640, that group's: root runs netreconcile as that service's user there, which must
-        read them (the state directory is that user's).
+        files 0640, of that group, since root runs netreconcile as that service's user there (the
+        state directory is that user's), which must read them.
     type: path
   path:
     description:
