@@ -194,7 +194,8 @@ class Source(object):
                 st = os.lstat(d)
                 others = 0o077 if gid is None else 0o027
                 if not os.path.isdir(d) or os.path.islink(d) or st.st_uid != os.geteuid() or st.st_mode & others:
-                    module.fail_json(msg='inline_dir %s: must be a directory of ours that no one else can write, or read but the service (mode 0700, or 0750 with group %s)' % (d, SERVICE_GROUP))
+                    module.fail_json(msg='inline_dir %s: must be a directory of ours that no one else can write, '
+                                     'or read but the service (mode 0700, or 0750 with group %s)' % (d, SERVICE_GROUP))
                 self.lock = os.open(os.path.join(d, '.lock'), os.O_RDWR | os.O_CREAT, 0o600)
                 fcntl.flock(self.lock, fcntl.LOCK_EX)
             except OSError as e:
