@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netreconcile/netreconcile/internal/safeapply"
+	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
 // Root on a host with the packaged service.
@@ -398,27 +399,16 @@ func (w *rootMainWriter) do(req *writerRequest) error {
 	return fmt.Errorf("unknown request %q", req.Op)
 }
 
-// writeRootCopy writes root's copy of the main file: a new file (never
-// through a symlink), mode 0600, synced.
+// writeRootCopy writes root's copy of the main file, mode 0600, as the
+// state directory writes its files (statedir: no symlink followed, replaced
+// atomically, synced), in a directory only root may change.
 func writeRootCopy(p string, data []byte) error {
-	tmp := p + ".tmp"
-	_ = os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	d, err := statedir.Open(filepath.Dir(p), false)
 	if err != nil {
 		return fmt.Errorf("keep a copy of the main file: %w", err)
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	defer d.Close()
+	if err := d.WriteFile(filepath.Base(p), data, 0o600); err != nil {
 		return fmt.Errorf("keep a copy of the main file: %w", err)
 	}
 	return nil
