@@ -112,6 +112,23 @@ func (c *computer) sysctlBefore(w *model.Sysctl) string {
 	return ""
 }
 
+// sysctlNatural is the value a new link's key is recorded to have had
+// before netreconcile set it, given back when the file drops the key: its
+// template's value without netreconcile. When netreconcile owns the
+// template (the file declares lo's neigh key, or a conf "default" key),
+// that is the template's own recorded value, not the one it holds now:
+// the link would have started with the first without netreconcile.
+func (c *computer) sysctlNatural(tmpl string) string {
+	t := model.FindSysctl(c.a.Sysctls, tmpl)
+	switch {
+	case t == nil:
+		return ""
+	case t.Owned:
+		return t.Original
+	}
+	return t.Value
+}
+
 // forwardingMasters are the keys whose write sets every forwarding key of
 // their family, "all" and "default" and each link's (devinet_sysctl_forward,
 // addrconf_fixup_forwarding): written first, and the file's other
@@ -141,7 +158,7 @@ func (c *computer) sysctl(w *model.Sysctl) bool {
 			return false
 		}
 		c.add(Op{Action: Create, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", was, w.Value}},
-			Reason: "link " + w.Link + " is new: it starts with " + tmpl, Sysctl: w, SysctlWas: was})
+			Reason: "link " + w.Link + " is new: it starts with " + tmpl, Sysctl: w, SysctlWas: c.sysctlNatural(tmpl)})
 		return true
 	}
 	h := model.FindSysctl(c.a.Sysctls, w.Key)

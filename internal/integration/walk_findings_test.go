@@ -727,3 +727,34 @@ func TestWalkFindingPoolAddressDeclaredLater(t *testing.T) {
 		t.Errorf("b1 has %v, want the declared %s/24 and another address from the pool", addrs, ip)
 	}
 }
+
+// TestWalkFindingNeighTemplateOwned (finding 55, host soak seed
+// 73839564667697, step 81): a link made while the file set lo's neigh key
+// (its template) started with netreconcile's value and recorded it as the
+// one found before; when the file dropped the link's key, that value
+// stayed, not the one the link would have had without netreconcile. The
+// record is now the template's own recorded value, whether the file still
+// declares lo's key or drops it in the same plan.
+func TestWalkFindingNeighTemplateOwned(t *testing.T) {
+	for _, keepLo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lo declared throughout=%v", keepLo), func(t *testing.T) {
+			e := newEnv(t)
+			ucast, mcast := "net.ipv4.neigh.b1.ucast_solicit", "net.ipv6.neigh.b1.mcast_solicit"
+			loU, loM := e.sysctl("net.ipv4.neigh.lo.ucast_solicit"), e.sysctl("net.ipv6.neigh.lo.mcast_solicit")
+			lo := "  lo: {kind: device, state: up, sysctls: {ipv4.neigh.ucast_solicit: 5, ipv6.neigh.mcast_solicit: 6}}\n"
+			e.apply(e.file("1.yaml", "version: 1\nlinks:\n"+lo))
+			if !keepLo {
+				lo = "  lo: {kind: device, state: up}\n"
+			}
+			f := e.file("2.yaml", "version: 1\nlinks:\n"+lo+"  b1: {kind: bridge, sysctls: {ipv4.neigh.ucast_solicit: 5, ipv6.neigh.mcast_solicit: 6}}\n")
+			e.apply(f)
+			e.converged(f)
+			e.wantSysctl(ucast, "5")
+			f = e.file("3.yaml", "version: 1\nlinks:\n"+lo+"  b1: {kind: bridge}\n")
+			e.apply(f)
+			e.converged(f)
+			e.wantSysctl(ucast, loU)
+			e.wantSysctl(mcast, loM)
+		})
+	}
+}
