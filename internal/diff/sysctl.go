@@ -64,10 +64,11 @@ func (c *computer) sysctls() {
 			if !h.Owned || master != (pass == 0) || model.FindSysctl(c.d.Sysctls, h.Key) != nil {
 				continue
 			}
-			back := &model.Sysctl{Key: h.Key, Value: h.Original, Link: h.Link}
+			orig := c.sysctlBack(h)
+			back := &model.Sysctl{Key: h.Key, Value: orig, Link: h.Link}
 			op := Op{Action: Delete, Kind: KindSysctl, ID: h.Key, Sysctl: back, SysctlWas: h.Value,
-				Changes: []Change{{"value", h.Value, h.Original}}, Reason: "back to the value found before netreconcile set it"}
-			if h.Value == h.Original {
+				Changes: []Change{{"value", h.Value, orig}}, Reason: "back to the value found before netreconcile set it"}
+			if h.Value == orig {
 				// Nothing to write: the record is dropped.
 				op.Changes, op.Reason = nil, "already at the value found before netreconcile set it"
 			}
@@ -113,12 +114,19 @@ func (c *computer) sysctlBefore(w *model.Sysctl) string {
 }
 
 // sysctlNatural is the value a new link's key is recorded to have had
-// before netreconcile set it, given back when the file drops the key: its
-// template's value without netreconcile. When netreconcile owns the
-// template (the file declares lo's neigh key, or a conf "default" key),
-// that is the template's own recorded value, not the one it holds now:
-// the link would have started with the first without netreconcile.
-func (c *computer) sysctlNatural(tmpl string) string {
+// before netreconcile set it, given back when the file drops the key: the
+// value a link made under this file would start with, netreconcile's own
+// doing on the link aside. A conf key's "default" is what a link copies for
+// certain: the file's value when it declares it, else the value it goes
+// back to (its recorded one when netreconcile owns it, in this plan), else
+// its own. A neigh key's template is lo's, which a new link only probably
+// copies: lo's value from before netreconcile set it, when it did.
+func (c *computer) sysctlNatural(key, tmpl string) string {
+	if model.SysctlExactTemplate(key) {
+		if d := model.FindSysctl(c.d.Sysctls, tmpl); d != nil {
+			return d.Value
+		}
+	}
 	t := model.FindSysctl(c.a.Sysctls, tmpl)
 	switch {
 	case t == nil:
@@ -127,6 +135,34 @@ func (c *computer) sysctlNatural(tmpl string) string {
 		return t.Original
 	}
 	return t.Value
+}
+
+// sysctlBack is the value an owned key the file no longer declares goes
+// back to: the one recorded before netreconcile first wrote it, except on a
+// link netreconcile made (marked, not adopted by the file), where it is
+// what a link made under this file would start with (sysctlNatural). The
+// record, taken when the link was made, is stale when the template changed
+// since: the file declared net.ipv4.conf.default.X with the link, or drops
+// it with the link's key.
+func (c *computer) sysctlBack(h *model.Sysctl) string {
+	if h.Link == "" {
+		return h.Original
+	}
+	l := c.a.Links[h.Link]
+	if l == nil || !l.Owned {
+		return h.Original
+	}
+	if d := c.d.Links[h.Link]; d != nil && d.Adopt {
+		return h.Original
+	}
+	_, _, tmpl, ok := model.SysctlLink(h.Key)
+	if !ok {
+		return h.Original
+	}
+	if v := c.sysctlNatural(h.Key, tmpl); v != "" {
+		return v
+	}
+	return h.Original
 }
 
 // forwardingMasters are the keys whose write sets every forwarding key of
@@ -158,7 +194,7 @@ func (c *computer) sysctl(w *model.Sysctl) bool {
 			return false
 		}
 		c.add(Op{Action: Create, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", was, w.Value}},
-			Reason: "link " + w.Link + " is new: it starts with " + tmpl, Sysctl: w, SysctlWas: c.sysctlNatural(tmpl)})
+			Reason: "link " + w.Link + " is new: it starts with " + tmpl, Sysctl: w, SysctlWas: c.sysctlNatural(w.Key, tmpl)})
 		return true
 	}
 	h := model.FindSysctl(c.a.Sysctls, w.Key)

@@ -758,3 +758,55 @@ func TestWalkFindingNeighTemplateOwned(t *testing.T) {
 		})
 	}
 }
+
+// TestNewLinkConfKeyFollowsDefault: a conf key of a new link starts with
+// net.ipv4.conf.default's value for certain. When the file drops the link's
+// key, the link has what a link made under the file would have: the
+// declared default, whether the file declared it in an earlier apply or in
+// the same one as the link (an adversarial review of the finding-55 fix saw
+// the default's value from before netreconcile written back), and the
+// default's old value when the file drops both.
+func TestNewLinkConfKeyFollowsDefault(t *testing.T) {
+	def := "sysctls: {net.ipv4.conf.default.rp_filter: 2}\n"
+	withKey := "links:\n  b1: {kind: bridge, sysctls: {ipv4.rp_filter: 1}}\n"
+	noKey := "links:\n  b1: {kind: bridge}\n"
+	for _, tc := range []struct {
+		name                string
+		first, second, last string
+		want                string // "" : the default's value before the test
+	}{
+		{"default declared before the link", "version: 1\n" + def, "version: 1\n" + def + withKey, "version: 1\n" + def + noKey, "2"},
+		{"default declared with the link", "version: 1\n", "version: 1\n" + def + withKey, "version: 1\n" + def + noKey, "2"},
+		{"default and key dropped together", "version: 1\n", "version: 1\n" + def + withKey, "version: 1\n" + noKey, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			want := tc.want
+			if want == "" {
+				want = e.sysctl("net.ipv4.conf.default.rp_filter")
+			}
+			e.apply(e.file("1.yaml", tc.first))
+			e.apply(e.file("2.yaml", tc.second))
+			e.wantSysctl("net.ipv4.conf.b1.rp_filter", "1")
+			f := e.file("3.yaml", tc.last)
+			e.apply(f)
+			e.converged(f)
+			e.wantSysctl("net.ipv4.conf.b1.rp_filter", want)
+		})
+	}
+}
+
+// TestAdoptedLinkKeyGoesBack: a link the file adopts is not one
+// netreconcile made: a key the file drops goes back to the value it had
+// before netreconcile wrote it, not to its template's.
+func TestAdoptedLinkKeyGoesBack(t *testing.T) {
+	e := newEnv(t)
+	e.ip("link", "add", "b2", "type", "bridge")
+	e.setSysctl("net.ipv4.conf.b2.rp_filter", "1")
+	e.apply(e.file("1.yaml", "version: 1\nlinks:\n  b2: {kind: bridge, adopt: true, sysctls: {ipv4.rp_filter: 2}}\n"))
+	e.wantSysctl("net.ipv4.conf.b2.rp_filter", "2")
+	f := e.file("2.yaml", "version: 1\nlinks:\n  b2: {kind: bridge, adopt: true}\n")
+	e.apply(f)
+	e.converged(f)
+	e.wantSysctl("net.ipv4.conf.b2.rp_filter", "1")
+}
