@@ -76,10 +76,12 @@ func (c *computer) opNeeds(op *Op) []string {
 	return nil
 }
 
-// leaveOutDependents spreads the conflicts of links to the declared links
-// that need them, then drops every op that needs a link in conflict, with
-// a conflict line saying why.
-func (c *computer) leaveOutDependents() {
+// spreadBlocked spreads the conflicts of links to the declared links that
+// need them. It runs right after the link stage, where every conflict of a
+// link is found, so that the later stages know which links stay as they
+// are: a link left out is not recreated, set down or moved, and the kernel
+// keeps its routes (devGone).
+func (c *computer) spreadBlocked() {
 	if len(c.blocked) == 0 {
 		return
 	}
@@ -101,6 +103,15 @@ func (c *computer) leaveOutDependents() {
 			}
 		}
 	}
+}
+
+// leaveOutDependents drops every op that needs a link in conflict (those
+// spreadBlocked found), with a conflict line saying why.
+func (c *computer) leaveOutDependents() {
+	if len(c.blocked) == 0 {
+		return
+	}
+	c.spreadBlocked()
 	// A stale veth end that was to go with its peer's recreate stays when
 	// that recreate is left out: said, since no op of its own is dropped.
 	for _, name := range c.a.SortedLinkNames() {

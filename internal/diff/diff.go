@@ -75,6 +75,7 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{}, l3Moved: map[string]bool{},
 		linkGoes: map[string]bool{}, withLink: map[string][]Op{}}
 	c.links()
+	c.spreadBlocked()
 	c.wireguard()
 	c.sysctls()
 	c.fou()
@@ -204,6 +205,11 @@ func (c *computer) routeShaken(r *model.Route) bool {
 }
 
 func (c *computer) devGone(r *model.Route, dev string) bool {
+	if c.blocked[dev] && c.a.Links[dev] != nil {
+		// Left out for a conflict: none of its ops run, whatever the
+		// link stage planned for it (walk finding 56).
+		return false
+	}
 	down := c.downed[dev] && !(r.Dst.Addr().Is4() && r.Type == model.RouteLocal)
 	return c.recreated[dev] || down || (r.Dst.Addr().Is4() && (c.flushed4[dev] || c.l3Moved[dev]))
 }

@@ -810,3 +810,38 @@ func TestAdoptedLinkKeyGoesBack(t *testing.T) {
 	e.converged(f)
 	e.wantSysctl("net.ipv4.conf.b2.rp_filter", "1")
 }
+
+// TestWalkFindingLeftOutLinkKeepsItsRoutes (finding 56, host soak seed
+// 41107412154582, step 87): a vxlan whose dev changes must be recreated,
+// and the routes through it go with it; but when the vxlan is left out
+// (its new dev is a veth end whose pair cannot be recreated: a foreign link
+// sits on the other end), it stays, and so do its routes. The plan took the
+// route as gone and created the file's new one with the same key: EEXIST,
+// which the plan did not predict. It now changes the route in place.
+func TestWalkFindingLeftOutLinkKeepsItsRoutes(t *testing.T) {
+	e := newEnv(t)
+	links := func(peer string) string {
+		return "links:\n" +
+			"  p2a: {kind: veth, veth: {peer: " + peer + "}}\n" +
+			"  " + peer + ": {kind: veth, veth: {peer: p2a}}\n" +
+			"  x2: {kind: vxlan, vxlan: {id: 30, local: 192.0.2.4, remote: 198.51.100.2, dev: " + peer + "}, addresses: [10.171.0.1/24]}\n"
+	}
+	e.apply(e.file("1.yaml", "version: 1\n"+links("p2b")+
+		"routes:\n  - {to: 172.16.0.0/24, type: local, dev: x2, table: 300, tos: 8}\n"))
+	e.ip("link", "add", "fc4", "type", "vxlan", "id", "4004", "dstport", "4789", "dev", "p2a")
+	f := e.file("2.yaml", "version: 1\n"+links("p2c")+
+		"routes:\n  - {to: 172.16.0.0/24, type: blackhole, table: 300, tos: 8}\n")
+	r := e.cli("apply", "-c", f)
+	if strings.Contains(r.Stderr, "operations failed") {
+		t.Fatalf("apply: a write failed (the plan should have predicted every failure):\n%s%s", r.Stdout, r.Stderr)
+	}
+	if !strings.Contains(r.Stderr, "link x2 is left out") {
+		t.Errorf("apply does not leave x2 out:\n%s", r.Stderr)
+	}
+	if got := e.ip("-4", "route", "show", "table", "300"); !strings.Contains(got, "blackhole 172.16.0.0/24 tos 0x08") && !strings.Contains(got, "blackhole 172.16.0.0/24 tos CS1") {
+		t.Errorf("table 300 holds %q, want the blackhole route", got)
+	}
+	if d := e.cli("diff", "-c", f); strings.Contains(d.Stdout, "route") {
+		t.Errorf("a second diff plans a route again:\n%s", d.Stdout)
+	}
+}
