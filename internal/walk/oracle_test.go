@@ -91,3 +91,16 @@ func TestOracleMultipathAndRFC5549(t *testing.T) {
 		t.Fatalf("diffs: %v, want the weight change seen (one missing, one not in the file)", diffs)
 	}
 }
+
+// TestLineDiffCountsCopies: the foreign-object check compares sorted dumps,
+// and a failure printed an empty difference when a line was there twice
+// instead of once (host soak, seed 114558959687598, step 91): the printer
+// compared the lines as sets.
+func TestLineDiffCountsCopies(t *testing.T) {
+	if got, want := lineDiff("a\nb\nb\nc", "a\nb\nc\nd"), "+ d\n- b (1 of 2 copies)"; got != want {
+		t.Errorf("lineDiff = %q, want %q", got, want)
+	}
+	if got := lineDiff("a\nb", "a\nb"); got != "" {
+		t.Errorf("lineDiff of equal dumps = %q, want nothing", got)
+	}
+}

@@ -518,28 +518,37 @@ func writeFiles(dir, name string, c *Config) (string, error) {
 }
 
 func lineDiff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	// Counted, not as sets: the dumps are sorted lines, and a line that
+	// is there twice instead of once is a change too.
+	count := func(s string) map[string]int {
+		m := map[string]int{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l]++
+		}
+		return m
+	}
+	ac, bc := count(a), count(b)
 	var out []string
-	in := func(s string, l []string) bool {
-		for _, x := range l {
-			if x == s {
-				return true
-			}
-		}
-		return false
-	}
-	for _, s := range al {
-		if !in(s, bl) {
-			out = append(out, "- "+s)
+	for l, n := range ac {
+		if m := bc[l]; m < n {
+			out = append(out, fmt.Sprintf("- %s%s", l, times(n-m, n)))
 		}
 	}
-	for _, s := range bl {
-		if !in(s, al) {
-			out = append(out, "+ "+s)
+	for l, n := range bc {
+		if m := ac[l]; m < n {
+			out = append(out, fmt.Sprintf("+ %s%s", l, times(n-m, n)))
 		}
 	}
 	sort.Strings(out)
 	return strings.Join(out, "\n")
+}
+
+// times says how many of a line's n copies differ, when not all of one.
+func times(d, n int) string {
+	if d == 1 && n == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of %d copies)", d, n)
 }
 
 // stopProcesses ends the processes left in ns (wireguard-go daemons the
