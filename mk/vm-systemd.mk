@@ -7,7 +7,7 @@
 #   make vm-systemd-shell                 the same boot with a root shell
 #   make test VM_SKIP=1                   leave both VM suites out of `make test`
 
-VM_SYSTEMD_TIMEOUT ?= 600
+VM_SYSTEMD_TIMEOUT ?= 1200
 VM_SYSTEMD_SUITE ?=
 VM_SYSTEMD_MIRROR ?=
 VM_SYSTEMD_PACKAGES ?=
@@ -17,7 +17,7 @@ TEST_TARGETS += vm-systemd-test
 
 .PHONY: vm-systemd-test vm-systemd-shell
 
-vm-systemd-test: vm-deps
+vm-systemd-test: vm-deps ansible-deps
 ifeq ($(VM_SKIP),1)
 	@echo "vm-systemd-test: skipped (VM_SKIP=1)"
 else

@@ -370,7 +370,6 @@ minv="$work/mesh-inventory.yml"
           mesh_key: $work/$h/kubespan.key
           mesh_uplink: up0
           mesh_userspace: true
-          mesh_serial: 3
           netreconcile_netns: ans-$h
           netreconcile_binary: $bin
           netreconcile_config_dir: $work/$h/etc

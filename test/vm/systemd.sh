@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # systemd VM test: a Debian root made with debootstrap boots with systemd as PID 1 on
 # the VM kernel of vm.sh, installs the netreconcile .deb and checks the unit under a
-# real service manager (test/vm/systemd-test.sh, run inside). See test/vm/README.md.
+# real service manager (test/vm/systemd-test.sh, run inside). Its sshd, forwarded to a
+# port of 127.0.0.1, lets Ansible on the host install the package with the role and
+# run the fleet mesh on the guest's kernel WireGuard (ansible/test/vm.sh). See
+# test/vm/README.md.
 #
 #   systemd.sh root    make (or reuse) the cached Debian root image; prints its path
 #   systemd.sh test    boot it once with the .deb and run the checks; exits non-zero on
@@ -28,8 +31,10 @@ suite=${VM_SYSTEMD_SUITE:-$(. /etc/os-release && echo "$VERSION_CODENAME")}
 # Bump when the way the root is made changes, so that old caches are not reused.
 root_recipe=1
 # What the checks and the package need; minbase has neither systemd nor the tools.
-# wireguard-go, wireguard-tools, iputils-ping: the userspace WireGuard restart check.
-base_packages="systemd systemd-sysv iproute2 nftables kmod wireguard-go wireguard-tools iputils-ping procps"
+# wireguard-go, wireguard-tools, iputils-ping: the userspace WireGuard restart check;
+# openssh-server, python3-apt: a managed node for Ansible on the host (ansible/test/vm.sh),
+# whose role installs the package with the apt module.
+base_packages="systemd systemd-sysv iproute2 nftables kmod wireguard-go wireguard-tools iputils-ping procps openssh-server python3-apt"
 
 mirror() {
 	local uri
@@ -122,7 +127,7 @@ cmd_root() {
 
 # cmd_initrd_systemd MODE: busybox, the virtio modules, test/vm/systemd-init as /init,
 # and the payload it copies into the root before switch_root (the .deb, the test
-# script and its unit, the kernel modules of modules.txt).
+# script and its unit, root's authorized SSH key, the kernel modules of modules.txt).
 cmd_initrd_systemd() {
 	local mode=$1 t0 kmods a list
 	load_env
@@ -144,6 +149,7 @@ cmd_initrd_systemd() {
 	{
 		echo "load virtio_pci"
 		echo "load virtio_blk"
+		echo "load virtio_net"
 		grep '^tree ' "$here/modules.txt"
 	} >"$list"
 	kmods=$KERNEL_DIR/lib/modules/$KVER
@@ -161,6 +167,10 @@ cmd_initrd_systemd() {
 
 	install -m 0644 "$deb" "$root/payload/netreconcile.deb"
 	install -m 0755 "$here/systemd-test.sh" "$root/payload/systemd-test.sh"
+	# Root's key for Ansible on the host (ansible/test/vm.sh), made for this run.
+	rm -f "$work/ssh_key" "$work/ssh_key.pub"
+	ssh-keygen -q -t ed25519 -N '' -C nrvm -f "$work/ssh_key"
+	install -m 0600 "$work/ssh_key.pub" "$root/payload/authorized_keys"
 	echo "$mode" >"$root/etc/nrvm/mode"
 	nonce=$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
 	echo "$nonce" >"$root/etc/nrvm/nonce"
@@ -171,10 +181,34 @@ cmd_initrd_systemd() {
 	log "initramfs $(du -h "$work/initrd.img" | cut -f1) built in $(since "$t0")s"
 }
 
-boot_args() { # image
+boot_args() { # image [ssh-port]
 	# shellcheck disable=SC2046
 	echo $(qemu_args) -kernel "$KERNEL_DIR/boot/vmlinuz-$KVER" -initrd "$work/initrd.img" \
-		-drive "file=$1,format=raw,if=virtio,snapshot=on"
+		-drive "file=$1,format=raw,if=virtio,snapshot=on" \
+		-netdev "user,id=n0${2:+,hostfwd=tcp:127.0.0.1:$2-:22}" -device virtio-net-pci,netdev=n0
+}
+
+# free_port: a TCP port of 127.0.0.1 nothing listens on.
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# ansible_when_ready RAW PORT: once the guest reports NRVM-ANSIBLE-READY, run
+# ansible/test/vm.sh against it over SSH and hand its PASS/FAIL lines back to the
+# guest, which puts them in its report and goes on. Its output goes to
+# $work/ansible.log.
+ansible_when_ready() {
+	local raw=$1 port=$2 rc
+	until grep -q '^NRVM-ANSIBLE-READY' "$raw" 2>/dev/null; do
+		grep -q '^NRVM-END' "$raw" 2>/dev/null && return
+		sleep 1
+	done
+	rc=0
+	"$here/../../ansible/test/vm.sh" "$port" "$work/ssh_key" "$deb" "$work/ansible.report" >"$work/ansible.log" 2>&1 || rc=$?
+	echo "ansible/test/vm.sh: exit $rc" >>"$work/ansible.report"
+	ssh -p "$port" -i "$work/ssh_key" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+		-o LogLevel=ERROR root@127.0.0.1 'cat >/run/nrvm/ansible.report && touch /run/nrvm/ansible.done' <"$work/ansible.report" ||
+		echo "could not hand the report to the guest" >>"$work/ansible.log"
 }
 
 kernel_cmdline() {
@@ -199,7 +233,7 @@ cmd_shell_systemd() {
 }
 
 cmd_test_systemd() {
-	local t0 tall img report raw console qrc rc pass fail
+	local t0 tall img report raw console qrc rc pass fail port watcher
 	tall=$(now)
 	need_deb
 	img=$(cmd_root)
@@ -207,18 +241,28 @@ cmd_test_systemd() {
 	report=$work/report.txt
 	raw=$work/report.raw
 	console=$work/console.log
-	rm -f "$raw" "$report" "$console"
+	rm -f "$raw" "$report" "$console" "$work/ansible.log" "$work/ansible.report"
 	: >"$raw"
 
-	log "booting the $suite root with systemd as PID 1 under TCG ($KVER), timeout ${timeout_s}s"
+	command -v ansible-playbook >/dev/null || die "ansible-playbook is missing (make ansible-deps)"
+	port=$(free_port)
+	ansible_when_ready "$raw" "$port" &
+	watcher=$!
+	log "booting the $suite root with systemd as PID 1 under TCG ($KVER), sshd on 127.0.0.1:$port, timeout ${timeout_s}s"
 	t0=$(now)
 	set +e
 	# shellcheck disable=SC2046
-	timeout --kill-after=10 "$timeout_s" "$qemu" $(boot_args "$img") \
+	timeout --kill-after=10 "$timeout_s" "$qemu" $(boot_args "$img" "$port") \
 		-append "$(kernel_cmdline)" \
 		-serial stdio -serial "file:$raw" </dev/null 2>&1 | tee "$console"
 	qrc=${PIPESTATUS[0]}
+	kill "$watcher" 2>/dev/null
+	wait "$watcher" 2>/dev/null
 	set -e
+	if [ -f "$work/ansible.log" ]; then
+		log "Ansible on the host (ansible/test/vm.sh):"
+		cat "$work/ansible.log"
+	fi
 	tr -d '\r' <"$raw" >"$report"
 	log "qemu exited with status $qrc after $(since "$t0")s; report: $report, console: $console"
 
