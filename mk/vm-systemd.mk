@@ -7,7 +7,7 @@
 #   make vm-systemd-shell                 the same boot with a root shell
 #   make test VM_SKIP=1                   leave both VM suites out of `make test`
 
-VM_SYSTEMD_TIMEOUT ?= 1200
+VM_SYSTEMD_TIMEOUT ?= 1800
 VM_SYSTEMD_SUITE ?=
 VM_SYSTEMD_MIRROR ?=
 VM_SYSTEMD_PACKAGES ?=

@@ -41,22 +41,29 @@ check() { # name command...
 }
 ms() { date +%s%3N; }
 
+# Bounded: a guest that stops answering fails the checks, it does not hang them.
+ssh_timeouts="-o ConnectTimeout=30 -o ServerAliveInterval=15 -o ServerAliveCountMax=4"
+# shellcheck disable=SC2206 # the options are words
 ssh_opts=(-p "$port" -i "$key" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
-	-o LogLevel=ERROR -o ControlMaster=auto -o ControlPersist=600 -o "ControlPath=$work/ssh-%C")
+	-o LogLevel=ERROR -o ControlMaster=auto -o ControlPersist=600 -o "ControlPath=$work/ssh-%C" $ssh_timeouts)
 # g: a command in the guest, as root.
 g() { ssh "${ssh_opts[@]}" root@127.0.0.1 "$@"; }
-# g_until MS SCRIPT: the shell test SCRIPT holds in the guest within MS.
-g_until() { g "t=0; until $2; do [ \$t -ge $(($1 / 100)) ] && exit 1; t=\$((t + 1)); sleep 0.1; done"; }
+# g_until S SCRIPT: the shell test SCRIPT holds in the guest within S seconds
+# of the guest's clock.
+g_until() { g "end=\$((\$(date +%s) + $1)); until $2; do [ \$(date +%s) -ge \$end ] && exit 1; sleep 0.2; done"; }
 
 export ANSIBLE_COLLECTIONS_PATH="$here/.."
 export ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_DEPRECATION_WARNINGS=0
 export ANSIBLE_LOCAL_TEMP="$work/ansible-local" ANSIBLE_REMOTE_TEMP=/tmp/ansible-remote
 export ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3 ANSIBLE_HOST_KEY_CHECKING=0
 # One SSH connection for every task: each new one costs seconds under TCG.
-export ANSIBLE_PIPELINING=1 ANSIBLE_SSH_ARGS="-o ControlMaster=auto -o ControlPersist=600 -o LogLevel=ERROR"
+export ANSIBLE_PIPELINING=1 ANSIBLE_SSH_ARGS="-o ControlMaster=auto -o ControlPersist=600 -o LogLevel=ERROR $ssh_timeouts"
+# Key exchange and a module's start take seconds under TCG.
+export ANSIBLE_TIMEOUT=60
 export ANSIBLE_SSH_CONTROL_PATH_DIR="$work/cp"
 export ANSIBLE_CACHE_PLUGIN=jsonfile ANSIBLE_CACHE_PLUGIN_CONNECTION="$work/facts" ANSIBLE_CACHE_PLUGIN_TIMEOUT=0
-unset ANSIBLE_CONFIG
+# No ansible.cfg of this machine's (./, ~/.ansible.cfg, /etc/ansible) applies.
+export ANSIBLE_CONFIG=/dev/null
 
 host_vars="ansible_host: 127.0.0.1, ansible_port: $port, ansible_user: root, ansible_ssh_private_key_file: $key"
 recap() { grep -E "^$1 +: ok=" "$2" | sed 's/  */ /g'; }
@@ -82,13 +89,22 @@ all:
 EOF
 reloads() { g "journalctl -b -u netreconcile.service -o cat | grep -c 'reload requested'"; }
 role_state() { # address: the service holds the role's files in the kernel, with it
-	g_until 10000 "ip -4 addr show dev nrrole0 2>/dev/null | grep -q 'inet $1 ' &&
+	g_until 10 "ip -4 addr show dev nrrole0 2>/dev/null | grep -q 'inet $1 ' &&
 		[ \$(ip -4 addr show dev nrrole0 | grep -c 'inet ') = 1 ] &&
 		ip link show nrrole0 | grep -q 'mtu 1400 ' &&
 		ip route show table 176 | grep -q '^198\\.51\\.100\\.0/24 via 10\\.76\\.0\\.254 dev nrrole0'"
 }
 role() { play "$work/$1.log" -i "$work/role-inventory.yml" "$here/vm-role.yml" -e "deb=$deb" "${@:2}"; }
 
+# The guest answers (sshd may still be starting).
+t0=$(date +%s)
+until g true 2>/dev/null; do
+	if [ $(($(date +%s) - t0)) -ge 120 ]; then
+		fail "no SSH connection to the guest in 120 s"
+		exit 1
+	fi
+	sleep 2
+done
 g 'dpkg-query -W netreconcile' >/dev/null 2>&1 && fail "netreconcile is installed before the role ran"
 if role role1; then
 	check "role, first run: changed ($(recap nrvm "$work/role1.log"), $(took "$work/role1.log"))" changed nrvm "$work/role1.log"
@@ -99,10 +115,16 @@ check "role, first run: the package copied from the controller is installed ($(g
 	g "dpkg-query -W -f '\${Status}' netreconcile | grep -q 'install ok installed'"
 check "role, first run: netreconcile.service enabled and active" \
 	g 'systemctl is-enabled -q netreconcile.service && systemctl is-active -q netreconcile.service'
+# The package's postinst enabled and started the unit: the role's task found
+# nothing to do.
+check "role, first run: the package enabled and started the unit (the role's \"Run the service\" task: ok, not changed)" \
+	grep -A1 -F 'TASK [netreconcile.net.netreconcile : Run the service]' "$work/role1.log" | grep -q '^ok: \[nrvm\]'
 check "role, first run: the service applied the role's files (nrrole0 10.76.0.1/24 mtu 1400, 198.51.100.0/24 table 176)" \
 	role_state 10.76.0.1/24
+# The files changed from the package's: the handler reloaded the service once
+# (systemd 252's reload returns before the daemon logs it).
+g_until 10 "[ \$(journalctl -b -u netreconcile.service -o cat | grep -c 'reload requested') -ge 1 ]"
 r0=$(reloads) pid0=$(g 'systemctl show -P MainPID netreconcile.service')
-# The files changed from the package's: the handler reloaded the service once.
 check "role, first run: the handler reloaded the service once (reload requests: $r0)" test "$r0" = 1
 if role role2; then
 	check "role, second run: changed=0 ($(recap nrvm "$work/role2.log"), $(took "$work/role2.log"))" unchanged nrvm "$work/role2.log"
@@ -168,8 +190,8 @@ for h in a b c; do
 	check "mesh: ans-$h's answg-$h is the kernel's WireGuard with 2 peers" \
 		eval "g 'ip -n ans-$h -d link show answg-$h' | grep -q 'wireguard' && [ \"\$(peers $h | wc -l)\" = 2 ]"
 done
-check "mesh: no wireguard-go process (the kernel module serves every device)" eval "! g 'pgrep -x wireguard-go' >/dev/null"
-if g_until 30000 "[ \$(for h in a b c; do ip netns exec ans-\$h wg show answg-\$h latest-handshakes; done | awk '\$2 != 0' | wc -l) = 6 ]"; then
+check "mesh: no wireguard-go process (the kernel module serves every device)" test "$(g 'pgrep -xc wireguard-go')" = 0
+if g_until 30 "[ \$(for h in a b c; do ip netns exec ans-\$h wg show answg-\$h latest-handshakes; done | awk '\$2 != 0' | wc -l) = 6 ]"; then
 	pass "mesh: a handshake with each of its 2 peers on every host"
 else
 	fail "mesh: no handshake on every peer within 30 s"
@@ -184,7 +206,9 @@ for pair in a:b:2 b:c:3 c:a:1; do
 	g "ip netns exec ans-$from ping -c 3 -i 0.3 -w 10 -q -I 10.100.0.$src 10.100.0.$n" >/dev/null ||
 		fail "mesh: ping ans-$from -> 10.100.0.$n"
 	rx1=$(g "ip netns exec ans-$to wg show answg-$to transfer" | awk '{s += $2} END {print s + 0}')
-	check "mesh: ans-$from -> ans-$to (10.100.0.$n) over WireGuard ($((rx1 - rx0)) bytes received)" test "$rx1" -gt "$rx0"
+	# Three echo requests through the tunnel: 3 x (84 + 32) bytes at least;
+	# a keepalive or a handshake alone is less.
+	check "mesh: ans-$from -> ans-$to (10.100.0.$n) over WireGuard ($((rx1 - rx0)) bytes received)" test $((rx1 - rx0)) -ge 348
 done
 keys=0
 for h in a b c; do

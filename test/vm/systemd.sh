@@ -16,7 +16,7 @@
 #   VM_SYSTEMD_SUITE     Debian suite of the root (default: the host's codename)
 #   VM_SYSTEMD_MIRROR    mirror (default: the one the host's apt uses for that codename)
 #   VM_SYSTEMD_PACKAGES  more packages for the root (space separated)
-#   VM_SYSTEMD_TIMEOUT   seconds before qemu is killed (default 300)
+#   VM_SYSTEMD_TIMEOUT   seconds before qemu is killed (default 1800)
 # and VM_MEM, VM_SMP, VM_CACHE, VM_KERNEL_SUITE, GO as for vm.sh.
 set -euo pipefail
 
@@ -24,7 +24,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=vm.sh
 . "$here/vm.sh"
 
-timeout_s=${VM_SYSTEMD_TIMEOUT:-300}
+timeout_s=${VM_SYSTEMD_TIMEOUT:-1800}
 work=$cache/work-systemd
 deb=${VM_SYSTEMD_DEB:-}
 suite=${VM_SYSTEMD_SUITE:-$(. /etc/os-release && echo "$VERSION_CODENAME")}
@@ -204,11 +204,20 @@ ansible_when_ready() {
 		sleep 1
 	done
 	rc=0
-	"$here/../../ansible/test/vm.sh" "$port" "$work/ssh_key" "$deb" "$work/ansible.report" >"$work/ansible.log" 2>&1 || rc=$?
+	# Well within the guest's wait for the report (systemd-test.sh, 1200 s).
+	timeout --kill-after=10 1100 "$here/../../ansible/test/vm.sh" "$port" "$work/ssh_key" "$deb" "$work/ansible.report" \
+		>"$work/ansible.log" 2>&1 || rc=$?
+	[ "$rc" = 124 ] && echo "FAIL: ansible: ansible/test/vm.sh did not finish in 1100 s" >>"$work/ansible.report"
 	echo "ansible/test/vm.sh: exit $rc" >>"$work/ansible.report"
-	ssh -p "$port" -i "$work/ssh_key" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
-		-o LogLevel=ERROR root@127.0.0.1 'cat >/run/nrvm/ansible.report && touch /run/nrvm/ansible.done' <"$work/ansible.report" ||
-		echo "could not hand the report to the guest" >>"$work/ansible.log"
+	for _ in 1 2 3; do
+		if ssh -p "$port" -i "$work/ssh_key" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+			-o LogLevel=ERROR -o ConnectTimeout=30 root@127.0.0.1 'cat >/run/nrvm/ansible.report && touch /run/nrvm/ansible.done' \
+			<"$work/ansible.report"; then
+			return
+		fi
+		sleep 5
+	done
+	echo "could not hand the report to the guest" >>"$work/ansible.log"
 }
 
 kernel_cmdline() {
@@ -256,6 +265,8 @@ cmd_test_systemd() {
 		-append "$(kernel_cmdline)" \
 		-serial stdio -serial "file:$raw" </dev/null 2>&1 | tee "$console"
 	qrc=${PIPESTATUS[0]}
+	# The watcher's timeout ends ansible/test/vm.sh with it.
+	pkill -TERM -P "$watcher" 2>/dev/null
 	kill "$watcher" 2>/dev/null
 	wait "$watcher" 2>/dev/null
 	set -e
