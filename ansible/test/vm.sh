@@ -63,7 +63,8 @@ export ANSIBLE_TIMEOUT=60
 export ANSIBLE_SSH_CONTROL_PATH_DIR="$work/cp"
 export ANSIBLE_CACHE_PLUGIN=jsonfile ANSIBLE_CACHE_PLUGIN_CONNECTION="$work/facts" ANSIBLE_CACHE_PLUGIN_TIMEOUT=0
 # No ansible.cfg of this machine's (./, ~/.ansible.cfg, /etc/ansible) applies.
-export ANSIBLE_CONFIG=/dev/null
+: >"$work/ansible.cfg"
+export ANSIBLE_CONFIG="$work/ansible.cfg"
 
 host_vars="ansible_host: 127.0.0.1, ansible_port: $port, ansible_user: root, ansible_ssh_private_key_file: $key"
 recap() { grep -E "^$1 +: ok=" "$2" | sed 's/  */ /g'; }
@@ -110,6 +111,7 @@ if role role1; then
 	check "role, first run: changed ($(recap nrvm "$work/role1.log"), $(took "$work/role1.log"))" changed nrvm "$work/role1.log"
 else
 	fail "role, first run failed"
+	exit 1
 fi
 check "role, first run: the package copied from the controller is installed ($(g "dpkg-query -W -f '\${Version} \${Status}' netreconcile"))" \
 	g "dpkg-query -W -f '\${Status}' netreconcile | grep -q 'install ok installed'"
@@ -128,12 +130,12 @@ r0=$(reloads) pid0=$(g 'systemctl show -P MainPID netreconcile.service')
 check "role, first run: the handler reloaded the service once (reload requests: $r0)" test "$r0" = 1
 if role role2; then
 	check "role, second run: changed=0 ($(recap nrvm "$work/role2.log"), $(took "$work/role2.log"))" unchanged nrvm "$work/role2.log"
+	sleep 1
+	check "role, second run: the handler did not run (reloads $r0 -> $(reloads), main PID $pid0 kept)" \
+		test "$(reloads) $(g 'systemctl show -P MainPID netreconcile.service')" = "$r0 $pid0"
 else
 	fail "role, second run failed"
 fi
-sleep 1
-check "role, second run: the handler did not run (reloads $r0 -> $(reloads), main PID $pid0 kept)" \
-	test "$(reloads) $(g 'systemctl show -P MainPID netreconcile.service')" = "$r0 $pid0"
 # ---------------------------------------------------------------------------
 # The fleet mesh on the kernel's WireGuard: three namespaces on one bridge,
 # each an inventory host reached over the same SSH connection.
@@ -184,7 +186,10 @@ EOF
 mesh() { play "$work/$1.log" -i "$minv" "$fleet/mesh.yml" -e mesh_serial=3 "${@:2}"; }
 peers() { g "ip netns exec ans-$1 wg show answg-$1 dump" | awk -F'\t' 'NF == 8 {print $1, $3, $4}' | sort; }
 
-mesh mesh1 --diff || fail "mesh, first run failed"
+if ! mesh mesh1 --diff; then
+	fail "mesh, first run failed"
+	exit 1
+fi
 for h in a b c; do
 	check "mesh, first run: ans-$h changed ($(recap "ans-$h" "$work/mesh1.log"))" changed "ans-$h" "$work/mesh1.log"
 	check "mesh: ans-$h's answg-$h is the kernel's WireGuard with 2 peers" \
