@@ -119,8 +119,11 @@ check "role, first run: netreconcile.service enabled and active" \
 	g 'systemctl is-enabled -q netreconcile.service && systemctl is-active -q netreconcile.service'
 # The package's postinst enabled and started the unit: the role's task found
 # nothing to do.
+task_ok() { # task, log: the role's task reported ok (not changed) on nrvm
+	grep -A1 -F "TASK [netreconcile.net.netreconcile : $1]" "$2" | grep -q '^ok: \[nrvm\]'
+}
 check "role, first run: the package enabled and started the unit (the role's \"Run the service\" task: ok, not changed)" \
-	grep -A1 -F 'TASK [netreconcile.net.netreconcile : Run the service]' "$work/role1.log" | grep -q '^ok: \[nrvm\]'
+	task_ok "Run the service" "$work/role1.log"
 check "role, first run: the service applied the role's files (nrrole0 10.76.0.1/24 mtu 1400, 198.51.100.0/24 table 176)" \
 	role_state 10.76.0.1/24
 # The files changed from the package's: the handler reloaded the service once
