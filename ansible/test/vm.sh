@@ -3,13 +3,14 @@
 # Ansible controller. The systemd VM (test/vm/systemd.sh) boots a Debian root
 # with systemd and sshd on the VM kernel, and calls this script when the guest
 # is ready. It checks what run.sh cannot on a shared machine:
-#   - the role copies the .deb from the controller and installs it, enables and
-#     starts netreconcile.service, and reloads it only when a file changed;
+#   - the role copies the .deb from the controller and installs it, the package
+#     enables and starts netreconcile.service, and the role's handler reloads it
+#     once for the files it changed;
 #   - the fleet mesh (ansible/examples/fleet) converges on three namespaces of
 #     the guest with the kernel's WireGuard module: handshakes and pings across
 #     the mesh.
-# Each playbook run costs minutes under TCG, so the rest (check mode, the
-# second mesh run, --limit, bad input) is left to run.sh, on this kernel.
+# Each playbook run costs minutes under TCG, so the rest (check mode, second
+# runs, --limit, bad input) is left to run.sh, on this kernel.
 #
 #   ansible/test/vm.sh PORT KEY DEB REPORT
 #
@@ -129,16 +130,10 @@ check "role, first run: the service applied the role's files (nrrole0 10.76.0.1/
 # The files changed from the package's: the handler reloaded the service once
 # (systemd 252's reload returns before the daemon logs it).
 g_until 10 "[ \$(journalctl -b -u netreconcile.service -o cat | grep -c 'reload requested') -ge 1 ]"
-r0=$(reloads) pid0=$(g 'systemctl show -P MainPID netreconcile.service')
+r0=$(reloads)
 check "role, first run: the handler reloaded the service once (reload requests: $r0)" test "$r0" = 1
-if role role2; then
-	check "role, second run: changed=0 ($(recap nrvm "$work/role2.log"), $(took "$work/role2.log"))" unchanged nrvm "$work/role2.log"
-	sleep 1
-	check "role, second run: the handler did not run (reloads $r0 -> $(reloads), main PID $pid0 kept)" \
-		test "$(reloads) $(g 'systemctl show -P MainPID netreconcile.service')" = "$r0 $pid0"
-else
-	fail "role, second run failed"
-fi
+# The second run (changed=0, the handler not notified) is make ansible-test's
+# (run.sh): a playbook run costs minutes here.
 # ---------------------------------------------------------------------------
 # The fleet mesh on the kernel's WireGuard: three namespaces on one bridge,
 # each an inventory host reached over the same SSH connection.
