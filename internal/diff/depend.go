@@ -106,12 +106,12 @@ func (c *computer) spreadBlocked() {
 }
 
 // leaveOutDependents drops every op that needs a link in conflict (those
-// spreadBlocked found), with a conflict line saying why.
+// spreadBlocked found after the link stage: no later stage blocks a link),
+// with a conflict line saying why.
 func (c *computer) leaveOutDependents() {
 	if len(c.blocked) == 0 {
 		return
 	}
-	c.spreadBlocked()
 	// A stale veth end that was to go with its peer's recreate stays when
 	// that recreate is left out: said, since no op of its own is dropped.
 	for _, name := range c.a.SortedLinkNames() {
