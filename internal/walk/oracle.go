@@ -668,32 +668,24 @@ func compareRoutes(c *Config, k *Kernel, skip map[string]bool, bad func(string, 
 			}
 			hops = append(hops, hopText(h.Via, h.Dev, w))
 		}
-		if skipAny(skip, devs) {
-			// Through a link in conflict: the plan leaves it out, and
-			// what the kernel holds under its key stays as it was.
-			dst := r.To
-			if dst == "default" {
-				dst = "0.0.0.0/0"
-			}
-			got = dropRoute(got, tableName(r.Table), netip.MustParsePrefix(dst).String())
-			continue
-		}
-		if skip[routeSkipKey(r.Table, r.To)] {
-			// In conflict with a foreign route of the same key: the
-			// foreign check covers what the kernel holds there.
-			dst := r.To
-			if dst == "default" {
-				dst = "0.0.0.0/0"
-			}
-			got = dropRoute(got, tableName(r.Table), netip.MustParsePrefix(dst).String())
-			continue
-		}
 		v6 := strings.Contains(r.To, ":")
 		dst := r.To
 		if dst == "default" {
 			dst = "0.0.0.0/0"
 		}
 		dst = netip.MustParsePrefix(dst).String()
+		keyMetric := r.Metric
+		if v6 && keyMetric == 0 {
+			keyMetric = 1024
+		}
+		if skipAny(skip, devs) || skip[routeSkipKey(r.Table, r.To)] {
+			// Through a link in conflict, or in conflict with a foreign
+			// route of the same key: the plan leaves it out, and what the
+			// kernel holds under its key stays as it was (the foreign
+			// check covers a foreign route there).
+			got = dropRoute(got, tableName(r.Table), dst, strconv.Itoa(r.TOS), keyMetric)
+			continue
+		}
 		typ := r.Type
 		if typ == "" {
 			typ = "unicast"
@@ -823,15 +815,21 @@ func kernelRule(r *kRule) *Rule {
 	return out
 }
 
-// dropRoute removes from got the routes to dst.
-func dropRoute(got []string, table, dst string) []string {
+// dropRoute removes from got the routes of one kernel key: table, dst,
+// tos and metric.
+func dropRoute(got []string, table, dst, tos string, metric int) []string {
 	var out []string
 	for _, g := range got {
-		// routeText: "table T TYPE DST tos ...". Only the route's own table:
-		// dropping a destination from every table lost a throw route of
-		// table 100 when a route of table 300 was left out (guest walk seed
-		// 124997191085436, step 112, reported as G1).
-		if !strings.HasPrefix(g, "table "+table+" ") || !strings.Contains(g, " "+dst+" tos ") {
+		// routeText: "table T TYPE DST tos TOS ... metric M[ ...]". Only the
+		// route's own key: dropping a destination from every table lost a
+		// throw route of table 100 when a route of table 300 was left out
+		// (guest walk seed 124997191085436, step 112, reported as G1), and
+		// dropping it from the table whatever its tos and metric lost a
+		// blackhole route of table 100 when a route to the same prefix with
+		// tos 8 and metric 10 was left out (host walk seed 125293073064809,
+		// step 57).
+		if !strings.HasPrefix(g, "table "+table+" ") || !strings.Contains(g, " "+dst+" tos "+tos+" ") ||
+			!strings.Contains(g+" ", fmt.Sprintf(" metric %d ", metric)) {
 			out = append(out, g)
 		}
 	}

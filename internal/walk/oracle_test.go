@@ -1,6 +1,7 @@
 package walk
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -28,6 +29,33 @@ func TestOracleLeftOutRouteKeepsOtherTables(t *testing.T) {
 	compareRoutes(c, k, map[string]bool{"d2": true}, func(f string, a ...any) { diffs = append(diffs, f) })
 	if len(diffs) != 1 {
 		t.Fatalf("diffs: %v, want the throw route missing", diffs)
+	}
+}
+
+// Host walk seed 125293073064809, step 57: a route left out with a link in
+// conflict (tos 8, metric 10) dropped the blackhole route of the same table
+// and prefix but another key (tos 0, metric 0) from the oracle's reading,
+// which then reported it missing although the kernel held it.
+func TestOracleLeftOutRouteKeepsOtherKeys(t *testing.T) {
+	c := &Config{Protocol: 245, Routes: []*Route{
+		{To: "172.16.0.0/24", Type: "blackhole", Table: "100"},
+		{To: "172.16.0.0/24", Dev: "p2c", Table: "100", Metric: 10, TOS: 8},
+	}}
+	k := &Kernel{Routes: []kRoute{
+		{Type: "blackhole", Dst: "172.16.0.0/24", Table: "100", Protocol: "245", Scope: "global"},
+		// What the kernel holds under the left-out route's key: anything.
+		{Type: "unicast", Dst: "172.16.0.0/24", TOS: "0x08", Dev: "p2c", Table: "100", Protocol: "245", Scope: "link", Metric: 10},
+	}}
+	var diffs []string
+	compareRoutes(c, k, map[string]bool{"p2c": true}, func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) })
+	if len(diffs) != 0 {
+		t.Fatalf("diffs: %v", diffs)
+	}
+	// The blackhole route really gone is still found.
+	k.Routes = k.Routes[1:]
+	compareRoutes(c, k, map[string]bool{"p2c": true}, func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) })
+	if len(diffs) != 1 {
+		t.Fatalf("diffs: %v, want the blackhole route missing", diffs)
 	}
 }
 
