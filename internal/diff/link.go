@@ -378,20 +378,34 @@ func (c *computer) bondBounced(op Op) bool {
 	return op.LinkFields.Kind && op.Link.Bond != nil && h != nil && h.Bond != nil && h.Up && h.Bond.Mode != op.Link.Bond.Mode
 }
 
-// releasedFromBond makes an update that takes a link out of a bond set it
-// up again: the bonding driver closes the member it releases
-// (__bond_release_one), so the link the file wants up would stay down
-// until the next pass.
+// releasedFromBond completes an update that takes a link out of a bond
+// with what the bonding driver undoes when it releases a member
+// (__bond_release_one):
+//   - it closes the member, so a link the file wants up is set up again;
+//   - it gives the member back the MTU it had when it joined (the bond
+//     had set its own), so a declared MTU is written again, after the
+//     release (walk guest seed 136258132862932, step 72: a port of a
+//     9000-byte bond, declared with MTU 9000 once out of it, was left at
+//     1500, its MTU before it joined).
 func (c *computer) releasedFromBond(op *Op) {
 	h := c.a.Links[op.ID]
-	if !op.LinkFields.Master || op.LinkFields.State || !op.Link.Up || h == nil || h.Master == "" || h.Master == op.Link.Master {
+	if !op.LinkFields.Master || h == nil || h.Master == "" || h.Master == op.Link.Master {
 		return
 	}
 	if m := c.a.Links[h.Master]; m == nil || m.Kind != model.KindBond {
 		return
 	}
-	op.LinkFields.State = true
-	op.Changes = append(op.Changes, Change{"state", "down (released from bond " + h.Master + ")", "up"})
+	if !op.LinkFields.State && op.Link.Up {
+		op.LinkFields.State = true
+		op.Changes = append(op.Changes, Change{"state", "down (released from bond " + h.Master + ")", "up"})
+	}
+	if op.Link.MTU != 0 {
+		if !op.LinkFields.MTU {
+			op.LinkFields.MTU = true
+			op.Changes = append(op.Changes, Change{"mtu", strconv.Itoa(h.MTU) + " (bond " + h.Master + "'s, until released)", strconv.Itoa(op.Link.MTU)})
+		}
+		op.LinkFields.MTUAfterMaster = true
+	}
 }
 
 // pinMasterMTUs lists the declared masters with an MTU whose ports this plan adds,

@@ -1,8 +1,10 @@
 package diff_test
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -393,3 +395,66 @@ func TestVLANLeavingAVRFFollowsItsParent(t *testing.T) {
 `,
 	}})
 }
+
+// Walk guest seed 136258132862932, step 72: the bonding driver gives a
+// member it releases back the MTU it had before it joined (the bond had set
+// its own). A member that leaves a 9000-byte bond and is declared with MTU
+// 9000 already shows 9000 while in the bond: the MTU is written again, and
+// after the release, or the release undoes it (the port was left at 1500).
+func TestReleasedFromBondWritesMTUAfter(t *testing.T) {
+	bond := model.Link{Name: "bond0", Kind: model.KindBond, Owned: true, Up: true, MTU: 9000, Bond: &model.Bond{Mode: "balance-rr", Miimon: 100}}
+	member := model.Link{Name: "a0", Kind: model.KindDummy, Owned: true, Up: true, Master: "bond0", MTU: 9000}
+	for _, c := range []struct {
+		name, file, plan string
+		after            bool
+	}{{
+		name:  "declared MTU equal to the bond's",
+		file:  "links:\n  a0: {kind: dummy, mtu: 9000}\n",
+		plan:  "~ link a0\n    master: bond0 -> (none)\n    state: down (released from bond bond0) -> up\n    mtu: 9000 (bond bond0's, until released) -> 9000\n- link bond0 (bond)\n",
+		after: true,
+	}, {
+		name:  "declared MTU other than the bond's",
+		file:  "links:\n  a0: {kind: dummy, mtu: 1400}\n",
+		plan:  "~ link a0\n    mtu: 9000 -> 1400\n    master: bond0 -> (none)\n    state: down (released from bond bond0) -> up\n- link bond0 (bond)\n",
+		after: true,
+	}, {
+		name: "no MTU declared: the kernel's",
+		file: "links:\n  a0: {kind: dummy}\n",
+		plan: "~ link a0\n    master: bond0 -> (none)\n    state: down (released from bond bond0) -> up\n- link bond0 (bond)\n",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			plan, err := diff.Compute(parse(t, c.file), newKernel().link(bond).link(member).st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := plan.String(); got != c.plan {
+				t.Fatalf("plan:\n%s\nwant:\n%s", got, c.plan)
+			}
+			f := plan.Ops[0].LinkFields
+			if f.MTUAfterMaster != c.after {
+				t.Errorf("MTUAfterMaster %v, want %v", f.MTUAfterMaster, c.after)
+			}
+			var order []string
+			if err := f.Write(recordWriter{&order}); err != nil {
+				t.Fatal(err)
+			}
+			want := "master state"
+			if c.after {
+				want = "master mtu state"
+			}
+			if got := strings.Join(order, " "); got != want {
+				t.Errorf("writes %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// recordWriter records the attributes LinkFields.Write writes, in order.
+type recordWriter struct{ order *[]string }
+
+func (w recordWriter) rec(s string) error { *w.order = append(*w.order, s); return nil }
+func (w recordWriter) Kind() error        { return w.rec("kind") }
+func (w recordWriter) MTU() error         { return w.rec("mtu") }
+func (w recordWriter) Master() error      { return w.rec("master") }
+func (w recordWriter) Alias() error       { return w.rec("alias") }
+func (w recordWriter) State() error       { return w.rec("state") }

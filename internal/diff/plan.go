@@ -141,13 +141,26 @@ func (p *Plan) Counts() map[Action]int {
 
 // Select returns a plan of the operations of p that keep accepts, in the
 // same order, with p's protocol and masters to pin (the daemon holds back
-// the ops that wait for a retry). Pending entries are left out.
+// the ops that wait for a retry). Pending entries are left out. keep is
+// called once per op, in order. When it keeps every op, the result shares
+// p's ops (a pass over 100k routes would otherwise hold two copies of its
+// plan while it applies): neither plan may change them.
 func (p *Plan) Select(keep func(op *Op) bool) *Plan {
 	out := &Plan{Protocol: p.Protocol, PinMTU: p.PinMTU}
+	copied := false
 	for i := range p.Ops {
-		if keep(&p.Ops[i]) {
-			out.Ops = append(out.Ops, p.Ops[i])
+		switch {
+		case keep(&p.Ops[i]):
+			if copied {
+				out.Ops = append(out.Ops, p.Ops[i])
+			}
+		case !copied:
+			copied = true
+			out.Ops = append(make([]Op, 0, len(p.Ops)-1), p.Ops[:i]...)
 		}
+	}
+	if !copied {
+		out.Ops = p.Ops
 	}
 	return out
 }
@@ -165,34 +178,41 @@ func (p *Plan) String() string {
 // Write renders the plan as String does: the operations, then the pending
 // entries.
 func (p *Plan) Write(w io.Writer) {
-	WriteOps(w, p.Ops)
-	WriteOps(w, p.Pending)
+	for _, ops := range [][]Op{p.Ops, p.Pending} {
+		for i := range ops {
+			writeOp(w, &ops[i])
+		}
+	}
 }
 
 // WriteOps renders operations as Plan.Write does (apply's report of what
 // it did).
-func WriteOps(w io.Writer, ops []Op) {
+func WriteOps(w io.Writer, ops []*Op) {
 	for _, op := range ops {
-		line := fmt.Sprintf("%s %s %s", sigils[op.Action], op.Kind, op.ID)
-		if op.Summary != "" {
-			line += " (" + op.Summary + ")"
-		}
-		if op.Reason != "" {
-			line += ": " + op.Reason
-		}
-		fmt.Fprintln(w, line)
-		for _, c := range op.Changes {
-			switch {
-			case c.From == "" && c.To == "":
-				// Written again as it is (an adopted link's alias takes the marker).
-				fmt.Fprintf(w, "    %s\n", c.Field)
-			case c.From == "":
-				fmt.Fprintf(w, "    %s: %s\n", c.Field, c.To)
-			case c.To == "":
-				fmt.Fprintf(w, "    %s: %s -> (none)\n", c.Field, c.From)
-			default:
-				fmt.Fprintf(w, "    %s: %s -> %s\n", c.Field, c.From, c.To)
-			}
+		writeOp(w, op)
+	}
+}
+
+func writeOp(w io.Writer, op *Op) {
+	line := fmt.Sprintf("%s %s %s", sigils[op.Action], op.Kind, op.ID)
+	if op.Summary != "" {
+		line += " (" + op.Summary + ")"
+	}
+	if op.Reason != "" {
+		line += ": " + op.Reason
+	}
+	fmt.Fprintln(w, line)
+	for _, c := range op.Changes {
+		switch {
+		case c.From == "" && c.To == "":
+			// Written again as it is (an adopted link's alias takes the marker).
+			fmt.Fprintf(w, "    %s\n", c.Field)
+		case c.From == "":
+			fmt.Fprintf(w, "    %s: %s\n", c.Field, c.To)
+		case c.To == "":
+			fmt.Fprintf(w, "    %s: %s -> (none)\n", c.Field, c.From)
+		default:
+			fmt.Fprintf(w, "    %s: %s -> %s\n", c.Field, c.From, c.To)
 		}
 	}
 }
@@ -234,6 +254,10 @@ func (k Kind) IsNft() bool {
 // them, from Op.Link.
 type LinkFields struct {
 	Kind, MTU, Master, Alias, State bool
+	// MTUAfterMaster writes the MTU after the master: a bond gives a member
+	// it releases back the MTU the member had when it joined, so an MTU
+	// written before the release would be undone by it.
+	MTUAfterMaster bool
 }
 
 // LinkWriter writes one attribute of a link per method: apply implements
@@ -249,12 +273,14 @@ type LinkWriter interface {
 // Write calls w's method for every attribute in f, stopping at the first
 // error. The order: the kind's attributes first (a bond's mode changes only
 // while it is down, and the state comes after), the MTU, then the master (a port joins with its final
-// MTU), the alias, and the state last (a link comes up configured).
+// MTU; with MTUAfterMaster, the master first), the alias, and the state last (a link comes up
+// configured).
 func (f LinkFields) Write(w LinkWriter) error {
+	mtuFirst, mtuLast := f.MTU && !f.MTUAfterMaster, f.MTU && f.MTUAfterMaster
 	for _, a := range []struct {
 		set   bool
 		write func() error
-	}{{f.Kind, w.Kind}, {f.MTU, w.MTU}, {f.Master, w.Master}, {f.Alias, w.Alias}, {f.State, w.State}} {
+	}{{f.Kind, w.Kind}, {mtuFirst, w.MTU}, {f.Master, w.Master}, {mtuLast, w.MTU}, {f.Alias, w.Alias}, {f.State, w.State}} {
 		if a.set {
 			if err := a.write(); err != nil {
 				return err

@@ -147,3 +147,31 @@ func TestWalkFindingMasterChangeTakes(t *testing.T) {
 		}
 	}
 }
+
+// Walk guest seed 136258132862932, step 72: the bonding driver gives a
+// member it releases back the MTU it had before it joined. A dummy in a
+// 9000-byte bond shows 9000; once the bond is gone, the file declares it
+// with MTU 9000: the MTU is written again, after the release (it was left
+// at 1500, and the next diff planned it).
+func TestWalkFindingBondReleaseMTU(t *testing.T) {
+	requireModules(t, "dummy", "bonding")
+	ns := newNetNS(t, "")
+	dir, state := t.TempDir(), t.TempDir()
+	file := filepath.Join(dir, "m.yaml")
+	for i, cfg := range []string{
+		"version: 1\nlinks:\n  o1: {kind: bond, mtu: 9000}\n  d0: {kind: dummy, master: o1}\n",
+		"version: 1\nlinks:\n  d0: {kind: dummy, mtu: 9000}\n",
+	} {
+		if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+		// A second diff exits 0 (runNetreconcile fails the test otherwise).
+		runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
+		out := ns.IP(t, "-o", "link", "show", "d0")
+		mustContain(t, "ip -o link show d0", out, " mtu 9000 ")
+		if i == 1 && strings.Contains(out, "master") {
+			t.Errorf("d0 is still enslaved: %s", out)
+		}
+	}
+}
