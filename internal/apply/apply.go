@@ -30,9 +30,11 @@ type Failure struct {
 	Err error
 }
 
-// Result is what an apply did.
+// Result is what an apply did. Done points into the plan's ops (or at
+// writes apply added, such as an MTU pinned back): a 100k-op plan is not
+// copied once more for its report.
 type Result struct {
-	Done   []diff.Op
+	Done   []*diff.Op
 	Failed []Failure
 }
 
@@ -78,12 +80,15 @@ type Hooks struct {
 
 // Apply runs the plan's operations in order.
 func Apply(ctx context.Context, k kernel.Interface, plan *diff.Plan, hooks Hooks) *Result {
-	res := &Result{}
+	// Done gets at most every op: one allocation, not a doubling per
+	// growth of a 100k-op plan's copy.
+	res := &Result{Done: make([]*diff.Op, 0, len(plan.Ops))}
 	failedLinks := map[string]bool{}
 	promoted := map[string]bool{} // links whose promote_secondaries this run set
 	nftDone := false
 	for i := 0; i < len(plan.Ops); i++ {
 		op := plan.Ops[i]
+		opp := &plan.Ops[i]
 		if op.Kind == diff.KindRoute {
 			// A run of route ops goes to the kernel as one batch.
 			j := i + 1
@@ -140,7 +145,7 @@ func Apply(ctx context.Context, k kernel.Interface, plan *diff.Plan, hooks Hooks
 			}
 			continue
 		}
-		res.Done = append(res.Done, op)
+		res.Done = append(res.Done, opp)
 	}
 	pinMTUs(k, plan, res)
 	for i := range res.Failed {

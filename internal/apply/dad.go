@@ -25,10 +25,10 @@ const dadPoll = 50 * time.Millisecond
 // the kernel refuses a route with that source (EINVAL). It returns why each
 // source still cannot be used when the wait ends ("" for none), for the
 // route errors.
-func waitForSources(ctx context.Context, k kernel.Interface, ops []diff.Op, done []diff.Op) map[netip.Addr]string {
+func waitForSources(ctx context.Context, k kernel.Interface, ops []diff.Op, done []*diff.Op) map[netip.Addr]string {
 	added := map[netip.Addr]bool{}
-	for i := range done {
-		if op := &done[i]; op.Kind == diff.KindAddress && op.Action != diff.Delete && op.Address.Prefix.Addr().Is6() {
+	for _, op := range done {
+		if op.Kind == diff.KindAddress && op.Action != diff.Delete && op.Address.Prefix.Addr().Is6() {
 			added[op.Address.Prefix.Addr()] = true
 		}
 	}

@@ -39,7 +39,7 @@ func pinMTUs(k kernel.Interface, plan *diff.Plan, res *Result) {
 			res.Failed = append(res.Failed, Failure{op, err})
 			continue
 		}
-		res.Done = append(res.Done, op)
+		res.Done = append(res.Done, &op)
 	}
 }
 

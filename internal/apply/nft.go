@@ -2,7 +2,6 @@ package apply
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/kernel"
@@ -23,7 +22,7 @@ func isNft(op *diff.Op) bool { return op.Kind.IsNft() }
 func runNFT(k kernel.Interface, plan *diff.Plan, hooks Hooks, res *Result) {
 	type group struct {
 		key   model.NftTableKey
-		ops   []diff.Op
+		ops   []*diff.Op // the plan's
 		batch []model.NftOp
 	}
 	var groups []*group
@@ -40,7 +39,7 @@ func runNFT(k kernel.Interface, plan *diff.Plan, hooks Hooks, res *Result) {
 			byTable[key] = g
 			groups = append(groups, g)
 		}
-		g.ops = append(g.ops, *op)
+		g.ops = append(g.ops, op)
 		for _, n := range op.NFT {
 			if l := len(g.batch) - 1; l >= 0 && (n.Op == model.NftAddElems || n.Op == model.NftDelElems) &&
 				g.batch[l].Op == n.Op && g.batch[l].Table == n.Table && g.batch[l].Set.Name == n.Set.Name {
@@ -60,14 +59,12 @@ func runNFT(k kernel.Interface, plan *diff.Plan, hooks Hooks, res *Result) {
 		}
 		if err != nil {
 			for _, op := range g.ops {
-				res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: batch of %d changes to nftables table %s not applied (the table is unchanged): %w", op.Action, op.Kind, op.ID, len(g.ops), g.key, err)})
+				res.Failed = append(res.Failed, Failure{*op, fmt.Errorf("%s %s %s: batch of %d changes to nftables table %s not applied (the table is unchanged): %w", op.Action, op.Kind, op.ID, len(g.ops), g.key, err)})
 			}
 			continue
 		}
-		res.Done = slices.Grow(res.Done, len(g.ops))
 		res.Done = append(res.Done, g.ops...)
-		for i := range g.ops {
-			op := &g.ops[i]
+		for _, op := range g.ops {
 			if op.Kind == diff.KindNftTable && hooks.NftTableChanged != nil {
 				hooks.NftTableChanged(g.key, op.Action != diff.Delete)
 			}

@@ -59,7 +59,7 @@ func runRoutes(ctx context.Context, k kernel.Interface, proto int, ops []diff.Op
 			res.Failed = append(res.Failed, Failure{op, errs[i]})
 			continue
 		}
-		res.Done = append(res.Done, op)
+		res.Done = append(res.Done, &ops[i])
 	}
 	res.Failed = append(res.Failed, guardErrs...)
 }

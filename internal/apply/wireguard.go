@@ -71,7 +71,9 @@ func runWGPeers(k kernel.Interface, ops []diff.Op, res *Result) {
 		cfg.Peers[i] = peerPatch(op)
 	}
 	if err := k.ConfigureWireGuard(link, cfg); err == nil {
-		res.Done = append(res.Done, ops...)
+		for i := range ops {
+			res.Done = append(res.Done, &ops[i])
+		}
 		return
 	} else if len(ops) == 1 || errors.Is(err, kernel.ErrNotFound) {
 		for _, op := range ops {
@@ -79,13 +81,13 @@ func runWGPeers(k kernel.Interface, ops []diff.Op, res *Result) {
 		}
 		return
 	}
-	for _, op := range ops {
+	for i, op := range ops {
 		err := k.ConfigureWireGuard(link, &kernel.WireGuardConfig{Peers: []kernel.PeerPatch{peerPatch(op)}})
 		if err != nil {
 			res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: %w", op.Action, op.Kind, op.ID, err)})
 			continue
 		}
-		res.Done = append(res.Done, op)
+		res.Done = append(res.Done, &ops[i])
 	}
 }
 

@@ -284,6 +284,14 @@ Options:
       --log-changes N  changes (and failures) a pass logs a line each before
                        it logs counts (default 100; 0: counts only; -1: no
                        limit)
+      --memory-limit LIMIT
+                       soft limit of the Go runtime's memory: auto (default:
+                       4 times the heap the configuration holds once loaded,
+                       at least 64M), off (the runtime's own, or GOMEMLIMIT
+                       when set, which auto also leaves alone), or a size
+                       such as 200M (K, M, G: powers of 1024). Near the limit
+                       the runtime collects sooner, which costs CPU in large
+                       passes only; a pass that needs more still runs
 ` + commonFlags + `
 Exit status: 0 after SIGTERM or SIGINT, 1 when the configuration is invalid
 at start or the kernel cannot be opened, 64 on a usage error.

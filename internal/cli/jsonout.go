@@ -102,7 +102,7 @@ func planReport(plan *diff.Plan, err error) planJSON {
 type applyJSON struct {
 	// Done are the operations the kernel took, in order: `changed` for a
 	// caller is a non-empty "ops".
-	Done   []diff.Op    `json:"ops"`
+	Done   []*diff.Op   `json:"ops"`
 	Failed []failedJSON `json:"failed,omitempty"`
 	// Protocol is the ownership protocol the plan wrote with.
 	Protocol int `json:"protocol,omitempty"`
@@ -136,7 +136,7 @@ func applyReport(plan *diff.Plan, res *apply.Result, err error) applyJSON {
 	if plan != nil {
 		protocol = plan.Protocol
 	}
-	r := applyJSON{Done: append([]diff.Op{}, res.Done...), Protocol: protocol, Warnings: []string{}, jsonFailure: failureOf(err)}
+	r := applyJSON{Done: append([]*diff.Op{}, res.Done...), Protocol: protocol, Warnings: []string{}, jsonFailure: failureOf(err)}
 	for _, f := range res.Failed {
 		r.Failed = append(r.Failed, failedJSON{Op: f.Op, OpError: redact.Error(f.Err).Error()})
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -30,17 +32,24 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	var resync time.Duration
 	var metricsAddr, logLevel, logFormat string
 	var logChanges int
+	var memLimit string
 	fs := g.flags("run")
 	fs.DurationVar(&resync, "resync-interval", daemon.DefaultResync, "")
 	fs.StringVar(&metricsAddr, "metrics-listen", "", "")
 	fs.StringVar(&logLevel, "log-level", "info", "")
 	fs.StringVar(&logFormat, "log-format", "text", "")
 	fs.IntVar(&logChanges, "log-changes", daemon.DefaultLogChanges, "")
+	fs.StringVar(&memLimit, "memory-limit", "auto", "")
 	if ok, code := parse(env, fs, runHelp, args); !ok {
 		return code
 	}
 	if logChanges < -1 {
 		fmt.Fprintf(env.Stderr, "netreconcile run: --log-changes must be -1 (no limit), 0 (counts only) or more, not %d\n", logChanges)
+		return ExitUsage
+	}
+	memoryLimit, err := parseMemoryLimit(memLimit, env.Getenv("GOMEMLIMIT"))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "netreconcile run: --memory-limit: %v\n", err)
 		return ExitUsage
 	}
 	if resync <= 0 {
@@ -172,6 +181,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 
 		AllowInsecureConfig: g.allowInsecureConfig,
 		LogChanges:          logChanges,
+		MemoryLimit:         memoryLimit,
 		NoChangeLines:       logChanges == 0,
 		StatusExtra:         txns.Status,
 		Pin:                 (&safeapply.Pin{Dir: nst.dir}).Sources,
@@ -220,4 +230,41 @@ func newLogger(env *Env, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(env.Stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+}
+
+// parseMemoryLimit reads --memory-limit: auto, off, or a size in bytes
+// with an optional suffix (K, M, G: powers of 1024; KiB, MiB, GiB too). A
+// GOMEMLIMIT in the environment is the runtime's limit already: auto then
+// leaves it alone, and an explicit size still wins.
+func parseMemoryLimit(s, gomemlimit string) (int64, error) {
+	switch s {
+	case "auto":
+		if gomemlimit != "" {
+			return daemon.MemoryLimitOff, nil
+		}
+		return daemon.MemoryLimitAuto, nil
+	case "off":
+		return daemon.MemoryLimitOff, nil
+	}
+	num := strings.TrimRight(s, "KMGiB")
+	mult := int64(1)
+	switch strings.TrimSuffix(strings.TrimSuffix(s[len(num):], "iB"), "B") {
+	case "":
+	case "K":
+		mult = 1 << 10
+	case "M":
+		mult = 1 << 20
+	case "G":
+		mult = 1 << 30
+	default:
+		return 0, fmt.Errorf("want auto, off or a size such as 200M, not %q", s)
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("want auto, off or a size such as 200M, not %q", s)
+	}
+	if n*mult < 16<<20 {
+		return 0, fmt.Errorf("%s is below the 16M the daemon needs to run at all", s)
+	}
+	return n * mult, nil
 }

@@ -35,6 +35,9 @@ func (b *backoff) failed(key string, now time.Time) time.Duration {
 
 func (b *backoff) succeeded(key string) { delete(b.m, key) }
 
+// empty reports whether nothing waits for a retry.
+func (b *backoff) empty() bool { return len(b.m) == 0 }
+
 // ready reports whether key may be tried at now.
 func (b *backoff) ready(key string, now time.Time) bool {
 	r := b.m[key]

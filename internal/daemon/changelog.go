@@ -21,20 +21,20 @@ const DefaultLogChanges = 100
 // logDone logs the changes a pass applied: the first opts.LogChanges one
 // line each, the rest as counts per kind and action. Metrics count every
 // change.
-func (d *Daemon) logDone(ops []diff.Op, drift bool) {
+func (d *Daemon) logDone(ops []*diff.Op, drift bool) {
 	var over counts
 	for i, op := range ops {
 		d.m.changes.WithLabelValues(string(op.Kind), string(op.Action)).Inc()
 		level := slog.LevelInfo
 		if d.overLimit(i) {
-			over.add(op)
+			over.add(*op)
 			level = slog.LevelDebug
 			if !d.log.Enabled(context.Background(), level) {
 				continue
 			}
 		}
 		attrs := []any{"kind", op.Kind, "id", op.ID, "action", string(op.Action)}
-		if fields := changedFields(op); fields != "" {
+		if fields := changedFields(*op); fields != "" {
 			attrs = append(attrs, "fields", fields)
 		}
 		if drift {

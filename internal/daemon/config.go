@@ -114,6 +114,7 @@ func (d *Daemon) loadConfig() {
 		msg = "configuration loaded"
 	}
 	d.log.Info(msg, "files", len(cfg.Files), "objects", cfg.State.Objects())
+	d.setMemoryLimit()
 }
 
 func (d *Daemon) configOK() {

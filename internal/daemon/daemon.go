@@ -78,6 +78,11 @@ type Options struct {
 	// NoChangeLines logs counts only.
 	LogChanges    int
 	NoChangeLines bool
+	// MemoryLimit is the Go runtime's soft memory limit (memory.go):
+	// MemoryLimitAuto derives it from each configuration, MemoryLimitOff
+	// leaves the runtime's own (GOMEMLIMIT, or none), a positive value is
+	// bytes.
+	MemoryLimit int64
 	// StatusExtra, when set, adds to STATUS= (a pending safe-apply
 	// transaction and its time left); "" adds nothing.
 	StatusExtra func(now time.Time) string

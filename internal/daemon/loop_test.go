@@ -104,7 +104,7 @@ func (f *fakeEngine) apply(_ context.Context, plan *diff.Plan) (*apply.Result, e
 		} else {
 			f.kernel[op.ID] = true
 		}
-		res.Done = append(res.Done, op)
+		res.Done = append(res.Done, &op)
 	}
 	f.tried[len(f.tried)-1] = tried
 	return res, nil

@@ -78,18 +78,25 @@ func (d *Daemon) pass(ctx context.Context) error {
 		d.lastPlan = sig
 		d.bo.reset()
 	}
-	live := map[string]bool{}
 	held := 0
-	todo := plan.Select(func(op *diff.Op) bool {
-		k := opKey(*op)
-		live[k] = true
-		if d.bo.ready(k, now) {
-			return true
-		}
-		held++
-		return false
-	})
-	d.bo.keep(live)
+	var todo *diff.Plan
+	if !d.bo.empty() {
+		// Keys only when something waits for a retry: a key per op is a
+		// string per route of a 100k-route first converge.
+		live := map[string]bool{}
+		todo = plan.Select(func(op *diff.Op) bool {
+			k := opKey(*op)
+			live[k] = true
+			if d.bo.ready(k, now) {
+				return true
+			}
+			held++
+			return false
+		})
+		d.bo.keep(live)
+	} else {
+		todo = plan.Select(func(*diff.Op) bool { return true })
+	}
 
 	var res *apply.Result
 	var saveErr error
@@ -113,8 +120,8 @@ func (d *Daemon) pass(ctx context.Context) error {
 		d.stats.drift += uint64(len(res.Done))
 		d.m.drift.Add(float64(len(res.Done)))
 	}
-	for _, op := range res.Done {
-		d.bo.succeeded(opKey(op))
+	for i := 0; i < len(res.Done) && !d.bo.empty(); i++ {
+		d.bo.succeeded(opKey(*res.Done[i]))
 	}
 	d.logFailed(res.Failed, now)
 	if saveErr != nil {

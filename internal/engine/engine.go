@@ -414,7 +414,7 @@ func unmarkedLinks(res *apply.Result) map[string]bool {
 		return op.Kind == diff.KindLink && op.Link != nil && (op.Action == diff.Create || op.Action == diff.Replace)
 	}
 	for i := range res.Done {
-		if op := &res.Done[i]; isCreate(op) {
+		if op := res.Done[i]; isCreate(op) {
 			made[op.Link.Name] = true
 		}
 	}

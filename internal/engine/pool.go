@@ -58,9 +58,13 @@ func PreparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 // allocated are reported in Pending, as in a dry run, and an apply's plan
 // then leaves them out as diff's does.
 func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State, dryRun bool, leftOut map[string]bool) (*Pools, error) {
+	// The lists are shared with desired, clipped so that an append (a pool's
+	// address, an export route) copies them first: the daemon keeps desired
+	// between passes, and a copy of 100k routes per pass was the plan's
+	// largest transient after the ops (bench-memory).
 	st := *desired
-	st.Addresses = slices.Clone(desired.Addresses)
-	st.Routes = slices.Clone(desired.Routes)
+	st.Addresses = slices.Clip(desired.Addresses)
+	st.Routes = slices.Clip(desired.Routes)
 	out := &Pools{Desired: &st}
 	if reg == nil {
 		if len(desired.PoolAddresses) > 0 {
@@ -143,7 +147,15 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 	if err := addExportRoutes(&st, reg.Pools(), blocks); err != nil {
 		return nil, err
 	}
+	// desired.build sorts its lists; a list still shared with desired is
+	// copied before a sort could reorder it.
+	if len(st.Addresses) == len(desired.Addresses) && !slices.IsSortedFunc(st.Addresses, model.CompareAddresses) {
+		st.Addresses = slices.Clone(st.Addresses)
+	}
 	model.SortAddresses(st.Addresses)
+	if len(st.Routes) == len(desired.Routes) && !model.RoutesSorted(st.Routes) {
+		st.Routes = slices.Clone(st.Routes)
+	}
 	model.SortRoutes(st.Routes)
 	return out, nil
 }
@@ -205,6 +217,9 @@ func ExportRoutes(pools []ipam.Pool, blocks []ipam.Block) []model.Route {
 }
 
 func addExportRoutes(st *model.State, pools []ipam.Pool, blocks []ipam.Block) error {
+	if len(blocks) == 0 {
+		return nil
+	}
 	declared := make(map[model.RouteKey]string, len(st.Routes))
 	for _, r := range st.Routes {
 		declared[r.Key()] = r.Origin

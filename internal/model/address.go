@@ -1,9 +1,11 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
-	"sort"
+	"slices"
+	"strings"
 )
 
 // Scopes, as rtnetlink numbers them.
@@ -119,14 +121,24 @@ func (a *Address) String() string {
 	return s
 }
 
-// SortAddresses orders addresses by link, then by address.
+// SortAddresses orders addresses by link, then by address. A sorted list is
+// left as it is (one pass).
 func SortAddresses(as []Address) {
-	sort.Slice(as, func(i, j int) bool {
-		if as[i].Link != as[j].Link {
-			return as[i].Link < as[j].Link
-		}
-		return prefixLess(as[i].Prefix, as[j].Prefix)
-	})
+	if !slices.IsSortedFunc(as, CompareAddresses) {
+		slices.SortStableFunc(as, CompareAddresses)
+	}
+}
+
+// CompareAddresses is the order of SortAddresses: by link, then by address
+// and prefix length.
+func CompareAddresses(a, b Address) int {
+	if c := strings.Compare(a.Link, b.Link); c != 0 {
+		return c
+	}
+	if c := a.Prefix.Addr().Compare(b.Prefix.Addr()); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits())
 }
 
 func prefixLess(a, b netip.Prefix) bool {

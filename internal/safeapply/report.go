@@ -65,7 +65,7 @@ type RollbackReport struct {
 	// Files are the configuration files written back or moved aside.
 	Files []string `json:"files"`
 	// Operations are the kernel changes the rollback made.
-	Operations []diff.Op `json:"operations"`
+	Operations []*diff.Op `json:"operations"`
 	// Error says what the rollback could not do ("" when complete).
 	Error string `json:"error,omitempty"`
 }
@@ -75,7 +75,7 @@ func ReportRollback(r *RollbackResult) *RollbackReport {
 	if r == nil {
 		return nil
 	}
-	out := &RollbackReport{Cause: r.Txn.Cause, Detail: r.Txn.Detail, Files: r.Files, Operations: []diff.Op{}}
+	out := &RollbackReport{Cause: r.Txn.Cause, Detail: r.Txn.Detail, Files: r.Files, Operations: []*diff.Op{}}
 	if out.Files == nil {
 		out.Files = []string{}
 	}

@@ -191,7 +191,7 @@ type Outcome struct {
 	Plan *diff.Plan
 	// Done are the operations made; Err says what failed (operations,
 	// conflicts, the ledger), Verify whether the kernel matched after.
-	Done   []diff.Op
+	Done   []*diff.Op
 	Err    error
 	Verify error
 }

@@ -1,0 +1,41 @@
+package daemon
+
+import (
+	"io"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"testing"
+)
+
+// The soft memory limit follows Options.MemoryLimit: a size as given, off
+// leaves the runtime's, auto at least the floor.
+func TestSetMemoryLimit(t *testing.T) {
+	was := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(was) })
+	d := &Daemon{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+
+	d.opts.MemoryLimit = 200 << 20
+	d.setMemoryLimit()
+	if got := debug.SetMemoryLimit(-1); got != 200<<20 {
+		t.Errorf("size: limit %d, want %d", got, 200<<20)
+	}
+	d.opts.MemoryLimit = MemoryLimitOff
+	d.setMemoryLimit()
+	if got := debug.SetMemoryLimit(-1); got != 200<<20 {
+		t.Errorf("off: limit %d, want it left at %d", got, 200<<20)
+	}
+	d.opts.MemoryLimit = MemoryLimitAuto
+	// A live heap of about 100 MB makes the limit about 400 MB.
+	hold := make([]byte, 100<<20)
+	d.setMemoryLimit()
+	got := debug.SetMemoryLimit(-1)
+	if got < memoryLimitFactor*int64(len(hold)) || got > memoryLimitFactor*int64(len(hold))+memoryLimitFloor {
+		t.Errorf("auto with 100 MB live: limit %d MB, want about %d", got>>20, memoryLimitFactor*len(hold)>>20)
+	}
+	runtime.KeepAlive(hold) // and no longer live below
+	d.setMemoryLimit()
+	if got := debug.SetMemoryLimit(-1); got != memoryLimitFloor {
+		t.Errorf("auto with little live: limit %d, want the floor %d", got, memoryLimitFloor)
+	}
+}
