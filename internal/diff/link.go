@@ -94,6 +94,7 @@ func (c *computer) links() {
 		c.releasedFromBond(&updates[i])
 	}
 	updates = c.vlansFollowParents(updates)
+	updates = c.mtuFollowsParent(updates)
 	c.staleLinks()
 	c.remotePeerHeld(creates)
 	var early []Op
@@ -367,6 +368,70 @@ func (c *computer) vlansFollowParents(updates []Op) []Op {
 		}
 	}
 	return kept
+}
+
+// mtuFollowsParent writes again, after its parent's update, the declared
+// MTU of a child that the kernel resizes when its parent's MTU changes: an
+// ipvlan takes its parent's MTU whatever it had (ipvlan_device_event,
+// NETDEV_CHANGEMTU), a macvlan or a vlan is lowered to it when above it
+// (macvlan_device_event, vlan_device_event). Guest soak on 80677b9, walk
+// seed 139974179019904, step 86: an ipvlan declared with MTU 1280 on a
+// dummy whose MTU went from 9000 to 1500 was left at 1500. A child's own
+// MTU write goes after its parent's in any case: it cannot exceed the
+// parent's MTU, which may be the one going up.
+func (c *computer) mtuFollowsParent(updates []Op) []Op {
+	// One move or one added write per round; a round starts again from the
+	// new order. A child is moved only after its parent, so the rounds end.
+	for range 2*len(c.d.Links) + 2 {
+		idx := map[string]int{}
+		for i, op := range updates {
+			idx[op.ID] = i
+		}
+		changed := false
+		for _, name := range slices.Sorted(maps.Keys(c.d.Links)) {
+			w := c.d.Links[name]
+			pi, ok := idx[w.Parent()]
+			h := c.a.Links[name]
+			if !ok || w.MTU == 0 || h == nil || c.blocked[name] || c.recreated[name] {
+				continue
+			}
+			parent := updates[pi]
+			if !parent.LinkFields.MTU || parent.Link.MTU == 0 {
+				continue
+			}
+			after := parent.Link.MTU // what the kernel leaves the child with
+			if w.Kind != model.KindIPVlan {
+				after = min(h.MTU, parent.Link.MTU)
+			}
+			ci, has := idx[name]
+			if has && updates[ci].LinkFields.MTU {
+				if ci > pi {
+					continue
+				}
+			} else if after == w.MTU {
+				continue
+			}
+			op := Op{Action: Update, Kind: KindLink, ID: name, Link: w}
+			if has {
+				op = updates[ci]
+				updates = slices.Delete(updates, ci, ci+1)
+				if ci < pi {
+					pi--
+				}
+			}
+			if !op.LinkFields.MTU {
+				op.LinkFields.MTU = true
+				op.Changes = append(op.Changes, Change{"mtu", fmt.Sprintf("%d (with its parent %s)", after, w.Parent()), strconv.Itoa(w.MTU)})
+			}
+			updates = slices.Insert(updates, pi+1, op)
+			changed = true
+			break
+		}
+		if !changed {
+			break
+		}
+	}
+	return updates
 }
 
 // bondBounced reports whether an update changes the mode of a bond that is

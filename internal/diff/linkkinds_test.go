@@ -458,3 +458,70 @@ func (w recordWriter) MTU() error         { return w.rec("mtu") }
 func (w recordWriter) Master() error      { return w.rec("master") }
 func (w recordWriter) Alias() error       { return w.rec("alias") }
 func (w recordWriter) State() error       { return w.rec("state") }
+
+// Guest soak on 80677b9, walk seed 139974179019904, step 86: the kernel
+// gives an ipvlan its parent's MTU whenever the parent's changes, and lowers
+// a macvlan or a vlan to it when above it. A child that declares an MTU has
+// it written again, after its parent's update; a child's own MTU write goes
+// after its parent's in any case.
+func TestChildMTUFollowsParent(t *testing.T) {
+	dummy := func(name string, mtu int) model.Link {
+		return model.Link{Name: name, Kind: model.KindDummy, Owned: true, Up: true, MTU: mtu}
+	}
+	ipvlan := func(name, parent string, mtu int) model.Link {
+		return model.Link{Name: name, Kind: model.KindIPVlan, Owned: true, Up: true, MTU: mtu, Lower: parent, IPVlan: &model.IPVlan{Parent: parent, Mode: "l2"}}
+	}
+	macvlan := func(name, parent string, mtu int) model.Link {
+		return model.Link{Name: name, Kind: model.KindMACVlan, Owned: true, Up: true, MTU: mtu, Lower: parent, MACVlan: &model.MACVlan{Parent: parent, Mode: "bridge"}}
+	}
+	run(t, []tc{{
+		name:   "ipvlan: its MTU again, after the parent's",
+		file:   "links:\n  d0: {kind: dummy, mtu: 1500}\n  i0: {kind: ipvlan, mtu: 1280, ipvlan: {parent: d0, mode: l2}}\n",
+		kernel: newKernel().link(dummy("d0", 9000)).link(ipvlan("i0", "d0", 1280)),
+		plan: `
+~ link d0
+    mtu: 9000 -> 1500
+~ link i0
+    mtu: 1500 (with its parent d0) -> 1280
+`,
+	}, {
+		name:   "ipvlan with the parent's new MTU: nothing",
+		file:   "links:\n  d0: {kind: dummy, mtu: 1500}\n  i0: {kind: ipvlan, mtu: 1500, ipvlan: {parent: d0, mode: l2}}\n",
+		kernel: newKernel().link(dummy("d0", 9000)).link(ipvlan("i0", "d0", 1500)),
+		plan: `
+~ link d0
+    mtu: 9000 -> 1500
+`,
+	}, {
+		name:   "macvlan below the parent's new MTU: nothing",
+		file:   "links:\n  d0: {kind: dummy, mtu: 1500}\n  m0: {kind: macvlan, mtu: 1400, macvlan: {parent: d0, mode: bridge}}\n",
+		kernel: newKernel().link(dummy("d0", 9000)).link(macvlan("m0", "d0", 1400)),
+		plan: `
+~ link d0
+    mtu: 9000 -> 1500
+`,
+	}, {
+		// Lowered to 1500 by the kernel, then 1400 written: after d0's.
+		name:   "macvlan above the parent's new MTU, declared below it",
+		file:   "links:\n  z0: {kind: dummy, mtu: 1500}\n  a0: {kind: macvlan, mtu: 1400, macvlan: {parent: z0, mode: bridge}}\n",
+		kernel: newKernel().link(dummy("z0", 9000)).link(macvlan("a0", "z0", 4000)),
+		plan: `
+~ link z0
+    mtu: 9000 -> 1500
+~ link a0
+    mtu: 4000 -> 1400
+`,
+	}, {
+		// a0 sorts before z0: its own write is moved after z0's, which
+		// it could not exceed before.
+		name:   "a child's MTU going up goes after its parent's",
+		file:   "links:\n  z0: {kind: dummy, mtu: 9000}\n  a0: {kind: macvlan, mtu: 9000, macvlan: {parent: z0, mode: bridge}}\n",
+		kernel: newKernel().link(dummy("z0", 1500)).link(macvlan("a0", "z0", 1500)),
+		plan: `
+~ link z0
+    mtu: 1500 -> 9000
+~ link a0
+    mtu: 1500 -> 9000
+`,
+	}})
+}

@@ -175,3 +175,26 @@ func TestWalkFindingBondReleaseMTU(t *testing.T) {
 		}
 	}
 }
+
+// Guest soak on 80677b9, walk seed 139974179019904, step 86: the kernel
+// gives an ipvlan its parent's MTU whenever the parent's changes. An
+// ipvlan declared with MTU 1280 on a dummy going from 9000 to 1500 gets
+// its MTU written again, after the dummy's (it was left at 1500, and the
+// next diff planned it).
+func TestWalkFindingIPVlanMTUFollowsParent(t *testing.T) {
+	requireModules(t, "dummy", "ipvlan")
+	ns := newNetNS(t, "")
+	dir, state := t.TempDir(), t.TempDir()
+	file := filepath.Join(dir, "m.yaml")
+	for _, mtu := range []string{"9000", "1500"} {
+		cfg := "version: 1\nlinks:\n  d0: {kind: dummy, mtu: " + mtu + "}\n  i0: {kind: ipvlan, mtu: 1280, ipvlan: {parent: d0, mode: l2}}\n"
+		if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+		// A second diff exits 0 (runNetreconcile fails the test otherwise).
+		runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
+		mustContain(t, "ip -o link show i0", ns.IP(t, "-o", "link", "show", "i0"), " mtu 1280 ")
+		mustContain(t, "ip -o link show d0", ns.IP(t, "-o", "link", "show", "d0"), " mtu "+mtu+" ")
+	}
+}
