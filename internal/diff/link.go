@@ -94,7 +94,6 @@ func (c *computer) links() {
 		c.releasedFromBond(&updates[i])
 	}
 	updates = c.vlansFollowParents(updates)
-	updates = c.mtuFollowsParent(updates)
 	c.staleLinks()
 	c.remotePeerHeld(creates)
 	var early []Op
@@ -196,6 +195,8 @@ func (c *computer) links() {
 	// goes before the updates that enslave links (name order would put
 	// a member a0 before bond0).
 	sort.SliceStable(updates, func(i, j int) bool { return updates[i].LinkFields.Kind && !updates[j].LinkFields.Kind })
+	// Last of the reorderings: a child's MTU write goes after its parent's.
+	updates = c.mtuFollowsParent(updates)
 	for _, op := range orderByDependency(creates, c.d.Links) {
 		c.add(op)
 	}
@@ -391,17 +392,23 @@ func (c *computer) mtuFollowsParent(updates []Op) []Op {
 		for _, name := range slices.Sorted(maps.Keys(c.d.Links)) {
 			w := c.d.Links[name]
 			pi, ok := idx[w.Parent()]
-			h := c.a.Links[name]
-			if !ok || w.MTU == 0 || h == nil || c.blocked[name] || c.recreated[name] {
+			if !ok || w.MTU == 0 || c.blocked[name] {
 				continue
 			}
 			parent := updates[pi]
 			if !parent.LinkFields.MTU || parent.Link.MTU == 0 {
 				continue
 			}
+			// The child's MTU when the parent's changes: its own, or, made
+			// by this plan (the creates go before the updates), the
+			// declared one.
+			before := w.MTU
+			if h := c.a.Links[name]; h != nil && !c.recreated[name] {
+				before = h.MTU
+			}
 			after := parent.Link.MTU // what the kernel leaves the child with
 			if w.Kind != model.KindIPVlan {
-				after = min(h.MTU, parent.Link.MTU)
+				after = min(before, parent.Link.MTU)
 			}
 			ci, has := idx[name]
 			if has && updates[ci].LinkFields.MTU {

@@ -525,3 +525,21 @@ func TestChildMTUFollowsParent(t *testing.T) {
 `,
 	}})
 }
+
+// A child this plan creates gets its MTU before its parent's update runs
+// (the creates go first): an ipvlan then takes the parent's new MTU, and
+// has its own written again after it.
+func TestNewChildMTUFollowsParent(t *testing.T) {
+	run(t, []tc{{
+		name:   "new ipvlan on a parent whose MTU changes",
+		file:   "links:\n  d0: {kind: dummy, mtu: 1500}\n  i0: {kind: ipvlan, mtu: 1280, ipvlan: {parent: d0, mode: l2}}\n",
+		kernel: newKernel().link(model.Link{Name: "d0", Kind: model.KindDummy, Owned: true, Up: true, MTU: 9000}),
+		plan: `
++ link i0 (ipvlan parent d0 mode l2 mtu 1280)
+~ link d0
+    mtu: 9000 -> 1500
+~ link i0
+    mtu: 1500 (with its parent d0) -> 1280
+`,
+	}})
+}

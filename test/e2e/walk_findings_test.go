@@ -186,8 +186,13 @@ func TestWalkFindingIPVlanMTUFollowsParent(t *testing.T) {
 	ns := newNetNS(t, "")
 	dir, state := t.TempDir(), t.TempDir()
 	file := filepath.Join(dir, "m.yaml")
-	for _, mtu := range []string{"9000", "1500"} {
+	// The third step also makes i1 while d0 changes: the creates go
+	// first, and d0's change then resets the new ipvlan too.
+	for i, mtu := range []string{"9000", "1500", "9000"} {
 		cfg := "version: 1\nlinks:\n  d0: {kind: dummy, mtu: " + mtu + "}\n  i0: {kind: ipvlan, mtu: 1280, ipvlan: {parent: d0, mode: l2}}\n"
+		if i == 2 {
+			cfg += "  i1: {kind: ipvlan, mtu: 1280, ipvlan: {parent: d0, mode: l2}}\n"
+		}
 		if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -196,5 +201,8 @@ func TestWalkFindingIPVlanMTUFollowsParent(t *testing.T) {
 		runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
 		mustContain(t, "ip -o link show i0", ns.IP(t, "-o", "link", "show", "i0"), " mtu 1280 ")
 		mustContain(t, "ip -o link show d0", ns.IP(t, "-o", "link", "show", "d0"), " mtu "+mtu+" ")
+		if i == 2 {
+			mustContain(t, "ip -o link show i1", ns.IP(t, "-o", "link", "show", "i1"), " mtu 1280 ")
+		}
 	}
 }
