@@ -19,6 +19,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/nftcache"
 	"github.com/netreconcile/netreconcile/internal/redact"
 	"github.com/netreconcile/netreconcile/internal/statedir"
 )
@@ -284,8 +285,29 @@ func (g *globals) openEngine(ctx context.Context, env *Env, cmd string, readOnly
 	if l.Discarded && !readOnly {
 		fmt.Fprintf(env.Stderr, "netreconcile %s: the ownership ledger was recorded for an earlier namespace under this name; its records are dropped\n", cmd)
 	}
+	// The nftables elements of the last run, if the ruleset has not moved
+	// since (package nftcache); an apply writes them back for the next.
+	cacheID, cacheErr := nftcache.CurrentIdentity(st.id.Cookie)
+	if c, err := k.NetnsCookie(); err != nil || c != st.id.Cookie {
+		cacheErr = errors.New("the kernel's namespace is not the state directory's")
+	}
+	var loaded kernel.NFTElemSnapshot
+	if cacheErr == nil {
+		var ok bool
+		if loaded, ok = nftcache.Load(st.dir, cacheID); ok {
+			k.SeedNFTElems(loaded)
+		}
+	}
 	e := &engine.Engine{Kernel: k, Ledger: l, State: st.dir}
-	return e, func() { k.Close(); unlock(); st.close() }, nil
+	return e, func() {
+		if s, _ := k.NFTElems(); !readOnly && cacheErr == nil && !nftcache.Same(loaded, s) {
+			// A cache that cannot be written costs the next run a read.
+			_ = nftcache.Save(st.dir, cacheID, s)
+		}
+		k.Close()
+		unlock()
+		st.close()
+	}, nil
 }
 
 type command struct {

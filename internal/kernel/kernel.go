@@ -153,3 +153,19 @@ var ErrUnsupported = errors.New("not supported by this kernel")
 // create request, so the marker takes a second write. The link is ours;
 // the next pass writes the marker (engine: Ledger.PendingLinks).
 var ErrUnmarked = errors.New("created, but its ownership marker was not written")
+
+// NFTElemSnapshot is the element cache at one ruleset generation: the
+// elements of the sets read or written at Gen, sorted by key. A one-shot
+// command keeps it in the state directory (package nftcache), so that the
+// next run, if nothing committed since, does not dump 100k elements again.
+type NFTElemSnapshot struct {
+	Gen  uint32
+	Sets []NFTCachedSet
+}
+
+// NFTCachedSet is one set's elements in an NFTElemSnapshot.
+type NFTCachedSet struct {
+	Table model.NftTableKey
+	Set   string
+	Elems []model.NftElem
+}

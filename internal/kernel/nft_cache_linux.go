@@ -1,6 +1,13 @@
 package kernel
 
 import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	"golang.org/x/sys/unix"
+
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -110,4 +117,62 @@ func mergeElems(have, change []model.NftElem, remove bool) []model.NftElem {
 		}
 	}
 	return out
+}
+
+// NFTElems returns the element cache as it stands, in table and set order;
+// false when it holds nothing valid.
+func (k *Netlink) NFTElems() (NFTElemSnapshot, bool) {
+	c := &k.nftElems
+	if !c.valid || len(c.sets) == 0 {
+		return NFTElemSnapshot{}, false
+	}
+	s := NFTElemSnapshot{Gen: c.gen}
+	for key, es := range c.sets {
+		s.Sets = append(s.Sets, NFTCachedSet{Table: key.table, Set: key.set, Elems: es})
+	}
+	slices.SortFunc(s.Sets, func(a, b NFTCachedSet) int {
+		if c := cmp.Compare(a.Table.Family, b.Table.Family); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Table.Name, b.Table.Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Set, b.Set)
+	})
+	return s, true
+}
+
+// SeedNFTElems loads a snapshot into an empty cache: it counts only while
+// the ruleset is at s.Gen (every read checks the generation first). The
+// caller vouches that the snapshot was taken in this namespace, in this
+// boot: a generation is a per-namespace counter that starts again with
+// the namespace.
+func (k *Netlink) SeedNFTElems(s NFTElemSnapshot) {
+	if k.nftElems.valid {
+		return
+	}
+	k.nftElems.reset(s.Gen)
+	for _, cs := range s.Sets {
+		k.nftElems.sets[nftSetKey{cs.Table, cs.Set}] = cs.Elems
+	}
+}
+
+// NetnsCookie returns the cookie of the namespace the kernel's sockets are
+// in (SO_NETNS_COOKIE, Linux 5.14; 0 before): the identity a cached
+// snapshot is checked against, taken from the sockets themselves so that a
+// namespace replaced under its name between two opens is never mistaken
+// for the one a snapshot belongs to.
+func (k *Netlink) NetnsCookie() (uint64, error) {
+	s := k.sockets[unix.NETLINK_ROUTE]
+	if s == nil || s.Socket == nil {
+		return 0, errors.New("no route socket")
+	}
+	v, err := unix.GetsockoptUint64(s.Socket.GetFd(), unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
+	if errors.Is(err, unix.ENOPROTOOPT) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("SO_NETNS_COOKIE: %w", err)
+	}
+	return v, nil
 }

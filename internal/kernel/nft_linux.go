@@ -297,15 +297,19 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	for _, s := range sets {
 		sk := nftSetKey{key, s.Name}
 		cached, ok := k.nftElems.sets[sk]
-		// Elements of timeout sets expire without a new generation.
-		ok = ok && !s.HasTimeout
+		// Elements of timeout sets expire, and a dynamic set's rules add
+		// to it from the packet path, without a new generation: such sets
+		// are read every time.
+		volatile := s.HasTimeout || s.Dynamic
+		ok = ok && !volatile
 		ms, err := k.readSet(c, s, !ok)
 		if err != nil {
 			return nil, fmt.Errorf("table %s: %w", key, err)
 		}
-		if ok {
+		switch {
+		case ok:
 			ms.Elems = cached
-		} else {
+		case !volatile:
 			read[sk] = ms.Elems
 		}
 		t.Sets = append(t.Sets, *ms)
