@@ -91,14 +91,14 @@ func Load(d *statedir.Dir, id Identity) (kernel.NFTElemSnapshot, bool) {
 }
 
 // Save writes s for id to d, or removes the file when s is not worth one
-// (fewer than MinElements elements), so that no stale snapshot outlives
-// the sets.
-func Save(d *statedir.Dir, id Identity, s kernel.NFTElemSnapshot) error {
+// (fewer than minElements elements; MinElements but in tests), so that no
+// stale snapshot outlives the sets.
+func Save(d *statedir.Dir, id Identity, s kernel.NFTElemSnapshot, minElements int) error {
 	n := 0
 	for _, cs := range s.Sets {
 		n += len(cs.Elems)
 	}
-	if n < MinElements {
+	if n < minElements || len(s.Sets) == 0 {
 		return d.Remove(FileName)
 	}
 	return d.WriteFile(FileName, Encode(id, s), 0o600)

@@ -244,7 +244,7 @@ func (r *runner) close() {
 
 func (r *runner) cli(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	code := cli.Run(context.Background(), &cli.Env{Stdout: &out, Stderr: &errb, Getenv: os.Getenv},
+	code := cli.Run(context.Background(), &cli.Env{Stdout: &out, Stderr: &errb, Getenv: walkEnv},
 		append(args, "--netns", r.ns, "--state-dir", r.state))
 	return code, out.String(), errb.String()
 }
@@ -693,4 +693,15 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// walkEnv is the environment of the walk's commands: the process's, with
+// the nftables element cache kept for sets of any size, so that every
+// apply writes it and the next command may take it; the oracle then checks
+// what the cache let the plan believe.
+func walkEnv(key string) string {
+	if key == "NETRECONCILE_NFT_CACHE_MIN" {
+		return "0"
+	}
+	return os.Getenv(key)
 }
