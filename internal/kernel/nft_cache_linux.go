@@ -35,49 +35,34 @@ func (c *nftElemCache) reset(gen uint32) {
 
 // applied updates the cache after a batch committed: the generation was
 // before when the batch was sent, and is gen now.
+//
+// Only a cache that was valid at before (nothing committed between the
+// read and the batch) is carried forward, and only for sets that were read:
+//   - a commit in between may have made a set the batch then "creates" (an
+//     add of an existing set is a silent no-op in the kernel), so after it
+//     nothing is known (review of the one-shot cache: a foreign set made
+//     in that window was taken for ours and empty);
+//   - a set the batch creates is not assumed empty either, for the same
+//     reason when its table was not read: it is read on the next pass;
+//   - a rule the batch adds or replaces may change its table's sets from
+//     the packet path (add @s, delete @s: no commit), so the batch drops
+//     that table's sets.
 func (c *nftElemCache) applied(ops []model.NftOp, before, gen uint32) {
-	if gen != before+1 {
+	if gen != before+1 || !c.valid || c.gen != before {
 		c.valid = false
-		return
-	}
-	if !c.valid || c.gen != before {
-		// Only the sets this batch created are known whole.
-		c.reset(gen)
-		for _, op := range ops {
-			if op.Op == model.NftDelSet || op.Op == model.NftDelTable {
-				c.valid = false
-				return
-			}
-		}
-		created := map[nftSetKey]bool{}
-		for _, op := range ops {
-			if op.Set == nil {
-				continue
-			}
-			k := nftSetKey{op.Table, op.Set.Name}
-			switch {
-			case op.Op == model.NftAddSet:
-				created[k] = true
-				c.sets[k] = nil
-			case op.Op == model.NftAddElems && created[k]:
-				c.sets[k] = mergeElems(c.sets[k], op.Elems, false)
-			case op.Op == model.NftAddElems || op.Op == model.NftDelElems:
-				delete(c.sets, k)
-			}
-		}
 		return
 	}
 	c.gen = gen
 	for _, op := range ops {
 		switch op.Op {
-		case model.NftDelTable:
+		case model.NftDelTable, model.NftAddRule, model.NftReplaceRule:
 			for k := range c.sets {
 				if k.table == op.Table {
 					delete(c.sets, k)
 				}
 			}
 		case model.NftAddSet:
-			c.sets[nftSetKey{op.Table, op.Set.Name}] = nil
+			delete(c.sets, nftSetKey{op.Table, op.Set.Name})
 		case model.NftDelSet:
 			delete(c.sets, nftSetKey{op.Table, op.Set.Name})
 		case model.NftAddElems, model.NftDelElems:

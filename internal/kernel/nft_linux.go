@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
+	"github.com/google/nftables/expr"
 	"github.com/google/nftables/userdata"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
@@ -290,30 +291,10 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	}
 	read := map[nftSetKey][]model.NftElem{}
 	t := &model.NftTable{Family: key.Family, Name: key.Name, Handle: handle, Dormant: flags&unix.NFT_TABLE_F_DORMANT != 0}
-	sets, err := c.GetSets(nt)
-	if err != nil {
-		return nil, fmt.Errorf("list sets of table %s: %w", key, err)
-	}
-	for _, s := range sets {
-		sk := nftSetKey{key, s.Name}
-		cached, ok := k.nftElems.sets[sk]
-		// Elements of timeout sets expire, and a dynamic set's rules add
-		// to it from the packet path, without a new generation: such sets
-		// are read every time.
-		volatile := s.HasTimeout || s.Dynamic
-		ok = ok && !volatile
-		ms, err := k.readSet(c, s, !ok)
-		if err != nil {
-			return nil, fmt.Errorf("table %s: %w", key, err)
-		}
-		switch {
-		case ok:
-			ms.Elems = cached
-		case !volatile:
-			read[sk] = ms.Elems
-		}
-		t.Sets = append(t.Sets, *ms)
-	}
+	// The rules first: a set a rule changes from the packet path (add @s,
+	// update @s, delete @s) changes without a commit, whatever its flags
+	// (the kernel takes such a rule on a set without the dynamic flag).
+	fromPackets := map[string]bool{}
 	chains, err := c.ListChainsOfTableFamily(fam)
 	if err != nil {
 		return nil, fmt.Errorf("list chains of table %s: %w", key, err)
@@ -343,6 +324,11 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 			return nil, fmt.Errorf("list rules of chain %s in table %s: %w", ch.Name, key, err)
 		}
 		for _, r := range rules {
+			for _, e := range r.Exprs {
+				if d, ok := e.(*expr.Dynset); ok {
+					fromPackets[d.SetName] = true
+				}
+			}
 			mr := model.NftRule{Handle: r.Handle}
 			if id, ok := userdata.GetString(r.UserData, udataRuleID); ok {
 				mr.ID = id
@@ -351,6 +337,30 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 			mc.Rules = append(mc.Rules, mr)
 		}
 		t.Chains = append(t.Chains, mc)
+	}
+	sets, err := c.GetSets(nt)
+	if err != nil {
+		return nil, fmt.Errorf("list sets of table %s: %w", key, err)
+	}
+	for _, s := range sets {
+		sk := nftSetKey{key, s.Name}
+		cached, ok := k.nftElems.sets[sk]
+		// Elements of timeout sets expire, and a dynamic set's rules, or
+		// any rule's add @s or delete @s, change it from the packet path,
+		// without a new generation: such sets are read every time.
+		volatile := s.HasTimeout || s.Dynamic || fromPackets[s.Name]
+		ok = ok && !volatile
+		ms, err := k.readSet(c, s, !ok)
+		if err != nil {
+			return nil, fmt.Errorf("table %s: %w", key, err)
+		}
+		switch {
+		case ok:
+			ms.Elems = cached
+		case !volatile:
+			read[sk] = ms.Elems
+		}
+		t.Sets = append(t.Sets, *ms)
 	}
 	// Keep what was read only if nothing committed during the read.
 	if after, err := k.nftGen(); err == nil && after == gen {

@@ -179,10 +179,18 @@ func Decode(b []byte) (Identity, kernel.NFTElemSnapshot, error) {
 	nsets := r.count(4)
 	for i := 0; i < nsets && r.err == nil; i++ {
 		cs := kernel.NFTCachedSet{Table: model.NftTableKey{Family: r.str(), Name: r.str()}, Set: r.str()}
+		// Grown as read, not sized by the count: a count is only bounded
+		// by the file's size, and an element takes 32 bytes in memory.
 		nel := r.count(2)
-		cs.Elems = make([]model.NftElem, 0, nel)
+		cs.Elems = []model.NftElem{}
 		for j := 0; j < nel && r.err == nil; j++ {
-			cs.Elems = append(cs.Elems, model.NftElem{Key: r.str(), End: r.str()})
+			e := model.NftElem{Key: r.str(), End: r.str()}
+			// In key order and unique, as the kernel side keeps them: a
+			// duplicate would plan a delete of a declared element.
+			if j > 0 && e.Key <= cs.Elems[j-1].Key {
+				r.err = errCorrupt
+			}
+			cs.Elems = append(cs.Elems, e)
 		}
 		s.Sets = append(s.Sets, cs)
 	}

@@ -89,3 +89,19 @@ func FuzzDecodeBody(f *testing.F) {
 }
 
 func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }
+
+// A file whose checksum is right but whose elements are out of order or
+// repeated (forged, or written by a bug) is refused: a duplicate made apply
+// delete a declared element (review of the one-shot cache).
+func TestDecodeRefusesUnsortedElements(t *testing.T) {
+	id, s := sample()
+	for _, elems := range [][]model.NftElem{
+		{{Key: "\x01"}, {Key: "\x01"}},
+		{{Key: "\x02"}, {Key: "\x01"}},
+	} {
+		s.Sets[0].Elems = elems
+		if _, _, err := Decode(Encode(id, s)); err == nil {
+			t.Errorf("elements %q: decoded", elems)
+		}
+	}
+}
