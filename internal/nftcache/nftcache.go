@@ -44,8 +44,10 @@ const FileName = "nft-elements.cache"
 // sets read back in a few milliseconds.
 const MinElements = 1024
 
-// maxFile bounds the file read back (a million elements take about 20 MB).
-const maxFile = 256 << 20
+// maxFile bounds the file read back: a million IPv6 intervals take about
+// 34 MB. An element costs 32 bytes in memory for as few as 3 in the file,
+// so the bound is also what a damaged file can cost.
+const maxFile = 64 << 20
 
 const magic = "netreconcile nft element cache v1\n"
 
@@ -81,6 +83,9 @@ func Load(d *statedir.Dir, id Identity) (kernel.NFTElemSnapshot, bool) {
 	}
 	b, err := d.ReadFile(FileName, maxFile)
 	if err != nil {
+		return kernel.NFTElemSnapshot{}, false
+	}
+	if !sameIdentity(b, id) {
 		return kernel.NFTElemSnapshot{}, false
 	}
 	got, s, err := Decode(b)
@@ -244,4 +249,15 @@ func (r *reader) str() string {
 	v := string(r.b[:n])
 	r.b = r.b[n:]
 	return v
+}
+
+// sameIdentity reports whether the file starts with id, without decoding
+// its elements (another namespace's file costs nothing to refuse).
+func sameIdentity(b []byte, id Identity) bool {
+	if !bytes.HasPrefix(b, []byte(magic)) || len(b) < len(magic)+sha256.Size {
+		return false
+	}
+	r := reader{b: b[len(magic)+sha256.Size:]}
+	boot, netns := r.str(), r.uint()
+	return r.err == nil && boot == id.Boot && netns == id.Netns
 }
