@@ -49,6 +49,12 @@ const MinElements = 1024
 // so the bound is also what a damaged file can cost.
 const maxFile = 64 << 20
 
+// maxElements bounds the elements decoded from one file, all sets
+// together: a million IPv6 intervals, the most the file's size allows for
+// real sets, cost about 100 MB in memory. A file crafted of one-byte keys
+// could otherwise hold 20 million elements within maxFile.
+const maxElements = 1 << 20
+
 const magic = "netreconcile nft element cache v1\n"
 
 // Identity is what a snapshot belongs to: one namespace in one boot.
@@ -103,7 +109,8 @@ func Save(d *statedir.Dir, id Identity, s kernel.NFTElemSnapshot, minElements in
 	for _, cs := range s.Sets {
 		n += len(cs.Elems)
 	}
-	if n < minElements || len(s.Sets) == 0 {
+	// Past maxElements, Load would refuse the file.
+	if n < minElements || n > maxElements || len(s.Sets) == 0 {
 		return d.Remove(FileName)
 	}
 	return d.WriteFile(FileName, Encode(id, s), 0o600)
@@ -182,11 +189,15 @@ func Decode(b []byte) (Identity, kernel.NFTElemSnapshot, error) {
 	// Every set and element takes at least a byte per field: counts above
 	// what is left are corrupt, and are not allocated.
 	nsets := r.count(4)
+	total := 0
 	for i := 0; i < nsets && r.err == nil; i++ {
 		cs := kernel.NFTCachedSet{Table: model.NftTableKey{Family: r.str(), Name: r.str()}, Set: r.str()}
 		// Grown as read, not sized by the count: a count is only bounded
 		// by the file's size, and an element takes 32 bytes in memory.
 		nel := r.count(2)
+		if total += nel; total > maxElements {
+			r.err = errCorrupt
+		}
 		cs.Elems = []model.NftElem{}
 		for j := 0; j < nel && r.err == nil; j++ {
 			e := model.NftElem{Key: r.str(), End: r.str()}

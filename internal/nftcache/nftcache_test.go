@@ -3,6 +3,7 @@ package nftcache
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"reflect"
 	"testing"
 
@@ -103,5 +104,29 @@ func TestDecodeRefusesUnsortedElements(t *testing.T) {
 		if _, _, err := Decode(Encode(id, s)); err == nil {
 			t.Errorf("elements %q: decoded", elems)
 		}
+	}
+}
+
+// A file with more elements than maxElements, all sets together, is
+// refused (each set alone is under the bound), and Save does not write one.
+func TestDecodeRefusesTooManyElements(t *testing.T) {
+	id, s := sample()
+	elems := func(n int) []model.NftElem {
+		out := make([]model.NftElem, n)
+		for i := range out {
+			out[i].Key = string(binary.BigEndian.AppendUint32(nil, uint32(i)))
+		}
+		return out
+	}
+	s.Sets = []kernel.NFTCachedSet{
+		{Table: s.Sets[0].Table, Set: "a", Elems: elems(maxElements / 2)},
+		{Table: s.Sets[0].Table, Set: "b", Elems: elems(maxElements/2 + 1)},
+	}
+	if _, _, err := Decode(Encode(id, s)); err == nil {
+		t.Errorf("%d elements: decoded", maxElements+1)
+	}
+	s.Sets[1].Elems = s.Sets[1].Elems[:maxElements/2]
+	if _, got, err := Decode(Encode(id, s)); err != nil || len(got.Sets) != 2 {
+		t.Errorf("%d elements: %v", maxElements, err)
 	}
 }
