@@ -294,9 +294,11 @@ func (g *globals) openEngine(ctx context.Context, env *Env, cmd string, readOnly
 	}
 	var loaded kernel.NFTElemSnapshot
 	if cacheErr == nil {
-		var ok bool
-		if loaded, ok = nftcache.Load(st.dir, cacheID); ok {
-			k.SeedNFTElems(loaded)
+		if gen, err := k.NFTGen(); err == nil {
+			var ok bool
+			if loaded, ok = nftcache.Load(st.dir, cacheID, gen); ok {
+				k.SeedNFTElems(loaded)
+			}
 		}
 	}
 	e := &engine.Engine{Kernel: k, Ledger: l, State: st.dir}

@@ -142,6 +142,10 @@ func (k *Netlink) SeedNFTElems(s NFTElemSnapshot) {
 	}
 }
 
+// NFTGen returns the namespace's nftables ruleset generation (GETGEN): a
+// counter of committed transactions, which a snapshot is taken at.
+func (k *Netlink) NFTGen() (uint32, error) { return k.nftGen() }
+
 // NetnsCookie returns the cookie of the namespace the kernel's sockets are
 // in (SO_NETNS_COOKIE, Linux 5.14; 0 before): the identity a cached
 // snapshot is checked against, taken from the sockets themselves so that a

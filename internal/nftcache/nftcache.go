@@ -81,9 +81,12 @@ func CurrentIdentity(netnsCookie uint64) (Identity, error) {
 	return Identity{Boot: boot, Netns: netnsCookie}, nil
 }
 
-// Load returns the snapshot in d if it belongs to id; false otherwise
-// (missing, unreadable, corrupt, another namespace or boot).
-func Load(d *statedir.Dir, id Identity) (kernel.NFTElemSnapshot, bool) {
+// Load returns the snapshot in d if it belongs to id and was taken at the
+// ruleset generation gen (the kernel's now); false otherwise (missing,
+// unreadable, corrupt, another namespace or boot, or stale). The header is
+// checked before any element is decoded: a file that cannot be used costs
+// nothing more than its read.
+func Load(d *statedir.Dir, id Identity, gen uint32) (kernel.NFTElemSnapshot, bool) {
 	if d == nil {
 		return kernel.NFTElemSnapshot{}, false
 	}
@@ -91,11 +94,11 @@ func Load(d *statedir.Dir, id Identity) (kernel.NFTElemSnapshot, bool) {
 	if err != nil {
 		return kernel.NFTElemSnapshot{}, false
 	}
-	if !sameIdentity(b, id) {
+	if hid, hgen, ok := header(b); !ok || hid != id || hgen != uint64(gen) {
 		return kernel.NFTElemSnapshot{}, false
 	}
 	got, s, err := Decode(b)
-	if err != nil || got != id {
+	if err != nil || got != id || s.Gen != gen {
 		return kernel.NFTElemSnapshot{}, false
 	}
 	return s, true
@@ -262,13 +265,14 @@ func (r *reader) str() string {
 	return v
 }
 
-// sameIdentity reports whether the file starts with id, without decoding
-// its elements (another namespace's file costs nothing to refuse).
-func sameIdentity(b []byte, id Identity) bool {
+// header returns the identity and generation a file starts with, without
+// decoding its elements or checking its sum.
+func header(b []byte) (Identity, uint64, bool) {
 	if !bytes.HasPrefix(b, []byte(magic)) || len(b) < len(magic)+sha256.Size {
-		return false
+		return Identity{}, 0, false
 	}
 	r := reader{b: b[len(magic)+sha256.Size:]}
-	boot, netns := r.str(), r.uint()
-	return r.err == nil && boot == id.Boot && netns == id.Netns
+	id := Identity{Boot: r.str(), Netns: r.uint()}
+	gen := r.uint()
+	return id, gen, r.err == nil
 }

@@ -130,3 +130,18 @@ func TestDecodeRefusesTooManyElements(t *testing.T) {
 		t.Errorf("%d elements: %v", maxElements, err)
 	}
 }
+
+// Load checks the identity and the generation from the header, before
+// decoding any element.
+func TestHeader(t *testing.T) {
+	id, s := sample()
+	b := Encode(id, s)
+	if got, gen, ok := header(b); !ok || got != id || gen != uint64(s.Gen) {
+		t.Fatalf("header: %+v %d %v, want %+v %d", got, gen, ok, id, s.Gen)
+	}
+	for _, bad := range [][]byte{nil, b[:len(magic)], b[:len(magic)+32]} {
+		if _, _, ok := header(bad); ok {
+			t.Errorf("header of %d bytes: ok", len(bad))
+		}
+	}
+}
