@@ -1,7 +1,10 @@
 package actual
 
 import (
+	"fmt"
 	"maps"
+	"slices"
+	"sort"
 
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -24,18 +27,64 @@ const (
 	AllKinds = Links | Routes | Rules | NFT
 )
 
-// ReadReusing is Read that reads only the kinds in fresh and takes the
-// others from prev, a state an earlier Read or ReadReusing returned with
-// the same options. With no prev (or a prev of another protocol) it reads
-// everything.
+// Fresh is what a read takes again from the kernel: its Kinds, and of the
+// routes (when Kinds has Routes) only those of RouteTables, nil meaning
+// every table. A notification names its route's table, so that a pass after
+// one deleted route in a small table does not dump 100k routes of another
+// (issue 16: repair under churn).
+type Fresh struct {
+	Kinds       Kinds
+	RouteTables map[int]bool
+}
+
+// All is a Fresh that reads everything.
+var All = Fresh{Kinds: AllKinds}
+
+// Add returns what f or g reads: the union of their kinds and of their
+// route tables (every table when either reads every one).
+func (f Fresh) Add(g Fresh) Fresh {
+	out := Fresh{Kinds: f.Kinds | g.Kinds}
+	if out.Kinds&Routes == 0 {
+		return out
+	}
+	a, b := f.routeTables(), g.routeTables()
+	if a == nil && f.Kinds&Routes != 0 || b == nil && g.Kinds&Routes != 0 {
+		return out
+	}
+	out.RouteTables = make(map[int]bool, len(a)+len(b))
+	for t := range a {
+		out.RouteTables[t] = true
+	}
+	for t := range b {
+		out.RouteTables[t] = true
+	}
+	return out
+}
+
+// routeTables is the tables f reads routes of: nil for every table (or
+// none, when f has no Routes).
+func (f Fresh) routeTables() map[int]bool {
+	if f.Kinds&Routes == 0 {
+		return nil
+	}
+	return f.RouteTables
+}
+
+// ReadReusing is Read that reads only what fresh names and takes the rest
+// from prev, a state an earlier Read or ReadReusing returned with the same
+// options: whole kinds, and of the routes, when fresh names their tables,
+// the routes of the other tables. With no prev (or a prev of another
+// protocol) it reads everything.
 //
-// The caller vouches that nothing of a kind left out of fresh changed in the
-// kernel since prev was read, in a way that matters to the plan (the
-// daemon's event filter says so), and that nothing changes prev's parts:
+// The caller vouches that nothing of a kind left out of fresh, and no route
+// of a table left out of its RouteTables, changed in the kernel since prev
+// was read, in a way that matters to the plan (the daemon's event filter
+// says so), and that nothing changes prev's parts:
 // the new state shares them (its links map is its own, holding the same
 // links).
-func ReadReusing(k kernel.Reader, opt Options, prev *model.State, fresh Kinds) (*model.State, error) {
-	if prev == nil || prev.Protocol != opt.Protocol || opt.AllRoutes || fresh&AllKinds == AllKinds {
+func ReadReusing(k kernel.Reader, opt Options, prev *model.State, f Fresh) (*model.State, error) {
+	fresh := f.Kinds
+	if prev == nil || prev.Protocol != opt.Protocol || opt.AllRoutes || fresh&AllKinds == AllKinds && f.RouteTables == nil {
 		return Read(k, opt)
 	}
 	st := model.NewState()
@@ -61,11 +110,18 @@ func ReadReusing(k kernel.Reader, opt Options, prev *model.State, fresh Kinds) (
 		st.Addresses = prev.Addresses
 		st.AddressProtocols = prev.AddressProtocols
 	}
-	if fresh&Routes != 0 {
+	switch {
+	case fresh&Routes != 0 && f.RouteTables == nil:
 		if err := readRoutes(k, st, opt); err != nil {
 			return nil, err
 		}
-	} else {
+	case fresh&Routes != 0:
+		rs, err := readRouteTables(k, prev.Routes, f.RouteTables, opt.Protocol)
+		if err != nil {
+			return nil, err
+		}
+		st.Routes = rs
+	default:
 		st.Routes = prev.Routes
 	}
 	if fresh&Rules != 0 {
@@ -82,4 +138,44 @@ func ReadReusing(k kernel.Reader, opt Options, prev *model.State, fresh Kinds) (
 		return nil, err
 	}
 	return st, nil
+}
+
+// readRouteTables returns prev's routes (ours, as readRoutes lists them)
+// with those of tables read again from the kernel. Routes come in key
+// order, table first, so each table read replaces one run of prev: a copy,
+// no sort, unless prev is out of order (then it is filtered and sorted).
+func readRouteTables(k kernel.Reader, prev []model.Route, tables map[int]bool, proto int) ([]model.Route, error) {
+	ts := slices.Sorted(maps.Keys(tables))
+	fresh := make([][]model.Route, len(ts))
+	n := len(prev)
+	for i, t := range ts {
+		rs, err := k.TableRoutes(t, proto)
+		if err != nil {
+			return nil, fmt.Errorf("read routes of table %d: %w", t, err)
+		}
+		fresh[i] = rs
+		n += len(rs)
+	}
+	out := make([]model.Route, 0, n)
+	if !model.RoutesSorted(prev) {
+		for _, r := range prev {
+			if !tables[r.Table] {
+				out = append(out, r)
+			}
+		}
+		for _, rs := range fresh {
+			out = append(out, rs...)
+		}
+		model.SortRoutes(out)
+		return slices.Clip(out), nil
+	}
+	pos := 0
+	for i, t := range ts {
+		start := pos + sort.Search(len(prev)-pos, func(j int) bool { return prev[pos+j].Table >= t })
+		end := start + sort.Search(len(prev)-start, func(j int) bool { return prev[start+j].Table > t })
+		out = append(out, prev[pos:start]...)
+		out = append(out, fresh[i]...)
+		pos = end
+	}
+	return slices.Clip(append(out, prev[pos:]...)), nil
 }

@@ -23,7 +23,7 @@ func AddForeignRoutesInTheWay(k kernel.Reader, act *model.State, missing map[int
 	sort.Ints(tables)
 	added := false
 	for _, t := range tables {
-		rs, err := k.TableRoutes(t)
+		rs, err := k.TableRoutes(t, 0)
 		if err != nil {
 			return false, fmt.Errorf("read routes of table %d: %w", t, err)
 		}

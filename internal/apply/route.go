@@ -179,7 +179,7 @@ func explainExists(k kernel.Interface, proto int, ops []diff.Op, errs []error) {
 		rs, seen := tables[key.Table]
 		if !seen {
 			var err error
-			if rs, err = k.TableRoutes(key.Table); err != nil {
+			if rs, err = k.TableRoutes(key.Table, 0); err != nil {
 				continue // the kernel's answer stands alone
 			}
 			tables[key.Table] = rs

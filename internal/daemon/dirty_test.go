@@ -5,21 +5,36 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/netreconcile/netreconcile/internal/actual"
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 // kernelEvent is a notification of source src that the filter let through
 // (or not), as KernelEvents delivers it: judged, then the loop woken.
 func (e *loopEnv) kernelEvent(src string, wake bool) {
 	e.t.Helper()
-	if e.d.f.judged(src, wake) {
+	if e.d.f.judged(src, wake, everyTable) {
 		e.d.wakeLoop()
 	}
 	e.step()
 }
 
-// lastReread is what the last pass asked to read again.
+// lastReread is the kinds the last pass asked to read again, of the
+// routes every table (lastFresh has the tables).
 func (e *loopEnv) lastReread() actual.Kinds {
+	e.t.Helper()
+	f := e.lastFresh()
+	if f.RouteTables != nil {
+		e.t.Fatalf("the pass reads the routes of tables %v only", f.RouteTables)
+	}
+	return f.Kinds
+}
+
+// lastFresh is what the last pass asked to read again.
+func (e *loopEnv) lastFresh() actual.Fresh {
 	e.t.Helper()
 	if len(e.eng.rereads) == 0 {
 		e.t.Fatal("no pass asked for a read")
@@ -77,6 +92,16 @@ func TestPassRereadsWhatChanged(t *testing.T) {
 	e.eng.readErr = nil
 	step("after a failed read", func() { e.kernelEvent(srcRoutes, true) }, actual.AllKinds)
 	step("quiet kernel", func() { e.kernelEvent(srcRoutes, true) }, actual.Routes)
+	// A route notification that names its table: that table alone.
+	before := e.passes()
+	if e.d.f.judged(srcRoutes, true, 100) {
+		e.d.wakeLoop()
+	}
+	e.step()
+	e.run(time.Second)
+	if got := e.lastFresh(); e.passes() != before+1 || got.Kinds != actual.Routes || len(got.RouteTables) != 1 || !got.RouteTables[100] {
+		t.Errorf("route event in table 100: %d passes, reading %+v; want one, of table 100's routes", e.passes()-before, got)
+	}
 
 	// The periodic resync, like every source but the kernel's, gets
 	// Wake (loop.go): the "another source" step above.
@@ -87,21 +112,89 @@ func TestEventsMarkTheirKind(t *testing.T) {
 	f := NewEventFilter()
 	for src, k := range sourceKinds {
 		f.takeDirty()
-		f.judged(src, false)
-		if got := f.takeDirty(); got != 0 {
-			t.Errorf("%s dropped: marked %04b", src, got)
+		f.judged(src, false, 100)
+		if got := f.takeDirty(); got.Kinds != 0 || got.RouteTables != nil {
+			t.Errorf("%s dropped: marked %+v", src, got)
 		}
-		f.judged(src, true)
-		if got := f.takeDirty(); got != k {
-			t.Errorf("%s woke: marked %04b, want %04b", src, got, k)
+		f.judged(src, true, everyTable)
+		if got := f.takeDirty(); got.Kinds != k || got.RouteTables != nil {
+			t.Errorf("%s woke: marked %+v, want %04b", src, got, k)
 		}
 	}
 	f.markAll()
-	if got := f.takeDirty(); got != actual.AllKinds {
-		t.Errorf("markAll: %04b", got)
+	if got := f.takeDirty(); got.Kinds != actual.AllKinds || got.RouteTables != nil {
+		t.Errorf("markAll: %+v", got)
 	}
 	var none *EventFilter
-	if got := none.takeDirty(); got != actual.AllKinds {
-		t.Errorf("no filter: %04b, want everything", got)
+	if got := none.takeDirty(); got.Kinds != actual.AllKinds || got.RouteTables != nil {
+		t.Errorf("no filter: %+v, want everything", got)
+	}
+}
+
+// A route notification marks its table alone; a pass reads every table
+// after one it cannot place, past maxDirtyTables tables, and after any
+// kind that marks everything. The echo of our own route write marks its
+// table too, and a plan's route writes mark theirs.
+func TestRouteEventsMarkTheirTable(t *testing.T) {
+	f := NewEventFilter()
+	take := func(what string, wantTables ...int) {
+		t.Helper()
+		got := f.takeDirty()
+		if got.Kinds != actual.Routes {
+			t.Errorf("%s: kinds %04b, want the routes", what, got.Kinds)
+		}
+		if wantTables == nil {
+			if got.RouteTables != nil {
+				t.Errorf("%s: tables %v, want every one", what, got.RouteTables)
+			}
+			return
+		}
+		if len(got.RouteTables) != len(wantTables) {
+			t.Errorf("%s: tables %v, want %v", what, got.RouteTables, wantTables)
+		}
+		for _, tb := range wantTables {
+			if !got.RouteTables[tb] {
+				t.Errorf("%s: tables %v, want %v", what, got.RouteTables, wantTables)
+			}
+		}
+	}
+	f.judged(srcRoutes, true, 100)
+	take("one event", 100)
+	f.judged(srcRoutes, true, 100)
+	f.judged(srcRoutes, false, 7)
+	f.judged(srcRoutes, true, 254)
+	take("two tables, one event dropped", 100, 254)
+	f.judged(srcRoutes, true, 100)
+	f.judged(srcRoutes, true, everyTable)
+	f.judged(srcRoutes, true, 101)
+	take("an event that names no table")
+	for tb := range maxDirtyTables + 1 {
+		f.judged(srcRoutes, true, 1000+tb)
+	}
+	take("more tables than maxDirtyTables")
+	f.judged(srcRoutes, true, 100)
+	f.judged(srcLinks, true, everyTable)
+	if got := f.takeDirty(); got.Kinds != actual.AllKinds || got.RouteTables != nil {
+		t.Errorf("route and link events: %+v, want everything", got)
+	}
+
+	// The echo of our own write: its table.
+	f.own = newOwnPorts(func() map[uint32]bool { return map[uint32]bool{4242: true} })
+	f.refreshOwn()
+	m := routeMsg(unix.RTM_NEWROUTE, 245, 102, "10.9.0.0/16")
+	m.Header.Pid = 4242
+	if !f.ownWrite(srcRoutes, m) {
+		t.Fatal("our own route write not recognised")
+	}
+	take("our own write", 102)
+
+	// A plan's route writes: their tables; a link write: everything.
+	r := model.Route{Table: 7}
+	d := &Daemon{f: f}
+	d.markWritten(&diff.Plan{Ops: []diff.Op{{Kind: diff.KindRoute, Route: &r}}})
+	take("a route written", 7)
+	d.markWritten(&diff.Plan{Ops: []diff.Op{{Kind: diff.KindRoute, Route: &r}, {Kind: diff.KindLink}}})
+	if got := f.takeDirty(); got.Kinds != actual.AllKinds || got.RouteTables != nil {
+		t.Errorf("a route and a link written: %+v, want everything", got)
 	}
 }

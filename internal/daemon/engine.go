@@ -24,7 +24,7 @@ type passEngine interface {
 	plan(ctx context.Context, desired *model.State) (*diff.Plan, error)
 	// setReread says what the next plan reads again; it takes the rest
 	// from the previous plan's read (engine.SetReread).
-	setReread(k actual.Kinds)
+	setReread(k actual.Fresh)
 	apply(ctx context.Context, plan *diff.Plan) (*apply.Result, error)
 	// saveLedger writes what a failed save left in memory.
 	saveLedger() error
@@ -57,7 +57,7 @@ func (a engineAdapter) apply(ctx context.Context, plan *diff.Plan) (*apply.Resul
 	return a.e.Apply(ctx, plan)
 }
 
-func (a engineAdapter) setReread(k actual.Kinds) { a.e.SetReread(k) }
+func (a engineAdapter) setReread(k actual.Fresh) { a.e.SetReread(k) }
 
 func (a engineAdapter) saveLedger() error { return a.e.SaveLedger() }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/bpf"
 
+	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -299,9 +300,11 @@ type EventFilter struct {
 	// socket then passes everything, costing CPU, not correctness.
 	attachErr error
 
-	// dirty are the kinds of kernel state (actual.Kinds) that may have
-	// changed since the last pass took them (dirty.go).
-	dirty atomic.Uint32
+	// dirty is what of the kernel state may have changed since the last
+	// pass took it (filter_pass.go): kinds, and the route tables that
+	// route notifications named. dirtyMu guards it.
+	dirtyMu sync.Mutex
+	dirty   actual.Fresh
 
 	// own are this process's netlink ports: the notifications of its own
 	// writes (filter_own.go).
@@ -408,19 +411,25 @@ func (f *EventFilter) ownWrite(src string, m syscall.NetlinkMessage) bool {
 	if f == nil || !ownQuiet[src] || !f.own.has(m.Header.Pid) {
 		return false
 	}
-	f.dirty.Or(uint32(sourceKinds[src]))
+	table := everyTable
+	if src == srcRoutes {
+		if e, ok := decodeRoute(m); ok {
+			table = e.table
+		}
+	}
+	f.markSource(src, table)
 	f.owned[src].Inc()
 	return true
 }
 
 // judged counts a decision and returns it; a wake-up marks the source's
-// kind dirty.
-func (f *EventFilter) judged(src string, wake bool) bool {
+// kind dirty (of a route, its table: everyTable when not known).
+func (f *EventFilter) judged(src string, wake bool, table int) bool {
 	if f == nil {
 		return true
 	}
 	if wake {
-		f.dirty.Or(uint32(sourceKinds[src]))
+		f.markSource(src, table)
 		f.woke[src].Inc()
 	} else {
 		f.dropped[src].Inc()

@@ -44,16 +44,17 @@ func (d *Daemon) filterAfterPass(want *model.State) {
 // others from that read (engine.SetReread):
 //
 //   - a kernel notification that wakes marks its kind (routes, rules,
-//     nftables: judged in filter.go); a link or address notification marks
-//     everything, since the kernel changes routes with them silently;
+//     nftables: judged in filter.go), a route notification only its
+//     route's table; a link or address notification marks everything,
+//     since the kernel changes routes with them silently;
 //   - everything is read on the first pass, after a configuration change
 //     or a reload, on the periodic resync, after a source failed (ENOBUFS:
 //     events were lost) and after a pass that could not read;
 //   - a wake-up from any other source (the file watches, a source added by
 //     someone else, Wake) reads everything: when in doubt, read;
-//   - the kinds a pass wrote (or tried to) are read again by the next one,
-//     whatever the notifications say (marked here, and by the engine's
-//     Apply itself);
+//   - the kinds a pass wrote (or tried to), of routes their tables, are
+//     read again by the next one, whatever the notifications say (marked
+//     here, and by the engine's Apply itself);
 //   - WireGuard devices, far veth ends and FoU ports have no notifications
 //     and are read on every pass.
 //
@@ -73,41 +74,84 @@ var sourceKinds = map[string]actual.Kinds{
 	srcNftables:  actual.NFT,
 }
 
+// everyTable is the route table of a route notification that cannot be
+// decoded: every table is read again.
+const everyTable = -1
+
+// maxDirtyTables is how many route tables are read one by one; past it, a
+// pass reads every table (one dump costs less than many).
+const maxDirtyTables = 16
+
 // markAll asks the next pass to read everything.
 func (f *EventFilter) markAll() {
-	if f != nil {
-		f.dirty.Store(uint32(actual.AllKinds))
-	}
+	f.mark(actual.All)
 }
 
 // mark asks the next pass to read k again.
-func (f *EventFilter) mark(k actual.Kinds) {
-	if f != nil {
-		f.dirty.Or(uint32(k))
+func (f *EventFilter) mark(k actual.Fresh) {
+	if f == nil {
+		return
+	}
+	f.dirtyMu.Lock()
+	f.dirty = f.dirty.Add(k)
+	if len(f.dirty.RouteTables) > maxDirtyTables {
+		f.dirty.RouteTables = nil
+	}
+	f.dirtyMu.Unlock()
+}
+
+// markSource marks the kinds a notification of src may have changed: of a
+// route, its table (everyTable: all of them). A notification costs a lock
+// and, for a route, a map lookup: none allocates once its table is marked.
+func (f *EventFilter) markSource(src string, table int) {
+	k := sourceKinds[src]
+	if k != actual.Routes || table == everyTable {
+		f.mark(actual.Fresh{Kinds: k})
+		return
+	}
+	f.dirtyMu.Lock()
+	defer f.dirtyMu.Unlock()
+	d := &f.dirty
+	switch {
+	case d.Kinds&actual.Routes != 0 && d.RouteTables == nil:
+		// Every table already.
+	case d.Kinds&actual.Routes == 0:
+		d.Kinds |= actual.Routes
+		d.RouteTables = map[int]bool{table: true}
+	case !d.RouteTables[table]:
+		d.RouteTables[table] = true
+		if len(d.RouteTables) > maxDirtyTables {
+			d.RouteTables = nil
+		}
 	}
 }
 
-// takeDirty returns the kinds marked since the last call, and clears them.
-func (f *EventFilter) takeDirty() actual.Kinds {
+// takeDirty returns what was marked since the last call, and clears it.
+func (f *EventFilter) takeDirty() actual.Fresh {
 	if f == nil {
-		return actual.AllKinds
+		return actual.All
 	}
-	return actual.Kinds(f.dirty.Swap(0))
+	f.dirtyMu.Lock()
+	defer f.dirtyMu.Unlock()
+	k := f.dirty
+	f.dirty = actual.Fresh{}
+	return k
 }
 
 // rereadKinds is what this pass reads again: what notifications marked,
 // or everything after a configuration change.
-func (d *Daemon) rereadKinds() actual.Kinds {
+func (d *Daemon) rereadKinds() actual.Fresh {
 	k := d.f.takeDirty()
 	if d.gen != d.readGen {
-		k = actual.AllKinds
+		k = actual.All
 	}
 	return k
 }
 
-// markWritten marks the kinds of every operation a pass tried.
+// markWritten marks what every operation a pass tried may change: kinds,
+// and the tables of the routes.
 func (d *Daemon) markWritten(plan *diff.Plan) {
-	d.f.mark(engine.WrittenKinds(plan))
+	d.f.mark(engine.Written(plan))
 }
 
 // kindMarker is a source whose wake-ups mark the kinds of kernel state they

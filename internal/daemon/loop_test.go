@@ -49,7 +49,7 @@ type fakeEngine struct {
 	nwrite uint64
 	peers  []engine.PeerState
 	// rereads holds what each pass asked to read again (setReread).
-	rereads []actual.Kinds
+	rereads []actual.Fresh
 }
 
 func newFakeEngine(clk *fakeClock) *fakeEngine {
@@ -763,8 +763,8 @@ func TestClosedSubscriptionResubscribesAndRunsFullPass(t *testing.T) {
 	if e.passes() != before+1 || !e.eng.kernel["br1"] {
 		t.Fatalf("after the subscription closed: %d passes, br1 repaired %v; want a full pass", e.passes()-before, e.eng.kernel["br1"])
 	}
-	if got := e.eng.rereads[len(e.eng.rereads)-1]; got != actual.AllKinds {
-		t.Errorf("the pass after the subscription closed reads %04b, want everything", got)
+	if got := e.eng.rereads[len(e.eng.rereads)-1]; got.Kinds != actual.AllKinds || got.RouteTables != nil {
+		t.Errorf("the pass after the subscription closed reads %+v, want everything", got)
 	}
 	e.run(50 * time.Millisecond)
 	recv(2)
@@ -842,4 +842,4 @@ func TestPeerMetricsFromLastPass(t *testing.T) {
 
 func (f *fakeEngine) lastRead() (*model.State, map[model.NftTableKey]bool) { return nil, nil }
 
-func (f *fakeEngine) setReread(k actual.Kinds) { f.rereads = append(f.rereads, k) }
+func (f *fakeEngine) setReread(k actual.Fresh) { f.rereads = append(f.rereads, k) }

@@ -56,8 +56,14 @@ func KernelEvents(ns netns.NsHandle, f *EventFilter) []Source {
 // snapshot.
 func (f *EventFilter) decide(src string, m syscall.NetlinkMessage) bool {
 	w := f.snapshot()
+	table := everyTable
+	if src == srcRoutes {
+		if e, ok := decodeRoute(m); ok {
+			table = e.table
+		}
+	}
 	if w == nil {
-		return f.judged(src, true)
+		return f.judged(src, true, table)
 	}
 	wake := true
 	switch src {
@@ -82,7 +88,7 @@ func (f *EventFilter) decide(src string, m syscall.NetlinkMessage) bool {
 			wake = w.nft(e)
 		}
 	}
-	return f.judged(src, wake)
+	return f.judged(src, wake, table)
 }
 
 // nfnlgrpNftables is NFNLGRP_NFTABLES: every committed nftables change (what

@@ -130,7 +130,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 	}
 
 	d.filterAfterPass(st)
-	d.bigPass = d.isBigPass(reread, len(res.Done)+len(res.Failed))
+	d.bigPass = d.isBigPass(reread.Kinds, len(res.Done)+len(res.Failed))
 	if d.m.serving {
 		d.refreshParts(ctx, st)
 	}

@@ -39,10 +39,10 @@ type Engine struct {
 	// the next plan may take kinds from (SetReread, reuse.go).
 	lastRead, prev *model.State
 	// reread is what the next plan reads again (zero: everything).
-	reread    actual.Kinds
+	reread    actual.Fresh
 	rereadSet bool
-	// written are the kinds Apply changed since the last plan read.
-	written actual.Kinds
+	// written is what Apply changed since the last plan read.
+	written actual.Fresh
 	// prevNft are the nftables tables prev's read covered: the ledger's
 	// and the file's at the time.
 	prevNft map[model.NftTableKey]bool
@@ -73,7 +73,7 @@ func (e *Engine) LastRead() *model.State { return e.lastRead }
 // Of the sysctls, it reads those the ledger owns and those of sysctls
 // (show --all passes the file's).
 func (e *Engine) Actual(protocol int, all bool, sysctls ...model.Sysctl) (*model.State, error) {
-	st, err := e.actual(protocol, all, nil, actual.AllKinds, sysctls)
+	st, err := e.actual(protocol, all, nil, actual.All, sysctls)
 	if err != nil {
 		return nil, err
 	}
@@ -91,14 +91,14 @@ func (e *Engine) Actual(protocol int, all bool, sysctls ...model.Sysctl) (*model
 // actual is Actual reading only the kinds in fresh, the others taken from
 // prev (actual.ReadReusing), and the sysctls the ledger owns and desired
 // declares.
-func (e *Engine) actual(protocol int, all bool, prev *model.State, fresh actual.Kinds, desired []model.Sysctl) (*model.State, error) {
+func (e *Engine) actual(protocol int, all bool, prev *model.State, fresh actual.Fresh, desired []model.Sysctl) (*model.State, error) {
 	opt := actual.Options{Protocol: protocol, AllRoutes: all, OwnedFou: e.Ledger.Fou,
 		Sysctls: actual.SysctlKeys(desired, e.Ledger.Sysctls), OwnedSysctls: e.Ledger.Sysctls}
 	st, err := actual.ReadReusing(e.Kernel, opt, prev, fresh)
 	if err != nil {
 		return nil, err
 	}
-	if prev != nil && fresh&actual.NFT == 0 {
+	if prev != nil && fresh.Kinds&actual.NFT == 0 {
 		// The tables of the previous read: the ledger's and the
 		// file's, as checkNftHandles left them.
 		st.NFTables = prev.NFTables
@@ -343,7 +343,7 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 	if err != nil {
 		return nil, fmt.Errorf("read kernel state: %w", err)
 	}
-	if prev == nil || fresh&actual.NFT != 0 {
+	if prev == nil || fresh.Kinds&actual.NFT != 0 {
 		if err := e.readNFT(act, desired); err != nil {
 			return nil, fmt.Errorf("read kernel state: %w", err)
 		}
@@ -521,7 +521,7 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 		}
 	}
 	// Whatever the plan touches, the next plan reads again (SetReread).
-	e.written |= WrittenKinds(plan)
+	e.written = e.written.Add(Written(plan))
 	dirty := false
 	var madeTables []model.NftTableKey
 	res := apply.Apply(ctx, e.Kernel, plan, apply.Hooks{FouChanged: func(k model.FouKey, owned bool) {

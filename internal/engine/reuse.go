@@ -6,32 +6,32 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-// SetReread tells the next plan which kinds of kernel state may have
-// changed since the previous plan read them (the daemon tracks it from
-// notifications, issue 16): the next plan reads those again and takes the
-// others from the previous read. Without a call, or after one, a plan reads
+// SetReread tells the next plan which kinds of kernel state, and which
+// route tables, may have changed since the previous plan read them (the
+// daemon tracks it from notifications, issue 16): the next plan reads those
+// again and takes the rest from the previous read. Without a call, or after one, a plan reads
 // everything: only the daemon, which knows what changed, reuses anything.
 //
 // Whoever calls it vouches for the kinds it leaves out. The engine adds the
-// kinds its own Apply wrote since the last plan (WrittenKinds): those are
-// read again whatever the call says.
-func (e *Engine) SetReread(k actual.Kinds) { e.reread, e.rereadSet = k, true }
+// kinds and tables its own Apply wrote since the last plan (Written): those
+// are read again whatever the call says.
+func (e *Engine) SetReread(f actual.Fresh) { e.reread, e.rereadSet = f, true }
 
 // reuse returns what this plan may take from the previous read and what it
 // reads again, and forgets the request: only one plan uses it. Everything is
 // read again when there is no previous read, or when its records could
 // have changed it (a table or port the ledger no longer lists, or one it
 // lists now that it did not).
-func (e *Engine) reuse(desired *model.State) (*model.State, actual.Kinds) {
-	k, set := e.reread|e.written, e.rereadSet
-	e.reread, e.rereadSet, e.written = 0, false, 0
-	if !set || e.prev == nil || e.prev.Protocol != desired.Protocol || k&actual.AllKinds == actual.AllKinds {
-		return nil, actual.AllKinds
+func (e *Engine) reuse(desired *model.State) (*model.State, actual.Fresh) {
+	f, set := e.reread.Add(e.written), e.rereadSet
+	e.reread, e.rereadSet, e.written = actual.Fresh{}, false, actual.Fresh{}
+	if !set || e.prev == nil || e.prev.Protocol != desired.Protocol || f.Kinds&actual.AllKinds == actual.AllKinds && f.RouteTables == nil {
+		return nil, actual.All
 	}
-	if k&actual.NFT == 0 && !e.sameNftTables(desired) {
-		k |= actual.NFT
+	if f.Kinds&actual.NFT == 0 && !e.sameNftTables(desired) {
+		f.Kinds |= actual.NFT
 	}
-	return e.prev, k
+	return e.prev, f
 }
 
 // sameNftTables reports whether the previous read covered exactly the
@@ -67,15 +67,26 @@ func mapsEqual(a, b map[model.NftTableKey]bool) bool {
 	return true
 }
 
-// WrittenKinds are the kinds of kernel state a plan's operations change,
-// the kernel's side effects included. A kind it does not know reads
-// everything.
-func WrittenKinds(plan *diff.Plan) actual.Kinds {
+// Written is what a plan's operations change in the kernel, the kernel's
+// side effects included: kinds, and the tables of the routes it writes. A
+// kind it does not know reads everything.
+func Written(plan *diff.Plan) actual.Fresh {
 	var k actual.Kinds
+	var tables map[int]bool
+	everyTable := false
 	for i := range plan.Ops {
-		switch plan.Ops[i].Kind {
+		op := &plan.Ops[i]
+		switch op.Kind {
 		case diff.KindRoute:
 			k |= actual.Routes
+			if op.Route == nil {
+				everyTable = true
+				continue
+			}
+			if tables == nil {
+				tables = map[int]bool{}
+			}
+			tables[op.Route.Table] = true
 		case diff.KindRule:
 			k |= actual.Rules
 		case diff.KindWGPeer:
@@ -84,6 +95,7 @@ func WrittenKinds(plan *diff.Plan) actual.Kinds {
 			// A link down or an address gone takes IPv4 routes with
 			// it, without a notification; a link, its netdev chains.
 			k |= actual.AllKinds
+			everyTable = true
 		case diff.KindNftTable, diff.KindNftSet, diff.KindNftElem, diff.KindNftChain, diff.KindNftRule:
 			k |= actual.NFT
 		case diff.KindSysctl:
@@ -92,11 +104,16 @@ func WrittenKinds(plan *diff.Plan) actual.Kinds {
 			// IPv6 addresses and their routes. Writes are rare (a
 			// change of the file, drift): read everything after one.
 			k |= actual.AllKinds
+			everyTable = true
 		case diff.KindFou:
 			// FoU ports are read on every plan.
 		default:
 			k |= actual.AllKinds
+			everyTable = true
 		}
 	}
-	return k
+	if everyTable || k&actual.Routes == 0 {
+		tables = nil
+	}
+	return actual.Fresh{Kinds: k, RouteTables: tables}
 }

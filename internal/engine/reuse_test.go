@@ -74,7 +74,7 @@ func TestPlanRereadsOnlyWhatIsAsked(t *testing.T) {
 
 	// Rules changed, routes did not (says the caller): the routes of the
 	// previous read, no dump.
-	e.SetReread(actual.Rules)
+	e.SetReread(actual.Fresh{Kinds: actual.Rules})
 	if ops := planOps(t, e, st); ops != "" {
 		t.Errorf("routes reused: plan\n%s\nwant none", ops)
 	}
@@ -83,7 +83,7 @@ func TestPlanRereadsOnlyWhatIsAsked(t *testing.T) {
 		t.Errorf("plan without SetReread: %v, want the routes dumped", err)
 	}
 	k.FailAlways("Routes", nil)
-	e.SetReread(actual.Routes)
+	e.SetReread(actual.Fresh{Kinds: actual.Routes})
 	if ops := planOps(t, e, st); ops != "create route 10.1.0.0/24 table 100" {
 		t.Errorf("routes read again: plan\n%s\nwant the route created", ops)
 	}
@@ -110,13 +110,13 @@ func TestReusedRoutesKeepNoForeignRoute(t *testing.T) {
 	foreign := r
 	foreign.Protocol = 12
 	k.PutRoute(foreign)
-	e.SetReread(actual.Routes)
+	e.SetReread(actual.Fresh{Kinds: actual.Routes})
 	first := planOps(t, e, st)
 	if !strings.Contains(first, "10.2.0.0/24") {
 		t.Fatalf("no conflict for the foreign route:\n%s", first)
 	}
 	for range 3 {
-		e.SetReread(actual.Rules)
+		e.SetReread(actual.Fresh{Kinds: actual.Rules})
 		if again := planOps(t, e, st); again != first {
 			t.Fatalf("plan on reused routes:\n%s\nwant\n%s", again, first)
 		}
@@ -130,5 +130,69 @@ func TestReusedRoutesKeepNoForeignRoute(t *testing.T) {
 				t.Fatalf("the reusable read holds a foreign route: %v", e.prev.Routes)
 			}
 		}
+	}
+}
+
+// A plan asked to read the routes of some tables again dumps those tables
+// alone (never every route) and takes the others from the previous read:
+// drift in a table it reads is found, in one it was told is unchanged is
+// not (the caller vouches); the tables Apply wrote are read again whatever
+// the caller says.
+func TestPlanRereadsOnlyTheTablesAsked(t *testing.T) {
+	const file = `version: 1
+links:
+  br0: {kind: bridge}
+routes:
+  - {to: 10.1.0.0/24, dev: br0, table: 100}
+  - {to: 10.5.0.0/24, dev: br0, table: 7}
+`
+	cfg, err := desired.Parse([]desired.Source{{Name: "tables.yaml", Data: []byte(file)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := cfg.State
+	k := kerneltest.New()
+	led, _ := ledger.Open("")
+	e := &Engine{Kernel: k, Ledger: led}
+	plan, err := e.Plan(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.Apply(context.Background(), plan); err != nil || res.Err() != nil {
+		t.Fatalf("apply: %v %v", err, res.Err())
+	}
+	if ops := planOps(t, e, st); ops != "" {
+		t.Fatalf("not converged:\n%s", ops)
+	}
+	del := func(i int) {
+		r := st.Routes[i]
+		if errs := k.WriteRoutes([]kernel.RouteWrite{{Action: kernel.RouteDelete, Route: &r}}, st.Protocol); errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+	}
+	// st.Routes is in key order: table 7's route first.
+	if st.Routes[0].Table != 7 || st.Routes[1].Table != 100 {
+		t.Fatalf("routes %v", st.Routes)
+	}
+	k.FailAlways("Routes", errors.New("every route dumped"))
+	del(0)
+	del(1)
+	e.SetReread(actual.Fresh{Kinds: actual.Routes, RouteTables: map[int]bool{100: true}})
+	plan, err = e.Plan(st)
+	if err != nil {
+		t.Fatalf("plan reading table 100: %v", err)
+	}
+	if len(plan.Ops) != 1 || plan.Ops[0].Route.Table != 100 {
+		t.Fatalf("plan reading table 100 again: %v, want table 100's route created alone", plan.Ops)
+	}
+	if res, err := e.Apply(context.Background(), plan); err != nil || res.Err() != nil {
+		t.Fatalf("apply: %v %v", err, res.Err())
+	}
+	// Table 100 was written: read again with table 7, which is asked
+	// (its route, gone again, is found).
+	del(1)
+	e.SetReread(actual.Fresh{Kinds: actual.Routes, RouteTables: map[int]bool{7: true}})
+	if ops := planOps(t, e, st); ops != "create route 10.5.0.0/24 table 7\ncreate route 10.1.0.0/24 table 100" {
+		t.Errorf("plan reading table 7 again after a write in table 100: %q, want both routes created", ops)
 	}
 }

@@ -45,9 +45,10 @@ type Reader interface {
 	// Routes lists routes of every table; protocol 0 means all protocols,
 	// otherwise only routes of that protocol (filtered in the kernel where it can).
 	Routes(protocol int) ([]model.Route, error)
-	// TableRoutes lists the routes of one table, of every protocol: to
-	// find the foreign routes in the way of the file's.
-	TableRoutes(table int) ([]model.Route, error)
+	// TableRoutes lists the routes of one table, of one protocol (0:
+	// every protocol): to find the foreign routes in the way of the
+	// file's, and to read again only the tables a notification named.
+	TableRoutes(table, protocol int) ([]model.Route, error)
 	// Rules lists the rules of both families.
 	Rules() ([]model.Rule, error)
 	// FouPorts lists the FoU receive ports of both families.

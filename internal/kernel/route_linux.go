@@ -19,21 +19,23 @@ func (k *Netlink) Routes(protocol int) ([]model.Route, error) {
 	return out, nil
 }
 
-// TableRoutes lists the routes of one table, of every protocol.
-func (k *Netlink) TableRoutes(table int) ([]model.Route, error) {
+// TableRoutes lists the routes of one table, of one protocol (0: every
+// protocol). The kernel walks that table only.
+func (k *Netlink) TableRoutes(table, protocol int) ([]model.Route, error) {
 	var out []model.Route
 	err := retry("routes", func() error {
 		var err error
-		out, _, err = k.dumpRoutes(0, table, nil)
+		out, _, err = k.dumpRoutes(protocol, table, nil)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	// A kernel without strict checking sends every table: keep the one asked.
+	// A kernel without strict checking sends every table and protocol:
+	// keep what was asked.
 	n := 0
 	for _, r := range out {
-		if r.Table == table {
+		if r.Table == table && (protocol == 0 || r.Protocol == protocol) {
 			out[n] = r
 			n++
 		}

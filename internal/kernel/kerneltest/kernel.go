@@ -324,8 +324,8 @@ func (f *Kernel) Routes(protocol int) ([]model.Route, error) {
 	return out, nil
 }
 
-// TableRoutes lists the routes of one table, of every protocol.
-func (f *Kernel) TableRoutes(table int) ([]model.Route, error) {
+// TableRoutes lists the routes of one table, of one protocol (0: all).
+func (f *Kernel) TableRoutes(table, protocol int) ([]model.Route, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.injected("TableRoutes", ""); err != nil {
@@ -333,7 +333,7 @@ func (f *Kernel) TableRoutes(table int) ([]model.Route, error) {
 	}
 	var out []model.Route
 	for _, r := range f.routes {
-		if r.Table == table {
+		if r.Table == table && (protocol == 0 || r.Protocol == protocol) {
 			out = append(out, r)
 		}
 	}
