@@ -180,12 +180,13 @@ func (c *computer) links() {
 	// would close a loop of upper and lower devices: a vxlan on bridge A
 	// joining bridge B while a vxlan on B is still A's port (EBUSY; host
 	// walk seed 49737547370500, step 82).
-	kept := updates[:0]
+	var kept, released []Op
 	for _, op := range updates {
 		// A vlan that follows its parent stays after it (ENETDOWN before).
 		if op.LinkFields.Master && op.Link.Master == "" && !c.vlanFollows[op.ID] {
 			c.noteCycle(op)
 			c.add(op)
+			released = append(released, op)
 			continue
 		}
 		kept = append(kept, op)
@@ -204,7 +205,10 @@ func (c *computer) links() {
 		c.noteCycle(op)
 		c.add(op)
 	}
-	c.pinMasterMTUs(creates, updates, early)
+	// The releases too: a master they leave may have moved (host walk
+	// seed 34978741412786, step 72: a port that left its bridge with a
+	// new MTU left the bridge at that MTU, not the file's).
+	c.pinMasterMTUs(creates, append(released, updates...), early)
 }
 
 // noteCycle records what an update takes from the link in the kernel. A

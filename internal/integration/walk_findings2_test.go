@@ -138,3 +138,55 @@ links:
 	}
 	e.converged(f)
 }
+
+// 60. A bridge follows its ports' MTU: the kernel moves it to the smallest
+// whenever a port's MTU changes, as when one joins or leaves. A port that
+// leaves an adopted bridge declared at 1500 with a new MTU of 9000 left the
+// bridge at 9000 (the MTU was written first, and the pin of the master's
+// MTU missed releases); a port whose MTU changes in a bridge the file names
+// as a device (with no MTU) moved that bridge's.
+func TestWalkFindingPortMTUMovesItsBridge(t *testing.T) {
+	e := newEnv(t)
+	e.ip("link", "add", "fa0", "type", "bridge")
+	e.ip("link", "set", "fa0", "up")
+	e.ip("link", "add", "fd0", "type", "bridge")
+	f := e.file("a.yaml", `version: 1
+links:
+  fa0: {kind: bridge, mtu: 1500, adopt: true}
+  fd0: {kind: device}
+  pa: {kind: veth, master: fa0, veth: {peer: pb}}
+  pb: {kind: veth, master: fd0, veth: {peer: pa}}
+`)
+	e.apply(f)
+	e.converged(f)
+	mtu := func(when, link, want string) {
+		t.Helper()
+		if out := e.ip("link", "show", link); !strings.Contains(out, "mtu "+want+" ") {
+			t.Errorf("%s: %s", when, out)
+		}
+	}
+	for _, m := range []string{"9000", "1400"} {
+		f = e.file("b.yaml", `version: 1
+links:
+  fa0: {kind: bridge, mtu: 1500, adopt: true}
+  fd0: {kind: device}
+  pa: {kind: veth, mtu: `+m+`, master: fa0, veth: {peer: pb}}
+  pb: {kind: veth, mtu: `+m+`, master: fd0, veth: {peer: pa}}
+`)
+		e.apply(f)
+		mtu("ports at "+m, "fa0", "1500")
+		mtu("ports at "+m, "fd0", "1500")
+		e.converged(f)
+	}
+	f = e.file("c.yaml", `version: 1
+links:
+  fa0: {kind: bridge, mtu: 1500, adopt: true}
+  fd0: {kind: device}
+  pa: {kind: veth, mtu: 9000, veth: {peer: pb}}
+  pb: {kind: veth, mtu: 9000, veth: {peer: pa}}
+`)
+	e.apply(f)
+	mtu("ports released at 9000", "fa0", "1500")
+	mtu("ports released at 9000", "fd0", "1500")
+	e.converged(f)
+}

@@ -476,9 +476,14 @@ var macvlanModeBits = map[netlink.MacvlanMode]uint32{
 	netlink.MACVLAN_MODE_SOURCE:   16,
 }
 
-// SetLinkMTU changes the MTU in place.
+// SetLinkMTU changes the MTU in place. The bridge the link is a port of
+// keeps its MTU: the kernel moves a bridge to its ports' smallest MTU when
+// one changes, as when one joins or leaves (keepBridgeMTU; host walk seed
+// 34978741412786, step 72: a bridge's MTU followed a port's to 9000).
 func (k *Netlink) SetLinkMTU(name string, mtu int) error {
-	return k.set("set mtu", name, func(l netlink.Link) error { return k.h.LinkSetMTU(l, mtu) })
+	return k.keepBridgeMTU(k.masterOf(name), func() error {
+		return k.set("set mtu", name, func(l netlink.Link) error { return k.h.LinkSetMTU(l, mtu) })
+	})
 }
 
 // SetLinkUp sets the administrative state.
@@ -552,8 +557,8 @@ func (k *Netlink) peerMasterOf(name string) int {
 	return p.Attrs().MasterIndex
 }
 
-// keepBridgeMTU runs f, which adds or removes a port of the bridge master
-// (enslave, release, delete), and puts the bridge's MTU back if the kernel
+// keepBridgeMTU runs f, which adds, removes or changes the MTU of a port of
+// the bridge master (enslave, release, delete, set mtu), and puts the bridge's MTU back if the kernel
 // moved it. A bridge whose MTU was only given at creation (as AddLink does)
 // follows its ports: whenever one joins or leaves, the kernel sets the bridge
 // to their smallest MTU (br_mtu_auto_adjust), so the MTU the file declares
