@@ -240,16 +240,21 @@ func (c *computer) noteCycle(op Op) {
 
 // cycledByMaster reports whether an update's change of master takes the
 // link down on the way: the vrf driver closes and opens a port that joins
-// or leaves it (cycle_netdev), and a link joins a bond only down (see
-// kernel.SetLinkMaster). Either way the kernel deletes its IPv6 addresses
-// and its routes, which the plan then adds again (downed).
+// or leaves it (cycle_netdev), a link joins a bond only down, and a
+// passthru macvlan changes master down (see kernel.SetLinkMaster). Either
+// way the kernel deletes its IPv6 addresses and its routes, which the plan
+// then adds again (downed).
 func (c *computer) cycledByMaster(op Op) bool {
 	if !op.LinkFields.Master {
 		return false
 	}
 	old := ""
-	if h := c.a.Links[op.ID]; h != nil {
+	h := c.a.Links[op.ID]
+	if h != nil {
 		old = h.Master
+		if h.MACVlan != nil && h.MACVlan.Mode == model.MACVlanPassthru {
+			return true
+		}
 	}
 	cycles := func(k string) bool { return k == model.KindVRF || k == model.KindBond }
 	return cycles(c.kernelKind(old)) || cycles(c.masterKind(op.Link.Master))

@@ -5,6 +5,7 @@ package integration
 
 import (
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -189,4 +190,53 @@ links:
 	mtu("ports released at 9000", "fa0", "1500")
 	mtu("ports released at 9000", "fd0", "1500")
 	e.converged(f)
+}
+
+// 61. A passthru macvlan that joined a bridge down, came up and left the
+// bridge up took its parent's allmulti count below zero (the macvlan driver
+// counts the bridge's allmulti flag on the parent only while the macvlan is
+// up, and not when a passthru one opens or stops): the next macvlan on that
+// parent to come up in a bridge met EOVERFLOW. A passthru macvlan now
+// changes master down, and gets back what that takes.
+func TestWalkFindingPassthruMacvlanLeavesBridge(t *testing.T) {
+	e := newEnv(t)
+	const pair = `
+  p2b: {kind: veth, veth: {peer: p2c}}
+  p2c: {kind: veth, veth: {peer: p2b}}
+  b1: {kind: bridge}
+  b2: {kind: bridge}
+`
+	allmulti := func(when string) {
+		t.Helper()
+		out := e.ip("-d", "link", "show", "p2b")
+		if m := regexp.MustCompile(`allmulti (\d+)`).FindStringSubmatch(out); m == nil || m[1] != "0" {
+			t.Errorf("%s: p2b's allmulti count is not 0:\n%s", when, out)
+		}
+	}
+	f := e.file("a.yaml", "version: 1\nlinks:"+pair+`  m1: {kind: macvlan, master: b2, macvlan: {parent: p2b, mode: passthru}, addresses: ["fd00:1d::4/64", 10.29.1.2/24]}
+`)
+	e.apply(f)
+	e.converged(f)
+	allmulti("in the bridge")
+	f = e.file("b.yaml", "version: 1\nlinks:"+pair+`  m1: {kind: macvlan, macvlan: {parent: p2b, mode: passthru}, addresses: ["fd00:1d::4/64", 10.29.1.2/24]}
+routes:
+  - {to: "2001:db8:7::/64", dev: m1}
+`)
+	e.apply(f)
+	e.converged(f)
+	allmulti("out of the bridge")
+	f = e.file("c.yaml", "version: 1\nlinks:"+pair+`  m1: {kind: macvlan, master: b2, macvlan: {parent: p2b, mode: passthru}, addresses: ["fd00:1d::4/64", 10.29.1.2/24]}
+routes:
+  - {to: "2001:db8:7::/64", dev: m1}
+`)
+	e.apply(f)
+	e.converged(f)
+	allmulti("back in the bridge")
+	f = e.file("d.yaml", "version: 1\nlinks:"+pair+`  m0: {kind: macvlan, master: b1, macvlan: {parent: p2b, mode: vepa}}
+`)
+	e.apply(f)
+	e.converged(f)
+	if out := e.ip("link", "show", "m0"); !strings.Contains(out, ",UP") {
+		t.Errorf("m0 is not up:\n%s", out)
+	}
 }

@@ -498,7 +498,9 @@ func (k *Netlink) SetLinkUp(name string, up bool) error {
 func (k *Netlink) SetLinkMaster(name, master string) error {
 	old := k.masterOf(name)
 	if master == "" {
-		return k.keepBridgeMTU(old, func() error { return k.set("release from master", name, k.h.LinkSetNoMaster) })
+		return k.downForPassthru(name, func() error {
+			return k.keepBridgeMTU(old, func() error { return k.set("release from master", name, k.h.LinkSetNoMaster) })
+		})
 	}
 	mi, err := k.index(master)
 	if err != nil {
@@ -507,11 +509,41 @@ func (k *Netlink) SetLinkMaster(name, master string) error {
 	if err := k.downForBond(name, mi); err != nil {
 		return err
 	}
-	return k.keepBridgeMTU(old, func() error {
-		return k.keepBridgeMTU(mi, func() error {
-			return k.set("set master "+master, name, func(l netlink.Link) error { return k.h.LinkSetMasterByIndex(l, mi) })
+	return k.downForPassthru(name, func() error {
+		return k.keepBridgeMTU(old, func() error {
+			return k.keepBridgeMTU(mi, func() error {
+				return k.set("set master "+master, name, func(l netlink.Link) error { return k.h.LinkSetMasterByIndex(l, mi) })
+			})
 		})
 	})
+}
+
+// downForPassthru runs f, a change of master, with a passthru macvlan that
+// is up set down, and up again after. The macvlan driver passes a change of
+// its allmulti flag (which a bridge sets on its ports) to the parent only
+// while the macvlan is up, but does not count it when a passthru macvlan
+// opens or stops (macvlan_open, macvlan_stop): a port that joined a bridge
+// down, came up and left it up took the parent's allmulti count below zero,
+// and the next macvlan on that parent to come up in a bridge met EOVERFLOW
+// ("allmulti touches roof"; host walk seed 60436971485681, step 45). Down,
+// the change of master moves no count. diff.cycledByMaster knows the link
+// goes down, and adds back what it loses.
+func (k *Netlink) downForPassthru(name string, f func() error) error {
+	l, err := k.h.LinkByName(name)
+	if err != nil || l.Attrs().Flags&net.FlagUp == 0 {
+		return f()
+	}
+	if m, ok := l.(*netlink.Macvlan); !ok || m.Mode != netlink.MACVLAN_MODE_PASSTHRU {
+		return f()
+	}
+	k.wrote()
+	if err := k.h.LinkSetDown(l); err != nil {
+		return fmt.Errorf("set passthru macvlan %s down to change its master: %w", name, err)
+	}
+	if err := f(); err != nil {
+		return err
+	}
+	return k.set("set up", name, k.h.LinkSetUp)
 }
 
 // downForBond sets a link that is up down before it joins the bond of
