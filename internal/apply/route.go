@@ -85,18 +85,20 @@ const guardPriority = 0
 // own, kept or about to be deleted by this plan. The order of the plan
 // cannot help with the first two, so the write is retried with a rule
 // of ours at guardPriority, "to GATEWAY oif DEV lookup main", that sends
-// the check's lookup to main (where the gateway's connected route is),
-// and the guard is deleted at once. It matches only lookups for the
+// the check's lookup to main (where the gateway's connected route is), or
+// "to GATEWAY lookup VRF-TABLE" for a DEV that is a vrf or one of its ports
+// (guardTable), and the guard is deleted at once. It matches only lookups for the
 // gateway out of that dev, for the moment of one write, and only after
 // a refusal; an apply whose routes pass the check writes no rule.
 //
 // It returns the failures to delete a guard (left for the next pass,
 // which deletes it as a stale rule of ours).
-func retryGatewayChecks(k kernel.Writer, proto int, ws []kernel.RouteWrite, at []int, errs []error) []Failure {
+func retryGatewayChecks(k kernel.Interface, proto int, ws []kernel.RouteWrite, at []int, errs []error) []Failure {
 	var retry []kernel.RouteWrite
 	var retryAt []int
 	var guards []*model.Rule
 	seen := map[model.RuleKey]bool{}
+	var links map[string]*model.Link
 	for n, w := range ws {
 		r := w.Route
 		if err := errs[at[n]]; err == nil || w.Action == kernel.RouteDelete || r.OnLink || !gatewayCheckErr(err) {
@@ -114,8 +116,17 @@ func retryGatewayChecks(k kernel.Writer, proto int, ws []kernel.RouteWrite, at [
 			if !h.Gateway.IsValid() {
 				continue
 			}
+			if links == nil {
+				links = map[string]*model.Link{}
+				// Without the links, every guard looks up main.
+				ls, _ := k.Links()
+				for _, l := range ls {
+					links[l.Name] = l
+				}
+			}
+			table, oif := guardTable(links, h.Dev)
 			g := &model.Rule{Priority: guardPriority, IPv6: h.Gateway.Is6(), To: netip.PrefixFrom(h.Gateway, h.Gateway.BitLen()),
-				OIF: h.Dev, Action: model.RuleLookup, Table: model.TableMain, SuppressPrefixLen: -1, Protocol: proto}
+				OIF: oif, Action: model.RuleLookup, Table: table, SuppressPrefixLen: -1, Protocol: proto}
 			if !seen[g.Key()] {
 				seen[g.Key()] = true
 				guards = append(guards, g)
@@ -152,6 +163,24 @@ func retryGatewayChecks(k kernel.Writer, proto int, ws []kernel.RouteWrite, at [
 		}
 	}
 	return failed
+}
+
+// guardTable is where the kernel's own lookup of a gateway out of dev
+// finds it when no rule is in the way, and the oif the guard selects: the
+// table of the vrf dev is, or is a port of, and no oif (the kernel's l3mdev
+// rule sends such lookups there, and a rule's oif does not match a lookup
+// out of a vrf; guest soak, walk seed 84443809358117, step 103: a route
+// through a vrf in another table, behind a catch-all blackhole rule);
+// main and dev otherwise.
+func guardTable(links map[string]*model.Link, dev string) (table int, oif string) {
+	l := links[dev]
+	if l != nil && l.Kind != model.KindVRF && l.Master != "" {
+		l = links[l.Master]
+	}
+	if l != nil && l.Kind == model.KindVRF && l.VRF != nil {
+		return int(l.VRF.Table), ""
+	}
+	return model.TableMain, dev
 }
 
 // gatewayCheckErr reports whether err is one the kernel's gateway check of

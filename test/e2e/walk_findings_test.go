@@ -206,3 +206,38 @@ func TestWalkFindingIPVlanMTUFollowsParent(t *testing.T) {
 		}
 	}
 }
+
+// 62. A route through a vrf, in a table other than the vrf's, behind a
+// catch-all blackhole rule: the kernel's gateway check falls back to a
+// policy lookup, which the rule takes before the kernel's l3mdev rule, and
+// the guard rule of the retry looked the gateway up in main, where a vrf's
+// connected routes are not. The guard looks it up in the vrf's table.
+func TestWalkFindingGatewayThroughVRF(t *testing.T) {
+	requireModules(t, "vrf")
+	ns := newNetNS(t, "")
+	dir, state := t.TempDir(), t.TempDir()
+	file := filepath.Join(dir, "v.yaml")
+	// The rule is there before the routes: the plan adds routes before
+	// rules, and a rule the same plan adds is not in the way yet.
+	base := `version: 1
+links:
+  r1: {kind: vrf, vrf: {table: 1002}, addresses: [10.184.0.1/24]}
+rules:
+  - {priority: 200, family: ipv4, action: blackhole}
+`
+	for _, cfg := range []string{base, base + `routes:
+  - {to: 172.16.5.0/24, via: 10.184.0.200, dev: r1, table: 1001, tos: 16}
+  - {to: 172.16.6.0/24, via: 10.184.0.200, dev: r1, table: 1001}
+`} {
+		if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+		runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
+	}
+	mustContain(t, "ip route show table 1001", ns.IP(t, "route", "show", "table", "1001"), "172.16.5.0/24 tos 0x10 via 10.184.0.200 dev r1")
+	// No guard is left.
+	if out := ns.IP(t, "rule", "show"); strings.Contains(out, "10.184.0.200") {
+		t.Errorf("a guard rule is left:\n%s", out)
+	}
+}
