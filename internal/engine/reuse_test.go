@@ -42,14 +42,10 @@ func planOps(t *testing.T, e *Engine, st *model.State) string {
 	return strings.Join(ops, "\n")
 }
 
-// A plan after SetReread reads only those kinds and takes the others from
-// the previous read; without it, everything.
-func TestPlanRereadsOnlyWhatIsAsked(t *testing.T) {
-	cfg, err := desired.Parse([]desired.Source{{Name: "reuse.yaml", Data: []byte(reuseFile)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := cfg.State
+// convergedEngine is an engine over an in-memory kernel that st has been
+// applied to, converged.
+func convergedEngine(t *testing.T, st *model.State) (*Engine, *kerneltest.Kernel) {
+	t.Helper()
 	k := kerneltest.New()
 	led, _ := ledger.Open("")
 	e := &Engine{Kernel: k, Ledger: led}
@@ -63,6 +59,18 @@ func TestPlanRereadsOnlyWhatIsAsked(t *testing.T) {
 	if ops := planOps(t, e, st); ops != "" {
 		t.Fatalf("not converged:\n%s", ops)
 	}
+	return e, k
+}
+
+// A plan after SetReread reads only those kinds and takes the others from
+// the previous read; without it, everything.
+func TestPlanRereadsOnlyWhatIsAsked(t *testing.T) {
+	cfg, err := desired.Parse([]desired.Source{{Name: "reuse.yaml", Data: []byte(reuseFile)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := cfg.State
+	e, k := convergedEngine(t, st)
 
 	// Our route goes behind the engine's back.
 	r := st.Routes[0]
@@ -151,19 +159,7 @@ routes:
 		t.Fatal(err)
 	}
 	st := cfg.State
-	k := kerneltest.New()
-	led, _ := ledger.Open("")
-	e := &Engine{Kernel: k, Ledger: led}
-	plan, err := e.Plan(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, err := e.Apply(context.Background(), plan); err != nil || res.Err() != nil {
-		t.Fatalf("apply: %v %v", err, res.Err())
-	}
-	if ops := planOps(t, e, st); ops != "" {
-		t.Fatalf("not converged:\n%s", ops)
-	}
+	e, k := convergedEngine(t, st)
 	del := func(i int) {
 		r := st.Routes[i]
 		if errs := k.WriteRoutes([]kernel.RouteWrite{{Action: kernel.RouteDelete, Route: &r}}, st.Protocol); errs[0] != nil {
@@ -178,7 +174,7 @@ routes:
 	del(0)
 	del(1)
 	e.SetReread(actual.Fresh{Kinds: actual.Routes, RouteTables: map[int]bool{100: true}})
-	plan, err = e.Plan(st)
+	plan, err := e.Plan(st)
 	if err != nil {
 		t.Fatalf("plan reading table 100: %v", err)
 	}
