@@ -274,14 +274,12 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	if !ok {
 		return nil, fmt.Errorf("nftables table %s: unknown family", key)
 	}
-	handle, flags, err := k.nftTableInfo(key)
-	if err != nil {
-		return nil, err
-	}
-	if handle == 0 {
-		return nil, nil
-	}
-	nt := &nftables.Table{Name: key.Name, Family: fam}
+	// The generation first, then the table: the cache then stands for a
+	// ruleset at gen that the whole read saw (checked again at the end).
+	// An absent table validates the cache too, so that the batch that
+	// creates it, its sets and their elements is carried forward (applied)
+	// rather than dumped again: reading the generation after the table
+	// would let a commit in between make a table this read calls absent.
 	gen, err := k.nftGen()
 	if err != nil {
 		return nil, err
@@ -289,6 +287,17 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	if !k.nftElems.valid || k.nftElems.gen != gen {
 		k.nftElems.reset(gen)
 	}
+	handle, flags, err := k.nftTableInfo(key)
+	if err != nil {
+		return nil, err
+	}
+	if handle == 0 {
+		if after, err := k.nftGen(); err != nil || after != gen {
+			k.nftElems.valid = false
+		}
+		return nil, nil
+	}
+	nt := &nftables.Table{Name: key.Name, Family: fam}
 	read := map[nftSetKey][]model.NftElem{}
 	t := &model.NftTable{Family: key.Family, Name: key.Name, Handle: handle, Dormant: flags&unix.NFT_TABLE_F_DORMANT != 0}
 	// The rules first: a set a rule changes from the packet path (add @s,
@@ -469,6 +478,9 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 		return err
 	}
 	var msgs uint64
+	// The sets the batch's rules change from the packet path: the cache
+	// cannot follow them (applied).
+	fromPackets := map[nftSetKey]bool{}
 	for i := range ops {
 		op := &ops[i]
 		t := nftTable(op.Table)
@@ -507,6 +519,11 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 			if err != nil {
 				return fmt.Errorf("rule %q in chain %s of table %s: %w", op.Rule.Text, op.Chain.Name, op.Table, err)
 			}
+			for _, e := range exprs {
+				if d, ok := e.(*expr.Dynset); ok {
+					fromPackets[nftSetKey{op.Table, d.SetName}] = true
+				}
+			}
 			ud := userdata.AppendString(nil, udataRuleID, op.Rule.ID)
 			if len(op.Rule.Text) <= nftRuleTextMax {
 				ud = userdata.AppendString(ud, udataRuleText, op.Rule.Text)
@@ -544,7 +561,7 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 		return fmt.Errorf("nftables batch of %d messages: %w", msgs, err)
 	}
 	if gen, err := k.nftGen(); err == nil {
-		k.nftElems.applied(ops, before, gen)
+		k.nftElems.applied(ops, fromPackets, before, gen)
 	} else {
 		k.nftElems.valid = false
 	}
