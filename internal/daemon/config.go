@@ -80,6 +80,11 @@ func (d *Daemon) loadConfig() {
 	if !force && h == d.badHash {
 		return
 	}
+	// The pass after a parse reads everything (a new configuration, or a
+	// reload: dirtyAfterLoad), so the last read is dropped before the parse
+	// rather than held through it (memory: issue 16). A file that fails to
+	// parse costs the next pass a full read.
+	d.eng.forgetRead()
 	cfg, err := desired.Parse(srcs)
 	if err != nil {
 		d.configFailed(err, h)
@@ -102,7 +107,10 @@ func (d *Daemon) loadConfig() {
 		// Which key changed is not said: only that one did.
 		d.log.Info("secret files changed")
 	}
-	d.cfg, d.cfgSrcs, d.cfgHash, d.badHash = cfg, srcs, h, [sha256.Size]byte{}
+	d.cfg, d.cfgHash, d.badHash = cfg, h, [sha256.Size]byte{}
+	if d.opts.Converged != nil {
+		d.cfgSrcs = srcs
+	}
 	d.secrets, d.secretsDigest = stamp, digest
 	d.secretDirs.set(secretPaths(cfg.State))
 	d.gen++

@@ -38,6 +38,9 @@ type passEngine interface {
 	// failed) and the nftables tables the ledger owns: what the event
 	// filter is built from (filter.go). Neither may be changed.
 	lastRead() (*model.State, map[model.NftTableKey]bool)
+	// forgetRead drops the last plan's read (engine.ForgetRead): the next
+	// plan reads everything.
+	forgetRead()
 	// poolUsage reads the usage of desired's pools from their registry
 	// (nil, nil when it declares none).
 	poolUsage(ctx context.Context, desired *model.State) ([]ipam.Usage, error)
@@ -68,6 +71,8 @@ func (a engineAdapter) peerStates() []engine.PeerState { return a.e.PeerStates()
 func (a engineAdapter) lastRead() (*model.State, map[model.NftTableKey]bool) {
 	return a.e.LastRead(), a.e.Ledger.NFTables
 }
+
+func (a engineAdapter) forgetRead() { a.e.ForgetRead() }
 
 func (a engineAdapter) poolUsage(ctx context.Context, desired *model.State) ([]ipam.Usage, error) {
 	reg, err := a.e.OpenRegistry(desired)

@@ -50,6 +50,8 @@ type fakeEngine struct {
 	peers  []engine.PeerState
 	// rereads holds what each pass asked to read again (setReread).
 	rereads []actual.Fresh
+	// forgot counts forgetRead calls.
+	forgot int
 }
 
 func newFakeEngine(clk *fakeClock) *fakeEngine {
@@ -680,12 +682,18 @@ func TestBadConfigOnReloadKeepsLastGood(t *testing.T) {
 	if !e.d.ready {
 		t.Fatal("not ready")
 	}
+	forgot := e.eng.forgot
 	e.write("version: 1\nlinks:\n  br0: {kind: bridge}\n  br1: {kind: nope}\n")
 	n := e.notes.count()
 	e.sendReload()
 	e.run(time.Second)
 	if got, want := e.notes.kinds(n), []string{"RELOADING", "STATUS", "READY"}; !slices.Equal(got, want) {
 		t.Fatalf("around the reload: %v, want %v", got, want)
+	}
+	// The parse of the new file let go of the last read first (memory,
+	// issue 16): the next pass reads everything.
+	if e.eng.forgot != forgot+1 {
+		t.Errorf("forgetRead called %d times by the reload's parse, want 1", e.eng.forgot-forgot)
 	}
 	st := e.notes.lastStatus()
 	if !strings.HasPrefix(st, "invalid configuration, enforcing the last good one: "+e.config+":4:") || !strings.Contains(st, "2 objects") {
@@ -841,5 +849,6 @@ func TestPeerMetricsFromLastPass(t *testing.T) {
 }
 
 func (f *fakeEngine) lastRead() (*model.State, map[model.NftTableKey]bool) { return nil, nil }
+func (f *fakeEngine) forgetRead()                                          { f.forgot++ }
 
 func (f *fakeEngine) setReread(k actual.Fresh) { f.rereads = append(f.rereads, k) }

@@ -159,7 +159,9 @@ func (d *Daemon) pass(ctx context.Context) error {
 			if err := d.opts.Converged(d.cfgSrcs); err != nil {
 				d.log.Warn("record the converged configuration (retried on the next pass)", "error", err)
 			} else {
-				d.reportedGen = d.gen
+				// Recorded: the files are not needed again for this
+				// configuration (a big host's file is megabytes).
+				d.reportedGen, d.cfgSrcs = d.gen, nil
 			}
 		}
 	case len(conflicts) > 0 && len(res.Failed) == 0:

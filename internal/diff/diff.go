@@ -74,6 +74,7 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 	desired = peerSets(desired, in.PeersUp)
 	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{}, l3Moved: map[string]bool{},
 		linkGoes: map[string]bool{}, withLink: map[string][]Op{}}
+	c.plan.Ops = make([]Op, 0, sizeHint(desired, actual))
 	c.links()
 	c.spreadBlocked()
 	c.wireguard()
@@ -101,6 +102,34 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 	}
 	return c.plan, nil
 }
+
+// sizeHint is the capacity a plan starts with: for a cold start (routes
+// and set elements the kernel holds none of), the ops it will have, so
+// that the array of a 100k-route plan is made once rather than grown, each
+// growth holding the old and the new at once (the first converge of a big
+// host peaked on it: bench-memory, issue 16). In the steady state the hint
+// is small and the plan grows as it needs: a pass that changes nothing
+// allocates nothing for it.
+func sizeHint(d, a *model.State) int {
+	cold := coldElems(d, a)
+	ours := 0
+	for i := range a.Routes {
+		if a.Routes[i].Protocol == d.Protocol {
+			ours++
+		}
+	}
+	cold += max(0, len(d.Routes)-ours)
+	if cold < sizeHintMin {
+		return 0
+	}
+	// The other objects: some make two ops (a WireGuard link: the link
+	// and its configuration), and a hint one short costs a growth of the
+	// whole array, so it errs high (by a few hundred bytes an object).
+	return cold + 2*(d.Objects()-len(d.Routes)) + 64
+}
+
+// sizeHintMin is the cold count below which a plan grows as it goes.
+const sizeHintMin = 1024
 
 // deleteRank orders the deletes that run before the links' (see Compute).
 var deleteRank = map[Kind]int{KindRule: 0, KindRoute: 1, KindAddress: 2, KindFou: 3, KindSysctl: 4}

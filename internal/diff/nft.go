@@ -30,21 +30,82 @@ const (
 //     then sets (no rule looks them up any more), then tables.
 type nftPlan struct {
 	tables, sets, elems, chains, rules, chainDels, setDels, tableDels []Op
+	// filled are the sets created with elements: their element ops follow
+	// the set's op (sets[i]) and are made only when the plan is put
+	// together (appendTo), straight into the plan's array.
+	filled []filledSet
 }
 
-func (p *nftPlan) ops() []Op {
+type filledSet struct {
+	at  int // index of the set's op in sets
+	key model.NftTableKey
+	set *model.NftSet
+}
+
+// appendTo appends the ops to ops in batch order, growing it once. A cold
+// load of a large set is an op per element (100k of them, an Op being a
+// few hundred bytes): made in place, they are never held twice, which
+// the first converge of a big host peaked on (bench-memory, issue 16).
+func (p *nftPlan) appendTo(ops []Op) []Op {
 	groups := [][]Op{p.tables, p.sets, p.elems, p.chains, p.rules, p.chainDels, p.setDels, p.tableDels}
 	n := 0
 	for _, g := range groups {
 		n += len(g)
 	}
-	// Sized once: an Op is a few hundred bytes and a cold load of a large
-	// set makes one per element; growing the slice cost more than the diff.
-	out := make([]Op, 0, n)
-	for _, g := range groups {
-		out = append(out, g...)
+	for _, f := range p.filled {
+		n += len(f.set.Elems)
 	}
-	return out
+	ops = slices.Grow(ops, n)
+	for gi, g := range groups {
+		if gi != 1 {
+			ops = append(ops, g...)
+			continue
+		}
+		next := 0
+		for _, f := range p.filled {
+			ops = append(ops, g[next:f.at+1]...)
+			next = f.at + 1
+			ops = appendElemCreates(ops, f.key, f.set)
+		}
+		ops = append(ops, g[next:]...)
+	}
+	return ops
+}
+
+// appendElemCreates appends an op per element of s, a set created with
+// them. One array holds all their messages, whose elements are the set's
+// own (capacity one, so an append cannot write into the set), and the ID
+// prefix is built once.
+func appendElemCreates(ops []Op, k model.NftTableKey, s *model.NftSet) []Op {
+	prefix := elemIDPrefix(k, s)
+	msgs := make([]model.NftOp, len(s.Elems))
+	for i := range s.Elems {
+		msgs[i] = model.NftOp{Op: model.NftAddElems, Table: k, Set: s, Elems: s.Elems[i : i+1 : i+1]}
+		ops = append(ops, Op{Action: Create, Kind: KindNftElem, Table: k, ID: prefix + model.FormatNftElem(s.Type, s.Interval, s.Elems[i]),
+			NFT: msgs[i : i+1 : i+1]})
+	}
+	return ops
+}
+
+// coldElems counts the elements of the declared sets that the kernel's
+// tables do not hold at all (their table or set is absent): the element ops
+// a cold load will make, known before the diff (Compute's size hint).
+func coldElems(d, a *model.State) int {
+	have := map[model.NftTableKey]*model.NftTable{}
+	for i := range a.NFTables {
+		have[a.NFTables[i].Key()] = &a.NFTables[i]
+	}
+	n := 0
+	for i := range d.NFTables {
+		w := &d.NFTables[i]
+		h := have[w.Key()]
+		for j := range w.Sets {
+			if h == nil || h.Set(w.Sets[j].Name) == nil {
+				n += len(w.Sets[j].Elems)
+			}
+		}
+	}
+	return n
 }
 
 // nft diffs the tables the file declares against those the kernel holds,
@@ -97,11 +158,7 @@ func (c *computer) nft() {
 				NFT: []model.NftOp{{Op: model.NftDelTable, Table: h.Key()}}})
 		}
 	}
-	if len(c.plan.Ops) == 0 {
-		c.plan.Ops = p.ops()
-		return
-	}
-	c.plan.Ops = append(c.plan.Ops, p.ops()...)
+	c.plan.Ops = p.appendTo(c.plan.Ops)
 }
 
 // nftStructural says why a table cannot be changed in place: a set's type or
@@ -156,22 +213,10 @@ func setID(k model.NftTableKey, name string) string   { return k.String() + " se
 func chainID(k model.NftTableKey, name string) string { return k.String() + " chain " + name }
 
 func (p *nftPlan) createSet(k model.NftTableKey, s *model.NftSet) {
-	p.sets = slices.Grow(p.sets, 1+len(s.Elems))
 	p.sets = append(p.sets, Op{Action: Create, Kind: KindNftSet, Table: k, ID: setID(k, s.Name), Summary: s.Spec(),
 		NFT: []model.NftOp{{Op: model.NftAddSet, Table: k, Set: s}}})
-	if len(s.Elems) == 0 {
-		return
-	}
-	// A cold load is an op per element (100k of them for a large set): one
-	// array holds all their messages, whose elements are the set's own
-	// (capacity one, so an append cannot write into the set), and the ID
-	// prefix is built once.
-	prefix := elemIDPrefix(k, s)
-	msgs := make([]model.NftOp, len(s.Elems))
-	for i := range s.Elems {
-		msgs[i] = model.NftOp{Op: model.NftAddElems, Table: k, Set: s, Elems: s.Elems[i : i+1 : i+1]}
-		p.sets = append(p.sets, Op{Action: Create, Kind: KindNftElem, Table: k, ID: prefix + model.FormatNftElem(s.Type, s.Interval, s.Elems[i]),
-			NFT: msgs[i : i+1 : i+1]})
+	if len(s.Elems) > 0 {
+		p.filled = append(p.filled, filledSet{at: len(p.sets) - 1, key: k, set: s})
 	}
 }
 

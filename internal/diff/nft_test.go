@@ -1,6 +1,8 @@
 package diff_test
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -151,5 +153,56 @@ func TestNftForeignTableConflict(t *testing.T) {
 	}
 	if got := p.String(); got != "" {
 		t.Errorf("plan touches the foreign table:\n%s", got)
+	}
+}
+
+// A cold start (routes and set elements the kernel holds none of) makes
+// the plan's array once, at its size: a growing one holds the old array
+// and the new at once, which the first converge of a big host peaked on
+// (bench-memory, issue 16). The element ops, made straight into it, come
+// right after their set's op, in the set's order, each set's own.
+func TestColdPlanIsSizedOnce(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("links:\n  br0: {kind: bridge}\nroutes:\n")
+	for i := range 3000 {
+		fmt.Fprintf(&b, "  - {to: 10.%d.%d.0/24, dev: br0}\n", i/256, i%256)
+	}
+	b.WriteString("nftables:\n  inet t:\n    sets:\n")
+	for _, set := range []string{"a", "b"} {
+		fmt.Fprintf(&b, "      %s:\n        type: ipv4_addr\n        elements: [", set)
+		for i := range 1500 {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "10.%d.%d.%d", map[string]int{"a": 1, "b": 2}[set], i/256, i%256)
+		}
+		b.WriteString("]\n")
+	}
+	b.WriteString("      e: {type: ipv4_addr}\n")
+	d := parse(t, b.String())
+	p, err := diff.Compute(d, model.NewState())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, c := len(p.Ops), cap(p.Ops); n != 1+3000+1+3+3000 || c < n || c > n+128 {
+		t.Errorf("cold plan: %d ops in an array of %d, want 6005 in one made for them", n, c)
+	}
+	// The sets' ops: each set, then its elements.
+	var got []string
+	for _, op := range p.Ops {
+		switch op.Kind {
+		case diff.KindNftSet:
+			got = append(got, op.ID)
+		case diff.KindNftElem:
+			if set := strings.Fields(op.ID)[3]; got[len(got)-1] != "elems of "+set {
+				if !strings.HasSuffix(got[len(got)-1], " set "+set) {
+					t.Fatalf("element %s after %s", op.ID, got[len(got)-1])
+				}
+				got = append(got, "elems of "+set)
+			}
+		}
+	}
+	if want := []string{"inet t set a", "elems of a", "inet t set b", "elems of b", "inet t set e"}; !slices.Equal(got, want) {
+		t.Errorf("set ops: %v, want %v", got, want)
 	}
 }

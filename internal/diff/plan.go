@@ -75,17 +75,19 @@ type Op struct {
 	LinkFields LinkFields  `json:"-"`
 	// Pair is set on a veth create when the peer end is declared too: the
 	// apply stage marks and configures that end after creating the pair.
-	PeerOfPair bool           `json:"-"`
-	Address    *model.Address `json:"-"`
-	Route      *model.Route   `json:"-"`
-	Rule       *model.Rule    `json:"-"`
-	Fou        *model.FouPort `json:"-"`
-	Old        *model.Address `json:"-"` // the address an address replace removes
+	PeerOfPair bool `json:"-"`
 	// Promote is set on a delete or replace of an IPv4 address on a link
 	// netreconcile owns: apply turns the link's promote_secondaries on
 	// first, so that the kernel keeps the other addresses of the subnet
-	// (and the routes through the link) when the primary goes.
-	Promote bool `json:"-"`
+	// (and the routes through the link) when the primary goes. (Next to
+	// LinkFields and PeerOfPair: the three share one word, and a plan of a
+	// big host holds 100k ops.)
+	Promote bool           `json:"-"`
+	Address *model.Address `json:"-"`
+	Route   *model.Route   `json:"-"`
+	Rule    *model.Rule    `json:"-"`
+	Fou     *model.FouPort `json:"-"`
+	Old     *model.Address `json:"-"` // the address an address replace removes
 	// NFT holds the nftables messages of an nft op; apply sends the nft
 	// ops of a plan in one batch per table.
 	NFT []model.NftOp `json:"-"`

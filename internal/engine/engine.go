@@ -69,6 +69,13 @@ func (e *Engine) FreezePeers() (thaw func()) {
 // caller must not change it.
 func (e *Engine) LastRead() *model.State { return e.lastRead }
 
+// ForgetRead drops the kernel state the last plan read: the next plan reads
+// everything, as it does after a new configuration anyway. The daemon calls
+// it before it parses a file again, so that the two are not held at once
+// (a reload of a big host peaked on the old read, the old configuration
+// and the new one's parse together: bench-memory, issue 16).
+func (e *Engine) ForgetRead() { e.lastRead, e.prev, e.prevNft = nil, nil, nil }
+
 // Actual reads the kernel state relevant to desired's protocol.
 // Of the sysctls, it reads those the ledger owns and those of sysctls
 // (show --all passes the file's).

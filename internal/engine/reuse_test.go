@@ -97,6 +97,29 @@ func TestPlanRereadsOnlyWhatIsAsked(t *testing.T) {
 	}
 }
 
+// After ForgetRead (the daemon, before it parses a file again) the next
+// plan reads everything, whatever SetReread says: nothing is left to reuse.
+func TestForgetReadRereadsEverything(t *testing.T) {
+	cfg, err := desired.Parse([]desired.Source{{Name: "reuse.yaml", Data: []byte(reuseFile)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := cfg.State
+	e, k := convergedEngine(t, st)
+	r := st.Routes[0]
+	if errs := k.WriteRoutes([]kernel.RouteWrite{{Action: kernel.RouteDelete, Route: &r}}, st.Protocol); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	e.ForgetRead()
+	if e.LastRead() != nil {
+		t.Error("LastRead after ForgetRead is not nil")
+	}
+	e.SetReread(actual.Fresh{Kinds: actual.Rules})
+	if ops := planOps(t, e, st); ops != "create route 10.1.0.0/24 table 100" {
+		t.Errorf("plan after ForgetRead, asked to read rules only: %q, want the deleted route found and created", ops)
+	}
+}
+
 // A foreign route in the way of one of the file's is added to the state the
 // plan sees, never to the read the next plan reuses.
 func TestReusedRoutesKeepNoForeignRoute(t *testing.T) {
