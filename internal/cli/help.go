@@ -286,7 +286,7 @@ Options:
                        limit)
       --memory-limit LIMIT
                        soft limit of the Go runtime's memory: auto (default:
-                       4 times the heap the configuration holds once loaded,
+                       3.5 times the heap the configuration holds once loaded,
                        at least 64M), off (the runtime's own, or GOMEMLIMIT
                        when set, which auto also leaves alone), or a size
                        such as 200M (K, M, G: powers of 1024). Near the limit

@@ -57,20 +57,24 @@ const (
 	MemoryLimitOff  int64 = -1
 )
 
-// memoryLimitFloor and memoryLimitFactor make the automatic limit: the
-// heap a configuration holds once loaded, times the factor, and never less
-// than the floor. A pass's transient (the kernel's objects read, the plan,
-// the report of what was applied) is a few times the configuration: the
-// first converge of 100k routes, a 100k-element set and 1,000 peers peaks
-// near 5 times the loaded configuration's heap (about 34 MB, then 170 MB
-// live). At 4 the limit sits under that peak: the collector works hard for
-// its few seconds, which cost 2.2 CPU-seconds more on that converge (5.5
-// against 3.3) for a resident peak of 196 MB instead of 317 (bench-memory,
-// which measures both). Below the floor (small hosts) the runtime's own
+// memoryLimitFloor and memoryLimitTenths make the automatic limit: the
+// heap a configuration holds once loaded, times the factor (in tenths),
+// and never less than the floor. A pass's transient (the kernel's objects
+// read, the plan, the report of what was applied) is a few times the
+// configuration: with 100k routes, a 100k-element set and 1,000 peers
+// (about 35 MB loaded) the first converge peaks near 2.8 times that live
+// (97 MB) and a reload's parse near 3.2 (113 MB), once the plan's array is
+// made once and a big set's cold load is an op per 1,024 elements. The
+// resident memory is the heap the runtime lets grow, up to the limit, plus
+// about 20 MB (the binary's pages, the runtime's own): at 3.5 the limit
+// sits just over both peaks, and the collector rarely has to work
+// harder than its own pacing asks (bench-memory measures the resident peak
+// with the limit and without it: it was 4 and 196 MB against 317 before
+// the plan got compact). Below the floor (small hosts) the runtime's own
 // pacing is small enough.
 const (
 	memoryLimitFloor  = 64 << 20
-	memoryLimitFactor = 4
+	memoryLimitTenths = 35
 )
 
 // setMemoryLimit sets the runtime's soft memory limit for the configuration
@@ -86,7 +90,7 @@ func (d *Daemon) setMemoryLimit() {
 	case limit == MemoryLimitOff:
 		return
 	case limit == MemoryLimitAuto:
-		limit = max(memoryLimitFloor, memoryLimitFactor*liveHeap())
+		limit = max(memoryLimitFloor, memoryLimitTenths*liveHeap()/10)
 	}
 	debug.SetMemoryLimit(limit)
 	d.log.Debug("memory limit set", "bytes", limit)

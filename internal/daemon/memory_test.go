@@ -26,12 +26,12 @@ func TestSetMemoryLimit(t *testing.T) {
 		t.Errorf("off: limit %d, want it left at %d", got, 200<<20)
 	}
 	d.opts.MemoryLimit = MemoryLimitAuto
-	// A live heap of about 100 MB makes the limit about 400 MB.
+	// A live heap of about 100 MB makes the limit about 350 MB.
 	hold := make([]byte, 100<<20)
 	d.setMemoryLimit()
 	got := debug.SetMemoryLimit(-1)
-	if got < memoryLimitFactor*int64(len(hold)) || got > memoryLimitFactor*int64(len(hold))+memoryLimitFloor {
-		t.Errorf("auto with 100 MB live: limit %d MB, want about %d", got>>20, memoryLimitFactor*len(hold)>>20)
+	if want := int64(350 << 20); got < want || got > want+memoryLimitFloor {
+		t.Errorf("auto with 100 MB live: limit %d MB, want about %d", got>>20, want>>20)
 	}
 	runtime.KeepAlive(hold) // and no longer live below
 	d.setMemoryLimit()

@@ -123,6 +123,12 @@ func (d *Daemon) pass(ctx context.Context) error {
 	for i := 0; i < len(res.Done) && !d.bo.empty(); i++ {
 		d.bo.succeeded(opKey(*res.Done[i]))
 	}
+	// The plan is not needed past here, and res.Done points into its
+	// array (50 MB for the first converge of a big host, issue 16): let
+	// go of it before the event filter's snapshot and the record of a
+	// converged configuration allocate.
+	done := len(res.Done)
+	res.Done = nil
 	d.logFailed(res.Failed, now)
 	if saveErr != nil {
 		d.m.errors.WithLabelValues("apply").Inc()
@@ -130,7 +136,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 	}
 
 	d.filterAfterPass(st)
-	d.bigPass = d.isBigPass(reread.Kinds, len(res.Done)+len(res.Failed))
+	d.bigPass = d.isBigPass(reread.Kinds, done+len(res.Failed))
 	if d.m.serving {
 		d.refreshParts(ctx, st)
 	}

@@ -107,6 +107,10 @@ func build(confs []*fileConf, errs *errList) *model.State {
 			if !rc.notMapping {
 				b.route(i, rc)
 			}
+			// Built: the decoded route goes as its model is made, so that
+			// a big file's two forms are not held whole at once (the
+			// decoded ones come in chunks, freed chunk by chunk: issue 16).
+			fc.Routes[i] = nil
 		}
 		for i, rc := range fc.Rules {
 			if !rc.notMapping {

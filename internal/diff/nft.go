@@ -53,7 +53,7 @@ func (p *nftPlan) appendTo(ops []Op) []Op {
 		n += len(g)
 	}
 	for _, f := range p.filled {
-		n += len(f.set.Elems)
+		n += elemCreates(len(f.set.Elems))
 	}
 	ops = slices.Grow(ops, n)
 	for gi, g := range groups {
@@ -72,13 +72,42 @@ func (p *nftPlan) appendTo(ops []Op) []Op {
 	return ops
 }
 
-// appendElemCreates appends an op per element of s, a set created with
-// them. One array holds all their messages, whose elements are the set's
-// own (capacity one, so an append cannot write into the set), and the ID
-// prefix is built once.
+// elemChunk is the most elements a set may be created with and still get
+// an op per element; a larger one gets an op per run of elemChunk of them
+// (in the set's order), shown as its first and last element and its count.
+// A plan of a big host holds its ops whole: an op per element of a 100k
+// set was 40 MB (the op, its message, its ID) of the first converge's
+// peak (bench-memory, issue 16), and 100k plan lines that no one reviews.
+// Changes to a set that exists are an op per element, whatever their
+// number: those are the lines a review is for.
+const elemChunk = 1024
+
+// elemCreates is the number of ops a set created with n elements gets.
+func elemCreates(n int) int {
+	if n <= elemChunk {
+		return n
+	}
+	return (n + elemChunk - 1) / elemChunk
+}
+
+// appendElemCreates appends the element ops of s, a set created with
+// elements (elemChunk). One array holds all their messages, whose elements
+// are the set's own (capacity clipped, so an append cannot write into the
+// set), and the ID prefix is built once.
 func appendElemCreates(ops []Op, k model.NftTableKey, s *model.NftSet) []Op {
+	msgs := make([]model.NftOp, elemCreates(len(s.Elems)))
+	if len(s.Elems) > elemChunk {
+		prefix := k.Family + " " + k.Name + " set " + s.Name + " elements "
+		for c := range msgs {
+			i, j := c*elemChunk, min((c+1)*elemChunk, len(s.Elems))
+			msgs[c] = model.NftOp{Op: model.NftAddElems, Table: k, Set: s, Elems: s.Elems[i:j:j]}
+			ops = append(ops, Op{Action: Create, Kind: KindNftElem, Table: k,
+				ID:      prefix + model.FormatNftElem(s.Type, s.Interval, s.Elems[i]) + " ... " + model.FormatNftElem(s.Type, s.Interval, s.Elems[j-1]),
+				Summary: fmt.Sprintf("%d elements", j-i), NFT: msgs[c : c+1 : c+1]})
+		}
+		return ops
+	}
 	prefix := elemIDPrefix(k, s)
-	msgs := make([]model.NftOp, len(s.Elems))
 	for i := range s.Elems {
 		msgs[i] = model.NftOp{Op: model.NftAddElems, Table: k, Set: s, Elems: s.Elems[i : i+1 : i+1]}
 		ops = append(ops, Op{Action: Create, Kind: KindNftElem, Table: k, ID: prefix + model.FormatNftElem(s.Type, s.Interval, s.Elems[i]),
@@ -101,7 +130,7 @@ func coldElems(d, a *model.State) int {
 		h := have[w.Key()]
 		for j := range w.Sets {
 			if h == nil || h.Set(w.Sets[j].Name) == nil {
-				n += len(w.Sets[j].Elems)
+				n += elemCreates(len(w.Sets[j].Elems))
 			}
 		}
 	}

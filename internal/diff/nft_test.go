@@ -160,7 +160,9 @@ func TestNftForeignTableConflict(t *testing.T) {
 // the plan's array once, at its size: a growing one holds the old array
 // and the new at once, which the first converge of a big host peaked on
 // (bench-memory, issue 16). The element ops, made straight into it, come
-// right after their set's op, in the set's order, each set's own.
+// right after their set's op: an op per element for a set of up to 1,024
+// of them, an op per 1,024 for a larger one (its run's first and last
+// element, and the count), which together hold every element once.
 func TestColdPlanIsSizedOnce(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("links:\n  br0: {kind: bridge}\nroutes:\n")
@@ -168,9 +170,10 @@ func TestColdPlanIsSizedOnce(t *testing.T) {
 		fmt.Fprintf(&b, "  - {to: 10.%d.%d.0/24, dev: br0}\n", i/256, i%256)
 	}
 	b.WriteString("nftables:\n  inet t:\n    sets:\n")
+	sizes := map[string]int{"a": 1024, "b": 2500}
 	for _, set := range []string{"a", "b"} {
 		fmt.Fprintf(&b, "      %s:\n        type: ipv4_addr\n        elements: [", set)
-		for i := range 1500 {
+		for i := range sizes[set] {
 			if i > 0 {
 				b.WriteString(", ")
 			}
@@ -184,25 +187,53 @@ func TestColdPlanIsSizedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, c := len(p.Ops), cap(p.Ops); n != 1+3000+1+3+3000 || c < n || c > n+128 {
-		t.Errorf("cold plan: %d ops in an array of %d, want 6005 in one made for them", n, c)
+	if n, c := len(p.Ops), cap(p.Ops); n != 1+3000+1+3+1024+3 || c < n || c > n+128 {
+		t.Errorf("cold plan: %d ops in an array of %d, want 4032 in one made for them", n, c)
 	}
-	// The sets' ops: each set, then its elements.
+	// The sets' ops, each followed by its elements' ops; every element
+	// once, in order.
 	var got []string
+	elems := map[string][]string{}
 	for _, op := range p.Ops {
 		switch op.Kind {
 		case diff.KindNftSet:
 			got = append(got, op.ID)
 		case diff.KindNftElem:
-			if set := strings.Fields(op.ID)[3]; got[len(got)-1] != "elems of "+set {
-				if !strings.HasSuffix(got[len(got)-1], " set "+set) {
-					t.Fatalf("element %s after %s", op.ID, got[len(got)-1])
+			set := strings.Fields(op.ID)[3]
+			if !strings.HasSuffix(got[len(got)-1], " set "+set) {
+				t.Fatalf("element op %s after %s", op.ID, got[len(got)-1])
+			}
+			if len(op.NFT) != 1 {
+				t.Fatalf("element op %s: %d messages", op.ID, len(op.NFT))
+			}
+			es := op.NFT[0].Elems
+			first := model.FormatNftElem(model.NftIPv4, false, es[0])
+			last := model.FormatNftElem(model.NftIPv4, false, es[len(es)-1])
+			want := "inet t set " + set + " element " + first
+			if set == "b" {
+				want = fmt.Sprintf("inet t set b elements %s ... %s", first, last)
+				if op.Summary != fmt.Sprintf("%d elements", len(es)) {
+					t.Errorf("op %s: summary %q", op.ID, op.Summary)
 				}
-				got = append(got, "elems of "+set)
+			}
+			if op.ID != want || set == "a" && len(es) != 1 {
+				t.Errorf("element op %q of %d elements, want %q", op.ID, len(es), want)
+			}
+			for _, e := range es {
+				elems[set] = append(elems[set], model.FormatNftElem(model.NftIPv4, false, e))
 			}
 		}
 	}
-	if want := []string{"inet t set a", "elems of a", "inet t set b", "elems of b", "inet t set e"}; !slices.Equal(got, want) {
+	if want := []string{"inet t set a", "inet t set b", "inet t set e"}; !slices.Equal(got, want) {
 		t.Errorf("set ops: %v, want %v", got, want)
+	}
+	for set, n := range sizes {
+		var want []string
+		for _, e := range d.NFTables[0].Set(set).Elems {
+			want = append(want, model.FormatNftElem(model.NftIPv4, false, e))
+		}
+		if len(want) != n || !slices.Equal(elems[set], want) {
+			t.Errorf("set %s: the ops hold %d elements, want its %d in order", set, len(elems[set]), n)
+		}
 	}
 }
