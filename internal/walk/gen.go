@@ -640,6 +640,30 @@ func (g *Gen) removeLink(c *Config) string {
 	return "remove " + n
 }
 
+// renameJoinsHops says whether renaming link n to to would make two next
+// hops of a route the same (one gateway, and one device or either none),
+// which validation refuses (walk finding 64: a hop left on the name of a
+// link the step removed, then given to another).
+func renameJoinsHops(c *Config, n, to string) bool {
+	dev := func(d string) string {
+		if d == n {
+			return to
+		}
+		return d
+	}
+	for _, r := range c.Routes {
+		for i := range r.Hops {
+			for j := range i {
+				a, b := r.Hops[i], r.Hops[j]
+				if a.Via == b.Via && (dev(a.Dev) == dev(b.Dev) || a.Dev == "" || b.Dev == "") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // renameLink moves a link to another free name of its kind and updates the
 // references to it.
 func (g *Gen) renameLink(c *Config) string {
@@ -667,7 +691,7 @@ func (g *Gen) renameLink(c *Config) string {
 	default:
 		to = g.freeSlot(c, l.Kind)
 	}
-	if to == "" {
+	if to == "" || renameJoinsHops(c, n, to) {
 		return "noop"
 	}
 	if l.Kind == "wireguard" {

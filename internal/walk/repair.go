@@ -330,10 +330,16 @@ func (g *Gen) repairRoutes(c *Config) []*Route {
 		}
 		if len(r.Hops) > 0 {
 			ok := len(r.Hops) >= 2
-			for _, h := range r.Hops {
+			for i, h := range r.Hops {
 				l := c.Links[h.Dev]
 				if l == nil || l.Down || !connected(l, h.Via) && !(linkLocal(h.Via) && h.Dev != "lo") {
 					ok = false
+				}
+				// Two hops the same (validation refuses them: finding 64).
+				for _, o := range r.Hops[:i] {
+					if o.Via == h.Via && (o.Dev == h.Dev || o.Dev == "" || h.Dev == "") {
+						ok = false
+					}
 				}
 			}
 			if !ok {
