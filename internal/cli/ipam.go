@@ -15,7 +15,6 @@ import (
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/ipam"
 	"github.com/netreconcile/netreconcile/internal/kernel"
-	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/render"
 )
@@ -230,16 +229,7 @@ func (r *ipamRun) prepare(cmd *ipamCommand, g *globals) error {
 	}
 	r.close = st.close
 	if !cmd.readOnly {
-		// The pools whose registry the command may write: allocate and
-		// release one, gc every one.
-		writes := []string{r.pool}
-		if r.pool == "" {
-			writes = nil
-			for _, p := range r.pools {
-				writes = append(writes, p.Name)
-			}
-		}
-		lock := g.guardedLock(st, cfg.State, writes, g.lockFn(st, waitingMessage(r.env, "ipam "+cmd.name, g.lockTimeout)))
+		lock := g.guardedLock(st, cfg.State, g.lockFn(st, waitingMessage(r.env, "ipam "+cmd.name, g.lockTimeout)))
 		unlock, err := lock(r.ctx)
 		if err != nil {
 			return err
@@ -447,12 +437,7 @@ func age(now, t time.Time) string {
 // registry and hand out an address still in use, and gc or release would
 // record an empty pool. Checked under the lock, so no writer can change
 // the registry or the kernel in between.
-//
-// Then it lists the pools whose registry the command may write (writes) in
-// the ownership ledger, before any registry file is made: the ledger's
-// record of the pools that have a registry is what tells apply a new pool
-// from a lost registry (ledger.Pools).
-func (g *globals) guardedLock(st *nsState, desired *model.State, writes []string, lock func(context.Context) (func(), error)) func(context.Context) (func(), error) {
+func (g *globals) guardedLock(st *nsState, desired *model.State, lock func(context.Context) (func(), error)) func(context.Context) (func(), error) {
 	return func(ctx context.Context) (func(), error) {
 		unlock, err := lock(ctx)
 		if err != nil {
@@ -462,25 +447,8 @@ func (g *globals) guardedLock(st *nsState, desired *model.State, writes []string
 			unlock()
 			return nil, err
 		}
-		if err := notePools(st, writes); err != nil {
-			unlock()
-			return nil, err
-		}
 		return unlock, nil
 	}
-}
-
-func notePools(st *nsState, pools []string) error {
-	l, err := ledger.OpenIn(st.dir, st.id.Cookie)
-	if err != nil {
-		return err
-	}
-	if l.NotePools(pools) {
-		if err := l.Save(); err != nil {
-			return fmt.Errorf("record the pools in the ownership ledger: %w", err)
-		}
-	}
-	return nil
 }
 
 func (g *globals) checkRegistries(st *nsState, desired *model.State) error {

@@ -308,10 +308,6 @@ func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun b
 	if err := e.checkLostRegistries(reg, desired); err != nil {
 		return nil, nil, err
 	}
-	// After the check, which judged by the record as it was.
-	if err := e.recordPools(); err != nil {
-		return nil, nil, err
-	}
 	// A link the plan leaves out for a conflict gets no address from a
 	// pool: the address would be left out with it, and diff, which
 	// allocates nothing, would list another plan. Which links are left out
@@ -331,10 +327,6 @@ func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun b
 			leftOut = plan.LeftOut
 		}
 		if pools, err = preparePools(ctx, reg, desired, false, leftOut); err != nil {
-			return nil, nil, err
-		}
-		// The registries the allocations made.
-		if err := e.recordPools(); err != nil {
 			return nil, nil, err
 		}
 	}

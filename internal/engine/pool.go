@@ -13,7 +13,6 @@ import (
 	"github.com/netreconcile/netreconcile/internal/ipam"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
-	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
 // ExportDev is the device of export routes: like Coil, a held block is routed to lo, so the
@@ -304,49 +303,7 @@ func (e *Engine) checkLostRegistries(reg *ipam.Registry, desired *model.State) e
 	if e.Kernel == nil {
 		return nil
 	}
-	// A pool the ledger's complete record of registries does not name
-	// never had one here: it is new, whatever the kernel holds in its
-	// subnets (walk finding 63: a static address the last file declared,
-	// which this one drops for an address from the new pool).
-	isNew := func(pool string) bool { return e.Ledger.PoolsRecorded && !e.Ledger.Pools[pool] }
-	return lostRegistries(reg, desired, isNew, func() (*model.State, error) { return e.Actual(desired.Protocol, false) })
-}
-
-// recordPools records in the ledger the pools whose registry file exists
-// (ledger.Pools), so that a later pass tells a lost registry from a new
-// pool. Called on every pass that may write, pools in the file or not,
-// and again after the pass's allocations made registries. A ledger kept in
-// memory (no state directory) records nothing.
-func (e *Engine) recordPools() error {
-	if e.Ledger.ReadOnly {
-		return nil
-	}
-	var reg *ipam.Registry
-	var err error
-	switch {
-	case e.State != nil:
-		reg, err = ipam.OpenIn(e.State, nil, nil)
-	case e.IPAMDir != "":
-		var d *statedir.Dir
-		if d, err = statedir.Open(e.IPAMDir, true); err != nil {
-			return err
-		}
-		defer d.Close()
-		reg, err = ipam.OpenIn(d, nil, nil)
-	default:
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	names, err := reg.Existing()
-	if err != nil {
-		return fmt.Errorf("ipam: %w", err)
-	}
-	if e.Ledger.RecordPools(names) {
-		return e.saveLedger()
-	}
-	return nil
+	return lostRegistries(reg, desired, func() (*model.State, error) { return e.Actual(desired.Protocol, false) })
 }
 
 // CheckLostRegistries is the same check for the ipam commands (allocate,
@@ -355,14 +312,14 @@ func (e *Engine) recordPools() error {
 // keeps them from making a fresh registry, and handing out an address
 // still in use, where apply would refuse. It reads k itself.
 func CheckLostRegistries(k kernel.Reader, reg *ipam.Registry, desired *model.State) error {
-	return lostRegistries(reg, desired, nil, func() (*model.State, error) {
+	return lostRegistries(reg, desired, func() (*model.State, error) {
 		return actual.Read(k, actual.Options{Protocol: desired.Protocol})
 	})
 }
 
 // lostRegistries is checkLostRegistries over read, called once, and only
-// when a registry is missing that isNew (nil: none) does not call new.
-func lostRegistries(reg *ipam.Registry, desired *model.State, isNew func(pool string) bool, read func() (*model.State, error)) error {
+// when a registry is missing.
+func lostRegistries(reg *ipam.Registry, desired *model.State, read func() (*model.State, error)) error {
 	if reg == nil {
 		return nil
 	}
@@ -373,7 +330,7 @@ func lostRegistries(reg *ipam.Registry, desired *model.State, isNew func(pool st
 		if err != nil {
 			return fmt.Errorf("ipam: %w", err)
 		}
-		if ok || isNew != nil && isNew(p.Name) {
+		if ok {
 			continue
 		}
 		if act == nil {

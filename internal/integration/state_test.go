@@ -437,32 +437,3 @@ func TestIPAMLostRegistry(t *testing.T) {
 		t.Errorf("ipam list: exit %d\n%s", r.Code, r.Stderr)
 	}
 }
-
-// Walk finding 63: a pool declared in the step that drops a static address
-// of its subnet, on the link that now takes from the pool, is new, not a
-// lost registry: the ledger records which pools have a registry. diff and
-// apply go on (the static address goes, the pool hands one out); a
-// registry deleted after that is still refused as lost.
-func TestNewPoolOverDroppedStaticAddress(t *testing.T) {
-	e := newEnv(t)
-	static := e.file("static.yaml", "version: 1\nlinks:\n  p9c:\n    kind: bridge\n    addresses: [{address: 10.99.0.1/24, noprefixroute: true}, 10.99.1.1/24]\n")
-	pool := e.file("pool.yaml", "version: 1\npools:\n  pw: {subnets: [10.99.0.0/24], block-size-bits: 2, reuse-delay: 0s}\nlinks:\n  lo: {kind: device, state: up}\n  p9c:\n    kind: bridge\n    addresses: [10.97.0.2/24, {pool: pw}]\n")
-	e.apply(static)
-	// diff exits 2: there are changes.
-	if r := e.cli("diff", "-c", pool); r.Code != 2 {
-		t.Fatalf("diff of the new pool: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
-	}
-	e.apply(pool)
-	got := e.ip("-br", "-4", "addr", "show", "p9c")
-	if !strings.Contains(got, "10.97.0.2/24") || strings.Contains(got, "10.99.1.1/24") || !strings.Contains(got, "10.99.0.") {
-		t.Errorf("p9c after the pool: %q, want 10.97.0.2/24 and an address of 10.99.0.0/24 only", got)
-	}
-	e.noChanges(pool)
-	reg := filepath.Join(e.state, "netns", e.ns, "ipam", "pw.registry")
-	if err := os.Remove(reg); err != nil {
-		t.Fatal(err)
-	}
-	if r := e.cli("apply", "-c", pool); r.Code != 1 || !strings.Contains(r.Stderr, "pool pw: its registry "+reg+" is missing, but the kernel holds what it handed out") {
-		t.Errorf("apply after the registry was deleted: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
-	}
-}

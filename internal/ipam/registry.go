@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -111,29 +109,6 @@ func (r *Registry) Exists(pool string) (bool, error) {
 	}
 	defer d.Close()
 	return d.Exists(pool + ".registry")
-}
-
-// Existing returns the names of the pools that have a registry file, of
-// the configuration or not (a file outlives its pool's leaving the
-// configuration), sorted.
-func (r *Registry) Existing() ([]string, error) {
-	d, err := r.open(false)
-	if d == nil || err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	names, err := d.Names()
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, n := range names {
-		if p, ok := strings.CutSuffix(n, ".registry"); ok && p != "" {
-			out = append(out, p)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
 }
 
 // Pools returns the pool definitions the registry was opened with.

@@ -71,16 +71,6 @@ type Ledger struct {
 	// leaves the file, that value is written again and the record
 	// dropped; a key never written is never recorded, nor touched.
 	Sysctls map[string]string
-	// Pools are the IPAM pools whose registry file exists in this state
-	// directory, as the engine last found them (RecordPools); a registry
-	// is never deleted, so the list only grows. PoolsRecorded says the
-	// list is complete: the ledger was written by an engine that records
-	// them. A declared pool without a registry is then new when the list
-	// does not name it, and lost when it does; without the record (a
-	// ledger from before, or none: the state directory itself was lost)
-	// only the kernel's traces can tell (engine.checkLostRegistries).
-	Pools         map[string]bool
-	PoolsRecorded bool
 }
 
 // fileFormat is the ledger on disk. New fields are added with omitempty, so
@@ -95,9 +85,6 @@ type fileFormat struct {
 	PendingLinks []string `json:"links_pending,omitempty"`
 	// Sysctls: see Ledger.Sysctls.
 	Sysctls []sysctlJSON `json:"sysctls,omitempty"`
-	// Pools and PoolsRecorded: see Ledger.Pools.
-	Pools         []string `json:"pools,omitempty"`
-	PoolsRecorded bool     `json:"pools_recorded,omitempty"`
 }
 
 type sysctlJSON struct {
@@ -134,7 +121,7 @@ func Open(path string) (*Ledger, error) {
 }
 
 func newLedger(dir *statedir.Dir, cookie uint64) *Ledger {
-	return &Ledger{dir: dir, cookie: cookie, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}, PendingLinks: map[string]bool{}, NFTHandles: map[model.NftTableKey]uint64{}, Sysctls: map[string]string{}, Pools: map[string]bool{}}
+	return &Ledger{dir: dir, cookie: cookie, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}, PendingLinks: map[string]bool{}, NFTHandles: map[model.NftTableKey]uint64{}, Sysctls: map[string]string{}}
 }
 
 // OpenIn loads the ledger of the namespace whose state directory is dir (nil:
@@ -189,10 +176,6 @@ func OpenIn(dir *statedir.Dir, cookie uint64) (*Ledger, error) {
 	for _, s := range f.Sysctls {
 		l.Sysctls[s.Key] = s.Original
 	}
-	for _, p := range f.Pools {
-		l.Pools[p] = true
-	}
-	l.PoolsRecorded = f.PoolsRecorded
 	return l, nil
 }
 
@@ -209,9 +192,9 @@ func (l *Ledger) Reload() error {
 	// Every record: one left behind (the handles were) is the other
 	// writer's change undone, or taken for what it replaced (a table
 	// another apply made again has a new handle, which a stale one here
-	// would take for someone else's).
+	// would take for someone else's, and disown).
 	l.Fou, l.NFTables, l.NFTHandles, l.PendingLinks, l.Discarded = n.Fou, n.NFTables, n.NFTHandles, n.PendingLinks, l.Discarded || n.Discarded
-	l.Sysctls, l.Pools, l.PoolsRecorded = n.Sysctls, n.Pools, n.PoolsRecorded
+	l.Sysctls = n.Sysctls
 	return nil
 }
 
@@ -261,33 +244,6 @@ func (l *Ledger) SetSysctl(key, original string) {
 	}
 }
 
-// RecordPools records existing, every pool whose registry file exists, and
-// that the record is complete from now on; it reports whether anything
-// changed.
-func (l *Ledger) RecordPools(existing []string) bool {
-	changed := !l.PoolsRecorded
-	for _, n := range existing {
-		if !l.Pools[n] {
-			l.Pools[n], changed = true, true
-		}
-	}
-	l.PoolsRecorded = true
-	return changed
-}
-
-// NotePools records pools whose registry a command is about to write (the
-// ipam commands): listed before the file exists, so that no crash leaves a
-// registry the record does not name. It changes nothing else.
-func (l *Ledger) NotePools(names []string) bool {
-	changed := false
-	for _, n := range names {
-		if !l.Pools[n] {
-			l.Pools[n], changed = true, true
-		}
-	}
-	return changed
-}
-
 // ForgetSysctl drops the record of key (its old value was written back,
 // or the key is gone with its link).
 func (l *Ledger) ForgetSysctl(key string) { delete(l.Sysctls, key) }
@@ -325,11 +281,6 @@ func (l *Ledger) Save() error {
 		f.Sysctls = append(f.Sysctls, sysctlJSON{k, v})
 	}
 	sort.Slice(f.Sysctls, func(i, j int) bool { return f.Sysctls[i].Key < f.Sysctls[j].Key })
-	for p := range l.Pools {
-		f.Pools = append(f.Pools, p)
-	}
-	sort.Strings(f.Pools)
-	f.PoolsRecorded = l.PoolsRecorded
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err

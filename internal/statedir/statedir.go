@@ -157,16 +157,6 @@ func (d *Dir) openSub(c string) (*Dir, error) {
 	return &Dir{f: f, path: p}, nil
 }
 
-// Names lists the directory's entries, in no order. Call it once per Dir:
-// the listing starts where the descriptor's offset is.
-func (d *Dir) Names() ([]string, error) {
-	names, err := d.f.Readdirnames(-1)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", d.path, err)
-	}
-	return names, nil
-}
-
 // Exists reports whether the directory holds an entry name (not followed).
 func (d *Dir) Exists(name string) (bool, error) {
 	var st unix.Stat_t
