@@ -713,6 +713,47 @@ func TestStaleIPVlanGoesBeforeItsParentJoinsAMaster(t *testing.T) {
 	}
 }
 
+// A device carries ipvlans or macvlans, not both, nor a macvlan and a
+// bridge port (each holds its rx_handler: EBUSY, "Device is already in
+// use"): a stale macvlan goes before an ipvlan is made on its parent or its
+// parent joins a master, and a stale ipvlan before a macvlan is made there
+// (walk finding 65: guest soak, walk seed 136921388777499, step 18).
+func TestStaleStackedLinkGoesBeforeTheOtherKind(t *testing.T) {
+	owned := func(l model.Link) *model.Link { l.Owned, l.Alias = true, "netreconcile"; return &l }
+	d1 := model.Link{Name: "d1", Kind: model.KindDummy}
+	mac := model.Link{Name: "m0", Kind: model.KindMACVlan, MACVlan: &model.MACVlan{Parent: "d1", Mode: "bridge"}}
+	ipv := model.Link{Name: "i0", Kind: model.KindIPVlan, IPVlan: &model.IPVlan{Parent: "d1", Mode: "l2"}}
+	for _, c := range []struct {
+		name       string
+		want, have []model.Link
+		first      string // deleted
+		then       string // made or joined
+		thenAction diff.Action
+	}{
+		{"macvlan, then an ipvlan", []model.Link{d1, ipv}, []model.Link{d1, mac}, "m0", "i0", diff.Create},
+		{"ipvlan, then a macvlan", []model.Link{d1, mac}, []model.Link{d1, ipv}, "i0", "m0", diff.Create},
+		{"macvlan, then the parent joins a bridge", []model.Link{{Name: "b0", Kind: model.KindBridge}, {Name: "d1", Kind: model.KindDummy, Master: "b0"}},
+			[]model.Link{{Name: "b0", Kind: model.KindBridge}, d1, mac}, "m0", "d1", diff.Update},
+	} {
+		d := &model.State{Links: map[string]*model.Link{}}
+		for _, l := range c.want {
+			d.Links[l.Name] = &l
+		}
+		a := &model.State{Links: map[string]*model.Link{}}
+		for _, l := range c.have {
+			a.Links[l.Name] = owned(l)
+		}
+		p, err := diff.Compute(d, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		del, then := linkOpIndex(p, diff.Delete, c.first), linkOpIndex(p, c.thenAction, c.then)
+		if del < 0 || then < 0 || del > then {
+			t.Errorf("%s: want %s deleted before %s %s:\n%s", c.name, c.first, c.then, c.thenAction, p)
+		}
+	}
+}
+
 // A vlan renamed: the stale one goes before the new one is made, since the
 // kernel lets one vlan per parent hold an id (EEXIST; guest walk seed 22,
 // step 8).

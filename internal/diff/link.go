@@ -130,10 +130,19 @@ func (c *computer) links() {
 			}
 		}
 	}
-	ipvlanParentsMade := map[string]bool{}
+	// The parents that get an ipvlan, or a macvlan, in this plan. A device
+	// carries ipvlans or macvlans, not both, nor either with a bridge or
+	// bond port (each holds the device's rx_handler: EBUSY, "Device is
+	// already in use"): a stale one of the other kind on that parent goes
+	// first (guest soak, walk seed 136921388777499, step 18: a macvlan the
+	// file dropped, an ipvlan it added on the same parent).
+	ipvlanParentsMade, macvlanParentsMade := map[string]bool{}, map[string]bool{}
 	for _, op := range creates {
 		if op.Link.IPVlan != nil {
 			ipvlanParentsMade[op.Link.IPVlan.Parent] = true
+		}
+		if op.Link.MACVlan != nil {
+			macvlanParentsMade[op.Link.MACVlan.Parent] = true
 		}
 	}
 	// Links that join a master in this plan. A device carries a bridge
@@ -154,8 +163,14 @@ func (c *computer) links() {
 			continue
 		}
 		switch op.Link.Kind {
-		case model.KindVXLAN, model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard, model.KindVLAN, model.KindMACVlan:
+		case model.KindVXLAN, model.KindIPIP, model.KindIP6Tnl, model.KindWireGuard, model.KindVLAN:
 			if created[op.Link.Kind] > 0 {
+				early = append(early, op)
+				c.add(op)
+				continue
+			}
+		case model.KindMACVlan:
+			if created[op.Link.Kind] > 0 || op.Link.MACVlan != nil && (ipvlanParentsMade[op.Link.MACVlan.Parent] || joining[op.Link.MACVlan.Parent]) {
 				early = append(early, op)
 				c.add(op)
 				continue
@@ -164,7 +179,7 @@ func (c *computer) links() {
 			// The ipvlans of one parent share its addresses: one the
 			// file renames keeps its address on the stale one until that
 			// goes (EADDRINUSE; guest soak, walk seed 19836008626296).
-			if op.Link.IPVlan != nil && (ipvlanParentsMade[op.Link.IPVlan.Parent] || joining[op.Link.IPVlan.Parent]) {
+			if op.Link.IPVlan != nil && (ipvlanParentsMade[op.Link.IPVlan.Parent] || macvlanParentsMade[op.Link.IPVlan.Parent] || joining[op.Link.IPVlan.Parent]) {
 				early = append(early, op)
 				c.add(op)
 				continue

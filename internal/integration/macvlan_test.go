@@ -80,3 +80,21 @@ func mustHave(t *testing.T, what, got string, wants ...string) {
 		}
 	}
 }
+
+// Walk finding 65, on this kernel: a veth end carries a macvlan or a bridge
+// port, not both (each holds its receive handler: EBUSY). A file that drops
+// the macvlan and puts its parent in a bridge applies in one go (the
+// macvlan goes first), and back.
+func TestMACVlanParentJoinsABridge(t *testing.T) {
+	e := newEnv(t)
+	base := "version: 1\nlinks:\n  b0: {kind: bridge}\n"
+	mac := e.file("mac.yaml", base+"  v0a: {kind: veth, veth: {peer: v0b}}\n  v0b: {kind: veth, veth: {peer: v0a}}\n  m0: {kind: macvlan, macvlan: {parent: v0a, mode: bridge}}\n")
+	port := e.file("port.yaml", base+"  v0a: {kind: veth, veth: {peer: v0b}, master: b0}\n  v0b: {kind: veth, veth: {peer: v0a}}\n")
+	for _, f := range []string{mac, port, mac} {
+		e.apply(f)
+		e.noChanges(f)
+	}
+	if out := e.ip("-br", "link", "show"); !strings.Contains(out, "m0@v0a") {
+		t.Errorf("links after the macvlan again:\n%s", out)
+	}
+}

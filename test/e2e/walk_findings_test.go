@@ -241,3 +241,29 @@ rules:
 		t.Errorf("a guard rule is left:\n%s", out)
 	}
 }
+
+// Walk finding 65 (guest soak, seed 136921388777499, step 18): a device
+// carries macvlans or ipvlans, not both (each holds its receive handler:
+// EBUSY, "Device is already in use"). A file that trades the macvlan of a
+// parent for an ipvlan, and back, applies in one go: the stale one goes
+// first.
+func TestWalkFindingMacvlanTradedForIPVlan(t *testing.T) {
+	requireModules(t, "dummy", "macvlan", "ipvlan")
+	ns := newNetNS(t, "")
+	dir, state := t.TempDir(), t.TempDir()
+	file := filepath.Join(dir, "s.yaml")
+	base := "version: 1\nlinks:\n  d1: {kind: dummy, state: up}\n"
+	mac := base + "  m0: {kind: macvlan, macvlan: {parent: d1, mode: bridge}}\n"
+	ipv := base + "  i0: {kind: ipvlan, ipvlan: {parent: d1, mode: l2}}\n"
+	for _, c := range []struct{ cfg, has, gone string }{{mac, "m0", "i0"}, {ipv, "i0", "m0"}, {mac, "m0", "i0"}} {
+		if err := os.WriteFile(file, []byte(c.cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+		runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
+		out := ns.IP(t, "-br", "link", "show")
+		if !strings.Contains(out, c.has+"@d1") || strings.Contains(out, c.gone+"@") {
+			t.Fatalf("links after the file with %s:\n%s", c.has, out)
+		}
+	}
+}
