@@ -80,10 +80,10 @@ func (d *Daemon) loadConfig() {
 	if !force && h == d.badHash {
 		return
 	}
-	// The pass after a parse reads everything (a new configuration, or a
-	// reload: dirtyAfterLoad), so the last read is dropped before the parse
-	// rather than held through it (memory: issue 16). A file that fails to
-	// parse costs the next pass a full read.
+	// The last read is dropped before the parse rather than held through
+	// it (memory: issue 16): the pass after a new configuration reads
+	// everything anyway (rereadKinds), and one after a file that fails to
+	// parse, or a reload that changed nothing, pays a full read.
 	d.eng.forgetRead()
 	cfg, err := desired.Parse(srcs)
 	if err != nil {

@@ -42,10 +42,11 @@ type filledSet struct {
 	set *model.NftSet
 }
 
-// appendTo appends the ops to ops in batch order, growing it once. A cold
-// load of a large set is an op per element (100k of them, an Op being a
-// few hundred bytes): made in place, they are never held twice, which
-// the first converge of a big host peaked on (bench-memory, issue 16).
+// appendTo appends the ops to ops in batch order, growing it once (not at
+// all when Compute's size hint covered them). The element ops of the sets
+// created with elements are made in place, after their set's op, so that
+// they are never held twice: a second copy of the ops of a 100k-element
+// cold load was the first converge's peak (bench-memory, issue 16).
 func (p *nftPlan) appendTo(ops []Op) []Op {
 	groups := [][]Op{p.tables, p.sets, p.elems, p.chains, p.rules, p.chainDels, p.setDels, p.tableDels}
 	n := 0
