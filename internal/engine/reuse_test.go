@@ -62,21 +62,27 @@ func convergedEngine(t *testing.T, st *model.State) (*Engine, *kerneltest.Kernel
 	return e, k
 }
 
-// A plan after SetReread reads only those kinds and takes the others from
-// the previous read; without it, everything.
-func TestPlanRereadsOnlyWhatIsAsked(t *testing.T) {
+// routeGoneBehindItsBack is an engine converged on reuseFile whose first
+// route was then deleted behind its back.
+func routeGoneBehindItsBack(t *testing.T) (*Engine, *kerneltest.Kernel, *model.State) {
+	t.Helper()
 	cfg, err := desired.Parse([]desired.Source{{Name: "reuse.yaml", Data: []byte(reuseFile)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := cfg.State
 	e, k := convergedEngine(t, st)
-
-	// Our route goes behind the engine's back.
 	r := st.Routes[0]
 	if errs := k.WriteRoutes([]kernel.RouteWrite{{Action: kernel.RouteDelete, Route: &r}}, st.Protocol); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
+	return e, k, st
+}
+
+// A plan after SetReread reads only those kinds and takes the others from
+// the previous read; without it, everything.
+func TestPlanRereadsOnlyWhatIsAsked(t *testing.T) {
+	e, k, st := routeGoneBehindItsBack(t)
 	dumpFails := errors.New("routes dumped")
 	k.FailAlways("Routes", dumpFails)
 
@@ -100,16 +106,7 @@ func TestPlanRereadsOnlyWhatIsAsked(t *testing.T) {
 // After ForgetRead (the daemon, before it parses a file again) the next
 // plan reads everything, whatever SetReread says: nothing is left to reuse.
 func TestForgetReadRereadsEverything(t *testing.T) {
-	cfg, err := desired.Parse([]desired.Source{{Name: "reuse.yaml", Data: []byte(reuseFile)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := cfg.State
-	e, k := convergedEngine(t, st)
-	r := st.Routes[0]
-	if errs := k.WriteRoutes([]kernel.RouteWrite{{Action: kernel.RouteDelete, Route: &r}}, st.Protocol); errs[0] != nil {
-		t.Fatal(errs[0])
-	}
+	e, _, st := routeGoneBehindItsBack(t)
 	e.ForgetRead()
 	if e.LastRead() != nil {
 		t.Error("LastRead after ForgetRead is not nil")
