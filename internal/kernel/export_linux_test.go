@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"net/netip"
+	"unsafe"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -82,4 +83,15 @@ func AddressesByLibrary(k *Netlink) ([]model.Address, error) {
 	}
 	model.SortAddresses(out)
 	return out, nil
+}
+
+// BatchHeld is the bytes of buffers the route socket holds between calls.
+func BatchHeld(k *Netlink) int {
+	k.batchMu.Lock()
+	defer k.batchMu.Unlock()
+	if k.batch == nil {
+		return 0
+	}
+	b := k.batch
+	return cap(b.buf) + cap(b.acks) + cap(b.msgs)*int(unsafe.Sizeof(unix.Mmsghdr{})) + cap(b.iovs)*int(unsafe.Sizeof(unix.Iovec{}))
 }

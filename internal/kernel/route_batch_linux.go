@@ -49,6 +49,10 @@ const (
 // routeBatcher is the socket route batches are written and routes dumped
 // on. It is a socket of its own so that no other request's answers mix with
 // a window's ACKs.
+//
+// The buffers of a batch (a window's requests, its ACK slots: about 400 KiB
+// at the largest window) live only during WriteRoutes: an idle daemon
+// writes routes rarely, and holds none of them between passes.
 type routeBatcher struct {
 	sock   *nl.NetlinkSocket
 	fd     int
@@ -58,7 +62,6 @@ type routeBatcher struct {
 	acks   []byte
 	msgs   []unix.Mmsghdr
 	iovs   []unix.Iovec
-	dump   []byte // receive buffer of route dumps
 	// dumped is how many route messages the last dump received.
 	dumped int
 }
@@ -84,15 +87,22 @@ func openRouteBatcher(ns netns.NsHandle) (*routeBatcher, error) {
 		return nil, err
 	}
 	w := min(max(rcv/batchAckCost, 1), batchWindowMax)
-	b := &routeBatcher{sock: sock, fd: fd, window: w, acks: make([]byte, w*batchAckSlot), msgs: make([]unix.Mmsghdr, w), iovs: make([]unix.Iovec, w)}
+	return &routeBatcher{sock: sock, fd: fd, window: w}, nil
+}
+
+// slots makes the ACK slots of windows of up to n requests.
+func (b *routeBatcher) slots(n int) {
+	b.acks, b.msgs, b.iovs = make([]byte, n*batchAckSlot), make([]unix.Mmsghdr, n), make([]unix.Iovec, n)
 	for i := range b.msgs {
 		b.iovs[i].Base = &b.acks[i*batchAckSlot]
 		b.iovs[i].SetLen(batchAckSlot)
 		b.msgs[i].Hdr.Iov = &b.iovs[i]
 		b.msgs[i].Hdr.SetIovlen(1)
 	}
-	return b, nil
 }
+
+// release lets go of a batch's buffers.
+func (b *routeBatcher) release() { b.buf, b.acks, b.msgs, b.iovs = nil, nil, nil, nil }
 
 func (b *routeBatcher) close() { b.sock.Close() }
 
@@ -152,12 +162,15 @@ func (k *Netlink) WriteRoutes(ws []RouteWrite, protocol int) []error {
 		return errs
 	}
 	b := k.batch
+	// A repair of one route needs one slot, not a window's.
+	b.slots(min(b.window, len(ws)))
+	defer b.release()
 	// seqs[j] is the sequence number of window request j; idx[j] its write.
-	seqs := make([]uint32, 0, b.window)
-	idx := make([]int, 0, b.window)
+	seqs := make([]uint32, 0, len(b.msgs))
+	idx := make([]int, 0, len(b.msgs))
 	for i := 0; i < len(ws); {
 		b.buf, seqs, idx = b.buf[:0], seqs[:0], idx[:0]
-		for ; i < len(ws) && len(seqs) < b.window && len(b.buf) < batchSendMax; i++ {
+		for ; i < len(ws) && len(seqs) < len(b.msgs) && len(b.buf) < batchSendMax; i++ {
 			msg, err := k.routeRequest(ws[i], protocol, b.seq+1)
 			if err != nil {
 				errs[i] = routeErr(ws[i].Action, ws[i].Route, err)

@@ -94,6 +94,11 @@ func TestWriteRoutesReportsEachFailure(t *testing.T) {
 		t.Errorf("the route with a missing device was written:\n%s", out)
 	}
 
+	// The route socket keeps no window's buffers for the next batch.
+	if held := kernel.BatchHeld(k); held != 0 {
+		t.Errorf("the route socket holds %d bytes of buffers after the batch", held)
+	}
+
 	// Deleting everything in one batch leaves only the foreign routes.
 	got, err := k.Routes(model.DefaultProtocol)
 	if err != nil {

@@ -44,18 +44,18 @@ func (k *Netlink) dumpRoutes(protocol, table int, out []model.Route) (_ []model.
 	if err := unix.Sendto(b.fd, req.Serialize(), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return nil, 0, fmt.Errorf("send: %w", err)
 	}
-	if b.dump == nil {
-		b.dump = make([]byte, dumpBufSize)
-	}
+	// Made per dump, not kept: a daemon dumps routes only in passes that
+	// read them.
+	buf := make([]byte, dumpBufSize)
 	ne := binary.NativeEndian
 	intr := false
 	var dev lastName
 	for {
-		r, err := b.read(b.dump)
+		r, err := b.read(buf)
 		if err != nil {
 			return nil, n, err
 		}
-		data := b.dump[:r]
+		data := buf[:r]
 		for len(data) >= unix.SizeofNlMsghdr {
 			l := int(ne.Uint32(data[0:4]))
 			if l < unix.SizeofNlMsghdr || l > len(data) {
