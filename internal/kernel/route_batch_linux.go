@@ -189,6 +189,22 @@ func (k *Netlink) WriteRoutes(ws []RouteWrite, protocol int) []error {
 			errs[idx[j]] = routeErr(ws[idx[j]].Action, ws[idx[j]].Route, err)
 		}
 	}
+	// The next list is sized for what the batch added and deleted: the
+	// list after a first converge is otherwise grown from nothing, and the
+	// daemon keeps it, a quarter of it empty, until its next full read.
+	d := int64(0)
+	for i, w := range ws {
+		switch {
+		case errs[i] != nil:
+		case w.Action == RouteAdd:
+			d++
+		case w.Action == RouteDelete:
+			d--
+		}
+	}
+	if h := k.routeHint.Add(d); h < 0 {
+		k.routeHint.Store(0)
+	}
 	return errs
 }
 

@@ -104,6 +104,10 @@ func TestWriteRoutesReportsEachFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Sized by what the batch added: a daemon keeps this list.
+	if cap(got) != len(got) {
+		t.Errorf("the list after the batch has room for %d routes, holds %d", cap(got), len(got))
+	}
 	del := make([]kernel.RouteWrite, len(got))
 	for i := range got {
 		del[i] = kernel.RouteWrite{Action: kernel.RouteDelete, Route: &got[i]}
