@@ -55,12 +55,12 @@ func routePrefilter(w *watchSet) []bpf.Instruction {
 	tables := map[int]bool{}
 	var ranges []v4range
 	for k := range w.routes {
-		tables[k.table] = true
+		tables[int(k.table)] = true
 		// A default route matches only notifications without a
 		// destination, which pass anyway: its range would be everything.
-		if k.dst.Addr().Is4() && k.dst.Bits() > 0 {
-			lo := binary.BigEndian.Uint32(k.dst.Masked().Addr().AsSlice())
-			ranges = append(ranges, v4range{lo, lo | uint32(uint64(1)<<(32-k.dst.Bits())-1)})
+		if k.is4 && k.bits > 0 {
+			lo := binary.BigEndian.Uint32(k.addr[12:])
+			ranges = append(ranges, v4range{lo, lo | uint32(uint64(1)<<(32-int(k.bits))-1)})
 		}
 	}
 	ranges = coverRanges(ranges, prefilterMaxRanges)
