@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
+	"os"
 	"sync"
 	"syscall"
 
@@ -119,13 +121,20 @@ func subscribe(ctx context.Context, ns netns.NsHandle, proto int, groups []uint,
 			s.Close()
 		})
 	}
+	r, err := newEventReader(s, eventBufLen)
+	if err != nil {
+		s.Close()
+		return fmt.Errorf("subscribe to %s: %w", what, err)
+	}
+	closeBoth := closeSock
+	closeSock = func() { r.close(); closeBoth() }
 	if what == srcRoutes {
 		f.addRouteSocket(s.GetFd())
 	}
 	stop := context.AfterFunc(ctx, closeSock)
 	defer stop()
 	for {
-		msgs, from, err := s.Receive()
+		msgs, from, err := r.read()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -154,6 +163,75 @@ func subscribe(ctx context.Context, ns netns.NsHandle, proto int, groups []uint,
 		}
 	}
 }
+
+// eventBufLen is the room for one notification datagram. The kernel sends
+// each notification in a datagram of its own, a few hundred bytes for a
+// route and a few KiB for a link; one that does not fit is delivered
+// truncated and wakes the loop, as any message the filter cannot read.
+const eventBufLen = 32 << 10
+
+// eventReader reads a subscription's datagrams into a buffer of its own on
+// the heap, through a duplicate of the socket's descriptor (the same
+// socket, waited on with the runtime's poller). The library's Receive keeps
+// a 64 KiB array on its goroutine's stack: five subscriptions, each waiting
+// in it, held 128 KiB of stack apiece.
+type eventReader struct {
+	f   *os.File
+	rc  syscall.RawConn
+	buf []byte
+}
+
+func newEventReader(s *nl.NetlinkSocket, size int) (*eventReader, error) {
+	fd, err := unix.FcntlInt(uintptr(s.GetFd()), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("duplicate socket: %w", err)
+	}
+	// The descriptor shares the library's non-blocking flag: os.NewFile
+	// puts it on the poller.
+	f := os.NewFile(uintptr(fd), "netlink events")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("duplicate socket: %w", err)
+	}
+	return &eventReader{f: f, rc: rc, buf: make([]byte, size)}, nil
+}
+
+func (r *eventReader) close() { r.f.Close() }
+
+// read waits for one datagram and returns its messages, which point into
+// the reader's buffer until the next read.
+func (r *eventReader) read() ([]syscall.NetlinkMessage, *unix.SockaddrNetlink, error) {
+	var (
+		n    int
+		from unix.Sockaddr
+		rerr error
+	)
+	err := r.rc.Read(func(fd uintptr) bool {
+		n, from, rerr = unix.Recvfrom(int(fd), r.buf, 0)
+		return rerr != unix.EAGAIN
+	})
+	if err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	sa, ok := from.(*unix.SockaddrNetlink)
+	if !ok {
+		return nil, nil, errors.New("receive: not a netlink address")
+	}
+	msgs, err := syscall.ParseNetlinkMessage(r.buf[:n])
+	if err != nil {
+		return []syscall.NetlinkMessage{unreadable}, sa, nil
+	}
+	return msgs, sa, nil
+}
+
+// unreadable stands for a datagram that does not parse (truncated,
+// malformed): no decoder knows its type, so the filter wakes for it and
+// marks its source's kind dirty.
+var unreadable = syscall.NetlinkMessage{Header: syscall.NlMsghdr{Type: math.MaxUint16}}
 
 // attrs calls f with the type and value of each netlink attribute in b, until
 // f returns false. It reports whether b was well formed up to there.
