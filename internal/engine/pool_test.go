@@ -75,3 +75,69 @@ func TestPreparePools(t *testing.T) {
 		t.Errorf("duplicate export route: %v", err)
 	}
 }
+
+// Walk finding 63: an address the last applied configuration declared
+// statically, on a link that now takes from a pool that configuration did
+// not declare, is no trace of a lost registry. Everything a registry could
+// have left still is: the same address when the last configuration
+// declared the pool (or nothing is known of it), on another link, or
+// handed out by a pool; and every export route.
+func TestLostRegistryForgivesOnlyWhatTheLastFileDeclared(t *testing.T) {
+	pfx := netip.MustParsePrefix
+	pool := pooldef.Default("pw", pooldef.Subnet{IPv4: pfx("10.99.0.0/24")})
+	reg, err := ipam.Open(t.TempDir(), []ipam.Pool{pool}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := model.NewState()
+	want.Pools = []model.Pool{{Pool: pool}}
+	want.PoolAddresses = []model.PoolAddress{{Link: "p9c", Pool: "pw", IPv4Bits: 24}}
+	static := func(link, p string, pools ...string) *model.State {
+		st := model.NewState()
+		st.Addresses = []model.Address{{Link: link, Prefix: pfx(p)}}
+		for _, name := range pools {
+			st.Pools = append(st.Pools, model.Pool{Pool: pooldef.Default(name, pooldef.Subnet{IPv4: pfx("10.99.0.0/24")})})
+		}
+		return st
+	}
+	handedOut := model.NewState()
+	handedOut.Pools = []model.Pool{{Pool: pooldef.Default("old", pooldef.Subnet{IPv4: pfx("10.99.0.0/24")})}}
+	handedOut.PoolAddresses = []model.PoolAddress{{Link: "p9c", Pool: "old", IPv4Bits: 24}}
+	onLink := model.NewState()
+	onLink.Addresses = []model.Address{{Link: "p9c", Prefix: pfx("10.99.0.1/24")}}
+	withRoute := model.NewState()
+	withRoute.Addresses = onLink.Addresses
+	withRoute.Routes = []model.Route{{Table: int(pool.ExportTable), Dst: pfx("10.99.0.0/26"), Dev: "lo"}}
+	for _, tc := range []struct {
+		name    string
+		kernel  *model.State
+		applied []*model.State
+		lost    string // "" when the pool is new
+	}{
+		{"declared static before, no pool pw then", onLink, []*model.State{static("p9c", "10.99.0.1/24")}, ""},
+		{"one of two applied files declared it", onLink, []*model.State{static("p9c", "10.99.0.1/24"), model.NewState()}, ""},
+		{"nothing known of the last file", onLink, nil, "address 10.99.0.1/24 on p9c"},
+		{"the last file declared pool pw", onLink, []*model.State{static("p9c", "10.99.0.1/24", "pw")}, "address 10.99.0.1/24 on p9c"},
+		{"declared static on another link", onLink, []*model.State{static("p9d", "10.99.0.1/24")}, "address 10.99.0.1/24 on p9c"},
+		{"another prefix length", onLink, []*model.State{static("p9c", "10.99.0.1/25")}, "address 10.99.0.1/24 on p9c"},
+		{"handed out by a pool since renamed", onLink, []*model.State{handedOut}, "address 10.99.0.1/24 on p9c"},
+		{"an export route stays a trace", withRoute, []*model.State{static("p9c", "10.99.0.1/24")}, "route 10.99.0.0/26 table 119"},
+	} {
+		calls := 0
+		applied := func() []*model.State { calls++; return tc.applied }
+		err := lostRegistries(reg, want, func() (*model.State, error) { return tc.kernel, nil }, applied)
+		switch {
+		case tc.lost == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.lost != "" && (err == nil || !strings.Contains(err.Error(), tc.lost)):
+			t.Errorf("%s: got %v, want the registry lost for %q", tc.name, err, tc.lost)
+		case calls > 1:
+			t.Errorf("%s: the applied configurations were read %d times", tc.name, calls)
+		}
+	}
+	// No address trace: the applied configurations are not read at all.
+	calls := 0
+	if err := lostRegistries(reg, want, func() (*model.State, error) { return model.NewState(), nil }, func() []*model.State { calls++; return nil }); err != nil || calls != 0 {
+		t.Errorf("no traces: %v, applied read %d times", err, calls)
+	}
+}

@@ -437,3 +437,55 @@ func TestIPAMLostRegistry(t *testing.T) {
 		t.Errorf("ipam list: exit %d\n%s", r.Code, r.Stderr)
 	}
 }
+
+// Walk finding 63 on a real kernel, through the commands: a file that
+// drops a link's static address and, in the same edit, declares a pool over
+// its subnet for that link is a new pool, not a lost registry. The applied
+// file (transaction.json's confirmed configuration) shows netreconcile put
+// the address there itself. Without that record the address could be what
+// a lost registry handed out, and apply still refuses.
+func TestNewPoolOverADroppedStaticAddress(t *testing.T) {
+	const static = `version: 1
+links:
+  p9c: {kind: bridge, addresses: [10.99.0.1/24]}
+`
+	const pooled = `version: 1
+pools:
+  pw:
+    subnets: [{ipv4: 10.99.0.0/24}]
+    export-table: 120
+links:
+  lo: {kind: device, state: up}
+  p9c:
+    kind: bridge
+    addresses:
+      - pool: pw
+        ipv4-prefix-length: 24
+`
+	for _, record := range []bool{true, false} {
+		e := newEnv(t)
+		e.apply(e.file("static.yaml", static))
+		if !record {
+			if err := os.Remove(filepath.Join(e.state, "netns", e.ns, "transaction.json")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f := e.file("pooled.yaml", pooled)
+		r := e.cli("diff", "-c", f)
+		lost := strings.Contains(r.Stderr, "ipam registry lost: pool pw")
+		switch {
+		case record && (r.Code != 2 || lost):
+			t.Fatalf("diff after the static file was applied: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		case !record && (r.Code != 1 || !lost || !strings.Contains(r.Stderr, "address 10.99.0.1/24 on p9c")):
+			t.Fatalf("diff with no record of the applied file: exit %d, want the lost registry\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+		if !record {
+			continue
+		}
+		e.apply(f)
+		if got := e.ip("-br", "-4", "addr", "show", "p9c"); !strings.Contains(got, "10.99.0.") {
+			t.Errorf("p9c after the pool: %q", got)
+		}
+		e.noChanges(f)
+	}
+}
