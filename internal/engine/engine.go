@@ -225,9 +225,11 @@ func (e *Engine) LedgerUnsaved() bool { return e.ledgerUnsaved }
 // otherwise interleave their changes and overwrite each other's records.
 // Without a Lock function it does nothing.
 //
-// Once it holds the lock, it reads the ledger again, unless the ledger
-// holds records a failed save did not write: the last writer may have been
-// another process.
+// Once it holds the lock, it reads the ledger again: the last writer may
+// have been another process. Records a failed save did not write are kept
+// on top of what the file holds (Ledger.Reload); before, the ledger was
+// not read again while such records were pending, and the next save wrote
+// its stale records over another writer's.
 func (e *Engine) LockPass(ctx context.Context) (func(), error) {
 	if e.Lock == nil {
 		return func() {}, nil
@@ -236,11 +238,9 @@ func (e *Engine) LockPass(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock the namespace: %w", err)
 	}
-	if !e.ledgerUnsaved {
-		if err := e.Ledger.Reload(); err != nil {
-			unlock()
-			return nil, err
-		}
+	if err := e.Ledger.Reload(); err != nil {
+		unlock()
+		return nil, err
 	}
 	return unlock, nil
 }

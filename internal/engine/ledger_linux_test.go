@@ -43,29 +43,7 @@ func TestFailedLedgerSaveIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &engine.Engine{Kernel: k, Ledger: l, State: sd}
-	pass := func(tables ...string) error {
-		t.Helper()
-		src := "version: 1\n"
-		if len(tables) > 0 {
-			src += "nftables:\n"
-		}
-		for _, tb := range tables {
-			src += fmt.Sprintf("  inet %s:\n    chains:\n      c: {rules: [counter]}\n", tb)
-		}
-		cfg, err := desired.Parse([]desired.Source{{Name: "t.yaml", Data: []byte(src)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, _, err := e.PlanDesired(context.Background(), cfg.State, false)
-		if plan == nil {
-			t.Fatal(err)
-		}
-		res, err := e.Apply(context.Background(), plan)
-		if err == nil {
-			err = res.Err()
-		}
-		return err
-	}
+	pass := func(tables ...string) error { return ledgerPass(t, e, tables...) }
 	onDisk := func() map[model.NftTableKey]bool {
 		t.Helper()
 		l, err := ledger.OpenIn(sd, 0)
@@ -128,31 +106,7 @@ func TestServiceKeepsRecordsOfAnotherWriter(t *testing.T) {
 	}
 	pass := func(e *engine.Engine, tables ...string) {
 		t.Helper()
-		unlock, err := e.LockPass(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unlock()
-		src := "version: 1\n"
-		if len(tables) > 0 {
-			src += "nftables:\n"
-		}
-		for _, tb := range tables {
-			src += fmt.Sprintf("  inet %s:\n    chains:\n      c: {rules: [counter]}\n", tb)
-		}
-		cfg, err := desired.Parse([]desired.Source{{Name: "t.yaml", Data: []byte(src)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, _, err := e.PlanDesired(context.Background(), cfg.State, false)
-		if plan == nil {
-			t.Fatal(err)
-		}
-		res, err := e.Apply(context.Background(), plan)
-		if err == nil {
-			err = res.Err()
-		}
-		if err != nil {
+		if err := ledgerPass(t, e, tables...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -170,5 +124,107 @@ func TestServiceKeepsRecordsOfAnotherWriter(t *testing.T) {
 	}
 	if out := nettest.InNS(t, ns, "nft", "list", "tables"); out != "table inet svc\ntable inet more\n" {
 		t.Errorf("tables after the service's pass (the other writer's table is ours to delete):\n%s", out)
+	}
+}
+
+// ledgerPass is a pass of e (under its lock, when it has one) over a file
+// declaring the nftables tables named, each with a chain and a rule.
+func ledgerPass(t *testing.T, e *engine.Engine, tables ...string) error {
+	t.Helper()
+	unlock, err := e.LockPass(context.Background())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	src := "version: 1\n"
+	if len(tables) > 0 {
+		src += "nftables:\n"
+	}
+	for _, tb := range tables {
+		src += fmt.Sprintf("  inet %s:\n    chains:\n      c: {rules: [counter]}\n", tb)
+	}
+	cfg, err := desired.Parse([]desired.Source{{Name: "t.yaml", Data: []byte(src)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _, err := e.PlanDesired(context.Background(), cfg.State, false)
+	if plan == nil {
+		t.Fatal(err)
+	}
+	res, err := e.Apply(context.Background(), plan)
+	if err == nil {
+		err = res.Err()
+	}
+	return err
+}
+
+// A failed save, then another writer, then the service again: its next
+// pass reads the ledger again and keeps its unsaved record on top. Before,
+// it skipped the read while a record was unsaved: the table the other
+// writer made was not its own, and its save wrote the stale records over
+// the other writer's, so no later pass would delete that table.
+func TestUnsavedRecordsMergeWithAnotherWriters(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	ns := nettest.NewNetNS(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	nettest.Exec(t, "mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", dir)
+	t.Cleanup(func() { _ = nettest.ExecErr("umount", dir) })
+	sd, err := statedir.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sd.Close()
+	open := func() *engine.Engine {
+		k, err := kernel.Open("/run/netns/" + ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { k.Close() })
+		l, err := ledger.OpenIn(sd, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lock := func(ctx context.Context) (func(), error) {
+			return sd.Lock(ctx, "writer.lock", statedir.LockOptions{})
+		}
+		return &engine.Engine{Kernel: k, Ledger: l, State: sd, Lock: lock}
+	}
+	service := open()
+	if err := ledgerPass(t, service, "svc"); err != nil {
+		t.Fatal(err)
+	}
+	nettest.Exec(t, "mount", "-o", "remount,ro", dir)
+	if err := ledgerPass(t, service, "svc", "new"); err == nil || !service.LedgerUnsaved() {
+		t.Fatalf("a pass on a read-only state directory: %v, unsaved %v", err, service.LedgerUnsaved())
+	}
+	nettest.Exec(t, "mount", "-o", "remount,rw", dir)
+	if err := ledgerPass(t, open(), "svc", "cli"); err != nil { // an apply; "new" is not its own
+		t.Fatal(err)
+	}
+	if err := ledgerPass(t, service, "svc", "new"); err != nil {
+		t.Fatal(err)
+	}
+	// The service took the other writer's record: its file does not name
+	// "cli", which it deleted as its own; its unsaved record of "new"
+	// was saved.
+	if out := nettest.InNS(t, ns, "nft", "list", "tables"); out != "table inet svc\ntable inet new\n" {
+		t.Errorf("tables after the service's pass:\n%s", out)
+	}
+	l, err := ledger.OpenIn(sd, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.NFTables) != 2 || !l.NFTables[model.NftTableKey{Family: "inet", Name: "new"}] {
+		t.Errorf("records after the service's pass: %v", l.NFTables)
+	}
+	// Every record holds: a file naming none of them deletes the rest.
+	if err := ledgerPass(t, open()); err != nil {
+		t.Fatal(err)
+	}
+	if out := nettest.InNS(t, ns, "nft", "list", "tables"); out != "" {
+		t.Errorf("tables left behind:\n%s", out)
 	}
 }

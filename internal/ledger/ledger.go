@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"sort"
 
@@ -71,6 +72,30 @@ type Ledger struct {
 	// leaves the file, that value is written again and the record
 	// dropped; a key never written is never recorded, nor touched.
 	Sysctls map[string]string
+
+	// synced is the records as the file held them at the last load or
+	// successful save: what Reload tells this process's unsaved changes
+	// from another writer's by.
+	synced records
+}
+
+// records is a copy of a ledger's records. A table and its handle are one
+// record (nft: the tables listed, each with its handle, 0 when not known):
+// merged apart, a table one writer dropped and the other made again could
+// end up unlisted with a handle.
+type records struct {
+	fou     map[model.FouKey]bool
+	nft     map[model.NftTableKey]uint64
+	pending map[string]bool
+	sysctls map[string]string
+}
+
+func (l *Ledger) records() records {
+	nft := make(map[model.NftTableKey]uint64, len(l.NFTables))
+	for k := range l.NFTables {
+		nft[k] = l.NFTHandles[k]
+	}
+	return records{maps.Clone(l.Fou), nft, maps.Clone(l.PendingLinks), maps.Clone(l.Sysctls)}
 }
 
 // fileFormat is the ledger on disk. New fields are added with omitempty, so
@@ -176,11 +201,23 @@ func OpenIn(dir *statedir.Dir, cookie uint64) (*Ledger, error) {
 	for _, s := range f.Sysctls {
 		l.Sysctls[s.Key] = s.Original
 	}
+	l.synced = l.records()
 	return l, nil
 }
 
 // Reload reads the file again: another writer may have changed it since
 // Open. The caller holds the namespace's lock.
+//
+// Every record of the file is taken: one left behind (the handles were) is
+// the other writer's change undone, or taken for what it replaced (a table
+// another apply made again has a new handle, which a stale one here would
+// take for someone else's, and disown). Changes this process made that a
+// failed save did not write are kept on top, record by record: dropped,
+// they would leave what it created unowned for ever; written back whole,
+// the stale records would undo the other writer's. Where both changed a
+// record, the file's change wins: the writers take turns under the lock,
+// so it is the later one (the other writer pruned a table whose record
+// this process could not save, and made it again).
 func (l *Ledger) Reload() error {
 	if l.dir == nil {
 		return nil
@@ -189,13 +226,44 @@ func (l *Ledger) Reload() error {
 	if err != nil {
 		return err
 	}
-	// Every record: one left behind (the handles were) is the other
-	// writer's change undone, or taken for what it replaced (a table
-	// another apply made again has a new handle, which a stale one here
-	// would take for someone else's, and disown).
-	l.Fou, l.NFTables, l.NFTHandles, l.PendingLinks, l.Discarded = n.Fou, n.NFTables, n.NFTHandles, n.PendingLinks, l.Discarded || n.Discarded
-	l.Sysctls = n.Sysctls
+	ours, base, theirs := l.records(), l.synced, n.records()
+	l.Fou = merge(ours.fou, base.fou, theirs.fou)
+	nft := merge(ours.nft, base.nft, theirs.nft)
+	l.NFTables, l.NFTHandles = make(map[model.NftTableKey]bool, len(nft)), map[model.NftTableKey]uint64{}
+	for k, h := range nft {
+		l.NFTables[k] = true
+		if h != 0 {
+			l.NFTHandles[k] = h
+		}
+	}
+	l.PendingLinks = merge(ours.pending, base.pending, theirs.pending)
+	l.Sysctls = merge(ours.sysctls, base.sysctls, theirs.sysctls)
+	l.Discarded = l.Discarded || n.Discarded
+	l.synced = theirs
 	return nil
+}
+
+// merge is theirs (the file) with the changes ours made since base (the
+// file when ours last matched it), except where theirs changed too. A
+// record is changed when it was added, removed or given another value.
+func merge[K comparable, V comparable](ours, base, theirs map[K]V) map[K]V {
+	changed := func(m map[K]V, k K) bool {
+		v, in := m[k]
+		bv, inBase := base[k]
+		return in != inBase || v != bv
+	}
+	out := maps.Clone(theirs)
+	for k, v := range ours {
+		if changed(ours, k) && !changed(theirs, k) {
+			out[k] = v
+		}
+	}
+	for k := range base {
+		if _, in := ours[k]; !in && !changed(theirs, k) {
+			delete(out, k)
+		}
+	}
+	return out
 }
 
 // SetFou records a FoU port as ours or not.
@@ -285,5 +353,9 @@ func (l *Ledger) Save() error {
 	if err != nil {
 		return err
 	}
-	return l.dir.WriteFile(FileName, append(data, '\n'), 0o600)
+	if err := l.dir.WriteFile(FileName, append(data, '\n'), 0o600); err != nil {
+		return err
+	}
+	l.synced = l.records()
+	return nil
 }
