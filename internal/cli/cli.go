@@ -22,7 +22,6 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/nftcache"
 	"github.com/netreconcile/netreconcile/internal/redact"
-	"github.com/netreconcile/netreconcile/internal/safeapply"
 	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
@@ -302,7 +301,7 @@ func (g *globals) openEngine(ctx context.Context, env *Env, cmd string, readOnly
 			}
 		}
 	}
-	e := &engine.Engine{Kernel: k, Ledger: l, State: st.dir, Applied: func() []*model.State { return safeapply.AppliedConfigs(st.dir) }}
+	e := &engine.Engine{Kernel: k, Ledger: l, State: st.dir}
 	return e, func() {
 		if s, _ := k.NFTElems(); !readOnly && cacheErr == nil && !nftcache.Same(loaded, s) {
 			// A cache that cannot be written costs the next run a read.

@@ -17,7 +17,6 @@ import (
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/render"
-	"github.com/netreconcile/netreconcile/internal/safeapply"
 )
 
 // writePoolSummary prints one line per pool: allocations and held blocks, after a plan.
@@ -465,5 +464,5 @@ func (g *globals) checkRegistries(st *nsState, desired *model.State) error {
 		return err
 	}
 	defer k.Close()
-	return engine.CheckLostRegistries(k, reg, desired, func() []*model.State { return safeapply.AppliedConfigs(st.dir) })
+	return engine.CheckLostRegistries(k, reg, desired)
 }

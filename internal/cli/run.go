@@ -19,7 +19,6 @@ import (
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
-	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/safeapply"
 	"github.com/netreconcile/netreconcile/internal/statedir"
 )
@@ -138,7 +137,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 			unlock()
 			return nil, nil, err
 		}
-		h := &safeapply.Host{Dir: nst.dir, Engine: &engine.Engine{Kernel: tk, Ledger: tl, State: nst.dir, Applied: func() []*model.State { return safeapply.AppliedConfigs(nst.dir) }}, Netns: g.netns,
+		h := &safeapply.Host{Dir: nst.dir, Engine: &engine.Engine{Kernel: tk, Ledger: tl, State: nst.dir}, Netns: g.netns,
 			AllowInsecureConfig: g.allowInsecureConfig, Getenv: env.Getenv}
 		return h, func() { tk.Close(); unlock() }, nil
 	}
@@ -171,7 +170,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	d, err := daemon.New(daemon.Options{
 		Config:   g.config,
 		DropIn:   g.dropIn(),
-		Engine:   &engine.Engine{Kernel: k, Ledger: l, State: nst.dir, Lock: lock, Applied: func() []*model.State { return safeapply.AppliedConfigs(nst.dir) }},
+		Engine:   &engine.Engine{Kernel: k, Ledger: l, State: nst.dir, Lock: lock},
 		Sources:  sources,
 		Reload:   reload,
 		Resync:   resync,

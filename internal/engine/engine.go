@@ -29,12 +29,6 @@ type Engine struct {
 	IPAMDir string
 	// Lock, when set, takes the namespace's writer lock (see LockPass).
 	Lock func(ctx context.Context) (unlock func(), err error)
-	// Applied, when set, returns the configurations netreconcile last
-	// applied in the namespace (safeapply.AppliedConfigs: the confirmed
-	// one, a pending transaction's), those that still parse. The
-	// lost-registry check forgives the static addresses they declared
-	// (checkLostRegistries). Called only when that check finds traces.
-	Applied func() []*model.State
 	// ledgerUnsaved says the last save of the ledger failed: the records
 	// in memory are newer than the file, and every pass tries again.
 	ledgerUnsaved bool

@@ -299,44 +299,31 @@ var ErrRegistryLost = errors.New("ipam registry lost")
 // the file from a backup, or removes what the kernel lists (the message says
 // what) to start the pool empty. A pool without a registry and without such
 // traces is new, and starts empty as before.
-//
-// An address that a configuration netreconcile last applied (e.Applied)
-// declared statically on that link, and that configuration declared no
-// pool of that name, is no trace: netreconcile put it there itself, not a
-// registry (walk finding 63: a file that drops a static address and, in
-// the same edit, declares a pool over its subnet for the same link). Only
-// what the configuration itself declared is forgiven: an address a pool
-// handed out (of a pool since renamed, or one an older writer's registry
-// handed out) and every export route still count.
 func (e *Engine) checkLostRegistries(reg *ipam.Registry, desired *model.State) error {
 	if e.Kernel == nil {
 		return nil
 	}
-	return lostRegistries(reg, desired, func() (*model.State, error) { return e.Actual(desired.Protocol, false) }, e.Applied)
+	return lostRegistries(reg, desired, func() (*model.State, error) { return e.Actual(desired.Protocol, false) })
 }
 
 // CheckLostRegistries is the same check for the ipam commands (allocate,
 // release, gc), which change a registry without an engine: run under the
 // namespace's writer lock before the registry is opened for writing, it
 // keeps them from making a fresh registry, and handing out an address
-// still in use, where apply would refuse. It reads k itself; applied is
-// Engine.Applied (nil: forgive nothing).
-func CheckLostRegistries(k kernel.Reader, reg *ipam.Registry, desired *model.State, applied func() []*model.State) error {
+// still in use, where apply would refuse. It reads k itself.
+func CheckLostRegistries(k kernel.Reader, reg *ipam.Registry, desired *model.State) error {
 	return lostRegistries(reg, desired, func() (*model.State, error) {
 		return actual.Read(k, actual.Options{Protocol: desired.Protocol})
-	}, applied)
+	})
 }
 
 // lostRegistries is checkLostRegistries over read, called once, and only
-// when a registry is missing; applied is called once, and only when an
-// address is a trace.
-func lostRegistries(reg *ipam.Registry, desired *model.State, read func() (*model.State, error), applied func() []*model.State) error {
+// when a registry is missing.
+func lostRegistries(reg *ipam.Registry, desired *model.State, read func() (*model.State, error)) error {
 	if reg == nil {
 		return nil
 	}
 	var act *model.State
-	var prev []*model.State
-	prevRead := false
 	var errs []error
 	for _, p := range desired.Pools {
 		ok, err := reg.Exists(p.Name)
@@ -378,19 +365,8 @@ func lostRegistries(reg *ipam.Registry, desired *model.State, read func() (*mode
 		// Only links that take from the pool count: an owned link with a
 		// static address in the pool's subnets (a pool declared after it)
 		// holds nothing the registry handed out.
-		var forgiven map[model.AddressKey]bool
 		for _, a := range act.Addresses {
-			key := model.AddressKey{Link: a.Link, Prefix: a.Prefix}
-			if !takers[a.Link] || !in(a.Prefix.Addr()) || static[key] {
-				continue
-			}
-			if forgiven == nil {
-				if !prevRead && applied != nil {
-					prev, prevRead = applied(), true
-				}
-				forgiven = staticBefore(prev, p.Name)
-			}
-			if !forgiven[key] {
+			if takers[a.Link] && in(a.Prefix.Addr()) && !static[model.AddressKey{Link: a.Link, Prefix: a.Prefix}] {
 				traces = append(traces, fmt.Sprintf("address %s on %s", a.Prefix, a.Link))
 			}
 		}
@@ -404,21 +380,4 @@ func lostRegistries(reg *ipam.Registry, desired *model.State, read func() (*mode
 			ErrRegistryLost, p.Name, reg.Path(p.Name), strings.Join(traces, "; ")))
 	}
 	return errors.Join(errs...)
-}
-
-// staticBefore is the addresses that the configurations applied before
-// declared statically, in those of them that declared no pool named pool:
-// a pool of that name there could have handed out any address in its
-// subnets, whatever else the file said.
-func staticBefore(applied []*model.State, pool string) map[model.AddressKey]bool {
-	out := map[model.AddressKey]bool{}
-	for _, st := range applied {
-		if st == nil || slices.ContainsFunc(st.Pools, func(p model.Pool) bool { return p.Name == pool }) {
-			continue
-		}
-		for i := range st.Addresses {
-			out[st.Addresses[i].Key()] = true
-		}
-	}
-	return out
 }
