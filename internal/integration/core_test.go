@@ -458,3 +458,40 @@ func TestForeignLinkConflict(t *testing.T) {
 		t.Errorf("the foreign br0 was marked: %s", got)
 	}
 }
+
+// IPv4-mapped IPv6 prefixes (::ffff:a.b.c.d/N) are IPv6 to the kernel: a
+// route, a link address and a rule of one converge, a second apply writes
+// nothing, and they are pruned when the file drops them. The route dump
+// once read them back unmapped (an IPv4 prefix of length 112, invalid): the
+// route was created again and its ghost deleted, in vain, on every pass.
+func TestIPv4MappedIPv6Prefixes(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("mapped.yaml", `version: 1
+links:
+  p9c: {kind: bridge, state: up, addresses: ["::ffff:10.61.0.1/104"]}
+routes:
+  - {to: "::ffff:10.60.0.0/112", dev: p9c}
+  - {to: "::ffff:10.62.0.0/112", dev: p9c, table: 100}
+rules:
+  - {priority: 1000, from: "::ffff:10.0.0.0/104", table: 100}
+`)
+	e.apply(f)
+	e.noChanges(f)
+	for _, want := range []struct{ got, line string }{
+		{e.ip("-6", "addr", "show", "dev", "p9c"), "inet6 ::ffff:10.61.0.1/104"},
+		{e.ip("-6", "route", "show"), "::ffff:10.60.0.0/112 dev p9c"},
+		{e.ip("-6", "route", "show", "table", "100"), "::ffff:10.62.0.0/112 dev p9c"},
+		{e.ip("-6", "rule", "show"), "1000:\tfrom ::ffff:10.0.0.0/104 lookup 100"},
+	} {
+		if !strings.Contains(want.got, want.line) {
+			t.Errorf("want %q in:\n%s", want.line, want.got)
+		}
+	}
+	// Dropped from the file, each is pruned.
+	g := e.file("dropped.yaml", "version: 1\nlinks:\n  p9c: {kind: bridge, state: up}\n")
+	e.apply(g)
+	e.noChanges(g)
+	if got := e.ip("-6", "route", "show", "table", "all") + e.ip("-6", "rule", "show") + e.ip("-6", "addr", "show", "dev", "p9c"); strings.Contains(got, "::ffff:") {
+		t.Errorf("left behind:\n%s", got)
+	}
+}

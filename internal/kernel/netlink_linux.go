@@ -225,11 +225,19 @@ func toAddr(ip net.IP) netip.Addr {
 	return a.Unmap()
 }
 
+// toPrefix converts a prefix; its mask's length gives the family. An
+// IPv6 one stays IPv6 also when IPv4-mapped (addrOf says why), while an
+// IPv4 one may come in net.IP's 16-byte form.
 func toPrefix(n *net.IPNet) netip.Prefix {
 	if n == nil {
 		return netip.Prefix{}
 	}
 	a := toAddr(n.IP)
+	if len(n.Mask) == net.IPv6len {
+		if v, ok := netip.AddrFromSlice(n.IP.To16()); ok {
+			a = v
+		}
+	}
 	ones, _ := n.Mask.Size()
 	return netip.PrefixFrom(a, ones)
 }

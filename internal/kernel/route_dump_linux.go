@@ -229,13 +229,17 @@ func viaOf(v []byte) (netip.Addr, bool) {
 
 func rtaAlign(l int) int { return (l + unix.RTA_ALIGNTO - 1) &^ (unix.RTA_ALIGNTO - 1) }
 
-// addrOf reads a 4- or 16-byte address as toAddr does (IPv4-mapped unmapped).
+// addrOf reads a 4- or 16-byte address. A 16-byte one is IPv6, also when
+// IPv4-mapped (::ffff:10.60.0.0/112 is an IPv6 route, address or rule the
+// file may declare, and the kernel holds it as such): unmapped, it was
+// read back as an IPv4 prefix of length 112, invalid, and such a route
+// was created again and deleted in vain on every pass.
 func addrOf(v []byte) (netip.Addr, bool) {
 	switch len(v) {
 	case 4:
 		return netip.AddrFrom4([4]byte(v)), true
 	case 16:
-		return netip.AddrFrom16([16]byte(v)).Unmap(), true
+		return netip.AddrFrom16([16]byte(v)), true
 	}
 	return netip.Addr{}, false
 }

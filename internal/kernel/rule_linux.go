@@ -74,7 +74,8 @@ func parseRule(m []byte) (model.Rule, error) {
 		if !ok {
 			return netip.Prefix{}
 		}
-		return netip.PrefixFrom(a.Unmap(), int(l))
+		// Not unmapped: 16 bytes are an IPv6 prefix (addrOf).
+		return netip.PrefixFrom(a, int(l))
 	}
 	for _, a := range attrs {
 		v := a.Value

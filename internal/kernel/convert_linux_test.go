@@ -1,0 +1,38 @@
+package kernel
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+)
+
+// The family of a prefix from the libraries (WireGuard's allowed IPs) is
+// its mask's: an IPv4 prefix in net.IP's 16-byte form is IPv4, an
+// IPv4-mapped IPv6 one stays IPv6 (read unmapped, it became an IPv4 prefix
+// of length 104, invalid, and never matched the file).
+func TestToPrefixKeepsTheFamily(t *testing.T) {
+	for _, tc := range []struct {
+		n    *net.IPNet
+		want string
+	}{
+		{&net.IPNet{IP: net.IPv4(10, 0, 0, 0).To4(), Mask: net.CIDRMask(8, 32)}, "10.0.0.0/8"},
+		{&net.IPNet{IP: net.IPv4(10, 0, 0, 0), Mask: net.CIDRMask(8, 32)}, "10.0.0.0/8"},
+		{&net.IPNet{IP: net.ParseIP("::ffff:10.0.0.0"), Mask: net.CIDRMask(104, 128)}, "::ffff:10.0.0.0/104"},
+		{&net.IPNet{IP: net.ParseIP("fd00::"), Mask: net.CIDRMask(64, 128)}, "fd00::/64"},
+	} {
+		if got := toPrefix(tc.n); got != netip.MustParsePrefix(tc.want) {
+			t.Errorf("toPrefix(%v) = %v, want %s", tc.n, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		b    []byte
+		want string
+	}{
+		{[]byte{10, 0, 0, 1}, "10.0.0.1"},
+		{netip.MustParseAddr("::ffff:10.0.0.1").AsSlice(), "::ffff:10.0.0.1"},
+	} {
+		if got, ok := addrOf(tc.b); !ok || got != netip.MustParseAddr(tc.want) {
+			t.Errorf("addrOf(%v) = %v, want %s", tc.b, got, tc.want)
+		}
+	}
+}
