@@ -620,6 +620,8 @@ func (g *Gen) addAddr(l *Link) {
 	if g.chance(0.6) {
 		a.CIDR = fmt.Sprintf("10.%d.%d.%d/24", idx, g.R.Intn(2), 1+g.R.Intn(4))
 		a.Scope = g.pick([]string{"", "", "", "link", "host"})
+	} else if g.chance(0.1) {
+		a.CIDR = fmt.Sprintf("::ffff:10.%d.7.%d/120", idx, 1+g.R.Intn(4)) // IPv4-mapped: IPv6
 	} else {
 		a.CIDR = fmt.Sprintf("fd00:%x:%x::%x/64", idx, g.R.Intn(2), 1+g.R.Intn(4))
 	}
@@ -849,7 +851,7 @@ func (g *Gen) changeAddrs(c *Config) string {
 		a := l.Addrs[g.R.Intn(len(l.Addrs))]
 		if a.Pool == "" {
 			a.NoPrefixRoute = !a.NoPrefixRoute
-			if strings.Contains(a.CIDR, ".") {
+			if !strings.Contains(a.CIDR, ":") { // IPv4 (an IPv4-mapped one is IPv6)
 				a.Scope = g.pick([]string{"", "link", "host"})
 			}
 			return "change an address of " + n
@@ -919,6 +921,10 @@ func (g *Gen) changeRoutes(c *Config) string {
 		if v6 {
 			r.To = "::/0"
 		}
+	case v6 && g.chance(0.15):
+		// IPv4-mapped: IPv6 to the kernel (a reader that unmapped it
+		// took it for an invalid IPv4 prefix).
+		r.To = fmt.Sprintf("::ffff:172.16.%d.0/120", g.R.Intn(6))
 	case v6:
 		r.To = netip.MustParsePrefix(fmt.Sprintf("2001:db8:%x::/64", g.R.Intn(6))).String()
 	default:
@@ -1060,7 +1066,7 @@ func (g *Gen) changeRules(c *Config) string {
 	}
 	v6 := r.Family == "ipv6"
 	if g.chance(0.5) {
-		r.From = map[bool]string{false: "10.50.0.0/16", true: "fd50::/48"}[v6]
+		r.From = map[bool]string{false: "10.50.0.0/16", true: g.pick([]string{"fd50::/48", "fd50::/48", "::ffff:10.50.0.0/112"})}[v6]
 	}
 	if g.chance(0.3) {
 		r.To = map[bool]string{false: "172.17.0.0/16", true: "2001:db8:50::/48"}[v6]
