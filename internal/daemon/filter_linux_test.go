@@ -6,7 +6,6 @@ import (
 	"syscall"
 	"testing"
 
-	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -223,13 +222,9 @@ func TestEventFilter(t *testing.T) {
 	}
 }
 
-func counterValue(t *testing.T, f *EventFilter, src, result string) float64 {
+func counterValue(t *testing.T, f *EventFilter, src, result string) uint64 {
 	t.Helper()
-	var m dto.Metric
-	if err := f.count.WithLabelValues(src, result).Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
+	return f.count.WithLabelValues(src, result).Value()
 }
 
 // No filter (a source built with nil) wakes on everything.

@@ -10,29 +10,26 @@ import (
 	"sync"
 	"time"
 
+	"github.com/netreconcile/netreconcile/internal/metrics"
 	"github.com/netreconcile/netreconcile/internal/model"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Metrics are the daemon's Prometheus metrics. Registry is where other parts
 // add theirs (IPAM pool usage, WireGuard peer states): register a
-// prometheus.Collector on it, typically one whose Collect reads the part's
+// metrics.Collector on it, typically one whose Collect reads the part's
 // own state, so that nothing has to be pushed from the loop.
 type Metrics struct {
-	Registry *prometheus.Registry
+	Registry *metrics.Registry
 
-	duration    prometheus.Histogram
-	passes      *prometheus.CounterVec
-	changes     *prometheus.CounterVec
-	drift       prometheus.Counter
-	errors      *prometheus.CounterVec
-	lastSuccess prometheus.Gauge
-	objects     prometheus.Gauge
-	configOK    prometheus.Gauge
-	wakeups     prometheus.Counter
+	duration    *metrics.Histogram
+	passes      *metrics.CounterVec
+	changes     *metrics.CounterVec
+	drift       *metrics.Counter
+	errors      *metrics.CounterVec
+	lastSuccess *metrics.Gauge
+	objects     *metrics.Gauge
+	configOK    *metrics.Gauge
+	wakeups     *metrics.Counter
 	parts       *partsCollector
 	// serving is set once Serve listens: the pool gauges cost a registry
 	// read per pass, done only when someone can scrape them.
@@ -41,28 +38,27 @@ type Metrics struct {
 
 // partsCollector exports the latest snapshot of WireGuard peer states and
 // IPAM pool usage. A snapshot is replaced whole, so a scrape never sees a
-// half-updated set (resetting a GaugeVec and filling it again would).
+// half-updated set.
 type partsCollector struct {
-	peersDesc, poolDesc *prometheus.Desc
+	peersDesc, poolDesc *metrics.Desc
 
 	mu    sync.Mutex
 	peers map[[2]string]float64 // link, state
 	pools map[[2]string]float64 // pool, measure
 }
 
-func (c *partsCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.peersDesc
-	ch <- c.poolDesc
+func (c *partsCollector) Describe() []*metrics.Desc {
+	return []*metrics.Desc{c.peersDesc, c.poolDesc}
 }
 
-func (c *partsCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *partsCollector) Collect(e *metrics.Emitter) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, v := range c.peers {
-		ch <- prometheus.MustNewConstMetric(c.peersDesc, prometheus.GaugeValue, v, k[0], k[1])
+		e.Emit(c.peersDesc, v, k[0], k[1])
 	}
 	for k, v := range c.pools {
-		ch <- prometheus.MustNewConstMetric(c.poolDesc, prometheus.GaugeValue, v, k[0], k[1])
+		e.Emit(c.poolDesc, v, k[0], k[1])
 	}
 }
 
@@ -75,53 +71,38 @@ func (c *partsCollector) set(peers, pools map[[2]string]float64) {
 // NewMetrics creates the metrics on a registry of their own, with the Go
 // runtime and process collectors.
 func NewMetrics() *Metrics {
-	r := prometheus.NewRegistry()
+	r := metrics.NewRegistry()
 	m := &Metrics{
 		Registry: r,
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "netreconcile_reconcile_duration_seconds",
-			Help: "Duration of a reconcile pass: load configuration, read the kernel, diff, apply.",
+		duration: metrics.NewHistogram("netreconcile_reconcile_duration_seconds",
+			"Duration of a reconcile pass: load configuration, read the kernel, diff, apply.",
 			// 1 ms to about 8 s: a pass over a few objects takes a few
 			// milliseconds, one over 100k routes a few seconds.
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
-		}),
-		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "netreconcile_reconciles_total",
-			Help: "Reconcile passes by result: converged, failed (some operation failed or was held back), conflict, error (the kernel could not be read).",
-		}, []string{"result"}),
-		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "netreconcile_changes_total",
-			Help: "Kernel changes applied, by object kind and action.",
-		}, []string{"kind", "action"}),
-		drift: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "netreconcile_drift_repaired_total",
-			Help: "Changes applied while the configuration was unchanged since the last converged pass: repairs of changes made behind netreconcile's back.",
-		}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "netreconcile_errors_total",
-			Help: "Errors by stage: config (invalid configuration), read (kernel read), apply (failed operation), conflict.",
-		}, []string{"stage"}),
-		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "netreconcile_last_success_timestamp_seconds",
-			Help: "Unix time of the end of the last pass that left the kernel equal to the configuration.",
-		}),
-		objects: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "netreconcile_objects",
-			Help: "Objects the enforced configuration declares.",
-		}),
-		configOK: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "netreconcile_config_valid",
-			Help: "1 when the configuration on disk is valid and enforced, 0 when the last good one is enforced instead.",
-		}),
-		wakeups: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "netreconcile_wakeups_total",
-			Help: "Wake-ups received from every source, before coalescing.",
-		}),
+			metrics.ExponentialBuckets(0.001, 2, 14)),
+		passes: metrics.NewCounterVec("netreconcile_reconciles_total",
+			"Reconcile passes by result: converged, failed (some operation failed or was held back), conflict, error (the kernel could not be read).",
+			"result"),
+		changes: metrics.NewCounterVec("netreconcile_changes_total",
+			"Kernel changes applied, by object kind and action.",
+			"kind", "action"),
+		drift: metrics.NewCounter("netreconcile_drift_repaired_total",
+			"Changes applied while the configuration was unchanged since the last converged pass: repairs of changes made behind netreconcile's back."),
+		errors: metrics.NewCounterVec("netreconcile_errors_total",
+			"Errors by stage: config (invalid configuration), read (kernel read), apply (failed operation), conflict.",
+			"stage"),
+		lastSuccess: metrics.NewGauge("netreconcile_last_success_timestamp_seconds",
+			"Unix time of the end of the last pass that left the kernel equal to the configuration."),
+		objects: metrics.NewGauge("netreconcile_objects",
+			"Objects the enforced configuration declares."),
+		configOK: metrics.NewGauge("netreconcile_config_valid",
+			"1 when the configuration on disk is valid and enforced, 0 when the last good one is enforced instead."),
+		wakeups: metrics.NewCounter("netreconcile_wakeups_total",
+			"Wake-ups received from every source, before coalescing."),
 		parts: &partsCollector{
-			peersDesc: prometheus.NewDesc("netreconcile_wireguard_peers",
-				"Declared WireGuard peers by link and state (up, unknown, down), as the endpoint rotation judged them in the last pass.", []string{"link", "state"}, nil),
-			poolDesc: prometheus.NewDesc("netreconcile_ipam_pool",
-				"IPAM pool usage: blocks_held, blocks_allowed, addresses (in held blocks), allocated, cooling (released, waiting the reuse delay).", []string{"pool", "measure"}, nil),
+			peersDesc: metrics.NewDesc(metrics.GaugeType, "netreconcile_wireguard_peers",
+				"Declared WireGuard peers by link and state (up, unknown, down), as the endpoint rotation judged them in the last pass.", "link", "state"),
+			poolDesc: metrics.NewDesc(metrics.GaugeType, "netreconcile_ipam_pool",
+				"IPAM pool usage: blocks_held, blocks_allowed, addresses (in held blocks), allocated, cooling (released, waiting the reuse delay).", "pool", "measure"),
 		},
 	}
 	// Every series exists from the start, at 0, so that rate() and alerts
@@ -133,7 +114,7 @@ func NewMetrics() *Metrics {
 		m.errors.WithLabelValues(s)
 	}
 	r.MustRegister(m.duration, m.passes, m.changes, m.drift, m.errors, m.lastSuccess, m.objects, m.configOK, m.wakeups, m.parts,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		metrics.NewGoCollector(), metrics.NewProcessCollector())
 	return m
 }
 
@@ -146,7 +127,7 @@ func (m *Metrics) Serve(ctx context.Context, addr string, log *slog.Logger) erro
 	}
 	m.serving = true
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
+	mux.Handle("/metrics", m.Registry)
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: metricsReadHeaderTimeout,

@@ -3,8 +3,7 @@ package safeapply
 import (
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/netreconcile/netreconcile/internal/metrics"
 	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
@@ -14,43 +13,40 @@ import (
 // rollback), and survive the daemon's restarts.
 type Collector struct {
 	dir                                  *statedir.Dir
-	confirmed, rolledBack, pending, left *prometheus.Desc
+	confirmed, rolledBack, pending, left *metrics.Desc
 }
 
 // NewCollector reads dir's transaction file.
 func NewCollector(dir *statedir.Dir) *Collector {
 	return &Collector{
 		dir:        dir,
-		confirmed:  prometheus.NewDesc("netreconcile_safeapply_confirmed_total", "Safe-apply transactions confirmed.", nil, nil),
-		rolledBack: prometheus.NewDesc("netreconcile_safeapply_rolled_back_total", "Safe-apply transactions rolled back, by cause: timeout, manual, probe, verify, apply, reboot.", []string{"cause"}, nil),
-		pending:    prometheus.NewDesc("netreconcile_safeapply_pending", "1 while a safe-apply transaction waits for its confirmation.", nil, nil),
-		left:       prometheus.NewDesc("netreconcile_safeapply_seconds_left", "Seconds until the pending transaction rolls back (0 when none is pending).", nil, nil),
+		confirmed:  metrics.NewDesc(metrics.CounterType, "netreconcile_safeapply_confirmed_total", "Safe-apply transactions confirmed."),
+		rolledBack: metrics.NewDesc(metrics.CounterType, "netreconcile_safeapply_rolled_back_total", "Safe-apply transactions rolled back, by cause: timeout, manual, probe, verify, apply, reboot.", "cause"),
+		pending:    metrics.NewDesc(metrics.GaugeType, "netreconcile_safeapply_pending", "1 while a safe-apply transaction waits for its confirmation."),
+		left:       metrics.NewDesc(metrics.GaugeType, "netreconcile_safeapply_seconds_left", "Seconds until the pending transaction rolls back (0 when none is pending)."),
 	}
 }
 
-// Describe sends the descriptors.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.confirmed
-	ch <- c.rolledBack
-	ch <- c.pending
-	ch <- c.left
+// Describe returns the descriptors.
+func (c *Collector) Describe() []*metrics.Desc {
+	return []*metrics.Desc{c.confirmed, c.rolledBack, c.pending, c.left}
 }
 
 // Collect reads the file; an unreadable one gives no metrics (the daemon
 // logs the error where it reads the file for its timer).
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+func (c *Collector) Collect(e *metrics.Emitter) {
 	f, err := Load(c.dir)
 	if err != nil {
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(c.confirmed, prometheus.CounterValue, float64(f.Counts.Confirmed))
+	e.Emit(c.confirmed, float64(f.Counts.Confirmed))
 	for _, cause := range Causes {
-		ch <- prometheus.MustNewConstMetric(c.rolledBack, prometheus.CounterValue, float64(f.Counts.RolledBack[cause]), string(cause))
+		e.Emit(c.rolledBack, float64(f.Counts.RolledBack[cause]), string(cause))
 	}
 	pending, left := 0.0, 0.0
 	if f.Pending != nil {
 		pending, left = 1, max(time.Until(f.Pending.Deadline).Seconds(), 0)
 	}
-	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, pending)
-	ch <- prometheus.MustNewConstMetric(c.left, prometheus.GaugeValue, left)
+	e.Emit(c.pending, pending)
+	e.Emit(c.left, left)
 }

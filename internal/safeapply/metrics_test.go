@@ -1,0 +1,96 @@
+package safeapply
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netreconcile/netreconcile/internal/metrics"
+	"github.com/netreconcile/netreconcile/internal/statedir"
+)
+
+func scrapeSafeApply(t *testing.T, dir *statedir.Dir) string {
+	t.Helper()
+	reg := metrics.NewRegistry()
+	reg.MustRegister(NewCollector(dir))
+	rec := httptest.NewRecorder()
+	reg.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	b, _ := io.ReadAll(rec.Result().Body)
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "netreconcile_") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// The collector reads the counts and the pending transaction from the
+// file at each scrape; every series exists without a file, at 0; an
+// unreadable file gives none.
+func TestCollector(t *testing.T) {
+	tmp := t.TempDir()
+	if err := os.Chmod(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := statedir.Open(filepath.Join(tmp, "state"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+
+	zero := `netreconcile_safeapply_confirmed_total 0
+netreconcile_safeapply_pending 0
+netreconcile_safeapply_rolled_back_total{cause="apply"} 0
+netreconcile_safeapply_rolled_back_total{cause="manual"} 0
+netreconcile_safeapply_rolled_back_total{cause="probe"} 0
+netreconcile_safeapply_rolled_back_total{cause="reboot"} 0
+netreconcile_safeapply_rolled_back_total{cause="timeout"} 0
+netreconcile_safeapply_rolled_back_total{cause="verify"} 0
+netreconcile_safeapply_seconds_left 0`
+	if got := scrapeSafeApply(t, dir); got != zero {
+		t.Errorf("no file:\n%s\nwant\n%s", got, zero)
+	}
+
+	f := &File{
+		Pending: &Txn{ID: "t1", Deadline: time.Now().Add(90 * time.Second)},
+		Counts:  Counts{Confirmed: 3, RolledBack: map[Cause]uint64{CauseTimeout: 2, CauseProbe: 1}},
+	}
+	if err := f.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	got := scrapeSafeApply(t, dir)
+	left := regexp.MustCompile(`(?m)^netreconcile_safeapply_seconds_left (\S+)$`).FindStringSubmatch(got)
+	if left == nil {
+		t.Fatalf("no seconds_left:\n%s", got)
+	}
+	if s, err := strconv.ParseFloat(left[1], 64); err != nil || s <= 80 || s > 90 {
+		t.Errorf("seconds_left %s, want about 90", left[1])
+	}
+	want := `netreconcile_safeapply_confirmed_total 3
+netreconcile_safeapply_pending 1
+netreconcile_safeapply_rolled_back_total{cause="apply"} 0
+netreconcile_safeapply_rolled_back_total{cause="manual"} 0
+netreconcile_safeapply_rolled_back_total{cause="probe"} 1
+netreconcile_safeapply_rolled_back_total{cause="reboot"} 0
+netreconcile_safeapply_rolled_back_total{cause="timeout"} 2
+netreconcile_safeapply_rolled_back_total{cause="verify"} 0
+` + left[0]
+	if got != want {
+		t.Errorf("with a pending transaction:\n%s\nwant\n%s", got, want)
+	}
+
+	if err := dir.WriteFile(FileName, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := scrapeSafeApply(t, dir); got != "" {
+		t.Errorf("unreadable file: %q, want no series", got)
+	}
+}
