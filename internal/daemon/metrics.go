@@ -2,13 +2,10 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"sync"
-	"time"
 
 	"github.com/netreconcile/netreconcile/internal/metrics"
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -126,24 +123,13 @@ func (m *Metrics) Serve(ctx context.Context, addr string, log *slog.Logger) erro
 		return fmt.Errorf("metrics listener: %w", err)
 	}
 	m.serving = true
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", m.Registry)
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: metricsReadHeaderTimeout,
-		ReadTimeout:       metricsReadTimeout,
-		WriteTimeout:      metricsWriteTimeout,
-		IdleTimeout:       metricsIdleTimeout,
-	}
 	ln = newLimitListener(ln, maxMetricsConns)
 	go func() {
 		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
+		ln.Close()
 	}()
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := m.Registry.Serve(ln, metrics.Timeouts{Head: metricsHeadTimeout, Write: metricsWriteTimeout}); err != nil {
 			log.Error("metrics server stopped", "error", err)
 		}
 	}()

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"time"
@@ -15,14 +16,11 @@ const (
 	// curl, and stays far below any RLIMIT_NOFILE (1024 at the least; Go
 	// raises the soft limit to the hard one at start).
 	maxMetricsConns = 16
-	// A request's headers must come within 5 s (slowloris), the whole
-	// request within 10 s; the answer, a few hundred lines, is written
-	// within 30 s even to a slow reader. A keep-alive connection left idle
-	// for a minute is closed: a Prometheus scrape interval is 15 s to 1 min.
-	metricsReadHeaderTimeout = 5 * time.Second
-	metricsReadTimeout       = 10 * time.Second
-	metricsWriteTimeout      = 30 * time.Second
-	metricsIdleTimeout       = time.Minute
+	// A request's head must come within 5 s (slowloris); the answer, a
+	// few hundred lines, is written within 30 s even to a slow reader.
+	// Nothing is kept alive: each connection carries one request.
+	metricsHeadTimeout  = 5 * time.Second
+	metricsWriteTimeout = 30 * time.Second
 )
 
 // limitListener accepts at most max connections at a time. A connection
@@ -64,4 +62,14 @@ func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
+}
+
+// CloseWrite half-closes the connection when it can (TCP): the metrics
+// responder sends its answer, half-closes, and drains what the client
+// still sends before it closes.
+func (c *limitConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }

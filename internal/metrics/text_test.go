@@ -3,10 +3,11 @@ package metrics
 import (
 	"io"
 	"math"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -20,13 +21,48 @@ type testCollector struct {
 func (c testCollector) Describe() []*Desc  { return c.descs }
 func (c testCollector) Collect(e *Emitter) { c.collect(e) }
 
+// scrape asks r's responder for /metrics over TCP with net/http's
+// client: an HTTP implementation other than the one under test.
 func scrape(t *testing.T, r *Registry, method string) (*http.Response, string) {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	r.ServeHTTP(rec, httptest.NewRequest(method, "/metrics", nil))
-	res := rec.Result()
-	b, _ := io.ReadAll(res.Body)
+	return request(t, r, method, "/metrics")
+}
+
+func request(t *testing.T, r *Registry, method, path string) (*http.Response, string) {
+	t.Helper()
+	addr := serveTest(t, r)
+	req, err := http.NewRequest(method, "http://"+addr+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return res, string(b)
+}
+
+// serveTest serves r on a loopback port until the test ends.
+func serveTest(t testing.TB, r *Registry) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Serve(ln, Timeouts{Head: 2 * time.Second, Write: 2 * time.Second}) }()
+	t.Cleanup(func() {
+		ln.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
 }
 
 // The page reads as client_golang wrote it: families by name, labels by

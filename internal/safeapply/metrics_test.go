@@ -1,9 +1,6 @@
 package safeapply
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,9 +17,10 @@ func scrapeSafeApply(t *testing.T, dir *statedir.Dir) string {
 	t.Helper()
 	reg := metrics.NewRegistry()
 	reg.MustRegister(NewCollector(dir))
-	rec := httptest.NewRecorder()
-	reg.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	b, _ := io.ReadAll(rec.Result().Body)
+	b, err := reg.Page()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var lines []string
 	for _, l := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(l, "netreconcile_") {
