@@ -1,6 +1,10 @@
 package safeapply
 
 import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"sync"
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/metrics"
@@ -11,9 +15,27 @@ import (
 // each scrape: the counts are kept in the file, so they count the
 // transactions every actor ended (a confirm from a shell, a timer's
 // rollback), and survive the daemon's restarts.
+//
+// The file holds copies of the configuration (650 KB with 10k routes), and
+// decoded whole it cost the daemon 1.9 MB of heap per scrape: the
+// collector decodes the counts and the pending deadline only, and only
+// when the file changed (statedir.FileStamp).
 type Collector struct {
 	dir                                  *statedir.Dir
 	confirmed, rolledBack, pending, left *metrics.Desc
+
+	mu    sync.Mutex
+	stamp statedir.FileStamp
+	last  *txnSummary // nil: not read, or unreadable
+}
+
+// txnSummary is what the metrics show of transaction.json.
+type txnSummary struct {
+	Version int    `json:"version"`
+	Counts  Counts `json:"counts"`
+	Pending *struct {
+		Deadline time.Time `json:"deadline"`
+	} `json:"pending"`
 }
 
 // NewCollector reads dir's transaction file.
@@ -32,11 +54,12 @@ func (c *Collector) Describe() []*metrics.Desc {
 	return []*metrics.Desc{c.confirmed, c.rolledBack, c.pending, c.left}
 }
 
-// Collect reads the file; an unreadable one gives no metrics (the daemon
-// logs the error where it reads the file for its timer).
+// Collect reads the file when it changed; an unreadable one gives no
+// metrics (the daemon logs the error where it reads the file for its
+// timer).
 func (c *Collector) Collect(e *metrics.Emitter) {
-	f, err := Load(c.dir)
-	if err != nil {
+	f := c.summary()
+	if f == nil {
 		return
 	}
 	e.Emit(c.confirmed, float64(f.Counts.Confirmed))
@@ -49,4 +72,33 @@ func (c *Collector) Collect(e *metrics.Emitter) {
 	}
 	e.Emit(c.pending, pending)
 	e.Emit(c.left, left)
+}
+
+// summary is the file's summary, read again when its stamp changed.
+func (c *Collector) summary() *txnSummary {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dir == nil {
+		return &txnSummary{}
+	}
+	stamp, err := c.dir.Stamp(FileName)
+	if err != nil {
+		c.stamp, c.last = statedir.FileStamp{}, nil
+		return nil
+	}
+	if c.last != nil && stamp == c.stamp {
+		return c.last
+	}
+	c.stamp, c.last = stamp, nil
+	data, err := c.dir.ReadFile(FileName, maxFileSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		c.last = &txnSummary{}
+		return c.last
+	}
+	var f txnSummary
+	if err != nil || json.Unmarshal(data, &f) != nil || f.Version != formatVersion {
+		return nil
+	}
+	c.last = &f
+	return c.last
 }

@@ -1,9 +1,11 @@
 package safeapply
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,5 +92,57 @@ netreconcile_safeapply_rolled_back_total{cause="verify"} 0
 	}
 	if got := scrapeSafeApply(t, dir); got != "" {
 		t.Errorf("unreadable file: %q, want no series", got)
+	}
+}
+
+// One collector across scrapes: the file is read again only when it
+// changed, a rewrite that keeps size and time (two saves within a tick)
+// included, and a scrape of an unchanged file does not decode the copies of
+// the configuration it holds (a 1 MB one here; whole, each scrape decoded
+// 1.9 MB with 10k routes).
+func TestCollectorReadsTheFileWhenItChanged(t *testing.T) {
+	tmp := t.TempDir()
+	if err := os.Chmod(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := statedir.Open(filepath.Join(tmp, "state"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	reg := metrics.NewRegistry()
+	reg.MustRegister(NewCollector(dir))
+	confirmed := func() string {
+		t.Helper()
+		b, err := reg.Page()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return regexp.MustCompile(`(?m)^netreconcile_safeapply_confirmed_total (\S+)$`).FindStringSubmatch(string(b))[1]
+	}
+	big := &Snapshot{Files: []FileCopy{{Path: "/etc/netreconcile/netreconcile.yaml", Data: bytes.Repeat([]byte("# padding\n"), 100_000)}}}
+	// Every save gets the first one's time: only the inode tells them
+	// apart, as two saves within a tick of the coarse clock.
+	same := time.Now().Add(-time.Hour)
+	for i := 1; i <= 9; i++ {
+		f := &File{Confirmed: big, Counts: Counts{Confirmed: uint64(i)}}
+		if err := f.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(filepath.Join(tmp, "state", FileName), same, same); err != nil {
+			t.Fatal(err)
+		}
+		if got := confirmed(); got != strconv.Itoa(i) {
+			t.Fatalf("after save %d: confirmed_total %s", i, got)
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		confirmed()
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("10 scrapes of an unchanged file allocated %d bytes", n)
 	}
 }

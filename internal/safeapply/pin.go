@@ -37,15 +37,15 @@ func SourcesHash(srcs []desired.Source) string {
 }
 
 // Pin replaces a rejected configuration by the confirmed one. It reads
-// transaction.json again only when the file changed (its mtime and size),
+// transaction.json again only when the file changed (statedir.FileStamp),
 // so the daemon pays one fstatat per pass.
 type Pin struct {
 	Dir *statedir.Dir
 
-	mu         sync.Mutex
-	mtime, siz int64
-	rejected   *Rejected
-	confirmed  *Snapshot
+	mu        sync.Mutex
+	stamp     statedir.FileStamp
+	rejected  *Rejected
+	confirmed *Snapshot
 }
 
 // Sources returns the sources to enforce: srcs, or the confirmed
@@ -54,16 +54,16 @@ type Pin struct {
 func (p *Pin) Sources(srcs []desired.Source) (out []desired.Source, pinnedBy string, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	mtime, size, err := p.Dir.Stamp(FileName)
+	stamp, err := p.Dir.Stamp(FileName)
 	if err != nil {
 		return srcs, "", err
 	}
-	if mtime != p.mtime || size != p.siz {
+	if stamp != p.stamp {
 		f, err := Load(p.Dir)
 		if err != nil {
 			return srcs, "", err
 		}
-		p.mtime, p.siz, p.rejected, p.confirmed = mtime, size, f.Rejected, f.Confirmed
+		p.stamp, p.rejected, p.confirmed = stamp, f.Rejected, f.Confirmed
 		// The confirmed snapshot holds every file's content (5.6 MB
 		// for 100k routes): kept only while a rejection can use it.
 		if p.rejected == nil {

@@ -170,18 +170,26 @@ func (d *Dir) Exists(name string) (bool, error) {
 	return true, nil
 }
 
-// Stamp returns the modification time and size of the entry name (not
-// followed), for a cache to tell a rewritten file; a missing one is zero.
-func (d *Dir) Stamp(name string) (int64, int64, error) {
+// FileStamp tells a file rewritten since it was stamped: a file written
+// with WriteFile is a new inode, and a rewrite within one tick of the
+// coarse clock that keeps the size still shows in the inode.
+type FileStamp struct {
+	Mtime, Size int64
+	Ino         uint64
+}
+
+// Stamp returns the stamp of the entry name (not followed), for a cache
+// to tell a rewritten file; a missing one's is zero.
+func (d *Dir) Stamp(name string) (FileStamp, error) {
 	var st unix.Stat_t
 	err := unix.Fstatat(d.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	if errors.Is(err, unix.ENOENT) {
-		return 0, 0, nil
+		return FileStamp{}, nil
 	}
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s: %w", filepath.Join(d.path, name), err)
+		return FileStamp{}, fmt.Errorf("%s: %w", filepath.Join(d.path, name), err)
 	}
-	return st.Mtim.Nano(), st.Size, nil
+	return FileStamp{Mtime: st.Mtim.Nano(), Size: st.Size, Ino: st.Ino}, nil
 }
 
 func trusted(uid uint32) bool { return uid == 0 || int(uid) == os.Geteuid() }
