@@ -47,6 +47,13 @@ func TestKernelRefusesAtValidation(t *testing.T) {
 		name: "link-local gateway without dev",
 		file: "version: 1\nroutes:\n  - {to: default, via: \"fe80::1\"}\n",
 		want: "f.yaml:3:24: routes[0].via: gateway fe80::1 is link-local; give dev, the link it is on",
+	}, {
+		// The library would send them as IPv4 addresses.
+		name: "IPv4-mapped vxlan endpoints",
+		file: "version: 1\nlinks:\n  b: {kind: bridge}\n  x: {kind: vxlan, vxlan: {id: 1, local: \"::ffff:192.0.2.1\", remote: \"::ffff:192.0.2.2\"}}\n  y: {kind: vxlan, vxlan: {id: 2, dev: b, group: \"::ffff:239.1.1.1\"}}\n",
+		want: "f.yaml:4:42: links.x.vxlan.local: ::ffff:192.0.2.1 is an IPv4-mapped IPv6 address, which a vxlan cannot take: write 192.0.2.1\n" +
+			"f.yaml:4:70: links.x.vxlan.remote: ::ffff:192.0.2.2 is an IPv4-mapped IPv6 address, which a vxlan cannot take: write 192.0.2.2\n" +
+			"f.yaml:5:50: links.y.vxlan.group: ::ffff:239.1.1.1 is an IPv4-mapped IPv6 address, which a vxlan cannot take: write 239.1.1.1",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := errorsOf(t, src("f.yaml", tc.file)); got != tc.want {

@@ -418,6 +418,14 @@ func (b *builder) vxlan(path string, vc *vxlanConf, l *model.Link) {
 			b.errs.add(vc.at("group"), path+".dev", "a multicast group needs dev, the link to join it on")
 		}
 	}
+	// The netlink library sends an IPv4-mapped address as IPv4
+	// (IFLA_VXLAN_GROUP, not GROUP6): the kernel would hold another
+	// address than the file's.
+	for _, k := range []string{"local", "remote", "group"} {
+		if a := map[string]*Addr{"local": vc.Local, "remote": vc.Remote, "group": vc.Group}[k]; a != nil && a.A.Is4In6() {
+			b.errs.add(vc.at(k), path+"."+k, "%s is an IPv4-mapped IPv6 address, which a vxlan cannot take: write %s", a.A, a.A.Unmap())
+		}
+	}
 	if v.Local.IsValid() && v.Remote.IsValid() && v.Local.Is4() != v.Remote.Is4() {
 		b.errs.add(vc.at("local"), path+".local", "local %s and remote %s are of different families", v.Local, v.Remote)
 	}

@@ -92,7 +92,10 @@ func (a *Addr) parse(s string) error {
 	if err != nil {
 		return fmt.Errorf("expected an IP address like 192.0.2.1 or 2001:db8::1, found %q", s)
 	}
-	a.A = v.Unmap()
+	// An IPv4-mapped address (::ffff:192.0.2.1) stays IPv6, as the kernel
+	// takes it (a gateway of an IPv6 route): unmapped, an IPv6 route
+	// through one was refused as through an IPv4 gateway.
+	a.A = v
 	return nil
 }
 

@@ -460,10 +460,12 @@ func TestForeignLinkConflict(t *testing.T) {
 }
 
 // IPv4-mapped IPv6 prefixes (::ffff:a.b.c.d/N) are IPv6 to the kernel: a
-// route, a link address and a rule of one converge, a second apply writes
-// nothing, and they are pruned when the file drops them. The route dump
-// once read them back unmapped (an IPv4 prefix of length 112, invalid): the
-// route was created again and its ghost deleted, in vain, on every pass.
+// route, a link address, a rule of one and a gateway converge, a second
+// apply writes nothing, and they are pruned when the file drops them. The
+// route dump once read them back unmapped (an IPv4 prefix of length 112,
+// invalid): the route was created again and its ghost deleted, in vain, on
+// every pass. The loader unmapped a gateway, and refused an IPv6 route
+// through one as through an IPv4 gateway (walk).
 func TestIPv4MappedIPv6Prefixes(t *testing.T) {
 	e := newEnv(t)
 	f := e.file("mapped.yaml", `version: 1
@@ -472,6 +474,7 @@ links:
 routes:
   - {to: "::ffff:10.60.0.0/112", dev: p9c}
   - {to: "::ffff:10.62.0.0/112", dev: p9c, table: 100}
+  - {to: "2001:db8:5::/64", via: "::ffff:10.61.0.200", dev: p9c, table: 100}
 rules:
   - {priority: 1000, from: "::ffff:10.0.0.0/104", table: 100}
 `)
@@ -481,6 +484,7 @@ rules:
 		{e.ip("-6", "addr", "show", "dev", "p9c"), "inet6 ::ffff:10.61.0.1/104"},
 		{e.ip("-6", "route", "show"), "::ffff:10.60.0.0/112 dev p9c"},
 		{e.ip("-6", "route", "show", "table", "100"), "::ffff:10.62.0.0/112 dev p9c"},
+		{e.ip("-6", "route", "show", "table", "100"), "2001:db8:5::/64 via ::ffff:10.61.0.200 dev p9c"},
 		{e.ip("-6", "rule", "show"), "1000:\tfrom ::ffff:10.0.0.0/104 lookup 100"},
 	} {
 		if !strings.Contains(want.got, want.line) {

@@ -35,4 +35,20 @@ func TestToPrefixKeepsTheFamily(t *testing.T) {
 			t.Errorf("addrOf(%v) = %v, want %s", tc.b, got, tc.want)
 		}
 	}
+	// A tunnel's or a vxlan's endpoint: as long as its attribute.
+	for _, tc := range []struct {
+		ip   net.IP
+		want netip.Addr
+	}{
+		{net.IP{192, 0, 2, 1}, netip.MustParseAddr("192.0.2.1")},
+		{net.ParseIP("::ffff:192.0.2.1"), netip.MustParseAddr("::ffff:192.0.2.1")},
+		{net.ParseIP("2001:db8::1"), netip.MustParseAddr("2001:db8::1")},
+		{net.IP{0, 0, 0, 0}, netip.Addr{}},
+		{net.IPv6zero, netip.Addr{}},
+		{nil, netip.Addr{}},
+	} {
+		if got := optAddr(tc.ip); got != tc.want {
+			t.Errorf("optAddr(%v) = %v, want %v", tc.ip, got, tc.want)
+		}
+	}
 }

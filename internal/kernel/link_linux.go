@@ -643,9 +643,14 @@ func (k *Netlink) set(what, name string, f func(netlink.Link) error) error {
 }
 
 // optAddr reads an address attribute the kernel reports as all zeroes when
-// unset (a tunnel's local or remote, a vxlan's group) as "none".
+// unset (a tunnel's local or remote, a vxlan's group) as "none". The
+// library gives each as long as its attribute: 16 bytes are IPv6, also
+// when IPv4-mapped (an ip6tnl's endpoint may be one).
 func optAddr(ip net.IP) netip.Addr {
 	a := toAddr(ip)
+	if len(ip) == net.IPv6len {
+		a = netip.AddrFrom16([16]byte(ip))
+	}
 	if a.IsUnspecified() {
 		return netip.Addr{}
 	}
