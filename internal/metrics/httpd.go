@@ -53,9 +53,12 @@ func (r *Registry) Serve(ln net.Listener, t Timeouts) error {
 func (r *Registry) serveConn(c net.Conn, t Timeouts) {
 	defer c.Close()
 	_ = c.SetReadDeadline(time.Now().Add(t.Head))
-	method, target, err := readHead(bufio.NewReaderSize(io.LimitReader(c, maxHead+1), 1024))
+	// The buffer holds a whole head: one line may take all of it (a long
+	// bearer token), which a smaller one refused as too large.
+	method, target, err := readHead(bufio.NewReaderSize(io.LimitReader(c, maxHead+1), maxHead+1))
 	_ = c.SetWriteDeadline(time.Now().Add(t.Write))
 	var resp []byte
+	head := method == "HEAD" // an answer to HEAD has no body, whatever its status
 	switch {
 	case errors.Is(err, errHeadTooLarge):
 		resp = answer("431 Request Header Fields Too Large", "text/plain; charset=utf-8", []byte("request head too large\n"), false, "")
@@ -64,15 +67,15 @@ func (r *Registry) serveConn(c net.Conn, t Timeouts) {
 	case err != nil:
 		return // closed or timed out before a whole head: nobody to answer
 	case method != "GET" && method != "HEAD":
-		resp = answer("405 Method Not Allowed", "text/plain; charset=utf-8", []byte("method not allowed\n"), false, "Allow: GET, HEAD\r\n")
+		resp = answer("405 Method Not Allowed", "text/plain; charset=utf-8", []byte("method not allowed\n"), head, "Allow: GET, HEAD\r\n")
 	case pathOf(target) != "/metrics":
-		resp = answer("404 Not Found", "text/plain; charset=utf-8", []byte("not found: the metrics are at /metrics\n"), false, "")
+		resp = answer("404 Not Found", "text/plain; charset=utf-8", []byte("not found: the metrics are at /metrics\n"), head, "")
 	default:
 		page, err := r.Page()
 		if err != nil {
-			resp = answer("500 Internal Server Error", "text/plain; charset=utf-8", []byte("gather metrics: "+err.Error()+"\n"), false, "")
+			resp = answer("500 Internal Server Error", "text/plain; charset=utf-8", []byte("gather metrics: "+err.Error()+"\n"), head, "")
 		} else {
-			resp = answer("200 OK", ContentType, page, method == "HEAD", "")
+			resp = answer("200 OK", ContentType, page, head, "")
 		}
 	}
 	if _, err := c.Write(resp); err != nil {

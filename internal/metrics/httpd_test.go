@@ -95,6 +95,10 @@ func TestResponder(t *testing.T) {
 		{"GET /metrics\r\n\r\n", "HTTP/1.1 400 Bad Request", false, false},
 		{"\x00\x01\x02\r\n\r\n", "HTTP/1.1 400 Bad Request", false, false},
 		{big, "HTTP/1.1 431 Request Header Fields Too Large", false, false},
+		// One long line (a bearer token) within the 8 KiB.
+		{"GET /metrics HTTP/1.1\r\nAuthorization: Bearer " + strings.Repeat("t", 6000) + "\r\n\r\n", "HTTP/1.1 200 OK", false, true},
+		// No body in an answer to HEAD, whatever its status.
+		{"HEAD /foo HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found", true, false},
 	} {
 		ans := exchange(t, addr, tc.raw)
 		status, fields, body := parseAnswer(t, tc.raw, ans, tc.head)
@@ -104,7 +108,7 @@ func TestResponder(t *testing.T) {
 		if tc.page && body != string(page) {
 			t.Errorf("%.40q: body %q, want the page %q", tc.raw, body, page)
 		}
-		if tc.page || tc.head {
+		if tc.page || tc.head && strings.HasSuffix(tc.status, " 200 OK") {
 			if fields["Content-Type"] != ContentType || fields["Content-Length"] != strconv.Itoa(len(page)) {
 				t.Errorf("%.40q: fields %v", tc.raw, fields)
 			}
@@ -166,4 +170,18 @@ func FuzzReadHead(f *testing.F) {
 			t.Errorf("accepted %q without the end of its head", data)
 		}
 	})
+}
+
+// Label values that differ only in bytes that are not UTF-8 are the same
+// series on the page (each such byte is written as U+FFFD): emitted
+// together, they fail the scrape as a series emitted twice.
+func TestInvalidUTF8LabelsCollide(t *testing.T) {
+	r := NewRegistry()
+	v := NewCounterVec("x_total", "X.", "link")
+	v.WithLabelValues("wg\xff").Inc()
+	v.WithLabelValues("wg\xfe").Inc()
+	r.MustRegister(v)
+	if page, err := r.Page(); err == nil {
+		t.Errorf("no error; page:\n%s", page)
+	}
 }

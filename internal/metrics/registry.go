@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -192,7 +193,10 @@ func (e *Emitter) add(d *Desc, s series, labelValues []string) {
 	}
 	s.labels = make([]string, len(d.order))
 	for i, j := range d.order {
-		s.labels[i] = labelValues[j]
+		// Made valid here, not when written: two values that differ
+		// only in invalid bytes are the same series on the page, and
+		// the check for a series emitted twice must see that.
+		s.labels[i] = strings.ToValidUTF8(labelValues[j], "\uFFFD")
 	}
 	f.series = append(f.series, s)
 }
