@@ -182,6 +182,12 @@ func (b *builder) wgPeer(path string, pc *wgPeerConf) (model.WireGuardPeer, bool
 			b.errs.add(pc.at("allowed-ips"), fmt.Sprintf("%s.allowed-ips[%d]", path, i), "write 0.0.0.0/0 or ::/0 rather than default")
 			continue
 		}
+		// wgctrl sends an IPv4-mapped prefix as an IPv4 address with the
+		// IPv6 length, which the kernel refuses.
+		if a.P.Addr().Is4In6() {
+			b.errs.add(pc.at("allowed-ips"), fmt.Sprintf("%s.allowed-ips[%d]", path, i), "%s is an IPv4-mapped IPv6 prefix, which WireGuard cannot take: write the IPv4 prefix", a.P)
+			continue
+		}
 		if !seen[a.P] {
 			seen[a.P] = true
 			p.AllowedIPs = append(p.AllowedIPs, a.P)

@@ -130,3 +130,19 @@ func TestWireGuardCredential(t *testing.T) {
 		t.Fatalf("without $CREDENTIALS_DIRECTORY: %v", err)
 	}
 }
+
+// wgctrl would send an IPv4-mapped allowed IP as an IPv4 address with the
+// IPv6 prefix length, which the kernel refuses on every pass: refused here.
+func TestWireGuardRefusesMappedAllowedIPs(t *testing.T) {
+	dir := t.TempDir()
+	key := writeKey(t, dir, "kubespan.key", testKey+"\n", 0o600)
+	_, err := parseWG(t, dir, fmt.Sprintf(`      private-key-file: %s
+      peers:
+        - public-key: %s
+          allowed-ips: [10.244.1.0/24, "::ffff:10.0.0.0/104"]
+`, key, peerKey))
+	want := "links.kubespan.wireguard.peers[0].allowed-ips[1]: ::ffff:10.0.0.0/104 is an IPv4-mapped IPv6 prefix, which WireGuard cannot take: write the IPv4 prefix"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %q", err, want)
+	}
+}
