@@ -137,7 +137,7 @@ func (e *Engine) resolvePendingLinks(st *model.State) error {
 			l.Owned = true
 		}
 		if !e.Ledger.ReadOnly {
-			delete(e.Ledger.PendingLinks, name)
+			e.Ledger.SetPendingLink(name, false)
 		}
 	}
 	_ = e.saveLedger() // on failure: retried, see forgetVanished
@@ -479,10 +479,14 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 			k := op.Sysctl.Key
 			was, had := e.Ledger.Sysctls[k]
 			if had && (op.Action == diff.Update || was == op.SysctlWas) {
+				// The write relies on the record: saved touched, so
+				// that a writer that dropped it with a failed save
+				// keeps it on Reload (the value stays owed back).
+				e.Ledger.TouchSysctl(k)
 				continue
 			}
 			intendedSysctls[k] = sysctlRecord{was, had}
-			e.Ledger.Sysctls[k] = op.SysctlWas
+			e.Ledger.RecordSysctl(k, op.SysctlWas)
 		case op.Kind == diff.KindNftTable && op.Action == diff.Create:
 			if k := op.NftTable(); !e.Ledger.NFTables[k] {
 				intendedNft[k] = true
@@ -501,11 +505,11 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 		}
 	}
 	for n := range intendedLinks {
-		e.Ledger.PendingLinks[n] = true
+		e.Ledger.SetPendingLink(n, true)
 	}
 	undoSysctl := func(k string) {
 		if r := intendedSysctls[k]; r.had {
-			e.Ledger.Sysctls[k] = r.was
+			e.Ledger.RecordSysctl(k, r.was)
 		} else {
 			e.Ledger.ForgetSysctl(k)
 		}
@@ -516,7 +520,7 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 				undoSysctl(k)
 			}
 			for n := range intendedLinks {
-				delete(e.Ledger.PendingLinks, n)
+				e.Ledger.SetPendingLink(n, false)
 			}
 			for k := range intendedFou {
 				e.Ledger.SetFou(k, false)
@@ -560,7 +564,7 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 	unmarked := unmarkedLinks(res)
 	for n := range intendedLinks {
 		if !unmarked[n] {
-			delete(e.Ledger.PendingLinks, n)
+			e.Ledger.SetPendingLink(n, false)
 		}
 		dirty = true
 	}
@@ -591,7 +595,7 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 		}
 		e.Ledger.SetNftTableHandle(k, h)
 	}
-	if dirty || e.ledgerUnsaved {
+	if dirty || e.ledgerUnsaved || e.Ledger.Touched() {
 		if err := e.saveLedger(); err != nil {
 			herr = errors.Join(herr, err)
 		}

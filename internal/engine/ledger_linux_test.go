@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/netreconcile/netreconcile/internal/desired"
@@ -131,11 +132,6 @@ func TestServiceKeepsRecordsOfAnotherWriter(t *testing.T) {
 // declaring the nftables tables named, each with a chain and a rule.
 func ledgerPass(t *testing.T, e *engine.Engine, tables ...string) error {
 	t.Helper()
-	unlock, err := e.LockPass(context.Background())
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	src := "version: 1\n"
 	if len(tables) > 0 {
 		src += "nftables:\n"
@@ -143,6 +139,17 @@ func ledgerPass(t *testing.T, e *engine.Engine, tables ...string) error {
 	for _, tb := range tables {
 		src += fmt.Sprintf("  inet %s:\n    chains:\n      c: {rules: [counter]}\n", tb)
 	}
+	return filePass(t, e, src)
+}
+
+// filePass is a pass of e (under its lock, when it has one) over src.
+func filePass(t *testing.T, e *engine.Engine, src string) error {
+	t.Helper()
+	unlock, err := e.LockPass(context.Background())
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	cfg, err := desired.Parse([]desired.Source{{Name: "t.yaml", Data: []byte(src)}})
 	if err != nil {
 		t.Fatal(err)
@@ -226,5 +233,63 @@ func TestUnsavedRecordsMergeWithAnotherWriters(t *testing.T) {
 	}
 	if out := nettest.InNS(t, ns, "nft", "list", "tables"); out != "" {
 		t.Errorf("tables left behind:\n%s", out)
+	}
+}
+
+// An adversarial review's sequence: the service drops a sysctl key (its
+// old value written back, the record dropped) and cannot save; an apply
+// whose file still sets the key writes it, relying on the record it finds
+// in the file; the service's next pass reloads. The record must stand: the
+// apply's write relied on it, later. Dropped, the value 0 owed back was
+// never written when the key left every file, and ip_forward stayed 1.
+func TestRecordAnotherWriterReliedOnStands(t *testing.T) {
+	ns := nettest.NewNetNS(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	nettest.Exec(t, "mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", dir)
+	t.Cleanup(func() { _ = nettest.ExecErr("umount", dir) })
+	sd, err := statedir.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sd.Close()
+	open := func() *engine.Engine {
+		k, err := kernel.Open("/run/netns/" + ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { k.Close() })
+		l, err := ledger.OpenIn(sd, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lock := func(ctx context.Context) (func(), error) {
+			return sd.Lock(ctx, "writer.lock", statedir.LockOptions{})
+		}
+		return &engine.Engine{Kernel: k, Ledger: l, State: sd, Lock: lock}
+	}
+	forward := func() string {
+		return strings.TrimSpace(nettest.InNS(t, ns, "sysctl", "-n", "net.ipv4.ip_forward"))
+	}
+	const on, off = "version: 1\nsysctls: {net.ipv4.ip_forward: \"1\"}\n", "version: 1\n"
+	service := open()
+	if err := filePass(t, service, on); err != nil || forward() != "1" {
+		t.Fatalf("first pass: %v, ip_forward %s", err, forward())
+	}
+	nettest.Exec(t, "mount", "-o", "remount,ro", dir)
+	if err := filePass(t, service, off); err == nil || forward() != "0" {
+		t.Fatalf("a pass dropping the key on a read-only state directory: %v, ip_forward %s", err, forward())
+	}
+	nettest.Exec(t, "mount", "-o", "remount,rw", dir)
+	if err := filePass(t, open(), on); err != nil || forward() != "1" {
+		t.Fatalf("the apply: %v, ip_forward %s", err, forward())
+	}
+	if err := filePass(t, service, off); err != nil {
+		t.Fatal(err)
+	}
+	if got := forward(); got != "0" {
+		t.Errorf("ip_forward is %s after the key left both files, want the 0 owed back", got)
 	}
 }

@@ -77,6 +77,12 @@ type Ledger struct {
 	// successful save: what Reload tells this process's unsaved changes
 	// from another writer's by.
 	synced records
+	// touched are the records (recKey) this process set, dropped or
+	// relied on since then: Save gives them the file's next sequence
+	// number, so that another writer's Reload sees them changed even when
+	// they hold what they held before (dropped and recorded again in one
+	// pass, or a sysctl's record that a write relied on).
+	touched map[string]bool
 }
 
 // records is a copy of a ledger's records. A table and its handle are one
@@ -88,6 +94,11 @@ type records struct {
 	nft     map[model.NftTableKey]uint64
 	pending map[string]bool
 	sysctls map[string]string
+	// seqs is each record's sequence number in the file (recKey): the
+	// file's counter when a writer last saved it touched. seq is the
+	// counter.
+	seqs map[string]uint64
+	seq  uint64
 }
 
 func (l *Ledger) records() records {
@@ -95,8 +106,15 @@ func (l *Ledger) records() records {
 	for k := range l.NFTables {
 		nft[k] = l.NFTHandles[k]
 	}
-	return records{maps.Clone(l.Fou), nft, maps.Clone(l.PendingLinks), maps.Clone(l.Sysctls)}
+	return records{maps.Clone(l.Fou), nft, maps.Clone(l.PendingLinks), maps.Clone(l.Sysctls), maps.Clone(l.synced.seqs), l.synced.seq}
 }
+
+// recKey names a record across kinds, for sequence numbers and touches.
+func fouKey(k model.FouKey) string      { return fmt.Sprintf("fou %d %v", k.Port, k.IPv6) }
+func nftKey(k model.NftTableKey) string { return "nft " + k.Family + " " + k.Name }
+func pendingKey(name string) string     { return "link " + name }
+func sysctlKey(key string) string       { return "sysctl " + key }
+func (l *Ledger) touch(recKey string)   { l.touched[recKey] = true }
 
 // fileFormat is the ledger on disk. New fields are added with omitempty, so
 // older records read unchanged; the version changes only when a reader that
@@ -110,6 +128,10 @@ type fileFormat struct {
 	PendingLinks []string `json:"links_pending,omitempty"`
 	// Sysctls: see Ledger.Sysctls.
 	Sysctls []sysctlJSON `json:"sysctls,omitempty"`
+	// Seq counts the saves that touched a record; Seqs holds each
+	// record's last (Ledger.touched). Older readers ignore both.
+	Seq  uint64            `json:"seq,omitempty"`
+	Seqs map[string]uint64 `json:"seqs,omitempty"`
 }
 
 type sysctlJSON struct {
@@ -146,7 +168,7 @@ func Open(path string) (*Ledger, error) {
 }
 
 func newLedger(dir *statedir.Dir, cookie uint64) *Ledger {
-	return &Ledger{dir: dir, cookie: cookie, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}, PendingLinks: map[string]bool{}, NFTHandles: map[model.NftTableKey]uint64{}, Sysctls: map[string]string{}}
+	return &Ledger{dir: dir, cookie: cookie, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}, PendingLinks: map[string]bool{}, NFTHandles: map[model.NftTableKey]uint64{}, Sysctls: map[string]string{}, touched: map[string]bool{}}
 }
 
 // OpenIn loads the ledger of the namespace whose state directory is dir (nil:
@@ -202,6 +224,7 @@ func OpenIn(dir *statedir.Dir, cookie uint64) (*Ledger, error) {
 		l.Sysctls[s.Key] = s.Original
 	}
 	l.synced = l.records()
+	l.synced.seqs, l.synced.seq = f.Seqs, f.Seq
 	return l, nil
 }
 
@@ -227,8 +250,10 @@ func (l *Ledger) Reload() error {
 		return err
 	}
 	ours, base, theirs := l.records(), l.synced, n.records()
-	l.Fou = merge(ours.fou, base.fou, theirs.fou)
-	nft := merge(ours.nft, base.nft, theirs.nft)
+	theirs.seqs, theirs.seq = n.synced.seqs, n.synced.seq
+	m := merger{base: base.seqs, theirs: theirs.seqs, touched: l.touched}
+	l.Fou = merge(&m, ours.fou, base.fou, theirs.fou, fouKey)
+	nft := merge(&m, ours.nft, base.nft, theirs.nft, nftKey)
 	l.NFTables, l.NFTHandles = make(map[model.NftTableKey]bool, len(nft)), map[model.NftTableKey]uint64{}
 	for k, h := range nft {
 		l.NFTables[k] = true
@@ -236,31 +261,61 @@ func (l *Ledger) Reload() error {
 			l.NFTHandles[k] = h
 		}
 	}
-	l.PendingLinks = merge(ours.pending, base.pending, theirs.pending)
-	l.Sysctls = merge(ours.sysctls, base.sysctls, theirs.sysctls)
+	l.PendingLinks = merge(&m, ours.pending, base.pending, theirs.pending, pendingKey)
+	l.Sysctls = merge(&m, ours.sysctls, base.sysctls, theirs.sysctls, sysctlKey)
 	l.Discarded = l.Discarded || n.Discarded
 	l.synced = theirs
 	return nil
 }
 
-// merge is theirs (the file) with the changes ours made since base (the
-// file when ours last matched it), except where theirs changed too. A
-// record is changed when it was added, removed or given another value.
-func merge[K comparable, V comparable](ours, base, theirs map[K]V) map[K]V {
-	changed := func(m map[K]V, k K) bool {
-		v, in := m[k]
+// merger holds what merge compares besides the records' values: their
+// sequence numbers in the file as last synced (base) and now (theirs),
+// and the records this process touched since.
+type merger struct {
+	base, theirs map[string]uint64
+	touched      map[string]bool
+}
+
+// merge is theirs (the file) with the records ours changed since base
+// (the file when ours last matched it), except where theirs changed too:
+// the file's change is the later one. A record changed when it was added,
+// removed or given another value, or, in the file, saved touched by a
+// writer (its sequence number moved: dropped and recorded again, or
+// relied on); in ours, when touched. A touched record whose file change
+// wins is no longer touched.
+func merge[K comparable, V comparable](m *merger, ours, base, theirs map[K]V, rk func(K) string) map[K]V {
+	theirsChanged := func(k K) bool {
+		v, in := theirs[k]
 		bv, inBase := base[k]
-		return in != inBase || v != bv
+		return in != inBase || v != bv || m.theirs[rk(k)] != m.base[rk(k)]
+	}
+	oursChanged := func(k K) bool {
+		v, in := ours[k]
+		bv, inBase := base[k]
+		return in != inBase || v != bv || m.touched[rk(k)]
 	}
 	out := maps.Clone(theirs)
-	for k, v := range ours {
-		if changed(ours, k) && !changed(theirs, k) {
-			out[k] = v
+	if out == nil {
+		out = map[K]V{}
+	}
+	apply := func(k K) {
+		switch {
+		case theirsChanged(k):
+			delete(m.touched, rk(k))
+		case oursChanged(k):
+			if v, in := ours[k]; in {
+				out[k] = v
+			} else {
+				delete(out, k)
+			}
 		}
 	}
+	for k := range ours {
+		apply(k)
+	}
 	for k := range base {
-		if _, in := ours[k]; !in && !changed(theirs, k) {
-			delete(out, k)
+		if _, in := ours[k]; !in {
+			apply(k)
 		}
 	}
 	return out
@@ -268,6 +323,7 @@ func merge[K comparable, V comparable](ours, base, theirs map[K]V) map[K]V {
 
 // SetFou records a FoU port as ours or not.
 func (l *Ledger) SetFou(k model.FouKey, owned bool) {
+	l.touch(fouKey(k))
 	if owned {
 		l.Fou[k] = true
 	} else {
@@ -277,6 +333,7 @@ func (l *Ledger) SetFou(k model.FouKey, owned bool) {
 
 // SetNftTable records an nftables table as ours or not.
 func (l *Ledger) SetNftTable(k model.NftTableKey, owned bool) {
+	l.touch(nftKey(k))
 	if owned {
 		l.NFTables[k] = true
 	} else {
@@ -287,7 +344,8 @@ func (l *Ledger) SetNftTable(k model.NftTableKey, owned bool) {
 
 // SetNftTableHandle records the kernel's handle of a table the ledger lists.
 func (l *Ledger) SetNftTableHandle(k model.NftTableKey, handle uint64) {
-	if l.NFTables[k] {
+	if l.NFTables[k] && l.NFTHandles[k] != handle {
+		l.touch(nftKey(k))
 		l.NFTHandles[k] = handle
 	}
 }
@@ -308,13 +366,45 @@ func (l *Ledger) NftTableIsOurs(k model.NftTableKey, handle uint64) bool {
 // a key already recorded keeps its first value.
 func (l *Ledger) SetSysctl(key, original string) {
 	if _, ok := l.Sysctls[key]; !ok {
-		l.Sysctls[key] = original
+		l.RecordSysctl(key, original)
+	}
+}
+
+// RecordSysctl records original as the value key had before netreconcile
+// wrote it, over any record.
+func (l *Ledger) RecordSysctl(key, original string) {
+	l.touch(sysctlKey(key))
+	l.Sysctls[key] = original
+}
+
+// TouchSysctl says a write of key relies on its record (the value owed
+// back): another writer that dropped the record meanwhile, with a save
+// that failed, does not drop it on Reload.
+func (l *Ledger) TouchSysctl(key string) {
+	if _, ok := l.Sysctls[key]; ok {
+		l.touch(sysctlKey(key))
 	}
 }
 
 // ForgetSysctl drops the record of key (its old value was written back,
 // or the key is gone with its link).
-func (l *Ledger) ForgetSysctl(key string) { delete(l.Sysctls, key) }
+func (l *Ledger) ForgetSysctl(key string) {
+	l.touch(sysctlKey(key))
+	delete(l.Sysctls, key)
+}
+
+// SetPendingLink records a link a pass is creating, or drops the record.
+func (l *Ledger) SetPendingLink(name string, pending bool) {
+	l.touch(pendingKey(name))
+	if pending {
+		l.PendingLinks[name] = true
+	} else {
+		delete(l.PendingLinks, name)
+	}
+}
+
+// Touched reports whether records were touched since the last save.
+func (l *Ledger) Touched() bool { return len(l.touched) > 0 }
 
 // Save writes the ledger durably (mode 0600: what a host's network holds is
 // no other user's business). A ledger kept in memory or opened ReadOnly is
@@ -349,6 +439,50 @@ func (l *Ledger) Save() error {
 		f.Sysctls = append(f.Sysctls, sysctlJSON{k, v})
 	}
 	sort.Slice(f.Sysctls, func(i, j int) bool { return f.Sysctls[i].Key < f.Sysctls[j].Key })
+	// A record touched, or changed by a direct write of the maps, gets the
+	// next sequence number; the others keep theirs.
+	now, synced := l.records(), l.synced
+	changed := func(rk string, differs bool) bool { return differs || l.touched[rk] }
+	f.Seq = synced.seq
+	if len(l.touched) > 0 || !recordsEqual(now, synced) {
+		f.Seq++
+	}
+	f.Seqs = map[string]uint64{}
+	keep := func(rk string, differs bool) {
+		if changed(rk, differs) {
+			f.Seqs[rk] = f.Seq
+		} else if v := synced.seqs[rk]; v != 0 {
+			f.Seqs[rk] = v
+		}
+	}
+	for k := range now.fou {
+		keep(fouKey(k), !synced.fou[k])
+	}
+	for k, h := range now.nft {
+		sh, ok := synced.nft[k]
+		keep(nftKey(k), !ok || sh != h)
+	}
+	for k := range now.pending {
+		keep(pendingKey(k), !synced.pending[k])
+	}
+	for k, v := range now.sysctls {
+		sv, ok := synced.sysctls[k]
+		keep(sysctlKey(k), !ok || sv != v)
+	}
+	// A record dropped leaves its number behind (a tombstone): without it,
+	// a record one writer added and another dropped since would look
+	// unchanged to a third, which would bring its own stale copy back.
+	// Tombstones older than tombstoneSaves saves are let go.
+	for rk := range l.touched {
+		if _, ok := f.Seqs[rk]; !ok {
+			f.Seqs[rk] = f.Seq
+		}
+	}
+	for rk, v := range synced.seqs {
+		if _, ok := f.Seqs[rk]; !ok && v+tombstoneSaves > f.Seq {
+			f.Seqs[rk] = v
+		}
+	}
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err
@@ -357,5 +491,17 @@ func (l *Ledger) Save() error {
 		return err
 	}
 	l.synced = l.records()
+	l.synced.seqs, l.synced.seq = f.Seqs, f.Seq
+	clear(l.touched)
 	return nil
+}
+
+// tombstoneSaves is how many saves a dropped record's number is kept for:
+// a writer whose save failed that many times in a row while others saved
+// is past caring.
+const tombstoneSaves = 10000
+
+// recordsEqual compares the records' values (not their sequence numbers).
+func recordsEqual(a, b records) bool {
+	return maps.Equal(a.fou, b.fou) && maps.Equal(a.nft, b.nft) && maps.Equal(a.pending, b.pending) && maps.Equal(a.sysctls, b.sysctls)
 }

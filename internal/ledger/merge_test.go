@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -15,37 +14,16 @@ import (
 // and which reads the file again before each turn (LockPass), and short
 // ones (apply, ipam), each opening the file, changing records and saving.
 // A seeded random walk over a few keys of every kind, so that the writers
-// keep changing the same records. The oracle is the writers' turns applied
-// in order, each turn's net change (a record added and dropped within one
-// turn, as a pending link is, is no change): after each of its reloads the
-// service holds exactly that, and so does the file after each of its
-// saves. Its own unsaved changes are kept, none of the other's undone, and
-// where both changed a record the later change wins.
-//
-// Between two of the service's reloads the other writer changes a record
-// at most once. A record it changed and changed back meanwhile (A to B to
-// A) looks unchanged to the reload, whose only reference is the file, so
-// the service's unsaved change to it stands: a record of an object that
-// may be gone (the next pass forgets it, or makes the object again when
-// the file declares it) or, for a table, with a handle the kernel's table
-// does not have (not taken for ours).
+// keep changing the same records, dropping and recording them again, and
+// relying on a sysctl's record without changing it (a write of the key).
+// The oracle is the writers' turns in order: each record a turn touched
+// holds what the turn left it. After each of its reloads the service
+// holds exactly that, and so does the file after each of its saves: its
+// own unsaved changes kept, none of the other's undone, the later one
+// winning where both touched a record.
 func TestReloadKeepsUnsavedChangesAndTheOtherWriters(t *testing.T) {
 	for seed := uint64(1); seed <= 150; seed++ {
 		mergeWalk(t, seed, 60)
-	}
-}
-
-// applyChange makes in m the changes from before to after.
-func applyChange[K comparable, V comparable](m, before, after map[K]V) {
-	for k, v := range after {
-		if bv, ok := before[k]; !ok || bv != v {
-			m[k] = v
-		}
-	}
-	for k := range before {
-		if _, ok := after[k]; !ok {
-			delete(m, k)
-		}
 	}
 }
 
@@ -56,28 +34,20 @@ func mergeWalk(t *testing.T, seed uint64, steps int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := records{map[model.FouKey]bool{}, map[model.NftTableKey]uint64{}, map[string]bool{}, map[string]string{}}
+	want := records{fou: map[model.FouKey]bool{}, nft: map[model.NftTableKey]uint64{}, pending: map[string]bool{}, sysctls: map[string]string{}}
 	fous := []model.FouKey{{Port: 5555}, {Port: 5556, IPv6: true}}
 	tables := []model.NftTableKey{{Family: "inet", Name: "a"}, {Family: "ip", Name: "b"}}
 	names := []string{"l0", "l1"}
 	keys := []string{"net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding"}
-	// touched are the records the other writer changed since the
-	// service's last reload.
-	touched := map[string]bool{}
-	// change makes one change to a record free says may change, and
-	// names it; "" when it picked one it may not.
-	change := func(l *Ledger, free func(string) bool) string {
+	// change makes one change to a record of l, or relies on a sysctl's,
+	// and returns what it did and the record (kind and index).
+	change := func(l *Ledger) (string, [2]int) {
 		kind, i := rng.IntN(4), rng.IntN(2)
-		id := fmt.Sprint(kind, i)
-		if !free(id) {
-			return ""
-		}
-		touched[id] = touched[id] || l != svc
 		switch kind {
 		case 0:
 			k := fous[i]
 			l.SetFou(k, !l.Fou[k])
-			return fmt.Sprintf("fou %v %v", k, l.Fou[k])
+			return fmt.Sprintf("fou %v %v", k, l.Fou[k]), [2]int{kind, i}
 		case 1:
 			k := tables[i]
 			switch {
@@ -87,55 +57,67 @@ func mergeWalk(t *testing.T, seed uint64, steps int) {
 				if h != 0 {
 					l.SetNftTableHandle(k, h)
 				}
-				return fmt.Sprintf("table %v made, handle %d", k, h)
+				return fmt.Sprintf("table %v made, handle %d", k, h), [2]int{kind, i}
 			case rng.IntN(2) == 0:
 				h := l.NFTHandles[k] + 1 + uint64(rng.IntN(2))
 				l.SetNftTableHandle(k, h)
-				return fmt.Sprintf("table %v made again, handle %d", k, h)
+				return fmt.Sprintf("table %v made again, handle %d", k, h), [2]int{kind, i}
 			default:
 				l.SetNftTable(k, false)
-				return fmt.Sprintf("table %v dropped", k)
+				return fmt.Sprintf("table %v dropped", k), [2]int{kind, i}
 			}
 		case 2:
 			n := names[i]
-			if l.PendingLinks[n] {
-				delete(l.PendingLinks, n)
-			} else {
-				l.PendingLinks[n] = true
-			}
-			return fmt.Sprintf("pending %s %v", n, l.PendingLinks[n])
+			l.SetPendingLink(n, !l.PendingLinks[n])
+			return fmt.Sprintf("pending %s %v", n, l.PendingLinks[n]), [2]int{kind, i}
 		default:
 			k := keys[i]
-			if _, ok := l.Sysctls[k]; ok && rng.IntN(2) == 0 {
-				l.ForgetSysctl(k)
-				return "sysctl forgotten " + k
+			if _, ok := l.Sysctls[k]; ok {
+				switch rng.IntN(3) {
+				case 0:
+					l.ForgetSysctl(k)
+					return "sysctl forgotten " + k, [2]int{kind, i}
+				case 1:
+					l.TouchSysctl(k)
+					return "sysctl relied on " + k, [2]int{kind, i}
+				}
 			}
 			v := fmt.Sprint(rng.IntN(1000))
 			for v == l.Sysctls[k] {
 				v += "0"
 			}
-			l.SetSysctl(k, v)
-			return "sysctl " + k + "=" + v
+			l.RecordSysctl(k, v)
+			return "sysctl " + k + "=" + v, [2]int{kind, i}
 		}
 	}
 	var log []string
-	turn := func(l *Ledger, who string, free func(string) bool) {
-		before := l.records()
+	// turn makes a few changes in l and puts in want what each record
+	// they touched holds at the end.
+	turn := func(l *Ledger, who string) {
+		touched := map[[2]int]bool{}
 		for range 1 + rng.IntN(3) {
-			if c := change(l, free); c != "" {
-				log = append(log, who+": "+c)
+			what, rec := change(l)
+			log = append(log, who+": "+what)
+			touched[rec] = true
+		}
+		for rec := range touched {
+			i := rec[1]
+			switch rec[0] {
+			case 0:
+				setOrDrop(want.fou, fous[i], l.Fou)
+			case 1:
+				setOrDrop(want.nft, tables[i], l.records().nft)
+			case 2:
+				setOrDrop(want.pending, names[i], l.PendingLinks)
+			default:
+				setOrDrop(want.sysctls, keys[i], l.Sysctls)
 			}
 		}
-		after := l.records()
-		applyChange(want.fou, before.fou, after.fou)
-		applyChange(want.nft, before.nft, after.nft)
-		applyChange(want.pending, before.pending, after.pending)
-		applyChange(want.sysctls, before.sysctls, after.sysctls)
 	}
 	check := func(what string, l *Ledger) {
 		t.Helper()
 		got := l.records()
-		if !maps.Equal(got.fou, want.fou) || !maps.Equal(got.nft, want.nft) || !maps.Equal(got.pending, want.pending) || !maps.Equal(got.sysctls, want.sysctls) {
+		if !recordsEqual(got, want) {
 			t.Fatalf("seed %d, %s, after:\n%v\n got  %v %v %v %v\n want %v %v %v %v", seed, what, log, got.fou, got.nft, got.pending, got.sysctls, want.fou, want.nft, want.pending, want.sysctls)
 		}
 	}
@@ -146,8 +128,7 @@ func mergeWalk(t *testing.T, seed uint64, steps int) {
 			}
 			log = append(log, "svc: reload")
 			check(fmt.Sprintf("step %d: the service's reload", step), svc)
-			clear(touched)
-			turn(svc, "svc", func(string) bool { return true })
+			turn(svc, "svc")
 			if rng.IntN(3) == 0 {
 				log = append(log, "svc: save failed")
 				continue
@@ -166,18 +147,18 @@ func mergeWalk(t *testing.T, seed uint64, steps int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// A record changed at most once between two reloads, in one
-		// change: the other writer's net change is what the reload sees.
-		once := map[string]bool{}
-		turn(other, "other", func(id string) bool {
-			if touched[id] && !once[id] {
-				return false
-			}
-			once[id] = true
-			return true
-		})
+		turn(other, "other")
 		if err := other.Save(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// setOrDrop makes want[k] what from holds for k.
+func setOrDrop[K comparable, V any](want map[K]V, k K, from map[K]V) {
+	if v, ok := from[k]; ok {
+		want[k] = v
+	} else {
+		delete(want, k)
 	}
 }
