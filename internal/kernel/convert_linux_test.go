@@ -3,7 +3,10 @@ package kernel
 import (
 	"net"
 	"net/netip"
+	"reflect"
 	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 // The family of a prefix from the libraries (WireGuard's allowed IPs) is
@@ -49,6 +52,27 @@ func TestToPrefixKeepsTheFamily(t *testing.T) {
 	} {
 		if got := optAddr(tc.ip); got != tc.want {
 			t.Errorf("optAddr(%v) = %v, want %v", tc.ip, got, tc.want)
+		}
+	}
+}
+
+// A route an IPv6 dump sent twice (the FIB changed under it) is dropped;
+// two routes of one key that differ (fe80::/64 on two links) are both
+// kept, in any order within their key.
+func TestDropCopies(t *testing.T) {
+	ll := netip.MustParsePrefix("fe80::/64")
+	a := model.Route{Table: 254, Dst: ll, Metric: 256, Dev: "a", Protocol: 2}
+	b := model.Route{Table: 254, Dst: ll, Metric: 256, Dev: "b", Protocol: 2}
+	c := model.Route{Table: 100, Dst: netip.MustParsePrefix("2001:db8::/64"), Metric: 1024, Dev: "a", NextHops: []model.NextHop{{Dev: "a", Weight: 1}}}
+	for _, tc := range []struct{ in, want []model.Route }{
+		{[]model.Route{c, a, b}, []model.Route{c, a, b}},
+		{[]model.Route{c, c, a, b, a}, []model.Route{c, a, b}},
+		{[]model.Route{c, a, b, a, b}, []model.Route{c, a, b}},
+		{nil, nil},
+	} {
+		got := dropCopies(append([]model.Route(nil), tc.in...))
+		if !reflect.DeepEqual(got, tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+			t.Errorf("dropCopies(%v) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
 }

@@ -1,6 +1,11 @@
 package kernel
 
-import "github.com/netreconcile/netreconcile/internal/model"
+import (
+	"reflect"
+	"slices"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
 
 // Routes lists the routes of every table (the local table included), of one
 // protocol when protocol is not 0.
@@ -14,8 +19,9 @@ func (k *Netlink) Routes(protocol int) ([]model.Route, error) {
 	if err != nil {
 		return nil, err
 	}
-	k.routeHint.Store(int64(len(out)))
 	model.SortRoutes(out)
+	out = dropCopies(out)
+	k.routeHint.Store(int64(len(out)))
 	return out, nil
 }
 
@@ -42,5 +48,33 @@ func (k *Netlink) TableRoutes(table, protocol int) ([]model.Route, error) {
 	}
 	out = out[:n]
 	model.SortRoutes(out)
-	return out, nil
+	return dropCopies(out), nil
+}
+
+// dropCopies drops a route listed twice, whole. An IPv6 dump that the FIB
+// changes under (the kernel's own routes settling after an address change,
+// a routing daemon's churn) starts again from the root and skips as many
+// routes as it has sent (fib6_dump_table): it may send one twice, or leave
+// one out, and says nothing (no NLM_F_DUMP_INTR). Read again, a dump under
+// steady churn would restart as often: the copy is dropped instead, which
+// a delete of the route would have met twice (ESRCH). A route left out
+// cannot be told: the plan writes it again (a replace), one needless
+// write. Two routes of one key are no sign (fe80::/64 on every link): only
+// an exact copy is. rs is sorted.
+func dropCopies(rs []model.Route) []model.Route {
+	out := rs[:0]
+	for i := 0; i < len(rs); {
+		j := i + 1
+		for j < len(rs) && rs[j].Key() == rs[i].Key() {
+			j++
+		}
+		start := len(out)
+		for a := i; a < j; a++ {
+			if !slices.ContainsFunc(out[start:], func(r model.Route) bool { return reflect.DeepEqual(r, rs[a]) }) {
+				out = append(out, rs[a])
+			}
+		}
+		i = j
+	}
+	return out
 }
