@@ -164,10 +164,15 @@ func NewNetNSPrefixed(t testing.TB, prefix string) string {
 
 // Build builds the netreconcile command into dir and returns its path, for
 // tests that run it as a process of its own (a daemon to SIGKILL, a timer
-// that outlives its command, two writers at once).
+// that outlives its command, two writers at once). It is built as `make
+// build` and the package build it (static, no cgo): the tests, and the
+// benchmarks that measure its memory, run the binary that ships (built
+// with cgo, it also mapped libc and the dynamic loader).
 func Build(dir string) (string, error) {
 	bin := filepath.Join(dir, "netreconcile")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/netreconcile/netreconcile/cmd/netreconcile").CombinedOutput(); err != nil {
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/netreconcile/netreconcile/cmd/netreconcile")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build netreconcile: %w\n%s", err, out)
 	}
 	return bin, nil
