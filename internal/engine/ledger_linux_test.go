@@ -23,17 +23,7 @@ import (
 func TestFailedLedgerSaveIsRetried(t *testing.T) {
 	nettest.RequireTool(t, "nft")
 	ns := nettest.NewNetNS(t)
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	nettest.Exec(t, "mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", dir)
-	t.Cleanup(func() { _ = nettest.ExecErr("umount", dir) })
-	sd, err := statedir.Open(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sd.Close()
+	dir, sd := tmpfsStateDir(t)
 	k, err := kernel.Open("/run/netns/" + ns)
 	if err != nil {
 		t.Fatal(err)
@@ -90,21 +80,7 @@ func TestServiceKeepsRecordsOfAnotherWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sd.Close()
-	open := func() *engine.Engine {
-		k, err := kernel.Open("/run/netns/" + ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { k.Close() })
-		l, err := ledger.OpenIn(sd, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lock := func(ctx context.Context) (func(), error) {
-			return sd.Lock(ctx, "writer.lock", statedir.LockOptions{RecordPID: true})
-		}
-		return &engine.Engine{Kernel: k, Ledger: l, State: sd, Lock: lock}
-	}
+	open := func() *engine.Engine { return lockedEngine(t, ns, sd) }
 	pass := func(e *engine.Engine, tables ...string) {
 		t.Helper()
 		if err := ledgerPass(t, e, tables...); err != nil {
@@ -173,32 +149,8 @@ func filePass(t *testing.T, e *engine.Engine, src string) error {
 func TestUnsavedRecordsMergeWithAnotherWriters(t *testing.T) {
 	nettest.RequireTool(t, "nft")
 	ns := nettest.NewNetNS(t)
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	nettest.Exec(t, "mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", dir)
-	t.Cleanup(func() { _ = nettest.ExecErr("umount", dir) })
-	sd, err := statedir.Open(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sd.Close()
-	open := func() *engine.Engine {
-		k, err := kernel.Open("/run/netns/" + ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { k.Close() })
-		l, err := ledger.OpenIn(sd, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lock := func(ctx context.Context) (func(), error) {
-			return sd.Lock(ctx, "writer.lock", statedir.LockOptions{})
-		}
-		return &engine.Engine{Kernel: k, Ledger: l, State: sd, Lock: lock}
-	}
+	dir, sd := tmpfsStateDir(t)
+	open := func() *engine.Engine { return lockedEngine(t, ns, sd) }
 	service := open()
 	if err := ledgerPass(t, service, "svc"); err != nil {
 		t.Fatal(err)
@@ -244,32 +196,8 @@ func TestUnsavedRecordsMergeWithAnotherWriters(t *testing.T) {
 // never written when the key left every file, and ip_forward stayed 1.
 func TestRecordAnotherWriterReliedOnStands(t *testing.T) {
 	ns := nettest.NewNetNS(t)
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	nettest.Exec(t, "mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", dir)
-	t.Cleanup(func() { _ = nettest.ExecErr("umount", dir) })
-	sd, err := statedir.Open(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sd.Close()
-	open := func() *engine.Engine {
-		k, err := kernel.Open("/run/netns/" + ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { k.Close() })
-		l, err := ledger.OpenIn(sd, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lock := func(ctx context.Context) (func(), error) {
-			return sd.Lock(ctx, "writer.lock", statedir.LockOptions{})
-		}
-		return &engine.Engine{Kernel: k, Ledger: l, State: sd, Lock: lock}
-	}
+	dir, sd := tmpfsStateDir(t)
+	open := func() *engine.Engine { return lockedEngine(t, ns, sd) }
 	forward := func() string {
 		return strings.TrimSpace(nettest.InNS(t, ns, "sysctl", "-n", "net.ipv4.ip_forward"))
 	}
@@ -292,4 +220,41 @@ func TestRecordAnotherWriterReliedOnStands(t *testing.T) {
 	if got := forward(); got != "0" {
 		t.Errorf("ip_forward is %s after the key left both files, want the 0 owed back", got)
 	}
+}
+
+// tmpfsStateDir is a state directory on a tmpfs of its own, which a test
+// remounts read-only (remount,ro) to make the ledger's saves fail.
+func tmpfsStateDir(t *testing.T) (string, *statedir.Dir) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	nettest.Exec(t, "mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", dir)
+	t.Cleanup(func() { _ = nettest.ExecErr("umount", dir) })
+	sd, err := statedir.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sd.Close() })
+	return dir, sd
+}
+
+// lockedEngine is a writer of namespace ns with state sd, taking the
+// namespace's lock as the service and apply do: a process of its own.
+func lockedEngine(t *testing.T, ns string, sd *statedir.Dir) *engine.Engine {
+	t.Helper()
+	k, err := kernel.Open("/run/netns/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	l, err := ledger.OpenIn(sd, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := func(ctx context.Context) (func(), error) {
+		return sd.Lock(ctx, "writer.lock", statedir.LockOptions{RecordPID: true})
+	}
+	return &engine.Engine{Kernel: k, Ledger: l, State: sd, Lock: lock}
 }

@@ -36,15 +36,7 @@ func scrapeSafeApply(t *testing.T, dir *statedir.Dir) string {
 // file at each scrape; every series exists without a file, at 0; an
 // unreadable file gives none.
 func TestCollector(t *testing.T) {
-	tmp := t.TempDir()
-	if err := os.Chmod(tmp, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := statedir.Open(filepath.Join(tmp, "state"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dir.Close() })
+	_, dir := metricsStateDir(t)
 
 	zero := `netreconcile_safeapply_confirmed_total 0
 netreconcile_safeapply_pending 0
@@ -101,15 +93,7 @@ netreconcile_safeapply_rolled_back_total{cause="verify"} 0
 // the configuration it holds (a 1 MB one here; whole, each scrape decoded
 // 1.9 MB with 10k routes).
 func TestCollectorReadsTheFileWhenItChanged(t *testing.T) {
-	tmp := t.TempDir()
-	if err := os.Chmod(tmp, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := statedir.Open(filepath.Join(tmp, "state"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dir.Close() })
+	tmp, dir := metricsStateDir(t)
 	reg := metrics.NewRegistry()
 	reg.MustRegister(NewCollector(dir))
 	confirmed := func() string {
@@ -145,4 +129,20 @@ func TestCollectorReadsTheFileWhenItChanged(t *testing.T) {
 	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
 		t.Errorf("10 scrapes of an unchanged file allocated %d bytes", n)
 	}
+}
+
+// metricsStateDir is a state directory "state" in a private temporary one,
+// returned with it.
+func metricsStateDir(t *testing.T) (string, *statedir.Dir) {
+	t.Helper()
+	tmp := t.TempDir()
+	if err := os.Chmod(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := statedir.Open(filepath.Join(tmp, "state"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	return tmp, dir
 }
