@@ -442,14 +442,13 @@ func (l *Ledger) Save() error {
 	// A record touched, or changed by a direct write of the maps, gets the
 	// next sequence number; the others keep theirs.
 	now, synced := l.records(), l.synced
-	changed := func(rk string, differs bool) bool { return differs || l.touched[rk] }
 	f.Seq = synced.seq
 	if len(l.touched) > 0 || !recordsEqual(now, synced) {
 		f.Seq++
 	}
 	f.Seqs = map[string]uint64{}
 	keep := func(rk string, differs bool) {
-		if changed(rk, differs) {
+		if differs || l.touched[rk] {
 			f.Seqs[rk] = f.Seq
 		} else if v := synced.seqs[rk]; v != 0 {
 			f.Seqs[rk] = v
