@@ -60,6 +60,10 @@ func TestToPrefixKeepsTheFamily(t *testing.T) {
 // two routes of one key that differ (fe80::/64 on two links) are both
 // kept, in any order within their key.
 func TestDropCopies(t *testing.T) {
+	// restOf compares every field of a route but its key's.
+	if n := reflect.TypeOf(model.Route{}).NumField(); n != 14 {
+		t.Errorf("model.Route has %d fields; restOf compares the 10 outside its key of 14", n)
+	}
 	ll := netip.MustParsePrefix("fe80::/64")
 	a := model.Route{Table: 254, Dst: ll, Metric: 256, Dev: "a", Protocol: 2}
 	b := model.Route{Table: 254, Dst: ll, Metric: 256, Dev: "b", Protocol: 2}

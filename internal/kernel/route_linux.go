@@ -1,8 +1,8 @@
 package kernel
 
 import (
-	"reflect"
-	"slices"
+	"fmt"
+	"net/netip"
 
 	"github.com/netreconcile/netreconcile/internal/model"
 )
@@ -63,18 +63,47 @@ func (k *Netlink) TableRoutes(table, protocol int) ([]model.Route, error) {
 // an exact copy is. rs is sorted.
 func dropCopies(rs []model.Route) []model.Route {
 	out := rs[:0]
+	var seen map[routeRest]bool
 	for i := 0; i < len(rs); {
 		j := i + 1
 		for j < len(rs) && rs[j].Key() == rs[i].Key() {
 			j++
 		}
-		start := len(out)
+		if j-i == 1 {
+			out = append(out, rs[i])
+			i = j
+			continue
+		}
+		// A run of one key (fe80::/64 on each of thousands of links):
+		// a set of the rest of each route, not pairs of them.
+		clear(seen)
+		if seen == nil {
+			seen = map[routeRest]bool{}
+		}
 		for a := i; a < j; a++ {
-			if !slices.ContainsFunc(out[start:], func(r model.Route) bool { return reflect.DeepEqual(r, rs[a]) }) {
+			if r := restOf(&rs[a]); !seen[r] {
+				seen[r] = true
 				out = append(out, rs[a])
 			}
 		}
 		i = j
 	}
 	return out
+}
+
+// routeRest is a route but its key, comparable: with the key, the whole
+// route.
+type routeRest struct {
+	typ, scope, mtu, protocol int
+	gateway, src              netip.Addr
+	dev, origin, hops         string
+	onLink                    bool
+}
+
+func restOf(r *model.Route) routeRest {
+	rest := routeRest{typ: r.Type, scope: r.Scope, mtu: r.MTU, protocol: r.Protocol, gateway: r.Gateway, src: r.Src, dev: r.Dev, origin: r.Origin, onLink: r.OnLink}
+	if len(r.NextHops) > 0 {
+		rest.hops = fmt.Sprint(r.NextHops)
+	}
+	return rest
 }

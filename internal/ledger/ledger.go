@@ -83,7 +83,13 @@ type Ledger struct {
 	// they hold what they held before (dropped and recorded again in one
 	// pass, or a sysctl's record that a write relied on).
 	touched map[string]bool
+	// discardedCookie is the cookie of the records Open discarded.
+	discardedCookie uint64
 }
+
+// ErrNamespaceReused: the state directory's ledger belongs to another
+// namespace of the same name than the one this process writes.
+var ErrNamespaceReused = errors.New("namespace name reused")
 
 // records is a copy of a ledger's records. A table and its handle are one
 // record (nft: the tables listed, each with its handle, 0 when not known):
@@ -204,7 +210,7 @@ func OpenIn(dir *statedir.Dir, cookie uint64) (*Ledger, error) {
 		return nil, fmt.Errorf("ownership ledger %s has version %d; this netreconcile reads %d", path, f.Version, formatVersion)
 	}
 	if cookie != 0 && f.NetnsCookie != 0 && f.NetnsCookie != cookie {
-		l.Discarded = true
+		l.Discarded, l.discardedCookie = true, f.NetnsCookie
 		return l, nil
 	}
 	for _, p := range f.FouPorts {
@@ -248,6 +254,13 @@ func (l *Ledger) Reload() error {
 	n, err := OpenIn(l.dir, l.cookie)
 	if err != nil {
 		return err
+	}
+	// The file belongs to another namespace than this process's, and not
+	// to the gone one Open discarded: the namespace's name was given to a
+	// new one (ip netns del, add) while this process holds the old. Merged
+	// and saved, each would wipe the other's records.
+	if n.Discarded && n.discardedCookie != l.discardedCookie {
+		return fmt.Errorf("%w: the ledger in %s now records namespace %d, this process's is %d; restart it for the new namespace", ErrNamespaceReused, l.dir.Path(), n.discardedCookie, l.cookie)
 	}
 	ours, base, theirs := l.records(), l.synced, n.records()
 	theirs.seqs, theirs.seq = n.synced.seqs, n.synced.seq
