@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -33,7 +34,9 @@ type builder struct {
 	// Made once from links, when first needed: ipvlanParents (ipvlanOf)
 	// and wgKnown (wireGuardLinks).
 	ipvlanParents map[string]string
-	wgKnown       *string
+	// srcLinks maps each static address to its link (vrfOfSource).
+	srcLinks map[netip.Addr]string
+	wgKnown  *string
 	// ipvlanOn holds the first ipvlan (in name order) on each parent.
 	ipvlanOn map[string]ipvlanAt
 	// origins makes the Origin of routes and addresses.

@@ -48,6 +48,12 @@ func TestKernelRefusesAtValidation(t *testing.T) {
 		file: "version: 1\nroutes:\n  - {to: default, via: \"fe80::1\"}\n",
 		want: "f.yaml:3:24: routes[0].via: gateway fe80::1 is link-local; give dev, the link it is on",
 	}, {
+		// Walk seed 31120218735296 (guest): EINVAL at apply.
+		name: "IPv4 source in a VRF for a route outside its table",
+		file: "version: 1\nlinks:\n  r1: {kind: vrf, vrf: {table: 1001}, addresses: [10.183.1.3/24]}\n  p: {kind: bridge, master: r1, addresses: [10.184.1.3/24]}\nroutes:\n  - {to: 172.16.5.0/24, via: 10.183.1.200, dev: r1, src: 10.183.1.3, table: 200}\n  - {to: 172.16.6.0/24, dev: p, src: 10.184.1.3}\n  - {to: 172.16.7.0/24, dev: p, src: 10.184.1.3, table: 1001}\n",
+		want: "f.yaml:6:58: routes[0].src: source 10.183.1.3 is an address of r1, in VRF r1 (table 1001); the kernel takes an IPv4 source only from the route's table's local addresses or table local's, and a VRF's are in its table: give this route table 1001, or a source outside the VRF\n" +
+			"f.yaml:7:38: routes[1].src: source 10.184.1.3 is an address of p, in VRF r1 (table 1001); the kernel takes an IPv4 source only from the route's table's local addresses or table local's, and a VRF's are in its table: give this route table 1001, or a source outside the VRF",
+	}, {
 		// The library would send them as IPv4 addresses.
 		name: "IPv4-mapped vxlan endpoints",
 		file: "version: 1\nlinks:\n  b: {kind: bridge}\n  x: {kind: vxlan, vxlan: {id: 1, local: \"::ffff:192.0.2.1\", remote: \"::ffff:192.0.2.2\"}}\n  y: {kind: vxlan, vxlan: {id: 2, dev: b, group: \"::ffff:239.1.1.1\"}}\n",

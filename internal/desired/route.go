@@ -204,6 +204,12 @@ func (b *builder) route(i int, rc *routeConf) {
 			b.errs.add(rc.at("dev"), path(".dev"), "link %q is not declared; declare it (kind device for an existing NIC)", rc.Dev)
 			continue
 		}
+		if r.Src.IsValid() && r.Src.Is4() {
+			if link, vrf, table, ok := b.vrfOfSource(r.Src); ok && table != r.Table {
+				b.errs.add(rc.at("src"), path(".src"), "source %s is an address of %s, in VRF %s (table %d); the kernel takes an IPv4 source only from the route's table's local addresses or table local's, and a VRF's are in its table: give this route table %d, or a source outside the VRF", r.Src, link, vrf, table, table)
+				continue
+			}
+		}
 		if prev, dup := b.routeAt.find(b.st.Routes, r.Key()); dup {
 			b.errs.add(rc.Pos, path(""), "route %s is declared twice (first at %s); a route is identified by table, destination, tos and metric", r.Key(), b.st.Routes[prev].Origin)
 			continue
@@ -372,4 +378,29 @@ func hopsVia(hops []*nextHopConf) int {
 		}
 	}
 	return n
+}
+
+// vrfOfSource finds the declared link holding src as a static address and,
+// when that link is a VRF or one's port, the VRF and its table. The index
+// of addresses is made on the first route with a source.
+func (b *builder) vrfOfSource(src netip.Addr) (link, vrf string, table int, ok bool) {
+	if b.srcLinks == nil {
+		b.srcLinks = make(map[netip.Addr]string, len(b.st.Addresses))
+		for _, a := range b.st.Addresses {
+			b.srcLinks[a.Prefix.Addr()] = a.Link
+		}
+	}
+	link, ok = b.srcLinks[src]
+	if !ok {
+		return "", "", 0, false
+	}
+	vrf = link
+	lc := b.links[link]
+	if lc != nil && lc.Kind != "vrf" {
+		vrf, lc = lc.Master, b.links[lc.Master]
+	}
+	if lc == nil || lc.Kind != "vrf" || lc.VRF == nil {
+		return "", "", 0, false
+	}
+	return link, vrf, int(lc.VRF.Table), true
 }

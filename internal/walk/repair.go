@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -324,7 +325,7 @@ func (g *Gen) repairRoutes(c *Config) []*Route {
 			if r.Via != "" && !r.Onlink && !connected(l, r.Via) && !(linkLocal(r.Via) && r.Dev != "lo") {
 				continue
 			}
-			if r.Src != "" && !holds(l, r.Src) {
+			if r.Src != "" && (!holds(l, r.Src) || !vrfSourceFits(c, l, r.Table)) {
 				continue
 			}
 		}
@@ -535,4 +536,18 @@ func ipvlanParent(c *Config, p string) bool {
 		}
 	}
 	return false
+}
+
+// vrfSourceFits says whether a route of table (walk form: "" is main) may
+// take its source from an address of l: the kernel looks a source up in the
+// route's table and in table local, and a VRF's addresses are in its own
+// table (walk seed 31120218735296; validation refuses the others).
+func vrfSourceFits(c *Config, l *Link, table string) bool {
+	vrf := l
+	if l.Kind != "vrf" {
+		if vrf = c.Links[l.Master]; vrf == nil || vrf.Kind != "vrf" {
+			return true
+		}
+	}
+	return table == strconv.Itoa(vrf.Table)
 }

@@ -267,3 +267,38 @@ func TestWalkFindingMacvlanTradedForIPVlan(t *testing.T) {
 		}
 	}
 }
+
+// Walk seed 31120218735296 (guest): a route outside a VRF's table whose
+// IPv4 source is an address of the VRF (or of one of its ports) met EINVAL
+// at apply. The kernel looks a source up among the local addresses of the
+// route's table and of table local, and a VRF's are in its own table. Shown
+// here with ip on the real kernel (refused in table 200, taken in the VRF's
+// table 1001), then netreconcile's validation refuses the first with the
+// reason and takes the second.
+func TestWalkFindingVRFSourceOutsideItsTable(t *testing.T) {
+	requireModules(t, "vrf")
+	ns := newNetNS(t, "")
+	ns.IP(t, "link", "add", "r1", "type", "vrf", "table", "1001")
+	ns.IP(t, "link", "set", "r1", "up")
+	ns.IP(t, "addr", "add", "10.183.1.3/24", "dev", "r1")
+	if _, errOut, err := ns.Exec("", ipBin, "route", "add", "172.16.5.0/24", "via", "10.183.1.200", "dev", "r1", "src", "10.183.1.3", "table", "200"); err == nil || !strings.Contains(errOut, "Invalid prefsrc") {
+		t.Errorf("the kernel took a source of a VRF for table 200: %v %s", err, errOut)
+	}
+	ns.IP(t, "route", "add", "172.16.5.0/24", "via", "10.183.1.200", "dev", "r1", "src", "10.183.1.3", "table", "1001")
+	ns.IP(t, "link", "del", "r1")
+
+	dir, state := t.TempDir(), t.TempDir()
+	file := filepath.Join(dir, "v.yaml")
+	links := "version: 1\nlinks:\n  r1: {kind: vrf, vrf: {table: 1001}, addresses: [10.183.1.3/24]}\nroutes:\n"
+	if err := os.WriteFile(file, []byte(links+"  - {to: 172.16.5.0/24, via: 10.183.1.200, dev: r1, src: 10.183.1.3, table: 200}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, err := ns.Exec("", netreconcileBin(t), "apply", "-c", file, "--state-dir", state); err == nil || !strings.Contains(errOut, "in VRF r1 (table 1001)") {
+		t.Fatalf("apply of a VRF's source outside its table: %v\n%s%s", err, out, errOut)
+	}
+	if err := os.WriteFile(file, []byte(links+"  - {to: 172.16.5.0/24, via: 10.183.1.200, dev: r1, src: 10.183.1.3, table: 1001}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+	runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
+}
