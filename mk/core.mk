@@ -4,4 +4,4 @@ BENCH_TARGETS += bench-core
 
 .PHONY: bench-core
 bench-core: build
-	$(GO) run ./internal/bench/routes -bin $(BIN)
+	$(GO) run ./test/bench/routes -bin $(BIN)

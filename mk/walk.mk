@@ -1,4 +1,4 @@
-# The randomized convergence walk (internal/walk, issue 10): seeded sequences
+# The randomized convergence walk (test/walk, issue 10): seeded sequences
 # of configurations applied to a fresh namespace holding foreign objects,
 # checked after every step by an independent oracle (ip, nft, wg).
 #
@@ -8,11 +8,11 @@
 #                                  failure and lists every one at the end (SOAK_KEEPGOING=0: stop)
 #   make soak-host / soak-guest    one of the two
 #   make test-walk WALK_SEED=N     replay a walk (the seed is printed by every run); make test
-#                                  walks a fixed seed (internal/walk.TestSeed), make soak random
+#                                  walks a fixed seed (test/walk.TestSeed), make soak random
 #                                  ones (SOAK_SEED=0)
 #   make soak-host WALK_SHRINK_TRIALS=12   fewer shrinker replays per failure (default 150)
 #   make test-walk WALK_DEFECTS=foreign-children,nft-table-takeover   (or all)
-#                                  turn on known-defect switches (internal/walk/gen.go)
+#                                  turn on known-defect switches (test/walk/gen.go)
 #   WALK_NETNS_PREFIX=sys-nrw make test-walk   name the walk's namespaces sys-nrw-… (default
 #                                  nrw): two walks on one machine keep theirs apart
 #
@@ -34,13 +34,13 @@ SOAK_GUEST_TIMEOUT ?= $(shell echo $$(( $(SOAK_GUEST_STEPS) * 4 + 600 )))
 .PHONY: test-walk soak soak-host soak-guest
 test-walk: test-deps
 	NETRECONCILE_WALK=1 WALK_STEPS=$(WALK_STEPS) WALK_SEED=$(WALK_SEED) WALK_DEFECTS=$(WALK_DEFECTS) \
-		NETRECONCILE_REQUIRE_PRIVILEGED=1 $(GO) test -count=1 -run '^TestWalk$$' -v -timeout 10m ./internal/walk
+		NETRECONCILE_REQUIRE_PRIVILEGED=1 $(GO) test -count=1 -run '^TestWalk$$' -v -timeout 10m ./test/walk
 
 soak: soak-host soak-guest
 
 soak-host: test-deps
 	NETRECONCILE_WALK=1 WALK_STEPS=$(SOAK_STEPS) WALK_DURATION=$(SOAK_DURATION) WALK_SEED=$(SOAK_SEED) WALK_DEFECTS=$(WALK_DEFECTS) \
-		WALK_KEEPGOING=$(SOAK_KEEPGOING) NETRECONCILE_REQUIRE_PRIVILEGED=1 $(GO) test -count=1 -run '^TestWalk$$' -v -timeout 0 ./internal/walk
+		WALK_KEEPGOING=$(SOAK_KEEPGOING) NETRECONCILE_REQUIRE_PRIVILEGED=1 $(GO) test -count=1 -run '^TestWalk$$' -v -timeout 0 ./test/walk
 
 soak-guest:
 	$(MAKE) vm-test VMRUN='^TestWalkVM$$' VM_TIMEOUT=$(SOAK_GUEST_TIMEOUT) \

@@ -53,7 +53,7 @@ func load(t *testing.T, y string) *model.State {
 func newEngine(t *testing.T) (*engine.Engine, *kerneltest.Kernel) {
 	t.Helper()
 	k := kerneltest.New()
-	l, err := ledger.Open("")
+	l, err := ledger.OpenIn(nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

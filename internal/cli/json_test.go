@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // jsonOut is the union of what validate, diff and apply print with -o json.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // nftEnv is a fresh namespace with the KubeSpan example's file copied to a

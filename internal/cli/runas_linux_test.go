@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // TestRootRunsAsServiceUser: root on a host whose state directory belongs

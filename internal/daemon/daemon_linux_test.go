@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // The deadline for a repair or an edit to show in the kernel. The daemon

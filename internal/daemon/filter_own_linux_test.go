@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // The echo of the daemon's own write wakes no pass (filter_own.go): a

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // binary is the netreconcile command built by TestMain: the daemon is tested

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // openFDs counts the descriptors a process holds.

@@ -39,12 +39,9 @@ func (s SourceFunc) Name() string { return s.SourceName }
 // Run calls F.
 func (s SourceFunc) Run(ctx context.Context, wake func()) error { return s.F(ctx, wake) }
 
-// Ticker wakes the loop at a fixed interval: the periodic full resync that
-// repairs whatever no notification reported (a lost event, a change in a
-// subsystem without notifications).
-func Ticker(name string, every time.Duration) Source { return tickerOn(wallClock{}, name, every) }
-
-// tickerOn is Ticker on clk.
+// tickerOn wakes the loop every interval of clk: the periodic full resync
+// that repairs whatever no notification reported (a lost event, a change in
+// a subsystem without notifications).
 func tickerOn(clk clock, name string, every time.Duration) Source {
 	return SourceFunc{name, func(ctx context.Context, wake func()) error {
 		t := clk.NewTicker(every)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // TestRepairsSysctlDrift: the kernel sends no notification when a sysctl

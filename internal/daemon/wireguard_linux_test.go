@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // wireguardGoPID returns the pid of the wireguard-go process serving dev, or 0.

@@ -11,7 +11,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/netreconcile/netreconcile/internal/model"
-	"github.com/netreconcile/netreconcile/internal/pooldef"
 )
 
 // poolConf is an entry of pools, keyed by the pool's name.
@@ -81,7 +80,7 @@ func skipUnparsableSubnet(d *decoder, c *yaml.Node, path string, i int, e *refle
 
 // blockRanges is the block indexes a host may hold: "0-15", 7, or a list of those.
 type blockRanges struct {
-	ranges []pooldef.IndexRange
+	ranges []model.PoolRange
 	at     []Pos
 }
 
@@ -120,7 +119,7 @@ func (r *blockRanges) decodeNode(d *decoder, n *yaml.Node, path string) {
 			fail(c, i)
 			continue
 		}
-		r.ranges = append(r.ranges, pooldef.IndexRange{First: f, Last: l})
+		r.ranges = append(r.ranges, model.PoolRange{First: f, Last: l})
 		r.at = append(r.at, d.pos(c))
 	}
 }
@@ -180,7 +179,7 @@ func (b *builder) pools(confs []*fileConf) {
 
 // poolSubnet is a subnet in a subnetIndex, with what an error names.
 type poolSubnet struct {
-	subnet       pooldef.Subnet
+	subnet       model.PoolSubnet
 	pool, origin string
 }
 
@@ -194,7 +193,7 @@ type subnetIndex struct {
 	exact, under map[netip.Prefix]poolSubnet
 }
 
-func (x *subnetIndex) add(s pooldef.Subnet, v poolSubnet) {
+func (x *subnetIndex) add(s model.PoolSubnet, v poolSubnet) {
 	if x.exact == nil {
 		x.exact, x.under = map[netip.Prefix]poolSubnet{}, map[netip.Prefix]poolSubnet{}
 	}
@@ -215,7 +214,7 @@ func (x *subnetIndex) add(s pooldef.Subnet, v poolSubnet) {
 	}
 }
 
-func (x *subnetIndex) overlap(s pooldef.Subnet) (poolSubnet, bool) {
+func (x *subnetIndex) overlap(s model.PoolSubnet) (poolSubnet, bool) {
 	for _, p := range []netip.Prefix{s.IPv4, s.IPv6} {
 		if !p.IsValid() || x.exact == nil {
 			continue
@@ -236,7 +235,7 @@ func (x *subnetIndex) overlap(s pooldef.Subnet) (poolSubnet, bool) {
 func (b *builder) pool(name string, pc *poolConf) (model.Pool, bool) {
 	path := "pools." + name
 	before := b.errs.count()
-	p := model.Pool{Pool: pooldef.Default(name), Origin: pc.Pos.String()}
+	p := model.Pool{PoolSpec: model.DefaultPoolSpec(name), Origin: pc.Pos.String()}
 	if pc.has("block-size-bits") {
 		p.BlockSizeBits = pc.BlockSizeBits
 		if p.BlockSizeBits < 0 || p.BlockSizeBits > 32 {
@@ -247,7 +246,7 @@ func (b *builder) pool(name string, pc *poolConf) (model.Pool, bool) {
 		p.ExportTable = uint32(pc.ExportTable.N)
 		switch pc.ExportTable.N {
 		case model.TableDefault, model.TableMain, model.TableLocal, 252:
-			b.errs.add(pc.at("export-table"), path+".export-table", "table %s is the kernel's own; expected 1-251 or above 255 (default %d)", model.TableName(pc.ExportTable.N), pooldef.DefaultExportTable)
+			b.errs.add(pc.at("export-table"), path+".export-table", "table %s is the kernel's own; expected 1-251 or above 255 (default %d)", model.TableName(pc.ExportTable.N), model.DefaultExportTable)
 		}
 	}
 	if pc.ReuseDelay != nil {
@@ -326,8 +325,8 @@ func (b *builder) pool(name string, pc *poolConf) (model.Pool, bool) {
 }
 
 // subnet converts one subnet and returns its number of host bits.
-func (b *builder) subnet(path string, sc *subnetConf) (pooldef.Subnet, int, bool) {
-	var s pooldef.Subnet
+func (b *builder) subnet(path string, sc *subnetConf) (model.PoolSubnet, int, bool) {
+	var s model.PoolSubnet
 	hostBits := -1
 	for _, f := range []struct {
 		key string

@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netreconcile/netreconcile/internal/model"
-	"github.com/netreconcile/netreconcile/internal/pooldef"
 )
 
 func TestPoolParse(t *testing.T) {
@@ -39,14 +38,14 @@ links:
 		t.Fatal(err)
 	}
 	want := []model.Pool{{
-		Pool: pooldef.Pool{Name: "kubespan", Subnets: []pooldef.Subnet{
+		PoolSpec: model.PoolSpec{Name: "kubespan", Subnets: []model.PoolSubnet{
 			{IPv4: netip.MustParsePrefix("10.2.0.0/16"), IPv6: netip.MustParsePrefix("fd01:203:405:607::/112")},
 			{IPv4: netip.MustParsePrefix("10.3.0.0/16"), IPv6: netip.MustParsePrefix("fd01:203:405:608::/112")},
 		}, BlockSizeBits: 5, ExportTable: 119, ReuseDelay: time.Minute,
-			AllowedBlocks: []pooldef.IndexRange{{First: 0, Last: 15}, {First: 40, Last: 40}}},
+			AllowedBlocks: []model.PoolRange{{First: 0, Last: 15}, {First: 40, Last: 40}}},
 		Origin: "f.yaml:4:5",
 	}, {
-		Pool: pooldef.Pool{Name: "v4only", Subnets: []pooldef.Subnet{
+		PoolSpec: model.PoolSpec{Name: "v4only", Subnets: []model.PoolSubnet{
 			{IPv4: netip.MustParsePrefix("10.9.0.0/24")}, {IPv4: netip.MustParsePrefix("10.9.1.0/24")},
 		}, BlockSizeBits: 3, ExportTable: 120, ReuseDelay: 5 * time.Second},
 		Origin: "f.yaml:10:5",
@@ -128,7 +127,7 @@ func TestSubnetIndexOverlap(t *testing.T) {
 	p := netip.MustParsePrefix
 	var x subnetIndex
 	for _, s := range []string{"10.0.0.0/16", "10.2.0.0/24", "fd00::/64"} {
-		sub := pooldef.Subnet{}
+		sub := model.PoolSubnet{}
 		if q := p(s); q.Addr().Is4() {
 			sub.IPv4 = q
 		} else {
@@ -141,7 +140,7 @@ func TestSubnetIndexOverlap(t *testing.T) {
 		"10.2.0.128/25": "10.2.0.0/24", "10.2.0.0/23": "10.2.0.0/24", "fd00::1/128": "fd00::/64", "fd00::/16": "fd00::/64",
 		"10.1.0.0/16": "", "10.2.1.0/24": "", "10.3.0.0/16": "", "fd01::/64": "", "11.0.0.0/8": "",
 	} {
-		sub := pooldef.Subnet{}
+		sub := model.PoolSubnet{}
 		if q := p(s); q.Addr().Is4() {
 			sub.IPv4 = q
 		} else {

@@ -37,11 +37,6 @@ type Inputs struct {
 	Unallocated []model.PoolAddress
 }
 
-// Compute is ComputeWith without inputs beyond the two states.
-func Compute(desired, actual *model.State) (*Plan, error) {
-	return ComputeWith(desired, actual, Inputs{})
-}
-
 // ComputeWith returns the plan that turns actual into desired. Only objects
 // that actual marks as ours (Owned links, routes and rules of
 // desired.Protocol, owned FoU ports), and the addresses in.PoolAddrs names,

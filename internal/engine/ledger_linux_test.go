@@ -13,8 +13,8 @@ import (
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
-	"github.com/netreconcile/netreconcile/internal/nettest"
 	"github.com/netreconcile/netreconcile/internal/statedir"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // Issue 12 finding 5, the daemon's side: a ledger save that fails (the state

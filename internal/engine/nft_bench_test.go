@@ -14,7 +14,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // TestBenchNft compares netreconcile with `nft -f` on a 100k-element
@@ -73,7 +73,7 @@ func TestBenchNft(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	l, _ := ledger.Open("")
+	l, _ := ledger.OpenIn(nil, 0)
 	eng := &engine.Engine{Kernel: k, Ledger: l}
 	pass := func(cfg *desired.Config, wantOps int) {
 		plan, err := eng.Plan(cfg.State)

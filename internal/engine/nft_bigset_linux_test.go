@@ -12,7 +12,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // A set created with more than 1,024 elements is an op per 1,024 of them
@@ -49,7 +49,7 @@ func TestBigSetColdLoadConverges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	l, _ := ledger.Open("")
+	l, _ := ledger.OpenIn(nil, 0)
 	eng := &engine.Engine{Kernel: k, Ledger: l}
 	apply := func(cfg *desired.Config) *diff.Plan {
 		t.Helper()

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/diff"
-	"github.com/netreconcile/netreconcile/internal/nettest"
 	"github.com/netreconcile/netreconcile/internal/wgpeer"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // S1's target sets fed by the peers that are Up: a real handshake (over

@@ -364,7 +364,7 @@ func TestGoldenPlans(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			g := newGoldenEnv(t)
 			k := newGoldenKernel()
-			led, _ := ledger.Open("")
+			led, _ := ledger.OpenIn(nil, 0)
 			e := g.engine(k, led)
 			st := c.setup(g, ctx, k, e)
 			text, js := renderPlan(t, g, ctx, e, st, c.dryRun)

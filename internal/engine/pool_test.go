@@ -8,19 +8,18 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/ipam"
 	"github.com/netreconcile/netreconcile/internal/model"
-	"github.com/netreconcile/netreconcile/internal/pooldef"
 )
 
 func TestPreparePools(t *testing.T) {
 	ctx := context.Background()
-	pool := pooldef.Default("p", pooldef.Subnet{IPv4: netip.MustParsePrefix("10.2.0.0/24"), IPv6: netip.MustParsePrefix("fd01::/120")})
+	pool := model.DefaultPoolSpec("p", model.PoolSubnet{IPv4: netip.MustParsePrefix("10.2.0.0/24"), IPv6: netip.MustParsePrefix("fd01::/120")})
 	pool.BlockSizeBits = 1
 	reg, err := ipam.Open(t.TempDir(), []ipam.Pool{pool}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := model.NewState()
-	st.Pools = []model.Pool{{Pool: pool}}
+	st.Pools = []model.Pool{{PoolSpec: pool}}
 	st.PoolAddresses = []model.PoolAddress{{Link: "a", Pool: "p", IPv4Bits: 32, IPv6Bits: 64}}
 	st.Routes = []model.Route{{Table: 100, Dst: netip.MustParsePrefix("10.9.0.0/16"), Dev: "a"}}
 

@@ -47,7 +47,7 @@ func planOps(t *testing.T, e *Engine, st *model.State) string {
 func convergedEngine(t *testing.T, st *model.State) (*Engine, *kerneltest.Kernel) {
 	t.Helper()
 	k := kerneltest.New()
-	led, _ := ledger.Open("")
+	led, _ := ledger.OpenIn(nil, 0)
 	e := &Engine{Kernel: k, Ledger: led}
 	plan, err := e.Plan(st)
 	if err != nil {
@@ -126,7 +126,7 @@ func TestReusedRoutesKeepNoForeignRoute(t *testing.T) {
 	}
 	st := cfg.State
 	k := kerneltest.New()
-	led, _ := ledger.Open("")
+	led, _ := ledger.OpenIn(nil, 0)
 	e := &Engine{Kernel: k, Ledger: led}
 	plan, _ := e.Plan(st)
 	if res, err := e.Apply(context.Background(), plan); err != nil || res.Err() != nil {

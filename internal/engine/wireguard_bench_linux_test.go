@@ -15,8 +15,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
-	"github.com/netreconcile/netreconcile/internal/ledger"
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 const (
@@ -80,7 +79,7 @@ func TestBenchWireGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	l, err := ledger.Open(filepath.Join(ours.dir, "ledger.json"))
+	l, err := nettest.OpenLedger(filepath.Join(ours.dir, "ledger.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // examples/kubespan.yaml applied to a real kernel (wireguard-go here), read

@@ -12,9 +12,8 @@ import (
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
-	"github.com/netreconcile/netreconcile/internal/ledger"
-	"github.com/netreconcile/netreconcile/internal/nettest"
 	"github.com/netreconcile/netreconcile/internal/wgpeer"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // Three namespaces on one bridge, each with a WireGuard device configured by
@@ -246,7 +245,7 @@ func longLived(t *testing.T, n *wgNode, conf string) (*desired.Config, *engine.E
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k.Close() })
-	l, err := ledger.Open(n.dir + "/ledger.json")
+	l, err := nettest.OpenLedger(n.dir + "/ledger.json")
 	if err != nil {
 		t.Fatal(err)
 	}

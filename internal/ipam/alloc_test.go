@@ -1,6 +1,8 @@
 package ipam
 
 import (
+	"github.com/netreconcile/netreconcile/internal/model"
+
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/netreconcile/netreconcile/internal/pooldef"
 )
 
 func TestAllocate(t *testing.T) {
@@ -172,7 +172,7 @@ func TestBlocks(t *testing.T) {
 	})
 
 	t.Run("dual-stack pairs by index, as in Coil", func(t *testing.T) {
-		p := pooldef.Default("p", dual("10.2.0.0/16", "fd01:203:405:607::/112"))
+		p := model.DefaultPoolSpec("p", dual("10.2.0.0/16", "fd01:203:405:607::/112"))
 		d, err := compile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -463,7 +463,7 @@ func TestRegistriesTakeTurns(t *testing.T) {
 // handed out, whatever the block size; the next free one is.
 func TestAllocateSkipsReserved(t *testing.T) {
 	for _, bits := range []int{0, 2} {
-		p := pooldef.Default("r", Subnet{IPv4: netip.MustParsePrefix("10.99.0.0/24")})
+		p := model.DefaultPoolSpec("r", Subnet{IPv4: netip.MustParsePrefix("10.99.0.0/24")})
 		p.BlockSizeBits = bits
 		p.ReuseDelay = 0
 		p.Reserved = []netip.Addr{netip.MustParseAddr("10.99.0.0"), netip.MustParseAddr("10.99.0.2")}

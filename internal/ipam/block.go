@@ -1,12 +1,12 @@
 package ipam
 
 import (
+	"github.com/netreconcile/netreconcile/internal/model"
+
 	"encoding/binary"
 	"math/bits"
 	"net/netip"
 	"slices"
-
-	"github.com/netreconcile/netreconcile/internal/pooldef"
 )
 
 // Block is an address block held by this host: the prefixes to export as routes dev lo in the
@@ -51,7 +51,7 @@ type layout struct {
 }
 
 func newLayout(blockBits int, subnets []Subnet) (*layout, error) {
-	first, total, err := pooldef.Layout(blockBits, subnets)
+	first, total, err := model.PoolLayout(blockBits, subnets)
 	if err != nil {
 		return nil, err
 	}

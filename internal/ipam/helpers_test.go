@@ -1,6 +1,8 @@
 package ipam
 
 import (
+	"github.com/netreconcile/netreconcile/internal/model"
+
 	"context"
 	"errors"
 	"io/fs"
@@ -10,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/netreconcile/netreconcile/internal/pooldef"
 )
 
 type fakeClock struct {
@@ -42,7 +42,7 @@ func dual(p4, p6 string) Subnet {
 }
 
 func testPool(name string, blockBits int, delay time.Duration, subnets ...Subnet) Pool {
-	p := pooldef.Default(name, subnets...)
+	p := model.DefaultPoolSpec(name, subnets...)
 	p.BlockSizeBits = blockBits
 	p.ReuseDelay = delay
 	return p

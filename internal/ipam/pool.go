@@ -1,22 +1,22 @@
 package ipam
 
 import (
+	"github.com/netreconcile/netreconcile/internal/model"
+
 	"errors"
 	"fmt"
 	"slices"
-
-	"github.com/netreconcile/netreconcile/internal/pooldef"
 )
 
-// The pool definition lives in package pooldef, a leaf the model can hold without the allocator;
+// The pool definition lives in package model, which the desired stage builds without the allocator;
 // these names are the same types, so that the registry's API reads in its own words.
 type (
-	// Pool is a pool definition with every default filled in: see pooldef.Pool.
-	Pool = pooldef.Pool
-	// Subnet is one entry of a pool: see pooldef.Subnet.
-	Subnet = pooldef.Subnet
-	// IndexRange is an inclusive range of block indexes: see pooldef.IndexRange.
-	IndexRange = pooldef.IndexRange
+	// Pool is a pool definition with every default filled in: see model.PoolSpec.
+	Pool = model.PoolSpec
+	// Subnet is one entry of a pool: see model.PoolSubnet.
+	Subnet = model.PoolSubnet
+	// IndexRange is an inclusive range of block indexes: see model.PoolRange.
+	IndexRange = model.PoolRange
 )
 
 // poolDef is a validated pool with what the operations derive from it.
@@ -34,7 +34,7 @@ func compile(p Pool) (*poolDef, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pool %s: %w", p.Name, err)
 	}
-	allowed, err := pooldef.NormalizeRanges(p.AllowedBlocks, l.total)
+	allowed, err := model.NormalizePoolRanges(p.AllowedBlocks, l.total)
 	if err != nil {
 		return nil, fmt.Errorf("pool %s: %w", p.Name, err)
 	}

@@ -1,6 +1,8 @@
 package ipam
 
 import (
+	"github.com/netreconcile/netreconcile/internal/model"
+
 	"bufio"
 	"context"
 	"fmt"
@@ -13,8 +15,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/netreconcile/netreconcile/internal/pooldef"
 )
 
 // The multi-process tests run this test binary again as helper processes that allocate into
@@ -28,7 +28,7 @@ const (
 
 // processPool has room for 8 helpers × 500 allocations and more, in many blocks.
 func processPool() Pool {
-	return pooldef.Default("p", dual("10.2.0.0/16", "fd01:203:405:607::/112"))
+	return model.DefaultPoolSpec("p", dual("10.2.0.0/16", "fd01:203:405:607::/112"))
 }
 
 // TestHelperProcess is not a test: it is the body of the helper processes.

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/netreconcile/netreconcile/internal/kernel"
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // Deleting a link the kernel removed since the last dump (with its veth

@@ -7,8 +7,8 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
-	"github.com/netreconcile/netreconcile/internal/nettest"
 	"github.com/netreconcile/netreconcile/internal/nftrule"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // A rule that changes a set from the packet path (delete @a) changes it

@@ -8,8 +8,8 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
-	"github.com/netreconcile/netreconcile/internal/nettest"
 	"github.com/netreconcile/netreconcile/internal/nftrule"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 func elem(t *testing.T, s string) model.NftElem {

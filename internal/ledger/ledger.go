@@ -156,23 +156,6 @@ type fouJSON struct {
 	IPv6 bool   `json:"ipv6"`
 }
 
-// Open loads the ledger at path, whose directory is made if missing and
-// checked as a state directory; "" is a ledger kept in memory only.
-func Open(path string) (*Ledger, error) {
-	if path == "" {
-		return newLedger(nil, 0), nil
-	}
-	dir, err := statedir.Open(filepath.Dir(path), true)
-	if err != nil {
-		return nil, err
-	}
-	if filepath.Base(path) != FileName {
-		dir.Close()
-		return nil, fmt.Errorf("ownership ledger %s: the file must be named %s", path, FileName)
-	}
-	return OpenIn(dir, 0)
-}
-
 func newLedger(dir *statedir.Dir, cookie uint64) *Ledger {
 	return &Ledger{dir: dir, cookie: cookie, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}, PendingLinks: map[string]bool{}, NFTHandles: map[model.NftTableKey]uint64{}, Sysctls: map[string]string{}, touched: map[string]bool{}}
 }

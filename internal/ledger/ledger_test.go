@@ -11,7 +11,7 @@ import (
 
 func TestNftTablesRoundTrip(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "ledger.json")
-	l, err := Open(p)
+	l, err := openPath(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestNftTablesRoundTrip(t *testing.T) {
 	if err := l.Save(); err != nil {
 		t.Fatal(err)
 	}
-	l2, err := Open(p)
+	l2, err := openPath(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestNftTablesRoundTrip(t *testing.T) {
 // ledger) is taken as ours; another handle is not ours.
 func TestNftTableHandles(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "ledger.json")
-	l, err := Open(p)
+	l, err := openPath(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestNftTableHandles(t *testing.T) {
 	if err := l.Save(); err != nil {
 		t.Fatal(err)
 	}
-	l2, err := Open(p)
+	l2, err := openPath(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,4 +106,13 @@ func TestCookieModeAndReadOnly(t *testing.T) {
 	if again, _ := OpenIn(sd, 7); !again.NFTables[k] {
 		t.Errorf("a read-only ledger was written")
 	}
+}
+
+// openPath opens the ledger file at path, its directory made if missing.
+func openPath(path string) (*Ledger, error) {
+	dir, err := statedir.Open(filepath.Dir(path), true)
+	if err != nil {
+		return nil, err
+	}
+	return OpenIn(dir, 0)
 }

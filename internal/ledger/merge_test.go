@@ -30,7 +30,7 @@ func TestReloadKeepsUnsavedChangesAndTheOtherWriters(t *testing.T) {
 func mergeWalk(t *testing.T, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	p := filepath.Join(t.TempDir(), FileName)
-	svc, err := Open(p)
+	svc, err := openPath(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,14 +136,14 @@ func mergeWalk(t *testing.T, seed uint64, steps int) {
 			if err := svc.Save(); err != nil {
 				t.Fatal(err)
 			}
-			disk, err := Open(p)
+			disk, err := openPath(p)
 			if err != nil {
 				t.Fatal(err)
 			}
 			check(fmt.Sprintf("step %d: the file after the service's save", step), disk)
 			continue
 		}
-		other, err := Open(p)
+		other, err := openPath(p)
 		if err != nil {
 			t.Fatal(err)
 		}

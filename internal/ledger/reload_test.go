@@ -15,7 +15,7 @@ import (
 // else's, and the daemon disowned it.
 func TestReloadTakesEveryRecord(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "ledger.json")
-	mine, err := Open(p)
+	mine, err := openPath(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestReloadTakesEveryRecord(t *testing.T) {
 	if err := mine.Save(); err != nil {
 		t.Fatal(err)
 	}
-	other, err := Open(p)
+	other, err := openPath(p)
 	if err != nil {
 		t.Fatal(err)
 	}

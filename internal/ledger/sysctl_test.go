@@ -11,7 +11,7 @@ import (
 // recorded stays; a ledger written before sysctls reads as having none.
 func TestSysctlsRoundTrip(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "ledger.json")
-	l, err := Open(p)
+	l, err := openPath(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestSysctlsRoundTrip(t *testing.T) {
 	if !strings.Contains(string(data), `"sysctls": [`) {
 		t.Errorf("ledger file:\n%s", data)
 	}
-	l2, err := Open(p)
+	l2, err := openPath(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestSysctlsRoundTrip(t *testing.T) {
 	if err := os.WriteFile(p, []byte(`{"version": 1, "fou_ports": []}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l3, err := Open(p)
+	l3, err := openPath(p)
 	if err != nil || l3.Sysctls == nil || len(l3.Sysctls) != 0 {
 		t.Errorf("older ledger: %v, %v", l3, err)
 	}

@@ -1,10 +1,8 @@
 package model
 
-import "github.com/netreconcile/netreconcile/internal/pooldef"
-
 // Pool is an IPAM pool of the configuration, with every default filled in.
 type Pool struct {
-	pooldef.Pool
+	PoolSpec
 	Origin string // desired: file:line:col
 }
 
@@ -23,10 +21,10 @@ type PoolAddress struct {
 // IPAMPools returns the state's pools as the ipam package takes them, each reserving the
 // addresses the state declares statically inside its subnets: a pool never hands out an address
 // the file gives a link itself.
-func (s *State) IPAMPools() []pooldef.Pool {
-	out := make([]pooldef.Pool, len(s.Pools))
+func (s *State) IPAMPools() []PoolSpec {
+	out := make([]PoolSpec, len(s.Pools))
 	for i, p := range s.Pools {
-		out[i] = p.Pool
+		out[i] = p.PoolSpec
 		out[i].Reserved = nil
 		for _, a := range s.Addresses {
 			ip := a.Prefix.Addr()

@@ -79,7 +79,7 @@ type Route struct {
 	Gateway netip.Addr
 	Dev     string
 	// NextHops, two or more, make a multipath route (RTA_MULTIPATH); then
-	// Gateway and Dev are unset. Kept in NextHopLess order, so that two
+	// Gateway and Dev are unset. Kept in CompareNextHops order, so that two
 	// sets compare as sets whatever order the file or the kernel gives.
 	NextHops []NextHop
 	Src      netip.Addr
@@ -125,10 +125,7 @@ func viaWord(dst netip.Prefix, gw netip.Addr) string {
 	return gw.String()
 }
 
-// NextHopLess orders next hops by gateway, then device, then weight.
-func NextHopLess(a, b NextHop) bool { return CompareNextHops(a, b) < 0 }
-
-// CompareNextHops orders next hops as NextHopLess does: -1, 0 or +1.
+// CompareNextHops orders next hops by gateway, then device, then weight: -1, 0 or +1.
 func CompareNextHops(a, b NextHop) int {
 	if c := a.Gateway.Compare(b.Gateway); c != 0 {
 		return c

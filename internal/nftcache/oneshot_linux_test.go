@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
 	"github.com/netreconcile/netreconcile/internal/nftcache"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // One-shot commands on a namespace, against the real kernel: apply leaves

@@ -17,8 +17,8 @@ import (
 
 	"github.com/vishvananda/netns"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
 	"github.com/netreconcile/netreconcile/internal/safeapply"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // Privileged tests of safe apply on the real kernel, with a management

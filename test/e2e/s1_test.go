@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/netreconcile/netreconcile/test/nettest"
+
 	"context"
 	"fmt"
 	"net"
@@ -19,7 +21,6 @@ import (
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
-	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -99,7 +100,7 @@ func TestS1KubeSpanMesh(t *testing.T) {
 		t.Cleanup(func() { _ = k.Close() })
 		// The ledger where `netreconcile apply --state-dir` run inside the
 		// namespace keeps it, so that the CLI below sees what the engine owns.
-		l, err := ledger.Open(filepath.Join(s.state, "ledger.json"))
+		l, err := nettest.OpenLedger(filepath.Join(s.state, "ledger.json"))
 		if err != nil {
 			t.Fatal(err)
 		}

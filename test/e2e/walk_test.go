@@ -4,10 +4,10 @@ import (
 	"flag"
 	"testing"
 
-	"github.com/netreconcile/netreconcile/internal/walk"
+	"github.com/netreconcile/netreconcile/test/walk"
 )
 
-// The walk of internal/walk inside the guest, whose kernel has what the host
+// The walk of test/walk inside the guest, whose kernel has what the host
 // lacks (dummy, ipvlan, ipip, ip6tnl, FoU, kernel WireGuard): the generator
 // detects it and makes every kind it can. Flags (pass them with VMFLAGS):
 // -walk.seed, -walk.steps, -walk.duration, -walk.defects.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // helperEnv makes TestMain-less re-execution of this test binary run one

@@ -156,7 +156,7 @@ func noopReconcile(dir string, n, runs int) {
 	k, err := kernel.Open("/run/netns/" + ns)
 	check(err)
 	defer k.Close()
-	l, err := ledger.Open("")
+	l, err := ledger.OpenIn(nil, 0)
 	check(err)
 	eng := &engine.Engine{Kernel: k, Ledger: l}
 	converge := func() {

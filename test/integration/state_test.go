@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // nsProc starts a process inside the named namespace and returns the

@@ -1,6 +1,18 @@
-package faultwalk
+// The failure-injection walk: the convergence walk's generator of
+// configurations run against the in-memory kernel of kernel/kerneltest, a
+// pass with failures injected at random, then a pass without: the second
+// must converge from wherever the first stopped, and nothing foreign may
+// change. It needs no privileges and runs in go test ./... in seconds.
+//
+//	go test ./test/walk -run TestFaultWalk -faultwalk.seed=0 -faultwalk.steps=2000
+//
+// walks a random seed (printed) for longer; FAULTWALK_SEED and
+// FAULTWALK_STEPS do the same from the environment.
+package walk_test
 
 import (
+	"github.com/netreconcile/netreconcile/test/nettest"
+
 	"context"
 	"errors"
 	"flag"
@@ -21,10 +33,9 @@ import (
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
-	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
-	"github.com/netreconcile/netreconcile/internal/walk"
 	"github.com/netreconcile/netreconcile/internal/wgpeer"
+	"github.com/netreconcile/netreconcile/test/walk"
 )
 
 // defaultSeed is walked by go test ./... (and make test): the same path on
@@ -260,7 +271,7 @@ func walkOnce(t *testing.T, seed int64, n int, st *stats) string {
 	// Half the walks have no WireGuard module: wireguard-go serves.
 	k.NoWireGuardModule = r.Intn(2) == 0
 	foreign(k)
-	led, err := ledger.Open(filepath.Join(dir, "state", "ledger.json"))
+	led, err := nettest.OpenLedger(filepath.Join(dir, "state", "ledger.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // The bounded walk of `make test` and the long one of `make soak`. Flags (or

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/netreconcile/netreconcile/internal/ipam"
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // ipamFile is a dual-stack pool of 2-address blocks, so a few allocations take several blocks,

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // newSysEnv is newEnv in a namespace named sys-…, told apart from other

@@ -9,7 +9,7 @@ import (
 
 	"github.com/vishvananda/netns"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // newRteEnv is newEnv with a namespace named rte-… (the routes tests').

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // An owned table set dormant by hand (every hook of it off) is repaired:

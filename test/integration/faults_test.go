@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // faultFile declares nftables tables tN for N in tables and bridges bN for N

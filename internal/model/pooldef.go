@@ -1,10 +1,10 @@
-// Package pooldef is an address pool as the configuration defines it: its subnets, block size,
-// export table, reuse delay, the blocks this host may take and the addresses it never hands out,
-// with the documented defaults and the checks a definition must pass.
-//
-// It is a leaf: the model holds pools of these types without depending on the allocator, and
-// package ipam carves them into blocks and keeps their registries.
-package pooldef
+package model
+
+// An address pool as the configuration defines it (PoolSpec): its subnets, block size, export
+// table, reuse delay, the blocks this host may take and the addresses it never hands out, with
+// the documented defaults and the checks a definition must pass. Package ipam carves pools into
+// blocks and keeps their registries; the model holds the definition, so the desired stage builds
+// it without the allocator.
 
 import (
 	"cmp"
@@ -31,20 +31,20 @@ const (
 	// MaxIndexBits caps a subnet at 2^62 blocks, so the block indexes of a handful of subnets add
 	// up in a uint64 without overflow.
 	MaxIndexBits = 62
-	// MaxNameLen keeps a pool's file names (<name>.registry.tmp) far below NAME_MAX.
-	MaxNameLen = 64
+	// MaxPoolNameLen keeps a pool's file names (<name>.registry.tmp) far below NAME_MAX.
+	MaxPoolNameLen = 64
 )
 
-// Subnet is one entry of a pool: an IPv4 prefix, an IPv6 prefix, or both. In a dual-stack pool
+// PoolSubnet is one entry of a pool: an IPv4 prefix, an IPv6 prefix, or both. In a dual-stack pool
 // both have the same number of host bits, so a block index names a v4 block and a v6 block of the
 // same size (Coil's pairing), and an allocation gets the address at the same offset in each.
-type Subnet struct {
+type PoolSubnet struct {
 	IPv4 netip.Prefix
 	IPv6 netip.Prefix
 }
 
 // String writes the subnet's prefixes joined by "+", as in error messages and `ipam list`.
-func (s Subnet) String() string {
+func (s PoolSubnet) String() string {
 	switch {
 	case s.IPv4.IsValid() && s.IPv6.IsValid():
 		return s.IPv4.String() + "+" + s.IPv6.String()
@@ -55,20 +55,20 @@ func (s Subnet) String() string {
 	}
 }
 
-// IndexRange is an inclusive range of block indexes.
-type IndexRange struct {
+// PoolRange is an inclusive range of block indexes.
+type PoolRange struct {
 	First, Last uint64
 }
 
-// Pool is the definition of an address pool, with every default already filled in: the config
+// PoolSpec is the definition of an address pool, with every default already filled in: the config
 // parser starts from DefaultPool and overrides what the file sets, so that "show" can print the
 // effective values and a zero here means zero.
-type Pool struct {
+type PoolSpec struct {
 	// Name keys the pool in the configuration and names its registry file.
 	Name string
 	// Subnets are carved into blocks in this order. Subnets may be appended while blocks are
 	// held; removing, reordering or changing one is refused until its blocks are released.
-	Subnets []Subnet
+	Subnets []PoolSubnet
 	// BlockSizeBits is the number of host bits of a block: 5 gives /27 and /123 blocks, 0 gives
 	// single-address blocks (Coil uses those for public addresses).
 	BlockSizeBits int
@@ -79,7 +79,7 @@ type Pool struct {
 	// AllowedBlocks limits the block indexes this host may take (the configuration is rendered
 	// per host, so hosts sharing a pool get disjoint ranges). Empty allows every block. A block
 	// already held outside the ranges keeps its allocations but gets no new ones.
-	AllowedBlocks []IndexRange
+	AllowedBlocks []PoolRange
 	// Reserved are addresses the pool never hands out: those the configuration declares
 	// statically inside the pool's subnets (a dual-stack pool then skips the pair at that
 	// offset). Not recorded in the registry: the configuration gives them on every open. An
@@ -87,9 +87,9 @@ type Pool struct {
 	Reserved []netip.Addr
 }
 
-// Default returns a pool with the documented defaults.
-func Default(name string, subnets ...Subnet) Pool {
-	return Pool{
+// DefaultPoolSpec returns a pool with the documented defaults.
+func DefaultPoolSpec(name string, subnets ...PoolSubnet) PoolSpec {
+	return PoolSpec{
 		Name:          name,
 		Subnets:       subnets,
 		BlockSizeBits: DefaultBlockSizeBits,
@@ -99,11 +99,11 @@ func Default(name string, subnets ...Subnet) Pool {
 }
 
 // Validate reports the first thing wrong with the pool definition.
-func (p Pool) Validate() error {
-	if err := CheckName(p.Name); err != nil {
+func (p PoolSpec) Validate() error {
+	if err := CheckPoolName(p.Name); err != nil {
 		return err
 	}
-	_, total, err := Layout(p.BlockSizeBits, p.Subnets)
+	_, total, err := PoolLayout(p.BlockSizeBits, p.Subnets)
 	if err != nil {
 		return fmt.Errorf("pool %s: %w", p.Name, err)
 	}
@@ -116,16 +116,16 @@ func (p Pool) Validate() error {
 	if p.ReuseDelay < 0 {
 		return fmt.Errorf("pool %s: reuse delay %s is negative", p.Name, p.ReuseDelay)
 	}
-	if _, err := NormalizeRanges(p.AllowedBlocks, total); err != nil {
+	if _, err := NormalizePoolRanges(p.AllowedBlocks, total); err != nil {
 		return fmt.Errorf("pool %s: %w", p.Name, err)
 	}
 	return nil
 }
 
-// CheckName refuses a pool name that cannot name the pool's registry file.
-func CheckName(name string) error {
-	if name == "" || len(name) > MaxNameLen {
-		return fmt.Errorf("pool name %q: must be 1-%d characters", name, MaxNameLen)
+// CheckPoolName refuses a pool name that cannot name the pool's registry file.
+func CheckPoolName(name string) error {
+	if name == "" || len(name) > MaxPoolNameLen {
+		return fmt.Errorf("pool name %q: must be 1-%d characters", name, MaxPoolNameLen)
 	}
 	for i, c := range []byte(name) {
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
@@ -137,10 +137,10 @@ func CheckName(name string) error {
 	return nil
 }
 
-// NormalizeRanges sorts and merges ranges; no ranges means every block of the pool.
-func NormalizeRanges(ranges []IndexRange, total uint64) ([]IndexRange, error) {
+// NormalizePoolRanges sorts and merges ranges; no ranges means every block of the pool.
+func NormalizePoolRanges(ranges []PoolRange, total uint64) ([]PoolRange, error) {
 	if len(ranges) == 0 {
-		return []IndexRange{{0, total - 1}}, nil
+		return []PoolRange{{0, total - 1}}, nil
 	}
 	out := slices.Clone(ranges)
 	for _, r := range out {
@@ -151,7 +151,7 @@ func NormalizeRanges(ranges []IndexRange, total uint64) ([]IndexRange, error) {
 			return nil, fmt.Errorf("allowed blocks %d-%d: the pool has blocks 0-%d", r.First, r.Last, total-1)
 		}
 	}
-	slices.SortFunc(out, func(a, b IndexRange) int { return cmp.Compare(a.First, b.First) })
+	slices.SortFunc(out, func(a, b PoolRange) int { return cmp.Compare(a.First, b.First) })
 	merged := out[:1]
 	for _, r := range out[1:] {
 		last := &merged[len(merged)-1]
@@ -164,12 +164,12 @@ func NormalizeRanges(ranges []IndexRange, total uint64) ([]IndexRange, error) {
 	return merged, nil
 }
 
-// Layout numbers the blocks of a list of subnets cut into blocks of blockBits host bits: index 0
+// PoolLayout numbers the blocks of a list of subnets cut into blocks of blockBits host bits: index 0
 // is the first block of the first subnet, and the numbering continues in the next subnet. first
 // holds the index of each subnet's first block, total the number of blocks. It refuses subnets
 // that cannot be numbered so: of other families than the first, with host bits set, smaller than
 // a block, of more than 2^MaxIndexBits blocks, overlapping.
-func Layout(blockBits int, subnets []Subnet) (first []uint64, total uint64, err error) {
+func PoolLayout(blockBits int, subnets []PoolSubnet) (first []uint64, total uint64, err error) {
 	if blockBits < 0 || blockBits > MaxBlockSizeBits {
 		return nil, 0, fmt.Errorf("blockSizeBits %d: must be 0-%d", blockBits, MaxBlockSizeBits)
 	}
@@ -209,8 +209,8 @@ func Layout(blockBits int, subnets []Subnet) (first []uint64, total uint64, err 
 // sorting: prefixes are nested or disjoint, so after sorting by address
 // (shorter first) an overlap shows between neighbours. A pool of 50k
 // subnets was checked pair by pair, in seconds.
-func overlapping(subnets []Subnet) (i, j int, ok bool) {
-	for _, family := range []func(Subnet) netip.Prefix{func(s Subnet) netip.Prefix { return s.IPv4 }, func(s Subnet) netip.Prefix { return s.IPv6 }} {
+func overlapping(subnets []PoolSubnet) (i, j int, ok bool) {
+	for _, family := range []func(PoolSubnet) netip.Prefix{func(s PoolSubnet) netip.Prefix { return s.IPv4 }, func(s PoolSubnet) netip.Prefix { return s.IPv6 }} {
 		idx := make([]int, 0, len(subnets))
 		for k, s := range subnets {
 			if family(s).IsValid() {
@@ -236,7 +236,7 @@ func overlapping(subnets []Subnet) (i, j int, ok bool) {
 
 // checkSubnet checks a subnet of a pool whose first subnet has the families v4 and v6, and
 // returns its number of host bits.
-func checkSubnet(s Subnet, v4, v6 bool) (int, error) {
+func checkSubnet(s PoolSubnet, v4, v6 bool) (int, error) {
 	if s.IPv4.IsValid() != v4 || s.IPv6.IsValid() != v6 {
 		return 0, fmt.Errorf("subnet %s: every subnet of a pool must have the same families as the first", s)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // What `show` prints after an apply is itself a valid file, and diffs empty:

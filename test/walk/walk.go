@@ -1,6 +1,8 @@
 package walk
 
 import (
+	"github.com/netreconcile/netreconcile/test/nettest"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,7 +22,6 @@ import (
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
-	"github.com/netreconcile/netreconcile/internal/ledger"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 )
 
@@ -479,7 +480,7 @@ func (r *runner) secondApply(file, confDir string) (uint64, error) {
 		return 0, err
 	}
 	defer k.Close()
-	l, err := ledger.Open(filepath.Join(r.state, "netns", r.ns, "ledger.json"))
+	l, err := nettest.OpenLedger(filepath.Join(r.state, "netns", r.ns, "ledger.json"))
 	if err != nil {
 		return 0, err
 	}

@@ -1,6 +1,6 @@
 package integration
 
-// Regression tests for the defects the randomized walk (internal/walk) found;
+// Regression tests for the defects the randomized walk (test/walk) found;
 // docs/walk-findings.md has the seed and the shrunk sequence of each.
 
 import (
@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // Changing a veth's peer recreates the pair: the new peer is marked and

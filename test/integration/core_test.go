@@ -19,8 +19,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
-	"github.com/netreconcile/netreconcile/internal/ledger"
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 const demo = "../../examples/demo.yaml"
@@ -239,7 +238,7 @@ func TestSecondApplyWritesNothing(t *testing.T) {
 	}
 	defer k.Close()
 	// The ledger the command line kept: it says the nftables table is ours.
-	l, err := ledger.Open(filepath.Join(e.state, "netns", e.ns, "ledger.json"))
+	l, err := nettest.OpenLedger(filepath.Join(e.state, "netns", e.ns, "ledger.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,8 @@ import (
 	"testing"
 
 	"github.com/netreconcile/netreconcile/internal/cli"
+	"github.com/netreconcile/netreconcile/internal/ledger"
+	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
 // RequireEnv is the variable that makes privileged tests mandatory.
@@ -211,4 +213,18 @@ func MainWithBinary(m *testing.M, bin *string) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// OpenLedger opens the ownership ledger file at path the way the command
+// does: its directory checked as a state directory, the file named
+// ledger.FileName, the namespace's cookie not checked.
+func OpenLedger(path string) (*ledger.Ledger, error) {
+	if filepath.Base(path) != ledger.FileName {
+		return nil, fmt.Errorf("ownership ledger %s: the file must be named %s", path, ledger.FileName)
+	}
+	dir, err := statedir.Open(filepath.Dir(path), true)
+	if err != nil {
+		return nil, err
+	}
+	return ledger.OpenIn(dir, 0)
 }

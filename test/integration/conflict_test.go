@@ -12,7 +12,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
-	"github.com/netreconcile/netreconcile/internal/nettest"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // A foreign nftables table with a declared family and name is a conflict:
@@ -269,7 +269,7 @@ func TestRouteExistsSaysWhose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := ledger.Open("")
+		l, err := ledger.OpenIn(nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +335,7 @@ func openKernel(t *testing.T, e *env) kernel.Interface {
 
 func mustLedger(t *testing.T) *ledger.Ledger {
 	t.Helper()
-	l, err := ledger.Open("")
+	l, err := ledger.OpenIn(nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
