@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"unsafe"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // A file of 100k routes spends most of its load time building and walking
