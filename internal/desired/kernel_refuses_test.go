@@ -4,6 +4,10 @@ import "testing"
 
 // TestKernelRefusesAtValidation holds input that validation once passed and
 // the kernel then refused at apply, after part of the file was applied.
+// Walk finding 16 (host seed 90934393032559, step 62).
+// Walk finding 41 (host seed 125963786465382, step 45).
+// Walk finding 66 (host).
+// Walk finding 67 (guest seed 31120218735296, step 52).
 func TestKernelRefusesAtValidation(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, want string

@@ -10,6 +10,8 @@ import (
 
 // The vlan, macvlan, vrf and bond blocks: every wrong value is reported at
 // its position, with the field path and what would be accepted.
+// Walk finding 48 (guest seed 114581640004126, step 20).
+// Walk finding 52 (guest seed 118039732938391, step 42).
 func TestLinkKindErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, want string

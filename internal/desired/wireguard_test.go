@@ -133,6 +133,7 @@ func TestWireGuardCredential(t *testing.T) {
 
 // wgctrl would send an IPv4-mapped allowed IP as an IPv4 address with the
 // IPv6 prefix length, which the kernel refuses on every pass: refused here.
+// Walk finding 66 (host).
 func TestWireGuardRefusesMappedAllowedIPs(t *testing.T) {
 	dir := t.TempDir()
 	key := writeKey(t, dir, "kubespan.key", testKey+"\n", 0o600)

@@ -13,6 +13,7 @@ import (
 // its mask's: an IPv4 prefix in net.IP's 16-byte form is IPv4, an
 // IPv4-mapped IPv6 one stays IPv6 (read unmapped, it became an IPv4 prefix
 // of length 104, invalid, and never matched the file).
+// Walk finding 66 (host).
 func TestToPrefixKeepsTheFamily(t *testing.T) {
 	for _, tc := range []struct {
 		n    *net.IPNet

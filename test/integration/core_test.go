@@ -465,6 +465,7 @@ func TestForeignLinkConflict(t *testing.T) {
 // invalid): the route was created again and its ghost deleted, in vain, on
 // every pass. The loader unmapped a gateway, and refused an IPv6 route
 // through one as through an IPv4 gateway (walk).
+// Walk finding 66 (host).
 func TestIPv4MappedIPv6Prefixes(t *testing.T) {
 	e := newEnv(t)
 	f := e.file("mapped.yaml", `version: 1

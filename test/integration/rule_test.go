@@ -44,6 +44,7 @@ rules:
 // selectors as wildcards and deletes the first match in its list, so
 // dropping "16: from all lookup 5" would delete "16: from all fwmark 0
 // lookup 5" (listed first) and leave the stale rule.
+// Walk finding 15 (host seed 1234, step 77).
 func TestRuleDeleteTakesOnlyItsRule(t *testing.T) {
 	e := newEnv(t)
 	before := e.file("a.yaml", `version: 1
@@ -83,6 +84,7 @@ rules:
 // "not from X" and "from X" of one priority are one rule to the kernel (its
 // existence check compares no flags): the file is refused before anything
 // is written, instead of failing with "file exists" on every pass.
+// Walk finding 15 (host seed 1234, step 77).
 func TestRulesDifferingOnlyInNotRefused(t *testing.T) {
 	e := newEnv(t)
 	f := e.file("a.yaml", "version: 1\nrules:\n  - {priority: 18, from: 10.1.0.0/16, table: 5}\n  - {priority: 18, not: true, from: 10.1.0.0/16, table: 5}\n")

@@ -13,6 +13,7 @@ import (
 // 31. An IPv4 local route survives its link going down (the kernel flushes
 // only next hops of another scope than nowhere): a file that drops the
 // route while it sets the link down deletes it.
+// Walk finding 31 (host seed 84211073134406, step 2).
 func TestWalkFindingLocalRouteOnLinkDown(t *testing.T) {
 	e := newEnv(t)
 	e.apply(e.file("a.yaml", `version: 1
@@ -37,6 +38,7 @@ links:
 // 32. Renaming the local end of a veth pair whose peer is in another
 // namespace, the peer's name kept: the old pair goes first, since the peer
 // namespace holds the peer's name.
+// Walk finding 32 (host seed 63642688899507, step 61).
 func TestWalkFindingRenameVethWithRemotePeer(t *testing.T) {
 	e := newEnv(t)
 	peer := e.ns + "-p"
@@ -56,6 +58,7 @@ func TestWalkFindingRenameVethWithRemotePeer(t *testing.T) {
 // 35. A veth whose peer in another namespace would take a name that a kept
 // pair's peer holds there (the stale end cannot go: a foreign vxlan sits on
 // it) is a conflict, not a create that fails with file exists.
+// Walk finding 35 (host seed 10887133408000, step 10).
 func TestWalkFindingRemotePeerNameHeld(t *testing.T) {
 	e := newEnv(t)
 	peer := e.ns + "-p"
@@ -81,6 +84,7 @@ func TestWalkFindingRemotePeerNameHeld(t *testing.T) {
 // p9b, the local end kept): a new pair, recreated, as for a peer here. The
 // plan used to change the local end in place and leave the old peer name
 // (guest soak, walk seed 88226300499134, step 45).
+// Walk finding 38 (guest seed 88226300499134, step 45).
 func TestWalkFindingRemotePeerRenamed(t *testing.T) {
 	e := newEnv(t)
 	peer := e.ns + "-p"
@@ -102,6 +106,7 @@ func TestWalkFindingRemotePeerRenamed(t *testing.T) {
 // made in the same apply: released first (the kernel refuses an ipvlan on
 // a bridge port, EBUSY; guest soak, walk seed 88176676504984, step 65).
 // The guest has ipvlan; this kernel shows the order in the plan.
+// Walk finding 39 (guest seed 88176676504984, step 65).
 func TestWalkFindingReleaseBeforeIPVlan(t *testing.T) {
 	e := newEnv(t)
 	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  b1: {kind: bridge}\n  p1a: {kind: veth, master: b1, veth: {peer: p1b}}\n  p1b: {kind: veth, veth: {peer: p1a}}\n"))
@@ -118,6 +123,7 @@ func TestWalkFindingReleaseBeforeIPVlan(t *testing.T) {
 // refuses the join (EBUSY: b1 -> x0 -> b2 -> x1 -> b1 would be a loop of
 // upper and lower devices) until the release. Releases now go before the
 // creates (host walk seed 49737547370500, step 82).
+// Walk finding 47 (host seed 90934393032559).
 func TestWalkFindingReleaseBeforeJoinLoop(t *testing.T) {
 	e := newEnv(t)
 	e.apply(e.file("a.yaml", `version: 1
@@ -146,6 +152,7 @@ links:
 // bridge at 9000 (the MTU was written first, and the pin of the master's
 // MTU missed releases); a port whose MTU changes in a bridge the file names
 // as a device (with no MTU) moved that bridge's.
+// Walk finding 60 (host seed 34978741412786, step 72).
 func TestWalkFindingPortMTUMovesItsBridge(t *testing.T) {
 	e := newEnv(t)
 	e.ip("link", "add", "fa0", "type", "bridge")
@@ -198,6 +205,7 @@ links:
 // up, and not when a passthru one opens or stops): the next macvlan on that
 // parent to come up in a bridge met EOVERFLOW. A passthru macvlan now
 // changes master down, and gets back what that takes.
+// Walk finding 61 (host seed 60436971485681, step 45).
 func TestWalkFindingPassthruMacvlanLeavesBridge(t *testing.T) {
 	e := newEnv(t)
 	const pair = `

@@ -1,7 +1,8 @@
 package integration
 
-// Regression tests for the defects the randomized walk (test/walk) found;
-// docs/walk-findings.md has the seed and the shrunk sequence of each.
+// Regression tests for the defects the randomized walk (test/walk) found.
+// Each test is the shrunk sequence of its finding, and names the finding and
+// the seed that found it; docs/walk-findings.md groups them by class.
 
 import (
 	"fmt"
@@ -27,6 +28,7 @@ func (e *env) converged(f string) {
 // A bridge keeps the MTU the file gives it when a port of another MTU joins
 // or leaves: the kernel moves a bridge's MTU to its ports' smallest unless the
 // MTU was set after creation.
+// Walk finding 1 (host seed 1, step 9).
 func TestWalkFindingBridgeMTUWithPorts(t *testing.T) {
 	e := newEnv(t)
 	f := e.file("a.yaml", `version: 1
@@ -52,6 +54,7 @@ links:
 // Removing a link's last IPv4 address flushes every IPv4 route through it,
 // ours included: the routes the file keeps (or adds) on that link are there
 // after one apply.
+// Walk finding 2 (host seed 1, step 9).
 func TestWalkFindingLastIPv4Address(t *testing.T) {
 	e := newEnv(t)
 	e.apply(e.file("a.yaml", `version: 1
@@ -78,6 +81,7 @@ routes:
 
 // Renaming a vxlan (the same VNI and port under another name) deletes the old
 // one before creating the new: the kernel allows one per VNI and port.
+// Walk finding 3 (host seed 1, step 10).
 func TestWalkFindingRenameVXLAN(t *testing.T) {
 	e := newEnv(t)
 	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  x2: {kind: vxlan, vxlan: {id: 10, remote: 198.51.100.3, port: 4790}}\n"))
@@ -92,6 +96,7 @@ func TestWalkFindingRenameVXLAN(t *testing.T) {
 // A userspace WireGuard device gets the MTU the file gives it: wireguard-go's
 // daemon opens the device again with its own default (1420) after the first
 // process returned, and used to undo an MTU set too early.
+// Walk finding 4 (host seed 2, step 7).
 func TestWalkFindingWireGuardGoMTU(t *testing.T) {
 	nettest.RequireTool(t, "wireguard-go")
 	e := newEnv(t)
@@ -136,6 +141,7 @@ func stopNetNSProcesses(ns string) {
 
 // Setting a link down flushes the routes through it; the stale route the
 // plan deletes on that link is already gone, which is what the plan wants.
+// Walk finding 6 (host seed 4, step 7).
 func TestWalkFindingRouteGoneWithLinkDown(t *testing.T) {
 	e := newEnv(t)
 	e.apply(e.file("a.yaml", `version: 1
@@ -151,6 +157,7 @@ routes:
 
 // A vxlan recreated with a new VNI while another takes its old one: the old
 // one goes first (the kernel holds a VNI once per port).
+// Walk finding 7 (host seed 3, step 3).
 func TestWalkFindingVXLANSwapVNI(t *testing.T) {
 	e := newEnv(t)
 	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  x2: {kind: vxlan, vxlan: {id: 31, remote: 198.51.100.4}}\n"))
@@ -165,6 +172,7 @@ links:
 
 // A veth pair whose first end is enslaved to a declared bridge: the other
 // end is configured after the pair exists, not before.
+// Walk finding 9 (host seed 7, step 17).
 func TestWalkFindingVethPeerAfterEnslavedEnd(t *testing.T) {
 	e := newEnv(t)
 	f := e.file("a.yaml", `version: 1
@@ -180,6 +188,7 @@ links:
 // Setting a link down deletes its IPv6 addresses (keep_addr_on_down is off
 // by default): the file's are added again in the same apply, and a stale
 // one is not deleted twice.
+// Walk finding 10 (host seed 8).
 func TestWalkFindingIPv6AddressesOnLinkDown(t *testing.T) {
 	e := newEnv(t)
 	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  b1: {kind: bridge, addresses: [fd00:58::1/64, fd00:58::2/64, 10.1.0.1/24]}\n"))
@@ -193,6 +202,7 @@ func TestWalkFindingIPv6AddressesOnLinkDown(t *testing.T) {
 
 // A pool address on the second end of a veth pair that leaves the file: the
 // address goes with the pair, and is not deleted from a link that is gone.
+// Walk finding 11 (host seed 9).
 func TestWalkFindingPoolAddressOnVethPeer(t *testing.T) {
 	e := newEnv(t)
 	pool := "pools:\n  pw: {subnets: [10.99.0.0/24], block-size-bits: 2, reuse-delay: 0s}\n"
@@ -209,6 +219,7 @@ func TestWalkFindingPoolAddressOnVethPeer(t *testing.T) {
 // Replacing a link's only IPv4 address (a change of noprefixroute, scope or
 // peer deletes and adds it) flushes the link's IPv4 routes: they are added
 // again in the same apply.
+// Walk finding 12 (host seed 10).
 func TestWalkFindingReplaceOnlyIPv4Address(t *testing.T) {
 	e := newEnv(t)
 	routes := "routes:\n  - {to: 172.16.4.0/24, dev: b1}\n"
@@ -224,6 +235,7 @@ func TestWalkFindingReplaceOnlyIPv4Address(t *testing.T) {
 // A veth pair whose enslaved end goes with the other (the pair is recreated
 // under a new peer name): the bridge, left without ports, keeps its declared
 // MTU instead of falling back to 1500.
+// Walk finding 1 (host seed 1, step 9).
 func TestWalkFindingBridgeMTUPeerDeleted(t *testing.T) {
 	e := newEnv(t)
 	e.apply(e.file("a.yaml", `version: 1
@@ -250,6 +262,7 @@ links:
 // new ones are added (EINVAL otherwise), and the routes through the link,
 // flushed while it has no IPv4 address, are added again in the same apply.
 // Walk seed 90934393032559, step 73.
+// Walk finding 17 (host seed 90934393032559, step 73).
 func TestWalkFindingSubnetScopeChange(t *testing.T) {
 	e := newEnv(t)
 	e.apply(e.file("a.yaml", `version: 1
@@ -284,6 +297,8 @@ routes:
 // end whose pair needs a foreign bridge) is not allocated: diff and apply
 // report the same conflicts, and the pool hands out nothing.
 // Walk seed 82024829848149, step 69.
+// Walk finding 20 (host seed 82024829848149, step 69).
+// Walk finding 34 (host seed 42168518117009, step 71).
 func TestWalkFindingPoolAddressOnLeftOutLink(t *testing.T) {
 	e := newEnv(t)
 	e.ip("link", "add", "fb0", "type", "bridge")
@@ -404,6 +419,8 @@ links:
 // our routes and addresses: they were left to the link's delete, which does
 // not happen. Walk findings 19 (guest seed 81081787807254, step 12) and 22
 // (host seed 78411014980141, step 84).
+// Walk finding 19 (guest seed 81081787807254, step 12).
+// Walk finding 22 (host seed 78411014980141, step 84).
 func TestWalkFindingRoutesOnStaleLinkThatStays(t *testing.T) {
 	e := newEnv(t)
 	e.apply(e.file("a.yaml", `version: 1
@@ -473,6 +490,7 @@ routes:
 // with ip), so validation refuses them, and both changing scope together
 // converges as finding 23 does for a plain subnet. Host soak seed
 // 125963786465382, step 45.
+// Walk finding 41 (host seed 125963786465382, step 45).
 func TestWalkFindingPointToPointSubnetScope(t *testing.T) {
 	e := newEnv(t)
 	e.ip("link", "add", "pb", "type", "bridge")
@@ -766,6 +784,7 @@ func TestWalkFindingNeighTemplateOwned(t *testing.T) {
 // the same one as the link (an adversarial review of the finding-55 fix saw
 // the default's value from before netreconcile written back), and the
 // default's old value when the file drops both.
+// Walk finding 55 (host seed 73839564667697, step 81).
 func TestNewLinkConfKeyFollowsDefault(t *testing.T) {
 	def := "sysctls: {net.ipv4.conf.default.rp_filter: 2}\n"
 	withKey := "links:\n  b1: {kind: bridge, sysctls: {ipv4.rp_filter: 1}}\n"
@@ -799,6 +818,7 @@ func TestNewLinkConfKeyFollowsDefault(t *testing.T) {
 // TestAdoptedLinkKeyGoesBack: a link the file adopts is not one
 // netreconcile made: a key the file drops goes back to the value it had
 // before netreconcile wrote it, not to its template's.
+// Walk finding 55 (host seed 73839564667697, step 81).
 func TestAdoptedLinkKeyGoesBack(t *testing.T) {
 	e := newEnv(t)
 	e.ip("link", "add", "b2", "type", "bridge")
