@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 	"go.yaml.in/yaml/v3"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
