@@ -1,4 +1,4 @@
-# The Ansible collection (ansible/, docs/ansible.md), issue 15:
+# The Ansible collection (ansible/, docs/ansible.md):
 #   make ansible-test   Debian's ansible-core (installed when missing) runs the
 #                       collection's modules and role with `connection: local`,
 #                       each "host" a network namespace (ans-*), and the

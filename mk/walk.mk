@@ -1,4 +1,4 @@
-# The randomized convergence walk (test/walk, issue 10): seeded sequences
+# The randomized convergence walk (test/walk): seeded sequences
 # of configurations applied to a fresh namespace holding foreign objects,
 # checked after every step by an independent oracle (ip, nft, wg).
 #

@@ -12,7 +12,7 @@ import (
 
 // Kinds names the parts of a kernel state that notifications report, which
 // a read may take from the previous read when nothing reported a change
-// (the daemon, issue 16). WireGuard devices, the far ends of veth pairs,
+// (the daemon). WireGuard devices, the far ends of veth pairs,
 // FoU ports and sysctls send no notifications: they are read every time.
 type Kinds uint8
 
@@ -31,7 +31,7 @@ const (
 // routes (when Kinds has Routes) only those of RouteTables, nil meaning
 // every table. A notification names its route's table, so that a pass after
 // one deleted route in a small table does not dump 100k routes of another
-// (issue 16: repair under churn).
+// (a repair under churn must not wait for it).
 type Fresh struct {
 	Kinds       Kinds
 	RouteTables map[int]bool

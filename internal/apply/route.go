@@ -105,8 +105,8 @@ func retryGatewayChecks(k kernel.Interface, proto int, ws []kernel.RouteWrite, a
 			continue
 		}
 		// Each gateway is checked: the route's, or every next hop's of a
-		// multipath route (host soak, walk seed 32154340888953, step 84:
-		// a stale "not … unreachable" rule the same plan deletes).
+		// multipath route: a stale "not … unreachable" rule the same plan
+		// deletes can refuse any of them.
 		hops := []model.NextHop{{Gateway: r.Gateway, Dev: r.Dev}}
 		if len(r.NextHops) > 0 {
 			hops = r.NextHops
@@ -169,8 +169,8 @@ func retryGatewayChecks(k kernel.Interface, proto int, ws []kernel.RouteWrite, a
 // finds it when no rule is in the way, and the oif the guard selects: the
 // table of the vrf dev is, or is a port of, and no oif (the kernel's l3mdev
 // rule sends such lookups there, and a rule's oif does not match a lookup
-// out of a vrf; guest soak, walk seed 84443809358117, step 103: a route
-// through a vrf in another table, behind a catch-all blackhole rule);
+// out of a vrf: a route through a vrf in another table, behind a catch-all
+// blackhole rule, would be refused);
 // main and dev otherwise.
 func guardTable(links map[string]*model.Link, dev string) (table int, oif string) {
 	l := links[dev]

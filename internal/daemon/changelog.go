@@ -15,7 +15,7 @@ import (
 // a pass logs one line each at info level. Converging 100k routes must not
 // write 100k lines to the journal: past the limit each change is logged at
 // debug level only, and one summary line per kind and action gives the
-// counts (issue 16, "logs that scale").
+// counts: logs that scale with the host.
 const DefaultLogChanges = 100
 
 // logDone logs the changes a pass applied: the first opts.LogChanges one

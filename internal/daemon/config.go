@@ -81,7 +81,7 @@ func (d *Daemon) loadConfig() {
 		return
 	}
 	// The last read is dropped before the parse rather than held through
-	// it (memory: issue 16): the pass after a new configuration reads
+	// it (memory): the pass after a new configuration reads
 	// everything anyway (rereadKinds), and one after a file that fails to
 	// parse, or a reload that changed nothing, pays a full read.
 	d.eng.forgetRead()

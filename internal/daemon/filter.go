@@ -14,7 +14,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-// Event filtering (issue 16). A kernel notification wakes a pass only if it
+// Event filtering. A kernel notification wakes a pass only if it
 // can change the plan; every other one is counted and dropped, so a routing
 // daemon churning its own routes beside ours costs a decode per event, not a
 // pass per burst.

@@ -2,7 +2,7 @@ package daemon
 
 import "sync"
 
-// Own writes (issue 16). The kernel stamps a notification with the netlink
+// Own writes. The kernel stamps a notification with the netlink
 // port of the socket whose request caused it (nlmsg_pid; 0 for the kernel's
 // own changes). A pass that writes a route, a rule or an nftables object
 // gets its own notification back; before, that woke one more pass, which

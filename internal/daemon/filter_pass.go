@@ -39,7 +39,7 @@ func (d *Daemon) filterAfterPass(want *model.State) {
 	d.filterGen = d.gen
 }
 
-// Dirty kinds (issue 16). A pass reads again only the kinds of kernel state
+// Dirty kinds. A pass reads again only the kinds of kernel state
 // that may have changed since the previous pass read them, and takes the
 // others from that read (engine.SetReread):
 //

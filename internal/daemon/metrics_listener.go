@@ -9,7 +9,7 @@ import (
 
 // The metrics server's limits. The reconcile loop must never depend on the
 // HTTP side: every connection holds a file descriptor, and a descriptor the
-// loop cannot get is a kernel read that fails (issue 12, finding 10).
+// loop cannot get is a kernel read that fails.
 const (
 	// maxMetricsConns caps open metrics connections. A Prometheus server
 	// keeps one connection per target; 16 allows a few scrapers and a

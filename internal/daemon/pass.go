@@ -124,7 +124,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 		d.bo.succeeded(opKey(*res.Done[i]))
 	}
 	// The plan is not needed past here, and res.Done points into its
-	// array (50 MB for the first converge of a big host, issue 16): let
+	// array (50 MB for the first converge of a big host): let
 	// go of it before the event filter's snapshot and the record of a
 	// converged configuration allocate.
 	done := len(res.Done)

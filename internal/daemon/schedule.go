@@ -11,7 +11,7 @@ import "time"
 //     and a storm cannot postpone a pass forever;
 //   - a wake-up brings forward a pass due later (a WireGuard rotation tick
 //     30 s away, the backoff retry of an object that keeps failing): an edit
-//     or a repair never waits for those (issue 12, finding 1);
+//     or a repair never waits for those;
 //   - a pass starts no sooner after the end of the previous one than
 //     max(minInterval, that pass's duration): under a storm the loop spends
 //     at most half its time in passes, whatever they cost.

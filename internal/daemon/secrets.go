@@ -15,7 +15,7 @@ import (
 
 // Secrets live in files of their own (key files, systemd credentials) that
 // the configuration only names, so the configuration's identity is the hash
-// of its YAML and of its secrets (issue 12, finding 2): a rotated key file
+// of its YAML and of its secrets: a rotated key file
 // is a changed configuration, applied on the next wake-up or reload, and
 // drift repair then writes the current key, never the one read at start.
 //

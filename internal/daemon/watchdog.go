@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The watchdog (issue 12, finding 6). Between passes the loop pings systemd
+// The watchdog. Between passes the loop pings systemd
 // itself: its select serves the ticker, so a ping proves the loop is alive.
 // During a pass the loop cannot ping, and a pass may rightly take longer
 // than WatchdogSec: deleting 1,358 bridges took 49 s. So while a pass runs,

@@ -112,7 +112,7 @@ func build(confs []*fileConf, errs *errList) *model.State {
 			}
 			// Built: the decoded route goes as its model is made, so that
 			// a big file's two forms are not held whole at once (the
-			// decoded ones come in chunks, freed chunk by chunk: issue 16).
+			// decoded ones come in chunks, freed chunk by chunk).
 			fc.Routes[i] = nil
 		}
 		for i, rc := range fc.Rules {
@@ -267,7 +267,7 @@ func (b *builder) linkCycles() {
 // and a vxlan or ipvlan above its dev or parent (the kernel links them as
 // upper and lower devices too). The kernel refuses the link that closes such
 // a loop with EBUSY, in whatever order they are made: b2 master of x2, x2's
-// dev bridge br, br master of x0, x0's dev b2 (walk finding 24). The edges
+// dev bridge br, br master of x0, x0's dev b2. The edges
 // here go from a link to the one above it; each loop is reported once, at
 // the reference that closes it.
 func (b *builder) stackLoops() {

@@ -6,8 +6,7 @@ import (
 	"fmt"
 )
 
-// The permission policy for key files and credentials (issue 12, finding
-// 8). What matters is who can use the key, judged on the opened descriptor:
+// The permission policy for key files and credentials. What matters is who can use the key, judged on the opened descriptor:
 //
 //   - the owner is root or the caller (the service's user);
 //   - nobody but the owner can write it;

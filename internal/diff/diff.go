@@ -102,7 +102,7 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 // and set elements the kernel holds none of), the ops it will have, so
 // that the array of a 100k-route plan is made once rather than grown, each
 // growth holding the old and the new at once (the first converge of a big
-// host peaked on it: bench-memory, issue 16). In the steady state the hint
+// host peaked on it: bench-memory). In the steady state the hint
 // is small and the plan grows as it needs: a pass that changes nothing
 // allocates nothing for it.
 func sizeHint(d, a *model.State) int {
@@ -231,7 +231,7 @@ func (c *computer) routeShaken(r *model.Route) bool {
 func (c *computer) devGone(r *model.Route, dev string) bool {
 	if c.blocked[dev] && c.a.Links[dev] != nil {
 		// Left out for a conflict: none of its ops run, whatever the
-		// link stage planned for it (walk finding 56).
+		// link stage planned for it.
 		return false
 	}
 	down := c.downed[dev] && !(r.Dst.Addr().Is4() && r.Type == model.RouteLocal)

@@ -99,7 +99,7 @@ func (c *computer) links() {
 	var early []Op
 	// The kernel lets one link per namespace hold a vxlan's VNI and port, a
 	// tunnel's endpoints, a WireGuard device's listen port, and one vlan
-	// per parent hold an id (EEXIST; guest walk seed 22, a vlan renamed), a
+	// per parent hold an id (EEXIST: a vlan renamed), a
 	// passthru macvlan its parent (EBUSY). A stale link of
 	// such a kind goes before the creates of its kind, so that the link
 	// taking its place (a rename) can be made: created first, it would meet
@@ -134,8 +134,8 @@ func (c *computer) links() {
 	// carries ipvlans or macvlans, not both, nor either with a bridge or
 	// bond port (each holds the device's rx_handler: EBUSY, "Device is
 	// already in use"): a stale one of the other kind on that parent goes
-	// first (guest soak, walk seed 136921388777499, step 18: a macvlan the
-	// file dropped, an ipvlan it added on the same parent).
+	// first (a macvlan the file drops, an ipvlan it adds on the same
+	// parent).
 	ipvlanParentsMade, macvlanParentsMade := map[string]bool{}, map[string]bool{}
 	for _, op := range creates {
 		if op.Link.IPVlan != nil {
@@ -147,8 +147,7 @@ func (c *computer) links() {
 	}
 	// Links that join a master in this plan. A device carries a bridge
 	// (or bond) port or ipvlans, not both: an ipvlan the file drops from
-	// one of them goes before the join, which would meet EBUSY (guest
-	// soak, walk seed 11413938221325, step 57).
+	// one of them goes before the join, which would meet EBUSY.
 	joining := map[string]bool{}
 	for _, op := range updates {
 		if op.LinkFields.Master && op.Link.Master != "" {
@@ -178,7 +177,7 @@ func (c *computer) links() {
 		case model.KindIPVlan:
 			// The ipvlans of one parent share its addresses: one the
 			// file renames keeps its address on the stale one until that
-			// goes (EADDRINUSE; guest soak, walk seed 19836008626296).
+			// goes (EADDRINUSE).
 			if op.Link.IPVlan != nil && (ipvlanParentsMade[op.Link.IPVlan.Parent] || macvlanParentsMade[op.Link.IPVlan.Parent] || joining[op.Link.IPVlan.Parent]) {
 				early = append(early, op)
 				c.add(op)
@@ -193,8 +192,7 @@ func (c *computer) links() {
 	// gone. The kernel lets a device carry a bridge port or ipvlans, not
 	// both (EBUSY, "Device is already in use"), and refuses a master that
 	// would close a loop of upper and lower devices: a vxlan on bridge A
-	// joining bridge B while a vxlan on B is still A's port (EBUSY; host
-	// walk seed 49737547370500, step 82).
+	// joining bridge B while a vxlan on B is still A's port (EBUSY).
 	var kept, released []Op
 	for _, op := range updates {
 		// A vlan that follows its parent stays after it (ENETDOWN before).
@@ -220,9 +218,9 @@ func (c *computer) links() {
 		c.noteCycle(op)
 		c.add(op)
 	}
-	// The releases too: a master they leave may have moved (host walk
-	// seed 34978741412786, step 72: a port that left its bridge with a
-	// new MTU left the bridge at that MTU, not the file's).
+	// The releases too: a master they leave may have moved (a port that
+	// leaves its bridge with a new MTU leaves the bridge at that MTU, not
+	// the file's).
 	c.pinMasterMTUs(creates, append(released, updates...), early)
 }
 
@@ -233,8 +231,7 @@ func (c *computer) links() {
 // 115480027701323, step 95: an address the file dropped was kept, taken
 // for deleted by a bond's join). A link that joins or leaves a vrf loses
 // every IPv4 route through it, local ones included, whatever its state
-// (fib_netdev_event, NETDEV_CHANGEUPPER: fib_disable_ip with force; guest
-// soak, walk seed 115479798538653, step 67), and its IPv6 addresses and
+// (fib_netdev_event, NETDEV_CHANGEUPPER: fib_disable_ip with force), and its IPv6 addresses and
 // routes (addrconf_notify, the same event).
 func (c *computer) noteCycle(op Op) {
 	if h := c.a.Links[op.ID]; h != nil && h.Up && (op.LinkFields.State && !op.Link.Up || c.cycledByMaster(op) || c.bondBounced(op)) {
@@ -305,8 +302,7 @@ func (c *computer) masterKind(name string) string {
 // on it up, those the file wants down included, and a vlan comes up only
 // on a parent that is up (ENETDOWN). So such a vlan's update goes after
 // its parent's: a vlan set up first would meet ENETDOWN, and one the file
-// wants down is set down again, by an update of its own if it had none
-// (guest soak, walk seed 114581640004126, step 20). A vlan on a parent that
+// wants down is set down again, by an update of its own if it had none. A vlan on a parent that
 // is cycled while up (it joins or leaves a vrf or a bond, or is a bond
 // whose mode changes) goes down and up with it, and loses its IPv6
 // addresses and routes, which the plan adds again. A vlan on such a vlan
@@ -399,9 +395,8 @@ func (c *computer) vlansFollowParents(updates []Op) []Op {
 // MTU of a child that the kernel resizes when its parent's MTU changes: an
 // ipvlan takes its parent's MTU whatever it had (ipvlan_device_event,
 // NETDEV_CHANGEMTU), a macvlan or a vlan is lowered to it when above it
-// (macvlan_device_event, vlan_device_event). Guest soak on 80677b9, walk
-// seed 139974179019904, step 86: an ipvlan declared with MTU 1280 on a
-// dummy whose MTU went from 9000 to 1500 was left at 1500. A child's own
+// (macvlan_device_event, vlan_device_event): an ipvlan declared with MTU
+// 1280 on a dummy whose MTU goes from 9000 to 1500 is left at 1500. A child's own
 // MTU write goes after its parent's in any case: it cannot exceed the
 // parent's MTU, which may be the one going up.
 func (c *computer) mtuFollowsParent(updates []Op) []Op {
@@ -480,9 +475,8 @@ func (c *computer) bondBounced(op Op) bool {
 //   - it closes the member, so a link the file wants up is set up again;
 //   - it gives the member back the MTU it had when it joined (the bond
 //     had set its own), so a declared MTU is written again, after the
-//     release (walk guest seed 136258132862932, step 72: a port of a
-//     9000-byte bond, declared with MTU 9000 once out of it, was left at
-//     1500, its MTU before it joined).
+//     release (a port of a 9000-byte bond, declared with MTU 9000 once
+//     out of it, would be left at 1500, its MTU before it joined).
 func (c *computer) releasedFromBond(op *Op) {
 	h := c.a.Links[op.ID]
 	if !op.LinkFields.Master || h == nil || h.Master == "" || h.Master == op.Link.Master {

@@ -46,7 +46,7 @@ type filledSet struct {
 // all when Compute's size hint covered them). The element ops of the sets
 // created with elements are made in place, after their set's op, so that
 // they are never held twice: a second copy of the ops of a 100k-element
-// cold load was the first converge's peak (bench-memory, issue 16).
+// cold load was the first converge's peak (bench-memory).
 func (p *nftPlan) appendTo(ops []Op) []Op {
 	groups := [][]Op{p.tables, p.sets, p.elems, p.chains, p.rules, p.chainDels, p.setDels, p.tableDels}
 	n := 0
@@ -78,7 +78,7 @@ func (p *nftPlan) appendTo(ops []Op) []Op {
 // (in the set's order), shown as its first and last element and its count.
 // A plan of a big host holds its ops whole: an op per element of a 100k
 // set was 40 MB (the op, its message, its ID) of the first converge's
-// peak (bench-memory, issue 16), and 100k plan lines that no one reviews.
+// peak (bench-memory), and 100k plan lines that no one reviews.
 // Changes to a set that exists are an op per element, whatever their
 // number: those are the lines a review is for.
 const elemChunk = 1024

@@ -73,7 +73,7 @@ func (e *Engine) LastRead() *model.State { return e.lastRead }
 // everything, as it does after a new configuration anyway. The daemon calls
 // it before it parses a file again, so that the two are not held at once
 // (a reload of a big host peaked on the old read, the old configuration
-// and the new one's parse together: bench-memory, issue 16).
+// and the new one's parse together: bench-memory).
 func (e *Engine) ForgetRead() { e.lastRead, e.prev, e.prevNft = nil, nil, nil }
 
 // Actual reads the kernel state relevant to desired's protocol.

@@ -86,9 +86,9 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 			have[ownerKey{a.Pool, a.Owner}] = a
 		}
 	}
-	// The file's static addresses: a pool reserves them (finding 25), so
-	// an address a link holds from a pool and the file now declares
-	// statically goes back, and the link takes another (finding 54).
+	// The file's static addresses: a pool reserves them, so an address a
+	// link holds from a pool and the file now declares statically goes
+	// back, and the link takes another.
 	static := map[netip.Addr]string{}
 	for _, ad := range desired.Addresses {
 		static[ad.Prefix.Addr()] = ad.Origin

@@ -8,7 +8,7 @@ import (
 
 // SetReread tells the next plan which kinds of kernel state, and which
 // route tables, may have changed since the previous plan read them (the
-// daemon tracks it from notifications, issue 16): the next plan reads those
+// daemon tracks it from notifications): the next plan reads those
 // again and takes the rest from the previous read. Without a call, or after one, a plan reads
 // everything: only the daemon, which knows what changed, reuses anything.
 //

@@ -152,7 +152,7 @@ func (s *state) allocate(p *poolDef, owner, iface string, now time.Time) (Alloca
 		mark(slot{r.Block, r.off})
 	}
 	// A reserved address is the configuration's own (declared statically on a link): handing
-	// it out would put it on two links, or twice on one (walk finding 25).
+	// it out would put it on two links, or twice on one.
 	for _, a := range p.Reserved {
 		if index, off, ok := s.layout.locate(a); ok {
 			mark(slot{index, off})

@@ -304,7 +304,7 @@ func (k *Netlink) markNew(l *model.Link) error {
 // moved MTU back only after the fact: meanwhile the kernel has moved the MTU
 // of the IPv6 routes through the bridge down with it and, on the way back,
 // up to the bridge's (rt6_mtu_change_route), so a route's declared MTU was
-// lost to a port joining (host soak seed 61164360228805, step 33). Only a
+// lost to a port joining. Only a
 // change through RTM_SETLINK marks it, and the kernel ignores a change to
 // the same value: two writes, while the new bridge is down and holds no
 // route.
@@ -324,8 +324,7 @@ func (k *Netlink) pinBridgeMTU(name string, mtu int) error {
 // addExternalIP6Tnl creates a flow-based (collect_md) ip6tnl with its
 // protocol. The library sends IFLA_IPTUN_COLLECT_METADATA alone for a
 // flow-based tunnel, so the kernel made every one ip6ip6 whatever the file
-// said (guest walk seed 108845286634944, step 5: mode any replaced on every
-// apply), and the kernel refuses any change to a collect_md tunnel
+// said (mode any was replaced on every apply), and the kernel refuses any change to a collect_md tunnel
 // afterwards: the protocol must be in the create. The mode matters: such a
 // tunnel drops IPv4 packets unless it is ipip6 or any.
 func (k *Netlink) addExternalIP6Tnl(name string, mtu int, proto uint8) error {
@@ -525,7 +524,7 @@ func (k *Netlink) SetLinkMaster(name, master string) error {
 // opens or stops (macvlan_open, macvlan_stop): a port that joined a bridge
 // down, came up and left it up took the parent's allmulti count below zero,
 // and the next macvlan on that parent to come up in a bridge met EOVERFLOW
-// ("allmulti touches roof"; host walk seed 60436971485681, step 45). Down,
+// ("allmulti touches roof"). Down,
 // the change of master moves no count. diff.cycledByMaster knows the link
 // goes down, and adds back what it loses.
 func (k *Netlink) downForPassthru(name string, f func() error) error {

@@ -39,8 +39,7 @@ const (
 
 // UserspaceProgram is the userspace WireGuard implementation started where
 // the kernel lacks the module, as wg-quick does: an absolute path, never
-// looked up in $PATH, since it runs with the daemon's privileges (issue 12,
-// finding 14). The command line's --wireguard-go sets it; it is no key of
+// looked up in $PATH, since it runs with the daemon's privileges. The command line's --wireguard-go sets it; it is no key of
 // the configuration file on purpose: whoever writes the file may change the
 // network, not run a program of their choice as root.
 var UserspaceProgram = DefaultUserspaceProgram

@@ -17,7 +17,7 @@ import (
 // (the answer says Connection: close, and a scraper opens the next one).
 // net/http brings its TLS, HTTP/2 and MIME code and their initialisation
 // into the binary: 1.4 MB of the daemon's resident pages and 0.3 MB of
-// heap (issue 16), for a page that most hosts never serve.
+// heap, for a page that most hosts never serve.
 
 // Timeouts bound a connection: its request head must arrive within Head,
 // the answer be written within Write.

@@ -167,7 +167,7 @@ func (r *Rule) Selectors() int {
 // and mask and suppress_prefixlength exactly, but from and to only where the
 // new rule sets them (fib4_rule_compare, fib6_rule_compare): a rule without
 // "to" is taken for an existing one of the same priority and action with
-// any "to". The invert flag is not compared (finding 14 of the walk).
+// any "to". The invert flag is not compared.
 func (r *Rule) AddClashes(o *Rule) bool {
 	return o.Priority == r.Priority && o.IPv6 == r.IPv6 && o.Action == r.Action && o.Table == r.Table &&
 		o.IIF == r.IIF && o.OIF == r.OIF && o.FwMark == r.FwMark && o.fwMask() == r.fwMask() &&

@@ -1,6 +1,5 @@
 // Package safeapply is commit-confirmed for netreconcile: an apply that
-// rolls itself back unless it is confirmed in time (issue 14,
-// docs/safe-apply.md).
+// rolls itself back unless it is confirmed in time (docs/safe-apply.md).
 //
 // A transaction lives in one file of the namespace's state directory,
 // transaction.json (mode 0600), rewritten atomically and only by a holder
