@@ -89,41 +89,39 @@ func New() *Kernel {
 	return f
 }
 
-// Method names for failure injection are those of kernel.Interface, and:
-// "AddRoute", "ReplaceRoute" and "DeleteRoute" for the writes of
-// WriteRoutes (object: the route key's String()), "ConfigureWireGuardPeer"
-// for one peer of a ConfigureWireGuard call (object: the public key in
-// base64). Objects are link names for link methods and
-// WireGuard devices, the table key ("inet t") for NFTApply and NFTTable,
-// the key's String() for the others; dumps have no object.
+// Failures are injected by Call (calls.go) and object: link names for link
+// methods and WireGuard devices, the table key ("inet t") for NFTApply and
+// NFTTable, the route key's String() for the writes of WriteRoutes, the
+// public key in base64 for ConfigureWireGuardPeer, the key's String() for
+// the others; dumps have no object.
 
-// FailNext makes the next call of method fail with err, whatever its
-// object; several calls queue several failures.
-func (f *Kernel) FailNext(method string, err error) {
+// FailNext makes the next call c fail with err, whatever its object;
+// several calls queue several failures.
+func (f *Kernel) FailNext(c Call, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.next[method] = append(f.next[method], err)
+	f.next[c.name] = append(f.next[c.name], err)
 }
 
-// FailOn makes every call of method on the object id fail with err until
+// FailOn makes every call c on the object id fail with err until cleared
+// with a nil err.
+func (f *Kernel) FailOn(c Call, id string, err error) { f.failOn(c, id, err, -1) }
+
+// FailOnce makes the next call c on the object id fail with err.
+func (f *Kernel) FailOnce(c Call, id string, err error) { f.failOn(c, id, err, 1) }
+
+// FailAlways makes every call c fail with err, whatever its object, until
 // cleared with a nil err.
-func (f *Kernel) FailOn(method, id string, err error) { f.failOn(method, id, err, -1) }
+func (f *Kernel) FailAlways(c Call, err error) { f.failOn(c, "*", err, -1) }
 
-// FailOnce makes the next call of method on the object id fail with err.
-func (f *Kernel) FailOnce(method, id string, err error) { f.failOn(method, id, err, 1) }
-
-// FailAlways makes every call of method fail with err, whatever its object,
-// until cleared with a nil err.
-func (f *Kernel) FailAlways(method string, err error) { f.failOn(method, "*", err, -1) }
-
-func (f *Kernel) failOn(method, id string, err error, n int) {
+func (f *Kernel) failOn(c Call, id string, err error, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err == nil {
-		delete(f.on, method+" "+id)
+		delete(f.on, c.name+" "+id)
 		return
 	}
-	f.on[method+" "+id] = &failure{err, n}
+	f.on[c.name+" "+id] = &failure{err, n}
 }
 
 // ClearFailures drops every failure planned and not yet fired.
@@ -145,7 +143,8 @@ func (f *Kernel) Fired() []string {
 }
 
 // injected returns the failure planned for this call, if any. Called locked.
-func (f *Kernel) injected(method, id string) error {
+func (f *Kernel) injected(c Call, id string) error {
+	method := c.name
 	var err error
 	if q := f.next[method]; len(q) > 0 {
 		f.next[method], err = q[1:], q[0]
@@ -168,12 +167,12 @@ func (f *Kernel) injected(method, id string) error {
 }
 
 // write counts a write attempt and returns the injected failure, if any.
-func (f *Kernel) write(method, id string) error {
+func (f *Kernel) write(c Call, id string) error {
 	f.writes++
-	return f.injected(method, id)
+	return f.injected(c, id)
 }
 
-func (f *Kernel) logged(method, id string) { f.Log = append(f.Log, method+" "+id) }
+func (f *Kernel) logged(c Call, id string) { f.Log = append(f.Log, c.name+" "+id) }
 
 // PutLink stores a link as it is (foreign unless Owned), without a write.
 func (f *Kernel) PutLink(l *model.Link) {
@@ -271,7 +270,7 @@ func cloneLink(l *model.Link) *model.Link {
 func (f *Kernel) Links() ([]*model.Link, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.injected("Links", ""); err != nil {
+	if err := f.injected(CallLinks, ""); err != nil {
 		return nil, fmt.Errorf("list links: %w", err)
 	}
 	out := make([]*model.Link, 0, len(f.links))
@@ -296,7 +295,7 @@ func sortedNames(m map[string]*model.Link) []string {
 func (f *Kernel) Addresses() ([]model.Address, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.injected("Addresses", ""); err != nil {
+	if err := f.injected(CallAddresses, ""); err != nil {
 		return nil, fmt.Errorf("list addresses: %w", err)
 	}
 	out := make([]model.Address, 0, len(f.addrs))
@@ -311,7 +310,7 @@ func (f *Kernel) Addresses() ([]model.Address, error) {
 func (f *Kernel) Routes(protocol int) ([]model.Route, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.injected("Routes", ""); err != nil {
+	if err := f.injected(CallRoutes, ""); err != nil {
 		return nil, fmt.Errorf("list routes: %w", err)
 	}
 	var out []model.Route
@@ -328,7 +327,7 @@ func (f *Kernel) Routes(protocol int) ([]model.Route, error) {
 func (f *Kernel) TableRoutes(table, protocol int) ([]model.Route, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.injected("TableRoutes", ""); err != nil {
+	if err := f.injected(CallTableRoutes, ""); err != nil {
 		return nil, fmt.Errorf("list routes of table %d: %w", table, err)
 	}
 	var out []model.Route
@@ -345,7 +344,7 @@ func (f *Kernel) TableRoutes(table, protocol int) ([]model.Route, error) {
 func (f *Kernel) Rules() ([]model.Rule, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.injected("Rules", ""); err != nil {
+	if err := f.injected(CallRules, ""); err != nil {
 		return nil, fmt.Errorf("list rules: %w", err)
 	}
 	out := append([]model.Rule(nil), f.rules...)
@@ -357,7 +356,7 @@ func (f *Kernel) Rules() ([]model.Rule, error) {
 func (f *Kernel) FouPorts() ([]model.FouPort, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.injected("FouPorts", ""); err != nil {
+	if err := f.injected(CallFouPorts, ""); err != nil {
 		return nil, fmt.Errorf("list fou ports: %w", err)
 	}
 	var out []model.FouPort
@@ -380,7 +379,7 @@ func (f *Kernel) need(name string) (*model.Link, error) {
 func (f *Kernel) AddLink(l *model.Link) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.write("AddLink", l.Name); err != nil {
+	if err := f.write(CallAddLink, l.Name); err != nil {
 		return fmt.Errorf("add link %s: %w", l.Name, err)
 	}
 	if _, ok := f.links[l.Name]; ok {
@@ -426,9 +425,9 @@ func (f *Kernel) AddLink(l *model.Link) error {
 		f.links[l.Veth.Peer] = &model.Link{Name: l.Veth.Peer, Kind: model.KindVeth, MTU: 1500, Index: f.nextIndex, Veth: &model.Veth{Peer: l.Name, PeerNSID: -1}}
 	}
 	f.links[c.Name] = c
-	f.logged("AddLink", l.Name)
+	f.logged(CallAddLink, l.Name)
 	// The marker is a second write, as Netlink's: it can fail alone.
-	if err := f.injected("SetLinkAlias", l.Name); err != nil {
+	if err := f.injected(CallSetLinkAlias, l.Name); err != nil {
 		c.Owned = false
 		return fmt.Errorf("add link %s: %w: %w", l.Name, kernel.ErrUnmarked, err)
 	}
@@ -440,7 +439,7 @@ func (f *Kernel) AddLink(l *model.Link) error {
 func (f *Kernel) DeleteLink(name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.write("DeleteLink", name); err != nil {
+	if err := f.write(CallDeleteLink, name); err != nil {
 		return fmt.Errorf("delete link %s: %w", name, err)
 	}
 	l, err := f.need(name)
@@ -451,7 +450,7 @@ func (f *Kernel) DeleteLink(name string) error {
 	if l.Veth != nil && l.Veth.Peer != "" {
 		f.drop(l.Veth.Peer)
 	}
-	f.logged("DeleteLink", name)
+	f.logged(CallDeleteLink, name)
 	return nil
 }
 
@@ -492,32 +491,32 @@ func (f *Kernel) dropRoutes(name string, v4 bool) {
 	}
 }
 
-func (f *Kernel) setLink(method, name string, set func(l *model.Link) error) error {
+func (f *Kernel) setLink(c Call, name string, set func(l *model.Link) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.write(method, name); err != nil {
+	if err := f.write(c, name); err != nil {
 		return err
 	}
 	l, err := f.need(name)
 	if err != nil {
-		return fmt.Errorf("%s: %w", method, err)
+		return fmt.Errorf("%s: %w", c, err)
 	}
 	if err := set(l); err != nil {
-		return fmt.Errorf("%s %s: %w", method, name, err)
+		return fmt.Errorf("%s %s: %w", c, name, err)
 	}
-	f.logged(method, name)
+	f.logged(c, name)
 	return nil
 }
 
 // SetLinkMTU changes the MTU.
 func (f *Kernel) SetLinkMTU(name string, mtu int) error {
-	return f.setLink("SetLinkMTU", name, func(l *model.Link) error { l.MTU = mtu; return nil })
+	return f.setLink(CallSetLinkMTU, name, func(l *model.Link) error { l.MTU = mtu; return nil })
 }
 
 // PromoteSecondaries turns the link's promote_secondaries on (the fake
 // keeps no secondaries: it records the write and the parameter).
 func (f *Kernel) PromoteSecondaries(name string) error {
-	return f.setLink("PromoteSecondaries", name, func(l *model.Link) error {
+	return f.setLink(CallPromoteSecondaries, name, func(l *model.Link) error {
 		key, _ := model.PerLinkSysctl(name, "ipv4.promote_secondaries")
 		return f.setSysctl(key, "1")
 	})
@@ -529,7 +528,7 @@ func (f *Kernel) PromoteSecondaries(name string) error {
 // driver refuses it), a change to a flow-based tunnel or of whether an ipip
 // has a remote (EINVAL).
 func (f *Kernel) ChangeLink(want *model.Link) error {
-	return f.setLink("ChangeLink", want.Name, func(l *model.Link) error {
+	return f.setLink(CallChangeLink, want.Name, func(l *model.Link) error {
 		switch {
 		case l.MACVlan != nil && want.MACVlan != nil:
 			if (l.MACVlan.Mode == model.MACVlanPassthru) != (want.MACVlan.Mode == model.MACVlanPassthru) {
@@ -568,7 +567,7 @@ func (f *Kernel) ChangeLink(want *model.Link) error {
 
 // SetLinkUp sets the administrative state.
 func (f *Kernel) SetLinkUp(name string, up bool) error {
-	return f.setLink("SetLinkUp", name, func(l *model.Link) error {
+	return f.setLink(CallSetLinkUp, name, func(l *model.Link) error {
 		if l.Up && !up {
 			// addrconf_ifdown and fib_disable_ip: a link set down loses
 			// its routes and (keep_addr_on_down being 0) its IPv6
@@ -587,7 +586,7 @@ func (f *Kernel) SetLinkUp(name string, up bool) error {
 
 // SetLinkMaster enslaves a link to a bridge, or releases it.
 func (f *Kernel) SetLinkMaster(name, master string) error {
-	return f.setLink("SetLinkMaster", name, func(l *model.Link) error {
+	return f.setLink(CallSetLinkMaster, name, func(l *model.Link) error {
 		if master != "" {
 			if _, err := f.need(master); err != nil {
 				return err
@@ -600,7 +599,7 @@ func (f *Kernel) SetLinkMaster(name, master string) error {
 
 // SetLinkAlias writes the alias, with the marker when owned.
 func (f *Kernel) SetLinkAlias(name, alias string, owned bool) error {
-	return f.setLink("SetLinkAlias", name, func(l *model.Link) error {
+	return f.setLink(CallSetLinkAlias, name, func(l *model.Link) error {
 		l.Alias, l.Owned = alias, owned
 		return nil
 	})
@@ -615,7 +614,7 @@ func (f *Kernel) ReplaceAddress(a *model.Address, protocol int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := a.Key().String()
-	if err := f.write("ReplaceAddress", id); err != nil {
+	if err := f.write(CallReplaceAddress, id); err != nil {
 		return fmt.Errorf("add address %s: %w", id, err)
 	}
 	if _, err := f.need(a.Link); err != nil {
@@ -637,7 +636,7 @@ func (f *Kernel) ReplaceAddress(a *model.Address, protocol int) error {
 		}
 	}
 	f.addrs[a.Key()] = c
-	f.logged("ReplaceAddress", id)
+	f.logged(CallReplaceAddress, id)
 	return nil
 }
 
@@ -646,7 +645,7 @@ func (f *Kernel) DeleteAddress(a *model.Address) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := a.Key().String()
-	if err := f.write("DeleteAddress", id); err != nil {
+	if err := f.write(CallDeleteAddress, id); err != nil {
 		return fmt.Errorf("delete address %s: %w", id, err)
 	}
 	if _, ok := f.addrs[a.Key()]; !ok {
@@ -666,16 +665,16 @@ func (f *Kernel) DeleteAddress(a *model.Address) error {
 			f.dropRoutes(a.Link, true)
 		}
 	}
-	f.logged("DeleteAddress", id)
+	f.logged(CallDeleteAddress, id)
 	return nil
 }
 
-func (f *Kernel) putRoute(method string, r *model.Route, protocol int, excl bool) error {
+func (f *Kernel) putRoute(call Call, r *model.Route, protocol int, excl bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
-	if err := f.write(method, id); err != nil {
-		return fmt.Errorf("%s %s: %w", method, id, err)
+	if err := f.write(call, id); err != nil {
+		return fmt.Errorf("%s %s: %w", call, id, err)
 	}
 	if _, ok := f.routes[r.Key()]; ok && excl {
 		return fmt.Errorf("add route %s: %w", id, syscall.EEXIST)
@@ -689,18 +688,18 @@ func (f *Kernel) putRoute(method string, r *model.Route, protocol int, excl bool
 	c.Protocol, c.Origin = protocol, ""
 	c.NextHops = slices.Clone(r.NextHops)
 	f.routes[r.Key()] = c
-	f.logged(method, id)
+	f.logged(call, id)
 	return nil
 }
 
 // addRoute adds a route; EEXIST when its key exists.
 func (f *Kernel) addRoute(r *model.Route, protocol int) error {
-	return f.putRoute("AddRoute", r, protocol, true)
+	return f.putRoute(CallAddRoute, r, protocol, true)
 }
 
 // replaceRoute adds or replaces a route.
 func (f *Kernel) replaceRoute(r *model.Route, protocol int) error {
-	return f.putRoute("ReplaceRoute", r, protocol, false)
+	return f.putRoute(CallReplaceRoute, r, protocol, false)
 }
 
 // deleteRoute deletes the route with r's key.
@@ -708,14 +707,14 @@ func (f *Kernel) deleteRoute(r *model.Route) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
-	if err := f.write("DeleteRoute", id); err != nil {
+	if err := f.write(CallDeleteRoute, id); err != nil {
 		return fmt.Errorf("delete route %s: %w", id, err)
 	}
 	if _, ok := f.routes[r.Key()]; !ok {
 		return fmt.Errorf("delete route %s: %w", id, syscall.ESRCH)
 	}
 	delete(f.routes, r.Key())
-	f.logged("DeleteRoute", id)
+	f.logged(CallDeleteRoute, id)
 	return nil
 }
 
@@ -741,7 +740,7 @@ func (f *Kernel) AddRule(r *model.Rule, protocol int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
-	if err := f.write("AddRule", id); err != nil {
+	if err := f.write(CallAddRule, id); err != nil {
 		return fmt.Errorf("add rule %s: %w", id, err)
 	}
 	for _, h := range f.rules {
@@ -752,7 +751,7 @@ func (f *Kernel) AddRule(r *model.Rule, protocol int) error {
 	c := *r
 	c.Protocol, c.Origin = protocol, ""
 	f.rules = append(f.rules, c)
-	f.logged("AddRule", id)
+	f.logged(CallAddRule, id)
 	return nil
 }
 
@@ -761,13 +760,13 @@ func (f *Kernel) DeleteRule(r *model.Rule) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
-	if err := f.write("DeleteRule", id); err != nil {
+	if err := f.write(CallDeleteRule, id); err != nil {
 		return fmt.Errorf("delete rule %s: %w", id, err)
 	}
 	for i, h := range f.rules {
 		if h.Key() == r.Key() && h.Protocol == r.Protocol {
 			f.rules = append(f.rules[:i], f.rules[i+1:]...)
-			f.logged("DeleteRule", id)
+			f.logged(CallDeleteRule, id)
 			return nil
 		}
 	}
@@ -779,7 +778,7 @@ func (f *Kernel) AddFou(p *model.FouPort) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := p.Key().String()
-	if err := f.write("AddFou", id); err != nil {
+	if err := f.write(CallAddFou, id); err != nil {
 		return fmt.Errorf("add %s: %w", id, err)
 	}
 	if _, ok := f.fou[p.Key()]; ok {
@@ -788,7 +787,7 @@ func (f *Kernel) AddFou(p *model.FouPort) error {
 	c := *p
 	c.Owned, c.Origin = false, ""
 	f.fou[p.Key()] = c
-	f.logged("AddFou", id)
+	f.logged(CallAddFou, id)
 	return nil
 }
 
@@ -797,14 +796,14 @@ func (f *Kernel) DeleteFou(p *model.FouPort) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := p.Key().String()
-	if err := f.write("DeleteFou", id); err != nil {
+	if err := f.write(CallDeleteFou, id); err != nil {
 		return fmt.Errorf("delete %s: %w", id, err)
 	}
 	if _, ok := f.fou[p.Key()]; !ok {
 		return fmt.Errorf("delete %s: %w", id, syscall.ENOENT)
 	}
 	delete(f.fou, p.Key())
-	f.logged("DeleteFou", id)
+	f.logged(CallDeleteFou, id)
 	return nil
 }
 

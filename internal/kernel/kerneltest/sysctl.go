@@ -110,7 +110,7 @@ func (f *Kernel) setSysctl(key, value string) error {
 func (f *Kernel) Sysctls(keys []string) (map[string]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.injected("Sysctls", ""); err != nil {
+	if err := f.injected(CallSysctls, ""); err != nil {
 		return nil, fmt.Errorf("read sysctls: %w", err)
 	}
 	out := map[string]string{}
@@ -126,13 +126,13 @@ func (f *Kernel) Sysctls(keys []string) (map[string]string, error) {
 func (f *Kernel) SetSysctl(key, value string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.write("SetSysctl", key); err != nil {
+	if err := f.write(CallSetSysctl, key); err != nil {
 		return fmt.Errorf("set sysctl %s: %w", key, err)
 	}
 	if err := f.setSysctl(key, value); err != nil {
 		return err
 	}
-	f.logged("SetSysctl", key+"="+value)
+	f.logged(CallSetSysctl, key+"="+value)
 	return nil
 }
 
