@@ -30,10 +30,14 @@ type Kernel struct {
 	links     map[string]*model.Link
 	nextIndex int
 	addrs     map[model.AddressKey]model.Address
-	routes    map[model.RouteKey]model.Route
-	rules     []model.Rule
-	fou       map[model.FouKey]model.FouPort
-	nft       map[model.NftTableKey]*nftTable
+	// addrSeq orders addresses as the kernel's list of a link does: a
+	// deleted primary's first secondary is the one promoted.
+	addrSeq  map[model.AddressKey]uint64
+	addrNext uint64
+	routes   map[model.RouteKey]model.Route
+	rules    []model.Rule
+	fou      map[model.FouKey]model.FouPort
+	nft      map[model.NftTableKey]*nftTable
 	// nftHandle is the namespace's table handle counter.
 	nftHandle uint64
 	wg        map[string]*wgDevice
@@ -73,13 +77,14 @@ var _ kernel.Interface = (*Kernel)(nil)
 // New returns an empty kernel holding only lo.
 func New() *Kernel {
 	f := &Kernel{
-		links:  map[string]*model.Link{},
-		addrs:  map[model.AddressKey]model.Address{},
-		routes: map[model.RouteKey]model.Route{},
-		fou:    map[model.FouKey]model.FouPort{},
-		nft:    map[model.NftTableKey]*nftTable{},
-		wg:     map[string]*wgDevice{},
-		next:   map[string][]error{},
+		links:   map[string]*model.Link{},
+		addrs:   map[model.AddressKey]model.Address{},
+		addrSeq: map[model.AddressKey]uint64{},
+		routes:  map[model.RouteKey]model.Route{},
+		fou:     map[model.FouKey]model.FouPort{},
+		nft:     map[model.NftTableKey]*nftTable{},
+		wg:      map[string]*wgDevice{},
+		next:    map[string][]error{},
 
 		sysctls:     maps.Clone(defaultSysctls),
 		linkSysctls: map[int]map[string]string{},
@@ -186,6 +191,7 @@ func (f *Kernel) PutLink(l *model.Link) {
 		c.Veth.PeerNSID = -1 // the peer is here, as the kernel reads it
 	}
 	f.links[c.Name] = c
+	f.newLinkSysctls(c.Index)
 }
 
 // PutAddress, PutRoute, PutRule and PutFou store objects without a write,
@@ -194,14 +200,15 @@ func (f *Kernel) PutAddress(a model.Address) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a.Owned, a.Origin = false, ""
-	f.addrs[a.Key()] = a
+	f.putAddr(a)
 }
 
-// PutRoute stores a route with its Protocol.
+// PutRoute stores a route with its Protocol, as the kernel holds it.
 func (f *Kernel) PutRoute(r model.Route) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r.Origin = ""
+	normalizeMetric(&r)
 	f.routes[r.Key()] = r
 }
 
@@ -422,9 +429,13 @@ func (f *Kernel) AddLink(l *model.Link) error {
 			return fmt.Errorf("add link %s: peer %s: %w", l.Name, l.Veth.Peer, syscall.EEXIST)
 		}
 		f.nextIndex++
-		f.links[l.Veth.Peer] = &model.Link{Name: l.Veth.Peer, Kind: model.KindVeth, MTU: 1500, Index: f.nextIndex, Veth: &model.Veth{Peer: l.Name, PeerNSID: -1}}
+		// veth_newlink gives the peer the MTU of the request when the
+		// peer's own part has none, as ours does not.
+		f.links[l.Veth.Peer] = &model.Link{Name: l.Veth.Peer, Kind: model.KindVeth, MTU: c.MTU, Index: f.nextIndex, Veth: &model.Veth{Peer: l.Name, PeerNSID: -1}}
+		f.newLinkSysctls(f.nextIndex)
 	}
 	f.links[c.Name] = c
+	f.newLinkSysctls(c.Index)
 	f.logged(CallAddLink, l.Name)
 	// The marker is a second write, as Netlink's: it can fail alone.
 	if err := f.injected(CallSetLinkAlias, l.Name); err != nil {
@@ -466,7 +477,7 @@ func (f *Kernel) drop(name string) {
 	}
 	for k := range f.addrs {
 		if k.Link == name {
-			delete(f.addrs, k)
+			f.dropAddr(k)
 		}
 	}
 	for k, r := range f.routes {
@@ -508,9 +519,34 @@ func (f *Kernel) setLink(c Call, name string, set func(l *model.Link) error) err
 	return nil
 }
 
-// SetLinkMTU changes the MTU.
+// SetLinkMTU changes the MTU, and what follows it: an ipvlan takes its
+// parent's MTU whenever it changes (ipvlan_device_event, NETDEV_CHANGEMTU),
+// a macvlan or a vlan is lowered to it when above it (macvlan_device_event,
+// vlan_device_event). A stacked link cannot go above its parent's MTU: a
+// macvlan refuses with EINVAL (macvlan_change_mtu), a vlan and an ipvlan
+// with ERANGE (their max_mtu is the parent's, dev_validate_mtu).
 func (f *Kernel) SetLinkMTU(name string, mtu int) error {
-	return f.setLink(CallSetLinkMTU, name, func(l *model.Link) error { l.MTU = mtu; return nil })
+	return f.setLink(CallSetLinkMTU, name, func(l *model.Link) error {
+		if p := f.links[l.Lower]; p != nil && mtu > p.MTU {
+			if l.Kind == model.KindMACVlan {
+				return syscall.EINVAL
+			}
+			return syscall.ERANGE
+		}
+		l.MTU = mtu
+		for _, c := range f.links {
+			if c.Lower != name {
+				continue
+			}
+			switch {
+			case c.Kind == model.KindIPVlan:
+				c.MTU = mtu
+			case (c.Kind == model.KindMACVlan || c.Kind == model.KindVLAN) && c.MTU > mtu:
+				c.MTU = mtu
+			}
+		}
+		return nil
+	})
 }
 
 // PromoteSecondaries turns the link's promote_secondaries on (the fake
@@ -575,7 +611,7 @@ func (f *Kernel) SetLinkUp(name string, up bool) error {
 			f.dropRoutes(name, false)
 			for k := range f.addrs {
 				if k.Link == name && k.Prefix.Addr().Is6() {
-					delete(f.addrs, k)
+					f.dropAddr(k)
 				}
 			}
 		}
@@ -635,9 +671,55 @@ func (f *Kernel) ReplaceAddress(a *model.Address, protocol int) error {
 			}
 		}
 	}
-	f.addrs[a.Key()] = c
+	f.putAddr(c)
 	f.logged(CallReplaceAddress, id)
 	return nil
+}
+
+// putAddr stores an address, at the end of its link's list when new.
+// Called locked.
+func (f *Kernel) putAddr(a model.Address) {
+	k := a.Key()
+	if _, ok := f.addrs[k]; !ok {
+		f.addrNext++
+		f.addrSeq[k] = f.addrNext
+	}
+	f.addrs[k] = a
+}
+
+// dropAddr forgets an address. Called locked.
+func (f *Kernel) dropAddr(k model.AddressKey) {
+	delete(f.addrs, k)
+	delete(f.addrSeq, k)
+}
+
+// dropSecondaries is what deleting the primary IPv4 address p does to the
+// secondaries of its subnet (__inet_del_ifa): with promote_secondaries on
+// the link or on "all", the first secondary becomes the primary; without,
+// every one goes with p. Called locked.
+func (f *Kernel) dropSecondaries(p model.Address) {
+	var secs []model.AddressKey
+	for k, a := range f.addrs {
+		if k.Link == p.Link && a.Secondary && a.Prefix.Addr().Is4() && a.Subnet() == p.Subnet() {
+			secs = append(secs, k)
+		}
+	}
+	if len(secs) == 0 {
+		return
+	}
+	sort.Slice(secs, func(i, j int) bool { return f.addrSeq[secs[i]] < f.addrSeq[secs[j]] })
+	key, _ := model.PerLinkSysctl(p.Link, "ipv4.promote_secondaries")
+	own, _ := f.sysctl(key)
+	all, _ := f.sysctl("net.ipv4.conf.all.promote_secondaries")
+	if own == "1" || all == "1" {
+		a := f.addrs[secs[0]]
+		a.Secondary = false
+		f.addrs[secs[0]] = a
+		return
+	}
+	for _, k := range secs {
+		f.dropAddr(k)
+	}
 }
 
 // DeleteAddress removes an address.
@@ -651,8 +733,12 @@ func (f *Kernel) DeleteAddress(a *model.Address) error {
 	if _, ok := f.addrs[a.Key()]; !ok {
 		return fmt.Errorf("delete address %s: %w", id, syscall.EADDRNOTAVAIL)
 	}
-	delete(f.addrs, a.Key())
+	old := f.addrs[a.Key()]
+	f.dropAddr(a.Key())
 	if a.Prefix.Addr().Is4() {
+		if !old.Secondary {
+			f.dropSecondaries(old)
+		}
 		last := true
 		for k := range f.addrs {
 			if k.Link == a.Link && k.Prefix.Addr().Is4() {
@@ -676,7 +762,11 @@ func (f *Kernel) putRoute(call Call, r *model.Route, protocol int, excl bool) er
 	if err := f.write(call, id); err != nil {
 		return fmt.Errorf("%s %s: %w", call, id, err)
 	}
-	if _, ok := f.routes[r.Key()]; ok && excl {
+	c := *r
+	c.Protocol, c.Origin = protocol, ""
+	c.NextHops = slices.Clone(r.NextHops)
+	normalizeMetric(&c)
+	if _, ok := f.routes[c.Key()]; ok && excl {
 		return fmt.Errorf("add route %s: %w", id, syscall.EEXIST)
 	}
 	for _, d := range r.Devs() {
@@ -684,12 +774,17 @@ func (f *Kernel) putRoute(call Call, r *model.Route, protocol int, excl bool) er
 			return fmt.Errorf("add route %s: %w", id, err)
 		}
 	}
-	c := *r
-	c.Protocol, c.Origin = protocol, ""
-	c.NextHops = slices.Clone(r.NextHops)
-	f.routes[r.Key()] = c
+	f.routes[c.Key()] = c
 	f.logged(call, id)
 	return nil
+}
+
+// normalizeMetric stores an IPv6 route's metric 0 as 1024, as the kernel
+// does (ip6_route_info_create: IP6_RT_PRIO_USER).
+func normalizeMetric(r *model.Route) {
+	if r.IsIPv6() && r.Metric == 0 {
+		r.Metric = model.IPv6DefaultMetric
+	}
 }
 
 // addRoute adds a route; EEXIST when its key exists.
@@ -710,10 +805,12 @@ func (f *Kernel) deleteRoute(r *model.Route) error {
 	if err := f.write(CallDeleteRoute, id); err != nil {
 		return fmt.Errorf("delete route %s: %w", id, err)
 	}
-	if _, ok := f.routes[r.Key()]; !ok {
+	c := *r
+	normalizeMetric(&c)
+	if _, ok := f.routes[c.Key()]; !ok {
 		return fmt.Errorf("delete route %s: %w", id, syscall.ESRCH)
 	}
-	delete(f.routes, r.Key())
+	delete(f.routes, c.Key())
 	f.logged(CallDeleteRoute, id)
 	return nil
 }
