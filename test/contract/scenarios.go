@@ -101,7 +101,7 @@ var Scenarios = []Scenario{
 	},
 
 	{
-		Name:  "a link's sysctls start from default's, and IPv4 ones follow default until set",
+		Name:  "a link's sysctls take default's values when it is made, and keep them",
 		Kinds: []string{model.KindVeth},
 		Links: []string{"a", "b"},
 		Sysctls: []string{
@@ -143,6 +143,7 @@ var Scenarios = []Scenario{
 				addLinks(link("d", model.KindDummy, 1500), &model.Link{Name: "vl", Kind: model.KindVLAN, MTU: 1500, VLAN: &model.VLAN{Parent: "d", ID: 10, Protocol: model.VLAN8021Q}}),
 				up("d", "vl"))},
 			{Name: "the parent goes down", Do: down("d")},
+			{Name: "the vlan cannot come up on it", Do: up("vl"), Fails: true},
 			{Name: "the parent comes up", Do: up("d")},
 			{Name: "the vlan goes down", Do: down("vl")},
 			{Name: "the parent goes down and up", Do: seq(down("d"), up("d"))},
@@ -163,7 +164,7 @@ var Scenarios = []Scenario{
 			{Name: "the ipvlan and the vlan to 4000", Do: seq(mtu("i", 4000), mtu("vl", 4000))},
 			{Name: "the parent to 8000", Do: mtu("d", 8000)},
 			{Name: "the vlan above its parent", Do: mtu("vl", 8001), Fails: true},
-			{Name: "the ipvlan above its parent", Do: mtu("i", 8001), Fails: true},
+			{Name: "the ipvlan above its parent", Do: mtu("i", 8001)},
 		},
 	},
 	{
@@ -177,7 +178,10 @@ var Scenarios = []Scenario{
 			{Name: "the dummy joins", Do: master("d", "bd")},
 			{Name: "the bond's MTU changes", Do: mtu("bd", 4000)},
 			{Name: "the dummy leaves", Do: master("d", "")},
-			{Name: "the bond's mode changes while it has no port", Do: func(k kernelInterface) error {
+			{Name: "addresses and routes on the bond", Do: seq(
+				addAddrs(address("bd", "10.1.0.1/24"), address("bd", "fd00:1::1/64")),
+				addRoutes(route("10.2.0.0/24", "10.1.0.254", "bd"), route("fd00:2::/64", "fd00:1::fe", "bd")))},
+			{Name: "the bond's mode changes while it is up and has no port", Do: func(k kernelInterface) error {
 				return k.ChangeLink(&model.Link{Name: "bd", Kind: model.KindBond, Bond: &model.Bond{Mode: "balance-xor", Miimon: 100}})
 			}},
 		},

@@ -34,10 +34,13 @@ type Kernel struct {
 	// deleted primary's first secondary is the one promoted.
 	addrSeq  map[model.AddressKey]uint64
 	addrNext uint64
-	routes   map[model.RouteKey]model.Route
-	rules    []model.Rule
-	fou      map[model.FouKey]model.FouPort
-	nft      map[model.NftTableKey]*nftTable
+	// bondMTU is the MTU each bond member had when it joined, which it
+	// gets back when released.
+	bondMTU map[string]int
+	routes  map[model.RouteKey]model.Route
+	rules   []model.Rule
+	fou     map[model.FouKey]model.FouPort
+	nft     map[model.NftTableKey]*nftTable
 	// nftHandle is the namespace's table handle counter.
 	nftHandle uint64
 	wg        map[string]*wgDevice
@@ -80,6 +83,7 @@ func New() *Kernel {
 		links:   map[string]*model.Link{},
 		addrs:   map[model.AddressKey]model.Address{},
 		addrSeq: map[model.AddressKey]uint64{},
+		bondMTU: map[string]int{},
 		routes:  map[model.RouteKey]model.Route{},
 		fou:     map[model.FouKey]model.FouPort{},
 		nft:     map[model.NftTableKey]*nftTable{},
@@ -468,6 +472,7 @@ func (f *Kernel) DeleteLink(name string) error {
 func (f *Kernel) drop(name string) {
 	delete(f.links, name)
 	delete(f.wg, name)
+	delete(f.bondMTU, name)
 	// Links that sit on it go with it: ipvlans on their parent, vxlans
 	// on their device.
 	for n, l := range f.links {
@@ -522,19 +527,26 @@ func (f *Kernel) setLink(c Call, name string, set func(l *model.Link) error) err
 // SetLinkMTU changes the MTU, and what follows it: an ipvlan takes its
 // parent's MTU whenever it changes (ipvlan_device_event, NETDEV_CHANGEMTU),
 // a macvlan or a vlan is lowered to it when above it (macvlan_device_event,
-// vlan_device_event). A stacked link cannot go above its parent's MTU: a
-// macvlan refuses with EINVAL (macvlan_change_mtu), a vlan and an ipvlan
-// with ERANGE (their max_mtu is the parent's, dev_validate_mtu).
+// vlan_device_event), and a bond's members take the bond's (bond_change_mtu).
+// A macvlan or a vlan cannot go above its parent's MTU: a macvlan refuses
+// with EINVAL (macvlan_change_mtu), a vlan with ERANGE (its max_mtu is the
+// parent's); an ipvlan may (6.1).
 func (f *Kernel) SetLinkMTU(name string, mtu int) error {
 	return f.setLink(CallSetLinkMTU, name, func(l *model.Link) error {
 		if p := f.links[l.Lower]; p != nil && mtu > p.MTU {
-			if l.Kind == model.KindMACVlan {
+			switch l.Kind {
+			case model.KindMACVlan:
 				return syscall.EINVAL
+			case model.KindVLAN:
+				return syscall.ERANGE
 			}
-			return syscall.ERANGE
 		}
 		l.MTU = mtu
 		for _, c := range f.links {
+			if l.Kind == model.KindBond && c.Master == name {
+				// bond_change_mtu: every member takes the bond's.
+				c.MTU = mtu
+			}
 			if c.Lower != name {
 				continue
 			}
@@ -579,6 +591,12 @@ func (f *Kernel) ChangeLink(want *model.Link) error {
 					}
 				}
 			}
+			if l.Up && l.Bond.Mode != want.Bond.Mode {
+				// Only while down: kernel.ChangeLink sets the bond down
+				// and up again, which takes its routes and IPv6
+				// addresses.
+				f.cycle(l.Name)
+			}
 			*l.Bond = *want.Bond
 		case l.Tunnel != nil && want.Tunnel != nil:
 			// ip_tunnel_changelink, ip6_tnl_changelink: a collect_md
@@ -601,32 +619,87 @@ func (f *Kernel) ChangeLink(want *model.Link) error {
 	})
 }
 
-// SetLinkUp sets the administrative state.
+// SetLinkUp sets the administrative state. A vlan cannot come up on a
+// parent that is down (vlan_dev_open: ENETDOWN), and follows its parent:
+// every vlan of a parent going down goes down, and every one comes up with
+// it, even one set down by hand (vlan_device_event, NETDEV_DOWN and
+// NETDEV_UP, without loose binding).
 func (f *Kernel) SetLinkUp(name string, up bool) error {
 	return f.setLink(CallSetLinkUp, name, func(l *model.Link) error {
-		if l.Up && !up {
-			// addrconf_ifdown and fib_disable_ip: a link set down loses
-			// its routes and (keep_addr_on_down being 0) its IPv6
-			// addresses.
-			f.dropRoutes(name, false)
-			for k := range f.addrs {
-				if k.Link == name && k.Prefix.Addr().Is6() {
-					f.dropAddr(k)
-				}
+		if up && l.Kind == model.KindVLAN {
+			if p := f.links[l.Lower]; p != nil && !p.Up {
+				return syscall.ENETDOWN
 			}
 		}
+		if !up {
+			f.down(l)
+		}
 		l.Up = up
+		for _, c := range f.links {
+			if c.Lower != name || c.Kind != model.KindVLAN {
+				continue
+			}
+			if up {
+				c.Up = true
+			} else {
+				f.down(c)
+			}
+		}
 		return nil
 	})
 }
 
-// SetLinkMaster enslaves a link to a bridge, or releases it.
+// down sets a link down with what the kernel takes from it on the way
+// (addrconf_ifdown, fib_disable_ip): its routes and, keep_addr_on_down
+// being 0, its IPv6 addresses. Called locked.
+func (f *Kernel) down(l *model.Link) {
+	if l.Up {
+		f.cycle(l.Name)
+	}
+	l.Up = false
+}
+
+// cycle is what a link loses going down, whether or not it stays up after:
+// the routes through it and its IPv6 addresses. Called locked.
+func (f *Kernel) cycle(name string) {
+	f.dropRoutes(name, false)
+	for k := range f.addrs {
+		if k.Link == name && k.Prefix.Addr().Is6() {
+			f.dropAddr(k)
+		}
+	}
+}
+
+// SetLinkMaster enslaves a link to a master, or releases it, with what the
+// drivers do on the way:
+//   - a vrf closes and opens a port that joins or leaves it (cycle_netdev):
+//     it loses its routes and IPv6 addresses, and keeps its state;
+//   - a bond takes a member only down, then opens it and gives it the
+//     bond's MTU (bond_enslave); releasing one closes it and gives it back
+//     the MTU it had when it joined (__bond_release_one).
 func (f *Kernel) SetLinkMaster(name, master string) error {
 	return f.setLink(CallSetLinkMaster, name, func(l *model.Link) error {
+		var m *model.Link
 		if master != "" {
-			if _, err := f.need(master); err != nil {
+			var err error
+			if m, err = f.need(master); err != nil {
 				return err
 			}
+		}
+		if old := f.links[l.Master]; old != nil && old.Kind == model.KindBond && l.Master != master {
+			f.down(l)
+			if mtu, ok := f.bondMTU[name]; ok {
+				l.MTU = mtu
+				delete(f.bondMTU, name)
+			}
+		}
+		if old := f.links[l.Master]; (old != nil && old.Kind == model.KindVRF || m != nil && m.Kind == model.KindVRF) && l.Master != master {
+			f.cycle(name)
+		}
+		if m != nil && m.Kind == model.KindBond && l.Master != master {
+			f.down(l)
+			f.bondMTU[name] = l.MTU
+			l.MTU, l.Up = m.MTU, true
 		}
 		l.Master = master
 		return nil
