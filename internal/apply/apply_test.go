@@ -105,7 +105,7 @@ func TestApplyConverges(t *testing.T) {
 func TestFailedLinkSkipsDependentsOnly(t *testing.T) {
 	st := load(t, config)
 	e, k := newEngine(t)
-	k.FailOn("AddLink", "br0", syscall.EPERM)
+	k.FailOn(kerneltest.CallAddLink, "br0", syscall.EPERM)
 	plan, res := reconcile(t, e, st)
 
 	var failed []string
@@ -145,7 +145,7 @@ func TestFailedLinkSkipsDependentsOnly(t *testing.T) {
 		}
 	}
 
-	k.FailOn("AddLink", "br0", nil)
+	k.FailOn(kerneltest.CallAddLink, "br0", nil)
 	plan, res = reconcile(t, e, st)
 	if err := res.Err(); err != nil {
 		t.Fatalf("second apply: %v", err)
@@ -158,21 +158,21 @@ func TestFailedLinkSkipsDependentsOnly(t *testing.T) {
 
 func TestInjectedFailures(t *testing.T) {
 	for _, tc := range []struct {
-		method string
+		method kerneltest.Call
 		err    error
 		// failed is how many ops fail; 0 means the read fails and nothing is written.
 		failed int
 	}{
-		{"AddRoute", syscall.EEXIST, 1},
-		{"AddRule", syscall.EEXIST, 1},
-		{"ReplaceAddress", syscall.ENOBUFS, 1},
-		{"SetLinkUp", syscall.EBUSY, 4}, // br0 is first: its dependents are skipped
-		{"Routes", syscall.EINTR, 0},
-		{"Links", syscall.EINTR, 0},
-		{"Rules", syscall.EINTR, 0},
-		{"Addresses", syscall.EINTR, 0},
+		{kerneltest.CallAddRoute, syscall.EEXIST, 1},
+		{kerneltest.CallAddRule, syscall.EEXIST, 1},
+		{kerneltest.CallReplaceAddress, syscall.ENOBUFS, 1},
+		{kerneltest.CallSetLinkUp, syscall.EBUSY, 4}, // br0 is first: its dependents are skipped
+		{kerneltest.CallRoutes, syscall.EINTR, 0},
+		{kerneltest.CallLinks, syscall.EINTR, 0},
+		{kerneltest.CallRules, syscall.EINTR, 0},
+		{kerneltest.CallAddresses, syscall.EINTR, 0},
 	} {
-		t.Run(tc.method, func(t *testing.T) {
+		t.Run(tc.method.String(), func(t *testing.T) {
 			st := load(t, config)
 			e, k := newEngine(t)
 			k.FailNext(tc.method, tc.err)
@@ -256,7 +256,7 @@ func TestRouteBatchKeepsPerOpResults(t *testing.T) {
 		"  - {to: 10.1.0.0/24, dev: eth0}\n  - {to: 10.2.0.0/24, dev: eth0}\n  - {to: 10.3.0.0/24, dev: eth0}\n")
 	e, k := newEngine(t)
 	k.PutLink(&model.Link{Name: "eth0", Kind: model.KindDevice, Up: true})
-	k.FailOn("AddRoute", "10.2.0.0/24 table main", syscall.EEXIST)
+	k.FailOn(kerneltest.CallAddRoute, "10.2.0.0/24 table main", syscall.EEXIST)
 	plan, res := reconcile(t, e, st)
 	if len(res.Failed) != 1 || res.Failed[0].Op.ID != "10.2.0.0/24 table main" || !errors.Is(res.Failed[0].Err, syscall.EEXIST) {
 		t.Fatalf("failed %+v, want only 10.2.0.0/24 with EEXIST", res.Failed)
@@ -272,7 +272,7 @@ func TestRouteBatchKeepsPerOpResults(t *testing.T) {
 	if got, want := strings.Join(done, ","), "10.1.0.0/24 table main,10.3.0.0/24 table main"; got != want {
 		t.Fatalf("done %s, want %s (plan:\n%s)", got, want, plan)
 	}
-	k.FailOn("AddRoute", "10.2.0.0/24 table main", nil)
+	k.FailOn(kerneltest.CallAddRoute, "10.2.0.0/24 table main", nil)
 	_, res = reconcile(t, e, st)
 	if err := res.Err(); err != nil {
 		t.Fatal(err)
@@ -293,8 +293,8 @@ func TestGatewayCheckRetriedUnderGuardRule(t *testing.T) {
 		{Action: diff.Create, Kind: diff.KindRoute, ID: gw.Key().String(), Route: gw},
 		{Action: diff.Create, Kind: diff.KindRoute, ID: dev.Key().String(), Route: dev},
 	}}
-	k.FailOn("AddRoute", dev.Key().String(), syscall.EACCES)
-	k.FailNext("AddRoute", syscall.EACCES)
+	k.FailOn(kerneltest.CallAddRoute, dev.Key().String(), syscall.EACCES)
+	k.FailNext(kerneltest.CallAddRoute, syscall.EACCES)
 	res := apply.Apply(context.Background(), k, plan, apply.Hooks{})
 	if len(res.Done) != 1 || res.Done[0].Route != gw || len(res.Failed) != 1 || res.Failed[0].Op.Route != dev {
 		t.Fatalf("done %v, failed %v: want the gateway route done (retried), the dev route failed (not retried)", res.Done, res.Failed)
@@ -309,10 +309,10 @@ func TestGatewayCheckRetriedUnderGuardRule(t *testing.T) {
 	}
 
 	// Refused again under the guard: the first error stands.
-	k.FailOn("AddRoute", dev.Key().String(), nil)
+	k.FailOn(kerneltest.CallAddRoute, dev.Key().String(), nil)
 	gw2 := *gw
 	gw2.Dst = netip.MustParsePrefix("172.16.5.0/24")
-	k.FailOn("AddRoute", gw2.Key().String(), syscall.EHOSTUNREACH)
+	k.FailOn(kerneltest.CallAddRoute, gw2.Key().String(), syscall.EHOSTUNREACH)
 	res = apply.Apply(context.Background(), k, &diff.Plan{Protocol: 245, Ops: []diff.Op{{Action: diff.Create, Kind: diff.KindRoute, ID: gw2.Key().String(), Route: &gw2}}}, apply.Hooks{})
 	if len(res.Failed) != 1 || !errors.Is(res.Failed[0].Err, syscall.EHOSTUNREACH) {
 		t.Fatalf("failed %v: want the route's EHOSTUNREACH", res.Failed)

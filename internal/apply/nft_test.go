@@ -28,7 +28,7 @@ func TestNftBadTableDoesNotBlockOthers(t *testing.T) {
 	}}
 	k := kerneltest.New()
 	// The kernel fails a whole batch with EINVAL.
-	k.FailOn("NFTApply", bad.String(), syscall.EINVAL)
+	k.FailOn(kerneltest.CallNFTApply, bad.String(), syscall.EINVAL)
 	k.PutNftTable(model.NftTable{Family: gone.Family, Name: gone.Name})
 	owned := map[model.NftTableKey]bool{}
 	res := apply.Apply(context.Background(), k, plan, apply.Hooks{NftTableChanged: func(key model.NftTableKey, own bool) { owned[key] = own }})

@@ -224,7 +224,7 @@ func TestSysctlUnknownKey(t *testing.T) {
 func TestSysctlWriteFails(t *testing.T) {
 	e, k := newEngine(t)
 	st := load(t, "version: 1\nsysctls: {net.ipv4.ip_forward: 1, net.ipv4.tcp_syncookies: 0}\n")
-	k.FailOnce("SetSysctl", "net.ipv4.ip_forward", syscall.EPERM)
+	k.FailOnce(kerneltest.CallSetSysctl, "net.ipv4.ip_forward", syscall.EPERM)
 	p, _ := planText(t, e, st)
 	res, err := e.Apply(context.Background(), p)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -48,15 +49,17 @@ links:
     wireguard: {private-key-file: KEY, userspace: true}
 `
 	for _, tc := range []struct {
-		name, method, link string
-		noModule           bool
+		name     string
+		method   kerneltest.Call
+		link     string
+		noModule bool
 	}{
-		{"veth peer", "SetLinkAlias", "up1", false},
+		{"veth peer", kerneltest.CallSetLinkAlias, "up1", false},
 		// up1's op is skipped with up0: both ends are ours.
-		{"veth pair", "SetLinkAlias", "up0", false},
-		{"veth pair up", "SetLinkUp", "up0", false},
-		{"link", "SetLinkAlias", "br0", false},
-		{"wireguard-go", "SetLinkAlias", "wg0", true},
+		{"veth pair", kerneltest.CallSetLinkAlias, "up0", false},
+		{"veth pair up", kerneltest.CallSetLinkUp, "up0", false},
+		{"link", kerneltest.CallSetLinkAlias, "br0", false},
+		{"wireguard-go", kerneltest.CallSetLinkAlias, "wg0", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			y := config

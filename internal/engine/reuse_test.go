@@ -84,7 +84,7 @@ func routeGoneBehindItsBack(t *testing.T) (*Engine, *kerneltest.Kernel, *model.S
 func TestPlanRereadsOnlyWhatIsAsked(t *testing.T) {
 	e, k, st := routeGoneBehindItsBack(t)
 	dumpFails := errors.New("routes dumped")
-	k.FailAlways("Routes", dumpFails)
+	k.FailAlways(kerneltest.CallRoutes, dumpFails)
 
 	// Rules changed, routes did not (says the caller): the routes of the
 	// previous read, no dump.
@@ -96,7 +96,7 @@ func TestPlanRereadsOnlyWhatIsAsked(t *testing.T) {
 	if _, err := e.Plan(st); !errors.Is(err, dumpFails) {
 		t.Errorf("plan without SetReread: %v, want the routes dumped", err)
 	}
-	k.FailAlways("Routes", nil)
+	k.FailAlways(kerneltest.CallRoutes, nil)
 	e.SetReread(actual.Fresh{Kinds: actual.Routes})
 	if ops := planOps(t, e, st); ops != "create route 10.1.0.0/24 table 100" {
 		t.Errorf("routes read again: plan\n%s\nwant the route created", ops)
@@ -190,7 +190,7 @@ routes:
 	if st.Routes[0].Table != 7 || st.Routes[1].Table != 100 {
 		t.Fatalf("routes %v", st.Routes)
 	}
-	k.FailAlways("Routes", errors.New("every route dumped"))
+	k.FailAlways(kerneltest.CallRoutes, errors.New("every route dumped"))
 	del(0)
 	del(1)
 	e.SetReread(actual.Fresh{Kinds: actual.Routes, RouteTables: map[int]bool{100: true}})

@@ -36,8 +36,10 @@ type Reader interface {
 	// the one with ifindex index there. A namespace it cannot find or
 	// enter gives a RemotePeer that says so in Unreadable, not an error.
 	VethPeer(nsid, index int) (*model.RemotePeer, error)
-	// Addresses lists every address except IPv6 link-local ones the kernel
-	// generates itself.
+	// Addresses lists every address except the IPv6 ones the kernel or
+	// SLAAC made without IFA_F_PERMANENT. The kernel's own IPv6 link-local
+	// address of a link is listed where it is permanent (6.18 makes it so);
+	// model.State.Owned never counts one as ours.
 	Addresses() ([]model.Address, error)
 	// AddressProtocols reports whether the kernel records the protocol of
 	// an address (IFA_PROTO, Linux 6.3).

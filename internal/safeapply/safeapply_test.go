@@ -323,7 +323,7 @@ func TestFailedOperationRollsBackAtOnce(t *testing.T) {
 	f.write(goodConf)
 	f.applyPlain()
 	withRule := badConf + "rules:\n  - {priority: 1000, from: 10.0.0.0/24, table: 100}\n"
-	f.k.FailNext("AddRule", syscall.EPERM)
+	f.k.FailNext(kerneltest.CallAddRule, syscall.EPERM)
 	res, err := f.h.Begin(context.Background(), BeginRequest{Main: f.main, Candidate: []byte(withRule), Window: time.Hour})
 	if err == nil || res == nil || res.Rollback == nil || res.Rollback.Txn.Cause != CauseApply {
 		t.Fatalf("failed apply: %v %+v", err, res)

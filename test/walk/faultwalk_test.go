@@ -59,7 +59,7 @@ func envInt(k string, def int64) int64 {
 // gives, and how it fires.
 type fault struct {
 	kind   string // for the report
-	method string
+	call   kerneltest.Call
 	err    error
 	always bool // every call of the pass, not only the next
 }
@@ -73,28 +73,28 @@ var faults = makeFaults()
 
 func makeFaults() []fault {
 	var faults []fault
-	for _, m := range []string{"Links", "Addresses", "Routes", "TableRoutes", "Rules", "FouPorts", "NFTTable", "WireGuardDevice"} {
-		faults = append(faults, fault{kind: "interrupted dump", method: m, err: errInterrupted})
+	for _, m := range []kerneltest.Call{kerneltest.CallLinks, kerneltest.CallAddresses, kerneltest.CallRoutes, kerneltest.CallTableRoutes, kerneltest.CallRules, kerneltest.CallFouPorts, kerneltest.CallNFTTable, kerneltest.CallWireGuardDevice} {
+		faults = append(faults, fault{kind: "interrupted dump", call: m, err: errInterrupted})
 	}
-	for _, m := range []string{"Links", "Routes", "NFTTable", "NFTApply", "AddRoute", "ReplaceAddress"} {
-		faults = append(faults, fault{kind: "ENOBUFS", method: m, err: syscall.ENOBUFS})
+	for _, m := range []kerneltest.Call{kerneltest.CallLinks, kerneltest.CallRoutes, kerneltest.CallNFTTable, kerneltest.CallNFTApply, kerneltest.CallAddRoute, kerneltest.CallReplaceAddress} {
+		faults = append(faults, fault{kind: "ENOBUFS", call: m, err: syscall.ENOBUFS})
 	}
-	for _, m := range []string{"AddLink", "AddRoute", "AddRule", "AddFou"} {
-		faults = append(faults, fault{kind: "EEXIST", method: m, err: syscall.EEXIST})
+	for _, m := range []kerneltest.Call{kerneltest.CallAddLink, kerneltest.CallAddRoute, kerneltest.CallAddRule, kerneltest.CallAddFou} {
+		faults = append(faults, fault{kind: "EEXIST", call: m, err: syscall.EEXIST})
 	}
-	for _, m := range []string{"SetLinkUp", "SetLinkMTU", "SetLinkMaster", "SetLinkAlias", "ReplaceAddress", "DeleteAddress", "AddRoute", "DeleteLink", "PromoteSecondaries", "ConfigureWireGuard"} {
-		faults = append(faults, fault{kind: "ENODEV", method: m, err: syscall.ENODEV})
+	for _, m := range []kerneltest.Call{kerneltest.CallSetLinkUp, kerneltest.CallSetLinkMTU, kerneltest.CallSetLinkMaster, kerneltest.CallSetLinkAlias, kerneltest.CallReplaceAddress, kerneltest.CallDeleteAddress, kerneltest.CallAddRoute, kerneltest.CallDeleteLink, kerneltest.CallPromoteSecondaries, kerneltest.CallConfigureWireGuard} {
+		faults = append(faults, fault{kind: "ENODEV", call: m, err: syscall.ENODEV})
 	}
 	faults = append(faults,
-		fault{kind: "sysctl unreadable", method: "Sysctls", err: syscall.EIO},
-		fault{kind: "sysctl refused", method: "SetSysctl", err: syscall.EINVAL},
-		fault{kind: "sysctl refused", method: "SetSysctl", err: syscall.EPERM, always: true},
-		fault{kind: "nftables batch refused", method: "NFTApply", err: syscall.EINVAL},
-		fault{kind: "nftables batch refused", method: "NFTApply", err: syscall.EINVAL, always: true},
-		fault{kind: "WireGuard peer refused", method: "ConfigureWireGuardPeer", err: syscall.EINVAL},
-		fault{kind: "WireGuard peer refused", method: "ConfigureWireGuardPeer", err: syscall.ENOMEM, always: true},
-		fault{kind: "ENODEV", method: "SetLinkUp", err: syscall.ENODEV, always: true},
-		fault{kind: "EEXIST", method: "AddRule", err: syscall.EEXIST, always: true},
+		fault{kind: "sysctl unreadable", call: kerneltest.CallSysctls, err: syscall.EIO},
+		fault{kind: "sysctl refused", call: kerneltest.CallSetSysctl, err: syscall.EINVAL},
+		fault{kind: "sysctl refused", call: kerneltest.CallSetSysctl, err: syscall.EPERM, always: true},
+		fault{kind: "nftables batch refused", call: kerneltest.CallNFTApply, err: syscall.EINVAL},
+		fault{kind: "nftables batch refused", call: kerneltest.CallNFTApply, err: syscall.EINVAL, always: true},
+		fault{kind: "WireGuard peer refused", call: kerneltest.CallConfigureWireGuardPeer, err: syscall.EINVAL},
+		fault{kind: "WireGuard peer refused", call: kerneltest.CallConfigureWireGuardPeer, err: syscall.ENOMEM, always: true},
+		fault{kind: "ENODEV", call: kerneltest.CallSetLinkUp, err: syscall.ENODEV, always: true},
+		fault{kind: "EEXIST", call: kerneltest.CallAddRule, err: syscall.EEXIST, always: true},
 	)
 	return faults
 }
@@ -315,11 +315,11 @@ func walkOnce(t *testing.T, seed int64, n int, st *stats) string {
 		for j := 1 + r.Intn(3); j > 0; j-- {
 			f := faults[r.Intn(len(faults))]
 			if f.always {
-				k.FailAlways(f.method, f.err)
+				k.FailAlways(f.call, f.err)
 			} else {
-				k.FailNext(f.method, f.err)
+				k.FailNext(f.call, f.err)
 			}
-			armed = append(armed, fmt.Sprintf("%s (%s %v)", f.kind, f.method, f.err))
+			armed = append(armed, fmt.Sprintf("%s (%s %v)", f.kind, f.call, f.err))
 		}
 		res1 := pass(ctx, e, cfg.State)
 		st.passes++
@@ -388,13 +388,13 @@ func kindOf(fired string) string {
 	switch {
 	case strings.HasSuffix(fired, syscall.EINTR.Error()):
 		return "interrupted dump"
-	case method == "NFTApply" && strings.HasSuffix(fired, syscall.EINVAL.Error()):
+	case method == kerneltest.CallNFTApply.String() && strings.HasSuffix(fired, syscall.EINVAL.Error()):
 		return "nftables batch refused"
-	case method == "ConfigureWireGuardPeer":
+	case method == kerneltest.CallConfigureWireGuardPeer.String():
 		return "WireGuard peer refused"
-	case method == "SetSysctl":
+	case method == kerneltest.CallSetSysctl.String():
 		return "sysctl refused"
-	case method == "Sysctls":
+	case method == kerneltest.CallSysctls.String():
 		return "sysctl unreadable"
 	case strings.HasSuffix(fired, syscall.ENOBUFS.Error()):
 		return "ENOBUFS"

@@ -30,10 +30,17 @@ type Kernel struct {
 	links     map[string]*model.Link
 	nextIndex int
 	addrs     map[model.AddressKey]model.Address
-	routes    map[model.RouteKey]model.Route
-	rules     []model.Rule
-	fou       map[model.FouKey]model.FouPort
-	nft       map[model.NftTableKey]*nftTable
+	// addrSeq orders addresses as the kernel's list of a link does: a
+	// deleted primary's first secondary is the one promoted.
+	addrSeq  map[model.AddressKey]uint64
+	addrNext uint64
+	// bondMTU is the MTU each bond member had when it joined, which it
+	// gets back when released.
+	bondMTU map[string]int
+	routes  map[model.RouteKey]model.Route
+	rules   []model.Rule
+	fou     map[model.FouKey]model.FouPort
+	nft     map[model.NftTableKey]*nftTable
 	// nftHandle is the namespace's table handle counter.
 	nftHandle uint64
 	wg        map[string]*wgDevice
@@ -73,13 +80,15 @@ var _ kernel.Interface = (*Kernel)(nil)
 // New returns an empty kernel holding only lo.
 func New() *Kernel {
 	f := &Kernel{
-		links:  map[string]*model.Link{},
-		addrs:  map[model.AddressKey]model.Address{},
-		routes: map[model.RouteKey]model.Route{},
-		fou:    map[model.FouKey]model.FouPort{},
-		nft:    map[model.NftTableKey]*nftTable{},
-		wg:     map[string]*wgDevice{},
-		next:   map[string][]error{},
+		links:   map[string]*model.Link{},
+		addrs:   map[model.AddressKey]model.Address{},
+		addrSeq: map[model.AddressKey]uint64{},
+		bondMTU: map[string]int{},
+		routes:  map[model.RouteKey]model.Route{},
+		fou:     map[model.FouKey]model.FouPort{},
+		nft:     map[model.NftTableKey]*nftTable{},
+		wg:      map[string]*wgDevice{},
+		next:    map[string][]error{},
 
 		sysctls:     maps.Clone(defaultSysctls),
 		linkSysctls: map[int]map[string]string{},
@@ -89,41 +98,39 @@ func New() *Kernel {
 	return f
 }
 
-// Method names for failure injection are those of kernel.Interface, and:
-// "AddRoute", "ReplaceRoute" and "DeleteRoute" for the writes of
-// WriteRoutes (object: the route key's String()), "ConfigureWireGuardPeer"
-// for one peer of a ConfigureWireGuard call (object: the public key in
-// base64). Objects are link names for link methods and
-// WireGuard devices, the table key ("inet t") for NFTApply and NFTTable,
-// the key's String() for the others; dumps have no object.
+// Failures are injected by Call (calls.go) and object: link names for link
+// methods and WireGuard devices, the table key ("inet t") for NFTApply and
+// NFTTable, the route key's String() for the writes of WriteRoutes, the
+// public key in base64 for ConfigureWireGuardPeer, the key's String() for
+// the others; dumps have no object.
 
-// FailNext makes the next call of method fail with err, whatever its
-// object; several calls queue several failures.
-func (f *Kernel) FailNext(method string, err error) {
+// FailNext makes the next call c fail with err, whatever its object;
+// several calls queue several failures.
+func (f *Kernel) FailNext(c Call, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.next[method] = append(f.next[method], err)
+	f.next[c.name] = append(f.next[c.name], err)
 }
 
-// FailOn makes every call of method on the object id fail with err until
+// FailOn makes every call c on the object id fail with err until cleared
+// with a nil err.
+func (f *Kernel) FailOn(c Call, id string, err error) { f.failOn(c, id, err, -1) }
+
+// FailOnce makes the next call c on the object id fail with err.
+func (f *Kernel) FailOnce(c Call, id string, err error) { f.failOn(c, id, err, 1) }
+
+// FailAlways makes every call c fail with err, whatever its object, until
 // cleared with a nil err.
-func (f *Kernel) FailOn(method, id string, err error) { f.failOn(method, id, err, -1) }
+func (f *Kernel) FailAlways(c Call, err error) { f.failOn(c, "*", err, -1) }
 
-// FailOnce makes the next call of method on the object id fail with err.
-func (f *Kernel) FailOnce(method, id string, err error) { f.failOn(method, id, err, 1) }
-
-// FailAlways makes every call of method fail with err, whatever its object,
-// until cleared with a nil err.
-func (f *Kernel) FailAlways(method string, err error) { f.failOn(method, "*", err, -1) }
-
-func (f *Kernel) failOn(method, id string, err error, n int) {
+func (f *Kernel) failOn(c Call, id string, err error, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err == nil {
-		delete(f.on, method+" "+id)
+		delete(f.on, c.name+" "+id)
 		return
 	}
-	f.on[method+" "+id] = &failure{err, n}
+	f.on[c.name+" "+id] = &failure{err, n}
 }
 
 // ClearFailures drops every failure planned and not yet fired.
@@ -145,7 +152,8 @@ func (f *Kernel) Fired() []string {
 }
 
 // injected returns the failure planned for this call, if any. Called locked.
-func (f *Kernel) injected(method, id string) error {
+func (f *Kernel) injected(c Call, id string) error {
+	method := c.name
 	var err error
 	if q := f.next[method]; len(q) > 0 {
 		f.next[method], err = q[1:], q[0]
@@ -168,12 +176,12 @@ func (f *Kernel) injected(method, id string) error {
 }
 
 // write counts a write attempt and returns the injected failure, if any.
-func (f *Kernel) write(method, id string) error {
+func (f *Kernel) write(c Call, id string) error {
 	f.writes++
-	return f.injected(method, id)
+	return f.injected(c, id)
 }
 
-func (f *Kernel) logged(method, id string) { f.Log = append(f.Log, method+" "+id) }
+func (f *Kernel) logged(c Call, id string) { f.Log = append(f.Log, c.name+" "+id) }
 
 // PutLink stores a link as it is (foreign unless Owned), without a write.
 func (f *Kernel) PutLink(l *model.Link) {
@@ -187,6 +195,7 @@ func (f *Kernel) PutLink(l *model.Link) {
 		c.Veth.PeerNSID = -1 // the peer is here, as the kernel reads it
 	}
 	f.links[c.Name] = c
+	f.newLinkSysctls(c.Index)
 }
 
 // PutAddress, PutRoute, PutRule and PutFou store objects without a write,
@@ -195,14 +204,15 @@ func (f *Kernel) PutAddress(a model.Address) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a.Owned, a.Origin = false, ""
-	f.addrs[a.Key()] = a
+	f.putAddr(a)
 }
 
-// PutRoute stores a route with its Protocol.
+// PutRoute stores a route with its Protocol, as the kernel holds it.
 func (f *Kernel) PutRoute(r model.Route) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r.Origin = ""
+	normalizeMetric(&r)
 	f.routes[r.Key()] = r
 }
 
@@ -271,7 +281,7 @@ func cloneLink(l *model.Link) *model.Link {
 func (f *Kernel) Links() ([]*model.Link, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.injected("Links", ""); err != nil {
+	if err := f.injected(CallLinks, ""); err != nil {
 		return nil, fmt.Errorf("list links: %w", err)
 	}
 	out := make([]*model.Link, 0, len(f.links))
@@ -296,7 +306,7 @@ func sortedNames(m map[string]*model.Link) []string {
 func (f *Kernel) Addresses() ([]model.Address, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.injected("Addresses", ""); err != nil {
+	if err := f.injected(CallAddresses, ""); err != nil {
 		return nil, fmt.Errorf("list addresses: %w", err)
 	}
 	out := make([]model.Address, 0, len(f.addrs))
@@ -311,7 +321,7 @@ func (f *Kernel) Addresses() ([]model.Address, error) {
 func (f *Kernel) Routes(protocol int) ([]model.Route, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.injected("Routes", ""); err != nil {
+	if err := f.injected(CallRoutes, ""); err != nil {
 		return nil, fmt.Errorf("list routes: %w", err)
 	}
 	var out []model.Route
@@ -328,7 +338,7 @@ func (f *Kernel) Routes(protocol int) ([]model.Route, error) {
 func (f *Kernel) TableRoutes(table, protocol int) ([]model.Route, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.injected("TableRoutes", ""); err != nil {
+	if err := f.injected(CallTableRoutes, ""); err != nil {
 		return nil, fmt.Errorf("list routes of table %d: %w", table, err)
 	}
 	var out []model.Route
@@ -345,7 +355,7 @@ func (f *Kernel) TableRoutes(table, protocol int) ([]model.Route, error) {
 func (f *Kernel) Rules() ([]model.Rule, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.injected("Rules", ""); err != nil {
+	if err := f.injected(CallRules, ""); err != nil {
 		return nil, fmt.Errorf("list rules: %w", err)
 	}
 	out := append([]model.Rule(nil), f.rules...)
@@ -357,7 +367,7 @@ func (f *Kernel) Rules() ([]model.Rule, error) {
 func (f *Kernel) FouPorts() ([]model.FouPort, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.injected("FouPorts", ""); err != nil {
+	if err := f.injected(CallFouPorts, ""); err != nil {
 		return nil, fmt.Errorf("list fou ports: %w", err)
 	}
 	var out []model.FouPort
@@ -380,7 +390,7 @@ func (f *Kernel) need(name string) (*model.Link, error) {
 func (f *Kernel) AddLink(l *model.Link) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.write("AddLink", l.Name); err != nil {
+	if err := f.write(CallAddLink, l.Name); err != nil {
 		return fmt.Errorf("add link %s: %w", l.Name, err)
 	}
 	if _, ok := f.links[l.Name]; ok {
@@ -423,12 +433,16 @@ func (f *Kernel) AddLink(l *model.Link) error {
 			return fmt.Errorf("add link %s: peer %s: %w", l.Name, l.Veth.Peer, syscall.EEXIST)
 		}
 		f.nextIndex++
-		f.links[l.Veth.Peer] = &model.Link{Name: l.Veth.Peer, Kind: model.KindVeth, MTU: 1500, Index: f.nextIndex, Veth: &model.Veth{Peer: l.Name, PeerNSID: -1}}
+		// veth_newlink gives the peer the MTU of the request when the
+		// peer's own part has none, as ours does not.
+		f.links[l.Veth.Peer] = &model.Link{Name: l.Veth.Peer, Kind: model.KindVeth, MTU: c.MTU, Index: f.nextIndex, Veth: &model.Veth{Peer: l.Name, PeerNSID: -1}}
+		f.newLinkSysctls(f.nextIndex)
 	}
 	f.links[c.Name] = c
-	f.logged("AddLink", l.Name)
+	f.newLinkSysctls(c.Index)
+	f.logged(CallAddLink, l.Name)
 	// The marker is a second write, as Netlink's: it can fail alone.
-	if err := f.injected("SetLinkAlias", l.Name); err != nil {
+	if err := f.injected(CallSetLinkAlias, l.Name); err != nil {
 		c.Owned = false
 		return fmt.Errorf("add link %s: %w: %w", l.Name, kernel.ErrUnmarked, err)
 	}
@@ -440,7 +454,7 @@ func (f *Kernel) AddLink(l *model.Link) error {
 func (f *Kernel) DeleteLink(name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.write("DeleteLink", name); err != nil {
+	if err := f.write(CallDeleteLink, name); err != nil {
 		return fmt.Errorf("delete link %s: %w", name, err)
 	}
 	l, err := f.need(name)
@@ -451,13 +465,14 @@ func (f *Kernel) DeleteLink(name string) error {
 	if l.Veth != nil && l.Veth.Peer != "" {
 		f.drop(l.Veth.Peer)
 	}
-	f.logged("DeleteLink", name)
+	f.logged(CallDeleteLink, name)
 	return nil
 }
 
 func (f *Kernel) drop(name string) {
 	delete(f.links, name)
 	delete(f.wg, name)
+	delete(f.bondMTU, name)
 	// Links that sit on it go with it: ipvlans on their parent, vxlans
 	// on their device.
 	for n, l := range f.links {
@@ -467,7 +482,7 @@ func (f *Kernel) drop(name string) {
 	}
 	for k := range f.addrs {
 		if k.Link == name {
-			delete(f.addrs, k)
+			f.dropAddr(k)
 		}
 	}
 	for k, r := range f.routes {
@@ -492,32 +507,64 @@ func (f *Kernel) dropRoutes(name string, v4 bool) {
 	}
 }
 
-func (f *Kernel) setLink(method, name string, set func(l *model.Link) error) error {
+func (f *Kernel) setLink(c Call, name string, set func(l *model.Link) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.write(method, name); err != nil {
+	if err := f.write(c, name); err != nil {
 		return err
 	}
 	l, err := f.need(name)
 	if err != nil {
-		return fmt.Errorf("%s: %w", method, err)
+		return fmt.Errorf("%s: %w", c, err)
 	}
 	if err := set(l); err != nil {
-		return fmt.Errorf("%s %s: %w", method, name, err)
+		return fmt.Errorf("%s %s: %w", c, name, err)
 	}
-	f.logged(method, name)
+	f.logged(c, name)
 	return nil
 }
 
-// SetLinkMTU changes the MTU.
+// SetLinkMTU changes the MTU, and what follows it: an ipvlan takes its
+// parent's MTU whenever it changes (ipvlan_device_event, NETDEV_CHANGEMTU),
+// a macvlan or a vlan is lowered to it when above it (macvlan_device_event,
+// vlan_device_event), and a bond's members take the bond's (bond_change_mtu).
+// A macvlan or a vlan cannot go above its parent's MTU: a macvlan refuses
+// with EINVAL (macvlan_change_mtu), a vlan with ERANGE (its max_mtu is the
+// parent's); an ipvlan may (6.1).
 func (f *Kernel) SetLinkMTU(name string, mtu int) error {
-	return f.setLink("SetLinkMTU", name, func(l *model.Link) error { l.MTU = mtu; return nil })
+	return f.setLink(CallSetLinkMTU, name, func(l *model.Link) error {
+		if p := f.links[l.Lower]; p != nil && mtu > p.MTU {
+			switch l.Kind {
+			case model.KindMACVlan:
+				return syscall.EINVAL
+			case model.KindVLAN:
+				return syscall.ERANGE
+			}
+		}
+		l.MTU = mtu
+		for _, c := range f.links {
+			if l.Kind == model.KindBond && c.Master == name {
+				// bond_change_mtu: every member takes the bond's.
+				c.MTU = mtu
+			}
+			if c.Lower != name {
+				continue
+			}
+			switch {
+			case c.Kind == model.KindIPVlan:
+				c.MTU = mtu
+			case (c.Kind == model.KindMACVlan || c.Kind == model.KindVLAN) && c.MTU > mtu:
+				c.MTU = mtu
+			}
+		}
+		return nil
+	})
 }
 
 // PromoteSecondaries turns the link's promote_secondaries on (the fake
 // keeps no secondaries: it records the write and the parameter).
 func (f *Kernel) PromoteSecondaries(name string) error {
-	return f.setLink("PromoteSecondaries", name, func(l *model.Link) error {
+	return f.setLink(CallPromoteSecondaries, name, func(l *model.Link) error {
 		key, _ := model.PerLinkSysctl(name, "ipv4.promote_secondaries")
 		return f.setSysctl(key, "1")
 	})
@@ -529,7 +576,7 @@ func (f *Kernel) PromoteSecondaries(name string) error {
 // driver refuses it), a change to a flow-based tunnel or of whether an ipip
 // has a remote (EINVAL).
 func (f *Kernel) ChangeLink(want *model.Link) error {
-	return f.setLink("ChangeLink", want.Name, func(l *model.Link) error {
+	return f.setLink(CallChangeLink, want.Name, func(l *model.Link) error {
 		switch {
 		case l.MACVlan != nil && want.MACVlan != nil:
 			if (l.MACVlan.Mode == model.MACVlanPassthru) != (want.MACVlan.Mode == model.MACVlanPassthru) {
@@ -543,6 +590,12 @@ func (f *Kernel) ChangeLink(want *model.Link) error {
 						return syscall.EPERM
 					}
 				}
+			}
+			if l.Up && l.Bond.Mode != want.Bond.Mode {
+				// Only while down: kernel.ChangeLink sets the bond down
+				// and up again, which takes its routes and IPv6
+				// addresses.
+				f.cycle(l.Name)
 			}
 			*l.Bond = *want.Bond
 		case l.Tunnel != nil && want.Tunnel != nil:
@@ -566,32 +619,87 @@ func (f *Kernel) ChangeLink(want *model.Link) error {
 	})
 }
 
-// SetLinkUp sets the administrative state.
+// SetLinkUp sets the administrative state. A vlan cannot come up on a
+// parent that is down (vlan_dev_open: ENETDOWN), and follows its parent:
+// every vlan of a parent going down goes down, and every one comes up with
+// it, even one set down by hand (vlan_device_event, NETDEV_DOWN and
+// NETDEV_UP, without loose binding).
 func (f *Kernel) SetLinkUp(name string, up bool) error {
-	return f.setLink("SetLinkUp", name, func(l *model.Link) error {
-		if l.Up && !up {
-			// addrconf_ifdown and fib_disable_ip: a link set down loses
-			// its routes and (keep_addr_on_down being 0) its IPv6
-			// addresses.
-			f.dropRoutes(name, false)
-			for k := range f.addrs {
-				if k.Link == name && k.Prefix.Addr().Is6() {
-					delete(f.addrs, k)
-				}
+	return f.setLink(CallSetLinkUp, name, func(l *model.Link) error {
+		if up && l.Kind == model.KindVLAN {
+			if p := f.links[l.Lower]; p != nil && !p.Up {
+				return syscall.ENETDOWN
 			}
 		}
+		if !up {
+			f.down(l)
+		}
 		l.Up = up
+		for _, c := range f.links {
+			if c.Lower != name || c.Kind != model.KindVLAN {
+				continue
+			}
+			if up {
+				c.Up = true
+			} else {
+				f.down(c)
+			}
+		}
 		return nil
 	})
 }
 
-// SetLinkMaster enslaves a link to a bridge, or releases it.
+// down sets a link down with what the kernel takes from it on the way
+// (addrconf_ifdown, fib_disable_ip): its routes and, keep_addr_on_down
+// being 0, its IPv6 addresses. Called locked.
+func (f *Kernel) down(l *model.Link) {
+	if l.Up {
+		f.cycle(l.Name)
+	}
+	l.Up = false
+}
+
+// cycle is what a link loses going down, whether or not it stays up after:
+// the routes through it and its IPv6 addresses. Called locked.
+func (f *Kernel) cycle(name string) {
+	f.dropRoutes(name, false)
+	for k := range f.addrs {
+		if k.Link == name && k.Prefix.Addr().Is6() {
+			f.dropAddr(k)
+		}
+	}
+}
+
+// SetLinkMaster enslaves a link to a master, or releases it, with what the
+// drivers do on the way:
+//   - a vrf closes and opens a port that joins or leaves it (cycle_netdev):
+//     it loses its routes and IPv6 addresses, and keeps its state;
+//   - a bond takes a member only down, then opens it and gives it the
+//     bond's MTU (bond_enslave); releasing one closes it and gives it back
+//     the MTU it had when it joined (__bond_release_one).
 func (f *Kernel) SetLinkMaster(name, master string) error {
-	return f.setLink("SetLinkMaster", name, func(l *model.Link) error {
+	return f.setLink(CallSetLinkMaster, name, func(l *model.Link) error {
+		var m *model.Link
 		if master != "" {
-			if _, err := f.need(master); err != nil {
+			var err error
+			if m, err = f.need(master); err != nil {
 				return err
 			}
+		}
+		if old := f.links[l.Master]; old != nil && old.Kind == model.KindBond && l.Master != master {
+			f.down(l)
+			if mtu, ok := f.bondMTU[name]; ok {
+				l.MTU = mtu
+				delete(f.bondMTU, name)
+			}
+		}
+		if old := f.links[l.Master]; (old != nil && old.Kind == model.KindVRF || m != nil && m.Kind == model.KindVRF) && l.Master != master {
+			f.cycle(name)
+		}
+		if m != nil && m.Kind == model.KindBond && l.Master != master {
+			f.down(l)
+			f.bondMTU[name] = l.MTU
+			l.MTU, l.Up = m.MTU, true
 		}
 		l.Master = master
 		return nil
@@ -600,7 +708,7 @@ func (f *Kernel) SetLinkMaster(name, master string) error {
 
 // SetLinkAlias writes the alias, with the marker when owned.
 func (f *Kernel) SetLinkAlias(name, alias string, owned bool) error {
-	return f.setLink("SetLinkAlias", name, func(l *model.Link) error {
+	return f.setLink(CallSetLinkAlias, name, func(l *model.Link) error {
 		l.Alias, l.Owned = alias, owned
 		return nil
 	})
@@ -615,7 +723,7 @@ func (f *Kernel) ReplaceAddress(a *model.Address, protocol int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := a.Key().String()
-	if err := f.write("ReplaceAddress", id); err != nil {
+	if err := f.write(CallReplaceAddress, id); err != nil {
 		return fmt.Errorf("add address %s: %w", id, err)
 	}
 	if _, err := f.need(a.Link); err != nil {
@@ -636,9 +744,55 @@ func (f *Kernel) ReplaceAddress(a *model.Address, protocol int) error {
 			}
 		}
 	}
-	f.addrs[a.Key()] = c
-	f.logged("ReplaceAddress", id)
+	f.putAddr(c)
+	f.logged(CallReplaceAddress, id)
 	return nil
+}
+
+// putAddr stores an address, at the end of its link's list when new.
+// Called locked.
+func (f *Kernel) putAddr(a model.Address) {
+	k := a.Key()
+	if _, ok := f.addrs[k]; !ok {
+		f.addrNext++
+		f.addrSeq[k] = f.addrNext
+	}
+	f.addrs[k] = a
+}
+
+// dropAddr forgets an address. Called locked.
+func (f *Kernel) dropAddr(k model.AddressKey) {
+	delete(f.addrs, k)
+	delete(f.addrSeq, k)
+}
+
+// dropSecondaries is what deleting the primary IPv4 address p does to the
+// secondaries of its subnet (__inet_del_ifa): with promote_secondaries on
+// the link or on "all", the first secondary becomes the primary; without,
+// every one goes with p. Called locked.
+func (f *Kernel) dropSecondaries(p model.Address) {
+	var secs []model.AddressKey
+	for k, a := range f.addrs {
+		if k.Link == p.Link && a.Secondary && a.Prefix.Addr().Is4() && a.Subnet() == p.Subnet() {
+			secs = append(secs, k)
+		}
+	}
+	if len(secs) == 0 {
+		return
+	}
+	sort.Slice(secs, func(i, j int) bool { return f.addrSeq[secs[i]] < f.addrSeq[secs[j]] })
+	key, _ := model.PerLinkSysctl(p.Link, "ipv4.promote_secondaries")
+	own, _ := f.sysctl(key)
+	all, _ := f.sysctl("net.ipv4.conf.all.promote_secondaries")
+	if own == "1" || all == "1" {
+		a := f.addrs[secs[0]]
+		a.Secondary = false
+		f.addrs[secs[0]] = a
+		return
+	}
+	for _, k := range secs {
+		f.dropAddr(k)
+	}
 }
 
 // DeleteAddress removes an address.
@@ -646,14 +800,18 @@ func (f *Kernel) DeleteAddress(a *model.Address) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := a.Key().String()
-	if err := f.write("DeleteAddress", id); err != nil {
+	if err := f.write(CallDeleteAddress, id); err != nil {
 		return fmt.Errorf("delete address %s: %w", id, err)
 	}
 	if _, ok := f.addrs[a.Key()]; !ok {
 		return fmt.Errorf("delete address %s: %w", id, syscall.EADDRNOTAVAIL)
 	}
-	delete(f.addrs, a.Key())
+	old := f.addrs[a.Key()]
+	f.dropAddr(a.Key())
 	if a.Prefix.Addr().Is4() {
+		if !old.Secondary {
+			f.dropSecondaries(old)
+		}
 		last := true
 		for k := range f.addrs {
 			if k.Link == a.Link && k.Prefix.Addr().Is4() {
@@ -666,18 +824,22 @@ func (f *Kernel) DeleteAddress(a *model.Address) error {
 			f.dropRoutes(a.Link, true)
 		}
 	}
-	f.logged("DeleteAddress", id)
+	f.logged(CallDeleteAddress, id)
 	return nil
 }
 
-func (f *Kernel) putRoute(method string, r *model.Route, protocol int, excl bool) error {
+func (f *Kernel) putRoute(call Call, r *model.Route, protocol int, excl bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
-	if err := f.write(method, id); err != nil {
-		return fmt.Errorf("%s %s: %w", method, id, err)
+	if err := f.write(call, id); err != nil {
+		return fmt.Errorf("%s %s: %w", call, id, err)
 	}
-	if _, ok := f.routes[r.Key()]; ok && excl {
+	c := *r
+	c.Protocol, c.Origin = protocol, ""
+	c.NextHops = slices.Clone(r.NextHops)
+	normalizeMetric(&c)
+	if _, ok := f.routes[c.Key()]; ok && excl {
 		return fmt.Errorf("add route %s: %w", id, syscall.EEXIST)
 	}
 	for _, d := range r.Devs() {
@@ -685,22 +847,27 @@ func (f *Kernel) putRoute(method string, r *model.Route, protocol int, excl bool
 			return fmt.Errorf("add route %s: %w", id, err)
 		}
 	}
-	c := *r
-	c.Protocol, c.Origin = protocol, ""
-	c.NextHops = slices.Clone(r.NextHops)
-	f.routes[r.Key()] = c
-	f.logged(method, id)
+	f.routes[c.Key()] = c
+	f.logged(call, id)
 	return nil
+}
+
+// normalizeMetric stores an IPv6 route's metric 0 as 1024, as the kernel
+// does (ip6_route_info_create: IP6_RT_PRIO_USER).
+func normalizeMetric(r *model.Route) {
+	if r.IsIPv6() && r.Metric == 0 {
+		r.Metric = model.IPv6DefaultMetric
+	}
 }
 
 // addRoute adds a route; EEXIST when its key exists.
 func (f *Kernel) addRoute(r *model.Route, protocol int) error {
-	return f.putRoute("AddRoute", r, protocol, true)
+	return f.putRoute(CallAddRoute, r, protocol, true)
 }
 
 // replaceRoute adds or replaces a route.
 func (f *Kernel) replaceRoute(r *model.Route, protocol int) error {
-	return f.putRoute("ReplaceRoute", r, protocol, false)
+	return f.putRoute(CallReplaceRoute, r, protocol, false)
 }
 
 // deleteRoute deletes the route with r's key.
@@ -708,14 +875,16 @@ func (f *Kernel) deleteRoute(r *model.Route) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
-	if err := f.write("DeleteRoute", id); err != nil {
+	if err := f.write(CallDeleteRoute, id); err != nil {
 		return fmt.Errorf("delete route %s: %w", id, err)
 	}
-	if _, ok := f.routes[r.Key()]; !ok {
+	c := *r
+	normalizeMetric(&c)
+	if _, ok := f.routes[c.Key()]; !ok {
 		return fmt.Errorf("delete route %s: %w", id, syscall.ESRCH)
 	}
-	delete(f.routes, r.Key())
-	f.logged("DeleteRoute", id)
+	delete(f.routes, c.Key())
+	f.logged(CallDeleteRoute, id)
 	return nil
 }
 
@@ -741,7 +910,7 @@ func (f *Kernel) AddRule(r *model.Rule, protocol int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
-	if err := f.write("AddRule", id); err != nil {
+	if err := f.write(CallAddRule, id); err != nil {
 		return fmt.Errorf("add rule %s: %w", id, err)
 	}
 	for _, h := range f.rules {
@@ -752,7 +921,7 @@ func (f *Kernel) AddRule(r *model.Rule, protocol int) error {
 	c := *r
 	c.Protocol, c.Origin = protocol, ""
 	f.rules = append(f.rules, c)
-	f.logged("AddRule", id)
+	f.logged(CallAddRule, id)
 	return nil
 }
 
@@ -761,13 +930,13 @@ func (f *Kernel) DeleteRule(r *model.Rule) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Key().String()
-	if err := f.write("DeleteRule", id); err != nil {
+	if err := f.write(CallDeleteRule, id); err != nil {
 		return fmt.Errorf("delete rule %s: %w", id, err)
 	}
 	for i, h := range f.rules {
 		if h.Key() == r.Key() && h.Protocol == r.Protocol {
 			f.rules = append(f.rules[:i], f.rules[i+1:]...)
-			f.logged("DeleteRule", id)
+			f.logged(CallDeleteRule, id)
 			return nil
 		}
 	}
@@ -779,7 +948,7 @@ func (f *Kernel) AddFou(p *model.FouPort) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := p.Key().String()
-	if err := f.write("AddFou", id); err != nil {
+	if err := f.write(CallAddFou, id); err != nil {
 		return fmt.Errorf("add %s: %w", id, err)
 	}
 	if _, ok := f.fou[p.Key()]; ok {
@@ -788,7 +957,7 @@ func (f *Kernel) AddFou(p *model.FouPort) error {
 	c := *p
 	c.Owned, c.Origin = false, ""
 	f.fou[p.Key()] = c
-	f.logged("AddFou", id)
+	f.logged(CallAddFou, id)
 	return nil
 }
 
@@ -797,14 +966,14 @@ func (f *Kernel) DeleteFou(p *model.FouPort) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := p.Key().String()
-	if err := f.write("DeleteFou", id); err != nil {
+	if err := f.write(CallDeleteFou, id); err != nil {
 		return fmt.Errorf("delete %s: %w", id, err)
 	}
 	if _, ok := f.fou[p.Key()]; !ok {
 		return fmt.Errorf("delete %s: %w", id, syscall.ENOENT)
 	}
 	delete(f.fou, p.Key())
-	f.logged("DeleteFou", id)
+	f.logged(CallDeleteFou, id)
 	return nil
 }
 

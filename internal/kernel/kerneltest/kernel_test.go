@@ -29,7 +29,7 @@ func TestNFTBatchIsAtomic(t *testing.T) {
 		t.Errorf("a refused batch changed the kernel:\n%s", got)
 	}
 	batch[2].Rule = &model.NftRule{Text: "accept", ID: "2"}
-	k.FailOnce("NFTApply", key.String(), syscall.ENOBUFS)
+	k.FailOnce(kerneltest.CallNFTApply, key.String(), syscall.ENOBUFS)
 	if err := k.NFTApply(batch); !errors.Is(err, syscall.ENOBUFS) {
 		t.Fatalf("got %v, want the injected ENOBUFS", err)
 	}
@@ -59,7 +59,7 @@ func TestWireGuardPeerRefused(t *testing.T) {
 	a, b := model.Key{1}, model.Key{2}
 	ip := netip.MustParsePrefix("10.0.0.0/24")
 	port := 51820
-	k.FailOnce("ConfigureWireGuardPeer", b.String(), syscall.EINVAL)
+	k.FailOnce(kerneltest.CallConfigureWireGuardPeer, b.String(), syscall.EINVAL)
 	err := k.ConfigureWireGuard("wg0", &kernel.WireGuardConfig{ListenPort: &port, Peers: []kernel.PeerPatch{
 		{PublicKey: a, ReplaceAllowedIPs: true, AllowedIPs: []netip.Prefix{ip}},
 		{PublicKey: b, ReplaceAllowedIPs: true, AllowedIPs: []netip.Prefix{ip}},
@@ -111,20 +111,20 @@ func TestWireGuardUnsupported(t *testing.T) {
 // Failures fire once or always, on one object or any.
 func TestFailureInjection(t *testing.T) {
 	k := kerneltest.New()
-	k.FailOnce("Links", "", syscall.EINTR)
+	k.FailOnce(kerneltest.CallLinks, "", syscall.EINTR)
 	if _, err := k.Links(); !errors.Is(err, syscall.EINTR) {
 		t.Errorf("got %v, want EINTR", err)
 	}
 	if _, err := k.Links(); err != nil {
 		t.Errorf("a failure planned once fired twice: %v", err)
 	}
-	k.FailAlways("SetLinkUp", syscall.ENODEV)
+	k.FailAlways(kerneltest.CallSetLinkUp, syscall.ENODEV)
 	for range 2 {
 		if err := k.SetLinkUp("lo", true); !errors.Is(err, syscall.ENODEV) {
 			t.Errorf("got %v, want ENODEV", err)
 		}
 	}
-	k.FailAlways("SetLinkUp", nil)
+	k.FailAlways(kerneltest.CallSetLinkUp, nil)
 	if err := k.SetLinkUp("lo", true); err != nil {
 		t.Error(err)
 	}

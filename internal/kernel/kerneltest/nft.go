@@ -71,7 +71,7 @@ func (f *Kernel) NFTTable(k model.NftTableKey) (*model.NftTable, error) {
 	if err := f.nftUnsupported(); err != nil {
 		return nil, err
 	}
-	if err := f.injected("NFTTable", k.String()); err != nil {
+	if err := f.injected(CallNFTTable, k.String()); err != nil {
 		return nil, fmt.Errorf("read nftables table %s: %w", k, err)
 	}
 	t := f.nft[k]
@@ -89,7 +89,7 @@ func (f *Kernel) NFTTableHandle(k model.NftTableKey) (uint64, error) {
 	if err := f.nftUnsupported(); err != nil {
 		return 0, err
 	}
-	if err := f.injected("NFTTableHandle", k.String()); err != nil {
+	if err := f.injected(CallNFTTableHandle, k.String()); err != nil {
 		return 0, fmt.Errorf("read nftables table %s: %w", k, err)
 	}
 	if t := f.nft[k]; t != nil {
@@ -112,7 +112,7 @@ func (f *Kernel) NFTApply(ops []model.NftOp) error {
 	}
 	f.writes += uint64(len(ops))
 	id := ops[0].Table.String()
-	if err := f.injected("NFTApply", id); err != nil {
+	if err := f.injected(CallNFTApply, id); err != nil {
 		return fmt.Errorf("nftables batch of %d messages: %w", len(ops), err)
 	}
 	work := map[model.NftTableKey]*nftTable{}
@@ -143,7 +143,7 @@ func (f *Kernel) NFTApply(ops []model.NftOp) error {
 		}
 	}
 	f.nftHandle = handle
-	f.logged("NFTApply", id)
+	f.logged(CallNFTApply, id)
 	return nil
 }
 

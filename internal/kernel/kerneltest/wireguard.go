@@ -50,7 +50,7 @@ func cloneWG(w *model.WireGuard) model.WireGuard {
 func (f *Kernel) WireGuardDevice(name string) (*model.WireGuard, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.injected("WireGuardDevice", name); err != nil {
+	if err := f.injected(CallWireGuardDevice, name); err != nil {
 		return nil, fmt.Errorf("read wireguard device %s: %w", name, err)
 	}
 	d := f.wg[name]
@@ -77,7 +77,7 @@ func (f *Kernel) ConfigureWireGuard(name string, cfg *kernel.WireGuardConfig) er
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes++
-	if err := f.injected("ConfigureWireGuard", name); err != nil {
+	if err := f.injected(CallConfigureWireGuard, name); err != nil {
 		return fmt.Errorf("configure wireguard device %s: %w", name, err)
 	}
 	d := f.wg[name]
@@ -106,7 +106,7 @@ func (f *Kernel) ConfigureWireGuard(name string, cfg *kernel.WireGuardConfig) er
 		w.FwMark = *cfg.FwMark
 	}
 	for _, pp := range cfg.Peers {
-		if err := f.injected("ConfigureWireGuardPeer", pp.PublicKey.String()); err != nil {
+		if err := f.injected(CallConfigureWireGuardPeer, pp.PublicKey.String()); err != nil {
 			return fmt.Errorf("configure wireguard device %s: peer %s: %w", name, pp.PublicKey, err)
 		}
 		i := slices.IndexFunc(w.Peers, func(p model.WireGuardPeer) bool { return p.PublicKey == pp.PublicKey })
@@ -150,7 +150,7 @@ func (f *Kernel) ConfigureWireGuard(name string, cfg *kernel.WireGuardConfig) er
 		}
 		model.SortPrefixes(p.AllowedIPs)
 	}
-	f.logged("ConfigureWireGuard", name)
+	f.logged(CallConfigureWireGuard, name)
 	return nil
 }
 
@@ -163,7 +163,7 @@ func (f *Kernel) StartUserspaceWireGuard(name string) error {
 	if f.NoUserspaceWireGuard {
 		return fmt.Errorf("start userspace wireguard for %s: %w", name, kernel.ErrUnsupported)
 	}
-	if err := f.injected("StartUserspaceWireGuard", name); err != nil {
+	if err := f.injected(CallStartUserspaceWireGuard, name); err != nil {
 		return fmt.Errorf("start userspace wireguard for %s: %w", name, err)
 	}
 	if _, ok := f.links[name]; ok {
@@ -172,6 +172,6 @@ func (f *Kernel) StartUserspaceWireGuard(name string) error {
 	f.nextIndex++
 	f.links[name] = &model.Link{Name: name, Kind: "tuntap", MTU: 1420, Index: f.nextIndex}
 	f.wg[name] = newWGDevice(kernel.WireGuardUserspace, f.nextIndex)
-	f.logged("StartUserspaceWireGuard", name)
+	f.logged(CallStartUserspaceWireGuard, name)
 	return nil
 }
