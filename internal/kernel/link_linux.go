@@ -188,6 +188,43 @@ func ip6tnlProto(mode string) uint8 {
 
 // AddLink creates a link, marked as ours, administratively down.
 func (k *Netlink) AddLink(l *model.Link) error {
+	if l.Kind == model.KindIP6Tnl && l.Tunnel.External {
+		if err := k.addExternalIP6Tnl(l.Name, l.MTU, ip6tnlProto(l.Tunnel.Mode)); err != nil {
+			return err
+		}
+		return k.markNew(l)
+	}
+	nl, err := k.netlinkOf(l)
+	if err != nil {
+		return err
+	}
+	if l.Kind == model.KindVeth && l.Veth.PeerNetNS != "" {
+		ns, err := netns.GetFromName(l.Veth.PeerNetNS)
+		if err != nil {
+			return fmt.Errorf("add link %s: peer network namespace %s: %w", l.Name, l.Veth.PeerNetNS, err)
+		}
+		defer ns.Close()
+		nl.(*netlink.Veth).PeerNamespace = netlink.NsFd(ns)
+	}
+	k.wrote()
+	if err := k.h.LinkAdd(nl); err != nil {
+		if errnoUnsupported(err) {
+			return fmt.Errorf("add link %s: kind %s: %w (%v)", l.Name, l.Kind, ErrUnsupported, err)
+		}
+		return fmt.Errorf("add link %s: %w", l.Name, err)
+	}
+	if a := nl.Attrs(); a.Index != 0 {
+		k.remember(l.Name, a.Index)
+	} else {
+		k.forget(l.Name)
+	}
+	return k.markNew(l)
+}
+
+// netlinkOf is the create request of a link, in the library's types: every
+// kind the model has but device (TestEveryKindHasACreate), its parents
+// resolved to indexes. A veth's peer namespace is opened by AddLink.
+func (k *Netlink) netlinkOf(l *model.Link) (netlink.Link, error) {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = l.Name
 	attrs.MTU = l.MTU
@@ -198,23 +235,14 @@ func (k *Netlink) AddLink(l *model.Link) error {
 	case model.KindBridge:
 		nl = &netlink.Bridge{LinkAttrs: attrs}
 	case model.KindVeth:
-		v := &netlink.Veth{LinkAttrs: attrs, PeerName: l.Veth.Peer}
-		if l.Veth.PeerNetNS != "" {
-			ns, err := netns.GetFromName(l.Veth.PeerNetNS)
-			if err != nil {
-				return fmt.Errorf("add link %s: peer network namespace %s: %w", l.Name, l.Veth.PeerNetNS, err)
-			}
-			defer ns.Close()
-			v.PeerNamespace = netlink.NsFd(ns)
-		}
-		nl = v
+		nl = &netlink.Veth{LinkAttrs: attrs, PeerName: l.Veth.Peer}
 	case model.KindVXLAN:
 		x := l.VXLAN
 		v := &netlink.Vxlan{LinkAttrs: attrs, VxlanId: int(x.ID), SrcAddr: fromAddr(x.Local), Group: fromAddr(x.Remote), Port: int(x.Port), TTL: int(x.TTL), Learning: x.Learning}
 		if x.Dev != "" {
 			i, err := k.index(x.Dev)
 			if err != nil {
-				return fmt.Errorf("add link %s: %w", l.Name, err)
+				return nil, fmt.Errorf("add link %s: %w", l.Name, err)
 			}
 			v.VtepDevIndex = i
 		}
@@ -222,21 +250,21 @@ func (k *Netlink) AddLink(l *model.Link) error {
 	case model.KindIPVlan:
 		i, err := k.index(l.IPVlan.Parent)
 		if err != nil {
-			return fmt.Errorf("add link %s: %w", l.Name, err)
+			return nil, fmt.Errorf("add link %s: %w", l.Name, err)
 		}
 		attrs.ParentIndex = i
 		nl = &netlink.IPVlan{LinkAttrs: attrs, Mode: ipvlanMode(l.IPVlan.Mode)}
 	case model.KindVLAN:
 		i, err := k.index(l.VLAN.Parent)
 		if err != nil {
-			return fmt.Errorf("add link %s: %w", l.Name, err)
+			return nil, fmt.Errorf("add link %s: %w", l.Name, err)
 		}
 		attrs.ParentIndex = i
 		nl = &netlink.Vlan{LinkAttrs: attrs, VlanId: int(l.VLAN.ID), VlanProtocol: vlanProtocol(l.VLAN.Protocol)}
 	case model.KindMACVlan:
 		i, err := k.index(l.MACVlan.Parent)
 		if err != nil {
-			return fmt.Errorf("add link %s: %w", l.Name, err)
+			return nil, fmt.Errorf("add link %s: %w", l.Name, err)
 		}
 		attrs.ParentIndex = i
 		nl = &netlink.Macvlan{LinkAttrs: attrs, Mode: macvlanMode(l.MACVlan.Mode)}
@@ -257,30 +285,12 @@ func (k *Netlink) AddLink(l *model.Link) error {
 		t := l.Tunnel
 		typ, sport, dport := encapTo(t.Encap)
 		nl = &netlink.Ip6tnl{LinkAttrs: attrs, Local: fromAddr(t.Local), Remote: fromAddr(t.Remote), Ttl: t.TTL, Proto: ip6tnlProto(t.Mode), EncapLimit: 4, EncapType: typ, EncapSport: sport, EncapDport: dport, FlowBased: t.External}
-		if t.External {
-			if err := k.addExternalIP6Tnl(l.Name, l.MTU, ip6tnlProto(t.Mode)); err != nil {
-				return err
-			}
-			return k.markNew(l)
-		}
 	case model.KindWireGuard:
 		nl = &netlink.Wireguard{LinkAttrs: attrs}
 	default:
-		return fmt.Errorf("add link %s: kind %s cannot be created", l.Name, l.Kind)
+		return nil, fmt.Errorf("add link %s: kind %s cannot be created", l.Name, l.Kind)
 	}
-	k.wrote()
-	if err := k.h.LinkAdd(nl); err != nil {
-		if errnoUnsupported(err) {
-			return fmt.Errorf("add link %s: kind %s: %w (%v)", l.Name, l.Kind, ErrUnsupported, err)
-		}
-		return fmt.Errorf("add link %s: %w", l.Name, err)
-	}
-	if a := nl.Attrs(); a.Index != 0 {
-		k.remember(l.Name, a.Index)
-	} else {
-		k.forget(l.Name)
-	}
-	return k.markNew(l)
+	return nl, nil
 }
 
 // markNew finishes a create: the ownership marker, and a bridge's MTU pinned.
