@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -194,4 +198,58 @@ func (w *schemaWalk) fields(file string, s map[string]any, path string) []string
 	}
 	sort.Strings(out)
 	return slices.Compact(out)
+}
+
+// TestEveryKindInTheSchema: every kind of operation internal/diff declares
+// (a constant of type Kind) is in the schema's enumeration, as the JSON
+// writes it; a new kind without it would fail only the commands that plan
+// one.
+func TestEveryKindInTheSchema(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob(filepath.Join("..", "..", "internal", "diff", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no internal/diff: %v", err)
+	}
+	var kinds []string
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			vs, ok := n.(*ast.ValueSpec)
+			if !ok || vs.Type == nil || fmt.Sprint(vs.Type) != "Kind" {
+				return true
+			}
+			for _, v := range vs.Values {
+				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					s, _ := strconv.Unquote(lit.Value)
+					kinds = append(kinds, strings.ReplaceAll(s, " ", "_"))
+				}
+			}
+			return true
+		})
+	}
+	var defs struct {
+		Defs struct {
+			Kind struct {
+				Enum []string `json:"enum"`
+			} `json:"kind"`
+		} `json:"$defs"`
+	}
+	data, err := os.ReadFile(filepath.Join(schemaDir, "defs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &defs); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(kinds)
+	enum := slices.Sorted(slices.Values(defs.Defs.Kind.Enum))
+	if len(kinds) < 10 || !slices.Equal(kinds, enum) {
+		t.Errorf("internal/diff declares the kinds %v; docs/schema/defs.json enumerates %v", kinds, enum)
+	}
 }
