@@ -226,3 +226,50 @@ nftables:
 	}
 	t.Logf("%d documents of %d schemas checked", len(docs), len(used))
 }
+
+// show -o json holds a configuration that validate and apply read: applied
+// back, it plans nothing.
+func TestShowJSONIsAConfiguration(t *testing.T) {
+	nettest.RequireRoot(t)
+	h := newHost(t)
+	conf := h.write("nr.yaml", `version: 1
+pools:
+  p1:
+    subnets: [10.2.0.0/28]
+    block-size-bits: 2
+links:
+  lo: {kind: device, state: up}
+  br0: {kind: bridge, mtu: 1400, alias: "a bridge", addresses: [10.9.0.1/24, {pool: p1}]}
+  v0: {kind: veth, veth: {peer: v1}, master: br0}
+  v1: {kind: veth, veth: {peer: v0}}
+routes:
+  - {to: 10.8.0.0/24, via: 10.9.0.254, metric: 10}
+rules:
+  - {priority: 100, fwmark: 0x10/0xff, table: 100}
+nftables:
+  inet nrshow:
+    sets:
+      s: {type: ipv4_addr, flags: [interval], elements: [10.0.0.0/8]}
+    chains:
+      in: {type: filter, hook: input, priority: 0, policy: accept, rules: ["ip saddr @s counter"]}
+`)
+	if r := h.run("apply", "-c", conf); r.code != 0 {
+		t.Fatalf("apply: %s", r)
+	}
+	r := h.run("show", "-c", conf, "-o", "json")
+	var out struct {
+		Configuration json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 {
+		t.Fatalf("show -o json: %v\n%s", err, r)
+	}
+	shown := h.write("shown.json", string(out.Configuration))
+	if r := h.exec("validate", "-c", shown); r.code != 0 {
+		t.Fatalf("validate of show's configuration: %s\n%s", r, out.Configuration)
+	}
+	// The pools section is the file's: the addresses taken from the pool
+	// are shown as addresses.
+	if r := h.run("diff", "-c", shown); r.code != 0 || !strings.Contains(r.stdout, "No changes") {
+		t.Errorf("diff of show's configuration: %s\n%s", r, out.Configuration)
+	}
+}
