@@ -13,8 +13,22 @@ BENCH_TARGETS :=
 .PHONY: all build check test test-go lint demo bench clean
 all: build
 
+# The version and commit stamped into the binary (internal/buildinfo), which
+# `netreconcile version` prints: the version as the Debian package numbers it
+# (git describe of the last v* tag; 0.0.0~git<commits>.<hash> before the
+# first), the full commit hash. Either may be given: make VERSION=1.0.0.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null | sed 's/^v//; s/-/~git/; s/-g/./'); \
+	[ -n "$$v" ] && echo "$$v" || echo "0.0.0~git$$(git rev-list --count HEAD 2>/dev/null || echo 0).$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)")
+endif
+ifeq ($(origin COMMIT),undefined)
+COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+endif
+BUILDINFO := github.com/netreconcile/netreconcile/internal/buildinfo
+LDFLAGS := -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT)
+
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/netreconcile
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/netreconcile
 
 lint: staticcheck-tool
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt -l:"; gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -6,11 +6,11 @@
 NFPM_VERSION := v2.41.3
 NFPM := .cache/tools/nfpm
 DEB_ARCH ?= $(shell $(GO) env GOARCH)
-# Debian versions must start with a digit; untagged trees get 0.0.0~git<n>.<hash>.
-DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null | sed 's/^v//; s/-/~git/; s/-g/./'); \
-	[ -n "$$v" ] && echo "$$v" || echo "0.0.0~git$$(git rev-list --count HEAD 2>/dev/null || echo 0).$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)")
+# Debian versions must start with a digit: VERSION (the Makefile) is computed
+# so; untagged trees get 0.0.0~git<n>.<hash>.
+DEB_VERSION ?= $(VERSION)
 DEB := bin/netreconcile_$(DEB_VERSION)_$(DEB_ARCH).deb
-DEB_LDFLAGS := -X github.com/netreconcile/netreconcile/internal/cli.Version=$(DEB_VERSION)
+DEB_LDFLAGS := -X $(BUILDINFO).version=$(DEB_VERSION) -X $(BUILDINFO).commit=$(COMMIT)
 
 .PHONY: deb deb-bin deb-dpkg
 deb-bin:

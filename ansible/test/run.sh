@@ -418,7 +418,7 @@ print(", ".join("%d %s" % (n, k) for k, n in sorted(kinds.items())))' "$work/mes
 echo "operations: $kinds"
 if [ -z "$kinds" ]; then
 	fail "mesh: the second run planned nothing (no peer Up?)"
-elif tr ',' '\n' <<<"$kinds" | grep -v ' nft element$' | grep -q .; then
+elif tr ',' '\n' <<<"$kinds" | grep -v ' nft_element$' | grep -q .; then
 	fail "mesh: the second run changed more than set elements: $kinds"
 fi
 

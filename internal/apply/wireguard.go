@@ -77,14 +77,14 @@ func runWGPeers(k kernel.Interface, ops []diff.Op, res *Result) {
 		return
 	} else if len(ops) == 1 || errors.Is(err, kernel.ErrNotFound) {
 		for _, op := range ops {
-			res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: %w", op.Action, op.Kind, op.ID, err)})
+			res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: %w", op.Action, op.Kind, op.Name(), err)})
 		}
 		return
 	}
 	for i, op := range ops {
 		err := k.ConfigureWireGuard(link, &kernel.WireGuardConfig{Peers: []kernel.PeerPatch{peerPatch(op)}})
 		if err != nil {
-			res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: %w", op.Action, op.Kind, op.ID, err)})
+			res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: %w", op.Action, op.Kind, op.Name(), err)})
 			continue
 		}
 		res.Done = append(res.Done, &ops[i])

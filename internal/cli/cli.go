@@ -17,6 +17,7 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -25,8 +26,9 @@ import (
 	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
-// Exit codes. diff uses ExitChanges to say "changes pending", like
-// `terraform plan -detailed-exitcode` and `git diff --exit-code`.
+// Exit codes, the same for every command (docs/json.md has the table).
+// diff uses ExitChanges to say "changes pending", like `terraform plan
+// -detailed-exitcode` and `git diff --exit-code`.
 const (
 	ExitOK      = 0
 	ExitError   = 1
@@ -51,6 +53,15 @@ const (
 type Env struct {
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+
+	// Set by Run. jsonOut is standard output for JSON documents, which
+	// writeJSON makes inert itself (Stdout escapes text, which would
+	// break a JSON string); logOut is standard error, redacted, for the
+	// daemon's JSON log lines, whose strings the logger makes inert.
+	jsonOut, logOut io.Writer
+	// netns: the command was given --netns (what a permission error
+	// needs then includes CAP_SYS_ADMIN).
+	netns bool
 }
 
 type globals struct {
@@ -108,7 +119,7 @@ func badOutput(env *Env, cmd, output string) bool {
 	if output == "text" || output == "json" {
 		return false
 	}
-	fmt.Fprintf(env.Stderr, "netreconcile %s: --output must be text or json, not %q\n", cmd, output)
+	badUsage(env, cmd, fmt.Sprintf("--output must be text or json, not %q", output))
 	return true
 }
 
@@ -329,6 +340,7 @@ func commands() []command {
 		{"run", "keep the kernel equal to the configuration (the service)", runHelp, runRun},
 		{"status", "show a pending transaction and WireGuard peers", statusHelp, runStatus},
 		{"ipam", "hand out addresses from the configuration's pools", ipamHelp, runIPAM},
+		{"version", "print the version and the commit", versionHelp, runVersion},
 	}
 }
 
@@ -340,46 +352,76 @@ func Run(ctx context.Context, env *Env, args []string) int {
 	}
 	// Every message, the daemon's log included, reaches standard error:
 	// nothing that looks like a key is ever printed there, whatever
-	// field the user typed it in.
-	raw, redacted := env, *env
-	redacted.Stderr = redact.Writer(env.Stderr)
-	env = &redacted
+	// field the user typed it in. Both streams are inert (package inert):
+	// a name from the kernel or a file cannot act on the terminal.
+	raw, e := env, *env
+	e.Stdout = inert.Writer(env.Stdout)
+	e.Stderr = redact.Writer(inert.Writer(env.Stderr))
+	e.jsonOut = env.Stdout
+	e.logOut = redact.Writer(env.Stderr)
+	env = &e
 	if len(args) == 0 {
 		fmt.Fprint(env.Stderr, mainHelp)
 		return ExitUsage
 	}
 	// Root on a host with the packaged service runs the command as the
-	// service's user (runas_linux.go), which redacts its own output.
+	// service's user (runas_linux.go), which makes its own output safe.
 	if code, ok := runAsServiceUser(ctx, raw, args); ok {
 		return code
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
-		if len(args) > 1 {
-			for _, c := range commands() {
-				if c.name == args[1] {
-					fmt.Fprint(env.Stdout, c.usage)
-					return ExitOK
-				}
-			}
-		}
-		fmt.Fprint(env.Stdout, mainHelp)
-		return ExitOK
-	case "--version", "version":
-		fmt.Fprintln(env.Stdout, "netreconcile", Version)
-		return ExitOK
+		return runHelpCommand(env, args[1:])
+	case "--version":
+		return runVersion(ctx, env, args[1:])
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
 			return c.run(ctx, env, args[1:])
 		}
 	}
-	fmt.Fprintf(env.Stderr, "netreconcile: unknown command %q\n\n%s", args[0], mainHelp)
+	fmt.Fprintf(env.Stderr, "netreconcile: unknown command %q; run 'netreconcile help' for the list\n", args[0])
 	return ExitUsage
 }
 
-// Version is set at build time with -ldflags "-X .../cli.Version=...".
-var Version = "dev"
+// runHelpCommand is `help [COMMAND [SUBCOMMAND]]`: the general help, or
+// one command's, on standard output; an unknown command is a usage error
+// of one line.
+func runHelpCommand(env *Env, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(env.Stdout, mainHelp)
+		return ExitOK
+	}
+	if len(args) <= 2 {
+		if usage, ok := helpText(args...); ok {
+			fmt.Fprint(env.Stdout, usage)
+			return ExitOK
+		}
+	}
+	fmt.Fprintf(env.Stderr, "netreconcile help: no command %q; run 'netreconcile help' for the list\n", strings.Join(args, " "))
+	return ExitUsage
+}
+
+// helpText is the help of a command, or of an ipam subcommand ("ipam",
+// "allocate"): every text `help` and --help print comes from help.go.
+func helpText(words ...string) (string, bool) {
+	for _, c := range commands() {
+		if c.name != words[0] {
+			continue
+		}
+		if len(words) == 1 {
+			return c.usage, true
+		}
+		if c.name == "ipam" {
+			for _, sc := range ipamCommands() {
+				if sc.name == words[1] {
+					return sc.usage, true
+				}
+			}
+		}
+	}
+	return "", false
+}
 
 // parse parses a subcommand's flags; it prints the usage on -h.
 func parse(env *Env, fs *flag.FlagSet, usage string, args []string) (ok bool, code int) {
@@ -389,19 +431,36 @@ func parse(env *Env, fs *flag.FlagSet, usage string, args []string) (ok bool, co
 			fmt.Fprint(env.Stdout, usage)
 			return false, ExitOK
 		}
-		fmt.Fprintf(env.Stderr, "netreconcile %s: %v\n\n%s", fs.Name(), err, usage)
+		badUsage(env, fs.Name(), err.Error())
 		return false, ExitUsage
 	}
+	env.netns = netnsGiven(fs)
 	if fs.NArg() > 0 {
-		fmt.Fprintf(env.Stderr, "netreconcile %s: unexpected argument %q\n\n%s", fs.Name(), fs.Arg(0), usage)
+		badUsage(env, fs.Name(), fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 		return false, ExitUsage
 	}
 	return true, 0
 }
 
-// fail prints err, with whatever looks like a key hidden (package redact).
+// badUsage prints a command line's error and where its options are
+// explained: two lines, never the whole help, which would scroll the
+// error away. The message is one line (package flag quotes no name it
+// did not know). The caller exits ExitUsage.
+func badUsage(env *Env, cmd, msg string) {
+	fmt.Fprintf(env.Stderr, "netreconcile %s: %s\nRun 'netreconcile help %s' for its options.\n", cmd, inert.String(msg), cmd)
+}
+
+// netnsGiven reports whether a parsed flag set was given --netns.
+func netnsGiven(fs *flag.FlagSet) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "netns" })
+	return given
+}
+
+// fail prints err, with whatever looks like a key hidden (package redact)
+// and what a refused permission needs (explain).
 func fail(env *Env, cmd string, err error) int {
-	fmt.Fprintf(env.Stderr, "netreconcile %s: %v\n", cmd, redact.Error(err))
+	fmt.Fprintf(env.Stderr, "netreconcile %s: %v\n", cmd, redact.Error(env.explain(err)))
 	return ExitError
 }
 

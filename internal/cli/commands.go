@@ -10,7 +10,9 @@ import (
 	"github.com/netreconcile/netreconcile/internal/apply"
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/redact"
 	"github.com/netreconcile/netreconcile/internal/render"
 	"github.com/netreconcile/netreconcile/internal/safeapply"
 )
@@ -28,14 +30,14 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 	}
 	cfg, err := g.load()
 	if output == "json" {
-		r := validateJSON{Valid: err == nil, Config: g.config, jsonFailure: failureOf(err)}
+		r := validateJSON{jsonHeader: header(), Valid: err == nil, Config: g.config, jsonFailure: env.failure(err)}
 		if err == nil {
 			st := cfg.State
 			r.Files = cfg.Files
-			r.Counts = map[string]int{"links": len(st.Links), "addresses": len(st.Addresses), "routes": len(st.Routes),
-				"rules": len(st.Rules), "fou": len(st.FouPorts), "nftables": len(st.NFTables)}
+			r.Counts = &validateCounts{Links: len(st.Links), Addresses: len(st.Addresses), Routes: len(st.Routes),
+				Rules: len(st.Rules), Fou: len(st.FouPorts), NFTables: len(st.NFTables)}
 		}
-		if jerr := writeJSON(env.Stdout, r); jerr != nil {
+		if jerr := env.writeJSON(r); jerr != nil {
 			return fail(env, "validate", jerr)
 		}
 	}
@@ -47,8 +49,29 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 	}
 	st := cfg.State
 	fmt.Fprintf(env.Stdout, "%s: valid (%d files; %d links, %d addresses, %d routes, %d rules, %d fou ports, %d nftables tables)\n",
-		g.config, len(cfg.Files), len(st.Links), len(st.Addresses), len(st.Routes), len(st.Rules), len(st.FouPorts), len(st.NFTables))
+		inert.String(g.config), len(cfg.Files), len(st.Links), len(st.Addresses), len(st.Routes), len(st.Rules), len(st.FouPorts), len(st.NFTables))
 	return ExitOK
+}
+
+// heldBack counts the objects a conflict error says the plan left out.
+func heldBack(err error) int {
+	var cs diff.Conflicts
+	if errors.As(err, &cs) {
+		return len(cs)
+	}
+	return 0
+}
+
+// heldBackText is the sentence that says how many objects conflicts held
+// back, or "".
+func heldBackText(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return "1 object held back by a conflict"
+	}
+	return fmt.Sprintf("%d objects held back by conflicts", n)
 }
 
 func runDiff(ctx context.Context, env *Env, args []string) int {
@@ -64,22 +87,32 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 	}
 	cfg, eng, closeFn, err := g.loadAndOpen(ctx, env, "diff", true)
 	if err != nil {
-		return failJSON(env, "diff", output, planReport(nil, err), err)
+		return failJSON(env, "diff", output, env.planReport(nil, err), err)
 	}
 	defer closeFn()
 	plan, pools, err := eng.PlanDesired(ctx, cfg.State, true)
 	if plan == nil {
-		return failJSON(env, "diff", output, planReport(nil, err), err)
+		return failJSON(env, "diff", output, env.planReport(nil, err), err)
 	}
-	if output == "json" {
-		if jerr := writeJSON(env.Stdout, planReport(plan, err)); jerr != nil {
+	held := heldBack(err)
+	switch {
+	case output == "json":
+		if jerr := env.writeJSON(env.planReport(plan, err)); jerr != nil {
 			return fail(env, "diff", jerr)
 		}
-	} else if plan.Empty() {
+	case plan.Empty() && held > 0:
+		// Never "no changes": the kernel does not match, conflicts keep
+		// the plan from saying how.
+		fmt.Fprintf(env.Stdout, "No changes planned: %s.\n", heldBackText(held))
+	case plan.Empty():
 		fmt.Fprintln(env.Stdout, "No changes: the kernel matches the configuration.")
-	} else {
+	default:
 		plan.Write(env.Stdout)
-		fmt.Fprintf(env.Stdout, "\nPlan: %s.\n", plan.Summary())
+		summary := plan.Summary()
+		if held > 0 {
+			summary += "; " + heldBackText(held)
+		}
+		fmt.Fprintf(env.Stdout, "\nPlan: %s.\n", summary)
 	}
 	if output != "json" {
 		writePoolSummary(ctx, env.Stdout, eng, cfg.State, pools, true)
@@ -121,7 +154,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		return ExitUsage
 	}
 	if o.confirmWithin < 0 {
-		fmt.Fprintf(env.Stderr, "netreconcile apply: --confirm-within must be positive, not %s\n", o.confirmWithin)
+		badUsage(env, "apply", fmt.Sprintf("--confirm-within must be positive, not %s", o.confirmWithin))
 		return ExitUsage
 	}
 	if o.confirmWithin > 0 {
@@ -129,44 +162,44 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 	}
 	for _, name := range []string{"candidate", "probe", "rollback-timer"} {
 		if isSet(fs, name) {
-			fmt.Fprintf(env.Stderr, "netreconcile apply: --%s goes with --confirm-within\n", name)
+			badUsage(env, "apply", fmt.Sprintf("--%s goes with --confirm-within", name))
 			return ExitUsage
 		}
 	}
 	if !g.allowInsecureConfig {
 		if err := desired.CheckTrusted(g.config, g.dropIn()); err != nil {
-			return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
+			return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 		}
 	}
 	h, closeFn, err := g.openHost(ctx, env, "apply")
 	if err != nil {
-		return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
+		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 	}
 	defer closeFn()
 	if _, err := h.RefusePending(ctx); err != nil {
-		return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
+		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 	}
 	// The files are read once, and what is applied is what gets recorded
 	// as confirmed: an edit made meanwhile is neither.
 	snap, err := safeapply.ReadSnapshot(g.config, g.dropIn(), time.Now(), "apply")
 	if err != nil {
-		return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
+		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 	}
 	if _, by, err := (&safeapply.Pin{Dir: h.Dir}).Sources(snap.Sources()); err != nil {
-		return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
+		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 	} else if by != "" {
 		err := fmt.Errorf("the configuration files hold what safe-apply transaction %s rolled back and could not write back "+
 			"(the confirmed configuration stays in force): edit them, or apply them again inside a transaction with --confirm-within", by)
-		return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
+		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 	}
 	cfg, err := desired.Parse(snap.Sources())
 	if err != nil {
-		return failJSON(env, "apply", o.output, applyReport(nil, nil, err), err)
+		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 	}
 	eng := h.Engine
 	plan, pools, conflicts := eng.PlanDesired(ctx, cfg.State, false)
 	if plan == nil {
-		return failJSON(env, "apply", o.output, applyReport(nil, nil, conflicts), conflicts)
+		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, conflicts), conflicts)
 	}
 	var warnings []string
 	var res *apply.Result
@@ -189,24 +222,33 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		// apply --confirm-within lacks this restore point.
 		if rerr := h.RecordConfirmed(snap); rerr != nil {
 			warnings = append(warnings, "not recorded as the confirmed configuration: "+rerr.Error())
-			fmt.Fprintf(env.Stderr, "netreconcile apply: warning: not recorded as the confirmed configuration: %v\n", rerr)
+			fmt.Fprintf(env.Stderr, "netreconcile apply: warning: not recorded as the confirmed configuration: %v\n", redact.Error(rerr))
 		}
 	}
+	held := heldBack(conflicts)
 	switch {
 	case o.output == "json":
-		r := applyReport(plan, res, errors.Join(err, verr))
+		r := env.applyReport(plan, res, errors.Join(err, verr))
 		r.Changed, r.Verified, r.Warnings = len(res.Done) > 0, err == nil && verr == nil, nonNil(warnings)
-		if jerr := writeJSON(env.Stdout, r); jerr != nil && err == nil && verr == nil {
+		if jerr := env.writeJSON(r); jerr != nil && err == nil && verr == nil {
 			return fail(env, "apply", jerr)
 		}
 	case o.quiet:
+	case len(res.Done)+len(res.Failed) == 0 && held > 0:
+		// Never "no changes" nor "applied 0 of 0": the kernel does not
+		// match, and the conflicts (on standard error) say why.
+		fmt.Fprintf(env.Stdout, "Nothing applied: %s.\n", heldBackText(held))
 	case len(res.Done)+len(res.Failed) == 0 && err == nil:
 		fmt.Fprintln(env.Stdout, "No changes: the kernel matches the configuration.")
 	default:
 		diff.WriteOps(env.Stdout, res.Done)
 		// Done and Failed hold every op the apply ran, the MTUs it set
 		// again on masters (apply.Apply) included.
-		fmt.Fprintf(env.Stdout, "Applied %d of %d operations.\n", len(res.Done), len(res.Done)+len(res.Failed))
+		line := fmt.Sprintf("Applied %d of %d operations", len(res.Done), len(res.Done)+len(res.Failed))
+		if held > 0 {
+			line += "; " + heldBackText(held)
+		}
+		fmt.Fprintln(env.Stdout, line+".")
 		writePoolSummary(ctx, env.Stdout, eng, cfg.State, pools, false)
 	}
 	if err = errors.Join(err, verr); err != nil {
@@ -218,15 +260,23 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 func runShow(ctx context.Context, env *Env, args []string) int {
 	var g globals
 	var all bool
+	var output string
 	fs := g.flags("show")
 	fs.BoolVar(&all, "all", false, "")
 	fs.BoolVar(&all, "a", false, "")
+	outputFlag(fs, &output)
 	if ok, code := parse(env, fs, showHelp, args); !ok {
 		return code
 	}
+	if badOutput(env, "show", output) {
+		return ExitUsage
+	}
+	failed := func(err error) int {
+		return failJSON(env, "show", output, showJSON{jsonHeader: header(), jsonFailure: env.failure(err)}, err)
+	}
 	conf, err := g.loadOptional(fs)
 	if err != nil {
-		return fail(env, "show", err)
+		return failed(err)
 	}
 	protocol := defaultProtocol
 	if conf != nil {
@@ -234,7 +284,7 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 	}
 	eng, closeFn, err := g.openEngine(ctx, env, "show", true)
 	if err != nil {
-		return fail(env, "show", err)
+		return failed(err)
 	}
 	defer closeFn()
 	// With --all, the file's sysctls too: the kernel has thousands, and
@@ -245,23 +295,30 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 	}
 	st, err := eng.Actual(protocol, all, sysctls...)
 	if err != nil {
-		return fail(env, "show", err)
+		return failed(err)
 	}
 	if !all {
 		st = st.Owned()
 	}
 	data, err := render.State(st)
 	if err != nil {
-		return fail(env, "show", err)
+		return failed(err)
+	}
+	var pools []byte
+	if conf != nil {
+		if pools, err = renderPools(ctx, eng, conf); err != nil {
+			return failed(err)
+		}
+	}
+	if output == "json" {
+		r, err := showReport(ctx, eng, conf, data, pools)
+		if err != nil {
+			return failed(err)
+		}
+		return exitOf(env, "show", env.writeJSON(r))
 	}
 	_, _ = env.Stdout.Write(data)
-	if conf != nil {
-		pools, err := renderPools(ctx, eng, conf)
-		if err != nil {
-			return fail(env, "show", err)
-		}
-		_, _ = env.Stdout.Write(pools)
-	}
+	_, _ = env.Stdout.Write(pools)
 	return ExitOK
 }
 
@@ -269,7 +326,7 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 // as fail does; a nil err is success.
 func failJSON(env *Env, cmd, output string, report any, err error) int {
 	if output == "json" {
-		if jerr := writeJSON(env.Stdout, report); jerr != nil && err == nil {
+		if jerr := env.writeJSON(report); jerr != nil && err == nil {
 			err = jerr
 		}
 	}
@@ -287,4 +344,22 @@ func isSet(fs *flag.FlagSet, name string) bool {
 		}
 	})
 	return set
+}
+
+func runVersion(ctx context.Context, env *Env, args []string) int {
+	var output string
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	outputFlag(fs, &output)
+	if ok, code := parse(env, fs, versionHelp, args); !ok {
+		return code
+	}
+	if badOutput(env, "version", output) {
+		return ExitUsage
+	}
+	if output == "json" {
+		return exitOf(env, "version", env.writeJSON(versionReport()))
+	}
+	v := versionReport()
+	fmt.Fprintf(env.Stdout, "netreconcile %s (commit %s, %s)\n", inert.String(v.Version), inert.String(v.Commit), v.GoVersion)
+	return ExitOK
 }

@@ -1,5 +1,8 @@
 package cli
 
+// Every text the command line prints as help is here: the binary's help,
+// and (generated from these) the manual pages and shell completions.
+
 const commonFlags = `
 Common options:
   -c, --config FILE    main configuration file
@@ -47,22 +50,31 @@ Commands:
   run        keep the kernel equal to the configuration (the service)
   status     show a pending safe-apply transaction and WireGuard peers
   ipam       hand out addresses from the IPAM pools (allocate, release, list, gc)
-  version    print the version
-  help CMD   show the help of one command
+  version    print the version and the commit
+  help CMD   show the help of one command (help ipam allocate: of a subcommand)
 
 netreconcile reads links (veth, bridge, vxlan, dummy, ipvlan, macvlan, vlan,
-vrf, bond, ipip, ip6tnl with FoU, wireguard), addresses, routes in any table, policy routing rules and
-FoU ports from one file plus a drop-in directory, reads the kernel over
-netlink, and computes the smallest set of changes. It only ever changes or
-deletes what the file names or what it created itself: links carry the alias
-marker "netreconcile", routes and rules carry its protocol number (245 unless
-settings.protocol says otherwise).
+vrf, bond, ipip, ip6tnl with FoU, wireguard with its peers), addresses,
+routes in any table, policy routing rules, FoU ports, nftables tables,
+sysctls and IPAM pools from one file plus a drop-in directory, reads the
+kernel over netlink, and computes the smallest set of changes. It only ever
+changes or deletes what the file names or what it created itself: links
+carry the alias marker "netreconcile", routes and rules carry its protocol
+number (245 unless settings.protocol says otherwise).
 
-Exit status:
-  0  success (for diff: nothing to do)
-  1  error: invalid configuration, conflict, or a failed kernel operation
-  2  diff only: changes are pending
-  64 usage error
+Every command but help takes -o json (--output json): one JSON document on
+standard output, on success and on failure, with a schema_version; the
+fields are named in snake_case and stable from 1.0 on (docs/json.md, and a
+JSON Schema per command in docs/schema). For run, -o is --log-format.
+
+Exit status, the same for every command:
+  0   success (diff: nothing to do)
+  1   error: an invalid configuration, a conflict with the kernel's state, a
+      failed kernel operation, a refused state directory, a transaction
+      rolled back or none to confirm
+  2   diff only: changes are pending
+  64  usage error: an unknown command, option or argument (one line on
+      standard error, and no JSON)
 
 Examples:
   netreconcile validate -c /etc/netreconcile/netreconcile.yaml
@@ -84,8 +96,9 @@ Nothing is read from or written to the kernel.
 
 Options:
   -o, --output FORMAT  text (default) or json: {"valid", "config", "files",
-                       "counts"}, or on failure "error" and "errors", each
+                       "counts"}, and on failure "error" and "errors", each
                        with "file", "line", "column", "path", "message"
+                       (docs/schema/validate.json)
 ` + commonFlags
 
 const diffHelp = `Usage: netreconcile diff [OPTIONS]
@@ -93,18 +106,22 @@ const diffHelp = `Usage: netreconcile diff [OPTIONS]
 Read the configuration and the kernel, and print the plan apply would run,
 one object per line:
   + created   ~ changed in place   ± deleted and created again   - deleted
-with one indented line per changed attribute. The plan never includes a
-private key.
+with one indented line per changed attribute, then a count: "Plan: 1 to
+create, ...". Objects that a conflict with the kernel's state holds back
+(a foreign link in the way) are counted apart ("N objects held back by
+conflicts") and named on standard error. The plan never includes a private
+key; a WireGuard peer is named by its public key.
 
 Options:
   -o, --output FORMAT  text (default) or json: {"ops": [...], "pending",
-                       "protocol"}, and on failure "error", "errors" (an
-                       invalid file, as validate prints them; then no
-                       "ops") and "conflicts"
+                       "protocol", "conflicts", "held_back"}, and on
+                       failure "error" and "errors" (an invalid file, as
+                       validate prints them; then "ops" is null)
+                       (docs/schema/diff.json)
 ` + commonFlags + `
 Exit status: 0 when there is nothing to do, 2 when changes are pending,
-1 on error (the plan printed before a conflict error leaves the conflicting
-objects out).
+1 on error, conflicts included (the plan printed leaves the objects held
+back out).
 `
 
 const applyHelp = `Usage: netreconcile apply [OPTIONS]
@@ -176,9 +193,13 @@ Options:
                        "failed": those the kernel refused, each with
                        "op_error"; "changed", "verified", "transaction",
                        "probes", "rollback", "warnings" (docs/safe-apply.md);
-                       on failure "error", "errors" and "conflicts" as diff
-                       prints them}; fields are only ever added
-` + commonFlags
+                       "conflicts" and "held_back" as diff prints them; on
+                       failure "error" and "errors"} (docs/schema/apply.json)
+` + commonFlags + `
+Exit status: 0 when the kernel matches the configuration, 1 otherwise (an
+operation failed, a conflict held objects back, the verify failed, or the
+transaction was rolled back at once).
+`
 
 const confirmHelp = `Usage: netreconcile confirm [OPTIONS] [ID]
 
@@ -195,7 +216,8 @@ change that cut the host off cannot be confirmed, and rolls back.
 
 Options:
   -o, --output FORMAT  text (default) or json: {"transaction": {...},
-                       "rollback": null}
+                       "rollback": null}, and "error" when nothing could
+                       be confirmed (docs/schema/confirm.json)
 ` + commonFlags
 
 const rollbackHelp = `Usage: netreconcile rollback [OPTIONS] [ID]
@@ -213,19 +235,25 @@ Options:
                        ended before: what a timer runs
   -o, --output FORMAT  text (default) or json: {"transaction": {...},
                        "rollback": {"cause", "detail", "files", "operations",
-                       "error"}}
+                       "error"}} (docs/schema/rollback.json)
 ` + commonFlags
 
 const showHelp = `Usage: netreconcile show [OPTIONS]
 
 Print the kernel state netreconcile owns (marked links, their addresses,
-routes and rules of its protocol, FoU ports it opened, sysctls it set) as a
-configuration file, with defaults spelled out.
+routes and rules of its protocol, FoU ports it opened, nftables tables,
+WireGuard devices and peers, sysctls it set) as a configuration file, with
+defaults spelled out, and the configuration's IPAM pools with what they
+hold as comments.
 
 Options:
   -a, --all            print everything readable: foreign links, addresses,
                        routes of every protocol and table, and rules, and
                        the sysctls the configuration declares (when given)
+  -o, --output FORMAT  text (default) or json: {"configuration": the same
+                       configuration as JSON (which validate and apply
+                       read), "pools": each pool's usage and blocks}
+                       (docs/schema/show.json)
 ` + commonFlags
 
 const runHelp = `Usage: netreconcile run [OPTIONS]
@@ -279,8 +307,9 @@ Options:
                        as 127.0.0.1:9715 (default: off)
       --log-level LEVEL
                        debug, info (default), warn or error
-      --log-format FORMAT
-                       text (default) or json
+      --log-format FORMAT, -o FORMAT
+                       text (default) or json (one object a line; strings
+                       with control characters escaped, as in text)
       --log-changes N  changes (and failures) a pass logs a line each before
                        it logs counts (default 100; 0: counts only; -1: no
                        limit)
@@ -326,7 +355,9 @@ Commands:
             and were handed out at least D ago (default 15m)
 
 --pool may be left out when the configuration has one pool. --output table,
-the former name of list's and gc's text output, is still accepted.
+the former name of list's and gc's text output, is still accepted. With -o
+json each command prints one document (docs/schema/ipam-COMMAND.json):
+{"allocation"}, {"released"}, {"pools"}, {"freed"}, and "error" on failure.
 
 Owner IDs are printable text without spaces. These forms let gc tell when
 their owner is gone:
@@ -342,7 +373,7 @@ kernel still shows what it handed out, allocate, release and gc refuse, as
 apply does (see "A lost registry" in docs/config.md).
 
 The common options may come before COMMAND or after it.
-Run 'netreconcile ipam COMMAND --help' for the options of one command.
+Run 'netreconcile help ipam COMMAND' for the options of one command.
 ` + commonFlags + `
 Exit status: 0 on success, 1 on error (an exhausted or unknown pool, a
 refused registry, an unreadable configuration), 64 on a wrong command line.
@@ -350,7 +381,7 @@ refused registry, an unreadable configuration), 64 on a wrong command line.
 Examples:
   netreconcile ipam allocate --pool kubespan --owner pid:$$
   netreconcile ipam release --pool kubespan --owner pid:$$
-  netreconcile ipam list --output json | jq '.pools[].usage'
+  netreconcile ipam list --output json | jq '.pools[].usage.allocated'
   netreconcile ipam gc --free-after 1h
 `
 
@@ -406,4 +437,37 @@ Options:
       --free-after D   free only addresses handed out at least D ago, such as
                        30m (default 15m)
   -o, --output FORMAT  text (default; table is accepted) or json
+` + commonFlags
+
+const versionHelp = `Usage: netreconcile version [OPTIONS]
+
+Print the version and the commit netreconcile was built from, and the Go
+toolchain that built it: "netreconcile VERSION (commit COMMIT, goX.Y.Z)".
+make build and make deb stamp them; a binary built otherwise says "dev"
+and "unknown".
+
+Options:
+  -o, --output FORMAT  text (default) or json: {"schema_version",
+                       "version", "commit", "go_version"} (docs/json.md)
+  -h, --help           show this help
+`
+
+const statusHelp = `Usage: netreconcile status [OPTIONS]
+
+Show the namespace's safe-apply transaction, if one is pending (its id, the
+time left before it rolls back and the command that confirms it), and how
+the last one ended; then each WireGuard peer of the devices the file names
+(or, without a readable file, of every device netreconcile owns): the
+endpoint in use, the state (up, unknown, down; see docs/config.md, wireguard
+rotation), the age of the last handshake, bytes received and sent, and the
+candidate endpoint a rotation would try next. Only public keys are printed.
+
+A one-shot command does not know when the daemon last changed an endpoint:
+it judges each peer by its last handshake alone.
+
+Options:
+  -o, --output FORMAT  text (default) or json: {"transaction": {...} or
+                       null, "last_transaction": {...} or null, "counts":
+                       {"confirmed": N, "rolled_back": {"CAUSE": N}},
+                       "peers": [...]} (docs/schema/status.json)
 ` + commonFlags

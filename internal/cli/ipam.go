@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,9 +12,11 @@ import (
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/ipam"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/redact"
 	"github.com/netreconcile/netreconcile/internal/render"
 )
 
@@ -30,15 +31,15 @@ func writePoolSummary(ctx context.Context, w io.Writer, eng *engine.Engine, st *
 		verb = "to be given back"
 	}
 	for _, a := range p.Released {
-		fmt.Fprintf(w, "Pool %s: %s of link %s "+verb+".\n", a.Pool, joinAddrs(a.Addrs()), strings.TrimPrefix(a.Owner, ipam.ConfigOwner("link", "")))
+		fmt.Fprintf(w, "Pool %s: %s of link %s "+verb+".\n", inert.String(a.Pool), joinAddrs(a.Addrs()), inert.String(strings.TrimPrefix(a.Owner, ipam.ConfigOwner("link", ""))))
 	}
 	for _, pool := range st.Pools {
 		u, err := reg.Usage(ctx, pool.Name)
 		if err != nil {
-			fmt.Fprintf(w, "Pool %s: %v\n", pool.Name, err)
+			fmt.Fprintf(w, "Pool %s: %v\n", inert.String(pool.Name), redact.Error(err))
 			continue
 		}
-		fmt.Fprintf(w, "Pool %s: %d addresses allocated, %d of %d allowed blocks held.\n", pool.Name, u.Allocated, u.BlocksHeld, u.BlocksAllowed)
+		fmt.Fprintf(w, "Pool %s: %d addresses allocated, %d of %d allowed blocks held.\n", inert.String(pool.Name), u.Allocated, u.BlocksHeld, u.BlocksAllowed)
 	}
 }
 
@@ -91,12 +92,15 @@ func (e *usageError) Is(target error) bool { return target == errUsage }
 func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
 
 // ipamCommand is a subcommand of ipam: its flags beside the common options, and its run.
+// run prints its own JSON document, also on failure; failed is the
+// document of a run that could not start.
 type ipamCommand struct {
 	name, usage string
 	// readOnly: takes no lock and writes nothing (list).
 	readOnly bool
 	flags    func(fs *flag.FlagSet, a *ipamArgs)
 	run      func(r *ipamRun) error
+	failed   func(env *Env, err error) any
 }
 
 // ipamArgs are the flags of the ipam subcommands.
@@ -124,16 +128,20 @@ func ipamCommands() []ipamCommand {
 		outputFlag(fs, &a.output)
 	}
 	return []ipamCommand{
-		{name: "allocate", usage: ipamAllocateHelp, flags: ownerFlags, run: ipamAllocate},
-		{name: "release", usage: ipamReleaseHelp, flags: ownerFlags, run: ipamRelease},
+		{name: "allocate", usage: ipamAllocateHelp, flags: ownerFlags, run: ipamAllocate, failed: func(env *Env, err error) any {
+			return allocateJSON{jsonHeader: header(), jsonFailure: env.failure(err)}
+		}},
+		{name: "release", usage: ipamReleaseHelp, flags: ownerFlags, run: ipamRelease, failed: func(env *Env, err error) any {
+			return releaseJSON{jsonHeader: header(), jsonFailure: env.failure(err)}
+		}},
 		{name: "list", usage: ipamListHelp, readOnly: true, run: ipamList, flags: func(fs *flag.FlagSet, a *ipamArgs) {
 			fs.StringVar(&a.pool, "pool", "", "")
 			outputFlag(fs, &a.output)
-		}},
+		}, failed: func(env *Env, err error) any { return listJSON{jsonHeader: header(), jsonFailure: env.failure(err)} }},
 		{name: "gc", usage: ipamGCHelp, run: ipamGC, flags: func(fs *flag.FlagSet, a *ipamArgs) {
 			fs.DurationVar(&a.freeAfter, "free-after", defaultFreeAfter, "")
 			outputFlag(fs, &a.output)
-		}},
+		}, failed: func(env *Env, err error) any { return gcJSON{jsonHeader: header(), jsonFailure: env.failure(err)} }},
 	}
 }
 
@@ -151,14 +159,13 @@ func runIPAM(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprint(env.Stdout, ipamHelp)
 		return ExitOK
 	case err != nil:
-		fmt.Fprintf(env.Stderr, "netreconcile ipam: %v\n\n%s", err, ipamHelp)
+		badUsage(env, "ipam", err.Error())
 		return ExitUsage
 	case fs.NArg() == 0:
-		fmt.Fprint(env.Stderr, ipamHelp)
+		badUsage(env, "ipam", "a command is missing: allocate, release, list or gc")
 		return ExitUsage
 	case fs.Arg(0) == "help":
-		fmt.Fprint(env.Stdout, ipamHelp)
-		return ExitOK
+		return runHelpCommand(env, append([]string{"ipam"}, fs.Args()[1:]...))
 	}
 	name := fs.Arg(0)
 	var cmd *ipamCommand
@@ -168,7 +175,7 @@ func runIPAM(ctx context.Context, env *Env, args []string) int {
 		}
 	}
 	if cmd == nil {
-		fmt.Fprintf(env.Stderr, "netreconcile ipam: unknown command %q; commands: allocate, release, list, gc\n\n%s", name, ipamHelp)
+		badUsage(env, "ipam", fmt.Sprintf("unknown command %q; commands: allocate, release, list, gc", name))
 		return ExitUsage
 	}
 	rest := append(slices.Clone(args[:len(args)-fs.NArg()]), fs.Args()[1:]...)
@@ -184,16 +191,15 @@ func runIPAM(ctx context.Context, env *Env, args []string) int {
 	err = r.prepare(cmd, &g)
 	defer r.close()
 	if errors.Is(err, errUsage) {
-		fmt.Fprintf(env.Stderr, "netreconcile ipam %s: %v (see 'netreconcile ipam %s --help')\n", name, err, name)
+		badUsage(env, "ipam "+name, err.Error())
 		return ExitUsage
 	}
-	if err == nil {
-		err = cmd.run(r)
-	}
 	if err != nil {
-		return fail(env, "ipam "+name, err)
+		// The registry could not be opened: the command's document
+		// with nothing but the error.
+		return failJSON(env, "ipam "+name, r.output, cmd.failed(env, err), err)
 	}
-	return ExitOK
+	return exitOf(env, "ipam "+name, cmd.run(r))
 }
 
 // prepare checks the flags, loads the configuration and opens the registry, under the
@@ -258,13 +264,21 @@ func (r *ipamRun) poolName() (string, error) {
 	return "", usagef("--pool is required: the configuration has pools %s", strings.Join(names, ", "))
 }
 
+// Each subcommand below prints its JSON document with the error of a
+// failed run, and returns the error for the exit status.
+
 func ipamAllocate(r *ipamRun) error {
 	a, err := r.reg.Allocate(r.ctx, r.pool, r.owner, r.iface)
+	if r.output == "json" {
+		out := allocateJSON{jsonHeader: header(), jsonFailure: r.env.failure(err)}
+		if err == nil {
+			j := allocationOf(a)
+			out.Allocation = &j
+		}
+		return errors.Join(err, r.env.writeJSON(out))
+	}
 	if err != nil {
 		return err
-	}
-	if r.output == "json" {
-		return writeJSON(r.env.Stdout, a)
 	}
 	for _, x := range a.Addrs() {
 		fmt.Fprintln(r.env.Stdout, x)
@@ -274,34 +288,37 @@ func ipamAllocate(r *ipamRun) error {
 
 func ipamRelease(r *ipamRun) error {
 	a, ok, err := r.reg.Release(r.ctx, r.pool, r.owner, r.iface)
+	if r.output == "json" {
+		out := releaseJSON{jsonHeader: header(), jsonFailure: r.env.failure(err)}
+		if err == nil {
+			out.Released = []allocationJSON{}
+			if ok {
+				out.Released = append(out.Released, allocationOf(a))
+			}
+		}
+		return errors.Join(err, r.env.writeJSON(out))
+	}
 	if err != nil {
 		return err
-	}
-	if r.output == "json" {
-		released := []ipam.Allocation{}
-		if ok {
-			released = append(released, a)
-		}
-		return writeJSON(r.env.Stdout, map[string]any{"released": released})
 	}
 	if !ok {
 		who := "owner=" + r.owner
 		if r.iface != "" {
 			who += " iface=" + r.iface
 		}
-		_, err := fmt.Fprintf(r.env.Stdout, "%s holds no address in pool %s\n", who, r.pool)
+		_, err := fmt.Fprintf(r.env.Stdout, "%s holds no address in pool %s\n", inert.String(who), inert.String(r.pool))
 		return err
 	}
 	_, err = fmt.Fprintf(r.env.Stdout, "released %s\n", joinAddrs(a.Addrs()))
 	return err
 }
 
-// poolListing is what `ipam list --output json` prints for a pool.
-type poolListing struct {
-	Pool        string            `json:"pool"`
-	Usage       ipam.Usage        `json:"usage"`
-	Blocks      []ipam.Block      `json:"blocks"`
-	Allocations []ipam.Allocation `json:"allocations"`
+// ipamListing is what `ipam list` shows of a pool.
+type ipamListing struct {
+	pool        string
+	usage       ipam.Usage
+	blocks      []ipam.Block
+	allocations []ipam.Allocation
 }
 
 func ipamList(r *ipamRun) error {
@@ -312,38 +329,48 @@ func ipamList(r *ipamRun) error {
 			names = append(names, p.Name)
 		}
 	}
-	listings := []poolListing{}
+	var listings []ipamListing
+	var err error
 	for _, name := range names {
-		l := poolListing{Pool: name}
-		var err error
-		if l.Usage, err = r.reg.Usage(r.ctx, name); err != nil {
-			return err
+		l := ipamListing{pool: name}
+		if l.usage, err = r.reg.Usage(r.ctx, name); err != nil {
+			break
 		}
-		if l.Blocks, err = r.reg.HeldBlocks(r.ctx, name); err != nil {
-			return err
+		if l.blocks, err = r.reg.HeldBlocks(r.ctx, name); err != nil {
+			break
 		}
-		if l.Allocations, err = r.reg.List(r.ctx, name); err != nil {
-			return err
+		if l.allocations, err = r.reg.List(r.ctx, name); err != nil {
+			break
 		}
 		listings = append(listings, l)
 	}
 	if r.output == "json" {
-		return writeJSON(r.env.Stdout, map[string]any{"pools": listings})
+		out := listJSON{jsonHeader: header(), jsonFailure: r.env.failure(err)}
+		if err == nil {
+			out.Pools = []poolListing{}
+			for _, l := range listings {
+				out.Pools = append(out.Pools, poolListing{Pool: l.pool, Usage: usageOf(l.usage), Blocks: blocksOf(l.blocks), Allocations: allocationsOf(l.allocations)})
+			}
+		}
+		return errors.Join(err, r.env.writeJSON(out))
+	}
+	if err != nil {
+		return err
 	}
 	w := r.env.Stdout
 	var all []ipam.Allocation
 	for _, l := range listings {
-		all = append(all, l.Allocations...)
+		all = append(all, l.allocations...)
 	}
 	if len(all) > 0 {
 		allocationTable(w, all)
 		fmt.Fprintln(w)
 	}
 	for _, l := range listings {
-		u := l.Usage
+		u := l.usage
 		fmt.Fprintf(w, "pool %s: %d addresses allocated, %d waiting out the reuse delay, %d of %d allowed blocks held",
-			l.Pool, u.Allocated, u.Cooling, u.BlocksHeld, u.BlocksAllowed)
-		for i, b := range l.Blocks {
+			inert.String(l.pool), u.Allocated, u.Cooling, u.BlocksHeld, u.BlocksAllowed)
+		for i, b := range l.blocks {
 			sep := ", "
 			if i == 0 {
 				sep = ": "
@@ -358,13 +385,9 @@ func ipamList(r *ipamRun) error {
 func ipamGC(r *ipamRun) error {
 	freed, err := r.reg.GC(r.ctx, r.freeAfter, ipam.OwnerAlive)
 	if r.output == "json" {
-		if freed == nil {
-			freed = []ipam.Allocation{}
-		}
-		if werr := writeJSON(r.env.Stdout, map[string]any{"freed": freed}); werr != nil {
-			return werr
-		}
-		return err
+		// What was freed before an error was freed: it is listed.
+		out := gcJSON{jsonHeader: header(), Freed: allocationsOf(freed), jsonFailure: r.env.failure(err)}
+		return errors.Join(err, r.env.writeJSON(out))
 	}
 	if len(freed) > 0 {
 		allocationTable(r.env.Stdout, freed)
@@ -401,16 +424,10 @@ func allocationTable(w io.Writer, as []ipam.Allocation) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "POOL\tBLOCK\tIPV4\tIPV6\tOWNER\tIFACE\tAGE")
 	for _, a := range as {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", a.Pool, a.Block, orDash(a.IPv4.IsValid(), a.IPv4.String()),
-			orDash(a.IPv6.IsValid(), a.IPv6.String()), a.Owner, orDash(a.Iface != "", a.Iface), age(now, a.AllocatedAt))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", inert.String(a.Pool), a.Block, orDash(a.IPv4.IsValid(), a.IPv4.String()),
+			orDash(a.IPv6.IsValid(), a.IPv6.String()), inert.String(a.Owner), orDash(a.Iface != "", inert.String(a.Iface)), age(now, a.AllocatedAt))
 	}
 	tw.Flush()
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func orDash(ok bool, s string) string {

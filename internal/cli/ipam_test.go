@@ -41,12 +41,15 @@ func TestIPAMCommand(t *testing.T) {
 		{[]string{"ipam", "allocate", "-c", conf, "--state-dir", state, "--owner", "pid:1"}, 0, "10.2.0.0\n", ""},
 		{[]string{"ipam", "release", "-c", conf, "--state-dir", state, "--owner", "pid:2"}, 0, "released 10.2.0.1\n", ""},
 		{[]string{"ipam", "allocate", "-c", conf, "--state-dir", state}, ExitUsage, "", "netreconcile ipam allocate: --owner is required"},
-		{[]string{"ipam", "frob", "-c", conf, "--state-dir", state}, ExitUsage, "", `netreconcile ipam: unknown command "frob"`},
+		{[]string{"ipam", "frob", "-c", conf, "--state-dir", state}, ExitUsage, "", "netreconcile ipam: unknown command \"frob\"; commands: allocate, release, list, gc\nRun 'netreconcile help ipam' for its options.\n"},
 		{[]string{"ipam", "allocate", "-c", conf, "--state-dir", state, "--owner", "pid:3", "--pool", "q"}, ExitError, "", `unknown pool "q"`},
 		{[]string{"ipam", "list", "-c", filepath.Join(dir, "missing.yaml"), "--state-dir", state}, ExitError, "", "read config"},
 		{[]string{"ipam", "-c"}, ExitUsage, "", "flag needs an argument: -c"},
-		{[]string{"ipam"}, ExitUsage, "", "Usage: netreconcile ipam [OPTIONS] COMMAND"},
+		{[]string{"ipam"}, ExitUsage, "", "netreconcile ipam: a command is missing: allocate, release, list or gc\nRun 'netreconcile help ipam' for its options.\n"},
 		{[]string{"help", "ipam"}, 0, "Usage: netreconcile ipam [OPTIONS] COMMAND", ""},
+		{[]string{"help", "ipam", "gc"}, 0, "Usage: netreconcile ipam gc", ""},
+		{[]string{"ipam", "help", "release"}, 0, "Usage: netreconcile ipam release", ""},
+		{[]string{"ipam", "help", "frob"}, ExitUsage, "", "netreconcile help: no command \"ipam frob\"; run 'netreconcile help' for the list\n"},
 		{[]string{"ipam", "gc", "--help"}, 0, "Usage: netreconcile ipam gc", ""},
 	} {
 		code, out, errs := runCLI(tc.args...)
@@ -103,16 +106,24 @@ pools:
 		{args: "allocate --pool pods --owner " + deadOwner, want: "10.2.0.1\nfd01:203:405:607::1\n"},
 		{args: "allocate --pool links --owner config:link/wg0", advance: time.Hour, want: "192.0.2.0\n"},
 		{args: "allocate --pool links --owner config:link/wg1 -o json", want: `{
-  "pool": "links",
-  "owner": "config:link/wg1",
-  "block": 1,
-  "ipv4": "192.0.2.1",
-  "allocatedAt": "2026-11-22T07:00:00Z"
+  "schema_version": 1,
+  "allocation": {
+    "pool": "links",
+    "owner": "config:link/wg1",
+    "iface": null,
+    "block": 1,
+    "ipv4": "192.0.2.1",
+    "ipv6": null,
+    "allocated_at": "2026-11-22T07:00:00Z"
+  },
+  "error": null,
+  "errors": [],
+  "error_count": 0
 }
 `},
 		{args: "release --pool links --owner config:link/wg1", want: "released 192.0.2.1\n"},
 		{args: "release --pool links --owner config:link/wg1", want: "owner=config:link/wg1 holds no address in pool links\n"},
-		{args: "release --pool links --owner config:link/wg1 --output json", want: "{\n  \"released\": []\n}\n"},
+		{args: "release --pool links --owner config:link/wg1 --output json", want: "{\n  \"schema_version\": 1,\n  \"released\": [],\n  \"error\": null,\n  \"errors\": [],\n  \"error_count\": 0\n}\n"},
 		{args: "list", advance: 90 * time.Second, want: `POOL   BLOCK  IPV4       IPV6                 OWNER            IFACE  AGE
 links  0      192.0.2.0  -                    config:link/wg0  -      1m30s
 pods   0      10.2.0.0   fd01:203:405:607::   pod-a            eth0   1h1m
@@ -122,53 +133,71 @@ pool links: 1 addresses allocated, 1 waiting out the reuse delay, 1 of 4 allowed
 pool pods: 2 addresses allocated, 0 waiting out the reuse delay, 1 of 2 allowed blocks held: 10.2.0.0/30+fd01:203:405:607::/126
 `},
 		{args: "gc --free-after 1h --output json", want: `{
+  "schema_version": 1,
   "freed": [
     {
       "pool": "pods",
       "owner": "` + deadOwner + `",
+      "iface": null,
       "block": 0,
       "ipv4": "10.2.0.1",
       "ipv6": "fd01:203:405:607::1",
-      "allocatedAt": "2026-11-22T06:00:00Z"
+      "allocated_at": "2026-11-22T06:00:00Z"
     }
-  ]
+  ],
+  "error": null,
+  "errors": [],
+  "error_count": 0
 }
 `},
 		{args: "gc --output table", want: "freed 0 addresses\n", wantErr: "kept 1 addresses older than 15m0s whose owners gc cannot check (not pid: or netns:)\n"},
 		{args: "list --pool links --output json", want: `{
+  "schema_version": 1,
   "pools": [
     {
       "pool": "links",
       "usage": {
-        "pool": "links",
-        "blocksHeld": 1,
-        "blocksAllowed": 4,
+        "blocks_held": 1,
+        "blocks_allowed": 4,
         "addresses": 1,
         "allocated": 1,
         "cooling": 1
       },
       "blocks": [
         {
-          "pool": "links",
           "index": 0,
-          "ipv4": "192.0.2.0/32"
+          "ipv4": "192.0.2.0/32",
+          "ipv6": null
         }
       ],
       "allocations": [
         {
           "pool": "links",
           "owner": "config:link/wg0",
+          "iface": null,
           "block": 0,
           "ipv4": "192.0.2.0",
-          "allocatedAt": "2026-11-22T07:00:00Z"
+          "ipv6": null,
+          "allocated_at": "2026-11-22T07:00:00Z"
         }
       ]
     }
-  ]
+  ],
+  "error": null,
+  "errors": [],
+  "error_count": 0
+}
+`},
+		{args: "allocate --pool nope --owner x -o json", code: ExitError, wantErr: `unknown pool "nope"`, want: `{
+  "schema_version": 1,
+  "allocation": null,
+  "error": "allocate in pool nope for owner=x: unknown pool \"nope\"",
+  "errors": [],
+  "error_count": 0
 }
 `},
 		{args: "allocate --owner x", code: ExitUsage, wantErr: "--pool is required: the configuration has pools links, pods"},
-		{args: "allocate --pool pods", code: ExitUsage, wantErr: "netreconcile ipam allocate: --owner is required (see 'netreconcile ipam allocate --help')"},
+		{args: "allocate --pool pods", code: ExitUsage, wantErr: "netreconcile ipam allocate: --owner is required\nRun 'netreconcile help ipam allocate' for its options.\n"},
 		{args: "allocate --pool pods --owner x --output yaml", code: ExitUsage, wantErr: `--output must be text or json, not "yaml"`},
 		{args: "allocate --pool nope --owner x", code: ExitError, wantErr: `unknown pool "nope"`},
 		{args: "allocate --pool pods --owner x extra", code: ExitUsage, wantErr: `netreconcile ipam allocate: unexpected argument "extra"`},
@@ -199,7 +228,7 @@ func TestIPAMHelp(t *testing.T) {
 		want []string
 	}{
 		{"ipam --help", []string{"Usage: netreconcile ipam [OPTIONS] COMMAND [OPTIONS]", "allocate  --owner ID", "Exit status:", "Common options:"}},
-		{"ipam help", []string{"Run 'netreconcile ipam COMMAND --help'"}},
+		{"ipam help", []string{"Run 'netreconcile help ipam COMMAND'"}},
 		{"ipam allocate --help", []string{
 			"Usage: netreconcile ipam allocate --owner ID [--pool P] [--iface NAME] [OPTIONS]",
 			"--owner ID       the owner (required)",

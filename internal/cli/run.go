@@ -14,9 +14,11 @@ import (
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
 
+	"github.com/netreconcile/netreconcile/internal/buildinfo"
 	"github.com/netreconcile/netreconcile/internal/daemon"
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/safeapply"
@@ -38,27 +40,29 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	fs.StringVar(&metricsAddr, "metrics-listen", "", "")
 	fs.StringVar(&logLevel, "log-level", "info", "")
 	fs.StringVar(&logFormat, "log-format", "text", "")
+	// -o is --log-format: what run prints is its log.
+	outputFlag(fs, &logFormat)
 	fs.IntVar(&logChanges, "log-changes", daemon.DefaultLogChanges, "")
 	fs.StringVar(&memLimit, "memory-limit", "auto", "")
 	if ok, code := parse(env, fs, runHelp, args); !ok {
 		return code
 	}
 	if logChanges < -1 {
-		fmt.Fprintf(env.Stderr, "netreconcile run: --log-changes must be -1 (no limit), 0 (counts only) or more, not %d\n", logChanges)
+		badUsage(env, "run", fmt.Sprintf("--log-changes must be -1 (no limit), 0 (counts only) or more, not %d", logChanges))
 		return ExitUsage
 	}
 	memoryLimit, err := parseMemoryLimit(memLimit, env.Getenv("GOMEMLIMIT"))
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "netreconcile run: --memory-limit: %v\n", err)
+		badUsage(env, "run", fmt.Sprintf("--memory-limit: %v", err))
 		return ExitUsage
 	}
 	if resync <= 0 {
-		fmt.Fprintf(env.Stderr, "netreconcile run: --resync-interval must be positive, not %s\n", resync)
+		badUsage(env, "run", fmt.Sprintf("--resync-interval must be positive, not %s", resync))
 		return ExitUsage
 	}
 	log, err := newLogger(env, logLevel, logFormat)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "netreconcile run: %v\n", err)
+		badUsage(env, "run", err.Error())
 		return ExitUsage
 	}
 
@@ -196,7 +200,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		return fail(env, "run", err)
 	}
-	attrs := []any{"version", Version, "config", g.config, "conf_dir", g.dropIn()}
+	attrs := []any{"version", buildinfo.Version(), "commit", buildinfo.Commit(), "config", g.config, "conf_dir", g.dropIn()}
 	if g.netns != "" {
 		attrs = append(attrs, "netns", g.netns)
 	}
@@ -208,28 +212,34 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 }
 
 // newLogger logs to standard error. Under systemd (JOURNAL_STREAM set) the
-// journal stamps every line, so the time is left out.
+// journal stamps every line, so the time is left out. Every string a
+// record holds is made inert (inert.ReplaceAttr): link names, aliases and
+// errors from the kernel and the files reach the journal and terminals.
 func newLogger(env *Env, level, format string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level must be debug, info, warn or error, not %q", level)
 	}
-	opts := &slog.HandlerOptions{Level: lv}
-	if env.Getenv("JOURNAL_STREAM") != "" {
-		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
+	journal := env.Getenv("JOURNAL_STREAM") != ""
+	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if journal && len(groups) == 0 && a.Key == slog.TimeKey {
+			return slog.Attr{}
 		}
-	}
+		return inert.ReplaceAttr(groups, a)
+	}}
 	switch strings.ToLower(format) {
 	case "text":
 		return slog.New(slog.NewTextHandler(env.Stderr, opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(env.Stderr, opts)), nil
+		// Not through Stderr's inert writer, whose escapes would break
+		// a JSON string: the record's strings are inert already.
+		out := env.logOut
+		if out == nil {
+			out = env.Stderr
+		}
+		return slog.New(slog.NewJSONHandler(out, opts)), nil
 	}
-	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+	return nil, fmt.Errorf("--log-format (-o) must be text or json, not %q", format)
 }
 
 // parseMemoryLimit reads --memory-limit: auto, off, or a size in bytes

@@ -19,6 +19,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/netreconcile/netreconcile/internal/inert"
+	"github.com/netreconcile/netreconcile/internal/redact"
 	"github.com/netreconcile/netreconcile/internal/safeapply"
 	"github.com/netreconcile/netreconcile/internal/statedir"
 )
@@ -153,7 +155,10 @@ func runAsServiceUser(ctx context.Context, env *Env, args []string) (code int, o
 		return 0, false
 	}
 	fail := func(err error) (int, bool) {
-		fmt.Fprintf(env.Stderr, "netreconcile %s: run as %s, the owner of the state directory: %v\n", args[0], ru.name, err)
+		// env's streams are the raw ones, which the command's output is
+		// copied to (it makes its own inert): this message is made
+		// inert here.
+		fmt.Fprintf(env.Stderr, "netreconcile %s: run as %s, the owner of the state directory: %s\n", args[0], ru.name, inert.String(redact.Error(err).Error()))
 		return ExitError, true
 	}
 	self, err := os.Executable()

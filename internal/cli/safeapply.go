@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/apply"
 	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/safeapply"
 )
@@ -52,22 +52,34 @@ func (g *globals) timerArgs() ([]string, error) {
 	return args, nil
 }
 
-// nsOptions are the options that name this namespace and state directory,
+// nsArgs are the options that name this namespace and state directory,
 // for the commands that messages suggest.
-func (g *globals) nsOptions() string {
-	opts := ""
+func (g *globals) nsArgs() []string {
+	var args []string
 	if g.netns != "" {
-		opts += " --netns " + g.netns
+		args = append(args, "--netns", g.netns)
 	}
 	if g.stateDir != DefaultStateDir {
-		opts += " --state-dir " + g.stateDir
+		args = append(args, "--state-dir", g.stateDir)
 	}
-	return opts
+	return args
 }
 
-// confirmCommand is the command line that confirms id.
+// nsOptions are nsArgs as they follow a command in a command line the user
+// is told to run: each quoted for the shell (package inert), with a
+// leading space.
+func (g *globals) nsOptions() string {
+	if args := g.nsArgs(); len(args) > 0 {
+		return " " + inert.Command(args...)
+	}
+	return ""
+}
+
+// confirmCommand is the command line that confirms id, quoted for the
+// shell: the id was read from the state directory, which the service user
+// writes, and the line is one to paste into root's shell.
 func (g *globals) confirmCommand(id string) string {
-	return "netreconcile confirm" + g.nsOptions() + " " + id
+	return "netreconcile confirm" + g.nsOptions() + " " + safeapply.IDArg(id)
 }
 
 // probeFlag is the repeatable --probe.
@@ -75,13 +87,6 @@ type probeFlag []string
 
 func (p *probeFlag) String() string     { return strings.Join(*p, ",") }
 func (p *probeFlag) Set(v string) error { *p = append(*p, v); return nil }
-
-type probesOutput struct {
-	Armed         []string                `json:"armed"`
-	Skipped       []safeapply.ProbeResult `json:"skipped"`
-	After         []safeapply.ProbeResult `json:"after"`
-	AfterRollback []safeapply.ProbeResult `json:"after_rollback"`
-}
 
 func nonNil[T any](s []T) []T {
 	if s == nil {
@@ -102,7 +107,8 @@ func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 		}
 		data, err := read()
 		if err != nil {
-			return fail(env, "apply", fmt.Errorf("--candidate: %w", err))
+			err = fmt.Errorf("--candidate: %w", err)
+			return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 		}
 		candidate = data
 	}
@@ -111,34 +117,37 @@ func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 	for _, spec := range o.probes {
 		p, err := safeapply.ParseProbe(spec, penv)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "netreconcile apply: %v\n", err)
+			badUsage(env, "apply", err.Error())
 			return ExitUsage
 		}
 		probes = append(probes, p)
 	}
 	mode, err := safeapply.ParseTimerMode(o.timer)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "netreconcile apply: %v\n", err)
+		badUsage(env, "apply", err.Error())
 		return ExitUsage
+	}
+	failed := func(err error) int {
+		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return fail(env, "apply", fmt.Errorf("find this program for the rollback timer: %w", err))
+		return failed(fmt.Errorf("find this program for the rollback timer: %w", err))
 	}
 	args, err := g.timerArgs()
 	if err != nil {
-		return fail(env, "apply", err)
+		return failed(err)
 	}
 	h, closeFn, err := g.openHost(ctx, env, "apply")
 	if err != nil {
-		return fail(env, "apply", err)
+		return failed(err)
 	}
 	defer closeFn()
 	tm := &safeapply.Timer{Mode: mode, Dir: h.Dir, Program: self, Args: args}
 	h.Timer = tm.Arrange
 	res, err := h.Begin(ctx, safeapply.BeginRequest{Main: g.config, DropIn: g.dropIn(), Candidate: candidate, Window: o.confirmWithin, Probes: probes})
 	if res == nil {
-		return fail(env, "apply", err)
+		return failed(err)
 	}
 	now := time.Now()
 	var outErr error
@@ -148,7 +157,7 @@ func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 	if outErr == nil {
 		outErr = err
 	}
-	out := applyReport(nil, &apply.Result{}, outErr)
+	out := env.applyReport(nil, &apply.Result{}, outErr)
 	out.Warnings, out.Rollback = nonNil(res.Warnings), safeapply.ReportRollback(res.Rollback)
 	if res.Txn != nil {
 		t := res.Txn
@@ -162,14 +171,16 @@ func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 		out.Changed = len(res.Outcome.Done) > 0
 		out.Verified = res.Outcome.Err == nil && res.Outcome.Verify == nil
 		if res.Outcome.Plan != nil {
-			out.Protocol = res.Outcome.Plan.Protocol
+			out.Protocol = &res.Outcome.Plan.Protocol
 		}
 	}
 	if res.Txn != nil {
 		out.Probes = &probesOutput{Armed: nonNil(res.Armed), Skipped: nonNil(res.Skipped), After: nonNil(res.After), AfterRollback: nonNil(res.Again)}
 	}
 	if o.output == "json" {
-		printJSON(env, out)
+		if jerr := env.writeJSON(out); jerr != nil && err == nil {
+			err = jerr
+		}
 	} else if !o.quiet {
 		writeSafeApplyText(env, g, res, now)
 	}
@@ -179,35 +190,37 @@ func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 	return ExitOK
 }
 
+// writeSafeApplyText prints what apply --confirm-within did. Ids, paths,
+// probes and the messages of errors are made inert (package inert).
 func writeSafeApplyText(env *Env, g *globals, res *safeapply.BeginResult, now time.Time) {
 	w := env.Stdout
 	for _, s := range res.Skipped {
-		fmt.Fprintf(w, "Probe %s not armed: it fails already (%s).\n", s.Probe, s.Err)
+		fmt.Fprintf(w, "Probe %s not armed: it fails already (%s).\n", inert.String(s.Probe), inert.String(s.Err))
 	}
 	if len(res.Armed) > 0 {
-		fmt.Fprintf(w, "Probes armed: %s.\n", strings.Join(res.Armed, ", "))
+		fmt.Fprintf(w, "Probes armed: %s.\n", inert.String(strings.Join(res.Armed, ", ")))
 	}
 	if res.Outcome != nil {
 		diff.WriteOps(w, res.Outcome.Done)
 		fmt.Fprintf(w, "Applied %d operations.\n", len(res.Outcome.Done))
 	}
 	for _, s := range res.Warnings {
-		fmt.Fprintf(env.Stderr, "netreconcile apply: warning: %s\n", s)
+		fmt.Fprintf(env.Stderr, "netreconcile apply: warning: %s\n", inert.String(s))
 	}
 	if rb := res.Rollback; rb != nil {
-		fmt.Fprintf(w, "Rolled back at once (%s): %s\n", rb.Txn.Cause, rb.Txn.Detail)
+		fmt.Fprintf(w, "Rolled back at once (%s): %s\n", inert.String(string(rb.Txn.Cause)), inert.String(rb.Txn.Detail))
 		if rb.Outcome != nil {
 			diff.WriteOps(w, rb.Outcome.Done)
 		}
 		for _, f := range rb.Files {
-			fmt.Fprintf(w, "Restored %s.\n", f)
+			fmt.Fprintf(w, "Restored %s.\n", inert.String(f))
 		}
 		for _, p := range res.Again {
 			state := "passes"
 			if !p.OK {
 				state = "still fails: " + p.Err
 			}
-			fmt.Fprintf(w, "Probe %s after the rollback: %s.\n", p.Probe, state)
+			fmt.Fprintf(w, "Probe %s after the rollback: %s.\n", inert.String(p.Probe), inert.String(state))
 		}
 		return
 	}
@@ -217,17 +230,8 @@ func writeSafeApplyText(env *Env, g *globals, res *safeapply.BeginResult, now ti
 		verb = "extended"
 	}
 	fmt.Fprintf(w, "Transaction %s %s: rolls back at %s (in %s) unless confirmed (held by %s).\n",
-		t.ID, verb, t.Deadline.Local().Format("15:04:05 MST"), t.Deadline.Sub(now).Round(time.Second), t.Timer)
+		inert.String(t.ID), verb, t.Deadline.Local().Format("15:04:05 MST"), t.Deadline.Sub(now).Round(time.Second), inert.String(t.Timer))
 	fmt.Fprintf(w, "Confirm from any session: %s\n", g.confirmCommand(t.ID))
-}
-
-func printJSON(env *Env, v any) {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "netreconcile: encode json: %v\n", err)
-		return
-	}
-	fmt.Fprintln(env.Stdout, string(data))
 }
 
 // parseWithID parses a command's flags and at most one positional ID,
@@ -241,7 +245,7 @@ func parseWithID(env *Env, fs *flag.FlagSet, usage string, args []string) (id st
 				fmt.Fprint(env.Stdout, usage)
 				return "", false, ExitOK
 			}
-			fmt.Fprintf(env.Stderr, "netreconcile %s: %v\n\n%s", fs.Name(), err, usage)
+			badUsage(env, fs.Name(), err.Error())
 			return "", false, ExitUsage
 		}
 		if fs.NArg() == 0 {
@@ -250,19 +254,15 @@ func parseWithID(env *Env, fs *flag.FlagSet, usage string, args []string) (id st
 		ids = append(ids, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+	env.netns = netnsGiven(fs)
 	if len(ids) > 1 {
-		fmt.Fprintf(env.Stderr, "netreconcile %s: unexpected argument %q\n\n%s", fs.Name(), ids[1], usage)
+		badUsage(env, fs.Name(), fmt.Sprintf("unexpected argument %q", ids[1]))
 		return "", false, ExitUsage
 	}
 	if len(ids) == 1 {
 		id = ids[0]
 	}
 	return id, true, 0
-}
-
-type txnOutput struct {
-	Transaction *safeapply.TxnReport      `json:"transaction"`
-	Rollback    *safeapply.RollbackReport `json:"rollback"`
 }
 
 func runConfirm(ctx context.Context, env *Env, args []string) int {
@@ -279,24 +279,22 @@ func runConfirm(ctx context.Context, env *Env, args []string) int {
 	}
 	h, closeFn, err := g.openHost(ctx, env, "confirm")
 	if err != nil {
-		return fail(env, "confirm", err)
+		return failJSON(env, "confirm", output, txnOutput{jsonHeader: header(), jsonFailure: env.failure(err)}, err)
 	}
 	defer closeFn()
 	t, rolled, err := h.Confirm(ctx, id)
 	now := time.Now()
-	out := txnOutput{Transaction: safeapply.Report(t, now, ""), Rollback: safeapply.ReportRollback(rolled)}
+	out := txnOutput{jsonHeader: header(), Transaction: safeapply.Report(t, now, ""), Rollback: safeapply.ReportRollback(rolled), jsonFailure: env.failure(err)}
 	if rolled != nil {
 		out.Transaction = safeapply.Report(rolled.Txn, now, "")
 	}
-	if output == "json" && (t != nil || rolled != nil) {
-		printJSON(env, out)
-	} else if t != nil {
-		fmt.Fprintf(env.Stdout, "Transaction %s confirmed: its configuration is the restore point of the next one.\n", t.ID)
+	if output == "json" {
+		return failJSON(env, "confirm", output, out, err)
 	}
-	if err != nil {
-		return fail(env, "confirm", err)
+	if t != nil {
+		fmt.Fprintf(env.Stdout, "Transaction %s confirmed: its configuration is the restore point of the next one.\n", inert.String(t.ID))
 	}
-	return ExitOK
+	return exitOf(env, "confirm", err)
 }
 
 func runRollback(ctx context.Context, env *Env, args []string) int {
@@ -313,16 +311,19 @@ func runRollback(ctx context.Context, env *Env, args []string) int {
 	if badOutput(env, "rollback", output) {
 		return ExitUsage
 	}
+	failed := func(err error) int {
+		return failJSON(env, "rollback", output, txnOutput{jsonHeader: header(), jsonFailure: env.failure(err)}, err)
+	}
 	var rolled *safeapply.RollbackResult
 	var err error
 	if due {
 		if id == "" {
-			fmt.Fprintf(env.Stderr, "netreconcile rollback: --due needs the transaction's ID\n")
+			badUsage(env, "rollback", "--due needs the transaction's ID")
 			return ExitUsage
 		}
 		st, oerr := g.openState(false)
 		if oerr != nil {
-			return fail(env, "rollback", oerr)
+			return failed(oerr)
 		}
 		defer st.close()
 		rolled, err = safeapply.WaitDue(ctx, st.dir, id, func(ctx context.Context) (*safeapply.Host, func(), error) {
@@ -331,29 +332,29 @@ func runRollback(ctx context.Context, env *Env, args []string) int {
 	} else {
 		h, closeFn, oerr := g.openHost(ctx, env, "rollback")
 		if oerr != nil {
-			return fail(env, "rollback", oerr)
+			return failed(oerr)
 		}
 		defer closeFn()
 		rolled, err = h.Rollback(ctx, id, safeapply.CauseManual, "rolled back by netreconcile rollback")
 	}
+	if rolled != nil && err == nil {
+		err = rolled.Err
+	}
+	if output == "json" {
+		out := txnOutput{jsonHeader: header(), jsonFailure: env.failure(err)}
+		if rolled != nil {
+			out.Transaction, out.Rollback = safeapply.Report(rolled.Txn, time.Now(), ""), safeapply.ReportRollback(rolled)
+		}
+		return failJSON(env, "rollback", output, out, err)
+	}
 	if rolled != nil {
-		if output == "json" {
-			printJSON(env, txnOutput{Transaction: safeapply.Report(rolled.Txn, time.Now(), ""), Rollback: safeapply.ReportRollback(rolled)})
-		} else {
-			if rolled.Outcome != nil {
-				diff.WriteOps(env.Stdout, rolled.Outcome.Done)
-			}
-			for _, f := range rolled.Files {
-				fmt.Fprintf(env.Stdout, "Restored %s.\n", f)
-			}
-			fmt.Fprintf(env.Stdout, "Transaction %s rolled back (%s).\n", rolled.Txn.ID, rolled.Txn.Cause)
+		if rolled.Outcome != nil {
+			diff.WriteOps(env.Stdout, rolled.Outcome.Done)
 		}
-		if err == nil {
-			err = rolled.Err
+		for _, f := range rolled.Files {
+			fmt.Fprintf(env.Stdout, "Restored %s.\n", inert.String(f))
 		}
+		fmt.Fprintf(env.Stdout, "Transaction %s rolled back (%s).\n", inert.String(rolled.Txn.ID), inert.String(string(rolled.Txn.Cause)))
 	}
-	if err != nil {
-		return fail(env, "rollback", err)
-	}
-	return ExitOK
+	return exitOf(env, "rollback", err)
 }

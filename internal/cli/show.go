@@ -1,5 +1,129 @@
 package cli
 
-import "github.com/netreconcile/netreconcile/internal/model"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
 
 const defaultProtocol = model.DefaultProtocol
+
+// showReport is show's JSON: the configuration show prints (state, then the
+// pools section), as JSON in the same key order, and each pool's usage.
+// The rendered YAML is the one source: the JSON cannot say anything the
+// text does not.
+func showReport(ctx context.Context, eng *engine.Engine, conf *model.State, state, pools []byte) (showJSON, error) {
+	r := showJSON{jsonHeader: header(), Pools: []poolListing{}, jsonFailure: jsonFailure{Errors: []jsonFieldError{}}}
+	var b bytes.Buffer
+	if err := yamlToJSON(&b, append(append([]byte{}, state...), pools...)); err != nil {
+		return r, fmt.Errorf("show as json: %w", err)
+	}
+	r.Configuration = b.Bytes()
+	if conf == nil || len(conf.Pools) == 0 {
+		return r, nil
+	}
+	reg, err := eng.OpenRegistry(conf)
+	if reg == nil || err != nil {
+		return r, err
+	}
+	for _, p := range conf.Pools {
+		l := poolListing{Pool: p.Name}
+		u, err := reg.Usage(ctx, p.Name)
+		if err != nil {
+			return r, err
+		}
+		bs, err := reg.HeldBlocks(ctx, p.Name)
+		if err != nil {
+			return r, err
+		}
+		l.Usage, l.Blocks = usageOf(u), blocksOf(bs)
+		r.Pools = append(r.Pools, l)
+	}
+	return r, nil
+}
+
+// yamlToJSON writes one YAML document as JSON, keeping the order of keys
+// (a map would sort them) and each scalar's resolved type: an integer, a
+// float, a boolean or null as such, everything else as a string. Comments
+// are left out.
+func yamlToJSON(b *bytes.Buffer, data []byte) error {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return err
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return fmt.Errorf("not one YAML document")
+	}
+	return nodeJSON(b, doc.Content[0])
+}
+
+func nodeJSON(b *bytes.Buffer, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.MappingNode:
+		b.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k, _ := json.Marshal(n.Content[i].Value)
+			b.Write(k)
+			b.WriteByte(':')
+			if err := nodeJSON(b, n.Content[i+1]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	case yaml.SequenceNode:
+		b.WriteByte('[')
+		for i, c := range n.Content {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := nodeJSON(b, c); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case yaml.ScalarNode:
+		b.Write(scalarJSON(n))
+	case yaml.AliasNode:
+		return nodeJSON(b, n.Alias)
+	default:
+		return fmt.Errorf("unexpected YAML node at line %d", n.Line)
+	}
+	return nil
+}
+
+func scalarJSON(n *yaml.Node) []byte {
+	switch n.ShortTag() {
+	case "!!int":
+		if v, err := strconv.ParseInt(n.Value, 0, 64); err == nil {
+			return strconv.AppendInt(nil, v, 10)
+		}
+		if v, err := strconv.ParseUint(n.Value, 0, 64); err == nil {
+			return strconv.AppendUint(nil, v, 10)
+		}
+	case "!!float":
+		if v, err := strconv.ParseFloat(n.Value, 64); err == nil && !math.IsInf(v, 0) && !math.IsNaN(v) {
+			out, _ := json.Marshal(v)
+			return out
+		}
+	case "!!bool":
+		var v bool
+		if n.Decode(&v) == nil {
+			return strconv.AppendBool(nil, v)
+		}
+	case "!!null":
+		return []byte("null")
+	}
+	out, _ := json.Marshal(n.Value)
+	return out
+}

@@ -6,37 +6,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/safeapply"
 )
-
-const statusHelp = `Usage: netreconcile status [OPTIONS]
-
-Show the namespace's safe-apply transaction, if one is pending (its id, the
-time left before it rolls back and how to confirm it), and how the last one
-ended; then each WireGuard peer of the devices the file names (or, without a
-readable file, of every device netreconcile owns): the endpoint in use, the
-state (up, unknown, down; see docs/config.md, wireguard rotation), the age
-of the last handshake, bytes received and sent, and the candidate endpoint a
-rotation would try next. Only public keys are printed.
-
-A one-shot command does not know when the daemon last changed an endpoint:
-it judges each peer by its last handshake alone.
-
-Options:
-  -o, --output FORMAT  text (default) or json: {"transaction": {...} or
-                       null, "last_transaction": {...} or null, "counts":
-                       {"confirmed": N, "rolled_back": {"CAUSE": N}},
-                       "peers": [...]} (docs/safe-apply.md)
-` + commonFlags
-
-// statusOutput is status's JSON.
-type statusOutput struct {
-	Transaction     *safeapply.TxnReport `json:"transaction"`
-	LastTransaction *safeapply.TxnReport `json:"last_transaction"`
-	Counts          safeapply.Counts     `json:"counts"`
-	Peers           []engine.PeerStatus  `json:"peers"`
-}
 
 func runStatus(ctx context.Context, env *Env, args []string) int {
 	var g globals
@@ -49,51 +21,55 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 	if badOutput(env, "status", output) {
 		return ExitUsage
 	}
+	failed := func(err error) int {
+		return failJSON(env, "status", output, statusOutput{jsonHeader: header(), jsonFailure: env.failure(err)}, err)
+	}
 	st, err := g.loadOptional(fs)
 	if err != nil {
-		return fail(env, "status", err)
+		return failed(err)
 	}
 	eng, closeFn, err := g.openEngine(ctx, env, "status", true)
 	if err != nil {
-		return fail(env, "status", err)
+		return failed(err)
 	}
 	defer closeFn()
 	peers, err := eng.PeerStatuses(st)
 	if err != nil {
-		return fail(env, "status", err)
+		return failed(err)
 	}
 	// Read without the lock: the file is replaced whole, never written in
 	// place. A pending transaction past its deadline is shown as it is;
 	// the next writer rolls it back.
 	txn, err := safeapply.Load(eng.State)
 	if err != nil {
-		return fail(env, "status", err)
+		return failed(err)
 	}
 	now := time.Now()
 	if output == "json" {
-		out := statusOutput{Transaction: safeapply.Report(txn.Pending, now, ""), LastTransaction: safeapply.Report(txn.Last, now, ""), Counts: txn.Counts, Peers: nonNil(peers)}
-		if out.Counts.RolledBack == nil {
-			out.Counts.RolledBack = map[safeapply.Cause]uint64{}
-		}
+		out := statusOutput{jsonHeader: header(), Transaction: safeapply.Report(txn.Pending, now, ""), LastTransaction: safeapply.Report(txn.Last, now, ""),
+			Counts: countsOf(txn.Counts), Peers: peersJSON(peers), jsonFailure: env.failure(nil)}
 		if t := txn.Pending; t != nil {
-			out.Transaction.ConfirmCommand = g.confirmCommand(t.ID)
+			c := g.confirmCommand(t.ID)
+			out.Transaction.ConfirmCommand = &c
 		}
-		printJSON(env, out)
-		return ExitOK
+		return exitOf(env, "status", env.writeJSON(out))
 	}
+	// Every string below but the times and counts was read from the state
+	// directory or the kernel: each is made inert (package inert).
 	if t := txn.Pending; t != nil {
 		left := t.Deadline.Sub(now).Round(time.Second)
 		when := fmt.Sprintf("rolls back at %s (in %s)", t.Deadline.Local().Format("15:04:05 MST"), left)
 		if left <= 0 {
 			when = fmt.Sprintf("deadline passed at %s: the next netreconcile writer rolls it back", t.Deadline.Local().Format("15:04:05 MST"))
 		}
-		fmt.Fprintf(env.Stdout, "Transaction %s pending: %s unless confirmed; held by %s.\nConfirm: %s\n\n", t.ID, when, t.Timer, g.confirmCommand(t.ID))
+		fmt.Fprintf(env.Stdout, "Transaction %s pending: %s unless confirmed; held by %s.\nConfirm: %s\n\n",
+			inert.String(t.ID), when, inert.String(t.Timer), g.confirmCommand(t.ID))
 	} else if t := txn.Last; t != nil {
 		how := string(t.State)
 		if t.Cause != "" {
 			how += " (" + string(t.Cause) + ")"
 		}
-		fmt.Fprintf(env.Stdout, "No transaction pending; the last one, %s, was %s at %s.\n\n", t.ID, how, t.Ended.Local().Format("2006-01-02 15:04:05 MST"))
+		fmt.Fprintf(env.Stdout, "No transaction pending; the last one, %s, was %s at %s.\n\n", inert.String(t.ID), inert.String(how), t.Ended.Local().Format("2006-01-02 15:04:05 MST"))
 	}
 	if len(peers) == 0 {
 		fmt.Fprintln(env.Stdout, "No WireGuard peers.")
@@ -113,14 +89,16 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 		if !p.Declared {
 			next = "(not in the file)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", p.Link, p.PublicKey, p.Endpoint, p.State, hs, p.RxBytes, p.TxBytes, next)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", inert.String(p.Link), p.PublicKey, inert.String(p.Endpoint), p.State, hs, p.RxBytes, p.TxBytes, inert.String(next))
 	}
-	return exitOf(tw.Flush())
+	return exitOf(env, "status", tw.Flush())
 }
 
-func exitOf(err error) int {
+// exitOf is the exit of a command whose last step was err: a failure
+// printed as fail prints it, or success.
+func exitOf(env *Env, cmd string, err error) int {
 	if err != nil {
-		return ExitError
+		return fail(env, cmd, err)
 	}
 	return ExitOK
 }

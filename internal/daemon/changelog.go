@@ -33,7 +33,7 @@ func (d *Daemon) logDone(ops []*diff.Op, drift bool) {
 				continue
 			}
 		}
-		attrs := []any{"kind", op.Kind, "id", op.ID, "action", string(op.Action)}
+		attrs := []any{"kind", op.Kind, "id", op.Name(), "action", string(op.Action)}
 		if fields := changedFields(*op); fields != "" {
 			attrs = append(attrs, "fields", fields)
 		}
@@ -43,7 +43,7 @@ func (d *Daemon) logDone(ops []*diff.Op, drift bool) {
 		d.log.Log(context.Background(), level, "applied", attrs...)
 	}
 	for _, c := range over.sorted() {
-		attrs := []any{"kind", c.kind, "action", c.action, "count", c.n}
+		attrs := []any{"kind", diff.Kind(c.kind), "action", c.action, "count", c.n}
 		if drift {
 			attrs = append(attrs, "drift", true)
 		}
@@ -63,10 +63,10 @@ func (d *Daemon) logFailed(failed []apply.Failure, now time.Time) {
 			over.add(f.Op)
 			level = slog.LevelDebug
 		}
-		d.log.Log(context.Background(), level, "change failed", "kind", f.Op.Kind, "id", f.Op.ID, "action", string(f.Op.Action), "error", f.Err, "retry_in", delay)
+		d.log.Log(context.Background(), level, "change failed", "kind", f.Op.Kind, "id", f.Op.Name(), "action", string(f.Op.Action), "error", f.Err, "retry_in", delay)
 	}
 	for _, c := range over.sorted() {
-		d.log.Error(fmt.Sprintf("%d more changes failed, one line each at debug level", c.n), "kind", c.kind, "action", c.action, "count", c.n)
+		d.log.Error(fmt.Sprintf("%d more changes failed, one line each at debug level", c.n), "kind", diff.Kind(c.kind), "action", c.action, "count", c.n)
 	}
 }
 

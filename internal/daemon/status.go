@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/redact"
 )
 
@@ -50,8 +51,10 @@ func (d *Daemon) Status() string {
 		}
 	}
 	// STATUS= is readable by every local user: nothing that looks like a
-	// key leaves here (package redact).
-	return redact.String(b.String())
+	// key leaves here (package redact). systemctl status prints it on a
+	// terminal: names from the kernel and the files in an error are made
+	// inert (package inert).
+	return inert.String(redact.String(b.String()))
 }
 
 // firstConfigError returns the first positioned error of an invalid

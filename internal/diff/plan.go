@@ -26,6 +26,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -52,15 +53,67 @@ const (
 	KindRule    Kind = "rule"
 )
 
+// MarshalText writes a kind as the JSON output and the structured logs name
+// it: its words joined by "_" ("nft_table", "wireguard_peer"), as every
+// identifier of the JSON output is written.
+func (k Kind) MarshalText() ([]byte, error) {
+	return []byte(strings.ReplaceAll(string(k), " ", "_")), nil
+}
+
+// UnmarshalText reads a kind as MarshalText writes it.
+func (k *Kind) UnmarshalText(b []byte) error {
+	*k = Kind(strings.ReplaceAll(string(b), "_", " "))
+	return nil
+}
+
 // Change is one attribute that differs, as a plan shows it. What apply
-// writes is the op's typed field set, never these names.
+// writes is the op's typed field set, never these names. From and To are
+// empty for no value.
 type Change struct {
-	Field string `json:"field"`
-	From  string `json:"from,omitempty"`
-	To    string `json:"to,omitempty"`
+	Field string
+	From  string
+	To    string
+}
+
+// MarshalJSON writes a change as the JSON output shows it: "from" and "to"
+// are null for no value.
+func (c Change) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Field string  `json:"field"`
+		From  *string `json:"from"`
+		To    *string `json:"to"`
+	}{c.Field, orNull(c.From), orNull(c.To)})
+}
+
+// UnmarshalJSON reads a change as MarshalJSON writes it.
+func (c *Change) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Field    string
+		From, To *string
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*c = Change{Field: v.Field, From: deref(v.From), To: deref(v.To)}
+	return nil
+}
+
+func orNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // Op is one operation. Exactly one of the object fields is set, by Kind.
+// Its JSON is OpJSON.
 type Op struct {
 	Action  Action   `json:"action"`
 	Kind    Kind     `json:"kind"`
@@ -101,6 +154,41 @@ type Op struct {
 	// the key's old value when the op takes it over.
 	Sysctl    *model.Sysctl `json:"-"`
 	SysctlWas string        `json:"-"`
+}
+
+// OpJSON is an operation as the JSON output shows it (diff, apply, a
+// rollback's operations): every field present, null for none.
+type OpJSON struct {
+	Action Action `json:"action"`
+	Kind   Kind   `json:"kind"`
+	// ID is the object's identity, as the kernel knows it (a WireGuard
+	// peer's whole public key).
+	ID      string   `json:"id"`
+	Summary *string  `json:"summary"`
+	Changes []Change `json:"changes"`
+	Reason  *string  `json:"reason"`
+}
+
+// JSON returns the operation's output form.
+func (op *Op) JSON() OpJSON {
+	changes := op.Changes
+	if changes == nil {
+		changes = []Change{}
+	}
+	return OpJSON{Action: op.Action, Kind: op.Kind, ID: op.ID, Summary: orNull(op.Summary), Changes: changes, Reason: orNull(op.Reason)}
+}
+
+// MarshalJSON writes the operation as OpJSON.
+func (op Op) MarshalJSON() ([]byte, error) { return json.Marshal(op.JSON()) }
+
+// Name is the operation's object in a message (an error, a log line): its
+// ID, but for a WireGuard peer, whose public key is cut to a prefix
+// (model.Key.Short).
+func (op *Op) Name() string {
+	if op.Kind == KindWGPeer && op.WireGuard != nil && op.WireGuard.Peer != nil {
+		return peerOpName(op.WireGuard.Peer.PublicKey, op.WireGuard.Link)
+	}
+	return op.ID
 }
 
 // Plan is the ordered list of operations.
@@ -195,26 +283,31 @@ func WriteOps(w io.Writer, ops []*Op) {
 	}
 }
 
+// writeOp writes one operation. Names, aliases and values come from the
+// file and from the kernel, where anyone who may create a link or a table
+// chose them: each is made inert (package inert), so that none can move
+// the terminal's cursor or forge a line of the plan.
 func writeOp(w io.Writer, op *Op) {
-	line := fmt.Sprintf("%s %s %s", sigils[op.Action], op.Kind, op.ID)
+	line := fmt.Sprintf("%s %s %s", sigils[op.Action], op.Kind, inert.String(op.ID))
 	if op.Summary != "" {
-		line += " (" + op.Summary + ")"
+		line += " (" + inert.String(op.Summary) + ")"
 	}
 	if op.Reason != "" {
-		line += ": " + op.Reason
+		line += ": " + inert.String(op.Reason)
 	}
 	fmt.Fprintln(w, line)
 	for _, c := range op.Changes {
+		field, from, to := inert.String(c.Field), inert.String(c.From), inert.String(c.To)
 		switch {
 		case c.From == "" && c.To == "":
 			// Written again as it is (an adopted link's alias takes the marker).
-			fmt.Fprintf(w, "    %s\n", c.Field)
+			fmt.Fprintf(w, "    %s\n", field)
 		case c.From == "":
-			fmt.Fprintf(w, "    %s: %s\n", c.Field, c.To)
+			fmt.Fprintf(w, "    %s: %s\n", field, to)
 		case c.To == "":
-			fmt.Fprintf(w, "    %s: %s -> (none)\n", c.Field, c.From)
+			fmt.Fprintf(w, "    %s: %s -> (none)\n", field, from)
 		default:
-			fmt.Fprintf(w, "    %s: %s -> %s\n", c.Field, c.From, c.To)
+			fmt.Fprintf(w, "    %s: %s -> %s\n", field, from, to)
 		}
 	}
 }

@@ -94,6 +94,9 @@ func (f PeerFields) Write(w PeerWriter) {
 // peerOpID is the ID of a peer operation: "<public key> on <link>".
 func peerOpID(pub model.Key, link string) string { return pub.String() + " on " + link }
 
+// peerOpName is a peer operation's object in a message: "<prefix…> on <link>".
+func peerOpName(pub model.Key, link string) string { return pub.Short() + " on " + link }
+
 // wireguard plans each WireGuard device's settings and peers, after the
 // links exist. Peers are planned one by one: deletes first (freeing allowed
 // IPs another peer may take), then updates, then creates. A peer is never

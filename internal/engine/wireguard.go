@@ -264,17 +264,20 @@ func (e *Engine) judgeAgain(t *wgpeer.Tracker, written []pendingDecision) {
 }
 
 // PeerStatus is one peer as `netreconcile status` shows it. It holds no
-// key but the peer's public one.
+// key but the peer's public one. Its JSON form is the command line's
+// (internal/cli, docs/json.md).
 type PeerStatus struct {
-	Link          string    `json:"link"`
-	PublicKey     string    `json:"public-key"`
-	Endpoint      string    `json:"endpoint"`
-	State         string    `json:"state"`
-	LastHandshake time.Time `json:"last-handshake"`
-	RxBytes       int64     `json:"rx-bytes"`
-	TxBytes       int64     `json:"tx-bytes"`
-	Next          string    `json:"next-candidate"`
-	Declared      bool      `json:"declared"`
+	Link      string
+	PublicKey string
+	// Endpoint is "none" when the peer has none.
+	Endpoint      string
+	State         string
+	LastHandshake time.Time
+	RxBytes       int64
+	TxBytes       int64
+	// Next is the candidate endpoint a rotation would try next ("": none).
+	Next     string
+	Declared bool
 }
 
 // PeerStatuses reads every WireGuard device the file names (or, with a nil

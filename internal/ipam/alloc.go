@@ -26,14 +26,17 @@ var (
 // Every address of a block is handed out, the first and the last included: like Coil, the
 // addresses are host addresses (/32, /128) routed to the host, not members of an on-link subnet,
 // so there is no network or broadcast address to keep free.
+//
+// The registry's types carry no JSON: the command line's output has its own
+// (internal/cli, docs/json.md), and the registry its line format (format.go).
 type Allocation struct {
-	Pool        string     `json:"pool"`
-	Owner       string     `json:"owner"`
-	Iface       string     `json:"iface,omitempty"`
-	Block       uint64     `json:"block"`
-	IPv4        netip.Addr `json:"ipv4,omitzero"`
-	IPv6        netip.Addr `json:"ipv6,omitzero"`
-	AllocatedAt time.Time  `json:"allocatedAt"`
+	Pool        string
+	Owner       string
+	Iface       string
+	Block       uint64
+	IPv4        netip.Addr
+	IPv6        netip.Addr
+	AllocatedAt time.Time
 }
 
 // Addrs returns the allocated addresses, IPv4 first.
@@ -49,15 +52,15 @@ func (a Allocation) describe() string {
 
 // Usage counts what a pool uses on this host, for metrics.
 type Usage struct {
-	Pool string `json:"pool"`
+	Pool string
 	// BlocksHeld and BlocksAllowed: blocks held now, and how many this host may hold.
-	BlocksHeld    int    `json:"blocksHeld"`
-	BlocksAllowed uint64 `json:"blocksAllowed"`
+	BlocksHeld    int
+	BlocksAllowed uint64
 	// Addresses in the held blocks; in a dual-stack pool a v4+v6 pair counts once.
-	Addresses uint64 `json:"addresses"`
-	Allocated int    `json:"allocated"`
+	Addresses uint64
+	Allocated int
 	// Cooling counts released addresses still waiting out the reuse delay.
-	Cooling int `json:"cooling"`
+	Cooling int
 }
 
 // state is one pool's registry in memory: what the file holds.

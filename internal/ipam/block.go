@@ -12,10 +12,10 @@ import (
 // Block is an address block held by this host: the prefixes to export as routes dev lo in the
 // pool's export table. In a dual-stack pool both prefixes are set.
 type Block struct {
-	Pool  string       `json:"pool"`
-	Index uint64       `json:"index"`
-	IPv4  netip.Prefix `json:"ipv4,omitzero"`
-	IPv6  netip.Prefix `json:"ipv6,omitzero"`
+	Pool  string
+	Index uint64
+	IPv4  netip.Prefix
+	IPv6  netip.Prefix
 }
 
 // Prefixes returns the block's valid prefixes, IPv4 first.

@@ -20,6 +20,12 @@ type Key [KeyLen]byte
 
 func (k Key) String() string { return base64.StdEncoding.EncodeToString(k[:]) }
 
+// Short is a prefix of the key, for messages: its first 8 characters of
+// base64 and an ellipsis, as people tell peers apart in wg(8)'s output. A
+// public key is no secret, but a whole one looks like a private key to
+// package redact, which hides it, and every peer would read the same.
+func (k Key) Short() string { return k.String()[:8] + "…" }
+
 // IsZero reports whether the key is unset.
 func (k Key) IsZero() bool { return k == Key{} }
 

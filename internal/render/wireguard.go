@@ -33,7 +33,14 @@ func renderWireGuard(w *model.WireGuard) *yaml.Node {
 	seq := sequence()
 	for _, p := range w.Peers {
 		pm := mapping()
-		add(pm, "public-key", yscalar(p.PublicKey.String()))
+		pub := yscalar(p.PublicKey.String())
+		if p.PresharedKey.IsSet() {
+			// On the peer's first line: a foot comment of the peer's
+			// mapping would be written after the whole device, under
+			// the link's next key.
+			pub.LineComment = "preshared-key-file: a preshared key is set"
+		}
+		add(pm, "public-key", pub)
 		ips := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
 		for _, a := range p.AllowedIPs {
 			ips.Content = append(ips.Content, yscalar(a.String()))
@@ -44,9 +51,6 @@ func renderWireGuard(w *model.WireGuard) *yaml.Node {
 		}
 		if p.Endpoint.IsValid() {
 			add(pm, "endpoints", &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle, Content: []*yaml.Node{yscalar(p.Endpoint.String())}})
-		}
-		if p.PresharedKey.IsSet() {
-			pm.FootComment = "preshared-key-file: a preshared key is set"
 		}
 		seq.Content = append(seq.Content, pm)
 	}

@@ -169,10 +169,10 @@ func (m *mgmt) safeApply(args ...string) (applyOutput, result) {
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
 		m.t.Fatalf("apply -o json: exit %d: %v\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
-	if t := out.Transaction; t != nil && strings.HasPrefix(t.Timer, "process:") {
+	if t := out.Transaction; t != nil && t.Timer != nil && strings.HasPrefix(*t.Timer, "process:") {
 		// The timer is ours to stop if the test ends before it.
 		var pid int
-		fmt.Sscanf(t.Timer, "process:%d", &pid)
+		fmt.Sscanf(*t.Timer, "process:%d", &pid)
 		m.t.Cleanup(func() { killTimer(pid, t.ID) })
 	}
 	return out, r
@@ -290,7 +290,7 @@ func TestUnconfirmedRollsBackAtTheDeadline(t *testing.T) {
 	}
 	before := m.foreign()
 	out, r := m.safeApply("--confirm-within", "3s")
-	if r.code != 0 || out.Transaction == nil || out.Transaction.State != safeapply.Pending {
+	if r.code != 0 || out.Transaction == nil || out.Transaction.State != string(safeapply.Pending) {
 		t.Fatalf("apply --confirm-within: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	deadline := out.Transaction.Deadline
@@ -312,7 +312,7 @@ func TestUnconfirmedRollsBackAtTheDeadline(t *testing.T) {
 		t.Errorf("foreign objects changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 	st := m.status()
-	if st.Transaction != nil || st.LastTransaction == nil || st.LastTransaction.Cause != safeapply.CauseTimeout || st.Counts.RolledBack[safeapply.CauseTimeout] != 1 {
+	if st.Transaction != nil || st.LastTransaction == nil || st.LastTransaction.Cause == nil || *st.LastTransaction.Cause != string(safeapply.CauseTimeout) || st.Counts.RolledBack[safeapply.CauseTimeout] != 1 {
 		t.Errorf("status after the rollback: %+v", st)
 	}
 }
@@ -463,8 +463,8 @@ func TestDaemonKilledDuringTheWindowRollsBackAtTheDeadline(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || out.Transaction == nil {
 		t.Fatalf("apply: exit %d: %v\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
-	if !strings.HasPrefix(out.Transaction.Timer, "daemon:") {
-		t.Fatalf("the deadline is not held by the daemon: %q", out.Transaction.Timer)
+	if out.Transaction.Timer == nil || !strings.HasPrefix(*out.Transaction.Timer, "daemon:") {
+		t.Fatalf("the deadline is not held by the daemon: %v", out.Transaction.Timer)
 	}
 	deadline := out.Transaction.Deadline
 	time.Sleep(500 * time.Millisecond)
@@ -496,7 +496,7 @@ func TestAnotherBootRollsBackBeforeTheFirstConverge(t *testing.T) {
 	// The host goes down: the timer with it, the namespaces rebuilt
 	// empty, the state directory kept, a new boot id.
 	var pid int
-	fmt.Sscanf(out.Transaction.Timer, "process:%d", &pid)
+	fmt.Sscanf(*out.Transaction.Timer, "process:%d", &pid)
 	killTimer(pid, out.Transaction.ID)
 	nettest.Exec(t, "ip", "netns", "del", m.host)
 	nettest.Exec(t, "ip", "netns", "del", m.client)

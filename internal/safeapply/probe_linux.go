@@ -365,7 +365,9 @@ func (p *wireguardProbe) Check(ctx context.Context) error {
 	}
 	for k := range p.fresh {
 		if !now[k] {
-			return fmt.Errorf("wireguard %s: peer %s has no fresh handshake any more", p.link, k)
+			// A prefix of the public key: a whole one would be hidden
+			// as a key-like value (package redact).
+			return fmt.Errorf("wireguard %s: peer %s… has no fresh handshake any more", p.link, k[:8])
 		}
 	}
 	return nil

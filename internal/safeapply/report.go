@@ -1,39 +1,60 @@
 package safeapply
 
 import (
+	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/diff"
 )
 
 // The JSON the command line prints (-o json) for apply --confirm-within,
-// confirm, rollback and status. It is an interface (the Ansible collection
-// reads it): fields are only ever added. docs/safe-apply.md shows each.
+// confirm, rollback and status: part of the output contract of docs/json.md
+// (docs/schema/*.json). Every field is always present, null when it does
+// not apply; names and enumerated values are snake_case; times are RFC 3339
+// in UTC, durations numbers of seconds. A stable field is never renamed or
+// removed: fields are only added.
 
 // TxnReport is a transaction as the output shows it.
 type TxnReport struct {
-	ID    string `json:"id"`
-	State State  `json:"state"`
-	Netns string `json:"netns,omitempty"`
+	ID string `json:"id"`
+	// State is pending, confirmed or rolled_back.
+	State string `json:"state"`
+	// Netns is the --netns the transaction was begun with (null for the
+	// caller's own namespace).
+	Netns *string `json:"netns"`
 	// Started and Deadline are RFC 3339 times in UTC.
 	Started  time.Time `json:"started"`
 	Deadline time.Time `json:"deadline"`
 	// SecondsLeft is the time to the deadline, while pending (0 after).
 	SecondsLeft float64 `json:"seconds_left"`
-	// Window is the last --confirm-within, as a Go duration ("2m0s").
-	Window string `json:"window"`
+	// WindowSeconds is the last --confirm-within.
+	WindowSeconds float64 `json:"window_seconds"`
 	// Extended counts the applies that moved the deadline.
 	Extended int `json:"extended"`
-	// Timer: "daemon:PID", "systemd:UNIT" or "process:PID".
-	Timer  string   `json:"timer,omitempty"`
+	// Timer: "daemon:PID", "systemd:UNIT" or "process:PID" (null before
+	// one was arranged).
+	Timer  *string  `json:"timer"`
 	Probes []string `json:"probes"`
-	// ConfirmCommand confirms the transaction, while pending.
-	ConfirmCommand string `json:"confirm_command,omitempty"`
+	// ConfirmCommand confirms the transaction, while pending (null
+	// after): a command line for a POSIX shell, each word quoted.
+	ConfirmCommand *string `json:"confirm_command"`
 	// Ended, Cause and Detail are set once it ended: Cause is one of
 	// timeout, manual, probe, verify, apply, reboot for a rollback.
-	Ended  *time.Time `json:"ended,omitempty"`
-	Cause  Cause      `json:"cause,omitempty"`
-	Detail string     `json:"detail,omitempty"`
+	Ended  *time.Time `json:"ended"`
+	Cause  *string    `json:"cause"`
+	Detail *string    `json:"detail"`
+}
+
+// stateName is a state as the output writes it: snake_case, as every
+// enumerated value of the JSON output.
+func stateName(s State) string { return strings.ReplaceAll(string(s), "-", "_") }
+
+func orNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // Report turns a transaction into its output form; confirm is the command
@@ -42,17 +63,17 @@ func Report(t *Txn, now time.Time, confirm string) *TxnReport {
 	if t == nil {
 		return nil
 	}
-	r := &TxnReport{ID: t.ID, State: t.State, Netns: t.Netns, Started: t.Started, Deadline: t.Deadline,
-		Window: time.Duration(t.Window).String(), Extended: t.Extended, Timer: t.Timer, Probes: t.Probes,
-		Cause: t.Cause, Detail: t.Detail}
+	r := &TxnReport{ID: t.ID, State: stateName(t.State), Netns: orNull(t.Netns), Started: t.Started.UTC(), Deadline: t.Deadline.UTC(),
+		WindowSeconds: time.Duration(t.Window).Seconds(), Extended: t.Extended, Timer: orNull(t.Timer), Probes: t.Probes,
+		Cause: orNull(string(t.Cause)), Detail: orNull(t.Detail)}
 	if r.Probes == nil {
 		r.Probes = []string{}
 	}
 	if t.State == Pending {
 		r.SecondsLeft = max(t.Deadline.Sub(now).Round(time.Millisecond).Seconds(), 0)
-		r.ConfirmCommand = confirm
+		r.ConfirmCommand = orNull(confirm)
 	} else {
-		ended := t.Ended
+		ended := t.Ended.UTC()
 		r.Ended = &ended
 	}
 	return r
@@ -66,8 +87,8 @@ type RollbackReport struct {
 	Files []string `json:"files"`
 	// Operations are the kernel changes the rollback made.
 	Operations []*diff.Op `json:"operations"`
-	// Error says what the rollback could not do ("" when complete).
-	Error string `json:"error,omitempty"`
+	// Error says what the rollback could not do (null when complete).
+	Error *string `json:"error"`
 }
 
 // ReportRollback turns a rollback into its output form.
@@ -83,7 +104,33 @@ func ReportRollback(r *RollbackResult) *RollbackReport {
 		out.Operations = r.Outcome.Done
 	}
 	if r.Err != nil {
-		out.Error = r.Err.Error()
+		out.Error = orNull(r.Err.Error())
 	}
 	return out
+}
+
+// MarshalJSON writes a probe's outcome: "error" is null when it passed.
+func (p ProbeResult) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Probe string  `json:"probe"`
+		OK    bool    `json:"ok"`
+		Err   *string `json:"error"`
+	}{p.Probe, p.OK, orNull(p.Err)})
+}
+
+// UnmarshalJSON reads a probe's outcome as MarshalJSON writes it.
+func (p *ProbeResult) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Probe string
+		OK    bool
+		Err   *string `json:"error"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*p = ProbeResult{Probe: v.Probe, OK: v.OK}
+	if v.Err != nil {
+		p.Err = *v.Err
+	}
+	return nil
 }

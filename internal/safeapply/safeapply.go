@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -16,6 +17,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/render"
 	"github.com/netreconcile/netreconcile/internal/statedir"
@@ -259,9 +261,20 @@ func (h *Host) RefusePending(ctx context.Context) (*RollbackResult, error) {
 		return nil, fmt.Errorf("%w: %s rolls back at %s (in %s) unless confirmed; "+
 			"confirm it with \"netreconcile confirm%s %s\", roll it back with \"netreconcile rollback%s %s\", "+
 			"or apply inside it with \"netreconcile apply%s --confirm-within DURATION\" (the deadline moves, the restore point stays)",
-			ErrPending, t.ID, t.Deadline.UTC().Format(time.RFC3339), t.Deadline.Sub(h.now()).Round(time.Second), h.Options, t.ID, h.Options, t.ID, h.Options)
+			ErrPending, inert.String(t.ID), t.Deadline.UTC().Format(time.RFC3339), t.Deadline.Sub(h.now()).Round(time.Second), h.Options, IDArg(t.ID), h.Options, IDArg(t.ID), h.Options)
 	}
 	return nil, nil
+}
+
+// IDArg is a transaction id as the last argument of a command line the user
+// is told to run: quoted for the shell (package inert), after "--" when it
+// starts with "-", which would read as an option. The id comes from the
+// state directory, which the service user writes.
+func IDArg(id string) string {
+	if strings.HasPrefix(id, "-") {
+		return "-- " + inert.Quote(id)
+	}
+	return inert.Quote(id)
 }
 
 // RecordConfirmed records s as the last confirmed configuration, the

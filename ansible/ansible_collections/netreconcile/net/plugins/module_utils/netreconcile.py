@@ -6,6 +6,12 @@
 Everything the collection knows about netreconcile's command line is here:
 the options, the JSON each command prints with ``-o json``, and how a plan
 becomes Ansible's ``diff``. Nothing parses netreconcile's text output.
+
+The JSON is netreconcile's 1.0 contract (docs/json.md, a JSON Schema per
+command in docs/schema): one document on standard output, on success and on
+failure, starting with ``schema_version``; every field present (``null``
+when it does not apply); snake_case names and values (``"kind":
+"nft_table"``); ``error`` set exactly when the command failed.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -22,16 +28,18 @@ import tempfile
 # Where the Debian package installs the binary; searched after $PATH.
 BINARY_DIRS = ['/usr/sbin', '/usr/local/sbin', '/usr/bin']
 
-# The safe-apply commands (apply --confirm-within, confirm, rollback) are
-# being built on another branch. What this collection assumes of them, in one
-# place to adjust when they land:
+# The version of netreconcile's JSON contract this collection reads; a binary
+# that prints another (or none: before 1.0) is refused with a clear message.
+SCHEMA_VERSION = 1
+
+# The safe-apply commands (docs/safe-apply.md):
 #   - ``apply --confirm-within DURATION`` with ``--probe PROBE`` given once
 #     per probe, and ``-o json``;
 #   - its JSON holds the transaction's id at ``transaction.id``;
 #   - ``confirm [ID] -o json`` and ``rollback [ID] -o json`` exit 0 when they
-#     did what they say, and their JSON may say ``"changed": false`` when
-#     there was nothing to confirm or roll back (anything else counts as a
-#     change).
+#     did what they say, and 1 with ``error`` set when there was nothing to
+#     confirm or roll back, or when a confirmation came too late (the
+#     transaction was rolled back instead).
 CONFIRM_WITHIN_FLAG = '--confirm-within'
 PROBE_FLAG = '--probe'
 TRANSACTION_ID_PATH = ('transaction', 'id')
@@ -257,6 +265,9 @@ def run_json(module, binary, argv, source=None):
     if not isinstance(data, dict):
         module.fail_json(msg='%s %s printed no JSON (exit %d): %s' % (os.path.basename(binary), argv[0], rc, err.strip() or out.strip()),
                          rc=rc, cmd=cmd)
+    if data.get('schema_version') != SCHEMA_VERSION:
+        module.fail_json(msg='%s %s printed JSON of schema version %s; this collection reads version %d (netreconcile 1.x)'
+                         % (os.path.basename(binary), argv[0], data.get('schema_version'), SCHEMA_VERSION), rc=rc, cmd=cmd)
     return rc, data, err
 
 
@@ -288,11 +299,17 @@ def failure(data, source=None):
     return out
 
 
+def kind_words(op):
+    """An operation's kind as netreconcile's text names it: the JSON's
+    ``nft_table`` is ``nft table`` in ``netreconcile diff``."""
+    return (op.get('kind') or '').replace('_', ' ')
+
+
 def plan_text(ops):
     """The plan as ``netreconcile diff`` prints it (diff.WriteOps)."""
     lines = []
     for op in ops:
-        line = '%s %s %s' % (SIGILS.get(op.get('action'), '?'), op.get('kind'), op.get('id'))
+        line = '%s %s %s' % (SIGILS.get(op.get('action'), '?'), kind_words(op), op.get('id'))
         if op.get('summary'):
             line += ' (%s)' % op['summary']
         if op.get('reason'):
@@ -329,7 +346,7 @@ def ansible_diff(ops, header):
     """
     before, after = {}, {}
     for op in ops:
-        key = '%s %s' % (op.get('kind'), op.get('id'))
+        key = '%s %s' % (kind_words(op), op.get('id'))
         action = op.get('action')
         changes = op.get('changes') or []
         if action == 'create':
@@ -337,7 +354,7 @@ def ansible_diff(ops, header):
             if op.get('summary'):
                 a['summary'] = op['summary']
             for c in changes:
-                a[c.get('field')] = c.get('to', '')
+                a[c.get('field')] = c.get('to') or ''
             after[key] = a
         elif action == 'delete':
             b = {'present': True}
@@ -347,8 +364,8 @@ def ansible_diff(ops, header):
         else:
             b, a = {}, {}
             for c in changes:
-                b[c.get('field')] = c.get('from', '')
-                a[c.get('field')] = c.get('to', '')
+                b[c.get('field')] = c.get('from') or ''
+                a[c.get('field')] = c.get('to') or ''
             if action == 'replace':
                 b['replaced'] = a['replaced'] = True
                 if op.get('summary'):

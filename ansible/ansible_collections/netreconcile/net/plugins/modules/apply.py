@@ -192,7 +192,10 @@ plan:
       type: str
       sample: create
     kind:
-      description: C(link), C(address), C(route), C(rule), C(fou), C(wireguard), C(wireguard peer), C(nft table)...
+      description:
+        - C(link), C(address), C(route), C(rule), C(fou), C(wireguard), C(wireguard_peer), C(nft_table), C(nft_set),
+          C(nft_chain), C(nft_rule), C(nft_element), C(sysctl) (netreconcile's JSON names them in snake_case;
+          RV(plan_text) and the diff in words, as C(netreconcile diff) prints them).
       type: str
       sample: route
     id:
@@ -200,15 +203,18 @@ plan:
       type: str
       sample: default table 180 metric 1
     summary:
-      description: Its attributes.
+      description: Its attributes; null for none.
       type: str
       sample: dev kubespan scope link
     changes:
-      description: For an update or replace, each field with C(from) and C(to).
+      description: For an update or replace, each field with C(field), C(from) and C(to) (null for no value).
       type: list
       elements: dict
+    reason:
+      description: Why (a replace, a delete); null for none.
+      type: str
   sample:
-    - {action: create, kind: link, id: br0, summary: bridge mtu 1450}
+    - {action: create, kind: link, id: br0, summary: bridge mtu 1450, changes: [], reason: null}
 pending:
   description: Pool addresses a check-mode plan cannot name yet (apply allocates them).
   returned: when there are some
@@ -241,6 +247,10 @@ conflicts:
   returned: on a conflict
   type: list
   elements: str
+held_back:
+  description: How many objects conflicts held back (the length of RV(conflicts)).
+  returned: on a conflict
+  type: int
 failed_ops:
   description: Operations the kernel refused, each with C(op_error).
   returned: when some failed
@@ -328,6 +338,8 @@ def run(module, binary, source):
         result['protocol'] = data['protocol']
     if module._diff:
         result['diff'] = nr.ansible_diff(ops + pending, header)
+    if data.get('conflicts'):
+        result['held_back'] = data.get('held_back', len(data['conflicts']))
     if data.get('error'):
         why = nr.failure(data, source)
         if 'failed' in why:

@@ -78,7 +78,8 @@ transaction_id:
   returned: when netreconcile reports one
   type: str
 result:
-  description: netreconcile's JSON report, as printed.
+  description: netreconcile's JSON report, as printed (C(schema_version), C(transaction), C(rollback), C(error)...; see
+    docs/json.md).
   returned: always
   type: dict
 '''
@@ -104,7 +105,8 @@ def main():
     rc, data, err = nr.run_json(module, binary, argv)
     if rc != 0 or data.get('error'):
         module.fail_json(msg=data.get('error') or 'netreconcile %s exited %d: %s' % (command, rc, err.strip()), rc=rc, result=data)
-    module.exit_json(changed=data.get('changed', True) is not False, transaction_id=nr.transaction_id(data), result=data)
+    # Exit 0 is a transaction confirmed or rolled back: a change either way.
+    module.exit_json(changed=True, transaction_id=nr.transaction_id(data), result=data)
 
 
 if __name__ == '__main__':

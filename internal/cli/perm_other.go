@@ -1,0 +1,5 @@
+//go:build !linux
+
+package cli
+
+func missingCaps(bool) []string { return nil }
