@@ -1,4 +1,4 @@
-package contract
+package command
 
 import (
 	"encoding/json"
@@ -26,15 +26,15 @@ var stableGolden = filepath.Join(schemaDir, "stable-fields.txt")
 // (enumerations with their values), are the golden's. A stable field
 // renamed, removed or given another type fails here, whatever the output
 // does (schema_test.go holds the output to the schemas); a field added to
-// a schema fails until the golden lists it (go test ./test/contract -run
+// a schema fails until the golden lists it (go test ./test/command -run
 // TestStableFields -update), so that adding one is a decision too.
 func TestStableFieldsDoNotChange(t *testing.T) {
 	got := stableFields(t)
 	if *update {
 		head := "# The stable fields of netreconcile's JSON output (docs/json.md), from docs/schema/*.json:\n" +
 			"# SCHEMA PATH TYPE. From 1.0 on, none is renamed, removed or given another type; fields and\n" +
-			"# enumerated values may be added. test/contract fails when the schemas and this list differ;\n" +
-			"# go test ./test/contract -run TestStableFields -update rewrites it after an addition.\n"
+			"# enumerated values may be added. test/command fails when the schemas and this list differ;\n" +
+			"# go test ./test/command -run TestStableFields -update rewrites it after an addition.\n"
 		if err := os.WriteFile(stableGolden, []byte(head+strings.Join(got, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestStableFieldsDoNotChange(t *testing.T) {
 	}
 	for _, g := range got {
 		if !slices.Contains(want, g) {
-			t.Errorf("field not in %s: %s\n(a new stable field: add it with go test ./test/contract -run TestStableFields -update, and document it)", stableGolden, g)
+			t.Errorf("field not in %s: %s\n(a new stable field: add it with go test ./test/command -run TestStableFields -update, and document it)", stableGolden, g)
 		}
 	}
 	if len(got) < 100 {

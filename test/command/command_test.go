@@ -1,9 +1,9 @@
-// Package contract holds the command line's output contract to the real
+// Package command holds the command line's output contract to the real
 // binary: every -o json document against its JSON Schema in docs/schema
 // (schema_test.go), the schemas' stable fields against their golden
 // (stable_test.go), and every command's text output inert whatever names
 // the kernel and the state directory hold (inert_test.go).
-package contract
+package command
 
 import (
 	"bytes"
