@@ -16,9 +16,8 @@ import (
 
 // The fuzz targets check three things on every input:
 //
-//   - the fast paths (fastroutes.go, fastflow.go) and the decoder's
-//     shortcuts (thrifty) give exactly what the general decoder gives
-//     without them: the same model, the same errors at the same positions;
+//   - the loader is deterministic: the same file gives the same model and
+//     the same errors;
 //   - the loader agrees with yaml.v3 about what the file is: a file the
 //     loader accepts is one YAML document yaml.v3 reads to its end;
 //   - nothing panics, as a main file or as a drop-in, and every error has
@@ -28,6 +27,7 @@ import (
 // of docs/config.md; FuzzLoadGenerated builds files from the schema with
 // what YAML allows (genyaml_test.go), so that the mutator's bytes become
 // anchors, tags, comments, line breaks and styles in valid places.
+// FuzzSideFiles (sidefile_test.go) does the same for the side files.
 
 func FuzzLoad(f *testing.F) {
 	for _, s := range seedFiles(f) {
@@ -50,21 +50,17 @@ func FuzzLoadGenerated(f *testing.F) {
 // checkLoad is what both targets require of one file.
 func checkLoad(t *testing.T, data []byte) {
 	t.Helper()
-	srcs := []Source{{"f.yaml", data}}
-	defer func(was, thr bool) { fastPath, thrifty = was, thr }(fastPath, thrifty)
-	// The reference is the general decoder with every shortcut off.
-	fastPath, thrifty = true, true
-	fast, fastErr := Parse(srcs)
-	fastPath, thrifty = false, false
-	slow, slowErr := Parse(srcs)
-	if !reflect.DeepEqual(fastErr, slowErr) {
-		t.Fatalf("file %q:\nfast paths: %v\ndecoder:    %v", data, fastErr, slowErr)
+	srcs := []Source{{Name: "f.yaml", Data: data}}
+	first, firstErr := Parse(srcs)
+	again, againErr := Parse(srcs)
+	if !reflect.DeepEqual(firstErr, againErr) {
+		t.Fatalf("file %q:\nfirst load: %v\nsecond:     %v", data, firstErr, againErr)
 	}
-	if !reflect.DeepEqual(fast, slow) {
-		t.Fatalf("file %q: the fast paths build another model than the decoder", data)
+	if !reflect.DeepEqual(first, again) {
+		t.Fatalf("file %q: a second load builds another model", data)
 	}
-	checkErrorPositions(t, data, slowErr, "f.yaml")
-	if slowErr == nil {
+	checkErrorPositions(t, data, firstErr, "f.yaml")
+	if firstErr == nil {
 		// Accepted: yaml.v3 must read exactly one document, to the end.
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		var doc, extra yaml.Node
@@ -76,13 +72,12 @@ func checkLoad(t *testing.T, data []byte) {
 		}
 	} else {
 		var doc yaml.Node
-		if yerr := yaml.Unmarshal(data, &doc); yerr != nil && !strings.Contains(slowErr.Error(), "YAML") {
-			t.Fatalf("file %q: yaml.v3 fails (%v), the loader says %v", data, yerr, slowErr)
+		if yerr := yaml.Unmarshal(data, &doc); yerr != nil && !strings.Contains(firstErr.Error(), "YAML") {
+			t.Fatalf("file %q: yaml.v3 fails (%v), the loader says %v", data, yerr, firstErr)
 		}
 	}
 	// The same bytes as a drop-in: the merge code sees every section too.
-	fastPath, thrifty = true, true
-	_, err := Parse([]Source{{"main.yaml", []byte("version: 1\n")}, {"conf.d/f.yaml", data}})
+	_, err := Parse([]Source{{Name: "main.yaml", Data: []byte("version: 1\n")}, {Name: "conf.d/f.yaml", Data: data}})
 	checkErrorPositions(t, data, err, "")
 }
 

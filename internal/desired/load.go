@@ -110,7 +110,7 @@ func Parse(srcs []Source) (*Config, error) {
 	var files []string
 	for i, src := range srcs {
 		files = append(files, src.Name)
-		fc := decodeFile(src, errs)
+		fc := decodeYAML(src.Name, src.Data, errs)
 		if fc == nil {
 			continue
 		}
@@ -142,13 +142,9 @@ func Parse(srcs []Source) (*Config, error) {
 	return &Config{State: st, Files: files}, nil
 }
 
+// decodeYAML decodes one file; nil when it is not one YAML document (the
+// error is in errs).
 func decodeYAML(name string, data []byte, errs *errList) *fileConf {
-	return decodeYAMLCut(name, data, nil, errs)
-}
-
-// decodeYAMLCut decodes data from which the flows were cut (fastflow.go);
-// it returns nil without an error when they were not all sequences.
-func decodeYAMLCut(name string, data []byte, flows map[flowKey]*flowCut, errs *errList) *fileConf {
 	src := Source{Name: name}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -162,10 +158,7 @@ func decodeYAMLCut(name string, data []byte, flows map[flowKey]*flowCut, errs *e
 		errs.add(yamlErrPos(name, data, err), "", "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 		return nil
 	}
-	if flows != nil && !markFlows(&root, flows) {
-		return nil
-	}
-	d := &decoder{file: src.Name, errs: errs, flows: flows}
+	d := &decoder{file: src.Name, errs: errs}
 	// What follows the first document is checked before the first is
 	// decoded, so that a file yaml.v3 cannot read to its end is refused
 	// whole: it was cut or mistyped, and half of it is not a declaration.
@@ -194,9 +187,6 @@ func decodeYAMLCut(name string, data []byte, flows map[flowKey]*flowCut, errs *e
 	d.decodeStruct(doc, "", reflectValue(fc))
 	if len(fc.keys) == 0 {
 		fc.Pos = d.pos(doc)
-	}
-	if flows != nil && !d.allUsed() {
-		return nil
 	}
 	return fc
 }

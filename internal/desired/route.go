@@ -306,17 +306,12 @@ func (b *builder) nextHops(rc *routeConf, r *model.Route, path func(string) stri
 // others in at. Every key in at is below the last of asc, so a key above
 // that is new. A map of every key was a fifth of the time of 100k routes.
 type routeIndex struct {
-	sorted bool // asc is used (thrifty)
-	asc    []int
-	at     map[model.RouteKey]int
+	asc []int
+	at  map[model.RouteKey]int
 }
 
 func newRouteIndex(n int) routeIndex {
-	if !thrifty {
-		// The reference the fuzz targets compare with: one map.
-		return routeIndex{at: make(map[model.RouteKey]int, n)}
-	}
-	return routeIndex{sorted: true, asc: make([]int, 0, n)}
+	return routeIndex{asc: make([]int, 0, n)}
 }
 
 // find returns the index in routes of the route with key k.
@@ -339,7 +334,7 @@ func (x *routeIndex) find(routes []model.Route, k model.RouteKey) (int, bool) {
 // add records that the route with key k, not in x, is the next one
 // appended to routes.
 func (x *routeIndex) add(routes []model.Route, k model.RouteKey) {
-	if n := len(x.asc); x.sorted && (n == 0 || k.Compare(routes[x.asc[n-1]].Key()) > 0) {
+	if n := len(x.asc); n == 0 || k.Compare(routes[x.asc[n-1]].Key()) > 0 {
 		x.asc = append(x.asc, len(routes))
 		return
 	}

@@ -2,8 +2,8 @@
 // time and the peak memory of validating one file, for the large and the
 // hostile files the loader must bound:
 //
-//   - 100k routes, one flow mapping per line (the routes fast path);
-//   - 100k routes in block style (the general decoder);
+//   - 100k routes, one flow mapping per line;
+//   - 100k routes in block style;
 //   - 1 MB of aliases at the expansion budget: a set's elements anchored and
 //     aliased as often as the budget allows, decoded in full;
 //   - the same with the shortest items (most nodes per byte);
