@@ -42,9 +42,9 @@ type nextHopConf struct {
 	Weight *int   `yaml:"weight"`
 }
 
-func (b *builder) route(i int, rc *routeConf) {
+func (b *builder) route(rp routePath, rc *routeConf) {
 	// The path is only built for an error: a file of 100k routes has none.
-	path := func(field string) string { return "routes[" + strconv.Itoa(i) + "]" + field }
+	path := func(field string) string { return rp.at(field) }
 	if rc.To == nil {
 		// Lazily: every list item that is not a mapping ends here, half a
 		// million in a megabyte of "[x,x,…]", at a position already reported.
