@@ -181,7 +181,10 @@ func TestSideFileReading(t *testing.T) {
 	}{
 		{func() { write("tables/up.routes", "10.1.0.0/24 dev eth0\n", 0o666) }, routesAt + "cannot read the side file: insecure configuration: side file " + filepath.Join(dir, "tables/up.routes") + " is writable by group or others (mode 0666)"},
 		{func() { os.Remove(filepath.Join(dir, "tables/up.routes")) }, routesAt + "cannot read the side file " + filepath.Join(dir, "tables/up.routes") + ": no such file or directory"},
-		{func() { os.Remove(filepath.Join(dir, "tables/up.routes")); os.Mkdir(filepath.Join(dir, "tables/up.routes"), 0o755) }, routesAt + "cannot read the side file: " + filepath.Join(dir, "tables/up.routes") + " is not a regular file (d---------)"},
+		{func() {
+			os.Remove(filepath.Join(dir, "tables/up.routes"))
+			os.Mkdir(filepath.Join(dir, "tables/up.routes"), 0o755)
+		}, routesAt + "cannot read the side file: " + filepath.Join(dir, "tables/up.routes") + " is not a regular file (d---------)"},
 		{func() {
 			os.Remove(filepath.Join(dir, "tables/up.routes"))
 			write("tables/big", strings.Repeat("#\n", MaxSideBytes/2+1), 0o644)
