@@ -192,7 +192,8 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 			"(the confirmed configuration stays in force): edit them, or apply them again inside a transaction with --confirm-within", by)
 		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 	}
-	cfg, err := desired.Parse(snap.Sources())
+	// The parse adds the side files to the snapshot, as read.
+	cfg, err := snap.Parse(g.allowInsecureConfig)
 	if err != nil {
 		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 	}

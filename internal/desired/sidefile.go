@@ -97,6 +97,13 @@ func errTooBig(left int) error {
 	return fmt.Errorf("larger than the %d bytes left of the %d MiB that the side files of a configuration may hold together", left, MaxSideBytes>>20)
 }
 
+// ReadSide reads a side file as Parse does: held to CheckTrusted unless
+// opts.AllowInsecure, a regular file, at most MaxSideBytes. A caller that
+// reads the side files before a parse (the daemon) gives them to Parse.
+func ReadSide(path string, opts Options) ([]byte, error) {
+	return readSide(path, !opts.AllowInsecure, MaxSideBytes)
+}
+
 // readSide reads a side file: checked like the configuration files (when
 // trust is set), a regular file, at most limit bytes.
 func readSide(path string, trust bool, limit int) ([]byte, error) {

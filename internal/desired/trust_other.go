@@ -6,3 +6,6 @@ package desired
 func CheckTrusted(mainFile, dropIn string) error { return nil }
 
 func checkTrustedFile(path, what string) error { return nil }
+
+// CheckTrustedSide checks nothing where file ownership is not POSIX.
+func CheckTrustedSide(path string) error { return nil }
