@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
 	"github.com/netreconcile/netreconcile/internal/ledger"
@@ -434,15 +433,6 @@ func TestRollbackMovesAsideAddedDropIns(t *testing.T) {
 	if f.routes() != wantGood {
 		t.Errorf("after rollback:\n%s", f.routes())
 	}
-}
-
-func mustParse(t *testing.T, s *Snapshot) *desired.Config {
-	t.Helper()
-	cfg, err := desired.Parse(s.Sources())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
 }
 
 // A rollback that cannot write the files back (here: their directory became
