@@ -93,6 +93,7 @@ func (d *decoder) checkAliases(root *yaml.Node) bool {
 	}
 	count(root)
 	if !hasAlias {
+		d.release = true
 		return true
 	}
 	budget := aliasFactor*own + aliasSlack
