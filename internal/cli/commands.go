@@ -48,8 +48,12 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 		return ExitOK
 	}
 	st := cfg.State
-	fmt.Fprintf(env.Stdout, "%s: valid (%d files; %d links, %d addresses, %d routes, %d rules, %d fou ports, %d nftables tables)\n",
-		inert.String(g.config), len(cfg.Files), len(st.Links), len(st.Addresses), len(st.Routes), len(st.Rules), len(st.FouPorts), len(st.NFTables))
+	files := fmt.Sprintf("%d files", len(cfg.Files))
+	if len(cfg.Sides) > 0 {
+		files += fmt.Sprintf(", %d side files", len(cfg.Sides))
+	}
+	fmt.Fprintf(env.Stdout, "%s: valid (%s; %d links, %d addresses, %d routes, %d rules, %d fou ports, %d nftables tables)\n",
+		inert.String(g.config), files, len(st.Links), len(st.Addresses), len(st.Routes), len(st.Rules), len(st.FouPorts), len(st.NFTables))
 	return ExitOK
 }
 
