@@ -1,4 +1,5 @@
-# Fuzzing of the configuration loader (internal/desired/fuzz_test.go), of
+# Fuzzing of the configuration loader (internal/desired/fuzz_test.go) and
+# its side-file parsers (routes-files, elements-file: sidefile_test.go), of
 # the nftables element cache's decoder (internal/nftcache), and of the
 # metrics endpoint's request parser and label escaping (internal/metrics).
 #   make fuzz-short   every target for FUZZTIME_SHORT (part of make test)
@@ -7,7 +8,8 @@
 # inputs land in PKG/testdata/fuzz/TARGET/: commit them, they
 # are regression tests from then on. Minimisation is capped so that a short
 # run spends its time fuzzing.
-FUZZ_TARGETS := ./internal/desired:FuzzLoad ./internal/desired:FuzzLoadGenerated ./internal/nftcache:FuzzDecodeBody \
+FUZZ_TARGETS := ./internal/desired:FuzzLoad ./internal/desired:FuzzLoadGenerated ./internal/desired:FuzzSideFiles \
+	./internal/nftcache:FuzzDecodeBody \
 	./internal/metrics:FuzzReadHead ./internal/metrics:FuzzLabelEscaping
 FUZZTIME ?= 15m
 FUZZTIME_SHORT ?= 15s

@@ -90,15 +90,15 @@ func (g *globals) register(fs *flag.FlagSet) {
 }
 
 // load reads and validates the configuration, refusing files that a user
-// other than root or the caller could change (desired.CheckTrusted) unless
-// --allow-insecure-config.
+// other than root or the caller could change (desired.CheckTrusted; the
+// loader checks the side files it reads) unless --allow-insecure-config.
 func (g *globals) load() (*desired.Config, error) {
 	if !g.allowInsecureConfig {
 		if err := desired.CheckTrusted(g.config, g.dropIn()); err != nil {
 			return nil, err
 		}
 	}
-	return desired.Load(g.config, g.dropIn())
+	return desired.LoadWith(g.config, g.dropIn(), desired.Options{AllowInsecure: g.allowInsecureConfig})
 }
 
 // flags starts a subcommand's flag set with the common options.

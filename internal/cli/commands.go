@@ -48,8 +48,12 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 		return ExitOK
 	}
 	st := cfg.State
-	fmt.Fprintf(env.Stdout, "%s: valid (%d files; %d links, %d addresses, %d routes, %d rules, %d fou ports, %d nftables tables)\n",
-		inert.String(g.config), len(cfg.Files), len(st.Links), len(st.Addresses), len(st.Routes), len(st.Rules), len(st.FouPorts), len(st.NFTables))
+	files := fmt.Sprintf("%d files", len(cfg.Files))
+	if len(cfg.Sides) > 0 {
+		files += fmt.Sprintf(", %d side files", len(cfg.Sides))
+	}
+	fmt.Fprintf(env.Stdout, "%s: valid (%s; %d links, %d addresses, %d routes, %d rules, %d fou ports, %d nftables tables)\n",
+		inert.String(g.config), files, len(st.Links), len(st.Addresses), len(st.Routes), len(st.Rules), len(st.FouPorts), len(st.NFTables))
 	return ExitOK
 }
 
@@ -192,7 +196,8 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 			"(the confirmed configuration stays in force): edit them, or apply them again inside a transaction with --confirm-within", by)
 		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 	}
-	cfg, err := desired.Parse(snap.Sources())
+	// The parse adds the side files to the snapshot, as read.
+	cfg, err := snap.Parse(g.allowInsecureConfig)
 	if err != nil {
 		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 	}

@@ -48,6 +48,7 @@ func (d *Daemon) loadConfig() {
 		return
 	}
 	d.dropInGone = false
+	pinned := false
 	if d.opts.Pin != nil {
 		out, by, err := d.opts.Pin(srcs)
 		if err != nil {
@@ -61,9 +62,18 @@ func (d *Daemon) loadConfig() {
 			}
 			d.pinnedBy = by
 		}
-		srcs = out
+		srcs, pinned = out, by != ""
 	}
-	h := hashSources(srcs)
+	// The side files the last parse named are read on every pass too:
+	// their content decides whether to parse again like the YAML's. A
+	// pinned configuration holds its own.
+	marks := []desired.Source(nil)
+	if !pinned {
+		var given []desired.Source
+		given, marks = d.readSides()
+		srcs = append(srcs, given...)
+	}
+	h := hashSources(append(srcs, marks...))
 	force := d.forceParse
 	d.forceParse = false
 	// Stamped before the parse: a key file written during it shows as a
@@ -85,7 +95,27 @@ func (d *Daemon) loadConfig() {
 	// everything anyway (rereadKinds), and one after a file that fails to
 	// parse, or a reload that changed nothing, pays a full read.
 	d.eng.forgetRead()
-	cfg, err := desired.Parse(srcs)
+	var named, sideMarks []desired.Source
+	var namedPaths []string
+	cfg, err := desired.ParseWith(srcs, desired.Options{
+		AllowInsecure: d.opts.AllowInsecureConfig,
+		Named: func(src desired.Source, err error) {
+			namedPaths = append(namedPaths, src.Name)
+			if err != nil {
+				sideMarks = append(sideMarks, sideUnreadable(src.Name))
+			} else {
+				named = append(named, src)
+			}
+		},
+	})
+	if !pinned {
+		// What the next pass reads: the side files this parse named,
+		// watched like the configuration's own (files.go). The hash is
+		// of what this parse read, so that a side file changed during
+		// the parse shows as a change on the next pass.
+		d.setSides(namedPaths)
+		h = hashSources(append(append(yamlOnly(srcs), named...), sideMarks...))
+	}
 	if err != nil {
 		d.configFailed(err, h)
 		return
@@ -109,7 +139,7 @@ func (d *Daemon) loadConfig() {
 	}
 	d.cfg, d.cfgHash, d.badHash = cfg, h, [sha256.Size]byte{}
 	if d.opts.Converged != nil {
-		d.cfgSrcs = srcs
+		d.cfgSrcs = append(yamlOnly(srcs), cfg.Sides...)
 	}
 	d.secrets, d.secretsDigest = stamp, digest
 	d.secretDirs.set(secretPaths(cfg.State))
@@ -146,10 +176,56 @@ func (d *Daemon) configFailed(err error, h [sha256.Size]byte) {
 func hashSources(srcs []desired.Source) [sha256.Size]byte {
 	h := sha256.New()
 	for _, s := range srcs {
-		fmt.Fprintf(h, "%s\x00%d\x00", s.Name, len(s.Data))
+		side := ""
+		if s.Side {
+			side = "side"
+		}
+		fmt.Fprintf(h, "%s\x00%s\x00%d\x00", s.Name, side, len(s.Data))
 		h.Write(s.Data)
 	}
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	return sum
+}
+
+// readSides reads the side files the last parse named, as the loader reads
+// them (desired.ReadSide: trusted, a regular file, bounded): given, the
+// loader takes them from the sources. One that cannot be read now is left
+// for the loader to read and report, and marks the hash instead.
+func (d *Daemon) readSides() (given, marks []desired.Source) {
+	for _, p := range d.sides {
+		data, err := desired.ReadSide(p, desired.Options{AllowInsecure: d.opts.AllowInsecureConfig})
+		if err != nil {
+			marks = append(marks, sideUnreadable(p))
+			continue
+		}
+		given = append(given, desired.Source{Name: p, Data: data, Side: true})
+	}
+	return given, marks
+}
+
+// sideUnreadable stands in a hash for a side file that could not be read.
+func sideUnreadable(path string) desired.Source {
+	return desired.Source{Name: path + "\x00unreadable", Side: true}
+}
+
+// setSides records the side files the configuration names and has the
+// configuration watch follow them.
+func (d *Daemon) setSides(paths []string) {
+	d.sides = paths
+	for _, s := range d.opts.Sources {
+		if w, ok := s.(sideWatcher); ok {
+			w.watchSides(paths)
+		}
+	}
+}
+
+func yamlOnly(srcs []desired.Source) []desired.Source {
+	var out []desired.Source
+	for _, s := range srcs {
+		if !s.Side {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -122,8 +122,11 @@ type Daemon struct {
 	// pinnedBy is the transaction whose rollback pins the configuration
 	// (Options.Pin), "" when none does.
 	pinnedBy string
-	// cfgSrcs are the files cfg was parsed from (Options.Converged).
-	cfgSrcs          []desired.Source
+	// cfgSrcs are the files cfg was parsed from (Options.Converged), side
+	// files included.
+	cfgSrcs []desired.Source
+	// sides are the side files the last parse named (config.go).
+	sides            []string
 	cfgHash, badHash [sha256.Size]byte
 	// secrets is the stamp of the secret files cfg's keys were read from,
 	// secretsDigest the keys' values (secrets.go).

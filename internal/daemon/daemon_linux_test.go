@@ -412,3 +412,44 @@ links:
 		t.Errorf("export route missing from table 119: %q", out)
 	}
 }
+
+// A routes file in a directory of its own is watched like a drop-in: an
+// edit moved into place or written in place is applied, a bad line keeps
+// the last good routes (the error at its line in STATUS=), and the fix is
+// applied.
+func TestAppliesSideFileEdits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "")
+	tables := filepath.Join(e.dir, "tables")
+	if err := os.Mkdir(tables, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	side := filepath.Join(tables, "up.routes")
+	writeInPlace(t, side, "10.82.0.0/16 via 10.71.0.254\n")
+	writeInPlace(t, e.config, strings.Replace(config("10.83.0.0/16"), "rules:", "routes-files: [{file: tables/up.routes, table: 100}]\nrules:", 1))
+	p := e.start(t, nil)
+	p.waitMsg(0, "READY=1", startDeadline)
+	if !hasRoute(t, e.ns, "10.82.0.0/16") || !hasRoute(t, e.ns, "10.83.0.0/16") {
+		t.Fatalf("routes of the YAML and of the side file missing:\n%s", kernelState(t, e.ns))
+	}
+	writeByRename(t, side, "10.84.0.0/16 via 10.71.0.254\n")
+	eventually(t, editDeadline, "side file moved into place applied", func() bool {
+		return hasRoute(t, e.ns, "10.84.0.0/16") && !hasRoute(t, e.ns, "10.82.0.0/16")
+	})
+	writeInPlace(t, side, "10.84.0.0/16 via 10.71.0.254\n10.85.0.0/16 via 10.71.0.254\n")
+	eventually(t, editDeadline, "side file written in place applied", func() bool { return hasRoute(t, e.ns, "10.85.0.0/16") })
+	before := kernelState(t, e.ns)
+	writeByRename(t, side, "10.86.0.0/16 via 10.71.0.254\n10.87.0.0/16 vai 10.71.0.254\n")
+	st := p.statusAfter(0, "invalid configuration", editDeadline)
+	if want := side + ":2:14: routes-files[0].vai: unknown word"; !strings.Contains(st, want) {
+		t.Errorf("STATUS=%s\nwant %q", st, want)
+	}
+	if got := kernelState(t, e.ns); got != before {
+		t.Errorf("a bad side file changed the kernel:\n%s\nwant\n%s", got, before)
+	}
+	writeByRename(t, side, "10.86.0.0/16 via 10.71.0.254\n")
+	eventually(t, editDeadline, "fixed side file applied", func() bool {
+		return hasRoute(t, e.ns, "10.86.0.0/16") && !hasRoute(t, e.ns, "10.84.0.0/16") && !hasRoute(t, e.ns, "10.85.0.0/16")
+	})
+	p.statusAfter(0, "converged", editDeadline)
+}

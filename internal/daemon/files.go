@@ -25,8 +25,20 @@ import (
 // source wakes the loop only once no write was seen for SettleDelay, and the
 // daemon keeps the configuration in force while any file settles, so that a
 // half-written file is never read as a declaration.
+//
+// The side files the configuration names (routes-files, elements-file) are
+// watched the same way, in their own directories, once the daemon has
+// parsed the configuration and tells the source which they are
+// (watchSides): there only their own names count.
 func ConfigFiles(mainFile, dropIn string) Source {
-	return &configFiles{mainFile: mainFile, dropIn: dropIn, settle: SettleDelay, written: map[string]time.Time{}}
+	return &configFiles{mainFile: mainFile, dropIn: dropIn, settle: SettleDelay, written: map[string]time.Time{},
+		sides: map[string]bool{}, sidesChanged: make(chan struct{}, 1)}
+}
+
+// sideWatcher is implemented by sources that watch the side files the
+// configuration names: the daemon tells them after each parse.
+type sideWatcher interface {
+	watchSides(paths []string)
 }
 
 // SettleDelay is how long a configuration file written in place must have
@@ -44,6 +56,47 @@ type configFiles struct {
 
 	mu      sync.Mutex
 	written map[string]time.Time // the last in-place write seen, by path
+	// sides are the side files (clean paths); sidesChanged tells Run to
+	// watch their directories.
+	sides        map[string]bool
+	sidesChanged chan struct{}
+}
+
+func (c *configFiles) watchSides(paths []string) {
+	want := map[string]bool{}
+	for _, p := range paths {
+		want[filepath.Clean(p)] = true
+	}
+	c.mu.Lock()
+	same := len(want) == len(c.sides)
+	for p := range want {
+		same = same && c.sides[p]
+	}
+	c.sides = want
+	c.mu.Unlock()
+	if !same {
+		select {
+		case c.sidesChanged <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (c *configFiles) isSide(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sides[name]
+}
+
+// sideDirs returns the directories of the side files.
+func (c *configFiles) sideDirs() map[string]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dirs := map[string]bool{}
+	for p := range c.sides {
+		dirs[filepath.Dir(p)] = true
+	}
+	return dirs
 }
 
 // settler is implemented by sources that know a configuration file is being
@@ -85,11 +138,11 @@ func (c *configFiles) sawWrite(name string, ev fsnotify.Event) bool {
 	return false
 }
 
-// isSource reports whether a path is the main file or a fragment: writes to
-// other files (an editor's swap file, a temporary file before its rename)
-// hold nothing back.
+// isSource reports whether a path is the main file, a fragment or a side
+// file: writes to other files (an editor's swap file, a temporary file
+// before its rename) hold nothing back.
 func (c *configFiles) isSource(name string) bool {
-	if name == filepath.Clean(c.mainFile) {
+	if name == filepath.Clean(c.mainFile) || c.isSide(name) {
 		return true
 	}
 	base := filepath.Base(name)
@@ -125,6 +178,29 @@ func (c *configFiles) Run(ctx context.Context, wake func()) error {
 		// Only to see the drop-in directory appear; best effort.
 		_ = w.Add(parent)
 	}
+	// The side files' directories, beside the main and drop-in ones. One
+	// that cannot be watched (missing) is left to the periodic resync.
+	sideDirs := map[string]bool{}
+	watchSides := func() {
+		want := c.sideDirs()
+		added := false
+		for d := range want {
+			if !sideDirs[d] && d != mainDir && d != dropIn && w.Add(d) == nil {
+				sideDirs[d], added = true, true
+			}
+		}
+		for d := range sideDirs {
+			if !want[d] {
+				_ = w.Remove(d)
+				delete(sideDirs, d)
+			}
+		}
+		if added {
+			// A side file may have changed since the parse that named
+			// it, before its directory was watched.
+			wake()
+		}
+	}
 	settled := time.NewTimer(time.Hour)
 	settled.Stop()
 	defer settled.Stop()
@@ -134,6 +210,8 @@ func (c *configFiles) Run(ctx context.Context, wake func()) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-c.sidesChanged:
+			watchSides()
 		case <-settled.C:
 			wake()
 		case ev, ok := <-w.Events:
@@ -147,8 +225,9 @@ func (c *configFiles) Run(ctx context.Context, wake func()) error {
 				}
 			}
 			// Anything in the main directory counts, not only the main
-			// file: it may be a symlink whose target is swapped.
-			if dir := filepath.Dir(name); dir != mainDir && dir != dropIn && name != dropIn {
+			// file: it may be a symlink whose target is swapped. In a
+			// side file's directory, only the side files do.
+			if dir := filepath.Dir(name); dir != mainDir && dir != dropIn && name != dropIn && !c.isSide(name) {
 				continue
 			}
 			if c.isSource(name) && c.sawWrite(name, ev) {

@@ -70,8 +70,13 @@ const (
 // sits just over both peaks, and the collector rarely has to work
 // harder than its own pacing asks (bench-memory measures the resident peak
 // with the limit and without it: it was 4 and 196 MB against 317 before
-// the plan got compact). Below the floor (small hosts) the runtime's own
-// pacing is small enough.
+// the plan got compact). Those figures hold for a parse as lean as that of
+// side files (routes-files, elements-file: a peak of 123 MB for that host
+// in bench-memory). Written in YAML, the routes and elements cost
+// yaml.v3's tree of the whole document during the parse, about a kilobyte
+// a route, alone more than the limit, which the runtime then pays in
+// collections (257 MB peak; 344 MB without the limit). Below the floor (small hosts) the runtime's own pacing is small
+// enough.
 const (
 	memoryLimitFloor  = 64 << 20
 	memoryLimitTenths = 35

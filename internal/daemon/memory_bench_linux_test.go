@@ -18,8 +18,10 @@ import (
 // TestDaemonMemory is `make bench-memory` (issue 16): the daemon's resident
 // memory, steady (converged, idle) and peak (VmHWM: the first converge and
 // a reload's full pass), for 10k routes and for 100k routes with a
-// 100k-element nftables set and a WireGuard device of 1,000 peers; and the
-// peak of `netreconcile validate` on 100k routes in block style. Targets
+// 100k-element nftables set and a WireGuard device of 1,000 peers, in YAML
+// and from side files (routes-files, elements-file); and the peak of
+// `netreconcile validate` on 100k routes in block style and from a routes
+// file. Targets
 // (the issue's): steady <= 100 MB and peak <= 150 MB for the big host,
 // for 10k routes no more than systemd-networkd on the same routes (run
 // here, in the same way, when installed: runNetworkd), validate <= 150 MB.
@@ -36,13 +38,15 @@ func TestDaemonMemory(t *testing.T) {
 	for _, c := range []struct {
 		name                   string
 		routes, elements, peer int
+		sides                  bool
 		steady, peak           string
 		args                   []string
 	}{
-		{"10k routes", 10000, 0, 0, "systemd-networkd's", "", nil},
-		{"100k routes + 100k-element set + 1,000 WireGuard peers", 100000, 100000, 1000, "100 MB", "150 MB", nil},
+		{"10k routes", 10000, 0, 0, false, "systemd-networkd's", "", nil},
+		{"100k routes + 100k-element set + 1,000 WireGuard peers", 100000, 100000, 1000, false, "100 MB", "150 MB", nil},
 		// The runtime's own pacing, for the CPU the soft limit costs.
-		{"the same, --memory-limit off", 100000, 100000, 1000, "", "", []string{"--memory-limit", "off"}},
+		{"the same, --memory-limit off", 100000, 100000, 1000, false, "", "", []string{"--memory-limit", "off"}},
+		{"the same, routes and elements from side files", 100000, 100000, 1000, true, "100 MB", "150 MB", nil},
 	} {
 		ns := churnNS(t)
 		dir := t.TempDir()
@@ -52,7 +56,7 @@ func TestDaemonMemory(t *testing.T) {
 			dev = wgDevName('m')
 			deleteLinkAtCleanup(t, ns, dev)
 		}
-		writeInPlace(t, cfg, memoryConfig(t, dir, dev, c.routes, c.elements, c.peer))
+		writeInPlace(t, cfg, memoryConfig(t, dir, dev, c.routes, c.elements, c.peer, c.sides))
 		start := time.Now()
 		p := startDaemon(t, ns, cfg, filepath.Join(dir, "state"), strings.Fields(os.Getenv("NETRECONCILE_BENCH_DAEMON_ENV")), c.args...)
 		p.waitMsg(0, "READY=1", 10*time.Minute)
@@ -107,13 +111,22 @@ func TestDaemonMemory(t *testing.T) {
 		fmt.Fprintf(&b, "  - to: %s\n    dev: mb0\n    table: 100\n", churnPrefix(1<<16, i))
 	}
 	writeInPlace(t, cfg, b.String())
-	cmd := exec.Command(binary, "validate", "-c", cfg)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("validate: %v\n%s", err, out)
+	var lines bytes.Buffer
+	for i := range 100000 {
+		fmt.Fprintf(&lines, "%s dev mb0\n", churnPrefix(1<<16, i))
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	fmt.Fprintf(&report, "  validate, 100k routes in block style: peak %.0f MB, %.2f s CPU (target <= 150 MB)\n",
-		float64(ru.Maxrss)/1024, (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Seconds())
+	writeInPlace(t, filepath.Join(dir, "table.routes"), lines.String())
+	sideCfg := filepath.Join(dir, "side.yaml")
+	writeInPlace(t, sideCfg, "version: 1\nlinks:\n  mb0: {kind: bridge}\nroutes-files: [{file: table.routes, table: 100}]\n")
+	for _, v := range []struct{ name, file string }{{"in block style", cfg}, {"from a routes file", sideCfg}} {
+		cmd := exec.Command(binary, "validate", "-c", v.file)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("validate: %v\n%s", err, out)
+		}
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		fmt.Fprintf(&report, "  validate, 100k routes %s: peak %.0f MB, %.2f s CPU (target <= 150 MB)\n",
+			v.name, float64(ru.Maxrss)/1024, (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Seconds())
+	}
 	fmt.Print(report.String())
 	if d := os.Getenv("NETRECONCILE_BENCH_OUT"); d != "" {
 		_ = os.WriteFile(filepath.Join(d, "daemon-memory.txt"), []byte(report.String()), 0o644)
@@ -121,8 +134,9 @@ func TestDaemonMemory(t *testing.T) {
 }
 
 // memoryConfig is the file of one case: routes through a bridge, a set
-// with elements, a userspace WireGuard device dev with peers.
-func memoryConfig(t *testing.T, dir, dev string, routes, elements, peers int) string {
+// with elements, a userspace WireGuard device dev with peers; the routes
+// and the elements in side files beside it when sides is set.
+func memoryConfig(t *testing.T, dir, dev string, routes, elements, peers int, sides bool) string {
 	var b bytes.Buffer
 	b.WriteString("version: 1\nlinks:\n  mb0: {kind: bridge, state: up}\n")
 	if peers > 0 {
@@ -135,6 +149,22 @@ func memoryConfig(t *testing.T, dir, dev string, routes, elements, peers int) st
 			}
 			fmt.Fprintf(&b, "        - {public-key: %s, allowed-ips: [10.%d.%d.0/24]}\n", k.PublicKey(), 200+i/256, i%256)
 		}
+	}
+	if sides {
+		var r, e bytes.Buffer
+		for i := range routes {
+			fmt.Fprintf(&r, "%s dev mb0 table 100\n", churnPrefix(1<<16, i))
+		}
+		for i := range elements {
+			fmt.Fprintf(&e, "%s\n", churnPrefix(1<<18, i).Addr())
+		}
+		writeInPlace(t, filepath.Join(dir, "routes.txt"), r.String())
+		writeInPlace(t, filepath.Join(dir, "elements.txt"), e.String())
+		b.WriteString("routes-files: [routes.txt]\n")
+		if elements > 0 {
+			b.WriteString("nftables:\n  inet mem:\n    sets:\n      s: {type: ipv4_addr, elements-file: elements.txt}\n")
+		}
+		return b.String()
 	}
 	b.WriteString("routes:\n")
 	for i := range routes {

@@ -41,11 +41,16 @@ type builder struct {
 	ipvlanOn map[string]ipvlanAt
 	// origins makes the Origin of routes and addresses.
 	origins posArena
+	// sides are the side files (sidefile.go), line the parse of a routes
+	// file's lines (route_file.go).
+	sides *sideFiles
+	line  *routeLine
 }
 
-func build(confs []*fileConf, errs *errList) *model.State {
+func build(confs []*fileConf, errs *errList, sides *sideFiles) *model.State {
 	b := &builder{
 		errs:   errs,
+		sides:  sides,
 		st:     model.NewState(),
 		links:  map[string]*linkConf{},
 		ruleAt: map[model.RuleKey]Pos{},
@@ -63,6 +68,14 @@ func build(confs []*fileConf, errs *errList) *model.State {
 			// (aliased) is a million entries that are not routes.
 			if rc != nil && len(rc.keys) > 0 {
 				n++
+			}
+		}
+		for _, rf := range fc.RoutesFiles {
+			// Read here, for the size: at most a route a line.
+			if rf != nil && rf.File != "" {
+				if f := sides.get(sidePath(fc.Pos.File, rf.File)); f.err == nil {
+					n += lineCount(f.text)
+				}
 			}
 		}
 	}
@@ -108,13 +121,14 @@ func build(confs []*fileConf, errs *errList) *model.State {
 		}
 		for i, rc := range fc.Routes {
 			if !rc.notMapping {
-				b.route(i, rc)
+				b.route(routePath{"routes", i}, rc)
 			}
 			// Built: the decoded route goes as its model is made, so that
 			// a big file's two forms are not held whole at once (the
 			// decoded ones come in chunks, freed chunk by chunk).
 			fc.Routes[i] = nil
 		}
+		b.routesFiles(fc)
 		for i, rc := range fc.Rules {
 			if !rc.notMapping {
 				b.rule(i, rc)

@@ -12,15 +12,17 @@ const CurrentVersion = 1
 
 type fileConf struct {
 	Meta
-	Version  int                      `yaml:"version"`
-	Settings *settingsConf            `yaml:"settings"`
-	Links    map[string]*linkConf     `yaml:"links"`
-	Fou      []*fouConf               `yaml:"fou"`
-	Routes   []*routeConf             `yaml:"routes"`
-	Rules    []*ruleConf              `yaml:"rules"`
-	NFTables map[string]*nftTableConf `yaml:"nftables"`
-	Pools    map[string]*poolConf     `yaml:"pools"`
-	Sysctls  *sysctlsConf             `yaml:"sysctls"`
+	Version  int                  `yaml:"version"`
+	Settings *settingsConf        `yaml:"settings"`
+	Links    map[string]*linkConf `yaml:"links"`
+	Fou      []*fouConf           `yaml:"fou"`
+	Routes   []*routeConf         `yaml:"routes"`
+	// RoutesFiles are side files of routes (route_file.go).
+	RoutesFiles []*routesFileConf        `yaml:"routes-files"`
+	Rules       []*ruleConf              `yaml:"rules"`
+	NFTables    map[string]*nftTableConf `yaml:"nftables"`
+	Pools       map[string]*poolConf     `yaml:"pools"`
+	Sysctls     *sysctlsConf             `yaml:"sysctls"`
 }
 
 type settingsConf struct {

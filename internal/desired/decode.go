@@ -33,20 +33,14 @@ type Meta struct {
 	// a map per struct was a fifth of the time of 100k routes.
 	keys []keyPos
 	// notMapping marks a struct whose node was not a mapping, and the one
-	// entry that stands for every list item that was not a mapping (see
-	// thrifty): the decoder reported each, and the builder may skip it.
+	// entry that stands for every list item that was not a mapping: the
+	// decoder reported each, and the builder skips it. One shared entry,
+	// not an empty struct per item that every check of meaning would
+	// report again at the item's position, where an error already is: a
+	// megabyte of "[x,x,…]" is half a million items, and their structs
+	// were most of its peak memory.
 	notMapping bool
 }
-
-// thrifty lets the decoder stand one shared entry, reported and then
-// skipped, for every item of a list of mappings that is not a mapping,
-// instead of an empty struct per item that every check of meaning then
-// reports at the item's position, where an error already is (and errList
-// neither keeps nor counts a second). A megabyte of "[x,x,…]" is half a
-// million items, and their structs were most of its peak memory. Tests
-// turn it off to compare (checkLoad): the errors and the model must be
-// the same.
-var thrifty = true
 
 // keyPos is a key of a mapping and where its value is.
 type keyPos struct {
@@ -84,10 +78,11 @@ var (
 )
 
 type decoder struct {
-	file  string
-	errs  *errList
-	flows map[flowKey]*flowCut // see fastflow.go
-	tags  map[string]string
+	file string
+	errs *errList
+	// release lets the routes' nodes go once decoded (route_decode.go):
+	// set when the file has no alias, which could reach them again.
+	release bool
 	// skipped holds the entries notMapping made, by type.
 	skipped map[reflect.Type]reflect.Value
 }
@@ -146,11 +141,6 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 		d.decode(n, path, v.Elem())
 		return
 	}
-	if d.flows != nil && (n.Kind == yaml.SequenceNode || n.Kind == yaml.MappingNode) {
-		if n = d.restore(n, v); n == nil {
-			return
-		}
-	}
 	if v.Addr().Type().Implements(scalarType) {
 		if n.Kind != yaml.ScalarNode {
 			d.fail(n, path, "expected a scalar, found %s", kindWord(n))
@@ -176,6 +166,10 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 			d.fail(n, path, "expected a list, found %s", kindWord(n))
 			return
 		}
+		if v.Type() == routeConfsType {
+			v.Set(reflect.ValueOf(d.decodeRoutes(n, path)))
+			return
+		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 		if texts, ok := s.Interface().([]posText); ok {
 			// A list of texts (rules, set elements) decoded without an
@@ -196,15 +190,13 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 		}
 		_, addrs := s.Interface().([]*addressConf)
 		_, subnets := s.Interface().([]*subnetConf)
-		subnets = subnets && thrifty
-		mappings := thrifty && mappingItems(v.Type().Elem())
+		mappings := mappingItems(v.Type().Elem())
 		for i, c := range n.Content {
 			if c.Kind == yaml.AliasNode {
 				c = c.Alias
 			}
-			if mappings && (c.Kind == yaml.SequenceNode && d.flows == nil || c.Kind == yaml.ScalarNode && c.Tag != "!!null") {
-				// What decodeStruct reports for it, lazily. Not for a
-				// sequence that may be a cut flow (restore takes it back).
+			if mappings && (c.Kind == yaml.SequenceNode || c.Kind == yaml.ScalarNode && c.Tag != "!!null") {
+				// What decodeStruct reports for it, lazily.
 				d.errs.addLazy(d.pos(c), func() (string, string) {
 					return path + "[" + strconv.Itoa(i) + "]", fmt.Sprintf("expected a mapping, found %s", kindWord(c))
 				})
@@ -221,11 +213,11 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 					continue
 				}
 			}
-			if thrifty && (mappings || addrs) && d.flows == nil && c.Kind == yaml.MappingNode && len(c.Content) == 0 {
+			if (mappings || addrs) && c.Kind == yaml.MappingNode && len(c.Content) == 0 {
 				// An empty mapping decodes into its struct without an
 				// error, so without its path: making the path for each
 				// of a megabyte of "[{},{},…]" (aliased) was a tenth
-				// of its peak memory. (With flows, "{}" may be a cut.)
+				// of its peak memory.
 				d.decode(c, "", s.Index(i))
 				continue
 			}
@@ -279,7 +271,7 @@ func mappingItems(t reflect.Type) bool {
 }
 
 // notMapping returns the entry of pointer type t that stands for the items
-// that were not mappings (thrifty).
+// that were not mappings (Meta.notMapping).
 func (d *decoder) notMapping(t reflect.Type) reflect.Value {
 	if e, ok := d.skipped[t]; ok {
 		return e
@@ -414,8 +406,8 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
 	m := d.placeMeta(n, v)
 	if n.Kind != yaml.MappingNode {
 		d.fail(n, path, "expected a mapping, found %s", kindWord(n))
-		if m != nil && thrifty {
-			// The checks of its meaning may skip it (thrifty): a
+		if m != nil {
+			// The checks of its meaning skip it: a
 			// megabyte of "{l0: x, l1: x, …}" is a hundred thousand
 			// links that are not mappings.
 			m.notMapping = true
@@ -434,18 +426,15 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
 		fp := join(path, k.Value)
 		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
 			d.fail(k, path, "merge keys (<<) are not supported")
-			d.skip(val)
 			continue
 		}
 		if !seen.add(k.Value) {
 			d.fail(k, fp, "key given twice")
-			d.skip(val)
 			continue
 		}
 		f, ok := si.fields[k.Value]
 		if !ok {
 			d.fail(k, fp, "unknown key; expected one of: %s", si.expected)
-			d.skip(val)
 			continue
 		}
 		if m != nil {
@@ -455,11 +444,14 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) {
 	}
 }
 
-// keySet is the keys of one mapping seen so far: searched in a slice while
-// they are few (a struct's mapping has a handful), in a map past that (a
-// megabyte of unknown keys is a hundred thousand in one mapping).
+// keySet is the keys of one mapping seen so far: searched in an array
+// while they are few (a struct's mapping has a handful; the array needs no
+// allocation, which a slice per mapping was, a tenth of the memory of
+// 100k routes), in a map past that (a megabyte of unknown keys is a
+// hundred thousand in one mapping).
 type keySet struct {
-	few  []string
+	few  [16]string
+	n    int
 	many map[string]struct{}
 }
 
@@ -470,15 +462,16 @@ func (s *keySet) add(k string) bool {
 		s.many[k] = struct{}{}
 		return len(s.many) > n
 	}
-	if slices.Contains(s.few, k) {
+	if slices.Contains(s.few[:s.n], k) {
 		return false
 	}
-	if len(s.few) < 16 {
-		s.few = append(s.few, k)
+	if s.n < len(s.few) {
+		s.few[s.n] = k
+		s.n++
 		return true
 	}
-	s.many = make(map[string]struct{}, 2*len(s.few))
-	for _, f := range s.few {
+	s.many = make(map[string]struct{}, 2*s.n)
+	for _, f := range s.few[:s.n] {
 		s.many[f] = struct{}{}
 	}
 	s.many[k] = struct{}{}
@@ -501,12 +494,10 @@ func (d *decoder) decodeMap(n *yaml.Node, path string, v reflect.Value) {
 		fp := join(path, k.Value)
 		if k.Kind != yaml.ScalarNode || k.Value == "" {
 			d.fail(k, path, "expected a name as key, found %s", kindWord(k))
-			d.skip(val)
 			continue
 		}
 		if v.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
 			d.fail(k, fp, "name given twice")
-			d.skip(val)
 			continue
 		}
 		e := reflect.New(v.Type().Elem()).Elem()

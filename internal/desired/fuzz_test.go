@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,9 +17,8 @@ import (
 
 // The fuzz targets check three things on every input:
 //
-//   - the fast paths (fastroutes.go, fastflow.go) and the decoder's
-//     shortcuts (thrifty) give exactly what the general decoder gives
-//     without them: the same model, the same errors at the same positions;
+//   - the loader is deterministic: the same file gives the same model and
+//     the same errors;
 //   - the loader agrees with yaml.v3 about what the file is: a file the
 //     loader accepts is one YAML document yaml.v3 reads to its end;
 //   - nothing panics, as a main file or as a drop-in, and every error has
@@ -28,6 +28,7 @@ import (
 // of docs/config.md; FuzzLoadGenerated builds files from the schema with
 // what YAML allows (genyaml_test.go), so that the mutator's bytes become
 // anchors, tags, comments, line breaks and styles in valid places.
+// FuzzSideFiles (sidefile_test.go) does the same for the side files.
 
 func FuzzLoad(f *testing.F) {
 	for _, s := range seedFiles(f) {
@@ -50,21 +51,17 @@ func FuzzLoadGenerated(f *testing.F) {
 // checkLoad is what both targets require of one file.
 func checkLoad(t *testing.T, data []byte) {
 	t.Helper()
-	srcs := []Source{{"f.yaml", data}}
-	defer func(was, thr bool) { fastPath, thrifty = was, thr }(fastPath, thrifty)
-	// The reference is the general decoder with every shortcut off.
-	fastPath, thrifty = true, true
-	fast, fastErr := Parse(srcs)
-	fastPath, thrifty = false, false
-	slow, slowErr := Parse(srcs)
-	if !reflect.DeepEqual(fastErr, slowErr) {
-		t.Fatalf("file %q:\nfast paths: %v\ndecoder:    %v", data, fastErr, slowErr)
+	srcs := []Source{{Name: "f.yaml", Data: data}}
+	first, firstErr := ParseWith(srcs, noDisk)
+	again, againErr := ParseWith(srcs, noDisk)
+	if !reflect.DeepEqual(firstErr, againErr) {
+		t.Fatalf("file %q:\nfirst load: %v\nsecond:     %v", data, firstErr, againErr)
 	}
-	if !reflect.DeepEqual(fast, slow) {
-		t.Fatalf("file %q: the fast paths build another model than the decoder", data)
+	if !reflect.DeepEqual(first, again) {
+		t.Fatalf("file %q: a second load builds another model", data)
 	}
-	checkErrorPositions(t, data, slowErr, "f.yaml")
-	if slowErr == nil {
+	checkErrorPositions(t, data, firstErr, "f.yaml")
+	if firstErr == nil {
 		// Accepted: yaml.v3 must read exactly one document, to the end.
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		var doc, extra yaml.Node
@@ -76,15 +73,20 @@ func checkLoad(t *testing.T, data []byte) {
 		}
 	} else {
 		var doc yaml.Node
-		if yerr := yaml.Unmarshal(data, &doc); yerr != nil && !strings.Contains(slowErr.Error(), "YAML") {
-			t.Fatalf("file %q: yaml.v3 fails (%v), the loader says %v", data, yerr, slowErr)
+		if yerr := yaml.Unmarshal(data, &doc); yerr != nil && !strings.Contains(firstErr.Error(), "YAML") {
+			t.Fatalf("file %q: yaml.v3 fails (%v), the loader says %v", data, yerr, firstErr)
 		}
 	}
 	// The same bytes as a drop-in: the merge code sees every section too.
-	fastPath, thrifty = true, true
-	_, err := Parse([]Source{{"main.yaml", []byte("version: 1\n")}, {"conf.d/f.yaml", data}})
+	_, err := ParseWith([]Source{{Name: "main.yaml", Data: []byte("version: 1\n")}, {Name: "conf.d/f.yaml", Data: data}}, noDisk)
 	checkErrorPositions(t, data, err, "")
 }
+
+// noDisk reads no side file: a made-up file may name any path, and what
+// the machine holds there is no part of the test.
+var noDisk = Options{read: func(path string) ([]byte, error) {
+	return nil, &os.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+}}
 
 // checkErrorPositions: every error names a file, a line and a column from 1.
 func checkErrorPositions(t *testing.T, data []byte, err error, file string) {

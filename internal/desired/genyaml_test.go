@@ -284,7 +284,7 @@ func (g *gen) mapping(w *strings.Builder, t reflect.Type, indent, depth int) {
 		}
 		seen[k] = true
 		if depth == 0 && k == "routes" && g.pick(2) == 0 {
-			// The shape the routes fast path takes, with variations.
+			// Routes a line each, in flow or block style, with variations.
 			w.WriteString("routes:" + g.trail() + g.nl)
 			for i := range 1 + g.pick(8) {
 				w.WriteString(g.commentLine(2))

@@ -16,17 +16,44 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-// Source is one configuration file's content.
+// Source is one configuration file's content: the main file, a drop-in,
+// or a side file that one of them names (Side).
 type Source struct {
 	Name string
 	Data []byte
+	// Side marks a side file (routes-files, elements-file: sidefile.go),
+	// as Config.Sides gives them back. Parse takes a side file the
+	// configuration names from the sources when one of them has its
+	// path, as a snapshot holds it, and reads it otherwise.
+	Side bool
 }
 
 // Config is a validated configuration.
 type Config struct {
 	State *model.State
-	// Files lists the files read, main file first.
+	// Files lists the YAML files read, main file first.
 	Files []string
+	// Sides are the side files the configuration names, as they were
+	// read, in the order first named: a caller that keeps what a
+	// configuration was made of (safe apply, the daemon) keeps them too.
+	Sides []Source
+}
+
+// Options say how Parse reads the side files the configuration names.
+type Options struct {
+	// AllowInsecure reads side files that CheckTrusted would refuse
+	// (--allow-insecure-config); without it a side file is held to the
+	// same owner and mode as the configuration files.
+	AllowInsecure bool
+	// Named, when set, is called once for each side file the
+	// configuration names, in order, with its content or why it could
+	// not be read, also when the configuration is invalid: the daemon
+	// watches them, and a file the configuration names and cannot read
+	// is one to watch for.
+	Named func(src Source, err error)
+	// read replaces the reading of side files from the disk, for the
+	// tests whose inputs are made up (the fuzz targets): they read none.
+	read func(path string) ([]byte, error)
 }
 
 // DropInDir returns the drop-in directory of a main file: conf.d next to it.
@@ -55,7 +82,7 @@ func ReadSourcesDir(mainFile, dropIn string) (srcs []Source, dropInPresent bool,
 	if err != nil {
 		return nil, false, fmt.Errorf("read config: %w", err)
 	}
-	srcs = []Source{{mainFile, data}}
+	srcs = []Source{{Name: mainFile, Data: data}}
 	if dropIn == "" {
 		return srcs, false, nil
 	}
@@ -88,29 +115,50 @@ func ReadSourcesDir(mainFile, dropIn string) (srcs []Source, dropInPresent bool,
 		if err != nil {
 			return nil, true, fmt.Errorf("read drop-in: %w", err)
 		}
-		srcs = append(srcs, Source{p, data})
+		srcs = append(srcs, Source{Name: p, Data: data})
 	}
 	return srcs, true, nil
 }
 
-// Load reads and validates a main file and its drop-in directory.
+// Load reads and validates a main file and its drop-in directory, and the
+// side files they name.
 func Load(mainFile, dropIn string) (*Config, error) {
+	return LoadWith(mainFile, dropIn, Options{})
+}
+
+// LoadWith is Load with options.
+func LoadWith(mainFile, dropIn string, opts Options) (*Config, error) {
 	srcs, err := ReadSources(mainFile, dropIn)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(srcs)
+	return ParseWith(srcs, opts)
 }
 
 // Parse validates sources (the first is the main file) into a Config. On
 // failure the error is an Errors listing every problem found.
 func Parse(srcs []Source) (*Config, error) {
+	return ParseWith(srcs, Options{})
+}
+
+// ParseWith is Parse with options.
+func ParseWith(srcs []Source, opts Options) (*Config, error) {
 	errs := &errList{}
 	var confs []*fileConf
 	var files []string
+	sides := newSideFiles(opts)
+	yamls := srcs[:0:0]
+	for _, src := range srcs {
+		if src.Side {
+			sides.give(src)
+		} else {
+			yamls = append(yamls, src)
+		}
+	}
+	srcs = yamls
 	for i, src := range srcs {
 		files = append(files, src.Name)
-		fc := decodeFile(src, errs)
+		fc := decodeYAML(src.Name, src.Data, errs)
 		if fc == nil {
 			continue
 		}
@@ -135,20 +183,16 @@ func Parse(srcs []Source) (*Config, error) {
 			errs.add(main.at("version"), "version", "unsupported version %d; this netreconcile reads version %d", main.Version, CurrentVersion)
 		}
 	}
-	st := build(confs, errs)
+	st := build(confs, errs, sides)
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
-	return &Config{State: st, Files: files}, nil
+	return &Config{State: st, Files: files, Sides: sides.used}, nil
 }
 
+// decodeYAML decodes one file; nil when it is not one YAML document (the
+// error is in errs).
 func decodeYAML(name string, data []byte, errs *errList) *fileConf {
-	return decodeYAMLCut(name, data, nil, errs)
-}
-
-// decodeYAMLCut decodes data from which the flows were cut (fastflow.go);
-// it returns nil without an error when they were not all sequences.
-func decodeYAMLCut(name string, data []byte, flows map[flowKey]*flowCut, errs *errList) *fileConf {
 	src := Source{Name: name}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -162,10 +206,7 @@ func decodeYAMLCut(name string, data []byte, flows map[flowKey]*flowCut, errs *e
 		errs.add(yamlErrPos(name, data, err), "", "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 		return nil
 	}
-	if flows != nil && !markFlows(&root, flows) {
-		return nil
-	}
-	d := &decoder{file: src.Name, errs: errs, flows: flows}
+	d := &decoder{file: src.Name, errs: errs}
 	// What follows the first document is checked before the first is
 	// decoded, so that a file yaml.v3 cannot read to its end is refused
 	// whole: it was cut or mistyped, and half of it is not a declaration.
@@ -194,9 +235,6 @@ func decodeYAMLCut(name string, data []byte, flows map[flowKey]*flowCut, errs *e
 	d.decodeStruct(doc, "", reflectValue(fc))
 	if len(fc.keys) == 0 {
 		fc.Pos = d.pos(doc)
-	}
-	if flows != nil && !d.allUsed() {
-		return nil
 	}
 	return fc
 }

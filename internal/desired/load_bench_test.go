@@ -26,7 +26,7 @@ func BenchmarkParseRoutes(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				cfg, err := Parse([]Source{{"f.yaml", data}})
+				cfg, err := Parse([]Source{{Name: "f.yaml", Data: data}})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -62,7 +62,7 @@ func BenchmarkParseOneCharRules(b *testing.B) {
 		b.Run(fmt.Sprint("alias=", alias), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Parse([]Source{{"f.yaml", data}}); err == nil {
+				if _, err := Parse([]Source{{Name: "f.yaml", Data: data}}); err == nil {
 					b.Fatal("no error")
 				}
 			}
@@ -83,6 +83,6 @@ func BenchmarkParseFile(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		_, _ = Parse([]Source{{name, data}})
+		_, _ = Parse([]Source{{Name: name, Data: data}})
 	}
 }

@@ -33,6 +33,8 @@ type nftSetConf struct {
 	Flags    []string  `yaml:"flags"`
 	Timeout  *Duration `yaml:"timeout"`
 	Elements []posText `yaml:"elements"`
+	// ElementsFile is a side file of elements, one a line (sidefile.go).
+	ElementsFile string `yaml:"elements-file"`
 	// ElementsFrom: see nft_peers.go.
 	ElementsFrom *nftElemsFromConf `yaml:"elements-from"`
 }
@@ -297,11 +299,23 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 	//
 	// The parse errors by text, as for rules (nftTable): a megabyte of
 	// "[x,x,…]" is half a million copies of one bad element.
+	elems, ok := b.nftElemTexts(path, sc)
+	if !ok {
+		return nil
+	}
+	// where says where elems[i] is, in errors: the YAML's list, or the
+	// side file (its position gives the line).
+	where := func(i int) string {
+		if i < len(sc.Elements) {
+			return "elements[" + strconv.Itoa(i) + "]"
+		}
+		return "elements-file"
+	}
 	unparsable := map[string]error{}
 	var parsed []model.NftElem
-	var at []int // parsed[k] is elements[at[k]]
-	for i := range sc.Elements {
-		et := &sc.Elements[i]
+	var at []int // parsed[k] is elems[at[k]]
+	for i := range elems {
+		et := &elems[i]
 		var e model.NftElem
 		err, known := unparsable[et.Text]
 		if !known {
@@ -312,7 +326,7 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 		if err != nil {
 			// Lazily, as for rules: a set can hold 500k bad elements.
 			b.errs.addLazy(et.Pos, func() (string, string) {
-				return fmt.Sprintf("%s.elements[%d]", path, i), err.Error()
+				return path + "." + where(i), err.Error()
 			})
 			continue
 		}
@@ -326,8 +340,12 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 	for k, e := range parsed {
 		i := at[k]
 		if j, dup := seen[e]; dup {
-			b.errs.addLazy(sc.Elements[i].Pos, func() (string, string) {
-				return fmt.Sprintf("%s.elements[%d]", path, i), fmt.Sprintf("element given twice (also elements[%d])", j)
+			b.errs.addLazy(elems[i].Pos, func() (string, string) {
+				also := where(j)
+				if j >= len(sc.Elements) {
+					also = "at " + elems[j].Pos.String()
+				}
+				return path + "." + where(i), "element given twice (also " + also + ")"
 			})
 			continue
 		}
@@ -340,7 +358,11 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 	}
 	if s.Interval {
 		if i := model.NftElemsOverlap(s.Elems); i >= 0 {
-			b.errs.add(sc.at("elements"), path+".elements", "%s overlaps %s; the kernel refuses overlapping intervals: merge them",
+			at, key := sc.at("elements"), ".elements"
+			if !sc.has("elements") && sc.has("elements-file") {
+				at, key = sc.at("elements-file"), ".elements-file"
+			}
+			b.errs.add(at, path+key, "%s overlaps %s; the kernel refuses overlapping intervals: merge them",
 				model.FormatNftElem(s.Type, true, s.Elems[i]), model.FormatNftElem(s.Type, true, s.Elems[i-1]))
 			return nil
 		}
@@ -442,4 +464,29 @@ func nftPriority(family, s string) (int, error) {
 		return n, nil
 	}
 	return 0, fmt.Errorf("%q is out of range: a chain priority is from %d to %d", s, math.MinInt32, math.MaxInt32)
+}
+
+// nftElemTexts returns a set's elements as written: the YAML's, then the
+// lines of its elements-file, one element a line. false when the file
+// could not be read (reported).
+func (b *builder) nftElemTexts(path string, sc *nftSetConf) ([]posText, bool) {
+	if sc.ElementsFile == "" {
+		if sc.has("elements-file") {
+			b.errs.add(sc.at("elements-file"), path+".elements-file", "expected the path of a file of elements, one a line (relative to this file's directory)")
+			return nil, false
+		}
+		return sc.Elements, true
+	}
+	f := b.sides.get(sidePath(sc.Pos.File, sc.ElementsFile))
+	if f.err != nil {
+		b.errs.add(sc.at("elements-file"), path+".elements-file", "%s", readError(f.err))
+		return nil, false
+	}
+	elems := make([]posText, len(sc.Elements), len(sc.Elements)+lineCount(f.text))
+	copy(elems, sc.Elements)
+	eachLine(f.text, func(no int, line string) {
+		text := strings.TrimLeft(line, " \t")
+		elems = append(elems, posText{Text: text, Pos: Pos{f.path, no, col(line, len(line)-len(text))}})
+	})
+	return elems, true
 }

@@ -3,10 +3,8 @@ package desired
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -41,7 +39,6 @@ var regressionFiles = func() []string {
 	for _, c := range nullItemCases {
 		fs = append(fs, c.file)
 	}
-	fs = append(fs, keptErrorFiles...)
 	return fs
 }()
 
@@ -238,28 +235,6 @@ func TestDropInNeedsVersion(t *testing.T) {
 	}
 }
 
-// Files with line breaks other than "\n", or a document marker before the
-// routes block, gave another model or other errors on the fast paths.
-func TestFastPathsDeclineWhatTheyCannotCount(t *testing.T) {
-	for _, f := range []string{
-		"version: 1\r\nlinks:\r\n  eth0: {kind: device}\r\nroutes:\n  - {to: 10.0.0.0/24, dev: eth0}\n",
-		"version: 1\rlinks:\n  eth0: {kind: device, addresses: [10.0.0.1/24, 10.0.1.1/24]}\n",
-		"version: 1\u2028links:\n  eth0: {kind: device, addresses: [10.0.0.1/24, 10.0.1.1/24]}\n",
-		"version: 1\n...\nroutes:\n  - {to: 10.0.0.0/24, type: blackhole}\n",
-		"version: 1\n---\nroutes:\n  - {to: 10.0.0.0/24, type: blackhole}\n",
-		"\nroutes:\n  - {table: 1}\n",
-		aliasedLinks,
-	} {
-		fastPath = false
-		want, wantErr := Parse([]Source{src("f.yaml", f)})
-		fastPath = true
-		got, gotErr := Parse([]Source{src("f.yaml", f)})
-		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotErr, wantErr) {
-			t.Errorf("file %q:\nfast paths: %v\ndecoder:    %v", f, gotErr, wantErr)
-		}
-	}
-}
-
 // Beyond the cap, errors are counted, and the kept ones are the first by
 // position whatever order they were found in.
 func TestErrorListKeepsTheFirstByPosition(t *testing.T) {
@@ -285,110 +260,40 @@ func TestErrorListKeepsTheFirstByPosition(t *testing.T) {
 }
 
 // TestNotMappingItems: list items that are not mappings are reported by
-// the decoder and stood for by one shared entry (thrifty); the errors, their
-// count past MaxKeptErrors, and what else the file declares are the same as
-// when each item is decoded into a struct of its own and checked.
+// the decoder and stood for by one shared entry (Meta.notMapping), which
+// the checks of meaning skip. The counts and the errors kept are those the
+// decoder gave when it still made a struct per item and checked each (the
+// reference it was compared with, recorded here): every item is reported
+// once, at its position, and an alias of a reported item adds nothing.
 func TestNotMappingItems(t *testing.T) {
 	many := strings.Repeat("x,", MaxKeptErrors+500) + "[y], *a, {}"
-	for _, file := range []string{
-		"version: 1\nlinks:\n  d: {kind: device}\nroutes: [&a x, " + many + ", {to: 10.0.0.0/24, dev: d}]\n",
-		"version: 1\nrules: [&a x, " + many + ", {priority: 100, table: 10}]\n",
-		"version: 1\nfou: [&a x, " + many + ", {port: 5555, ipproto: 4}]\n",
-		"version: 1\nlinks:\n  wg0:\n    kind: wireguard\n    private-key-file: /nonexistent\n    peers: [&a x, " + many + "]\n",
-		"version: 1\nroutes:\n  - x\n  - [1, 2]\n  - {to: default, via: 10.0.0.1}\n  - 7\n",
-		"version: 1\npools:\n  p: {subnets: &s [10.0.0.0/24, " + many + ", default, 10.0.0.1/24, \"fe80::%x/64\", 10.0.0.0/25, ~, [y]]}\n  q: {subnets: *s}\n",
+	for _, c := range []struct {
+		file        string
+		count       int
+		first, last string
+	}{
+		{"version: 1\nlinks:\n  d: {kind: device}\nroutes: [&a x, " + many + ", {to: 10.0.0.0/24, dev: d}]\n", 10503,
+			`f.yaml:4:10: routes[0]: expected a mapping, found "x"`, `f.yaml:4:20012: routes[9999]: expected a mapping, found "x"`},
+		{"version: 1\nrules: [&a x, " + many + ", {priority: 100, table: 10}]\n", 10503,
+			`f.yaml:2:9: rules[0]: expected a mapping, found "x"`, `f.yaml:2:20011: rules[9999]: expected a mapping, found "x"`},
+		{"version: 1\nfou: [&a x, " + many + ", {port: 5555, ipproto: 4}]\n", 10503,
+			`f.yaml:2:7: fou[0]: expected a mapping, found "x"`, `f.yaml:2:20009: fou[9999]: expected a mapping, found "x"`},
+		{"version: 1\nlinks:\n  wg0:\n    kind: wireguard\n    wireguard:\n      private-key-file: /nonexistent\n      peers: [&a x, " + many + "]\n", 10504,
+			`f.yaml:6:25: links.wg0.wireguard.private-key-file: key file /nonexistent does not exist`, `f.yaml:7:20015: links.wg0.wireguard.peers[9998]: expected a mapping, found "x"`},
+		{"version: 1\nroutes:\n  - x\n  - [1, 2]\n  - {to: default, via: 10.0.0.1}\n  - 7\n", 3,
+			`f.yaml:3:5: routes[0]: expected a mapping, found "x"`, `f.yaml:6:5: routes[3]: expected a mapping, found "7"`},
+		{"version: 1\npools:\n  p: {subnets: &s [10.0.0.0/24, &a x, " + many + ", default, 10.0.0.1/24, \"fe80::%x/64\", 10.0.0.0/25, ~, [y]]}\n  q: {subnets: *s}\n", 10510,
+			`f.yaml:3:33: pools.p.subnets[1]: expected a CIDR prefix like 10.0.0.0/24 or fd00::/64 (or "default"), found "x"`,
+			`f.yaml:3:20035: pools.p.subnets[10000]: expected a CIDR prefix like 10.0.0.0/24 or fd00::/64 (or "default"), found "x"`},
 	} {
-		defer func(was bool) { thrifty = was }(thrifty)
-		thrifty = true
-		_, on := Parse([]Source{{"f.yaml", []byte(file)}})
-		thrifty = false
-		_, off := Parse([]Source{{"f.yaml", []byte(file)}})
-		if on == nil || off == nil || on.Error() != off.Error() || ErrorCount(on) != ErrorCount(off) {
-			t.Errorf("file %.60q…: thrifty %d errors:\n%.2000v\nwithout %d:\n%.2000v", file, ErrorCount(on), on, ErrorCount(off), off)
+		_, err := Parse([]Source{{Name: "f.yaml", Data: []byte(c.file)}})
+		var es Errors
+		if !errors.As(err, &es) || ErrorCount(err) != c.count || len(es) != min(c.count, MaxKeptErrors) {
+			t.Errorf("file %.60q…: %d errors, %d kept; want %d", c.file, ErrorCount(err), len(es), c.count)
+			continue
 		}
-		if !reflect.DeepEqual(on, off) {
-			t.Errorf("file %.60q…: the kept errors differ", file)
-		}
-	}
-}
-
-// A file's errors found on their own and then absorbed are what adding
-// them one by one gives: the count, the first kept by position past the
-// cap, the message kept at a position found twice.
-func TestErrorListAbsorb(t *testing.T) {
-	rnd := rand.New(rand.NewPCG(1, 2))
-	for round := range 200 {
-		max := 1 + rnd.IntN(8)
-		direct, before := &errList{max: max}, &errList{max: max}
-		for range rnd.IntN(10) {
-			p := Pos{"a.yaml", 1 + rnd.IntN(20), 1 + rnd.IntN(3)}
-			direct.add(p, "", "a %v", p)
-			before.add(p, "", "a %v", p)
-		}
-		local := &errList{max: max}
-		for i := range rnd.IntN(30) {
-			p := Pos{"b.yaml", 1 + rnd.IntN(20), 1 + rnd.IntN(3)}
-			direct.add(p, "", "b %v #%d", p, i)
-			local.add(p, "", "b %v #%d", p, i)
-		}
-		if !before.absorb(local, "b.yaml") {
-			t.Fatalf("round %d: not absorbed", round)
-		}
-		if got, want := before.err(), direct.err(); !reflect.DeepEqual(got, want) {
-			t.Fatalf("round %d: absorbed\n%v\none by one\n%v", round, got, want)
-		}
-		// The positions are marked too: a later error at one is no second.
-		for l := 1; l <= 20; l++ {
-			p := Pos{"b.yaml", l, 1}
-			if before.mark(p) != direct.mark(p) {
-				t.Fatalf("round %d: %v marked unlike", round, p)
-			}
-		}
-	}
-	l := &errList{}
-	l.add(Pos{"b.yaml", 1, 1}, "", "x")
-	o := &errList{}
-	o.add(Pos{"b.yaml", 2, 1}, "", "y")
-	if l.absorb(o, "b.yaml") {
-		t.Errorf("absorbed into a list with errors in the same file")
-	}
-}
-
-// keptErrorFiles have errors where the fast paths decode: a long flow
-// collection (cut), beside a routes block they decode.
-var keptErrorFiles = []string{
-	"version: 1\nlinks: {l0: x, l1: [y], l2: {kind: dummy, mtu: z}, l3: {kind: nope}}\n",
-	"version: 1\nlinks:\n  d0: {kind: dummy, addresses: [x, 10.0.0.1/24, {address: y}, 10.0.0.1/24]}\nroutes:\n  - {to: 10.1.0.0/24, dev: d0}\n  - {to: 10.2.0.0/24, dev: d1}\n",
-	"version: 1\nrules: [x, {priority: 1}, [2], {table: t}]\nfou: [{port: x}, 7]\n",
-	"version: 1\nnftables:\n  inet t:\n    sets:\n      s: {type: ipv4_addr, elements: [10.0.0.1, x, 300.1.1.1]}\n    chains:\n      c: {rules: [x y, 'ip saddr @s accept']}\n",
-	"version: 1\npools:\n  p: {subnets: [10.0.0.0/24, x, default, 10.0.0.1/24, 10.0.0.0/25, [y], {}], blocks: [x, 1-2]}\n",
-}
-
-// A file whose decoding on the fast paths finds errors keeps them (it was
-// decoded a second time by the general decoder): they are the general
-// decoder's, as a main file and as a drop-in, past the cap too.
-func TestFastPathsKeepTheDecodersErrors(t *testing.T) {
-	defer func(was bool) { fastPath = was }(fastPath)
-	var many strings.Builder
-	many.WriteString("version: 1\nlinks: {")
-	for i := range MaxKeptErrors + 100 {
-		fmt.Fprintf(&many, "l%d: x, ", i)
-	}
-	many.WriteString("d: {kind: dummy, addresses: [x]}}\n")
-	for _, f := range append(keptErrorFiles, many.String()) {
-		fastPath = true
-		cut, flows := cutFlows([]byte(f))
-		if fc := decodeYAMLCut("f.yaml", cut, flows, &errList{}); flows == nil || fc == nil {
-			t.Errorf("file %q: not decoded on the fast path", f)
-		}
-		for _, srcs := range [][]Source{{src("f.yaml", f)}, {src("main.yaml", "version: 1\nx: 1\n"), src("conf.d/f.yaml", f)}} {
-			fastPath = true
-			got, gotErr := Parse(srcs)
-			fastPath = false
-			want, wantErr := Parse(srcs)
-			if gotErr == nil || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotErr, wantErr) {
-				t.Errorf("file %.200q:\nfast paths: %.2000v\ndecoder:    %.2000v", f, gotErr, wantErr)
-			}
+		if first, last := es[0].Error(), es[len(es)-1].Error(); first != c.first || last != c.last {
+			t.Errorf("file %.60q…: errors from\n%s\nto\n%s\nwant from\n%s\nto\n%s", c.file, first, last, c.first, c.last)
 		}
 	}
 }

@@ -42,9 +42,9 @@ type nextHopConf struct {
 	Weight *int   `yaml:"weight"`
 }
 
-func (b *builder) route(i int, rc *routeConf) {
+func (b *builder) route(rp routePath, rc *routeConf) {
 	// The path is only built for an error: a file of 100k routes has none.
-	path := func(field string) string { return "routes[" + strconv.Itoa(i) + "]" + field }
+	path := func(field string) string { return rp.at(field) }
 	if rc.To == nil {
 		// Lazily: every list item that is not a mapping ends here, half a
 		// million in a megabyte of "[x,x,…]", at a position already reported.
@@ -306,17 +306,12 @@ func (b *builder) nextHops(rc *routeConf, r *model.Route, path func(string) stri
 // others in at. Every key in at is below the last of asc, so a key above
 // that is new. A map of every key was a fifth of the time of 100k routes.
 type routeIndex struct {
-	sorted bool // asc is used (thrifty)
-	asc    []int
-	at     map[model.RouteKey]int
+	asc []int
+	at  map[model.RouteKey]int
 }
 
 func newRouteIndex(n int) routeIndex {
-	if !thrifty {
-		// The reference the fuzz targets compare with: one map.
-		return routeIndex{at: make(map[model.RouteKey]int, n)}
-	}
-	return routeIndex{sorted: true, asc: make([]int, 0, n)}
+	return routeIndex{asc: make([]int, 0, n)}
 }
 
 // find returns the index in routes of the route with key k.
@@ -339,7 +334,7 @@ func (x *routeIndex) find(routes []model.Route, k model.RouteKey) (int, bool) {
 // add records that the route with key k, not in x, is the next one
 // appended to routes.
 func (x *routeIndex) add(routes []model.Route, k model.RouteKey) {
-	if n := len(x.asc); x.sorted && (n == 0 || k.Compare(routes[x.asc[n-1]].Key()) > 0) {
+	if n := len(x.asc); n == 0 || k.Compare(routes[x.asc[n-1]].Key()) > 0 {
 		x.asc = append(x.asc, len(routes))
 		return
 	}

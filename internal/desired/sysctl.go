@@ -40,19 +40,16 @@ func (s *sysctlsConf) decodeNode(d *decoder, n *yaml.Node, path string) {
 		}
 		if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
 			d.fail(k, path, "expected a key such as net.ipv4.ip_forward, found %s", kindWord(k))
-			d.skip(v)
 			continue
 		}
 		fp := join(path, k.Value)
 		if !seen.add(k.Value) {
 			d.fail(k, fp, "key given twice")
-			d.skip(v)
 			continue
 		}
 		val, ok := sysctlValue(v)
 		if !ok {
 			d.fail(v, fp, "expected the value as the kernel prints it: a decimal number, or a string such as \"32768 60999\"; found %s", kindWord(v))
-			d.skip(v)
 			continue
 		}
 		s.entries = append(s.entries, sysctlEntry{key: k.Value, value: val, keyAt: d.pos(k), valueAt: d.pos(v)})

@@ -1,7 +1,6 @@
 package desired
 
 import (
-	"bytes"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -61,17 +60,6 @@ func nthLine(data []byte, n int) []byte {
 	return nil
 }
 
-// hasOtherBreaks reports whether data holds a line break other than "\n"
-// or a byte order mark. The fast paths count lines by "\n" and columns by
-// bytes; yaml.v3 also breaks lines at "\r", NEL, LS and PS and skips a BOM.
-// Rather than count like yaml.v3 in two more places, a file with any of
-// them goes through the general decoder.
-func hasOtherBreaks(data []byte) bool {
-	return bytes.IndexByte(data, '\r') >= 0 || bytes.Contains(data, []byte("\u0085")) ||
-		bytes.Contains(data, []byte("\u2028")) || bytes.Contains(data, []byte("\u2029")) ||
-		bytes.Contains(data, []byte("\ufeff"))
-}
-
 // The alias budget (checkAliases): how many nodes, counted with every alias
 // expanded, a file may make per node it holds (aliasFactor), plus a constant
 // for small files (aliasSlack). An alias
@@ -95,10 +83,7 @@ func (d *decoder) checkAliases(root *yaml.Node) bool {
 	own, hasAlias := 0, false
 	var count func(n *yaml.Node)
 	count = func(n *yaml.Node) {
-		// A collection the fast path cut out counts as the nodes yaml.v3
-		// makes of it, so that the budget and its message are the
-		// general decoder's.
-		own += d.cutNodes(n)
+		own++
 		if n.Kind == yaml.AliasNode {
 			hasAlias = true
 		}
@@ -108,6 +93,7 @@ func (d *decoder) checkAliases(root *yaml.Node) bool {
 	}
 	count(root)
 	if !hasAlias {
+		d.release = true
 		return true
 	}
 	budget := aliasFactor*own + aliasSlack
@@ -119,10 +105,9 @@ func (d *decoder) checkAliases(root *yaml.Node) bool {
 	var expanded func(n *yaml.Node) int
 	expanded = func(n *yaml.Node) int {
 		if n.Kind != yaml.AliasNode && len(n.Content) == 0 {
-			// A leaf is one node (or a cut's nodes) and in no cycle:
-			// not memoised, for a megabyte of "[x,x,…]" is half a
-			// million of them.
-			return min(d.cutNodes(n), budget+1)
+			// A leaf is one node and in no cycle: not memoised, for a
+			// megabyte of "[x,x,…]" is half a million of them.
+			return 1
 		}
 		if s, ok := size[n]; ok {
 			if s == inProgress {
@@ -154,7 +139,7 @@ func (d *decoder) checkAliases(root *yaml.Node) bool {
 	total := 0
 	var walk func(n *yaml.Node) bool
 	walk = func(n *yaml.Node) bool {
-		total += d.cutNodes(n)
+		total++
 		if n.Kind == yaml.AliasNode && n.Alias != nil {
 			s := expanded(n.Alias)
 			if s < 0 {

@@ -20,7 +20,9 @@ import (
 
 // ReadSnapshot copies the configuration: the main file and the drop-ins the
 // loader reads (desired.ReadSourcesDir: *.yaml and *.yml, not hidden, in
-// name order). A missing drop-in directory has no files.
+// name order). A missing drop-in directory has no files. The side files
+// they name join when the snapshot is parsed (Snapshot.Parse): only the
+// loader knows which they are.
 func ReadSnapshot(mainFile, dropIn string, now time.Time, by string) (*Snapshot, error) {
 	mainAbs, err := filepath.Abs(mainFile)
 	if err != nil {
@@ -75,7 +77,7 @@ func SnapshotOf(mainFile, dropIn string, srcs []desired.Source, now time.Time, b
 		if err != nil {
 			return nil, err
 		}
-		c.Data = src.Data
+		c.Data, c.Side = src.Data, src.Side
 		s.Files = append(s.Files, *c)
 	}
 	if len(s.Files) == 0 {
@@ -86,14 +88,89 @@ func SnapshotOf(mainFile, dropIn string, srcs []desired.Source, now time.Time, b
 }
 
 // WithMain returns a copy of s whose main file holds data instead (the
-// --candidate file about to be installed).
+// --candidate file about to be installed), without side files: those the
+// candidate names join when it is parsed.
 func (s *Snapshot) WithMain(data []byte, now time.Time, by string) *Snapshot {
 	c := *s
-	c.Files = append([]FileCopy(nil), s.Files...)
+	c.Files = nil
+	for _, f := range s.Files {
+		if !f.Side {
+			c.Files = append(c.Files, f)
+		}
+	}
 	c.Files[0].Data, c.Files[0].Link = data, ""
 	c.At, c.By = now.UTC(), by
 	c.Hash = hashFiles(c.Files)
 	return &c
+}
+
+// Parse loads the snapshot's configuration and records in it the side
+// files the configuration names, as the loader read them: those the
+// snapshot holds already are taken from it (a restore point is what it
+// was), the others from the disk, with their mode and owner as they are
+// now. A side file that cannot be read is not recorded; the configuration
+// is then invalid, and the error says why.
+func (s *Snapshot) Parse(allowInsecure bool) (*desired.Config, error) {
+	held := map[string]FileCopy{}
+	var files []FileCopy
+	for _, f := range s.Files {
+		if f.Side {
+			held[f.Path] = f
+		} else {
+			files = append(files, f)
+		}
+	}
+	var statErr error
+	cfg, err := desired.ParseWith(s.Sources(), desired.Options{
+		AllowInsecure: allowInsecure,
+		Named: func(src desired.Source, err error) {
+			if err != nil {
+				return
+			}
+			c, ok := held[src.Name]
+			if !ok {
+				cur, err := sideCopy(src)
+				if err != nil {
+					statErr = errors.Join(statErr, err)
+					return
+				}
+				c = *cur
+			}
+			files = append(files, c)
+		},
+	})
+	s.Files = files
+	s.Hash = hashFiles(s.Files)
+	if err == nil && statErr != nil {
+		return nil, statErr
+	}
+	return cfg, err
+}
+
+// sideCopy is a side file as the loader read it, with its mode, owner and
+// link as they are now.
+func sideCopy(src desired.Source) (*FileCopy, error) {
+	p, err := filepath.Abs(src.Name)
+	if err != nil {
+		return nil, fmt.Errorf("side file %s: %w", src.Name, err)
+	}
+	c, err := statCopy(p)
+	if err != nil {
+		return nil, err
+	}
+	c.Data, c.Side = src.Data, true
+	return c, nil
+}
+
+// sidePaths lists the snapshot's side files.
+func (s *Snapshot) sidePaths() []string {
+	var out []string
+	for _, f := range s.Files {
+		if f.Side {
+			out = append(out, f.Path)
+		}
+	}
+	return out
 }
 
 // dropInNames lists the fragments the loader reads, in its order.
@@ -120,6 +197,18 @@ func isFragment(n string) bool {
 }
 
 func readCopy(p string) (*FileCopy, error) {
+	c, err := statCopy(p)
+	if err != nil {
+		return nil, err
+	}
+	if c.Data, err = os.ReadFile(p); err != nil {
+		return nil, fmt.Errorf("read configuration %s: %w", p, err)
+	}
+	return c, nil
+}
+
+// statCopy is a file's mode, owner and link, without its content.
+func statCopy(p string) (*FileCopy, error) {
 	c := &FileCopy{Path: p}
 	lfi, err := os.Lstat(p)
 	if err != nil {
@@ -136,9 +225,6 @@ func readCopy(p string) (*FileCopy, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("read configuration %s: not a regular file", p)
-	}
-	if c.Data, err = os.ReadFile(p); err != nil {
-		return nil, fmt.Errorf("read configuration %s: %w", p, err)
 	}
 	c.Mode = fi.Mode().Perm()
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {

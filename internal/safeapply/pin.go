@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -50,7 +51,10 @@ type Pin struct {
 
 // Sources returns the sources to enforce: srcs, or the confirmed
 // configuration's when srcs are what a rollback rejected. pinned says
-// which, with the transaction's id.
+// which, with the transaction's id. srcs are compared by their YAML files
+// and the side files the rejected configuration named, read again here:
+// the caller knows the side files of what it parsed last, which is the
+// confirmed configuration while the pin holds.
 func (p *Pin) Sources(srcs []desired.Source) (out []desired.Source, pinnedBy string, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -70,8 +74,26 @@ func (p *Pin) Sources(srcs []desired.Source) (out []desired.Source, pinnedBy str
 			p.confirmed = nil
 		}
 	}
-	if p.rejected == nil || p.confirmed == nil || SourcesHash(srcs) != p.rejected.Hash {
+	if p.rejected == nil || p.confirmed == nil || SourcesHash(withSides(srcs, p.rejected.Sides)) != p.rejected.Hash {
 		return srcs, "", nil
 	}
 	return p.confirmed.Sources(), p.rejected.ID, nil
+}
+
+// withSides is the YAML files of srcs and the side files at paths, as
+// they are on the disk now (one that cannot be read is left out: the
+// hash then differs from one made when it could).
+func withSides(srcs []desired.Source, paths []string) []desired.Source {
+	var out []desired.Source
+	for _, s := range srcs {
+		if !s.Side {
+			out = append(out, s)
+		}
+	}
+	for _, p := range paths {
+		if data, err := os.ReadFile(p); err == nil {
+			out = append(out, desired.Source{Name: p, Data: data, Side: true})
+		}
+	}
+	return out
 }

@@ -27,7 +27,8 @@ import (
 const FileName = "transaction.json"
 
 // maxFileSize bounds what is read back: two copies of the configuration
-// (restore point and applied), with 100k routes about 2 × 6 MB.
+// (restore point and applied), with 100k routes about 2 × 6 MB, side files
+// (desired.MaxSideBytes, 64 MiB) in base64 up to 2 × 86 MB more.
 const maxFileSize = 256 << 20
 
 // formatVersion is the version of transaction.json's layout.
@@ -72,13 +73,18 @@ type FileCopy struct {
 	// pointed to then.
 	Link string `json:"link,omitempty"`
 	Data []byte `json:"data"`
+	// Side marks a side file the configuration names (routes-files,
+	// elements-file): written back by a rollback like the others.
+	Side bool `json:"side,omitempty"`
 }
 
-// Snapshot is a whole configuration: the main file and every drop-in.
+// Snapshot is a whole configuration: the main file, every drop-in, and the
+// side files they name.
 type Snapshot struct {
 	Main   string `json:"main"`
 	DropIn string `json:"drop_in,omitempty"`
-	// Files lists the main file first, then the drop-ins in name order.
+	// Files lists the main file first, then the drop-ins in name order,
+	// then the side files in the order the configuration names them.
 	Files []FileCopy `json:"files"`
 	// Hash identifies the content (names and data) of Files.
 	Hash string    `json:"hash"`
@@ -180,9 +186,11 @@ type File struct {
 // Rejected names the configuration a rollback could not take off the disk.
 type Rejected struct {
 	// ID is the transaction rolled back; Hash is SourcesHash of the files
-	// as they were then.
-	ID   string `json:"id"`
-	Hash string `json:"hash"`
+	// as they were then, side files included: Sides are the side files
+	// those named, in order.
+	ID    string   `json:"id"`
+	Hash  string   `json:"hash"`
+	Sides []string `json:"sides,omitempty"`
 	// Error is why the files could not be written back.
 	Error string `json:"error"`
 }

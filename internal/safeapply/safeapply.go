@@ -126,11 +126,12 @@ func (h *Host) getenv() func(string) string {
 	return func(string) string { return "" }
 }
 
-// Sources turns a snapshot into the loader's input (desired.Parse).
+// Sources turns a snapshot into the loader's input (desired.Parse), side
+// files included.
 func (s *Snapshot) Sources() []desired.Source {
 	out := make([]desired.Source, len(s.Files))
 	for i, f := range s.Files {
-		out[i] = desired.Source{Name: f.Path, Data: f.Data}
+		out[i] = desired.Source{Name: f.Path, Data: f.Data, Side: f.Side}
 	}
 	return out
 }
@@ -389,7 +390,13 @@ func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string
 	r := &RollbackResult{}
 	var errs []error
 	if !h.AllowInsecureConfig {
-		if err := desired.CheckTrusted(t.Restore.Main, t.Restore.DropIn); err != nil {
+		err := desired.CheckTrusted(t.Restore.Main, t.Restore.DropIn)
+		for _, p := range t.Restore.sidePaths() {
+			if err == nil {
+				err = desired.CheckTrustedSide(p)
+			}
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("files not restored: %w", err))
 		}
 	}
@@ -422,10 +429,15 @@ func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string
 	f.Rejected = nil
 	if len(errs) > 0 {
 		if cur, err := ReadSnapshot(t.Restore.Main, t.Restore.DropIn, h.now(), "rollback"); err == nil {
-			f.Rejected = &Rejected{ID: t.ID, Hash: SourcesHash(cur.Sources()), Error: errs[0].Error()}
+			// Parsed for the side files the rejected files name: the
+			// pin holds while those are unchanged too. Only hashed,
+			// never applied: read whoever may write them.
+			_, _ = cur.Parse(true)
+			f.Rejected = &Rejected{ID: t.ID, Hash: SourcesHash(cur.Sources()), Sides: cur.sidePaths(), Error: errs[0].Error()}
 		}
 	}
-	cfg, err := desired.Parse(t.Restore.Sources())
+	// The restore point holds its side files: none is read from the disk.
+	cfg, err := desired.ParseWith(t.Restore.Sources(), desired.Options{AllowInsecure: h.AllowInsecureConfig})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("the restore point's configuration no longer loads: %w", err))
 	} else {
@@ -513,8 +525,9 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 		applied = cur.WithMain(req.Candidate, now, "apply")
 	}
 	// Nothing is written before the change is known to be valid: an
-	// invalid candidate is never installed.
-	cfg, err := desired.Parse(applied.Sources())
+	// invalid candidate is never installed. The parse records the side
+	// files in the snapshot.
+	cfg, err := applied.Parse(h.AllowInsecureConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -526,6 +539,10 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 	case f.Confirmed != nil:
 		restore = f.Confirmed
 	case req.Candidate != nil:
+		// The files on disk, with the side files they name: parsed
+		// for those only, a restore point that does not load is
+		// reported by the rollback that needs it.
+		_, _ = cur.Parse(h.AllowInsecureConfig)
 		restore = cur
 	default:
 		return nil, errNoRestorePoint

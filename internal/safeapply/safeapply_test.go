@@ -6,12 +6,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
 	"github.com/netreconcile/netreconcile/internal/ledger"
@@ -119,7 +119,11 @@ func (f *fixture) applyPlain() {
 	if _, err := f.h.RefusePending(context.Background()); err != nil {
 		f.t.Fatal(err)
 	}
-	cfg := mustParse(f.t, snap)
+	// As apply does: the parse records the side files in the snapshot.
+	cfg, err := snap.Parse(f.h.AllowInsecureConfig)
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	o, err := Converge(context.Background(), f.h.Engine, cfg.State)
 	if err != nil || o.Err != nil || o.Verify != nil {
 		f.t.Fatalf("apply: %v %v %v", err, o.Err, o.Verify)
@@ -431,15 +435,6 @@ func TestRollbackMovesAsideAddedDropIns(t *testing.T) {
 	}
 }
 
-func mustParse(t *testing.T, s *Snapshot) *desired.Config {
-	t.Helper()
-	cfg, err := desired.Parse(s.Sources())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
 // A rollback that cannot write the files back (here: their directory became
 // writable by others, which CheckTrusted refuses; in production, the
 // service's user cannot write /etc/netreconcile) still rolls the kernel back
@@ -551,5 +546,137 @@ func TestRollbackKeepsModeAndOwner(t *testing.T) {
 	}
 	if u, g, m := owner(); u != 65534 || g != 65534 || m != 0o640 || f.file() != goodConf {
 		t.Errorf("restored file: %d:%d %v", u, g, m)
+	}
+}
+
+// A side file (routes-files, elements-file) is part of the configuration a
+// transaction records and a rollback writes back: a commit-confirmed change
+// made in the side file alone is rolled back, file and kernel, and a side
+// file the change added a name for is left alone.
+func TestRollbackRestoresSideFiles(t *testing.T) {
+	f := newFixture(t)
+	etc := filepath.Dir(f.main)
+	routes := filepath.Join(etc, "tables", "up.routes")
+	if err := os.MkdirAll(filepath.Dir(routes), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeSide := func(p, content string) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte(content), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const sideConf = "version: 1\nlinks:\n  br0:\n    kind: bridge\n    addresses: [10.0.0.1/24]\nroutes-files: [tables/up.routes]\n"
+	const goodRoutes = "# the management path\n10.98.0.0/24 via 10.0.0.2\n"
+	f.write(sideConf)
+	writeSide(routes, goodRoutes)
+	f.applyPlain()
+	if f.routes() != wantGood {
+		t.Fatalf("applied:\n%s", f.routes())
+	}
+	confirmed := f.load().Confirmed
+	if len(confirmed.Files) != 2 || !confirmed.Files[1].Side || confirmed.Files[1].Path != routes || string(confirmed.Files[1].Data) != goodRoutes {
+		t.Fatalf("the confirmed configuration lacks the side file: %+v", confirmed.Files)
+	}
+	// The change is in the side file only.
+	writeSide(routes, "blackhole 10.98.0.0/24\n")
+	ctx := context.Background()
+	res, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.routes() != wantBad {
+		t.Fatalf("the side file's change not applied:\n%s", f.routes())
+	}
+	if tx := f.load().Pending; len(tx.Applied.Files) != 2 || string(tx.Applied.Files[1].Data) != "blackhole 10.98.0.0/24\n" {
+		t.Fatalf("applied snapshot: %+v", tx.Applied.Files)
+	}
+	f.now = f.now.Add(time.Minute)
+	rolled, _, err := f.h.Due(ctx)
+	if err != nil || rolled == nil || rolled.Err != nil {
+		t.Fatalf("rollback at the deadline: %v %+v", err, rolled)
+	}
+	if data, err := os.ReadFile(routes); err != nil || string(data) != goodRoutes {
+		t.Errorf("side file after the rollback: %q %v; want %q", data, err, goodRoutes)
+	}
+	if fi, err := os.Stat(routes); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("side file mode after the rollback: %v %v", fi.Mode(), err)
+	}
+	if data, err := os.ReadFile(RejectedName(routes, res.Txn.ID)); err != nil || string(data) != "blackhole 10.98.0.0/24\n" {
+		t.Errorf("the rolled-back side file is not kept aside: %q %v", data, err)
+	}
+	if f.routes() != wantGood || !slices.Contains(rolled.Files, routes) {
+		t.Errorf("after the rollback: files %v, kernel\n%s", rolled.Files, f.routes())
+	}
+	// A candidate that names another side file: the rollback writes the
+	// old one back and leaves the new one, which the restored files do
+	// not name.
+	other := filepath.Join(etc, "other.routes")
+	writeSide(other, "blackhole 10.98.0.0/24\n")
+	cand := strings.Replace(sideConf, "tables/up.routes", "other.routes", 1)
+	if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(cand), Window: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	writeSide(routes, "garbage\n")
+	if f.routes() != wantBad {
+		t.Fatalf("the candidate not applied:\n%s", f.routes())
+	}
+	if rolled, err := f.h.Rollback(ctx, "", CauseManual, "test"); err != nil || rolled.Err != nil {
+		t.Fatalf("rollback: %v %+v", err, rolled)
+	}
+	if data, _ := os.ReadFile(routes); string(data) != goodRoutes || f.file() != sideConf || f.routes() != wantGood {
+		t.Errorf("after the second rollback: side file %q, main file %q, kernel\n%s", data, f.file(), f.routes())
+	}
+	if data, err := os.ReadFile(other); err != nil || string(data) != "blackhole 10.98.0.0/24\n" {
+		t.Errorf("the candidate's side file was touched: %q %v", data, err)
+	}
+}
+
+// The pin of a rejected configuration covers its side files: while the
+// main file and the side file hold what the rollback could not write back,
+// the confirmed configuration is enforced; an edit of the side file alone
+// lifts it.
+func TestPinCoversSideFiles(t *testing.T) {
+	f := newFixture(t)
+	f.h.AllowInsecureConfig = false
+	etc := filepath.Dir(f.main)
+	routes := filepath.Join(etc, "up.routes")
+	if err := os.WriteFile(routes, []byte("10.98.0.0/24 via 10.0.0.2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.write("version: 1\nlinks:\n  br0:\n    kind: bridge\n    addresses: [10.0.0.1/24]\nroutes-files: [up.routes]\n")
+	f.applyPlain()
+	if err := os.WriteFile(routes, []byte("blackhole 10.98.0.0/24\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Window: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(etc, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(etc, 0o755)
+	rolled, err := f.h.Rollback(ctx, "", CauseManual, "test")
+	if err != nil || rolled.Err == nil || f.routes() != wantGood {
+		t.Fatalf("rollback: %v %+v\n%s", err, rolled, f.routes())
+	}
+	if rej := f.load().Rejected; rej == nil || !slices.Equal(rej.Sides, []string{routes}) {
+		t.Fatalf("rejected: %+v", rej)
+	}
+	pin := &Pin{Dir: f.h.Dir}
+	yaml, err := ReadSnapshot(f.main, "", f.now, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, by, err := pin.Sources(yaml.Sources())
+	if err != nil || by != rolled.Txn.ID || len(out) != 2 || !out[1].Side || string(out[1].Data) != "10.98.0.0/24 via 10.0.0.2\n" {
+		t.Fatalf("pin of the rejected files: %v %q %+v", err, by, out)
+	}
+	if err := os.WriteFile(routes, []byte("blackhole 10.98.0.0/24\n# edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, by, err := pin.Sources(yaml.Sources()); by != "" || err != nil {
+		t.Errorf("an edited side file is still pinned: %q %v", by, err)
 	}
 }

@@ -2,8 +2,11 @@
 // time and the peak memory of validating one file, for the large and the
 // hostile files the loader must bound:
 //
-//   - 100k routes, one flow mapping per line (the routes fast path);
-//   - 100k routes in block style (the general decoder);
+//   - 100k routes, one flow mapping per line;
+//   - 100k routes in block style;
+//   - 100k routes from a side file (routes-files), a route a line;
+//   - 100k set elements in one flow list, and from a side file
+//     (elements-file), an element a line;
 //   - 1 MB of aliases at the expansion budget: a set's elements anchored and
 //     aliased as often as the budget allows, decoded in full;
 //   - the same with the shortest items (most nodes per byte);
@@ -49,73 +52,90 @@ import (
 )
 
 type benchCase struct {
-	name    string
-	gen     func() string
+	name string
+	gen  func() string
+	// side, when set, makes the side file the case's file names as
+	// sideName: written beside it, read by the loader with it.
+	side    func() string
 	maxTime time.Duration
 	maxMB   int
 }
+
+// sideName is what a case's file calls its side file; the file written is
+// the case's own (NN.side), the name replaced.
+const sideName = "SIDE"
 
 const routes = 100000
 
 var only string
 
+// The targets of the big files: in YAML, what yaml.v3's tree of the whole
+// document costs (about 1 KB per route); from a side file, a few times the
+// routes' own size.
 var cases = []benchCase{
-	{"100k routes, flow style", func() string { return routesFile(routes, false, "bench0") }, 250 * time.Millisecond, 130},
-	{"100k routes, block style", func() string { return routesFile(routes, true, "bench0") }, time.Second, 150},
-	{"1 MB of aliases at the budget", aliasesAtBudget, time.Second, 200},
-	{"1 MB of aliases, short items", denseAliases, time.Second, 200},
-	{"1 MB billion laughs", laughs, time.Second, 200},
-	{"1 MB of pool subnets", poolSubnets, time.Second, 200},
-	{"100k errors", func() string { return routesFile(routes, false, "missing0") }, time.Second, 200},
+	{"100k routes, flow style", func() string { return routesFile(routes, false, "bench0") }, nil, 1200 * time.Millisecond, 250},
+	{"100k routes, block style", func() string { return routesFile(routes, true, "bench0") }, nil, 1200 * time.Millisecond, 250},
+	{"100k routes, routes-files", func() string {
+		return "version: 1\nlinks:\n  bench0: {kind: device}\nroutes-files: [" + sideName + "]\n"
+	}, routeLines, 300 * time.Millisecond, 80},
+	{"100k set elements, flow style", func() string { return setFile("elements: [" + strings.Join(elements(routes), ", ") + "]") }, nil, 1200 * time.Millisecond, 250},
+	{"100k set elements, elements-file", func() string { return setFile("elements-file: " + sideName) }, func() string {
+		return strings.Join(elements(routes), "\n") + "\n"
+	}, 300 * time.Millisecond, 80},
+	{"1 MB of aliases at the budget", aliasesAtBudget, nil, time.Second, 200},
+	{"1 MB of aliases, short items", denseAliases, nil, time.Second, 200},
+	{"1 MB billion laughs", laughs, nil, time.Second, 200},
+	{"1 MB of pool subnets", poolSubnets, nil, time.Second, 200},
+	{"100k errors", func() string { return routesFile(routes, false, "missing0") }, nil, time.Second, 200},
 	// The most errors a megabyte holds, one per one-character item, in
 	// each list whose items are checked one by one; aliased once where
 	// the budget allows, so that each is decoded and checked twice.
-	{"1 MB one-char routes", oneChar("routes: &e [", "]\nx: *e\n"), time.Second, 200},
-	{"1 MB one-char addresses", oneChar("links:\n  d0:\n    kind: dummy\n    addresses: &e [", "]\n  d1: {kind: dummy, addresses: *e}\n"), time.Second, 200},
-	{"1 MB one-char set elements", oneChar("nftables:\n  inet bench:\n    sets:\n      s0:\n        type: ipv4_addr\n        elements: &e [", "]\n      s1: {type: ipv4_addr, elements: *e}\n"), time.Second, 200},
-	{"1 MB one-char peers", oneChar("links:\n  wg0:\n    kind: wireguard\n    private-key: x\n    peers: &e [", "]\n  wg1: {kind: wireguard, private-key: x, peers: *e}\n"), time.Second, 200},
-	{"1 MB one-char rules, no alias", oneChar("nftables:\n  inet bench:\n    chains:\n      c0:\n        rules: [", "]\n"), time.Second, 200},
+	{"1 MB one-char routes", oneChar("routes: &e [", "]\nx: *e\n"), nil, time.Second, 200},
+	{"1 MB one-char addresses", oneChar("links:\n  d0:\n    kind: dummy\n    addresses: &e [", "]\n  d1: {kind: dummy, addresses: *e}\n"), nil, time.Second, 200},
+	{"1 MB one-char set elements", oneChar("nftables:\n  inet bench:\n    sets:\n      s0:\n        type: ipv4_addr\n        elements: &e [", "]\n      s1: {type: ipv4_addr, elements: *e}\n"), nil, time.Second, 200},
+	{"1 MB one-char peers", oneChar("links:\n  wg0:\n    kind: wireguard\n    private-key: x\n    peers: &e [", "]\n  wg1: {kind: wireguard, private-key: x, peers: *e}\n"), nil, time.Second, 200},
+	{"1 MB one-char rules, no alias", oneChar("nftables:\n  inet bench:\n    chains:\n      c0:\n        rules: [", "]\n"), nil, time.Second, 200},
 	// Mappings where the list wants them, but empty: each item is a
 	// struct the decoder makes and the builder checks (and reports).
-	{"1 MB empty route mappings", oneItem("routes: [", "{}", "]\n"), time.Second, 200},
-	{"1 MB empty address mappings", oneItem("links:\n  d0:\n    kind: dummy\n    addresses: &e [", "{}", "]\n  d1: {kind: dummy, addresses: *e}\n"), time.Second, 200},
-	{"1 MB empty peer mappings", oneItem("links:\n  wg0:\n    kind: wireguard\n    private-key-file: /nonexistent\n    peers: &e [", "{}", "]\n  wg1: {kind: wireguard, private-key-file: /nonexistent, peers: *e}\n"), time.Second, 200},
-	{"1 MB one-char policy rules", oneChar("rules: &e [", "]\nx: *e\n"), time.Second, 200},
-	{"1 MB empty policy rule mappings", oneItem("rules: [", "{}", "]\n"), time.Second, 200},
+	{"1 MB empty route mappings", oneItem("routes: [", "{}", "]\n"), nil, time.Second, 200},
+	{"1 MB empty address mappings", oneItem("links:\n  d0:\n    kind: dummy\n    addresses: &e [", "{}", "]\n  d1: {kind: dummy, addresses: *e}\n"), nil, time.Second, 200},
+	{"1 MB empty peer mappings", oneItem("links:\n  wg0:\n    kind: wireguard\n    private-key-file: /nonexistent\n    peers: &e [", "{}", "]\n  wg1: {kind: wireguard, private-key-file: /nonexistent, peers: *e}\n"), nil, time.Second, 200},
+	{"1 MB one-char policy rules", oneChar("rules: &e [", "]\nx: *e\n"), nil, time.Second, 200},
+	{"1 MB empty policy rule mappings", oneItem("rules: [", "{}", "]\n"), nil, time.Second, 200},
 	// One anchored mapping aliased as often as the budget allows: every
 	// alias is a route of its own to the decoder and the builder.
-	{"1 MB of one aliased mapping", oneItem("routes: [&e {}, ", "*e", "]\n"), time.Second, 200},
+	{"1 MB of one aliased mapping", oneItem("routes: [&e {}, ", "*e", "]\n"), nil, time.Second, 200},
 	// Routes with every field wrong: several errors per item.
-	{"1 MB of routes, all fields bad", oneItem("routes:\n", "  - {to: x, via: x, src: x, table: x, scope: x, metric: x, tos: x, mtu: x, onlink: x, family: x}\n", ""), time.Second, 200},
+	{"1 MB of routes, all fields bad", oneItem("routes:\n", "  - {to: x, via: x, src: x, table: x, scope: x, metric: x, tos: x, mtu: x, onlink: x, family: x}\n", ""), nil, time.Second, 200},
 	// Block style items that are not mappings: no flow cut applies.
-	{"1 MB block list of one-char routes", oneItem("routes:\n", "- x\n", ""), time.Second, 200},
-	{"1 MB of dummy links", func() string { return links(false) }, time.Second, 200},
-	{"1 MB of links with an address", func() string { return links(true) }, time.Second, 200},
-	{"1 MB of bridge ports", oneItemN("links:\n  br0: {kind: bridge}\n", func(i int) string { return fmt.Sprintf("  v%d: {kind: veth, master: br0, veth: {peer: w%d}}\n", i, i) }, "", ""), time.Second, 200},
-	{"1 MB of links, not mappings", oneItemN("links: {", func(i int) string { return fmt.Sprintf("l%d: x", i) }, ", ", "}\n"), time.Second, 200},
+	{"1 MB block list of one-char routes", oneItem("routes:\n", "- x\n", ""), nil, time.Second, 200},
+	{"1 MB of dummy links", func() string { return links(false) }, nil, time.Second, 200},
+	{"1 MB of links with an address", func() string { return links(true) }, nil, time.Second, 200},
+	{"1 MB of bridge ports", oneItemN("links:\n  br0: {kind: bridge}\n", func(i int) string { return fmt.Sprintf("  v%d: {kind: veth, master: br0, veth: {peer: w%d}}\n", i, i) }, "", ""), nil, time.Second, 200},
+	{"1 MB of links, not mappings", oneItemN("links: {", func(i int) string { return fmt.Sprintf("l%d: x", i) }, ", ", "}\n"), nil, time.Second, 200},
 	// Each keyed section with entries that are not mappings, or with
 	// every field of the wrong type.
 	{"1 MB of links, every field bad", oneItemN("links:\n", func(i int) string {
 		return fmt.Sprintf("  l%d: {kind: [x], mtu: x, state: [x], master: {}, alias: [], adopt: x, addresses: x, veth: x, vxlan: x}\n", i)
-	}, "", ""), time.Second, 200},
-	{"1 MB of nft tables, not mappings", oneItemN("nftables: {", func(i int) string { return fmt.Sprintf("inet t%d: x", i) }, ", ", "}\n"), time.Second, 200},
-	{"1 MB of nft sets, not mappings", oneItemN("nftables:\n  inet t:\n    sets: {", func(i int) string { return fmt.Sprintf("s%d: x", i) }, ", ", "}\n"), time.Second, 200},
-	{"1 MB of nft chains, not mappings", oneItemN("nftables:\n  inet t:\n    chains: {", func(i int) string { return fmt.Sprintf("c%d: x", i) }, ", ", "}\n"), time.Second, 200},
-	{"1 MB of pools, not mappings", oneItemN("pools: {", func(i int) string { return fmt.Sprintf("p%d: x", i) }, ", ", "}\n"), time.Second, 200},
-	{"1 MB of empty pools", oneItemN("pools: {", func(i int) string { return fmt.Sprintf("p%d: {}", i) }, ", ", "}\n"), time.Second, 200},
-	{"1 MB of empty nft sets", oneItemN("nftables:\n  inet t:\n    sets: {", func(i int) string { return fmt.Sprintf("s%d: {}", i) }, ", ", "}\n"), time.Second, 200},
-	{"1 MB one-char pool subnets", oneChar("pools:\n  p: {subnets: &e [", "]}\n  q: {subnets: *e}\n"), time.Second, 200},
-	{"1 MB one-char pool blocks", oneChar("pools:\n  p: {subnets: [10.0.0.0/8], blocks: &e [", "]}\n  q: {subnets: [10.1.0.0/16], blocks: *e}\n"), time.Second, 200},
+	}, "", ""), nil, time.Second, 200},
+	{"1 MB of nft tables, not mappings", oneItemN("nftables: {", func(i int) string { return fmt.Sprintf("inet t%d: x", i) }, ", ", "}\n"), nil, time.Second, 200},
+	{"1 MB of nft sets, not mappings", oneItemN("nftables:\n  inet t:\n    sets: {", func(i int) string { return fmt.Sprintf("s%d: x", i) }, ", ", "}\n"), nil, time.Second, 200},
+	{"1 MB of nft chains, not mappings", oneItemN("nftables:\n  inet t:\n    chains: {", func(i int) string { return fmt.Sprintf("c%d: x", i) }, ", ", "}\n"), nil, time.Second, 200},
+	{"1 MB of pools, not mappings", oneItemN("pools: {", func(i int) string { return fmt.Sprintf("p%d: x", i) }, ", ", "}\n"), nil, time.Second, 200},
+	{"1 MB of empty pools", oneItemN("pools: {", func(i int) string { return fmt.Sprintf("p%d: {}", i) }, ", ", "}\n"), nil, time.Second, 200},
+	{"1 MB of empty nft sets", oneItemN("nftables:\n  inet t:\n    sets: {", func(i int) string { return fmt.Sprintf("s%d: {}", i) }, ", ", "}\n"), nil, time.Second, 200},
+	{"1 MB one-char pool subnets", oneChar("pools:\n  p: {subnets: &e [", "]}\n  q: {subnets: *e}\n"), nil, time.Second, 200},
+	{"1 MB one-char pool blocks", oneChar("pools:\n  p: {subnets: [10.0.0.0/8], blocks: &e [", "]}\n  q: {subnets: [10.1.0.0/16], blocks: *e}\n"), nil, time.Second, 200},
 	{"1 MB of valid nft rules", oneItemN("nftables:\n  inet bench:\n    chains:\n      c0:\n        rules:\n", func(i int) string {
 		return fmt.Sprintf("          - ip saddr 10.%d.%d.%d tcp dport %d accept\n", i>>16&255, i>>8&255, i&255, i%65535+1)
-	}, "", ""), time.Second, 200},
-	{"1 MB of unknown keys", manyKeys, time.Second, 200},
-	{"1 MB of unknown long keys", longKeys, time.Second, 200},
-	{"1 MB of keys given twice", oneItem("links:\n  d0: {kind: dummy", ", mtu: 1500", "}\n"), time.Second, 200},
-	{"1 MB of unknown keys, block style", oneItemN("links:\n  d0:\n    kind: dummy\n", func(i int) string { return fmt.Sprintf("    %x: 1\n", i) }, "", ""), time.Second, 200},
-	{"1 MB nested block mappings", nestedBlock, time.Second, 200},
-	{"1 MB nested flow lists", nested, time.Second, 200},
-	{"1 MB scalar", longScalar, time.Second, 200},
+	}, "", ""), nil, time.Second, 200},
+	{"1 MB of unknown keys", manyKeys, nil, time.Second, 200},
+	{"1 MB of unknown long keys", longKeys, nil, time.Second, 200},
+	{"1 MB of keys given twice", oneItem("links:\n  d0: {kind: dummy", ", mtu: 1500", "}\n"), nil, time.Second, 200},
+	{"1 MB of unknown keys, block style", oneItemN("links:\n  d0:\n    kind: dummy\n", func(i int) string { return fmt.Sprintf("    %x: 1\n", i) }, "", ""), nil, time.Second, 200},
+	{"1 MB nested block mappings", nestedBlock, nil, time.Second, 200},
+	{"1 MB nested flow lists", nested, nil, time.Second, 200},
+	{"1 MB scalar", longScalar, nil, time.Second, 200},
 }
 
 func main() {
@@ -221,6 +241,16 @@ func run(runs int, base, keep string) error {
 		}
 		p := filepath.Join(dir, fmt.Sprintf("%02d.yaml", i))
 		data := c.gen()
+		size := len(data)
+		if c.side != nil {
+			sp := filepath.Join(dir, fmt.Sprintf("%02d.side", i))
+			side := c.side()
+			if err := os.WriteFile(sp, []byte(side), 0o644); err != nil {
+				return err
+			}
+			data = strings.ReplaceAll(data, sideName, filepath.Base(sp))
+			size += len(side)
+		}
 		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
 			return err
 		}
@@ -245,7 +275,7 @@ func run(runs int, base, keep string) error {
 		if st.minCPU > float64(c.maxTime)/1e6 || st.minMB > float64(c.maxMB) {
 			mark = "  OVER"
 		}
-		fmt.Printf("%-34s %4.1fM %-34s %5.0fms %5.0f/%-5.0f %4.0f/%-4.0f", c.name, float64(len(data))/1e6, short(ours[0].result, 34),
+		fmt.Printf("%-34s %4.1fM %-34s %5.0fms %5.0f/%-5.0f %4.0f/%-4.0f", c.name, float64(size)/1e6, short(ours[0].result, 34),
 			st.minWall, st.minCPU, st.medCPU, st.minMB, st.medMB)
 		if base != "" {
 			bt := summarise(theirs)
@@ -494,4 +524,30 @@ func nestedBlock() string {
 		b.WriteString(strings.Repeat(" ", depth+1) + "k:\n")
 	}
 	return b.String()
+}
+
+// routeLines is the 100k routes of routesFile as the lines of a routes
+// file.
+func routeLines() string {
+	var b strings.Builder
+	for i := range routes {
+		v := uint32(1<<16+i) << 8
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), 0}), 24)
+		fmt.Fprintf(&b, "%s dev bench0 table 100\n", p)
+	}
+	return b.String()
+}
+
+// elements is n distinct IPv4 addresses.
+func elements(n int) []string {
+	es := make([]string, n)
+	for i := range es {
+		es[i] = fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)
+	}
+	return es
+}
+
+// setFile is a set of IPv4 addresses whose elements key is elems.
+func setFile(elems string) string {
+	return "version: 1\nnftables:\n  inet bench:\n    sets:\n      s:\n        type: ipv4_addr\n        " + elems + "\n"
 }
