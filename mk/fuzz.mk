@@ -1,7 +1,6 @@
 # Fuzzing of the configuration loader (internal/desired/fuzz_test.go) and
-# its side-file parsers (routes-files, elements-file: sidefile_test.go), of
-# the nftables element cache's decoder (internal/nftcache), and of the
-# metrics endpoint's request parser and label escaping (internal/metrics).
+# its side-file parsers (routes-files, elements-file: sidefile_test.go), and
+# of the nftables element cache's decoder (internal/nftcache).
 #   make fuzz-short   every target for FUZZTIME_SHORT (part of make test)
 #   make fuzz         every target for FUZZTIME (default 15m each)
 # One worker per target by default: the machine is shared. New failing
@@ -9,8 +8,7 @@
 # are regression tests from then on. Minimisation is capped so that a short
 # run spends its time fuzzing.
 FUZZ_TARGETS := ./internal/desired:FuzzLoad ./internal/desired:FuzzLoadGenerated ./internal/desired:FuzzSideFiles \
-	./internal/nftcache:FuzzDecodeBody \
-	./internal/metrics:FuzzReadHead ./internal/metrics:FuzzLabelEscaping
+	./internal/nftcache:FuzzDecodeBody
 FUZZTIME ?= 15m
 FUZZTIME_SHORT ?= 15s
 FUZZ_PARALLEL ?= 1

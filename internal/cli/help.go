@@ -305,6 +305,10 @@ Options:
       --metrics-listen ADDR
                        serve Prometheus metrics on http://ADDR/metrics, such
                        as 127.0.0.1:9715 (default: off)
+      --metrics-web-config FILE
+                       TLS and basic auth for the metrics: the Prometheus
+                       exporter toolkit's web configuration file, as
+                       node_exporter's --web.config.file (default: none)
       --log-level LEVEL
                        debug, info (default), warn or error
       --log-format FORMAT, -o FORMAT

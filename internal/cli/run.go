@@ -32,12 +32,13 @@ const serviceLockWait = 10 * time.Second
 func runRun(ctx context.Context, env *Env, args []string) int {
 	var g globals
 	var resync time.Duration
-	var metricsAddr, logLevel, logFormat string
+	var metricsAddr, metricsWebConfig, logLevel, logFormat string
 	var logChanges int
 	var memLimit string
 	fs := g.flags("run")
 	fs.DurationVar(&resync, "resync-interval", daemon.DefaultResync, "")
 	fs.StringVar(&metricsAddr, "metrics-listen", "", "")
+	fs.StringVar(&metricsWebConfig, "metrics-web-config", "", "")
 	fs.StringVar(&logLevel, "log-level", "info", "")
 	fs.StringVar(&logFormat, "log-format", "text", "")
 	// -o is --log-format: what run prints is its log.
@@ -54,6 +55,10 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	memoryLimit, err := parseMemoryLimit(memLimit, env.Getenv("GOMEMLIMIT"))
 	if err != nil {
 		badUsage(env, "run", fmt.Sprintf("--memory-limit: %v", err))
+		return ExitUsage
+	}
+	if metricsWebConfig != "" && metricsAddr == "" {
+		badUsage(env, "run", "--metrics-web-config needs --metrics-listen")
 		return ExitUsage
 	}
 	if resync <= 0 {
@@ -161,7 +166,15 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	metrics := daemon.NewMetrics()
 	metrics.Registry.MustRegister(safeapply.NewCollector(nst.dir))
 	if metricsAddr != "" {
-		if err := metrics.Serve(ctx, metricsAddr, log); err != nil {
+		// The web configuration names who may scrape and the TLS key:
+		// whoever can change it could read the metrics or stop them, so
+		// it is held to the configuration's rule.
+		if metricsWebConfig != "" && !g.allowInsecureConfig {
+			if err := desired.CheckTrusted(metricsWebConfig, ""); err != nil {
+				return fail(env, "run", fmt.Errorf("metrics web configuration: %w", err))
+			}
+		}
+		if err := metrics.Serve(ctx, metricsAddr, metricsWebConfig, log); err != nil {
 			return fail(env, "run", err)
 		}
 	}

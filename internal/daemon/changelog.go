@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/apply"
@@ -24,7 +25,7 @@ const DefaultLogChanges = 100
 func (d *Daemon) logDone(ops []*diff.Op, drift bool) {
 	var over counts
 	for i, op := range ops {
-		d.m.changes.WithLabelValues(string(op.Kind), string(op.Action)).Inc()
+		d.m.changes.WithLabelValues(metricKind(op.Kind), string(op.Action)).Inc()
 		level := slog.LevelInfo
 		if d.overLimit(i) {
 			over.add(*op)
@@ -104,3 +105,7 @@ func (c counts) sorted() []count {
 	})
 	return out
 }
+
+// metricKind is a kind as a label value: snake_case ("nft_chain"), as
+// Prometheus label values are written.
+func metricKind(k diff.Kind) string { return strings.ReplaceAll(string(k), " ", "_") }

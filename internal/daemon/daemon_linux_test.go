@@ -383,9 +383,10 @@ links:
 		t.Fatalf("no metrics address logged:\n%s", p.Stderr())
 	}
 	wants := []string{
-		`netreconcile_ipam_pool{measure="allocated",pool="nodes"} 1`,
-		`netreconcile_ipam_pool{measure="blocks_held",pool="nodes"} 1`,
-		`netreconcile_ipam_pool{measure="addresses",pool="nodes"} 32`,
+		`netreconcile_ipam_pool_addresses_allocated{pool="nodes"} 1`,
+		`netreconcile_ipam_pool_blocks{pool="nodes"} 1`,
+		`netreconcile_ipam_pool_addresses{pool="nodes"} 32`,
+		`netreconcile_ipam_pool_addresses_cooling{pool="nodes"} 0`,
 	}
 	var body string
 	defer func() {

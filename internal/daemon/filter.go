@@ -7,10 +7,10 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/bpf"
 
 	"github.com/netreconcile/netreconcile/internal/actual"
-	"github.com/netreconcile/netreconcile/internal/metrics"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -320,22 +320,23 @@ type EventFilter struct {
 	// writes (filter_own.go).
 	own *ownPorts
 
-	count *metrics.CounterVec
+	count *prometheus.CounterVec
 	// Cached counters, one per source and result: a notification costs an
 	// atomic add, not a label lookup.
-	woke, dropped, owned map[string]*metrics.Counter
+	woke, dropped, owned map[string]prometheus.Counter
 }
 
 // NewEventFilter returns a filter that wakes on everything until the
 // daemon's first pass gives it a snapshot.
 func NewEventFilter() *EventFilter {
 	f := &EventFilter{
-		count: metrics.NewCounterVec("netreconcile_events_total",
-			"Kernel notifications by source and result: woke (may change the plan: a pass follows), dropped (about objects the configuration neither owns, declares nor depends on) or own (the echo of the daemon's own write of a route, rule or nftables object: its kind is read again by the next pass, which it does not start).",
-			"source", "result"),
-		woke:       map[string]*metrics.Counter{},
-		dropped:    map[string]*metrics.Counter{},
-		owned:      map[string]*metrics.Counter{},
+		count: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "netreconcile_events_total",
+			Help: "Kernel notifications by source and result: woke (may change the plan: a pass follows), dropped (about objects the configuration neither owns, declares nor depends on) or own (the echo of the daemon's own write of a route, rule or nftables object: its kind is read again by the next pass, which it does not start).",
+		}, []string{"source", "result"}),
+		woke:       map[string]prometheus.Counter{},
+		dropped:    map[string]prometheus.Counter{},
+		owned:      map[string]prometheus.Counter{},
 		routeSocks: map[int]bool{},
 		own:        newOwnPorts(processNetlinkPorts),
 	}

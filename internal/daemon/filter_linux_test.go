@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -224,7 +225,11 @@ func TestEventFilter(t *testing.T) {
 
 func counterValue(t *testing.T, f *EventFilter, src, result string) uint64 {
 	t.Helper()
-	return f.count.WithLabelValues(src, result).Value()
+	var m dto.Metric
+	if err := f.count.WithLabelValues(src, result).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(m.GetCounter().GetValue())
 }
 
 // No filter (a source built with nil) wakes on everything.

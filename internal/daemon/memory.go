@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/actual"
@@ -111,4 +112,54 @@ func liveHeap() int64 {
 		return 0
 	}
 	return int64(s[0].Value.Uint64())
+}
+
+// scrapeSlack is how much a daemon's memory may grow with the garbage of
+// scrapes before it is given back: a scrape of the metrics allocates
+// about 200 KB (client_golang gathers every family into new structures,
+// the process collector parses files of /proc, the answer is encoded and
+// compressed), all garbage once answered.
+const scrapeSlack = 256 << 10
+
+// scrapeRelease gives the garbage of scrapes back to the system, as
+// releaseMemory does a big pass's. Without it an idle daemon scraped every
+// 15 s grows by that garbage until the runtime's next collection, at twice
+// the live heap: with 10k routes, from 9 to 15 MB of anonymous memory in a
+// minute (bench-memory). At most once per releaseEvery, and only once the
+// memory the runtime holds has grown by scrapeSlack since the last release
+// or the lowest seen, so a scraper pays a collection every few scrapes,
+// and a client that scrapes in a loop one per releaseEvery.
+type scrapeRelease struct {
+	mu   sync.Mutex
+	last time.Time
+	base uint64
+}
+
+// release runs after an answer of the metrics.
+func (r *scrapeRelease) release() {
+	if !r.mu.TryLock() {
+		return // another scrape's release runs
+	}
+	defer r.mu.Unlock()
+	held := runtimeHeld()
+	if r.base == 0 || held < r.base {
+		r.base = held
+	}
+	if held < r.base+scrapeSlack || time.Since(r.last) < releaseEvery {
+		return
+	}
+	debug.FreeOSMemory()
+	r.last = time.Now()
+	r.base = runtimeHeld()
+}
+
+// runtimeHeld is the memory the Go runtime holds from the system and has
+// not given back: its share of the resident anonymous memory.
+func runtimeHeld() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
 }

@@ -2,32 +2,36 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"net"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/netreconcile/netreconcile/internal/buildinfo"
+	"github.com/netreconcile/netreconcile/internal/ipam"
 	"github.com/netreconcile/netreconcile/internal/metrics"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 // Metrics are the daemon's Prometheus metrics. Registry is where other parts
-// add theirs (IPAM pool usage, WireGuard peer states): register a
-// metrics.Collector on it, typically one whose Collect reads the part's
-// own state, so that nothing has to be pushed from the loop.
+// add theirs (the safe-apply transactions): register a prometheus.Collector
+// on it, typically one whose Collect reads the part's own state, so that
+// nothing has to be pushed from the loop.
 type Metrics struct {
-	Registry *metrics.Registry
+	Registry *prometheus.Registry
 
-	duration    *metrics.Histogram
-	passes      *metrics.CounterVec
-	changes     *metrics.CounterVec
-	drift       *metrics.Counter
-	errors      *metrics.CounterVec
-	lastSuccess *metrics.Gauge
-	objects     *metrics.Gauge
-	configOK    *metrics.Gauge
-	wakeups     *metrics.Counter
+	duration    prometheus.Histogram
+	passes      *prometheus.CounterVec
+	changes     *prometheus.CounterVec
+	drift       prometheus.Counter
+	errors      *prometheus.CounterVec
+	lastSuccess prometheus.Gauge
+	objects     prometheus.Gauge
+	configOK    prometheus.Gauge
+	wakeups     prometheus.Counter
 	parts       *partsCollector
+	scrapes     scrapeRelease
 	// serving is set once Serve listens: the pool gauges cost a registry
 	// read per pass, done only when someone can scrape them.
 	serving bool
@@ -37,70 +41,109 @@ type Metrics struct {
 // IPAM pool usage. A snapshot is replaced whole, so a scrape never sees a
 // half-updated set.
 type partsCollector struct {
-	peersDesc, poolDesc *metrics.Desc
-
 	mu    sync.Mutex
 	peers map[[2]string]float64 // link, state
-	pools map[[2]string]float64 // pool, measure
+	pools []ipam.Usage
 }
 
-func (c *partsCollector) Describe() []*metrics.Desc {
-	return []*metrics.Desc{c.peersDesc, c.poolDesc}
+var (
+	peersDesc = prometheus.NewDesc("netreconcile_wireguard_peers",
+		"Declared WireGuard peers by link and state (up, unknown, down), as the endpoint rotation judged them in the last pass.",
+		[]string{"link", "state"}, nil)
+	// One family per unit and meaning, so that sum() over any of them
+	// means something.
+	poolBlocksDesc = prometheus.NewDesc("netreconcile_ipam_pool_blocks",
+		"Blocks the IPAM pool holds for this host.", []string{"pool"}, nil)
+	poolBlocksLimitDesc = prometheus.NewDesc("netreconcile_ipam_pool_blocks_limit",
+		"Blocks the IPAM pool may hold for this host.", []string{"pool"}, nil)
+	poolAddressesDesc = prometheus.NewDesc("netreconcile_ipam_pool_addresses",
+		"Addresses in the blocks the IPAM pool holds (a dual-stack pair counts once).", []string{"pool"}, nil)
+	poolAllocatedDesc = prometheus.NewDesc("netreconcile_ipam_pool_addresses_allocated",
+		"Addresses of the IPAM pool handed out.", []string{"pool"}, nil)
+	poolCoolingDesc = prometheus.NewDesc("netreconcile_ipam_pool_addresses_cooling",
+		"Addresses of the IPAM pool released and waiting out the reuse delay.", []string{"pool"}, nil)
+)
+
+func (c *partsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{peersDesc, poolBlocksDesc, poolBlocksLimitDesc, poolAddressesDesc, poolAllocatedDesc, poolCoolingDesc} {
+		ch <- d
+	}
 }
 
-func (c *partsCollector) Collect(e *metrics.Emitter) {
+func (c *partsCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, v := range c.peers {
-		e.Emit(c.peersDesc, v, k[0], k[1])
+		ch <- prometheus.MustNewConstMetric(peersDesc, prometheus.GaugeValue, v, k[0], k[1])
 	}
-	for k, v := range c.pools {
-		e.Emit(c.poolDesc, v, k[0], k[1])
+	for _, u := range c.pools {
+		for _, m := range []struct {
+			d *prometheus.Desc
+			v float64
+		}{
+			{poolBlocksDesc, float64(u.BlocksHeld)},
+			{poolBlocksLimitDesc, float64(u.BlocksAllowed)},
+			{poolAddressesDesc, float64(u.Addresses)},
+			{poolAllocatedDesc, float64(u.Allocated)},
+			{poolCoolingDesc, float64(u.Cooling)},
+		} {
+			ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v, u.Pool)
+		}
 	}
 }
 
-func (c *partsCollector) set(peers, pools map[[2]string]float64) {
+func (c *partsCollector) set(peers map[[2]string]float64, pools []ipam.Usage) {
 	c.mu.Lock()
 	c.peers, c.pools = peers, pools
 	c.mu.Unlock()
 }
 
-// NewMetrics creates the metrics on a registry of their own, with the Go
-// runtime and process collectors.
+// NewMetrics creates the metrics on a registry of their own, with the build
+// information and client_golang's Go runtime and process collectors.
 func NewMetrics() *Metrics {
-	r := metrics.NewRegistry()
+	r := prometheus.NewRegistry()
 	m := &Metrics{
 		Registry: r,
-		duration: metrics.NewHistogram("netreconcile_reconcile_duration_seconds",
-			"Duration of a reconcile pass: load configuration, read the kernel, diff, apply.",
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "netreconcile_reconcile_duration_seconds",
+			Help: "Duration of a reconcile pass: load configuration, read the kernel, diff, apply.",
 			// 1 ms to about 8 s: a pass over a few objects takes a few
 			// milliseconds, one over 100k routes a few seconds.
-			metrics.ExponentialBuckets(0.001, 2, 14)),
-		passes: metrics.NewCounterVec("netreconcile_reconciles_total",
-			"Reconcile passes by result: converged, failed (some operation failed or was held back), conflict, error (the kernel could not be read).",
-			"result"),
-		changes: metrics.NewCounterVec("netreconcile_changes_total",
-			"Kernel changes applied, by object kind and action.",
-			"kind", "action"),
-		drift: metrics.NewCounter("netreconcile_drift_repaired_total",
-			"Changes applied while the configuration was unchanged since the last converged pass: repairs of changes made behind netreconcile's back."),
-		errors: metrics.NewCounterVec("netreconcile_errors_total",
-			"Errors by stage: config (invalid configuration), read (kernel read), apply (failed operation), conflict.",
-			"stage"),
-		lastSuccess: metrics.NewGauge("netreconcile_last_success_timestamp_seconds",
-			"Unix time of the end of the last pass that left the kernel equal to the configuration."),
-		objects: metrics.NewGauge("netreconcile_objects",
-			"Objects the enforced configuration declares."),
-		configOK: metrics.NewGauge("netreconcile_config_valid",
-			"1 when the configuration on disk is valid and enforced, 0 when the last good one is enforced instead."),
-		wakeups: metrics.NewCounter("netreconcile_wakeups_total",
-			"Wake-ups received from every source, before coalescing."),
-		parts: &partsCollector{
-			peersDesc: metrics.NewDesc(metrics.GaugeType, "netreconcile_wireguard_peers",
-				"Declared WireGuard peers by link and state (up, unknown, down), as the endpoint rotation judged them in the last pass.", "link", "state"),
-			poolDesc: metrics.NewDesc(metrics.GaugeType, "netreconcile_ipam_pool",
-				"IPAM pool usage: blocks_held, blocks_allowed, addresses (in held blocks), allocated, cooling (released, waiting the reuse delay).", "pool", "measure"),
-		},
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}),
+		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "netreconcile_reconciles_total",
+			Help: "Reconcile passes by result: converged, failed (some operation failed or was held back), conflict, error (the kernel could not be read).",
+		}, []string{"result"}),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "netreconcile_changes_total",
+			Help: "Kernel changes applied, by object kind and action.",
+		}, []string{"kind", "action"}),
+		drift: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "netreconcile_drift_repaired_total",
+			Help: "Changes applied while the configuration was unchanged since the last converged pass: repairs of changes made behind netreconcile's back.",
+		}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "netreconcile_errors_total",
+			Help: "Errors by stage: config (invalid configuration), read (kernel read), apply (failed operation), conflict.",
+		}, []string{"stage"}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "netreconcile_last_success_timestamp_seconds",
+			Help: "Unix time of the end of the last pass that left the kernel equal to the configuration.",
+		}),
+		objects: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "netreconcile_objects",
+			Help: "Objects the enforced configuration declares.",
+		}),
+		configOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "netreconcile_config_valid",
+			Help: "1 when the configuration on disk is valid and enforced, 0 when the last good one is enforced instead.",
+		}),
+		wakeups: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "netreconcile_wakeups_total",
+			Help: "Wake-ups received from every source, before coalescing.",
+		}),
+		parts: &partsCollector{},
 	}
 	// Every series exists from the start, at 0, so that rate() and alerts
 	// on "errors > 0" work before the first error.
@@ -110,30 +153,41 @@ func NewMetrics() *Metrics {
 	for _, s := range []string{"config", "read", "apply", "conflict"} {
 		m.errors.WithLabelValues(s)
 	}
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "netreconcile_build_info",
+		Help: "1, with the version and commit the binary was built from and the Go version that built it.",
+		ConstLabels: prometheus.Labels{
+			"version":   buildinfo.Version(),
+			"revision":  buildinfo.Commit(),
+			"goversion": buildinfo.GoVersion(),
+		},
+	})
+	buildInfo.Set(1)
 	r.MustRegister(m.duration, m.passes, m.changes, m.drift, m.errors, m.lastSuccess, m.objects, m.configOK, m.wakeups, m.parts,
-		metrics.NewGoCollector(), metrics.NewProcessCollector())
+		buildInfo, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-// Serve listens on addr and serves /metrics until ctx is done. The listener
-// is opened before Serve returns, so a bad address fails the start.
-func (m *Metrics) Serve(ctx context.Context, addr string, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
+// Serve listens on addr and serves /metrics until ctx is done; webConfig is
+// the exporter toolkit's web configuration file, "" for none. The listener
+// is opened and the file checked before Serve returns, so that a bad
+// address or file fails the start.
+func (m *Metrics) Serve(ctx context.Context, addr, webConfig string, log *slog.Logger) error {
+	srv, err := metrics.Listen(metrics.Options{Addr: addr, WebConfig: webConfig, Log: log, AfterScrape: m.scrapes.release}, m.Registry, m.Registry)
 	if err != nil {
-		return fmt.Errorf("metrics listener: %w", err)
+		return err
 	}
 	m.serving = true
-	ln = newLimitListener(ln, maxMetricsConns)
 	go func() {
 		<-ctx.Done()
-		ln.Close()
+		srv.Close()
 	}()
 	go func() {
-		if err := m.Registry.Serve(ln, metrics.Timeouts{Head: metricsHeadTimeout, Write: metricsWriteTimeout}); err != nil {
+		if err := srv.Serve(); err != nil {
 			log.Error("metrics server stopped", "error", err)
 		}
 	}()
-	log.Info("serving metrics", "address", ln.Addr().String())
+	log.Info("serving metrics", "address", srv.Addr().String(), "web_config", webConfig)
 	return nil
 }
 
@@ -152,15 +206,9 @@ func (d *Daemon) refreshParts(ctx context.Context, st *model.State) {
 	for _, p := range d.eng.peerStates() {
 		peers[[2]string{p.Link, p.State.String()}]++
 	}
-	pools := map[[2]string]float64{}
 	usage, err := d.eng.poolUsage(ctx, st)
 	if err != nil {
 		d.log.Warn("read IPAM pools for metrics", "error", err)
 	}
-	for _, u := range usage {
-		for measure, v := range map[string]float64{"blocks_held": float64(u.BlocksHeld), "blocks_allowed": float64(u.BlocksAllowed), "addresses": float64(u.Addresses), "allocated": float64(u.Allocated), "cooling": float64(u.Cooling)} {
-			pools[[2]string{u.Pool, measure}] = v
-		}
-	}
-	d.m.parts.set(peers, pools)
+	d.m.parts.set(peers, usage)
 }

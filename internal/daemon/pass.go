@@ -118,7 +118,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 	d.logDone(res.Done, drift)
 	if drift {
 		d.stats.drift += uint64(len(res.Done))
-		d.m.drift.Add(uint64(len(res.Done)))
+		d.m.drift.Add(float64(len(res.Done)))
 	}
 	for i := 0; i < len(res.Done) && !d.bo.empty(); i++ {
 		d.bo.succeeded(opKey(*res.Done[i]))
@@ -189,7 +189,7 @@ func (d *Daemon) reportConflicts(err error) {
 		return
 	}
 	d.lastConflicts = text
-	d.m.errors.WithLabelValues("conflict").Add(uint64(len(c)))
+	d.m.errors.WithLabelValues("conflict").Add(float64(len(c)))
 	for _, msg := range c {
 		d.log.Error("conflict with the kernel state; object left alone", "error", msg)
 	}

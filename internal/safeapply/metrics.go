@@ -7,7 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
@@ -21,13 +22,25 @@ import (
 // collector decodes the counts and the pending deadline only, and only
 // when the file changed (statedir.FileStamp).
 type Collector struct {
-	dir                                  *statedir.Dir
-	confirmed, rolledBack, pending, left *metrics.Desc
+	dir *statedir.Dir
 
 	mu    sync.Mutex
 	stamp statedir.FileStamp
 	last  *txnSummary // nil: not read, or unreadable
 }
+
+var (
+	confirmedDesc = prometheus.NewDesc("netreconcile_safeapply_confirmed_total",
+		"Safe-apply transactions confirmed.", nil, nil)
+	rolledBackDesc = prometheus.NewDesc("netreconcile_safeapply_rolled_back_total",
+		"Safe-apply transactions rolled back, by cause: timeout, manual, probe, verify, apply, reboot.", []string{"cause"}, nil)
+	pendingDesc = prometheus.NewDesc("netreconcile_safeapply_pending",
+		"1 while a safe-apply transaction waits for its confirmation.", nil, nil)
+	// A deadline, not a countdown: a timestamp stays right between
+	// scrapes, and `deadline - time()` is the countdown.
+	deadlineDesc = prometheus.NewDesc("netreconcile_safeapply_deadline_timestamp_seconds",
+		"Unix time at which the pending safe-apply transaction rolls back unless confirmed; no series while none is pending.", nil, nil)
+)
 
 // txnSummary is what the metrics show of transaction.json.
 type txnSummary struct {
@@ -40,38 +53,35 @@ type txnSummary struct {
 
 // NewCollector reads dir's transaction file.
 func NewCollector(dir *statedir.Dir) *Collector {
-	return &Collector{
-		dir:        dir,
-		confirmed:  metrics.NewDesc(metrics.CounterType, "netreconcile_safeapply_confirmed_total", "Safe-apply transactions confirmed."),
-		rolledBack: metrics.NewDesc(metrics.CounterType, "netreconcile_safeapply_rolled_back_total", "Safe-apply transactions rolled back, by cause: timeout, manual, probe, verify, apply, reboot.", "cause"),
-		pending:    metrics.NewDesc(metrics.GaugeType, "netreconcile_safeapply_pending", "1 while a safe-apply transaction waits for its confirmation."),
-		left:       metrics.NewDesc(metrics.GaugeType, "netreconcile_safeapply_seconds_left", "Seconds until the pending transaction rolls back (0 when none is pending)."),
-	}
+	return &Collector{dir: dir}
 }
 
-// Describe returns the descriptors.
-func (c *Collector) Describe() []*metrics.Desc {
-	return []*metrics.Desc{c.confirmed, c.rolledBack, c.pending, c.left}
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{confirmedDesc, rolledBackDesc, pendingDesc, deadlineDesc} {
+		ch <- d
+	}
 }
 
 // Collect reads the file when it changed; an unreadable one gives no
 // metrics (the daemon logs the error where it reads the file for its
 // timer).
-func (c *Collector) Collect(e *metrics.Emitter) {
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	f := c.summary()
 	if f == nil {
 		return
 	}
-	e.Emit(c.confirmed, float64(f.Counts.Confirmed))
+	ch <- prometheus.MustNewConstMetric(confirmedDesc, prometheus.CounterValue, float64(f.Counts.Confirmed))
 	for _, cause := range Causes {
-		e.Emit(c.rolledBack, float64(f.Counts.RolledBack[cause]), string(cause))
+		ch <- prometheus.MustNewConstMetric(rolledBackDesc, prometheus.CounterValue, float64(f.Counts.RolledBack[cause]), string(cause))
 	}
-	pending, left := 0.0, 0.0
+	pending := 0.0
 	if f.Pending != nil {
-		pending, left = 1, max(time.Until(f.Pending.Deadline).Seconds(), 0)
+		pending = 1
+		d := f.Pending.Deadline
+		ch <- prometheus.MustNewConstMetric(deadlineDesc, prometheus.GaugeValue, float64(d.Unix())+float64(d.Nanosecond())/1e9)
 	}
-	e.Emit(c.pending, pending)
-	e.Emit(c.left, left)
+	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, pending)
 }
 
 // summary is the file's summary, read again when its stamp changed.

@@ -11,20 +11,34 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netreconcile/netreconcile/internal/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
 	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
-func scrapeSafeApply(t *testing.T, dir *statedir.Dir) string {
+// page is reg's metrics in the text format.
+func page(t *testing.T, reg *prometheus.Registry) string {
 	t.Helper()
-	reg := metrics.NewRegistry()
-	reg.MustRegister(NewCollector(dir))
-	b, err := reg.Page()
+	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	var b bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
+}
+
+func scrapeSafeApply(t *testing.T, dir *statedir.Dir) string {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(dir))
 	var lines []string
-	for _, l := range strings.Split(string(b), "\n") {
+	for _, l := range strings.Split(page(t, reg), "\n") {
 		if strings.HasPrefix(l, "netreconcile_") {
 			lines = append(lines, l)
 		}
@@ -33,8 +47,9 @@ func scrapeSafeApply(t *testing.T, dir *statedir.Dir) string {
 }
 
 // The collector reads the counts and the pending transaction from the
-// file at each scrape; every series exists without a file, at 0; an
-// unreadable file gives none.
+// file at each scrape; every series exists without a file, at 0, but the
+// deadline, which exists while a transaction is pending; an unreadable
+// file gives none.
 func TestCollector(t *testing.T) {
 	_, dir := metricsStateDir(t)
 
@@ -45,36 +60,29 @@ netreconcile_safeapply_rolled_back_total{cause="manual"} 0
 netreconcile_safeapply_rolled_back_total{cause="probe"} 0
 netreconcile_safeapply_rolled_back_total{cause="reboot"} 0
 netreconcile_safeapply_rolled_back_total{cause="timeout"} 0
-netreconcile_safeapply_rolled_back_total{cause="verify"} 0
-netreconcile_safeapply_seconds_left 0`
+netreconcile_safeapply_rolled_back_total{cause="verify"} 0`
 	if got := scrapeSafeApply(t, dir); got != zero {
 		t.Errorf("no file:\n%s\nwant\n%s", got, zero)
 	}
 
+	deadline := time.Unix(1893456000, 250e6) // 2030-01-01 00:00:00.25 UTC
 	f := &File{
-		Pending: &Txn{ID: "t1", Deadline: time.Now().Add(90 * time.Second)},
+		Pending: &Txn{ID: "t1", Deadline: deadline},
 		Counts:  Counts{Confirmed: 3, RolledBack: map[Cause]uint64{CauseTimeout: 2, CauseProbe: 1}},
 	}
 	if err := f.Save(dir); err != nil {
 		t.Fatal(err)
 	}
 	got := scrapeSafeApply(t, dir)
-	left := regexp.MustCompile(`(?m)^netreconcile_safeapply_seconds_left (\S+)$`).FindStringSubmatch(got)
-	if left == nil {
-		t.Fatalf("no seconds_left:\n%s", got)
-	}
-	if s, err := strconv.ParseFloat(left[1], 64); err != nil || s <= 80 || s > 90 {
-		t.Errorf("seconds_left %s, want about 90", left[1])
-	}
 	want := `netreconcile_safeapply_confirmed_total 3
+netreconcile_safeapply_deadline_timestamp_seconds 1.89345600025e+09
 netreconcile_safeapply_pending 1
 netreconcile_safeapply_rolled_back_total{cause="apply"} 0
 netreconcile_safeapply_rolled_back_total{cause="manual"} 0
 netreconcile_safeapply_rolled_back_total{cause="probe"} 1
 netreconcile_safeapply_rolled_back_total{cause="reboot"} 0
 netreconcile_safeapply_rolled_back_total{cause="timeout"} 2
-netreconcile_safeapply_rolled_back_total{cause="verify"} 0
-` + left[0]
+netreconcile_safeapply_rolled_back_total{cause="verify"} 0`
 	if got != want {
 		t.Errorf("with a pending transaction:\n%s\nwant\n%s", got, want)
 	}
@@ -94,15 +102,11 @@ netreconcile_safeapply_rolled_back_total{cause="verify"} 0
 // 1.9 MB with 10k routes).
 func TestCollectorReadsTheFileWhenItChanged(t *testing.T) {
 	tmp, dir := metricsStateDir(t)
-	reg := metrics.NewRegistry()
+	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(dir))
 	confirmed := func() string {
 		t.Helper()
-		b, err := reg.Page()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return regexp.MustCompile(`(?m)^netreconcile_safeapply_confirmed_total (\S+)$`).FindStringSubmatch(string(b))[1]
+		return regexp.MustCompile(`(?m)^netreconcile_safeapply_confirmed_total (\S+)$`).FindStringSubmatch(page(t, reg))[1]
 	}
 	big := &Snapshot{Files: []FileCopy{{Path: "/etc/netreconcile/netreconcile.yaml", Data: bytes.Repeat([]byte("# padding\n"), 100_000)}}}
 	// Every save gets the first one's time: only the inode tells them
