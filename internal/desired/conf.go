@@ -12,7 +12,7 @@ const CurrentVersion = 1
 
 type fileConf struct {
 	Meta
-	Version  int                  `yaml:"version"`
+	Version  int                  `yaml:"version" schema:"required,limits=version"`
 	Settings *settingsConf        `yaml:"settings"`
 	Links    map[string]*linkConf `yaml:"links"`
 	Fou      []*fouConf           `yaml:"fou"`
@@ -27,7 +27,7 @@ type fileConf struct {
 
 type settingsConf struct {
 	Meta
-	Protocol int `yaml:"protocol"`
+	Protocol int `yaml:"protocol" schema:"limits=protocol"`
 	// ProtocolOverride accepts a protocol number that the kernel or
 	// iproute2 names (see protocol.go).
 	ProtocolOverride bool `yaml:"protocol-override"`
