@@ -191,8 +191,8 @@ func errorClass(err error) string {
 }
 
 var (
-	indexRE  = regexp.MustCompile(`\[[0-9]+\]`)
-	valueRE  = regexp.MustCompile(`"[^"]*"|'[^']*'|/tmp/\S+|\b[0-9][0-9a-fA-F:./x]*`)
+	indexRE = regexp.MustCompile(`\[[0-9]+\]`)
+	valueRE = regexp.MustCompile(`"[^"]*"|'[^']*'|/tmp/\S+|\b[0-9][0-9a-fA-F:./x]*`)
 )
 
 // wildPath makes the names in a path "*" and its indexes "[]", as
