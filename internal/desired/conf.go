@@ -15,11 +15,11 @@ type fileConf struct {
 	Version  int                  `yaml:"version" schema:"required,limits=version"`
 	Settings *settingsConf        `yaml:"settings"`
 	Links    map[string]*linkConf `yaml:"links"`
-	Fou      []*fouConf           `yaml:"fou"`
-	Routes   []*routeConf         `yaml:"routes"`
+	Fou      []*fouConf           `yaml:"fou" schema:"unique"`
+	Routes   []*routeConf         `yaml:"routes" schema:"unique"`
 	// RoutesFiles are side files of routes (route_file.go).
 	RoutesFiles []*routesFileConf        `yaml:"routes-files"`
-	Rules       []*ruleConf              `yaml:"rules"`
+	Rules       []*ruleConf              `yaml:"rules" schema:"unique"`
 	NFTables    map[string]*nftTableConf `yaml:"nftables"`
 	Pools       map[string]*poolConf     `yaml:"pools"`
 	Sysctls     *sysctlsConf             `yaml:"sysctls"`

@@ -20,7 +20,7 @@ type linkConf struct {
 	Master    string         `yaml:"master"`
 	Alias     string         `yaml:"alias"`
 	Adopt     bool           `yaml:"adopt"`
-	Addresses []*addressConf `yaml:"addresses"`
+	Addresses []*addressConf `yaml:"addresses" schema:"unique"`
 	Sysctls   *sysctlsConf   `yaml:"sysctls"`
 
 	Veth      *vethConf      `yaml:"veth" schema:"block"`

@@ -32,7 +32,7 @@ type nftSetConf struct {
 	Type     string    `yaml:"type" schema:"required,enum=nftSetTypes"`
 	Flags    []string  `yaml:"flags" schema:"enum=nftSetFlags"`
 	Timeout  *Duration `yaml:"timeout"`
-	Elements []posText `yaml:"elements"`
+	Elements []posText `yaml:"elements" schema:"unique"`
 	// ElementsFile is a side file of elements, one a line (sidefile.go).
 	ElementsFile string `yaml:"elements-file"`
 	// ElementsFrom: see nft_peers.go.

@@ -20,7 +20,7 @@ const maxBlockSizeBits = 32
 // poolConf is an entry of pools, keyed by the pool's name.
 type poolConf struct {
 	Meta
-	Subnets       []*subnetConf `yaml:"subnets" schema:"required"`
+	Subnets       []*subnetConf `yaml:"subnets" schema:"required,unique"`
 	BlockSizeBits int           `yaml:"block-size-bits" schema:"limits=blockSizeBits"`
 	ExportTable   *Table        `yaml:"export-table"`
 	ReuseDelay    *Duration     `yaml:"reuse-delay"`

@@ -31,7 +31,7 @@ type routeConf struct {
 	OnLink bool   `yaml:"onlink"`
 	Type   string `yaml:"type" schema:"enum=routeTypes"`
 	// NextHops make a multipath route (in place of via and dev).
-	NextHops []*nextHopConf `yaml:"nexthops"`
+	NextHops []*nextHopConf `yaml:"nexthops" schema:"unique"`
 }
 
 // nextHopConf is one path of a multipath route.
@@ -65,7 +65,7 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 		return // the decoder reported the bad prefix
 	}
 	typ := model.RouteUnicast
-	if rc.Type != "" {
+	if rc.Type != "" || rc.has("type") {
 		t, ok := model.RouteTypeNames[rc.Type]
 		if !ok {
 			b.errs.add(rc.at("type"), path(".type"), "expected one of: %s; found %q", strings.Join(routeTypeWords(), ", "), rc.Type)

@@ -53,7 +53,7 @@ func (b *builder) rule(i int, rc *ruleConf) {
 		return
 	}
 	action := model.RuleLookup
-	if rc.Action != "" {
+	if rc.Action != "" || rc.has("action") {
 		a, ok := model.RuleActionNames[rc.Action]
 		if !ok {
 			b.errs.add(rc.at("action"), path()+".action", "expected lookup, blackhole, unreachable or prohibit; found %q", rc.Action)

@@ -27,7 +27,8 @@ import (
 //     accepts in a jsonSchema method beside its parser;
 //   - what only the builder knows is a `schema` tag on the field, whose
 //     words name the lists and limits the builder checks with (below):
-//     required, enum=NAME, limits=NAME, block (a kind's block).
+//     required, enum=NAME, limits=NAME, block (a kind's block), unique
+//     (a list that refuses an item given twice).
 //
 // A pointer field given null is a key left out (the decoder leaves the
 // pointer nil), so the schema takes null there unless the key is required.
@@ -292,8 +293,12 @@ func (g *schemaGen) value(t reflect.Type, path string, tag schemaTag) map[string
 		// An empty item ("- ") is refused: an item is required. The
 		// field's enumeration and limits are its items'.
 		itemTag := tag
-		itemTag.required = true
-		return map[string]any{"type": "array", "items": g.value(t.Elem(), path+"[]", itemTag)}
+		itemTag.required, itemTag.unique = true, false
+		s := map[string]any{"type": "array", "items": g.value(t.Elem(), path+"[]", itemTag)}
+		if tag.unique {
+			s["uniqueItems"] = true
+		}
+		return s
 	case reflect.String:
 		if words := tag.enumFor(path); words != nil {
 			return map[string]any{"enum": words}
@@ -371,6 +376,9 @@ type schemaTag struct {
 	// block: the field is a kind's block, named after the kind (whether
 	// the kind needs it is kindBlocks').
 	block bool
+	// unique: a list whose items the builder refuses twice (a route, an
+	// address, an element): the same item twice is an error.
+	unique bool
 }
 
 func parseSchemaTag(s string) schemaTag {
@@ -393,6 +401,8 @@ func parseSchemaTag(s string) schemaTag {
 			t.limits = v
 		case "block":
 			t.block = true
+		case "unique":
+			t.unique = true
 		default:
 			panic("desired: unknown schema tag " + w)
 		}

@@ -204,6 +204,66 @@ func (*subnetConf) refineSchema(obj map[string]any) {
 	obj["minProperties"] = 1
 }
 
+// given is a key whose value counts: the builder takes an empty string
+// or null for a key left out.
+func given(key string) map[string]any {
+	return map[string]any{"required": []string{key}, "properties": map[string]any{key: map[string]any{"not": map[string]any{"enum": []any{nil, ""}}}}}
+}
+
+// truthy is what the decoder takes for true (strconv.ParseBool's words,
+// as YAML gives them to a schema).
+var truthy = []any{true, 1, "t", "T"}
+
+// A unicast or local route needs via, dev or next hops, another type none
+// of them; next hops go without via, dev and onlink, on a unicast route;
+// onlink needs via and dev (route.go).
+func (*routeConf) refineSchema(obj map[string]any) {
+	hops := map[string]any{"required": []string{"nexthops"}, "properties": map[string]any{"nexthops": map[string]any{"minItems": 1}}}
+	path := []any{given("via"), given("dev"), hops}
+	onlink := map[string]any{"required": []string{"onlink"}, "properties": map[string]any{"onlink": map[string]any{"enum": truthy}}}
+	unicast := []any{model.RouteTypeName(model.RouteUnicast)}
+	obj["allOf"] = []any{
+		map[string]any{
+			"if":   map[string]any{"properties": map[string]any{"type": map[string]any{"enum": []any{model.RouteTypeName(model.RouteUnicast), model.RouteTypeName(model.RouteLocal)}}}},
+			"then": map[string]any{"anyOf": path},
+			"else": map[string]any{"not": map[string]any{"anyOf": path}},
+		},
+		map[string]any{
+			"if":   hops,
+			"then": map[string]any{"not": map[string]any{"anyOf": []any{given("via"), given("dev"), onlink}}, "properties": map[string]any{"type": map[string]any{"enum": unicast}}},
+			"else": map[string]any{"if": onlink, "then": map[string]any{"allOf": []any{given("via"), given("dev")}}},
+		},
+	}
+}
+
+// A lookup rule (the default action) needs a table, another action takes
+// none (rule.go).
+func (*ruleConf) refineSchema(obj map[string]any) {
+	var lookup string
+	for w, a := range model.RuleActionNames {
+		if a == model.RuleLookup {
+			lookup = w
+		}
+	}
+	obj["if"] = map[string]any{"properties": map[string]any{"action": map[string]any{"enum": []any{lookup}}}}
+	obj["then"] = given("table")
+	obj["else"] = map[string]any{"not": given("table")}
+}
+
+// A chain with a type, priority, policy or device is a base chain, which
+// needs a hook, and a hook needs a priority (nft.go).
+func (*nftChainConf) refineSchema(obj map[string]any) {
+	obj["dependencies"] = map[string]any{
+		"type": []string{"hook"}, "priority": []string{"hook"}, "policy": []string{"hook"}, "device": []string{"hook"}, "hook": []string{"priority"},
+	}
+}
+
+// A WireGuard device takes its private key from a file or a credential,
+// one of the two (wireguard.go).
+func (*wireguardConf) refineSchema(obj map[string]any) {
+	obj["oneOf"] = []any{given("private-key-file"), given("private-key-credential")}
+}
+
 // routesFileConf.decodeNode: the shorthand is the file's path.
 func (*routesFileConf) shorthand() map[string]any {
 	return map[string]any{"$ref": "#/definitions/string"}

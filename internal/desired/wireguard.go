@@ -25,7 +25,7 @@ type wireguardConf struct {
 	FwMark               *Mark         `yaml:"fwmark"`
 	Userspace            bool          `yaml:"userspace"`
 	Rotation             *rotationConf `yaml:"rotation"`
-	Peers                []*wgPeerConf `yaml:"peers"`
+	Peers                []*wgPeerConf `yaml:"peers" schema:"unique"`
 }
 
 type rotationConf struct {
