@@ -311,8 +311,9 @@ func (g *schemaGen) value(t reflect.Type, path string, tag schemaTag) map[string
 	case reflect.Bool:
 		g.defs["boolean"] = map[string]any{"anyOf": []any{
 			map[string]any{"type": "boolean"},
-			// strconv.ParseBool's other words, which the decoder takes.
-			map[string]any{"type": "string", "pattern": "^[tTfF]$"},
+			// strconv.ParseBool's words, which the decoder takes from a
+			// plain scalar whatever YAML makes of it (t, or !!str true).
+			map[string]any{"type": "string", "pattern": "^(1|t|T|TRUE|true|True|0|f|F|FALSE|false|False)$"},
 			map[string]any{"type": "integer", "enum": []any{0, 1}},
 		}}
 		return map[string]any{"$ref": "#/definitions/boolean"}
