@@ -234,9 +234,16 @@ func newLogger(env *Env, level, format string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level must be debug, info, warn or error, not %q", level)
 	}
 	journal := env.Getenv("JOURNAL_STREAM") != ""
+	jsonFormat := strings.EqualFold(format, "json")
 	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 		if journal && len(groups) == 0 && a.Key == slog.TimeKey {
 			return slog.Attr{}
+		}
+		if jsonFormat && a.Value.Kind() == slog.KindDuration {
+			// As the JSON output gives durations (docs/json.md): a
+			// number of seconds, the unit in the name; slog's JSON
+			// would write nanoseconds. Text keeps "retry_in=200ms".
+			return slog.Float64(a.Key+"_seconds", a.Value.Duration().Seconds())
 		}
 		return inert.ReplaceAttr(groups, a)
 	}}

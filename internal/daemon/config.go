@@ -84,7 +84,11 @@ func (d *Daemon) loadConfig() {
 	}
 	stamp := secretStamp(oldPaths)
 	if !force && d.cfg != nil && h == d.cfgHash && stamp == d.secrets {
-		d.configOK()
+		if d.configOK() {
+			// Put back as it was (an edit undone, a mode fixed, a
+			// side file back): enforced all along, now valid again.
+			d.log.Info("configuration valid again; the same as the one enforced", "files", len(d.cfg.Files), "objects", d.cfg.State.Objects())
+		}
 		return
 	}
 	if !force && h == d.badHash {
@@ -126,8 +130,10 @@ func (d *Daemon) loadConfig() {
 	digest := secretDigest(cfg.State)
 	if d.cfg != nil && h == d.cfgHash && digest == d.secretsDigest {
 		d.secrets = stamp
-		d.configOK()
-		if force {
+		switch {
+		case d.configOK():
+			d.log.Info("configuration valid again; the same as the one enforced", "files", len(cfg.Files), "objects", cfg.State.Objects())
+		case force:
 			d.log.Info("configuration reloaded; unchanged")
 		}
 		return
@@ -146,18 +152,28 @@ func (d *Daemon) loadConfig() {
 	d.gen++
 	// A new configuration deserves a fresh attempt at everything.
 	d.bo.reset()
-	d.configOK()
+	again := d.configOK()
 	msg := "configuration changed"
-	if first {
+	switch {
+	case first:
 		msg = "configuration loaded"
+	case again:
+		// After an invalid one: the error is not the log's last word.
+		msg = "configuration valid again; changed"
 	}
 	d.log.Info(msg, "files", len(cfg.Files), "objects", cfg.State.Objects())
 	d.setMemoryLimit()
 }
 
-func (d *Daemon) configOK() {
-	d.cfgErr = nil
+// configOK records that the configuration read is valid, and reports
+// whether the one read before was not (the log then says so).
+// The bad file's hash is forgotten: the same bad edit made again is read
+// and reported again.
+func (d *Daemon) configOK() (again bool) {
+	again = d.cfgErr != nil
+	d.cfgErr, d.badHash = nil, [sha256.Size]byte{}
 	d.m.configOK.Set(1)
+	return again
 }
 
 func (d *Daemon) configFailed(err error, h [sha256.Size]byte) {

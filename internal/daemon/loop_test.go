@@ -721,6 +721,51 @@ func TestBadConfigOnReloadKeepsLastGood(t *testing.T) {
 	}
 }
 
+// A configuration valid again after an invalid one is logged, whether the
+// fix changes it (a new file) or puts back the one enforced all along (an
+// edit undone): the ERROR line is never the log's last word on it.
+func TestValidAgainIsLogged(t *testing.T) {
+	e := newLoopEnv(t, twoBridges)
+	e.start()
+	bad := "version: 1\nlinks:\n  br0: {kind: nope}\n"
+	lastLine := func() string {
+		lines := strings.Split(strings.TrimSpace(e.log.String()), "\n")
+		for i := len(lines) - 1; i >= 0; i-- {
+			if strings.Contains(lines[i], "configuration") {
+				return lines[i]
+			}
+		}
+		return ""
+	}
+	for _, tc := range []struct {
+		name, fix, want string
+	}{
+		{"undone", twoBridges, `level=INFO msg="configuration valid again; the same as the one enforced" files=1 objects=2`},
+		{"changed", "version: 1\nlinks:\n  br0: {kind: bridge}\n", `level=INFO msg="configuration valid again; changed" files=1 objects=1`},
+		{"undone again", "version: 1\nlinks:\n  br0: {kind: bridge}\n", `level=INFO msg="configuration valid again; the same as the one enforced" files=1 objects=1`},
+	} {
+		e.write(bad)
+		e.wake()
+		e.run(time.Second)
+		if got := lastLine(); !strings.Contains(got, "level=ERROR") {
+			t.Fatalf("%s: after the bad edit, the last line on the configuration is %q", tc.name, got)
+		}
+		e.write(tc.fix)
+		e.wake()
+		e.run(time.Second)
+		if got := lastLine(); got != tc.want {
+			t.Errorf("%s: after the fix, the last line on the configuration is\n%s\nwant\n%s", tc.name, got, tc.want)
+		}
+		// Said once: a pass that reads the same file again says nothing.
+		n := strings.Count(e.log.String(), "valid again")
+		e.wake()
+		e.run(time.Second)
+		if strings.Count(e.log.String(), "valid again") != n {
+			t.Errorf("%s: valid again logged twice:\n%s", tc.name, e.log.String())
+		}
+	}
+}
+
 // A source that stops with an error (a netlink subscription closed by
 // ENOBUFS after a storm: it lost events) wakes the loop for a full pass at
 // once and subscribes again 100 ms later, then twice as late each time.

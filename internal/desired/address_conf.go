@@ -18,9 +18,9 @@ type addressConf struct {
 	NoPrefixRoute bool    `yaml:"noprefixroute"`
 	// An address taken from a pool (pool.go) instead of given.
 	Pool             string `yaml:"pool"`
-	PrefixLength     *int   `yaml:"prefix-length"`
-	IPv4PrefixLength *int   `yaml:"ipv4-prefix-length"`
-	IPv6PrefixLength *int   `yaml:"ipv6-prefix-length"`
+	PrefixLength     *int   `yaml:"prefix-length" schema:"limits=prefixLength"`
+	IPv4PrefixLength *int   `yaml:"ipv4-prefix-length" schema:"limits=ipv4PrefixLength"`
+	IPv6PrefixLength *int   `yaml:"ipv6-prefix-length" schema:"limits=prefixLength"`
 	// unparsable: the shorthand that did not parse. Every check of the
 	// entry would report at the error's position, where nothing more is
 	// reported, so the builder skips it: a megabyte of "[x,x,…]" is half a

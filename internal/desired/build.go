@@ -154,8 +154,8 @@ func (b *builder) settings(confs []*fileConf) {
 		}
 		p := s.Protocol
 		switch {
-		case p < 5 || p > 255:
-			b.errs.add(s.at("protocol"), "settings.protocol", "expected a route protocol number from 5 to 255 (0-4 belong to the kernel), found %d", p)
+		case p < minProtocol || p > maxProtocol:
+			b.errs.add(s.at("protocol"), "settings.protocol", "expected a route protocol number from %d to %d (0-%d belong to the kernel), found %d", minProtocol, maxProtocol, minProtocol-1, p)
 		case !b.checkProtocol(s, p):
 		case at.File != "" && p != b.st.Protocol:
 			b.errs.add(s.at("protocol"), "settings.protocol", "conflicts with protocol %d set at %s", b.st.Protocol, at)

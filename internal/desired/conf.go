@@ -12,14 +12,14 @@ const CurrentVersion = 1
 
 type fileConf struct {
 	Meta
-	Version  int                  `yaml:"version"`
+	Version  int                  `yaml:"version" schema:"required,limits=version"`
 	Settings *settingsConf        `yaml:"settings"`
 	Links    map[string]*linkConf `yaml:"links"`
-	Fou      []*fouConf           `yaml:"fou"`
-	Routes   []*routeConf         `yaml:"routes"`
+	Fou      []*fouConf           `yaml:"fou" schema:"unique"`
+	Routes   []*routeConf         `yaml:"routes" schema:"unique"`
 	// RoutesFiles are side files of routes (route_file.go).
 	RoutesFiles []*routesFileConf        `yaml:"routes-files"`
-	Rules       []*ruleConf              `yaml:"rules"`
+	Rules       []*ruleConf              `yaml:"rules" schema:"unique"`
 	NFTables    map[string]*nftTableConf `yaml:"nftables"`
 	Pools       map[string]*poolConf     `yaml:"pools"`
 	Sysctls     *sysctlsConf             `yaml:"sysctls"`
@@ -27,7 +27,7 @@ type fileConf struct {
 
 type settingsConf struct {
 	Meta
-	Protocol int `yaml:"protocol"`
+	Protocol int `yaml:"protocol" schema:"limits=protocol"`
 	// ProtocolOverride accepts a protocol number that the kernel or
 	// iproute2 names (see protocol.go).
 	ProtocolOverride bool `yaml:"protocol-override"`

@@ -11,7 +11,7 @@ import (
 
 type fouConf struct {
 	Meta
-	Port    uint16  `yaml:"port"`
+	Port    uint16  `yaml:"port" schema:"required,limits=udpPort"`
 	IPProto uint8   `yaml:"ipproto"`
 	GUE     bool    `yaml:"gue"`
 	Family  *Family `yaml:"family"`

@@ -14,64 +14,64 @@ import (
 
 type linkConf struct {
 	Meta
-	Kind      string         `yaml:"kind"`
-	MTU       int            `yaml:"mtu"`
-	State     string         `yaml:"state"`
+	Kind      string         `yaml:"kind" schema:"required,enum=linkKinds"`
+	MTU       int            `yaml:"mtu" schema:"limits=linkMTU"`
+	State     string         `yaml:"state" schema:"enum=linkStates"`
 	Master    string         `yaml:"master"`
 	Alias     string         `yaml:"alias"`
 	Adopt     bool           `yaml:"adopt"`
-	Addresses []*addressConf `yaml:"addresses"`
+	Addresses []*addressConf `yaml:"addresses" schema:"unique"`
 	Sysctls   *sysctlsConf   `yaml:"sysctls"`
 
-	Veth      *vethConf      `yaml:"veth"`
-	VXLAN     *vxlanConf     `yaml:"vxlan"`
-	IPVlan    *ipvlanConf    `yaml:"ipvlan"`
-	IPIP      *tunnelConf    `yaml:"ipip"`
-	IP6Tnl    *tunnelConf    `yaml:"ip6tnl"`
-	WireGuard *wireguardConf `yaml:"wireguard"`
-	VLAN      *vlanConf      `yaml:"vlan"`
-	MACVlan   *macvlanConf   `yaml:"macvlan"`
-	VRF       *vrfConf       `yaml:"vrf"`
-	Bond      *bondConf      `yaml:"bond"`
+	Veth      *vethConf      `yaml:"veth" schema:"block"`
+	VXLAN     *vxlanConf     `yaml:"vxlan" schema:"block"`
+	IPVlan    *ipvlanConf    `yaml:"ipvlan" schema:"block"`
+	IPIP      *tunnelConf    `yaml:"ipip" schema:"block"`
+	IP6Tnl    *tunnelConf    `yaml:"ip6tnl" schema:"block"`
+	WireGuard *wireguardConf `yaml:"wireguard" schema:"block"`
+	VLAN      *vlanConf      `yaml:"vlan" schema:"block"`
+	MACVlan   *macvlanConf   `yaml:"macvlan" schema:"block"`
+	VRF       *vrfConf       `yaml:"vrf" schema:"block"`
+	Bond      *bondConf      `yaml:"bond" schema:"block"`
 }
 
 type vlanConf struct {
 	Meta
-	Parent   string `yaml:"parent"`
-	ID       uint16 `yaml:"id"`
-	Protocol string `yaml:"protocol"`
+	Parent   string `yaml:"parent" schema:"required"`
+	ID       uint16 `yaml:"id" schema:"required,limits=vlanID"`
+	Protocol string `yaml:"protocol" schema:"enum=vlanProtocols"`
 }
 
 type macvlanConf struct {
 	Meta
-	Parent string `yaml:"parent"`
-	Mode   string `yaml:"mode"`
+	Parent string `yaml:"parent" schema:"required"`
+	Mode   string `yaml:"mode" schema:"enum=macvlanModes"`
 }
 
 type vrfConf struct {
 	Meta
-	Table uint32 `yaml:"table"`
+	Table uint32 `yaml:"table" schema:"required,limits=vrfTable"`
 }
 
 type bondConf struct {
 	Meta
-	Mode   string  `yaml:"mode"`
+	Mode   string  `yaml:"mode" schema:"enum=bondModes"`
 	Miimon *uint32 `yaml:"miimon"`
 }
 
 type vethConf struct {
 	Meta
-	Peer      string `yaml:"peer"`
+	Peer      string `yaml:"peer" schema:"required"`
 	PeerNetNS string `yaml:"peer-netns"`
 }
 
 type vxlanConf struct {
 	Meta
-	ID       uint32 `yaml:"id"`
+	ID       uint32 `yaml:"id" schema:"required,limits=vni"`
 	Local    *Addr  `yaml:"local"`
 	Remote   *Addr  `yaml:"remote"`
 	Group    *Addr  `yaml:"group"`
-	Port     uint16 `yaml:"port"`
+	Port     uint16 `yaml:"port" schema:"limits=udpPort"`
 	Dev      string `yaml:"dev"`
 	TTL      uint8  `yaml:"ttl"`
 	Learning *bool  `yaml:"learning"`
@@ -79,13 +79,13 @@ type vxlanConf struct {
 
 type ipvlanConf struct {
 	Meta
-	Parent string `yaml:"parent"`
-	Mode   string `yaml:"mode"`
+	Parent string `yaml:"parent" schema:"required"`
+	Mode   string `yaml:"mode" schema:"enum=ipvlanModes"`
 }
 
 type tunnelConf struct {
 	Meta
-	Mode     string     `yaml:"mode"`
+	Mode     string     `yaml:"mode" schema:"enum=tunnelModes"`
 	Local    *Addr      `yaml:"local"`
 	Remote   *Addr      `yaml:"remote"`
 	TTL      *uint8     `yaml:"ttl"`
@@ -95,9 +95,31 @@ type tunnelConf struct {
 
 type encapConf struct {
 	Meta
-	Type  string `yaml:"type"`
+	Type  string `yaml:"type" schema:"required,enum=encapTypes"`
 	Sport *Sport `yaml:"sport"`
-	Dport uint16 `yaml:"dport"`
+	Dport uint16 `yaml:"dport" schema:"required,limits=udpPort"`
+}
+
+// The words of the link attributes that take one of a few: the builder
+// checks with these lists, and the schema lists them (schema.go).
+var (
+	linkStates    = []string{"up", "down"}
+	ipvlanModes   = []string{model.IPVlanL2, model.IPVlanL3, model.IPVlanL3S}
+	macvlanModes  = []string{model.MACVlanPrivate, model.MACVlanVEPA, model.MACVlanBridge, model.MACVlanPassthru}
+	vlanProtocols = []string{model.VLAN8021Q, model.VLAN8021AD}
+	ipipModes     = []string{"ipip"}
+	ip6tnlModes   = []string{"ip6ip6", "ipip6", "any"}
+	encapTypes    = []string{"fou", "gue"}
+)
+
+// kindBlocks are the kinds whose attributes are a block named after the
+// kind, and whether a link of the kind needs its block.
+var kindBlocks = map[string]bool{
+	model.KindVeth: true, model.KindVXLAN: true, model.KindIPVlan: true, model.KindIPIP: true, model.KindIP6Tnl: true,
+	model.KindVLAN: true, model.KindMACVlan: true, model.KindVRF: true,
+	// A bond's block may be left out (all defaults); a wireguard link
+	// without one is refused for its missing key.
+	model.KindBond: false, model.KindWireGuard: false,
 }
 
 // Kernel limits on link attributes.
@@ -148,12 +170,12 @@ func (b *builder) link(name string, lc *linkConf) {
 		}
 	}
 	l.StateSet = lc.has("state")
-	switch lc.State {
-	case "", "up":
-	case "down":
+	switch {
+	case !l.StateSet:
+	case !contains(linkStates, lc.State):
+		b.errs.add(lc.at("state"), path+".state", "expected %s, found %q", orList(linkStates), lc.State)
+	case lc.State == "down":
 		l.Up = false
-	default:
-		b.errs.add(lc.at("state"), path+".state", "expected up or down, found %q", lc.State)
 	}
 	if vc := lc.VLAN; vc != nil && l.Up {
 		// The kernel takes a vlan down with its parent and refuses to
@@ -303,7 +325,7 @@ func (b *builder) kindBlock(name string, lc *linkConf, l *model.Link) {
 		}
 	}
 	need := func(blk string) bool {
-		if !blocks[blk] {
+		if kindBlocks[blk] && !blocks[blk] {
 			b.errs.add(lc.Pos, path+"."+blk, "missing; a %s link needs a %q block", blk, blk)
 			return false
 		}
@@ -437,12 +459,12 @@ func (b *builder) vxlan(path string, vc *vxlanConf, l *model.Link) {
 
 func (b *builder) ipvlan(path string, ic *ipvlanConf, l *model.Link) {
 	v := &model.IPVlan{Parent: ic.Parent, Mode: model.IPVlanL2}
-	switch ic.Mode {
-	case "":
-	case model.IPVlanL2, model.IPVlanL3, model.IPVlanL3S:
+	switch {
+	case !ic.has("mode"):
+	case contains(ipvlanModes, ic.Mode):
 		v.Mode = ic.Mode
 	default:
-		b.errs.add(ic.at("mode"), path+".mode", "expected l2, l3 or l3s, found %q", ic.Mode)
+		b.errs.add(ic.at("mode"), path+".mode", "expected %s, found %q", orList(ipvlanModes), ic.Mode)
 	}
 	switch {
 	case ic.Parent == "":
@@ -499,12 +521,12 @@ func (b *builder) vlan(path string, vc *vlanConf, l *model.Link) {
 	} else if vc.ID > maxVLANID {
 		b.errs.add(vc.at("id"), path+".id", "expected a VLAN id from 0 to %d, found %d", maxVLANID, vc.ID)
 	}
-	switch vc.Protocol {
-	case "":
-	case model.VLAN8021Q, model.VLAN8021AD:
+	switch {
+	case !vc.has("protocol"):
+	case contains(vlanProtocols, vc.Protocol):
 		v.Protocol = vc.Protocol
 	default:
-		b.errs.add(vc.at("protocol"), path+".protocol", "expected 802.1q or 802.1ad, found %q", vc.Protocol)
+		b.errs.add(vc.at("protocol"), path+".protocol", "expected %s, found %q", orList(vlanProtocols), vc.Protocol)
 	}
 	b.lowerParent(path, model.KindVLAN, vc.Parent, vc.Meta, l)
 	// The kernel holds one vlan per parent, protocol and id (EEXIST).
@@ -525,12 +547,12 @@ func (b *builder) vlan(path string, vc *vlanConf, l *model.Link) {
 
 func (b *builder) macvlan(path string, mc *macvlanConf, l *model.Link) {
 	v := &model.MACVlan{Parent: mc.Parent, Mode: model.MACVlanBridge}
-	switch mc.Mode {
-	case "":
-	case model.MACVlanPrivate, model.MACVlanVEPA, model.MACVlanBridge, model.MACVlanPassthru:
+	switch {
+	case !mc.has("mode"):
+	case contains(macvlanModes, mc.Mode):
 		v.Mode = mc.Mode
 	default:
-		b.errs.add(mc.at("mode"), path+".mode", "expected private, vepa, bridge or passthru, found %q", mc.Mode)
+		b.errs.add(mc.at("mode"), path+".mode", "expected %s, found %q", orList(macvlanModes), mc.Mode)
 	}
 	b.lowerParent(path, model.KindMACVlan, mc.Parent, mc.Meta, l)
 	// A link has one receive handler: for its macvlans or its ipvlans,
@@ -598,15 +620,15 @@ func (b *builder) tunnel(path string, tc *tunnelConf, l *model.Link, v6 bool) {
 	t := &model.Tunnel{External: tc.External, Mode: "ipip"}
 	if v6 {
 		t.Mode = "ip6ip6"
-		switch tc.Mode {
-		case "":
-		case "ip6ip6", "ipip6", "any":
+		switch {
+		case !tc.has("mode"):
+		case contains(ip6tnlModes, tc.Mode):
 			t.Mode = tc.Mode
 		default:
-			b.errs.add(tc.at("mode"), path+".mode", "expected ip6ip6, ipip6 or any, found %q", tc.Mode)
+			b.errs.add(tc.at("mode"), path+".mode", "expected %s, found %q", orList(ip6tnlModes), tc.Mode)
 		}
-	} else if tc.Mode != "" && tc.Mode != "ipip" {
-		b.errs.add(tc.at("mode"), path+".mode", "an ipip link has only mode ipip; found %q", tc.Mode)
+	} else if tc.has("mode") && !contains(ipipModes, tc.Mode) {
+		b.errs.add(tc.at("mode"), path+".mode", "an ipip link has only mode %s; found %q", orList(ipipModes), tc.Mode)
 	}
 	if tc.TTL != nil {
 		t.TTL = *tc.TTL
@@ -634,12 +656,11 @@ func (b *builder) tunnel(path string, tc *tunnelConf, l *model.Link, v6 bool) {
 	}
 	if ec := tc.Encap; ec != nil {
 		e := &model.Encap{Type: ec.Type, Dport: ec.Dport}
-		switch ec.Type {
-		case "fou", "gue":
-		case "":
-			b.errs.add(ec.Pos, path+".encap.type", "missing; expected fou or gue")
-		default:
-			b.errs.add(ec.at("type"), path+".encap.type", "expected fou or gue, found %q", ec.Type)
+		switch {
+		case !ec.has("type"):
+			b.errs.add(ec.Pos, path+".encap.type", "missing; expected %s", orList(encapTypes))
+		case !contains(encapTypes, ec.Type):
+			b.errs.add(ec.at("type"), path+".encap.type", "expected %s, found %q", orList(encapTypes), ec.Type)
 		}
 		if ec.Dport == 0 {
 			b.errs.add(ec.at("dport"), path+".encap.dport", "missing; expected the FoU port of the far end (1-65535)")
@@ -650,6 +671,14 @@ func (b *builder) tunnel(path string, tc *tunnelConf, l *model.Link, v6 bool) {
 		t.Encap = e
 	}
 	l.Tunnel = t
+}
+
+// orList joins words as a message says them: "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 func contains(list []string, s string) bool {

@@ -29,10 +29,10 @@ type nftTableConf struct {
 
 type nftSetConf struct {
 	Meta
-	Type     string    `yaml:"type"`
-	Flags    []string  `yaml:"flags"`
+	Type     string    `yaml:"type" schema:"required,enum=nftSetTypes"`
+	Flags    []string  `yaml:"flags" schema:"enum=nftSetFlags"`
 	Timeout  *Duration `yaml:"timeout"`
-	Elements []posText `yaml:"elements"`
+	Elements []posText `yaml:"elements" schema:"unique"`
 	// ElementsFile is a side file of elements, one a line (sidefile.go).
 	ElementsFile string `yaml:"elements-file"`
 	// ElementsFrom: see nft_peers.go.
@@ -41,10 +41,10 @@ type nftSetConf struct {
 
 type nftChainConf struct {
 	Meta
-	Type     string    `yaml:"type"`
-	Hook     string    `yaml:"hook"`
+	Type     string    `yaml:"type" schema:"enum=nftChainTypes"`
+	Hook     string    `yaml:"hook" schema:"enum=nftHooks"`
 	Priority *posText  `yaml:"priority"`
-	Policy   string    `yaml:"policy"`
+	Policy   string    `yaml:"policy" schema:"enum=nftPolicies"`
 	Device   string    `yaml:"device"`
 	Rules    []posText `yaml:"rules"`
 }
@@ -82,6 +82,14 @@ func (t *posText) at(off int) Pos {
 // some of them differently.
 var nftPriorities = map[string]int{"raw": -300, "mangle": -150, "dstnat": -100, "filter": 0, "security": 50, "srcnat": 100}
 var nftBridgePriorities = map[string]int{"dstnat": -300, "filter": -200, "out": 100, "srcnat": 300}
+
+// The words of a set's flags, a chain's type and its policy: the builder
+// checks with these lists, and the schema lists them (schema.go).
+var (
+	nftSetFlags   = []string{"interval", "timeout"}
+	nftChainTypes = []string{"filter", "nat", "route"}
+	nftPolicies   = []string{"accept", "drop"}
+)
 
 var nftHooks = map[string][]string{
 	"ip":     {"prerouting", "input", "forward", "output", "postrouting"},
@@ -263,12 +271,12 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 	}
 	for i, f := range sc.Flags {
 		switch f {
-		case "interval":
+		case nftSetFlags[0]:
 			s.Interval = true
-		case "timeout":
+		case nftSetFlags[1]:
 			s.Timeout = true
 		default:
-			b.errs.add(sc.at("flags"), fmt.Sprintf("%s.flags[%d]", path, i), "expected interval or timeout, found %q", f)
+			b.errs.add(sc.at("flags"), fmt.Sprintf("%s.flags[%d]", path, i), "expected %s, found %q", orList(nftSetFlags), f)
 			return nil
 		}
 	}
@@ -391,18 +399,16 @@ func (b *builder) nftChain(path, family, name string, cc *nftChainConf) *model.N
 	}
 	c.Hook = cc.Hook
 	c.Type = cc.Type
-	if c.Type == "" {
-		c.Type = "filter"
+	if !cc.has("type") {
+		c.Type = nftChainTypes[0]
 	}
+	l3 := family == "ip" || family == "ip6" || family == "inet"
 	switch {
-	case c.Type == "filter":
-	case c.Type == "nat" && (family == "ip" || family == "ip6" || family == "inet"):
-	case c.Type == "route" && (family == "ip" || family == "ip6" || family == "inet") && c.Hook == "output":
-	case c.Type == "route":
-		b.errs.add(cc.at("type"), path+".type", "type route needs hook output in an ip, ip6 or inet table")
-		return nil
-	default:
+	case !contains(nftChainTypes, c.Type) || c.Type == "nat" && !l3:
 		b.errs.add(cc.at("type"), path+".type", "expected filter, nat (ip, ip6, inet) or route (hook output), found %q", cc.Type)
+		return nil
+	case c.Type == "route" && (!l3 || c.Hook != "output"):
+		b.errs.add(cc.at("type"), path+".type", "type route needs hook output in an ip, ip6 or inet table")
 		return nil
 	}
 	if family == "netdev" {
@@ -425,13 +431,13 @@ func (b *builder) nftChain(path, family, name string, cc *nftChainConf) *model.N
 		return nil
 	}
 	c.Priority = prio
-	switch cc.Policy {
-	case "", "accept":
-		c.Policy = "accept"
-	case "drop":
-		c.Policy = "drop"
+	switch {
+	case !cc.has("policy"):
+		c.Policy = nftPolicies[0]
+	case contains(nftPolicies, cc.Policy):
+		c.Policy = cc.Policy
 	default:
-		b.errs.add(cc.at("policy"), path+".policy", "expected accept or drop, found %q", cc.Policy)
+		b.errs.add(cc.at("policy"), path+".policy", "expected %s, found %q", orList(nftPolicies), cc.Policy)
 		return nil
 	}
 	return c

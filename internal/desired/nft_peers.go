@@ -11,9 +11,13 @@ import (
 //	elements-from: {wireguard: kubespan, peers: up}
 type nftElemsFromConf struct {
 	Meta
-	WireGuard string `yaml:"wireguard"`
-	Peers     string `yaml:"peers"`
+	WireGuard string `yaml:"wireguard" schema:"required"`
+	Peers     string `yaml:"peers" schema:"enum=peerSelections"`
 }
+
+// peerSelections are the words of elements-from's peers: the peers that
+// are up (the default), or all of them.
+var peerSelections = []string{"up", "all"}
 
 // nftElemsFrom checks elements-from and records it on the set. The peers'
 // allowed IPs are prefixes of both families, so the set must be an interval
@@ -47,9 +51,9 @@ func (b *builder) nftElemsFrom(path string, s *model.NftSet, sc *nftSetConf) boo
 		ok = false
 	}
 	from := &model.NftElemsFrom{WireGuard: fc.WireGuard, Origin: fc.Pos.String()}
-	switch fc.Peers {
-	case "", "up":
-	case "all":
+	switch {
+	case !fc.has("peers") || fc.Peers == peerSelections[0]:
+	case fc.Peers == peerSelections[1]:
 		from.AllPeers = true
 	default:
 		b.errs.add(fc.at("peers"), fp+".peers", "expected up (the peers whose handshakes are recent, as KubeSpan) or all, found %q", fc.Peers)

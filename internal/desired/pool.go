@@ -13,11 +13,15 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
+// maxBlockSizeBits: a block is at most an IPv4 address's 32 bits (in a
+// dual-stack pool a block index names a v4 and a v6 block of one size).
+const maxBlockSizeBits = 32
+
 // poolConf is an entry of pools, keyed by the pool's name.
 type poolConf struct {
 	Meta
-	Subnets       []*subnetConf `yaml:"subnets"`
-	BlockSizeBits int           `yaml:"block-size-bits"`
+	Subnets       []*subnetConf `yaml:"subnets" schema:"required,unique"`
+	BlockSizeBits int           `yaml:"block-size-bits" schema:"limits=blockSizeBits"`
 	ExportTable   *Table        `yaml:"export-table"`
 	ReuseDelay    *Duration     `yaml:"reuse-delay"`
 	Blocks        *blockRanges  `yaml:"blocks"`
@@ -238,8 +242,8 @@ func (b *builder) pool(name string, pc *poolConf) (model.Pool, bool) {
 	p := model.Pool{PoolSpec: model.DefaultPoolSpec(name), Origin: pc.Pos.String()}
 	if pc.has("block-size-bits") {
 		p.BlockSizeBits = pc.BlockSizeBits
-		if p.BlockSizeBits < 0 || p.BlockSizeBits > 32 {
-			b.errs.add(pc.at("block-size-bits"), path+".block-size-bits", "expected 0 to 32 host bits per block (5 gives /27 and /123 blocks), found %d", p.BlockSizeBits)
+		if p.BlockSizeBits < 0 || p.BlockSizeBits > maxBlockSizeBits {
+			b.errs.add(pc.at("block-size-bits"), path+".block-size-bits", "expected 0 to %d host bits per block (5 gives /27 and /123 blocks), found %d", maxBlockSizeBits, p.BlockSizeBits)
 		}
 	}
 	if pc.ExportTable != nil {

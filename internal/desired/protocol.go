@@ -12,6 +12,10 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
+// The route and rule protocol numbers settings.protocol may take: 0-4 are
+// the kernel's own (unspec, redirect, kernel, boot, static).
+const minProtocol, maxProtocol = 5, 255
+
 // protocolFiles are where iproute2 names protocols: its shipped defaults
 // (newer versions keep them under /usr/share) and the administrator's
 // files, each with a drop-in directory of *.conf. A variable so that tests

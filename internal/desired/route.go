@@ -16,22 +16,22 @@ import (
 
 type routeConf struct {
 	Meta
-	To     *Prefix `yaml:"to"`
+	To     *Prefix `yaml:"to" schema:"required"`
 	Family *Family `yaml:"family"`
 	Via    *Addr   `yaml:"via"`
 	Dev    string  `yaml:"dev"`
 	Src    *Addr   `yaml:"src"`
 	Table  *Table  `yaml:"table"`
-	Metric int     `yaml:"metric"`
+	Metric int     `yaml:"metric" schema:"limits=metric"`
 	Scope  *Scope  `yaml:"scope"`
-	MTU    int     `yaml:"mtu"`
+	MTU    int     `yaml:"mtu" schema:"limits=routeMTU"`
 	// Side by side: one word for both (a megabyte of "[{},{},…]" is
 	// 350k of these).
-	TOS    uint8  `yaml:"tos"`
+	TOS    uint8  `yaml:"tos" schema:"limits=tos"`
 	OnLink bool   `yaml:"onlink"`
-	Type   string `yaml:"type"`
+	Type   string `yaml:"type" schema:"enum=routeTypes"`
 	// NextHops make a multipath route (in place of via and dev).
-	NextHops []*nextHopConf `yaml:"nexthops"`
+	NextHops []*nextHopConf `yaml:"nexthops" schema:"unique"`
 }
 
 // nextHopConf is one path of a multipath route.
@@ -39,8 +39,16 @@ type nextHopConf struct {
 	Meta
 	Via    *Addr  `yaml:"via"`
 	Dev    string `yaml:"dev"`
-	Weight *int   `yaml:"weight"`
+	Weight *int   `yaml:"weight" schema:"limits=weight"`
 }
+
+// Limits of a route's attributes.
+const (
+	// maxTOS is the largest DS field without ECN bits (the low two).
+	maxTOS = 0xfc
+	// A next hop's weight: rtnh_hops is a u8 holding the weight less one.
+	minWeight, maxWeight = 1, 256
+)
 
 func (b *builder) route(rp routePath, rc *routeConf) {
 	// The path is only built for an error: a file of 100k routes has none.
@@ -57,7 +65,7 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 		return // the decoder reported the bad prefix
 	}
 	typ := model.RouteUnicast
-	if rc.Type != "" {
+	if rc.Type != "" || rc.has("type") {
 		t, ok := model.RouteTypeNames[rc.Type]
 		if !ok {
 			b.errs.add(rc.at("type"), path(".type"), "expected one of: %s; found %q", strings.Join(routeTypeWords(), ", "), rc.Type)
@@ -126,8 +134,8 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 				b.errs.add(rc.at("src"), path(".src"), "source %s is not of the destination's family (%s)", r.Src, familyWord(v6))
 			}
 		}
-		if rc.MTU < 0 || rc.MTU > 65535 || (rc.MTU != 0 && rc.MTU < minMTU) {
-			b.errs.add(rc.at("mtu"), path(".mtu"), "expected a route MTU from %d to 65535, found %d", minMTU, rc.MTU)
+		if rc.MTU < 0 || rc.MTU > maxMTU || (rc.MTU != 0 && rc.MTU < minMTU) {
+			b.errs.add(rc.at("mtu"), path(".mtu"), "expected a route MTU from %d to %d, found %d", minMTU, maxMTU, rc.MTU)
 		}
 		if rc.Metric < 0 || rc.Metric > math.MaxUint32 {
 			// RTA_PRIORITY is a u32: a larger number would be cut to
@@ -141,7 +149,7 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 		case rc.TOS != 0 && v6:
 			b.errs.add(rc.at("tos"), path(".tos"), "IPv6 routes take no tos; remove it")
 		case rc.TOS&3 != 0:
-			b.errs.add(rc.at("tos"), path(".tos"), "expected a DS field without ECN bits (a multiple of 4, 0 to 252, like 0x10), found %d", rc.TOS)
+			b.errs.add(rc.at("tos"), path(".tos"), "expected a DS field without ECN bits (a multiple of 4, 0 to %d, like 0x10), found %d", maxTOS, rc.TOS)
 		}
 		// The kernel stores IPv6 metric 0 as 1024: normalise so the diff compares like with like.
 		if v6 && r.Metric == 0 {
@@ -250,9 +258,8 @@ func (b *builder) nextHops(rc *routeConf, r *model.Route, path func(string) stri
 		h := model.NextHop{Dev: hc.Dev, Weight: 1}
 		if hc.Weight != nil {
 			h.Weight = *hc.Weight
-			if h.Weight < 1 || h.Weight > 256 {
-				// rtnh_hops is a u8 holding the weight less one.
-				b.errs.add(hc.at("weight"), hp(".weight"), "expected a weight from 1 to 256, found %d", h.Weight)
+			if h.Weight < minWeight || h.Weight > maxWeight {
+				b.errs.add(hc.at("weight"), hp(".weight"), "expected a weight from %d to %d, found %d", minWeight, maxWeight, h.Weight)
 				ok = false
 			}
 		}

@@ -18,7 +18,7 @@ import (
 // where table is the table of the lines that name none.
 type routesFileConf struct {
 	Meta
-	File  string `yaml:"file"`
+	File  string `yaml:"file" schema:"required"`
 	Table *Table `yaml:"table"`
 }
 

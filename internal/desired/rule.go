@@ -12,7 +12,7 @@ import (
 
 type ruleConf struct {
 	Meta
-	Priority          *int    `yaml:"priority"`
+	Priority          *int    `yaml:"priority" schema:"required,limits=rulePriority"`
 	Family            *Family `yaml:"family"`
 	From              *Prefix `yaml:"from"`
 	To                *Prefix `yaml:"to"`
@@ -20,9 +20,9 @@ type ruleConf struct {
 	IIF               string  `yaml:"iif"`
 	OIF               string  `yaml:"oif"`
 	Not               bool    `yaml:"not"`
-	Action            string  `yaml:"action"`
+	Action            string  `yaml:"action" schema:"enum=ruleActions"`
 	Table             *Table  `yaml:"table"`
-	SuppressPrefixLen *int    `yaml:"suppress-prefixlength"`
+	SuppressPrefixLen *int    `yaml:"suppress-prefixlength" schema:"limits=suppressPrefixLen"`
 }
 
 func (b *builder) rule(i int, rc *ruleConf) {
@@ -53,7 +53,7 @@ func (b *builder) rule(i int, rc *ruleConf) {
 		return
 	}
 	action := model.RuleLookup
-	if rc.Action != "" {
+	if rc.Action != "" || rc.has("action") {
 		a, ok := model.RuleActionNames[rc.Action]
 		if !ok {
 			b.errs.add(rc.at("action"), path()+".action", "expected lookup, blackhole, unreachable or prohibit; found %q", rc.Action)

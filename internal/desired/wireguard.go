@@ -21,11 +21,11 @@ type wireguardConf struct {
 	Meta
 	PrivateKeyFile       string        `yaml:"private-key-file"`
 	PrivateKeyCredential string        `yaml:"private-key-credential"`
-	ListenPort           int           `yaml:"listen-port"`
+	ListenPort           int           `yaml:"listen-port" schema:"limits=listenPort"`
 	FwMark               *Mark         `yaml:"fwmark"`
 	Userspace            bool          `yaml:"userspace"`
 	Rotation             *rotationConf `yaml:"rotation"`
-	Peers                []*wgPeerConf `yaml:"peers"`
+	Peers                []*wgPeerConf `yaml:"peers" schema:"unique"`
 }
 
 type rotationConf struct {
@@ -37,7 +37,7 @@ type rotationConf struct {
 
 type wgPeerConf struct {
 	Meta
-	PublicKey           string        `yaml:"public-key"`
+	PublicKey           string        `yaml:"public-key" schema:"required"`
 	PresharedKeyFile    string        `yaml:"preshared-key-file"`
 	AllowedIPs          []*Prefix     `yaml:"allowed-ips"`
 	PersistentKeepalive *Duration     `yaml:"persistent-keepalive"`

@@ -25,6 +25,11 @@ func TestMain(m *testing.M) { nettest.MainWithBinary(m, &binary) }
 // schemaDir is the repository's docs/schema, two levels up.
 var schemaDir = filepath.Join("..", "..", "docs", "schema")
 
+// configSchema is the schema of the configuration file, beside the output
+// schemas: an input, generated from the loader's types and held to the
+// loader elsewhere (internal/desired/schemagen, test/confschema).
+const configSchema = "config.json"
+
 type result struct {
 	code           int
 	stdout, stderr string

@@ -27,7 +27,7 @@ func schemas(t *testing.T) map[string]*jsonschema.Schema {
 	}
 	out := map[string]*jsonschema.Schema{}
 	for _, f := range files {
-		if filepath.Base(f) == "defs.json" {
+		if filepath.Base(f) == "defs.json" || filepath.Base(f) == configSchema {
 			continue
 		}
 		abs, err := filepath.Abs(f)

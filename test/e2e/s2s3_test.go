@@ -40,7 +40,7 @@ func TestS2S3CoilEgress(t *testing.T) {
 	applyExample(t, gw, example(t, "coil-egress-gateway.yaml"))
 	applyExample(t, client, example(t, "coil-egress-client.yaml"))
 
-	// What the kernel holds, in the words of SCENARIOS.md.
+	// What the kernel holds, in the words of docs/examples.md.
 	mustContain(t, "client ip rule", client.IP(t, "rule"),
 		"1800:\tfrom all to 169.254.0.0/16 lookup main proto 245",
 		"1900:\tfrom all lookup 117 proto 245",
