@@ -415,7 +415,7 @@ func CompareNftHandles(c *Config, before, after *Kernel, ops []planOp, skip, for
 	touched := map[string]string{}
 	replaced := map[string]bool{}
 	for _, op := range ops {
-		if !strings.HasPrefix(op.Kind, "nft ") {
+		if !strings.HasPrefix(op.Kind, "nft_") {
 			continue
 		}
 		touched[op.ID] = op.Action
