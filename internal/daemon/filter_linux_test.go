@@ -59,7 +59,7 @@ func routeMsg(typ uint16, proto, table int, dst string) syscall.NetlinkMessage {
 }
 
 func ruleMsg(proto int, prio uint32, withPrio bool) syscall.NetlinkMessage {
-	hdr := []byte{unix.AF_INET, 0, 24, 0, 100, 0, 0, unix.FR_ACT_TO_TBL, 0, 0, 0, 0}
+	hdr := []byte{unix.AF_INET, 0, 0, 0, 100, 0, 0, unix.FR_ACT_TO_TBL, 0, 0, 0, 0}
 	attrs := [][]byte{nlattr(unix.FRA_TABLE, u32(100))}
 	if withPrio {
 		attrs = append(attrs, nlattr(unix.FRA_PRIORITY, u32(prio)))
