@@ -95,7 +95,8 @@ func (k *Netlink) dumpRoutes(protocol, table int, out []model.Route) (_ []model.
 					return nil, n, fmt.Errorf("read route: %w", err)
 				case rm.Flags&unix.RTM_F_CLONED != 0, protocol != 0 && int(rm.Protocol) != protocol:
 				default:
-					out = append(out, k.modelRoute(&rm, &dev))
+					out = append(out, model.Route{})
+					k.fillRoute(&out[len(out)-1], &rm, &dev)
 				}
 			}
 		}
@@ -111,12 +112,14 @@ type lastName struct {
 
 func nlmAlign(l int) int { return (l + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_ALIGNTO - 1) }
 
-// modelRoute is a route of a dump as the model holds it: links by name,
-// next hops in model order.
-func (k *Netlink) modelRoute(rm *rtnl.Route, dev *lastName) model.Route {
-	r := model.Route{Table: int(rm.Table), Dst: rm.Dst, TOS: int(rm.TOS), Metric: int(rm.Priority), Type: int(rm.Type),
-		Gateway: rm.Gateway, Dev: dev.of(k, rm.OIF), Src: rm.PrefSrc, Scope: int(rm.Scope),
-		OnLink: rm.Flags&unix.RTNH_F_ONLINK != 0, MTU: int(rm.MTU), Protocol: int(rm.Protocol)}
+// fillRoute sets r, a zero route, to a route of a dump as the model holds
+// it: links by name, next hops in model order. It fills r in place: a
+// model.Route built aside and copied into the dump's slice cost a tenth
+// of a dump.
+func (k *Netlink) fillRoute(r *model.Route, rm *rtnl.Route, dev *lastName) {
+	r.Table, r.Dst, r.TOS, r.Metric, r.Type = int(rm.Table), rm.Dst, int(rm.TOS), int(rm.Priority), int(rm.Type)
+	r.Gateway, r.Dev, r.Src, r.Scope = rm.Gateway, dev.of(k, rm.OIF), rm.PrefSrc, int(rm.Scope)
+	r.OnLink, r.MTU, r.Protocol = rm.Flags&unix.RTNH_F_ONLINK != 0, int(rm.MTU), int(rm.Protocol)
 	if len(rm.NextHops) > 0 {
 		r.NextHops = make([]model.NextHop, len(rm.NextHops))
 		for i, h := range rm.NextHops {
@@ -124,7 +127,6 @@ func (k *Netlink) modelRoute(rm *rtnl.Route, dev *lastName) model.Route {
 		}
 		model.SortNextHops(r.NextHops)
 	}
-	return r
 }
 
 // of is the name of link index, "" for 0.

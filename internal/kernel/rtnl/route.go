@@ -38,9 +38,9 @@ type Route struct {
 	// Pref is RTA_PREF, an IPv6 route's router preference.
 	Pref     uint8
 	NextHops []NextHop
-	// Encap is RTA_ENCAP_TYPE and RTA_ENCAP; read only, netreconcile
-	// writes no encapsulation.
-	Encap Encap
+	// Encap is RTA_ENCAP_TYPE and RTA_ENCAP, nil for none; read only,
+	// netreconcile writes no encapsulation.
+	Encap *Encap
 }
 
 // NextHop is one rtnexthop of RTA_MULTIPATH with its attributes.
@@ -50,11 +50,11 @@ type NextHop struct {
 	Weight  int
 	Flags   uint8
 	Gateway netip.Addr
-	Encap   Encap
+	Encap   *Encap
 }
 
 // Encap is a lightweight tunnel encapsulation of a route or next hop.
-// Type is LWTUNNEL_ENCAP_*, 0 for none; the fields of ip, ip6 and seg6
+// Type is LWTUNNEL_ENCAP_*; the fields of ip, ip6 and seg6
 // encapsulations are decoded, of the others only the type.
 type Encap struct {
 	Type uint16
@@ -101,9 +101,13 @@ func DecodeRoute(b []byte, r *Route) error {
 		return ErrFamily
 	}
 	dstLen, srcLen := b[1], b[2]
-	*r = Route{Family: fam, TOS: b[3], Table: uint32(b[4]), Protocol: b[5], Scope: b[6], Type: b[7],
-		Flags: native.Uint32(b[8:12]), Dst: netip.PrefixFrom(unspecified(fam), 0)}
+	// Field by field: a composite literal of the whole struct was built
+	// aside and copied, a fifth of a dump's decoding.
+	*r = Route{}
+	r.Family, r.TOS, r.Table, r.Protocol, r.Scope, r.Type = fam, b[3], uint32(b[4]), b[5], b[6], b[7]
+	r.Flags = native.Uint32(b[8:12])
 	var encap []byte
+	var encapType uint16
 	hasDst := false
 	w := walk(b[unix.SizeofRtMsg:])
 	for w.next() {
@@ -139,7 +143,7 @@ func DecodeRoute(b []byte, r *Route) error {
 		case unix.RTA_MULTIPATH:
 			r.NextHops, err = decodeNextHops(w.v, fam)
 		case unix.RTA_ENCAP_TYPE:
-			r.Encap.Type = w.u16()
+			encapType = w.u16()
 		case unix.RTA_ENCAP:
 			encap = w.v
 		}
@@ -148,11 +152,17 @@ func DecodeRoute(b []byte, r *Route) error {
 	if w.err != nil {
 		return fmt.Errorf("route attributes: %w", w.err)
 	}
-	if dstLen > 0 && !hasDst {
-		return fmt.Errorf("route destination length %d without a destination", dstLen)
+	if !hasDst {
+		if dstLen > 0 {
+			return fmt.Errorf("route destination length %d without a destination", dstLen)
+		}
+		r.Dst = netip.PrefixFrom(unspecified(fam), 0)
 	}
-	if err := r.Encap.decode(encap); err != nil {
-		return fmt.Errorf("route encapsulation: %w", err)
+	if encapType != 0 || encap != nil {
+		var err error
+		if r.Encap, err = decodeEncap(encapType, encap); err != nil {
+			return fmt.Errorf("route encapsulation: %w", err)
+		}
 	}
 	return nil
 }
@@ -172,6 +182,7 @@ func decodeNextHops(b []byte, fam uint8) ([]NextHop, error) {
 		}
 		h := NextHop{Flags: b[2], Weight: int(b[3]) + 1, Ifindex: native.Uint32(b[4:8])}
 		var encap []byte
+		var encapType uint16
 		w := walk(b[unix.SizeofRtNexthop:l])
 		for w.next() {
 			var err error
@@ -181,7 +192,7 @@ func decodeNextHops(b []byte, fam uint8) ([]NextHop, error) {
 			case unix.RTA_VIA:
 				h.Gateway, err = viaOf(w.v)
 			case unix.RTA_ENCAP_TYPE:
-				h.Encap.Type = w.u16()
+				encapType = w.u16()
 			case unix.RTA_ENCAP:
 				encap = w.v
 			}
@@ -190,8 +201,11 @@ func decodeNextHops(b []byte, fam uint8) ([]NextHop, error) {
 		if w.err != nil {
 			return nil, fmt.Errorf("next hop attributes: %w", w.err)
 		}
-		if err := h.Encap.decode(encap); err != nil {
-			return nil, fmt.Errorf("next hop encapsulation: %w", err)
+		if encapType != 0 || encap != nil {
+			var err error
+			if h.Encap, err = decodeEncap(encapType, encap); err != nil {
+				return nil, fmt.Errorf("next hop encapsulation: %w", err)
+			}
 		}
 		hs = append(hs, h)
 		b = b[min(attrAlign(l), len(b)):]
@@ -199,12 +213,11 @@ func decodeNextHops(b []byte, fam uint8) ([]NextHop, error) {
 	return hs, nil
 }
 
-// decode reads RTA_ENCAP of e.Type: the kernel writes it before
-// RTA_ENCAP_TYPE, so it is read once both are known.
-func (e *Encap) decode(b []byte) error {
-	if b == nil {
-		return nil
-	}
+// decodeEncap reads RTA_ENCAP_TYPE and RTA_ENCAP: the kernel writes the
+// type after the encapsulation, so it is read once both are known. Neither
+// is nil.
+func decodeEncap(typ uint16, b []byte) (*Encap, error) {
+	e := &Encap{Type: typ}
 	w := walk(b)
 	switch e.Type {
 	case unix.LWTUNNEL_ENCAP_IP, unix.LWTUNNEL_ENCAP_IP6:
@@ -246,7 +259,7 @@ func (e *Encap) decode(b []byte) error {
 			}
 		}
 	}
-	return w.err
+	return e, w.err
 }
 
 // decodeSRH reads a seg6 encapsulation: the mode (an int), then struct

@@ -84,13 +84,17 @@ func addrLen(family uint8) int {
 // the kernel holds as such, and an unmapped reading of it is an IPv4
 // prefix of length 112, which is no prefix at all.
 func addrOf(v []byte, family uint8) (netip.Addr, error) {
-	if len(v) != addrLen(family) {
-		return netip.Addr{}, fmt.Errorf("address of %d bytes in a message of family %d", len(v), family)
-	}
-	if len(v) == 4 {
+	switch {
+	case len(v) == 4 && family == unix.AF_INET:
 		return netip.AddrFrom4([4]byte(v)), nil
+	case len(v) == 16 && family == unix.AF_INET6:
+		return netip.AddrFrom16([16]byte(v)), nil
 	}
-	return netip.AddrFrom16([16]byte(v)), nil
+	return netip.Addr{}, addrError(len(v), family)
+}
+
+func addrError(n int, family uint8) error {
+	return fmt.Errorf("address of %d bytes in a message of family %d", n, family)
 }
 
 // prefixOf reads an address of family with its prefix length.
@@ -99,11 +103,10 @@ func prefixOf(v []byte, family, bits uint8) (netip.Prefix, error) {
 	if err != nil {
 		return netip.Prefix{}, err
 	}
-	p := netip.PrefixFrom(a, int(bits))
-	if !p.IsValid() {
+	if int(bits) > a.BitLen() {
 		return netip.Prefix{}, fmt.Errorf("prefix length %d of %s", bits, a)
 	}
-	return p, nil
+	return netip.PrefixFrom(a, int(bits)), nil
 }
 
 // viaOf reads RTA_VIA: an address family (u16) and an address of it.

@@ -34,29 +34,41 @@ type walker struct {
 
 func walk(b []byte) walker { return walker{b: b} }
 
-// next moves to the next attribute; false at the end or on an error.
+// next moves to the next attribute; false at the end or on a malformed
+// one. Kept small enough to inline: it runs for every attribute of every
+// route of a dump.
 func (w *walker) next() bool {
-	if w.err != nil || len(w.b) == 0 {
-		return false
+	if b := w.b; len(b) >= unix.SizeofRtAttr {
+		if l := int(native.Uint16(b)); l >= unix.SizeofRtAttr && l <= len(b) {
+			w.typ, w.v = native.Uint16(b[2:])&typeMask, b[unix.SizeofRtAttr:l]
+			w.b = b[min(attrAlign(l), len(b)):]
+			return true
+		}
 	}
-	if len(w.b) < unix.SizeofRtAttr {
-		w.err = errAttr
-		return false
-	}
-	l := int(native.Uint16(w.b))
+	return w.odd()
+}
+
+// typeMask clears the nested and byte-order flags of an attribute type.
+const typeMask = ^uint16(unix.NLA_F_NESTED | unix.NLA_F_NET_BYTEORDER)
+
+// odd is the end of the walk, or an attribute that is not plain: length 0
+// is an attribute of no value that takes a header's room; a length below
+// a header's or beyond the end, or a tail too short for a header, is an
+// error.
+func (w *walker) odd() bool {
 	switch {
-	case l > len(w.b) || l > 0 && l < unix.SizeofRtAttr:
-		w.err = errAttr
+	case len(w.b) == 0:
 		return false
-	case l == 0:
-		l = unix.SizeofRtAttr
-		w.v = w.b[unix.SizeofRtAttr:unix.SizeofRtAttr]
-	default:
-		w.v = w.b[unix.SizeofRtAttr:l:l]
+	case len(w.b) >= unix.SizeofRtAttr && native.Uint16(w.b) == 0:
+		w.typ, w.v = native.Uint16(w.b[2:])&typeMask, w.b[unix.SizeofRtAttr:unix.SizeofRtAttr]
+		w.b = w.b[unix.SizeofRtAttr:]
+		return true
 	}
-	w.typ = native.Uint16(w.b[2:]) & ^uint16(unix.NLA_F_NESTED|unix.NLA_F_NET_BYTEORDER)
-	w.b = w.b[min(attrAlign(l), len(w.b)):]
-	return true
+	if w.err == nil {
+		w.err = errAttr
+	}
+	w.b = nil
+	return false
 }
 
 // u32 reads the value as a u32, failing the walk if it is not 4 bytes.
