@@ -5,7 +5,11 @@
 //     the same routes, for N = 10k and 100k;
 //   - no-op reconcile: one pass (read, diff, apply) over 100k owned routes
 //     among 100k foreign ones, with the desired state already loaded, as the
-//     daemon holds it; it must make no kernel write.
+//     daemon holds it; it must make no kernel write;
+//   - route writer: the kernel seam's batch writer (kernel.WriteRoutes)
+//     against vishvananda/netlink's RouteReplace in a loop and `ip -batch`,
+//     N route replaces each, in the same run: the measured reason the
+//     writer is netreconcile's own (docs/design.md).
 //
 // Results are ratios to ip and per-route times; nothing is asserted on time.
 package main
@@ -15,6 +19,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -24,11 +29,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
 	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
+	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 var cpuProfile string
@@ -44,6 +53,7 @@ func main() {
 	runs := flag.Int("runs", 3, "runs per measurement (the median is reported)")
 	sizes := flag.String("sizes", "10000,100000", "cold converge sizes")
 	noop := flag.Int("noop", 100000, "owned (and foreign) routes of the no-op reconcile")
+	writers := flag.String("writer", "10000,100000", "route writer sizes")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the no-op reconciles to this file")
 	flag.StringVar(&nsPrefix, "ns-prefix", "nr-bench", "prefix of the namespaces made")
 	flag.Parse()
@@ -64,6 +74,15 @@ func main() {
 		cold(*bin, dir, n, *runs)
 	}
 	noopReconcile(dir, *noop, *runs)
+	for _, s := range strings.Split(*writers, ",") {
+		if s == "" {
+			continue
+		}
+		var n int
+		_, err := fmt.Sscan(s, &n)
+		check(err)
+		writer(dir, n, *runs)
+	}
 }
 
 // prefix returns the i-th /24 of the benchmark, from 1.0.0.0 up; base shifts
@@ -225,6 +244,67 @@ func noopReconcile(dir string, n, runs int) {
 		fmt.Fprintln(os.Stderr, "FAIL: the no-op reconcile wrote to the kernel")
 		os.Exit(1)
 	}
+}
+
+// writer writes n routes into a fresh namespace three ways, each a route
+// replace: ip -batch, the library's RouteReplace one route at a time, and
+// the kernel seam's batch writer.
+func writer(dir string, n, runs int) {
+	batch := filepath.Join(dir, fmt.Sprintf("writer-%d.batch", n))
+	var b bytes.Buffer
+	routes := make([]model.Route, n)
+	for i := range routes {
+		routes[i] = model.Route{Table: table, Dst: prefix(1<<16, i), Dev: "bench0", Type: model.RouteUnicast}
+		fmt.Fprintf(&b, "route replace %s dev bench0 table %d proto 245\n", routes[i].Dst, table)
+	}
+	check(os.WriteFile(batch, b.Bytes(), 0o644))
+	var ipT, libT, nrT []time.Duration
+	for r := 0; r < runs; r++ {
+		ns, del := freshNS()
+		ipT = append(ipT, timed(func() { run("ip", "-n", ns, "-batch", batch) }))
+		mustCount(ns, n)
+		del()
+
+		ns, del = freshNS()
+		h, err := netns.GetFromName(ns)
+		check(err)
+		lib, err := netlink.NewHandleAt(h)
+		check(err)
+		link, err := lib.LinkByName("bench0")
+		check(err)
+		libT = append(libT, timed(func() {
+			for i := range routes {
+				dst := routes[i].Dst
+				check(lib.RouteReplace(&netlink.Route{Dst: &net.IPNet{IP: dst.Addr().AsSlice(), Mask: net.CIDRMask(dst.Bits(), 32)},
+					LinkIndex: link.Attrs().Index, Table: table, Protocol: model.DefaultProtocol}))
+			}
+		}))
+		lib.Close()
+		h.Close()
+		mustCount(ns, n)
+		del()
+
+		ns, del = freshNS()
+		k, err := kernel.Open("/run/netns/" + ns)
+		check(err)
+		_, err = k.Links()
+		check(err)
+		ws := make([]kernel.RouteWrite, n)
+		for i := range ws {
+			ws[i] = kernel.RouteWrite{Action: kernel.RouteReplace, Route: &routes[i]}
+		}
+		nrT = append(nrT, timed(func() {
+			for _, err := range k.WriteRoutes(ws, model.DefaultProtocol) {
+				check(err)
+			}
+		}))
+		k.Close()
+		mustCount(ns, n)
+		del()
+	}
+	ip, lib, nr := median(ipT), median(libT), median(nrT)
+	fmt.Printf("route writer %6d replaces: ip -batch %8.1f ms (%5.2f us/route)  library RouteReplace loop %8.1f ms (%5.2f us/route)  batch writer %8.1f ms (%5.2f us/route)  writer/ip %.2fx  writer/library %.2fx\n",
+		n, ms(ip), us(ip, n), ms(lib), us(lib, n), ms(nr), us(nr, n), float64(nr)/float64(ip), float64(nr)/float64(lib))
 }
 
 func mustCount(ns string, n int) {
