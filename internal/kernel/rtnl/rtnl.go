@@ -8,8 +8,8 @@
 // Attributes are read with mdlayher/netlink's AttributeDecoder and written
 // with its AttributeEncoder, but for those of route messages, which are
 // read by walking them in place (walk.go): a reconcile reads every route of
-// ours, 100k of them, and the decoder's copy of each attribute made that
-// read 17% slower (see BenchmarkRouteWalk and docs/design.md).
+// ours, 100k of them, and the decoder's copy of each attribute made a no-op
+// reconcile take a quarter more CPU (BenchmarkRouteWalk, docs/design.md).
 //
 // Decoders are strict: an attribute of the wrong size, an address of the
 // wrong family or a prefix longer than its address is an error, never a
