@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/mdlayher/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/netreconcile/netreconcile/internal/kernel/rtnl"
@@ -90,15 +89,7 @@ func batch(t *testing.T, ns string, lines []string, opts ...string) {
 // test's own and kept whole (an interrupted dump is read again).
 func dump(t *testing.T, ns string, typ uint16, body []byte) [][]byte {
 	t.Helper()
-	h, err := netns.GetFromName(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	c, err := netlink.Dial(unix.NETLINK_ROUTE, &netlink.Config{NetNS: int(h)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dial(t, ns)
 	defer c.Close()
 	for range 5 {
 		msgs, err := c.Execute(netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(typ), Flags: netlink.Request | netlink.Dump}, Data: body})

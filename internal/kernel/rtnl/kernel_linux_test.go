@@ -66,15 +66,7 @@ func capture(t *testing.T, ns string, steps []struct {
 // iproute2 6.1 has no word for it.
 func addAddressProto(t *testing.T, ns string, index uint32, p netip.Prefix, proto uint8) {
 	t.Helper()
-	h, err := netns.GetFromName(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	c, err := netlink.Dial(unix.NETLINK_ROUTE, &netlink.Config{NetNS: int(h)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dial(t, ns)
 	defer c.Close()
 	body, err := rtnl.MarshalAddress(&rtnl.Address{Family: unix.AF_INET, PrefixLen: uint8(p.Bits()), Index: index,
 		Local: p.Addr(), Address: p.Addr(), Protocol: proto})
@@ -311,6 +303,21 @@ func writeKernelMessages(t *testing.T, msgs []captured) {
 		}
 	}
 	t.Logf("wrote %d messages to %s", len(msgs), kernelDir)
+}
+
+// dial opens a routing netlink socket of the test's own in ns.
+func dial(t *testing.T, ns string) *netlink.Conn {
+	t.Helper()
+	h, err := netns.GetFromName(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	c, err := netlink.Dial(unix.NETLINK_ROUTE, &netlink.Config{NetNS: int(h)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // index is the index of a link in ns.

@@ -106,8 +106,7 @@ func DecodeRoute(b []byte, r *Route) error {
 	*r = Route{}
 	r.Family, r.TOS, r.Table, r.Protocol, r.Scope, r.Type = fam, b[3], uint32(b[4]), b[5], b[6], b[7]
 	r.Flags = native.Uint32(b[8:12])
-	var encap []byte
-	var encapType uint16
+	var hop hopAttrs
 	hasDst := false
 	w := walk(b[unix.SizeofRtMsg:])
 	for w.next() {
@@ -118,10 +117,6 @@ func DecodeRoute(b []byte, r *Route) error {
 			hasDst = true
 		case unix.RTA_SRC:
 			r.Src, err = prefixOf(w.v, fam, srcLen)
-		case unix.RTA_GATEWAY:
-			r.Gateway, err = addrOf(w.v, fam)
-		case unix.RTA_VIA:
-			r.Gateway, err = viaOf(w.v)
 		case unix.RTA_PREFSRC:
 			r.PrefSrc, err = addrOf(w.v, fam)
 		case unix.RTA_OIF:
@@ -142,10 +137,8 @@ func DecodeRoute(b []byte, r *Route) error {
 			err = m.err
 		case unix.RTA_MULTIPATH:
 			r.NextHops, err = decodeNextHops(w.v, fam)
-		case unix.RTA_ENCAP_TYPE:
-			encapType = w.u16()
-		case unix.RTA_ENCAP:
-			encap = w.v
+		default:
+			hop.read(&w, fam)
 		}
 		w.check(err)
 	}
@@ -158,13 +151,45 @@ func DecodeRoute(b []byte, r *Route) error {
 		}
 		r.Dst = netip.PrefixFrom(unspecified(fam), 0)
 	}
-	if encapType != 0 || encap != nil {
-		var err error
-		if r.Encap, err = decodeEncap(encapType, encap); err != nil {
-			return fmt.Errorf("route encapsulation: %w", err)
-		}
+	r.Gateway = hop.gw
+	var err error
+	if r.Encap, err = hop.encapsulation(); err != nil {
+		return fmt.Errorf("route encapsulation: %w", err)
 	}
 	return nil
+}
+
+// hopAttrs are the attributes a route and each of its next hops share: the
+// gateway (RTA_GATEWAY, or RTA_VIA when its family is not the route's) and
+// the encapsulation.
+type hopAttrs struct {
+	gw        netip.Addr
+	encapType uint16
+	encap     []byte
+}
+
+// read takes w's attribute if it is one of them.
+func (h *hopAttrs) read(w *walker, fam uint8) {
+	var err error
+	switch w.typ {
+	case unix.RTA_GATEWAY:
+		h.gw, err = addrOf(w.v, fam)
+	case unix.RTA_VIA:
+		h.gw, err = viaOf(w.v)
+	case unix.RTA_ENCAP_TYPE:
+		h.encapType = w.u16()
+	case unix.RTA_ENCAP:
+		h.encap = w.v
+	}
+	w.check(err)
+}
+
+// encapsulation decodes the encapsulation read; nil for none.
+func (h *hopAttrs) encapsulation() (*Encap, error) {
+	if h.encapType == 0 && h.encap == nil {
+		return nil, nil
+	}
+	return decodeEncap(h.encapType, h.encap)
 }
 
 // decodeNextHops reads RTA_MULTIPATH: rtnexthop structs, each followed by
@@ -181,31 +206,18 @@ func decodeNextHops(b []byte, fam uint8) ([]NextHop, error) {
 			return nil, fmt.Errorf("next hop length %d of %d bytes", l, len(b))
 		}
 		h := NextHop{Flags: b[2], Weight: int(b[3]) + 1, Ifindex: native.Uint32(b[4:8])}
-		var encap []byte
-		var encapType uint16
+		var hop hopAttrs
 		w := walk(b[unix.SizeofRtNexthop:l])
 		for w.next() {
-			var err error
-			switch w.typ {
-			case unix.RTA_GATEWAY:
-				h.Gateway, err = addrOf(w.v, fam)
-			case unix.RTA_VIA:
-				h.Gateway, err = viaOf(w.v)
-			case unix.RTA_ENCAP_TYPE:
-				encapType = w.u16()
-			case unix.RTA_ENCAP:
-				encap = w.v
-			}
-			w.check(err)
+			hop.read(&w, fam)
 		}
 		if w.err != nil {
 			return nil, fmt.Errorf("next hop attributes: %w", w.err)
 		}
-		if encapType != 0 || encap != nil {
-			var err error
-			if h.Encap, err = decodeEncap(encapType, encap); err != nil {
-				return nil, fmt.Errorf("next hop encapsulation: %w", err)
-			}
+		h.Gateway = hop.gw
+		var err error
+		if h.Encap, err = hop.encapsulation(); err != nil {
+			return nil, fmt.Errorf("next hop encapsulation: %w", err)
 		}
 		hs = append(hs, h)
 		b = b[min(attrAlign(l), len(b)):]
@@ -214,8 +226,7 @@ func decodeNextHops(b []byte, fam uint8) ([]NextHop, error) {
 }
 
 // decodeEncap reads RTA_ENCAP_TYPE and RTA_ENCAP: the kernel writes the
-// type after the encapsulation, so it is read once both are known. Neither
-// is nil.
+// type after the encapsulation, so it is read once both are known.
 func decodeEncap(typ uint16, b []byte) (*Encap, error) {
 	e := &Encap{Type: typ}
 	w := walk(b)

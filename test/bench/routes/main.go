@@ -179,13 +179,9 @@ func cold(bin, dir string, n, runs int) {
 	writeBatch(batch, 1<<16, n, "245")
 	var ipT, nrT, ipC, nrC []time.Duration
 	for r := 0; r < runs; r++ {
+		w, c := ipBatch(batch, n)
+		ipT, ipC = append(ipT, w), append(ipC, c)
 		ns, del := freshNS()
-		var c time.Duration
-		ipT = append(ipT, timed(func() { c = runCPU("ip", "-n", ns, "-batch", batch) }))
-		ipC = append(ipC, c)
-		mustCount(ns, n)
-		del()
-		ns, del = freshNS()
 		state := filepath.Join(dir, "state")
 		nrT = append(nrT, timed(func() { c = runCPU(bin, "apply", "-q", "--netns", ns, "-c", yml, "--state-dir", state) }))
 		nrC = append(nrC, c)
@@ -301,14 +297,10 @@ func writer(dir string, n, runs int) {
 	check(os.WriteFile(batch, b.Bytes(), 0o644))
 	var ipT, libT, nrT, ipC, libC, nrC []time.Duration
 	for r := 0; r < runs; r++ {
-		ns, del := freshNS()
-		var c time.Duration
-		ipT = append(ipT, timed(func() { c = runCPU("ip", "-n", ns, "-batch", batch) }))
-		ipC = append(ipC, c)
-		mustCount(ns, n)
-		del()
+		w, c := ipBatch(batch, n)
+		ipT, ipC = append(ipT, w), append(ipC, c)
 
-		ns, del = freshNS()
+		ns, del := freshNS()
 		h, err := netns.GetFromName(ns)
 		check(err)
 		lib, err := netlink.NewHandleAt(h)
@@ -357,6 +349,16 @@ func writer(dir string, n, runs int) {
 	ipc, libc, nrc := median(ipC), median(libC), median(nrC)
 	fmt.Printf("route writer %6d replaces, CPU:  ip -batch %8.1f ms  library RouteReplace loop %8.1f ms  batch writer %8.1f ms  writer/ip %.2fx  writer/library %.2fx\n",
 		n, ms(ipc), ms(libc), ms(nrc), float64(nrc)/float64(ipc), float64(nrc)/float64(libc))
+}
+
+// ipBatch runs `ip -batch` of n routes in a fresh namespace and returns
+// the wall clock and CPU time it took.
+func ipBatch(batch string, n int) (wall, cpu time.Duration) {
+	ns, del := freshNS()
+	defer del()
+	wall = timed(func() { cpu = runCPU("ip", "-n", ns, "-batch", batch) })
+	mustCount(ns, n)
+	return wall, cpu
 }
 
 func mustCount(ns string, n int) {
