@@ -108,14 +108,10 @@ func MarshalAddress(a *Address) ([]byte, error) {
 	if a.Protocol != 0 {
 		ae.Uint8(IFA_PROTO, a.Protocol)
 	}
-	attrs, err := ae.Encode()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, unix.SizeofIfAddrmsg, unix.SizeofIfAddrmsg+len(attrs))
-	b[0], b[1], b[2], b[3] = a.Family, a.PrefixLen, uint8(a.Flags), a.Scope
-	native.PutUint32(b[4:], a.Index)
-	return append(b, attrs...), nil
+	var h [unix.SizeofIfAddrmsg]byte
+	h[0], h[1], h[2], h[3] = a.Family, a.PrefixLen, uint8(a.Flags), a.Scope
+	native.PutUint32(h[4:], a.Index)
+	return body(h[:], ae)
 }
 
 // AddressProtocols reports whether the running kernel records an

@@ -126,15 +126,11 @@ func MarshalLink(l *Link) ([]byte, error) {
 			return nil
 		})
 	}
-	attrs, err := ae.Encode()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, unix.SizeofIfInfomsg, unix.SizeofIfInfomsg+len(attrs))
-	b[0] = l.Family
-	native.PutUint16(b[2:], l.Type)
-	native.PutUint32(b[4:], uint32(l.Index))
-	native.PutUint32(b[8:], l.Flags)
-	native.PutUint32(b[12:], l.Change)
-	return append(b, attrs...), nil
+	var h [unix.SizeofIfInfomsg]byte
+	h[0] = l.Family
+	native.PutUint16(h[2:], l.Type)
+	native.PutUint32(h[4:], uint32(l.Index))
+	native.PutUint32(h[8:], l.Flags)
+	native.PutUint32(h[12:], l.Change)
+	return body(h[:], ae)
 }

@@ -5,6 +5,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// body is a message's body: its header struct hdr, then the attributes ae
+// encoded.
+func body(hdr []byte, ae *netlink.AttributeEncoder) ([]byte, error) {
+	attrs, err := ae.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return append(append(make([]byte, 0, len(hdr)+len(attrs)), hdr...), attrs...), nil
+}
+
 // AppendRequest appends to b a netlink request of type typ (RTM_*) with
 // flags (NLM_F_REQUEST is added), sequence number seq and body, for a
 // writer that sends several requests in one datagram.

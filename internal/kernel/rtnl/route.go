@@ -333,15 +333,11 @@ func MarshalRoute(r *Route) ([]byte, error) {
 	if r.OIF > 0 {
 		ae.Uint32(unix.RTA_OIF, r.OIF)
 	}
-	attrs, err := ae.Encode()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, unix.SizeofRtMsg, unix.SizeofRtMsg+len(attrs))
-	b[0], b[1], b[2], b[3] = r.Family, bits(r.Dst), bits(r.Src), r.TOS
-	b[4], b[5], b[6], b[7] = table, r.Protocol, r.Scope, r.Type
-	native.PutUint32(b[8:], r.Flags)
-	return append(b, attrs...), nil
+	var h [unix.SizeofRtMsg]byte
+	h[0], h[1], h[2], h[3] = r.Family, bits(r.Dst), bits(r.Src), r.TOS
+	h[4], h[5], h[6], h[7] = table, r.Protocol, r.Scope, r.Type
+	native.PutUint32(h[8:], r.Flags)
+	return body(h[:], ae)
 }
 
 // gatewayAttr writes a gateway of a route of family: RTA_GATEWAY, or

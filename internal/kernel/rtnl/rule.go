@@ -206,13 +206,9 @@ func MarshalRule(r *Rule) ([]byte, error) {
 			ae.Bytes(p.typ, native.AppendUint16(native.AppendUint16(nil, p.r.Start), p.r.End))
 		}
 	}
-	attrs, err := ae.Encode()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, SizeofFibRuleHdr, SizeofFibRuleHdr+len(attrs))
-	b[0], b[1], b[2], b[3] = r.Family, bits(r.Dst), bits(r.Src), r.TOS
-	b[7] = r.Action
-	native.PutUint32(b[8:], r.Flags)
-	return append(b, attrs...), nil
+	var h [SizeofFibRuleHdr]byte
+	h[0], h[1], h[2], h[3] = r.Family, bits(r.Dst), bits(r.Src), r.TOS
+	h[7] = r.Action
+	native.PutUint32(h[8:], r.Flags)
+	return body(h[:], ae)
 }
