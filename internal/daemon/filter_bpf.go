@@ -5,6 +5,9 @@ import (
 	"slices"
 
 	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/netreconcile/netreconcile/internal/kernel/rtnl"
 )
 
 // The route socket's kernel-side prefilter. A routing daemon beside ours
@@ -33,15 +36,19 @@ const (
 	prefilterMaxRanges = 256
 )
 
-// Where the kernel puts what the prefilter reads in a route notification:
-// nlmsghdr (16 bytes), rtmsg (12), then RTA_TABLE (4 + 4), then RTA_DST.
+// What the prefilter reads of a route notification, where the codec says
+// the kernel puts it (rtnl.OffsetRoute*): the message type, the rtmsg's
+// family, destination length and protocol, then RTA_TABLE's header and
+// value, then RTA_DST's header and, for IPv4, its address.
 const (
-	offType     = 4
-	offFamily   = 16
-	offDstLen   = 17
-	offProtocol = 21
-	offAttr1    = 28
-	offAttr2    = 36
+	offType     = uint32(rtnl.OffsetType)
+	offFamily   = uint32(rtnl.OffsetRouteFamily)
+	offDstLen   = uint32(rtnl.OffsetRouteDstLen)
+	offProtocol = uint32(rtnl.OffsetRouteProtocol)
+	offTable    = uint32(rtnl.OffsetRouteTable)
+	offDst      = uint32(rtnl.OffsetRouteDst)
+	// attrU32 is the length of an attribute of a u32 or an IPv4 address.
+	attrU32 = unix.SizeofRtAttr + 4
 )
 
 // v4range is an inclusive range of IPv4 addresses, as numbers.
@@ -72,27 +79,27 @@ func routePrefilter(w *watchSet) []bpf.Instruction {
 	// would end the program with a drop).
 	p = append(p,
 		bpf.LoadExtension{Num: bpf.ExtLen},
-		bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: offAttr2 + 8, SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: offDst + attrU32, SkipTrue: 1},
 		pass,
 	)
 	// Not a route notification (the socket's groups send only these): pass.
 	p = append(p,
 		bpf.LoadAbsolute{Off: offType, Size: 2},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: be16(24 /* RTM_NEWROUTE */), SkipTrue: 2},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: be16(25 /* RTM_DELROUTE */), SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: be16(unix.RTM_NEWROUTE), SkipTrue: 2},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: be16(unix.RTM_DELROUTE), SkipTrue: 1},
 		pass,
 		// Our protocol: pass.
 		bpf.LoadAbsolute{Off: offProtocol, Size: 1},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(w.protocol), SkipFalse: 1},
 		pass,
-		// The first attribute is RTA_TABLE (length 8, type 15), or pass.
-		bpf.LoadAbsolute{Off: offAttr1, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: be16pair(8, 15), SkipTrue: 1},
+		// The first attribute is RTA_TABLE, a u32, or pass.
+		bpf.LoadAbsolute{Off: offTable, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: be16pair(attrU32, unix.RTA_TABLE), SkipTrue: 1},
 		pass,
 	)
 	if len(tables) <= prefilterMaxTables {
 		// A table none of the file's routes use: drop.
-		p = append(p, bpf.LoadAbsolute{Off: offAttr1 + 4, Size: 4})
+		p = append(p, bpf.LoadAbsolute{Off: offTable + unix.SizeofRtAttr, Size: 4})
 		ts := make([]int, 0, len(tables))
 		for t := range tables {
 			ts = append(ts, t)
@@ -107,13 +114,13 @@ func routePrefilter(w *watchSet) []bpf.Instruction {
 	p = append(p,
 		// IPv6, or a default route (no RTA_DST): pass.
 		bpf.LoadAbsolute{Off: offFamily, Size: 1},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 2 /* AF_INET */, SkipFalse: 6},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_INET, SkipFalse: 6},
 		bpf.LoadAbsolute{Off: offDstLen, Size: 1},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: 4},
-		// The second attribute is RTA_DST (length 8, type 1), or pass.
-		bpf.LoadAbsolute{Off: offAttr2, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: be16pair(8, 1), SkipFalse: 2},
-		bpf.LoadAbsolute{Off: offAttr2 + 4, Size: 4},
+		// The second attribute is RTA_DST, an IPv4 address, or pass.
+		bpf.LoadAbsolute{Off: offDst, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: be16pair(attrU32, unix.RTA_DST), SkipFalse: 2},
+		bpf.LoadAbsolute{Off: offDst + unix.SizeofRtAttr, Size: 4},
 		bpf.Jump{Skip: 1},
 		pass,
 	)

@@ -9,6 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
 
+	"github.com/netreconcile/netreconcile/internal/kernel/rtnl"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -59,7 +60,7 @@ func routeMsg(typ uint16, proto, table int, dst string) syscall.NetlinkMessage {
 }
 
 func ruleMsg(proto int, prio uint32, withPrio bool) syscall.NetlinkMessage {
-	hdr := []byte{unix.AF_INET, 0, 24, 0, 100, 0, 0, unix.FR_ACT_TO_TBL, 0, 0, 0, 0}
+	hdr := []byte{unix.AF_INET, 0, 0, 0, 100, 0, 0, unix.FR_ACT_TO_TBL, 0, 0, 0, 0}
 	attrs := [][]byte{nlattr(unix.FRA_TABLE, u32(100))}
 	if withPrio {
 		attrs = append(attrs, nlattr(unix.FRA_PRIORITY, u32(prio)))
@@ -185,8 +186,8 @@ func TestEventFilter(t *testing.T) {
 		{"address on an owned link", srcAddresses, addrMsg(4), true},
 		{"address on the device of a route of ours", srcAddresses, addrMsg(2), true},
 		{"address on a foreign link", srcAddresses, addrMsg(9), false},
-		{"address of our protocol on a foreign link", srcAddresses, withAttr(addrMsg(9), nlattr(11, []byte{245})), true},
-		{"address of another protocol on a foreign link", srcAddresses, withAttr(addrMsg(9), nlattr(11, []byte{3})), false},
+		{"address of our protocol on a foreign link", srcAddresses, withAttr(addrMsg(9), nlattr(rtnl.IFA_PROTO, []byte{245})), true},
+		{"address of another protocol on a foreign link", srcAddresses, withAttr(addrMsg(9), nlattr(rtnl.IFA_PROTO, []byte{3})), false},
 		{"address on a link never read", srcAddresses, addrMsg(51), true},
 		{"address message cut short", srcAddresses, msg(unix.RTM_NEWADDR, []byte{2, 24}), true},
 

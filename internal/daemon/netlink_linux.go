@@ -1,21 +1,20 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
-	"net/netip"
 	"os"
 	"sync"
 	"syscall"
 
+	mdnl "github.com/mdlayher/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/netreconcile/netreconcile/internal/kernel/rtnl"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -233,132 +232,57 @@ func (r *eventReader) read() ([]syscall.NetlinkMessage, *unix.SockaddrNetlink, e
 // marks its source's kind dirty.
 var unreadable = syscall.NetlinkMessage{Header: syscall.NlMsghdr{Type: math.MaxUint16}}
 
-// attrs calls f with the type and value of each netlink attribute in b, until
-// f returns false. It reports whether b was well formed up to there.
-func attrs(b []byte, f func(typ uint16, v []byte) bool) bool {
-	for len(b) >= unix.SizeofRtAttr {
-		l := int(binary.NativeEndian.Uint16(b))
-		typ := binary.NativeEndian.Uint16(b[2:]) & nl.NLA_TYPE_MASK
-		if l < unix.SizeofRtAttr || l > len(b) {
-			return false
-		}
-		if !f(typ, b[unix.SizeofRtAttr:l]) {
-			return true
-		}
-		al := (l + unix.NLA_ALIGNTO - 1) &^ (unix.NLA_ALIGNTO - 1)
-		if al >= len(b) {
-			return true
-		}
-		b = b[al:]
-	}
-	return true
-}
-
 // decodeRoute reads protocol, table and destination from RTM_NEWROUTE and
 // RTM_DELROUTE. ok is false for anything it cannot read.
 func decodeRoute(m syscall.NetlinkMessage) (e routeEvent, ok bool) {
-	d := m.Data
-	if (m.Header.Type != unix.RTM_NEWROUTE && m.Header.Type != unix.RTM_DELROUTE) || len(d) < unix.SizeofRtMsg {
+	if m.Header.Type != unix.RTM_NEWROUTE && m.Header.Type != unix.RTM_DELROUTE {
 		return e, false
 	}
-	family, dstLen := d[0], int(d[1])
-	e.table, e.protocol = int(d[4]), int(d[5])
-	var dst []byte
-	ok = attrs(d[unix.SizeofRtMsg:], func(typ uint16, v []byte) bool {
-		switch typ {
-		case unix.RTA_TABLE:
-			if len(v) == 4 {
-				e.table = int(binary.NativeEndian.Uint32(v))
-			}
-		case unix.RTA_DST:
-			dst = v
-		}
-		return true
-	})
-	if !ok {
+	var r rtnl.Route
+	if rtnl.DecodeRoute(m.Data, &r) != nil {
 		return e, false
 	}
-	var a netip.Addr
-	switch {
-	case family == unix.AF_INET && (len(dst) == 4 || dst == nil && dstLen == 0):
-		a = netip.IPv4Unspecified()
-		if dst != nil {
-			a = netip.AddrFrom4([4]byte(dst))
-		}
-	case family == unix.AF_INET6 && (len(dst) == 16 || dst == nil && dstLen == 0):
-		a = netip.IPv6Unspecified()
-		if dst != nil {
-			a = netip.AddrFrom16([16]byte(dst))
-		}
-	default:
-		return e, false
-	}
-	e.dst, _ = a.Prefix(dstLen)
-	return e, e.dst.IsValid()
+	return routeEvent{protocol: int(r.Protocol), table: int(r.Table), dst: r.Dst.Masked()}, true
 }
-
-// fibRuleHdrLen is sizeof(struct fib_rule_hdr).
-const fibRuleHdrLen = 12
 
 // decodeRule reads protocol and priority from RTM_NEWRULE and RTM_DELRULE
 // (a rule without FRA_PRIORITY has priority 0).
 func decodeRule(m syscall.NetlinkMessage) (e ruleEvent, ok bool) {
-	if (m.Header.Type != unix.RTM_NEWRULE && m.Header.Type != unix.RTM_DELRULE) || len(m.Data) < fibRuleHdrLen {
+	if m.Header.Type != unix.RTM_NEWRULE && m.Header.Type != unix.RTM_DELRULE {
 		return e, false
 	}
-	ok = attrs(m.Data[fibRuleHdrLen:], func(typ uint16, v []byte) bool {
-		switch {
-		case typ == unix.FRA_PRIORITY && len(v) == 4:
-			e.priority = binary.NativeEndian.Uint32(v)
-		case typ == unix.FRA_PROTOCOL && len(v) == 1:
-			e.protocol = int(v[0])
-		}
-		return true
-	})
-	return e, ok
+	var r rtnl.Rule
+	if rtnl.DecodeRule(m.Data, &r) != nil {
+		return e, false
+	}
+	return ruleEvent{protocol: int(r.Protocol), priority: r.Priority}, true
 }
 
 // decodeLink reads index, name, alias, master and lower link from
 // RTM_NEWLINK and RTM_DELLINK.
 func decodeLink(m syscall.NetlinkMessage) (e linkEvent, ok bool) {
-	if (m.Header.Type != unix.RTM_NEWLINK && m.Header.Type != unix.RTM_DELLINK) || len(m.Data) < unix.SizeofIfInfomsg {
+	if m.Header.Type != unix.RTM_NEWLINK && m.Header.Type != unix.RTM_DELLINK {
 		return e, false
 	}
-	e.index = int32(binary.NativeEndian.Uint32(m.Data[4:]))
-	ok = attrs(m.Data[unix.SizeofIfInfomsg:], func(typ uint16, v []byte) bool {
-		switch {
-		case typ == unix.IFLA_IFNAME:
-			e.name = cstring(v)
-		case typ == unix.IFLA_IFALIAS:
-			e.alias = cstring(v)
-		case typ == unix.IFLA_MASTER && len(v) == 4:
-			e.master = int32(binary.NativeEndian.Uint32(v))
-		case typ == unix.IFLA_LINK && len(v) == 4:
-			e.lower = int32(binary.NativeEndian.Uint32(v))
-		}
-		return true
-	})
-	return e, ok && e.name != ""
+	var l rtnl.Link
+	if rtnl.DecodeLink(m.Data, &l) != nil || l.Name == "" {
+		return e, false
+	}
+	return linkEvent{index: l.Index, name: l.Name, alias: l.Alias, master: int32(l.Master), lower: int32(l.Link)}, true
 }
 
-// decodeAddr reads the link index of RTM_NEWADDR and RTM_DELADDR.
+// decodeAddr reads the link index and protocol of RTM_NEWADDR and
+// RTM_DELADDR.
 func decodeAddr(m syscall.NetlinkMessage) (e addrEvent, ok bool) {
-	if (m.Header.Type != unix.RTM_NEWADDR && m.Header.Type != unix.RTM_DELADDR) || len(m.Data) < unix.SizeofIfAddrmsg {
+	if m.Header.Type != unix.RTM_NEWADDR && m.Header.Type != unix.RTM_DELADDR {
 		return e, false
 	}
-	e = addrEvent{index: int32(binary.NativeEndian.Uint32(m.Data[4:]))}
-	attrs(m.Data[unix.SizeofIfAddrmsg:], func(typ uint16, v []byte) bool {
-		if typ == ifaProto && len(v) >= 1 {
-			e.proto = v[0]
-			return false
-		}
-		return true
-	})
-	return e, true
+	var a rtnl.Address
+	if rtnl.DecodeAddress(m.Data, &a) != nil {
+		return e, false
+	}
+	return addrEvent{index: int32(a.Index), proto: a.Protocol}, true
 }
-
-// ifaProto is IFA_PROTO (include/uapi/linux/if_addr.h, Linux 6.3).
-const ifaProto = 11
 
 // nftables message types (linux/netfilter/nf_tables.h), within subsystem
 // NFNL_SUBSYS_NFTABLES.
@@ -391,24 +315,18 @@ func decodeNft(m syscall.NetlinkMessage) (e nftEvent, ok bool) {
 	if !known {
 		return e, false
 	}
+	ad, err := mdnl.NewAttributeDecoder(m.Data[nfgenmsgLen:])
+	if err != nil {
+		return e, false
+	}
 	var name string
-	ok = attrs(m.Data[nfgenmsgLen:], func(typ uint16, v []byte) bool {
-		if typ == nftaTableAttr {
-			name = cstring(v)
-			return false
+	for name == "" && ad.Next() {
+		if ad.Type() == nftaTableAttr {
+			name = ad.String()
 		}
-		return true
-	})
-	if !ok || name == "" {
+	}
+	if ad.Err() != nil || name == "" {
 		return e, false
 	}
 	return nftEvent{table: model.NftTableKey{Family: fam, Name: name}}, true
-}
-
-// cstring is a NUL-terminated attribute as a string.
-func cstring(v []byte) string {
-	if i := bytes.IndexByte(v, 0); i >= 0 {
-		v = v[:i]
-	}
-	return string(v)
 }

@@ -2,22 +2,16 @@ package kernel
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
-	"sync"
 
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
+	"github.com/netreconcile/netreconcile/internal/kernel/rtnl"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
-
-// ifaProto is IFA_PROTO (include/uapi/linux/if_addr.h, Linux 6.3): the
-// protocol (owner) of an address, a u8, as RTA_PROTOCOL is a route's.
-// x/sys/unix does not name it yet. A kernel before 6.3 ignores it in a
-// request (RTM_NEWADDR is parsed leniently) and never puts it in a dump;
-// one from 6.3 puts it in a dump only when it is not 0.
-const ifaProto = 11
 
 // Addresses lists every address but those the kernel or SLAAC made (IPv6
 // addresses without IFA_F_PERMANENT: link-local and autoconfigured ones),
@@ -37,7 +31,10 @@ func (k *Netlink) Addresses() ([]model.Address, error) {
 	}
 	out := make([]model.Address, 0, len(msgs))
 	for _, m := range msgs {
-		a, ok := k.parseAddress(m)
+		a, ok, err := k.parseAddress(m)
+		if err != nil {
+			return nil, fmt.Errorf("list addresses: %w", err)
+		}
 		if ok {
 			out = append(out, a)
 		}
@@ -46,66 +43,37 @@ func (k *Netlink) Addresses() ([]model.Address, error) {
 	return out, nil
 }
 
-// parseAddress reads one RTM_NEWADDR body as the library's parseAddr does:
-// IPv4 sends IFA_LOCAL and IFA_ADDRESS, the latter being the peer when they
-// differ; IPv6 sends IFA_ADDRESS alone, or IFA_LOCAL and the peer in
-// IFA_ADDRESS.
-func (k *Netlink) parseAddress(b []byte) (model.Address, bool) {
-	if len(b) < unix.SizeofIfAddrmsg {
-		return model.Address{}, false
+// parseAddress reads one RTM_NEWADDR body; ok is false for an address
+// Addresses does not list.
+func (k *Netlink) parseAddress(b []byte) (model.Address, bool, error) {
+	var a rtnl.Address
+	if err := rtnl.DecodeAddress(b, &a); errors.Is(err, rtnl.ErrFamily) {
+		return model.Address{}, false, nil
+	} else if err != nil {
+		return model.Address{}, false, err
 	}
-	fam, plen, flags, scope := b[0], int(b[1]), uint32(b[2]), int(b[3])
-	ne := binary.NativeEndian
-	index := int(ne.Uint32(b[4:8]))
-	if fam != unix.AF_INET && fam != unix.AF_INET6 {
-		return model.Address{}, false
+	if a.Family == unix.AF_INET6 && a.Flags&unix.IFA_F_PERMANENT == 0 {
+		return model.Address{}, false, nil
 	}
-	var local, addr netip.Addr
-	proto := 0
-	for a := b[unix.SizeofIfAddrmsg:]; len(a) >= unix.SizeofRtAttr; {
-		l := int(ne.Uint16(a[0:2]))
-		if l < unix.SizeofRtAttr || l > len(a) {
-			break
-		}
-		typ, v := ne.Uint16(a[2:4])&^(unix.NLA_F_NESTED|unix.NLA_F_NET_BYTEORDER), a[unix.SizeofRtAttr:l]
-		a = a[min(rtaAlign(l), len(a)):]
-		switch typ {
-		case unix.IFA_LOCAL:
-			local, _ = addrOf(v)
-		case unix.IFA_ADDRESS:
-			addr, _ = addrOf(v)
-		case unix.IFA_FLAGS:
-			if len(v) >= 4 {
-				flags = ne.Uint32(v)
-			}
-		case ifaProto:
-			if len(v) >= 1 {
-				proto = int(v[0])
-			}
-		}
-	}
-	if fam == unix.AF_INET6 && flags&unix.IFA_F_PERMANENT == 0 {
-		return model.Address{}, false
-	}
-	m := model.Address{Link: k.name(index), Scope: scope, NoPrefixRoute: flags&unix.IFA_F_NOPREFIXROUTE != 0,
-		Tentative: flags&unix.IFA_F_TENTATIVE != 0, DADFailed: flags&unix.IFA_F_DADFAILED != 0, Secondary: flags&unix.IFA_F_SECONDARY != 0,
-		Protocol: proto}
+	m := model.Address{Link: k.name(int(a.Index)), Scope: int(a.Scope), NoPrefixRoute: a.Flags&unix.IFA_F_NOPREFIXROUTE != 0,
+		Tentative: a.Flags&unix.IFA_F_TENTATIVE != 0, DADFailed: a.Flags&unix.IFA_F_DADFAILED != 0, Secondary: a.Flags&unix.IFA_F_SECONDARY != 0,
+		Protocol: int(a.Protocol)}
 	switch {
-	case !local.IsValid() || local == addr && fam == unix.AF_INET:
-		m.Prefix = netip.PrefixFrom(addr, plen)
+	case !a.Local.IsValid() || a.Local == a.Address && a.Family == unix.AF_INET:
+		m.Prefix = netip.PrefixFrom(a.Address, int(a.PrefixLen))
 	default:
 		// A point-to-point address: the kernel keeps one prefix length,
 		// the peer's (ifa_prefixlen). The identity is the local address
 		// with it, as desired requires it.
-		m.Prefix = netip.PrefixFrom(local, plen)
-		if addr.IsValid() {
-			m.Peer = netip.PrefixFrom(addr, plen)
+		m.Prefix = netip.PrefixFrom(a.Local, int(a.PrefixLen))
+		if a.Address.IsValid() {
+			m.Peer = netip.PrefixFrom(a.Address, int(a.PrefixLen))
 		}
 	}
 	if !m.Prefix.IsValid() {
-		return model.Address{}, false
+		return model.Address{}, false, nil
 	}
-	return m, true
+	return m, true, nil
 }
 
 // addressRequest writes an address as the library's AddrReplace and
@@ -117,44 +85,33 @@ func (k *Netlink) addressRequest(typ, flags int, a *model.Address, protocol int)
 	if err != nil {
 		return err
 	}
-	v4 := a.Prefix.Addr().Is4()
-	fam := unix.AF_INET6
-	if v4 {
-		fam = unix.AF_INET
+	local := a.Prefix.Addr()
+	ra := rtnl.Address{Family: unix.AF_INET6, PrefixLen: uint8(a.Prefix.Bits()), Scope: uint8(a.Scope), Index: uint32(i),
+		Local: local, Address: local}
+	if local.Is4() {
+		ra.Family = unix.AF_INET
 	}
-	req := nl.NewNetlinkRequest(typ, flags|unix.NLM_F_ACK)
-	req.Sockets = k.sockets
-	msg := nl.NewIfAddrmsg(fam)
-	msg.Index = uint32(i)
-	msg.Scope = uint8(a.Scope)
-	msg.Prefixlen = uint8(a.Prefix.Bits())
 	if a.Peer.IsValid() {
-		msg.Prefixlen = uint8(a.Peer.Bits())
-	}
-	req.AddData(msg)
-	local := a.Prefix.Addr().AsSlice()
-	req.AddData(nl.NewRtAttr(unix.IFA_LOCAL, local))
-	if a.Peer.IsValid() {
-		req.AddData(nl.NewRtAttr(unix.IFA_ADDRESS, a.Peer.Addr().AsSlice()))
-	} else {
-		req.AddData(nl.NewRtAttr(unix.IFA_ADDRESS, local))
+		ra.PrefixLen, ra.Address = uint8(a.Peer.Bits()), a.Peer.Addr()
 	}
 	if a.NoPrefixRoute {
-		req.AddData(nl.NewRtAttr(unix.IFA_FLAGS, nl.Uint32Attr(unix.IFA_F_NOPREFIXROUTE)))
+		ra.Flags = unix.IFA_F_NOPREFIXROUTE
 	}
-	if v4 && !a.Peer.IsValid() && a.Prefix.Bits() < 31 {
+	if local.Is4() && !a.Peer.IsValid() && a.Prefix.Bits() < 31 {
 		// RFC 3021: no broadcast address on /31 and /32.
-		bc := a.Prefix.Addr().As4()
+		bc := local.As4()
 		host := ^uint32(0) >> a.Prefix.Bits()
-		ne := binary.BigEndian
-		ne.PutUint32(bc[:], ne.Uint32(bc[:])|host)
-		req.AddData(nl.NewRtAttr(unix.IFA_BROADCAST, bc[:]))
+		binary.BigEndian.PutUint32(bc[:], binary.BigEndian.Uint32(bc[:])|host)
+		ra.Broadcast = netip.AddrFrom4(bc)
 	}
-	if protocol != 0 && typ == unix.RTM_NEWADDR {
-		req.AddData(nl.NewRtAttr(ifaProto, []byte{uint8(protocol)}))
+	if typ == unix.RTM_NEWADDR {
+		ra.Protocol = uint8(protocol)
 	}
-	_, err = req.Execute(unix.NETLINK_ROUTE, 0)
-	return err
+	body, err := rtnl.MarshalAddress(&ra)
+	if err != nil {
+		return err
+	}
+	return k.request(typ, flags, body)
 }
 
 // ReplaceAddress adds an address, stamped with protocol (IFA_PROTO), or
@@ -181,34 +138,7 @@ func (k *Netlink) DeleteAddress(a *model.Address) error {
 // protocol (IFA_PROTO, Linux 6.3), by its release. A dump cannot tell: the
 // kernel puts the attribute only when it is not 0 (actual also takes an
 // address that carries one as a yes, which a backport would give).
-func (k *Netlink) AddressProtocols() bool {
-	addrProtoOnce.Do(func() { addrProtoRelease = releaseAtLeast(6, 3) })
-	return addrProtoRelease
-}
-
-var (
-	addrProtoOnce    sync.Once
-	addrProtoRelease bool
-)
-
-// releaseAtLeast compares the running kernel's release (uname -r) with
-// major.minor.
-func releaseAtLeast(major, minor int) bool {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return false
-	}
-	var ma, mi int
-	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &ma, &mi); err != nil {
-		return false
-	}
-	return ma > major || ma == major && mi >= minor
-}
-
-// ipv4DevconfPromoteSecondaries is IPV4_DEVCONF_PROMOTE_SECONDARIES
-// (include/uapi/linux/ip.h), the attribute type of the setting inside
-// IFLA_INET_CONF.
-const ipv4DevconfPromoteSecondaries = 20
+func (k *Netlink) AddressProtocols() bool { return rtnl.AddressProtocols() }
 
 // PromoteSecondaries sets the link's promote_secondaries with RTM_SETLINK
 // (IFLA_AF_SPEC / AF_INET / IFLA_INET_CONF), which reaches the link in the
@@ -218,17 +148,12 @@ func (k *Netlink) PromoteSecondaries(name string) error {
 	if err != nil {
 		return fmt.Errorf("set promote_secondaries: %w", err)
 	}
-	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
-	req.Sockets = k.sockets
-	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
-	msg.Index = int32(i)
-	req.AddData(msg)
-	conf := nl.NewRtAttr(unix.IFLA_INET_CONF, nil)
-	conf.AddRtAttr(ipv4DevconfPromoteSecondaries, nl.Uint32Attr(1))
-	inet := nl.NewRtAttr(unix.AF_INET, conf.Serialize())
-	req.AddData(nl.NewRtAttr(unix.IFLA_AF_SPEC, inet.Serialize()))
+	body, err := rtnl.MarshalLink(&rtnl.Link{Index: int32(i), INETConf: []rtnl.DevConf{{Type: rtnl.IPV4_DEVCONF_PROMOTE_SECONDARIES, Value: 1}}})
+	if err != nil {
+		return fmt.Errorf("set promote_secondaries on %s: %w", name, err)
+	}
 	k.wrote()
-	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
+	if err := k.request(unix.RTM_SETLINK, 0, body); err != nil {
 		return fmt.Errorf("set promote_secondaries on %s: %w", name, err)
 	}
 	return nil

@@ -28,17 +28,6 @@ func TestToPrefixKeepsTheFamily(t *testing.T) {
 			t.Errorf("toPrefix(%v) = %v, want %s", tc.n, got, tc.want)
 		}
 	}
-	for _, tc := range []struct {
-		b    []byte
-		want string
-	}{
-		{[]byte{10, 0, 0, 1}, "10.0.0.1"},
-		{netip.MustParseAddr("::ffff:10.0.0.1").AsSlice(), "::ffff:10.0.0.1"},
-	} {
-		if got, ok := addrOf(tc.b); !ok || got != netip.MustParseAddr(tc.want) {
-			t.Errorf("addrOf(%v) = %v, want %s", tc.b, got, tc.want)
-		}
-	}
 	// A tunnel's or a vxlan's endpoint: as long as its attribute.
 	for _, tc := range []struct {
 		ip   net.IP

@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/netip"
 
+	mdnl "github.com/mdlayher/netlink"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/netreconcile/netreconcile/internal/kernel/rtnl"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -338,21 +340,19 @@ func (k *Netlink) pinBridgeMTU(name string, mtu int) error {
 // afterwards: the protocol must be in the create. The mode matters: such a
 // tunnel drops IPv4 packets unless it is ipip6 or any.
 func (k *Netlink) addExternalIP6Tnl(name string, mtu int, proto uint8) error {
-	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
-	req.Sockets = k.sockets
-	req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
-	req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(name)))
-	if mtu != 0 {
-		req.AddData(nl.NewRtAttr(unix.IFLA_MTU, nl.Uint32Attr(uint32(mtu))))
+	data := mdnl.NewAttributeEncoder()
+	data.Flag(nl.IFLA_IPTUN_COLLECT_METADATA, true)
+	data.Uint8(nl.IFLA_IPTUN_PROTO, proto)
+	info, err := data.Encode()
+	if err != nil {
+		return fmt.Errorf("add link %s: %w", name, err)
 	}
-	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
-	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("ip6tnl"))
-	data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
-	data.AddRtAttr(nl.IFLA_IPTUN_COLLECT_METADATA, []byte{})
-	data.AddRtAttr(nl.IFLA_IPTUN_PROTO, nl.Uint8Attr(proto))
-	req.AddData(info)
+	body, err := rtnl.MarshalLink(&rtnl.Link{Name: name, MTU: uint32(mtu), Kind: "ip6tnl", InfoData: info})
+	if err != nil {
+		return fmt.Errorf("add link %s: %w", name, err)
+	}
 	k.wrote()
-	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
+	if err := k.request(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL, body); err != nil {
 		if errnoUnsupported(err) {
 			return fmt.Errorf("add link %s: kind ip6tnl: %w (%v)", name, ErrUnsupported, err)
 		}
@@ -401,69 +401,69 @@ func (k *Netlink) ChangeLink(l *model.Link) error {
 	if err != nil {
 		return fmt.Errorf("change link: %w", err)
 	}
-	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_ACK)
-	req.Sockets = k.sockets
-	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
-	msg.Index = int32(ref.Attrs().Index)
-	req.AddData(msg)
-	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+	change := rtnl.Link{Index: int32(ref.Attrs().Index)}
+	data := mdnl.NewAttributeEncoder()
 	var bounce bool
 	switch {
 	case l.MACVlan != nil:
-		info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("macvlan"))
-		data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
-		data.AddRtAttr(nl.IFLA_MACVLAN_MODE, nl.Uint32Attr(uint32(macvlanModeBits[macvlanMode(l.MACVlan.Mode)])))
+		change.Kind = "macvlan"
+		data.Uint32(nl.IFLA_MACVLAN_MODE, uint32(macvlanModeBits[macvlanMode(l.MACVlan.Mode)]))
 	case l.Bond != nil:
-		info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("bond"))
-		data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+		change.Kind = "bond"
 		cur, err := k.h.LinkByIndex(ref.Attrs().Index)
 		if err != nil {
 			return fmt.Errorf("change link %s: %w", l.Name, err)
 		}
 		if b, ok := cur.(*netlink.Bond); ok && b.Mode.String() != l.Bond.Mode {
-			data.AddRtAttr(nl.IFLA_BOND_MODE, nl.Uint8Attr(uint8(netlink.StringToBondMode(l.Bond.Mode))))
+			data.Uint8(nl.IFLA_BOND_MODE, uint8(netlink.StringToBondMode(l.Bond.Mode)))
 			bounce = cur.Attrs().Flags&net.FlagUp != 0
 		}
-		data.AddRtAttr(nl.IFLA_BOND_MIIMON, nl.Uint32Attr(l.Bond.Miimon))
+		data.Uint32(nl.IFLA_BOND_MIIMON, l.Bond.Miimon)
 	case l.Tunnel != nil && (l.Kind == model.KindIPIP || l.Kind == model.KindIP6Tnl):
 		// The kernel takes the whole set of parameters (a missing one is
 		// reset), as the create made them: PMTU discovery on for ipip,
 		// the encapsulation limit at 4 for ip6tnl.
 		t := l.Tunnel
 		typ, sport, dport := encapTo(t.Encap)
-		data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+		if l.Kind == model.KindIPIP {
+			change.Kind = "ipip"
+			data.Uint8(nl.IFLA_IPTUN_PMTUDISC, 1)
+		} else {
+			change.Kind = "ip6tnl"
+			data.Uint8(nl.IFLA_IPTUN_PROTO, ip6tnlProto(t.Mode))
+			data.Uint8(nl.IFLA_IPTUN_ENCAP_LIMIT, 4)
+		}
 		// An endpoint left out is "any": the kernel's parameters start
 		// zeroed.
-		addr := func(typ int, a netip.Addr) {
-			if a.IsValid() {
-				data.AddRtAttr(typ, a.AsSlice())
+		for _, e := range []struct {
+			typ uint16
+			a   netip.Addr
+		}{{nl.IFLA_IPTUN_LOCAL, t.Local}, {nl.IFLA_IPTUN_REMOTE, t.Remote}} {
+			if e.a.IsValid() {
+				data.Bytes(e.typ, e.a.AsSlice())
 			}
 		}
-		if l.Kind == model.KindIPIP {
-			info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("ipip"))
-			data.AddRtAttr(nl.IFLA_IPTUN_PMTUDISC, nl.Uint8Attr(1))
-		} else {
-			info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("ip6tnl"))
-			data.AddRtAttr(nl.IFLA_IPTUN_PROTO, nl.Uint8Attr(ip6tnlProto(t.Mode)))
-			data.AddRtAttr(nl.IFLA_IPTUN_ENCAP_LIMIT, nl.Uint8Attr(4))
-		}
-		addr(nl.IFLA_IPTUN_LOCAL, t.Local)
-		addr(nl.IFLA_IPTUN_REMOTE, t.Remote)
-		data.AddRtAttr(nl.IFLA_IPTUN_TTL, nl.Uint8Attr(t.TTL))
-		data.AddRtAttr(nl.IFLA_IPTUN_ENCAP_TYPE, nl.Uint16Attr(typ))
-		data.AddRtAttr(nl.IFLA_IPTUN_ENCAP_SPORT, binary.BigEndian.AppendUint16(nil, sport))
-		data.AddRtAttr(nl.IFLA_IPTUN_ENCAP_DPORT, binary.BigEndian.AppendUint16(nil, dport))
+		data.Uint8(nl.IFLA_IPTUN_TTL, t.TTL)
+		data.Uint16(nl.IFLA_IPTUN_ENCAP_TYPE, typ)
+		data.Bytes(nl.IFLA_IPTUN_ENCAP_SPORT, binary.BigEndian.AppendUint16(nil, sport))
+		data.Bytes(nl.IFLA_IPTUN_ENCAP_DPORT, binary.BigEndian.AppendUint16(nil, dport))
 	default:
 		return fmt.Errorf("change link %s: kind %s has no attribute that changes in place", l.Name, l.Kind)
 	}
-	req.AddData(info)
+	if change.InfoData, err = data.Encode(); err != nil {
+		return fmt.Errorf("change link %s: %w", l.Name, err)
+	}
+	body, err := rtnl.MarshalLink(&change)
+	if err != nil {
+		return fmt.Errorf("change link %s: %w", l.Name, err)
+	}
 	if bounce {
 		if err := k.SetLinkUp(l.Name, false); err != nil {
 			return fmt.Errorf("change link %s: %w", l.Name, err)
 		}
 	}
 	k.wrote()
-	_, err = req.Execute(unix.NETLINK_ROUTE, 0)
+	err = k.request(unix.RTM_NEWLINK, 0, body)
 	if bounce {
 		if uerr := k.SetLinkUp(l.Name, true); err == nil && uerr != nil {
 			err = uerr

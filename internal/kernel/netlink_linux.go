@@ -131,6 +131,16 @@ func (k *Netlink) Writes() uint64 { return k.writes.Load() }
 
 func (k *Netlink) wrote() { k.writes.Add(1) }
 
+// request sends a request of type typ with body (encoded by rtnl) on the
+// handle's socket and waits for its acknowledgement.
+func (k *Netlink) request(typ, flags int, body []byte) error {
+	req := nl.NewNetlinkRequest(typ, flags|unix.NLM_F_ACK)
+	req.Sockets = k.sockets
+	req.AddRawData(body)
+	_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+	return err
+}
+
 // retry runs a dump until the kernel reports it complete.
 func retry(what string, f func() error) error {
 	var err error

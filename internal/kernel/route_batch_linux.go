@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/netip"
 	"syscall"
 	"unsafe"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/netreconcile/netreconcile/internal/kernel/rtnl"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -171,13 +171,13 @@ func (k *Netlink) WriteRoutes(ws []RouteWrite, protocol int) []error {
 	for i := 0; i < len(ws); {
 		b.buf, seqs, idx = b.buf[:0], seqs[:0], idx[:0]
 		for ; i < len(ws) && len(seqs) < len(b.msgs) && len(b.buf) < batchSendMax; i++ {
-			msg, err := k.routeRequest(ws[i], protocol, b.seq+1)
+			buf, err := k.routeRequest(b.buf, ws[i], protocol, b.seq+1)
 			if err != nil {
 				errs[i] = routeErr(ws[i].Action, ws[i].Route, err)
 				continue
 			}
 			b.seq++
-			b.buf = append(b.buf, msg...)
+			b.buf = buf
 			seqs = append(seqs, b.seq)
 			idx = append(idx, i)
 		}
@@ -287,134 +287,71 @@ func parseAck(b []byte) (seq uint32, errno syscall.Errno, ok bool) {
 	return ne.Uint32(b[8:12]), syscall.Errno(-code), true
 }
 
-// routeRequest serializes one write of a batch as the library's RouteAdd,
+// routeRequest encodes one write of a batch as the library's RouteAdd,
 // RouteReplace and RouteDel would.
-func (k *Netlink) routeRequest(w RouteWrite, protocol int, seq uint32) ([]byte, error) {
+func (k *Netlink) routeRequest(buf []byte, w RouteWrite, protocol int, seq uint32) ([]byte, error) {
 	r := w.Route
-	var req *nl.NetlinkRequest
-	var msg *nl.RtMsg
+	var typ, flags uint16
 	switch w.Action {
 	case RouteAdd:
-		req, msg = nl.NewNetlinkRequest(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK), nl.NewRtMsg()
+		typ, flags = unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK
 	case RouteReplace:
-		req, msg = nl.NewNetlinkRequest(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE|unix.NLM_F_ACK), nl.NewRtMsg()
+		typ, flags = unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE|unix.NLM_F_ACK
 	case RouteDelete:
-		req, msg = nl.NewNetlinkRequest(unix.RTM_DELROUTE, unix.NLM_F_ACK), nl.NewRtDelMsg()
+		typ, flags = unix.RTM_DELROUTE, unix.NLM_F_ACK
 	default:
-		return nil, fmt.Errorf("unknown route action %d", w.Action)
+		return buf, fmt.Errorf("unknown route action %d", w.Action)
 	}
-	req.Seq = seq
-	msg.Family = unix.AF_INET
+	// Table 0 is main, as in the library's requests.
+	rr := rtnl.Route{Family: unix.AF_INET, Dst: r.Dst, TOS: uint8(r.TOS), Table: unix.RT_TABLE_MAIN, Priority: uint32(r.Metric)}
+	if r.Table > 0 {
+		rr.Table = uint32(r.Table)
+	}
 	if r.IsIPv6() {
-		msg.Family = unix.AF_INET6
+		rr.Family = unix.AF_INET6
 	}
-	msg.Dst_len = uint8(r.Dst.Bits())
-	msg.Tos = uint8(r.TOS)
 	if r.Type > 0 {
-		msg.Type = uint8(r.Type)
+		rr.Type = uint8(r.Type)
+	} else if w.Action != RouteDelete {
+		rr.Type = unix.RTN_UNICAST
 	}
-	oif := 0
-	attrs := []*nl.RtAttr{nl.NewRtAttr(unix.RTA_DST, r.Dst.Addr().AsSlice())}
 	if w.Action == RouteDelete {
 		// Only the key and the protocol identify the route to delete: sending
 		// more (a device that is gone) would make the kernel refuse. Scope
 		// nowhere matches a route of any scope, as `ip route del` does.
-		msg.Scope = unix.RT_SCOPE_NOWHERE
+		rr.Scope = unix.RT_SCOPE_NOWHERE
 		if r.Protocol > 0 {
-			msg.Protocol = uint8(r.Protocol)
+			rr.Protocol = uint8(r.Protocol)
 		}
 	} else {
-		msg.Protocol = uint8(protocol)
-		msg.Scope = uint8(r.Scope)
+		rr.Protocol, rr.Scope, rr.Gateway, rr.PrefSrc, rr.MTU = uint8(protocol), uint8(r.Scope), r.Gateway, r.Src, uint32(r.MTU)
 		if r.OnLink {
-			msg.Flags |= unix.RTNH_F_ONLINK
+			rr.Flags |= unix.RTNH_F_ONLINK
 		}
-		if r.Src.IsValid() {
-			attrs = append(attrs, nl.NewRtAttr(unix.RTA_PREFSRC, r.Src.AsSlice()))
-		}
-		if r.Gateway.IsValid() {
-			attrs = append(attrs, gatewayAttr(r.Dst.Addr().Is4(), r.Gateway))
-		}
-		if len(r.NextHops) > 0 {
-			mp, err := k.multipathAttr(r)
-			if err != nil {
-				return nil, err
+		for _, h := range r.NextHops {
+			idx := 0
+			if h.Dev != "" {
+				i, err := k.index(h.Dev)
+				if err != nil {
+					return buf, err
+				}
+				idx = i
 			}
-			attrs = append(attrs, mp)
+			rr.NextHops = append(rr.NextHops, rtnl.NextHop{Ifindex: uint32(idx), Weight: h.Weight, Gateway: h.Gateway})
 		}
-		if r.MTU > 0 {
-			m := nl.NewRtAttr(unix.RTA_METRICS, nil)
-			m.AddRtAttr(unix.RTAX_MTU, nl.Uint32Attr(uint32(r.MTU)))
-			attrs = append(attrs, m)
-		}
-		if r.Dev != "" {
+		if r.Dev != "" && len(r.NextHops) == 0 {
 			i, err := k.index(r.Dev)
 			if err != nil {
-				return nil, err
+				return buf, err
 			}
-			oif = i
+			rr.OIF = uint32(i)
 		}
 	}
-	if r.Table >= 256 {
-		msg.Table = unix.RT_TABLE_UNSPEC
-		attrs = append(attrs, nl.NewRtAttr(unix.RTA_TABLE, nl.Uint32Attr(uint32(r.Table))))
-	} else if r.Table > 0 {
-		msg.Table = uint8(r.Table)
+	body, err := rtnl.MarshalRoute(&rr)
+	if err != nil {
+		return buf, err
 	}
-	if r.Metric > 0 {
-		attrs = append(attrs, nl.NewRtAttr(unix.RTA_PRIORITY, nl.Uint32Attr(uint32(r.Metric))))
-	}
-	if len(r.NextHops) == 0 || w.Action == RouteDelete {
-		attrs = append(attrs, nl.NewRtAttr(unix.RTA_OIF, nl.Uint32Attr(uint32(oif))))
-	}
-	req.AddData(msg)
-	for _, a := range attrs {
-		req.AddData(a)
-	}
-	return req.Serialize(), nil
-}
-
-// gatewayAttr is a route's or next hop's gateway: RTA_GATEWAY of the
-// route's family, or RTA_VIA (family and address) for an IPv6 gateway of an
-// IPv4 route (RFC 5549), as `ip route add … via inet6 ADDR` sends it.
-func gatewayAttr(v4route bool, gw netip.Addr) *nl.RtAttr {
-	if v4route && gw.Is6() {
-		via := make([]byte, 2, 2+16)
-		binary.NativeEndian.PutUint16(via, unix.AF_INET6)
-		via = append(via, gw.AsSlice()...)
-		return nl.NewRtAttr(unix.RTA_VIA, via)
-	}
-	return nl.NewRtAttr(unix.RTA_GATEWAY, gw.AsSlice())
-}
-
-// multipathAttr is RTA_MULTIPATH of a multipath route: one rtnexthop per
-// next hop (length, flags, weight less one, ifindex) followed by its
-// gateway attribute.
-func (k *Netlink) multipathAttr(r *model.Route) (*nl.RtAttr, error) {
-	var buf []byte
-	for _, h := range r.NextHops {
-		idx := 0
-		if h.Dev != "" {
-			i, err := k.index(h.Dev)
-			if err != nil {
-				return nil, err
-			}
-			idx = i
-		}
-		var gw []byte
-		if h.Gateway.IsValid() {
-			gw = gatewayAttr(r.Dst.Addr().Is4(), h.Gateway).Serialize()
-		}
-		const rtnhLen = 8 // struct rtnexthop
-		nh := make([]byte, rtnhLen, rtnhLen+len(gw))
-		ne := binary.NativeEndian
-		ne.PutUint16(nh[0:2], uint16(rtnhLen+len(gw)))
-		nh[2] = 0                   // rtnh_flags
-		nh[3] = uint8(h.Weight - 1) // rtnh_hops
-		ne.PutUint32(nh[4:8], uint32(idx))
-		buf = append(buf, append(nh, gw...)...)
-	}
-	return nl.NewRtAttr(unix.RTA_MULTIPATH, buf), nil
+	return rtnl.AppendRequest(buf, typ, flags, seq, body)
 }
 
 // routeErr words a route write's error with its action and key; nil stays

@@ -3,13 +3,12 @@ package kernel
 import (
 	"errors"
 	"fmt"
-	"net/netip"
-	"strings"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
+	"github.com/netreconcile/netreconcile/internal/kernel/rtnl"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -45,143 +44,72 @@ func (k *Netlink) Rules() ([]model.Rule, error) {
 	return out, nil
 }
 
-// fib_rules.h attribute numbers the library does not name.
-const (
-	fraDst               = 1
-	fraSrc               = 2
-	fraIifname           = 3
-	fraGoto              = 4
-	fraPriority          = 6
-	fraFwmark            = 10
-	fraSuppressPrefixlen = 14
-	fraTable             = 15
-	fraFwmask            = 16
-	fraOifname           = 17
-	fraProtocol          = 21
-	fibRuleInvert        = 0x2
-)
-
+// parseRule reads one RTM_NEWRULE body as the model holds a rule.
 func parseRule(m []byte) (model.Rule, error) {
-	hdr := nl.DeserializeRtMsg(m) // fib_rule_hdr has rtmsg's layout; Type is the action
-	attrs, err := nl.ParseRouteAttr(m[hdr.Len():])
-	if err != nil {
+	var rr rtnl.Rule
+	if err := rtnl.DecodeRule(m, &rr); err != nil {
 		return model.Rule{}, err
 	}
-	v6 := hdr.Family == unix.AF_INET6
-	r := model.Rule{IPv6: v6, Action: int(hdr.Type), Table: int(hdr.Table), Invert: hdr.Flags&fibRuleInvert != 0, SuppressPrefixLen: -1}
-	prefix := func(b []byte, l uint8) netip.Prefix {
-		a, ok := netip.AddrFromSlice(b)
-		if !ok {
-			return netip.Prefix{}
-		}
-		// Not unmapped: 16 bytes are an IPv6 prefix (addrOf).
-		return netip.PrefixFrom(a, int(l))
+	r := model.Rule{Priority: int(rr.Priority), IPv6: rr.Family == unix.AF_INET6, From: rr.Src, To: rr.Dst,
+		FwMark: rr.Mark, FwMask: rr.Mask, IIF: rr.IIFName, OIF: rr.OIFName, Invert: rr.Flags&unix.FIB_RULE_INVERT != 0,
+		Action: int(rr.Action), SuppressPrefixLen: -1, Protocol: int(rr.Protocol)}
+	switch r.Action {
+	case model.RuleLookup:
+		r.Table = int(rr.Table)
+	case model.RuleGoto:
+		r.Table = int(rr.Goto)
 	}
-	for _, a := range attrs {
-		v := a.Value
-		switch a.Attr.Type {
-		case fraDst:
-			r.To = prefix(v, hdr.Dst_len)
-		case fraSrc:
-			r.From = prefix(v, hdr.Src_len)
-		case fraIifname:
-			r.IIF = strings.TrimRight(string(v), "\x00")
-		case fraOifname:
-			r.OIF = strings.TrimRight(string(v), "\x00")
-		case fraPriority:
-			r.Priority = int(native.Uint32(v))
-		case fraFwmark:
-			r.FwMark = native.Uint32(v)
-		case fraFwmask:
-			r.FwMask = native.Uint32(v)
-		case fraTable:
-			r.Table = int(native.Uint32(v))
-		case fraSuppressPrefixlen:
-			if n := int32(native.Uint32(v)); n >= 0 {
-				r.SuppressPrefixLen = int(n)
-			}
-		case fraProtocol:
-			r.Protocol = int(v[0])
-		case fraGoto:
-			r.Table = int(native.Uint32(v))
-		}
-	}
-	if r.Action != model.RuleLookup && r.Action != model.RuleGoto {
-		r.Table = 0
+	if rr.SuppressPrefixLen >= 0 {
+		r.SuppressPrefixLen = int(rr.SuppressPrefixLen)
 	}
 	// No normalisation of the mark: the kernel reports FRA_FWMASK whenever
-	// the rule has a mark selector (mark or mask non-zero), and FRA_FWMARK
-	// only for a non-zero mark, so "fwmark 0" reads back as mark 0 with
-	// mask 0xffffffff, a real selector, and a rule without one as mask 0.
-	// Dropping the mask of "fwmark 0" made it read as a rule without a
-	// mark: the diff then added it again (EEXIST) and deleted the mark-less
-	// rule, whose delete matched the real one.
+	// the rule has a mark selector (mark or mask non-zero), so "fwmark 0"
+	// reads back as mark 0 with mask 0xffffffff, a real selector, and a
+	// rule without one as mask 0. Dropping the mask of "fwmark 0" made it
+	// read as a rule without a mark: the diff then added it again (EEXIST)
+	// and deleted the mark-less rule, whose delete matched the real one.
 	return r, nil
 }
-
-var native = nl.NativeEndian()
 
 // ruleRequest builds an RTM_NEWRULE or RTM_DELRULE request carrying every
 // selector r sets. It is built here rather than by the library, whose
 // RuleAdd leaves suppress_prefixlength out of a rule of a table above 255
 // (it sends it only with the header's 8-bit table), so such a rule was
 // added without it and never read back equal.
-func (k *Netlink) ruleRequest(cmd, flags int, r *model.Rule, protocol int) *nl.NetlinkRequest {
-	req := nl.NewNetlinkRequest(cmd, flags|unix.NLM_F_ACK)
-	req.Sockets = k.sockets
-	hdr := nl.NewRtMsg() // fib_rule_hdr has rtmsg's layout; Type is the action
-	hdr.Family = unix.AF_INET
+func ruleRequest(r *model.Rule, protocol int) ([]byte, error) {
+	rr := rtnl.Rule{Family: unix.AF_INET, Action: uint8(r.Action), Priority: uint32(r.Priority),
+		Mark: r.FwMark, Mask: r.FwMask, IIFName: r.IIF, OIFName: r.OIF,
+		SuppressPrefixLen: int32(r.SuppressPrefixLen), SuppressIfgroup: -1, Protocol: uint8(max(protocol, 0))}
 	if r.IPv6 {
-		hdr.Family = unix.AF_INET6
+		rr.Family = unix.AF_INET6
 	}
-	hdr.Protocol, hdr.Scope, hdr.Table = 0, 0, unix.RT_TABLE_UNSPEC
-	hdr.Type = uint8(r.Action)
 	if r.Invert {
-		hdr.Flags |= fibRuleInvert
+		rr.Flags = unix.FIB_RULE_INVERT
 	}
-	var attrs []*nl.RtAttr
 	// A /0 prefix is no selector: the kernel stores none for it.
 	if r.From.IsValid() && r.From.Bits() > 0 {
-		hdr.Src_len = uint8(r.From.Bits())
-		attrs = append(attrs, nl.NewRtAttr(fraSrc, r.From.Addr().AsSlice()))
+		rr.Src = r.From
 	}
 	if r.To.IsValid() && r.To.Bits() > 0 {
-		hdr.Dst_len = uint8(r.To.Bits())
-		attrs = append(attrs, nl.NewRtAttr(fraDst, r.To.Addr().AsSlice()))
-	}
-	attrs = append(attrs, nl.NewRtAttr(fraPriority, nl.Uint32Attr(uint32(r.Priority))))
-	// The mask always goes with the mark: the kernel gives a mark without
-	// one the mask 0xffffffff, and a mark of 0 without one no selector at
-	// all, so "fwmark 0" would be lost.
-	if r.FwMark != 0 || r.FwMask != 0 {
-		attrs = append(attrs, nl.NewRtAttr(fraFwmark, nl.Uint32Attr(r.FwMark)), nl.NewRtAttr(fraFwmask, nl.Uint32Attr(r.FwMask)))
-	}
-	if r.IIF != "" {
-		attrs = append(attrs, nl.NewRtAttr(fraIifname, nl.ZeroTerminated(r.IIF)))
-	}
-	if r.OIF != "" {
-		attrs = append(attrs, nl.NewRtAttr(fraOifname, nl.ZeroTerminated(r.OIF)))
+		rr.Dst = r.To
 	}
 	if r.Action == model.RuleLookup {
-		attrs = append(attrs, nl.NewRtAttr(fraTable, nl.Uint32Attr(uint32(r.Table))))
+		rr.Table = uint32(r.Table)
 	}
-	if r.SuppressPrefixLen >= 0 {
-		attrs = append(attrs, nl.NewRtAttr(fraSuppressPrefixlen, nl.Uint32Attr(uint32(r.SuppressPrefixLen))))
-	}
-	if protocol > 0 {
-		attrs = append(attrs, nl.NewRtAttr(fraProtocol, []byte{uint8(protocol)}))
-	}
-	req.AddData(hdr)
-	for _, a := range attrs {
-		req.AddData(a)
-	}
-	return req
+	// The mask always goes with the mark (rtnl.MarshalRule): the kernel
+	// gives a mark without one the mask 0xffffffff, and a mark of 0
+	// without one no selector at all, so "fwmark 0" would be lost.
+	return rtnl.MarshalRule(&rr)
 }
 
 // AddRule adds a rule stamped with protocol.
 func (k *Netlink) AddRule(r *model.Rule, protocol int) error {
+	body, err := ruleRequest(r, protocol)
+	if err != nil {
+		return fmt.Errorf("add rule %s: %w", r, err)
+	}
 	k.wrote()
-	if _, err := k.ruleRequest(unix.RTM_NEWRULE, unix.NLM_F_CREATE|unix.NLM_F_EXCL, r, protocol).Execute(unix.NETLINK_ROUTE, 0); err != nil {
+	if err := k.request(unix.RTM_NEWRULE, unix.NLM_F_CREATE|unix.NLM_F_EXCL, body); err != nil {
 		return fmt.Errorf("add rule %s: %w", r, err)
 	}
 	return nil
@@ -189,11 +117,15 @@ func (k *Netlink) AddRule(r *model.Rule, protocol int) error {
 
 // DeleteRule deletes the rule matching all of r's selectors.
 func (k *Netlink) DeleteRule(r *model.Rule) error {
-	k.wrote()
 	// Every selector of r goes in the request, but the kernel still takes
 	// those r leaves unset as wildcards: the diff orders the deletes so
 	// that none can take another rule (model.Rule.DeleteMatches).
-	if _, err := k.ruleRequest(unix.RTM_DELRULE, 0, r, r.Protocol).Execute(unix.NETLINK_ROUTE, 0); err != nil {
+	body, err := ruleRequest(r, r.Protocol)
+	if err != nil {
+		return fmt.Errorf("delete rule %s: %w", r, err)
+	}
+	k.wrote()
+	if err := k.request(unix.RTM_DELRULE, 0, body); err != nil {
 		return fmt.Errorf("delete rule %s: %w", r, err)
 	}
 	return nil

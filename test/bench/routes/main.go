@@ -5,7 +5,11 @@
 //     the same routes, for N = 10k and 100k;
 //   - no-op reconcile: one pass (read, diff, apply) over 100k owned routes
 //     among 100k foreign ones, with the desired state already loaded, as the
-//     daemon holds it; it must make no kernel write.
+//     daemon holds it; it must make no kernel write;
+//   - route writer: the kernel seam's batch writer (kernel.WriteRoutes)
+//     against vishvananda/netlink's RouteReplace in a loop and `ip -batch`,
+//     N route replaces each, in the same run: the measured reason the
+//     writer is netreconcile's own (docs/design.md).
 //
 // Results are ratios to ip and per-route times; nothing is asserted on time.
 package main
@@ -15,6 +19,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -22,13 +27,18 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 
 	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
+	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 var cpuProfile string
@@ -44,6 +54,7 @@ func main() {
 	runs := flag.Int("runs", 3, "runs per measurement (the median is reported)")
 	sizes := flag.String("sizes", "10000,100000", "cold converge sizes")
 	noop := flag.Int("noop", 100000, "owned (and foreign) routes of the no-op reconcile")
+	writers := flag.String("writer", "10000,100000", "route writer sizes")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the no-op reconciles to this file")
 	flag.StringVar(&nsPrefix, "ns-prefix", "nr-bench", "prefix of the namespaces made")
 	flag.Parse()
@@ -64,6 +75,15 @@ func main() {
 		cold(*bin, dir, n, *runs)
 	}
 	noopReconcile(dir, *noop, *runs)
+	for _, s := range strings.Split(*writers, ",") {
+		if s == "" {
+			continue
+		}
+		var n int
+		_, err := fmt.Sscan(s, &n)
+		check(err)
+		writer(dir, n, *runs)
+	}
 }
 
 // prefix returns the i-th /24 of the benchmark, from 1.0.0.0 up; base shifts
@@ -111,6 +131,36 @@ func timed(f func()) time.Duration {
 	return time.Since(t)
 }
 
+// cpuTimed runs f and returns the CPU time (user and system) this process
+// spent meanwhile: the kernel's work on a netlink request or dump is done
+// in the calling thread, so it counts too. On a shared machine it varies
+// far less than the wall clock.
+func cpuTimed(f func()) time.Duration {
+	before := selfCPU()
+	f()
+	return selfCPU() - before
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	check(syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return rusageCPU(&ru)
+}
+
+func rusageCPU(ru *syscall.Rusage) time.Duration {
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runCPU runs a command and returns the CPU time it spent.
+func runCPU(prog string, args ...string) time.Duration {
+	cmd := exec.Command(prog, args...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s %s: %v\n%s", prog, strings.Join(args, " "), err, out)
+		os.Exit(1)
+	}
+	return rusageCPU(cmd.ProcessState.SysUsage().(*syscall.Rusage))
+}
+
 func median(ds []time.Duration) time.Duration {
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return ds[len(ds)/2]
@@ -127,21 +177,23 @@ func cold(bin, dir string, n, runs int) {
 	writeYAML(yml, n)
 	// The same routes as the file: same prefixes, device, table and protocol.
 	writeBatch(batch, 1<<16, n, "245")
-	var ipT, nrT []time.Duration
+	var ipT, nrT, ipC, nrC []time.Duration
 	for r := 0; r < runs; r++ {
+		w, c := ipBatch(batch, n)
+		ipT, ipC = append(ipT, w), append(ipC, c)
 		ns, del := freshNS()
-		ipT = append(ipT, timed(func() { run("ip", "-n", ns, "-batch", batch) }))
-		mustCount(ns, n)
-		del()
-		ns, del = freshNS()
 		state := filepath.Join(dir, "state")
-		nrT = append(nrT, timed(func() { run(bin, "apply", "-q", "--netns", ns, "-c", yml, "--state-dir", state) }))
+		nrT = append(nrT, timed(func() { c = runCPU(bin, "apply", "-q", "--netns", ns, "-c", yml, "--state-dir", state) }))
+		nrC = append(nrC, c)
 		mustCount(ns, n)
 		del()
 	}
 	ip, nr := median(ipT), median(nrT)
 	fmt.Printf("cold converge %6d routes: ip -batch %8.1f ms (%5.2f us/route)  netreconcile apply %8.1f ms (%5.2f us/route)  ratio %.2fx\n",
 		n, ms(ip), us(ip, n), ms(nr), us(nr, n), float64(nr)/float64(ip))
+	ipc, nrc := median(ipC), median(nrC)
+	fmt.Printf("cold converge %6d routes, CPU:  ip -batch %8.1f ms  netreconcile apply %8.1f ms  ratio %.2fx\n",
+		n, ms(ipc), ms(nrc), float64(nrc)/float64(ipc))
 }
 
 func noopReconcile(dir string, n, runs int) {
@@ -187,14 +239,18 @@ func noopReconcile(dir string, n, runs int) {
 		check(err)
 		check(res.Err())
 	}
+	var cpu []time.Duration
 	for r := 0; r < runs; r++ {
 		before := k.Writes()
-		ts = append(ts, timed(pass))
+		var c time.Duration
+		ts = append(ts, timed(func() { c = cpuTimed(pass) }))
+		cpu = append(cpu, c)
 		writes += k.Writes() - before
 	}
 	t := median(ts)
 	fmt.Printf("no-op reconcile %d owned + %d foreign routes: %.1f ms (%.3f us/owned route), %d operations, %d kernel writes in %d runs\n",
 		n, n, ms(t), us(t, n), ops, writes, runs)
+	fmt.Printf("no-op reconcile, CPU: %.1f ms a pass (user and system)\n", ms(median(cpu)))
 	// The daemon's pass after a notification of another kind (an
 	// nftables or rule change; a link or address change reads everything):
 	// the routes of the previous read are reused (engine.SetReread, issue
@@ -225,6 +281,84 @@ func noopReconcile(dir string, n, runs int) {
 		fmt.Fprintln(os.Stderr, "FAIL: the no-op reconcile wrote to the kernel")
 		os.Exit(1)
 	}
+}
+
+// writer writes n routes into a fresh namespace three ways, each a route
+// replace: ip -batch, the library's RouteReplace one route at a time, and
+// the kernel seam's batch writer.
+func writer(dir string, n, runs int) {
+	batch := filepath.Join(dir, fmt.Sprintf("writer-%d.batch", n))
+	var b bytes.Buffer
+	routes := make([]model.Route, n)
+	for i := range routes {
+		routes[i] = model.Route{Table: table, Dst: prefix(1<<16, i), Dev: "bench0", Type: model.RouteUnicast}
+		fmt.Fprintf(&b, "route replace %s dev bench0 table %d proto 245\n", routes[i].Dst, table)
+	}
+	check(os.WriteFile(batch, b.Bytes(), 0o644))
+	var ipT, libT, nrT, ipC, libC, nrC []time.Duration
+	for r := 0; r < runs; r++ {
+		w, c := ipBatch(batch, n)
+		ipT, ipC = append(ipT, w), append(ipC, c)
+
+		ns, del := freshNS()
+		h, err := netns.GetFromName(ns)
+		check(err)
+		lib, err := netlink.NewHandleAt(h)
+		check(err)
+		link, err := lib.LinkByName("bench0")
+		check(err)
+		libT = append(libT, timed(func() {
+			c = cpuTimed(func() {
+				for i := range routes {
+					dst := routes[i].Dst
+					check(lib.RouteReplace(&netlink.Route{Dst: &net.IPNet{IP: dst.Addr().AsSlice(), Mask: net.CIDRMask(dst.Bits(), 32)},
+						LinkIndex: link.Attrs().Index, Table: table, Protocol: model.DefaultProtocol}))
+				}
+			})
+		}))
+		libC = append(libC, c)
+		lib.Close()
+		h.Close()
+		mustCount(ns, n)
+		del()
+
+		ns, del = freshNS()
+		k, err := kernel.Open("/run/netns/" + ns)
+		check(err)
+		_, err = k.Links()
+		check(err)
+		ws := make([]kernel.RouteWrite, n)
+		for i := range ws {
+			ws[i] = kernel.RouteWrite{Action: kernel.RouteReplace, Route: &routes[i]}
+		}
+		nrT = append(nrT, timed(func() {
+			c = cpuTimed(func() {
+				for _, err := range k.WriteRoutes(ws, model.DefaultProtocol) {
+					check(err)
+				}
+			})
+		}))
+		nrC = append(nrC, c)
+		k.Close()
+		mustCount(ns, n)
+		del()
+	}
+	ip, lib, nr := median(ipT), median(libT), median(nrT)
+	fmt.Printf("route writer %6d replaces: ip -batch %8.1f ms (%5.2f us/route)  library RouteReplace loop %8.1f ms (%5.2f us/route)  batch writer %8.1f ms (%5.2f us/route)  writer/ip %.2fx  writer/library %.2fx\n",
+		n, ms(ip), us(ip, n), ms(lib), us(lib, n), ms(nr), us(nr, n), float64(nr)/float64(ip), float64(nr)/float64(lib))
+	ipc, libc, nrc := median(ipC), median(libC), median(nrC)
+	fmt.Printf("route writer %6d replaces, CPU:  ip -batch %8.1f ms  library RouteReplace loop %8.1f ms  batch writer %8.1f ms  writer/ip %.2fx  writer/library %.2fx\n",
+		n, ms(ipc), ms(libc), ms(nrc), float64(nrc)/float64(ipc), float64(nrc)/float64(libc))
+}
+
+// ipBatch runs `ip -batch` of n routes in a fresh namespace and returns
+// the wall clock and CPU time it took.
+func ipBatch(batch string, n int) (wall, cpu time.Duration) {
+	ns, del := freshNS()
+	defer del()
+	wall = timed(func() { cpu = runCPU("ip", "-n", ns, "-batch", batch) })
+	mustCount(ns, n)
+	return wall, cpu
 }
 
 func mustCount(ns string, n int) {
