@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/redact"
 	"github.com/netreconcile/netreconcile/internal/safeapply"
@@ -191,7 +192,7 @@ func runAsServiceUser(ctx context.Context, env *Env, args []string) (code int, o
 		if c := flagValue(args[1:], "candidate", ""); args[0] == "apply" && c != "" {
 			// Read here, as root: the service user may not be able to
 			// read it, and what is installed is what was applied.
-			if w.candidate, err = os.ReadFile(c); err != nil {
+			if w.candidate, err = desired.ReadFile(c); err != nil {
 				return fail(fmt.Errorf("--candidate: %w", err))
 			}
 		}

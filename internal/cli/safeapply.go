@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/apply"
+	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/kernel"
@@ -99,11 +100,17 @@ func nonNil[T any](s []T) []T {
 func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 	var candidate []byte
 	if o.candidate != "" {
-		read := func() ([]byte, error) { return os.ReadFile(o.candidate) }
+		read := func() ([]byte, error) { return desired.ReadFile(o.candidate) }
 		if _, f := handedByRoot(); f != nil {
 			// Read by root's process, which started this one
-			// (runas_linux.go).
-			read = func() ([]byte, error) { return io.ReadAll(f) }
+			// (runas_linux.go), within the same bound.
+			read = func() ([]byte, error) {
+				data, err := io.ReadAll(io.LimitReader(f, desired.MaxFileSize+1))
+				if err == nil && len(data) > desired.MaxFileSize {
+					err = fmt.Errorf("larger than %d bytes", desired.MaxFileSize)
+				}
+				return data, err
+			}
 		}
 		data, err := read()
 		if err != nil {
