@@ -268,6 +268,10 @@ func parseWithID(env *Env, fs *flag.FlagSet, usage string, args []string) (id st
 	}
 	if len(ids) == 1 {
 		id = ids[0]
+		if err := safeapply.ValidID(id); err != nil {
+			fmt.Fprintf(env.Stderr, "netreconcile %s: %v\n\n%s", fs.Name(), err, usage)
+			return "", false, ExitUsage
+		}
 	}
 	return id, true, 0
 }

@@ -433,7 +433,7 @@ func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string
 			// pin holds while those are unchanged too. Only hashed,
 			// never applied: read whoever may write them.
 			_, _ = cur.Parse(true)
-			f.Rejected = &Rejected{ID: t.ID, Hash: SourcesHash(cur.Sources()), Sides: cur.sidePaths(), Error: errs[0].Error()}
+			f.Rejected = &Rejected{ID: t.ID, Hash: SourcesHash(cur.Sources()), Sides: cur.sidePaths(), Error: statedir.CleanText(errs[0].Error(), maxTextLen)}
 		}
 	}
 	// The restore point holds its side files: none is read from the disk.
@@ -506,6 +506,18 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 		return &BeginResult{Rollback: rolled}, fmt.Errorf("transaction %s was due (%s) and has been rolled back now; nothing else was applied: check the files and run the command again", rolled.Txn.ID, rolled.Txn.Detail)
 	}
 	now := h.now()
+	// What the file records must pass Load's checks (check.go).
+	if h.Netns != "" {
+		if err := CheckNetns(h.Netns); err != nil {
+			return nil, fmt.Errorf("a transaction records the namespace, and this name cannot be: %w", err)
+		}
+	}
+	if len(req.Probes) > maxProbes {
+		return nil, fmt.Errorf("--probe: more than %d", maxProbes)
+	}
+	if req.Window <= 0 || req.Window > maxWindow {
+		return nil, fmt.Errorf("--confirm-within: %s is not between 0 and %s", req.Window, maxWindow)
+	}
 	if !h.AllowInsecureConfig {
 		if err := desired.CheckTrusted(req.Main, req.DropIn); err != nil {
 			return nil, err
@@ -594,7 +606,10 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 	}
 	t.State, t.Deadline, t.Window, t.Applied = Pending, now.Add(req.Window).UTC(), Duration(req.Window), applied
 	t.Plans = append(append([]json.RawMessage(nil), t.Plans...), planJSON)
-	t.Probes = res.Armed
+	t.Probes = nil
+	for _, p := range res.Armed {
+		t.Probes = append(t.Probes, statedir.CleanText(p, maxRecordLen))
+	}
 	f.Pending = t
 	// Recorded durably before the timer and the first kernel write: a
 	// crash from here on finds the transaction and rolls it back.

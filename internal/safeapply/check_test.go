@@ -1,0 +1,158 @@
+package safeapply
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sampleFile is a transaction file as netreconcile writes it: a pending
+// transaction with a drop-in, the last one, the confirmed configuration,
+// a rejection and counts.
+func sampleFile() *File {
+	at := time.Date(2026, 11, 24, 1, 15, 46, 123456789, time.UTC)
+	snap := func(main string, by string) *Snapshot {
+		s := &Snapshot{Main: "/etc/netreconcile/netreconcile.yaml", DropIn: "/etc/netreconcile/conf.d", At: at, By: by, Files: []FileCopy{
+			{Path: "/etc/netreconcile/netreconcile.yaml", Mode: 0o640, UID: 0, GID: 998, Data: []byte(main)},
+			{Path: "/etc/netreconcile/conf.d/10-a.yaml", Mode: 0o644, Link: "/srv/deploy/10-a.yaml", Data: []byte("version: 1\n")},
+			{Path: "/etc/netreconcile/conf.d/20-b.yml", Mode: 0o600, Data: []byte("version: 1\n")},
+		}}
+		s.Hash = hashFiles(s.Files)
+		return s
+	}
+	return &File{
+		Pending: &Txn{ID: "20261124T011546Z-2e1077", State: Pending, Started: at, Deadline: at.Add(time.Minute), Window: Duration(time.Minute),
+			BootID: "0b5c4e9a-6c2e-4b7e-9d1e-2f3a4b5c6d7e", Netns: "lab", Restore: snap("version: 1\n", "confirm"), Applied: snap("version: 1\nlinks: {}\n", "apply"),
+			Before: "version: 1\nlinks:\n\tbr0: {kind: bridge}\n", Plans: []json.RawMessage{json.RawMessage(`{"ops":[]}`)},
+			Probes: []string{"tcp:10.0.0.1:22", "gateway"}, Timer: "systemd:netreconcile-rollback-20261124T011546Z-2e1077-1", Extended: 1},
+		Last: &Txn{ID: "20261123T000000Z-000000", State: RolledBack, Started: at, Deadline: at, Window: Duration(time.Second), BootID: "boot-1",
+			Timer: "process:4242", Ended: at, Cause: CauseProbe, Detail: "probe tcp:10.0.0.1:22 failed after the apply:\ndial tcp: timeout"},
+		Confirmed: snap("version: 1\n", "run"),
+		Rejected:  &Rejected{ID: "20261123T000000Z-000000", Hash: strings.Repeat("ab", 32), Error: "restore files: permission denied"},
+		Counts:    Counts{Confirmed: 3, RolledBack: map[Cause]uint64{CauseProbe: 1, CauseTimeout: 2}},
+	}
+}
+
+// A file as netreconcile writes it is read and written back byte for byte.
+func TestDecodeWritesBackUnchanged(t *testing.T) {
+	b, err := sampleFile().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, again) {
+		t.Fatalf("written back differently:\n%s\n%s", b, again)
+	}
+}
+
+// Issue 29: every string of the file is checked when it is loaded; a file
+// with one forged field is refused whole, naming the field and quoting
+// nothing of the value.
+func TestDecodeRefusesForgedFields(t *testing.T) {
+	const evil = "x$(touch /tmp/pwned)\x1b]2;owned\x07"
+	for _, tt := range []struct {
+		field  string
+		forge  func(f *File)
+		quoted string // a part of the value that must not be quoted
+	}{
+		{"pending.id", func(f *File) { f.Pending.ID = evil }, "pwned"},
+		{"pending.id", func(f *File) { f.Pending.ID = "-rf" }, "-rf"},
+		{"pending.id", func(f *File) { f.Pending.ID = strings.Repeat("a", 65) }, "aaaa"},
+		{"pending.id", func(f *File) { f.Pending.ID = "../../etc/passwd" }, "passwd"},
+		{"pending.state", func(f *File) { f.Pending.State = RolledBack }, ""},
+		{"pending.boot_id", func(f *File) { f.Pending.BootID = evil }, "pwned"},
+		{"pending.netns", func(f *File) { f.Pending.Netns = "--state-dir=/tmp/x" }, "/tmp/x"},
+		{"pending.netns", func(f *File) { f.Pending.Netns = "/proc/1/ns/../../../etc" }, "etc"},
+		{"pending.timer", func(f *File) { f.Pending.Timer = "systemd:--no-block" }, "no-block"},
+		{"pending.timer", func(f *File) { f.Pending.Timer = "systemd:sshd.service" }, "sshd"},
+		{"pending.timer", func(f *File) { f.Pending.Timer = "process:1 2" }, ""},
+		{"pending.timer", func(f *File) { f.Pending.Timer = "daemon:-1" }, ""},
+		{"pending.probes[1]", func(f *File) { f.Pending.Probes[1] = evil }, "pwned"},
+		{"pending.before", func(f *File) { f.Pending.Before = "a\x1b[2J" }, ""},
+		{"pending.window", func(f *File) { f.Pending.Window = -1 }, ""},
+		{"pending.extended", func(f *File) { f.Pending.Extended = -1 }, ""},
+		{"pending: no start or deadline", func(f *File) { f.Pending.Deadline = time.Time{} }, ""},
+		{"pending: no restore point", func(f *File) { f.Pending.Restore = nil }, ""},
+		{"pending: pending, but ended", func(f *File) { f.Pending.Cause = CauseManual }, ""},
+		{"pending.restore.main", func(f *File) { f.Pending.Restore.Main = "etc/x.yaml" }, ""},
+		{"pending.restore.files[0].path", func(f *File) { f.Pending.Restore.Files[0].Path = "/etc/shadow" }, "shadow"},
+		{"pending.restore.files[1].path", func(f *File) { f.Pending.Restore.Files[1].Path = "/etc/cron.d/x.yaml" }, "cron"},
+		{"pending.restore.files[1].path", func(f *File) { f.Pending.Restore.Files[1].Path = "/etc/netreconcile/conf.d/../x.yaml" }, ""},
+		{"pending.restore.files[2].path", func(f *File) { f.Pending.Restore.Files[2].Path = "/etc/netreconcile/conf.d/.hidden.yaml" }, "hidden"},
+		{"pending.restore.files[2].path", func(f *File) { f.Pending.Restore.Files[2].Path = f.Pending.Restore.Files[1].Path }, ""},
+		{"pending.restore.files[0].mode", func(f *File) { f.Pending.Restore.Files[0].Mode = 0o4755 }, ""},
+		{"pending.restore.files[0]: uid", func(f *File) { f.Pending.Restore.Files[0].UID = -1 }, ""},
+		{"pending.restore.files[1].link", func(f *File) { f.Pending.Restore.Files[1].Link = evil }, "pwned"},
+		{"pending.restore.by", func(f *File) { f.Pending.Restore.By = "attacker" }, "attacker"},
+		{"pending.restore.hash", func(f *File) { f.Pending.Restore.Files[0].Data = []byte("version: 1\nroutes: []\n") }, ""},
+		{"pending.restore.hash", func(f *File) { f.Pending.Restore.Hash = "x" }, ""},
+		{"pending: the applied configuration and the restore point", func(f *File) {
+			a := *f.Pending.Applied
+			a.Files = append([]FileCopy(nil), a.Files[:1]...)
+			a.Main, a.DropIn, a.Files[0].Path = "/etc/other.yaml", "", "/etc/other.yaml"
+			a.Hash = hashFiles(a.Files)
+			f.Pending.Applied = &a
+		}, ""},
+		{"last.state", func(f *File) { f.Last.State = Pending }, ""},
+		{"last: ended, but no end time", func(f *File) { f.Last.Ended = time.Time{} }, ""},
+		{"last.cause", func(f *File) { f.Last.Cause = Cause(evil) }, "pwned"},
+		{"last.detail", func(f *File) { f.Last.Detail = evil }, "pwned"},
+		{"last.detail", func(f *File) { f.Last.Detail = "a\u0085b" }, ""},
+		{"confirmed.files", func(f *File) { f.Confirmed.Files = nil }, ""},
+		{"rejected.id", func(f *File) { f.Rejected.ID = evil }, "pwned"},
+		{"rejected.hash", func(f *File) { f.Rejected.Hash = "zz" }, ""},
+		{"rejected.error", func(f *File) { f.Rejected.Error = "\u009b31m" }, ""},
+		{"counts.rolled_back", func(f *File) { f.Counts.RolledBack[Cause(evil)] = 1 }, "pwned"},
+	} {
+		f := sampleFile()
+		tt.forge(f)
+		b, err := f.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Decode(b)
+		if err == nil {
+			t.Errorf("%s forged: loaded", tt.field)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, tt.field) {
+			t.Errorf("%s forged: the error does not name the field: %s", tt.field, msg)
+		}
+		if strings.ContainsAny(msg, "\x1b\x07") || tt.quoted != "" && strings.Contains(msg, tt.quoted) {
+			t.Errorf("%s forged: the error quotes the value: %q", tt.field, msg)
+		}
+	}
+	for _, b := range []string{`{"version":1,"pending":{"id":`, `[]`, `{"version":2}`, "{\"version\":1,\"x\":\"\x1b\"}"} {
+		if _, err := Decode([]byte(b)); err == nil || strings.ContainsRune(err.Error(), '\x1b') {
+			t.Errorf("Decode(%q): %v", b, err)
+		}
+	}
+}
+
+// What a writer records from elsewhere (an error quoting a kernel object's
+// name) is cleaned so that its own file is never refused.
+func TestEndCleansDetail(t *testing.T) {
+	f := sampleFile()
+	f.end(RolledBack, CauseApply, "create link \x1b[2Jevil: exists\n\xff", time.Now())
+	b, err := f.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Decode(b)
+	if err != nil {
+		t.Fatalf("a file netreconcile wrote is refused: %v", err)
+	}
+	if !strings.Contains(g.Last.Detail, "evil: exists\n") {
+		t.Errorf("detail %q", g.Last.Detail)
+	}
+}
