@@ -66,6 +66,9 @@ type MainWriter interface {
 	// f's content), keeping what it replaces under RejectedName(f.Path,
 	// id).
 	Restore(f *FileCopy, id string) error
+	// Confirmed says transaction id was confirmed: the writer drops its
+	// copy of the main file from before it.
+	Confirmed(path, id string) error
 }
 
 // mainWriter is h.MainWriter where this process cannot write the main
@@ -318,6 +321,14 @@ func (h *Host) Confirm(ctx context.Context, id string) (*Txn, *RollbackResult, e
 		return nil, nil, fmt.Errorf("confirm %s: %w", t.ID, err)
 	}
 	stopTimer(t)
+	// The process that installed the candidate keeps a copy of the file
+	// from before: with the transaction ended, it must never be written
+	// back.
+	if w := h.mainWriter(applied.Main); w != nil {
+		if err := w.Confirmed(applied.Main, t.ID); err != nil {
+			return f.Last, nil, fmt.Errorf("transaction %s is confirmed, but %w", t.ID, err)
+		}
+	}
 	return f.Last, nil, nil
 }
 
