@@ -3,9 +3,12 @@ package safeapply
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // sampleFile is a transaction file as netreconcile writes it: a pending
@@ -155,4 +158,51 @@ func TestEndCleansDetail(t *testing.T) {
 	if !strings.Contains(g.Last.Detail, "evil: exists\n") {
 		t.Errorf("detail %q", g.Last.Detail)
 	}
+}
+
+// FuzzDecode: transaction.json's parser never panics, refuses what it
+// cannot take whole, and what it accepts encodes to a file that decodes to
+// the same transactions and encodes again byte for byte (a file as Save
+// writes it is written back unchanged). The file is bounded (maxFileSize)
+// before it is parsed, and every list and string is bounded by check.
+func FuzzDecode(f *testing.F) {
+	b, err := sampleFile().Encode()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte(`{"version":1,"counts":{"confirmed":0,"rolled_back":null}}`))
+	f.Add([]byte(`{"version":1,"last":{"id":"a","state":"confirmed","started":"2026-11-24T01:15:46+01:00","deadline":"2026-11-24T01:15:46Z","window":"1s","boot_id":"b","ended":"2026-11-24T01:15:47Z"}}`))
+	same := cmp.Options{
+		cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) }),
+		// A plan is compacted when it is written back (json.Marshal of
+		// a RawMessage); a []byte is assignable to RawMessage, hence
+		// the filter on the path's type.
+		cmp.FilterPath(func(p cmp.Path) bool { return p.Last().Type() == reflect.TypeFor[json.RawMessage]() },
+			cmp.Comparer(func(a, b json.RawMessage) bool {
+				var ca, cb bytes.Buffer
+				return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
+			})),
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := Decode(b)
+		if err != nil {
+			return
+		}
+		out, err := d.Encode()
+		if err != nil {
+			t.Fatalf("%q was accepted and cannot be written back: %v", b, err)
+		}
+		d2, err := Decode(out)
+		if err != nil {
+			t.Fatalf("%q was accepted; written back as %q, which is refused: %v", b, out, err)
+		}
+		if diff := cmp.Diff(d, d2, same); diff != "" {
+			t.Fatalf("%q: written back as %q, which decodes to another file:\n%s", b, out, diff)
+		}
+		again, err := d2.Encode()
+		if err != nil || !bytes.Equal(out, again) {
+			t.Fatalf("%q: written back as %q, then as %q (%v)", b, out, again, err)
+		}
+	})
 }
