@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/redact"
 )
 
 // Source is one configuration file's content: the main file, a drop-in,
@@ -75,6 +76,7 @@ const MaxFileSize = 32 << 20
 // grows past it while it is read (or is not a regular file, which has no
 // size) is refused once MaxFileSize+1 bytes came.
 func ReadFile(path string) ([]byte, error) {
+	ownName(path)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -95,6 +97,16 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", path, errTooLarge)
 	}
 	return data, nil
+}
+
+// ownName tells redaction that path is a name this program prints itself
+// (a file it reads as configuration, the drop-in directory), in the form
+// given and absolute: never a value to judge (package redact).
+func ownName(path string) {
+	redact.Own(path)
+	if abs, err := filepath.Abs(path); err == nil {
+		redact.Own(abs)
+	}
 }
 
 var errTooLarge = fmt.Errorf("larger than %d MiB, the most a configuration file may hold", MaxFileSize>>20)
@@ -124,6 +136,7 @@ func ReadSourcesDir(mainFile, dropIn string) (srcs []Source, dropInPresent bool,
 	if dropIn == "" {
 		return srcs, false, nil
 	}
+	ownName(dropIn)
 	entries, err := os.ReadDir(dropIn)
 	if errors.Is(err, fs.ErrNotExist) {
 		return srcs, false, nil
