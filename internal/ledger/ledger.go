@@ -186,7 +186,7 @@ func OpenIn(dir *statedir.Dir, cookie uint64) (*Ledger, error) {
 	}
 	f, err := decode(data)
 	if err != nil {
-		return nil, fmt.Errorf("ownership ledger %s: %w; nothing of it is used: move it away after checking that no object it lists is left in the kernel", path, err)
+		return nil, fmt.Errorf("ownership ledger %s %w; nothing of it is used: move it away after checking that no object it lists is left in the kernel", path, err)
 	}
 	if cookie != 0 && f.NetnsCookie != 0 && f.NetnsCookie != cookie {
 		l.Discarded, l.discardedCookie = true, f.NetnsCookie
@@ -203,13 +203,13 @@ func decode(data []byte) (*fileFormat, error) {
 	var f fileFormat
 	if err := json.Unmarshal(data, &f); err != nil {
 		// Never %w the JSON error: it quotes the offending byte.
-		return nil, errors.New("corrupt (not the JSON this netreconcile writes)")
+		return nil, errors.New("is corrupt (not the JSON this netreconcile writes)")
 	}
 	if f.Version != formatVersion {
-		return nil, fmt.Errorf("version %d; this netreconcile reads %d", f.Version, formatVersion)
+		return nil, fmt.Errorf("has version %d; this netreconcile reads %d", f.Version, formatVersion)
 	}
 	if err := f.check(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("holds what netreconcile does not write: %w", err)
 	}
 	return &f, nil
 }

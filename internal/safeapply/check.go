@@ -149,11 +149,10 @@ func (t *Txn) check(field string, pending bool) error {
 		}
 	}
 	if t.Applied != nil {
+		// An extension may apply another main file (-c) than the one
+		// the restore point holds.
 		if err := t.Applied.check(field + ".applied"); err != nil {
 			return err
-		}
-		if t.Restore != nil && (t.Applied.Main != t.Restore.Main || t.Applied.DropIn != t.Restore.DropIn) {
-			return fmt.Errorf("%s: the applied configuration and the restore point are not the same files", field)
 		}
 	}
 	return nil

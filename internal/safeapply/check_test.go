@@ -98,13 +98,6 @@ func TestDecodeRefusesForgedFields(t *testing.T) {
 		{"pending.restore.by", func(f *File) { f.Pending.Restore.By = "attacker" }, "attacker"},
 		{"pending.restore.hash", func(f *File) { f.Pending.Restore.Files[0].Data = []byte("version: 1\nroutes: []\n") }, ""},
 		{"pending.restore.hash", func(f *File) { f.Pending.Restore.Hash = "x" }, ""},
-		{"pending: the applied configuration and the restore point", func(f *File) {
-			a := *f.Pending.Applied
-			a.Files = append([]FileCopy(nil), a.Files[:1]...)
-			a.Main, a.DropIn, a.Files[0].Path = "/etc/other.yaml", "", "/etc/other.yaml"
-			a.Hash = hashFiles(a.Files)
-			f.Pending.Applied = &a
-		}, ""},
 		{"last.state", func(f *File) { f.Last.State = Pending }, ""},
 		{"last: ended, but no end time", func(f *File) { f.Last.Ended = time.Time{} }, ""},
 		{"last.cause", func(f *File) { f.Last.Cause = Cause(evil) }, "pwned"},
