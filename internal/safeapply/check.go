@@ -63,7 +63,7 @@ func (f *File) check() error {
 		if err := checkHash("rejected.hash", r.Hash); err != nil {
 			return err
 		}
-		if err := statedir.CheckText("rejected.error", r.Error, maxTextLen, true); err != nil {
+		if err := statedir.CheckText("rejected.error", r.Error, maxTextLen, false); err != nil {
 			return err
 		}
 	}
@@ -127,7 +127,9 @@ func (t *Txn) check(field string, pending bool) error {
 	if err := statedir.CheckText(field+".before", t.Before, maxFileSize, true); err != nil {
 		return err
 	}
-	if err := statedir.CheckText(field+".detail", t.Detail, maxTextLen, true); err != nil {
+	// One line: messages show it ("was due (DETAIL)"), and a forged
+	// one must not add lines of its own to root's terminal.
+	if err := statedir.CheckText(field+".detail", t.Detail, maxTextLen, false); err != nil {
 		return err
 	}
 	if t.Cause != "" && !knownCause(t.Cause) {

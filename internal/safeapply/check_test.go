@@ -31,7 +31,7 @@ func sampleFile() *File {
 			Before: "version: 1\nlinks:\n\tbr0: {kind: bridge}\n", Plans: []json.RawMessage{json.RawMessage(`{"ops":[]}`)},
 			Probes: []string{"tcp:10.0.0.1:22", "gateway"}, Timer: "systemd:netreconcile-rollback-20261124T011546Z-2e1077-1", Extended: 1},
 		Last: &Txn{ID: "20261123T000000Z-000000", State: RolledBack, Started: at, Deadline: at, Window: Duration(time.Second), BootID: "boot-1",
-			Timer: "process:4242", Ended: at, Cause: CauseProbe, Detail: "probe tcp:10.0.0.1:22 failed after the apply:\ndial tcp: timeout"},
+			Timer: "process:4242", Ended: at, Cause: CauseProbe, Detail: "probe tcp:10.0.0.1:22 failed after the apply: dial tcp: timeout"},
 		Confirmed: snap("version: 1\n", "run"),
 		Rejected:  &Rejected{ID: "20261123T000000Z-000000", Hash: strings.Repeat("ab", 32), Error: "restore files: permission denied"},
 		Counts:    Counts{Confirmed: 3, RolledBack: map[Cause]uint64{CauseProbe: 1, CauseTimeout: 2}},
@@ -103,6 +103,7 @@ func TestDecodeRefusesForgedFields(t *testing.T) {
 		{"last.cause", func(f *File) { f.Last.Cause = Cause(evil) }, "pwned"},
 		{"last.detail", func(f *File) { f.Last.Detail = evil }, "pwned"},
 		{"last.detail", func(f *File) { f.Last.Detail = "a\u0085b" }, ""},
+		{"last.detail", func(f *File) { f.Last.Detail = "failed\nApplied 3 of 3 operations." }, "Applied"},
 		{"confirmed.files", func(f *File) { f.Confirmed.Files = nil }, ""},
 		{"rejected.id", func(f *File) { f.Rejected.ID = evil }, "pwned"},
 		{"rejected.hash", func(f *File) { f.Rejected.Hash = "zz" }, ""},
@@ -148,7 +149,7 @@ func TestEndCleansDetail(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a file netreconcile wrote is refused: %v", err)
 	}
-	if !strings.Contains(g.Last.Detail, "evil: exists\n") {
+	if !strings.Contains(g.Last.Detail, "evil: exists; ") {
 		t.Errorf("detail %q", g.Last.Detail)
 	}
 }

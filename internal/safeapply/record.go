@@ -260,8 +260,9 @@ func (f *File) end(state State, cause Cause, detail string, now time.Time) *Txn 
 	f.Pending = nil
 	// The detail quotes errors, which may quote a kernel object's name
 	// (any bytes but '/' and blanks): cleaned, so that the file is never
-	// refused on load for what it recorded.
-	t.State, t.Cause, t.Detail, t.Ended = state, cause, statedir.CleanText(detail, maxTextLen), now
+	// refused on load for what it recorded, and made one line, as messages
+	// show it.
+	t.State, t.Cause, t.Detail, t.Ended = state, cause, statedir.CleanText(detail, maxTextLen, false), now
 	if state == Confirmed {
 		f.Counts.Confirmed++
 	} else {

@@ -444,7 +444,7 @@ func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string
 			// pin holds while those are unchanged too. Only hashed,
 			// never applied: read whoever may write them.
 			_, _ = cur.Parse(true)
-			f.Rejected = &Rejected{ID: t.ID, Hash: SourcesHash(cur.Sources()), Sides: cur.sidePaths(), Error: statedir.CleanText(errs[0].Error(), maxTextLen)}
+			f.Rejected = &Rejected{ID: t.ID, Hash: SourcesHash(cur.Sources()), Sides: cur.sidePaths(), Error: statedir.CleanText(errs[0].Error(), maxTextLen, false)}
 		}
 	}
 	// The restore point holds its side files: none is read from the disk.
@@ -613,13 +613,15 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 		if err != nil {
 			return nil, err
 		}
-		t.ID, t.Started, t.BootID, t.Netns, t.Restore, t.Before = newID(now), now.UTC(), boot, h.Netns, restore, string(before)
+		// The kernel state as text holds names of the file (an alias)
+		// as they are: cleaned as check requires.
+		t.ID, t.Started, t.BootID, t.Netns, t.Restore, t.Before = newID(now), now.UTC(), boot, h.Netns, restore, statedir.CleanText(string(before), maxFileSize, true)
 	}
 	t.State, t.Deadline, t.Window, t.Applied = Pending, now.Add(req.Window).UTC(), Duration(req.Window), applied
 	t.Plans = append(append([]json.RawMessage(nil), t.Plans...), planJSON)
 	t.Probes = nil
 	for _, p := range res.Armed {
-		t.Probes = append(t.Probes, statedir.CleanText(p, maxRecordLen))
+		t.Probes = append(t.Probes, statedir.CleanText(p, maxRecordLen, false))
 	}
 	f.Pending = t
 	// Recorded durably before the timer and the first kernel write: a

@@ -71,15 +71,22 @@ func CheckPath(field, p string) error {
 	return nil
 }
 
-// CleanText is s with what CheckText refuses replaced (invalid UTF-8 and
-// control characters but newlines and tabs, by U+FFFD) and cut to max
-// bytes: for a text a writer takes from elsewhere (an error that quotes a
-// kernel object's name) before it records it, so that its own file is
-// never refused.
-func CleanText(s string, max int) string {
+// CleanText is s as CheckText accepts it, cut to max bytes: invalid UTF-8
+// and control characters replaced by U+FFFD; newlines, unless multiline,
+// by "; " and tabs by a space. For a text a writer takes from elsewhere
+// (an error that quotes a kernel object's name) before it records it, so
+// that its own file is never refused; a one-line text (an error shown in
+// a message) cannot then forge lines of a terminal's output either.
+func CleanText(s string, max int, multiline bool) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
+	if !multiline {
+		s = strings.NewReplacer("\r\n", "; ", "\n", "; ", "\t", " ").Replace(s)
+	}
 	s = strings.Map(func(r rune) rune {
-		if r != '\n' && r != '\t' && unicode.IsControl(r) {
+		if multiline && (r == '\n' || r == '\t') {
+			return r
+		}
+		if unicode.IsControl(r) {
 			return '\uFFFD'
 		}
 		return r
