@@ -146,6 +146,26 @@ func hasFlag(args []string, names ...string) bool {
 	return false
 }
 
+// boolFlag reports whether a command line sets a boolean flag as package
+// flag reads it (-name, --name, -name=BOOL), the last one winning.
+func boolFlag(args []string, name string) bool {
+	on := false
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		k, v, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || k != name {
+			continue
+		}
+		on = true
+		if hasVal {
+			on, _ = strconv.ParseBool(v)
+		}
+	}
+	return on
+}
+
 // runAsServiceUser runs the command again as the service user when
 // serviceUserFor says so, and returns its exit code; ok is false when this
 // process should run the command itself.
@@ -196,7 +216,13 @@ func runAsServiceUser(ctx context.Context, env *Env, args []string) (code int, o
 		}
 		if c := flagValue(args[1:], "candidate", ""); args[0] == "apply" && c != "" {
 			// Read here, as root: the service user may not be able to
-			// read it, and what is installed is what was applied.
+			// read it, and what is installed is what was applied. It
+			// becomes the main file: trusted as the main file is.
+			if !boolFlag(args[1:], "allow-insecure-config") {
+				if err := desired.CheckTrustedFile(c, "candidate"); err != nil {
+					return fail(fmt.Errorf("--candidate: %w", err))
+				}
+			}
 			if w.candidate, err = desired.ReadFile(c); err != nil {
 				return fail(fmt.Errorf("--candidate: %w", err))
 			}

@@ -29,6 +29,21 @@ func TestFlagValue(t *testing.T) {
 	if !hasFlag(args, "candidate") || hasFlag(args, "netns") {
 		t.Error("hasFlag")
 	}
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--allow-insecure-config"}, true},
+		{[]string{"-allow-insecure-config=true", "x"}, true},
+		{[]string{"--allow-insecure-config=false"}, false},
+		{[]string{"--allow-insecure-config", "--allow-insecure-config=0"}, false},
+		{[]string{"--", "--allow-insecure-config"}, false},
+		{nil, false},
+	} {
+		if got := boolFlag(tt.args, "allow-insecure-config"); got != tt.want {
+			t.Errorf("boolFlag(%q) = %v", tt.args, got)
+		}
+	}
 }
 
 // TestRootMainWriter: root's process writes only the main file its command

@@ -100,7 +100,16 @@ func nonNil[T any](s []T) []T {
 func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 	var candidate []byte
 	if o.candidate != "" {
-		read := func() ([]byte, error) { return desired.ReadFile(o.candidate) }
+		read := func() ([]byte, error) {
+			// The candidate becomes the main file: trusted as the main
+			// file is (no user but root or the caller could write it).
+			if !g.allowInsecureConfig {
+				if err := desired.CheckTrustedFile(o.candidate, "candidate"); err != nil {
+					return nil, err
+				}
+			}
+			return desired.ReadFile(o.candidate)
+		}
 		if _, f := handedByRoot(); f != nil {
 			// Read by root's process, which started this one
 			// (runas_linux.go), within the same bound.

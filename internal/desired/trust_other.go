@@ -9,3 +9,6 @@ func checkTrustedFile(path, what string) error { return nil }
 
 // CheckTrustedSide checks nothing where file ownership is not POSIX.
 func CheckTrustedSide(path string) error { return nil }
+
+// CheckTrustedFile checks nothing where file ownership is not POSIX.
+func CheckTrustedFile(path, what string) error { return nil }
