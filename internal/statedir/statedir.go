@@ -263,6 +263,12 @@ func ReadRegular(f *os.File, path string, max int64) ([]byte, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, fmt.Errorf("read %s: not a regular file", path)
 	}
+	// Refused by its size before it is read: a file another user made
+	// large (sparse, costing them nothing) costs this process nothing
+	// either. One that grows while it is read stops at max+1.
+	if st.Size > max {
+		return nil, fmt.Errorf("read %s: larger than %d bytes", path, max)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)

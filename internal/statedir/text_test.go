@@ -1,6 +1,9 @@
 package statedir
 
 import (
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -53,5 +56,33 @@ func TestCleanText(t *testing.T) {
 	}
 	if got := CleanText("a\nb", 100, false); got != "a; b" {
 		t.Errorf("one line: %q", got)
+	}
+}
+
+// A state file larger than its reader's bound is refused by its size
+// before it is read: a sparse 1 GiB file, which costs its writer nothing,
+// costs the reader nothing either.
+func TestReadFileRefusesBySize(t *testing.T) {
+	d, err := Open(t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	f, err := os.Create(filepath.Join(d.Path(), "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := d.ReadFile("big", 256<<20); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("a 1 GiB file with a 256 MiB bound: %v", err)
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Errorf("refusing it allocated %d bytes", grew)
 	}
 }
