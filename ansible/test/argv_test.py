@@ -43,7 +43,9 @@ class FakeModule(object):
         self.commands.append(list(cmd))
         if '--help' in cmd:
             return 0, 'Usage: netreconcile %s --confirm-within' % cmd[1], ''
-        return 0, json.dumps(self.outputs.get(cmd[1], {})), ''
+        out = dict(self.outputs.get(cmd[1], {}))
+        out.setdefault('schema_version', nr.SCHEMA_VERSION)
+        return 0, json.dumps(out), ''
 
     def get_bin_path(self, name, required=False, opt_dirs=None):
         return '/usr/sbin/netreconcile'
