@@ -121,3 +121,9 @@ func checkTrustedPath(real, what string) error {
 		cur = parent
 	}
 }
+
+// openNoWait opens a file for reading without waiting for a writer (a
+// FIFO's open would block): the caller checks the descriptor.
+func openNoWait(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}

@@ -66,6 +66,15 @@ func (f *File) check() error {
 		if err := statedir.CheckText("rejected.error", r.Error, maxTextLen, false); err != nil {
 			return err
 		}
+		// The pin reads these paths again (withSides) at every pass.
+		if len(r.Sides) > maxFiles {
+			return fmt.Errorf("rejected.sides: more than %d", maxFiles)
+		}
+		for i, p := range r.Sides {
+			if err := statedir.CheckPath(fmt.Sprintf("rejected.sides[%d]", i), p); err != nil {
+				return err
+			}
+		}
 	}
 	for c := range f.Counts.RolledBack {
 		if !knownCause(c) {
@@ -218,8 +227,11 @@ func (s *Snapshot) check(field string) error {
 		return fmt.Errorf("%s.files: none, or more than %d", field, maxFiles)
 	}
 	// The files are the main file, then fragments of the drop-in
-	// directory in name order: never another path, which a rollback
-	// would write.
+	// directory in name order, then the side files the configuration
+	// names, each once: never another path, which a rollback would
+	// write (side files are checked again, as configuration, before one
+	// is written back).
+	sides, sideBytes := map[string]bool{}, 0
 	for i := range s.Files {
 		c := &s.Files[i]
 		name := fmt.Sprintf("%s.files[%d]", field, i)
@@ -227,8 +239,17 @@ func (s *Snapshot) check(field string) error {
 			return err
 		}
 		switch {
-		case i == 0 && c.Path != s.Main:
+		case i == 0 && (c.Path != s.Main || c.Side):
 			return fmt.Errorf("%s.path: not the main file", name)
+		case c.Side && sides[c.Path]:
+			return fmt.Errorf("%s.path: a side file given twice", name)
+		case c.Side:
+			sides[c.Path] = true
+			if sideBytes += len(c.Data); sideBytes > desired.MaxSideBytes {
+				return fmt.Errorf("%s.data: the side files hold more than %d bytes", name, desired.MaxSideBytes)
+			}
+		case i > 0 && len(sides) > 0:
+			return fmt.Errorf("%s: a drop-in after a side file", name)
 		case i > 0 && (s.DropIn == "" || filepath.Dir(c.Path) != s.DropIn || !isFragment(filepath.Base(c.Path))):
 			return fmt.Errorf("%s.path: not a fragment of the drop-in directory", name)
 		case i > 1 && c.Path <= s.Files[i-1].Path:
@@ -245,7 +266,7 @@ func (s *Snapshot) check(field string) error {
 				return err
 			}
 		}
-		if len(c.Data) > desired.MaxFileSize {
+		if !c.Side && len(c.Data) > desired.MaxFileSize {
 			return fmt.Errorf("%s.data: larger than %d bytes", name, desired.MaxFileSize)
 		}
 	}

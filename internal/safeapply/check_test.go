@@ -3,12 +3,17 @@ package safeapply
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
 )
 
 // sampleFile is a transaction file as netreconcile writes it: a pending
@@ -21,6 +26,7 @@ func sampleFile() *File {
 			{Path: "/etc/netreconcile/netreconcile.yaml", Mode: 0o640, UID: 0, GID: 998, Data: []byte(main)},
 			{Path: "/etc/netreconcile/conf.d/10-a.yaml", Mode: 0o644, Link: "/srv/deploy/10-a.yaml", Data: []byte("version: 1\n")},
 			{Path: "/etc/netreconcile/conf.d/20-b.yml", Mode: 0o600, Data: []byte("version: 1\n")},
+			{Path: "/srv/routes/table100.routes", Mode: 0o644, Data: []byte("10.0.0.0/8 via 192.0.2.1\n"), Side: true},
 		}}
 		s.Hash = hashFiles(s.Files)
 		return s
@@ -33,7 +39,7 @@ func sampleFile() *File {
 		Last: &Txn{ID: "20261123T000000Z-000000", State: RolledBack, Started: at, Deadline: at, Window: Duration(time.Second), BootID: "boot-1",
 			Timer: "process:4242", Ended: at, Cause: CauseProbe, Detail: "probe tcp:10.0.0.1:22 failed after the apply: dial tcp: timeout"},
 		Confirmed: snap("version: 1\n", "run"),
-		Rejected:  &Rejected{ID: "20261123T000000Z-000000", Hash: strings.Repeat("ab", 32), Error: "restore files: permission denied"},
+		Rejected:  &Rejected{ID: "20261123T000000Z-000000", Hash: strings.Repeat("ab", 32), Sides: []string{"/srv/routes/table100.routes"}, Error: "restore files: permission denied"},
 		Counts:    Counts{Confirmed: 3, RolledBack: map[Cause]uint64{CauseProbe: 1, CauseTimeout: 2}},
 	}
 }
@@ -93,6 +99,20 @@ func TestDecodeRefusesForgedFields(t *testing.T) {
 		{"pending.restore.files[2].path", func(f *File) { f.Pending.Restore.Files[2].Path = "/etc/netreconcile/conf.d/.hidden.yaml" }, "hidden"},
 		{"pending.restore.files[2].path", func(f *File) { f.Pending.Restore.Files[2].Path = f.Pending.Restore.Files[1].Path }, ""},
 		{"pending.restore.files[0].mode", func(f *File) { f.Pending.Restore.Files[0].Mode = 0o4755 }, ""},
+		{"pending.restore.files[3].path", func(f *File) { f.Pending.Restore.Files[3].Path = "srv/x" }, ""},
+		{"pending.restore.files[4].path", func(f *File) {
+			r := f.Pending.Restore
+			r.Files = append(r.Files, r.Files[3])
+			r.Hash = hashFiles(r.Files)
+		}, ""},
+		{"pending.restore.files[4]: a drop-in after a side file", func(f *File) {
+			r := f.Pending.Restore
+			r.Files = append(r.Files, FileCopy{Path: "/etc/netreconcile/conf.d/30-c.yaml", Data: []byte("version: 1\n")})
+			r.Hash = hashFiles(r.Files)
+		}, ""},
+		{"pending.restore.files[0].path", func(f *File) { f.Pending.Restore.Files[0].Side = true }, ""},
+		{"rejected.sides[0]", func(f *File) { f.Rejected.Sides[0] = "/dev/../dev/zero" }, "zero"},
+		{"rejected.sides[0]", func(f *File) { f.Rejected.Sides[0] = "x\x1b[2J" }, ""},
 		{"pending.restore.files[0]: uid", func(f *File) { f.Pending.Restore.Files[0].UID = -1 }, ""},
 		{"pending.restore.files[1].link", func(f *File) { f.Pending.Restore.Files[1].Link = evil }, "pwned"},
 		{"pending.restore.by", func(f *File) { f.Pending.Restore.By = "attacker" }, "attacker"},
@@ -199,4 +219,40 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("%q: written back as %q, then as %q (%v)", b, out, again, err)
 		}
 	})
+}
+
+// The pin reads again the side files a rejection names, at every pass of
+// the daemon and in every plain apply: paths from the state directory. A
+// FIFO, a device and a file past the side files' bound are left out
+// without waiting or reading them whole (found by the adversarial review:
+// os.ReadFile of /dev/zero never returned).
+func TestPinSidesBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	ok := filepath.Join(dir, "ok.routes")
+	if err := os.WriteFile(ok, []byte("10.0.0.0/8 via 192.0.2.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []desired.Source, 1)
+	go func() { done <- withSides(nil, []string{fifo, "/dev/zero", big, ok}) }()
+	select {
+	case got := <-done:
+		if len(got) != 1 || got[0].Name != ok {
+			t.Errorf("read %d side files, want only %s", len(got), ok)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("withSides did not return: it waits on a FIFO or reads a device")
+	}
 }
