@@ -1,21 +1,28 @@
 # Fuzzing of the configuration loader (internal/desired/fuzz_test.go) and
 # its side-file parsers (routes-files, elements-file: sidefile_test.go), of
-# the nftables element cache's decoder (internal/nftcache), of the
-# rtnetlink codec's decoders (internal/kernel/rtnl: routes, addresses,
-# rules, links) and of the daemon's event path (internal/daemon).
-#   make fuzz-short   every target for FUZZTIME_SHORT, or the time its entry
-#                     names (PKG:TARGET:TIME; part of make test)
+# the rtnetlink codec's decoders (internal/kernel/rtnl: routes, addresses,
+# rules, links) and of the daemon's event path (internal/daemon), and of
+# every parser of the state directory (the nftables element cache, the
+# transaction record, the ownership ledger, the IPAM registries: a file
+# another user may have written; each target checks that what it accepts is
+# written back unchanged).
+#   make fuzz-short   every target for FUZZTIME_SHORT, or the budget its entry
+#                     names (PKG:TARGET:BUDGET; part of make test)
 #   make fuzz         every target for FUZZTIME (default 15m each)
-# One worker per target by default: the machine is shared. New failing
-# inputs land in PKG/testdata/fuzz/TARGET/: commit them, they
+# A target may give its own short budget: the codec's decoders are small and
+# seeded with a real kernel's messages, the state files' parsers are small,
+# and make test's time is shared. A count (Nx) rather than a time also avoids
+# go1.26's coordinator race (golang/go#75804: a target failed with "context
+# deadline exceeded" at the end of -fuzztime on a loaded machine, having
+# found nothing). One worker per target by default: the machine is shared.
+# New failing inputs land in PKG/testdata/fuzz/TARGET/: commit them, they
 # are regression tests from then on. Minimisation is capped so that a short
 # run spends its time fuzzing.
-# The codec's targets are small decoders seeded with a real kernel's
-# messages: a few seconds each reach their branches, and keep make test short.
 FUZZ_TARGETS := ./internal/desired:FuzzLoad ./internal/desired:FuzzLoadGenerated ./internal/desired:FuzzSideFiles \
 	./internal/nftcache:FuzzDecodeBody \
 	./internal/kernel/rtnl:FuzzRoute:10s ./internal/kernel/rtnl:FuzzAddress:5s ./internal/kernel/rtnl:FuzzRule:5s \
-	./internal/kernel/rtnl:FuzzLink:5s ./internal/daemon:FuzzEvents:10s
+	./internal/kernel/rtnl:FuzzLink:5s ./internal/daemon:FuzzEvents:10s \
+	./internal/safeapply:FuzzDecode:20000x ./internal/ledger:FuzzDecode:100000x ./internal/ipam:FuzzDecode:100000x
 FUZZTIME ?= 15m
 FUZZTIME_SHORT ?= 15s
 FUZZ_PARALLEL ?= 1

@@ -129,6 +129,9 @@ ansible-doc -t role netreconcile.net.netreconcile >/dev/null 2>&1 || echo "(ansi
 log "X25519 against RFC 7748 and wg pubkey"
 /usr/bin/python3 "$here/x25519_test.py" "$coll/plugins/module_utils"
 
+log "what the modules pass to the binary: ids checked, -- before positional arguments"
+PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$here/argv_test.py" "$(cd "$here/.." && pwd)" || fail "argv_test.py"
+
 # ---------------------------------------------------------------------------
 log "one namespace: ans-s"
 ip netns add ans-s

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -16,13 +15,14 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/redact"
 	"github.com/netreconcile/netreconcile/internal/safeapply"
-	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
 // Root on a host with the packaged service.
@@ -44,9 +44,11 @@ import (
 // stays, and writes the main file for it when asked (MainWriter, over two
 // pipes). It trusts the service user with nothing it writes there: it
 // installs only the candidate it read itself, keeps its own copy of what
-// the file held before (.NAME.before-ID, root's, 0600), and a rollback puts
-// back that copy, with the file's own mode and owner, or nothing. It writes
-// no other path than the main file its own command line names.
+// the file held before (.NAME.before-ID, root's, 0600) with its own record
+// of the transaction, and a rollback puts back that copy, with the file's
+// own mode and owner, only as that record allows, or nothing
+// (rootrecord_linux.go). It writes no other path than the main file its own
+// command line names and root's files beside it.
 
 // serviceUser is the packaged unit's user (packaging/sysusers.conf); a
 // variable for tests.
@@ -144,6 +146,26 @@ func hasFlag(args []string, names ...string) bool {
 	return false
 }
 
+// boolFlag reports whether a command line sets a boolean flag as package
+// flag reads it (-name, --name, -name=BOOL), the last one winning.
+func boolFlag(args []string, name string) bool {
+	on := false
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		k, v, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || k != name {
+			continue
+		}
+		on = true
+		if hasVal {
+			on, _ = strconv.ParseBool(v)
+		}
+	}
+	return on
+}
+
 // runAsServiceUser runs the command again as the service user when
 // serviceUserFor says so, and returns its exit code; ok is false when this
 // process should run the command itself.
@@ -187,11 +209,21 @@ func runAsServiceUser(ctx context.Context, env *Env, args []string) (code int, o
 		if err != nil {
 			return fail(err)
 		}
-		w = &rootMainWriter{main: main}
+		w = &rootMainWriter{main: main, cmd: args[0], began: time.Now(), installed: map[string]bool{}}
+		if v := flagValue(args[1:], "confirm-within", ""); v != "" {
+			// As package flag parses it for the command.
+			w.window, _ = time.ParseDuration(v)
+		}
 		if c := flagValue(args[1:], "candidate", ""); args[0] == "apply" && c != "" {
 			// Read here, as root: the service user may not be able to
-			// read it, and what is installed is what was applied.
-			if w.candidate, err = os.ReadFile(c); err != nil {
+			// read it, and what is installed is what was applied. It
+			// becomes the main file: trusted as the main file is.
+			if !boolFlag(args[1:], "allow-insecure-config") {
+				if err := desired.CheckTrustedFile(c, "candidate"); err != nil {
+					return fail(fmt.Errorf("--candidate: %w", err))
+				}
+			}
+			if w.candidate, err = desired.ReadFile(c); err != nil {
 				return fail(fmt.Errorf("--candidate: %w", err))
 			}
 		}
@@ -263,6 +295,16 @@ type writerAnswer struct {
 type rootMainWriter struct {
 	main      string
 	candidate []byte
+	// cmd is root's command (apply, confirm, rollback); window its
+	// --confirm-within and began when root started it: root's deadline
+	// is began+window, never later than the one the command records.
+	cmd    string
+	window time.Duration
+	began  time.Time
+	clock  func() time.Time
+	// installed are the transactions this process installed a candidate
+	// for: an apply that fails rolls back at once.
+	installed map[string]bool
 	// The parent's ends (requests in, answers out) and the child's.
 	reqR, ansW, reqW, ansR, candR, candW *os.File
 	done                                 sync.WaitGroup
@@ -347,108 +389,26 @@ func (w *rootMainWriter) wait() {
 }
 
 // do carries out one request: only on the main file this command line
-// names, only the candidate read here, and back only root's own copy.
+// names, only the candidate read here, and back only root's own copy, as
+// root's own record allows (rootrecord_linux.go).
 func (w *rootMainWriter) do(req *writerRequest) error {
 	if req.Path != w.main {
 		return fmt.Errorf("root writes only the main file %s, not %s", w.main, req.Path)
 	}
 	// The id names root's copies beside the file: a transaction's id,
 	// never a path.
-	if !validTxnID(req.ID) {
-		return fmt.Errorf("not a transaction id: %q", req.ID)
+	if err := safeapply.ValidID(req.ID); err != nil {
+		return err
 	}
-	before := filepath.Join(filepath.Dir(w.main), "."+filepath.Base(w.main)+".before-"+req.ID)
 	switch req.Op {
 	case "install":
-		if w.candidate == nil {
-			return errors.New("no --candidate was read by root")
-		}
-		// The file as it was before the transaction, kept once: an
-		// extension (the same id) keeps the first. Copies of ended
-		// transactions go.
-		if _, err := os.Lstat(before); errors.Is(err, fs.ErrNotExist) {
-			cur, err := safeapply.ReadFileCopy(w.main)
-			if err != nil {
-				return err
-			}
-			if err := writeRootCopy(before, cur.Data); err != nil {
-				return err
-			}
-		} else if err != nil {
-			return err
-		}
-		old, _ := filepath.Glob(filepath.Join(filepath.Dir(w.main), "."+filepath.Base(w.main)+".before-*"))
-		for _, p := range old {
-			if p != before {
-				_ = os.Remove(p)
-			}
-		}
-		return safeapply.InstallMain(w.main, w.candidate)
+		return w.install(req.ID)
 	case "restore":
-		// Root's copy, not what the service user sends (the state
-		// directory it writes holds the restore point), with the file's
-		// own mode and owner.
-		data, err := readRootCopy(before)
-		if err != nil {
-			return fmt.Errorf("root keeps no copy of %s from before transaction %s (it installed no --candidate for it): %w", w.main, req.ID, err)
-		}
-		cur, err := safeapply.ReadFileCopy(w.main)
-		if err != nil {
-			return err
-		}
-		if _, err := safeapply.RestoreFile(&safeapply.FileCopy{Path: w.main, Mode: cur.Mode, UID: cur.UID, GID: cur.GID, Data: data}, req.ID); err != nil {
-			return err
-		}
-		return os.Remove(before)
+		return w.restore(req.ID)
+	case "confirmed":
+		return w.confirmed(req.ID)
 	}
 	return fmt.Errorf("unknown request %q", req.Op)
-}
-
-// writeRootCopy writes root's copy of the main file, mode 0600, as the
-// state directory writes its files (statedir: no symlink followed, replaced
-// atomically, synced), in a directory only root may change.
-func writeRootCopy(p string, data []byte) error {
-	d, err := statedir.Open(filepath.Dir(p), false)
-	if err != nil {
-		return fmt.Errorf("keep a copy of the main file: %w", err)
-	}
-	defer d.Close()
-	if err := d.WriteFile(filepath.Base(p), data, 0o600); err != nil {
-		return fmt.Errorf("keep a copy of the main file: %w", err)
-	}
-	return nil
-}
-
-// readRootCopy reads root's copy, refusing anything but root's own
-// regular file.
-func readRootCopy(p string) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || !fi.Mode().IsRegular() || st.Uid != 0 || fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("%s is not root's own copy", p)
-	}
-	return io.ReadAll(f)
-}
-
-// validTxnID: a transaction id as safeapply makes them
-// (20261124T011546Z-2e1077): letters, digits and dashes.
-func validTxnID(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // childMainWriter is the child's side (safeapply.MainWriter).
@@ -464,6 +424,10 @@ func (c *childMainWriter) Install(path, id string) error {
 
 func (c *childMainWriter) Restore(f *safeapply.FileCopy, id string) error {
 	return c.ask(writerRequest{Op: "restore", Path: f.Path, ID: id})
+}
+
+func (c *childMainWriter) Confirmed(path, id string) error {
+	return c.ask(writerRequest{Op: "confirmed", Path: path, ID: id})
 }
 
 func (c *childMainWriter) ask(req writerRequest) error {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/apply"
+	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/kernel"
@@ -99,11 +100,26 @@ func nonNil[T any](s []T) []T {
 func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 	var candidate []byte
 	if o.candidate != "" {
-		read := func() ([]byte, error) { return os.ReadFile(o.candidate) }
+		read := func() ([]byte, error) {
+			// The candidate becomes the main file: trusted as the main
+			// file is (no user but root or the caller could write it).
+			if !g.allowInsecureConfig {
+				if err := desired.CheckTrustedFile(o.candidate, "candidate"); err != nil {
+					return nil, err
+				}
+			}
+			return desired.ReadFile(o.candidate)
+		}
 		if _, f := handedByRoot(); f != nil {
 			// Read by root's process, which started this one
-			// (runas_linux.go).
-			read = func() ([]byte, error) { return io.ReadAll(f) }
+			// (runas_linux.go), within the same bound.
+			read = func() ([]byte, error) {
+				data, err := io.ReadAll(io.LimitReader(f, desired.MaxFileSize+1))
+				if err == nil && len(data) > desired.MaxFileSize {
+					err = fmt.Errorf("larger than %d bytes", desired.MaxFileSize)
+				}
+				return data, err
+			}
 		}
 		data, err := read()
 		if err != nil {
@@ -261,6 +277,10 @@ func parseWithID(env *Env, fs *flag.FlagSet, usage string, args []string) (id st
 	}
 	if len(ids) == 1 {
 		id = ids[0]
+		if err := safeapply.ValidID(id); err != nil {
+			fmt.Fprintf(env.Stderr, "netreconcile %s: %v\n\n%s", fs.Name(), err, usage)
+			return "", false, ExitUsage
+		}
 	}
 	return id, true, 0
 }

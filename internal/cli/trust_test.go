@@ -97,3 +97,52 @@ func TestKeyNeverPrinted(t *testing.T) {
 		}
 	}
 }
+
+// apply --candidate FILE makes FILE the main file: it is trusted as the
+// main file is, and refused when another user owns it or could write it
+// (found by the adversarial review: a candidate in /tmp that a local user
+// made was installed as root's main file).
+func TestInsecureCandidateRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file to another user")
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nr.yaml")
+	if err := os.WriteFile(conf, []byte("version: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cand := filepath.Join(dir, "new.yaml")
+	if err := os.WriteFile(cand, []byte("version: 1\nlinks: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name  string
+		setup func() error
+	}{
+		{"owned by another user", func() error { return os.Chown(cand, 12345, 12345) }},
+		{"writable by others", func() error {
+			if err := os.Chown(cand, 0, 0); err != nil {
+				return err
+			}
+			return os.Chmod(cand, 0o666)
+		}},
+	} {
+		if err := tt.setup(); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"apply", "-c", conf, "--state-dir", filepath.Join(dir, "state"), "--confirm-within", "1m", "--candidate", cand}
+		code, out, errOut := runCLI(args...)
+		if code == ExitOK || !strings.Contains(errOut, "insecure configuration") || !strings.Contains(errOut, cand) {
+			t.Errorf("%s: exit %d\n%s%s", tt.name, code, out, errOut)
+		}
+		if got, _ := os.ReadFile(conf); string(got) != "version: 1\n" {
+			t.Fatalf("%s: the main file changed: %q", tt.name, got)
+		}
+	}
+	// The refusal comes before the state directory, the kernel or a timer
+	// is touched: an apply with the override would go on in this process's
+	// namespace, so it is left to TestInsecureConfigRefused's main file.
+	if _, err := os.Stat(filepath.Join(dir, "state")); err == nil {
+		t.Error("the refused apply made the state directory")
+	}
+}

@@ -143,20 +143,8 @@ func (b *builder) nftables(confs []*fileConf) {
 	model.SortNftTables(b.st.NFTables)
 }
 
-// validNftName reports whether nft accepts s unquoted as a table, chain or
-// set name.
-func validNftName(s string) bool {
-	if s == "" || len(s) > 255 {
-		return false
-	}
-	for i, c := range s {
-		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.')) {
-			return false
-		}
-	}
-	return true
-}
+// validNftName: model.ValidNftName.
+func validNftName(s string) bool { return model.ValidNftName(s) }
 
 // inFileOrder returns map keys in the order they appear in the file (then by
 // name): the kernel lists sets and chains in creation order.

@@ -112,9 +112,15 @@ func readSide(path string, trust bool, limit int) ([]byte, error) {
 			return nil, err
 		}
 	}
-	// Stat follows links, and refuses what is not a file before opening
-	// it: opening a FIFO would wait for a writer.
-	fi, err := os.Stat(path)
+	// Opened without waiting (O_NONBLOCK: opening a FIFO would wait for
+	// a writer), then the descriptor is checked: a file swapped for a
+	// FIFO between a stat and the open is still refused.
+	f, err := openNoWait(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
@@ -124,11 +130,6 @@ func readSide(path string, trust bool, limit int) ([]byte, error) {
 	if fi.Size() > int64(limit) {
 		return nil, errTooBig(limit)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	if err != nil {
 		return nil, err

@@ -81,33 +81,10 @@ func sysctlValue(v *yaml.Node) (string, bool) {
 	return s, s != ""
 }
 
-// sysctlKeyRule is what a key may hold: the kernel's names are made of
-// these, and link names as ip(8) allows them (a dot written '/').
-const sysctlKeyRule = "letters, digits, '_', '-', '/', ':', '@' and '+', in non-empty parts separated by dots"
+// sysctlKeyRule is what a key may hold (model.ValidSysctlKey).
+const sysctlKeyRule = model.SysctlKeyRule
 
-func validSysctlPart(p string) bool {
-	if p == "" {
-		return false
-	}
-	for _, r := range p {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-		case strings.ContainsRune("_-/:@+", r):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func validSysctlKey(key string) bool {
-	for _, p := range strings.Split(key, ".") {
-		if !validSysctlPart(p) {
-			return false
-		}
-	}
-	return true
-}
+func validSysctlKey(key string) bool { return model.ValidSysctlKey(key) }
 
 // sysctls builds the global keys of every file.
 func (b *builder) sysctls(confs []*fileConf) {

@@ -48,8 +48,15 @@ func TestSysctlErrors(t *testing.T) {
 	}, {
 		name: "bad key",
 		file: "version: 1\nsysctls:\n  net..ip_forward: 1\n  net.ipv4.ip forward: 1\n",
-		want: "f.yaml:3:3: sysctls.net..ip_forward: not a sysctl key; expected letters, digits, '_', '-', '/', ':', '@' and '+', in non-empty parts separated by dots, such as net.ipv4.ip_forward\n" +
-			"f.yaml:4:3: sysctls.net.ipv4.ip forward: not a sysctl key; expected letters, digits, '_', '-', '/', ':', '@' and '+', in non-empty parts separated by dots, such as net.ipv4.ip_forward",
+		want: "f.yaml:3:3: sysctls.net..ip_forward: not a sysctl key; expected letters, digits, '_', '-', '/', ':', '@' and '+', in non-empty parts separated by dots, no part \"/\" or \"//\", such as net.ipv4.ip_forward\n" +
+			"f.yaml:4:3: sysctls.net.ipv4.ip forward: not a sysctl key; expected letters, digits, '_', '-', '/', ':', '@' and '+', in non-empty parts separated by dots, no part \"/\" or \"//\", such as net.ipv4.ip_forward",
+	}, {
+		// "/" and "//" are "." and ".." in the key's path: these would
+		// write /proc/sys/kernel/core_pattern.
+		name: "a key that leaves net",
+		file: "version: 1\nsysctls:\n  net.//.kernel.core_pattern: x\nlinks:\n  br0: {kind: bridge, sysctls: {ipv4.//.//.//.//.kernel.core_pattern: x}}\n",
+		want: "f.yaml:3:3: sysctls.net.//.kernel.core_pattern: not a sysctl key; expected letters, digits, '_', '-', '/', ':', '@' and '+', in non-empty parts separated by dots, no part \"/\" or \"//\", such as net.ipv4.ip_forward\n" +
+			"f.yaml:5:33: links.br0.sysctls.ipv4.//.//.//.//.kernel.core_pattern: expected a key of the link: ipv4.NAME or ipv6.NAME (net.ipv4.conf.br0.NAME), or ipv4.neigh.NAME or ipv6.neigh.NAME, such as ipv4.rp_filter; found \"ipv4.//.//.//.//.kernel.core_pattern\"",
 	}, {
 		name: "per-link key at the top",
 		file: "version: 1\nsysctls:\n  net.ipv4.conf.eth0.rp_filter: 2\n  net.ipv4.conf.all.rp_filter: 2\n",

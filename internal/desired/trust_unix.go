@@ -70,6 +70,10 @@ func CheckTrusted(mainFile, dropIn string) error {
 // those it writes back.
 func CheckTrustedSide(path string) error { return checkTrustedFile(path, "side file") }
 
+// CheckTrustedFile is CheckTrusted for one more file read as
+// configuration: apply's --candidate, which becomes the main file.
+func CheckTrustedFile(path, what string) error { return checkTrustedFile(path, what) }
+
 func checkTrustedFile(path, what string) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -116,4 +120,10 @@ func checkTrustedPath(real, what string) error {
 		}
 		cur = parent
 	}
+}
+
+// openNoWait opens a file for reading without waiting for a writer (a
+// FIFO's open would block): the caller checks the descriptor.
+func openNoWait(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }

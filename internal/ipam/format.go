@@ -3,7 +3,7 @@ package ipam
 // The registry file of a pool, version 1, one record a line:
 //
 //	# comment lines, only before the header
-//	netreconcile-ipam version=1 pool=pool1 block-size-bits=5
+//	netreconcile-ipam version=1 pool=pool1 block_size_bits=5
 //	subnet ipv4=10.2.0.0/16 ipv6=fd01:203:405:607::/112
 //	block index=0 ipv4=10.2.0.0/27 ipv6=fd01:203:405:607::/123 next=2
 //	alloc ipv4=10.2.0.0 ipv6=fd01:203:405:607:: at=2026-11-22T06:07:00.5Z owner=pod-a iface=eth0
@@ -15,6 +15,14 @@ package ipam
 // encoding/json takes 15 ms to decode and encode them, these lines 2.3 ms. The lines also
 // stay readable with cat and grep, and `netreconcile ipam list --output json` gives JSON to
 // whoever wants it.
+//
+// Field names are snake_case, as in every file and output of netreconcile from 1.0 on; a
+// registry written before says block-size-bits=, which is still read, and the next change
+// writes the file in the new form.
+//
+// Everything read is checked against the grammar (addresses, prefixes, times, owners as
+// checkOwner allows them, the pool's name): the state directory may belong to another user
+// than the reader (root running `netreconcile ipam`), and a file that fails is refused whole.
 //
 // Why a checksum: a file cut short or damaged in the middle can still look well-formed, and
 // would silently lose allocations; with the checksum it is refused with an error instead. The
@@ -48,7 +56,7 @@ func (s *state) encode() []byte {
 	b := make([]byte, 0, 512+len(s.allocs)*120+len(s.cooling)*80)
 	b = fmt.Appendf(b, "# netreconcile IPAM registry of pool %s. Change it with `netreconcile ipam`, not by hand:\n", s.pool)
 	b = append(b, "# the checksum on the last line makes a damaged or edited file an error, never a silent reset.\n"...)
-	b = fmt.Appendf(b, "%s version=%d pool=%s block-size-bits=%d\n", formatMagic, formatVersion, s.pool, s.layout.bits)
+	b = fmt.Appendf(b, "%s version=%d pool=%s block_size_bits=%d\n", formatMagic, formatVersion, s.pool, s.layout.bits)
 	for _, sn := range s.layout.subnets {
 		b = append(b, "subnet"...)
 		b = appendPair(b, sn.IPv4, sn.IPv6)
@@ -392,7 +400,10 @@ func decodeHeader(line, pool string, s *state) (bits int, err error) {
 			version, err = strconv.Atoi(v)
 		case "pool":
 			s.pool = v
-		case "block-size-bits":
+		case "block_size_bits", "block-size-bits": // the second is the form before 1.0
+			if bits >= 0 {
+				return errors.New("given twice")
+			}
 			bits, err = strconv.Atoi(v)
 		default:
 			// A newer version may add fields; the version check below explains the failure.
@@ -409,7 +420,7 @@ func decodeHeader(line, pool string, s *state) (bits int, err error) {
 	case s.pool != pool:
 		return 0, fmt.Errorf("registry of pool %q, not of pool %q", s.pool, pool)
 	case bits < 0:
-		return 0, errors.New("no block-size-bits")
+		return 0, errors.New("no block_size_bits")
 	}
 	return bits, nil
 }

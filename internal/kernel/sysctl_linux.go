@@ -64,16 +64,14 @@ func readSysctl(key string, buf []byte) (string, error) {
 }
 
 // sysctlFile is key's file. A key is split on dots, and each part is one
-// name: no part is empty, "." or "..", or holds a '/' once turned into a
-// path (model.SysctlPath swaps '.' and '/'), so no key leaves /proc/sys/net.
+// name: no part is empty or "/" or "//", which model.SysctlPath (it swaps
+// '.' and '/') turns into "." and "..", so no key leaves /proc/sys/net.
 func sysctlFile(key string) (string, error) {
 	if !strings.HasPrefix(key, "net.") {
 		return "", fmt.Errorf("sysctl %s: only keys under net. are read or written", key)
 	}
-	for _, p := range strings.Split(key, ".") {
-		if p == "" {
-			return "", fmt.Errorf("sysctl %s: empty part in the key", key)
-		}
+	if !model.ValidSysctlKey(key) {
+		return "", fmt.Errorf("sysctl %s: not a key (%s)", key, model.SysctlKeyRule)
 	}
 	return filepath.Join(procSys, model.SysctlPath(key)), nil
 }

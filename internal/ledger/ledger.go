@@ -184,18 +184,38 @@ func OpenIn(dir *statedir.Dir, cookie uint64) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read ownership ledger: %w", err)
 	}
-	var f fileFormat
-	if err := json.Unmarshal(data, &f); err != nil {
-		// Never %w the JSON error: it quotes the offending byte.
-		return nil, fmt.Errorf("ownership ledger %s is corrupt (not the JSON this netreconcile writes); move it away after checking that no object it lists is left in the kernel", path)
-	}
-	if f.Version != formatVersion {
-		return nil, fmt.Errorf("ownership ledger %s has version %d; this netreconcile reads %d", path, f.Version, formatVersion)
+	f, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("ownership ledger %s %w; nothing of it is used: move it away after checking that no object it lists is left in the kernel", path, err)
 	}
 	if cookie != 0 && f.NetnsCookie != 0 && f.NetnsCookie != cookie {
 		l.Discarded, l.discardedCookie = true, f.NetnsCookie
 		return l, nil
 	}
+	l.load(f)
+	return l, nil
+}
+
+// decode reads the file's content and checks every record (check.go):
+// an error for anything else, never a ledger used in part. The error
+// quotes nothing of the content.
+func decode(data []byte) (*fileFormat, error) {
+	var f fileFormat
+	if err := json.Unmarshal(data, &f); err != nil {
+		// Never %w the JSON error: it quotes the offending byte.
+		return nil, errors.New("is corrupt (not the JSON this netreconcile writes)")
+	}
+	if f.Version != formatVersion {
+		return nil, fmt.Errorf("has version %d; this netreconcile reads %d", f.Version, formatVersion)
+	}
+	if err := f.check(); err != nil {
+		return nil, fmt.Errorf("holds what netreconcile does not write: %w", err)
+	}
+	return &f, nil
+}
+
+// load takes the records of a decoded file.
+func (l *Ledger) load(f *fileFormat) {
 	for _, p := range f.FouPorts {
 		l.Fou[model.FouKey{Port: p.Port, IPv6: p.IPv6}] = true
 	}
@@ -214,7 +234,6 @@ func OpenIn(dir *statedir.Dir, cookie uint64) (*Ledger, error) {
 	}
 	l.synced = l.records()
 	l.synced.seqs, l.synced.seq = f.Seqs, f.Seq
-	return l, nil
 }
 
 // Reload reads the file again: another writer may have changed it since
@@ -409,6 +428,21 @@ func (l *Ledger) Save() error {
 	if l.dir == nil || l.ReadOnly {
 		return nil
 	}
+	f, data, err := l.encode()
+	if err != nil {
+		return err
+	}
+	if err := l.dir.WriteFile(FileName, data, 0o600); err != nil {
+		return err
+	}
+	l.synced = l.records()
+	l.synced.seqs, l.synced.seq = f.Seqs, f.Seq
+	clear(l.touched)
+	return nil
+}
+
+// encode renders the records as Save writes them.
+func (l *Ledger) encode() (*fileFormat, []byte, error) {
 	f := fileFormat{Version: formatVersion, NetnsCookie: l.cookie, FouPorts: []fouJSON{}}
 	for k := range l.Fou {
 		f.FouPorts = append(f.FouPorts, fouJSON{k.Port, k.IPv6})
@@ -480,15 +514,9 @@ func (l *Ledger) Save() error {
 	}
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if err := l.dir.WriteFile(FileName, append(data, '\n'), 0o600); err != nil {
-		return err
-	}
-	l.synced = l.records()
-	l.synced.seqs, l.synced.seq = f.Seqs, f.Seq
-	clear(l.touched)
-	return nil
+	return &f, append(data, '\n'), nil
 }
 
 // tombstoneSaves is how many saves a dropped record's number is kept for:

@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/kernel"
@@ -183,6 +184,12 @@ func Decode(b []byte) (Identity, kernel.NFTElemSnapshot, error) {
 	}
 	r := reader{b: body}
 	id.Boot = r.str()
+	// The names are checked as the state directory's other records are
+	// (it may be another user's): a boot id as the kernel writes it, the
+	// families and names the configuration allows.
+	if r.err == nil && statedir.CheckToken("boot id", id.Boot, 64, "-") != nil {
+		r.err = errCorrupt
+	}
 	id.Netns = r.uint()
 	gen := r.uint()
 	if gen > 1<<32-1 {
@@ -195,6 +202,9 @@ func Decode(b []byte) (Identity, kernel.NFTElemSnapshot, error) {
 	total := 0
 	for i := 0; i < nsets && r.err == nil; i++ {
 		cs := kernel.NFTCachedSet{Table: model.NftTableKey{Family: r.str(), Name: r.str()}, Set: r.str()}
+		if r.err == nil && (!slices.Contains(model.NftFamilies, cs.Table.Family) || !model.ValidNftName(cs.Table.Name) || !model.ValidNftName(cs.Set)) {
+			r.err = errCorrupt
+		}
 		// Grown as read, not sized by the count: a count is only bounded
 		// by the file's size, and an element takes 32 bytes in memory.
 		nel := r.count(2)

@@ -145,3 +145,22 @@ func TestHeader(t *testing.T) {
 		}
 	}
 }
+
+// The cache is in the state directory, which may be another user's: a
+// file whose checksum is right but whose names are not ones netreconcile
+// writes (a boot id, a family, nftables names) is refused whole.
+func TestDecodeRefusesForgedNames(t *testing.T) {
+	for _, forge := range []func(id *Identity, s *kernel.NFTElemSnapshot){
+		func(id *Identity, s *kernel.NFTElemSnapshot) { id.Boot = "\x1b]2;owned\x07" },
+		func(id *Identity, s *kernel.NFTElemSnapshot) { id.Boot = "" },
+		func(id *Identity, s *kernel.NFTElemSnapshot) { s.Sets[0].Table.Family = "inet6" },
+		func(id *Identity, s *kernel.NFTElemSnapshot) { s.Sets[0].Table.Name = "fw; flush ruleset" },
+		func(id *Identity, s *kernel.NFTElemSnapshot) { s.Sets[1].Set = "\x1b[2J" },
+	} {
+		id, s := sample()
+		forge(&id, &s)
+		if _, _, err := Decode(Encode(id, s)); err == nil {
+			t.Errorf("forged %+v %+v: decoded", id, s.Sets)
+		}
+	}
+}

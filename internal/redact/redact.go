@@ -8,7 +8,9 @@ package redact
 
 import (
 	"io"
+	"sort"
 	"strings"
+	"sync"
 )
 
 // Placeholder replaces a value that looks like a key.
@@ -133,22 +135,105 @@ func pathLike(run string) bool {
 	return false
 }
 
+// Names this program prints itself are never judged: the paths of the
+// configuration files it reads (desired.ReadFile, the drop-in directory)
+// and of its state directory. The user chose them and sees them in every
+// message; judged as values, a path such as
+// /srv/netconfig/hidden/loader/F9_posless_error.yaml (45 characters of
+// base64's alphabet, upper and lower case, a digit) was taken for a key,
+// and every error lost its file name. Values (what a field holds, a key
+// file's path typed into one) are still judged wherever they sit, even
+// inside a message that names a file: a name protects only its own
+// characters, bounded by what cannot continue a key.
+var own struct {
+	sync.RWMutex
+	names map[string]bool
+}
+
+// maxOwn bounds the names kept: a configuration with that many drop-ins
+// is past what a message needs to name.
+const maxOwn = 4096
+
+// Own records names (paths) this program prints itself, so that String
+// leaves them whole.
+func Own(names ...string) {
+	own.Lock()
+	defer own.Unlock()
+	if own.names == nil {
+		own.names = map[string]bool{}
+	}
+	for _, n := range names {
+		if n != "" && len(own.names) < maxOwn {
+			own.names[n] = true
+		}
+	}
+}
+
+// owned returns the ranges of s that are names recorded by Own, sorted and
+// disjoint. A name counts only where it stands alone: not preceded by a
+// character that could continue a key, and not followed by one but for '/'
+// (a path under it, whose rest is judged as it is).
+func owned(s string) [][2]int {
+	own.RLock()
+	defer own.RUnlock()
+	var out [][2]int
+	for n := range own.names {
+		for from := 0; from < len(s); {
+			i := strings.Index(s[from:], n)
+			if i < 0 {
+				break
+			}
+			a, b := from+i, from+i+len(n)
+			from = a + 1
+			if a > 0 && isB64(s[a-1]) || b < len(s) && isB64(s[b]) && s[b] != '/' {
+				continue
+			}
+			out = append(out, [2]int{a, b})
+		}
+	}
+	if len(out) < 2 {
+		return out
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] || out[i][0] == out[j][0] && out[i][1] > out[j][1] })
+	merged := out[:1]
+	for _, r := range out[1:] {
+		if last := &merged[len(merged)-1]; r[0] < last[1] {
+			last[1] = max(last[1], r[1])
+		} else {
+			merged = append(merged, r)
+		}
+	}
+	return merged
+}
+
 // String returns s with every run of base64 characters (with its '='
-// padding) that looks like a key replaced by Placeholder.
+// padding) that looks like a key replaced by Placeholder; the names
+// recorded by Own are left whole, and what surrounds them is judged
+// apart.
 func String(s string) string {
 	var b strings.Builder
 	last := 0
+	skip := owned(s)
 	for i := 0; i < len(s); {
+		if len(skip) > 0 && i >= skip[0][0] {
+			i = max(i, skip[0][1])
+			skip = skip[1:]
+			continue
+		}
 		if !isB64(s[i]) {
 			i++
 			continue
 		}
+		limit := len(s)
+		if len(skip) > 0 {
+			limit = skip[0][0]
+		}
 		j := i
-		for j < len(s) && isB64(s[j]) {
+		for j < limit && isB64(s[j]) {
 			j++
 		}
 		end := j
-		for end < len(s) && s[end] == '=' {
+		for end < limit && s[end] == '=' {
 			end++
 		}
 		if keyLike(s[i:j], end-j) {

@@ -60,3 +60,31 @@ func TestStringRandomKeys(t *testing.T) {
 		}
 	}
 }
+
+// Names the program prints itself (Own) are left whole; a name protects
+// only its own characters where it stands alone, so a key beside it, after
+// it in a path, or holding it is still hidden.
+func TestOwn(t *testing.T) {
+	const key = "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg="
+	path := "/srv/netconfig/hidden/loader/F9_posless_error.yaml"
+	dir := "/etc/netreconcile/conf.d"
+	if got := String(path + ":7:30: x"); got == path+":7:30: x" {
+		t.Fatalf("the test's path is not one String would hide: %q", got)
+	}
+	Own(path, dir, "x", "Dg")
+	for _, tt := range []struct{ in, want string }{
+		{path + ":7:30: links.wg0.mtu: found \"" + key + "\"", path + ":7:30: links.wg0.mtu: found \"" + Placeholder + "\""},
+		{"key file " + dir + "/" + key + " does not exist", "key file " + dir + Placeholder + " does not exist"},
+		{"key file " + dir + "/" + strings.TrimSuffix(key, "=") + " does not exist", "key file " + dir + Placeholder + " does not exist"},
+		// Short names never split a key ("x" and "Dg" are in it).
+		{"found " + key, "found " + Placeholder},
+		{"found " + key + "x", "found " + Placeholder + "x"},
+		{"x " + key, "x " + Placeholder},
+		// Glued to a name, not the name: judged.
+		{"a" + path, Placeholder + ".yaml"},
+	} {
+		if got := String(tt.in); got != tt.want {
+			t.Errorf("String(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -73,7 +73,9 @@ func SnapshotOf(mainFile, dropIn string, srcs []desired.Source, now time.Time, b
 		if err != nil {
 			return nil, fmt.Errorf("configuration file %s: %w", src.Name, err)
 		}
-		c, err := readCopy(p)
+		// The content is the one read: only the mode, owner and link
+		// are taken from the file as it is now.
+		c, err := statCopy(p)
 		if err != nil {
 			return nil, err
 		}
@@ -201,7 +203,7 @@ func readCopy(p string) (*FileCopy, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.Data, err = os.ReadFile(p); err != nil {
+	if c.Data, err = desired.ReadFile(p); err != nil {
 		return nil, fmt.Errorf("read configuration %s: %w", p, err)
 	}
 	return c, nil

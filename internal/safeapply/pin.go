@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -82,7 +81,10 @@ func (p *Pin) Sources(srcs []desired.Source) (out []desired.Source, pinnedBy str
 
 // withSides is the YAML files of srcs and the side files at paths, as
 // they are on the disk now (one that cannot be read is left out: the
-// hash then differs from one made when it could).
+// hash then differs from one made when it could). The paths come from
+// transaction.json, in the state directory: each is read as the loader
+// reads a side file (a regular file, opened without waiting, bounded),
+// and no more than the side files of one configuration hold together.
 func withSides(srcs []desired.Source, paths []string) []desired.Source {
 	var out []desired.Source
 	for _, s := range srcs {
@@ -90,10 +92,16 @@ func withSides(srcs []desired.Source, paths []string) []desired.Source {
 			out = append(out, s)
 		}
 	}
+	total := 0
 	for _, p := range paths {
-		if data, err := os.ReadFile(p); err == nil {
-			out = append(out, desired.Source{Name: p, Data: data, Side: true})
+		data, err := desired.ReadSide(p, desired.Options{AllowInsecure: true})
+		if err != nil {
+			continue
 		}
+		if total += len(data); total > desired.MaxSideBytes {
+			break
+		}
+		out = append(out, desired.Source{Name: p, Data: data, Side: true})
 	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/statedir"
@@ -208,20 +209,41 @@ func Load(dir *statedir.Dir) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read transaction: %w", err)
 	}
-	if err := json.Unmarshal(data, f); err != nil {
-		return nil, fmt.Errorf("read transaction %s: %w", FileName, err)
-	}
-	if f.Version != formatVersion {
-		return nil, fmt.Errorf("read transaction %s: version %d, this netreconcile reads %d", FileName, f.Version, formatVersion)
+	f, err = Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("read transaction %s: %w; nothing of it is used: move it away after checking the configuration files", filepath.Join(dir.Path(), FileName), err)
 	}
 	return f, nil
+}
+
+// Decode reads transaction.json's content and checks every field (check.go):
+// an error for anything else, never a file used in part. The error quotes
+// nothing of the content.
+func Decode(data []byte) (*File, error) {
+	f := &File{}
+	if err := json.Unmarshal(data, f); err != nil {
+		// Never %w the JSON error: it quotes the offending byte.
+		return nil, errors.New("not the JSON this netreconcile writes")
+	}
+	if f.Version != formatVersion {
+		return nil, fmt.Errorf("version %d, this netreconcile reads %d", f.Version, formatVersion)
+	}
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Encode is the content Save writes.
+func (f *File) Encode() ([]byte, error) {
+	f.Version = formatVersion
+	return json.Marshal(f)
 }
 
 // Save writes the file atomically with mode 0600: it holds copies of the
 // configuration, which may be readable by root only.
 func (f *File) Save(dir *statedir.Dir) error {
-	f.Version = formatVersion
-	data, err := json.Marshal(f)
+	data, err := f.Encode()
 	if err != nil {
 		return fmt.Errorf("encode transaction: %w", err)
 	}
@@ -236,7 +258,11 @@ func (f *File) Save(dir *statedir.Dir) error {
 func (f *File) end(state State, cause Cause, detail string, now time.Time) *Txn {
 	t := f.Pending
 	f.Pending = nil
-	t.State, t.Cause, t.Detail, t.Ended = state, cause, detail, now
+	// The detail quotes errors, which may quote a kernel object's name
+	// (any bytes but '/' and blanks): cleaned, so that the file is never
+	// refused on load for what it recorded, and made one line, as messages
+	// show it.
+	t.State, t.Cause, t.Detail, t.Ended = state, cause, statedir.CleanText(detail, maxTextLen, false), now
 	if state == Confirmed {
 		f.Counts.Confirmed++
 	} else {

@@ -66,6 +66,9 @@ type MainWriter interface {
 	// f's content), keeping what it replaces under RejectedName(f.Path,
 	// id).
 	Restore(f *FileCopy, id string) error
+	// Confirmed says transaction id was confirmed: the writer drops its
+	// copy of the main file from before it.
+	Confirmed(path, id string) error
 }
 
 // mainWriter is h.MainWriter where this process cannot write the main
@@ -318,6 +321,14 @@ func (h *Host) Confirm(ctx context.Context, id string) (*Txn, *RollbackResult, e
 		return nil, nil, fmt.Errorf("confirm %s: %w", t.ID, err)
 	}
 	stopTimer(t)
+	// The process that installed the candidate keeps a copy of the file
+	// from before: with the transaction ended, it must never be written
+	// back.
+	if w := h.mainWriter(applied.Main); w != nil {
+		if err := w.Confirmed(applied.Main, t.ID); err != nil {
+			return f.Last, nil, fmt.Errorf("transaction %s is confirmed, but %w", t.ID, err)
+		}
+	}
 	return f.Last, nil, nil
 }
 
@@ -433,7 +444,7 @@ func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string
 			// pin holds while those are unchanged too. Only hashed,
 			// never applied: read whoever may write them.
 			_, _ = cur.Parse(true)
-			f.Rejected = &Rejected{ID: t.ID, Hash: SourcesHash(cur.Sources()), Sides: cur.sidePaths(), Error: errs[0].Error()}
+			f.Rejected = &Rejected{ID: t.ID, Hash: SourcesHash(cur.Sources()), Sides: cur.sidePaths(), Error: statedir.CleanText(errs[0].Error(), maxTextLen, false)}
 		}
 	}
 	// The restore point holds its side files: none is read from the disk.
@@ -506,6 +517,18 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 		return &BeginResult{Rollback: rolled}, fmt.Errorf("transaction %s was due (%s) and has been rolled back now; nothing else was applied: check the files and run the command again", rolled.Txn.ID, rolled.Txn.Detail)
 	}
 	now := h.now()
+	// What the file records must pass Load's checks (check.go).
+	if h.Netns != "" {
+		if err := CheckNetns(h.Netns); err != nil {
+			return nil, fmt.Errorf("a transaction records the namespace, and this name cannot be: %w", err)
+		}
+	}
+	if len(req.Probes) > maxProbes {
+		return nil, fmt.Errorf("--probe: more than %d", maxProbes)
+	}
+	if req.Window <= 0 || req.Window > maxWindow {
+		return nil, fmt.Errorf("--confirm-within: %s is not between 0 and %s", req.Window, maxWindow)
+	}
 	if !h.AllowInsecureConfig {
 		if err := desired.CheckTrusted(req.Main, req.DropIn); err != nil {
 			return nil, err
@@ -590,11 +613,16 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 		if err != nil {
 			return nil, err
 		}
-		t.ID, t.Started, t.BootID, t.Netns, t.Restore, t.Before = newID(now), now.UTC(), boot, h.Netns, restore, string(before)
+		// The kernel state as text holds names of the file (an alias)
+		// as they are: cleaned as check requires.
+		t.ID, t.Started, t.BootID, t.Netns, t.Restore, t.Before = newID(now), now.UTC(), boot, h.Netns, restore, statedir.CleanText(string(before), maxFileSize, true)
 	}
 	t.State, t.Deadline, t.Window, t.Applied = Pending, now.Add(req.Window).UTC(), Duration(req.Window), applied
 	t.Plans = append(append([]json.RawMessage(nil), t.Plans...), planJSON)
-	t.Probes = res.Armed
+	t.Probes = nil
+	for _, p := range res.Armed {
+		t.Probes = append(t.Probes, statedir.CleanText(p, maxRecordLen, false))
+	}
 	f.Pending = t
 	// Recorded durably before the timer and the first kernel write: a
 	// crash from here on finds the transaction and rolls it back.

@@ -118,7 +118,7 @@ func (tm *Timer) Arrange(t *Txn) (string, error) {
 			now = tm.Now
 		}
 		secs := int(math.Ceil(t.Deadline.Sub(now()).Seconds()))
-		unit := fmt.Sprintf("netreconcile-rollback-%s-%d", t.ID, t.Extended)
+		unit := fmt.Sprintf("%s%s-%d", timerUnitPrefix, t.ID, t.Extended)
 		cmd := exec.Command("systemd-run", append([]string{"--quiet", "--collect", "--unit", unit,
 			"--description", "netreconcile: roll back transaction " + t.ID + " unless confirmed",
 			"--on-active", strconv.Itoa(max(secs, 1)) + "s",
@@ -211,6 +211,10 @@ func WaitDue(ctx context.Context, dir *statedir.Dir, id string, open func(ctx co
 		return rolled, err
 	}
 }
+
+// timerUnitPrefix starts the name of a transaction's systemd timer unit:
+// netreconcile-rollback-ID-N, N the extensions before it.
+const timerUnitPrefix = "netreconcile-rollback-"
 
 // retryDue is the wait of a timer that could not act at the deadline.
 const retryDue = time.Second

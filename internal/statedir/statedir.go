@@ -23,6 +23,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netreconcile/netreconcile/internal/redact"
 )
 
 // ErrInsecure: a state directory, or a parent of it, can be changed by a user
@@ -53,10 +55,14 @@ func (d *Dir) fd() int { return int(d.f.Fd()) }
 // Why the parents: whoever can write a parent can rename the state directory
 // away and put one of their own in its place.
 func Open(path string, create bool) (*Dir, error) {
+	// The state directory's path is in many messages: a name this
+	// program prints itself, never a value to judge (package redact).
+	redact.Own(path)
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", path, err)
 	}
+	redact.Own(abs)
 	if create {
 		if err := os.MkdirAll(abs, 0o700); err != nil {
 			return nil, fmt.Errorf("create state directory: %w", err)
@@ -256,6 +262,12 @@ func ReadRegular(f *os.File, path string, max int64) ([]byte, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, fmt.Errorf("read %s: not a regular file", path)
+	}
+	// Refused by its size before it is read: a file another user made
+	// large (sparse, costing them nothing) costs this process nothing
+	// either. One that grows while it is read stops at max+1.
+	if st.Size > max {
+		return nil, fmt.Errorf("read %s: larger than %d bytes", path, max)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {

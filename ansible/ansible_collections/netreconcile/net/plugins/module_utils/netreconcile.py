@@ -22,6 +22,7 @@ import grp
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -48,6 +49,21 @@ ROLLBACK_COMMAND = 'rollback'
 
 # The exit status of ``diff`` when changes are pending.
 EXIT_CHANGES = 2
+
+# A transaction id as netreconcile makes and accepts them
+# (20261124T011546Z-2e1077): letters, digits and dashes, not starting with a
+# dash, at most 64 characters. Checked here too, so that no value of a
+# playbook reaches the command line as an option.
+TRANSACTION_ID_RE = re.compile(r'\A[A-Za-z0-9][A-Za-z0-9-]{0,63}\Z')
+
+
+def check_transaction_id(module, value, what='transaction'):
+    """Fail the module unless value is a transaction id."""
+    if not isinstance(value, str) or not TRANSACTION_ID_RE.match(value):
+        module.fail_json(msg='%s: not a transaction id (letters, digits and dashes, not starting with a dash, '
+                         'at most 64): %r' % (what, value))
+    return value
+
 
 # Shown in place of the temporary file an inline ``config`` is written to,
 # so that positions read ``<inline config>:3:9: links.br0.mtu: ...``.
@@ -85,19 +101,22 @@ def common_args(module):
     (STATE-DIR/netns/NAME) only when it is told the namespace; under
     ``ip netns exec`` it would take the namespace for the host's and share
     the host's ledger (docs/config.md, "The state directory").
+
+    Each value is joined to its option (``--netns=NAME``): a value that
+    starts with a dash stays a value.
     """
     p = module.params
     args = []
     if p.get('netns') is not None:
         if p['netns'] == '':
             module.fail_json(msg='netns is empty: give a namespace name, or leave netns out for the host')
-        args += ['--netns', p['netns']]
+        args.append('--netns=' + p['netns'])
     if p.get('state_dir'):
-        args += ['--state-dir', p['state_dir']]
+        args.append('--state-dir=' + p['state_dir'])
     if p.get('lock_timeout'):
-        args += ['--lock-timeout', p['lock_timeout']]
+        args.append('--lock-timeout=' + p['lock_timeout'])
     if p.get('wireguard_go'):
-        args += ['--wireguard-go', p['wireguard_go']]
+        args.append('--wireguard-go=' + p['wireguard_go'])
     return args
 
 
@@ -227,9 +246,9 @@ class Source(object):
         self.labels[self.path] = INLINE_LABEL
 
     def args(self):
-        args = ['-c', self.path]
+        args = ['--config=' + self.path]
         if self.conf_dir:
-            args += ['--conf-dir', self.conf_dir]
+            args.append('--conf-dir=' + self.conf_dir)
         return args
 
     def relabel(self, text):
@@ -248,13 +267,18 @@ class Source(object):
             self.lock = None
 
 
-def run_json(module, binary, argv, source=None):
-    """Run ``binary argv... -o json`` and return (rc, parsed JSON, stderr).
+def run_json(module, binary, argv, source=None, positional=None):
+    """Run ``binary argv... -o json -- positional...`` and return (rc,
+    parsed JSON, stderr). Options go in argv, with their values joined
+    (``--name=value``); every positional argument goes after ``--``, so that
+    none is ever read as an option.
 
     A command that prints no JSON fails the module with its standard error:
     that is netreconcile refusing its command line, or not netreconcile.
     """
     cmd = [binary] + argv + ['-o', 'json']
+    if positional:
+        cmd += ['--'] + list(positional)
     rc, out, err = module.run_command(cmd, environ_update={'LC_ALL': 'C'})
     if source is not None:
         out, err = source.relabel(out), source.relabel(err)
@@ -272,18 +296,22 @@ def run_json(module, binary, argv, source=None):
 
 
 def supports(module, binary, command, flag):
-    """Whether ``binary help COMMAND`` documents FLAG."""
-    rc, out, err = module.run_command([binary, 'help', command])
+    """Whether ``binary COMMAND --help`` documents FLAG (no positional
+    argument: a command's own help)."""
+    rc, out, err = module.run_command([binary, command, '--help'])
     return rc == 0 and flag in out
 
 
 def transaction_id(data):
-    """The transaction id in apply's JSON (TRANSACTION_ID_PATH), or None."""
+    """The transaction id in apply's JSON (TRANSACTION_ID_PATH), or None;
+    anything but an id (TRANSACTION_ID_RE) is None, never passed on."""
     for key in TRANSACTION_ID_PATH:
         if not isinstance(data, dict):
             return None
         data = data.get(key)
-    return data
+    if isinstance(data, str) and TRANSACTION_ID_RE.match(data):
+        return data
+    return None
 
 
 def failure(data, source=None):

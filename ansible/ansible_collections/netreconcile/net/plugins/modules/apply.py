@@ -323,9 +323,9 @@ def run(module, binary, source):
         if p['confirm_within']:
             if not nr.supports(module, binary, 'apply', nr.CONFIRM_WITHIN_FLAG):
                 module.fail_json(msg='confirm_within: this netreconcile (%s) has no apply %s' % (binary, nr.CONFIRM_WITHIN_FLAG))
-            argv += [nr.CONFIRM_WITHIN_FLAG, p['confirm_within']]
+            argv.append(nr.CONFIRM_WITHIN_FLAG + '=' + p['confirm_within'])
             for probe in p['probes']:
-                argv += [nr.PROBE_FLAG, probe]
+                argv.append(nr.PROBE_FLAG + '=' + probe)
         rc, data, err = nr.run_json(module, binary, argv, source)
         ops = data.get('ops') or []
         pending = []

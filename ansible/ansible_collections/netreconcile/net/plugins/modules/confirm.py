@@ -30,7 +30,9 @@ attributes:
     description: Nothing to show.
 options:
   transaction:
-    description: The transaction id (RV(netreconcile.net.apply#module:transaction_id)). Left out, the pending one.
+    description:
+      - The transaction id (RV(netreconcile.net.apply#module:transaction_id)). Left out, the pending one.
+      - Letters, digits and dashes, not starting with a dash, at most 64 characters; anything else fails the task.
     type: str
   state:
     description: C(confirmed) runs C(netreconcile confirm), C(rolled_back) runs C(netreconcile rollback).
@@ -99,10 +101,10 @@ def main():
     command = nr.CONFIRM_COMMAND if module.params['state'] == 'confirmed' else nr.ROLLBACK_COMMAND
     if not nr.supports(module, binary, command, 'Usage: netreconcile ' + command):
         module.fail_json(msg='this netreconcile (%s) has no %s command' % (binary, command))
-    argv = [command] + nr.common_args(module)
+    positional = []
     if module.params['transaction']:
-        argv.append(module.params['transaction'])
-    rc, data, err = nr.run_json(module, binary, argv)
+        positional.append(nr.check_transaction_id(module, module.params['transaction']))
+    rc, data, err = nr.run_json(module, binary, [command] + nr.common_args(module), positional=positional)
     if rc != 0 or data.get('error'):
         module.fail_json(msg=data.get('error') or 'netreconcile %s exited %d: %s' % (command, rc, err.strip()), rc=rc, result=data)
     # Exit 0 is a transaction confirmed or rolled back: a change either way.

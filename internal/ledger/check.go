@@ -1,0 +1,92 @@
+package ledger
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/statedir"
+)
+
+// The ledger is in the namespace's state directory, which the packaged
+// service's user owns: when root runs a command there, it is that user's
+// input. Every record is checked when the file is loaded, and a file with
+// one that fails is refused whole, naming the record and quoting nothing:
+// a table name becomes part of what a pass deletes, a sysctl key the file
+// a pass writes back, a link name part of plans and messages.
+
+// maxRecords bounds each list: a ledger lists a few tables, ports, links
+// being created and sysctls.
+const maxRecords = 1 << 16
+
+// maxSysctlValue bounds a recorded value: the longest the kernel prints
+// for a net.* key is a few hundred bytes.
+const maxSysctlValue = 4096
+
+func (f *fileFormat) check() error {
+	if len(f.FouPorts) > maxRecords || len(f.NFTables) > maxRecords || len(f.PendingLinks) > maxRecords ||
+		len(f.Sysctls) > maxRecords || len(f.Seqs) > 4*maxRecords {
+		return fmt.Errorf("more than %d records of a kind", maxRecords)
+	}
+	for i, p := range f.FouPorts {
+		if p.Port == 0 {
+			return fmt.Errorf("fou_ports[%d].port: 0", i)
+		}
+	}
+	for i, t := range f.NFTables {
+		if !slices.Contains(model.NftFamilies, t.Family) {
+			return fmt.Errorf("nftables[%d].family: not one of %v", i, model.NftFamilies)
+		}
+		if !model.ValidNftName(t.Name) {
+			return fmt.Errorf("nftables[%d].name: not an nftables name", i)
+		}
+	}
+	for i, n := range f.PendingLinks {
+		if !model.ValidIfname(n) {
+			return fmt.Errorf("links_pending[%d]: not a link name (%s)", i, model.IfnameRule)
+		}
+	}
+	for i, s := range f.Sysctls {
+		if !strings.HasPrefix(s.Key, "net.") || !model.ValidSysctlKey(s.Key) {
+			return fmt.Errorf("sysctls[%d].key: not a key under net. (%s)", i, model.SysctlKeyRule)
+		}
+		if err := statedir.CheckText(fmt.Sprintf("sysctls[%d].original", i), s.Original, maxSysctlValue, false); err != nil {
+			return err
+		}
+	}
+	// The counter is bumped by every save: one near the top would wrap.
+	if f.Seq > 1<<62 {
+		return fmt.Errorf("seq: out of range")
+	}
+	for k, v := range f.Seqs {
+		if !validRecKey(k) {
+			return fmt.Errorf("seqs: a key that names no record")
+		}
+		if v > f.Seq {
+			return fmt.Errorf("seqs: a record's number above seq")
+		}
+	}
+	return nil
+}
+
+// validRecKey reports whether k is a record's key as fouKey, nftKey,
+// pendingKey and sysctlKey write them.
+func validRecKey(k string) bool {
+	kind, rest, _ := strings.Cut(k, " ")
+	switch kind {
+	case "fou":
+		port, v6, ok := strings.Cut(rest, " ")
+		n, err := strconv.ParseUint(port, 10, 16)
+		return ok && err == nil && n > 0 && strconv.FormatUint(n, 10) == port && (v6 == "true" || v6 == "false")
+	case "nft":
+		fam, name, ok := strings.Cut(rest, " ")
+		return ok && slices.Contains(model.NftFamilies, fam) && model.ValidNftName(name)
+	case "link":
+		return model.ValidIfname(rest)
+	case "sysctl":
+		return strings.HasPrefix(rest, "net.") && model.ValidSysctlKey(rest)
+	}
+	return false
+}
