@@ -50,6 +50,7 @@ Commands:
   run        keep the kernel equal to the configuration (the service)
   status     show a pending safe-apply transaction and WireGuard peers
   ipam       hand out addresses from the IPAM pools (allocate, release, list, gc)
+  wireguard  make a WireGuard private key (genkey), derive its public key (pubkey)
   version    print the version and the commit
   help CMD   show the help of one command (help ipam allocate: of a subcommand)
 
@@ -475,3 +476,24 @@ Options:
                        {"confirmed": N, "rolled_back": {"CAUSE": N}},
                        "peers": [...]} (docs/schema/status.json)
 ` + commonFlags
+
+const wireguardHelp = `Usage: netreconcile wireguard genkey
+       netreconcile wireguard pubkey <PRIVATE-KEY-FILE
+
+Make and derive WireGuard keys as wg(8) does, without wireguard-tools:
+  genkey   print a new private key (32 random bytes, clamped for X25519, in
+           base64) on standard output
+  pubkey   read a private key from standard input and print its public key
+
+A private key goes to standard output only. Keep it in a file only its
+owner can read (umask 077), and name that file in private-key-file: genkey
+warns, as wg genkey does, when standard output is a file others can read.
+pubkey refuses an input that is not a key without printing any of it.
+
+Exit status: 0 on success, 1 when standard input holds no private key, 64 on
+a usage error.
+
+Examples:
+  (umask 077; netreconcile wireguard genkey >/etc/netreconcile/wg0.key)
+  netreconcile wireguard pubkey </etc/netreconcile/wg0.key
+`
