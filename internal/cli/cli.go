@@ -344,6 +344,7 @@ func commands() []command {
 		{"ipam", "hand out addresses from the configuration's pools", ipamHelp, runIPAM},
 		{"version", "print the version and the commit", versionHelp, runVersion},
 		{"wireguard", "make a WireGuard private key, derive its public key", wireguardHelp, runWireGuard},
+		{"completion", "print the shell completion script for bash, zsh or fish", completionHelp, runCompletion},
 	}
 }
 

@@ -51,6 +51,7 @@ Commands:
   status     show a pending safe-apply transaction and WireGuard peers
   ipam       hand out addresses from the IPAM pools (allocate, release, list, gc)
   wireguard  make a WireGuard private key (genkey), derive its public key (pubkey)
+  completion print the shell completion script (bash, zsh or fish)
   version    print the version and the commit
   help CMD   show the help of one command (help ipam allocate: of a subcommand)
 
@@ -496,4 +497,20 @@ a usage error.
 Examples:
   (umask 077; netreconcile wireguard genkey >/etc/netreconcile/wg0.key)
   netreconcile wireguard pubkey </etc/netreconcile/wg0.key
+`
+
+const completionHelp = `Usage: netreconcile completion bash|zsh|fish
+
+Print the completion script of a shell on standard output. It completes the
+commands, the ipam and wireguard subcommands and each command's options, as
+this help lists them, with files, directories, network namespaces
+(/run/netns) and output formats as their values. The Debian package
+installs the three scripts; elsewhere, install the one of your shell:
+  bash  netreconcile completion bash \
+          >~/.local/share/bash-completion/completions/netreconcile
+  zsh   netreconcile completion zsh >"${fpath[1]}/_netreconcile"
+  fish  netreconcile completion fish \
+          >~/.config/fish/completions/netreconcile.fish
+
+Exit status: 0 on success, 64 on a usage error.
 `
