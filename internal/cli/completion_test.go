@@ -181,6 +181,11 @@ func TestCompletion(t *testing.T) {
 		}
 	})
 	t.Run("zsh", func(t *testing.T) {
+		if testing.Short() {
+			// A pseudo-terminal and a zsh per line: seconds, not for
+			// make check.
+			t.Skip("types each line into an interactive zsh; make test runs it")
+		}
 		nettest.RequireTool(t, "zsh")
 		shell(t, "zsh", "-n", zsh)
 		script := filepath.Join(t.TempDir(), "complete.zsh")
