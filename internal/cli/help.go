@@ -67,7 +67,8 @@ number (245 unless settings.protocol says otherwise).
 Every command but help takes -o json (--output json): one JSON document on
 standard output, on success and on failure, with a schema_version; the
 fields are named in snake_case and stable from 1.0 on (docs/json.md, and a
-JSON Schema per command in docs/schema). For run, -o is --log-format.
+JSON Schema per command in docs/schema). For run, -o is --log-format;
+wireguard and completion print a key or a script, as they are.
 
 Exit status, the same for every command:
   0   success (diff: nothing to do)

@@ -53,8 +53,14 @@ func wireguardGenkey(env *Env) int {
 		return fail(env, "wireguard genkey", fmt.Errorf("generate a private key: %w", err))
 	}
 	// As wg genkey: a key about to land in a file others can read is
-	// still written (the caller chose the file), with a warning.
-	if f, ok := env.Stdout.(*os.File); ok {
+	// still written (the caller chose the file), with a warning. Stdout
+	// is a filter (package inert, harmless to base64); jsonOut is the
+	// stream itself.
+	raw := env.jsonOut
+	if raw == nil {
+		raw = env.Stdout
+	}
+	if f, ok := raw.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o007 != 0 {
 			fmt.Fprintln(env.Stderr, "netreconcile wireguard genkey: warning: writing to a file others can read; set the umask to 077 and try again")
 		}
