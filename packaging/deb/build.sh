@@ -10,8 +10,8 @@
 #   /usr/share/bash-completion/completions/netreconcile, the zsh and fish
 #     scripts in their vendor directories         likewise
 #   /usr/share/doc/netreconcile/                 copyright, changelog.gz, README,
-#     docs/ and examples/ (compressed as dh_compress does: over 4 kB, not
-#     the copyright nor the examples)
+#     docs/ (with the JSON Schemas) and examples/ (compressed as dh_compress
+#     does: over 4 kB, not the copyright, the examples or the schemas)
 #   /usr/share/lintian/overrides/netreconcile    each override with its reason
 #
 # Timestamps are the last commit's (SOURCE_DATE_EPOCH, which dpkg-deb clamps
@@ -56,8 +56,14 @@ install -D -m 0644 packaging/copyright "$doc/copyright"
 install -m 0644 README.md "$doc/README.md"
 install -d -m 0755 "$doc/docs" "$doc/examples"
 install -m 0644 docs/*.md "$doc/docs/"
+# The JSON Schemas, uncompressed: they refer to each other by file name,
+# and editors and validators read them as they are.
+if ls docs/schema/*.json >/dev/null 2>&1; then
+	install -d -m 0755 "$doc/docs/schema"
+	install -m 0644 docs/schema/*.json "$doc/docs/schema/"
+fi
 install -m 0644 examples/*.yaml examples/*.sh "$doc/examples/"
-find "$doc" -path "$doc/examples" -prune -o -type f ! -name copyright -size +4k -exec gzip -9n {} +
+find "$doc" \( -path "$doc/examples" -o -path "$doc/docs/schema" \) -prune -o -type f ! -name copyright -size +4k -exec gzip -9n {} +
 
 # The changelog: packaging/changelog, whose top entry a snapshot build
 # (version.sh) renames, or follows with an entry of its own.
