@@ -195,7 +195,7 @@ plan:
       description:
         - C(link), C(address), C(route), C(rule), C(fou), C(wireguard), C(wireguard_peer), C(nft_table), C(nft_set),
           C(nft_chain), C(nft_rule), C(nft_element), C(sysctl) (netreconcile's JSON names them in snake_case;
-          RV(plan_text) and the diff in words, as C(netreconcile diff) prints them).
+          C(plan_text) and the diff in words, as C(netreconcile diff) prints them).
       type: str
       sample: route
     id:
@@ -248,7 +248,7 @@ conflicts:
   type: list
   elements: str
 held_back:
-  description: How many objects conflicts held back (the length of RV(conflicts)).
+  description: How many objects conflicts held back (the length of C(conflicts)).
   returned: on a conflict
   type: int
 failed_ops:
