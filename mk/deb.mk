@@ -35,3 +35,15 @@ deb:
 
 deb-check: test-tools deb
 	GO='$(GO)' packaging/deb/check.sh $(DEB)
+
+# The tests that run the command line as root, again where the machine looks
+# as it does with the package installed (the user and group netreconcile,
+# /var/lib/netreconcile theirs), in a mount namespace of their own
+# (test/packaged-host.sh): make test holds them without the package, this
+# with it. Needs root.
+TEST_TARGETS += test-packaged-host
+PACKAGED_HOST_TESTS := ./internal/cli/... ./test/command/ ./test/integration/ ./internal/safeapply/
+
+.PHONY: test-packaged-host
+test-packaged-host: test-deps
+	test/packaged-host.sh env NETRECONCILE_REQUIRE_PRIVILEGED=1 $(GO) test -count=1 -timeout 15m $(PACKAGED_HOST_TESTS)
