@@ -149,8 +149,9 @@ func norm(s string) string {
 }
 
 // copyrightLine matches a licence file's copyright notice, not the
-// Apache licence's template ("Copyright [yyyy] [name of copyright owner]").
-var copyrightLine = regexp.MustCompile(`(?m)^\s*Copyright\s+(?:(?i:\(c\))\s*|©\s*)?([^\[\n]+)$`)
+// Apache licence's template ("Copyright [yyyy] [name of copyright owner]",
+// or with braces).
+var copyrightLine = regexp.MustCompile(`(?m)^\s*Copyright\s+(?:(?i:\(c\))\s*|©\s*)?([^\[{\n]+)$`)
 
 // TestCopyrightCoversLinkedModules: packaging/copyright has a Files
 // paragraph for every module linked into /usr/sbin/netreconcile and the Go
