@@ -15,11 +15,11 @@ all: build
 
 # The version and commit stamped into the binary (internal/buildinfo), which
 # `netreconcile version` prints: the version as the Debian package numbers it
-# (git describe of the last v* tag; 0.0.0~git<commits>.<hash> before the
-# first), the full commit hash. Either may be given: make VERSION=1.0.0.
+# (packaging/version.sh: packaging/changelog's top entry at its v* tag,
+# 1.0.0~git<commits>.<hash> before it while the entry is UNRELEASED), the
+# full commit hash. Either may be given: make VERSION=1.0.0.
 ifeq ($(origin VERSION),undefined)
-VERSION := $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null | sed 's/^v//; s/-/~git/; s/-g/./'); \
-	[ -n "$$v" ] && echo "$$v" || echo "0.0.0~git$$(git rev-list --count HEAD 2>/dev/null || echo 0).$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)")
+VERSION := $(shell packaging/version.sh)
 endif
 ifeq ($(origin COMMIT),undefined)
 COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)

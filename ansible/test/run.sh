@@ -17,6 +17,9 @@ work=$(mktemp -d /tmp/ans-test.XXXXXX)
 chmod 700 "$work"
 start=$(date +%s)
 namespaces="ans-s ans-x ans-lan ans-a ans-b ans-c"
+# Set once this run has checked that no other holds the namespaces.
+owner=
+created=
 failures=0
 
 export ANSIBLE_COLLECTIONS_PATH="$here/.."
@@ -40,8 +43,11 @@ inline_base=/var/lib/netreconcile-ansible
 
 cleanup() {
 	local rc=$?
-	[ -n "$inline_base_kept" ] || rm -rf "$inline_base"
-	for ns in $namespaces; do
+	# A second run started meanwhile stops at the check below, before
+	# owning anything: it removes neither the inline base nor any
+	# namespace but those it made itself.
+	[ -z "$owner" ] || [ -n "$inline_base_kept" ] || rm -rf "$inline_base"
+	for ns in $created; do
 		[ -e "/run/netns/$ns" ] || continue
 		# wireguard-go exits with its link; the PIDs left are ours.
 		for l in $(ip -n "$ns" -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep '^answg-' || true); do
@@ -58,6 +64,8 @@ trap cleanup EXIT
 for ns in $namespaces; do
 	[ -e "/run/netns/$ns" ] && die "namespace $ns exists: another run, or a leftover (ip netns del $ns)"
 done
+owner=1
+netns_add() { ip netns add "$1" && created="$created $1"; }
 
 # The kernel as the tools show it, for before/after comparisons. The
 # WireGuard columns that change with traffic (handshakes, bytes) and the
@@ -122,19 +130,21 @@ for m in apply confirm wireguard_key; do
 	for section in "OPTIONS" "EXAMPLES" "RETURN VALUES"; do
 		grep -q "^$section" <<<"$out" || fail "ansible-doc netreconcile.net.$m has no $section"
 	done
+	# Markup ansible-core 2.14 does not know (O(), V(), RV(), E(), P()) is
+	# printed raw: only C(), I(), B(), M(), U() and L() render everywhere.
+	if raw=$(grep -nE '(^|[^A-Za-z_])(O|V|RV|E|P)\(' <<<"$out"); then
+		fail "ansible-doc netreconcile.net.$m shows raw markup: $raw"
+	fi
 	echo "netreconcile.net.$m: $(wc -l <<<"$out") lines"
 done
 ansible-doc -t role netreconcile.net.netreconcile >/dev/null 2>&1 || echo "(ansible-doc -t role: the role has no meta/argument_specs.yml)"
-
-log "X25519 against RFC 7748 and wg pubkey"
-/usr/bin/python3 "$here/x25519_test.py" "$coll/plugins/module_utils"
 
 log "what the modules pass to the binary: ids checked, -- before positional arguments"
 PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$here/argv_test.py" "$(cd "$here/.." && pwd)" || fail "argv_test.py"
 
 # ---------------------------------------------------------------------------
 log "one namespace: ans-s"
-ip netns add ans-s
+netns_add ans-s
 mkdir -m 700 "$work/s"
 peer_priv=$(wg genkey)
 peer_pub=$(wg pubkey <<<"$peer_priv")
@@ -214,7 +224,7 @@ dump ans-s >"$work/s.after3"
 cmp -s "$work/s.before3" "$work/s.after3" || fail "the failed run changed the kernel"
 
 log "a conflict fails the task and names the object"
-ip netns add ans-x
+netns_add ans-x
 ip -n ans-x link add ans-fx type bridge
 cat >"$work/conflict.yml" <<EOF
 - hosts: ans-s
@@ -231,10 +241,35 @@ grep -q '"conflicts": \[' "$work/conflict.log" && grep -q 'ans-fx' "$work/confli
 	{ cat "$work/conflict.log"; fail "the conflict is not named"; }
 grep -A3 '"conflicts": \[' "$work/conflict.log" | head -3
 
-log "confirmed apply (apply --confirm-within)"
-if "$bin" help apply | grep -q -- '--confirm-within'; then
+# with_group MODE COMMAND...: COMMAND where /etc/group has the packaged
+# service's group netreconcile (MODE with) or has none (without), in a mount
+# namespace of its own: the machine's /etc/group is never changed, and the
+# checks hold whether or not the package is installed here. The apply
+# module gives its inline files to that group, read-only, where it exists.
+group_gid=
+for g in $(seq 64990 -1 64900); do
+	getent group "$g" >/dev/null || { group_gid=$g; break; }
+done
+with_group() {
+	local mode=$1 view="$work/group.$1"
+	shift
+	grep -v '^netreconcile:' /etc/group >"$view"
+	[ "$mode" = without ] || echo "netreconcile:x:$group_gid:" >>"$view"
+	chmod 644 "$view"
+	unshare --mount --propagation private sh -c 'mount --bind "$1" /etc/group && shift && exec "$@"' sh "$view" "$@"
+}
+
+# confirmed MODE: a safe apply rolled back unless confirmed, kept when
+# confirmed, and the inline files' modes, without or with the group.
+confirmed() {
+	local mode=$1 d="$work/confirm-$1" want="700 0:0 600 0:0" seen got
+	[ "$mode" = with ] && want="750 0:$group_gid 640 0:$group_gid"
+	mkdir -m 700 "$d"
+	seen=$(with_group "$mode" getent group netreconcile | cut -d: -f3 || true)
+	[ "$seen" = "$([ "$mode" = with ] && echo "$group_gid")" ] ||
+		{ fail "confirm ($mode the group): the group netreconcile is '$seen' in the mount namespace"; return; }
 	# A change that is never confirmed is rolled back; one confirmed stays.
-	cat >"$work/confirm.yml" <<EOF
+	cat >"$d/confirm.yml" <<EOF
 - hosts: ans-s
   gather_facts: false
   tasks:
@@ -243,8 +278,8 @@ if "$bin" help apply | grep -q -- '--confirm-within'; then
         config: {version: 1, links: {ans-br7: {kind: bridge, mtu: 1400}}}
         netns: ans-x
         binary: "$bin"
-        state_dir: "$work/state3"
-        inline_dir: "$work/inline3"
+        state_dir: "$d/state"
+        inline_dir: "$d/inline"
         confirm_within: "{{ within }}"
       register: applied
     - ansible.builtin.assert:
@@ -255,13 +290,13 @@ if "$bin" help apply | grep -q -- '--confirm-within'; then
         transaction: "{{ applied.transaction_id }}"
         netns: ans-x
         binary: "$bin"
-        state_dir: "$work/state3"
+        state_dir: "$d/state"
       when: confirm | bool
 EOF
 	# Safe apply rolls back to the last confirmed configuration: a plain
 	# apply records one (nothing declared: it prunes what earlier tests
 	# left in ans-x), and the namespace is dumped after it.
-	cat >"$work/baseline.yml" <<EOF
+	cat >"$d/baseline.yml" <<EOF
 - hosts: ans-s
   gather_facts: false
   tasks:
@@ -270,57 +305,80 @@ EOF
         config: {version: 1}
         netns: ans-x
         binary: "$bin"
-        state_dir: "$work/state3"
-        inline_dir: "$work/inline3"
+        state_dir: "$d/state"
+        inline_dir: "$d/inline"
 EOF
-	play -i "$inv" "$work/baseline.yml" >"$work/baseline.log" 2>&1 || { cat "$work/baseline.log"; fail "confirm: the known-good apply"; }
-	dump ans-x >"$work/x.before"
-	play -i "$inv" "$work/confirm.yml" -e within=5s -e confirm=false >"$work/confirm1.log" 2>&1 || { cat "$work/confirm1.log"; fail "confirm: unconfirmed apply"; }
+	with_group "$mode" ansible-playbook -i "$inv" "$d/baseline.yml" >"$work/baseline-$mode.log" 2>&1 ||
+		{ cat "$work/baseline-$mode.log"; fail "confirm ($mode the group): the known-good apply"; }
+	dump ans-x >"$d/x.before"
+	with_group "$mode" ansible-playbook -i "$inv" "$d/confirm.yml" -e within=5s -e confirm=false >"$work/confirm1-$mode.log" 2>&1 ||
+		{ cat "$work/confirm1-$mode.log"; fail "confirm ($mode the group): unconfirmed apply"; }
 	sleep 10
-	dump ans-x >"$work/x.after"
-	cmp -s "$work/x.before" "$work/x.after" || fail "confirm: an apply never confirmed was not rolled back"
+	dump ans-x >"$d/x.after"
+	cmp -s "$d/x.before" "$d/x.after" || fail "confirm ($mode the group): an apply never confirmed was not rolled back"
 	# The rollback wrote the known-good inline file back where the module
 	# keeps it (inline_dir), not to a temporary directory gone since.
-	[ -f "$work/inline3/netreconcile.yaml" ] && ! grep -q ans-br7 "$work/inline3/netreconcile.yaml" ||
-		{ cat "$work/inline3/netreconcile.yaml"; fail "confirm: the rollback did not restore the inline file in inline_dir"; }
-	[ "$(stat -c %a "$work/inline3")" = 700 ] && [ "$(stat -c %a "$work/inline3/netreconcile.yaml")" = 600 ] ||
-		fail "confirm: inline_dir or its file is readable by others"
-	play -i "$inv" "$work/confirm.yml" -e within=20s -e confirm=true >"$work/confirm2.log" 2>&1 || { cat "$work/confirm2.log"; fail "confirm: confirmed apply"; }
+	[ -f "$d/inline/netreconcile.yaml" ] && ! grep -q ans-br7 "$d/inline/netreconcile.yaml" ||
+		{ cat "$d/inline/netreconcile.yaml"; fail "confirm ($mode the group): the rollback did not restore the inline file in inline_dir"; }
+	# Nobody else may write the inline files, and only the service's
+	# group, where it exists, may read them.
+	got="$(stat -c '%a %u:%g' "$d/inline") $(stat -c '%a %u:%g' "$d/inline/netreconcile.yaml")"
+	[ "$got" = "$want" ] || fail "confirm ($mode the group): inline_dir and its file are $got, want $want"
+	with_group "$mode" ansible-playbook -i "$inv" "$d/confirm.yml" -e within=20s -e confirm=true >"$work/confirm2-$mode.log" 2>&1 ||
+		{ cat "$work/confirm2-$mode.log"; fail "confirm ($mode the group): confirmed apply"; }
 	sleep 22
-	ip -n ans-x link show ans-br7 >/dev/null 2>&1 || fail "confirm: a confirmed apply was rolled back"
+	ip -n ans-x link show ans-br7 >/dev/null 2>&1 || fail "confirm ($mode the group): a confirmed apply was rolled back"
+	pass "confirm ($mode the group netreconcile): the unconfirmed apply rolled back, the confirmed one kept; inline_dir and its file $got"
+}
+
+if "$bin" help apply | grep -q -- '--confirm-within'; then
+	[ -n "$group_gid" ] || die "no free gid for the mount namespace's group netreconcile"
+	for mode in without with; do
+		log "confirmed apply (apply --confirm-within), $mode the group netreconcile"
+		confirmed "$mode"
+	done
 else
 	fail "confirm: $bin has no apply --confirm-within"
 fi
 
-log "wireguard_key: refuses a key file others can read; makes one in Python without wg"
+log "wireguard_key: refuses a key file others can read, or one holding no key; the binary makes the key, without wg"
 cat >"$work/keys.yml" <<EOF
 - hosts: ans-s
   gather_facts: false
   tasks:
     - name: Others may read it
-      netreconcile.net.wireguard_key: {path: "$work/s/open.key"}
+      netreconcile.net.wireguard_key: {path: "$work/s/open.key", binary: "$bin"}
       register: open
       ignore_errors: true
     - ansible.builtin.assert:
         that: [open is failed, "'mode 0644' in open.msg"]
+    - name: A file that holds no key
+      netreconcile.net.wireguard_key: {path: "$work/s/garbage.key", binary: "$bin"}
+      register: garbage
+      ignore_errors: true
+    - ansible.builtin.assert:
+        that: [garbage is failed, "'does not hold a WireGuard private key' in garbage.msg"]
     - name: Without wg on PATH
-      netreconcile.net.wireguard_key: {path: "$work/s/py/py.key"}
+      netreconcile.net.wireguard_key: {path: "$work/s/nr/nr.key", binary: "$bin"}
       environment: {PATH: /nonexistent}
-      register: py
+      register: made
     - ansible.builtin.assert:
-        that: [py is changed, "py.generator == 'python'", "py.public_key | length == 44"]
-    - ansible.builtin.copy: {content: "{{ py.public_key }}\n", dest: "$work/s/py.pub", mode: "0600"}
+        that: [made is changed, "made.generator == 'netreconcile wireguard genkey'", "made.public_key | length == 44",
+               "made.fingerprint is match('SHA256:')"]
+    - ansible.builtin.copy: {content: "{{ made.public_key }}\n", dest: "$work/s/nr.pub", mode: "0600"}
     - name: Again, the same key, unchanged
-      netreconcile.net.wireguard_key: {path: "$work/s/py/py.key"}
-      register: py2
+      netreconcile.net.wireguard_key: {path: "$work/s/nr/nr.key", binary: "$bin"}
+      register: again
     - ansible.builtin.assert:
-        that: [py2 is not changed, py2.public_key == py.public_key, py2.generator is not defined]
+        that: [again is not changed, again.public_key == made.public_key, again.generator is not defined]
 EOF
 wg genkey 2>/dev/null >"$work/s/open.key"; chmod 644 "$work/s/open.key"
+(umask 077; echo "not-a-key-$(wg genkey)" >"$work/s/garbage.key")
 play -i "$inv" "$work/keys.yml" >"$work/keys.log" 2>&1 || { cat "$work/keys.log"; fail "wireguard_key checks"; }
-[ "$(stat -c %a "$work/s/py/py.key")" = 600 ] || fail "the Python-made key is not mode 0600"
-[ "$(wg pubkey <"$work/s/py/py.key")" = "$(cat "$work/s/py.pub")" ] || fail "the Python public key differs from wg pubkey"
-pass "refused a 0644 key; a Python-made key is 0600 and wg pubkey agrees"
+[ "$(stat -c %a "$work/s/nr/nr.key")" = 600 ] && [ "$(stat -c %a "$work/s/nr")" = 700 ] || fail "the new key or its directory is not private (0600, 0700)"
+[ "$(wg pubkey <"$work/s/nr/nr.key")" = "$(cat "$work/s/nr.pub")" ] || fail "the module's public key differs from wg pubkey's"
+! ls -a "$work/s/nr" | grep -q '^\.nr\.key\.' || fail "a temporary key file was left behind"
+pass "refused a 0644 key and a file holding no key; the binary made a 0600 key without wg, and wg pubkey agrees with its public key"
 
 log "the role: files validated as a whole, handler only on a change"
 play "${vars[@]}" "$here/role.yml" >"$work/role1.log" 2>&1 || { cat "$work/role1.log"; die "role: first run"; }
@@ -338,13 +396,13 @@ pass "role: handler on the first run only; an invalid drop-in variable failed at
 
 # ---------------------------------------------------------------------------
 log "the mesh: three namespaces on one LAN"
-ip netns add ans-lan
+netns_add ans-lan
 ip -n ans-lan link add ans-br type bridge
 ip -n ans-lan link set ans-br up
 i=0
 for h in a b c; do
 	i=$((i + 1))
-	ip netns add "ans-$h"
+	netns_add "ans-$h"
 	ip -n ans-lan link add "ans-p$h" type veth peer name up0 netns "ans-$h"
 	ip -n ans-lan link set "ans-p$h" master ans-br up
 	ip -n "ans-$h" addr add "192.168.77.$i/24" dev up0
@@ -460,7 +518,7 @@ for h in b c; do peers_of $h | cmp -s - "$work/$h.peers" || fail "mesh: --limit 
 pass "--limit ans-a: ans-a changed (MTU), its 2 peers kept from the fact cache; ans-b and ans-c untouched"
 
 log "no private or preshared key in any output"
-keys=("$peer_priv" "$(cat "$work/s/wg.key")" "$(cat "$work/s/peer.psk")" "$(cat "$work/s/py/py.key")")
+keys=("$peer_priv" "$(cat "$work/s/wg.key")" "$(cat "$work/s/peer.psk")" "$(cat "$work/s/nr/nr.key")" "$(sed 's/^not-a-key-//' "$work/s/garbage.key")")
 for h in a b c; do keys+=("$(cat "$work/$h/kubespan.key")"); done
 # Run the single host once more with -vvv: every result and invocation is printed.
 play "${vars[@]}" "$here/single.yml" -vvv --diff -e expect=ok -e s_mtu=1300 -e "out=$work/s.vvv.json" >"$work/s.vvv.log" 2>&1 ||

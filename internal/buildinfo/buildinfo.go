@@ -1,7 +1,7 @@
 // Package buildinfo is what the build stamps into the binary: the version
 // and the commit it was built from. `make build` and `make deb` set both
-// with -ldflags "-X" (see the Makefile: the version from git describe, as
-// the package's version); `netreconcile version` prints them, the daemon
+// with -ldflags "-X" (see the Makefile: the package's version, from
+// packaging/changelog and git); `netreconcile version` prints them, the daemon
 // logs them at start and the metrics export them. A binary built without
 // the stamps (go build, go test) says "dev" and "unknown", or what the Go
 // toolchain recorded (go install ...@VERSION records the module version,

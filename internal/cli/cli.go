@@ -62,6 +62,8 @@ type Env struct {
 	// netns: the command was given --netns (what a permission error
 	// needs then includes CAP_SYS_ADMIN).
 	netns bool
+	// Stdin is what wireguard pubkey reads; nil reads os.Stdin.
+	Stdin io.Reader
 }
 
 type globals struct {
@@ -341,6 +343,8 @@ func commands() []command {
 		{"status", "show a pending transaction and WireGuard peers", statusHelp, runStatus},
 		{"ipam", "hand out addresses from the configuration's pools", ipamHelp, runIPAM},
 		{"version", "print the version and the commit", versionHelp, runVersion},
+		{"wireguard", "make a WireGuard private key, derive its public key", wireguardHelp, runWireGuard},
+		{"completion", "print the shell completion script for bash, zsh or fish", completionHelp, runCompletion},
 	}
 }
 

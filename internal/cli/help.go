@@ -50,6 +50,8 @@ Commands:
   run        keep the kernel equal to the configuration (the service)
   status     show a pending safe-apply transaction and WireGuard peers
   ipam       hand out addresses from the IPAM pools (allocate, release, list, gc)
+  wireguard  make a WireGuard private key (genkey), derive its public key (pubkey)
+  completion print the shell completion script (bash, zsh or fish)
   version    print the version and the commit
   help CMD   show the help of one command (help ipam allocate: of a subcommand)
 
@@ -65,7 +67,8 @@ number (245 unless settings.protocol says otherwise).
 Every command but help takes -o json (--output json): one JSON document on
 standard output, on success and on failure, with a schema_version; the
 fields are named in snake_case and stable from 1.0 on (docs/json.md, and a
-JSON Schema per command in docs/schema). For run, -o is --log-format.
+JSON Schema per command in docs/schema). For run, -o is --log-format;
+wireguard and completion print a key or a script, as they are.
 
 Exit status, the same for every command:
   0   success (diff: nothing to do)
@@ -475,3 +478,40 @@ Options:
                        {"confirmed": N, "rolled_back": {"CAUSE": N}},
                        "peers": [...]} (docs/schema/status.json)
 ` + commonFlags
+
+const wireguardHelp = `Usage: netreconcile wireguard genkey
+       netreconcile wireguard pubkey <PRIVATE-KEY-FILE
+
+Make and derive WireGuard keys as wg(8) does, without wireguard-tools:
+  genkey   print a new private key (32 random bytes, clamped for X25519, in
+           base64) on standard output
+  pubkey   read a private key from standard input and print its public key
+
+A private key goes to standard output only. Keep it in a file only its
+owner can read (umask 077), and name that file in private-key-file: genkey
+warns, as wg genkey does, when standard output is a file others can read.
+pubkey refuses an input that is not a key without printing any of it.
+
+Exit status: 0 on success, 1 when standard input holds no private key, 64 on
+a usage error.
+
+Examples:
+  (umask 077; netreconcile wireguard genkey >/etc/netreconcile/wg0.key)
+  netreconcile wireguard pubkey </etc/netreconcile/wg0.key
+`
+
+const completionHelp = `Usage: netreconcile completion bash|zsh|fish
+
+Print the completion script of a shell on standard output. It completes the
+commands, the ipam and wireguard subcommands and each command's options, as
+this help lists them, with files, directories, network namespaces
+(/run/netns) and output formats as their values. The Debian package
+installs the three scripts; elsewhere, install the one of your shell:
+  bash  netreconcile completion bash \
+          >~/.local/share/bash-completion/completions/netreconcile
+  zsh   netreconcile completion zsh >"${fpath[1]}/_netreconcile"
+  fish  netreconcile completion fish \
+          >~/.config/fish/completions/netreconcile.fish
+
+Exit status: 0 on success, 64 on a usage error.
+`

@@ -96,6 +96,8 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 // document of a run that could not start.
 type ipamCommand struct {
 	name, usage string
+	// summary is the one line of its manual page's NAME and of completion.
+	summary string
 	// readOnly: takes no lock and writes nothing (list).
 	readOnly bool
 	flags    func(fs *flag.FlagSet, a *ipamArgs)
@@ -128,17 +130,17 @@ func ipamCommands() []ipamCommand {
 		outputFlag(fs, &a.output)
 	}
 	return []ipamCommand{
-		{name: "allocate", usage: ipamAllocateHelp, flags: ownerFlags, run: ipamAllocate, failed: func(env *Env, err error) any {
+		{name: "allocate", summary: "give an owner an address from a pool", usage: ipamAllocateHelp, flags: ownerFlags, run: ipamAllocate, failed: func(env *Env, err error) any {
 			return allocateJSON{jsonHeader: header(), jsonFailure: env.failure(err)}
 		}},
-		{name: "release", usage: ipamReleaseHelp, flags: ownerFlags, run: ipamRelease, failed: func(env *Env, err error) any {
+		{name: "release", summary: "take back the address an owner holds", usage: ipamReleaseHelp, flags: ownerFlags, run: ipamRelease, failed: func(env *Env, err error) any {
 			return releaseJSON{jsonHeader: header(), jsonFailure: env.failure(err)}
 		}},
-		{name: "list", usage: ipamListHelp, readOnly: true, run: ipamList, flags: func(fs *flag.FlagSet, a *ipamArgs) {
+		{name: "list", summary: "show the addresses handed out and the blocks held", usage: ipamListHelp, readOnly: true, run: ipamList, flags: func(fs *flag.FlagSet, a *ipamArgs) {
 			fs.StringVar(&a.pool, "pool", "", "")
 			outputFlag(fs, &a.output)
 		}, failed: func(env *Env, err error) any { return listJSON{jsonHeader: header(), jsonFailure: env.failure(err)} }},
-		{name: "gc", usage: ipamGCHelp, run: ipamGC, flags: func(fs *flag.FlagSet, a *ipamArgs) {
+		{name: "gc", summary: "free the addresses of owners that are gone", usage: ipamGCHelp, run: ipamGC, flags: func(fs *flag.FlagSet, a *ipamArgs) {
 			fs.DurationVar(&a.freeAfter, "free-after", defaultFreeAfter, "")
 			outputFlag(fs, &a.output)
 		}, failed: func(env *Env, err error) any { return gcJSON{jsonHeader: header(), jsonFailure: env.failure(err)} }},

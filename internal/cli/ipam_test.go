@@ -18,8 +18,22 @@ import (
 
 func runCLI(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), &Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}, args)
+	code := Run(context.Background(), &Env{Stdout: &out, Stderr: &errb, Getenv: isolatedGetenv}, args)
 	return code, out.String(), errb.String()
+}
+
+// isolatedGetenv is the environment of a command a test runs in process:
+// empty, but for NETRECONCILE_RUN_AS, which keeps root from running the
+// command again as the packaged service's user. Without it, on a host with
+// the package installed (/var/lib/netreconcile the user netreconcile's),
+// root would run the test binary as that user, and a test of the default
+// state directory would depend on the machine (TestRootRunsAsServiceUser
+// tests that path with a user of its own).
+func isolatedGetenv(k string) string {
+	if k == "NETRECONCILE_RUN_AS" { // runAsEnv, of runas_linux.go
+		return "1"
+	}
+	return ""
 }
 
 // TestIPAMCommand drives `netreconcile ipam` on a state directory without any kernel: the

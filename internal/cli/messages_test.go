@@ -36,8 +36,11 @@ func TestUsageErrorsAreShort(t *testing.T) {
 }
 
 // Every command has its help, on standard output with exit 0, and every
-// command but help takes -o.
+// command but help takes -o. wireguard and completion print what a shell
+// or a file takes, a key or a script, and no document: a key in JSON would
+// be redacted as every string of a document is.
 func TestEveryCommandHasHelpAndOutput(t *testing.T) {
+	rawOutput := map[string]bool{"wireguard": true, "completion": true}
 	for _, c := range commands() {
 		for _, args := range [][]string{{"help", c.name}, {c.name, "--help"}} {
 			code, out, errs := runCLI(args...)
@@ -45,7 +48,7 @@ func TestEveryCommandHasHelpAndOutput(t *testing.T) {
 				t.Errorf("%s: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
 			}
 		}
-		if c.name != "ipam" && !strings.Contains(c.usage, "-o, --output FORMAT") && !strings.Contains(c.usage, "-o FORMAT") {
+		if c.name != "ipam" && !rawOutput[c.name] && !strings.Contains(c.usage, "-o, --output FORMAT") && !strings.Contains(c.usage, "-o FORMAT") {
 			t.Errorf("help %s names no -o", c.name)
 		}
 	}

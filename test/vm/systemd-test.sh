@@ -108,6 +108,22 @@ fi
 # The role's drop-in would join every configuration below.
 rm -rf /etc/netreconcile/conf.d/*.yaml /etc/netreconcile/.staged
 check "system user netreconcile exists" getent passwd netreconcile
+# What the package installs beside the binary, and the binary's keys.
+check "manual pages installed (netreconcile.8.gz and one per command)" \
+	test "$(dpkg -L netreconcile | grep -c '^/usr/share/man/man8/netreconcile.*\.8\.gz$')" -ge 10
+check "bash completion installed and registered once sourced" \
+	has '^complete -F _netreconcile netreconcile$' bash -c '. /usr/share/bash-completion/completions/netreconcile && complete -p netreconcile'
+check "zsh and fish completion installed" \
+	test -s /usr/share/zsh/vendor-completions/_netreconcile -a -s /usr/share/fish/vendor_completions.d/netreconcile.fish
+check "copyright, changelog and docs installed" \
+	test -s /usr/share/doc/netreconcile/copyright -a -s /usr/share/doc/netreconcile/changelog.gz -a -d /usr/share/doc/netreconcile/docs
+key=$(netreconcile wireguard genkey 2>/dev/null)
+if [ "${#key}" = 44 ] && [ "$(printf '%s\n' "$key" | netreconcile wireguard pubkey)" = "$(printf '%s\n' "$key" | wg pubkey)" ]; then
+	pass "netreconcile wireguard genkey|pubkey: a key whose public key wg pubkey agrees with"
+else
+	fail "netreconcile wireguard genkey|pubkey"
+fi
+unset key
 check "unit enabled by the package" has '^enabled$' systemctl is-enabled "$unit"
 state=$(active)
 if [ "$state" = active ]; then

@@ -15,17 +15,17 @@ description:
   - Plans and applies a netreconcile desired state (links, addresses, routes, policy rules,
     FoU ports, nftables tables, WireGuard devices and peers, IPAM pools) on the target, through
     the C(netreconcile) binary's JSON output (C(diff -o json), C(apply -o json)).
-  - The state is given inline as O(config), a dictionary in netreconcile's schema
-    (see docs/config.md), or as a file already on the target, O(path), with its drop-in directory.
+  - The state is given inline as C(config), a dictionary in netreconcile's schema
+    (see docs/config.md), or as a file already on the target, C(path), with its drop-in directory.
   - The task is C(changed) exactly when the plan is not empty, and returns the plan as data
-    (RV(plan)). A second run of the same state is C(ok) and makes no kernel write.
+    (C(plan)). A second run of the same state is C(ok) and makes no kernel write.
   - In check mode the module plans against the live kernel with C(netreconcile diff), which
     writes nothing (not even netreconcile's ownership ledger), and reports the same plan and diff
     an apply would run.
   - An invalid state fails the task with netreconcile's own message, each error at
     C(FILE:LINE:COL) with its field path; the host is left as it was. Objects in conflict with the
     kernel (a foreign link where the state declares one) fail the task and are named in
-    RV(conflicts); the rest of the plan is still applied, as C(netreconcile apply) does.
+    C(conflicts); the rest of the plan is still applied, as C(netreconcile apply) does.
   - Private and preshared keys are never part of a state (only the paths of their files) nor of
     a result. netreconcile shows a WireGuard device by its public key and a preshared key as
     C((set)) or C((changed)).
@@ -45,28 +45,28 @@ options:
   config:
     description:
       - The desired state, a dictionary in netreconcile's schema (C(version) 1 at the top).
-      - Written on the target to O(inline_dir) (mode 0600, replaced atomically), where it stays
+      - Written on the target to C(inline_dir) (mode 0600, replaced atomically), where it stays
         between runs; in check mode to a private temporary file, removed after. Errors name it
         C(<inline config>).
-      - Mutually exclusive with O(path).
+      - Mutually exclusive with C(path).
     type: dict
   drop_ins:
     description:
-      - Drop-in fragments read after O(config), keyed by file name (C(20-mesh.yaml)), each a
+      - Drop-in fragments read after C(config), keyed by file name (C(20-mesh.yaml)), each a
         dictionary in the schema with its own C(version) key; written beside the inline file in
-        name order, as netreconcile reads C(conf.d). Only with O(config).
+        name order, as netreconcile reads C(conf.d). Only with C(config).
       - Paths in them (key files) must be absolute. A relative path is relative to the file
-        that names it, in O(inline_dir) (a temporary directory in check mode).
+        that names it, in C(inline_dir) (a temporary directory in check mode).
     type: dict
     default: {}
   inline_dir:
     description:
-      - The directory on the target that holds O(config) (C(netreconcile.yaml)) and O(drop_ins)
+      - The directory on the target that holds C(config) (C(netreconcile.yaml)) and C(drop_ins)
         (C(conf.d/)) between runs, locked during a run. It is kept so that the rollback of a
-        confirmed apply (O(confirm_within)), which writes the last confirmed files back where they
+        confirmed apply (C(confirm_within)), which writes the last confirmed files back where they
         were, writes them to a directory that still exists.
-      - Default C(/var/lib/netreconcile-ansible/NETNS) (C(host) without O(netns)), with a hash of
-        O(state_dir) appended when one is given.
+      - Default C(/var/lib/netreconcile-ansible/NETNS) (C(host) without C(netns)), with a hash of
+        C(state_dir) appended when one is given.
       - Created mode 0700; one that others can read or write, or owned by another user, fails the
         task. Where the packaged service's group C(netreconcile) exists, it is mode 0750 and its
         files 0640, of that group, since root runs netreconcile as that service's user there (the
@@ -75,13 +75,13 @@ options:
   path:
     description:
       - The main configuration file on the target, as C(netreconcile -c PATH).
-      - Mutually exclusive with O(config).
+      - Mutually exclusive with C(config).
     type: path
     aliases: [src]
   conf_dir:
     description:
-      - The drop-in directory read after O(path) (C(--conf-dir)). Default C(conf.d) next to O(path).
-      - Only with O(path).
+      - The drop-in directory read after C(path) (C(--conf-dir)). Default C(conf.d) next to C(path).
+      - Only with C(path).
     type: path
   netns:
     description:
@@ -116,14 +116,14 @@ options:
   probes:
     description:
       - Probes netreconcile runs after a confirmable apply (C(--probe), once per item); see
-        C(netreconcile help apply) for their form. Only with O(confirm_within).
+        C(netreconcile help apply) for their form. Only with C(confirm_within).
     type: list
     elements: str
     default: []
 notes:
   - The result never holds a private or preshared key. Keep key material in files on the target
     (M(netreconcile.net.wireguard_key) makes one) and name their paths in the state.
-  - O(config) is rendered as JSON (which is YAML), so positions in errors are lines of that
+  - C(config) is rendered as JSON (which is YAML), so positions in errors are lines of that
     rendering; the field path in each error names the variable.
 seealso:
   - module: netreconcile.net.confirm
@@ -195,7 +195,7 @@ plan:
       description:
         - C(link), C(address), C(route), C(rule), C(fou), C(wireguard), C(wireguard_peer), C(nft_table), C(nft_set),
           C(nft_chain), C(nft_rule), C(nft_element), C(sysctl) (netreconcile's JSON names them in snake_case;
-          RV(plan_text) and the diff in words, as C(netreconcile diff) prints them).
+          C(plan_text) and the diff in words, as C(netreconcile diff) prints them).
       type: str
       sample: route
     id:
@@ -248,7 +248,7 @@ conflicts:
   type: list
   elements: str
 held_back:
-  description: How many objects conflicts held back (the length of RV(conflicts)).
+  description: How many objects conflicts held back (the length of C(conflicts)).
   returned: on a conflict
   type: int
 failed_ops:
@@ -258,7 +258,7 @@ failed_ops:
   elements: dict
 transaction_id:
   description:
-    - The id of the transaction a O(confirm_within) apply opened (C(transaction.id) in
+    - The id of the transaction a C(confirm_within) apply opened (C(transaction.id) in
       C(apply -o json)), to give to M(netreconcile.net.confirm). None otherwise.
   returned: always
   type: str

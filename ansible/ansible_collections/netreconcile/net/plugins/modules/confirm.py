@@ -12,7 +12,7 @@ module: confirm
 short_description: Confirm or roll back a netreconcile transaction
 version_added: 0.1.0
 description:
-  - Confirms a transaction that M(netreconcile.net.apply) opened with O(netreconcile.net.apply#module:confirm_within)
+  - Confirms a transaction that M(netreconcile.net.apply) opened with its C(confirm_within) option
     (C(netreconcile confirm [ID])), or rolls it back (C(netreconcile rollback [ID])).
   - Run it from a fresh connection (C(meta) C(reset_connection) before it). A confirmation that
     reaches the host proves the new network still carries the path from the controller. A
@@ -31,7 +31,7 @@ attributes:
 options:
   transaction:
     description:
-      - The transaction id (RV(netreconcile.net.apply#module:transaction_id)). Left out, the pending one.
+      - The transaction id (the C(transaction_id) that M(netreconcile.net.apply) returns). Left out, the pending one.
       - Letters, digits and dashes, not starting with a dash, at most 64 characters; anything else fails the task.
     type: str
   state:

@@ -14,16 +14,17 @@ version_added: 0.1.0
 description:
   - Makes sure a WireGuard private key file exists on the target, creating one when there is
     none, and returns its public key, also as the fact C(netreconcile_wireguard_public_key) (or
-    O(fact_name)), so that a play can build every host's peers from the others' facts.
-  - A new key is made on the target by C(wg genkey) when C(wg) is installed, otherwise from
-    C(os.urandom) clamped as RFC 7748 says. It is written atomically (a temporary file made with
-    C(O_EXCL) and mode 0600 in the same directory, synced, renamed) and is never read back to the
-    controller; the result holds only the public key and its fingerprint.
-  - An existing key file must be a regular file owned by O(owner) and readable or writable by
+    C(fact_name)), so that a play can build every host's peers from the others' facts.
+  - The key is made and its public key derived on the target by the netreconcile binary
+    (C(netreconcile wireguard genkey) and C(wireguard pubkey), X25519 from the Go libraries
+    netreconcile is built with), so the target needs no wireguard-tools.
+  - The private key never passes through the module. C(genkey) writes it straight into a
+    temporary file made with C(O_EXCL) and mode 0600 in the key's directory, which is synced and
+    renamed into place; C(pubkey) reads the key file on its standard input. The result holds
+    only the public key and its fingerprint.
+  - An existing key file must be a regular file owned by C(owner) and readable or writable by
     its owner only (0600 or 0400); the task fails otherwise, naming the file and its mode, and
     changes nothing (netreconcile would refuse it too).
-  - The public key is computed on the target by C(wg pubkey), or where C(wg) is missing by a
-    pure-Python X25519.
 author:
   - netreconcile developers (@netreconcile)
 attributes:
@@ -47,9 +48,15 @@ options:
     description: The name of the fact that holds the public key.
     type: str
     default: netreconcile_wireguard_public_key
+  binary:
+    description:
+      - Path of the netreconcile binary on the target. Default C(netreconcile) from C($PATH),
+        C(/usr/sbin), C(/usr/local/sbin).
+    type: path
 notes:
   - There is no option to give a private key, since a key the controller knows has left its host.
   - The parent directory is created with mode 0700 when missing.
+  - Needs a netreconcile that has the C(wireguard) command (1.0 or later).
 seealso:
   - module: netreconcile.net.apply
 '''
@@ -68,7 +75,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 public_key:
-  description: The public key (C(wg pubkey)), base64. Null in check mode when the key does not exist yet.
+  description: The public key, base64, as C(wg pubkey) prints it. Null in check mode when the key does not exist yet.
   returned: always
   type: str
   sample: xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=
@@ -82,7 +89,7 @@ path:
   returned: always
   type: str
 generator:
-  description: What made a new key, C(wg genkey) or C(python); absent when the key existed.
+  description: What made a new key, C(netreconcile wireguard genkey); absent when the key existed.
   returned: when a key was created
   type: str
 '''
@@ -92,10 +99,15 @@ import hashlib
 import os
 import pwd
 import stat
+import subprocess
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.netreconcile.net.plugins.module_utils import x25519
+from ansible_collections.netreconcile.net.plugins.module_utils import netreconcile as nr
+
+# netreconcile's exit status for a usage error: a binary without the
+# wireguard command says so.
+EXIT_USAGE = 64
 
 
 def owner_uid(module, owner):
@@ -109,8 +121,33 @@ def owner_uid(module, owner):
         module.fail_json(msg='owner %s: no such user' % owner)
 
 
-def check_existing(module, path, uid):
-    """Refuse a key file anyone but its owner could read or change."""
+def key_command(module, binary, command, stdin=None, stdout=None):
+    """Run ``binary wireguard COMMAND`` on the given descriptors.
+
+    The private key only ever moves between the binary and a file: stdin
+    is the key file for pubkey, stdout the new key file for genkey.
+    Returns what it printed on standard output when stdout is None.
+    """
+    argv = [binary, 'wireguard', command]
+    try:
+        p = subprocess.Popen(argv, stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                             stdout=stdout if stdout is not None else subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=dict(os.environ, LC_ALL='C'))
+        out, err = p.communicate()
+    except OSError as e:
+        module.fail_json(msg='run %s: %s' % (' '.join(argv), e))
+    err = err.decode('utf-8', 'replace').strip()
+    if p.returncode == EXIT_USAGE:
+        module.fail_json(msg='%s has no wireguard %s command (netreconcile 1.0 or later has): %s' % (binary, command, err))
+    if p.returncode != 0:
+        if command == 'pubkey':
+            module.fail_json(msg='the key file does not hold a WireGuard private key (44 characters of base64): %s' % err)
+        module.fail_json(msg='netreconcile wireguard %s failed (exit %d): %s' % (command, p.returncode, err))
+    return out.decode('ascii').strip() if out is not None else None
+
+
+def open_existing(module, path, uid):
+    """Open a key file anyone but its owner could read or change: refused."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NOCTTY)
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
@@ -125,34 +162,11 @@ def check_existing(module, path, uid):
     if st.st_uid != uid:
         os.close(fd)
         module.fail_json(msg='%s is owned by uid %d, not %d' % (path, st.st_uid, uid), path=path)
-    with os.fdopen(fd) as f:
-        return f.read().strip()
+    return fd
 
 
-def generate(module):
-    wg = module.get_bin_path('wg')
-    if wg:
-        rc, out, err = module.run_command([wg, 'genkey'])
-        if rc != 0:
-            module.fail_json(msg='wg genkey failed: %s' % err.strip())
-        return out.strip(), 'wg genkey'
-    return x25519.generate_private(), 'python'
-
-
-def public_key(module, private):
-    wg = module.get_bin_path('wg')
-    if wg:
-        rc, out, err = module.run_command([wg, 'pubkey'], data=private, binary_data=False)
-        if rc != 0:
-            module.fail_json(msg='wg pubkey failed: %s' % err.strip())
-        return out.strip()
-    try:
-        return x25519.public_from_private(private)
-    except (ValueError, TypeError):
-        module.fail_json(msg='the key file does not hold a WireGuard private key (44 characters of base64)')
-
-
-def write_atomically(module, path, content, uid):
+def create(module, binary, path, uid):
+    """Make a key into a new file at path, atomically; return its public key."""
     d = os.path.dirname(path) or '.'
     if not os.path.isdir(d):
         os.makedirs(d, 0o700)
@@ -160,8 +174,10 @@ def write_atomically(module, path, content, uid):
     try:
         os.fchmod(fd, 0o600)
         os.fchown(fd, uid, -1)
-        os.write(fd, (content + '\n').encode('ascii'))
+        key_command(module, binary, 'genkey', stdout=fd)
         os.fsync(fd)
+        os.lseek(fd, 0, os.SEEK_SET)
+        pub = key_command(module, binary, 'pubkey', stdin=fd)
         os.close(fd)
         fd = None
         if os.path.lexists(path):  # made meanwhile by someone else: keep theirs
@@ -173,6 +189,7 @@ def write_atomically(module, path, content, uid):
             os.fsync(dfd)
         finally:
             os.close(dfd)
+        return pub
     finally:
         if fd is not None:
             os.close(fd)
@@ -191,6 +208,7 @@ def main():
             path=dict(type='path', required=True, no_log=False),
             owner=dict(type='str'),
             fact_name=dict(type='str', default='netreconcile_wireguard_public_key'),
+            binary=dict(type='path'),
         ),
         supports_check_mode=True,
     )
@@ -198,17 +216,18 @@ def main():
     uid = owner_uid(module, module.params['owner'])
     result = dict(changed=False, path=path, public_key=None)
     if os.path.lexists(path):
-        private = check_existing(module, path, uid)
+        binary = nr.find_binary(module)
+        fd = open_existing(module, path, uid)
+        try:
+            pub = key_command(module, binary, 'pubkey', stdin=fd)
+        finally:
+            os.close(fd)
     elif module.check_mode:
         result['changed'] = True
         module.exit_json(ansible_facts={module.params['fact_name']: None}, **result)
     else:
-        private, result['generator'] = generate(module)
-        module.no_log_values.add(private)
-        write_atomically(module, path, private, uid)
-        result['changed'] = True
-    module.no_log_values.add(private)
-    pub = public_key(module, private)
+        pub = create(module, nr.find_binary(module), path, uid)
+        result.update(changed=True, generator='netreconcile wireguard genkey')
     result.update(public_key=pub, fingerprint=fingerprint(pub))
     module.exit_json(ansible_facts={module.params['fact_name']: pub}, **result)
 
