@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Issue 29: a configuration file over MaxFileSize, the main file or a
@@ -45,7 +44,6 @@ func TestConfigFileSizeBound(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	start := time.Now()
 	for _, tt := range []struct {
 		main, dropIn, path string
 	}{
@@ -61,9 +59,8 @@ func TestConfigFileSizeBound(t *testing.T) {
 		}
 	}
 	runtime.ReadMemStats(&after)
-	if took := time.Since(start); took > 2*time.Second {
-		t.Errorf("refusing two 1 GiB files took %s", took)
-	}
+	// Refused by their size, before a read: what the refusals allocated
+	// says so (a time would say it only on a quiet machine).
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
 		t.Errorf("refusing two 1 GiB files allocated %d bytes", grew)
 	}
@@ -78,11 +75,8 @@ func TestConfigFileSizeBound(t *testing.T) {
 // A file that is not regular has no size to check: it is read up to the
 // bound and refused past it, never read to its end (/dev/zero has none).
 func TestConfigFileNotRegularBounded(t *testing.T) {
-	start := time.Now()
+	// That it returns at all says it stopped at the bound.
 	if _, err := ReadFile("/dev/zero"); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("/dev/zero: %v", err)
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("took %s", took)
 	}
 }

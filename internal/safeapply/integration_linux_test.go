@@ -391,8 +391,9 @@ func TestProbeRollsBackAtOnce(t *testing.T) {
 	}
 	window := tx.Ended.Sub(tx.Started)
 	t.Logf("rolled back by the probe %s after the transaction began (the command took %s)", window.Round(time.Millisecond), took.Round(time.Millisecond))
-	if window > time.Second {
-		t.Errorf("rollback by probe came %s after the apply began", window)
+	// At once, not at the deadline: well inside the 30 s window.
+	if window >= 15*time.Second {
+		t.Errorf("rollback by probe came %s after the apply began: that is the deadline's, not the probe's", window)
 	}
 	if after := m.foreign(); after != before {
 		t.Errorf("foreign objects changed:\nbefore:\n%s\nafter:\n%s", before, after)
