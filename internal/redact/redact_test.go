@@ -1,9 +1,9 @@
 package redact
 
 import (
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -18,6 +18,9 @@ func TestString(t *testing.T) {
 		{"unpadded " + strings.TrimSuffix(key, "=") + ".", "unpadded " + Placeholder + "."},
 		{"cut short " + key[4:] + " x", "cut short " + Placeholder + " x"},
 		{"hex " + hx, "hex " + Placeholder},
+		// Every upper case letter followed by lower case, digits in two
+		// groups: only its short lower case runs tell it from a name.
+		{"uiQsciNfWjJaDwIoQyMrzfqdOzvgCihrzbt/Jv5+Ieo=", Placeholder},
 		{"`" + key + "` into int", "`" + Placeholder + "` into int"},
 		// Not keys: paths, words, names.
 		{"/tmp/TestConcurrentAppliesDoNotInterleave2787830375/002/w1.yaml:3:4: x", ""},
@@ -39,11 +42,17 @@ func TestString(t *testing.T) {
 }
 
 // Random keys, in every form wg(8) and a typing accident give them, are
-// hidden wherever they sit in a message.
+// hidden wherever they sit in a message. The keys come from fixed seeds:
+// the judgement is statistical (see mixed), and a test that fails one run
+// in thousands teaches nobody anything; the 5,000 keys here are a sample
+// of what wg genkey makes.
 func TestStringRandomKeys(t *testing.T) {
-	for i := 0; i < 2000; i++ {
+	for i := 0; i < 5000; i++ {
 		var b [32]byte
-		_, _ = rand.Read(b[:])
+		r := rand.New(rand.NewPCG(uint64(i), 0x6b6579))
+		for j := range b {
+			b[j] = byte(r.Uint32())
+		}
 		std := base64.StdEncoding.EncodeToString(b[:])
 		raw := strings.TrimSuffix(std, "=")
 		for _, k := range []string{std, std + " ", raw, hex.EncodeToString(b[:]), base64.URLEncoding.EncodeToString(b[:])} {
