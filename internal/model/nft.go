@@ -132,6 +132,53 @@ func (r *NftRule) Label() string {
 	return fmt.Sprintf("handle %d (not written by netreconcile)", r.Handle)
 }
 
+// NftCompiled is a rule as nft compiled it, in the bytes the kernel dumped
+// it in: carried into netreconcile's batch as they are.
+type NftCompiled struct {
+	// Exprs is the payload of NFTA_RULE_EXPRESSIONS.
+	Exprs []byte
+	// UData is nft's user data of the rule (its comment), without ours.
+	UData []byte
+	// Sets are the anonymous sets the expressions refer to, by Name.
+	Sets []NftAnonSet
+	// Fingerprint is the hash of the normal form.
+	Fingerprint string
+}
+
+// NftAnonSet is an anonymous set of a compiled rule (`tcp dport { 22, 80 }`):
+// the kernel names it when it is created, so a batch creates it again with
+// the rule that uses it.
+type NftAnonSet struct {
+	Name string // as the expressions name it
+	// Spec is the NEWSET attributes but table, name, handle and id.
+	Spec []byte
+	// Elems are each element's attributes.
+	Elems [][]byte
+}
+
+// NftSource is where a rule's text is in the file.
+type NftSource struct {
+	File      string
+	Line, Col int // of the text's first character
+	// Flat says the text is on one line of the file as written, so that
+	// a byte offset in it is a column.
+	Flat bool
+	// Path is the field's path (nftables.inet t.chains.c.rules[0]).
+	Path string
+}
+
+// At returns the position of byte offset off of the text: file:line:col.
+func (s NftSource) At(off int) string {
+	col := s.Col
+	if s.Flat {
+		col += off
+	}
+	if s.Line == 0 {
+		return s.File
+	}
+	return fmt.Sprintf("%s:%d:%d", s.File, s.Line, col)
+}
+
 // Set key types netreconcile reads and writes.
 const (
 	NftIPv4    = "ipv4_addr"

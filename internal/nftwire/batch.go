@@ -1,0 +1,387 @@
+package nftwire
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/mdlayher/netlink"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// Families by nft's names (NFPROTO_*).
+var families = map[string]byte{"ip": 2, "ip6": 10, "inet": 1, "arp": 3, "bridge": 7, "netdev": 5}
+
+// Family returns the NFPROTO number of an nft family name.
+func Family(name string) (byte, bool) {
+	f, ok := families[name]
+	return f, ok
+}
+
+// FamilyName returns nft's name of an NFPROTO number.
+func FamilyName(f byte) string {
+	for n, v := range families {
+		if v == f {
+			return n
+		}
+	}
+	return fmt.Sprint(f)
+}
+
+// maxElemList bounds the bytes of one message's element list: the list is
+// one attribute, whose length is a uint16. google/nftables v0.3.0 does not
+// split lists; nft does, as here.
+const maxElemList = 60 << 10
+
+// Batch is one nf_tables transaction: the messages between a batch begin
+// and a batch end, committed by the kernel whole or not at all.
+type Batch struct {
+	msgs []netlink.Message
+	size int
+	ids  uint32
+}
+
+func (b *Batch) add(typ uint16, flags netlink.HeaderFlags, family byte, attrs []byte) {
+	data := make([]byte, nfgenmsgLen, nfgenmsgLen+len(attrs))
+	data[0], data[1] = family, nfnetlinkV0
+	data = append(data, attrs...)
+	b.msgs = append(b.msgs, netlink.Message{
+		Header: netlink.Header{Type: netlink.HeaderType(subsysNFTables<<8 | typ), Flags: netlink.Request | flags},
+		Data:   data,
+	})
+	b.size += 16 + len(data)
+}
+
+// Len is the number of messages, batch begin and end not counted.
+func (b *Batch) Len() int { return len(b.msgs) }
+
+// Size is the bytes the batch takes on the wire, begin and end included.
+func (b *Batch) Size() int { return b.size + 2*(16+nfgenmsgLen) }
+
+// nextID returns a transaction id for an object the batch creates.
+func (b *Batch) nextID() uint32 {
+	b.ids++
+	return b.ids
+}
+
+// Messages returns the batch framed by its begin and end messages. The
+// last change asks for an acknowledgement: the kernel handles a batch
+// within the send, queueing an error for each message it refuses, an error
+// for the batch begin when the commit fails, and then that one
+// acknowledgement, so that reading up to it reads every answer. An ACK on
+// every message (google/nftables) costs a message each in the receive
+// buffer, which a batch of a million elements overflows.
+func (b *Batch) Messages() []netlink.Message {
+	out := make([]netlink.Message, 0, len(b.msgs)+2)
+	frame := func(typ uint16) netlink.Message {
+		return netlink.Message{
+			Header: netlink.Header{Type: netlink.HeaderType(typ), Flags: netlink.Request},
+			Data:   []byte{0, nfnetlinkV0, 0, subsysNFTables},
+		}
+	}
+	out = append(out, frame(msgBatchBegin))
+	out = append(out, b.msgs...)
+	if n := len(out); n > 1 {
+		out[n-1].Header.Flags |= netlink.Acknowledge
+	}
+	return append(out, frame(msgBatchEnd))
+}
+
+func enc() *netlink.AttributeEncoder {
+	ae := netlink.NewAttributeEncoder()
+	ae.ByteOrder = binary.BigEndian
+	return ae
+}
+
+func encode(ae *netlink.AttributeEncoder) []byte {
+	b, err := ae.Encode()
+	if err != nil {
+		// The encoder fails only on an attribute longer than 64 KiB;
+		// the callers bound theirs.
+		panic(fmt.Sprintf("nftwire: encode attributes: %v", err))
+	}
+	return b
+}
+
+// AddTable creates a table, or clears its flags (a dormant table wakes up).
+func (b *Batch) AddTable(family byte, name string) {
+	ae := enc()
+	ae.String(nftaTableName, name)
+	ae.Uint32(nftaTableFlags, 0)
+	b.add(MsgNewTable, netlink.Create, family, encode(ae))
+}
+
+// DelTable deletes a table and everything in it.
+func (b *Batch) DelTable(family byte, name string) {
+	ae := enc()
+	ae.String(nftaTableName, name)
+	ae.Uint32(nftaTableFlags, 0)
+	b.add(MsgDelTable, 0, family, encode(ae))
+}
+
+// ChainSpec is a chain to create: Hook nil for a regular chain.
+type ChainSpec struct {
+	Name   string
+	Hook   *Hook
+	Type   string
+	Policy *uint32 // NF_DROP 0, NF_ACCEPT 1
+}
+
+// AddChain creates a chain, or updates an existing base chain's policy.
+func (b *Batch) AddChain(family byte, table string, c ChainSpec) {
+	ae := enc()
+	ae.String(nftaChainTable, table)
+	ae.String(nftaChainName, c.Name)
+	if c.Hook != nil {
+		ae.Nested(nftaChainHook, func(nae *netlink.AttributeEncoder) error {
+			nae.Uint32(nftaHookHooknum, c.Hook.Num)
+			nae.Uint32(nftaHookPriority, uint32(c.Hook.Priority))
+			if c.Hook.Dev != "" {
+				nae.String(nftaHookDev, c.Hook.Dev)
+			}
+			return nil
+		})
+	}
+	if c.Policy != nil {
+		ae.Uint32(nftaChainPolicy, *c.Policy)
+	}
+	if c.Type != "" {
+		ae.String(nftaChainType, c.Type)
+	}
+	b.add(MsgNewChain, netlink.Create, family, encode(ae))
+}
+
+// DelChain deletes an empty chain nothing jumps to.
+func (b *Batch) DelChain(family byte, table, name string) {
+	ae := enc()
+	ae.String(nftaChainTable, table)
+	ae.String(nftaChainName, name)
+	b.add(MsgDelChain, 0, family, encode(ae))
+}
+
+// SetSpec is a named set of one of netreconcile's own key types.
+type SetSpec struct {
+	Name            string
+	KeyType, KeyLen uint32
+	Flags           uint32
+	Timeout         uint64 // milliseconds, 0: none
+	UData           []byte
+}
+
+// AddSet creates a named set (a no-op when one of that name and spec
+// exists).
+func (b *Batch) AddSet(family byte, table string, s SetSpec) {
+	ae := enc()
+	ae.String(nftaSetTable, table)
+	ae.String(nftaSetName, s.Name)
+	ae.Uint32(nftaSetFlags, s.Flags)
+	ae.Uint32(nftaSetKeyType, s.KeyType)
+	ae.Uint32(nftaSetKeyLen, s.KeyLen)
+	ae.Uint32(nftaSetID, b.nextID())
+	if s.Timeout != 0 {
+		ae.Uint64(nftaSetTimeout, s.Timeout)
+	}
+	if len(s.UData) > 0 {
+		ae.Bytes(nftaSetUserdata, s.UData)
+	}
+	b.add(MsgNewSet, netlink.Create, family, encode(ae))
+}
+
+// addRawSet creates a set from a spec the kernel dumped, under name, and
+// returns its transaction id.
+func (b *Batch) addRawSet(family byte, table, name string, spec []byte) uint32 {
+	id := b.nextID()
+	ae := enc()
+	ae.String(nftaSetTable, table)
+	ae.String(nftaSetName, name)
+	ae.Uint32(nftaSetID, id)
+	b.add(MsgNewSet, netlink.Create, family, append(encode(ae), spec...))
+	return id
+}
+
+// DelSet deletes a set no rule refers to.
+func (b *Batch) DelSet(family byte, table, name string) {
+	ae := enc()
+	ae.String(nftaSetTable, table)
+	ae.String(nftaSetName, name)
+	b.add(MsgDelSet, 0, family, encode(ae))
+}
+
+// elemHeader is the start of an element message: the table and set (and
+// the set's transaction id when the batch creates it).
+func elemHeader(table, set string, id uint32) []byte {
+	ae := enc()
+	ae.String(nftaSetElemListTable, table)
+	ae.String(nftaSetElemListSet, set)
+	if id != 0 {
+		ae.Uint32(nftaSetElemListSetID, id)
+	}
+	return encode(ae)
+}
+
+// elemWriter fills element messages, each list up to maxElemList bytes.
+type elemWriter struct {
+	b          *Batch
+	typ        uint16
+	family     byte
+	head, list []byte
+}
+
+func (w *elemWriter) put(elem []byte) {
+	if len(w.list)+nlaHdrLen+len(elem) > maxElemList {
+		w.flush()
+	}
+	w.list = AppendAttr(w.list, nlaFNested|nftaListElem, elem)
+}
+
+func (w *elemWriter) flush() {
+	if len(w.list) == 0 {
+		return
+	}
+	msg := make([]byte, 0, len(w.head)+nlaHdrLen+len(w.list))
+	msg = append(msg, w.head...)
+	msg = AppendAttr(msg, nlaFNested|nftaSetElemListElems, w.list)
+	flags := netlink.HeaderFlags(0)
+	if w.typ == MsgNewSetElem {
+		flags = netlink.Create
+	}
+	w.b.add(w.typ, flags, w.family, msg)
+	w.list = w.list[:0]
+}
+
+// RawElems adds (or deletes) elements given as their attributes, as a dump
+// gave them, to a set; id is the set's transaction id when the batch
+// creates it under a name the kernel chooses, else 0.
+func (b *Batch) RawElems(add bool, family byte, table, set string, id uint32, elems [][]byte) {
+	w := &elemWriter{b: b, typ: MsgDelSetElem, family: family, head: elemHeader(table, set, id)}
+	if add {
+		w.typ = MsgNewSetElem
+	}
+	for _, e := range elems {
+		w.put(e)
+	}
+	w.flush()
+}
+
+// Elems adds (or deletes) elements of one of netreconcile's own set types:
+// a key each, and for interval sets the end of the range as an element
+// flagged NFT_SET_ELEM_INTERVAL_END ("" End: the range runs to the top).
+func (b *Batch) Elems(add bool, family byte, table, set string, interval bool, es []model.NftElem) {
+	w := &elemWriter{b: b, typ: MsgDelSetElem, family: family, head: elemHeader(table, set, 0)}
+	if add {
+		w.typ = MsgNewSetElem
+	}
+	var key, item []byte
+	one := func(k string, end bool) {
+		key = AppendAttr(key[:0], nftaDataValue, []byte(k))
+		item = AppendAttr(item[:0], nlaFNested|nftaSetElemKey, key)
+		if end {
+			item = AppendAttr(item, nftaSetElemFlags, putBE32(ElemIntervalEnd))
+		}
+		w.put(item)
+	}
+	for _, e := range es {
+		one(e.Key, false)
+		if interval && e.End != "" {
+			one(e.End, true)
+		}
+	}
+	w.flush()
+}
+
+// RuleMode says where a rule goes.
+type RuleMode int
+
+// Rule placements.
+const (
+	Append  RuleMode = iota // at the end of the chain
+	Insert                  // before the rule of handle At
+	Replace                 // in place of the rule of handle At
+)
+
+// AddRule writes a compiled rule: its anonymous sets first, created under
+// names the kernel chooses and referred to by transaction id, then the
+// rule, with udata as its user data.
+func (b *Batch) AddRule(family byte, table, chain string, c *model.NftCompiled, udata []byte, mode RuleMode, at uint64) error {
+	ids := map[string]SetRef{}
+	for _, s := range c.Sets {
+		// nft's names, which the kernel numbers: only listings show them.
+		name := anonSetNameWrite
+		if flags, ok := specFlags(s.Spec); ok && flags&SetMap != 0 {
+			name = anonMapNameWrite
+		}
+		id := b.addRawSet(family, table, name, s.Spec)
+		ids[s.Name] = SetRef{name, id}
+		b.RawElems(true, family, table, name, id, s.Elems)
+	}
+	exprs, err := RewriteSetRefs(c.Exprs, ids)
+	if err != nil {
+		return fmt.Errorf("rule of chain %s: %w", chain, err)
+	}
+	ae := enc()
+	ae.String(nftaRuleTable, table)
+	ae.String(nftaRuleChain, chain)
+	if mode == Replace {
+		ae.Uint64(nftaRuleHandle, at)
+	}
+	head := encode(ae)
+	msg := AppendAttr(head, nlaFNested|nftaRuleExprs, exprs)
+	if len(udata) > 0 {
+		msg = AppendAttr(msg, nftaRuleUserdata, udata)
+	}
+	flags := netlink.Create | flagAppend
+	switch mode {
+	case Insert:
+		msg = AppendAttr(msg, nftaRulePosition, putBE64(at))
+		flags = netlink.Create
+	case Replace:
+		flags = netlink.Replace
+	}
+	b.add(MsgNewRule, flags, family, msg)
+	return nil
+}
+
+// specFlags returns a set spec's NFTA_SET_FLAGS.
+func specFlags(spec []byte) (uint32, bool) {
+	as, err := ParseAttrs(spec)
+	if err != nil {
+		return 0, false
+	}
+	if a, ok := find(as, nftaSetFlags); ok {
+		return be32(a.Data)
+	}
+	return 0, false
+}
+
+// DelRule deletes the rule of a handle.
+func (b *Batch) DelRule(family byte, table, chain string, handle uint64) {
+	ae := enc()
+	ae.String(nftaRuleTable, table)
+	ae.String(nftaRuleChain, chain)
+	ae.Uint64(nftaRuleHandle, handle)
+	b.add(MsgDelRule, 0, family, encode(ae))
+}
+
+// AddObj creates a named object from its type and data as nft compiled
+// them.
+func (b *Batch) AddObj(family byte, table, name string, typ uint32, data, udata []byte) {
+	ae := enc()
+	ae.String(nftaObjTable, table)
+	ae.String(nftaObjName, name)
+	ae.Uint32(nftaObjType, typ)
+	head := encode(ae)
+	msg := AppendAttr(head, nlaFNested|nftaObjData, data)
+	if len(udata) > 0 {
+		msg = AppendAttr(msg, nftaObjUserdata, udata)
+	}
+	b.add(MsgNewObj, netlink.Create, family, msg)
+}
+
+// DelObj deletes a named object no rule refers to.
+func (b *Batch) DelObj(family byte, table, name string, typ uint32) {
+	ae := enc()
+	ae.String(nftaObjTable, table)
+	ae.String(nftaObjName, name)
+	ae.Uint32(nftaObjType, typ)
+	b.add(MsgDelObj, 0, family, encode(ae))
+}

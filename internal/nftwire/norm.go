@@ -1,0 +1,429 @@
+package nftwire
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"slices"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// Expression attributes this package reads or rewrites.
+const (
+	lookupSet        = 1 // NFTA_LOOKUP_SET
+	lookupSetID      = 4
+	dynsetSetName    = 1 // NFTA_DYNSET_SET_NAME
+	dynsetSetID      = 2
+	dynsetExpr       = 7
+	dynsetPad        = 8
+	dynsetExprs      = 10
+	objrefSetName    = 4 // NFTA_OBJREF_SET_NAME
+	objrefSetID      = 5
+	counterBytes     = 1
+	counterPackets   = 2
+	counterPad       = 3
+	quotaFlags       = 2
+	quotaPad         = 3
+	quotaConsumed    = 4
+	quotaFDepleted   = 2 // NFT_QUOTA_F_DEPLETED
+	limitPad         = 6
+	lastSet          = 1
+	lastMsecs        = 2
+	lastPad          = 3
+	anonSetNameWrite = "__set%d"
+	anonMapNameWrite = "__map%d"
+)
+
+// setRef returns the attribute that names a set in an expression's data,
+// and the one that gives its transaction id, for the expressions that
+// refer to sets.
+func setRef(name string) (nameAttr, idAttr uint16, ok bool) {
+	switch name {
+	case "lookup":
+		return lookupSet, lookupSetID, true
+	case "dynset":
+		return dynsetSetName, dynsetSetID, true
+	case "objref":
+		return objrefSetName, objrefSetID, true
+	}
+	return 0, 0, false
+}
+
+// expr is one expression of a list: its name and its data's attributes.
+type expr struct {
+	name string
+	data []Attr
+	// other are the expression's attributes besides its name and data,
+	// kept in place (none today).
+	attrs []Attr
+}
+
+func parseExpr(b []byte) (expr, error) {
+	as, err := ParseAttrs(b)
+	if err != nil {
+		return expr{}, err
+	}
+	var e expr
+	e.attrs = as
+	for _, a := range as {
+		switch a.Kind() {
+		case nftaExprName:
+			e.name = cstring(a.Data)
+		case nftaExprData:
+			if e.data, err = ParseAttrs(a.Data); err != nil {
+				return expr{}, fmt.Errorf("expression %s: %w", e.name, err)
+			}
+		}
+	}
+	return e, nil
+}
+
+// encode writes the expression with its data replaced by data.
+func (e expr) encode(data []Attr) []byte {
+	var out []byte
+	for _, a := range e.attrs {
+		if a.Kind() == nftaExprData {
+			out = AppendAttr(out, a.Type, AppendAttrs(nil, data))
+			continue
+		}
+		out = AppendAttr(out, a.Type, a.Data)
+	}
+	return out
+}
+
+// mapExprs rewrites each expression of a list with f, which returns the
+// expression's new data attributes. Attributes other than NFTA_LIST_ELEM
+// are kept as they are.
+func mapExprs(list []byte, f func(e expr) ([]Attr, error)) ([]byte, error) {
+	as, err := ParseAttrs(list)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(list))
+	for _, a := range as {
+		if a.Kind() != nftaListElem {
+			out = AppendAttr(out, a.Type, a.Data)
+			continue
+		}
+		e, err := parseExpr(a.Data)
+		if err != nil {
+			return nil, err
+		}
+		data, err := f(e)
+		if err != nil {
+			return nil, err
+		}
+		out = AppendAttr(out, a.Type, e.encode(data))
+	}
+	return out, nil
+}
+
+// ReferencedSets returns the sets an expression list refers to, each once,
+// in the order of their first reference.
+func ReferencedSets(exprs []byte) ([]string, error) {
+	var out []string
+	_, err := mapExprs(exprs, func(e expr) ([]Attr, error) {
+		if n, _, ok := setRef(e.name); ok {
+			if a, ok := find(e.data, n); ok {
+				if s := cstring(a.Data); !slices.Contains(out, s) {
+					out = append(out, s)
+				}
+			}
+		}
+		return e.data, nil
+	})
+	return out, err
+}
+
+// DynsetSets returns the sets that an expression list changes from the
+// packet path (add @s, update @s, delete @s): their contents change without
+// a commit.
+func DynsetSets(exprs []byte) ([]string, error) {
+	var out []string
+	_, err := mapExprs(exprs, func(e expr) ([]Attr, error) {
+		if e.name == "dynset" {
+			if a, ok := find(e.data, dynsetSetName); ok {
+				out = append(out, cstring(a.Data))
+			}
+		}
+		return e.data, nil
+	})
+	return out, err
+}
+
+// SetRef is how a batch refers to a set it creates under a name the kernel
+// chooses: the name it was created with ("__set%d") and its transaction id.
+type SetRef struct {
+	Name string
+	ID   uint32
+}
+
+// RewriteSetRefs makes the expressions refer to the sets of ids as the
+// batch created them: an anonymous set gets its name from the kernel, so a
+// rule in the same batch finds it by its transaction id. The kernel looks a
+// set up by name first, and "__set%d" is no set's name.
+func RewriteSetRefs(exprs []byte, ids map[string]SetRef) ([]byte, error) {
+	if len(ids) == 0 {
+		return exprs, nil
+	}
+	return mapExprs(exprs, func(e expr) ([]Attr, error) {
+		n, idAttr, ok := setRef(e.name)
+		if !ok {
+			return e.data, nil
+		}
+		a, ok := find(e.data, n)
+		if !ok {
+			return e.data, nil
+		}
+		ref, ok := ids[cstring(a.Data)]
+		if !ok {
+			return e.data, nil
+		}
+		out := make([]Attr, 0, len(e.data)+1)
+		for _, d := range e.data {
+			switch d.Kind() {
+			case n:
+				out = append(out, Attr{Type: d.Type, Data: zstr(ref.Name)})
+			case idAttr:
+			default:
+				out = append(out, d)
+			}
+		}
+		return append(out, Attr{Type: idAttr, Data: putBE32(ref.ID)}), nil
+	})
+}
+
+// normalExprs is the normal form of an expression list: stateful values
+// zeroed (counters, quota consumed, last use), padding dropped, anonymous
+// sets named by their index in anon.
+func normalExprs(list []byte, anon map[string]int) ([]byte, error) {
+	return mapExprs(list, func(e expr) ([]Attr, error) { return normalExpr(e, anon) })
+}
+
+var zero64 = make([]byte, 8)
+
+func normalExpr(e expr, anon map[string]int) ([]Attr, error) {
+	out := make([]Attr, 0, len(e.data))
+	nameAttr, idAttr, refers := setRef(e.name)
+	for _, d := range e.data {
+		k := d.Kind()
+		switch {
+		case refers && k == idAttr:
+			continue
+		case refers && k == nameAttr:
+			if i, ok := anon[cstring(d.Data)]; ok {
+				d.Data = []byte(fmt.Sprintf("\x00anonymous %d", i))
+			}
+		case e.name == "counter" && (k == counterBytes || k == counterPackets):
+			d.Data = zero64
+		case e.name == "counter" && k == counterPad, e.name == "quota" && k == quotaPad,
+			e.name == "limit" && k == limitPad, e.name == "last" && k == lastPad, e.name == "dynset" && k == dynsetPad:
+			continue
+		case e.name == "quota" && k == quotaFlags:
+			if v, ok := be32(d.Data); ok {
+				d.Data = putBE32(v &^ quotaFDepleted)
+			}
+		case e.name == "quota" && k == quotaConsumed:
+			d.Data = zero64
+		case e.name == "last" && k == lastSet:
+			d.Data = make([]byte, len(d.Data))
+		case e.name == "last" && k == lastMsecs:
+			continue
+		case e.name == "dynset" && k == dynsetExpr:
+			x, err := parseExpr(d.Data)
+			if err != nil {
+				return nil, err
+			}
+			xd, err := normalExpr(x, anon)
+			if err != nil {
+				return nil, err
+			}
+			d.Data = x.encode(xd)
+		case e.name == "dynset" && k == dynsetExprs:
+			b, err := normalExprs(d.Data, anon)
+			if err != nil {
+				return nil, err
+			}
+			d.Data = b
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// WriteElem is an element as a batch sends it again: what the kernel dumped,
+// but its expiration (the time left, which is state) and padding.
+func WriteElem(elem []byte) ([]byte, error) {
+	as, err := ParseAttrs(elem)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(elem))
+	for _, a := range as {
+		switch a.Kind() {
+		case nftaSetElemExpiration, nftaSetElemPad:
+			continue
+		}
+		out = AppendAttr(out, a.Type, a.Data)
+	}
+	return out, nil
+}
+
+// normalElem is an element's normal form: its write form with the state of
+// its expressions (a counter per element) zeroed.
+func normalElem(elem []byte) ([]byte, error) {
+	as, err := ParseAttrs(elem)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	for _, a := range as {
+		switch a.Kind() {
+		case nftaSetElemExpiration, nftaSetElemPad:
+			continue
+		case nftaSetElemExpr:
+			x, err := parseExpr(a.Data)
+			if err != nil {
+				return nil, err
+			}
+			xd, err := normalExpr(x, nil)
+			if err != nil {
+				return nil, err
+			}
+			a.Data = x.encode(xd)
+		case nftaSetElemExpressions:
+			if a.Data, err = normalExprs(a.Data, nil); err != nil {
+				return nil, err
+			}
+		}
+		out = AppendAttr(out, a.Type, a.Data)
+	}
+	return out, nil
+}
+
+// normalSpec is a set spec's normal form: the state of its expressions
+// zeroed.
+func normalSpec(spec []byte) ([]byte, error) {
+	as, err := ParseAttrs(spec)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	for _, a := range as {
+		switch a.Kind() {
+		case nftaSetExpr:
+			x, err := parseExpr(a.Data)
+			if err != nil {
+				return nil, err
+			}
+			xd, err := normalExpr(x, nil)
+			if err != nil {
+				return nil, err
+			}
+			a.Data = x.encode(xd)
+		case nftaSetExpressions:
+			if a.Data, err = normalExprs(a.Data, nil); err != nil {
+				return nil, err
+			}
+		}
+		out = AppendAttr(out, a.Type, a.Data)
+	}
+	return out, nil
+}
+
+// Fingerprint is the hash of a rule's normal form: its expressions with
+// stateful values zeroed, nft's user data (the comment; our marker is not
+// part of it), and each anonymous set it refers to by content (its spec and
+// its elements, in byte order), in the order of reference. Two rules nft
+// lists the same have the same fingerprint: the kernel holds nothing else
+// of a rule.
+func Fingerprint(exprs, udata []byte, sets []model.NftAnonSet) (string, error) {
+	refs, err := ReferencedSets(exprs)
+	if err != nil {
+		return "", err
+	}
+	byName := make(map[string]*model.NftAnonSet, len(sets))
+	for i := range sets {
+		byName[sets[i].Name] = &sets[i]
+	}
+	anon := map[string]int{}
+	var order []*model.NftAnonSet
+	for _, r := range refs {
+		if s := byName[r]; s != nil {
+			anon[r] = len(order)
+			order = append(order, s)
+		}
+	}
+	ne, err := normalExprs(exprs, anon)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	put := func(b []byte) {
+		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(b))))
+		h.Write(b)
+	}
+	put([]byte("nftables rule v1"))
+	put(ne)
+	put(udata)
+	for _, s := range order {
+		spec, err := normalSpec(s.Spec)
+		if err != nil {
+			return "", fmt.Errorf("anonymous set %s: %w", s.Name, err)
+		}
+		put(spec)
+		es := make([][]byte, len(s.Elems))
+		for i, e := range s.Elems {
+			if es[i], err = normalElem(e); err != nil {
+				return "", fmt.Errorf("anonymous set %s: %w", s.Name, err)
+			}
+		}
+		slices.SortFunc(es, bytes.Compare)
+		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(es))))
+		for _, e := range es {
+			put(e)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+// Compile makes the compiled form of a rule the kernel dumped: its
+// expressions, nft's user data, and the anonymous sets it refers to, which
+// anon returns (the set and its elements; nil for a named set). The marker
+// is netreconcile's, if the rule carries one.
+func Compile(r *Rule, anon func(name string) (*Set, [][]byte)) (*model.NftCompiled, Marker, error) {
+	udata, m := SplitUData(r.UData)
+	c := &model.NftCompiled{Exprs: r.Exprs, UData: udata}
+	refs, err := ReferencedSets(r.Exprs)
+	if err != nil {
+		return nil, Marker{}, err
+	}
+	for _, name := range refs {
+		s, elems := anon(name)
+		if s == nil || !s.Anonymous() {
+			continue
+		}
+		as := model.NftAnonSet{Name: name, Spec: s.Spec(), Elems: make([][]byte, 0, len(elems))}
+		for _, e := range elems {
+			w, err := WriteElem(e)
+			if err != nil {
+				return nil, Marker{}, fmt.Errorf("anonymous set %s: %w", name, err)
+			}
+			as.Elems = append(as.Elems, w)
+		}
+		c.Sets = append(c.Sets, as)
+	}
+	if c.Fingerprint, err = Fingerprint(c.Exprs, c.UData, c.Sets); err != nil {
+		return nil, Marker{}, err
+	}
+	if len(r.Compat) > 0 {
+		// xt matches of iptables-nft: folded into the hash, so that
+		// such a rule never equals one nft compiled.
+		h := sha256.Sum256(append([]byte(c.Fingerprint+"compat"), r.Compat...))
+		c.Fingerprint = hex.EncodeToString(h[:16])
+	}
+	return c, m, nil
+}

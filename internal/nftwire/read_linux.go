@@ -1,0 +1,152 @@
+package nftwire
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// TableDump is a table as the kernel holds it, every object as dumped.
+type TableDump struct {
+	Table  Table
+	Chains []Chain
+	// Rules are in the kernel's order: chain by chain, each chain's rules
+	// in order.
+	Rules []Rule
+	// Sets are every set of the table, the anonymous ones of its rules
+	// included.
+	Sets []Set
+	// Elems holds the elements of the sets Read was asked to read, by
+	// set name: each element's attributes.
+	Elems map[string][][]byte
+	Objs  []Obj
+}
+
+// Set returns the set of a name, nil if none.
+func (d *TableDump) Set(name string) *Set {
+	for i := range d.Sets {
+		if d.Sets[i].Name == name {
+			return &d.Sets[i]
+		}
+	}
+	return nil
+}
+
+// ReadTable dumps a table whole, but the elements of the sets for which
+// elems says false (nil: every set's). It returns nil, nil when the table
+// does not exist.
+func (n *Conn) ReadTable(family byte, name string, elems func(*Set) bool) (*TableDump, error) {
+	ae := enc()
+	ae.String(nftaTableName, name)
+	msgs, err := n.Get(MsgGetTable, family, encode(ae))
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get nftables table %s %s: %w", FamilyName(family), name, err)
+	}
+	d := &TableDump{Elems: map[string][][]byte{}}
+	for _, m := range msgs {
+		if d.Table, err = DecodeTable(m); err != nil {
+			return nil, err
+		}
+	}
+	what := fmt.Sprintf("nftables table %s %s", FamilyName(family), name)
+	// Chains: the kernel does not filter a chain dump by table.
+	msgs, err = n.Dump(MsgGetChain, family, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list chains of %s: %w", what, err)
+	}
+	for _, m := range msgs {
+		c, err := DecodeChain(m)
+		if err != nil {
+			return nil, fmt.Errorf("list chains of %s: %w", what, err)
+		}
+		if c.Table == name {
+			d.Chains = append(d.Chains, c)
+		}
+	}
+	ae = enc()
+	ae.String(nftaRuleTable, name)
+	if msgs, err = n.Dump(MsgGetRule, family, encode(ae)); err != nil {
+		return nil, fmt.Errorf("list rules of %s: %w", what, err)
+	}
+	for _, m := range msgs {
+		r, err := DecodeRule(m)
+		if err != nil {
+			return nil, fmt.Errorf("list rules of %s: %w", what, err)
+		}
+		if r.Table == name {
+			d.Rules = append(d.Rules, r)
+		}
+	}
+	ae = enc()
+	ae.String(nftaSetTable, name)
+	if msgs, err = n.Dump(MsgGetSet, family, encode(ae)); err != nil {
+		return nil, fmt.Errorf("list sets of %s: %w", what, err)
+	}
+	for _, m := range msgs {
+		s, err := DecodeSet(m)
+		if err != nil {
+			return nil, fmt.Errorf("list sets of %s: %w", what, err)
+		}
+		if s.Table == name {
+			d.Sets = append(d.Sets, s)
+		}
+	}
+	for i := range d.Sets {
+		s := &d.Sets[i]
+		if elems != nil && !elems(s) {
+			continue
+		}
+		es, err := n.Elements(family, name, s.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		d.Elems[s.Name] = es
+	}
+	ae = enc()
+	ae.String(nftaObjTable, name)
+	if msgs, err = n.Dump(MsgGetObj, family, encode(ae)); err != nil {
+		return nil, fmt.Errorf("list objects of %s: %w", what, err)
+	}
+	for _, m := range msgs {
+		o, err := DecodeObj(m)
+		if err != nil {
+			return nil, fmt.Errorf("list objects of %s: %w", what, err)
+		}
+		if o.Table == name {
+			d.Objs = append(d.Objs, o)
+		}
+	}
+	return d, nil
+}
+
+// Elements dumps a set's elements: each one's attributes.
+func (n *Conn) Elements(family byte, table, set string) ([][]byte, error) {
+	var out [][]byte
+	err := n.EachElement(family, table, set, func(e []byte) error {
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// EachElement dumps a set's elements to fn. The bytes are valid during the
+// call only... and after: each message's payload is its own.
+func (n *Conn) EachElement(family byte, table, set string, fn func(elem []byte) error) error {
+	ae := enc()
+	ae.String(nftaSetElemListTable, table)
+	ae.String(nftaSetElemListSet, set)
+	msgs, err := n.Dump(MsgGetSetElem, family, encode(ae))
+	if err != nil {
+		return fmt.Errorf("list elements of set %s: %w", set, err)
+	}
+	for _, m := range msgs {
+		if _, err := DecodeElems(m, fn); err != nil {
+			return fmt.Errorf("list elements of set %s: %w", set, err)
+		}
+	}
+	return nil
+}
