@@ -11,12 +11,12 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/netreconcile/netreconcile/internal/model"
-	"github.com/netreconcile/netreconcile/internal/nftrule"
 )
 
 // The nftables section: tables keyed "FAMILY NAME" as nft writes them
 // ("inet talos_kubespan"), each with named sets and chains; rules are nft
-// lines (see package nftrule for why).
+// lines, which nft compiles (package nftcompile): here a rule's text is only
+// checked to be one line of nft and no more.
 
 type nftTableConf struct {
 	Meta
@@ -55,6 +55,9 @@ type posText struct {
 	Text  string
 	Pos   Pos
 	Shift int // 1 for quoted scalars: the text starts after the quote
+	// Escaped says a quoted scalar may hold escapes ('' or \"), after
+	// which offsets in the text are no longer columns.
+	Escaped bool
 }
 
 func (t *posText) decodeNode(d *decoder, n *yaml.Node, path string) {
@@ -66,7 +69,15 @@ func (t *posText) decodeNode(d *decoder, n *yaml.Node, path string) {
 	t.Text, t.Pos = n.Value, d.pos(n)
 	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
 		t.Shift = 1
+		t.Escaped = strings.ContainsAny(t.Text, "\"'\\")
 	}
+}
+
+// source is where the text is, for errors of nft at an offset in it: the
+// index-th rule of the chain of path chain.
+func (t *posText) source(chain string, index int) model.NftSource {
+	return model.NftSource{File: t.Pos.File, Line: t.Pos.Line, Col: t.Pos.Col + t.Shift,
+		Flat: !t.Escaped && !strings.Contains(t.Text, "\n"), Chain: chain, Index: index}
 }
 
 // at returns the position of a byte offset inside the text.
@@ -167,7 +178,6 @@ func inFileOrder[V any](m map[string]*V, pos func(*V) Pos) []string {
 func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTable {
 	path := "nftables." + key.String()
 	t := &model.NftTable{Family: key.Family, Name: key.Name, Adopt: tc.Adopt, Origin: tc.Pos.String()}
-	ctx := nftrule.Context{Family: key.Family, Sets: map[string]string{}, Chains: map[string]bool{}}
 	nerr := b.errs.count()
 	for _, name := range inFileOrder(tc.Sets, func(s *nftSetConf) Pos { return s.Pos }) {
 		sc := tc.Sets[name]
@@ -182,7 +192,6 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 		}
 		if s := b.nftSet(sp, name, sc); s != nil {
 			t.Sets = append(t.Sets, *s)
-			ctx.Sets[name] = s.Type
 		}
 	}
 	chainConfs := map[string]*nftChainConf{}
@@ -202,47 +211,37 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 		}
 		t.Chains = append(t.Chains, *c)
 		chainConfs[name] = cc
-		ctx.Chains[name] = c.Base()
 	}
-	// The parse errors by rule text: a megabyte of one-character rules
+	// The checks by rule text: a megabyte of one-character rules
 	// ("[x,x,…]", aliased) is half a million to a million copies of a few
-	// texts, and parsing each again was most of the time spent on it. Only
-	// the failures are remembered: the rules parsed go into the model.
-	unparsable := map[string]error{}
+	// texts. Only the failures are remembered.
+	type problem struct {
+		off int
+		msg string
+	}
+	bad := map[string]problem{}
 	for i := range t.Chains {
 		c := &t.Chains[i]
 		cc := chainConfs[c.Name]
-		cctx := ctx
-		cctx.ChainType, cctx.Hook = c.Type, c.Hook
+		cp := path + ".chains." + c.Name
 		for j := range cc.Rules {
 			rt := &cc.Rules[j]
-			var r *nftrule.Rule
-			err, known := unparsable[rt.Text]
+			p, known := bad[rt.Text]
 			if !known {
-				if r, err = nftrule.Parse(rt.Text); err != nil {
-					unparsable[rt.Text] = err
+				if off, msg := model.NftTextProblem(rt.Text); off >= 0 {
+					p, known = problem{off, msg}, true
+					bad[rt.Text] = p
 				}
 			}
-			if err == nil {
-				err = nftrule.Check(r, cctx)
-			}
-			if err != nil {
-				at := rt.Pos
-				// A type assertion, not errors.As: nftrule returns its
-				// *Error unwrapped, and errors.As would allocate the
-				// target for each of half a million bad rules.
-				if pe, ok := err.(*nftrule.Error); ok {
-					at = rt.at(pe.Offset)
-				}
-				// The path and the message are built for a kept error only: a
-				// chain of 100k rules has none, and a chain of 500k bad
-				// rules keeps MaxKeptErrors.
-				b.errs.addLazy(at, func() (string, string) {
-					return path + ".chains." + c.Name + ".rules[" + strconv.Itoa(j) + "]", err.Error()
+			if known {
+				// The path is built for a kept error only: a chain of
+				// 500k bad rules keeps MaxKeptErrors.
+				b.errs.addLazy(rt.at(p.off), func() (string, string) {
+					return cp + ".rules[" + strconv.Itoa(j) + "]", p.msg
 				})
 				continue
 			}
-			c.Rules = append(c.Rules, model.NftRule{Text: r.String(), ID: r.ID(), Rule: r, Origin: rt.Pos.String()})
+			c.Rules = append(c.Rules, model.NftRule{Text: rt.Text, Origin: rt.Pos.String(), Source: rt.source(cp, j)})
 		}
 	}
 	if b.errs.count() != nerr {
@@ -315,7 +314,13 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 		var e model.NftElem
 		err, known := unparsable[et.Text]
 		if !known {
-			if e, err = model.ParseNftElem(s.Type, s.Interval, et.Text); err != nil {
+			text := et.Text
+			if s.Type == model.NftProto {
+				if p, ok := protocolNumber(text); ok {
+					text = strconv.Itoa(int(p))
+				}
+			}
+			if e, err = model.ParseNftElem(s.Type, s.Interval, text); err != nil {
 				unparsable[et.Text] = err
 			}
 		}

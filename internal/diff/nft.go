@@ -280,6 +280,10 @@ func ruleOp(a Action, k model.NftTableKey, c *model.NftChain, pos int, r *model.
 	return Op{Action: a, Kind: KindNftRule, Table: k, ID: id, Summary: r.Label(), NFT: []model.NftOp{op}}
 }
 
+// sameRule reports whether a desired rule and a kernel rule are the same
+// rule: their fingerprints are known and equal.
+func sameRule(w, h *model.NftRule) bool { return w.Fingerprint != "" && w.Fingerprint == h.Fingerprint }
+
 func (p *nftPlan) updateTable(w, h *model.NftTable) {
 	k := w.Key()
 	for i := range w.Sets {
@@ -351,12 +355,14 @@ func (p *nftPlan) updateTable(w, h *model.NftTable) {
 }
 
 // ruleDiff turns the chain's actual rules into the desired list with the
-// fewest writes: the longest common subsequence of rule identities is kept
-// as is (handles unchanged); in each gap between kept rules, actual rules
-// are replaced in place by desired ones pairwise, extra desired rules are
-// inserted before the next kept rule (or appended), extra actual rules are
-// deleted. Rules without our marker never match, so a rule edited behind
-// our back is put back.
+// fewest writes: the longest common subsequence of equal rules is kept as
+// is (handles and counters unchanged); in each gap between kept rules,
+// actual rules are replaced in place by desired ones pairwise, extra
+// desired rules are inserted before the next kept rule (or appended), extra
+// actual rules are deleted. Two rules are equal when their bytecode is, in
+// normal form (their fingerprints): what nft makes of the text, whatever
+// its wording, so a rule reworded to the same meaning is not written, and a
+// rule edited behind our back is put back.
 func ruleDiff(k model.NftTableKey, c *model.NftChain, have []model.NftRule) []Op {
 	want := c.Rules
 	n, m := len(want), len(have)
@@ -368,7 +374,7 @@ func ruleDiff(k model.NftTableKey, c *model.NftChain, have []model.NftRule) []Op
 	for i := n - 1; i >= 0; i-- {
 		for j := m - 1; j >= 0; j-- {
 			switch {
-			case have[j].ID != "" && want[i].ID == have[j].ID:
+			case sameRule(&want[i], &have[j]):
 				lcs[i][j] = lcs[i+1][j+1] + 1
 			case lcs[i+1][j] >= lcs[i][j+1]:
 				lcs[i][j] = lcs[i+1][j]
@@ -399,7 +405,7 @@ func ruleDiff(k model.NftTableKey, c *model.NftChain, have []model.NftRule) []Op
 	i, j := 0, 0
 	for i < n || j < m {
 		switch {
-		case i < n && j < m && have[j].ID != "" && want[i].ID == have[j].ID:
+		case i < n && j < m && sameRule(&want[i], &have[j]):
 			flush(have[j].Handle)
 			i++
 			j++

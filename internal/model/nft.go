@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/netreconcile/netreconcile/internal/nftrule"
 )
 
 // NftFamilies are the table families nftables knows, in nft's words.
@@ -114,15 +112,38 @@ func (c *NftChain) Spec() string {
 	return s
 }
 
-// NftRule is one rule of a chain. Its identity is ID, the hash of its
-// canonical text, which netreconcile stores in the rule's user data.
+// NftRule is one rule of a chain. Its meaning is what nft compiles its
+// text to: the rule's bytecode, of which Fingerprint is the hash in normal
+// form (stateful values zeroed, anonymous sets by content). A declared rule
+// equals a kernel rule when their fingerprints are equal.
 type NftRule struct {
-	Text   string        // canonical text; "" for a rule read without our marker
-	ID     string        // "" for a rule without our marker
-	Handle uint64        // actual
-	Rule   *nftrule.Rule // desired: the parsed rule to compile
-	Origin string
+	// Text is the file's text (desired); on a kernel rule, the text our
+	// marker holds, "" when it holds none.
+	Text string
+	// Key identifies what the text is compiled from: the text, the
+	// table's family, the chain's type and hook, the declarations and
+	// links it names, nft's version. A desired rule's is made before the
+	// diff; a kernel rule's is the one in our marker.
+	Key string
+	// Fingerprint is the hash of the rule's bytecode in normal form:
+	// desired once compiled (or known from an intact kernel rule of the
+	// same key); actual always, read from the kernel.
+	Fingerprint string
+	// Marked is the fingerprint our marker holds (actual): the rule is
+	// intact, as we wrote it, when it equals Fingerprint.
+	Marked string
+	// Compiled is the rule as nft compiled it (desired): what a write
+	// sends. Nil until compiled; only rules the plan writes need it.
+	Compiled *NftCompiled
+	Handle   uint64 // actual
+	Origin   string
+	// Source is where the text is in the file (desired), for nft's errors.
+	Source NftSource
 }
+
+// Intact reports whether a kernel rule is as netreconcile wrote it: its
+// bytecode hashes to the fingerprint of its marker.
+func (r *NftRule) Intact() bool { return r.Marked != "" && r.Marked == r.Fingerprint }
 
 // Label names the rule for plans: its text, or its handle when unknown.
 func (r *NftRule) Label() string {
@@ -163,8 +184,18 @@ type NftSource struct {
 	// Flat says the text is on one line of the file as written, so that
 	// a byte offset in it is a column.
 	Flat bool
-	// Path is the field's path (nftables.inet t.chains.c.rules[0]).
-	Path string
+	// Chain is the path of the rule's chain (nftables.inet t.chains.c),
+	// shared by its rules, and Index the rule's index in it.
+	Chain string
+	Index int
+}
+
+// Path is the rule's field path (nftables.inet t.chains.c.rules[0]).
+func (s NftSource) Path() string {
+	if s.Chain == "" {
+		return ""
+	}
+	return s.Chain + ".rules[" + strconv.Itoa(s.Index) + "]"
 }
 
 // At returns the position of byte offset off of the text: file:line:col.
@@ -292,11 +323,10 @@ func ParseNftElem(typ string, interval bool, s string) (NftElem, error) {
 			}
 			return binary.NativeEndian.AppendUint32(nil, uint32(n)), 32, nil
 		case NftProto:
+			// Names are resolved by the caller (desired, from
+			// /etc/protocols, as nft does).
 			n, err := strconv.ParseUint(v, 10, 8)
 			if err != nil {
-				if p, ok := nftProtoByName(v); ok {
-					return []byte{p}, 8, nil
-				}
 				return nil, 0, fmt.Errorf("expected a protocol name or number, found %q", v)
 			}
 			return []byte{byte(n)}, 8, nil
@@ -331,15 +361,6 @@ func ParseNftElem(typ string, interval bool, s string) (NftElem, error) {
 		return NftElem{}, fmt.Errorf("expected a range low-high of single values, low first, found %q", s)
 	}
 	return NftElem{Key: string(a), End: string(rangeEnd(b, len(b)*8))}, nil
-}
-
-func nftProtoByName(s string) (uint8, bool) {
-	for p := 0; p < 256; p++ {
-		if nftrule.ProtoName(uint8(p)) == s {
-			return uint8(p), true
-		}
-	}
-	return 0, false
 }
 
 // rangeEnd returns the first value after a prefix of plen bits starting at k,
@@ -432,7 +453,7 @@ func formatKey(typ string, k []byte) string {
 	case NftMark:
 		return fmt.Sprintf("0x%08x", binary.NativeEndian.Uint32(k))
 	case NftProto:
-		return nftrule.ProtoName(k[0])
+		return strconv.Itoa(int(k[0]))
 	}
 	return fmt.Sprintf("0x%x", k)
 }
@@ -475,4 +496,54 @@ type NftOp struct {
 	// Handle is the rule replaced or deleted; Before the rule an added rule
 	// goes in front of (0: at the end of the chain).
 	Handle, Before uint64
+}
+
+// NftTextProblem checks that a rule's text is one nft rule and no more,
+// before it goes on a line of an nft script: printable characters only (no
+// newline: nft strings may span lines, and a line break ends a command),
+// no `;` outside a string (it ends a command: the rest would be another,
+// an include of any file among them), strings closed, braces balanced. What
+// follows a `#` outside a string is a comment to nft and is not looked at.
+// It returns the offset of the problem and what it is, or -1.
+func NftTextProblem(text string) (int, string) {
+	if strings.TrimSpace(text) == "" {
+		return 0, "empty rule; expected an nft rule such as \"tcp dport 22 accept\""
+	}
+	depth, quote, open := 0, -1, 0
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			return i, fmt.Sprintf("control character %q; a rule is one line of nft", c)
+		}
+		if quote >= 0 {
+			if c == '"' {
+				quote = -1
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			quote = i
+		case ';':
+			return i, "\";\" ends an nft command: a rule is one command (give each rule its own entry)"
+		case '#':
+			i = len(text)
+		case '{':
+			if depth == 0 {
+				open = i
+			}
+			depth++
+		case '}':
+			if depth--; depth < 0 {
+				return i, "\"}\" closes no \"{\""
+			}
+		}
+	}
+	switch {
+	case quote >= 0:
+		return quote, "string not closed; expected a closing \""
+	case depth > 0:
+		return open, "\"{\" not closed; expected a closing \"}\""
+	}
+	return -1, ""
 }

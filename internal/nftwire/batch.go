@@ -314,8 +314,11 @@ func (b *Batch) AddRule(family byte, table, chain string, c *model.NftCompiled, 
 		ids[s.Name] = SetRef{name, id}
 		b.RawElems(true, family, table, name, id, s.Elems)
 	}
-	exprs, err := RewriteSetRefs(c.Exprs, ids)
+	exprs, err := WriteExprs(c.Exprs)
 	if err != nil {
+		return fmt.Errorf("rule of chain %s: %w", chain, err)
+	}
+	if exprs, err = RewriteSetRefs(exprs, ids); err != nil {
 		return fmt.Errorf("rule of chain %s: %w", chain, err)
 	}
 	ae := enc()

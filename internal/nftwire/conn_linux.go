@@ -40,10 +40,11 @@ func Dial(netnsFd int) (*Conn, error) {
 		return nil, fmt.Errorf("open nftables socket: %w", err)
 	}
 	n := &Conn{c: c}
-	// Errors without a copy of the message refused (a refused
-	// element message would be echoed whole), with the kernel's reason.
+	// Errors without a copy of the message refused (a refused element
+	// message would be echoed whole). The kernel's reason (extended
+	// acknowledgements) only while a batch is answered: mdlayher/netlink
+	// misreads a capped acknowledgement with one.
 	_ = c.SetOption(netlink.CapAcknowledge, true)
-	_ = c.SetOption(netlink.ExtendedAcknowledge, true)
 	if err := n.setBuffers(SockBuf); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("size nftables socket buffers: %w", err)
@@ -222,6 +223,8 @@ func (n *Conn) Send(b *Batch) error {
 		msgs[i].Header.Sequence = n.seq
 	}
 	begin, last := msgs[0].Header.Sequence, msgs[len(msgs)-2].Header.Sequence
+	_ = n.c.SetOption(netlink.ExtendedAcknowledge, true)
+	defer func() { _ = n.c.SetOption(netlink.ExtendedAcknowledge, false) }()
 	if _, err := n.c.SendMessages(msgs); err != nil {
 		if errors.Is(err, unix.EMSGSIZE) && !n.forced {
 			return fmt.Errorf("send a batch of %d bytes: %w (without CAP_NET_ADMIN the send buffer is capped by net.core.wmem_max)", b.Size(), err)

@@ -2,6 +2,7 @@ package nftwire
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 )
 
@@ -146,16 +147,32 @@ func DecodeRule(data []byte) (Rule, error) {
 	return r, nil
 }
 
-// Set is a set as the kernel dumps it.
+// Set is a set as the kernel dumps it. Raw is the message's attributes, of
+// which the other fields are decoded (and which JSON carries).
 type Set struct {
-	Table, Name                string
-	Handle                     uint64
-	Flags                      uint32
-	KeyType, KeyLen            uint32
-	DataType, DataLen, ObjType uint32
-	Timeout                    uint64 // milliseconds
-	UData                      []byte
+	Raw                        []byte
+	Table, Name                string `json:"-"`
+	Handle                     uint64 `json:"-"`
+	Flags                      uint32 `json:"-"`
+	KeyType, KeyLen            uint32 `json:"-"`
+	DataType, DataLen, ObjType uint32 `json:"-"`
+	Timeout                    uint64 `json:"-"` // milliseconds
+	UData                      []byte `json:"-"`
 	attrs                      []Attr
+}
+
+// UnmarshalJSON decodes a set from its Raw attributes.
+func (s *Set) UnmarshalJSON(b []byte) error {
+	var w struct{ Raw []byte }
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	d, err := decodeSet(w.Raw)
+	if err != nil {
+		return err
+	}
+	*s = d
+	return nil
 }
 
 // Anonymous reports whether the set belongs to one rule (NFT_SET_ANONYMOUS).
@@ -163,11 +180,18 @@ func (s *Set) Anonymous() bool { return s.Flags&SetAnonymous != 0 }
 
 // DecodeSet decodes a NEWSET message's payload.
 func DecodeSet(data []byte) (Set, error) {
-	_, as, err := split(data)
+	if len(data) < nfgenmsgLen {
+		return Set{}, fmt.Errorf("%w: message of %d bytes", ErrMalformed, len(data))
+	}
+	return decodeSet(data[nfgenmsgLen:])
+}
+
+func decodeSet(raw []byte) (Set, error) {
+	as, err := ParseAttrs(raw)
 	if err != nil {
 		return Set{}, err
 	}
-	s := Set{attrs: as}
+	s := Set{Raw: raw, attrs: as}
 	for _, a := range as {
 		switch a.Kind() {
 		case nftaSetTable:

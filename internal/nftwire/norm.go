@@ -196,6 +196,78 @@ func RewriteSetRefs(exprs []byte, ids map[string]SetRef) ([]byte, error) {
 	})
 }
 
+// Attributes of the expressions whose dump the kernel does not take back.
+const (
+	exthdrDreg    = 1 // NFTA_EXTHDR_DREG
+	exthdrType    = 2
+	exthdrFlags   = 5
+	exthdrOp      = 6
+	exthdrSreg    = 7
+	dynsetTimeout = 6
+)
+
+// WriteExprs is an expression list as a batch sends it: what the kernel
+// dumped, but the attributes a dump gives and the same kernel refuses in a
+// new rule. An exthdr that sets a TCP option dumps its flags (0), which
+// its init refuses (EINVAL); one that strips an option dumps its offset,
+// length and flags too. A dynset dumps its timeout (0 when none), which a
+// set without the timeout flag refuses (EOPNOTSUPP). The kernel makes the
+// same expression from what is left, and dumps it as before: the
+// differential test (nft -f against our batch) holds that.
+func WriteExprs(list []byte) ([]byte, error) {
+	return mapExprs(list, writeExpr)
+}
+
+func writeExpr(e expr) ([]Attr, error) {
+	switch e.name {
+	case "exthdr":
+		_, sreg := find(e.data, exthdrSreg)
+		_, dreg := find(e.data, exthdrDreg)
+		out := make([]Attr, 0, len(e.data))
+		for _, d := range e.data {
+			switch k := d.Kind(); {
+			case sreg && k == exthdrFlags:
+				continue
+			case !sreg && !dreg && k != exthdrType && k != exthdrOp:
+				continue
+			}
+			out = append(out, d)
+		}
+		return out, nil
+	case "dynset":
+		out := make([]Attr, 0, len(e.data))
+		for _, d := range e.data {
+			switch d.Kind() {
+			case dynsetTimeout:
+				if v, ok := be64(d.Data); ok && v == 0 {
+					continue
+				}
+			case dynsetPad:
+				continue
+			case dynsetExpr:
+				x, err := parseExpr(d.Data)
+				if err != nil {
+					return nil, err
+				}
+				xd, err := writeExpr(x)
+				if err != nil {
+					return nil, err
+				}
+				d.Data = x.encode(xd)
+			case dynsetExprs:
+				b, err := WriteExprs(d.Data)
+				if err != nil {
+					return nil, err
+				}
+				d.Data = b
+			}
+			out = append(out, d)
+		}
+		return out, nil
+	}
+	return e.data, nil
+}
+
 // normalExprs is the normal form of an expression list: stateful values
 // zeroed (counters, quota consumed, last use), padding dropped, anonymous
 // sets named by their index in anon.

@@ -34,9 +34,9 @@ func (d *TableDump) Set(name string) *Set {
 }
 
 // ReadTable dumps a table whole, but the elements of the sets for which
-// elems says false (nil: every set's). It returns nil, nil when the table
-// does not exist.
-func (n *Conn) ReadTable(family byte, name string, elems func(*Set) bool) (*TableDump, error) {
+// elems says false (nil: every set's); elems sees the table's chains, rules
+// and sets already read. It returns nil, nil when the table does not exist.
+func (n *Conn) ReadTable(family byte, name string, elems func(d *TableDump, s *Set) bool) (*TableDump, error) {
 	ae := enc()
 	ae.String(nftaTableName, name)
 	msgs, err := n.Get(MsgGetTable, family, encode(ae))
@@ -97,7 +97,7 @@ func (n *Conn) ReadTable(family byte, name string, elems func(*Set) bool) (*Tabl
 	}
 	for i := range d.Sets {
 		s := &d.Sets[i]
-		if elems != nil && !elems(s) {
+		if elems != nil && !elems(d, s) {
 			continue
 		}
 		es, err := n.Elements(family, name, s.Name)

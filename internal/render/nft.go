@@ -61,14 +61,11 @@ func renderNFT(ts []model.NftTable) *yaml.Node {
 				}
 				rs := sequence()
 				for _, r := range c.Rules {
+					// show fills the text with the rule as nft lists it;
+					// a rule it could not list keeps a comment.
 					n := yscalar(r.Text)
 					if r.Text == "" {
-						// A rule without our marker, or one too long for
-						// its text to fit the kernel's user data.
-						n = yscalar(fmt.Sprintf("# handle %d: not written by netreconcile", r.Handle))
-						if r.ID != "" {
-							n = yscalar(fmt.Sprintf("# handle %d: rule %s", r.Handle, r.ID))
-						}
+						n = yscalar(fmt.Sprintf("# handle %d: not listed by nft", r.Handle))
 					}
 					rs.Content = append(rs.Content, n)
 				}

@@ -293,7 +293,12 @@ func nftOp(t *nftTable, op *model.NftOp, set func(*nftTable), handle *uint64) er
 			c.Rules = append(c.Rules[:j], c.Rules[j+1:]...)
 			return nil
 		}
-		r := model.NftRule{Text: op.Rule.Text, ID: op.Rule.ID}
+		if op.Rule.Compiled == nil {
+			return fmt.Errorf("rule %q not compiled: %w", op.Rule.Text, syscall.EINVAL)
+		}
+		// As the real kernel's read gives it: the bytecode's
+		// fingerprint, and the marker (key, fingerprint written, text).
+		r := model.NftRule{Text: op.Rule.Text, Key: op.Rule.Key, Fingerprint: op.Rule.Compiled.Fingerprint, Marked: op.Rule.Compiled.Fingerprint}
 		for _, m := range setRefRE.FindAllStringSubmatch(r.Text, -1) {
 			if t.t.Set(m[1]) == nil {
 				return syscall.ENOENT

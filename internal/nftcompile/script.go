@@ -1,0 +1,127 @@
+// Package nftcompile compiles the file's nftables rules with nft itself: a
+// rule means what nft makes of its text, and no grammar of ours stands in
+// between. The rules of a pass go into one nft script, beside their tables'
+// declarations (every set, object and chain, chains with their real type,
+// hook and priority, so that nft's evaluator checks the same context), and
+// `nft -f -` runs it in a network namespace made for the purpose and thrown
+// away after; the kernel's dump of each rule there is its compiled form
+// (package nftwire), carried as is into netreconcile's own batch. A rule nft
+// refuses is refused with nft's own message, at the rule's position in the
+// file.
+package nftcompile
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// Rule is one rule to compile, in its table and chain.
+type Rule struct {
+	Table *model.NftTable
+	Chain *model.NftChain
+	Rule  *model.NftRule
+}
+
+// origin is what a line of the script comes from.
+type origin struct {
+	table int    // index in the script's tables
+	what  string // "table", "chain", "set", "object"; "rule"
+	name  string
+	rule  int // index in the request's rules, for "rule"
+	// prefix is the length of the line before the rule's text.
+	prefix int
+}
+
+// script is an nft script and where each of its lines comes from.
+//
+// A table is named nrcN in the script, N its index: a rule's bytecode does
+// not hold its table's name, and nft cannot write some names (a table
+// named like a keyword, "rt", "ct", "meta"…, is a syntax error). Nor does
+// it hold its own chain's name: a chain nft refused to declare by its name
+// is declared as nrcN_cM (renamed), and its rules compiled there. Set and
+// object names stay: the bytecode refers to them.
+type script struct {
+	text    strings.Builder
+	lines   []origin // lines[i] is line i+1
+	tables  []*model.NftTable
+	renamed map[*model.NftTable]map[string]string
+}
+
+// tableName is a table's name in the script.
+func tableName(ti int) string { return "nrc" + strconv.Itoa(ti) }
+
+// chainName is a chain's name in the script.
+func (s *script) chainName(t *model.NftTable, name string) string {
+	if r, ok := s.renamed[t][name]; ok {
+		return r
+	}
+	return name
+}
+
+func (s *script) line(o origin, text string) {
+	s.text.WriteString(text)
+	s.text.WriteByte('\n')
+	s.lines = append(s.lines, o)
+}
+
+// nftString quotes a name or a device as nft reads strings: they hold no
+// quote (names are checked when the file is read).
+func nftString(s string) string { return `"` + s + `"` }
+
+// declare writes a table's declarations: its sets and objects without
+// elements, its chains empty. Base chains keep their type, hook and
+// priority, which nft and the kernel check rules against; the device of a
+// netdev chain is lo, in the throwaway namespace the only one there is
+// (the device does not change what a rule compiles to).
+func (s *script) declare(t *model.NftTable) {
+	ti := len(s.tables)
+	s.tables = append(s.tables, t)
+	o := origin{table: ti, what: "table"}
+	s.line(o, "table "+t.Family+" "+tableName(ti)+" {")
+	for i := range t.Sets {
+		set := &t.Sets[i]
+		s.line(origin{table: ti, what: "set", name: set.Name}, "\tset "+set.Name+" { "+setDecl(set)+" }")
+	}
+	for i := range t.Chains {
+		c := &t.Chains[i]
+		decl := "\tchain " + s.chainName(t, c.Name) + " {"
+		if c.Base() {
+			dev := ""
+			if t.Family == "netdev" {
+				dev = " device " + nftString("lo")
+			}
+			decl += fmt.Sprintf(" type %s hook %s%s priority %d;", c.Type, c.Hook, dev, c.Priority)
+		}
+		s.line(origin{table: ti, what: "chain", name: c.Name}, decl+" }")
+	}
+	s.line(o, "}")
+}
+
+// setDecl is a set's declaration without elements.
+func setDecl(set *model.NftSet) string {
+	d := "type " + set.Type + ";"
+	var flags []string
+	if set.Interval {
+		flags = append(flags, "interval")
+	}
+	if set.Timeout {
+		flags = append(flags, "timeout")
+	}
+	if len(flags) > 0 {
+		d += " flags " + strings.Join(flags, ",") + ";"
+	}
+	if set.DefaultTimeout != 0 {
+		d += " timeout " + strconv.FormatInt(set.DefaultTimeout.Milliseconds(), 10) + "ms;"
+	}
+	return d
+}
+
+// rule writes a rule to compile on a line of its own.
+func (s *script) rule(ti int, chain string, ri int, text string) {
+	t := s.tables[ti]
+	prefix := "add rule " + t.Family + " " + tableName(ti) + " " + s.chainName(t, chain) + " "
+	s.line(origin{table: ti, what: "rule", rule: ri, prefix: len(prefix)}, prefix+text)
+}
