@@ -36,6 +36,9 @@ type Engine struct {
 	// compiled are the rules this engine compiled in its last pass, by
 	// key: a daemon compiles a text once, not every pass.
 	compiled map[string]*model.NftCompiled
+	// compiledDecls are the tables' declarations compiled in the last
+	// pass, by declKey.
+	compiledDecls map[string]*compiledDecls
 	// ledgerUnsaved says the last save of the ledger failed: the records
 	// in memory are newer than the file, and every pass tries again.
 	ledgerUnsaved bool

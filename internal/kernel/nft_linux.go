@@ -167,7 +167,7 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 					}
 				}
 			}
-			if s.Anonymous() {
+			if s.Anonymous() || !ownSet(s) {
 				return true
 			}
 			// Elements of timeout sets expire, and dynamic sets change
@@ -235,10 +235,28 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 		t.Chains[ci].Rules = append(t.Chains[ci].Rules, model.NftRule{Handle: r.Handle, Fingerprint: comp.Fingerprint,
 			Key: m.Key, Marked: m.Fingerprint, Text: m.Text})
 	}
+	for i := range d.Objs {
+		o := &d.Objs[i]
+		raw, err := nftwire.RawObj(o)
+		if err != nil {
+			return nil, fmt.Errorf("table %s: %w", key, err)
+		}
+		t.Objects = append(t.Objects, model.NftObject{Name: o.Name, Raw: raw})
+	}
 	read := map[nftSetKey][]model.NftElem{}
 	for i := range d.Sets {
 		s := &d.Sets[i]
 		if s.Anonymous() {
+			continue
+		}
+		if !ownSet(s) {
+			// A set nft declared: its bytes, compared with what nft
+			// compiles from the file.
+			raw, err := nftwire.RawSet(s, d.Elems[s.Name])
+			if err != nil {
+				return nil, fmt.Errorf("table %s: %w", key, err)
+			}
+			t.Sets = append(t.Sets, model.NftSet{Name: s.Name, Map: s.Flags&nftwire.SetMap != 0, Raw: raw})
 			continue
 		}
 		ms := modelSet(s)
@@ -268,20 +286,46 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	return t, nil
 }
 
-// modelSet is a named set as the model holds one. A set of a type or with
-// flags netreconcile does not make gets a type that is none of the file's,
-// so that the diff rebuilds its table.
+// ownSet reports whether a set is one netreconcile makes itself: one of
+// its five key types, flags interval and timeout at most, and nothing else
+// a set nft declared would carry (data, expressions, a size, a policy,
+// user data of its own such as typeof or a comment). Any other set is
+// held as bytes (model.NftRawSet).
+func ownSet(s *nftwire.Set) bool {
+	typ := ""
+	for name, st := range nftSetTypes {
+		if st.id == s.KeyType && st.len == s.KeyLen {
+			typ = name
+		}
+	}
+	if typ == "" || s.Flags&^(nftwire.SetInterval|nftwire.SetTimeout) != 0 || s.DataType != 0 || s.DataLen != 0 || s.ObjType != 0 {
+		return false
+	}
+	return onlyByteOrder(s.UData) && !s.HasExtras()
+}
+
+// onlyByteOrder reports whether a set's user data holds nothing but the
+// key's byte order (NFTNL_UDATA_SET_KEYBYTEORDER), which nft and
+// google/nftables write for listing and the kernel does not read: a set
+// nft made with `type ipv4_addr` is then one of netreconcile's own types.
+func onlyByteOrder(ud []byte) bool {
+	for len(ud) > 0 {
+		if len(ud) < 2 || int(ud[1])+2 > len(ud) || ud[0] != 0 {
+			return false
+		}
+		ud = ud[2+int(ud[1]):]
+	}
+	return true
+}
+
+// modelSet is a set netreconcile makes itself as the model holds one.
 func modelSet(s *nftwire.Set) *model.NftSet {
-	ms := &model.NftSet{Name: s.Name, Type: fmt.Sprintf("type %d", s.KeyType),
-		Interval: s.Flags&nftwire.SetInterval != 0, Timeout: s.Flags&nftwire.SetTimeout != 0,
+	ms := &model.NftSet{Name: s.Name, Interval: s.Flags&nftwire.SetInterval != 0, Timeout: s.Flags&nftwire.SetTimeout != 0,
 		DefaultTimeout: time.Duration(s.Timeout) * time.Millisecond}
 	for name, st := range nftSetTypes {
 		if st.id == s.KeyType && st.len == s.KeyLen {
 			ms.Type = name
 		}
-	}
-	if s.Flags&^(nftwire.SetInterval|nftwire.SetTimeout) != 0 || s.DataType != 0 || s.DataLen != 0 {
-		ms.Type = fmt.Sprintf("%s (flags %#x, data type %d)", ms.Type, s.Flags, s.DataType)
 	}
 	return ms
 }
@@ -338,6 +382,21 @@ func modelElems(s *nftwire.Set, raw [][]byte) ([]model.NftElem, error) {
 	return out, nil
 }
 
+// describeOp names an op for an error.
+func describeOp(op *model.NftOp) string {
+	switch {
+	case op.Rule != nil:
+		return fmt.Sprintf("rule %q of chain %s", op.Rule.Text, op.Chain.Name)
+	case op.Set != nil:
+		return "set " + op.Set.Name
+	case op.Chain != nil:
+		return "chain " + op.Chain.Name
+	case op.Obj != nil:
+		return "object " + op.Obj.Name
+	}
+	return "table " + op.Table.String()
+}
+
 // NFTApply sends the ops as one batch.
 func (k *Netlink) NFTApply(ops []model.NftOp) error {
 	if len(ops) == 0 {
@@ -351,7 +410,13 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 	// The sets the batch's rules change from the packet path: the cache
 	// cannot follow them (applied).
 	fromPackets := map[nftSetKey]bool{}
+	// ends[i] is the number of messages after op i: a message the kernel
+	// refuses is named by its op.
+	ends := make([]int, len(ops))
 	for i := range ops {
+		if i > 0 {
+			ends[i-1] = b.Len()
+		}
 		op := &ops[i]
 		fam, ok := nftwire.Family(op.Table.Family)
 		if !ok {
@@ -364,6 +429,13 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 		case model.NftDelTable:
 			b.DelTable(fam, table)
 		case model.NftAddSet:
+			if op.Set.Raw != nil {
+				b.AddRawSet(fam, table, op.Set.Name, op.Set.Raw.Spec)
+				continue
+			}
+			if op.Set.Decl != "" {
+				return fmt.Errorf("add set %s to table %s: not compiled", op.Set.Name, op.Table)
+			}
 			st, ok := nftSetTypes[op.Set.Type]
 			if !ok {
 				return fmt.Errorf("add set %s to table %s: unknown type %s", op.Set.Name, op.Table, op.Set.Type)
@@ -380,7 +452,20 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 		case model.NftDelSet:
 			b.DelSet(fam, table, op.Set.Name)
 		case model.NftAddElems, model.NftDelElems:
+			if op.RawElems != nil {
+				b.RawElems(op.Op == model.NftAddElems, fam, table, op.Set.Name, 0, op.RawElems)
+				continue
+			}
 			b.Elems(op.Op == model.NftAddElems, fam, table, op.Set.Name, op.Set.Interval, op.Elems)
+		case model.NftAddObj:
+			if op.Obj.Raw == nil {
+				return fmt.Errorf("add object %s to table %s: not compiled", op.Obj.Name, op.Table)
+			}
+			if err := b.AddObj(fam, table, op.Obj.Name, op.Obj.Raw.Type, op.Obj.Raw.Data, op.Obj.Raw.UData); err != nil {
+				return err
+			}
+		case model.NftDelObj:
+			b.DelObj(fam, table, op.Obj.Name, op.Obj.Raw.Type)
 		case model.NftAddChain:
 			spec := nftwire.ChainSpec{Name: op.Chain.Name}
 			if op.Chain.Base() {
@@ -427,6 +512,7 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 			return fmt.Errorf("nftables: unknown op %d", op.Op)
 		}
 	}
+	ends[len(ends)-1] = b.Len()
 	k.writes.Add(uint64(b.Len()))
 	before, gerr := c.Gen()
 	if gerr != nil {
@@ -434,6 +520,13 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 	}
 	if err := c.Send(&b); err != nil {
 		k.nftElems.valid = false
+		var be *nftwire.BatchError
+		if errors.As(err, &be) && be.Index >= 0 {
+			i := sort.SearchInts(ends, be.Index+1)
+			if i < len(ops) {
+				return fmt.Errorf("nftables batch of %d messages: %s: %w", b.Len(), describeOp(&ops[i]), err)
+			}
+		}
 		return fmt.Errorf("nftables batch of %d messages: %w", b.Len(), err)
 	}
 	if gen, err := c.Gen(); err == nil {

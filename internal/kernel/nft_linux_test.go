@@ -19,7 +19,7 @@ func compiled(t *testing.T, tk model.NftTableKey, sets []model.NftSet, chain *mo
 	t.Helper()
 	tb := &model.NftTable{Family: tk.Family, Name: tk.Name, Sets: sets, Chains: []model.NftChain{*chain}}
 	r := &model.NftRule{Text: text}
-	if err := (&nftcompile.Nft{}).Compile(context.Background(), []nftcompile.Rule{{Table: tb, Chain: &tb.Chains[0], Rule: r}}, nil); err != nil {
+	if err := (&nftcompile.Nft{}).Compile(context.Background(), &nftcompile.Request{Rules: []nftcompile.Rule{{Table: tb, Chain: &tb.Chains[0], Rule: r}}}); err != nil {
 		t.Fatal(err)
 	}
 	r.Key = nftcompile.Key("test", tb, &tb.Chains[0], text, nil)

@@ -38,6 +38,9 @@ type NftTable struct {
 	// is the order nft lists them in.
 	Sets   []NftSet
 	Chains []NftChain
+	// Objects are the named stateful objects (counters, quotas, limits, ct
+	// helpers…), in the file's order.
+	Objects []NftObject
 
 	// Adopt (desired) lets the file take over a table that exists and that
 	// netreconcile did not create; without it such a table is a conflict.
@@ -61,6 +64,16 @@ func (t *NftTable) Set(name string) *NftSet {
 	for i := range t.Sets {
 		if t.Sets[i].Name == name {
 			return &t.Sets[i]
+		}
+	}
+	return nil
+}
+
+// Object returns the named object or nil.
+func (t *NftTable) Object(name string) *NftObject {
+	for i := range t.Objects {
+		if t.Objects[i].Name == name {
+			return &t.Objects[i]
 		}
 	}
 	return nil
@@ -177,25 +190,26 @@ type NftAnonSet struct {
 	Elems [][]byte
 }
 
-// NftSource is where a rule's text is in the file.
+// NftSource is where a text nft reads (a rule, an element) is in the file.
 type NftSource struct {
 	File      string
 	Line, Col int // of the text's first character
 	// Flat says the text is on one line of the file as written, so that
 	// a byte offset in it is a column.
 	Flat bool
-	// Chain is the path of the rule's chain (nftables.inet t.chains.c),
-	// shared by its rules, and Index the rule's index in it.
-	Chain string
+	// List is the path of the list the text is in (nftables.inet
+	// t.chains.c.rules), shared by its items, and Index the text's index
+	// in it.
+	List  string
 	Index int
 }
 
-// Path is the rule's field path (nftables.inet t.chains.c.rules[0]).
+// Path is the text's field path (nftables.inet t.chains.c.rules[0]).
 func (s NftSource) Path() string {
-	if s.Chain == "" {
+	if s.List == "" {
 		return ""
 	}
-	return s.Chain + ".rules[" + strconv.Itoa(s.Index) + "]"
+	return s.List + "[" + strconv.Itoa(s.Index) + "]"
 }
 
 // At returns the position of byte offset off of the text: file:line:col.
@@ -236,10 +250,69 @@ type NftSet struct {
 	// the file's literal elements until the engine adds the peers'.
 	From   *NftElemsFrom
 	Origin string
+
+	// Decl is, for a set of a type netreconcile does not make itself
+	// (a concatenation, typeof, a map, flags such as constant…), its
+	// declaration in nft's words without elements ("type ipv4_addr .
+	// inet_service; flags interval;"): nft compiles it (desired). Map says
+	// it is a map. Type, Interval and Timeout are then unused.
+	Decl string
+	Map  bool
+	// ElemTexts are such a set's elements as the file writes them, and
+	// ElemSources where (desired).
+	ElemTexts   []string
+	ElemSources []NftSource
+	// Raw is such a set as nft compiled it (desired, after the compile)
+	// or, for any set not of netreconcile's own making, as the kernel
+	// holds it (actual).
+	Raw *NftRawSet
+}
+
+// NftRawSet is a set in the kernel's bytes: its spec and its elements.
+type NftRawSet struct {
+	// Spec is the NEWSET attributes but table, name and id.
+	Spec []byte
+	// SpecFP is the hash of the spec's normal form.
+	SpecFP string
+	// Elems are each element's attributes as a batch writes them, and
+	// ElemFPs the hash of each one's normal form, in the same order.
+	Elems   [][]byte
+	ElemFPs []string
+}
+
+// NftObject is a named stateful object: a counter, quota, limit, ct
+// helper, ct timeout, ct expectation, synproxy or secmark.
+type NftObject struct {
+	Name string
+	// Decl is the object in nft's words without its name ("quota over 25
+	// mbytes", "ct helper { type \"ftp\" protocol tcp; }") (desired).
+	Decl string
+	// Raw is the object as nft compiled it (desired) or the kernel holds
+	// it (actual).
+	Raw    *NftRawObj
+	Origin string
+}
+
+// NftRawObj is an object in the kernel's bytes.
+type NftRawObj struct {
+	Type        uint32
+	Data, UData []byte
+	// Fingerprint is the hash of the normal form (counters' values,
+	// quotas' use zeroed).
+	Fingerprint string
 }
 
 // Spec renders the set's definition (everything but elements).
 func (s *NftSet) Spec() string {
+	if s.Decl != "" || s.Raw != nil {
+		// A set nft declared is the same set when nft compiled it to
+		// the same spec (or the declaration is not compiled yet).
+		fp := "not compiled"
+		if s.Raw != nil {
+			fp = s.Raw.SpecFP
+		}
+		return "as nft declares it (spec " + fp + ")"
+	}
 	out := "type " + s.Type
 	var flags []string
 	if s.Interval {
@@ -483,6 +556,8 @@ const (
 	NftAddRule // appended, or inserted before handle Before
 	NftReplaceRule
 	NftDelRule
+	NftAddObj
+	NftDelObj
 )
 
 // NftOp is one change of an nftables batch.
@@ -491,8 +566,12 @@ type NftOp struct {
 	Table NftTableKey
 	Set   *NftSet   // sets and elements (the set's type and flags)
 	Elems []NftElem // NftAddElems / NftDelElems
-	Chain *NftChain // chains; the rule's chain for rule ops
-	Rule  *NftRule  // NftAddRule / NftReplaceRule: the rule to write
+	// RawElems are the elements of a set nft declared (Set.Decl or
+	// Set.Raw), as the kernel takes them.
+	RawElems [][]byte
+	Obj      *NftObject // NftAddObj / NftDelObj
+	Chain    *NftChain  // chains; the rule's chain for rule ops
+	Rule     *NftRule   // NftAddRule / NftReplaceRule: the rule to write
 	// Handle is the rule replaced or deleted; Before the rule an added rule
 	// goes in front of (0: at the end of the chain).
 	Handle, Before uint64
@@ -501,13 +580,22 @@ type NftOp struct {
 // NftTextProblem checks that a rule's text is one nft rule and no more,
 // before it goes on a line of an nft script: printable characters only (no
 // newline: nft strings may span lines, and a line break ends a command),
-// no `;` outside a string (it ends a command: the rest would be another,
-// an include of any file among them), strings closed, braces balanced. What
-// follows a `#` outside a string is a comment to nft and is not looked at.
-// It returns the offset of the problem and what it is, or -1.
-func NftTextProblem(text string) (int, string) {
+// no `;` outside a string (it ends a command: the rest would be another;
+// inside braces too, where nft's error recovery resumes at the next
+// command), no `include` outside a string (it reads a file, while nft
+// parses), strings closed, braces balanced. What follows a `#` outside a
+// string is a comment to nft and is not looked at. It returns the offset
+// of the problem and what it is, or -1.
+func NftTextProblem(text string) (int, string) { return nftTextProblem(text, false) }
+
+// NftDeclProblem is NftTextProblem for an object's declaration, whose
+// block separates its settings with `;` ("ct helper { type \"ftp\"
+// protocol tcp; }"): allowed inside braces there.
+func NftDeclProblem(text string) (int, string) { return nftTextProblem(text, true) }
+
+func nftTextProblem(text string, semicolonInBraces bool) (int, string) {
 	if strings.TrimSpace(text) == "" {
-		return 0, "empty rule; expected an nft rule such as \"tcp dport 22 accept\""
+		return 0, "empty; expected nft's words, such as \"tcp dport 22 accept\""
 	}
 	depth, quote, open := 0, -1, 0
 	for i := 0; i < len(text); i++ {
@@ -525,7 +613,9 @@ func NftTextProblem(text string) (int, string) {
 		case '"':
 			quote = i
 		case ';':
-			return i, "\";\" ends an nft command: a rule is one command (give each rule its own entry)"
+			if !semicolonInBraces || depth == 0 {
+				return i, "\";\" ends an nft command: a rule is one command (give each rule its own entry)"
+			}
 		case '#':
 			i = len(text)
 		case '{':
@@ -537,6 +627,11 @@ func NftTextProblem(text string) (int, string) {
 			if depth--; depth < 0 {
 				return i, "\"}\" closes no \"{\""
 			}
+		case 'i':
+			if strings.HasPrefix(text[i:], "include") && (i == 0 || !isWordByte(text[i-1])) &&
+				(i+len("include") == len(text) || !isWordByte(text[i+len("include")])) {
+				return i, "include reads a file: it has no place in a rule"
+			}
 		}
 	}
 	switch {
@@ -546,4 +641,8 @@ func NftTextProblem(text string) (int, string) {
 		return open, "\"{\" not closed; expected a closing \"}\""
 	}
 	return -1, ""
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,17 +19,31 @@ import (
 	"github.com/netreconcile/netreconcile/internal/nftwire"
 )
 
+// Request is what one Compile compiles.
+type Request struct {
+	// Decls are tables whose declarations nft compiles: each set nft
+	// declares (Decl), with its elements, and each object gets its Raw.
+	Decls []*model.NftTable
+	// Rules are compiled in the context of their tables (whose
+	// declarations are read; their rules are not).
+	Rules []Rule
+	// Links are the names and indexes of the namespace's links, for
+	// rules that name one (iif, oif).
+	Links map[string]int
+}
+
+// Empty reports whether there is nothing to compile.
+func (r *Request) Empty() bool { return len(r.Decls) == 0 && len(r.Rules) == 0 }
+
 // Compiler compiles rules: the real one runs nft (Nft), tests of the
 // stages above use a fake (kerneltest).
 type Compiler interface {
-	// Compile compiles each rule in the context of its table (whose
-	// declarations it reads; its rules it does not) and sets the rule's
-	// Compiled and Fingerprint. links are the names and indexes of the
-	// namespace's links, for rules that name one (iif, oif). When nft
-	// refuses a rule or a declaration, the error is an Errors, with nft's
-	// message for each, and rules it took are still set; any other error
-	// means nft could not be run at all.
-	Compile(ctx context.Context, rules []Rule, links map[string]int) error
+	// Compile compiles a request: each rule's Compiled and Fingerprint
+	// are set, each declaration's Raw. When nft refuses a rule or a
+	// declaration, the error is an Errors, with nft's message for each,
+	// and what it took is still set; any other error means nft could not
+	// be run at all.
+	Compile(ctx context.Context, req *Request) error
 	// Version says which nft compiles: it is part of every rule's key, so
 	// that another nft compiles the rules again.
 	Version(ctx context.Context) (string, error)
@@ -49,7 +65,7 @@ type Nft struct {
 
 // maxRuns bounds the runs of nft for one Compile: each run that fails drops
 // the rules and declarations nft placed its errors at, and runs again.
-const maxRuns = 32
+const maxRuns = 1000
 
 // ErrNoNft says nft is not installed.
 var ErrNoNft = errors.New("nft is not installed (Debian package nftables): it compiles the file's nftables rules")
@@ -64,6 +80,10 @@ func (n *Nft) path() string {
 // Version runs `nft --version` once.
 func (n *Nft) Version(ctx context.Context) (string, error) {
 	n.once.Do(func() {
+		if !filepath.IsAbs(n.path()) {
+			n.verr = fmt.Errorf("the nft program must be given by an absolute path, not %q", n.path())
+			return
+		}
 		out, err := exec.CommandContext(ctx, n.path(), "--version").Output()
 		switch {
 		case errors.Is(err, exec.ErrNotFound), isNotExist(err):
@@ -77,27 +97,72 @@ func (n *Nft) Version(ctx context.Context) (string, error) {
 	return n.version, n.verr
 }
 
-// Compile compiles the rules with nft in a namespace of their own.
-func (n *Nft) Compile(ctx context.Context, rules []Rule, links map[string]int) error {
-	if len(rules) == 0 {
+// Compile compiles with nft in a namespace of its own.
+func (n *Nft) Compile(ctx context.Context, req *Request) error {
+	if req.Empty() {
 		return nil
 	}
 	if _, err := n.Version(ctx); err != nil {
 		return err
 	}
-	pending := make([]int, len(rules))
-	for i := range rules {
+	c := &compiling{n: n, req: req, badTable: map[*model.NftTable]bool{}, renamed: map[*model.NftTable]map[string]string{}}
+	pending := make([]int, len(req.Rules))
+	for i := range req.Rules {
 		pending[i] = i
 	}
-	var errs Errors
-	badTable := map[*model.NftTable]bool{}
-	renamed := map[*model.NftTable]map[string]string{}
-	for runs := 0; len(pending) > 0; runs++ {
-		if runs == maxRuns {
+	if err := c.compile(ctx, pending, append([]*model.NftTable(nil), req.Decls...)); err != nil {
+		return err
+	}
+	// A split run judges its halves apart, and a rule taken in one may
+	// close a loop with a rule of the other (the kernel refuses a jump
+	// that does): the rules taken go through again, together, until nft
+	// takes them in one run.
+	for c.split {
+		c.split = false
+		var took []int
+		for i, r := range req.Rules {
+			if r.Rule.Compiled != nil {
+				took = append(took, i)
+			}
+		}
+		if err := c.compile(ctx, took, nil); err != nil {
+			return err
+		}
+	}
+	if len(c.errs) > 0 {
+		sortErrors(c.errs)
+		return c.errs
+	}
+	return nil
+}
+
+// compiling is one Compile's state.
+type compiling struct {
+	n        *Nft
+	req      *Request
+	errs     Errors
+	badTable map[*model.NftTable]bool
+	renamed  map[*model.NftTable]map[string]string
+	runs     int
+	// split says a run was split: its halves were judged apart.
+	split bool
+}
+
+// compile runs nft on the pending rules and declarations until it takes
+// what is left: each run drops the rules nft placed an error at (and the
+// tables whose declarations it refused). A run that fails without placing
+// an error (nft's assertion failed, it crashed) is split in halves, down to
+// the rule that fails alone, which gets what nft said.
+func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.NftTable) error {
+	rules := c.req.Rules
+	pending = slices.DeleteFunc(pending, func(i int) bool { return c.badTable[rules[i].Table] })
+	decls = slices.DeleteFunc(decls, func(t *model.NftTable) bool { return c.badTable[t] })
+	for len(pending) > 0 || len(decls) > 0 {
+		if c.runs++; c.runs > maxRuns {
 			return fmt.Errorf("compile nftables rules: nft still refused some after %d runs", maxRuns)
 		}
-		s, chains := build(rules, pending, renamed)
-		in := &helperIn{Nft: n.path(), Script: s.text.String(), Links: usedLinks(rules, pending, links)}
+		s, chains := build(rules, pending, decls, c.renamed)
+		in := &helperIn{Nft: c.n.path(), Script: s.text.String(), Links: usedLinks(rules, pending, c.req.Links)}
 		for ti, t := range s.tables {
 			in.Tables = append(in.Tables, helperTable{t.Family, tableName(ti)})
 		}
@@ -106,87 +171,199 @@ func (n *Nft) Compile(ctx context.Context, rules []Rule, links map[string]int) e
 			return err
 		}
 		if !out.Refused {
-			errs = append(errs, take(rules, s, chains, out.Dumps)...)
-			break
+			c.errs = append(c.errs, take(rules, s, chains, decls, out.Dumps)...)
+			return nil
 		}
-		nes := parseErrors(out.Stderr)
 		drop := map[int]bool{}
 		var unplaced []string
-		rename := false
-		for _, e := range nes {
+		rename, atDecl := false, false
+		for _, e := range firstKernelError(parseErrors(out.Stderr)) {
 			if e.Line <= 0 || e.Line > len(s.lines) {
 				unplaced = append(unplaced, e.Msg)
 				continue
 			}
 			o := s.lines[e.Line-1]
 			t := s.tables[o.table]
-			if o.what == "rule" && e.Col-1 >= o.prefix {
+			switch {
+			case o.what == "rule":
+				// An error placed before the text is the kernel's about
+				// the whole command (nft places those at its start).
 				r := rules[o.rule].Rule
 				if !drop[o.rule] {
-					errs = append(errs, Error{Pos: r.Source.At(e.Col - 1 - o.prefix), Path: r.Source.Path(), Msg: e.Msg})
+					c.errs = append(c.errs, Error{Pos: r.Source.At(max(0, e.Col-1-o.prefix)), Path: r.Source.Path(), Msg: e.Msg})
+					r.Compiled, r.Fingerprint = nil, ""
 				}
 				drop[o.rule] = true
 				continue
-			}
-			if o.what == "chain" && renamed[t][o.name] == "" {
+			case o.what == "chain" && c.renamed[t][o.name] == "":
 				// A name nft cannot write: the chain's rules compile as
 				// well in a chain named otherwise.
-				if renamed[t] == nil {
-					renamed[t] = map[string]string{}
+				if c.renamed[t] == nil {
+					c.renamed[t] = map[string]string{}
 				}
-				renamed[t][o.name] = fmt.Sprintf("%s_c%d", tableName(o.table), len(renamed[t]))
+				c.renamed[t][o.name] = fmt.Sprintf("%s_c%d", tableName(o.table), len(c.renamed[t]))
 				rename = true
 				continue
+			case len(pending) > 0:
+				// nft places some errors a rule causes at a declaration
+				// (a rule that adds to an interval set: at the set).
+				// Whose it is, the declarations alone tell (below).
+				atDecl = true
+				unplaced = append(unplaced, e.Msg)
+				continue
 			}
-			if !badTable[t] {
-				errs = append(errs, declError(t, o, e.Msg))
+			if !c.badTable[t] {
+				c.errs = append(c.errs, declError(t, o, e))
 			}
-			badTable[t] = true
+			c.badTable[t] = true
 		}
-		kept := pending[:0]
+		var kept []int
 		for _, i := range pending {
-			if !drop[i] && !badTable[rules[i].Table] {
+			if !drop[i] && !c.badTable[rules[i].Table] {
 				kept = append(kept, i)
 			}
 		}
-		if len(kept) == len(pending) && !rename {
-			// nft placed no error: nothing to drop, and the same run
-			// would fail again. Each table of the run gets the message.
-			msg := strings.Join(unplaced, "; ")
-			if msg == "" {
-				msg = strings.TrimSpace(out.Stderr)
+		var keptDecls []*model.NftTable
+		for _, t := range decls {
+			if !c.badTable[t] {
+				keptDecls = append(keptDecls, t)
 			}
-			for _, t := range s.tables {
-				errs = append(errs, Error{Pos: t.Origin, Path: "nftables." + t.Key().String(), Msg: "nft: " + msg})
-			}
-			break
 		}
-		pending = kept
-	}
-	if len(errs) > 0 {
-		sortErrors(errs)
-		return errs
+		if len(kept) < len(pending) || len(keptDecls) < len(decls) || rename {
+			pending, decls = kept, keptDecls
+			continue
+		}
+		if atDecl && !rename {
+			bad, err := c.probe(ctx, s.tables, decls)
+			if err != nil {
+				return err
+			}
+			if bad {
+				continue
+			}
+		}
+		// nft placed no error at a rule: the same run would fail again.
+		msg := strings.Join(unplaced, "; ")
+		if msg == "" {
+			msg = strings.TrimSpace(out.Stderr)
+		}
+		if len(pending) > 1 || len(pending) == 1 && len(decls) > 0 {
+			c.split = true
+			half := len(pending) / 2
+			if err := c.compile(ctx, append([]int(nil), pending[:half]...), decls); err != nil {
+				return err
+			}
+			return c.compile(ctx, append([]int(nil), pending[half:]...), nil)
+		}
+		if len(pending) == 1 {
+			r := rules[pending[0]].Rule
+			c.errs = append(c.errs, Error{Pos: r.Source.At(0), Path: r.Source.Path(), Msg: "nft failed: " + msg})
+			return nil
+		}
+		for _, t := range s.tables {
+			if !c.badTable[t] {
+				c.badTable[t] = true
+				c.errs = append(c.errs, Error{Pos: t.Origin, Path: "nftables." + t.Key().String(), Msg: "nft failed: " + msg})
+			}
+		}
+		return nil
 	}
 	return nil
 }
 
+// kernelErrorPrefix starts the messages nft prints for the kernel's
+// refusals (EOPNOTSUPP, ENOENT, ELOOP…), as opposed to its own.
+const kernelErrorPrefix = "Could not process rule: "
+
+// firstKernelError keeps nft's own errors and, of the kernel's, the first
+// placed one: once the kernel refuses a rule that fails its table's
+// validation (a hook the rule's statement may not run in), it refuses
+// every rule of the table after it too, with the same error, for the bad
+// rule is still in the transaction. Which of those are bad alone, the next
+// run, without the first, tells.
+func firstKernelError(es []nftError) []nftError {
+	out := es[:0:0]
+	first := -1
+	for i, e := range es {
+		if !strings.HasPrefix(e.Msg, kernelErrorPrefix) || e.Line == 0 {
+			out = append(out, e)
+			continue
+		}
+		if first < 0 || e.Line < es[first].Line {
+			first = i
+		}
+	}
+	if first >= 0 {
+		out = append(out, es[first])
+	}
+	return out
+}
+
+// probe runs nft on tables' declarations alone (with their elements for
+// those in decls): errors there are the declarations', and their tables
+// are marked bad. It reports whether any was.
+func (c *compiling) probe(ctx context.Context, tables, decls []*model.NftTable) (bool, error) {
+	if c.runs++; c.runs > maxRuns {
+		return false, fmt.Errorf("compile nftables rules: nft still refused some after %d runs", maxRuns)
+	}
+	s := &script{renamed: c.renamed}
+	for _, t := range tables {
+		s.declare(t, slices.Contains(decls, t))
+	}
+	in := &helperIn{Nft: c.n.path(), Script: s.text.String()}
+	for ti, t := range s.tables {
+		in.Tables = append(in.Tables, helperTable{t.Family, tableName(ti)})
+	}
+	out, err := run(ctx, in)
+	if err != nil || !out.Refused {
+		return false, err
+	}
+	bad := false
+	for _, e := range parseErrors(out.Stderr) {
+		var t *model.NftTable
+		o := origin{what: "table"}
+		if e.Line > 0 && e.Line <= len(s.lines) {
+			o = s.lines[e.Line-1]
+			t = s.tables[o.table]
+		}
+		for _, tt := range s.tables {
+			if t != nil && tt != t || c.badTable[tt] {
+				continue
+			}
+			c.badTable[tt], bad = true, true
+			c.errs = append(c.errs, declError(tt, o, e))
+		}
+	}
+	return bad, nil
+}
+
 // declError places nft's error at a declaration of a table.
-func declError(t *model.NftTable, o origin, msg string) Error {
+func declError(t *model.NftTable, o origin, e nftError) Error {
 	path := "nftables." + t.Key().String()
 	pos := t.Origin
 	switch o.what {
-	case "chain":
+	case "chain", "rule":
+		// An error in the words before a rule's text is its chain's.
 		path += ".chains." + o.name
 		if c := t.Chain(o.name); c != nil {
 			pos = c.Origin
 		}
-	case "set":
-		path += ".sets." + o.name
+	case "set", "element":
 		if s := t.Set(o.name); s != nil {
 			pos = s.Origin
+			path += map[bool]string{true: ".maps.", false: ".sets."}[s.Map] + o.name
+			if o.what == "element" && o.rule < len(s.ElemSources) {
+				src := s.ElemSources[o.rule]
+				return Error{Pos: src.At(max(0, e.Col-1-o.prefix)), Path: src.Path(), Msg: e.Msg}
+			}
+		}
+	case "object":
+		path += ".objects." + o.name
+		if ob := t.Object(o.name); ob != nil {
+			pos = ob.Origin
 		}
 	}
-	return Error{Pos: pos, Path: path, Msg: msg}
+	return Error{Pos: pos, Path: path, Msg: e.Msg}
 }
 
 // chainKey names a chain of a script's table.
@@ -195,17 +372,24 @@ type chainKey struct {
 	chain string
 }
 
-// build writes the script of the pending rules: their tables' declarations,
-// then the rules. chains lists, for each chain, its rules in order.
-func build(rules []Rule, pending []int, renamed map[*model.NftTable]map[string]string) (*script, map[chainKey][]int) {
+// build writes the script of the pending rules and declarations: their
+// tables' declarations, then the rules. chains lists, for each chain, its
+// rules in order.
+func build(rules []Rule, pending []int, decls []*model.NftTable, renamed map[*model.NftTable]map[string]string) (*script, map[chainKey][]int) {
 	s := &script{renamed: renamed}
 	index := map[*model.NftTable]int{}
 	chains := map[chainKey][]int{}
+	for _, t := range decls {
+		if _, ok := index[t]; !ok {
+			index[t] = len(s.tables)
+			s.declare(t, true)
+		}
+	}
 	for _, i := range pending {
 		t := rules[i].Table
 		if _, ok := index[t]; !ok {
 			index[t] = len(s.tables)
-			s.declare(t)
+			s.declare(t, false)
 		}
 	}
 	for _, i := range pending {
@@ -218,11 +402,15 @@ func build(rules []Rule, pending []int, renamed map[*model.NftTable]map[string]s
 	return s, chains
 }
 
-// take sets the rules from the dumps of a run nft took whole.
-func take(rules []Rule, s *script, chains map[chainKey][]int, dumps []*nftwire.TableDump) Errors {
+// take sets the rules and declarations from the dumps of a run nft took
+// whole.
+func take(rules []Rule, s *script, chains map[chainKey][]int, decls []*model.NftTable, dumps []*nftwire.TableDump) Errors {
 	var errs Errors
 	for ti, d := range dumps {
 		t := s.tables[ti]
+		if slices.Contains(decls, t) {
+			errs = append(errs, takeDecls(t, d)...)
+		}
 		got := map[string][]*nftwire.Rule{}
 		for i := range d.Rules {
 			r := &d.Rules[i]
@@ -259,6 +447,43 @@ func take(rules []Rule, s *script, chains map[chainKey][]int, dumps []*nftwire.T
 				}
 				r.Compiled, r.Fingerprint = c, c.Fingerprint
 			}
+		}
+	}
+	return errs
+}
+
+// takeDecls sets a table's declarations from its dump.
+func takeDecls(t *model.NftTable, d *nftwire.TableDump) Errors {
+	var errs Errors
+	for i := range t.Sets {
+		set := &t.Sets[i]
+		if set.Decl == "" {
+			continue
+		}
+		ks := d.Set(set.Name)
+		if ks == nil {
+			errs = append(errs, Error{Pos: set.Origin, Path: "nftables." + t.Key().String() + ".sets." + set.Name, Msg: "nft made no such set"})
+			continue
+		}
+		raw, err := nftwire.RawSet(ks, d.Elems[set.Name])
+		if err != nil {
+			errs = append(errs, Error{Pos: set.Origin, Path: "nftables." + t.Key().String() + ".sets." + set.Name, Msg: fmt.Sprintf("read what nft compiled: %v", err)})
+			continue
+		}
+		set.Raw = raw
+	}
+	for i := range t.Objects {
+		ob := &t.Objects[i]
+		for j := range d.Objs {
+			if d.Objs[j].Name != ob.Name {
+				continue
+			}
+			raw, err := nftwire.RawObj(&d.Objs[j])
+			if err != nil {
+				errs = append(errs, Error{Pos: ob.Origin, Path: "nftables." + t.Key().String() + ".objects." + ob.Name, Msg: fmt.Sprintf("read what nft compiled: %v", err)})
+				break
+			}
+			ob.Raw = raw
 		}
 	}
 	return errs
@@ -319,6 +544,12 @@ func Key(version string, t *model.NftTable, c *model.NftChain, text string, link
 		s := &t.Sets[i]
 		if strings.Contains(text, s.Name) {
 			w("set", s.Name, setDecl(s))
+		}
+	}
+	for i := range t.Objects {
+		o := &t.Objects[i]
+		if strings.Contains(text, o.Name) {
+			w("object", o.Name, o.Decl)
 		}
 	}
 	for i := range t.Chains {

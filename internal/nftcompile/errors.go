@@ -145,18 +145,9 @@ func (es Errors) Error() string {
 
 // sortErrors orders errors by file, line and column.
 func sortErrors(es Errors) {
-	key := func(p string) (string, int, int) {
-		parts := strings.Split(p, ":")
-		if len(parts) < 3 {
-			return p, 0, 0
-		}
-		l, _ := strconv.Atoi(parts[len(parts)-2])
-		c, _ := strconv.Atoi(parts[len(parts)-1])
-		return strings.Join(parts[:len(parts)-2], ":"), l, c
-	}
 	sort.SliceStable(es, func(i, j int) bool {
-		fi, li, ci := key(es[i].Pos)
-		fj, lj, cj := key(es[j].Pos)
+		fi, li, ci := es[i].Place()
+		fj, lj, cj := es[j].Place()
 		if fi != fj {
 			return fi < fj
 		}
@@ -165,4 +156,19 @@ func sortErrors(es Errors) {
 		}
 		return ci < cj
 	})
+}
+
+// Place splits the error's position into file, line and column (0, 0 when
+// it has none).
+func (e Error) Place() (file string, line, col int) {
+	parts := strings.Split(e.Pos, ":")
+	if len(parts) < 3 {
+		return e.Pos, 0, 0
+	}
+	l, err1 := strconv.Atoi(parts[len(parts)-2])
+	c, err2 := strconv.Atoi(parts[len(parts)-1])
+	if err1 != nil || err2 != nil {
+		return e.Pos, 0, 0
+	}
+	return strings.Join(parts[:len(parts)-2], ":"), l, c
 }

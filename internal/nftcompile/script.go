@@ -28,10 +28,10 @@ type Rule struct {
 // origin is what a line of the script comes from.
 type origin struct {
 	table int    // index in the script's tables
-	what  string // "table", "chain", "set", "object"; "rule"
+	what  string // "table", "chain", "set", "object"; "rule"; "element"
 	name  string
-	rule  int // index in the request's rules, for "rule"
-	// prefix is the length of the line before the rule's text.
+	rule  int // index in the request's rules, for "rule"; the element's
+	// prefix is the length of the line before the text.
 	prefix int
 }
 
@@ -71,19 +71,52 @@ func (s *script) line(o origin, text string) {
 // quote (names are checked when the file is read).
 func nftString(s string) string { return `"` + s + `"` }
 
-// declare writes a table's declarations: its sets and objects without
-// elements, its chains empty. Base chains keep their type, hook and
-// priority, which nft and the kernel check rules against; the device of a
-// netdev chain is lo, in the throwaway namespace the only one there is
-// (the device does not change what a rule compiles to).
-func (s *script) declare(t *model.NftTable) {
+// declare writes a table's declarations: its sets, maps and objects, its
+// chains empty. The elements of the sets nft declares go in only with
+// elems (the rules do not need them). Base chains keep their type, hook
+// and priority, which nft and the kernel check rules against; the device
+// of a netdev chain is lo, in the throwaway namespace the only one there
+// is (the device does not change what a rule compiles to).
+func (s *script) declare(t *model.NftTable, elems bool) {
 	ti := len(s.tables)
 	s.tables = append(s.tables, t)
 	o := origin{table: ti, what: "table"}
 	s.line(o, "table "+t.Family+" "+tableName(ti)+" {")
+	for i := range t.Objects {
+		ob := &t.Objects[i]
+		oo := origin{table: ti, what: "object", name: ob.Name}
+		kind, body := objectParts(ob.Decl)
+		s.line(oo, "\t"+kind+" "+ob.Name+" {")
+		if body != "" {
+			s.line(oo, "\t\t"+body)
+		}
+		s.line(oo, "\t}")
+	}
 	for i := range t.Sets {
 		set := &t.Sets[i]
-		s.line(origin{table: ti, what: "set", name: set.Name}, "\tset "+set.Name+" { "+setDecl(set)+" }")
+		so := origin{table: ti, what: "set", name: set.Name}
+		if set.Decl == "" {
+			s.line(so, "\tset "+set.Name+" { "+setDecl(set)+" }")
+			continue
+		}
+		kind := "set"
+		if set.Map {
+			kind = "map"
+		}
+		s.line(so, "\t"+kind+" "+set.Name+" {")
+		s.line(so, "\t\t"+set.Decl)
+		if elems && len(set.ElemTexts) > 0 {
+			s.line(so, "\t\telements = {")
+			for j, e := range set.ElemTexts {
+				sep := ","
+				if j == len(set.ElemTexts)-1 {
+					sep = ""
+				}
+				s.line(origin{table: ti, what: "element", name: set.Name, rule: j, prefix: 3}, "\t\t\t"+e+sep)
+			}
+			s.line(so, "\t\t}")
+		}
+		s.line(so, "\t}")
 	}
 	for i := range t.Chains {
 		c := &t.Chains[i]
@@ -100,8 +133,29 @@ func (s *script) declare(t *model.NftTable) {
 	s.line(o, "}")
 }
 
+// objectParts splits an object's text into nft's kind ("ct helper") and
+// the body of its block, braces taken off ("type \"ftp\" protocol tcp;").
+func objectParts(decl string) (kind, body string) {
+	for _, k := range []string{"ct helper", "ct timeout", "ct expectation"} {
+		if decl == k || strings.HasPrefix(decl, k+" ") {
+			kind, body = k, strings.TrimSpace(decl[len(k):])
+		}
+	}
+	if kind == "" {
+		kind, body, _ = strings.Cut(decl, " ")
+		body = strings.TrimSpace(body)
+	}
+	if strings.HasPrefix(body, "{") && strings.HasSuffix(body, "}") {
+		body = strings.TrimSpace(body[1 : len(body)-1])
+	}
+	return kind, body
+}
+
 // setDecl is a set's declaration without elements.
 func setDecl(set *model.NftSet) string {
+	if set.Decl != "" {
+		return set.Decl
+	}
 	d := "type " + set.Type + ";"
 	var flags []string
 	if set.Interval {
@@ -123,5 +177,5 @@ func setDecl(set *model.NftSet) string {
 func (s *script) rule(ti int, chain string, ri int, text string) {
 	t := s.tables[ti]
 	prefix := "add rule " + t.Family + " " + tableName(ti) + " " + s.chainName(t, chain) + " "
-	s.line(origin{table: ti, what: "rule", rule: ri, prefix: len(prefix)}, prefix+text)
+	s.line(origin{table: ti, what: "rule", name: chain, rule: ri, prefix: len(prefix)}, prefix+text)
 }

@@ -3,6 +3,7 @@ package nftwire
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/mdlayher/netlink"
 
@@ -187,9 +188,9 @@ func (b *Batch) AddSet(family byte, table string, s SetSpec) {
 	b.add(MsgNewSet, netlink.Create, family, encode(ae))
 }
 
-// addRawSet creates a set from a spec the kernel dumped, under name, and
+// AddRawSet creates a set from a spec the kernel dumped, under name, and
 // returns its transaction id.
-func (b *Batch) addRawSet(family byte, table, name string, spec []byte) uint32 {
+func (b *Batch) AddRawSet(family byte, table, name string, spec []byte) uint32 {
 	id := b.nextID()
 	ae := enc()
 	ae.String(nftaSetTable, table)
@@ -305,12 +306,8 @@ const (
 func (b *Batch) AddRule(family byte, table, chain string, c *model.NftCompiled, udata []byte, mode RuleMode, at uint64) error {
 	ids := map[string]SetRef{}
 	for _, s := range c.Sets {
-		// nft's names, which the kernel numbers: only listings show them.
-		name := anonSetNameWrite
-		if flags, ok := specFlags(s.Spec); ok && flags&SetMap != 0 {
-			name = anonMapNameWrite
-		}
-		id := b.addRawSet(family, table, name, s.Spec)
+		name := anonWriteName(s.Name)
+		id := b.AddRawSet(family, table, name, s.Spec)
 		ids[s.Name] = SetRef{name, id}
 		b.RawElems(true, family, table, name, id, s.Elems)
 	}
@@ -344,16 +341,16 @@ func (b *Batch) AddRule(family byte, table, chain string, c *model.NftCompiled, 
 	return nil
 }
 
-// specFlags returns a set spec's NFTA_SET_FLAGS.
-func specFlags(spec []byte) (uint32, bool) {
-	as, err := ParseAttrs(spec)
-	if err != nil {
-		return 0, false
+// anonWriteName is the name an anonymous set is created under: nft's
+// pattern of the name it had ("__set3", "__map0", "__objmap1": "__set%d",
+// which the kernel numbers), or the name itself for a meter's set, which
+// nft names after the meter. Only listings show them.
+func anonWriteName(dumped string) string {
+	base := strings.TrimRight(dumped, "0123456789")
+	if strings.HasPrefix(base, "__") && len(base) < len(dumped) {
+		return base + "%d"
 	}
-	if a, ok := find(as, nftaSetFlags); ok {
-		return be32(a.Data)
-	}
-	return 0, false
+	return dumped
 }
 
 // DelRule deletes the rule of a handle.
@@ -367,7 +364,11 @@ func (b *Batch) DelRule(family byte, table, chain string, handle uint64) {
 
 // AddObj creates a named object from its type and data as nft compiled
 // them.
-func (b *Batch) AddObj(family byte, table, name string, typ uint32, data, udata []byte) {
+func (b *Batch) AddObj(family byte, table, name string, typ uint32, data, udata []byte) error {
+	data, err := WriteObjData(typ, data)
+	if err != nil {
+		return fmt.Errorf("object %s: %w", name, err)
+	}
 	ae := enc()
 	ae.String(nftaObjTable, table)
 	ae.String(nftaObjName, name)
@@ -378,6 +379,7 @@ func (b *Batch) AddObj(family byte, table, name string, typ uint32, data, udata 
 		msg = AppendAttr(msg, nftaObjUserdata, udata)
 	}
 	b.add(MsgNewObj, netlink.Create, family, msg)
+	return nil
 }
 
 // DelObj deletes a named object no rule refers to.

@@ -221,6 +221,23 @@ func decodeSet(raw []byte) (Set, error) {
 	return s, nil
 }
 
+// HasExtras reports whether the set has a part only a declaration in nft's
+// words gives it: expressions, a size or concatenation (a non-empty
+// description), a policy, a garbage collection interval.
+func (s *Set) HasExtras() bool {
+	for _, a := range s.attrs {
+		switch a.Kind() {
+		case nftaSetExpr, nftaSetExpressions, nftaSetPolicy, nftaSetGCInterval:
+			return true
+		case nftaSetDesc:
+			if len(a.Data) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Spec is what a NEWSET needs to make the set again, in the order the
 // kernel dumped it: the attributes a NEWSET takes, but its table, name and
 // id. A dump carries more that a NEWSET does not take (the handle; from

@@ -13,28 +13,26 @@ import (
 
 // Expression attributes this package reads or rewrites.
 const (
-	lookupSet        = 1 // NFTA_LOOKUP_SET
-	lookupSetID      = 4
-	dynsetSetName    = 1 // NFTA_DYNSET_SET_NAME
-	dynsetSetID      = 2
-	dynsetExpr       = 7
-	dynsetPad        = 8
-	dynsetExprs      = 10
-	objrefSetName    = 4 // NFTA_OBJREF_SET_NAME
-	objrefSetID      = 5
-	counterBytes     = 1
-	counterPackets   = 2
-	counterPad       = 3
-	quotaFlags       = 2
-	quotaPad         = 3
-	quotaConsumed    = 4
-	quotaFDepleted   = 2 // NFT_QUOTA_F_DEPLETED
-	limitPad         = 6
-	lastSet          = 1
-	lastMsecs        = 2
-	lastPad          = 3
-	anonSetNameWrite = "__set%d"
-	anonMapNameWrite = "__map%d"
+	lookupSet      = 1 // NFTA_LOOKUP_SET
+	lookupSetID    = 4
+	dynsetSetName  = 1 // NFTA_DYNSET_SET_NAME
+	dynsetSetID    = 2
+	dynsetExpr     = 7
+	dynsetPad      = 8
+	dynsetExprs    = 10
+	objrefSetName  = 4 // NFTA_OBJREF_SET_NAME
+	objrefSetID    = 5
+	counterBytes   = 1
+	counterPackets = 2
+	counterPad     = 3
+	quotaFlags     = 2
+	quotaPad       = 3
+	quotaConsumed  = 4
+	quotaFDepleted = 2 // NFT_QUOTA_F_DEPLETED
+	limitPad       = 6
+	lastSet        = 1
+	lastMsecs      = 2
+	lastPad        = 3
 )
 
 // setRef returns the attribute that names a set in an expression's data,
@@ -204,14 +202,48 @@ const (
 	exthdrOp      = 6
 	exthdrSreg    = 7
 	dynsetTimeout = 6
+	osfFlags      = 3 // NFTA_OSF_FLAGS
 )
+
+// dropZero returns attributes without the one of kind k when it is n zero
+// bytes.
+func dropZero(as []Attr, k uint16, n int) []Attr {
+	out := make([]Attr, 0, len(as))
+	for _, a := range as {
+		if a.Kind() == k && len(a.Data) == n && bytes.Count(a.Data, []byte{0}) == n {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// WriteObjData is an object's data as a batch sends it: as WriteExprs does
+// for the expression of the object's type.
+func WriteObjData(typ uint32, data []byte) ([]byte, error) {
+	name, ok := objExpr[typ]
+	if !ok {
+		return data, nil
+	}
+	as, err := ParseAttrs(data)
+	if err != nil {
+		return nil, err
+	}
+	w, err := writeExpr(expr{name: name, data: as})
+	if err != nil {
+		return nil, err
+	}
+	return AppendAttrs(nil, w), nil
+}
 
 // WriteExprs is an expression list as a batch sends it: what the kernel
 // dumped, but the attributes a dump gives and the same kernel refuses in a
 // new rule. An exthdr that sets a TCP option dumps its flags (0), which
 // its init refuses (EINVAL); one that strips an option dumps its offset,
 // length and flags too. A dynset dumps its timeout (0 when none), which a
-// set without the timeout flag refuses (EOPNOTSUPP). The kernel makes the
+// set without the timeout flag refuses (EOPNOTSUPP). osf dumps flags 0,
+// which it refuses; a quota of 0 bytes dumps itself depleted, a flag a new
+// quota may not have. The kernel makes the
 // same expression from what is left, and dumps it as before: the
 // differential test (nft -f against our batch) holds that.
 func WriteExprs(list []byte) ([]byte, error) {
@@ -220,6 +252,23 @@ func WriteExprs(list []byte) ([]byte, error) {
 
 func writeExpr(e expr) ([]Attr, error) {
 	switch e.name {
+	case "osf":
+		// Its dump gives flags 0, which its init refuses (only
+		// NFT_OSF_F_VERSION may be given).
+		return dropZero(e.data, osfFlags, 4), nil
+	case "quota":
+		// A quota of 0 bytes is spent from the start: its dump says so
+		// (NFT_QUOTA_F_DEPLETED), a flag a new quota may not carry.
+		out := make([]Attr, 0, len(e.data))
+		for _, d := range e.data {
+			if d.Kind() == quotaFlags {
+				if v, ok := be32(d.Data); ok {
+					d.Data = putBE32(v &^ quotaFDepleted)
+				}
+			}
+			out = append(out, d)
+		}
+		return out, nil
 	case "exthdr":
 		_, sreg := find(e.data, exthdrSreg)
 		_, dreg := find(e.data, exthdrDreg)
@@ -498,4 +547,85 @@ func Compile(r *Rule, anon func(name string) (*Set, [][]byte)) (*model.NftCompil
 		c.Fingerprint = hex.EncodeToString(h[:16])
 	}
 	return c, m, nil
+}
+
+// hash16 is the hex of the first 16 bytes of a SHA-256.
+func hash16(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(p))))
+		h.Write(p)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// SpecFingerprint is the hash of a set spec's normal form.
+func SpecFingerprint(spec []byte) (string, error) {
+	n, err := normalSpec(spec)
+	if err != nil {
+		return "", err
+	}
+	return hash16([]byte("nftables set v1"), n), nil
+}
+
+// ElemFingerprint is the hash of an element's normal form (its write form
+// with its expressions' state zeroed).
+func ElemFingerprint(elem []byte) (string, error) {
+	n, err := normalElem(elem)
+	if err != nil {
+		return "", err
+	}
+	return hash16(n), nil
+}
+
+// objExpr names the expression whose attributes an object's data are,
+// for the stateful ones whose state normalExpr zeroes.
+var objExpr = map[uint32]string{1: "counter", 2: "quota", 4: "limit", 5: "connlimit"}
+
+// ObjFingerprint is the hash of an object's normal form: its type, its
+// data with counters' values and quotas' use zeroed, its user data (nft's
+// comment).
+func ObjFingerprint(typ uint32, data, udata []byte) (string, error) {
+	if name, ok := objExpr[typ]; ok {
+		as, err := ParseAttrs(data)
+		if err != nil {
+			return "", err
+		}
+		nd, err := normalExpr(expr{name: name, data: as}, nil)
+		if err != nil {
+			return "", err
+		}
+		data = AppendAttrs(nil, nd)
+	}
+	return hash16([]byte("nftables object v1"), putBE32(typ), data, udata), nil
+}
+
+// RawSet makes the raw form of a dumped set and its elements.
+func RawSet(s *Set, elems [][]byte) (*model.NftRawSet, error) {
+	r := &model.NftRawSet{Spec: s.Spec(), Elems: make([][]byte, 0, len(elems)), ElemFPs: make([]string, 0, len(elems))}
+	var err error
+	if r.SpecFP, err = SpecFingerprint(r.Spec); err != nil {
+		return nil, fmt.Errorf("set %s: %w", s.Name, err)
+	}
+	for _, e := range elems {
+		w, err := WriteElem(e)
+		if err != nil {
+			return nil, fmt.Errorf("set %s: %w", s.Name, err)
+		}
+		fp, err := ElemFingerprint(w)
+		if err != nil {
+			return nil, fmt.Errorf("set %s: %w", s.Name, err)
+		}
+		r.Elems, r.ElemFPs = append(r.Elems, w), append(r.ElemFPs, fp)
+	}
+	return r, nil
+}
+
+// RawObj makes the raw form of a dumped object.
+func RawObj(o *Obj) (*model.NftRawObj, error) {
+	fp, err := ObjFingerprint(o.Type, o.Data, o.UData)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", o.Name, err)
+	}
+	return &model.NftRawObj{Type: o.Type, Data: o.Data, UData: o.UData, Fingerprint: fp}, nil
 }

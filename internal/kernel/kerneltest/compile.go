@@ -46,12 +46,31 @@ func (c *Compiler) Version(context.Context) (string, error) {
 	return c.Ver, nil
 }
 
-// Compile compiles each rule to its normalised text.
-func (c *Compiler) Compile(_ context.Context, rules []nftcompile.Rule, _ map[string]int) error {
+// Compile compiles each rule to its normalised text, each set nft declares
+// and each object to its texts.
+func (c *Compiler) Compile(_ context.Context, req *nftcompile.Request) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs nftcompile.Errors
-	for _, r := range rules {
+	for _, t := range req.Decls {
+		for i := range t.Sets {
+			s := &t.Sets[i]
+			if s.Decl == "" {
+				continue
+			}
+			raw := &model.NftRawSet{Spec: []byte(s.Decl), SpecFP: Fingerprint(t.Family, s.Decl)}
+			for _, e := range s.ElemTexts {
+				raw.Elems = append(raw.Elems, []byte(e))
+				raw.ElemFPs = append(raw.ElemFPs, Fingerprint(t.Family, e))
+			}
+			s.Raw = raw
+		}
+		for i := range t.Objects {
+			o := &t.Objects[i]
+			o.Raw = &model.NftRawObj{Type: 1, Data: []byte(o.Decl), Fingerprint: Fingerprint(t.Family, o.Decl)}
+		}
+	}
+	for _, r := range req.Rules {
 		if c.Refuse != nil {
 			if why := c.Refuse(r.Rule.Text); why != "" {
 				errs = append(errs, nftcompile.Error{Pos: r.Rule.Source.At(0), Path: r.Rule.Source.Path(), Msg: why})
