@@ -2,6 +2,7 @@
 # its side-file parsers (routes-files, elements-file: sidefile_test.go), of
 # the rtnetlink codec's decoders (internal/kernel/rtnl: routes, addresses,
 # rules, links) and of the daemon's event path (internal/daemon), and of
+# the readers of nft's listing (show) and of its errors (internal/nftcompile),
 # every parser of the state directory (the nftables element cache, the
 # transaction record, the ownership ledger, the IPAM registries: a file
 # another user may have written; each target checks that what it accepts is
@@ -22,7 +23,8 @@ FUZZ_TARGETS := ./internal/desired:FuzzLoad ./internal/desired:FuzzLoadGenerated
 	./internal/nftcache:FuzzDecodeBody \
 	./internal/kernel/rtnl:FuzzRoute:10s ./internal/kernel/rtnl:FuzzAddress:5s ./internal/kernel/rtnl:FuzzRule:5s \
 	./internal/kernel/rtnl:FuzzLink:5s ./internal/daemon:FuzzEvents:10s \
-	./internal/safeapply:FuzzDecode:20000x ./internal/ledger:FuzzDecode:100000x ./internal/ipam:FuzzDecode:100000x
+	./internal/safeapply:FuzzDecode:20000x ./internal/ledger:FuzzDecode:100000x ./internal/ipam:FuzzDecode:100000x \
+	./internal/nftcompile:FuzzParseListing:10s ./internal/nftcompile:FuzzParseErrors:10s
 FUZZTIME ?= 15m
 FUZZTIME_SHORT ?= 15s
 FUZZ_PARALLEL ?= 1

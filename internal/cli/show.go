@@ -135,15 +135,21 @@ type inNamespace interface {
 }
 
 // listedRules gives the rules of the state's nftables tables their text as
-// nft lists them: what show prints, and what nft reads back to the same
-// rules. Tables without rules need no nft.
+// nft lists them, and the sets, maps and objects nft declares their words:
+// what show prints, and what nft reads back to the same objects. Tables
+// with none of these need no nft.
 func listedRules(ctx context.Context, eng *engine.Engine, st *model.State) error {
 	var out string
 	for i := range st.NFTables {
 		t := &st.NFTables[i]
-		n := 0
+		n := len(t.Objects)
 		for j := range t.Chains {
 			n += len(t.Chains[j].Rules)
+		}
+		for j := range t.Sets {
+			if t.Sets[j].Raw != nil {
+				n++
+			}
 		}
 		if n == 0 {
 			continue
@@ -168,8 +174,16 @@ func listedRules(ctx context.Context, eng *engine.Engine, st *model.State) error
 		for j := range t.Chains {
 			c := &t.Chains[j]
 			for k := range c.Rules {
-				c.Rules[k].Text = listed[c.Name][c.Rules[k].Handle]
+				c.Rules[k].Text = listed.Rules[c.Name][c.Rules[k].Handle]
 			}
+		}
+		for j := range t.Sets {
+			if s := &t.Sets[j]; s.Raw != nil {
+				s.Listed = listed.Sets[s.Name]
+			}
+		}
+		for j := range t.Objects {
+			t.Objects[j].Decl = listed.Objects[t.Objects[j].Name]
 		}
 	}
 	return nil

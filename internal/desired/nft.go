@@ -36,13 +36,15 @@ type nftSetConf struct {
 	Type string `yaml:"type"`
 	// Typeof, Size, Policy and Counter are nft's set keys that only a set
 	// nft declares has (see nftDeclared).
-	Typeof   string    `yaml:"typeof"`
-	Flags    []string  `yaml:"flags" schema:"enum=nftSetFlags"`
-	Timeout  *Duration `yaml:"timeout"`
-	Size     *int      `yaml:"size"`
-	Policy   string    `yaml:"policy"`
-	Counter  bool      `yaml:"counter"`
-	Elements []posText `yaml:"elements" schema:"unique"`
+	Typeof    string    `yaml:"typeof"`
+	Flags     []string  `yaml:"flags" schema:"enum=nftSetFlags"`
+	Timeout   *Duration `yaml:"timeout"`
+	Size      *int      `yaml:"size"`
+	Policy    string    `yaml:"policy"`
+	Counter   bool      `yaml:"counter"`
+	AutoMerge bool      `yaml:"auto-merge"`
+	Comment   string    `yaml:"comment"`
+	Elements  []posText `yaml:"elements" schema:"unique"`
 	// ElementsFile is a side file of elements, one a line (sidefile.go).
 	ElementsFile string `yaml:"elements-file"`
 	// ElementsFrom: see nft_peers.go.
@@ -296,7 +298,8 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 // inet_service, mark, inet_proto) with flags interval and timeout at most.
 func nftDeclared(sc *nftSetConf) bool {
 	// policy performance is nft's default: the kernel holds nothing of it.
-	if sc.Typeof != "" || sc.Size != nil || sc.Policy != "" && sc.Policy != "performance" || sc.Counter || !contains(model.NftSetTypes, sc.Type) {
+	if sc.Typeof != "" || sc.Size != nil || sc.Policy != "" && sc.Policy != "performance" || sc.Counter || sc.AutoMerge || sc.Comment != "" ||
+		!contains(model.NftSetTypes, sc.Type) {
 		return true
 	}
 	for _, f := range sc.Flags {
@@ -372,6 +375,15 @@ func (b *builder) nftDeclaredSet(path, name string, sc *nftSetConf, isMap bool) 
 	}
 	if sc.Counter {
 		decl = append(decl, "counter;")
+	}
+	if sc.AutoMerge {
+		decl = append(decl, "auto-merge;")
+	}
+	if sc.Comment != "" {
+		if strings.ContainsAny(sc.Comment, "\"\n") {
+			b.errs.add(sc.at("comment"), path+".comment", "a comment holds no \" and no line break")
+		}
+		decl = append(decl, "comment \""+sc.Comment+"\";")
 	}
 	if sc.ElementsFrom != nil {
 		b.errs.add(sc.at("elements-from"), path+".elements-from", "elements-from feeds a set of type ipv4_addr or ipv6_addr with flags [interval] only")

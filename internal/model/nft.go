@@ -266,6 +266,21 @@ type NftSet struct {
 	// or, for any set not of netreconcile's own making, as the kernel
 	// holds it (actual).
 	Raw *NftRawSet
+	// Listed is such a set as nft lists it (actual, for show).
+	Listed *NftListedSet
+}
+
+// NftListedSet is a set or map nft declares, as nft lists it (show): its
+// keys in nft's words.
+type NftListedSet struct {
+	Map                            bool
+	Type, Typeof                   string
+	Flags                          []string
+	Timeout, Size, Policy, Comment string
+	Counter, AutoMerge             bool
+	Elements                       []string
+	// Other are lines of nft's listing no key of the file stands for.
+	Other []string
 }
 
 // NftRawSet is a set in the kernel's bytes: its spec and its elements.

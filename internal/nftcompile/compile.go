@@ -177,6 +177,9 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 		drop := map[int]bool{}
 		var unplaced []string
 		rename, atDecl := false, false
+		// The chains this run's script named as the file does, and this
+		// loop renamed: errors at their names are the names'.
+		renamedNow := map[*model.NftTable]map[string]bool{}
 		for _, e := range firstKernelError(parseErrors(out.Stderr)) {
 			if e.Line <= 0 || e.Line > len(s.lines) {
 				unplaced = append(unplaced, e.Msg)
@@ -185,6 +188,27 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 			o := s.lines[e.Line-1]
 			t := s.tables[o.table]
 			switch {
+			case o.what == "rule" && e.Col-1 < o.prefix && !strings.HasPrefix(e.Msg, kernelErrorPrefix) &&
+				(c.renamed[t][o.name] == "" || renamedNow[t][o.name]):
+				// nft's own error in the words before the text: the
+				// chain's name is one nft cannot write (below).
+				o.what = "chain"
+				fallthrough
+			case o.what == "chain" && c.renamed[t][o.name] == "":
+				// A name nft cannot write: the chain's rules compile as
+				// well in a chain named otherwise.
+				if c.renamed[t] == nil {
+					c.renamed[t] = map[string]string{}
+				}
+				if c.renamed[t][o.name] == "" {
+					c.renamed[t][o.name] = fmt.Sprintf("%s_c%d", tableName(o.table), len(c.renamed[t]))
+					if renamedNow[t] == nil {
+						renamedNow[t] = map[string]bool{}
+					}
+					renamedNow[t][o.name] = true
+				}
+				rename = true
+				continue
 			case o.what == "rule":
 				// An error placed before the text is the kernel's about
 				// the whole command (nft places those at its start).
@@ -195,14 +219,8 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 				}
 				drop[o.rule] = true
 				continue
-			case o.what == "chain" && c.renamed[t][o.name] == "":
-				// A name nft cannot write: the chain's rules compile as
-				// well in a chain named otherwise.
-				if c.renamed[t] == nil {
-					c.renamed[t] = map[string]string{}
-				}
-				c.renamed[t][o.name] = fmt.Sprintf("%s_c%d", tableName(o.table), len(c.renamed[t]))
-				rename = true
+			case o.what == "table" && rename:
+				// The parser's recovery after a name it could not read.
 				continue
 			case len(pending) > 0:
 				// nft places some errors a rule causes at a declaration

@@ -212,4 +212,3 @@ type ChainRule struct {
 	Index int
 	Rule  string
 }
-
