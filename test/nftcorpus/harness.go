@@ -2,6 +2,7 @@ package nftcorpus
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -112,46 +113,42 @@ func perChain(cases []Case, take func(int) bool) ([]ChainRule, map[string][]stri
 
 var placedRE = regexp.MustCompile(`^[^:]+:(\d+):\d+-\d+: Error: `)
 
-func runFamily(t testing.TB, fam string, cases []Case) []Result {
-	t.Helper()
-	dir := t.TempDir()
-	nftTook := make([]bool, len(cases))
-	weTook := make([]bool, len(cases))
-	weSaid := make([]string, len(cases))
-	for i := range cases {
-		nftTook[i], weTook[i] = true, true
-	}
+// errNotRun says nft could not be run (not a refusal).
+var errNotRun = errors.New("nft did not run")
 
-	// nft -f: the whole script, less the rules it refuses, until it takes
-	// what is left. A rule it refuses is one it placed an error at, or
-	// one that makes it fail alone (nft's assertions fail on some input:
-	// a run that fails without placing an error is split in halves).
-	nsN := nettest.NewNetNS(t)
-	empty, _ := Script(fam, nil)
-	if out, err := exec.Command("ip", "netns", "exec", nsN, "nft", "-f", nettest.WriteFile(t, dir, "empty.nft", empty)).CombinedOutput(); err != nil {
-		t.Fatalf("nft -f refuses the standard table of %s: %v\n%s", fam, err, out)
+// NftTakes runs a family's cases through nft -f, in their standard table,
+// with nftF (which runs nft -f on the script in a namespace without
+// tables and returns what it printed, and a non-nil error when it failed),
+// and
+// reports which rules nft takes: the whole script, less the rules it
+// refuses, until it takes what is left. A rule it refuses is one it placed
+// its own error at, or the first the kernel refused (the kernel refuses
+// every rule of a table after one that fails its validation), or one that
+// makes nft fail alone (its assertions fail on some input: a run that
+// fails without placing an error is split in halves). A split run judges
+// its halves apart, and a rule taken in one may close a loop with a rule
+// of the other: the rules taken go through again, together, until nft
+// takes them in one run.
+func NftTakes(fam string, cases []Case, nftF func(script string) ([]byte, error)) ([]bool, error) {
+	took := make([]bool, len(cases))
+	for i := range took {
+		took[i] = true
 	}
 	runs := 0
+	var failure error
 	var refuse func(idx []int)
 	refuse = func(idx []int) {
-		for len(idx) > 0 {
-			runs++
-			if runs > 2000 {
-				t.Fatalf("nft -f: still refusing after %d runs", runs)
+		for len(idx) > 0 && failure == nil {
+			if runs++; runs > 5000 {
+				failure = fmt.Errorf("nft -f: still refusing after %d runs", runs)
+				return
 			}
-			rules, _, index := perChain(cases, func(i int) bool { return slices.Contains(idx, i) && nftTook[i] })
+			rules, _, index := perChain(cases, func(i int) bool { return slices.Contains(idx, i) && took[i] })
 			script, lines := Script(fam, rules)
-			p := filepath.Join(dir, "n.nft")
-			if err := os.WriteFile(p, []byte("flush ruleset\n"+script), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, err := exec.Command("ip", "netns", "exec", nsN, "nft", "-f", p).CombinedOutput()
+			out, err := nftF(script)
 			if err == nil {
 				return
 			}
-			// nft's own errors each name a bad rule; of the kernel's,
-			// only the first: the kernel refuses every rule after one
-			// that fails its table's validation.
 			dropped := false
 			kernel := -1
 			for _, l := range strings.Split(string(out), "\n") {
@@ -166,25 +163,25 @@ func runFamily(t testing.TB, fam string, cases []Case) []Result {
 					}
 					continue
 				}
-				if cr, ok := lines[n-1]; ok {
-					nftTook[index[cr]] = false
+				if cr, ok := lines[n]; ok {
+					took[index[cr]] = false
 					dropped = true
 				}
 			}
-			if cr, ok := lines[kernel-1]; ok && kernel > 0 {
-				nftTook[index[cr]] = false
+			if cr, ok := lines[kernel]; ok && kernel > 0 {
+				took[index[cr]] = false
 				dropped = true
 			}
-			idx = slices.DeleteFunc(idx, func(i int) bool { return !nftTook[i] })
-			if dropped {
+			idx = slices.DeleteFunc(idx, func(i int) bool { return !took[i] })
+			switch {
+			case dropped:
 				continue
-			}
-			if len(idx) == 1 {
-				nftTook[idx[0]] = false
+			case len(idx) == 1:
+				took[idx[0]] = false
 				return
-			}
-			if len(idx) == 0 {
-				t.Fatalf("nft -f refused the standard table of %s:\n%s\n%s", fam, out, script)
+			case len(idx) == 0:
+				failure = fmt.Errorf("%w: nft -f refused the standard table of %s:\n%s\n%s", errNotRun, fam, out, script)
+				return
 			}
 			half := len(idx) / 2
 			refuse(append([]int(nil), idx[:half]...))
@@ -192,22 +189,52 @@ func runFamily(t testing.TB, fam string, cases []Case) []Result {
 			return
 		}
 	}
-	// A split run judges its halves apart, and a rule taken in one may
-	// close a loop with a rule of the other: the rules taken go through
-	// again, together, until nft takes them in one run.
-	for {
-		var took []int
+	for failure == nil {
+		var idx []int
 		for i := range cases {
-			if nftTook[i] {
-				took = append(took, i)
+			if took[i] {
+				idx = append(idx, i)
 			}
 		}
 		before := runs
-		refuse(took)
+		refuse(idx)
 		if runs == before+1 {
 			break
 		}
 	}
+	return took, failure
+}
+
+func runFamily(t testing.TB, fam string, cases []Case) []Result {
+	t.Helper()
+	dir := t.TempDir()
+	nftTook := make([]bool, len(cases))
+	weTook := make([]bool, len(cases))
+	weSaid := make([]string, len(cases))
+	for i := range cases {
+		nftTook[i], weTook[i] = true, true
+	}
+
+	// nft -f: the whole script, less the rules it refuses (NftTakes).
+	nsN := nettest.NewNetNS(t)
+	empty, _ := Script(fam, nil)
+	if out, err := exec.Command("ip", "netns", "exec", nsN, "nft", "-f", nettest.WriteFile(t, dir, "empty.nft", empty)).CombinedOutput(); err != nil {
+		t.Fatalf("nft -f refuses the standard table of %s: %v\n%s", fam, err, out)
+	}
+	took, err := NftTakes(fam, cases, func(script string) ([]byte, error) {
+		p := filepath.Join(dir, "n.nft")
+		if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
+			return nil, err
+		}
+		if out, err := exec.Command("ip", "netns", "exec", nsN, "nft", "flush", "ruleset").CombinedOutput(); err != nil {
+			return out, fmt.Errorf("%w: %v", errNotRun, err)
+		}
+		return exec.Command("ip", "netns", "exec", nsN, "nft", "-f", p).CombinedOutput()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(nftTook, took)
 	rules, _, nftIndex := perChain(cases, func(i int) bool { return nftTook[i] })
 	script, _ := Script(fam, rules)
 	nettest.InNS(t, nsN, "nft", "-f", nettest.WriteFile(t, dir, "final.nft", "flush ruleset\n"+script))
