@@ -158,8 +158,10 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	fromPackets := map[string]bool{}
 	cached := map[string][]model.NftElem{}
 	for attempt := 0; ; attempt++ {
+		rulesSeen := false
 		d, err = c.ReadTable(fam, key.Name, func(d *nftwire.TableDump, s *nftwire.Set) bool {
-			if len(fromPackets) == 0 {
+			if !rulesSeen {
+				rulesSeen = true
 				for _, r := range d.Rules {
 					names, _ := nftwire.DynsetSets(r.Exprs)
 					for _, n := range names {
@@ -167,7 +169,11 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 					}
 				}
 			}
-			if s.Anonymous() || !ownSet(s) {
+			if s.Anonymous() {
+				// Read for the rules that need them only (below).
+				return false
+			}
+			if !ownSet(s) {
 				return true
 			}
 			// Elements of timeout sets expire, and dynamic sets change
@@ -216,24 +222,21 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 		}
 		t.Chains = append(t.Chains, mc)
 	}
-	anon := func(name string) (*nftwire.Set, [][]byte) { return d.Set(name), d.Elems[name] }
+	chainAt := map[string]int{}
+	for j := range t.Chains {
+		chainAt[t.Chains[j].Name] = j
+	}
 	for i := range d.Rules {
 		r := &d.Rules[i]
-		ci := -1
-		for j := range t.Chains {
-			if t.Chains[j].Name == r.Chain {
-				ci = j
-			}
-		}
-		if ci < 0 {
+		ci, ok := chainAt[r.Chain]
+		if !ok {
 			continue
 		}
-		comp, m, err := nftwire.Compile(r, anon)
+		mr, err := k.readRule(c, fam, key, d, r)
 		if err != nil {
 			return nil, fmt.Errorf("read rule %d of chain %s in table %s: %w", r.Handle, r.Chain, key, err)
 		}
-		t.Chains[ci].Rules = append(t.Chains[ci].Rules, model.NftRule{Handle: r.Handle, Fingerprint: comp.Fingerprint,
-			Key: m.Key, Marked: m.Fingerprint, Text: m.Text})
+		t.Chains[ci].Rules = append(t.Chains[ci].Rules, mr)
 	}
 	for i := range d.Objs {
 		o := &d.Objs[i]
@@ -284,6 +287,53 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 		k.nftElems.valid = false
 	}
 	return t, nil
+}
+
+// readRule reads a rule's fingerprint. The anonymous sets' elements are
+// dumped only for a rule that is not as netreconcile wrote it: a rule whose
+// shape (its expressions and the specs of its anonymous sets) is the one
+// its marker records has the elements written, since an anonymous set of
+// nft's takes none once its rule holds it. A table of a thousand rules
+// with anonymous sets is otherwise a thousand dumps a pass.
+func (k *Netlink) readRule(c *nftwire.Conn, fam byte, key model.NftTableKey, d *nftwire.TableDump, r *nftwire.Rule) (model.NftRule, error) {
+	ud, m := nftwire.SplitUData(r.UData)
+	mr := model.NftRule{Handle: r.Handle, Key: m.Key, Marked: m.Fingerprint, Text: m.Text}
+	refs, err := nftwire.ReferencedSets(r.Exprs)
+	if err != nil {
+		return mr, err
+	}
+	var specs []model.NftAnonSet
+	for _, n := range refs {
+		if s := d.Set(n); s != nil && s.Anonymous() {
+			specs = append(specs, model.NftAnonSet{Name: n, Spec: s.Spec()})
+		}
+	}
+	if m.Shape != "" && len(r.Compat) == 0 {
+		shape, err := nftwire.ShapeFingerprint(r.Exprs, ud, specs)
+		if err != nil {
+			return mr, err
+		}
+		if shape == m.Shape {
+			mr.Fingerprint = m.Fingerprint
+			return mr, nil
+		}
+	}
+	for _, s := range specs {
+		if _, ok := d.Elems[s.Name]; ok {
+			continue
+		}
+		es, err := c.Elements(fam, key.Name, s.Name)
+		if err != nil {
+			return mr, err
+		}
+		d.Elems[s.Name] = es
+	}
+	comp, _, err := nftwire.Compile(r, func(name string) (*nftwire.Set, [][]byte) { return d.Set(name), d.Elems[name] })
+	if err != nil {
+		return mr, err
+	}
+	mr.Fingerprint = comp.Fingerprint
+	return mr, nil
 }
 
 // ownSet reports whether a set is one netreconcile makes itself: one of
@@ -492,7 +542,7 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 			for _, n := range names {
 				fromPackets[nftSetKey{op.Table, n}] = true
 			}
-			ud, err := nftwire.AppendMarker(r.Compiled.UData, nftwire.Marker{Key: r.Key, Fingerprint: r.Compiled.Fingerprint, Text: r.Text})
+			ud, err := nftwire.AppendMarker(r.Compiled.UData, nftwire.Marker{Key: r.Key, Fingerprint: r.Compiled.Fingerprint, Shape: r.Compiled.ShapeFP, Text: r.Text})
 			if err != nil {
 				return fmt.Errorf("rule %q in chain %s of table %s: marker: %w", r.Text, op.Chain.Name, op.Table, err)
 			}

@@ -175,8 +175,9 @@ type NftCompiled struct {
 	UData []byte
 	// Sets are the anonymous sets the expressions refer to, by Name.
 	Sets []NftAnonSet
-	// Fingerprint is the hash of the normal form.
-	Fingerprint string
+	// Fingerprint is the hash of the normal form; ShapeFP the same
+	// without the anonymous sets' elements (nftwire.ShapeFingerprint).
+	Fingerprint, ShapeFP string
 }
 
 // NftAnonSet is an anonymous set of a compiled rule (`tcp dport { 22, 80 }`):

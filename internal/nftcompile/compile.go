@@ -162,7 +162,7 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 			return fmt.Errorf("compile nftables rules: nft still refused some after %d runs", maxRuns)
 		}
 		s, chains := build(rules, pending, decls, c.renamed)
-		in := &helperIn{Nft: c.n.path(), Script: s.text.String(), Links: usedLinks(rules, pending, c.req.Links)}
+		in := &helperIn{Nft: c.n.path(), Scripts: s.texts(), Links: usedLinks(rules, pending, c.req.Links)}
 		for ti, t := range s.tables {
 			in.Tables = append(in.Tables, helperTable{t.Family, tableName(ti)})
 		}
@@ -174,6 +174,7 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 			c.errs = append(c.errs, take(rules, s, chains, decls, out.Dumps)...)
 			return nil
 		}
+		lines := s.parts[out.Failed].lines
 		drop := map[int]bool{}
 		var unplaced []string
 		rename, atDecl := false, false
@@ -181,11 +182,11 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 		// loop renamed: errors at their names are the names'.
 		renamedNow := map[*model.NftTable]map[string]bool{}
 		for _, e := range firstKernelError(parseErrors(out.Stderr)) {
-			if e.Line <= 0 || e.Line > len(s.lines) {
+			if e.Line <= 0 || e.Line > len(lines) {
 				unplaced = append(unplaced, e.Msg)
 				continue
 			}
-			o := s.lines[e.Line-1]
+			o := lines[e.Line-1]
 			t := s.tables[o.table]
 			switch {
 			case o.what == "rule" && e.Col-1 < o.prefix && !strings.HasPrefix(e.Msg, kernelErrorPrefix) &&
@@ -266,12 +267,27 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 			msg = strings.TrimSpace(out.Stderr)
 		}
 		if len(pending) > 1 || len(pending) == 1 && len(decls) > 0 {
+			// Split the rules of the part that failed (all of them when
+			// the declarations did); the others go on as they were.
+			suspects := pending
+			if fr := s.parts[out.Failed].rules; len(fr) > 0 {
+				suspects = fr
+			}
 			c.split = true
-			half := len(pending) / 2
-			if err := c.compile(ctx, append([]int(nil), pending[:half]...), decls); err != nil {
+			half := len(suspects) / 2
+			var rest []int
+			for _, i := range pending {
+				if !slices.Contains(suspects, i) {
+					rest = append(rest, i)
+				}
+			}
+			if err := c.compile(ctx, append([]int(nil), suspects[:half]...), decls); err != nil {
 				return err
 			}
-			return c.compile(ctx, append([]int(nil), pending[half:]...), nil)
+			if err := c.compile(ctx, append([]int(nil), suspects[half:]...), nil); err != nil {
+				return err
+			}
+			return c.compile(ctx, rest, nil)
 		}
 		if len(pending) == 1 {
 			r := rules[pending[0]].Rule
@@ -328,7 +344,10 @@ func (c *compiling) probe(ctx context.Context, tables, decls []*model.NftTable) 
 	for _, t := range tables {
 		s.declare(t, slices.Contains(decls, t))
 	}
-	in := &helperIn{Nft: c.n.path(), Script: s.text.String()}
+	for ti := range s.tables {
+		s.bigSets(ti)
+	}
+	in := &helperIn{Nft: c.n.path(), Scripts: s.texts()}
 	for ti, t := range s.tables {
 		in.Tables = append(in.Tables, helperTable{t.Family, tableName(ti)})
 	}
@@ -340,8 +359,8 @@ func (c *compiling) probe(ctx context.Context, tables, decls []*model.NftTable) 
 	for _, e := range parseErrors(out.Stderr) {
 		var t *model.NftTable
 		o := origin{what: "table"}
-		if e.Line > 0 && e.Line <= len(s.lines) {
-			o = s.lines[e.Line-1]
+		if lines := s.parts[out.Failed].lines; e.Line > 0 && e.Line <= len(lines) {
+			o = lines[e.Line-1]
 			t = s.tables[o.table]
 		}
 		for _, tt := range s.tables {
@@ -409,6 +428,9 @@ func build(rules []Rule, pending []int, decls []*model.NftTable, renamed map[*mo
 			index[t] = len(s.tables)
 			s.declare(t, false)
 		}
+	}
+	for _, t := range decls {
+		s.bigSets(index[t])
 	}
 	for _, i := range pending {
 		r := rules[i]

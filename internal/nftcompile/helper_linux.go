@@ -30,9 +30,10 @@ func init() {
 // helperIn is what the parent sends the child, as JSON on its standard
 // input.
 type helperIn struct {
-	Nft    string
-	Script string
-	Tables []helperTable
+	Nft string
+	// Scripts are run in turn, each by nft -f: one transaction each.
+	Scripts []string
+	Tables  []helperTable
 	// Links are made in the namespace before nft runs, with the names and
 	// indexes they have where the rules go: `iif "eth0"` compiles to
 	// eth0's index, which nft looks up in its own namespace.
@@ -50,8 +51,10 @@ type helperLink struct {
 type helperOut struct {
 	// Error is the child's own failure (it could not run nft, or dump).
 	Error string
-	// Refused says nft exited with a failure; Stderr is what it said.
+	// Refused says nft exited with a failure on script Failed; Stderr
+	// is what it said.
 	Refused bool
+	Failed  int
 	Stderr  string
 	Dumps   []*nftwire.TableDump
 }
@@ -98,20 +101,22 @@ func helperRun(stdin io.Reader) *helperOut {
 			return fail("make link %s (index %d) for nft to find: %v", l.Name, l.Index, err)
 		}
 	}
-	cmd := exec.Command(in.Nft, "-f", "-")
-	cmd.Env = []string{"LC_ALL=C"}
-	cmd.Dir = "/"
-	cmd.Stdin = bytes.NewReader([]byte(in.Script))
-	var errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &errb
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			return fail("run %s: %v", in.Nft, err)
+	for i, script := range in.Scripts {
+		cmd := exec.Command(in.Nft, "-f", "-")
+		cmd.Env = []string{"LC_ALL=C"}
+		cmd.Dir = "/"
+		cmd.Stdin = bytes.NewReader([]byte(script))
+		var errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = io.Discard, &errb
+		if err := cmd.Run(); err != nil {
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				return fail("run %s: %v", in.Nft, err)
+			}
+			return &helperOut{Refused: true, Failed: i, Stderr: errb.String()}
 		}
-		return &helperOut{Refused: true, Stderr: errb.String()}
 	}
-	out := &helperOut{Stderr: errb.String()}
+	out := &helperOut{}
 	for _, t := range in.Tables {
 		fam, ok := nftwire.Family(t.Family)
 		if !ok {

@@ -5,13 +5,15 @@ package nftcompile
 import (
 	"context"
 	"errors"
+
+	"github.com/netreconcile/netreconcile/internal/nftwire"
 )
 
 type helperIn struct {
-	Nft    string
-	Script string
-	Tables []helperTable
-	Links  []helperLink
+	Nft     string
+	Scripts []string
+	Tables  []helperTable
+	Links   []helperLink
 }
 
 type helperTable struct{ Family, Name string }
@@ -24,6 +26,7 @@ type helperLink struct {
 type helperOut struct {
 	Error   string
 	Refused bool
+	Failed  int
 	Stderr  string
 	Dumps   []*nftwire.TableDump
 }

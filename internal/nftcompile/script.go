@@ -35,7 +35,12 @@ type origin struct {
 	prefix int
 }
 
-// script is an nft script and where each of its lines comes from.
+// script is what one run of the compile child gives nft: parts, each run by
+// `nft -f` in turn in the same namespace, and where each line of each part
+// comes from. A part is one transaction, of which nft in a user namespace
+// may send no more than net.core.wmem_max (about 200 KiB: only a process
+// with CAP_NET_ADMIN over the host may raise its send buffer past it), so
+// rules go by rulesPerPart, the elements of a big set by elemsPerPart.
 //
 // A table is named nrcN in the script, N its index: a rule's bytecode does
 // not hold its table's name, and nft cannot write some names (a table
@@ -44,10 +49,48 @@ type origin struct {
 // is declared as nrcN_cM (renamed), and its rules compiled there. Set and
 // object names stay: the bytecode refers to them.
 type script struct {
-	text    strings.Builder
-	lines   []origin // lines[i] is line i+1
+	parts   []*part
 	tables  []*model.NftTable
 	renamed map[*model.NftTable]map[string]string
+}
+
+// part is one nft -f of a script.
+type part struct {
+	text  strings.Builder
+	lines []origin // lines[i] is line i+1
+	// rules are the request's rules the part adds.
+	rules []int
+}
+
+// Bounds of a part: a rule of the tests' corpus takes up to a few hundred
+// bytes of batch, an element a few dozen.
+const (
+	rulesPerPart = 200
+	elemsPerPart = 2000
+)
+
+// newPart starts a part.
+func (s *script) newPart() *part {
+	p := &part{}
+	s.parts = append(s.parts, p)
+	return p
+}
+
+// cur is the part being written.
+func (s *script) cur() *part {
+	if len(s.parts) == 0 {
+		return s.newPart()
+	}
+	return s.parts[len(s.parts)-1]
+}
+
+// texts are the parts' texts.
+func (s *script) texts() []string {
+	out := make([]string, len(s.parts))
+	for i, p := range s.parts {
+		out[i] = p.text.String()
+	}
+	return out
 }
 
 // tableName is a table's name in the script.
@@ -62,9 +105,10 @@ func (s *script) chainName(t *model.NftTable, name string) string {
 }
 
 func (s *script) line(o origin, text string) {
-	s.text.WriteString(text)
-	s.text.WriteByte('\n')
-	s.lines = append(s.lines, o)
+	p := s.cur()
+	p.text.WriteString(text)
+	p.text.WriteByte('\n')
+	p.lines = append(p.lines, o)
 }
 
 // nftString quotes a name or a device as nft reads strings: they hold no
@@ -105,15 +149,9 @@ func (s *script) declare(t *model.NftTable, elems bool) {
 		}
 		s.line(so, "\t"+kind+" "+set.Name+" {")
 		s.line(so, "\t\t"+set.Decl)
-		if elems && len(set.ElemTexts) > 0 {
+		if elems && len(set.ElemTexts) > 0 && len(set.ElemTexts) <= elemsPerPart {
 			s.line(so, "\t\telements = {")
-			for j, e := range set.ElemTexts {
-				sep := ","
-				if j == len(set.ElemTexts)-1 {
-					sep = ""
-				}
-				s.line(origin{table: ti, what: "element", name: set.Name, rule: j, prefix: 3}, "\t\t\t"+e+sep)
-			}
+			s.elements(ti, set, 0, len(set.ElemTexts), "\t\t\t")
 			s.line(so, "\t\t}")
 		}
 		s.line(so, "\t}")
@@ -131,6 +169,37 @@ func (s *script) declare(t *model.NftTable, elems bool) {
 		s.line(origin{table: ti, what: "chain", name: c.Name}, decl+" }")
 	}
 	s.line(o, "}")
+}
+
+// elements writes elements [from, to) of a set, one a line.
+func (s *script) elements(ti int, set *model.NftSet, from, to int, indent string) {
+	for j := from; j < to; j++ {
+		sep := ","
+		if j == to-1 {
+			sep = ""
+		}
+		s.line(origin{table: ti, what: "element", name: set.Name, rule: j, prefix: len(indent)}, indent+set.ElemTexts[j]+sep)
+	}
+}
+
+// bigSets adds, in parts of their own, the elements of a table's sets too
+// many to be declared with them.
+func (s *script) bigSets(ti int) {
+	t := s.tables[ti]
+	for i := range t.Sets {
+		set := &t.Sets[i]
+		if set.Decl == "" || len(set.ElemTexts) <= elemsPerPart {
+			continue
+		}
+		for from := 0; from < len(set.ElemTexts); from += elemsPerPart {
+			to := min(from+elemsPerPart, len(set.ElemTexts))
+			s.newPart()
+			so := origin{table: ti, what: "set", name: set.Name}
+			s.line(so, fmt.Sprintf("add element %s %s %s {", t.Family, tableName(ti), set.Name))
+			s.elements(ti, set, from, to, "\t")
+			s.line(so, "}")
+		}
+	}
 }
 
 // objectParts splits an object's text into nft's kind ("ct helper") and
@@ -173,9 +242,15 @@ func setDecl(set *model.NftSet) string {
 	return d
 }
 
-// rule writes a rule to compile on a line of its own.
+// rule writes a rule to compile on a line of its own, in a new part every
+// rulesPerPart rules.
 func (s *script) rule(ti int, chain string, ri int, text string) {
 	t := s.tables[ti]
+	if p := s.cur(); len(p.rules) == rulesPerPart || len(p.rules) == 0 && len(p.lines) > 0 && p.lines[len(p.lines)-1].what != "rule" {
+		s.newPart()
+	}
+	p := s.cur()
+	p.rules = append(p.rules, ri)
 	prefix := "add rule " + t.Family + " " + tableName(ti) + " " + s.chainName(t, chain) + " "
 	s.line(origin{table: ti, what: "rule", name: chain, rule: ri, prefix: len(prefix)}, prefix+text)
 }

@@ -370,3 +370,29 @@ func DecodeGen(data []byte) (uint32, error) {
 	}
 	return 0, fmt.Errorf("%w: generation message without its id", ErrMalformed)
 }
+
+// TableDump is a table as the kernel holds it, every object as dumped.
+type TableDump struct {
+	Table  Table
+	Chains []Chain
+	// Rules are in the kernel's order: chain by chain, each chain's rules
+	// in order.
+	Rules []Rule
+	// Sets are every set of the table, the anonymous ones of its rules
+	// included.
+	Sets []Set
+	// Elems holds the elements of the sets Read was asked to read, by
+	// set name: each element's attributes.
+	Elems map[string][][]byte
+	Objs  []Obj
+}
+
+// Set returns the set of a name, nil if none.
+func (d *TableDump) Set(name string) *Set {
+	for i := range d.Sets {
+		if d.Sets[i].Name == name {
+			return &d.Sets[i]
+		}
+	}
+	return nil
+}

@@ -123,15 +123,10 @@ func mapExprs(list []byte, f func(e expr) ([]Attr, error)) ([]byte, error) {
 // in the order of their first reference.
 func ReferencedSets(exprs []byte) ([]string, error) {
 	var out []string
-	_, err := mapExprs(exprs, func(e expr) ([]Attr, error) {
-		if n, _, ok := setRef(e.name); ok {
-			if a, ok := find(e.data, n); ok {
-				if s := cstring(a.Data); !slices.Contains(out, s) {
-					out = append(out, s)
-				}
-			}
+	err := eachSetRef(exprs, func(expr, set string) {
+		if !slices.Contains(out, set) {
+			out = append(out, set)
 		}
-		return e.data, nil
 	})
 	return out, err
 }
@@ -141,15 +136,46 @@ func ReferencedSets(exprs []byte) ([]string, error) {
 // a commit.
 func DynsetSets(exprs []byte) ([]string, error) {
 	var out []string
-	_, err := mapExprs(exprs, func(e expr) ([]Attr, error) {
-		if e.name == "dynset" {
-			if a, ok := find(e.data, dynsetSetName); ok {
-				out = append(out, cstring(a.Data))
-			}
+	err := eachSetRef(exprs, func(expr, set string) {
+		if expr == "dynset" {
+			out = append(out, set)
 		}
-		return e.data, nil
 	})
 	return out, err
+}
+
+// eachSetRef calls fn for each expression of a list that names a set,
+// without decoding more than names: the reading of every rule of a table
+// goes through it.
+func eachSetRef(exprs []byte, fn func(expr, set string)) error {
+	return each(exprs, func(typ uint16, e []byte) error {
+		if typ&nlaTypeMask != nftaListElem {
+			return nil
+		}
+		var name string
+		var data []byte
+		if err := each(e, func(typ uint16, v []byte) error {
+			switch typ & nlaTypeMask {
+			case nftaExprName:
+				name = cstring(v)
+			case nftaExprData:
+				data = v
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		nameAttr, _, ok := setRef(name)
+		if !ok {
+			return nil
+		}
+		return each(data, func(typ uint16, v []byte) error {
+			if typ&nlaTypeMask == nameAttr {
+				fn(name, cstring(v))
+			}
+			return nil
+		})
+	})
 }
 
 // SetRef is how a batch refers to a set it creates under a name the kernel
@@ -460,11 +486,57 @@ func normalSpec(spec []byte) ([]byte, error) {
 // part of it), and each anonymous set it refers to by content (its spec and
 // its elements, in byte order), in the order of reference. Two rules nft
 // lists the same have the same fingerprint: the kernel holds nothing else
-// of a rule.
+// of a rule. It is the hash of the shape (ShapeFingerprint) and of the
+// anonymous sets' elements.
 func Fingerprint(exprs, udata []byte, sets []model.NftAnonSet) (string, error) {
-	refs, err := ReferencedSets(exprs)
+	shape, order, err := shapeFingerprint(exprs, udata, sets)
 	if err != nil {
 		return "", err
+	}
+	h := sha256.New()
+	put := func(b []byte) {
+		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(b))))
+		h.Write(b)
+	}
+	put([]byte("nftables rule v2"))
+	put([]byte(shape))
+	for _, s := range order {
+		if flags, _ := specFlags(s.Spec); flags&SetEval != 0 {
+			// A meter's set: the packet path fills it, its elements
+			// are state.
+			h.Write([]byte{0})
+			continue
+		}
+		es := make([][]byte, len(s.Elems))
+		for i, e := range s.Elems {
+			if es[i], err = normalElem(e); err != nil {
+				return "", fmt.Errorf("anonymous set %s: %w", s.Name, err)
+			}
+		}
+		slices.SortFunc(es, bytes.Compare)
+		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(es))))
+		for _, e := range es {
+			put(e)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+// ShapeFingerprint is the hash of a rule's normal form without the
+// elements of its anonymous sets (their specs are in): what a reading can
+// check without dumping each anonymous set. An anonymous set of nft's
+// (constant) takes no element once its rule is in the kernel, so a rule
+// whose shape is the one written still has the elements written; a rule
+// replaced behind our back carries no marker.
+func ShapeFingerprint(exprs, udata []byte, sets []model.NftAnonSet) (string, error) {
+	shape, _, err := shapeFingerprint(exprs, udata, sets)
+	return shape, err
+}
+
+func shapeFingerprint(exprs, udata []byte, sets []model.NftAnonSet) (string, []*model.NftAnonSet, error) {
+	refs, err := ReferencedSets(exprs)
+	if err != nil {
+		return "", nil, err
 	}
 	byName := make(map[string]*model.NftAnonSet, len(sets))
 	for i := range sets {
@@ -480,35 +552,36 @@ func Fingerprint(exprs, udata []byte, sets []model.NftAnonSet) (string, error) {
 	}
 	ne, err := normalExprs(exprs, anon)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	h := sha256.New()
 	put := func(b []byte) {
 		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(b))))
 		h.Write(b)
 	}
-	put([]byte("nftables rule v1"))
+	put([]byte("nftables rule shape v1"))
 	put(ne)
 	put(udata)
 	for _, s := range order {
 		spec, err := normalSpec(s.Spec)
 		if err != nil {
-			return "", fmt.Errorf("anonymous set %s: %w", s.Name, err)
+			return "", nil, fmt.Errorf("anonymous set %s: %w", s.Name, err)
 		}
 		put(spec)
-		es := make([][]byte, len(s.Elems))
-		for i, e := range s.Elems {
-			if es[i], err = normalElem(e); err != nil {
-				return "", fmt.Errorf("anonymous set %s: %w", s.Name, err)
-			}
-		}
-		slices.SortFunc(es, bytes.Compare)
-		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(es))))
-		for _, e := range es {
-			put(e)
-		}
 	}
-	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+	return hex.EncodeToString(h.Sum(nil)[:16]), order, nil
+}
+
+// specFlags returns a set spec's NFTA_SET_FLAGS.
+func specFlags(spec []byte) (uint32, bool) {
+	as, err := ParseAttrs(spec)
+	if err != nil {
+		return 0, false
+	}
+	if a, ok := find(as, nftaSetFlags); ok {
+		return be32(a.Data)
+	}
+	return 0, false
 }
 
 // Compile makes the compiled form of a rule the kernel dumped: its
@@ -538,6 +611,9 @@ func Compile(r *Rule, anon func(name string) (*Set, [][]byte)) (*model.NftCompil
 		c.Sets = append(c.Sets, as)
 	}
 	if c.Fingerprint, err = Fingerprint(c.Exprs, c.UData, c.Sets); err != nil {
+		return nil, Marker{}, err
+	}
+	if c.ShapeFP, err = ShapeFingerprint(c.Exprs, c.UData, c.Sets); err != nil {
 		return nil, Marker{}, err
 	}
 	if len(r.Compat) > 0 {

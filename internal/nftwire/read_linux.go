@@ -7,32 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TableDump is a table as the kernel holds it, every object as dumped.
-type TableDump struct {
-	Table  Table
-	Chains []Chain
-	// Rules are in the kernel's order: chain by chain, each chain's rules
-	// in order.
-	Rules []Rule
-	// Sets are every set of the table, the anonymous ones of its rules
-	// included.
-	Sets []Set
-	// Elems holds the elements of the sets Read was asked to read, by
-	// set name: each element's attributes.
-	Elems map[string][][]byte
-	Objs  []Obj
-}
-
-// Set returns the set of a name, nil if none.
-func (d *TableDump) Set(name string) *Set {
-	for i := range d.Sets {
-		if d.Sets[i].Name == name {
-			return &d.Sets[i]
-		}
-	}
-	return nil
-}
-
 // ReadTable dumps a table whole, but the elements of the sets for which
 // elems says false (nil: every set's); elems sees the table's chains, rules
 // and sets already read. It returns nil, nil when the table does not exist.

@@ -13,6 +13,7 @@ const (
 	udataText  = 0xe1 // the file's text, when it fits
 	udataKey   = 0xe2 // the compile key (model.NftRule.Key), 16 bytes
 	udataFP    = 0xe3 // the fingerprint of the bytecode written, 16 bytes
+	udataShape = 0xe4 // its shape's fingerprint (ShapeFingerprint), 16 bytes
 	// udataMax is NFT_USERDATA_MAXLEN: the kernel refuses more.
 	udataMax = 256
 )
@@ -22,8 +23,8 @@ const (
 // bytecode it wrote. A rule whose bytecode still hashes to the fingerprint
 // is intact, and equals any declared rule of the same key without a compile.
 type Marker struct {
-	Key, Fingerprint string // hex
-	Text             string // the file's text, "" when it did not fit
+	Key, Fingerprint, Shape string // hex
+	Text                    string // the file's text, "" when it did not fit
 }
 
 // SplitUData separates a rule's user data into nft's records and our
@@ -42,6 +43,8 @@ func SplitUData(ud []byte) (nft []byte, m Marker) {
 			m.Key = hex.EncodeToString(v)
 		case udataFP:
 			m.Fingerprint = hex.EncodeToString(v)
+		case udataShape:
+			m.Shape = hex.EncodeToString(v)
 		case udataText:
 			m.Text = string(v)
 		case udataOldID:
@@ -54,7 +57,7 @@ func SplitUData(ud []byte) (nft []byte, m Marker) {
 		return ud, Marker{}
 	}
 	if m.Key == "" || m.Fingerprint == "" {
-		m.Key, m.Fingerprint = "", ""
+		m.Key, m.Fingerprint, m.Shape = "", "", ""
 	}
 	return kept, m
 }
@@ -76,6 +79,14 @@ func AppendMarker(nft []byte, m Marker) ([]byte, error) {
 	out = append(out, key...)
 	out = append(out, udataFP, byte(len(fp)))
 	out = append(out, fp...)
+	if m.Shape != "" {
+		shape, err := hex.DecodeString(m.Shape)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, udataShape, byte(len(shape)))
+		out = append(out, shape...)
+	}
 	if t := m.Text; t != "" && len(t) <= 255 && len(out)+2+len(t) <= udataMax {
 		out = append(out, udataText, byte(len(t)))
 		out = append(out, t...)
