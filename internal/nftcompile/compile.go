@@ -58,9 +58,12 @@ type Nft struct {
 	// file may change the firewall, not choose a program run as root).
 	Path string
 
-	once    sync.Once
-	version string
-	verr    error
+	// The version of the program at versionOf (Path may change: the
+	// command line sets it for each command run in one process).
+	mu        sync.Mutex
+	versionOf string
+	version   string
+	verr      error
 }
 
 // maxRuns bounds the runs of nft for one Compile: each run that fails drops
@@ -77,23 +80,28 @@ func (n *Nft) path() string {
 	return n.Path
 }
 
-// Version runs `nft --version` once.
+// Version runs `nft --version`, once per program.
 func (n *Nft) Version(ctx context.Context) (string, error) {
-	n.once.Do(func() {
-		if !filepath.IsAbs(n.path()) {
-			n.verr = fmt.Errorf("the nft program must be given by an absolute path, not %q", n.path())
-			return
-		}
-		out, err := exec.CommandContext(ctx, n.path(), "--version").Output()
-		switch {
-		case errors.Is(err, exec.ErrNotFound), isNotExist(err):
-			n.verr = fmt.Errorf("%w (%s: not found)", ErrNoNft, n.path())
-		case err != nil:
-			n.verr = fmt.Errorf("%s --version: %w", n.path(), err)
-		default:
-			n.version = strings.TrimSpace(string(out))
-		}
-	})
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	path := n.path()
+	if n.versionOf == path && n.verr == nil {
+		return n.version, nil
+	}
+	n.versionOf, n.version, n.verr = path, "", nil
+	if !filepath.IsAbs(path) {
+		n.verr = fmt.Errorf("the nft program must be given by an absolute path, not %q", path)
+		return "", n.verr
+	}
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	switch {
+	case errors.Is(err, exec.ErrNotFound), isNotExist(err):
+		n.verr = fmt.Errorf("%w (%s: not found)", ErrNoNft, path)
+	case err != nil:
+		n.verr = fmt.Errorf("%s --version: %w", path, err)
+	default:
+		n.version = strings.TrimSpace(string(out))
+	}
 	return n.version, n.verr
 }
 

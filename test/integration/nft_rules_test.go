@@ -422,3 +422,25 @@ func TestNftDefectClassesOnceRefused(t *testing.T) {
 	cs = append(cs, nftcorpus.Case{Family: "inet", Chain: "natpost", Rule: "masquerade random,persistent"})
 	sameAsNft(t, nftcorpus.Identical, cs...)
 }
+
+// Without nft, a table without rules still applies, and one with rules is
+// refused before any kernel write, with the package named.
+func TestNftWithoutNft(t *testing.T) {
+	e := newEnv(t)
+	noRules := e.file("sets.yaml", "version: 1\nnftables:\n  inet s:\n    sets:\n      a: {type: ipv4_addr, elements: [10.0.0.1]}\n    chains:\n      c: {type: filter, hook: input, priority: 0}\n")
+	if r := e.cli("apply", "--nft", "/nonexistent/nft", "-c", noRules); r.Code != 0 {
+		t.Errorf("a table without rules, without nft: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	before := gen(t, e.ns)
+	withRules := e.file("rules.yaml", strings.Replace(nftFileTail(noRules), "priority: 0}", "priority: 0, rules: [accept]}", 1))
+	r := e.cli("apply", "--nft", "/nonexistent/nft", "-c", withRules)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "nft is not installed (Debian package nftables)") {
+		t.Errorf("rules without nft: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if g := gen(t, e.ns); g != before {
+		t.Errorf("the refused apply committed %d transactions", g-before)
+	}
+	if r := nettest.CLI(t, "validate", "--nft", "/nonexistent/nft", "-c", withRules); r.Code == 0 || !strings.Contains(r.Stderr, "Debian package nftables") {
+		t.Errorf("validate of rules without nft: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
