@@ -1,8 +1,8 @@
 # Fuzzing of the configuration loader (internal/desired/fuzz_test.go) and
 # its side-file parsers (routes-files, elements-file: sidefile_test.go), of
 # the rtnetlink codec's decoders (internal/kernel/rtnl: routes, addresses,
-# rules, links) and of the daemon's event path (internal/daemon), and of
-# the readers of nft's listing (show) and of its errors (internal/nftcompile),
+# rules, links), of the daemon's event path (internal/daemon), of the
+# readers of nft's listing (show) and of its errors (internal/nftcompile), and of
 # every parser of the state directory (the nftables element cache, the
 # transaction record, the ownership ledger, the IPAM registries: a file
 # another user may have written; each target checks that what it accepts is

@@ -388,14 +388,20 @@ func (b *builder) nftDeclaredSet(path, name string, sc *nftSetConf, isMap bool) 
 	if sc.ElementsFrom != nil {
 		b.errs.add(sc.at("elements-from"), path+".elements-from", "elements-from feeds a set of type ipv4_addr or ipv6_addr with flags [interval] only")
 	}
-	for i := range sc.Elements {
-		et := &sc.Elements[i]
+	elems, _ := b.nftElemTexts(path, sc)
+	for i := range elems {
+		et := &elems[i]
+		list, at := path+".elements", i
+		if i >= len(sc.Elements) {
+			// A line of the elements-file: its position is the file's.
+			list, at = path+".elements-file", i-len(sc.Elements)
+		}
 		if off, msg := model.NftTextProblem(et.Text); off >= 0 {
-			b.errs.add(et.at(off), fmt.Sprintf("%s.elements[%d]", path, i), "%s", msg)
+			b.errs.add(et.at(off), fmt.Sprintf("%s[%d]", list, at), "%s", msg)
 			continue
 		}
 		s.ElemTexts = append(s.ElemTexts, et.Text)
-		s.ElemSources = append(s.ElemSources, et.source(path+".elements", i))
+		s.ElemSources = append(s.ElemSources, et.source(list, at))
 	}
 	if b.errs.count() != nerr {
 		return nil
