@@ -103,23 +103,11 @@ func (k *Netlink) nftTableInfo(key model.NftTableKey) (nftwire.Table, error) {
 	if !ok {
 		return nftwire.Table{}, fmt.Errorf("nftables table %s: unknown family", key)
 	}
-	msgs, err := c.Get(nftwire.MsgGetTable, fam, nftwire.AppendAttr(nil, unix.NFTA_TABLE_NAME, append([]byte(key.Name), 0)))
-	if errors.Is(err, unix.ENOENT) {
-		return nftwire.Table{}, nil
-	}
+	t, err := c.GetTable(fam, key.Name)
 	if err != nil {
 		return nftwire.Table{}, fmt.Errorf("get nftables table %s: %w", key, err)
 	}
-	for _, m := range msgs {
-		t, err := nftwire.DecodeTable(m)
-		if err != nil {
-			return nftwire.Table{}, fmt.Errorf("get nftables table %s: %w", key, err)
-		}
-		if t.Handle != 0 {
-			return t, nil
-		}
-	}
-	return nftwire.Table{}, fmt.Errorf("get nftables table %s: no handle in the answer", key)
+	return t, nil
 }
 
 func (k *Netlink) closeNFT() {

@@ -14,89 +14,88 @@
 // copied as is, of which only the set references of anonymous sets are
 // rewritten (a set the batch creates is named by the kernel and found by its
 // transaction id) and, for equality only, the stateful values zeroed.
-// Everything else the messages carry is built on mdlayher/netlink's
-// attribute encoder, and a differential test holds the messages equal to
-// google/nftables' for the objects both can express.
+// The attribute format itself (lengths, alignment, the 64 KiB bound, the
+// flags in a type) is mdlayher/netlink's: its decoder splits every message
+// and list read here, its encoder lays out every one written. What is
+// nf_tables' own is in this package: big-endian integers, the framing of
+// batches and element lists, and the flags of a type kept as dumped, so
+// that an expression is written back as the kernel gave it. A differential
+// test holds the messages equal to google/nftables' for the objects both can
+// express, and a fuzz target holds the codec to the decoder's reading.
 package nftwire
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/mdlayher/netlink"
+	"github.com/mdlayher/netlink/nlenc"
 )
 
-// Attr is one netlink attribute: its type as sent, flags included
-// (NLA_F_NESTED, NLA_F_NET_BYTEORDER), and its payload.
-type Attr struct {
-	Type uint16
-	Data []byte
-}
+// attr is one netlink attribute as mdlayher/netlink decodes it: its type as
+// sent, flags included (Nested, NetByteOrder), and its payload. Length is
+// the decoder's; the encoder computes its own.
+type attr = netlink.Attribute
 
-const (
-	nlaFNested   = 0x8000
-	nlaFByteOrd  = 0x4000
-	nlaTypeMask  = ^uint16(nlaFNested | nlaFByteOrd)
-	nlaHdrLen    = 4
-	nlaAlignment = 4
-)
-
-// Kind is the attribute's type without its flags.
-func (a Attr) Kind() uint16 { return a.Type & nlaTypeMask }
-
-func align(n int) int { return (n + nlaAlignment - 1) &^ (nlaAlignment - 1) }
+// kind is an attribute's type without its flags.
+func kind(a attr) uint16 { return a.Type &^ (netlink.Nested | netlink.NetByteOrder) }
 
 // ErrMalformed is returned for attributes that run past their buffer.
 var ErrMalformed = errors.New("malformed netlink attributes")
 
-// ParseAttrs splits b into its attributes. The payloads alias b.
-func ParseAttrs(b []byte) ([]Attr, error) {
-	var out []Attr
-	for len(b) > 0 {
-		if len(b) < nlaHdrLen {
-			return nil, fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(b))
-		}
-		l := int(binary.NativeEndian.Uint16(b))
-		if l < nlaHdrLen || l > len(b) {
-			return nil, fmt.Errorf("%w: attribute of length %d in %d bytes", ErrMalformed, l, len(b))
-		}
-		out = append(out, Attr{Type: binary.NativeEndian.Uint16(b[2:]), Data: b[nlaHdrLen:l]})
-		n := align(l)
-		if n > len(b) {
-			n = len(b)
-		}
-		b = b[n:]
+func malformed(err error) error {
+	if err == nil {
+		return nil
 	}
-	return out, nil
+	return fmt.Errorf("%w: %v", ErrMalformed, err)
 }
 
-// AppendAttr appends one attribute, padded to the netlink alignment.
-func AppendAttr(dst []byte, typ uint16, data []byte) []byte {
-	l := nlaHdrLen + len(data)
-	dst = binary.NativeEndian.AppendUint16(dst, uint16(l))
-	dst = binary.NativeEndian.AppendUint16(dst, typ)
-	dst = append(dst, data...)
-	for i := l; i < align(l); i++ {
-		dst = append(dst, 0)
-	}
-	return dst
+// parseAttrs splits b into its attributes (the payloads are copies).
+func parseAttrs(b []byte) ([]attr, error) {
+	as, err := netlink.UnmarshalAttributes(b)
+	return as, malformed(err)
 }
 
-// AppendAttrs appends attributes in order.
-func AppendAttrs(dst []byte, as []Attr) []byte {
+// marshal lays attributes out in order, each type with its flags as given.
+// It fails only on a payload past the attribute's 64 KiB.
+func marshal(as []attr) ([]byte, error) {
+	ae := netlink.NewAttributeEncoder()
 	for _, a := range as {
-		dst = AppendAttr(dst, a.Type, a.Data)
+		ae.Bytes(a.Type, a.Data)
 	}
-	return dst
+	return ae.Encode()
+}
+
+// each calls fn for every attribute of b, its type without flags. The
+// payload fn sees is the decoder's copy; an error of fn is returned as is.
+func each(b []byte, fn func(typ uint16, v []byte) error) error {
+	ad, err := netlink.NewAttributeDecoder(b)
+	if err != nil {
+		return malformed(err)
+	}
+	var ferr error
+	for ferr == nil && ad.Next() {
+		typ := ad.Type()
+		ad.Do(func(v []byte) error {
+			ferr = fn(typ, v)
+			return nil
+		})
+	}
+	if ferr != nil {
+		return ferr
+	}
+	return malformed(ad.Err())
 }
 
 // find returns the first attribute of kind k.
-func find(as []Attr, k uint16) (Attr, bool) {
+func find(as []attr, k uint16) (attr, bool) {
 	for _, a := range as {
-		if a.Kind() == k {
+		if kind(a) == k {
 			return a, true
 		}
 	}
-	return Attr{}, false
+	return attr{}, false
 }
 
 func be32(b []byte) (uint32, bool) {
@@ -114,15 +113,17 @@ func be64(b []byte) (uint64, bool) {
 }
 
 // cstring is a netlink string without its terminating NUL.
-func cstring(b []byte) string {
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
-	}
-	return string(b)
-}
+func cstring(b []byte) string { return nlenc.String(b) }
 
 func putBE32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
-func putBE64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 func zstr(s string) []byte    { return append([]byte(s), 0) }
+
+// decoder returns a decoder of nf_tables attributes: integers big-endian.
+func decoder(b []byte) (*netlink.AttributeDecoder, error) {
+	ad, err := netlink.NewAttributeDecoder(b)
+	if err != nil {
+		return nil, malformed(err)
+	}
+	ad.ByteOrder = binary.BigEndian
+	return ad, nil
+}

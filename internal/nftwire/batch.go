@@ -208,56 +208,61 @@ func (b *Batch) DelSet(family byte, table, name string) {
 	b.add(MsgDelSet, 0, family, encode(ae))
 }
 
-// elemHeader is the start of an element message: the table and set (and
-// the set's transaction id when the batch creates it).
-func elemHeader(table, set string, id uint32) []byte {
-	ae := enc()
-	ae.String(nftaSetElemListTable, table)
-	ae.String(nftaSetElemListSet, set)
-	if id != 0 {
-		ae.Uint32(nftaSetElemListSetID, id)
-	}
-	return encode(ae)
-}
-
 // elemWriter fills element messages, each list up to maxElemList bytes.
 type elemWriter struct {
 	b          *Batch
 	typ        uint16
 	family     byte
-	head, list []byte
+	table, set string
+	// id is the set's transaction id when the batch creates it.
+	id    uint32
+	items []attr
+	size  int
 }
 
 func (w *elemWriter) put(elem []byte) {
-	if len(w.list)+nlaHdrLen+len(elem) > maxElemList {
+	// An item takes its header and its payload, padded: the netlink
+	// alignment.
+	n := 4 + (len(elem)+3)&^3
+	if w.size+n > maxElemList {
 		w.flush()
 	}
-	w.list = AppendAttr(w.list, nlaFNested|nftaListElem, elem)
+	w.items = append(w.items, attr{Type: netlink.Nested | nftaListElem, Data: elem})
+	w.size += n
 }
 
 func (w *elemWriter) flush() {
-	if len(w.list) == 0 {
+	if len(w.items) == 0 {
 		return
 	}
-	msg := make([]byte, 0, len(w.head)+nlaHdrLen+len(w.list))
-	msg = append(msg, w.head...)
-	msg = AppendAttr(msg, nlaFNested|nftaSetElemListElems, w.list)
+	ae := enc()
+	ae.String(nftaSetElemListTable, w.table)
+	ae.String(nftaSetElemListSet, w.set)
+	if w.id != 0 {
+		ae.Uint32(nftaSetElemListSetID, w.id)
+	}
+	ae.Do(netlink.Nested|nftaSetElemListElems, func() ([]byte, error) { return marshal(w.items) })
 	flags := netlink.HeaderFlags(0)
 	if w.typ == MsgNewSetElem {
 		flags = netlink.Create
 	}
-	w.b.add(w.typ, flags, w.family, msg)
-	w.list = w.list[:0]
+	w.b.add(w.typ, flags, w.family, encode(ae))
+	w.items, w.size = w.items[:0], 0
+}
+
+func newElemWriter(b *Batch, add bool, family byte, table, set string, id uint32) *elemWriter {
+	w := &elemWriter{b: b, typ: MsgDelSetElem, family: family, table: table, set: set, id: id}
+	if add {
+		w.typ = MsgNewSetElem
+	}
+	return w
 }
 
 // RawElems adds (or deletes) elements given as their attributes, as a dump
 // gave them, to a set; id is the set's transaction id when the batch
 // creates it under a name the kernel chooses, else 0.
 func (b *Batch) RawElems(add bool, family byte, table, set string, id uint32, elems [][]byte) {
-	w := &elemWriter{b: b, typ: MsgDelSetElem, family: family, head: elemHeader(table, set, id)}
-	if add {
-		w.typ = MsgNewSetElem
-	}
+	w := newElemWriter(b, add, family, table, set, id)
 	for _, e := range elems {
 		w.put(e)
 	}
@@ -268,18 +273,24 @@ func (b *Batch) RawElems(add bool, family byte, table, set string, id uint32, el
 // a key each, and for interval sets the end of the range as an element
 // flagged NFT_SET_ELEM_INTERVAL_END ("" End: the range runs to the top).
 func (b *Batch) Elems(add bool, family byte, table, set string, interval bool, es []model.NftElem) {
-	w := &elemWriter{b: b, typ: MsgDelSetElem, family: family, head: elemHeader(table, set, 0)}
-	if add {
-		w.typ = MsgNewSetElem
-	}
-	var key, item []byte
-	one := func(k string, end bool) {
-		key = AppendAttr(key[:0], nftaDataValue, []byte(k))
-		item = AppendAttr(item[:0], nlaFNested|nftaSetElemKey, key)
-		if end {
-			item = AppendAttr(item, nftaSetElemFlags, putBE32(ElemIntervalEnd))
+	w := newElemWriter(b, add, family, table, set, 0)
+	end := putBE32(ElemIntervalEnd)
+	// The path of a million elements: one layout of the key and one of
+	// the element, by mdlayher/netlink's marshaller without an encoder's
+	// bookkeeping (a key is at most 16 bytes, an element 32: far from an
+	// attribute's bound).
+	var as [2]attr
+	one := func(k string, isEnd bool) {
+		as[0] = attr{Type: nftaDataValue, Data: []byte(k)}
+		key, _ := netlink.MarshalAttributes(as[:1])
+		as[0] = attr{Type: netlink.Nested | nftaSetElemKey, Data: key}
+		n := 1
+		if isEnd {
+			as[1] = attr{Type: nftaSetElemFlags, Data: end}
+			n = 2
 		}
-		w.put(item)
+		e, _ := netlink.MarshalAttributes(as[:n])
+		w.put(e)
 	}
 	for _, e := range es {
 		one(e.Key, false)
@@ -324,18 +335,21 @@ func (b *Batch) AddRule(family byte, table, chain string, c *model.NftCompiled, 
 	if mode == Replace {
 		ae.Uint64(nftaRuleHandle, at)
 	}
-	head := encode(ae)
-	msg := AppendAttr(head, nlaFNested|nftaRuleExprs, exprs)
+	ae.Bytes(netlink.Nested|nftaRuleExprs, exprs)
 	if len(udata) > 0 {
-		msg = AppendAttr(msg, nftaRuleUserdata, udata)
+		ae.Bytes(nftaRuleUserdata, udata)
 	}
 	flags := netlink.Create | flagAppend
 	switch mode {
 	case Insert:
-		msg = AppendAttr(msg, nftaRulePosition, putBE64(at))
+		ae.Uint64(nftaRulePosition, at)
 		flags = netlink.Create
 	case Replace:
 		flags = netlink.Replace
+	}
+	msg, err := ae.Encode()
+	if err != nil {
+		return fmt.Errorf("rule of chain %s: %w", chain, err)
 	}
 	b.add(MsgNewRule, flags, family, msg)
 	return nil
@@ -373,10 +387,13 @@ func (b *Batch) AddObj(family byte, table, name string, typ uint32, data, udata 
 	ae.String(nftaObjTable, table)
 	ae.String(nftaObjName, name)
 	ae.Uint32(nftaObjType, typ)
-	head := encode(ae)
-	msg := AppendAttr(head, nlaFNested|nftaObjData, data)
+	ae.Bytes(netlink.Nested|nftaObjData, data)
 	if len(udata) > 0 {
-		msg = AppendAttr(msg, nftaObjUserdata, udata)
+		ae.Bytes(nftaObjUserdata, udata)
+	}
+	msg, err := ae.Encode()
+	if err != nil {
+		return fmt.Errorf("object %s: %w", name, err)
 	}
 	b.add(MsgNewObj, netlink.Create, family, msg)
 	return nil

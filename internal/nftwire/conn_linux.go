@@ -1,12 +1,12 @@
 package nftwire
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"syscall"
 
 	"github.com/mdlayher/netlink"
+	"github.com/mdlayher/netlink/nlenc"
 	"golang.org/x/sys/unix"
 )
 
@@ -97,10 +97,12 @@ func (n *Conn) primeDumps() error {
 	if err != nil {
 		return err
 	}
-	req := make([]byte, unix.NLMSG_HDRLEN+nfgenmsgLen)
-	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
-	binary.NativeEndian.PutUint16(req[4:], uint16(subsysNFTables<<8|MsgGetGen))
-	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST)
+	m := request(MsgGetGen, 0, unix.AF_UNSPEC, nil)
+	m.Header.Length = uint32(unix.NLMSG_HDRLEN + len(m.Data))
+	req, err := m.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("prime nftables dumps: %w", err)
+	}
 	var werr error
 	if err := rc.Write(func(fd uintptr) bool {
 		_, werr = unix.Write(int(fd), req)
@@ -258,21 +260,24 @@ func (n *Conn) answer(begin, last uint32) error {
 		}
 		done := false
 		for b := buf[:nr]; len(b) >= unix.NLMSG_HDRLEN; {
-			l := int(binary.NativeEndian.Uint32(b))
+			// The framing of a datagram of answers: each message's
+			// length, then mdlayher/netlink's reading of it.
+			l := int(nlenc.Uint32(b[:4]))
 			if l < unix.NLMSG_HDRLEN || l > len(b) {
-				break
+				return fmt.Errorf("read the answer to a batch: a message of %d bytes in %d", l, len(b))
 			}
-			typ := binary.NativeEndian.Uint16(b[4:])
-			flags := binary.NativeEndian.Uint16(b[6:])
-			seq := binary.NativeEndian.Uint32(b[8:])
-			body := b[unix.NLMSG_HDRLEN:l]
+			var m netlink.Message
+			if err := m.UnmarshalBinary(b[:l]); err != nil {
+				return fmt.Errorf("read the answer to a batch: %w", err)
+			}
 			b = b[min(len(b), (l+3)&^3):]
-			if typ != unix.NLMSG_ERROR || len(body) < 4 {
+			if m.Header.Type != netlink.Error || len(m.Data) < 4 {
 				continue
 			}
-			code := int32(binary.NativeEndian.Uint32(body))
+			seq := m.Header.Sequence
+			code := nlenc.Int32(m.Data[:4])
 			if code != 0 && first == nil {
-				first = &BatchError{Index: int(seq-begin) - 1, Err: syscall.Errno(-code), Msg: extackMsg(body, flags)}
+				first = &BatchError{Index: int(seq-begin) - 1, Err: syscall.Errno(-code), Msg: extackMsg(m.Data, m.Header.Flags)}
 				if seq == begin {
 					first.Index = -1
 				}
@@ -293,26 +298,27 @@ func (n *Conn) answer(begin, last uint32) error {
 
 // extackMsg returns NLMSGERR_ATTR_MSG of an error message, which follows
 // the original header (the socket caps acknowledgements: no payload).
-func extackMsg(body []byte, flags uint16) string {
-	const nlmFAckTLVs = 0x200
+func extackMsg(body []byte, flags netlink.HeaderFlags) string {
+	const nlmFAckTLVs, nlmFCapped = 0x200, 0x100
 	if flags&nlmFAckTLVs == 0 || len(body) < 4+unix.NLMSG_HDRLEN {
 		return ""
 	}
-	orig := body[4:]
-	olen := int(binary.NativeEndian.Uint32(orig))
 	skip := unix.NLMSG_HDRLEN
-	if flags&0x100 == 0 { // NLM_F_CAPPED: the original payload follows
-		skip = olen
+	if flags&nlmFCapped == 0 { // the original payload follows
+		skip = int(nlenc.Uint32(body[4:8]))
 	}
-	if skip > len(orig) {
+	skip = (skip + 3) &^ 3
+	if skip > len(body)-4 {
 		return ""
 	}
-	as, err := ParseAttrs(orig[align(skip):])
+	ad, err := netlink.NewAttributeDecoder(body[4+skip:])
 	if err != nil {
 		return ""
 	}
-	if a, ok := find(as, unix.NLMSGERR_ATTR_MSG); ok {
-		return cstring(a.Data)
+	for ad.Next() {
+		if ad.Type() == unix.NLMSGERR_ATTR_MSG {
+			return ad.String()
+		}
 	}
 	return ""
 }

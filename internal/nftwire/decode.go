@@ -1,21 +1,23 @@
 package nftwire
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
+
+	"github.com/mdlayher/netlink"
 )
 
 // nfgenmsgLen is the netfilter header before a message's attributes:
 // family, version, resource id.
 const nfgenmsgLen = 4
 
-func split(data []byte) (byte, []Attr, error) {
+// body returns a message's family and a decoder of its attributes.
+func body(data []byte) (byte, *netlink.AttributeDecoder, error) {
 	if len(data) < nfgenmsgLen {
 		return 0, nil, fmt.Errorf("%w: message of %d bytes", ErrMalformed, len(data))
 	}
-	as, err := ParseAttrs(data[nfgenmsgLen:])
-	return data[0], as, err
+	ad, err := decoder(data[nfgenmsgLen:])
+	return data[0], ad, err
 }
 
 // Table is a table as the kernel dumps it.
@@ -28,22 +30,22 @@ type Table struct {
 
 // DecodeTable decodes a NEWTABLE message's payload.
 func DecodeTable(data []byte) (Table, error) {
-	fam, as, err := split(data)
+	fam, ad, err := body(data)
 	if err != nil {
 		return Table{}, err
 	}
 	t := Table{Family: fam}
-	for _, a := range as {
-		switch a.Kind() {
+	for ad.Next() {
+		switch ad.Type() {
 		case nftaTableName:
-			t.Name = cstring(a.Data)
+			t.Name = ad.String()
 		case nftaTableHandle:
-			t.Handle, _ = be64(a.Data)
+			t.Handle = ad.Uint64()
 		case nftaTableFlags:
-			t.Flags, _ = be32(a.Data)
+			t.Flags = ad.Uint32()
 		}
 	}
-	return t, nil
+	return t, malformed(ad.Err())
 }
 
 // Hook is a base chain's hook.
@@ -65,44 +67,45 @@ type Chain struct {
 
 // DecodeChain decodes a NEWCHAIN message's payload.
 func DecodeChain(data []byte) (Chain, error) {
-	_, as, err := split(data)
+	_, ad, err := body(data)
 	if err != nil {
 		return Chain{}, err
 	}
 	var c Chain
-	for _, a := range as {
-		switch a.Kind() {
+	for ad.Next() {
+		switch ad.Type() {
 		case nftaChainTable:
-			c.Table = cstring(a.Data)
+			c.Table = ad.String()
 		case nftaChainName:
-			c.Name = cstring(a.Data)
+			c.Name = ad.String()
 		case nftaChainHandle:
-			c.Handle, _ = be64(a.Data)
+			c.Handle = ad.Uint64()
 		case nftaChainType:
-			c.Type = cstring(a.Data)
+			c.Type = ad.String()
 		case nftaChainPolicy:
-			c.Policy, _ = be32(a.Data)
+			c.Policy = ad.Uint32()
 		case nftaChainFlags:
-			c.Flags, _ = be32(a.Data)
+			c.Flags = ad.Uint32()
 		case nftaChainHook:
-			hs, err := ParseAttrs(a.Data)
-			if err != nil {
-				return Chain{}, fmt.Errorf("chain %s hook: %w", c.Name, err)
-			}
 			h := &Hook{}
-			for _, x := range hs {
-				switch x.Kind() {
-				case nftaHookHooknum:
-					h.Num, _ = be32(x.Data)
-				case nftaHookPriority:
-					p, _ := be32(x.Data)
-					h.Priority = int32(p)
-				case nftaHookDev:
-					h.Dev = cstring(x.Data)
+			ad.Nested(func(nad *netlink.AttributeDecoder) error {
+				for nad.Next() {
+					switch nad.Type() {
+					case nftaHookHooknum:
+						h.Num = nad.Uint32()
+					case nftaHookPriority:
+						h.Priority = nad.Int32()
+					case nftaHookDev:
+						h.Dev = nad.String()
+					}
 				}
-			}
+				return nil
+			})
 			c.Hook = h
 		}
+	}
+	if err := ad.Err(); err != nil {
+		return Chain{}, fmt.Errorf("chain %s: %w", c.Name, malformed(err))
 	}
 	return c, nil
 }
@@ -123,28 +126,28 @@ type Rule struct {
 
 // DecodeRule decodes a NEWRULE message's payload.
 func DecodeRule(data []byte) (Rule, error) {
-	_, as, err := split(data)
+	_, ad, err := body(data)
 	if err != nil {
 		return Rule{}, err
 	}
 	var r Rule
-	for _, a := range as {
-		switch a.Kind() {
+	for ad.Next() {
+		switch ad.Type() {
 		case nftaRuleTable:
-			r.Table = cstring(a.Data)
+			r.Table = ad.String()
 		case nftaRuleChain:
-			r.Chain = cstring(a.Data)
+			r.Chain = ad.String()
 		case nftaRuleHandle:
-			r.Handle, _ = be64(a.Data)
+			r.Handle = ad.Uint64()
 		case nftaRuleExprs:
-			r.Exprs = a.Data
+			r.Exprs = ad.Bytes()
 		case nftaRuleUserdata:
-			r.UData = a.Data
+			r.UData = ad.Bytes()
 		case nftaRuleCompat:
-			r.Compat = a.Data
+			r.Compat = ad.Bytes()
 		}
 	}
-	return r, nil
+	return r, malformed(ad.Err())
 }
 
 // Set is a set as the kernel dumps it. Raw is the message's attributes, of
@@ -158,7 +161,7 @@ type Set struct {
 	DataType, DataLen, ObjType uint32 `json:"-"`
 	Timeout                    uint64 `json:"-"` // milliseconds
 	UData                      []byte `json:"-"`
-	attrs                      []Attr
+	attrs                      []attr
 }
 
 // UnmarshalJSON decodes a set from its Raw attributes.
@@ -187,13 +190,13 @@ func DecodeSet(data []byte) (Set, error) {
 }
 
 func decodeSet(raw []byte) (Set, error) {
-	as, err := ParseAttrs(raw)
+	as, err := parseAttrs(raw)
 	if err != nil {
 		return Set{}, err
 	}
 	s := Set{Raw: raw, attrs: as}
 	for _, a := range as {
-		switch a.Kind() {
+		switch kind(a) {
 		case nftaSetTable:
 			s.Table = cstring(a.Data)
 		case nftaSetName:
@@ -226,7 +229,7 @@ func decodeSet(raw []byte) (Set, error) {
 // description), a policy, a garbage collection interval.
 func (s *Set) HasExtras() bool {
 	for _, a := range s.attrs {
-		switch a.Kind() {
+		switch kind(a) {
 		case nftaSetExpr, nftaSetExpressions, nftaSetPolicy, nftaSetGCInterval:
 			return true
 		case nftaSetDesc:
@@ -245,32 +248,34 @@ func (s *Set) HasExtras() bool {
 // NFTA_SET_COUNT), which a kernel to come may add to: the list is of what
 // to keep.
 func (s *Set) Spec() []byte {
-	var out []byte
+	var keep []attr
 	for _, a := range s.attrs {
-		switch a.Kind() {
+		switch kind(a) {
 		case nftaSetFlags, nftaSetKeyType, nftaSetKeyLen, nftaSetDataType, nftaSetDataLen, nftaSetPolicy, nftaSetDesc,
 			nftaSetTimeout, nftaSetGCInterval, nftaSetUserdata, nftaSetObjType, nftaSetExpr, nftaSetExpressions:
-			out = AppendAttr(out, a.Type, a.Data)
+			keep = append(keep, attr{Type: a.Type, Data: a.Data})
 		}
 	}
+	// The attributes were decoded from one message: each fits again.
+	out, _ := marshal(keep)
 	return out
 }
 
 // DecodeElems decodes a NEWSETELEM message's payload: the set's name, and
-// each element's attributes (the payload of its NFTA_LIST_ELEM) to fn. The
-// element bytes alias data.
+// each element's attributes (the payload of its NFTA_LIST_ELEM) to fn, a
+// copy fn may keep.
 func DecodeElems(data []byte, fn func(elem []byte) error) (string, error) {
 	if len(data) < nfgenmsgLen {
 		return "", fmt.Errorf("%w: message of %d bytes", ErrMalformed, len(data))
 	}
 	set := ""
 	err := each(data[nfgenmsgLen:], func(typ uint16, v []byte) error {
-		switch typ & nlaTypeMask {
+		switch typ {
 		case nftaSetElemListSet:
 			set = cstring(v)
 		case nftaSetElemListElems:
 			return each(v, func(typ uint16, e []byte) error {
-				if typ&nlaTypeMask != nftaListElem {
+				if typ != nftaListElem {
 					return nil
 				}
 				return fn(e)
@@ -281,14 +286,14 @@ func DecodeElems(data []byte, fn func(elem []byte) error) (string, error) {
 	return set, err
 }
 
-// ElemKey returns an element's key and flags, without allocating: the path
-// of the elements of big sets.
+// ElemKey returns an element's key and flags: the path of the elements of
+// big sets.
 func ElemKey(elem []byte) (key []byte, flags uint32, err error) {
 	err = each(elem, func(typ uint16, v []byte) error {
-		switch typ & nlaTypeMask {
+		switch typ {
 		case nftaSetElemKey:
 			return each(v, func(typ uint16, d []byte) error {
-				if typ&nlaTypeMask == nftaDataValue {
+				if typ == nftaDataValue {
 					key = d
 				}
 				return nil
@@ -301,28 +306,6 @@ func ElemKey(elem []byte) (key []byte, flags uint32, err error) {
 	return key, flags, err
 }
 
-// each calls fn for every attribute of b, without allocating.
-func each(b []byte, fn func(typ uint16, v []byte) error) error {
-	for len(b) > 0 {
-		if len(b) < nlaHdrLen {
-			return fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(b))
-		}
-		l := int(binary.NativeEndian.Uint16(b))
-		if l < nlaHdrLen || l > len(b) {
-			return fmt.Errorf("%w: attribute of length %d in %d bytes", ErrMalformed, l, len(b))
-		}
-		if err := fn(binary.NativeEndian.Uint16(b[2:]), b[nlaHdrLen:l]); err != nil {
-			return err
-		}
-		n := align(l)
-		if n > len(b) {
-			n = len(b)
-		}
-		b = b[n:]
-	}
-	return nil
-}
-
 // Obj is a named stateful object (counter, quota, limit, ct helper…).
 type Obj struct {
 	Table, Name string
@@ -333,40 +316,45 @@ type Obj struct {
 
 // DecodeObj decodes a NEWOBJ message's payload.
 func DecodeObj(data []byte) (Obj, error) {
-	_, as, err := split(data)
+	_, ad, err := body(data)
 	if err != nil {
 		return Obj{}, err
 	}
 	var o Obj
-	for _, a := range as {
-		switch a.Kind() {
+	for ad.Next() {
+		switch ad.Type() {
 		case nftaObjTable:
-			o.Table = cstring(a.Data)
+			o.Table = ad.String()
 		case nftaObjName:
-			o.Name = cstring(a.Data)
+			o.Name = ad.String()
 		case nftaObjHandle:
-			o.Handle, _ = be64(a.Data)
+			o.Handle = ad.Uint64()
 		case nftaObjType:
-			o.Type, _ = be32(a.Data)
+			o.Type = ad.Uint32()
 		case nftaObjData:
-			o.Data = a.Data
+			o.Data = ad.Bytes()
 		case nftaObjUserdata:
-			o.UData = a.Data
+			o.UData = ad.Bytes()
 		}
 	}
-	return o, nil
+	return o, malformed(ad.Err())
 }
 
 // DecodeGen returns a NEWGEN message's generation.
 func DecodeGen(data []byte) (uint32, error) {
-	_, as, err := split(data)
+	_, ad, err := body(data)
 	if err != nil {
 		return 0, err
 	}
-	if a, ok := find(as, nftaGenID); ok {
-		if v, ok := be32(a.Data); ok {
-			return v, nil
+	for ad.Next() {
+		if ad.Type() == nftaGenID {
+			if g := ad.Uint32(); ad.Err() == nil {
+				return g, nil
+			}
 		}
+	}
+	if err := ad.Err(); err != nil {
+		return 0, malformed(err)
 	}
 	return 0, fmt.Errorf("%w: generation message without its id", ErrMalformed)
 }

@@ -1,6 +1,7 @@
 package nftwire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"sort"
@@ -21,15 +22,18 @@ import (
 // or a known nest) expanded, siblings sorted (the kernel reads attributes
 // by type, in any order).
 func tree(b []byte, nested func(path string) bool, path string) []string {
-	as, err := ParseAttrs(b)
+	as, err := netlink.UnmarshalAttributes(b)
 	if err != nil {
 		return []string{path + " !" + err.Error()}
 	}
 	var out []string
 	for _, a := range as {
-		p := fmt.Sprintf("%s/%d", path, a.Kind())
-		if a.Type&nlaFNested != 0 || nested(p) {
-			if _, err := ParseAttrs(a.Data); err == nil && len(a.Data) > 0 {
+		p := fmt.Sprintf("%s/%d", path, kind(a))
+		if a.Type&netlink.Nested != 0 || nested(p) {
+			// A nest only if it reads as attributes that lay out
+			// as the same bytes (the decoder skips attributes of
+			// length 0, so four zero bytes would read as none).
+			if as, err := netlink.UnmarshalAttributes(a.Data); err == nil && len(as) > 0 && bytes.Equal(mustMarshal(as), a.Data) {
 				out = append(out, tree(a.Data, nested, p)...)
 				continue
 			}
@@ -38,6 +42,14 @@ func tree(b []byte, nested func(path string) bool, path string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func mustMarshal(as []netlink.Attribute) []byte {
+	b, err := marshal(as)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // message renders a netlink message for the comparison: its type, its

@@ -53,25 +53,25 @@ func setRef(name string) (nameAttr, idAttr uint16, ok bool) {
 // expr is one expression of a list: its name and its data's attributes.
 type expr struct {
 	name string
-	data []Attr
+	data []attr
 	// other are the expression's attributes besides its name and data,
 	// kept in place (none today).
-	attrs []Attr
+	attrs []attr
 }
 
 func parseExpr(b []byte) (expr, error) {
-	as, err := ParseAttrs(b)
+	as, err := parseAttrs(b)
 	if err != nil {
 		return expr{}, err
 	}
 	var e expr
 	e.attrs = as
 	for _, a := range as {
-		switch a.Kind() {
+		switch kind(a) {
 		case nftaExprName:
 			e.name = cstring(a.Data)
 		case nftaExprData:
-			if e.data, err = ParseAttrs(a.Data); err != nil {
+			if e.data, err = parseAttrs(a.Data); err != nil {
 				return expr{}, fmt.Errorf("expression %s: %w", e.name, err)
 			}
 		}
@@ -80,30 +80,33 @@ func parseExpr(b []byte) (expr, error) {
 }
 
 // encode writes the expression with its data replaced by data.
-func (e expr) encode(data []Attr) []byte {
-	var out []byte
-	for _, a := range e.attrs {
-		if a.Kind() == nftaExprData {
-			out = AppendAttr(out, a.Type, AppendAttrs(nil, data))
-			continue
-		}
-		out = AppendAttr(out, a.Type, a.Data)
+func (e expr) encode(data []attr) ([]byte, error) {
+	d, err := marshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("expression %s: %w", e.name, err)
 	}
-	return out
+	out := make([]attr, len(e.attrs))
+	for i, a := range e.attrs {
+		out[i] = attr{Type: a.Type, Data: a.Data}
+		if kind(a) == nftaExprData {
+			out[i].Data = d
+		}
+	}
+	return marshal(out)
 }
 
 // mapExprs rewrites each expression of a list with f, which returns the
 // expression's new data attributes. Attributes other than NFTA_LIST_ELEM
 // are kept as they are.
-func mapExprs(list []byte, f func(e expr) ([]Attr, error)) ([]byte, error) {
-	as, err := ParseAttrs(list)
+func mapExprs(list []byte, f func(e expr) ([]attr, error)) ([]byte, error) {
+	as, err := parseAttrs(list)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(list))
-	for _, a := range as {
-		if a.Kind() != nftaListElem {
-			out = AppendAttr(out, a.Type, a.Data)
+	out := make([]attr, len(as))
+	for i, a := range as {
+		out[i] = attr{Type: a.Type, Data: a.Data}
+		if kind(a) != nftaListElem {
 			continue
 		}
 		e, err := parseExpr(a.Data)
@@ -114,9 +117,11 @@ func mapExprs(list []byte, f func(e expr) ([]Attr, error)) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = AppendAttr(out, a.Type, e.encode(data))
+		if out[i].Data, err = e.encode(data); err != nil {
+			return nil, err
+		}
 	}
-	return out, nil
+	return marshal(out)
 }
 
 // ReferencedSets returns the sets an expression list refers to, each once,
@@ -149,13 +154,13 @@ func DynsetSets(exprs []byte) ([]string, error) {
 // goes through it.
 func eachSetRef(exprs []byte, fn func(expr, set string)) error {
 	return each(exprs, func(typ uint16, e []byte) error {
-		if typ&nlaTypeMask != nftaListElem {
+		if typ != nftaListElem {
 			return nil
 		}
 		var name string
 		var data []byte
 		if err := each(e, func(typ uint16, v []byte) error {
-			switch typ & nlaTypeMask {
+			switch typ {
 			case nftaExprName:
 				name = cstring(v)
 			case nftaExprData:
@@ -170,7 +175,7 @@ func eachSetRef(exprs []byte, fn func(expr, set string)) error {
 			return nil
 		}
 		return each(data, func(typ uint16, v []byte) error {
-			if typ&nlaTypeMask == nameAttr {
+			if typ == nameAttr {
 				fn(name, cstring(v))
 			}
 			return nil
@@ -193,7 +198,7 @@ func RewriteSetRefs(exprs []byte, ids map[string]SetRef) ([]byte, error) {
 	if len(ids) == 0 {
 		return exprs, nil
 	}
-	return mapExprs(exprs, func(e expr) ([]Attr, error) {
+	return mapExprs(exprs, func(e expr) ([]attr, error) {
 		n, idAttr, ok := setRef(e.name)
 		if !ok {
 			return e.data, nil
@@ -206,17 +211,17 @@ func RewriteSetRefs(exprs []byte, ids map[string]SetRef) ([]byte, error) {
 		if !ok {
 			return e.data, nil
 		}
-		out := make([]Attr, 0, len(e.data)+1)
+		out := make([]attr, 0, len(e.data)+1)
 		for _, d := range e.data {
-			switch d.Kind() {
+			switch kind(d) {
 			case n:
-				out = append(out, Attr{Type: d.Type, Data: zstr(ref.Name)})
+				out = append(out, attr{Type: d.Type, Data: zstr(ref.Name)})
 			case idAttr:
 			default:
 				out = append(out, d)
 			}
 		}
-		return append(out, Attr{Type: idAttr, Data: putBE32(ref.ID)}), nil
+		return append(out, attr{Type: idAttr, Data: putBE32(ref.ID)}), nil
 	})
 }
 
@@ -233,10 +238,10 @@ const (
 
 // dropZero returns attributes without the one of kind k when it is n zero
 // bytes.
-func dropZero(as []Attr, k uint16, n int) []Attr {
-	out := make([]Attr, 0, len(as))
+func dropZero(as []attr, k uint16, n int) []attr {
+	out := make([]attr, 0, len(as))
 	for _, a := range as {
-		if a.Kind() == k && len(a.Data) == n && bytes.Count(a.Data, []byte{0}) == n {
+		if kind(a) == k && len(a.Data) == n && bytes.Count(a.Data, []byte{0}) == n {
 			continue
 		}
 		out = append(out, a)
@@ -251,7 +256,7 @@ func WriteObjData(typ uint32, data []byte) ([]byte, error) {
 	if !ok {
 		return data, nil
 	}
-	as, err := ParseAttrs(data)
+	as, err := parseAttrs(data)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +264,7 @@ func WriteObjData(typ uint32, data []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return AppendAttrs(nil, w), nil
+	return marshal(w)
 }
 
 // WriteExprs is an expression list as a batch sends it: what the kernel
@@ -276,7 +281,7 @@ func WriteExprs(list []byte) ([]byte, error) {
 	return mapExprs(list, writeExpr)
 }
 
-func writeExpr(e expr) ([]Attr, error) {
+func writeExpr(e expr) ([]attr, error) {
 	switch e.name {
 	case "osf":
 		// Its dump gives flags 0, which its init refuses (only
@@ -285,9 +290,9 @@ func writeExpr(e expr) ([]Attr, error) {
 	case "quota":
 		// A quota of 0 bytes is spent from the start: its dump says so
 		// (NFT_QUOTA_F_DEPLETED), a flag a new quota may not carry.
-		out := make([]Attr, 0, len(e.data))
+		out := make([]attr, 0, len(e.data))
 		for _, d := range e.data {
-			if d.Kind() == quotaFlags {
+			if kind(d) == quotaFlags {
 				if v, ok := be32(d.Data); ok {
 					d.Data = putBE32(v &^ quotaFDepleted)
 				}
@@ -298,9 +303,9 @@ func writeExpr(e expr) ([]Attr, error) {
 	case "exthdr":
 		_, sreg := find(e.data, exthdrSreg)
 		_, dreg := find(e.data, exthdrDreg)
-		out := make([]Attr, 0, len(e.data))
+		out := make([]attr, 0, len(e.data))
 		for _, d := range e.data {
-			switch k := d.Kind(); {
+			switch k := kind(d); {
 			case sreg && k == exthdrFlags:
 				continue
 			case !sreg && !dreg && k != exthdrType && k != exthdrOp:
@@ -310,9 +315,9 @@ func writeExpr(e expr) ([]Attr, error) {
 		}
 		return out, nil
 	case "dynset":
-		out := make([]Attr, 0, len(e.data))
+		out := make([]attr, 0, len(e.data))
 		for _, d := range e.data {
-			switch d.Kind() {
+			switch kind(d) {
 			case dynsetTimeout:
 				if v, ok := be64(d.Data); ok && v == 0 {
 					continue
@@ -328,7 +333,9 @@ func writeExpr(e expr) ([]Attr, error) {
 				if err != nil {
 					return nil, err
 				}
-				d.Data = x.encode(xd)
+				if d.Data, err = x.encode(xd); err != nil {
+					return nil, err
+				}
 			case dynsetExprs:
 				b, err := WriteExprs(d.Data)
 				if err != nil {
@@ -347,16 +354,16 @@ func writeExpr(e expr) ([]Attr, error) {
 // zeroed (counters, quota consumed, last use), padding dropped, anonymous
 // sets named by their index in anon.
 func normalExprs(list []byte, anon map[string]int) ([]byte, error) {
-	return mapExprs(list, func(e expr) ([]Attr, error) { return normalExpr(e, anon) })
+	return mapExprs(list, func(e expr) ([]attr, error) { return normalExpr(e, anon) })
 }
 
 var zero64 = make([]byte, 8)
 
-func normalExpr(e expr, anon map[string]int) ([]Attr, error) {
-	out := make([]Attr, 0, len(e.data))
+func normalExpr(e expr, anon map[string]int) ([]attr, error) {
+	out := make([]attr, 0, len(e.data))
 	nameAttr, idAttr, refers := setRef(e.name)
 	for _, d := range e.data {
-		k := d.Kind()
+		k := kind(d)
 		switch {
 		case refers && k == idAttr:
 			continue
@@ -388,7 +395,9 @@ func normalExpr(e expr, anon map[string]int) ([]Attr, error) {
 			if err != nil {
 				return nil, err
 			}
-			d.Data = x.encode(xd)
+			if d.Data, err = x.encode(xd); err != nil {
+				return nil, err
+			}
 		case e.name == "dynset" && k == dynsetExprs:
 			b, err := normalExprs(d.Data, anon)
 			if err != nil {
@@ -404,31 +413,31 @@ func normalExpr(e expr, anon map[string]int) ([]Attr, error) {
 // WriteElem is an element as a batch sends it again: what the kernel dumped,
 // but its expiration (the time left, which is state) and padding.
 func WriteElem(elem []byte) ([]byte, error) {
-	as, err := ParseAttrs(elem)
+	as, err := parseAttrs(elem)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(elem))
+	out := make([]attr, 0, len(as))
 	for _, a := range as {
-		switch a.Kind() {
+		switch kind(a) {
 		case nftaSetElemExpiration, nftaSetElemPad:
 			continue
 		}
-		out = AppendAttr(out, a.Type, a.Data)
+		out = append(out, attr{Type: a.Type, Data: a.Data})
 	}
-	return out, nil
+	return marshal(out)
 }
 
 // normalElem is an element's normal form: its write form with the state of
 // its expressions (a counter per element) zeroed.
 func normalElem(elem []byte) ([]byte, error) {
-	as, err := ParseAttrs(elem)
+	as, err := parseAttrs(elem)
 	if err != nil {
 		return nil, err
 	}
-	var out []byte
+	var out []attr
 	for _, a := range as {
-		switch a.Kind() {
+		switch kind(a) {
 		case nftaSetElemExpiration, nftaSetElemPad:
 			continue
 		case nftaSetElemExpr:
@@ -440,27 +449,29 @@ func normalElem(elem []byte) ([]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			a.Data = x.encode(xd)
+			if a.Data, err = x.encode(xd); err != nil {
+				return nil, err
+			}
 		case nftaSetElemExpressions:
 			if a.Data, err = normalExprs(a.Data, nil); err != nil {
 				return nil, err
 			}
 		}
-		out = AppendAttr(out, a.Type, a.Data)
+		out = append(out, a)
 	}
-	return out, nil
+	return marshal(out)
 }
 
 // normalSpec is a set spec's normal form: the state of its expressions
 // zeroed.
 func normalSpec(spec []byte) ([]byte, error) {
-	as, err := ParseAttrs(spec)
+	as, err := parseAttrs(spec)
 	if err != nil {
 		return nil, err
 	}
-	var out []byte
+	var out []attr
 	for _, a := range as {
-		switch a.Kind() {
+		switch kind(a) {
 		case nftaSetExpr:
 			x, err := parseExpr(a.Data)
 			if err != nil {
@@ -470,15 +481,17 @@ func normalSpec(spec []byte) ([]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			a.Data = x.encode(xd)
+			if a.Data, err = x.encode(xd); err != nil {
+				return nil, err
+			}
 		case nftaSetExpressions:
 			if a.Data, err = normalExprs(a.Data, nil); err != nil {
 				return nil, err
 			}
 		}
-		out = AppendAttr(out, a.Type, a.Data)
+		out = append(out, a)
 	}
-	return out, nil
+	return marshal(out)
 }
 
 // Fingerprint is the hash of a rule's normal form: its expressions with
@@ -574,7 +587,7 @@ func shapeFingerprint(exprs, udata []byte, sets []model.NftAnonSet) (string, []*
 
 // specFlags returns a set spec's NFTA_SET_FLAGS.
 func specFlags(spec []byte) (uint32, bool) {
-	as, err := ParseAttrs(spec)
+	as, err := parseAttrs(spec)
 	if err != nil {
 		return 0, false
 	}
@@ -663,7 +676,7 @@ var objExpr = map[uint32]string{1: "counter", 2: "quota", 4: "limit", 5: "connli
 // comment).
 func ObjFingerprint(typ uint32, data, udata []byte) (string, error) {
 	if name, ok := objExpr[typ]; ok {
-		as, err := ParseAttrs(data)
+		as, err := parseAttrs(data)
 		if err != nil {
 			return "", err
 		}
@@ -671,7 +684,9 @@ func ObjFingerprint(typ uint32, data, udata []byte) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		data = AppendAttrs(nil, nd)
+		if data, err = marshal(nd); err != nil {
+			return "", err
+		}
 	}
 	return hash16([]byte("nftables object v1"), putBE32(typ), data, udata), nil
 }

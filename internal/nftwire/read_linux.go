@@ -7,6 +7,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// GetTable returns a table by name: the zero Table, nil when it does not
+// exist.
+func (n *Conn) GetTable(family byte, name string) (Table, error) {
+	ae := enc()
+	ae.String(nftaTableName, name)
+	msgs, err := n.Get(MsgGetTable, family, encode(ae))
+	if errors.Is(err, unix.ENOENT) {
+		return Table{}, nil
+	}
+	if err != nil {
+		return Table{}, err
+	}
+	for _, m := range msgs {
+		t, err := DecodeTable(m)
+		if err != nil {
+			return Table{}, err
+		}
+		if t.Handle != 0 {
+			return t, nil
+		}
+	}
+	return Table{}, errors.New("no handle in the answer")
+}
+
 // ReadTable dumps a table whole, but the elements of the sets for which
 // elems says false (nil: every set's); elems sees the table's chains, rules
 // and sets already read. It returns nil, nil when the table does not exist.

@@ -41,15 +41,13 @@ func TestMarkerRoundTrip(t *testing.T) {
 	}
 }
 
-// expr encodes an expression of a list.
-func exprBytes(name string, data ...Attr) []byte {
-	e := AppendAttr(nil, nftaExprName, zstr(name))
-	e = AppendAttr(e, nlaFNested|nftaExprData, AppendAttrs(nil, data))
-	return AppendAttr(nil, nlaFNested|nftaListElem, e)
+// exprBytes encodes an expression of a list.
+func exprBytes(name string, data ...na) []byte {
+	return enlist(nil, xpr(nil, name, data...))
 }
 
-func u32(k uint16, v uint32) Attr { return Attr{Type: k, Data: putBE32(v)} }
-func u64(k uint16, v uint64) Attr { return Attr{Type: k, Data: putBE64(v)} }
+func u32(k uint16, v uint32) na { return b32(k, v) }
+func u64(k uint16, v uint64) na { return b64(k, v) }
 
 // The fingerprint holds what a rule does and nothing it counts: a
 // counter's values and a quota's use are zeroed, anonymous sets compared
@@ -57,11 +55,11 @@ func u64(k uint16, v uint64) Attr { return Attr{Type: k, Data: putBE64(v)} }
 func TestFingerprintZeroesState(t *testing.T) {
 	rule := func(pkts uint64, set string) []byte {
 		return append(exprBytes("counter", u64(counterBytes, pkts*100), u64(counterPackets, pkts)),
-			exprBytes("lookup", Attr{Type: lookupSet, Data: zstr(set)}, u32(2, 1))...)
+			exprBytes("lookup", na{Type: lookupSet, Data: zstr(set)}, u32(2, 1))...)
 	}
-	elem := AppendAttr(nil, nlaFNested|nftaSetElemKey, AppendAttr(nil, nftaDataValue, []byte{0, 22}))
+	elem := enlist(t, nest(t, nftaSetElemKey, raw(nftaDataValue, 0, 22)))
 	set := func(name string) []model.NftAnonSet {
-		return []model.NftAnonSet{{Name: name, Spec: AppendAttr(nil, nftaSetFlags, putBE32(SetAnonymous|SetConstant)), Elems: [][]byte{elem}}}
+		return []model.NftAnonSet{{Name: name, Spec: enlist(t, b32(nftaSetFlags, SetAnonymous|SetConstant)), Elems: [][]byte{elem}}}
 	}
 	a, err := Fingerprint(rule(0, "__set0"), nil, set("__set0"))
 	if err != nil {
@@ -71,7 +69,7 @@ func TestFingerprintZeroesState(t *testing.T) {
 	if a != b {
 		t.Error("a counter's value or an anonymous set's name changed the fingerprint")
 	}
-	other := []model.NftAnonSet{{Name: "__set0", Spec: set("")[0].Spec, Elems: [][]byte{AppendAttr(nil, nlaFNested|nftaSetElemKey, AppendAttr(nil, nftaDataValue, []byte{0, 23}))}}}
+	other := []model.NftAnonSet{{Name: "__set0", Spec: set("")[0].Spec, Elems: [][]byte{enlist(t, nest(t, nftaSetElemKey, raw(nftaDataValue, 0, 23)))}}}
 	if c, _ := Fingerprint(rule(0, "__set0"), nil, other); c == a {
 		t.Error("another element left the fingerprint alone")
 	}
@@ -96,23 +94,23 @@ func TestWriteExprs(t *testing.T) {
 		in, want []byte
 	}{
 		{"exthdr set: flags dropped",
-			exprBytes("exthdr", u32(exthdrSreg, 1), Attr{Type: exthdrType, Data: []byte{2}}, u32(3, 2), u32(4, 2), u32(exthdrFlags, 0), u32(exthdrOp, 1)),
-			exprBytes("exthdr", u32(exthdrSreg, 1), Attr{Type: exthdrType, Data: []byte{2}}, u32(3, 2), u32(4, 2), u32(exthdrOp, 1))},
+			exprBytes("exthdr", u32(exthdrSreg, 1), na{Type: exthdrType, Data: []byte{2}}, u32(3, 2), u32(4, 2), u32(exthdrFlags, 0), u32(exthdrOp, 1)),
+			exprBytes("exthdr", u32(exthdrSreg, 1), na{Type: exthdrType, Data: []byte{2}}, u32(3, 2), u32(4, 2), u32(exthdrOp, 1))},
 		{"exthdr strip: type and op only",
-			exprBytes("exthdr", Attr{Type: exthdrType, Data: []byte{2}}, u32(3, 0), u32(4, 0), u32(exthdrFlags, 0), u32(exthdrOp, 1)),
-			exprBytes("exthdr", Attr{Type: exthdrType, Data: []byte{2}}, u32(exthdrOp, 1))},
+			exprBytes("exthdr", na{Type: exthdrType, Data: []byte{2}}, u32(3, 0), u32(4, 0), u32(exthdrFlags, 0), u32(exthdrOp, 1)),
+			exprBytes("exthdr", na{Type: exthdrType, Data: []byte{2}}, u32(exthdrOp, 1))},
 		{"exthdr load: unchanged",
-			exprBytes("exthdr", u32(exthdrDreg, 1), Attr{Type: exthdrType, Data: []byte{2}}, u32(exthdrFlags, 0)),
-			exprBytes("exthdr", u32(exthdrDreg, 1), Attr{Type: exthdrType, Data: []byte{2}}, u32(exthdrFlags, 0))},
+			exprBytes("exthdr", u32(exthdrDreg, 1), na{Type: exthdrType, Data: []byte{2}}, u32(exthdrFlags, 0)),
+			exprBytes("exthdr", u32(exthdrDreg, 1), na{Type: exthdrType, Data: []byte{2}}, u32(exthdrFlags, 0))},
 		{"dynset: a timeout of 0 dropped",
-			exprBytes("dynset", Attr{Type: dynsetSetName, Data: zstr("s")}, u64(dynsetTimeout, 0)),
-			exprBytes("dynset", Attr{Type: dynsetSetName, Data: zstr("s")})},
+			exprBytes("dynset", na{Type: dynsetSetName, Data: zstr("s")}, u64(dynsetTimeout, 0)),
+			exprBytes("dynset", na{Type: dynsetSetName, Data: zstr("s")})},
 		{"dynset: a timeout kept",
-			exprBytes("dynset", Attr{Type: dynsetSetName, Data: zstr("s")}, u64(dynsetTimeout, 10000)),
-			exprBytes("dynset", Attr{Type: dynsetSetName, Data: zstr("s")}, u64(dynsetTimeout, 10000))},
+			exprBytes("dynset", na{Type: dynsetSetName, Data: zstr("s")}, u64(dynsetTimeout, 10000)),
+			exprBytes("dynset", na{Type: dynsetSetName, Data: zstr("s")}, u64(dynsetTimeout, 10000))},
 		{"osf: flags 0 dropped",
-			exprBytes("osf", u32(1, 1), Attr{Type: 2, Data: []byte{0}}, u32(osfFlags, 0)),
-			exprBytes("osf", u32(1, 1), Attr{Type: 2, Data: []byte{0}})},
+			exprBytes("osf", u32(1, 1), na{Type: 2, Data: []byte{0}}, u32(osfFlags, 0)),
+			exprBytes("osf", u32(1, 1), na{Type: 2, Data: []byte{0}})},
 		{"quota: depleted cleared",
 			exprBytes("quota", u64(1, 0), u32(quotaFlags, quotaFDepleted|1), u64(quotaConsumed, 0)),
 			exprBytes("quota", u64(1, 0), u32(quotaFlags, 1), u64(quotaConsumed, 0))},
