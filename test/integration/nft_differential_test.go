@@ -36,6 +36,10 @@ func TestNftDifferential(t *testing.T) {
 	results := nftcorpus.Run(t, cases)
 	counts := nftcorpus.Tally(results)
 	t.Logf("seed %d (NFTDIFF_SEED): %s", seed, counts)
+	classes, byClass := nftcorpus.TallyByClass(results)
+	for _, c := range classes {
+		t.Logf("  [%s] %s", c, byClass[c])
+	}
 	for _, res := range results {
 		switch res.Outcome {
 		case nftcorpus.Differ, nftcorpus.OnlyWeAccept, nftcorpus.OnlyNftTakes:
@@ -49,4 +53,48 @@ func envInt(name string, def int) int {
 		return v
 	}
 	return def
+}
+
+// TestNftIssue31Examples: the rules issue 31 found meaning something else
+// under our own grammar, or written to the kernel though nft refuses them,
+// each through netreconcile and through nft -f: the same kernel rule, or a
+// refusal by both where nft refuses.
+func TestNftIssue31Examples(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	var cases []nftcorpus.Case
+	want := map[string]nftcorpus.Outcome{}
+	for _, tc := range []struct {
+		name string
+		c    nftcorpus.Case
+		want nftcorpus.Outcome
+	}{
+		{"oifname-not-in-anonymous-set", nftcorpus.Case{Family: "inet", Chain: "out", Rule: "oifname != {wg0} drop"}, nftcorpus.Identical},
+		{"escaped-star-is-a-name", nftcorpus.Case{Family: "inet", Chain: "in", Rule: `iifname "dummy\*" accept`}, nftcorpus.Identical},
+		{"leading-zero-is-octal", nftcorpus.Case{Family: "inet", Chain: "in", Rule: "tcp dport 022 accept"}, nftcorpus.Identical},
+		{"protocol-name-from-etc-protocols", nftcorpus.Case{Family: "inet", Chain: "out", Rule: "meta l4proto ipip"}, nftcorpus.Identical},
+		{"snat-port-0-kept", nftcorpus.Case{Family: "ip", Chain: "natpost", Rule: "tcp dport 80 snat to 1.2.3.4:0"}, nftcorpus.Identical},
+		// nft maps a port only after a transport protocol match.
+		{"snat-port-without-protocol-refused", nftcorpus.Case{Family: "ip", Chain: "natpost", Rule: "snat to 1.2.3.4:0"}, nftcorpus.RefusedByBoth},
+		{"statement-after-masquerade-refused", nftcorpus.Case{Family: "ip", Chain: "natpost", Rule: "tcp sport 22 masquerade accept"}, nftcorpus.RefusedByBoth},
+		{"contradictory-l4proto-refused", nftcorpus.Case{Family: "inet", Chain: "out", Rule: "meta l4proto udp tcp dport 22"}, nftcorpus.RefusedByBoth},
+		{"go-binary-literal-refused", nftcorpus.Case{Family: "inet", Chain: "out", Rule: "meta mark set 0b101"}, nftcorpus.RefusedByBoth},
+		{"go-digit-separator-refused", nftcorpus.Case{Family: "inet", Chain: "out", Rule: "meta mark set 1_000"}, nftcorpus.RefusedByBoth},
+		{"ipv4-nfproto-in-ip6-table-refused", nftcorpus.Case{Family: "ip6", Chain: "out", Rule: "meta nfproto ipv4 ip6 saddr ::1"}, nftcorpus.RefusedByBoth},
+		{"iifname-star-refused", nftcorpus.Case{Family: "inet", Chain: "in", Rule: `iifname "*" accept`}, nftcorpus.RefusedByBoth},
+	} {
+		tc.c.Class = tc.name
+		cases = append(cases, tc.c)
+		want[tc.name] = tc.want
+	}
+	results := nftcorpus.Run(t, cases)
+	if len(results) != len(cases) {
+		t.Fatalf("%d results for %d cases", len(results), len(cases))
+	}
+	for _, res := range results {
+		t.Run(res.Class, func(t *testing.T) {
+			if res.Outcome != want[res.Class] {
+				t.Errorf("%s: %s, want %s\n%s", res.Case, res.Outcome, want[res.Class], res.Detail)
+			}
+		})
+	}
 }

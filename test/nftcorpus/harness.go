@@ -409,3 +409,17 @@ func collectSets(debug string) map[string][]string {
 	}
 	return sets
 }
+
+// TallyByClass counts results by syntax class, the classes in order.
+func TallyByClass(rs []Result) ([]string, map[string]Counts) {
+	var classes []string
+	by := map[string]Counts{}
+	for _, r := range rs {
+		if by[r.Class] == nil {
+			by[r.Class] = Counts{}
+			classes = append(classes, r.Class)
+		}
+		by[r.Class][r.Outcome]++
+	}
+	return classes, by
+}
