@@ -139,6 +139,20 @@ func (n *Nft) Compile(ctx context.Context, req *Request) error {
 	}
 	if len(c.errs) > 0 {
 		sortErrors(c.errs)
+		var texts []string
+		for _, r := range req.Rules {
+			texts = append(texts, r.Rule.Text)
+		}
+		for _, t := range req.Decls {
+			for _, s := range t.Sets {
+				texts = append(texts, s.Decl)
+				texts = append(texts, s.ElemTexts...)
+			}
+			for _, o := range t.Objects {
+				texts = append(texts, o.Decl)
+			}
+		}
+		maskSecrets(c.errs, texts)
 		return c.errs
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/redact"
 )
 
 // nftError is one error nft printed: where in the script (line 0: nowhere
@@ -171,4 +173,38 @@ func (e Error) Place() (file string, line, col int) {
 		return e.Pos, 0, 0
 	}
 	return strings.Join(parts[:len(parts)-2], ":"), l, c
+}
+
+// maskSecrets keeps a key typed where nft's words go out of nft's
+// messages: nft quotes what it refuses, often only part of a word (it
+// splits "k+ey=" at the '+'), which the redaction of the message alone
+// does not recognise as a key. Each piece of 8 or more letters and digits
+// of a word of the file's text that redact.String judges a key is masked
+// in every message.
+func maskSecrets(errs Errors, texts []string) {
+	var pieces []string
+	for _, t := range texts {
+		for _, w := range strings.FieldsFunc(t, func(r rune) bool { return r == ' ' || r == '\t' || r == '"' }) {
+			if redact.String(w) == w {
+				continue
+			}
+			for _, p := range strings.FieldsFunc(w, func(r rune) bool {
+				return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+			}) {
+				if len(p) >= 8 {
+					pieces = append(pieces, p)
+				}
+			}
+		}
+	}
+	if len(pieces) == 0 {
+		return
+	}
+	// Longest first: a piece inside another is masked with it.
+	sort.Slice(pieces, func(i, j int) bool { return len(pieces[i]) > len(pieces[j]) })
+	for i := range errs {
+		for _, p := range pieces {
+			errs[i].Msg = strings.ReplaceAll(errs[i].Msg, p, redact.Placeholder)
+		}
+	}
 }

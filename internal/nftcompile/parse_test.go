@@ -158,3 +158,17 @@ func TestKey(t *testing.T) {
 		}
 	}
 }
+
+// A key typed where nft's words go is masked in nft's message even when
+// nft quotes only part of it (it stops a word at '+').
+func TestMaskSecretsInNftMessages(t *testing.T) {
+	key := "Gd9cVKgrjK56O6RBrUQyp+t360pULMoB8eXQjoeMFQM="
+	errs := Errors{{Pos: "f.yaml:3:9", Msg: "unknown datatype Gd9cVKgrjK56O6RBrUQyp"}, {Pos: "f.yaml:4:9", Msg: "unknown datatype ipv4_adr"}}
+	maskSecrets(errs, []string{"type " + key + ";", "type ipv4_adr;"})
+	if strings.Contains(errs[0].Msg, "Gd9cVKgr") || !strings.Contains(errs[0].Msg, "unknown datatype") {
+		t.Errorf("a key's piece shown: %s", errs[0].Msg)
+	}
+	if errs[1].Msg != "unknown datatype ipv4_adr" {
+		t.Errorf("a word that is no key masked: %s", errs[1].Msg)
+	}
+}
