@@ -1,7 +1,9 @@
 # Fuzzing of the configuration loader (internal/desired/fuzz_test.go) and
 # its side-file parsers (routes-files, elements-file: sidefile_test.go), of
 # the rtnetlink codec's decoders (internal/kernel/rtnl: routes, addresses,
-# rules, links) and of the daemon's event path (internal/daemon), and of
+# rules, links), of the daemon's event path (internal/daemon), of the
+# readers of nft's listing (show) and of its errors (internal/nftcompile), of the
+# nf_tables attribute codec against the kernel's reading (internal/nftwire), and of
 # every parser of the state directory (the nftables element cache, the
 # transaction record, the ownership ledger, the IPAM registries: a file
 # another user may have written; each target checks that what it accepts is
@@ -22,7 +24,8 @@ FUZZ_TARGETS := ./internal/desired:FuzzLoad ./internal/desired:FuzzLoadGenerated
 	./internal/nftcache:FuzzDecodeBody \
 	./internal/kernel/rtnl:FuzzRoute:10s ./internal/kernel/rtnl:FuzzAddress:5s ./internal/kernel/rtnl:FuzzRule:5s \
 	./internal/kernel/rtnl:FuzzLink:5s ./internal/daemon:FuzzEvents:10s \
-	./internal/safeapply:FuzzDecode:20000x ./internal/ledger:FuzzDecode:100000x ./internal/ipam:FuzzDecode:100000x
+	./internal/safeapply:FuzzDecode:20000x ./internal/ledger:FuzzDecode:100000x ./internal/ipam:FuzzDecode:100000x \
+	./internal/nftcompile:FuzzParseListing:10s ./internal/nftcompile:FuzzParseErrors:10s ./internal/nftwire:FuzzCodec:20000x
 FUZZTIME ?= 15m
 FUZZTIME_SHORT ?= 15s
 FUZZ_PARALLEL ?= 1

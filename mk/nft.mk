@@ -1,7 +1,21 @@
 # nftables benchmark: a 100k-element interval set loaded, then grown by one
-# element, by netreconcile and by nft -f in one run (needs root).
+# element, and one rule changed among 1,000 of a chain, by netreconcile and
+# by nft -f in one run (needs root).
 BENCH_TARGETS += bench-nft
 
 .PHONY: bench-nft
 bench-nft: test-deps
-	NETRECONCILE_BENCH=nft $(GO) test -count=1 -run '^TestBenchNft$$' -v -timeout 30m ./internal/engine/
+	NETRECONCILE_BENCH=nft $(GO) test -count=1 -run '^TestBenchNft(Rules)?$$' -v -timeout 30m ./internal/engine/
+
+# The nftables differential (test/nftcorpus): the whole corpus and 1,000
+# generated rules through netreconcile and through nft -f, in fresh
+# namespaces (needs root). make test runs a sample of it (test-go).
+#   make test-nftdiff NFTDIFF_SEED=N      replay a seed
+#   make test-nftdiff NFTDIFF_GENERATED=5000
+NFTDIFF_SEED ?=
+NFTDIFF_GENERATED ?= 1000
+
+.PHONY: test-nftdiff
+test-nftdiff: test-deps
+	NETRECONCILE_NFTDIFF=full NFTDIFF_SEED=$(NFTDIFF_SEED) NFTDIFF_GENERATED=$(NFTDIFF_GENERATED) NETRECONCILE_REQUIRE_PRIVILEGED=1 \
+		$(GO) test -count=1 -run '^TestNftDifferential$$' -v -timeout 60m ./test/integration

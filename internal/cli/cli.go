@@ -22,6 +22,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/nftcache"
+	"github.com/netreconcile/netreconcile/internal/nftcompile"
 	"github.com/netreconcile/netreconcile/internal/redact"
 	"github.com/netreconcile/netreconcile/internal/statedir"
 )
@@ -89,6 +90,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.DurationVar(&g.lockTimeout, "lock-timeout", DefaultLockTimeout, "")
 	fs.BoolVar(&g.allowInsecureConfig, "allow-insecure-config", false, "")
 	fs.StringVar(&kernel.UserspaceProgram, "wireguard-go", kernel.DefaultUserspaceProgram, "")
+	fs.StringVar(&engine.DefaultCompiler.Path, "nft", nftcompile.DefaultNft, "")
 }
 
 // load reads and validates the configuration, refusing files that a user

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/apply"
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/redact"
@@ -29,6 +31,10 @@ func runValidate(ctx context.Context, env *Env, args []string) int {
 		return ExitUsage
 	}
 	cfg, err := g.load()
+	if err == nil {
+		// Rules are nft's: nft compiles them, in a namespace of its own.
+		err = engine.CompileAll(ctx, nil, cfg.State, localLinks())
+	}
 	if output == "json" {
 		r := validateJSON{jsonHeader: header(), Valid: err == nil, Config: g.config, jsonFailure: env.failure(err)}
 		if err == nil {
@@ -76,6 +82,21 @@ func heldBackText(n int) string {
 		return "1 object held back by a conflict"
 	}
 	return fmt.Sprintf("%d objects held back by conflicts", n)
+}
+
+// localLinks are the links of the caller's namespace by name: validate
+// compiles rules that name a link (iif, oif) to its index here, as nft run
+// here would. Listing them needs no privilege.
+func localLinks() map[string]int {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]int, len(ifs))
+	for _, i := range ifs {
+		out[i.Name] = i.Index
+	}
+	return out
 }
 
 func runDiff(ctx context.Context, env *Env, args []string) int {
@@ -304,6 +325,9 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 	}
 	if !all {
 		st = st.Owned()
+	}
+	if err := listedRules(ctx, eng, st); err != nil {
+		return fail(env, "show", err)
 	}
 	data, err := render.State(st)
 	if err != nil {

@@ -31,6 +31,8 @@ Common options:
       --wireguard-go PATH
                        the userspace WireGuard program for links with
                        userspace: true (absolute; default /usr/bin/wireguard-go)
+      --nft PATH       the nft program that compiles nftables rules
+                       (absolute; default /usr/sbin/nft)
   -h, --help           show this help
 `
 

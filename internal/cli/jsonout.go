@@ -14,6 +14,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/ipam"
+	"github.com/netreconcile/netreconcile/internal/nftcompile"
 	"github.com/netreconcile/netreconcile/internal/redact"
 	"github.com/netreconcile/netreconcile/internal/safeapply"
 )
@@ -89,6 +90,20 @@ func (env *Env) failure(err error) jsonFailure {
 			f.Errors = append(f.Errors, fe)
 		}
 		f.ErrorCount = desired.ErrorCount(err)
+	}
+	var nes nftcompile.Errors
+	if errors.As(err, &nes) {
+		for _, e := range nes {
+			file, line, col := e.Place()
+			fe := jsonFieldError{File: redact.String(file), Line: line, Column: col,
+				Message: redact.String(e.Msg), Text: redact.String(e.Error())}
+			if e.Path != "" {
+				p := redact.String(e.Path)
+				fe.Path = &p
+			}
+			f.Errors = append(f.Errors, fe)
+		}
+		f.ErrorCount = len(nes)
 	}
 	return f
 }

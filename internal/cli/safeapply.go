@@ -14,6 +14,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/apply"
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/safeapply"
@@ -37,7 +38,7 @@ func (g *globals) timerArgs() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--state-dir", sd, "--lock-timeout", g.lockTimeout.String(), "--wireguard-go", kernel.UserspaceProgram}
+	args := []string{"--state-dir", sd, "--lock-timeout", g.lockTimeout.String(), "--wireguard-go", kernel.UserspaceProgram, "--nft", engine.DefaultCompiler.Path}
 	if g.netns != "" {
 		ns := g.netns
 		if strings.ContainsRune(ns, '/') {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/nftcompile"
 )
 
 const defaultProtocol = model.DefaultProtocol
@@ -126,4 +127,64 @@ func scalarJSON(n *yaml.Node) []byte {
 	}
 	out, _ := json.Marshal(n.Value)
 	return out
+}
+
+// inNamespace is the kernel's way to run a program in its namespace.
+type inNamespace interface {
+	InNamespace(f func() error) error
+}
+
+// listedRules gives the rules of the state's nftables tables their text as
+// nft lists them, and the sets, maps and objects nft declares their words:
+// what show prints, and what nft reads back to the same objects. Tables
+// with none of these need no nft.
+func listedRules(ctx context.Context, eng *engine.Engine, st *model.State) error {
+	var out string
+	for i := range st.NFTables {
+		t := &st.NFTables[i]
+		n := len(t.Objects)
+		for j := range t.Chains {
+			n += len(t.Chains[j].Rules)
+		}
+		for j := range t.Sets {
+			if t.Sets[j].Raw != nil {
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		if out == "" {
+			list := func() error {
+				var err error
+				out, err = engine.DefaultCompiler.List(ctx)
+				return err
+			}
+			var err error
+			if ns, ok := eng.Kernel.(inNamespace); ok {
+				err = ns.InNamespace(list)
+			} else {
+				err = list()
+			}
+			if err != nil {
+				return fmt.Errorf("list the rules of nftables table %s: %w", t.Key(), err)
+			}
+		}
+		listed := nftcompile.ParseListing(out, t.Family, t.Name)
+		for j := range t.Chains {
+			c := &t.Chains[j]
+			for k := range c.Rules {
+				c.Rules[k].Text = listed.Rules[c.Name][c.Rules[k].Handle]
+			}
+		}
+		for j := range t.Sets {
+			if s := &t.Sets[j]; s.Raw != nil {
+				s.Listed = listed.Sets[s.Name]
+			}
+		}
+		for j := range t.Objects {
+			t.Objects[j].Decl = listed.Objects[t.Objects[j].Name]
+		}
+	}
+	return nil
 }

@@ -11,12 +11,12 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/netreconcile/netreconcile/internal/model"
-	"github.com/netreconcile/netreconcile/internal/nftrule"
 )
 
 // The nftables section: tables keyed "FAMILY NAME" as nft writes them
 // ("inet talos_kubespan"), each with named sets and chains; rules are nft
-// lines (see package nftrule for why).
+// lines, which nft compiles (package nftcompile): here a rule's text is only
+// checked to be one line of nft and no more.
 
 type nftTableConf struct {
 	Meta
@@ -24,15 +24,27 @@ type nftTableConf struct {
 	// that netreconcile did not create (see docs/config.md).
 	Adopt  bool                     `yaml:"adopt"`
 	Sets   map[string]*nftSetConf   `yaml:"sets"`
+	Maps   map[string]*nftSetConf   `yaml:"maps"`
 	Chains map[string]*nftChainConf `yaml:"chains"`
+	// Objects are named stateful objects, each in nft's words without
+	// its name ("quota over 25 mbytes").
+	Objects map[string]*posText `yaml:"objects"`
 }
 
 type nftSetConf struct {
 	Meta
-	Type     string    `yaml:"type" schema:"required,enum=nftSetTypes"`
-	Flags    []string  `yaml:"flags" schema:"enum=nftSetFlags"`
-	Timeout  *Duration `yaml:"timeout"`
-	Elements []posText `yaml:"elements" schema:"unique"`
+	Type string `yaml:"type"`
+	// Typeof, Size, Policy and Counter are nft's set keys that only a set
+	// nft declares has (see nftDeclared).
+	Typeof    string    `yaml:"typeof"`
+	Flags     []string  `yaml:"flags" schema:"enum=nftSetFlags"`
+	Timeout   *Duration `yaml:"timeout"`
+	Size      *int      `yaml:"size"`
+	Policy    string    `yaml:"policy"`
+	Counter   bool      `yaml:"counter"`
+	AutoMerge bool      `yaml:"auto-merge"`
+	Comment   string    `yaml:"comment"`
+	Elements  []posText `yaml:"elements" schema:"unique"`
 	// ElementsFile is a side file of elements, one a line (sidefile.go).
 	ElementsFile string `yaml:"elements-file"`
 	// ElementsFrom: see nft_peers.go.
@@ -55,6 +67,9 @@ type posText struct {
 	Text  string
 	Pos   Pos
 	Shift int // 1 for quoted scalars: the text starts after the quote
+	// Escaped says a quoted scalar may hold escapes ('' or \"), after
+	// which offsets in the text are no longer columns.
+	Escaped bool
 }
 
 func (t *posText) decodeNode(d *decoder, n *yaml.Node, path string) {
@@ -66,7 +81,15 @@ func (t *posText) decodeNode(d *decoder, n *yaml.Node, path string) {
 	t.Text, t.Pos = n.Value, d.pos(n)
 	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
 		t.Shift = 1
+		t.Escaped = strings.ContainsAny(t.Text, "\"'\\")
 	}
+}
+
+// source is where the text is, for errors of nft at an offset in it: the
+// index-th item of the list at path list.
+func (t *posText) source(list string, index int) model.NftSource {
+	return model.NftSource{File: t.Pos.File, Line: t.Pos.Line, Col: t.Pos.Col + t.Shift,
+		Flat: !t.Escaped && !strings.Contains(t.Text, "\n"), List: list, Index: index}
 }
 
 // at returns the position of a byte offset inside the text.
@@ -83,10 +106,9 @@ func (t *posText) at(off int) Pos {
 var nftPriorities = map[string]int{"raw": -300, "mangle": -150, "dstnat": -100, "filter": 0, "security": 50, "srcnat": 100}
 var nftBridgePriorities = map[string]int{"dstnat": -300, "filter": -200, "out": 100, "srcnat": 300}
 
-// The words of a set's flags, a chain's type and its policy: the builder
-// checks with these lists, and the schema lists them (schema.go).
+// The words of a chain's type and its policy: the builder checks with
+// these lists, and the schema lists them (schema.go).
 var (
-	nftSetFlags   = []string{"interval", "timeout"}
 	nftChainTypes = []string{"filter", "nat", "route"}
 	nftPolicies   = []string{"accept", "drop"}
 )
@@ -167,7 +189,6 @@ func inFileOrder[V any](m map[string]*V, pos func(*V) Pos) []string {
 func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTable {
 	path := "nftables." + key.String()
 	t := &model.NftTable{Family: key.Family, Name: key.Name, Adopt: tc.Adopt, Origin: tc.Pos.String()}
-	ctx := nftrule.Context{Family: key.Family, Sets: map[string]string{}, Chains: map[string]bool{}}
 	nerr := b.errs.count()
 	for _, name := range inFileOrder(tc.Sets, func(s *nftSetConf) Pos { return s.Pos }) {
 		sc := tc.Sets[name]
@@ -180,9 +201,39 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 			b.errs.add(tc.at("sets"), sp, "empty set; expected at least \"type\" (%s)", strings.Join(model.NftSetTypes, ", "))
 			continue
 		}
-		if s := b.nftSet(sp, name, sc); s != nil {
-			t.Sets = append(t.Sets, *s)
-			ctx.Sets[name] = s.Type
+		var set *model.NftSet
+		if nftDeclared(sc) {
+			set = b.nftDeclaredSet(sp, name, sc, false)
+		} else {
+			set = b.nftSet(sp, name, sc)
+		}
+		if set != nil {
+			t.Sets = append(t.Sets, *set)
+		}
+	}
+	for _, name := range inFileOrder(tc.Maps, func(s *nftSetConf) Pos { return s.Pos }) {
+		sc := tc.Maps[name]
+		sp := path + ".maps." + name
+		switch {
+		case !validNftName(name):
+			b.errs.add(tc.at("maps"), sp, "expected a map name of letters, digits, _ - and ., starting with a letter")
+		case tc.Sets[name] != nil:
+			b.errs.add(tc.at("maps"), sp, "a set of this name is declared too; sets and maps share names")
+		case sc == nil:
+			b.errs.add(tc.at("maps"), sp, "empty map; expected at least \"type\" (such as \"ipv4_addr : verdict\") or \"typeof\"")
+		default:
+			if m := b.nftDeclaredSet(sp, name, sc, true); m != nil {
+				t.Sets = append(t.Sets, *m)
+			}
+		}
+	}
+	for _, name := range inFileOrder(tc.Objects, func(o *posText) Pos { return o.Pos }) {
+		if o := b.nftObject(tc, path+".objects."+name, name, tc.Objects[name]); o != nil {
+			if t.Set(name) != nil {
+				b.errs.add(o0(tc.Objects[name], tc), path+".objects."+name, "a set or map of this name is declared too")
+				continue
+			}
+			t.Objects = append(t.Objects, *o)
 		}
 	}
 	chainConfs := map[string]*nftChainConf{}
@@ -202,53 +253,201 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 		}
 		t.Chains = append(t.Chains, *c)
 		chainConfs[name] = cc
-		ctx.Chains[name] = c.Base()
 	}
-	// The parse errors by rule text: a megabyte of one-character rules
+	// The checks by rule text: a megabyte of one-character rules
 	// ("[x,x,…]", aliased) is half a million to a million copies of a few
-	// texts, and parsing each again was most of the time spent on it. Only
-	// the failures are remembered: the rules parsed go into the model.
-	unparsable := map[string]error{}
+	// texts. Only the failures are remembered.
+	type problem struct {
+		off int
+		msg string
+	}
+	bad := map[string]problem{}
 	for i := range t.Chains {
 		c := &t.Chains[i]
 		cc := chainConfs[c.Name]
-		cctx := ctx
-		cctx.ChainType, cctx.Hook = c.Type, c.Hook
+		cp := path + ".chains." + c.Name
+		rl := cp + ".rules"
 		for j := range cc.Rules {
 			rt := &cc.Rules[j]
-			var r *nftrule.Rule
-			err, known := unparsable[rt.Text]
+			p, known := bad[rt.Text]
 			if !known {
-				if r, err = nftrule.Parse(rt.Text); err != nil {
-					unparsable[rt.Text] = err
+				if off, msg := model.NftTextProblem(rt.Text); off >= 0 {
+					p, known = problem{off, msg}, true
+					bad[rt.Text] = p
 				}
 			}
-			if err == nil {
-				err = nftrule.Check(r, cctx)
-			}
-			if err != nil {
-				at := rt.Pos
-				// A type assertion, not errors.As: nftrule returns its
-				// *Error unwrapped, and errors.As would allocate the
-				// target for each of half a million bad rules.
-				if pe, ok := err.(*nftrule.Error); ok {
-					at = rt.at(pe.Offset)
-				}
-				// The path and the message are built for a kept error only: a
-				// chain of 100k rules has none, and a chain of 500k bad
-				// rules keeps MaxKeptErrors.
-				b.errs.addLazy(at, func() (string, string) {
-					return path + ".chains." + c.Name + ".rules[" + strconv.Itoa(j) + "]", err.Error()
+			if known {
+				// The path is built for a kept error only: a chain of
+				// 500k bad rules keeps MaxKeptErrors.
+				b.errs.addLazy(rt.at(p.off), func() (string, string) {
+					return cp + ".rules[" + strconv.Itoa(j) + "]", p.msg
 				})
 				continue
 			}
-			c.Rules = append(c.Rules, model.NftRule{Text: r.String(), ID: r.ID(), Rule: r, Origin: rt.Pos.String()})
+			c.Rules = append(c.Rules, model.NftRule{Text: rt.Text, Origin: rt.Pos.String(), Source: rt.source(rl, j)})
 		}
 	}
 	if b.errs.count() != nerr {
 		return nil
 	}
 	return t
+}
+
+// nftDeclared reports whether a set is one nft declares and compiles: any
+// but the five types netreconcile makes itself (ipv4_addr, ipv6_addr,
+// inet_service, mark, inet_proto) with flags interval and timeout at most.
+func nftDeclared(sc *nftSetConf) bool {
+	// policy performance is nft's default: the kernel holds nothing of it.
+	if sc.Typeof != "" || sc.Size != nil || sc.Policy != "" && sc.Policy != "performance" || sc.Counter || sc.AutoMerge || sc.Comment != "" ||
+		!contains(model.NftSetTypes, sc.Type) {
+		return true
+	}
+	for _, f := range sc.Flags {
+		if f != "interval" && f != "timeout" {
+			return true
+		}
+	}
+	return false
+}
+
+// nftSetFlags are the set flags nft's declarations take.
+var nftSetFlags = []string{"constant", "dynamic", "interval", "timeout"}
+
+// nftDeclaredSet builds a set (or map) nft declares: its declaration in
+// nft's words and its elements' texts, which nft compiles. Only that each
+// text is one piece of nft is checked here.
+func (b *builder) nftDeclaredSet(path, name string, sc *nftSetConf, isMap bool) *model.NftSet {
+	s := &model.NftSet{Name: name, Map: isMap, Origin: sc.Pos.String()}
+	nerr := b.errs.count()
+	text := func(key, v string) bool {
+		off, msg := model.NftTextProblem(v)
+		if off < 0 && strings.ContainsAny(v, "{}") {
+			msg = "a type takes no braces"
+		}
+		if msg != "" {
+			b.errs.add(sc.at(key), path+"."+key, "%s", msg)
+			return false
+		}
+		return true
+	}
+	var decl []string
+	switch {
+	case sc.Type != "" && sc.Typeof != "":
+		b.errs.add(sc.at("typeof"), path+".typeof", "a set has a type or a typeof, not both")
+	case sc.Type != "":
+		if text("type", sc.Type) {
+			decl = append(decl, "type "+sc.Type+";")
+		}
+	case sc.Typeof != "":
+		if text("typeof", sc.Typeof) {
+			decl = append(decl, "typeof "+sc.Typeof+";")
+		}
+	default:
+		b.errs.add(sc.Pos, path+".type", "missing; expected \"type\" (as nft writes it: \"ipv4_addr . inet_service\"%s) or \"typeof\"",
+			map[bool]string{true: ", \"ipv4_addr : verdict\"", false: ""}[isMap])
+	}
+	for i, f := range sc.Flags {
+		if !contains(nftSetFlags, f) {
+			b.errs.add(sc.at("flags"), fmt.Sprintf("%s.flags[%d]", path, i), "expected one of %s, found %q", strings.Join(nftSetFlags, ", "), f)
+		}
+	}
+	if len(sc.Flags) > 0 {
+		decl = append(decl, "flags "+strings.Join(sc.Flags, ",")+";")
+	}
+	if sc.Timeout != nil {
+		if d := sc.Timeout.D; d%time.Millisecond != 0 || d <= 0 {
+			b.errs.add(sc.at("timeout"), path+".timeout", "expected a positive whole number of milliseconds, found %s", d)
+		}
+		decl = append(decl, "timeout "+strconv.FormatInt(sc.Timeout.D.Milliseconds(), 10)+"ms;")
+	}
+	if sc.Size != nil {
+		if *sc.Size <= 0 {
+			b.errs.add(sc.at("size"), path+".size", "expected a positive number, found %d", *sc.Size)
+		}
+		decl = append(decl, "size "+strconv.Itoa(*sc.Size)+";")
+	}
+	switch sc.Policy {
+	case "":
+	case "performance", "memory":
+		decl = append(decl, "policy "+sc.Policy+";")
+	default:
+		b.errs.add(sc.at("policy"), path+".policy", "expected performance or memory, found %q", sc.Policy)
+	}
+	if sc.Counter {
+		decl = append(decl, "counter;")
+	}
+	if sc.AutoMerge {
+		decl = append(decl, "auto-merge;")
+	}
+	if sc.Comment != "" {
+		if strings.ContainsAny(sc.Comment, "\"\n") {
+			b.errs.add(sc.at("comment"), path+".comment", "a comment holds no \" and no line break")
+		}
+		decl = append(decl, "comment \""+sc.Comment+"\";")
+	}
+	if sc.ElementsFrom != nil {
+		b.errs.add(sc.at("elements-from"), path+".elements-from", "elements-from feeds a set of type ipv4_addr or ipv6_addr with flags [interval] only")
+	}
+	elems, _ := b.nftElemTexts(path, sc)
+	for i := range elems {
+		et := &elems[i]
+		list, at := path+".elements", i
+		if i >= len(sc.Elements) {
+			// A line of the elements-file: its position is the file's.
+			list, at = path+".elements-file", i-len(sc.Elements)
+		}
+		if off, msg := model.NftTextProblem(et.Text); off >= 0 {
+			b.errs.add(et.at(off), fmt.Sprintf("%s[%d]", list, at), "%s", msg)
+			continue
+		}
+		s.ElemTexts = append(s.ElemTexts, et.Text)
+		s.ElemSources = append(s.ElemSources, et.source(list, at))
+	}
+	if b.errs.count() != nerr {
+		return nil
+	}
+	s.Decl = strings.Join(decl, " ")
+	return s
+}
+
+// nftObjectKinds are nft's named object kinds.
+var nftObjectKinds = []string{"counter", "quota", "limit", "ct helper", "ct timeout", "ct expectation", "synproxy", "secmark"}
+
+// nftObject builds a named object from its text in nft's words, without
+// its name: its kind ("quota") then its body ("over 25 mbytes"), the body
+// of the kinds nft writes in braces given in braces or not.
+func (b *builder) nftObject(tc *nftTableConf, path, name string, ot *posText) *model.NftObject {
+	if !validNftName(name) {
+		b.errs.add(tc.at("objects"), path, "expected an object name of letters, digits, _ - and ., starting with a letter")
+		return nil
+	}
+	if ot == nil {
+		b.errs.add(tc.at("objects"), path, "empty object; expected one of %s, then its settings (\"quota over 25 mbytes\")", strings.Join(nftObjectKinds, ", "))
+		return nil
+	}
+	if off, msg := model.NftDeclProblem(ot.Text); off >= 0 {
+		b.errs.add(ot.at(off), path, "%s", msg)
+		return nil
+	}
+	kind := ""
+	for _, k := range nftObjectKinds {
+		if ot.Text == k || strings.HasPrefix(ot.Text, k+" ") {
+			kind = k
+		}
+	}
+	if kind == "" {
+		b.errs.add(ot.Pos, path, "expected one of %s, then its settings (\"quota over 25 mbytes\"), found %q", strings.Join(nftObjectKinds, ", "), ot.Text)
+		return nil
+	}
+	return &model.NftObject{Name: name, Decl: ot.Text, Origin: ot.Pos.String()}
+}
+
+// o0 is where an object is, for errors about it.
+func o0(ot *posText, tc *nftTableConf) Pos {
+	if ot == nil {
+		return tc.at("objects")
+	}
+	return ot.Pos
 }
 
 func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
@@ -259,9 +458,9 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 	}
 	for i, f := range sc.Flags {
 		switch f {
-		case nftSetFlags[0]:
+		case "interval":
 			s.Interval = true
-		case nftSetFlags[1]:
+		case "timeout":
 			s.Timeout = true
 		default:
 			b.errs.add(sc.at("flags"), fmt.Sprintf("%s.flags[%d]", path, i), "expected %s, found %q", orList(nftSetFlags), f)
@@ -315,7 +514,13 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 		var e model.NftElem
 		err, known := unparsable[et.Text]
 		if !known {
-			if e, err = model.ParseNftElem(s.Type, s.Interval, et.Text); err != nil {
+			text := et.Text
+			if s.Type == model.NftProto {
+				if p, ok := protocolNumber(text); ok {
+					text = strconv.Itoa(int(p))
+				}
+			}
+			if e, err = model.ParseNftElem(s.Type, s.Interval, text); err != nil {
 				unparsable[et.Text] = err
 			}
 		}

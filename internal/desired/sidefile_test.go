@@ -401,3 +401,23 @@ func FuzzSideFiles(f *testing.F) {
 		}
 	})
 }
+
+// A map nft declares takes an elements file too: each line one element in
+// nft's words, as the YAML list would give it.
+func TestElementsFileOfDeclaredMap(t *testing.T) {
+	m := "version: 1\nnftables:\n  inet f:\n    maps:\n      m:\n        type: \"inet_service : verdict\"\n"
+	got, err := Parse([]Source{
+		src("f.yaml", m+"        elements: [\"22 : accept\"]\n        elements-file: m.txt\n"),
+		side("m.txt", "# ports\n80 : drop\n\t443 : accept\n"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := got.State.NFTables[0].Set("m")
+	if s == nil || !reflect.DeepEqual(s.ElemTexts, []string{"22 : accept", "80 : drop", "443 : accept"}) {
+		t.Fatalf("map from an elements file: %+v", s)
+	}
+	if src := s.ElemSources[2]; src.File != "m.txt" || src.Line != 3 || src.Col != 2 || src.Path() != "nftables.inet f.maps.m.elements-file[1]" {
+		t.Errorf("the file's second element is said to be at %+v (%s)", src, src.Path())
+	}
+}

@@ -14,22 +14,26 @@ const (
 	KindNftElem  Kind = "nft element"
 	KindNftChain Kind = "nft chain"
 	KindNftRule  Kind = "nft rule"
+	KindNftObj   Kind = "nft object"
 )
 
 // nftPlan collects the nftables ops of a plan in the order the batch runs
 // them. The whole group is one kernel transaction, and the order is the
 // one each message needs from those before it:
 //  1. tables created (or replaced whole);
-//  2. sets created with their elements, then elements of existing sets:
+//  2. objects created (maps' elements and rules name them);
+//  3. chains created (jump targets exist before rules and verdict maps'
+//     elements use them) or updated;
+//  4. sets created with their elements, then elements of existing sets:
 //     deletes before adds, since a changed interval would overlap its old
 //     self;
-//  3. chains created (jump targets exist before rules use them) or updated;
-//  4. rules: deletes, in-place replaces (by handle), inserts (before the next
+//  5. rules: deletes, in-place replaces (by handle), inserts (before the next
 //     kept rule, or appended), chain by chain in the file's order;
-//  5. chains deleted (their rules, deleted in 4, no longer jump anywhere),
-//     then sets (no rule looks them up any more), then tables.
+//  6. chains deleted (their rules, deleted in 5, no longer jump anywhere),
+//     then sets (no rule looks them up any more), then objects (no rule
+//     or element names them), then tables.
 type nftPlan struct {
-	tables, sets, elems, chains, rules, chainDels, setDels, tableDels []Op
+	tables, objs, chains, sets, elems, rules, chainDels, setDels, objDels, tableDels []Op
 	// filled are the sets created with elements: their element ops follow
 	// the set's op (sets[i]) and are made only when the plan is put
 	// together (appendTo), straight into the plan's array.
@@ -48,7 +52,7 @@ type filledSet struct {
 // they are never held twice: a second copy of the ops of a 100k-element
 // cold load was the first converge's peak (bench-memory).
 func (p *nftPlan) appendTo(ops []Op) []Op {
-	groups := [][]Op{p.tables, p.sets, p.elems, p.chains, p.rules, p.chainDels, p.setDels, p.tableDels}
+	groups := [][]Op{p.tables, p.objs, p.chains, p.sets, p.elems, p.rules, p.chainDels, p.setDels, p.objDels, p.tableDels}
 	n := 0
 	for _, g := range groups {
 		n += len(g)
@@ -58,7 +62,7 @@ func (p *nftPlan) appendTo(ops []Op) []Op {
 	}
 	ops = slices.Grow(ops, n)
 	for gi, g := range groups {
-		if gi != 1 {
+		if gi != 3 {
 			ops = append(ops, g...)
 			continue
 		}
@@ -196,6 +200,12 @@ func (c *computer) nft() {
 // neither, and deleting a set or chain first means deleting every rule that
 // refers to it, so the table is rebuilt whole, in the same atomic batch.
 func nftStructural(w, h *model.NftTable) string {
+	for i := range w.Objects {
+		wo := &w.Objects[i]
+		if ho := h.Object(wo.Name); ho != nil && !sameObject(wo, ho) {
+			return fmt.Sprintf("object %s changes", wo.Name)
+		}
+	}
 	for i := range w.Sets {
 		ws := &w.Sets[i]
 		if hs := h.Set(ws.Name); hs != nil && hs.Spec() != ws.Spec() {
@@ -219,6 +229,19 @@ func nftStructural(w, h *model.NftTable) string {
 
 func tableID(k model.NftTableKey) string { return k.String() }
 
+// sameObject reports whether a declared object and a kernel one are the
+// same: as nft compiled it, stateful values aside.
+func sameObject(w, h *model.NftObject) bool {
+	return w.Raw != nil && h.Raw != nil && w.Raw.Fingerprint == h.Raw.Fingerprint
+}
+
+func objID(k model.NftTableKey, name string) string { return k.String() + " object " + name }
+
+func (p *nftPlan) createObj(k model.NftTableKey, o *model.NftObject) {
+	p.objs = append(p.objs, Op{Action: Create, Kind: KindNftObj, Table: k, ID: objID(k, o.Name), Summary: o.Decl,
+		NFT: []model.NftOp{{Op: model.NftAddObj, Table: k, Obj: o}}})
+}
+
 func (p *nftPlan) createTable(w *model.NftTable, action Action, why string) {
 	k := w.Key()
 	ops := []model.NftOp{{Op: model.NftAddTable, Table: k}}
@@ -226,6 +249,9 @@ func (p *nftPlan) createTable(w *model.NftTable, action Action, why string) {
 		ops = []model.NftOp{{Op: model.NftDelTable, Table: k}, {Op: model.NftAddTable, Table: k}}
 	}
 	p.tables = append(p.tables, Op{Action: action, Kind: KindNftTable, Table: k, ID: tableID(k), Reason: why, NFT: ops})
+	for i := range w.Objects {
+		p.createObj(k, &w.Objects[i])
+	}
 	for i := range w.Sets {
 		p.createSet(k, &w.Sets[i])
 	}
@@ -243,8 +269,16 @@ func setID(k model.NftTableKey, name string) string   { return k.String() + " se
 func chainID(k model.NftTableKey, name string) string { return k.String() + " chain " + name }
 
 func (p *nftPlan) createSet(k model.NftTableKey, s *model.NftSet) {
-	p.sets = append(p.sets, Op{Action: Create, Kind: KindNftSet, Table: k, ID: setID(k, s.Name), Summary: s.Spec(),
+	summary := s.Spec()
+	if s.Decl != "" {
+		summary = s.Decl
+	}
+	p.sets = append(p.sets, Op{Action: Create, Kind: KindNftSet, Table: k, ID: setID(k, s.Name), Summary: summary,
 		NFT: []model.NftOp{{Op: model.NftAddSet, Table: k, Set: s}}})
+	if s.Raw != nil && len(s.Raw.Elems) > 0 {
+		p.sets = append(p.sets, rawElemsOp(Create, k, s, s.Raw.Elems))
+		return
+	}
 	if len(s.Elems) > 0 {
 		p.filled = append(p.filled, filledSet{at: len(p.sets) - 1, key: k, set: s})
 	}
@@ -280,13 +314,76 @@ func ruleOp(a Action, k model.NftTableKey, c *model.NftChain, pos int, r *model.
 	return Op{Action: a, Kind: KindNftRule, Table: k, ID: id, Summary: r.Label(), NFT: []model.NftOp{op}}
 }
 
+// sameRule reports whether a desired rule and a kernel rule are the same
+// rule: their fingerprints are known and equal.
+func sameRule(w, h *model.NftRule) bool { return w.Fingerprint != "" && w.Fingerprint == h.Fingerprint }
+
+// rawElemsOp adds (or deletes) elements of a set nft declared: one op for
+// all of them, since only nft can name them.
+func rawElemsOp(a Action, k model.NftTableKey, s *model.NftSet, elems [][]byte) Op {
+	op := model.NftAddElems
+	verb := "added"
+	if a == Delete {
+		op, verb = model.NftDelElems, "deleted"
+	}
+	return Op{Action: a, Kind: KindNftElem, Table: k, ID: setID(k, s.Name) + " elements", Summary: fmt.Sprintf("%d %s", len(elems), verb),
+		NFT: []model.NftOp{{Op: op, Table: k, Set: s, RawElems: elems}}}
+}
+
+// rawElemsDiff diffs the elements of a set nft declared by their
+// fingerprints.
+func (p *nftPlan) rawElemsDiff(k model.NftTableKey, ws, hs *model.NftSet) {
+	if ws.Raw == nil || hs.Raw == nil {
+		return
+	}
+	have := make(map[string]bool, len(hs.Raw.ElemFPs))
+	for _, fp := range hs.Raw.ElemFPs {
+		have[fp] = true
+	}
+	want := make(map[string]bool, len(ws.Raw.ElemFPs))
+	var adds, dels [][]byte
+	for i, fp := range ws.Raw.ElemFPs {
+		want[fp] = true
+		if !have[fp] {
+			adds = append(adds, ws.Raw.Elems[i])
+		}
+	}
+	for i, fp := range hs.Raw.ElemFPs {
+		if !want[fp] {
+			dels = append(dels, hs.Raw.Elems[i])
+		}
+	}
+	if len(dels) > 0 {
+		p.elems = append(p.elems, rawElemsOp(Delete, k, ws, dels))
+	}
+	if len(adds) > 0 {
+		p.elems = append(p.elems, rawElemsOp(Create, k, ws, adds))
+	}
+}
+
 func (p *nftPlan) updateTable(w, h *model.NftTable) {
 	k := w.Key()
+	for i := range w.Objects {
+		if h.Object(w.Objects[i].Name) == nil {
+			p.createObj(k, &w.Objects[i])
+		}
+	}
+	for i := range h.Objects {
+		ho := &h.Objects[i]
+		if w.Object(ho.Name) == nil {
+			p.objDels = append(p.objDels, Op{Action: Delete, Kind: KindNftObj, Table: k, ID: objID(k, ho.Name),
+				NFT: []model.NftOp{{Op: model.NftDelObj, Table: k, Obj: ho}}})
+		}
+	}
 	for i := range w.Sets {
 		ws := &w.Sets[i]
 		hs := h.Set(ws.Name)
 		if hs == nil {
 			p.createSet(k, ws)
+			continue
+		}
+		if ws.Decl != "" {
+			p.rawElemsDiff(k, ws, hs)
 			continue
 		}
 		// Both lists are sorted by key: one merge walk, no maps (a set
@@ -351,12 +448,14 @@ func (p *nftPlan) updateTable(w, h *model.NftTable) {
 }
 
 // ruleDiff turns the chain's actual rules into the desired list with the
-// fewest writes: the longest common subsequence of rule identities is kept
-// as is (handles unchanged); in each gap between kept rules, actual rules
-// are replaced in place by desired ones pairwise, extra desired rules are
-// inserted before the next kept rule (or appended), extra actual rules are
-// deleted. Rules without our marker never match, so a rule edited behind
-// our back is put back.
+// fewest writes: the longest common subsequence of equal rules is kept as
+// is (handles and counters unchanged); in each gap between kept rules,
+// actual rules are replaced in place by desired ones pairwise, extra
+// desired rules are inserted before the next kept rule (or appended), extra
+// actual rules are deleted. Two rules are equal when their bytecode is, in
+// normal form (their fingerprints): what nft makes of the text, whatever
+// its wording, so a rule reworded to the same meaning is not written, and a
+// rule edited behind our back is put back.
 func ruleDiff(k model.NftTableKey, c *model.NftChain, have []model.NftRule) []Op {
 	want := c.Rules
 	n, m := len(want), len(have)
@@ -368,7 +467,7 @@ func ruleDiff(k model.NftTableKey, c *model.NftChain, have []model.NftRule) []Op
 	for i := n - 1; i >= 0; i-- {
 		for j := m - 1; j >= 0; j-- {
 			switch {
-			case have[j].ID != "" && want[i].ID == have[j].ID:
+			case sameRule(&want[i], &have[j]):
 				lcs[i][j] = lcs[i+1][j+1] + 1
 			case lcs[i+1][j] >= lcs[i][j+1]:
 				lcs[i][j] = lcs[i+1][j]
@@ -399,7 +498,7 @@ func ruleDiff(k model.NftTableKey, c *model.NftChain, have []model.NftRule) []Op
 	i, j := 0, 0
 	for i < n || j < m {
 		switch {
-		case i < n && j < m && have[j].ID != "" && want[i].ID == have[j].ID:
+		case i < n && j < m && sameRule(&want[i], &have[j]):
 			flush(have[j].Handle)
 			i++
 			j++

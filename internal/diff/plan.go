@@ -334,7 +334,7 @@ func (op *Op) NftTable() model.NftTableKey { return op.Table }
 // IsNft reports whether k is an nftables kind.
 func (k Kind) IsNft() bool {
 	switch k {
-	case KindNftTable, KindNftSet, KindNftElem, KindNftChain, KindNftRule:
+	case KindNftTable, KindNftSet, KindNftElem, KindNftChain, KindNftRule, KindNftObj:
 		return true
 	}
 	return false

@@ -14,6 +14,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/nftcompile"
 	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
@@ -29,6 +30,15 @@ type Engine struct {
 	IPAMDir string
 	// Lock, when set, takes the namespace's writer lock (see LockPass).
 	Lock func(ctx context.Context) (unlock func(), err error)
+	// Compiler compiles the file's nftables rules (nil: DefaultCompiler,
+	// nft).
+	Compiler nftcompile.Compiler
+	// compiled are the rules this engine compiled in its last pass, by
+	// key: a daemon compiles a text once, not every pass.
+	compiled map[string]*model.NftCompiled
+	// compiledDecls are the tables' declarations compiled in the last
+	// pass, by declKey.
+	compiledDecls map[string]*compiledDecls
 	// ledgerUnsaved says the last save of the ledger failed: the records
 	// in memory are newer than the file, and every pass tries again.
 	ledgerUnsaved bool
@@ -371,9 +381,15 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 		e.lastUp = states.up()
 	}
 	in.PeersUp = e.lastUp
+	if err := e.resolveRules(desired, act); err != nil {
+		return nil, err
+	}
 	plan, err := diff.ComputeWith(desired, act, in)
 	if plan == nil {
 		return plan, err
+	}
+	if err := e.compileWrites(plan, desired, act); err != nil {
+		return nil, err
 	}
 	// The kernel state holds our routes only. A route the plan creates may
 	// meet a foreign one with its key: read the tables of the creates, and
@@ -402,7 +418,11 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 		return nil, fmt.Errorf("read kernel state: %w", rerr)
 	}
 	if added {
-		plan, err = diff.ComputeWith(desired, act, in)
+		if plan, err = diff.ComputeWith(desired, act, in); plan != nil {
+			if cerr := e.compileWrites(plan, desired, act); cerr != nil {
+				return nil, cerr
+			}
+		}
 	}
 	return plan, err
 }

@@ -89,6 +89,7 @@ func seed(k *kerneltest.Kernel, st *model.State, led *ledger.Ledger) {
 				c.Rules[ri].Handle = handle
 			}
 		}
+		kerneltest.AsWritten(&t)
 		k.PutNftTable(t)
 		led.SetNftTable(t.Key(), true)
 		led.SetNftTableHandle(t.Key(), t.Handle)

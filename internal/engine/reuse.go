@@ -96,7 +96,7 @@ func Written(plan *diff.Plan) actual.Fresh {
 			// it, without a notification; a link, its netdev chains.
 			k |= actual.AllKinds
 			everyTable = true
-		case diff.KindNftTable, diff.KindNftSet, diff.KindNftElem, diff.KindNftChain, diff.KindNftRule:
+		case diff.KindNftTable, diff.KindNftSet, diff.KindNftElem, diff.KindNftChain, diff.KindNftRule, diff.KindNftObj:
 			k |= actual.NFT
 		case diff.KindSysctl:
 			// Sysctls are read on every plan, but a write may change

@@ -9,12 +9,12 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/google/nftables"
-	mdnetlink "github.com/mdlayher/netlink"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/netreconcile/netreconcile/internal/nftwire"
 )
 
 // dumpRetries bounds the retries of a dump the kernel marks interrupted
@@ -34,8 +34,7 @@ type Netlink struct {
 	wg wgState
 
 	mu       sync.Mutex
-	nftConn  *nftables.Conn // opened on first nftables call (nft_linux.go)
-	nftRaw   *mdnetlink.Conn
+	nftConn  *nftwire.Conn // opened on first nftables call (nft_linux.go)
 	nftElems nftElemCache
 	byName   map[string]int
 	byIndex  map[int]string

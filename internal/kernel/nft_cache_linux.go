@@ -68,10 +68,17 @@ func (c *nftElemCache) applied(ops []model.NftOp, fromPackets map[nftSetKey]bool
 				}
 			}
 		case model.NftAddSet:
+			if op.Set.Raw != nil || op.Set.Decl != "" {
+				// A set nft declared is read every time.
+				continue
+			}
 			c.sets[nftSetKey{op.Table, op.Set.Name}] = []model.NftElem{}
 		case model.NftDelSet:
 			delete(c.sets, nftSetKey{op.Table, op.Set.Name})
 		case model.NftAddElems, model.NftDelElems:
+			if op.RawElems != nil {
+				continue
+			}
 			k := nftSetKey{op.Table, op.Set.Name}
 			have, ok := c.sets[k]
 			if !ok {

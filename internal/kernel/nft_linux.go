@@ -5,55 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
-	"github.com/google/nftables"
-	"github.com/google/nftables/binaryutil"
-	"github.com/google/nftables/expr"
-	"github.com/google/nftables/userdata"
-	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/nftwire"
 )
-
-// nftSockBuf sizes the nftables socket's buffers, as Talos does (8 MiB): the
-// kernel refuses a batch larger than the send buffer (EMSGSIZE), and charges
-// every message's ACK against the receive buffer (ENOBUFS). A 100k-element
-// interval set is about 2.5 MB of batch and 200 ACKs. The FORCE variants
-// pass net.core.{w,r}mem_max, which caps plain SO_SNDBUF at ~200 KiB.
-const nftSockBuf = 8 << 20
-
-// nftChunk bounds the elements of one NEWSETELEM/DELSETELEM message: the
-// element list is one netlink attribute, whose length is a uint16 (64 KiB).
-// An IPv6 interval (start and end elements) takes about 64 bytes, so 512
-// intervals use half of it. google/nftables v0.3.0 does not split lists.
-const nftChunk = 512
-
-// User data types of our rule marker. nft ignores types it does not know
-// (it reads 0, the comment, and 1), so the marker does not show in
-// `nft list` and a golden ruleset lists the same.
-const (
-	udataRuleID   userdata.Type = 0xe0
-	udataRuleText userdata.Type = 0xe1
-)
-
-// nftRuleTextMax keeps the marker inside NFT_USERDATA_MAXLEN (256 bytes):
-// longer canonical texts are identified by their hash alone.
-const nftRuleTextMax = 200
-
-var nftFamilies = map[string]nftables.TableFamily{
-	"ip": nftables.TableFamilyIPv4, "ip6": nftables.TableFamilyIPv6, "inet": nftables.TableFamilyINet,
-	"arp": nftables.TableFamilyARP, "bridge": nftables.TableFamilyBridge, "netdev": nftables.TableFamilyNetdev,
-}
-
-func nftFamilyName(f nftables.TableFamily) string {
-	for n, v := range nftFamilies {
-		if v == f {
-			return n
-		}
-	}
-	return fmt.Sprint(int(f))
-}
 
 // Hook numbers per family: ip, ip6, inet and bridge share NF_INET_*; arp and
 // netdev number their own.
@@ -70,197 +28,91 @@ func nftHooks(family string) map[string]uint32 {
 	return nftHookNums["inet"]
 }
 
-var nftSetTypes = map[string]nftables.SetDatatype{
-	model.NftIPv4: nftables.TypeIPAddr, model.NftIPv6: nftables.TypeIP6Addr, model.NftService: nftables.TypeInetService,
-	model.NftMark: nftables.TypeMark, model.NftProto: nftables.TypeInetProto,
+// nftSetType is one of netreconcile's own set key types: nft's datatype
+// number and the key's length.
+type nftSetType struct {
+	id, len uint32
 }
 
-// nft returns the nftables connection, opened on first use in the kernel's
+var nftSetTypes = map[string]nftSetType{
+	model.NftIPv4: {7, 4}, model.NftIPv6: {8, 16}, model.NftProto: {12, 1}, model.NftService: {13, 2}, model.NftMark: {19, 4},
+}
+
+// nftSetUData is the user data google/nftables gave the sets netreconcile
+// made before (libnftnl's NFTNL_UDATA_SET_KEYBYTEORDER: 2, big endian, for
+// interval sets; 1, host order, for marks), kept so that those sets list
+// as before.
+func nftSetUData(s *model.NftSet) []byte {
+	order := uint32(0)
+	switch {
+	case s.Interval:
+		order = 2
+	case s.Type == model.NftMark:
+		order = 1
+	default:
+		return nil
+	}
+	return binary.NativeEndian.AppendUint32([]byte{0, 4}, order)
+}
+
+// nft returns the nftables socket, opened on first use in the kernel's
 // namespace.
-func (k *Netlink) nft() (*nftables.Conn, error) {
+func (k *Netlink) nft() (*nftwire.Conn, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.nftConn != nil {
 		return k.nftConn, nil
 	}
-	opts := []nftables.ConnOption{nftables.AsLasting(), nftables.WithSockOptions(forceBuffers, primeDumps, func(c *netlink.Conn) error {
-		k.nftRaw = c
-		return nil
-	})}
+	fd := -1
 	if k.ns.IsOpen() {
-		opts = append(opts, nftables.WithNetNSFd(int(k.ns)))
+		fd = int(k.ns)
 	}
-	c, err := nftables.New(opts...)
+	c, err := nftwire.Dial(fd)
 	if err != nil {
-		return nil, fmt.Errorf("open nftables: %w", err)
+		return nil, err
 	}
 	k.nftConn = c
 	return c, nil
 }
 
-func forceBuffers(c *netlink.Conn) error {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, nftSockBuf); serr != nil {
-			return
-		}
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, nftSockBuf)
-	}); err != nil {
-		return err
-	}
-	if serr != nil {
-		// Without CAP_NET_ADMIN: take what wmem_max and rmem_max allow.
-		if err := c.SetWriteBuffer(nftSockBuf); err != nil {
-			return err
-		}
-		return c.SetReadBuffer(nftSockBuf)
-	}
-	return nil
-}
-
-// primeDumps makes the kernel fill dump messages up to 32 KiB instead of one
-// page. The kernel sizes a dump's messages by the largest buffer the socket
-// has read with (max_recvmsg_len, capped at 32 KiB), and mdlayher/netlink
-// first reads with one page. Interval sets are rbtrees whose dump restarts
-// from the first element at every message, so reading 200k elements costs
-// O(n²/elements per message): 17 s with 4 KiB messages, 8 times less with
-// 32 KiB. One GETGEN request answered into a 32 KiB buffer sets the size.
-func primeDumps(c *netlink.Conn) error {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	req := make([]byte, unix.NLMSG_HDRLEN+4)
-	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
-	binary.NativeEndian.PutUint16(req[4:], uint16(unix.NFNL_SUBSYS_NFTABLES<<8|unix.NFT_MSG_GETGEN))
-	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST)
-	var werr error
-	if err := rc.Write(func(fd uintptr) bool {
-		_, werr = unix.Write(int(fd), req)
-		return werr != unix.EAGAIN
-	}); err != nil {
-		return err
-	}
-	if werr != nil {
-		return fmt.Errorf("prime nftables dumps: %w", werr)
-	}
-	buf := make([]byte, 32<<10)
-	var rerr error
-	if err := rc.Read(func(fd uintptr) bool {
-		_, rerr = unix.Read(int(fd), buf)
-		return rerr != unix.EAGAIN
-	}); err != nil {
-		return err
-	}
-	if rerr != nil {
-		return fmt.Errorf("prime nftables dumps: %w", rerr)
-	}
-	return nil
-}
-
 // nftGen returns the ruleset generation: the kernel counts every committed
 // nftables transaction, whoever made it.
 func (k *Netlink) nftGen() (uint32, error) {
-	if _, err := k.nft(); err != nil {
+	c, err := k.nft()
+	if err != nil {
 		return 0, err
 	}
-	msgs, err := k.nftRaw.Execute(netlink.Message{
-		Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETGEN), Flags: netlink.Request},
-		Data:   []byte{unix.AF_UNSPEC, unix.NFNETLINK_V0, 0, 0},
-	})
-	if err != nil {
-		return 0, fmt.Errorf("get nftables generation: %w", err)
-	}
-	for _, m := range msgs {
-		if len(m.Data) < 4 {
-			continue
-		}
-		ad, err := netlink.NewAttributeDecoder(m.Data[4:])
-		if err != nil {
-			return 0, err
-		}
-		ad.ByteOrder = binary.BigEndian
-		for ad.Next() {
-			if ad.Type() == unix.NFTA_GEN_ID {
-				return ad.Uint32(), nil
-			}
-		}
-	}
-	return 0, errors.New("get nftables generation: no generation in the answer")
+	return c.Gen()
 }
-
-// nftaTableHandle is NFTA_TABLE_HANDLE (include/uapi/linux/netfilter/
-// nf_tables.h; since Linux 4.17): golang.org/x/sys/unix does not name it.
-const nftaTableHandle = 4
 
 // NFTTableHandle returns the kernel's handle of a table, 0 when it does not
-// exist. One GETTABLE request for the table by name: google/nftables v0.3.0
-// does not read NFTA_TABLE_HANDLE.
+// exist.
 func (k *Netlink) NFTTableHandle(key model.NftTableKey) (uint64, error) {
-	h, _, err := k.nftTableInfo(key)
-	return h, err
+	t, err := k.nftTableInfo(key)
+	return t.Handle, err
 }
 
-// nftTableInfo returns a table's handle (0 when it does not exist) and its
-// NFTA_TABLE_FLAGS.
-func (k *Netlink) nftTableInfo(key model.NftTableKey) (handle uint64, flags uint32, err error) {
-	if _, err := k.nft(); err != nil {
-		return 0, 0, err
+// nftTableInfo returns a table's handle (0 when it does not exist) and
+// flags.
+func (k *Netlink) nftTableInfo(key model.NftTableKey) (nftwire.Table, error) {
+	c, err := k.nft()
+	if err != nil {
+		return nftwire.Table{}, err
 	}
-	fam, ok := nftFamilies[key.Family]
+	fam, ok := nftwire.Family(key.Family)
 	if !ok {
-		return 0, 0, fmt.Errorf("nftables table %s: unknown family", key)
+		return nftwire.Table{}, fmt.Errorf("nftables table %s: unknown family", key)
 	}
-	ae := netlink.NewAttributeEncoder()
-	ae.String(unix.NFTA_TABLE_NAME, key.Name)
-	attrs, err := ae.Encode()
+	t, err := c.GetTable(fam, key.Name)
 	if err != nil {
-		return 0, 0, fmt.Errorf("get nftables table %s: %w", key, err)
+		return nftwire.Table{}, fmt.Errorf("get nftables table %s: %w", key, err)
 	}
-	msgs, err := k.nftRaw.Execute(netlink.Message{
-		Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETTABLE), Flags: netlink.Request},
-		Data:   append([]byte{byte(fam), unix.NFNETLINK_V0, 0, 0}, attrs...),
-	})
-	if errors.Is(err, unix.ENOENT) {
-		return 0, 0, nil
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("get nftables table %s: %w", key, err)
-	}
-	for _, m := range msgs {
-		if len(m.Data) < 4 {
-			continue
-		}
-		ad, err := netlink.NewAttributeDecoder(m.Data[4:])
-		if err != nil {
-			return 0, 0, fmt.Errorf("get nftables table %s: %w", key, err)
-		}
-		ad.ByteOrder = binary.BigEndian
-		for ad.Next() {
-			switch ad.Type() {
-			case nftaTableHandle:
-				handle = ad.Uint64()
-			case unix.NFTA_TABLE_FLAGS:
-				flags = ad.Uint32()
-			}
-		}
-		if err := ad.Err(); err != nil {
-			return 0, 0, fmt.Errorf("get nftables table %s: %w", key, err)
-		}
-		if handle != 0 {
-			return handle, flags, nil
-		}
-	}
-	return 0, 0, fmt.Errorf("get nftables table %s: no handle in the answer", key)
+	return t, nil
 }
 
 func (k *Netlink) closeNFT() {
 	if k.nftConn != nil {
-		_ = k.nftConn.CloseLasting()
+		_ = k.nftConn.Close()
 	}
 }
 
@@ -270,7 +122,7 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	fam, ok := nftFamilies[key.Family]
+	fam, ok := nftwire.Family(key.Family)
 	if !ok {
 		return nil, fmt.Errorf("nftables table %s: unknown family", key)
 	}
@@ -280,99 +132,142 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	// creates it, its sets and their elements is carried forward (applied)
 	// rather than dumped again: reading the generation after the table
 	// would let a commit in between make a table this read calls absent.
-	gen, err := k.nftGen()
+	gen, err := c.Gen()
 	if err != nil {
 		return nil, err
 	}
 	if !k.nftElems.valid || k.nftElems.gen != gen {
 		k.nftElems.reset(gen)
 	}
-	handle, flags, err := k.nftTableInfo(key)
+	var d *nftwire.TableDump
+	// The sets a rule changes from the packet path (add @s, update @s,
+	// delete @s) change without a commit, whatever their flags (the
+	// kernel takes such a rule on a set without the dynamic flag).
+	fromPackets := map[string]bool{}
+	cached := map[string][]model.NftElem{}
+	for attempt := 0; ; attempt++ {
+		rulesSeen := false
+		d, err = c.ReadTable(fam, key.Name, func(d *nftwire.TableDump, s *nftwire.Set) bool {
+			if !rulesSeen {
+				rulesSeen = true
+				for _, r := range d.Rules {
+					names, _ := nftwire.DynsetSets(r.Exprs)
+					for _, n := range names {
+						fromPackets[n] = true
+					}
+				}
+			}
+			if s.Anonymous() {
+				// Read for the rules that need them only (below).
+				return false
+			}
+			if !ownSet(s) {
+				return true
+			}
+			// Elements of timeout sets expire, and dynamic sets change
+			// from the packet path, without a new generation: such sets
+			// are read every time.
+			if s.Flags&(nftwire.SetTimeout|nftwire.SetEval) != 0 || fromPackets[s.Name] {
+				return true
+			}
+			if es, ok := k.nftElems.sets[nftSetKey{key, s.Name}]; ok {
+				cached[s.Name] = es
+				return false
+			}
+			return true
+		})
+		if err == nil || !errors.Is(err, unix.EINTR) || attempt == dumpRetries {
+			break
+		}
+		clear(fromPackets)
+		clear(cached)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if handle == 0 {
-		if after, err := k.nftGen(); err != nil || after != gen {
+	if d == nil {
+		if after, err := c.Gen(); err != nil || after != gen {
 			k.nftElems.valid = false
 		}
 		return nil, nil
 	}
-	nt := &nftables.Table{Name: key.Name, Family: fam}
-	read := map[nftSetKey][]model.NftElem{}
-	t := &model.NftTable{Family: key.Family, Name: key.Name, Handle: handle, Dormant: flags&unix.NFT_TABLE_F_DORMANT != 0}
-	// The rules first: a set a rule changes from the packet path (add @s,
-	// update @s, delete @s) changes without a commit, whatever its flags
-	// (the kernel takes such a rule on a set without the dynamic flag).
-	fromPackets := map[string]bool{}
-	chains, err := c.ListChainsOfTableFamily(fam)
-	if err != nil {
-		return nil, fmt.Errorf("list chains of table %s: %w", key, err)
-	}
-	for _, ch := range chains {
-		if ch.Table == nil || ch.Table.Name != key.Name {
-			continue
-		}
+	t := &model.NftTable{Family: key.Family, Name: key.Name, Handle: d.Table.Handle, Dormant: d.Table.Flags&unix.NFT_TABLE_F_DORMANT != 0}
+	for _, ch := range d.Chains {
 		mc := model.NftChain{Name: ch.Name}
-		if ch.Hooknum != nil {
+		if ch.Hook != nil {
 			for name, n := range nftHooks(key.Family) {
-				if n == uint32(*ch.Hooknum) {
+				if n == ch.Hook.Num {
 					mc.Hook = name
 				}
 			}
-			mc.Type = string(ch.Type)
-			if ch.Priority != nil {
-				mc.Priority = int(*ch.Priority)
-			}
+			mc.Type = ch.Type
+			mc.Priority = int(ch.Hook.Priority)
+			mc.Device = ch.Hook.Dev
 			mc.Policy = "accept"
-			if ch.Policy != nil && *ch.Policy == nftables.ChainPolicyDrop {
+			if ch.Policy == 0 {
 				mc.Policy = "drop"
 			}
 		}
-		rules, err := c.GetRules(nt, ch)
-		if err != nil {
-			return nil, fmt.Errorf("list rules of chain %s in table %s: %w", ch.Name, key, err)
-		}
-		for _, r := range rules {
-			for _, e := range r.Exprs {
-				if d, ok := e.(*expr.Dynset); ok {
-					fromPackets[d.SetName] = true
-				}
-			}
-			mr := model.NftRule{Handle: r.Handle}
-			if id, ok := userdata.GetString(r.UserData, udataRuleID); ok {
-				mr.ID = id
-				mr.Text, _ = userdata.GetString(r.UserData, udataRuleText)
-			}
-			mc.Rules = append(mc.Rules, mr)
-		}
 		t.Chains = append(t.Chains, mc)
 	}
-	sets, err := c.GetSets(nt)
-	if err != nil {
-		return nil, fmt.Errorf("list sets of table %s: %w", key, err)
+	chainAt := map[string]int{}
+	for j := range t.Chains {
+		chainAt[t.Chains[j].Name] = j
 	}
-	for _, s := range sets {
-		sk := nftSetKey{key, s.Name}
-		cached, ok := k.nftElems.sets[sk]
-		// Elements of timeout sets expire, and a dynamic set's rules, or
-		// any rule's add @s or delete @s, change it from the packet path,
-		// without a new generation: such sets are read every time.
-		volatile := s.HasTimeout || s.Dynamic || fromPackets[s.Name]
-		ok = ok && !volatile
-		ms, err := k.readSet(c, s, !ok)
+	for i := range d.Rules {
+		r := &d.Rules[i]
+		ci, ok := chainAt[r.Chain]
+		if !ok {
+			continue
+		}
+		mr, err := k.readRule(c, fam, key, d, r)
+		if err != nil {
+			return nil, fmt.Errorf("read rule %d of chain %s in table %s: %w", r.Handle, r.Chain, key, err)
+		}
+		t.Chains[ci].Rules = append(t.Chains[ci].Rules, mr)
+	}
+	for i := range d.Objs {
+		o := &d.Objs[i]
+		raw, err := nftwire.RawObj(o)
 		if err != nil {
 			return nil, fmt.Errorf("table %s: %w", key, err)
 		}
-		switch {
-		case ok:
-			ms.Elems = cached
-		case !volatile:
-			read[sk] = ms.Elems
+		t.Objects = append(t.Objects, model.NftObject{Name: o.Name, Raw: raw})
+	}
+	read := map[nftSetKey][]model.NftElem{}
+	for i := range d.Sets {
+		s := &d.Sets[i]
+		if s.Anonymous() {
+			continue
+		}
+		if !ownSet(s) {
+			// A set nft declared: its bytes, compared with what nft
+			// compiles from the file.
+			raw, err := nftwire.RawSet(s, d.Elems[s.Name])
+			if err != nil {
+				return nil, fmt.Errorf("table %s: %w", key, err)
+			}
+			t.Sets = append(t.Sets, model.NftSet{Name: s.Name, Map: s.Flags&nftwire.SetMap != 0, Raw: raw})
+			continue
+		}
+		ms := modelSet(s)
+		volatile := s.Flags&(nftwire.SetTimeout|nftwire.SetEval) != 0 || fromPackets[s.Name]
+		if es, ok := cached[s.Name]; ok {
+			ms.Elems = es
+		} else {
+			es, err := modelElems(s, d.Elems[s.Name])
+			if err != nil {
+				return nil, fmt.Errorf("table %s: set %s: %w", key, s.Name, err)
+			}
+			ms.Elems = es
+			if !volatile {
+				read[nftSetKey{key, s.Name}] = es
+			}
 		}
 		t.Sets = append(t.Sets, *ms)
 	}
 	// Keep what was read only if nothing committed during the read.
-	if after, err := k.nftGen(); err == nil && after == gen {
+	if after, err := c.Gen(); err == nil && after == gen {
 		for sk, es := range read {
 			k.nftElems.sets[sk] = es
 		}
@@ -382,90 +277,162 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	return t, nil
 }
 
-func (k *Netlink) readSet(c *nftables.Conn, s *nftables.Set, elems bool) (*model.NftSet, error) {
-	ms := &model.NftSet{Name: s.Name, Type: s.KeyType.Name, Interval: s.Interval, Timeout: s.HasTimeout, DefaultTimeout: s.Timeout}
-	if !elems {
-		return ms, nil
-	}
-	els, err := c.GetSetElements(s)
+// readRule reads a rule's fingerprint. The anonymous sets' elements are
+// dumped only for a rule that is not as netreconcile wrote it: a rule whose
+// shape (its expressions and the specs of its anonymous sets) is the one
+// its marker records has the elements written, since an anonymous set of
+// nft's takes none once its rule holds it. A table of a thousand rules
+// with anonymous sets is otherwise a thousand dumps a pass.
+func (k *Netlink) readRule(c *nftwire.Conn, fam byte, key model.NftTableKey, d *nftwire.TableDump, r *nftwire.Rule) (model.NftRule, error) {
+	ud, m := nftwire.SplitUData(r.UData)
+	mr := model.NftRule{Handle: r.Handle, Key: m.Key, Marked: m.Fingerprint, Text: m.Text}
+	refs, err := nftwire.ReferencedSets(r.Exprs)
 	if err != nil {
-		return nil, fmt.Errorf("list elements of set %s: %w", s.Name, err)
+		return mr, err
 	}
-	if !s.Interval {
+	var specs []model.NftAnonSet
+	for _, n := range refs {
+		if s := d.Set(n); s != nil && s.Anonymous() {
+			specs = append(specs, model.NftAnonSet{Name: n, Spec: s.Spec()})
+		}
+	}
+	if m.Shape != "" && len(r.Compat) == 0 {
+		shape, err := nftwire.ShapeFingerprint(r.Exprs, ud, specs)
+		if err != nil {
+			return mr, err
+		}
+		if shape == m.Shape {
+			mr.Fingerprint = m.Fingerprint
+			return mr, nil
+		}
+	}
+	for _, s := range specs {
+		if _, ok := d.Elems[s.Name]; ok {
+			continue
+		}
+		es, err := c.Elements(fam, key.Name, s.Name)
+		if err != nil {
+			return mr, err
+		}
+		d.Elems[s.Name] = es
+	}
+	comp, _, err := nftwire.Compile(r, func(name string) (*nftwire.Set, [][]byte) { return d.Set(name), d.Elems[name] })
+	if err != nil {
+		return mr, err
+	}
+	mr.Fingerprint = comp.Fingerprint
+	return mr, nil
+}
+
+// ownSet reports whether a set is one netreconcile makes itself: one of
+// its five key types, flags interval and timeout at most, and nothing else
+// a set nft declared would carry (data, expressions, a size, a policy,
+// user data of its own such as typeof or a comment). Any other set is
+// held as bytes (model.NftRawSet).
+func ownSet(s *nftwire.Set) bool {
+	typ := ""
+	for name, st := range nftSetTypes {
+		if st.id == s.KeyType && st.len == s.KeyLen {
+			typ = name
+		}
+	}
+	if typ == "" || s.Flags&^(nftwire.SetInterval|nftwire.SetTimeout) != 0 || s.DataType != 0 || s.DataLen != 0 || s.ObjType != 0 {
+		return false
+	}
+	return onlyByteOrder(s.UData) && !s.HasExtras()
+}
+
+// onlyByteOrder reports whether a set's user data holds nothing but the
+// key's byte order (NFTNL_UDATA_SET_KEYBYTEORDER), which nft and
+// google/nftables write for listing and the kernel does not read: a set
+// nft made with `type ipv4_addr` is then one of netreconcile's own types.
+func onlyByteOrder(ud []byte) bool {
+	for len(ud) > 0 {
+		if len(ud) < 2 || int(ud[1])+2 > len(ud) || ud[0] != 0 {
+			return false
+		}
+		ud = ud[2+int(ud[1]):]
+	}
+	return true
+}
+
+// modelSet is a set netreconcile makes itself as the model holds one.
+func modelSet(s *nftwire.Set) *model.NftSet {
+	ms := &model.NftSet{Name: s.Name, Interval: s.Flags&nftwire.SetInterval != 0, Timeout: s.Flags&nftwire.SetTimeout != 0,
+		DefaultTimeout: time.Duration(s.Timeout) * time.Millisecond}
+	for name, st := range nftSetTypes {
+		if st.id == s.KeyType && st.len == s.KeyLen {
+			ms.Type = name
+		}
+	}
+	return ms
+}
+
+// modelElems decodes a set's elements. Interval sets hold start and end
+// elements; the dump order is the tree's. Sort by key, ends before starts
+// at one key (adjacent ranges), and pair each start with the end that
+// follows it. An end without a start (nft writes one at 0) closes nothing.
+func modelElems(s *nftwire.Set, raw [][]byte) ([]model.NftElem, error) {
+	type elem struct {
+		key string
+		end bool
+	}
+	els := make([]elem, 0, len(raw))
+	for _, e := range raw {
+		k, flags, err := nftwire.ElemKey(e)
+		if err != nil {
+			return nil, err
+		}
+		els = append(els, elem{string(k), flags&nftwire.ElemIntervalEnd != 0})
+	}
+	var out []model.NftElem
+	if s.Flags&nftwire.SetInterval == 0 {
+		out = make([]model.NftElem, 0, len(els))
 		for _, e := range els {
-			ms.Elems = append(ms.Elems, model.NftElem{Key: string(e.Key)})
+			out = append(out, model.NftElem{Key: e.key})
 		}
-		model.SortNftElems(ms.Elems)
-		return ms, nil
+		model.SortNftElems(out)
+		return out, nil
 	}
-	// Interval sets hold start and end elements; the dump order is the
-	// tree's. Sort by key, ends before starts at one key (adjacent ranges),
-	// and pair each start with the end that follows it. An end without a
-	// start (nft writes one at 0) closes nothing.
 	sort.Slice(els, func(i, j int) bool {
-		a, b := string(els[i].Key), string(els[j].Key)
-		if a != b {
-			return a < b
+		if els[i].key != els[j].key {
+			return els[i].key < els[j].key
 		}
-		return els[i].IntervalEnd && !els[j].IntervalEnd
+		return els[i].end && !els[j].end
 	})
 	var open *string
-	for _, e := range els {
-		key := string(e.Key)
+	for i := range els {
+		e := &els[i]
 		switch {
-		case !e.IntervalEnd:
+		case !e.end:
 			if open != nil {
-				ms.Elems = append(ms.Elems, model.NftElem{Key: *open, End: key})
+				out = append(out, model.NftElem{Key: *open, End: e.key})
 			}
-			open = &key
+			open = &e.key
 		case open != nil:
-			ms.Elems = append(ms.Elems, model.NftElem{Key: *open, End: key})
+			out = append(out, model.NftElem{Key: *open, End: e.key})
 			open = nil
 		}
 	}
 	if open != nil {
-		ms.Elems = append(ms.Elems, model.NftElem{Key: *open})
+		out = append(out, model.NftElem{Key: *open})
 	}
-	return ms, nil
+	return out, nil
 }
 
-func nftTable(k model.NftTableKey) *nftables.Table {
-	return &nftables.Table{Family: nftFamilies[k.Family], Name: k.Name}
-}
-
-func nftSet(t *nftables.Table, s *model.NftSet) *nftables.Set {
-	ns := &nftables.Set{Table: t, Name: s.Name, KeyType: nftSetTypes[s.Type], Interval: s.Interval, HasTimeout: s.Timeout, Timeout: s.DefaultTimeout}
-	if s.Type == model.NftMark {
-		ns.KeyByteOrder = binaryutil.NativeEndian
+// describeOp names an op for an error.
+func describeOp(op *model.NftOp) string {
+	switch {
+	case op.Rule != nil:
+		return fmt.Sprintf("rule %q of chain %s", op.Rule.Text, op.Chain.Name)
+	case op.Set != nil:
+		return "set " + op.Set.Name
+	case op.Chain != nil:
+		return "chain " + op.Chain.Name
+	case op.Obj != nil:
+		return "object " + op.Obj.Name
 	}
-	return ns
-}
-
-func nftChain(t *nftables.Table, c *model.NftChain) *nftables.Chain {
-	nc := &nftables.Chain{Table: t, Name: c.Name}
-	if c.Base() {
-		nc.Hooknum = nftables.ChainHookRef(nftables.ChainHook(nftHooks(nftFamilyName(t.Family))[c.Hook]))
-		nc.Priority = nftables.ChainPriorityRef(nftables.ChainPriority(c.Priority))
-		nc.Type = nftables.ChainType(c.Type)
-		nc.Device = c.Device
-		p := nftables.ChainPolicyAccept
-		if c.Policy == "drop" {
-			p = nftables.ChainPolicyDrop
-		}
-		nc.Policy = &p
-	}
-	return nc
-}
-
-func elemList(s *model.NftSet, es []model.NftElem) []nftables.SetElement {
-	out := make([]nftables.SetElement, 0, 2*len(es))
-	for _, e := range es {
-		out = append(out, nftables.SetElement{Key: []byte(e.Key)})
-		if s.Interval && e.End != "" {
-			out = append(out, nftables.SetElement{Key: []byte(e.End), IntervalEnd: true})
-		}
-	}
-	return out
+	return "table " + op.Table.String()
 }
 
 // NFTApply sends the ops as one batch.
@@ -477,90 +444,130 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 	if err != nil {
 		return err
 	}
-	var msgs uint64
+	var b nftwire.Batch
 	// The sets the batch's rules change from the packet path: the cache
 	// cannot follow them (applied).
 	fromPackets := map[nftSetKey]bool{}
+	// ends[i] is the number of messages after op i: a message the kernel
+	// refuses is named by its op.
+	ends := make([]int, len(ops))
 	for i := range ops {
+		if i > 0 {
+			ends[i-1] = b.Len()
+		}
 		op := &ops[i]
-		t := nftTable(op.Table)
-		msgs++
+		fam, ok := nftwire.Family(op.Table.Family)
+		if !ok {
+			return fmt.Errorf("nftables table %s: unknown family", op.Table)
+		}
+		table := op.Table.Name
 		switch op.Op {
 		case model.NftAddTable:
-			c.AddTable(t)
+			b.AddTable(fam, table)
 		case model.NftDelTable:
-			c.DelTable(t)
+			b.DelTable(fam, table)
 		case model.NftAddSet:
-			if err := c.AddSet(nftSet(t, op.Set), nil); err != nil {
-				return fmt.Errorf("add set %s to table %s: %w", op.Set.Name, op.Table, err)
+			if op.Set.Raw != nil {
+				b.AddRawSet(fam, table, op.Set.Name, op.Set.Raw.Spec)
+				continue
 			}
+			if op.Set.Decl != "" {
+				return fmt.Errorf("add set %s to table %s: not compiled", op.Set.Name, op.Table)
+			}
+			st, ok := nftSetTypes[op.Set.Type]
+			if !ok {
+				return fmt.Errorf("add set %s to table %s: unknown type %s", op.Set.Name, op.Table, op.Set.Type)
+			}
+			spec := nftwire.SetSpec{Name: op.Set.Name, KeyType: st.id, KeyLen: st.len, UData: nftSetUData(op.Set),
+				Timeout: uint64(op.Set.DefaultTimeout.Milliseconds())}
+			if op.Set.Interval {
+				spec.Flags |= nftwire.SetInterval
+			}
+			if op.Set.Timeout {
+				spec.Flags |= nftwire.SetTimeout
+			}
+			b.AddSet(fam, table, spec)
 		case model.NftDelSet:
-			c.DelSet(nftSet(t, op.Set))
+			b.DelSet(fam, table, op.Set.Name)
 		case model.NftAddElems, model.NftDelElems:
-			s := nftSet(t, op.Set)
-			msgs--
-			for start := 0; start < len(op.Elems); start += nftChunk {
-				chunk := op.Elems[start:min(start+nftChunk, len(op.Elems))]
-				f := c.SetAddElements
-				if op.Op == model.NftDelElems {
-					f = c.SetDeleteElements
-				}
-				if err := f(s, elemList(op.Set, chunk)); err != nil {
-					return fmt.Errorf("elements of set %s in table %s: %w", op.Set.Name, op.Table, err)
-				}
-				msgs++
+			if op.RawElems != nil {
+				b.RawElems(op.Op == model.NftAddElems, fam, table, op.Set.Name, 0, op.RawElems)
+				continue
 			}
-		case model.NftAddChain:
-			c.AddChain(nftChain(t, op.Chain))
-		case model.NftDelChain:
-			c.DelChain(nftChain(t, op.Chain))
-		case model.NftAddRule, model.NftReplaceRule:
-			exprs, err := compileRule(op.Table.Family, op.Rule.Rule)
-			if err != nil {
-				return fmt.Errorf("rule %q in chain %s of table %s: %w", op.Rule.Text, op.Chain.Name, op.Table, err)
+			b.Elems(op.Op == model.NftAddElems, fam, table, op.Set.Name, op.Set.Interval, op.Elems)
+		case model.NftAddObj:
+			if op.Obj.Raw == nil {
+				return fmt.Errorf("add object %s to table %s: not compiled", op.Obj.Name, op.Table)
 			}
-			for _, e := range exprs {
-				if d, ok := e.(*expr.Dynset); ok {
-					fromPackets[nftSetKey{op.Table, d.SetName}] = true
-				}
-			}
-			ud := userdata.AppendString(nil, udataRuleID, op.Rule.ID)
-			if len(op.Rule.Text) <= nftRuleTextMax {
-				ud = userdata.AppendString(ud, udataRuleText, op.Rule.Text)
-			}
-			r := &nftables.Rule{Table: t, Chain: &nftables.Chain{Name: op.Chain.Name, Table: t}, Exprs: exprs, UserData: ud}
-			switch {
-			case op.Op == model.NftReplaceRule:
-				r.Handle = op.Handle
-				c.ReplaceRule(r)
-			case op.Before != 0:
-				r.Position = op.Before
-				c.InsertRule(r)
-			default:
-				c.AddRule(r)
-			}
-		case model.NftDelRule:
-			if err := c.DelRule(&nftables.Rule{Table: t, Chain: &nftables.Chain{Name: op.Chain.Name, Table: t}, Handle: op.Handle}); err != nil {
+			if err := b.AddObj(fam, table, op.Obj.Name, op.Obj.Raw.Type, op.Obj.Raw.Data, op.Obj.Raw.UData); err != nil {
 				return err
 			}
+		case model.NftDelObj:
+			b.DelObj(fam, table, op.Obj.Name, op.Obj.Raw.Type)
+		case model.NftAddChain:
+			spec := nftwire.ChainSpec{Name: op.Chain.Name}
+			if op.Chain.Base() {
+				spec.Hook = &nftwire.Hook{Num: nftHooks(op.Table.Family)[op.Chain.Hook], Priority: int32(op.Chain.Priority), Dev: op.Chain.Device}
+				spec.Type = op.Chain.Type
+				policy := uint32(1) // NF_ACCEPT
+				if op.Chain.Policy == "drop" {
+					policy = 0
+				}
+				spec.Policy = &policy
+			}
+			b.AddChain(fam, table, spec)
+		case model.NftDelChain:
+			b.DelChain(fam, table, op.Chain.Name)
+		case model.NftAddRule, model.NftReplaceRule:
+			r := op.Rule
+			if r.Compiled == nil {
+				return fmt.Errorf("rule %q in chain %s of table %s: not compiled", r.Text, op.Chain.Name, op.Table)
+			}
+			names, err := nftwire.DynsetSets(r.Compiled.Exprs)
+			if err != nil {
+				return fmt.Errorf("rule %q in chain %s of table %s: %w", r.Text, op.Chain.Name, op.Table, err)
+			}
+			for _, n := range names {
+				fromPackets[nftSetKey{op.Table, n}] = true
+			}
+			ud, err := nftwire.AppendMarker(r.Compiled.UData, nftwire.Marker{Key: r.Key, Fingerprint: r.Compiled.Fingerprint, Shape: r.Compiled.ShapeFP, Text: r.Text})
+			if err != nil {
+				return fmt.Errorf("rule %q in chain %s of table %s: marker: %w", r.Text, op.Chain.Name, op.Table, err)
+			}
+			mode, at := nftwire.Append, uint64(0)
+			switch {
+			case op.Op == model.NftReplaceRule:
+				mode, at = nftwire.Replace, op.Handle
+			case op.Before != 0:
+				mode, at = nftwire.Insert, op.Before
+			}
+			if err := b.AddRule(fam, table, op.Chain.Name, r.Compiled, ud, mode, at); err != nil {
+				return err
+			}
+		case model.NftDelRule:
+			b.DelRule(fam, table, op.Chain.Name, op.Handle)
 		default:
 			return fmt.Errorf("nftables: unknown op %d", op.Op)
 		}
 	}
-	k.writes.Add(msgs)
-	before, gerr := k.nftGen()
+	ends[len(ends)-1] = b.Len()
+	k.writes.Add(uint64(b.Len()))
+	before, gerr := c.Gen()
 	if gerr != nil {
 		return gerr
 	}
-	if err := c.Flush(); err != nil {
+	if err := c.Send(&b); err != nil {
 		k.nftElems.valid = false
-		if errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.EMSGSIZE) {
-			return fmt.Errorf("nftables batch of %d messages: %w (socket buffers of %d bytes too small?)", msgs, err, nftSockBuf)
+		var be *nftwire.BatchError
+		if errors.As(err, &be) && be.Index >= 0 {
+			i := sort.SearchInts(ends, be.Index+1)
+			if i < len(ops) {
+				return fmt.Errorf("nftables batch of %d messages: %s: %w", b.Len(), describeOp(&ops[i]), err)
+			}
 		}
-		k.nftElems.valid = false
-		return fmt.Errorf("nftables batch of %d messages: %w", msgs, err)
+		return fmt.Errorf("nftables batch of %d messages: %w", b.Len(), err)
 	}
-	if gen, err := k.nftGen(); err == nil {
+	if gen, err := c.Gen(); err == nil {
 		k.nftElems.applied(ops, fromPackets, before, gen)
 	} else {
 		k.nftElems.valid = false

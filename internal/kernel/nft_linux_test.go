@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -8,9 +9,22 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
-	"github.com/netreconcile/netreconcile/internal/nftrule"
+	"github.com/netreconcile/netreconcile/internal/nftcompile"
 	"github.com/netreconcile/netreconcile/test/nettest"
 )
+
+// compiled compiles a rule of a chain with nft, in a table of tk's family
+// holding sets.
+func compiled(t *testing.T, tk model.NftTableKey, sets []model.NftSet, chain *model.NftChain, text string) *model.NftRule {
+	t.Helper()
+	tb := &model.NftTable{Family: tk.Family, Name: tk.Name, Sets: sets, Chains: []model.NftChain{*chain}}
+	r := &model.NftRule{Text: text}
+	if err := (&nftcompile.Nft{}).Compile(context.Background(), &nftcompile.Request{Rules: []nftcompile.Rule{{Table: tb, Chain: &tb.Chains[0], Rule: r}}}); err != nil {
+		t.Fatal(err)
+	}
+	r.Key = nftcompile.Key("test", tb, &tb.Chains[0], text, nil)
+	return r
+}
 
 func elem(t *testing.T, s string) model.NftElem {
 	t.Helper()
@@ -33,9 +47,8 @@ func TestNftBatchIsAtomic(t *testing.T) {
 	defer k.Close()
 	tk := model.NftTableKey{Family: "inet", Name: "atomic"}
 	set := &model.NftSet{Name: "s", Type: model.NftIPv4, Interval: true}
-	r, _ := nftrule.Parse("ip daddr @s accept")
 	chain := &model.NftChain{Name: "c"}
-	rule := &model.NftRule{Text: r.String(), ID: r.ID(), Rule: r}
+	rule := compiled(t, tk, []model.NftSet{*set}, chain, "ip daddr @s accept")
 	if err := k.NFTApply([]model.NftOp{
 		{Op: model.NftAddTable, Table: tk},
 		{Op: model.NftAddSet, Table: tk, Set: set},
@@ -63,8 +76,8 @@ func TestNftBatchIsAtomic(t *testing.T) {
 	if n := len(got.Sets[0].Elems); n != 1 {
 		t.Errorf("set holds %d elements, want 1", n)
 	}
-	if id := got.Chains[0].Rules[0].ID; id != rule.ID {
-		t.Errorf("rule read back with id %q, want %q", id, rule.ID)
+	if r := got.Chains[0].Rules[0]; r.Fingerprint != rule.Fingerprint || !r.Intact() || r.Key != rule.Key {
+		t.Errorf("rule read back as %+v, want fingerprint %s and key %s, intact", r, rule.Fingerprint, rule.Key)
 	}
 }
 

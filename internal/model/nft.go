@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/netreconcile/netreconcile/internal/nftrule"
 )
 
 // NftFamilies are the table families nftables knows, in nft's words.
@@ -40,6 +38,9 @@ type NftTable struct {
 	// is the order nft lists them in.
 	Sets   []NftSet
 	Chains []NftChain
+	// Objects are the named stateful objects (counters, quotas, limits, ct
+	// helpers…), in the file's order.
+	Objects []NftObject
 
 	// Adopt (desired) lets the file take over a table that exists and that
 	// netreconcile did not create; without it such a table is a conflict.
@@ -63,6 +64,16 @@ func (t *NftTable) Set(name string) *NftSet {
 	for i := range t.Sets {
 		if t.Sets[i].Name == name {
 			return &t.Sets[i]
+		}
+	}
+	return nil
+}
+
+// Object returns the named object or nil.
+func (t *NftTable) Object(name string) *NftObject {
+	for i := range t.Objects {
+		if t.Objects[i].Name == name {
+			return &t.Objects[i]
 		}
 	}
 	return nil
@@ -114,15 +125,38 @@ func (c *NftChain) Spec() string {
 	return s
 }
 
-// NftRule is one rule of a chain. Its identity is ID, the hash of its
-// canonical text, which netreconcile stores in the rule's user data.
+// NftRule is one rule of a chain. Its meaning is what nft compiles its
+// text to: the rule's bytecode, of which Fingerprint is the hash in normal
+// form (stateful values zeroed, anonymous sets by content). A declared rule
+// equals a kernel rule when their fingerprints are equal.
 type NftRule struct {
-	Text   string        // canonical text; "" for a rule read without our marker
-	ID     string        // "" for a rule without our marker
-	Handle uint64        // actual
-	Rule   *nftrule.Rule // desired: the parsed rule to compile
-	Origin string
+	// Text is the file's text (desired); on a kernel rule, the text our
+	// marker holds, "" when it holds none.
+	Text string
+	// Key identifies what the text is compiled from: the text, the
+	// table's family, the chain's type and hook, the declarations and
+	// links it names, nft's version. A desired rule's is made before the
+	// diff; a kernel rule's is the one in our marker.
+	Key string
+	// Fingerprint is the hash of the rule's bytecode in normal form:
+	// desired once compiled (or known from an intact kernel rule of the
+	// same key); actual always, read from the kernel.
+	Fingerprint string
+	// Marked is the fingerprint our marker holds (actual): the rule is
+	// intact, as we wrote it, when it equals Fingerprint.
+	Marked string
+	// Compiled is the rule as nft compiled it (desired): what a write
+	// sends. Nil until compiled; only rules the plan writes need it.
+	Compiled *NftCompiled
+	Handle   uint64 // actual
+	Origin   string
+	// Source is where the text is in the file (desired), for nft's errors.
+	Source NftSource
 }
+
+// Intact reports whether a kernel rule is as netreconcile wrote it: its
+// bytecode hashes to the fingerprint of its marker.
+func (r *NftRule) Intact() bool { return r.Marked != "" && r.Marked == r.Fingerprint }
 
 // Label names the rule for plans: its text, or its handle when unknown.
 func (r *NftRule) Label() string {
@@ -130,6 +164,65 @@ func (r *NftRule) Label() string {
 		return r.Text
 	}
 	return fmt.Sprintf("handle %d (not written by netreconcile)", r.Handle)
+}
+
+// NftCompiled is a rule as nft compiled it, in the bytes the kernel dumped
+// it in: carried into netreconcile's batch as they are.
+type NftCompiled struct {
+	// Exprs is the payload of NFTA_RULE_EXPRESSIONS.
+	Exprs []byte
+	// UData is nft's user data of the rule (its comment), without ours.
+	UData []byte
+	// Sets are the anonymous sets the expressions refer to, by Name.
+	Sets []NftAnonSet
+	// Fingerprint is the hash of the normal form; ShapeFP the same
+	// without the anonymous sets' elements (nftwire.ShapeFingerprint).
+	Fingerprint, ShapeFP string
+}
+
+// NftAnonSet is an anonymous set of a compiled rule (`tcp dport { 22, 80 }`):
+// the kernel names it when it is created, so a batch creates it again with
+// the rule that uses it.
+type NftAnonSet struct {
+	Name string // as the expressions name it
+	// Spec is the NEWSET attributes but table, name, handle and id.
+	Spec []byte
+	// Elems are each element's attributes.
+	Elems [][]byte
+}
+
+// NftSource is where a text nft reads (a rule, an element) is in the file.
+type NftSource struct {
+	File      string
+	Line, Col int // of the text's first character
+	// Flat says the text is on one line of the file as written, so that
+	// a byte offset in it is a column.
+	Flat bool
+	// List is the path of the list the text is in (nftables.inet
+	// t.chains.c.rules), shared by its items, and Index the text's index
+	// in it.
+	List  string
+	Index int
+}
+
+// Path is the text's field path (nftables.inet t.chains.c.rules[0]).
+func (s NftSource) Path() string {
+	if s.List == "" {
+		return ""
+	}
+	return s.List + "[" + strconv.Itoa(s.Index) + "]"
+}
+
+// At returns the position of byte offset off of the text: file:line:col.
+func (s NftSource) At(off int) string {
+	col := s.Col
+	if s.Flat {
+		col += off
+	}
+	if s.Line == 0 {
+		return s.File
+	}
+	return fmt.Sprintf("%s:%d:%d", s.File, s.Line, col)
 }
 
 // Set key types netreconcile reads and writes.
@@ -158,10 +251,84 @@ type NftSet struct {
 	// the file's literal elements until the engine adds the peers'.
 	From   *NftElemsFrom
 	Origin string
+
+	// Decl is, for a set of a type netreconcile does not make itself
+	// (a concatenation, typeof, a map, flags such as constant…), its
+	// declaration in nft's words without elements ("type ipv4_addr .
+	// inet_service; flags interval;"): nft compiles it (desired). Map says
+	// it is a map. Type, Interval and Timeout are then unused.
+	Decl string
+	Map  bool
+	// ElemTexts are such a set's elements as the file writes them, and
+	// ElemSources where (desired).
+	ElemTexts   []string
+	ElemSources []NftSource
+	// Raw is such a set as nft compiled it (desired, after the compile)
+	// or, for any set not of netreconcile's own making, as the kernel
+	// holds it (actual).
+	Raw *NftRawSet
+	// Listed is such a set as nft lists it (actual, for show).
+	Listed *NftListedSet
+}
+
+// NftListedSet is a set or map nft declares, as nft lists it (show): its
+// keys in nft's words.
+type NftListedSet struct {
+	Map                            bool
+	Type, Typeof                   string
+	Flags                          []string
+	Timeout, Size, Policy, Comment string
+	Counter, AutoMerge             bool
+	Elements                       []string
+	// Other are lines of nft's listing no key of the file stands for.
+	Other []string
+}
+
+// NftRawSet is a set in the kernel's bytes: its spec and its elements.
+type NftRawSet struct {
+	// Spec is the NEWSET attributes but table, name and id.
+	Spec []byte
+	// SpecFP is the hash of the spec's normal form.
+	SpecFP string
+	// Elems are each element's attributes as a batch writes them, and
+	// ElemFPs the hash of each one's normal form, in the same order.
+	Elems   [][]byte
+	ElemFPs []string
+}
+
+// NftObject is a named stateful object: a counter, quota, limit, ct
+// helper, ct timeout, ct expectation, synproxy or secmark.
+type NftObject struct {
+	Name string
+	// Decl is the object in nft's words without its name ("quota over 25
+	// mbytes", "ct helper { type \"ftp\" protocol tcp; }") (desired).
+	Decl string
+	// Raw is the object as nft compiled it (desired) or the kernel holds
+	// it (actual).
+	Raw    *NftRawObj
+	Origin string
+}
+
+// NftRawObj is an object in the kernel's bytes.
+type NftRawObj struct {
+	Type        uint32
+	Data, UData []byte
+	// Fingerprint is the hash of the normal form (counters' values,
+	// quotas' use zeroed).
+	Fingerprint string
 }
 
 // Spec renders the set's definition (everything but elements).
 func (s *NftSet) Spec() string {
+	if s.Decl != "" || s.Raw != nil {
+		// A set nft declared is the same set when nft compiled it to
+		// the same spec (or the declaration is not compiled yet).
+		fp := "not compiled"
+		if s.Raw != nil {
+			fp = s.Raw.SpecFP
+		}
+		return "as nft declares it (spec " + fp + ")"
+	}
 	out := "type " + s.Type
 	var flags []string
 	if s.Interval {
@@ -245,11 +412,10 @@ func ParseNftElem(typ string, interval bool, s string) (NftElem, error) {
 			}
 			return binary.NativeEndian.AppendUint32(nil, uint32(n)), 32, nil
 		case NftProto:
+			// Names are resolved by the caller (desired, from
+			// /etc/protocols, as nft does).
 			n, err := strconv.ParseUint(v, 10, 8)
 			if err != nil {
-				if p, ok := nftProtoByName(v); ok {
-					return []byte{p}, 8, nil
-				}
 				return nil, 0, fmt.Errorf("expected a protocol name or number, found %q", v)
 			}
 			return []byte{byte(n)}, 8, nil
@@ -284,15 +450,6 @@ func ParseNftElem(typ string, interval bool, s string) (NftElem, error) {
 		return NftElem{}, fmt.Errorf("expected a range low-high of single values, low first, found %q", s)
 	}
 	return NftElem{Key: string(a), End: string(rangeEnd(b, len(b)*8))}, nil
-}
-
-func nftProtoByName(s string) (uint8, bool) {
-	for p := 0; p < 256; p++ {
-		if nftrule.ProtoName(uint8(p)) == s {
-			return uint8(p), true
-		}
-	}
-	return 0, false
 }
 
 // rangeEnd returns the first value after a prefix of plen bits starting at k,
@@ -385,7 +542,7 @@ func formatKey(typ string, k []byte) string {
 	case NftMark:
 		return fmt.Sprintf("0x%08x", binary.NativeEndian.Uint32(k))
 	case NftProto:
-		return nftrule.ProtoName(k[0])
+		return strconv.Itoa(int(k[0]))
 	}
 	return fmt.Sprintf("0x%x", k)
 }
@@ -415,6 +572,8 @@ const (
 	NftAddRule // appended, or inserted before handle Before
 	NftReplaceRule
 	NftDelRule
+	NftAddObj
+	NftDelObj
 )
 
 // NftOp is one change of an nftables batch.
@@ -423,9 +582,83 @@ type NftOp struct {
 	Table NftTableKey
 	Set   *NftSet   // sets and elements (the set's type and flags)
 	Elems []NftElem // NftAddElems / NftDelElems
-	Chain *NftChain // chains; the rule's chain for rule ops
-	Rule  *NftRule  // NftAddRule / NftReplaceRule: the rule to write
+	// RawElems are the elements of a set nft declared (Set.Decl or
+	// Set.Raw), as the kernel takes them.
+	RawElems [][]byte
+	Obj      *NftObject // NftAddObj / NftDelObj
+	Chain    *NftChain  // chains; the rule's chain for rule ops
+	Rule     *NftRule   // NftAddRule / NftReplaceRule: the rule to write
 	// Handle is the rule replaced or deleted; Before the rule an added rule
 	// goes in front of (0: at the end of the chain).
 	Handle, Before uint64
+}
+
+// NftTextProblem checks that a rule's text is one nft rule and no more,
+// before it goes on a line of an nft script: printable characters only (no
+// newline: nft strings may span lines, and a line break ends a command),
+// no `;` outside a string (it ends a command: the rest would be another;
+// inside braces too, where nft's error recovery resumes at the next
+// command), no `include` outside a string (it reads a file, while nft
+// parses), strings closed, braces balanced. What follows a `#` outside a
+// string is a comment to nft and is not looked at. It returns the offset
+// of the problem and what it is, or -1.
+func NftTextProblem(text string) (int, string) { return nftTextProblem(text, false) }
+
+// NftDeclProblem is NftTextProblem for an object's declaration, whose
+// block separates its settings with `;` ("ct helper { type \"ftp\"
+// protocol tcp; }"): allowed inside braces there.
+func NftDeclProblem(text string) (int, string) { return nftTextProblem(text, true) }
+
+func nftTextProblem(text string, semicolonInBraces bool) (int, string) {
+	if strings.TrimSpace(text) == "" {
+		return 0, "empty; expected nft's words, such as \"tcp dport 22 accept\""
+	}
+	depth, quote, open := 0, -1, 0
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			return i, fmt.Sprintf("control character %q; a rule is one line of nft", c)
+		}
+		if quote >= 0 {
+			if c == '"' {
+				quote = -1
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			quote = i
+		case ';':
+			if !semicolonInBraces || depth == 0 {
+				return i, "\";\" ends an nft command: a rule is one command (give each rule its own entry)"
+			}
+		case '#':
+			i = len(text)
+		case '{':
+			if depth == 0 {
+				open = i
+			}
+			depth++
+		case '}':
+			if depth--; depth < 0 {
+				return i, "\"}\" closes no \"{\""
+			}
+		case 'i':
+			if strings.HasPrefix(text[i:], "include") && (i == 0 || !isWordByte(text[i-1])) &&
+				(i+len("include") == len(text) || !isWordByte(text[i+len("include")])) {
+				return i, "include reads a file: it has no place in a rule"
+			}
+		}
+	}
+	switch {
+	case quote >= 0:
+		return quote, "string not closed; expected a closing \""
+	case depth > 0:
+		return open, "\"{\" not closed; expected a closing \"}\""
+	}
+	return -1, ""
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }

@@ -3,6 +3,8 @@ package render
 import (
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -13,9 +15,18 @@ func renderNFT(ts []model.NftTable) *yaml.Node {
 	tables := mapping()
 	for _, t := range ts {
 		tm := mapping()
+		sets, maps := mapping(), mapping()
 		if len(t.Sets) > 0 {
-			sets := mapping()
 			for _, s := range t.Sets {
+				if s.Raw != nil {
+					// A set nft declares, as nft lists it.
+					if m, isMap := listedSet(&s); isMap {
+						add(maps, s.Name, m)
+					} else {
+						add(sets, s.Name, m)
+					}
+					continue
+				}
 				sm := mapping()
 				add(sm, "type", yscalar(s.Type))
 				var flags []string
@@ -44,7 +55,23 @@ func renderNFT(ts []model.NftTable) *yaml.Node {
 				add(sm, "elements", es)
 				add(sets, s.Name, sm)
 			}
+		}
+		if len(sets.Content) > 0 {
 			add(tm, "sets", sets)
+		}
+		if len(maps.Content) > 0 {
+			add(tm, "maps", maps)
+		}
+		if len(t.Objects) > 0 {
+			objs := mapping()
+			for _, o := range t.Objects {
+				d := o.Decl
+				if d == "" {
+					d = "# not listed by nft"
+				}
+				add(objs, o.Name, yscalar(d))
+			}
+			add(tm, "objects", objs)
 		}
 		if len(t.Chains) > 0 {
 			chains := mapping()
@@ -61,14 +88,11 @@ func renderNFT(ts []model.NftTable) *yaml.Node {
 				}
 				rs := sequence()
 				for _, r := range c.Rules {
+					// show fills the text with the rule as nft lists it;
+					// a rule it could not list keeps a comment.
 					n := yscalar(r.Text)
 					if r.Text == "" {
-						// A rule without our marker, or one too long for
-						// its text to fit the kernel's user data.
-						n = yscalar(fmt.Sprintf("# handle %d: not written by netreconcile", r.Handle))
-						if r.ID != "" {
-							n = yscalar(fmt.Sprintf("# handle %d: rule %s", r.Handle, r.ID))
-						}
+						n = yscalar(fmt.Sprintf("# handle %d: not listed by nft", r.Handle))
 					}
 					rs.Content = append(rs.Content, n)
 				}
@@ -80,4 +104,93 @@ func renderNFT(ts []model.NftTable) *yaml.Node {
 		add(tables, t.Key().String(), tm)
 	}
 	return tables
+}
+
+// listedSet renders a set nft declares from nft's listing of it; it
+// reports whether it is a map.
+func listedSet(s *model.NftSet) (*yaml.Node, bool) {
+	l := s.Listed
+	m := mapping()
+	if l == nil {
+		add(m, "type", yscalar("# not listed by nft"))
+		return m, s.Map
+	}
+	if l.Typeof != "" {
+		add(m, "typeof", yscalar(l.Typeof))
+	} else {
+		add(m, "type", yscalar(l.Type))
+	}
+	if len(l.Flags) > 0 {
+		fs := sequence()
+		fs.Style = yaml.FlowStyle
+		for _, f := range l.Flags {
+			fs.Content = append(fs.Content, yscalar(f))
+		}
+		add(m, "flags", fs)
+	}
+	if l.Timeout != "" {
+		add(m, "timeout", yscalar(goDuration(l.Timeout)))
+	}
+	if l.Size != "" {
+		add(m, "size", yscalar(l.Size))
+	}
+	if l.Policy != "" {
+		add(m, "policy", yscalar(l.Policy))
+	}
+	if l.Counter {
+		add(m, "counter", yscalar("true"))
+	}
+	if l.AutoMerge {
+		add(m, "auto-merge", yscalar("true"))
+	}
+	if l.Comment != "" {
+		add(m, "comment", yscalar(strings.Trim(l.Comment, "\"")))
+	}
+	es := sequence()
+	es.Style = yaml.FlowStyle
+	for _, e := range l.Elements {
+		es.Content = append(es.Content, yscalar(e))
+	}
+	add(m, "elements", es)
+	if len(l.Other) > 0 {
+		// No key of the file stands for these: applied, the set is made
+		// without them.
+		m.FootComment = "nft lists also: " + strings.Join(l.Other, "; ")
+	}
+	return m, l.Map
+}
+
+// goDuration turns nft's way of writing a duration ("1d2h", "500ms") into
+// Go's, which the file reads.
+func goDuration(s string) string {
+	var d time.Duration
+	units := []struct {
+		suffix string
+		unit   time.Duration
+	}{{"ms", time.Millisecond}, {"d", 24 * time.Hour}, {"h", time.Hour}, {"m", time.Minute}, {"s", time.Second}}
+	rest := s
+	for rest != "" {
+		i := 0
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 0 {
+			return s
+		}
+		n, _ := strconv.Atoi(rest[:i])
+		rest = rest[i:]
+		found := false
+		for _, u := range units {
+			if strings.HasPrefix(rest, u.suffix) {
+				d += time.Duration(n) * u.unit
+				rest = rest[len(u.suffix):]
+				found = true
+				break
+			}
+		}
+		if !found {
+			return s
+		}
+	}
+	return d.String()
 }

@@ -228,6 +228,11 @@ func (c Caps) Kinds() []string {
 
 // Gen generates configurations. Its random source is the walk's seed.
 type Gen struct {
+	// NftRules gives a family's rules to draw from, by chain of the
+	// corpus's standard tables (nftrules.go); nil: the corpus's, unjudged
+	// (for kernels that compile anything).
+	NftRules func(family string) map[string][]string
+
 	R       *rand.Rand
 	Caps    Caps
 	Defects Defects
@@ -1113,53 +1118,6 @@ var setTypes = map[string]string{"s4": "ipv4_addr", "s6": "ipv6_addr", "sp": "in
 // l3 reports whether the family's rules may match IP headers.
 func l3(family string) bool { return family == "ip" || family == "ip6" || family == "inet" }
 
-// ruleLines are nft rules that nft lists back as written (counters aside),
-// for a chain of the family, type and hook.
-func ruleLines(family string, ch *Chain) []string {
-	r := []string{"accept", "drop", "counter accept", `iifname "p0*" accept`,
-		"meta mark & 0x00000060 == 0x00000020 accept", "meta mark 0x00000010 accept", "meta mark set 0x00000010",
-		"jump helper", "goto helper", "continue", `log prefix "walk" accept`, "log group 2",
-		"meta mark set meta mark & 0x0000ff00", "meta mark set meta mark | 0x00000010"}
-	if ch.Hook == "" {
-		r = append(r, "return")
-	}
-	if family != "netdev" && family != "arp" {
-		r = append(r, `oifname != "eth*" accept`)
-	}
-	if !l3(family) {
-		return r
-	}
-	r = append(r, "tcp dport 22 accept", "udp dport 53 drop", "ct state established,related accept",
-		"tcp dport @sp accept", "meta l4proto tcp accept", "meta l4proto != udp drop", "tcp sport 1000-2000 accept",
-		"udp dport != 53 accept", "tcp flags syn,ack accept", "tcp flags syn tcp option maxseg size set 1400", "log level audit")
-	if family != "ip6" {
-		r = append(r, "ip saddr 10.0.0.0/8 drop", "ip daddr @s4 accept", "ip saddr != 10.0.0.0/8 drop", "ip daddr @sw accept")
-	}
-	if family != "ip" {
-		r = append(r, "ip6 daddr fd00::/64 drop", "ip6 saddr @s6 accept")
-	}
-	if family == "inet" {
-		r = append(r, "meta nfproto ipv4 accept")
-	}
-	switch ch.Hook {
-	case "forward", "output", "postrouting":
-		r = append(r, "tcp flags syn tcp option maxseg size set rt mtu")
-	}
-	// nat chains: their own statements, in the words nft lists them with
-	// (an inet table names the family of the address).
-	ip := map[string]string{"ip": "", "inet": "ip ", "ip6": ""}[family]
-	addr := map[bool]string{false: "10.1.1.2", true: "fd00::2"}[family == "ip6"]
-	port := map[bool]string{false: "10.1.1.1:8080", true: "[fd00::1]:8080"}[family == "ip6"]
-	switch {
-	case ch.Type == "nat" && ch.Hook == "postrouting":
-		r = []string{"accept", "counter accept", `oifname "x*" masquerade`, "masquerade", "meta mark 0x00000010 accept",
-			"snat " + ip + "to " + addr, "tcp dport 80 snat " + ip + "to " + port, "jump helper"}
-	case ch.Type == "nat":
-		r = []string{"accept", "counter accept", "tcp dport 8080 dnat " + ip + "to " + port, "dnat " + ip + "to " + addr, "jump helper"}
-	}
-	return r
-}
-
 // chainSpecs are the chains the walk declares in a table of the family:
 // name, type, hook.
 func chainSpecs(family string) [][3]string {
@@ -1305,17 +1263,28 @@ func (g *Gen) changeNft(c *Config) string {
 	}
 }
 
+// rules draws a chain's rules from the corpus's (nftrules.go), a few
+// verdicts, and jumps to the walk's regular chain. One draw per rule, as
+// before the corpus: a seed walks the same steps.
 func (g *Gen) rules(family string, ch *Chain) []string {
 	var out []string
-	lines := ruleLines(family, ch)
+	pool := append([]string{"accept", "drop", "counter accept"}, g.nftPool(family)[corpusChain(ch)]...)
+	if ch.Name != "helper" {
+		pool = append(pool, "jump helper", "goto helper")
+	}
 	for i := g.R.Intn(4); i > 0; i-- {
-		l := g.pick(lines)
-		if ch.Name == "helper" && strings.HasSuffix(l, " helper") {
-			continue
-		}
-		out = append(out, l)
+		out = append(out, g.pick(pool))
 	}
 	return out
+}
+
+// nftPool returns the rules a family's chains may draw from: NftRules's,
+// or the corpus's unjudged.
+func (g *Gen) nftPool(family string) map[string][]string {
+	if g.NftRules != nil {
+		return g.NftRules(family)
+	}
+	return corpusPool(family)
 }
 
 func (g *Gen) elements(typ string) []string {

@@ -13,7 +13,7 @@ import (
 )
 
 var (
-	counterRE = regexp.MustCompile(` packets \d+ bytes \d+`)
+	counterRE = regexp.MustCompile(` packets \d+ bytes \d+| used \d+ [a-z]*bytes`)
 	handleRE  = regexp.MustCompile(`\s*# handle \d+$`)
 )
 
@@ -182,6 +182,7 @@ func CompareNft(c *Config, k *Kernel, skip, foreign map[string]bool) ([]string, 
 		if err != nil {
 			return nil, err
 		}
+		var wantRules, gotRules map[string][]string
 		for _, s := range t.Sets {
 			want := setText(s.Type, s.Interval, s.Elements)
 			switch s.Timeout {
@@ -240,8 +241,18 @@ func CompareNft(c *Config, k *Kernel, skip, foreign map[string]bool) ([]string, 
 			if got.Header != want {
 				bad("nftables %s: chain %s: %q, want %q", id, ch.Name, got.Header, want)
 			}
-			if strings.Join(got.Rules, "\n") != strings.Join(ch.Rules, "\n") {
-				bad("nftables %s: chain %s rules %q, want %q", id, ch.Name, got.Rules, ch.Rules)
+			// The rules as nft makes them of the same table (nft -j).
+			if wantRules == nil {
+				if wantRules, err = nftMakes(t); err != nil {
+					return nil, err
+				}
+				if gotRules, err = nftTableRules(k.NftJSON, t.Family, t.Name); err != nil {
+					return nil, err
+				}
+			}
+			if g, w := strings.Join(gotRules[ch.Name], "\n"), strings.Join(wantRules[ch.Name], "\n"); g != w {
+				bad("nftables %s: chain %s rules (nft -j, counters zeroed):\n%s\nwant (nft -f of the file's rules):\n%s\nthe file's rules: %q",
+					id, ch.Name, g, w, ch.Rules)
 			}
 		}
 		for n := range chains {

@@ -72,6 +72,15 @@ func Walk(opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The rules nft takes, judged once by nft itself in a namespace of
+	// its own.
+	nftPools := map[string]map[string][]string{}
+	for _, t := range nftTables {
+		if nftPools[t[0]], err = NftRulePool(t[0]); err != nil {
+			return nil, fmt.Errorf("the walk's nftables rules: %w", err)
+		}
+	}
+	g.NftRules = func(family string) map[string][]string { return nftPools[family] }
 	foreign := ForeignPlan(r, opts.Defects)
 	g.ForeignLinks = []string{"fb0"}
 	rep := &Report{Seed: opts.Seed}

@@ -26,6 +26,10 @@ import (
 // WireGuard peers are patched one by one) and nothing more. It proves
 // logic, never a feature. Dump renders its state as ip, nft and wg lines.
 type Kernel struct {
+	// Compiler compiles the rules of engines on this kernel (NFTCompiler):
+	// set it to refuse texts.
+	Compiler *Compiler
+
 	mu        sync.Mutex
 	links     map[string]*model.Link
 	nextIndex int

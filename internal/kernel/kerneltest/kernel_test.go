@@ -11,6 +11,11 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
+// rule is a rule as the engine hands it to the kernel: compiled.
+func rule(text string) *model.NftRule {
+	return &model.NftRule{Text: text, Compiled: &model.NftCompiled{Exprs: []byte(text), Fingerprint: "fp " + text}}
+}
+
 // A batch is committed whole or not at all: a rule that jumps to a chain
 // the batch never made refuses the table it created too.
 func TestNFTBatchIsAtomic(t *testing.T) {
@@ -20,7 +25,7 @@ func TestNFTBatchIsAtomic(t *testing.T) {
 	batch := []model.NftOp{
 		{Op: model.NftAddTable, Table: key},
 		{Op: model.NftAddChain, Table: key, Chain: in},
-		{Op: model.NftAddRule, Table: key, Chain: in, Rule: &model.NftRule{Text: "jump helper", ID: "1"}},
+		{Op: model.NftAddRule, Table: key, Chain: in, Rule: rule("jump helper")},
 	}
 	if err := k.NFTApply(batch); !errors.Is(err, syscall.ENOENT) {
 		t.Fatalf("got %v, want ENOENT for the missing chain", err)
@@ -28,7 +33,7 @@ func TestNFTBatchIsAtomic(t *testing.T) {
 	if got := k.Dump(); got != "link lo device mtu 65536 up\n" {
 		t.Errorf("a refused batch changed the kernel:\n%s", got)
 	}
-	batch[2].Rule = &model.NftRule{Text: "accept", ID: "2"}
+	batch[2].Rule = rule("accept")
 	k.FailOnce(kerneltest.CallNFTApply, key.String(), syscall.ENOBUFS)
 	if err := k.NFTApply(batch); !errors.Is(err, syscall.ENOBUFS) {
 		t.Fatalf("got %v, want the injected ENOBUFS", err)

@@ -3,6 +3,7 @@ package kerneltest
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"syscall"
 
@@ -28,6 +29,15 @@ func cloneNftTable(t *model.NftTable) model.NftTable {
 	for i, s := range t.Sets {
 		s.Elems = append([]model.NftElem(nil), s.Elems...)
 		c.Sets[i] = s
+	}
+	c.Objects = append([]model.NftObject(nil), t.Objects...)
+	for i, s := range c.Sets {
+		if s.Raw != nil {
+			r := *s.Raw
+			r.Elems = append([][]byte(nil), r.Elems...)
+			r.ElemFPs = append([]string(nil), r.ElemFPs...)
+			c.Sets[i].Raw = &r
+		}
 	}
 	c.Chains = make([]model.NftChain, len(t.Chains))
 	for i, ch := range t.Chains {
@@ -152,7 +162,31 @@ func (f *Kernel) NFTApply(ops []model.NftOp) error {
 var (
 	setRefRE   = regexp.MustCompile(`@([A-Za-z0-9_]+)`)
 	chainRefRE = regexp.MustCompile(`\b(?:jump|goto) ([A-Za-z0-9_]+)`)
+	objRefRE   = regexp.MustCompile(`\bname "?([A-Za-z0-9_]+)`)
 )
+
+// rawElems adds or deletes elements of a set nft declared, by their fake
+// fingerprints.
+func rawElems(family string, s *model.NftSet, op *model.NftOp) error {
+	if s.Raw == nil {
+		return syscall.EINVAL
+	}
+	for _, e := range op.RawElems {
+		fp := Fingerprint(family, string(e))
+		i := slices.Index(s.Raw.ElemFPs, fp)
+		switch {
+		case op.Op == model.NftDelElems && i < 0:
+			return syscall.ENOENT
+		case op.Op == model.NftDelElems:
+			s.Raw.Elems = slices.Delete(s.Raw.Elems, i, i+1)
+			s.Raw.ElemFPs = slices.Delete(s.Raw.ElemFPs, i, i+1)
+		case i < 0:
+			s.Raw.Elems = append(s.Raw.Elems, e)
+			s.Raw.ElemFPs = append(s.Raw.ElemFPs, fp)
+		}
+	}
+	return nil
+}
 
 func refersTo(re *regexp.Regexp, rules []model.NftRule, name string) bool {
 	for _, r := range rules {
@@ -219,6 +253,11 @@ func nftOp(t *nftTable, op *model.NftOp, set func(*nftTable), handle *uint64) er
 		}
 		s := *op.Set
 		s.Elems, s.From, s.Origin = nil, nil, ""
+		s.Decl, s.ElemTexts, s.ElemSources = "", nil, nil
+		if s.Raw != nil {
+			// As the kernel holds it: the spec, no element yet.
+			s.Raw = &model.NftRawSet{Spec: s.Raw.Spec, SpecFP: s.Raw.SpecFP}
+		}
 		t.t.Sets = append(t.t.Sets, s)
 	case model.NftDelSet:
 		i := -1
@@ -239,6 +278,9 @@ func nftOp(t *nftTable, op *model.NftOp, set func(*nftTable), handle *uint64) er
 		if s == nil {
 			return syscall.ENOENT
 		}
+		if op.RawElems != nil {
+			return rawElems(t.t.Family, s, op)
+		}
 		have := map[string]model.NftElem{}
 		for _, e := range s.Elems {
 			have[e.Key] = e
@@ -258,6 +300,25 @@ func nftOp(t *nftTable, op *model.NftOp, set func(*nftTable), handle *uint64) er
 			s.Elems = append(s.Elems, e)
 		}
 		model.SortNftElems(s.Elems)
+	case model.NftAddObj:
+		if o := t.t.Object(op.Obj.Name); o != nil {
+			if o.Raw.Fingerprint != op.Obj.Raw.Fingerprint {
+				return syscall.EEXIST
+			}
+			return nil
+		}
+		t.t.Objects = append(t.t.Objects, model.NftObject{Name: op.Obj.Name, Raw: op.Obj.Raw})
+	case model.NftDelObj:
+		for i := range t.t.Objects {
+			if t.t.Objects[i].Name == op.Obj.Name {
+				if t.anyRuleRefers(objRefRE, op.Obj.Name) {
+					return syscall.EBUSY
+				}
+				t.t.Objects = append(t.t.Objects[:i], t.t.Objects[i+1:]...)
+				return nil
+			}
+		}
+		return syscall.ENOENT
 	case model.NftAddChain:
 		if i := t.chainIndex(op.Chain.Name); i >= 0 {
 			c := &t.t.Chains[i]
@@ -293,7 +354,12 @@ func nftOp(t *nftTable, op *model.NftOp, set func(*nftTable), handle *uint64) er
 			c.Rules = append(c.Rules[:j], c.Rules[j+1:]...)
 			return nil
 		}
-		r := model.NftRule{Text: op.Rule.Text, ID: op.Rule.ID}
+		if op.Rule.Compiled == nil {
+			return fmt.Errorf("rule %q not compiled: %w", op.Rule.Text, syscall.EINVAL)
+		}
+		// As the real kernel's read gives it: the bytecode's
+		// fingerprint, and the marker (key, fingerprint written, text).
+		r := model.NftRule{Text: op.Rule.Text, Key: op.Rule.Key, Fingerprint: op.Rule.Compiled.Fingerprint, Marked: op.Rule.Compiled.Fingerprint}
 		for _, m := range setRefRE.FindAllStringSubmatch(r.Text, -1) {
 			if t.t.Set(m[1]) == nil {
 				return syscall.ENOENT

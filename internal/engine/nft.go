@@ -1,0 +1,288 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/nftcompile"
+)
+
+// compileTimeout bounds one compile of a pass's rules: nft takes
+// milliseconds for a rule and a few seconds for ten thousand.
+const compileTimeout = 5 * time.Minute
+
+// DefaultCompiler compiles with nft where an Engine is given none. The
+// command line sets its Path (--nft).
+var DefaultCompiler = &nftcompile.Nft{}
+
+// compilerOf is a kernel that brings its own compiler: the in-memory
+// kernel, whose rules are its own compiler's bytes.
+type compilerOf interface {
+	NFTCompiler() nftcompile.Compiler
+}
+
+func (e *Engine) compiler() nftcompile.Compiler {
+	if e.Compiler != nil {
+		return e.Compiler
+	}
+	if k, ok := e.Kernel.(compilerOf); ok {
+		return k.NFTCompiler()
+	}
+	return DefaultCompiler
+}
+
+// hasRules reports whether the state declares any nftables rule, or any
+// set or object nft compiles: the things that need nft.
+func hasRules(st *model.State) bool {
+	for i := range st.NFTables {
+		t := &st.NFTables[i]
+		if hasDecls(t) {
+			return true
+		}
+		for j := range t.Chains {
+			if len(t.Chains[j].Rules) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasDecls reports whether a table declares sets or objects nft compiles.
+func hasDecls(t *model.NftTable) bool {
+	if len(t.Objects) > 0 {
+		return true
+	}
+	for i := range t.Sets {
+		if t.Sets[i].Decl != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// declKey is the compile key of a table's declarations: nft's version, the
+// family, every set and object as declared, elements included.
+func declKey(version string, t *model.NftTable) string {
+	h := sha256.New()
+	w := func(parts ...string) {
+		for _, p := range parts {
+			fmt.Fprintf(h, "%d:%s", len(p), p)
+		}
+	}
+	w("nft decl key v1", version, t.Family)
+	for i := range t.Sets {
+		s := &t.Sets[i]
+		w("set", s.Name, s.Decl, strconv.FormatBool(s.Map), strconv.Itoa(len(s.ElemTexts)))
+		w(s.ElemTexts...)
+		if s.Decl == "" {
+			w(s.Spec())
+		}
+	}
+	for i := range t.Objects {
+		w("object", t.Objects[i].Name, t.Objects[i].Decl)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// compiledDecls are a table's declarations as nft compiled them.
+type compiledDecls struct {
+	sets map[string]*model.NftRawSet
+	objs map[string]*model.NftRawObj
+}
+
+// linkIndexes are the namespace's links by name: rules that name a link
+// (iif, oif) compile to its index.
+func linkIndexes(act *model.State) map[string]int {
+	out := make(map[string]int, len(act.Links))
+	for name, l := range act.Links {
+		if l != nil && l.Index > 0 {
+			out[name] = l.Index
+		}
+	}
+	return out
+}
+
+// resolveRules gives each declared rule its key and, where it can, its
+// fingerprint, before the diff: from the memo of this engine's compiles,
+// from an intact kernel rule of the same key (the kernel holds what the
+// text compiles to: no nft needed), or by compiling with nft the rules the
+// kernel does not hold. The sets and objects nft declares are compiled
+// with them (or taken from the memo). A rule nft refuses fails the plan
+// with nft's error at the rule's place in the file.
+func (e *Engine) resolveRules(desired, act *model.State) error {
+	if !hasRules(desired) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), compileTimeout)
+	defer cancel()
+	c := e.compiler()
+	version, err := c.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("nftables rules: %w", err)
+	}
+	links := linkIndexes(act)
+	intact := map[model.NftTableKey]map[string]string{}
+	for i := range act.NFTables {
+		t := &act.NFTables[i]
+		m := map[string]string{}
+		for j := range t.Chains {
+			for _, r := range t.Chains[j].Rules {
+				if r.Intact() && r.Key != "" {
+					m[r.Key] = r.Fingerprint
+				}
+			}
+		}
+		intact[t.Key()] = m
+	}
+	memo := make(map[string]*model.NftCompiled, len(e.compiled))
+	declMemo := map[string]*compiledDecls{}
+	req := &nftcompile.Request{Links: links}
+	declKeys := map[*model.NftTable]string{}
+	for i := range desired.NFTables {
+		t := &desired.NFTables[i]
+		if hasDecls(t) {
+			k := declKey(version, t)
+			if cd := e.compiledDecls[k]; cd != nil {
+				for j := range t.Sets {
+					if t.Sets[j].Decl != "" {
+						t.Sets[j].Raw = cd.sets[t.Sets[j].Name]
+					}
+				}
+				for j := range t.Objects {
+					t.Objects[j].Raw = cd.objs[t.Objects[j].Name]
+				}
+				declMemo[k] = cd
+			} else {
+				declKeys[t] = k
+				req.Decls = append(req.Decls, t)
+			}
+		}
+		for j := range t.Chains {
+			ch := &t.Chains[j]
+			for k := range ch.Rules {
+				r := &ch.Rules[k]
+				r.Key = nftcompile.Key(version, t, ch, r.Text, links)
+				switch comp, fp := e.compiled[r.Key], intact[t.Key()][r.Key]; {
+				case comp != nil:
+					r.Compiled, r.Fingerprint = comp, comp.Fingerprint
+					memo[r.Key] = comp
+				case fp != "":
+					r.Compiled, r.Fingerprint = nil, fp
+				default:
+					r.Compiled, r.Fingerprint = nil, ""
+					req.Rules = append(req.Rules, nftcompile.Rule{Table: t, Chain: ch, Rule: r})
+				}
+			}
+		}
+	}
+	if err := e.compile(ctx, c, req, memo); err != nil {
+		return err
+	}
+	for t, k := range declKeys {
+		cd := &compiledDecls{sets: map[string]*model.NftRawSet{}, objs: map[string]*model.NftRawObj{}}
+		for j := range t.Sets {
+			if t.Sets[j].Decl != "" {
+				cd.sets[t.Sets[j].Name] = t.Sets[j].Raw
+			}
+		}
+		for j := range t.Objects {
+			cd.objs[t.Objects[j].Name] = t.Objects[j].Raw
+		}
+		declMemo[k] = cd
+	}
+	// Only this pass's keys are remembered: a daemon's memo follows the
+	// file instead of growing with every text it ever held.
+	e.compiled, e.compiledDecls = memo, declMemo
+	return nil
+}
+
+// compile compiles a request and remembers its rules by key.
+func (e *Engine) compile(ctx context.Context, c nftcompile.Compiler, req *nftcompile.Request, memo map[string]*model.NftCompiled) error {
+	if req.Empty() {
+		return nil
+	}
+	if err := c.Compile(ctx, req); err != nil {
+		return err
+	}
+	for _, r := range req.Rules {
+		if r.Rule.Compiled != nil {
+			memo[r.Rule.Key] = r.Rule.Compiled
+		}
+	}
+	return nil
+}
+
+// compileWrites compiles the rules a plan writes that were resolved from the
+// kernel without nft (a rule moved, or declared twice): a write sends the
+// bytecode as nft compiled it, never as the kernel holds it (with its
+// counters' values).
+func (e *Engine) compileWrites(plan *diff.Plan, desired, act *model.State) error {
+	tables := map[model.NftTableKey]*model.NftTable{}
+	for i := range desired.NFTables {
+		tables[desired.NFTables[i].Key()] = &desired.NFTables[i]
+	}
+	var need []nftcompile.Rule
+	seen := map[*model.NftRule]bool{}
+	for i := range plan.Ops {
+		for _, n := range plan.Ops[i].NFT {
+			if n.Rule == nil || n.Rule.Compiled != nil || seen[n.Rule] || (n.Op != model.NftAddRule && n.Op != model.NftReplaceRule) {
+				continue
+			}
+			seen[n.Rule] = true
+			t := tables[n.Table]
+			if t == nil || n.Chain == nil {
+				return fmt.Errorf("nftables rule %q: its table %s is not declared", n.Rule.Text, n.Table)
+			}
+			need = append(need, nftcompile.Rule{Table: t, Chain: n.Chain, Rule: n.Rule})
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), compileTimeout)
+	defer cancel()
+	if e.compiled == nil {
+		e.compiled = map[string]*model.NftCompiled{}
+	}
+	return e.compile(ctx, e.compiler(), &nftcompile.Request{Rules: need, Links: linkIndexes(act)}, e.compiled)
+}
+
+// CompileAll compiles every rule of a configuration with c (nil: the
+// default), as validate does: nothing is taken from a kernel, every rule
+// goes through nft. links are the names and indexes of the links rules may
+// name (iif, oif). nft's refusals come back as an nftcompile.Errors.
+func CompileAll(ctx context.Context, c nftcompile.Compiler, desired *model.State, links map[string]int) error {
+	if !hasRules(desired) {
+		return nil
+	}
+	if c == nil {
+		c = DefaultCompiler
+	}
+	version, err := c.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("nftables rules: %w", err)
+	}
+	req := &nftcompile.Request{Links: links}
+	for i := range desired.NFTables {
+		t := &desired.NFTables[i]
+		if hasDecls(t) {
+			req.Decls = append(req.Decls, t)
+		}
+		for j := range t.Chains {
+			ch := &t.Chains[j]
+			for k := range ch.Rules {
+				r := &ch.Rules[k]
+				r.Key = nftcompile.Key(version, t, ch, r.Text, links)
+				req.Rules = append(req.Rules, nftcompile.Rule{Table: t, Chain: ch, Rule: r})
+			}
+		}
+	}
+	return c.Compile(ctx, req)
+}

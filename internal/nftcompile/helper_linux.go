@@ -1,0 +1,149 @@
+package nftcompile
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/netreconcile/netreconcile/internal/nftwire"
+)
+
+// helperName is the argv[0] the compile child is started with. The child is
+// this very binary (/proc/self/exe), started in a network namespace of its
+// own: it runs nft there and dumps what nft made. Started by argv[0] rather
+// than a subcommand so that any binary linking this package can compile:
+// the command, and the test binaries of the packages that plan.
+const helperName = "netreconcile-nft-compile"
+
+func init() {
+	if len(os.Args) > 0 && os.Args[0] == helperName {
+		os.Exit(helperMain(os.Stdin, os.Stdout))
+	}
+}
+
+// helperIn is what the parent sends the child, as JSON on its standard
+// input.
+type helperIn struct {
+	Nft string
+	// Scripts are run in turn, each by nft -f: one transaction each.
+	Scripts []string
+	Tables  []helperTable
+	// Links are made in the namespace before nft runs, with the names and
+	// indexes they have where the rules go: `iif "eth0"` compiles to
+	// eth0's index, which nft looks up in its own namespace.
+	Links []helperLink
+}
+
+type helperTable struct{ Family, Name string }
+
+type helperLink struct {
+	Name  string
+	Index int
+}
+
+// helperOut is the child's answer, as JSON on its standard output.
+type helperOut struct {
+	// Error is the child's own failure (it could not run nft, or dump).
+	Error string
+	// Refused says nft exited with a failure on script Failed; Stderr
+	// is what it said.
+	Refused bool
+	Failed  int
+	Stderr  string
+	Dumps   []*nftwire.TableDump
+}
+
+// maxHelperInput bounds the script the child reads.
+const maxHelperInput = 256 << 20
+
+func helperMain(stdin io.Reader, stdout io.Writer) int {
+	out := helperRun(stdin)
+	if err := json.NewEncoder(stdout).Encode(out); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: write the answer: %v\n", helperName, err)
+		return 1
+	}
+	return 0
+}
+
+func helperRun(stdin io.Reader) *helperOut {
+	fail := func(format string, a ...any) *helperOut { return &helperOut{Error: fmt.Sprintf(format, a...)} }
+	b, err := io.ReadAll(io.LimitReader(stdin, maxHelperInput))
+	if err != nil {
+		return fail("read the request: %v", err)
+	}
+	var in helperIn
+	if err := json.Unmarshal(b, &in); err != nil {
+		return fail("read the request: %v", err)
+	}
+	conn, err := nftwire.Dial(-1)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer conn.Close()
+	// Only ever in a namespace of our own: nft -f here writes tables.
+	tables, err := conn.Dump(nftwire.MsgGetTable, 0, nil)
+	switch {
+	case errors.Is(err, os.ErrPermission):
+		return fail("nftables refuses this namespace's requests (%v): the user namespace holds no capability over it (an AppArmor or SELinux policy on user namespaces?)", err)
+	case err != nil:
+		return fail("list tables: %v", err)
+	case len(tables) > 0:
+		return fail("the namespace holds nftables tables: not one made for compiling; refusing to run nft in it")
+	}
+	for _, l := range in.Links {
+		if err := addLink(l); err != nil {
+			return fail("make link %s (index %d) for nft to find: %v", l.Name, l.Index, err)
+		}
+	}
+	for i, script := range in.Scripts {
+		cmd := exec.Command(in.Nft, "-f", "-")
+		cmd.Env = []string{"LC_ALL=C"}
+		cmd.Dir = "/"
+		cmd.Stdin = bytes.NewReader([]byte(script))
+		var errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = io.Discard, &errb
+		if err := cmd.Run(); err != nil {
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				return fail("run %s: %v", in.Nft, err)
+			}
+			return &helperOut{Refused: true, Failed: i, Stderr: errb.String()}
+		}
+	}
+	out := &helperOut{}
+	for _, t := range in.Tables {
+		fam, ok := nftwire.Family(t.Family)
+		if !ok {
+			return fail("unknown family %q", t.Family)
+		}
+		d, err := conn.ReadTable(fam, t.Name, nil)
+		if err != nil {
+			return fail("%v", err)
+		}
+		if d == nil {
+			return fail("table %s %s: nft made no such table", t.Family, t.Name)
+		}
+		out.Dumps = append(out.Dumps, d)
+	}
+	return out
+}
+
+// addLink makes a link of a name and index: a dummy where the kernel has
+// the kind, a bridge otherwise (both are one device, with nothing to set).
+func addLink(l helperLink) error {
+	attrs := netlink.LinkAttrs{Name: l.Name, Index: l.Index}
+	err := netlink.LinkAdd(&netlink.Dummy{LinkAttrs: attrs})
+	if err == nil {
+		return nil
+	}
+	if berr := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); berr != nil {
+		return fmt.Errorf("dummy: %v; bridge: %w", err, berr)
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+// Package nftwire is the nf_tables netlink wire format as netreconcile
+// reads and writes it: the messages of one batch (tables, chains, sets,
+// elements, rules, objects and their deletes), the decoding of the kernel's
+// dumps, and the normal form of a rule's bytecode that equality is judged
+// on.
+//
+// Why a piece of our own: a rule's expressions come from nft, compiled in a
+// throwaway namespace, and go into our batch as the bytes the kernel dumped
+// there. google/nftables decodes expressions into Go types and encodes them
+// again; its expr.Any has unexported methods, so no type of ours can stand
+// for an expression it lacks, and it drops the ones it does not know,
+// silently. A rule carried through it would lose what nft wrote. Here an
+// expression list is never decoded into types: it is a list of attributes,
+// copied as is, of which only the set references of anonymous sets are
+// rewritten (a set the batch creates is named by the kernel and found by its
+// transaction id) and, for equality only, the stateful values zeroed.
+// The attribute format itself (lengths, alignment, the 64 KiB bound, the
+// flags in a type) is mdlayher/netlink's: its decoder splits every message
+// and list read here, its encoder lays out every one written. What is
+// nf_tables' own is in this package: big-endian integers, the framing of
+// batches and element lists, and the flags of a type kept as dumped, so
+// that an expression is written back as the kernel gave it. A differential
+// test holds the messages equal to google/nftables' for the objects both can
+// express, and a fuzz target holds the codec to the decoder's reading.
+package nftwire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/mdlayher/netlink"
+	"github.com/mdlayher/netlink/nlenc"
+)
+
+// attr is one netlink attribute as mdlayher/netlink decodes it: its type as
+// sent, flags included (Nested, NetByteOrder), and its payload. Length is
+// the decoder's; the encoder computes its own.
+type attr = netlink.Attribute
+
+// kind is an attribute's type without its flags.
+func kind(a attr) uint16 { return a.Type &^ (netlink.Nested | netlink.NetByteOrder) }
+
+// ErrMalformed is returned for attributes that run past their buffer.
+var ErrMalformed = errors.New("malformed netlink attributes")
+
+func malformed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %v", ErrMalformed, err)
+}
+
+// parseAttrs splits b into its attributes (the payloads are copies).
+func parseAttrs(b []byte) ([]attr, error) {
+	as, err := netlink.UnmarshalAttributes(b)
+	return as, malformed(err)
+}
+
+// marshal lays attributes out in order, each type with its flags as given.
+// It fails only on a payload past the attribute's 64 KiB.
+func marshal(as []attr) ([]byte, error) {
+	ae := netlink.NewAttributeEncoder()
+	for _, a := range as {
+		ae.Bytes(a.Type, a.Data)
+	}
+	return ae.Encode()
+}
+
+// each calls fn for every attribute of b, its type without flags. The
+// payload fn sees is the decoder's copy; an error of fn is returned as is.
+func each(b []byte, fn func(typ uint16, v []byte) error) error {
+	ad, err := netlink.NewAttributeDecoder(b)
+	if err != nil {
+		return malformed(err)
+	}
+	var ferr error
+	for ferr == nil && ad.Next() {
+		typ := ad.Type()
+		ad.Do(func(v []byte) error {
+			ferr = fn(typ, v)
+			return nil
+		})
+	}
+	if ferr != nil {
+		return ferr
+	}
+	return malformed(ad.Err())
+}
+
+// find returns the first attribute of kind k.
+func find(as []attr, k uint16) (attr, bool) {
+	for _, a := range as {
+		if kind(a) == k {
+			return a, true
+		}
+	}
+	return attr{}, false
+}
+
+func be32(b []byte) (uint32, bool) {
+	if len(b) != 4 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(b), true
+}
+
+func be64(b []byte) (uint64, bool) {
+	if len(b) != 8 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(b), true
+}
+
+// cstring is a netlink string without its terminating NUL.
+func cstring(b []byte) string { return nlenc.String(b) }
+
+func putBE32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+func zstr(s string) []byte    { return append([]byte(s), 0) }
+
+// decoder returns a decoder of nf_tables attributes: integers big-endian.
+func decoder(b []byte) (*netlink.AttributeDecoder, error) {
+	ad, err := netlink.NewAttributeDecoder(b)
+	if err != nil {
+		return nil, malformed(err)
+	}
+	ad.ByteOrder = binary.BigEndian
+	return ad, nil
+}

@@ -1,0 +1,425 @@
+package nftcorpus
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/test/nettest"
+)
+
+// Case is one rule to try: a chain of a family's standard table, and the
+// rule's text.
+type Case struct {
+	Family, Chain, Rule string
+	// Class names the syntax class (corpus) or "generated".
+	Class string
+}
+
+func (c Case) String() string { return fmt.Sprintf("%s %s: %s", c.Family, c.Chain, c.Rule) }
+
+// Outcome is what became of a case.
+type Outcome int
+
+// Outcomes.
+const (
+	Identical     Outcome = iota // both took it, the kernel holds the same rule
+	RefusedByBoth                // both refused it
+	Differ                       // both took it, the kernel's rules differ
+	OnlyWeAccept                 // nft refused it, netreconcile wrote it
+	OnlyNftTakes                 // nft took it, netreconcile refused it
+)
+
+var outcomeNames = []string{"identical", "refused by both", "differ", "only netreconcile accepts", "only nft accepts"}
+
+func (o Outcome) String() string { return outcomeNames[o] }
+
+// Result is a case's outcome, with the two sides' kernel rules when they
+// differ, or netreconcile's refusal.
+type Result struct {
+	Case
+	Outcome Outcome
+	Detail  string
+}
+
+// Counts tallies results by outcome.
+type Counts map[Outcome]int
+
+func (c Counts) String() string {
+	total := 0
+	for _, n := range c {
+		total += n
+	}
+	return fmt.Sprintf("tried %d: identical %d, refused by both %d, differ %d, only netreconcile accepts %d, only nft accepts %d",
+		total, c[Identical], c[RefusedByBoth], c[Differ], c[OnlyWeAccept], c[OnlyNftTakes])
+}
+
+// Tally counts results.
+func Tally(rs []Result) Counts {
+	c := Counts{}
+	for _, r := range rs {
+		c[r.Outcome]++
+	}
+	return c
+}
+
+// Run runs cases through netreconcile and through nft -f, each family in
+// two fresh namespaces, and returns each case's outcome.
+func Run(t testing.TB, cases []Case) []Result {
+	t.Helper()
+	byFam := map[string][]Case{}
+	for _, c := range cases {
+		byFam[c.Family] = append(byFam[c.Family], c)
+	}
+	var out []Result
+	for _, fam := range Families {
+		if cs := byFam[fam]; len(cs) > 0 {
+			out = append(out, runFamily(t, fam, cs)...)
+		}
+	}
+	return out
+}
+
+// perChain lays cases out by chain, each with its index in its chain, in
+// the order a file lists them (chain by chain): the kernel judges some
+// rules by those before them (a jump that closes a loop is refused, the
+// rule that was there first is not), so both sides add them in one order.
+func perChain(cases []Case, take func(int) bool) ([]ChainRule, map[string][]string, map[ChainRule]int) {
+	var rules []ChainRule
+	byChain := map[string][]string{}
+	index := map[ChainRule]int{}
+	for _, ch := range chains {
+		for i, c := range cases {
+			if c.Chain != ch.name || !take(i) {
+				continue
+			}
+			cr := ChainRule{Chain: c.Chain, Index: len(byChain[c.Chain]), Rule: c.Rule}
+			byChain[c.Chain] = append(byChain[c.Chain], c.Rule)
+			rules = append(rules, cr)
+			index[cr] = i
+		}
+	}
+	return rules, byChain, index
+}
+
+var placedRE = regexp.MustCompile(`^[^:]+:(\d+):\d+-\d+: Error: `)
+
+// errNotRun says nft could not be run (not a refusal).
+var errNotRun = errors.New("nft did not run")
+
+// NftTakes runs a family's cases through nft -f, in their standard table,
+// with nftF (which runs nft -f on the script in a namespace without
+// tables and returns what it printed, and a non-nil error when it failed),
+// and
+// reports which rules nft takes: the whole script, less the rules it
+// refuses, until it takes what is left. A rule it refuses is one it placed
+// its own error at, or the first the kernel refused (the kernel refuses
+// every rule of a table after one that fails its validation), or one that
+// makes nft fail alone (its assertions fail on some input: a run that
+// fails without placing an error is split in halves). A split run judges
+// its halves apart, and a rule taken in one may close a loop with a rule
+// of the other: the rules taken go through again, together, until nft
+// takes them in one run.
+func NftTakes(fam string, cases []Case, nftF func(script string) ([]byte, error)) ([]bool, error) {
+	took := make([]bool, len(cases))
+	for i := range took {
+		took[i] = true
+	}
+	runs := 0
+	var failure error
+	var refuse func(idx []int)
+	refuse = func(idx []int) {
+		for len(idx) > 0 && failure == nil {
+			if runs++; runs > 5000 {
+				failure = fmt.Errorf("nft -f: still refusing after %d runs", runs)
+				return
+			}
+			rules, _, index := perChain(cases, func(i int) bool { return slices.Contains(idx, i) && took[i] })
+			script, lines := Script(fam, rules)
+			out, err := nftF(script)
+			if err == nil {
+				return
+			}
+			dropped := false
+			kernel := -1
+			for _, l := range strings.Split(string(out), "\n") {
+				m := placedRE.FindStringSubmatch(l)
+				if m == nil {
+					continue
+				}
+				n, _ := strconv.Atoi(m[1])
+				if strings.Contains(l, "Error: Could not process rule: ") {
+					if kernel < 0 || n < kernel {
+						kernel = n
+					}
+					continue
+				}
+				if cr, ok := lines[n]; ok {
+					took[index[cr]] = false
+					dropped = true
+				}
+			}
+			if cr, ok := lines[kernel]; ok && kernel > 0 {
+				took[index[cr]] = false
+				dropped = true
+			}
+			idx = slices.DeleteFunc(idx, func(i int) bool { return !took[i] })
+			switch {
+			case dropped:
+				continue
+			case len(idx) == 1:
+				took[idx[0]] = false
+				return
+			case len(idx) == 0:
+				failure = fmt.Errorf("%w: nft -f refused the standard table of %s:\n%s\n%s", errNotRun, fam, out, script)
+				return
+			}
+			half := len(idx) / 2
+			refuse(append([]int(nil), idx[:half]...))
+			refuse(append([]int(nil), idx[half:]...))
+			return
+		}
+	}
+	for failure == nil {
+		var idx []int
+		for i := range cases {
+			if took[i] {
+				idx = append(idx, i)
+			}
+		}
+		before := runs
+		refuse(idx)
+		if runs == before+1 {
+			break
+		}
+	}
+	return took, failure
+}
+
+func runFamily(t testing.TB, fam string, cases []Case) []Result {
+	t.Helper()
+	dir := t.TempDir()
+	nftTook := make([]bool, len(cases))
+	weTook := make([]bool, len(cases))
+	weSaid := make([]string, len(cases))
+	for i := range cases {
+		nftTook[i], weTook[i] = true, true
+	}
+
+	// nft -f: the whole script, less the rules it refuses (NftTakes).
+	nsN := nettest.NewNetNS(t)
+	empty, _ := Script(fam, nil)
+	if out, err := exec.Command("ip", "netns", "exec", nsN, "nft", "-f", nettest.WriteFile(t, dir, "empty.nft", empty)).CombinedOutput(); err != nil {
+		t.Fatalf("nft -f refuses the standard table of %s: %v\n%s", fam, err, out)
+	}
+	took, err := NftTakes(fam, cases, func(script string) ([]byte, error) {
+		p := filepath.Join(dir, "n.nft")
+		if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
+			return nil, err
+		}
+		if out, err := exec.Command("ip", "netns", "exec", nsN, "nft", "flush", "ruleset").CombinedOutput(); err != nil {
+			return out, fmt.Errorf("%w: %v", errNotRun, err)
+		}
+		return exec.Command("ip", "netns", "exec", nsN, "nft", "-f", p).CombinedOutput()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(nftTook, took)
+	rules, _, nftIndex := perChain(cases, func(i int) bool { return nftTook[i] })
+	script, _ := Script(fam, rules)
+	nettest.InNS(t, nsN, "nft", "-f", nettest.WriteFile(t, dir, "final.nft", "flush ruleset\n"+script))
+	nftRules := readRules(t, nsN, fam)
+
+	// netreconcile: validate says which rules it refuses (by field path),
+	// apply writes the others.
+	nsW := nettest.NewNetNS(t)
+	state := t.TempDir()
+	var weIndex map[ChainRule]int
+	for run := 0; ; run++ {
+		var byChain map[string][]string
+		var rules []ChainRule
+		rules, byChain, weIndex = perChain(cases, func(i int) bool { return weTook[i] })
+		f := filepath.Join(dir, fmt.Sprintf("w%d.yaml", run))
+		if err := os.WriteFile(f, []byte(YAML(fam, byChain)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := nettest.CLI(t, "validate", "-o", "json", "-c", f)
+		if r.Code == 0 {
+			if r := nettest.CLI(t, "apply", "-q", "-c", f, "--netns", nsW, "--state-dir", state); r.Code != 0 {
+				t.Fatalf("apply of what validate took: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			break
+		}
+		var v struct {
+			Errors []struct{ Path, Message string }
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil || len(v.Errors) == 0 || run > 40 {
+			t.Fatalf("validate of the standard table of %s: exit %d, errors not placed at rules: %v\n%s%s", fam, r.Code, err, r.Stdout, r.Stderr)
+		}
+		byPath := map[string]ChainRule{}
+		for _, cr := range rules {
+			byPath[fmt.Sprintf("nftables.%s %s.chains.%s.rules[%d]", fam, TableName, cr.Chain, cr.Index)] = cr
+		}
+		for _, e := range v.Errors {
+			cr, ok := byPath[e.Path]
+			if !ok {
+				t.Fatalf("validate: an error not at a rule: %s: %s", e.Path, e.Message)
+			}
+			weTook[weIndex[cr]] = false
+			weSaid[weIndex[cr]] = e.Message
+		}
+	}
+	weRules := readRules(t, nsW, fam)
+
+	var out []Result
+	for i, c := range cases {
+		r := Result{Case: c}
+		switch {
+		case !nftTook[i] && !weTook[i]:
+			r.Outcome = RefusedByBoth
+		case !nftTook[i]:
+			r.Outcome = OnlyWeAccept
+		case !weTook[i]:
+			r.Outcome = OnlyNftTakes
+			r.Detail = "netreconcile: " + weSaid[i]
+		default:
+			n := nftRules.at(c.Chain, indexOf(nftIndex, i))
+			w := weRules.at(c.Chain, indexOf(weIndex, i))
+			if n == w {
+				r.Outcome = Identical
+			} else {
+				r.Outcome = Differ
+				r.Detail = fmt.Sprintf("nft -f:\n%s\nnetreconcile:\n%s", n, w)
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func indexOf(index map[ChainRule]int, i int) int {
+	for cr, j := range index {
+		if j == i {
+			return cr.Index
+		}
+	}
+	return -1
+}
+
+// ruleset is a table's rules as the kernel holds them: per chain, each
+// rule's bytecode (nft --debug=netlink, anonymous sets by content) and its
+// words (nft list).
+type ruleset map[string][]string
+
+func (rs ruleset) at(chain string, i int) string {
+	if i < 0 || i >= len(rs[chain]) {
+		return "(no rule)"
+	}
+	return rs[chain][i]
+}
+
+var (
+	ruleHeadRE = regexp.MustCompile(`^\S+ \S+ (\S+) \d+( \d+)?$`)
+	setHeadRE  = regexp.MustCompile(`^\S+ \S+ @(\S+)$`)
+	anonRefRE  = regexp.MustCompile(`set (__(?:set|map|objmap)\d+)`)
+	handleRE   = regexp.MustCompile(` # handle \d+$`)
+)
+
+// readRules reads the standard table's rules in a namespace.
+func readRules(t testing.TB, ns, fam string) ruleset {
+	t.Helper()
+	debug := nettest.InNS(t, ns, "nft", "--debug=netlink", "list", "table", fam, TableName)
+	list := nettest.InNS(t, ns, "nft", "-a", "list", "table", fam, TableName)
+	type block struct {
+		chain string
+		lines []string
+	}
+	var blocks []*block
+	var b *block
+	for _, l := range strings.Split(debug, "\n") {
+		switch {
+		case setHeadRE.MatchString(l):
+			b = nil
+		case ruleHeadRE.MatchString(l):
+			b = &block{chain: ruleHeadRE.FindStringSubmatch(l)[1]}
+			blocks = append(blocks, b)
+		case strings.HasPrefix(l, "  [") && b != nil:
+			b.lines = append(b.lines, strings.TrimSpace(l))
+		}
+	}
+	sets := collectSets(debug)
+	out := ruleset{}
+	for _, bl := range blocks {
+		var lines []string
+		for _, l := range bl.lines {
+			lines = append(lines, anonRefRE.ReplaceAllStringFunc(l, func(m string) string {
+				es := append([]string(nil), sets[anonRefRE.FindStringSubmatch(m)[1]]...)
+				sort.Strings(es)
+				return "set {" + strings.Join(es, "; ") + "}"
+			}))
+		}
+		out[bl.chain] = append(out[bl.chain], strings.Join(lines, "\n"))
+	}
+	// The words: each rule's line of nft list, without its handle, after
+	// its bytecode.
+	chain := ""
+	idx := map[string]int{}
+	for _, l := range strings.Split(list, "\n") {
+		s := strings.TrimSpace(l)
+		if name, ok := strings.CutPrefix(s, "chain "); ok {
+			chain = strings.Fields(name)[0]
+			continue
+		}
+		if chain == "" || !handleRE.MatchString(s) || strings.HasPrefix(s, "type ") {
+			continue
+		}
+		if i := idx[chain]; i < len(out[chain]) {
+			out[chain][i] += "\n" + handleRE.ReplaceAllString(s, "")
+		}
+		idx[chain]++
+	}
+	return out
+}
+
+// collectSets reads the anonymous sets' elements of a debug listing.
+func collectSets(debug string) map[string][]string {
+	sets := map[string][]string{}
+	name := ""
+	for _, l := range strings.Split(debug, "\n") {
+		switch {
+		case setHeadRE.MatchString(l):
+			name = setHeadRE.FindStringSubmatch(l)[1]
+		case strings.HasPrefix(l, "\telement ") && name != "":
+			sets[name] = append(sets[name], strings.TrimSpace(l))
+		default:
+			if !strings.HasPrefix(l, "\t") {
+				name = ""
+			}
+		}
+	}
+	return sets
+}
+
+// TallyByClass counts results by syntax class, the classes in order.
+func TallyByClass(rs []Result) ([]string, map[string]Counts) {
+	var classes []string
+	by := map[string]Counts{}
+	for _, r := range rs {
+		if by[r.Class] == nil {
+			by[r.Class] = Counts{}
+			classes = append(classes, r.Class)
+		}
+		by[r.Class][r.Outcome]++
+	}
+	return classes, by
+}

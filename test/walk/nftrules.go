@@ -1,0 +1,248 @@
+package walk
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/netreconcile/netreconcile/test/nftcorpus"
+)
+
+// The walk's nftables rules come from the differential's corpus
+// (test/nftcorpus): nft's syntax classes, in the chains of the walk's
+// tables, each rule one nft takes in a chain of that type and hook. The
+// oracle compares each chain's rules with what nft makes of the same table
+// loaded by nft -f in a namespace of its own (nft -j, the bytecode's
+// expressions), not with the file's words: nft lists "tcp dport 022" as
+// "tcp dport 18".
+
+// corpusChain is the chain of the corpus's standard tables with a walk
+// chain's type and hook.
+func corpusChain(ch *Chain) string {
+	switch ch.chainType() + " " + ch.Hook {
+	case "filter input":
+		return "in"
+	case "filter output":
+		return "out"
+	case "filter forward":
+		return "forw"
+	case "filter prerouting":
+		return "pre"
+	case "filter postrouting":
+		return "post"
+	case "nat prerouting":
+		return "natpre"
+	case "nat postrouting":
+		return "natpost"
+	case "route output":
+		return "rout"
+	case "filter ingress":
+		return "ing"
+	case "filter ":
+		return "helper"
+	}
+	return ""
+}
+
+// walkable reports whether a corpus rule may go in a walk table: it names
+// no set but the walk's own (repair drops a rule whose set is not
+// declared), no object, map or chain of the corpus's tables, and changes
+// no set from the packet path (the walk's sets are the file's).
+func walkable(r string) bool {
+	for _, bad := range []string{" name ", "name \"", "helper set", "timeout set", "expectation set", "synproxy", "meter ",
+		"add @", "update @", "delete @", "@vm", "@mm", "@nm", "@pm", "@om", "@qm", "@ifv", "@ifn", "@eth", "@cs", "@st",
+		"@dyn", "@spr", "@nope", "@s6 ", "jump in", "goto nowhere", "jump nowhere"} {
+		if strings.Contains(r+" ", bad) {
+			return false
+		}
+	}
+	if i := strings.Index(r, "@"); i >= 0 && !strings.HasPrefix(r[i:], "@s4") && !strings.HasPrefix(r[i:], "@s6") &&
+		!strings.HasPrefix(r[i:], "@sp") && !strings.HasPrefix(r[i:], "@sm") && !strings.HasPrefix(r[i:], "@nh") &&
+		!strings.HasPrefix(r[i:], "@th") && !strings.HasPrefix(r[i:], "@ll") {
+		return false
+	}
+	return true
+}
+
+var (
+	poolMu       sync.Mutex
+	nftPoolCache = map[string]map[string][]string{}
+)
+
+// inNewNetNS runs a shell command in a network namespace of its own
+// (root), with stdin.
+func inNewNetNS(script, stdin string) ([]byte, error) {
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+	cmd.Stdin = strings.NewReader(stdin)
+	return cmd.CombinedOutput()
+}
+
+// NftRulePool returns the corpus's rules nft takes, by corpus chain, for a
+// family: the pool the walk draws from (computed once, with nft -f in a
+// namespace of its own).
+func NftRulePool(family string) (map[string][]string, error) {
+	poolMu.Lock()
+	defer poolMu.Unlock()
+	if p, ok := nftPoolCache[family]; ok {
+		return p, nil
+	}
+	var cases []nftcorpus.Case
+	for _, c := range nftcorpus.Corpus() {
+		if c.Family == family && walkable(c.Rule) {
+			cases = append(cases, c)
+		}
+	}
+	took, err := nftcorpus.NftTakes(family, cases, func(script string) ([]byte, error) {
+		return inNewNetNS("nft -f -", script)
+	})
+	if err != nil {
+		return nil, err
+	}
+	p := map[string][]string{}
+	for i, c := range cases {
+		if took[i] {
+			p[c.Chain] = append(p[c.Chain], c.Rule)
+		}
+	}
+	nftPoolCache[family] = p
+	return p, nil
+}
+
+// corpusPool is the pool without nft's judgement, for walks whose kernel
+// compiles anything (the in-memory one).
+func corpusPool(family string) map[string][]string {
+	p := map[string][]string{}
+	for _, c := range nftcorpus.Corpus() {
+		if c.Family == family && walkable(c.Rule) {
+			p[c.Chain] = append(p[c.Chain], c.Rule)
+		}
+	}
+	return p
+}
+
+// nftRuleJSON is a rule of `nft -j list`: its expressions and comment,
+// stateful values zeroed.
+func nftRuleJSON(raw json.RawMessage) string {
+	var r struct {
+		Expr    any    `json:"expr"`
+		Comment string `json:"comment"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return "unreadable: " + string(raw)
+	}
+	zero(r.Expr)
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// zero zeroes the values a rule counts: a counter's packets and bytes, a
+// quota's use, when a rule or element was last used.
+func zero(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			switch k {
+			case "counter":
+				if m, ok := e.(map[string]any); ok {
+					m["packets"], m["bytes"] = 0, 0
+					continue
+				}
+			case "quota":
+				if m, ok := e.(map[string]any); ok {
+					delete(m, "used")
+					delete(m, "used_unit")
+					continue
+				}
+			case "last":
+				if m, ok := e.(map[string]any); ok {
+					delete(m, "used")
+					continue
+				}
+			}
+			zero(e)
+		}
+	case []any:
+		for _, e := range x {
+			zero(e)
+		}
+	}
+}
+
+// nftTableRules reads each chain's rules of a table from `nft -j list`.
+func nftTableRules(out, family, table string) (map[string][]string, error) {
+	var doc struct {
+		Nftables []map[string]json.RawMessage `json:"nftables"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		return nil, fmt.Errorf("nft -j: %w", err)
+	}
+	rules := map[string][]string{}
+	for _, o := range doc.Nftables {
+		raw, ok := o["rule"]
+		if !ok {
+			continue
+		}
+		var head struct{ Family, Table, Chain string }
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return nil, err
+		}
+		if head.Family == family && head.Table == table {
+			rules[head.Chain] = append(rules[head.Chain], nftRuleJSON(raw))
+		}
+	}
+	return rules, nil
+}
+
+// nftScript is the walk's table in nft's words: its sets declared (without
+// elements: rules do not depend on them), its chains, its rules.
+func nftScript(t *Table) string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "table %s %s {\n", t.Family, t.Name)
+	for _, s := range t.Sets {
+		var flags []string
+		if s.Interval {
+			flags = append(flags, "interval")
+		}
+		if s.Timeout != "" {
+			flags = append(flags, "timeout")
+		}
+		f := ""
+		if len(flags) > 0 {
+			f = " flags " + strings.Join(flags, ",") + ";"
+		}
+		fmt.Fprintf(&b, "\tset %s { type %s;%s }\n", s.Name, s.Type, f)
+	}
+	for _, ch := range t.Chains {
+		if ch.Hook == "" {
+			fmt.Fprintf(&b, "\tchain %s { }\n", ch.Name)
+			continue
+		}
+		dev := ""
+		if ch.Device != "" {
+			dev = fmt.Sprintf(" device %q", ch.Device)
+		}
+		fmt.Fprintf(&b, "\tchain %s { type %s hook %s%s priority %s; policy %s; }\n", ch.Name, ch.chainType(), ch.Hook, dev, ch.Priority, ch.Policy)
+	}
+	b.WriteString("}\n")
+	for _, ch := range t.Chains {
+		for _, r := range ch.Rules {
+			fmt.Fprintf(&b, "add rule %s %s %s %s\n", t.Family, t.Name, ch.Name, r)
+		}
+	}
+	return b.String()
+}
+
+// nftMakes is what nft makes of the walk's table: each chain's rules as
+// `nft -j list` gives them, from nft -f in a namespace of its own.
+func nftMakes(t *Table) (map[string][]string, error) {
+	out, err := inNewNetNS(fmt.Sprintf("nft -f - && nft -j list table %s %s", t.Family, t.Name), nftScript(t))
+	if err != nil {
+		return nil, fmt.Errorf("nft -f of table %s %s: %v: %s", t.Family, t.Name, err, out)
+	}
+	return nftTableRules(string(out), t.Family, t.Name)
+}
