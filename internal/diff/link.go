@@ -16,6 +16,11 @@ func (c *computer) links() {
 	for _, name := range c.d.SortedLinkNames() {
 		want := c.d.Links[name]
 		have, exists := c.a.Links[name]
+		if c.hold != nil && c.hold.links[name] != nil && exists {
+			// Held back (Inputs.MaxDisruption): left as it is.
+			c.holdLink(name)
+			continue
+		}
 		switch {
 		case want.Kind == model.KindDevice && !exists:
 			c.blockLink(name)
@@ -346,6 +351,7 @@ func (c *computer) vlansFollowParents(updates []Op) []Op {
 		}
 		level = next
 	}
+	c.cycledUp = cycled
 	if len(follow) == 0 {
 		return updates
 	}
