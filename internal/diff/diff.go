@@ -140,6 +140,7 @@ func compute(desired, actual *model.State, in Inputs, hold *held) (*Plan, error)
 	c.plan.Ops = append(c.plan.Ops, c.deletes...)
 	c.plan.Ops = append(c.plan.Ops, c.linkDeletes...)
 	c.disruptions()
+	c.warnings()
 	c.listHeld()
 	c.pending(in.Unallocated)
 	if len(c.conflicts) > 0 {
@@ -216,6 +217,11 @@ type computer struct {
 	// need a held link included (blocked has them too).
 	hold      *held
 	heldLinks map[string]bool
+	// written are the sysctls the plan writes, with their values, and
+	// touched the links it creates or whose MTU or master it writes
+	// (warnings).
+	written map[string]string
+	touched map[string]bool
 	// goesWithPeer maps a stale veth end to its declared peer, whose
 	// recreate deletes it (staleLinks plans no delete of its own).
 	goesWithPeer map[string]string

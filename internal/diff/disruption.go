@@ -43,7 +43,8 @@ const (
 	LinkRecreated
 )
 
-var disruptionNames = [...]string{"in-place", "table-replaced", "link-flapped", "link-recreated"}
+// disruptionNames are the levels' names, in the order of the constants.
+var disruptionNames = model.DisruptionNames
 
 // Disruptions lists the levels, least first.
 func Disruptions() []Disruption {
@@ -82,7 +83,7 @@ func ParseDisruption(s string) (Disruption, error) {
 			return Disruption(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown disruption level %q: expected one of %s", s, strings.Join(disruptionNames[:], ", "))
+	return 0, fmt.Errorf("unknown disruption level %q: expected one of %s", s, strings.Join(disruptionNames, ", "))
 }
 
 // MarshalText writes the level as the JSON output, the metrics and the

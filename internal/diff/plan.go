@@ -213,6 +213,8 @@ type Plan struct {
 	// creation), so apply checks them after the link ops and sets the MTU
 	// again where the kernel moved it.
 	PinMTU []*model.Link `json:"-"`
+	// Warnings are what the plan makes the kernel do silently (warning.go).
+	Warnings []Warning `json:"warnings,omitempty"`
 	// Held are the ops above Inputs.MaxDisruption that the plan holds
 	// back, as they would have been planned, and HeldDependents say which
 	// other objects wait with them (those that need a held link).

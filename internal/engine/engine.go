@@ -29,6 +29,11 @@ type Engine struct {
 	IPAMDir string
 	// Lock, when set, takes the namespace's writer lock (see LockPass).
 	Lock func(ctx context.Context) (unlock func(), err error)
+	// MaxDisruption, when set, makes every plan hold back the changes
+	// that disrupt more (diff.Inputs.MaxDisruption): the daemon's
+	// max-disruption. The command line never sets it: apply refuses such
+	// a plan instead.
+	MaxDisruption *diff.Disruption
 	// ledgerUnsaved says the last save of the ledger failed: the records
 	// in memory are newer than the file, and every pass tries again.
 	ledgerUnsaved bool
@@ -104,6 +109,11 @@ func (e *Engine) actual(protocol int, all bool, prev *model.State, fresh actual.
 	st, err := actual.ReadReusing(e.Kernel, opt, prev, fresh)
 	if err != nil {
 		return nil, err
+	}
+	if actual.RAKeysNeeded(desired, st) {
+		if err := actual.ReadLinkRAKeys(e.Kernel, st); err != nil {
+			return nil, err
+		}
 	}
 	if prev != nil && fresh.Kinds&actual.NFT == 0 {
 		// The tables of the previous read: the ledger's and the
@@ -371,6 +381,7 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 		e.lastUp = states.up()
 	}
 	in.PeersUp = e.lastUp
+	in.MaxDisruption = e.MaxDisruption
 	plan, err := diff.ComputeWith(desired, act, in)
 	if plan == nil {
 		return plan, err
