@@ -613,8 +613,9 @@ func opLine(o *SavedOp) string {
 	return line
 }
 
-func sameOp(a, b *SavedOp) bool {
-	if a.Digest != b.Digest || a.Action != b.Action || a.Kind != b.Kind || a.ID != b.ID || a.Summary != b.Summary ||
+// sameText reports whether two ops read the same in a plan.
+func sameText(a, b *SavedOp) bool {
+	if a.Action != b.Action || a.Kind != b.Kind || a.ID != b.ID || a.Summary != b.Summary ||
 		a.Reason != b.Reason || a.Disruption != b.Disruption || len(a.Changes) != len(b.Changes) {
 		return false
 	}
@@ -677,10 +678,12 @@ func opDifferences(what string, saved, fresh []SavedOp) []string {
 		}
 		lastAt = j
 		switch {
-		case !sameOp(&saved[i], &fresh[j]):
+		case !sameText(&saved[i], &fresh[j]):
 			add(what + "op planned as: " + opLine(&saved[i]) + changesText(&saved[i]) + "\n  is now: " + opLine(&fresh[j]) + changesText(&fresh[j]))
 		case saved[i].Depends != fresh[j].Depends:
 			add(what + "op " + opLine(&saved[i]) + ": the kernel's object changed since the plan was made")
+		case saved[i].Digest != fresh[j].Digest:
+			add(what + "op " + opLine(&saved[i]) + ": what it writes changed (in what the plan's text does not show)")
 		}
 	}
 	for j, k := range fk {
