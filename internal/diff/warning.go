@@ -240,11 +240,19 @@ func (c *computer) warnMTU() {
 				}
 				msg := fmt.Sprintf("link %s's MTU %d is above %s %s's %d", name, w.MTU, what, lower, pm)
 				if headroom > 0 {
-					msg += fmt.Sprintf(" less the %d bytes of VXLAN encapsulation", headroom)
+					// vxlan_config_apply clamps a new link's MTU,
+					// vxlan_change_mtu refuses a change, and a lower
+					// device's change moves nothing.
+					msg += fmt.Sprintf(" less the %d bytes of VXLAN encapsulation: the kernel lowers it when it makes the link, refuses it as a change, "+
+						"and leaves it above when %s's goes down, where an encapsulated packet too big for %s is fragmented or dropped", headroom, lower, lower)
+				} else {
+					// macvlan_common_newlink, vlan_dev_change_mtu...
+					// refuse; a parent's change lowers its children
+					// (macvlan_device_event, vlan_device_event).
+					msg += ": the kernel refuses it, or lowers it when " + lower + "'s goes down"
 				}
-				c.plan.Warnings = append(c.plan.Warnings, Warning{Keys: keys,
-					Message: msg + ": the kernel refuses it, or lowers it when " + lower + "'s changes",
-					Fix:     fmt.Sprintf("set links.%s.mtu to at most %d, or raise %s's", name, pm-headroom, lower)})
+				c.plan.Warnings = append(c.plan.Warnings, Warning{Keys: keys, Message: msg,
+					Fix: fmt.Sprintf("set links.%s.mtu to at most %d, or raise %s's", name, pm-headroom, lower)})
 			}
 		}
 		if w.Kind != model.KindBridge || !(c.mtuTouched(name)) {
@@ -273,23 +281,23 @@ type reach struct {
 	link string
 }
 
+// localAddr is a declared address's link, and whether that is up.
+type localAddr struct {
+	link string
+	up   bool
+}
+
 // reaches lists the declared subnets through which the kernel resolves a
-// gateway: those of addresses (scope global or link, with a prefix route,
-// on a link that will be up), a point-to-point address's peer, the
+// gateway: those of addresses (with a prefix route, on a link that will
+// be up: the kernel takes a prefix route of any scope), a point-to-point address's peer, the
 // subnets of the pools a link takes addresses from, and the declared
 // routes without a gateway (a device route).
 func (c *computer) reaches() []reach {
-	up := func(link string) bool {
-		if w := c.d.Links[link]; w != nil && (w.Kind != model.KindDevice || w.StateSet) {
-			return w.Up
-		}
-		h := c.a.Links[link]
-		return h != nil && h.Up
-	}
+	up := c.upAfter
 	var out []reach
 	for i := range c.d.Addresses {
 		a := &c.d.Addresses[i]
-		if !up(a.Link) || a.Scope == model.ScopeHost {
+		if !up(a.Link) {
 			continue
 		}
 		if a.Peer.IsValid() {
@@ -323,16 +331,32 @@ func (c *computer) reaches() []reach {
 	return out
 }
 
+// upAfter reports whether a link is up once the plan is applied.
+func (c *computer) upAfter(link string) bool {
+	if w := c.d.Links[link]; w != nil && (w.Kind != model.KindDevice || w.StateSet) {
+		return w.Up
+	}
+	h := c.a.Links[link]
+	return h != nil && h.Up
+}
+
 // gatewayReached reports whether the kernel can resolve gateway g, on link
 // dev when the route names one: an IPv6 link-local gateway by its link
 // alone; an IPv6 gateway that is an address of the host never (the kernel
-// refuses it: ip6_validate_gw); another through a declared subnet that
-// holds it.
-func gatewayReached(g netip.Addr, dev string, rs []reach, local map[netip.Addr]bool) bool {
+// refuses it: ip6_validate_gw); an IPv4 one that is an address of the host
+// by the local route the kernel adds for every address, whatever its flags
+// (fib_add_ifaddr; fib_check_nh takes RTN_LOCAL), when its link is up
+// (else ENETDOWN); another through a declared subnet that holds it.
+func gatewayReached(g netip.Addr, dev string, rs []reach, local map[netip.Addr]localAddr, bcast map[netip.Addr]bool) bool {
 	if g.Is6() && g.IsLinkLocalUnicast() {
 		return dev != ""
 	}
-	if g.Is6() && local[g] {
+	if l, ok := local[g]; ok {
+		return g.Is4() && l.up && (dev == "" || dev == l.link)
+	}
+	if bcast[g] {
+		// The broadcast route the kernel adds with an IPv4 address
+		// (fib_add_ifaddr): a gateway that is broadcast is refused.
 		return false
 	}
 	for _, r := range rs {
@@ -352,7 +376,8 @@ func gatewayReached(g netip.Addr, dev string, rs []reach, local map[netip.Addr]b
 // onlink is taken at its word.
 func (c *computer) warnGateways() {
 	var rs []reach
-	var local map[netip.Addr]bool
+	var local map[netip.Addr]localAddr
+	var bcast map[netip.Addr]bool
 	type hop struct {
 		g   netip.Addr
 		dev string
@@ -379,16 +404,21 @@ func (c *computer) warnGateways() {
 		}
 		if rs == nil {
 			rs = c.reaches()
-			local = map[netip.Addr]bool{}
+			local, bcast = map[netip.Addr]localAddr{}, map[netip.Addr]bool{}
 			for j := range c.d.Addresses {
-				local[c.d.Addresses[j].Prefix.Addr()] = true
+				a := &c.d.Addresses[j]
+				up := c.upAfter(a.Link)
+				local[a.Prefix.Addr()] = localAddr{a.Link, up}
+				if p := a.Prefix; up && p.Addr().Is4() && p.Bits() < 31 && !a.Peer.IsValid() {
+					bcast[lastAddr(p.Masked())] = true
+				}
 			}
 		}
 		var bad []string
 		for _, h := range hops {
 			ok, seen := known[h]
 			if !seen {
-				ok = gatewayReached(h.g, h.dev, rs, local)
+				ok = gatewayReached(h.g, h.dev, rs, local, bcast)
 				known[h] = ok
 			}
 			if !ok {
@@ -411,4 +441,12 @@ func (c *computer) warnGateways() {
 			Fix: "declare an address" + on + " in a subnet that holds " + gw + ", a device route to it, or onlink: true if it is on the link without a subnet",
 		})
 	}
+}
+
+// lastAddr is the last address of an IPv4 prefix: its broadcast.
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().As4()
+	host := uint32(1)<<(32-p.Bits()) - 1
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) | host
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }

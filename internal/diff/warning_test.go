@@ -245,3 +245,34 @@ func TestWarningsNameKeysAndFix(t *testing.T) {
 		t.Errorf("an empty plan warns: %v", p2.Warnings)
 	}
 }
+
+// A child made on a lower device whose MTU the plan raises is made
+// without its MTU, which it gets after the raise: the kernel refuses a
+// macvlan above its parent at creation and clamps a vxlan (the MTU
+// warnings' kernel oracle met it, test/integration).
+func TestChildMadeAboveItsParentGetsItsMTUAfter(t *testing.T) {
+	run(t, []tc{{
+		name:   "macvlan and vxlan on a parent going from 1500 to 9000",
+		file:   "links:\n  p0: {kind: dummy, mtu: 9000}\n  mv0: {kind: macvlan, mtu: 9000, macvlan: {parent: p0}}\n  vx0: {kind: vxlan, mtu: 8950, vxlan: {id: 5, remote: 192.0.2.2, dev: p0}}\n",
+		kernel: newKernel().link(model.Link{Name: "p0", Kind: model.KindDummy, Owned: true, Up: true}),
+		plan: `
++ link mv0 (macvlan parent p0 mode bridge)
++ link vx0 (vxlan id 5 remote 192.0.2.2 dev p0 dstport 4789)
+~ link p0
+    mtu: 1500 -> 9000
+~ link vx0
+    mtu: p0's, when made -> 8950
+~ link mv0
+    mtu: p0's, when made -> 9000
+`,
+	}, {
+		name:   "within the parent's MTU now: made with it",
+		file:   "links:\n  p0: {kind: dummy, mtu: 9000}\n  mv0: {kind: macvlan, mtu: 1400, macvlan: {parent: p0}}\n",
+		kernel: newKernel().link(model.Link{Name: "p0", Kind: model.KindDummy, Owned: true, Up: true}),
+		plan: `
++ link mv0 (macvlan parent p0 mode bridge mtu 1400)
+~ link p0
+    mtu: 1500 -> 9000
+`,
+	}})
+}
