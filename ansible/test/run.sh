@@ -16,7 +16,7 @@ fleet=$(cd "$here/../examples/fleet" && pwd)
 work=$(mktemp -d /tmp/ans-test.XXXXXX)
 chmod 700 "$work"
 start=$(date +%s)
-namespaces="ans-s ans-x ans-lan ans-a ans-b ans-c"
+namespaces="ans-s ans-x ans-lan ans-a ans-b ans-c ans-rlan ans-r1 ans-r2 ans-r3 ans-r4 ans-r5 ans-r6"
 # Set once this run has checked that no other holds the namespaces.
 owner=
 created=
@@ -222,6 +222,35 @@ grep -o '<inline config>:[0-9]*:[0-9]*: links.ans-br0.mtu: [^"]*' "$work/s.bad.l
 	{ cat "$work/s.bad.log"; fail "the failure gives no position"; }
 dump ans-s >"$work/s.after3"
 cmp -s "$work/s.before3" "$work/s.after3" || fail "the failed run changed the kernel"
+
+log "a plan made in check mode is applied as shown; a stale one is refused"
+play "${vars[@]}" "$here/single.yml" --check --diff -e expect=changed -e s_mtu=1250 -e "s_plan=$work/s/reviewed.plan" -e "out=$work/s.plan-check.json" >"$work/s.plan-check.log" 2>&1 ||
+	{ cat "$work/s.plan-check.log"; die "check mode with a plan"; }
+[ -s "$work/s/reviewed.plan" ] && [ "$(stat -c %a "$work/s/reviewed.plan")" = 600 ] || fail "check mode saved no plan (mode 0600)"
+play "${vars[@]}" "$here/single.yml" -e expect=changed -e s_mtu=1250 -e "s_plan=$work/s/reviewed.plan" -e "out=$work/s.plan-run.json" >"$work/s.plan-run.log" 2>&1 ||
+	{ cat "$work/s.plan-run.log"; die "the reviewed plan did not apply"; }
+/usr/bin/python3 -c '
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+sys.exit(0 if a["plan"] == b["plan"] and a["plan"] else 1)' "$work/s.plan-check.json" "$work/s.plan-run.json" ||
+	fail "the applied plan is not the reviewed one: $(cat "$work/s.plan-check.json" "$work/s.plan-run.json")"
+ip -n ans-s link show ans-br0 | grep -q 'mtu 1250' || fail "the reviewed plan did not set the MTU"
+play "${vars[@]}" "$here/single.yml" --check -e expect=changed -e s_mtu=1200 -e "s_plan=$work/s/stale.plan" -e "out=$work/s.stale-check.json" >"$work/s.stale-check.log" 2>&1 ||
+	{ cat "$work/s.stale-check.log"; die "check mode with a plan"; }
+# The kernel changed by hand after the review.
+ip -n ans-s link set ans-br0 mtu 1210
+dump ans-s >"$work/s.before-stale"
+if play "${vars[@]}" "$here/single.yml" -e expect=changed -e s_mtu=1200 -e "s_plan=$work/s/stale.plan" -e "out=$work/s.stale.json" >"$work/s.stale.log" 2>&1; then
+	fail "a stale plan was applied"
+fi
+grep -q '"stale": true' "$work/s.stale.log" && grep -q 'mtu: 1210 -> 1200' "$work/s.stale.log" ||
+	{ cat "$work/s.stale.log"; fail "the stale plan's refusal does not say what changed"; }
+dump ans-s >"$work/s.after-stale"
+cmp -s "$work/s.before-stale" "$work/s.after-stale" || fail "a refused plan changed the kernel"
+grep -o '"msg": "the saved plan [^"]*' "$work/s.stale.log" | head -1 | cut -c1-400
+play "${vars[@]}" "$here/single.yml" -e expect=changed -e s_mtu=1300 -e "out=$work/s.back.json" >"$work/s.back.log" 2>&1 ||
+	{ cat "$work/s.back.log"; die "back to MTU 1300"; }
+pass "check mode saved the plan; the run applied the same ops; a plan gone stale by a change by hand was refused and the kernel dump kept"
 
 log "a conflict fails the task and names the object"
 netns_add ans-x
@@ -516,6 +545,87 @@ ip -n ans-a link show answg-a | grep -q 'mtu 1400' || fail "mesh: ans-a's MTU no
 peers_of a | cmp -s - "$work/a.peers" || fail "mesh: --limit changed ans-a's own peers (the cache should keep them)"
 for h in b c; do peers_of $h | cmp -s - "$work/$h.peers" || fail "mesh: --limit ans-a changed ans-$h's peers"; done
 pass "--limit ans-a: ans-a changed (MTU), its 2 peers kept from the fact cache; ans-b and ans-c untouched"
+
+# ---------------------------------------------------------------------------
+log "rollout: six namespaces, a canary then batches of 2 and 3, a failure budget of 0"
+netns_add ans-rlan
+ip -n ans-rlan link add ans-rbr type bridge
+ip -n ans-rlan link set ans-rbr up
+ip -n ans-rlan addr add 192.168.78.254/24 dev ans-rbr
+for i in 1 2 3 4 5 6; do
+	netns_add "ans-r$i"
+	ip -n ans-rlan link add "ans-rp$i" type veth peer name up0 netns "ans-r$i"
+	ip -n ans-rlan link set "ans-rp$i" master ans-rbr up
+	ip -n "ans-r$i" addr add "192.168.78.$i/24" dev up0
+	ip -n "ans-r$i" link set up0 up
+	ip -n "ans-r$i" link set lo up
+	ip -n "ans-r$i" route add default dev up0
+	mkdir -m 700 "$work/r$i"
+done
+# rinv [BROKEN]: the inventory; BROKEN names the host whose change breaks
+# its mesh (a rule dropping what comes in over it).
+rinv() {
+	echo "all:"
+	echo "  children:"
+	echo "    mesh:"
+	echo "      hosts:"
+	for i in 1 2 3 4 5 6; do
+		cat <<EOF
+        ans-r$i:
+          ansible_connection: local
+          mesh_index: $i
+          mesh_link: answg-r$i
+          mesh_key: $work/r$i/kubespan.key
+          mesh_uplink: up0
+          mesh_userspace: true
+          mesh_targets: all
+          netreconcile_netns: ans-r$i
+          netreconcile_binary: $bin
+          netreconcile_config_dir: $work/r$i/etc
+          netreconcile_state_dir: $work/r$i/state
+          netreconcile_wireguard_go: /usr/bin/wireguard-go
+          netreconcile_service: false
+          netreconcile_apply: true
+          rollout_reach_command: [ip, netns, exec, ans-rlan, ping, -c, "1", -W, "2", 192.168.78.$i]
+EOF
+		if [ "ans-r$i" = "${1:-}" ]; then echo "          mesh_prerouting_extra: ['iifname \"answg-r$i\" drop']"; fi
+	done
+}
+rinv >"$work/rollout-inventory.yml"
+rinv ans-r3 >"$work/rollout-broken-inventory.yml"
+play -i "$work/rollout-inventory.yml" "$fleet/mesh.yml" -e mesh_serial=6 >"$work/rollout-mesh.log" 2>&1 || { cat "$work/rollout-mesh.log"; die "rollout: the mesh"; }
+for i in 1 2 3 4 5 6; do
+	dump "ans-r$i" >"$work/r$i.before"
+	sha256sum /var/lib/netreconcile-ansible/ans-r$i-*/netreconcile.yaml /var/lib/netreconcile-ansible/ans-r$i-*/conf.d/* >"$work/r$i.files"
+done
+rstart=$(date +%s)
+# ans-r3 is in the second batch ([1, 2, 3]: ans-r1, then ans-r2 and ans-r3, then the rest).
+play -i "$work/rollout-broken-inventory.yml" "$fleet/rollout.yml" -e mesh_mtu=1380 -e '{"rollout_batches": [1, 2, 3]}' \
+	-e rollout_confirm_within=30 -e rollout_health_retries=2 -e rollout_health_delay=1 -e "rollout_summary_file=$work/rollout.json" \
+	>"$work/rollout.log" 2>&1 || { cat "$work/rollout.log"; fail "rollout: the playbook failed"; }
+echo "rollout: $(( $(date +%s) - rstart )) s"
+sed -n '/TASK \[Show it\]/,/^$/p' "$work/rollout.log" | grep -E '"(hold|failed|untouched)' || true
+/usr/bin/python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+want = {"confirmed": ["ans-r1", "ans-r2"], "failed": ["ans-r3"], "rolled_back": ["ans-r3"], "untouched": ["ans-r4", "ans-r5", "ans-r6"]}
+bad = {k: s.get(k) for k, v in want.items() if sorted(s.get(k) or []) != v}
+print(json.dumps(s, sort_keys=True))
+sys.exit(1 if bad else 0)' "$work/rollout.json" || fail "rollout: the summary is not the expected one"
+for i in 1 2; do
+	ip -n "ans-r$i" link show "answg-r$i" | grep -q 'mtu 1380' || fail "rollout: ans-r$i (confirmed) does not hold the change"
+	grep -q 'mtu: 1380' "$work/r$i/etc/conf.d/50-mesh.yaml" || fail "rollout: ans-r$i's files were not installed"
+	"$bin" status --netns "ans-r$i" --state-dir "$work/r$i/state" -o json | grep -q '"state": "confirmed"' || fail "rollout: ans-r$i not confirmed"
+done
+ip -n ans-r3 link show answg-r3 | grep -q 'mtu 1420' || fail "rollout: ans-r3 was not rolled back (MTU)"
+if ip netns exec ans-r3 nft list ruleset | grep -q 'iifname "answg-r3" drop'; then fail "rollout: ans-r3 still drops its mesh"; fi
+if grep -qs 'mtu: 1380' "$work/r3/etc/conf.d/50-mesh.yaml"; then fail "rollout: ans-r3's files were installed"; fi
+for i in 4 5 6; do
+	dump "ans-r$i" >"$work/r$i.after"
+	cmp -s "$work/r$i.before" "$work/r$i.after" || { diff "$work/r$i.before" "$work/r$i.after" | head -20; fail "rollout: ans-r$i was touched"; }
+	sha256sum -c --quiet "$work/r$i.files" || fail "rollout: ans-r$i's inline files changed"
+done
+pass "rollout: ans-r1 (canary) and ans-r2 confirmed with MTU 1380 and their files; ans-r3 failed its mesh check, was never confirmed and rolled back by itself at its deadline; ans-r4..6 untouched (kernel dumps and files equal)"
 
 log "no private or preshared key in any output"
 keys=("$peer_priv" "$(cat "$work/s/wg.key")" "$(cat "$work/s/peer.psk")" "$(cat "$work/s/nr/nr.key")" "$(sed 's/^not-a-key-//' "$work/s/garbage.key")")

@@ -41,6 +41,17 @@ type digester struct {
 	key []byte
 }
 
+// informational are the fields that say where a secret came from (the
+// desired side only): the secret's own digest is an input of the plan
+// (SecretInputs), and a file named by a relative path is found from where
+// the configuration was read, which a check-mode run and the real one may
+// not share (the Ansible module plans an inline configuration in a
+// temporary directory).
+var informational = map[reflect.Type]map[string]bool{
+	reflect.TypeFor[model.WireGuard]():     {"PrivateKeyFile": true, "PrivateKeyCredential": true},
+	reflect.TypeFor[model.WireGuardPeer](): {"PresharedKeyFile": true},
+}
+
 // volatile are the fields of kernel objects that the kernel changes on its
 // own: a plan does not go stale by them.
 var volatile = map[reflect.Type]map[string]bool{
@@ -189,7 +200,7 @@ func (w *walker) value(v reflect.Value, depth int, skip string) {
 		}
 		for i := range t.NumField() {
 			f := t.Field(i)
-			if f.Name == skip || vol[f.Name] || f.Name == "Origin" && f.Type.Kind() == reflect.String {
+			if f.Name == skip || vol[f.Name] || informational[t][f.Name] || f.Name == "Origin" && f.Type.Kind() == reflect.String {
 				continue
 			}
 			sub := ""
