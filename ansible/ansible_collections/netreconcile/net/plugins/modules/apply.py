@@ -128,7 +128,7 @@ options:
         RV(stale_reasons), changing nothing, when a configuration file or secret changed, the
         kernel changed, or the plan was made elsewhere. So C(ansible-playbook --check --diff)
         shows the plan, and the run that follows applies the plan that was shown or nothing.
-      - The plan file is compared, never obeyed: what runs is a plan made from the files and
+      - The plan file is compared, never obeyed; what runs is a plan made from the files and
         the kernel as they are, once it is the saved one.
     type: path
   max_disruption:
