@@ -112,7 +112,10 @@ func planInputs(snap *safeapply.Snapshot, salt string, cfg *desired.Config) ([]d
 	var out []diff.PlanInput
 	for i, f := range snap.Files {
 		in := diff.PlanInput{Role: diff.InputConfig, Path: f.Path, Digest: diff.FileDigest(f.Data)}
-		if i > 0 {
+		switch {
+		case f.Side:
+			in.Role, in.Name = diff.InputSide, f.Path
+		case i > 0:
 			in.Role, in.Name = diff.InputDropIn, filepath.Base(f.Path)
 		}
 		out = append(out, in)
@@ -322,21 +325,22 @@ func allocationsOnly(dry, applied *diff.SavedPlan, cfg *desired.Config) []string
 		}
 	}
 	var kept []diff.SavedOp
-	for _, op := range applied.Ops {
+	for _, sop := range applied.Ops {
+		op := sop.Op()
 		switch {
 		case op.Kind == diff.KindAddress && op.Action == diff.Create && op.Address != nil && pendingLinks[op.Address.Link]:
 			continue
 		case op.Kind == diff.KindRoute && op.Route != nil && exportTables[op.Route.Table] && op.Route.Dev == engine.ExportDev:
 			continue
 		}
-		kept = append(kept, op)
+		kept = append(kept, sop)
 	}
 	var want []diff.SavedOp
-	for _, op := range dry.Ops {
-		if op.Kind == diff.KindRoute && op.Route != nil && exportTables[op.Route.Table] && op.Route.Dev == engine.ExportDev {
+	for _, sop := range dry.Ops {
+		if op := sop.Op(); op.Kind == diff.KindRoute && op.Route != nil && exportTables[op.Route.Table] && op.Route.Dev == engine.ExportDev {
 			continue
 		}
-		want = append(want, op)
+		want = append(want, sop)
 	}
 	return diff.OpDifferences(want, kept)
 }

@@ -57,7 +57,7 @@ routes:
 	if n := strings.Count(log, "msg=\"change held:"); n != 1 {
 		t.Errorf("%d log lines for the held change, want 1 (passes since: a line per change of what is held)\n%s", n, log)
 	}
-	for _, want := range []string{`kind=link id=nrdvx action=replace disruption=link-recreated max_disruption=in-place`, `what="route 10.79.0.0/16 table 100 is held: it needs link nrdvx, which is held"`} {
+	for _, want := range []string{`kind=link id=nrdvx action=replace disruption=link_recreated max_disruption=in_place`, `what="route 10.79.0.0/16 table 100 is held: it needs link nrdvx, which is held"`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
@@ -68,7 +68,7 @@ routes:
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`netreconcile_held_changes{disruption="link-recreated"} 1`, `netreconcile_held_changes{disruption="link-flapped"} 0`, `netreconcile_reconciles_total{result="held"}`} {
+	for _, want := range []string{`netreconcile_held_changes{disruption="link_recreated"} 1`, `netreconcile_held_changes{disruption="link_flapped"} 0`, `netreconcile_reconciles_total{result="held"}`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q", want)
 		}

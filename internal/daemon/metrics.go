@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"github.com/netreconcile/netreconcile/internal/diff"
 	"log/slog"
 	"sync"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/netreconcile/netreconcile/internal/buildinfo"
+	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/ipam"
 	"github.com/netreconcile/netreconcile/internal/metrics"
 	"github.com/netreconcile/netreconcile/internal/model"

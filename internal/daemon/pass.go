@@ -9,7 +9,6 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/apply"
 	"github.com/netreconcile/netreconcile/internal/diff"
-	"github.com/netreconcile/netreconcile/internal/model"
 )
 
 // pass is one reconcile. It returns an error only when the daemon cannot go
@@ -222,13 +221,13 @@ func (d *Daemon) maxDisruption() *diff.Disruption {
 // change of what is held, not one per pass).
 func (d *Daemon) reportHeld(plan *diff.Plan, max *diff.Disruption) {
 	counts := map[string]float64{}
-	for _, n := range model.DisruptionNames {
-		counts[n] = 0
+	for _, d := range diff.Disruptions() {
+		counts[d.Snake()] = 0
 	}
 	var names []string
 	for i := range plan.Held {
 		op := &plan.Held[i]
-		counts[op.Disruption.String()]++
+		counts[op.Disruption.Snake()]++
 		names = append(names, fmt.Sprintf("%s %s: %s", op.Kind, op.ID, op.Disruption.Words()))
 	}
 	d.m.setHeld(counts)
@@ -251,7 +250,7 @@ func (d *Daemon) reportHeld(plan *diff.Plan, max *diff.Disruption) {
 	for i := range plan.Held {
 		op := &plan.Held[i]
 		d.log.Warn("change held: it disrupts more than max-disruption allows; apply it by hand with netreconcile apply",
-			"kind", op.Kind, "id", op.ID, "action", op.Action, "disruption", op.Disruption.String(), "max_disruption", max.String(), "why", op.Reason)
+			"kind", op.Kind, "id", op.ID, "action", op.Action, "disruption", op.Disruption.Snake(), "max_disruption", max.Snake(), "why", op.Reason)
 	}
 	for _, dep := range plan.HeldDependents {
 		d.log.Warn("change held with it", "what", dep)

@@ -76,10 +76,11 @@ func (d Disruption) Lost() string {
 	return "nothing disturbed"
 }
 
-// ParseDisruption reads a level as String writes it.
+// ParseDisruption reads a level as String writes it (the command line's
+// and the configuration's words), or as MarshalText does (the JSON's).
 func ParseDisruption(s string) (Disruption, error) {
 	for i, n := range disruptionNames {
-		if s == n {
+		if s == n || s == strings.ReplaceAll(n, "-", "_") {
 			return Disruption(i), nil
 		}
 	}
@@ -102,7 +103,7 @@ func (d Disruption) Snake() string { return strings.ReplaceAll(d.String(), "-", 
 // UnmarshalText reads a level in either form (MarshalText's or String's);
 // anything else is an error.
 func (d *Disruption) UnmarshalText(b []byte) error {
-	v, err := ParseDisruption(strings.ReplaceAll(string(b), "_", "-"))
+	v, err := ParseDisruption(string(b))
 	if err != nil {
 		return err
 	}

@@ -71,6 +71,7 @@ type PlanTarget struct {
 const (
 	InputConfig = "config"  // the main file
 	InputDropIn = "drop-in" // a file of the drop-in directory
+	InputSide   = "side"    // a side file the configuration names (routes-files, elements-file)
 	InputSecret = "secret"  // a key the configuration names (file or credential)
 )
 
@@ -80,8 +81,9 @@ const (
 type PlanInput struct {
 	Role string `json:"role"`
 	// Name identifies the input across runs: "" for the main file, the
-	// file's name for a drop-in, the key's place in the configuration
-	// for a secret (links.wg0.wireguard.private-key-file).
+	// file's name for a drop-in, its path for a side file, the key's
+	// place in the configuration for a secret
+	// (links.wg0.wireguard.private-key-file).
 	Name   string `json:"name"`
 	Path   string `json:"path"`
 	Digest string `json:"digest"`
@@ -89,12 +91,39 @@ type PlanInput struct {
 
 // SavedOp is an op as the plan showed it, with its digests.
 type SavedOp struct {
-	Op
+	Action     Action     `json:"action"`
+	Kind       Kind       `json:"kind"`
+	ID         string     `json:"id"`
+	Summary    string     `json:"summary"`
+	Changes    []Change   `json:"changes"`
+	Reason     string     `json:"reason"`
+	Disruption Disruption `json:"disruption"`
 	// Digest is what the op writes (an HMAC under the salt).
 	Digest string `json:"digest"`
 	// Depends is the kernel's object the op was planned from ("absent"
 	// when there was none).
 	Depends string `json:"depends"`
+	// op is the plan's op a saved op was made from (Save), with the
+	// objects it carries; nil for one read from a file.
+	op *Op
+}
+
+// Op is the op as a plan holds it: the one Save was given, or for a saved
+// op read from a file, its text alone (no object: it is never applied).
+func (o *SavedOp) Op() *Op {
+	if o.op != nil {
+		return o.op
+	}
+	return &Op{Action: o.Action, Kind: o.Kind, ID: o.ID, Summary: o.Summary, Changes: o.Changes, Reason: o.Reason, Disruption: o.Disruption}
+}
+
+func savedOp(op *Op, digest, depends string) SavedOp {
+	changes := op.Changes
+	if changes == nil {
+		changes = []Change{}
+	}
+	return SavedOp{Action: op.Action, Kind: op.Kind, ID: op.ID, Summary: op.Summary, Changes: changes, Reason: op.Reason, Disruption: op.Disruption,
+		Digest: digest, Depends: depends, op: op}
 }
 
 // NewSalt makes a plan's salt from 32 random bytes.
@@ -169,10 +198,10 @@ func Save(plan *Plan, act *model.State, salt string, target PlanTarget, inputs [
 		Inputs: inputs, Protocol: plan.Protocol, Ops: make([]SavedOp, len(plan.Ops)), Pending: make([]SavedOp, len(plan.Pending)),
 		Conflicts: conflicts, Warnings: plan.Warnings}
 	for i := range plan.Ops {
-		s.Ops[i] = SavedOp{Op: plan.Ops[i], Digest: d.opDigest(&plan.Ops[i]), Depends: idx.depends(&plan.Ops[i])}
+		s.Ops[i] = savedOp(&plan.Ops[i], d.opDigest(&plan.Ops[i]), idx.depends(&plan.Ops[i]))
 	}
 	for i := range plan.Pending {
-		s.Pending[i] = SavedOp{Op: plan.Pending[i], Digest: d.opDigest(&plan.Pending[i]), Depends: "absent"}
+		s.Pending[i] = savedOp(&plan.Pending[i], d.opDigest(&plan.Pending[i]), "absent")
 	}
 	if s.Inputs == nil {
 		s.Inputs = []PlanInput{}
@@ -433,7 +462,7 @@ func (s *SavedPlan) Validate() error {
 			}
 		}
 		switch in.Role {
-		case InputConfig, InputDropIn:
+		case InputConfig, InputDropIn, InputSide:
 			if !digestForm(in.Digest, "sha256") {
 				return fmt.Errorf("%s.digest: expected sha256:HEX (64 digits), found %.128q", at, in.Digest)
 			}
@@ -445,7 +474,7 @@ func (s *SavedPlan) Validate() error {
 				return fmt.Errorf("%s.digest: expected hmac-sha256:HEX (64 digits), found %.128q", at, in.Digest)
 			}
 		default:
-			return fmt.Errorf("%s.role: expected %s, %s or %s, found %.64q", at, InputConfig, InputDropIn, InputSecret, in.Role)
+			return fmt.Errorf("%s.role: expected %s, %s, %s or %s, found %.64q", at, InputConfig, InputDropIn, InputSide, InputSecret, in.Role)
 		}
 		k := [2]string{in.Role, in.Name}
 		if seen[k] {
@@ -582,6 +611,8 @@ func inputDifferences(saved, fresh []PlanInput) []string {
 			return "configuration file " + in.Path
 		case InputDropIn:
 			return "drop-in " + in.Path
+		case InputSide:
+			return "side file " + in.Path
 		}
 		return "secret " + in.Name + " (" + in.Path + ")"
 	}
@@ -608,7 +639,7 @@ func inputDifferences(saved, fresh []PlanInput) []string {
 // opLine is an op as the plan's text shows its first line.
 func opLine(o *SavedOp) string {
 	var b strings.Builder
-	WriteOps(&b, []*Op{&o.Op})
+	WriteOps(&b, []*Op{o.Op()})
 	line, _, _ := strings.Cut(b.String(), "\n")
 	return line
 }
@@ -702,7 +733,7 @@ func opDifferences(what string, saved, fresh []SavedOp) []string {
 
 func changesText(o *SavedOp) string {
 	var b strings.Builder
-	WriteOps(&b, []*Op{&o.Op})
+	WriteOps(&b, []*Op{o.Op()})
 	_, rest, _ := strings.Cut(strings.TrimRight(b.String(), "\n"), "\n")
 	if rest == "" {
 		return ""

@@ -94,11 +94,11 @@ links:
 				}
 				name := op.ID
 				switch op.Disruption {
-				case "link-recreated":
+				case "link_recreated":
 					if before[name] == after[name] {
 						t.Errorf("%s says recreated (%s), but kept ifindex %s", name, op.Reason, before[name])
 					}
-				case "link-flapped":
+				case "link_flapped":
 					if before[name] != after[name] || !flaps(name) {
 						t.Errorf("%s says flapped (%s), but ifindex %s -> %s, down and up seen: %v", name, op.Reason, before[name], after[name], flaps(name))
 					}
@@ -109,7 +109,7 @@ links:
 							}
 						}
 					}
-				case "in-place":
+				case "in_place":
 					if op.Action == "update" && (before[name] != after[name] || flaps(name)) {
 						t.Errorf("%s says in place, but ifindex %s -> %s, down and up seen: %v", name, before[name], after[name], flaps(name))
 					}
@@ -117,7 +117,7 @@ links:
 			}
 		})
 	}
-	for _, d := range []string{"in-place", "link-flapped", "link-recreated"} {
+	for _, d := range []string{"in_place", "link_flapped", "link_recreated"} {
 		if met[d] == 0 {
 			t.Errorf("no link op of class %s met", d)
 		}

@@ -433,7 +433,7 @@ func (r *runner) step(i int, c *Config) *Failure {
 			continue
 		}
 		b, a := before.Links[op.ID], after.Links[op.ID]
-		switch rec := op.Disruption == "link-recreated"; {
+		switch rec := op.Disruption == "link_recreated"; {
 		case rec && b != nil && a != nil && a.Index == b.Index && !skip[op.ID]:
 			return fail("disruption", "link %s kept ifindex %d but the plan says it is recreated\nplan: %+v", op.ID, a.Index, plan.Ops)
 		case op.Action == "replace" && !rec, op.Action == "update" && rec:

@@ -352,8 +352,8 @@ def plan_text(ops):
             line += ' (%s)' % op['summary']
         if op.get('reason'):
             line += ': %s' % op['reason']
-        if op.get('disruption') and op['disruption'] != 'in-place':
-            line += ' [%s]' % op['disruption'].replace('-', ' ')
+        if op.get('disruption') and op['disruption'] not in ('in_place', 'in-place'):
+            line += ' [%s]' % op['disruption'].replace('_', ' ').replace('-', ' ')
         lines.append(line)
         for c in op.get('changes') or []:
             f, a, b = c.get('field'), c.get('from'), c.get('to')

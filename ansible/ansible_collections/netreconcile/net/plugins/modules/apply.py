@@ -239,10 +239,10 @@ plan:
       sample: dev kubespan scope link
     disruption:
       description: >-
-        What it does to traffic and state: C(in-place), C(table-replaced) (an nftables table
-        rebuilt), C(link-flapped) (down and up), C(link-recreated) (a new ifindex).
+        What it does to traffic and state: C(in_place), C(table_replaced) (an nftables table
+        rebuilt), C(link_flapped) (down and up), C(link_recreated) (a new ifindex).
       type: str
-      sample: in-place
+      sample: in_place
     changes:
       description: For an update or replace, each field with C(field), C(from) and C(to) (null for no value).
       type: list
