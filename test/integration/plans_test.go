@@ -104,7 +104,7 @@ func TestSavedPlanStale(t *testing.T) {
 	}{{
 		name: "file edited",
 		change: func(e *env, f, _ string) {
-			e.file(filepath.Base(f), strings.Replace(planLinks+wgLink+planRoutes, "mtu: 1400", "mtu: 1300", 1))
+			e.file(filepath.Base(f), strings.Replace(planLinks+wgLink+planRoutes+"routes-files: [extra.routes]\n", "mtu: 1400", "mtu: 1300", 1))
 		},
 		want: "configuration file " + "DIR/n.yaml: changed",
 	}, {
@@ -128,6 +128,12 @@ func TestSavedPlanStale(t *testing.T) {
 			}
 		},
 		want: "secret links.wg9.wireguard.private-key-file (DIR/wg.key): changed (its content is not shown)",
+	}, {
+		name: "side file edited",
+		change: func(e *env, _, _ string) {
+			e.file("extra.routes", "blackhole 203.0.113.0/24\nblackhole 203.0.114.0/24\n")
+		},
+		want: "side file DIR/extra.routes: changed",
 	}, {
 		name:   "kernel changed by hand",
 		change: func(e *env, _, _ string) { e.ip("link", "set", "br0", "mtu", "1350") },
@@ -156,7 +162,8 @@ func TestSavedPlanStale(t *testing.T) {
 			// so that the plan updates br0 and deletes old0.
 			f := e.file("n.yaml", strings.Replace(planLinks, "mtu: 1400, ", "", 1)+"  old0: {kind: bridge}\n"+planRoutes)
 			e.apply(f)
-			e.file("n.yaml", planLinks+wgLink+planRoutes)
+			e.file("extra.routes", "blackhole 203.0.113.0/24\n")
+			e.file("n.yaml", planLinks+wgLink+planRoutes+"routes-files: [extra.routes]\n")
 			plan := filepath.Join(e.dir, "p.json")
 			if r := e.cli("diff", "-c", f, "--out", plan); r.Code != cli.ExitChanges {
 				t.Fatalf("diff --out: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
