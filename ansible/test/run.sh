@@ -593,14 +593,15 @@ EOF
 }
 rinv >"$work/rollout-inventory.yml"
 rinv ans-r3 >"$work/rollout-broken-inventory.yml"
-play -i "$work/rollout-inventory.yml" "$fleet/mesh.yml" -e mesh_serial=6 >"$work/rollout-mesh.log" 2>&1 || { cat "$work/rollout-mesh.log"; die "rollout: the mesh"; }
+# Six forks: the six hosts of a task at once.
+play -f 6 -i "$work/rollout-inventory.yml" "$fleet/mesh.yml" -e mesh_serial=6 >"$work/rollout-mesh.log" 2>&1 || { cat "$work/rollout-mesh.log"; die "rollout: the mesh"; }
 for i in 1 2 3 4 5 6; do
 	dump "ans-r$i" >"$work/r$i.before"
 	sha256sum /var/lib/netreconcile-ansible/ans-r$i-*/netreconcile.yaml /var/lib/netreconcile-ansible/ans-r$i-*/conf.d/* >"$work/r$i.files"
 done
 rstart=$(date +%s)
 # ans-r3 is in the second batch ([1, 2, 3]: ans-r1, then ans-r2 and ans-r3, then the rest).
-play -i "$work/rollout-broken-inventory.yml" "$fleet/rollout.yml" -e mesh_mtu=1380 -e '{"rollout_batches": [1, 2, 3]}' \
+play -f 6 -i "$work/rollout-broken-inventory.yml" "$fleet/rollout.yml" -e mesh_mtu=1380 -e '{"rollout_batches": [1, 2, 3]}' \
 	-e rollout_confirm_within=30 -e rollout_health_retries=2 -e rollout_health_delay=1 -e "rollout_summary_file=$work/rollout.json" \
 	>"$work/rollout.log" 2>&1 || { cat "$work/rollout.log"; fail "rollout: the playbook failed"; }
 echo "rollout: $(( $(date +%s) - rstart )) s"
