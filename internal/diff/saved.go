@@ -326,7 +326,7 @@ func DecodeSaved(r io.Reader) (*SavedPlan, error) {
 	dec.DisallowUnknownFields()
 	var s SavedPlan
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("not a plan netreconcile wrote: %w", err)
+		return nil, fmt.Errorf("not a plan netreconcile wrote: %w", decodeError(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("data after the plan's JSON object")
@@ -335,6 +335,17 @@ func DecodeSaved(r io.Reader) (*SavedPlan, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// decodeError says where the JSON is wrong without quoting it: the path
+// may name any file root can read, and a syntax error quotes the
+// character it met.
+func decodeError(err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("not JSON at byte %d", se.Offset)
+	}
+	return err
 }
 
 // noDuplicateKeys walks the JSON tokens and refuses an object that has a
@@ -356,7 +367,7 @@ func noDuplicateKeys(data []byte) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("not a plan netreconcile wrote: %w", err)
+			return fmt.Errorf("not a plan netreconcile wrote: %w", decodeError(err))
 		}
 		var top *frame
 		if len(stack) > 0 {
