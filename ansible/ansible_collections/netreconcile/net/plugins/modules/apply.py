@@ -380,7 +380,7 @@ def run(module, binary, source):
     if module.check_mode:
         argv = ['diff'] + args
         if p['plan']:
-            argv += [nr.PLAN_OUT_FLAG, p['plan']]
+            argv.append(nr.PLAN_OUT_FLAG + '=' + p['plan'])
         rc, data, err = nr.run_json(module, binary, argv, source)
         if p['plan'] and data.get('plan_file'):
             result['plan_file'] = data['plan_file']
@@ -393,10 +393,10 @@ def run(module, binary, source):
     else:
         argv = ['apply'] + args
         if p['plan']:
-            argv += [nr.PLAN_FLAG, p['plan']]
+            argv.append(nr.PLAN_FLAG + '=' + p['plan'])
             result['stale'] = False
         if p['max_disruption']:
-            argv += [nr.MAX_DISRUPTION_FLAG, p['max_disruption']]
+            argv.append(nr.MAX_DISRUPTION_FLAG + '=' + p['max_disruption'])
         if p['confirm_within']:
             if not nr.supports(module, binary, 'apply', nr.CONFIRM_WITHIN_FLAG):
                 module.fail_json(msg='confirm_within: this netreconcile (%s) has no apply %s' % (binary, nr.CONFIRM_WITHIN_FLAG))
