@@ -124,8 +124,8 @@ options:
     description:
       - A saved plan on the target (docs/plans.md). In check mode the module saves the plan it
         shows there (C(netreconcile diff --out PLAN)); otherwise it applies exactly that plan
-        (C(netreconcile apply --plan PLAN)), or fails with RV(stale) true and the differences in
-        RV(stale_reasons), changing nothing, when a configuration file or secret changed, the
+        (C(netreconcile apply --plan PLAN)), or fails with C(stale) true and the differences in
+        C(stale_reasons), changing nothing, when a configuration file or secret changed, the
         kernel changed, or the plan was made elsewhere. So C(ansible-playbook --check --diff)
         shows the plan, and the run that follows applies the plan that was shown or nothing.
       - The plan file is compared, never obeyed; what runs is a plan made from the files and
@@ -134,7 +134,7 @@ options:
   max_disruption:
     description:
       - Refuse, changing nothing, a plan with an operation that disrupts more than this
-        (C(apply --max-disruption)); the task fails with the operations in RV(refused).
+        (C(apply --max-disruption)); the task fails with the operations in C(refused).
         C(in-place) < C(table-replaced) < C(link-flapped) < C(link-recreated).
       - In check mode the plan is only shown, with each operation's C(disruption).
     type: str
@@ -142,7 +142,7 @@ options:
   strict:
     description:
       - Fail, changing nothing, when the plan has warnings (C(--strict)). Without it warnings
-        are shown as Ansible warnings and returned in RV(plan_warnings).
+        are shown as Ansible warnings and returned in C(plan_warnings).
     type: bool
     default: false
 notes:
@@ -299,21 +299,21 @@ plan_warnings:
   type: list
   elements: dict
 plan_file:
-  description: Where check mode saved the plan (O(plan)).
-  returned: in check mode with O(plan)
+  description: Where check mode saved the plan (C(plan)).
+  returned: in check mode with C(plan)
   type: str
 stale:
-  description: O(plan) was refused because it no longer holds; nothing was changed.
-  returned: with O(plan), outside check mode
+  description: C(plan) was refused because it no longer holds; nothing was changed.
+  returned: with C(plan), outside check mode
   type: bool
 stale_reasons:
   description: What differs between the saved plan and the plan made now.
-  returned: when RV(stale)
+  returned: when C(stale)
   type: list
   elements: str
 refused:
-  description: The operations above O(max_disruption); nothing was changed.
-  returned: when O(max_disruption) refused the plan
+  description: The operations above C(max_disruption); nothing was changed.
+  returned: when C(max_disruption) refused the plan
   type: list
   elements: dict
 transaction_id:
