@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/redact"
 )
 
 // A saved plan (diff --out FILE, apply --plan FILE) is the plan as diff
@@ -721,7 +722,15 @@ func opDifferences(what string, saved, fresh []SavedOp) []string {
 		lastAt = j
 		switch {
 		case !sameText(&saved[i], &fresh[j]):
-			add(what + "op planned as: " + opLine(&saved[i]) + changesText(&saved[i]) + "\n  is now: " + opLine(&fresh[j]) + changesText(&fresh[j]))
+			was, now := opLine(&saved[i])+changesText(&saved[i]), opLine(&fresh[j])+changesText(&fresh[j])
+			// The output hides what looks like a key (a WireGuard
+			// public key, which a rotated private key changes):
+			// two lines that would print the same say so instead.
+			if redact.String(was) == redact.String(now) {
+				add(what + "op " + opLine(&saved[i]) + ": what it writes changed (in what the plan's text does not show)")
+				break
+			}
+			add(what + "op planned as: " + was + "\n  is now: " + now)
 		case saved[i].Depends != fresh[j].Depends:
 			add(what + "op " + opLine(&saved[i]) + ": the kernel's object changed since the plan was made")
 		case saved[i].Digest != fresh[j].Digest:

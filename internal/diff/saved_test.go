@@ -92,6 +92,18 @@ func TestSavedPlanHoldsNoSecret(t *testing.T) {
 	if !strings.Contains(d, "what it writes changed") {
 		t.Errorf("the peer op writing the new key is not named:\n%s", d)
 	}
+
+	// The private key rotated: its public key, in the device op's text,
+	// changes too, but the output hides it, so the op is said to write
+	// something else rather than shown as two lines that read the same.
+	key2 := bytes.Repeat([]byte{0x42}, 32)
+	key2[0] &= 248
+	s3, _ := savedWG(t, dir, key2, psk)
+	d = strings.Join(s.Differences(s3), "\n")
+	if !strings.Contains(d, "private-key-file ("+filepath.Join(dir, "wg.key")+"): changed (its content is not shown)") ||
+		!strings.Contains(d, "+ wireguard wg0 (public-key ") || !strings.Contains(d, "): what it writes changed") || strings.Contains(d, "planned as") {
+		t.Errorf("differences after the private key rotated:\n%s", d)
+	}
 }
 
 func TestDecodeSavedStrict(t *testing.T) {
