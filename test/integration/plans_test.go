@@ -2,15 +2,18 @@ package integration
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/netreconcile/netreconcile/internal/cli"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/test/nettest"
+	"github.com/vishvananda/netns"
 )
 
 // Saved plans on the real kernel (docs/plans.md): diff --out then apply
@@ -326,6 +329,85 @@ func TestSavedPlanConfirmWithin(t *testing.T) {
 	if r := e.cli("confirm", out.Transaction.ID); r.Code != 0 {
 		t.Fatalf("confirm: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
+}
+
+// --plan under a probe that passes before and fails after: the saved plan
+// is applied, the probe fails, and the transaction rolls it back at once.
+func TestSavedPlanProbeRollsBack(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("n.yaml", "version: 1\nlinks:\n  pr0: {kind: bridge, addresses: [10.9.9.1/24]}\n")
+	e.apply(f)                      // the restore point
+	e.ip("link", "set", "lo", "up") // what reaches a local address goes over it
+	ln := listenIn(t, e.ns, "10.9.9.1:0")
+	probe := "tcp:" + ln.Addr().String()
+	e.file("n.yaml", "version: 1\nlinks:\n  pr0: {kind: bridge, addresses: [10.9.8.1/24]}\n")
+	plan := filepath.Join(e.dir, "p.json")
+	if r := e.cli("diff", "-c", f, "--out", plan); r.Code != cli.ExitChanges {
+		t.Fatalf("diff --out: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	r := e.cli("apply", "-c", f, "--plan", plan, "--confirm-within", "30s", "--rollback-timer", "process", "--probe", probe, "-o", "json")
+	var out struct {
+		Ops    []diff.Op `json:"ops"`
+		Probes struct {
+			Armed []string `json:"armed"`
+		} `json:"probes"`
+		Rollback *struct {
+			Cause string `json:"cause"`
+		} `json:"rollback"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
+		t.Fatalf("apply: %v\n%s%s", err, r.Stdout, r.Stderr)
+	}
+	if r.Code != cli.ExitError || len(out.Ops) == 0 || len(out.Probes.Armed) != 1 || out.Rollback == nil || out.Rollback.Cause != "probe" {
+		t.Fatalf("apply --plan with a probe that fails after it: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if a := e.ip("-o", "-4", "addr", "show", "dev", "pr0"); !strings.Contains(a, "10.9.9.1/24") || strings.Contains(a, "10.9.8.1") {
+		t.Errorf("not rolled back:\n%s", a)
+	}
+}
+
+// listenIn listens on addr inside ns, accepting and closing connections
+// until the test ends.
+func listenIn(t *testing.T, ns, addr string) net.Listener {
+	t.Helper()
+	ln := func() net.Listener {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		self, err := netns.Get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer self.Close()
+		h, err := netns.GetFromName(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		if err := netns.Set(h); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := netns.Set(self); err != nil {
+				panic(err) // the thread is locked: never hand it back in the wrong namespace
+			}
+		}()
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ln
+	}()
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln
 }
 
 // A plan with a pool address pending (a dry run cannot name it) applies:
