@@ -16,7 +16,7 @@ fleet=$(cd "$here/../examples/fleet" && pwd)
 work=$(mktemp -d /tmp/ans-test.XXXXXX)
 chmod 700 "$work"
 start=$(date +%s)
-namespaces="ans-s ans-x ans-lan ans-a ans-b ans-c"
+namespaces="ans-s ans-x ans-lan ans-a ans-b ans-c ans-rlan ans-r1 ans-r2 ans-r3 ans-r4 ans-r5 ans-r6"
 # Set once this run has checked that no other holds the namespaces.
 owner=
 created=
@@ -222,6 +222,64 @@ grep -o '<inline config>:[0-9]*:[0-9]*: links.ans-br0.mtu: [^"]*' "$work/s.bad.l
 	{ cat "$work/s.bad.log"; fail "the failure gives no position"; }
 dump ans-s >"$work/s.after3"
 cmp -s "$work/s.before3" "$work/s.after3" || fail "the failed run changed the kernel"
+
+log "a plan made in check mode is applied as shown; a stale one is refused"
+play "${vars[@]}" "$here/single.yml" --check --diff -e expect=changed -e s_mtu=1250 -e "s_plan=$work/s/reviewed.plan" -e "out=$work/s.plan-check.json" >"$work/s.plan-check.log" 2>&1 ||
+	{ cat "$work/s.plan-check.log"; die "check mode with a plan"; }
+[ -s "$work/s/reviewed.plan" ] && [ "$(stat -c %a "$work/s/reviewed.plan")" = 600 ] || fail "check mode saved no plan (mode 0600)"
+play "${vars[@]}" "$here/single.yml" -e expect=changed -e s_mtu=1250 -e "s_plan=$work/s/reviewed.plan" -e "out=$work/s.plan-run.json" >"$work/s.plan-run.log" 2>&1 ||
+	{ cat "$work/s.plan-run.log"; die "the reviewed plan did not apply"; }
+/usr/bin/python3 -c '
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+sys.exit(0 if a["plan"] == b["plan"] and a["plan"] else 1)' "$work/s.plan-check.json" "$work/s.plan-run.json" ||
+	fail "the applied plan is not the reviewed one: $(cat "$work/s.plan-check.json" "$work/s.plan-run.json")"
+ip -n ans-s link show ans-br0 | grep -q 'mtu 1250' || fail "the reviewed plan did not set the MTU"
+play "${vars[@]}" "$here/single.yml" --check -e expect=changed -e s_mtu=1200 -e "s_plan=$work/s/stale.plan" -e "out=$work/s.stale-check.json" >"$work/s.stale-check.log" 2>&1 ||
+	{ cat "$work/s.stale-check.log"; die "check mode with a plan"; }
+# The kernel changed by hand after the review.
+ip -n ans-s link set ans-br0 mtu 1210
+dump ans-s >"$work/s.before-stale"
+if play "${vars[@]}" "$here/single.yml" -e expect=changed -e s_mtu=1200 -e "s_plan=$work/s/stale.plan" -e "out=$work/s.stale.json" >"$work/s.stale.log" 2>&1; then
+	fail "a stale plan was applied"
+fi
+grep -q '"stale": true' "$work/s.stale.log" && grep -q 'mtu: 1210 -> 1200' "$work/s.stale.log" ||
+	{ cat "$work/s.stale.log"; fail "the stale plan's refusal does not say what changed"; }
+dump ans-s >"$work/s.after-stale"
+cmp -s "$work/s.before-stale" "$work/s.after-stale" || fail "a refused plan changed the kernel"
+grep -o '"msg": "the saved plan [^"]*' "$work/s.stale.log" | head -1 | cut -c1-400
+play "${vars[@]}" "$here/single.yml" -e expect=changed -e s_mtu=1300 -e "out=$work/s.back.json" >"$work/s.back.log" 2>&1 ||
+	{ cat "$work/s.back.log"; die "back to MTU 1300"; }
+pass "check mode saved the plan; the run applied the same ops; a plan gone stale by a change by hand was refused and the kernel dump kept"
+
+log "max_disruption refuses a plan above it and names the op; strict fails on a warning; neither changes anything"
+dump ans-s >"$work/s.before-md"
+# A base chain's new priority replaces its table.
+if play "${vars[@]}" "$here/single.yml" -e expect=changed -e s_mtu=1300 -e s_out_priority=mangle -e s_max_disruption=in-place -e "out=$work/s.md.json" >"$work/s.md.log" 2>&1; then
+	fail "max_disruption in-place let a table be replaced"
+fi
+grep -q '"refused": \[' "$work/s.md.log" && grep -q 'table_replaced' "$work/s.md.log" && grep -q 'nft table inet ans_test' "$work/s.md.log" ||
+	{ cat "$work/s.md.log"; fail "max_disruption: the refusal does not name the op and its disruption"; }
+grep -o '"msg": "[^"]*disrupt more than[^"]*' "$work/s.md.log" | head -1 | cut -c1-300
+if play "${vars[@]}" "$here/single.yml" -e expect=changed -e s_mtu=1300 -e s_gateway=192.0.2.1 -e s_strict=true -e "out=$work/s.strict.json" >"$work/s.strict.log" 2>&1; then
+	fail "strict let a plan with a warning apply"
+fi
+grep -q 'warning(s) and --strict, nothing was changed' "$work/s.strict.log" && grep -q 'no address the file declares reaches gateway 192.0.2.1' "$work/s.strict.log" ||
+	{ cat "$work/s.strict.log"; fail "strict: the failure does not name the warning"; }
+dump ans-s >"$work/s.after-md"
+cmp -s "$work/s.before-md" "$work/s.after-md" || { diff "$work/s.before-md" "$work/s.after-md" | head -20; fail "a refused plan changed the kernel"; }
+play "${vars[@]}" "$here/single.yml" --check -e expect=changed -e s_mtu=1300 -e s_gateway=192.0.2.1 -e "out=$work/s.warn.json" >"$work/s.warn.log" 2>&1 ||
+	{ cat "$work/s.warn.log"; fail "check mode with a warning failed"; }
+grep -q '^\[WARNING\]: route 198.51.100.0/24' "$work/s.warn.log" || { cat "$work/s.warn.log"; fail "the plan's warning is not an Ansible warning"; }
+play "${vars[@]}" "$here/single.yml" -e expect=changed -e s_mtu=1300 -e s_out_priority=mangle -e s_max_disruption=table-replaced -e "out=$work/s.md2.json" >"$work/s.md2.log" 2>&1 ||
+	{ cat "$work/s.md2.log"; fail "max_disruption table-replaced refused a table replaced"; }
+# nft's output whole before grep -q: nft writes it in pieces, and one
+# written after grep -q matched and exited is a SIGPIPE, which pipefail
+# makes the pipeline's failure (5 in 50 such runs here).
+grep -q 'priority mangle' <<<"$(ip netns exec ans-s nft list chain inet ans_test out)" || fail "max_disruption table-replaced: the table was not replaced"
+play "${vars[@]}" "$here/single.yml" -e expect=changed -e s_mtu=1300 -e "out=$work/s.md3.json" >"$work/s.md3.log" 2>&1 ||
+	{ cat "$work/s.md3.log"; die "back to priority filter"; }
+pass "max_disruption in-place refused the table's replacement, naming it; strict refused the gateway's warning; the kernel dump kept; the warning shown as an Ansible warning; table-replaced let it through"
 
 log "a conflict fails the task and names the object"
 netns_add ans-x
@@ -516,6 +574,139 @@ ip -n ans-a link show answg-a | grep -q 'mtu 1400' || fail "mesh: ans-a's MTU no
 peers_of a | cmp -s - "$work/a.peers" || fail "mesh: --limit changed ans-a's own peers (the cache should keep them)"
 for h in b c; do peers_of $h | cmp -s - "$work/$h.peers" || fail "mesh: --limit ans-a changed ans-$h's peers"; done
 pass "--limit ans-a: ans-a changed (MTU), its 2 peers kept from the fact cache; ans-b and ans-c untouched"
+
+# ---------------------------------------------------------------------------
+log "rollout: six namespaces, a canary then batches of 2 and 3, a failure budget of 0"
+netns_add ans-rlan
+ip -n ans-rlan link add ans-rbr type bridge
+ip -n ans-rlan link set ans-rbr up
+ip -n ans-rlan addr add 192.168.78.254/24 dev ans-rbr
+for i in 1 2 3 4 5 6; do
+	netns_add "ans-r$i"
+	ip -n ans-rlan link add "ans-rp$i" type veth peer name up0 netns "ans-r$i"
+	ip -n ans-rlan link set "ans-rp$i" master ans-rbr up
+	ip -n "ans-r$i" addr add "192.168.78.$i/24" dev up0
+	ip -n "ans-r$i" link set up0 up
+	ip -n "ans-r$i" link set lo up
+	ip -n "ans-r$i" route add default dev up0
+	mkdir -m 700 "$work/r$i"
+done
+# rinv [BROKEN...]: the inventory; BROKEN names the hosts whose change
+# breaks their mesh (a rule dropping what comes in over it).
+rinv() {
+	echo "all:"
+	echo "  children:"
+	echo "    mesh:"
+	echo "      hosts:"
+	for i in 1 2 3 4 5 6; do
+		cat <<EOF
+        ans-r$i:
+          ansible_connection: local
+          mesh_index: $i
+          mesh_link: answg-r$i
+          mesh_key: $work/r$i/kubespan.key
+          mesh_uplink: up0
+          mesh_userspace: true
+          mesh_targets: all
+          netreconcile_netns: ans-r$i
+          netreconcile_binary: $bin
+          netreconcile_config_dir: $work/r$i/etc
+          netreconcile_state_dir: $work/r$i/state
+          netreconcile_wireguard_go: /usr/bin/wireguard-go
+          netreconcile_service: false
+          netreconcile_apply: true
+          rollout_reach_command: [ip, netns, exec, ans-rlan, ping, -c, "1", -W, "2", 192.168.78.$i]
+EOF
+		case " $* " in *" ans-r$i "*) echo "          mesh_prerouting_extra: ['iifname \"answg-r$i\" drop']" ;; esac
+	done
+}
+rinv >"$work/rollout-inventory.yml"
+rinv ans-r3 >"$work/rollout-broken-inventory.yml"
+# The health checks keep their defaults (5 tries, 2 s apart): on a loaded
+# machine (a load of 44 on two cores) the canary's peers took longer than 2
+# tries 1 s apart to answer through wireguard-go. The batch's slowest host
+# (the broken one, about 20 s of checks) must end within confirm_within.
+# Six forks: the six hosts of a task at once.
+play -f 6 -i "$work/rollout-inventory.yml" "$fleet/mesh.yml" -e mesh_serial=6 >"$work/rollout-mesh.log" 2>&1 || { cat "$work/rollout-mesh.log"; die "rollout: the mesh"; }
+for i in 1 2 3 4 5 6; do
+	dump "ans-r$i" >"$work/r$i.before" 2>/dev/null
+	sha256sum /var/lib/netreconcile-ansible/ans-r$i-*/netreconcile.yaml /var/lib/netreconcile-ansible/ans-r$i-*/conf.d/* >"$work/r$i.files"
+done
+rstart=$(date +%s)
+# ans-r3 is in the second batch ([1, 2, 3]: ans-r1, then ans-r2 and ans-r3, then the rest).
+play -f 6 -i "$work/rollout-broken-inventory.yml" "$fleet/rollout.yml" -e mesh_mtu=1380 -e '{"rollout_batches": [1, 2, 3]}' \
+	-e rollout_confirm_within=60 -e "rollout_summary_file=$work/rollout.json" \
+	>"$work/rollout.log" 2>&1 || { cat "$work/rollout.log"; fail "rollout: the playbook failed"; }
+echo "rollout: $(( $(date +%s) - rstart )) s"
+sed -n '/TASK \[Show it\]/,/^$/p' "$work/rollout.log" | grep -E '"(hold|failed|untouched)' || true
+/usr/bin/python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+want = {"confirmed": ["ans-r1", "ans-r2"], "failed": ["ans-r3"], "rolled_back": ["ans-r3"], "untouched": ["ans-r4", "ans-r5", "ans-r6"]}
+bad = {k: s.get(k) for k, v in want.items() if sorted(s.get(k) or []) != v}
+print(json.dumps(s, sort_keys=True))
+sys.exit(1 if bad else 0)' "$work/rollout.json" || fail "rollout: the summary is not the expected one"
+for i in 1 2; do
+	ip -n "ans-r$i" link show "answg-r$i" | grep -q 'mtu 1380' || fail "rollout: ans-r$i (confirmed) does not hold the change"
+	grep -q 'mtu: 1380' "$work/r$i/etc/conf.d/50-mesh.yaml" || fail "rollout: ans-r$i's files were not installed"
+	"$bin" status --netns "ans-r$i" --state-dir "$work/r$i/state" -o json | grep -q '"state": "confirmed"' || fail "rollout: ans-r$i not confirmed"
+done
+ip -n ans-r3 link show answg-r3 | grep -q 'mtu 1420' || fail "rollout: ans-r3 was not rolled back (MTU)"
+if grep -q 'iifname "answg-r3" drop' <<<"$(ip netns exec ans-r3 nft list ruleset)"; then fail "rollout: ans-r3 still drops its mesh"; fi
+if grep -qs 'mtu: 1380' "$work/r3/etc/conf.d/50-mesh.yaml"; then fail "rollout: ans-r3's files were installed"; fi
+for i in 4 5 6; do
+	dump "ans-r$i" >"$work/r$i.after" 2>/dev/null
+	cmp -s "$work/r$i.before" "$work/r$i.after" || { diff "$work/r$i.before" "$work/r$i.after" | head -20; fail "rollout: ans-r$i was touched"; }
+	sha256sum -c --quiet "$work/r$i.files" || fail "rollout: ans-r$i's inline files changed"
+done
+pass "rollout: ans-r1 (canary) and ans-r2 confirmed with MTU 1380 and their files; ans-r3 failed its mesh check, was never confirmed and rolled back by itself at its deadline; ans-r4..6 untouched (kernel dumps and files equal)"
+
+# The summary as docs/rollout.md shows it: its lines of the run's summary
+# (the JSON's order of unanswered peers varies, so the debug lines only).
+# shown LOG: the summary lines the run printed.
+shown() { sed -n '/TASK \[Show it\]/,/^$/p' "$1" | grep -oE '"(hold the change|failed|untouched)[^"]*"' | tr -d '"'; }
+# documented N: the summary lines of docs/rollout.md's Nth such block.
+documented() { awk -v n="$1" '/^hold the change/ {b++} b == n && /^(hold the change|failed|untouched)/' "$here/../../docs/rollout.md"; }
+[ "$(shown "$work/rollout.log")" = "$(documented 1)" ] ||
+	fail "rollout: docs/rollout.md shows another summary than the run's:$(printf '\n%s' "$(shown "$work/rollout.log")")"
+
+log "rollout: the failure budget counts over the whole rollout (budget 1; batches [1, 2, 2, 1]; ans-r2 breaks in the second, ans-r4 in the third)"
+# A budget per batch would let each of these batches' one failure pass and
+# go on to ans-r6; counted over the rollout, the second failure stops it.
+rinv ans-r2 ans-r4 >"$work/rollout-budget-inventory.yml"
+dump ans-r6 >"$work/r6.before2" 2>/dev/null
+sha256sum /var/lib/netreconcile-ansible/ans-r6-*/netreconcile.yaml /var/lib/netreconcile-ansible/ans-r6-*/conf.d/* "$work"/r6/etc/netreconcile.yaml "$work"/r6/etc/conf.d/* >"$work/r6.files2"
+rstart=$(date +%s)
+play -f 6 -i "$work/rollout-budget-inventory.yml" "$fleet/rollout.yml" -e mesh_mtu=1360 -e '{"rollout_batches": [1, 2, 2, 1]}' -e rollout_max_failures=1 \
+	-e rollout_confirm_within=60 -e "rollout_summary_file=$work/rollout-budget.json" \
+	>"$work/rollout-budget.log" 2>&1 || { cat "$work/rollout-budget.log"; fail "rollout (budget): the playbook failed"; }
+echo "rollout (budget): $(( $(date +%s) - rstart )) s"
+shown "$work/rollout-budget.log"
+/usr/bin/python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+want = {"confirmed": ["ans-r1", "ans-r3", "ans-r5"], "failed": ["ans-r2", "ans-r4"], "rolled_back": ["ans-r2", "ans-r4"], "untouched": ["ans-r6"]}
+bad = {k: s.get(k) for k, v in want.items() if sorted(s.get(k) or []) != v}
+print(json.dumps(s, sort_keys=True))
+sys.exit(1 if bad else 0)' "$work/rollout-budget.json" || fail "rollout (budget): the summary is not the expected one"
+[ "$(shown "$work/rollout-budget.log")" = "$(documented 2)" ] ||
+	fail "rollout (budget): docs/rollout.md shows another summary than the run's"
+for i in 1 3 5; do
+	ip -n "ans-r$i" link show "answg-r$i" | grep -q 'mtu 1360' || fail "rollout (budget): ans-r$i (confirmed) does not hold the change"
+	"$bin" status --netns "ans-r$i" --state-dir "$work/r$i/state" -o json | grep -q '"state": "confirmed"' || fail "rollout (budget): ans-r$i not confirmed"
+done
+# Each failed host is back at its own last confirmed MTU: ans-r2 at the
+# first rollout's, ans-r4 at the mesh's.
+ip -n ans-r2 link show answg-r2 | grep -q 'mtu 1380' || fail "rollout (budget): ans-r2 was not rolled back to MTU 1380"
+ip -n ans-r4 link show answg-r4 | grep -q 'mtu 1420' || fail "rollout (budget): ans-r4 was not rolled back to MTU 1420"
+for i in 2 4; do
+	if grep -q "iifname \"answg-r$i\" drop" <<<"$(ip netns exec "ans-r$i" nft list ruleset)"; then fail "rollout (budget): ans-r$i still drops its mesh"; fi
+	if grep -qs 'mtu: 1360' "$work/r$i/etc/conf.d/50-mesh.yaml"; then fail "rollout (budget): ans-r$i's files were installed"; fi
+done
+dump ans-r6 >"$work/r6.after2" 2>/dev/null
+cmp -s "$work/r6.before2" "$work/r6.after2" || { diff "$work/r6.before2" "$work/r6.after2" | head -20; fail "rollout (budget): ans-r6 was touched"; }
+sha256sum -c --quiet "$work/r6.files2" || fail "rollout (budget): ans-r6's files changed"
+pass "rollout (budget 1): ans-r2 failed in the second batch and the rollout went on (1 failure within the budget); ans-r4 failed in the third, making 2, and the rollout stopped before ans-r6 (untouched); ans-r2 and ans-r4 rolled back by themselves to their own last confirmed MTU (1380, 1420); ans-r1, ans-r3, ans-r5 confirmed with MTU 1360"
 
 log "no private or preshared key in any output"
 keys=("$peer_priv" "$(cat "$work/s/wg.key")" "$(cat "$work/s/peer.psk")" "$(cat "$work/s/nr/nr.key")" "$(sed 's/^not-a-key-//' "$work/s/garbage.key")")

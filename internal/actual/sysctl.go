@@ -3,6 +3,7 @@ package actual
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -26,12 +27,75 @@ func SysctlKeys(desired []model.Sysctl, owned map[string]string) []string {
 		if _, _, tmpl, ok := model.SysctlLink(s.Key); ok {
 			add(tmpl)
 		}
+		// The plan's warning about router advertisements (diff.Warning)
+		// judges forwarding and accept_ra together: a file that declares
+		// one has the other read beside it, and the default's.
+		if pre, ok := raKeyPrefix(s.Key); ok {
+			for _, k := range []string{pre + "forwarding", pre + "accept_ra", "net.ipv6.conf.default.forwarding", "net.ipv6.conf.default.accept_ra"} {
+				if pre != "net.ipv6.conf.all." || !strings.HasSuffix(k, "all.accept_ra") {
+					add(k)
+				}
+			}
+		}
 	}
 	for k := range owned {
 		add(k)
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// raKeyPrefix returns "net.ipv6.conf.X." for an IPv6 forwarding or
+// accept_ra key of X (a link, all or default).
+func raKeyPrefix(key string) (string, bool) {
+	for _, suffix := range []string{".forwarding", ".accept_ra"} {
+		if pre, ok := strings.CutSuffix(key, suffix); ok && strings.HasPrefix(pre, "net.ipv6.conf.") && strings.Count(pre, ".") == 3 {
+			return pre + ".", true
+		}
+	}
+	return "", false
+}
+
+// RAKeysNeeded reports whether a plan towards desired turns IPv6
+// forwarding on for every link (net.ipv6.conf.all.forwarding, which the
+// kernel now has off): then each link's forwarding and accept_ra are read
+// too (ReadLinkRAKeys), for the plan's warning about router
+// advertisements. The read is paid by the pass that turns forwarding on,
+// not by every pass.
+func RAKeysNeeded(desired []model.Sysctl, st *model.State) bool {
+	d := model.FindSysctl(desired, "net.ipv6.conf.all.forwarding")
+	if d == nil || d.Value != "1" {
+		return false
+	}
+	h := model.FindSysctl(st.Sysctls, d.Key)
+	return h != nil && h.Value != d.Value
+}
+
+// ReadLinkRAKeys adds every link's IPv6 forwarding and accept_ra to st's
+// sysctls, those read already kept.
+func ReadLinkRAKeys(k kernel.Reader, st *model.State) error {
+	var keys []string
+	for name := range st.Links {
+		for _, short := range []string{"ipv6.forwarding", "ipv6.accept_ra"} {
+			if key, ok := model.PerLinkSysctl(name, short); ok && model.FindSysctl(st.Sysctls, key) == nil {
+				keys = append(keys, key)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	vals, err := k.Sysctls(keys)
+	if err != nil {
+		return fmt.Errorf("read sysctls: %w", err)
+	}
+	for key, v := range vals {
+		s := model.Sysctl{Key: key, Value: model.NormalizeSysctl(v)}
+		s.Link, _, _, _ = model.SysctlLink(key)
+		st.Sysctls = append(st.Sysctls, s)
+	}
+	model.SortSysctls(st.Sysctls)
+	return nil
 }
 
 // readSysctls reads the parameters of keys that the kernel has; the

@@ -34,7 +34,13 @@ const (
 	ExitOK      = 0
 	ExitError   = 1
 	ExitChanges = 2
-	ExitUsage   = 64 // EX_USAGE from sysexits.h
+	// ExitStale: apply --plan refused a saved plan that no longer holds
+	// (the files or the kernel changed since diff --out made it).
+	ExitStale = 3
+	// ExitDisruption: apply --max-disruption refused a plan that disrupts
+	// more.
+	ExitDisruption = 4
+	ExitUsage      = 64 // EX_USAGE from sysexits.h
 )
 
 // Defaults.

@@ -101,16 +101,37 @@ func localLinks() map[string]int {
 
 func runDiff(ctx context.Context, env *Env, args []string) int {
 	var g globals
-	var output string
+	var output, outFile string
+	var strict bool
 	fs := g.flags("diff")
 	outputFlag(fs, &output)
+	fs.StringVar(&outFile, "out", "", "")
+	fs.BoolVar(&strict, "strict", false, "")
 	if ok, code := parse(env, fs, diffHelp, args); !ok {
 		return code
 	}
 	if badOutput(env, "diff", output) {
 		return ExitUsage
 	}
-	cfg, eng, closeFn, err := g.loadAndOpen(ctx, env, "diff", true)
+	if isSet(fs, "out") && outFile == "" {
+		badUsage(env, "diff", "--out is empty: give the file to save the plan to")
+		return ExitUsage
+	}
+	var cfg *desired.Config
+	var snap *safeapply.Snapshot
+	var eng *engine.Engine
+	var closeFn func()
+	var err error
+	if outFile != "" {
+		// The plan's inputs are digested from the bytes that are
+		// parsed: read once, as apply reads them.
+		cfg, snap, err = g.loadSnapshot("diff")
+		if err == nil {
+			eng, closeFn, err = g.openEngine(ctx, env, "diff", true)
+		}
+	} else {
+		cfg, eng, closeFn, err = g.loadAndOpen(ctx, env, "diff", true)
+	}
 	if err != nil {
 		return failJSON(env, "diff", output, env.planReport(nil, err), err)
 	}
@@ -120,9 +141,34 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 		return failJSON(env, "diff", output, env.planReport(nil, err), err)
 	}
 	held := heldBack(err)
+	var serr error
+	if strict && len(plan.Warnings) > 0 {
+		serr = &strictError{plan.Warnings}
+	}
+	var saved *string
+	if outFile != "" && serr == nil {
+		conflicts := err
+		werr := func() error {
+			salt, err := newSalt()
+			if err != nil {
+				return err
+			}
+			s, err := g.savedOf(plan, eng, snap, cfg, salt, conflicts)
+			if err != nil {
+				return err
+			}
+			return writeSavedPlan(outFile, s)
+		}()
+		if werr != nil {
+			return failJSON(env, "diff", output, env.planReport(plan, errors.Join(err, werr)), werr)
+		}
+		saved = &outFile
+	}
 	switch {
 	case output == "json":
-		if jerr := env.writeJSON(env.planReport(plan, err)); jerr != nil {
+		r := env.planReport(plan, errors.Join(err, serr))
+		r.PlanFile = saved
+		if jerr := env.writeJSON(r); jerr != nil {
 			return fail(env, "diff", jerr)
 		}
 	case plan.Empty() && held > 0:
@@ -138,17 +184,43 @@ func runDiff(ctx context.Context, env *Env, args []string) int {
 			summary += "; " + heldBackText(held)
 		}
 		fmt.Fprintf(env.Stdout, "\nPlan: %s.\n", summary)
+		fmt.Fprintln(env.Stdout, plan.DisruptionSummary())
 	}
 	if output != "json" {
+		diff.WriteWarnings(env.Stdout, plan.Warnings)
+		if saved != nil {
+			fmt.Fprintf(env.Stdout, "Plan saved to %s: \"netreconcile apply --plan %s\" applies exactly it, or refuses if the files or the kernel changed since.\n", inert.String(*saved), inert.String(*saved))
+		}
 		writePoolSummary(ctx, env.Stdout, eng, cfg.State, pools, true)
 	}
-	if err != nil {
+	if err = errors.Join(err, serr); err != nil {
 		return fail(env, "diff", err)
 	}
 	if plan.Empty() {
 		return ExitOK
 	}
 	return ExitChanges
+}
+
+// loadSnapshot reads the configuration's files once and parses those
+// bytes (apply, diff --out): what is digested or recorded is what was
+// parsed.
+func (g *globals) loadSnapshot(cmd string) (*desired.Config, *safeapply.Snapshot, error) {
+	if !g.allowInsecureConfig {
+		if err := desired.CheckTrusted(g.config, g.dropIn()); err != nil {
+			return nil, nil, err
+		}
+	}
+	snap, err := safeapply.ReadSnapshot(g.config, g.dropIn(), time.Now(), cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The side files the configuration names join the snapshot as read.
+	cfg, err := snap.Parse(g.allowInsecureConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, snap, nil
 }
 
 // applyOpts are apply's own options.
@@ -159,6 +231,12 @@ type applyOpts struct {
 	candidate     string
 	probes        probeFlag
 	timer         string
+	// plan is --plan FILE; max --max-disruption (nil: no limit); strict
+	// --strict. gate holds them once parsed.
+	plan   string
+	max    disruptionFlag
+	strict bool
+	gate   *planGate
 }
 
 func runApply(ctx context.Context, env *Env, args []string) int {
@@ -172,11 +250,30 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 	fs.StringVar(&o.candidate, "candidate", "", "")
 	fs.Var(&o.probes, "probe", "")
 	fs.StringVar(&o.timer, "rollback-timer", string(safeapply.TimerAuto), "")
+	fs.StringVar(&o.plan, "plan", "", "")
+	fs.Var(&o.max, "max-disruption", "")
+	fs.BoolVar(&o.strict, "strict", false, "")
 	if ok, code := parse(env, fs, applyHelp, args); !ok {
 		return code
 	}
 	if badOutput(env, "apply", o.output) {
 		return ExitUsage
+	}
+	if isSet(fs, "plan") && o.plan == "" {
+		badUsage(env, "apply", "--plan is empty: give the file diff --out saved")
+		return ExitUsage
+	}
+	if o.plan != "" && isSet(fs, "candidate") {
+		badUsage(env, "apply", "--plan applies the plan of the files it was made from; --candidate would change them: make the plan from the candidate instead")
+		return ExitUsage
+	}
+	o.gate = &planGate{g: &g, path: o.plan, max: o.max.v, strict: o.strict}
+	if o.plan != "" {
+		saved, err := readSavedPlan(o.plan)
+		if err != nil {
+			return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
+		}
+		o.gate.saved = saved
 	}
 	if o.confirmWithin < 0 {
 		badUsage(env, "apply", fmt.Sprintf("--confirm-within must be positive, not %s", o.confirmWithin))
@@ -223,9 +320,20 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 	}
 	eng := h.Engine
+	if err := o.gate.before(ctx, eng, snap, cfg); err != nil {
+		return gateFailed(env, &o, err)
+	}
 	plan, pools, conflicts := eng.PlanDesired(ctx, cfg.State, false)
 	if plan == nil {
 		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, conflicts), conflicts)
+	}
+	if err := o.gate.after(plan, eng, snap, cfg, conflicts); err != nil {
+		return gateFailed(env, &o, err)
+	}
+	if o.output != "json" {
+		for _, w := range plan.Warnings {
+			fmt.Fprintf(env.Stderr, "netreconcile apply: warning: %s\n", w)
+		}
 	}
 	var warnings []string
 	var res *apply.Result
@@ -256,6 +364,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 	case o.output == "json":
 		r := env.applyReport(plan, res, errors.Join(err, verr))
 		r.Changed, r.Verified, r.Warnings = len(res.Done) > 0, err == nil && verr == nil, nonNil(warnings)
+		r.PlanWarnings = nonNil(plan.Warnings)
 		if jerr := env.writeJSON(r); jerr != nil && err == nil && verr == nil {
 			return fail(env, "apply", jerr)
 		}
@@ -349,6 +458,23 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 	_, _ = env.Stdout.Write(data)
 	_, _ = env.Stdout.Write(pools)
 	return ExitOK
+}
+
+// gateFailed reports a plan the checks of apply refused (planGate): as
+// JSON with what they found, and with the exit code of the refusal.
+func gateFailed(env *Env, o *applyOpts, err error) int {
+	if o.output == "json" {
+		r := env.applyReport(nil, nil, err)
+		r.PlanWarnings, r.Refused = nonNil(o.gate.warnings), o.gate.refused
+		for _, d := range o.gate.stale {
+			r.Stale = append(r.Stale, redact.String(d))
+		}
+		if jerr := env.writeJSON(r); jerr != nil {
+			fail(env, "apply", jerr)
+		}
+	}
+	fail(env, "apply", err)
+	return exitFor(err)
 }
 
 // failJSON prints report as JSON when output is json, then fails with err

@@ -78,6 +78,10 @@ Exit status, the same for every command:
       failed kernel operation, a refused state directory, a transaction
       rolled back or none to confirm
   2   diff only: changes are pending
+  3   apply --plan only: the saved plan is stale (the files or the kernel
+      changed since diff --out made it); nothing was changed
+  4   apply --max-disruption only: the plan disrupts more; nothing was
+      changed
   64  usage error: an unknown command, option or argument (one line on
       standard error, and no JSON)
 
@@ -117,16 +121,38 @@ create, ...". Objects that a conflict with the kernel's state holds back
 conflicts") and named on standard error. The plan never includes a private
 key; a WireGuard peer is named by its public key.
 
+Each op ends with what it disrupts when it is more than its own change:
+[table replaced] (an nftables table rebuilt in one batch: counters, quotas
+and elements rules added are reset), [link flapped] (the link goes down and
+up: a passthru macvlan's master, a bond's mode, joining or leaving a bond or
+a vrf), [link recreated] (deleted and made again: a new ifindex; sockets,
+WireGuard sessions, neighbours and routes through it are lost). Every other
+op is in place; the line after the plan counts them all.
+
+Then the warnings: what the plan makes the kernel do silently (IPv6
+forwarding turning router advertisements off where accept_ra is 1, an MTU
+above a lower device's, a route through a gateway no declared address
+reaches), each with the keys concerned and the fix.
+
 Options:
-  -o, --output FORMAT  text (default) or json: {"ops": [...], "pending",
-                       "protocol", "conflicts", "held_back"}, and on
-                       failure "error" and "errors" (an invalid file, as
-                       validate prints them; then "ops" is null)
-                       (docs/schema/diff.json)
+      --out FILE       also save the plan to FILE (mode 0600), with a digest
+                       of every configuration file and secret it was made
+                       from (never their content) and of the kernel state
+                       each op depends on: "netreconcile apply --plan FILE"
+                       then applies exactly it, or refuses it if anything
+                       changed (docs/plans.md)
+      --strict         warnings are errors (exit 1; no plan is saved)
+  -o, --output FORMAT  text (default) or json: {"ops": [...], each with its
+                       "disruption" (in_place, table_replaced, link_flapped,
+                       link_recreated), "pending", "protocol", "conflicts",
+                       "held_back", "warnings" (each with "keys", "message",
+                       "fix"), "plan_file"}, and on failure "error" and
+                       "errors" (an invalid file, as validate prints them;
+                       then "ops" is null) (docs/schema/diff.json)
 ` + commonFlags + `
 Exit status: 0 when there is nothing to do, 2 when changes are pending,
 1 on error, conflicts included (the plan printed leaves the objects held
-back out).
+back out), or with --strict when the plan warns.
 `
 
 const applyHelp = `Usage: netreconcile apply [OPTIONS]
@@ -192,18 +218,40 @@ Safe apply (commit-confirmed):
   A failed operation or a failed verify inside a transaction rolls it back at
   once. Exit status 1 when the change was rolled back.
 
+Plans (docs/plans.md):
+      --plan FILE      apply exactly the plan "diff --out FILE" saved, or
+                       refuse it (exit 3, nothing changed, the differences
+                       listed) when a configuration file or secret changed,
+                       when the plan was made for another host, namespace
+                       or state directory, or when the plan made now from
+                       the files and the kernel differs from the saved one
+                       in any op or in the kernel object an op depends on.
+                       The file grants nothing: what runs is the plan made
+                       now, once it is the saved one. Works with
+                       --confirm-within and --probe, not with --candidate
+      --max-disruption LEVEL
+                       refuse a plan with an op that disrupts more than
+                       LEVEL (exit 4, nothing changed, the ops named):
+                       in-place < table-replaced < link-flapped <
+                       link-recreated
+      --strict         refuse a plan with warnings (exit 1, nothing changed)
+
 Options:
   -q, --quiet          print nothing on success
   -o, --output FORMAT  text (default) or json: {"ops": the operations done,
                        "failed": those the kernel refused, each with
                        "op_error"; "changed", "verified", "transaction",
-                       "probes", "rollback", "warnings" (docs/safe-apply.md);
-                       "conflicts" and "held_back" as diff prints them; on
-                       failure "error" and "errors"} (docs/schema/apply.json)
+                       "probes", "rollback", "warnings" (docs/safe-apply.md),
+                       "plan_warnings" (as diff's "warnings"), "stale" (why
+                       --plan was refused), "refused" (the ops above
+                       --max-disruption); "conflicts" and "held_back" as diff
+                       prints them; on failure "error" and "errors"}
+                       (docs/schema/apply.json)
 ` + commonFlags + `
 Exit status: 0 when the kernel matches the configuration, 1 otherwise (an
 operation failed, a conflict held objects back, the verify failed, or the
-transaction was rolled back at once).
+transaction was rolled back at once), 3 --plan refused as stale, 4
+--max-disruption refused the plan.
 `
 
 const confirmHelp = `Usage: netreconcile confirm [OPTIONS] [ID]
@@ -322,6 +370,15 @@ Options:
       --log-changes N  changes (and failures) a pass logs a line each before
                        it logs counts (default 100; 0: counts only; -1: no
                        limit)
+      --max-disruption LEVEL
+                       the most disruptive change a pass applies by itself:
+                       in-place, table-replaced, link-flapped or
+                       link-recreated (default: settings.max-disruption of
+                       the configuration, else no limit). A change above it
+                       is held, with what needs it, until an apply by hand:
+                       the status line, the metric
+                       netreconcile_held_changes and a log line (once per
+                       change of what is held) name it
       --memory-limit LIMIT
                        soft limit of the Go runtime's memory: auto (default:
                        3.5 times the heap the configuration holds once loaded,

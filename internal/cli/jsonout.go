@@ -196,16 +196,22 @@ type planJSON struct {
 	// HeldBack counts them.
 	Conflicts []string `json:"conflicts"`
 	HeldBack  int      `json:"held_back"`
+	// Warnings are what the plan makes the kernel do silently, [] when
+	// none (or no plan).
+	Warnings []diff.Warning `json:"warnings"`
+	// PlanFile is where --out saved the plan, null when it saved none.
+	PlanFile *string `json:"plan_file"`
 	jsonFailure
 }
 
 // planReport is diff's JSON from its plan (nil when none could be made).
 func (env *Env) planReport(plan *diff.Plan, err error) planJSON {
-	r := planJSON{jsonHeader: header(), Conflicts: conflictsOf(err), jsonFailure: env.failure(err)}
+	r := planJSON{jsonHeader: header(), Conflicts: conflictsOf(err), Warnings: []diff.Warning{}, jsonFailure: env.failure(err)}
 	r.HeldBack = len(r.Conflicts)
 	if plan != nil {
 		ops := append([]diff.Op{}, plan.Ops...)
 		r.Planned, r.Pending, r.Protocol = &ops, append([]diff.Op{}, plan.Pending...), &plan.Protocol
+		r.Warnings = append(r.Warnings, plan.Warnings...)
 	}
 	return r
 }
@@ -236,6 +242,13 @@ type applyJSON struct {
 	Probes      *probesOutput             `json:"probes"`
 	Rollback    *safeapply.RollbackReport `json:"rollback"`
 	Warnings    []string                  `json:"warnings"`
+	// PlanWarnings are what the plan makes the kernel do silently
+	// (--strict refuses a plan with any).
+	PlanWarnings []diff.Warning `json:"plan_warnings"`
+	// Stale says why --plan was refused, Refused are the ops above
+	// --max-disruption: null when neither refused the plan.
+	Stale   []string  `json:"stale"`
+	Refused []diff.Op `json:"refused"`
 	jsonFailure
 }
 
@@ -251,7 +264,7 @@ func (env *Env) applyReport(plan *diff.Plan, res *apply.Result, err error) apply
 	if res == nil {
 		res = &apply.Result{}
 	}
-	r := applyJSON{jsonHeader: header(), Done: append([]*diff.Op{}, res.Done...), Failed: []failedJSON{}, Warnings: []string{},
+	r := applyJSON{jsonHeader: header(), Done: append([]*diff.Op{}, res.Done...), Failed: []failedJSON{}, Warnings: []string{}, PlanWarnings: []diff.Warning{},
 		Conflicts: conflictsOf(err), jsonFailure: env.failure(err)}
 	r.HeldBack = len(r.Conflicts)
 	if plan != nil {

@@ -114,7 +114,7 @@ func TestNftOneElementChangesOnlyThatElement(t *testing.T) {
 	// The first set is kubespan_targets_ipv4: a literal element beside the peers'.
 	e.write(t, strings.Replace(string(data), "elements-from:", "elements: [10.250.0.0/16]\n        elements-from:", 1))
 	plan := e.run(t, "diff", 2)
-	want := "+ nft element inet talos_kubespan set kubespan_targets_ipv4 element 10.250.0.0/16\n\nPlan: 1 to create, 0 to update, 0 to replace, 0 to delete.\n"
+	want := "+ nft element inet talos_kubespan set kubespan_targets_ipv4 element 10.250.0.0/16\n\nPlan: 1 to create, 0 to update, 0 to replace, 0 to delete.\nDisruption: 1 in place.\n"
 	if plan != want {
 		t.Fatalf("plan:\n%s\nwant:\n%s", plan, want)
 	}

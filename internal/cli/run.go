@@ -35,7 +35,9 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	var metricsAddr, metricsWebConfig, logLevel, logFormat string
 	var logChanges int
 	var memLimit string
+	var maxDisruption disruptionFlag
 	fs := g.flags("run")
+	fs.Var(&maxDisruption, "max-disruption", "")
 	fs.DurationVar(&resync, "resync-interval", daemon.DefaultResync, "")
 	fs.StringVar(&metricsAddr, "metrics-listen", "", "")
 	fs.StringVar(&metricsWebConfig, "metrics-web-config", "", "")
@@ -201,6 +203,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		MemoryLimit:         memoryLimit,
 		NoChangeLines:       logChanges == 0,
 		StatusExtra:         txns.Status,
+		MaxDisruption:       maxDisruption.v,
 		Pin:                 (&safeapply.Pin{Dir: nst.dir}).Sources,
 		Converged: func(srcs []desired.Source) error {
 			snap, err := safeapply.SnapshotOf(g.config, g.dropIn(), srcs, time.Now(), "run")

@@ -59,6 +59,8 @@ const (
 	runAsEnv       = "NETRECONCILE_RUN_AS"       // set: do not look again
 	candidateFDEnv = "NETRECONCILE_CANDIDATE_FD" // --candidate's content, read by root
 	mainWriterEnv  = "NETRECONCILE_MAIN_WRITER"  // "W,R": requests out, answers in
+	planInFDEnv    = "NETRECONCILE_PLAN_IN_FD"   // apply --plan FILE, opened by root
+	planOutFDEnv   = "NETRECONCILE_PLAN_OUT_FD"  // diff --out FILE: root's new file beside it
 )
 
 // runAsUser is whom root runs a command as.
@@ -231,13 +233,23 @@ func runAsServiceUser(ctx context.Context, env *Env, args []string) (code int, o
 			return fail(err)
 		}
 	}
-	if err := cmd.Start(); err != nil {
+	// A saved plan's file is root's to open, like --candidate: the
+	// service user may not be able to read or write where root names.
+	pf, err := handPlanFiles(cmd, args)
+	if err != nil {
 		w.abort()
 		return fail(err)
 	}
+	if err := cmd.Start(); err != nil {
+		w.abort()
+		pf.finish(false)
+		return fail(err)
+	}
 	w.serve()
+	pf.started()
 	err = cmd.Wait()
 	w.wait()
+	pf.finish(err == nil || exitCode(err) == ExitChanges)
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		if st, ok := exit.Sys().(syscall.WaitStatus); ok && st.Signaled() {
@@ -250,6 +262,72 @@ func runAsServiceUser(ctx context.Context, env *Env, args []string) (code int, o
 		return fail(err)
 	}
 	return ExitOK, true
+}
+
+// planFiles are the saved plan's files root opened for the child: the
+// plan apply --plan reads, the file diff --out writes (a new file beside
+// the destination, renamed over it once the child succeeded).
+type planFiles struct {
+	in, out *os.File
+	dest    string
+}
+
+func handPlanFiles(cmd *exec.Cmd, args []string) (*planFiles, error) {
+	pf := &planFiles{}
+	give := func(f *os.File, env string) {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+		cmd.Env = append(cmd.Env, env+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
+	}
+	if p := flagValue(args[1:], "plan", ""); args[0] == "apply" && p != "" {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("--plan: %w", err)
+		}
+		pf.in = f
+		give(f, planInFDEnv)
+	}
+	if p := flagValue(args[1:], "out", ""); args[0] == "diff" && p != "" {
+		f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".*")
+		if err != nil {
+			return nil, fmt.Errorf("--out: %w", err)
+		}
+		pf.out, pf.dest = f, p
+		give(f, planOutFDEnv)
+	}
+	return pf, nil
+}
+
+// started closes root's copy of what it read; the written file stays
+// open for finish.
+func (pf *planFiles) started() {
+	if pf.in != nil {
+		pf.in.Close()
+	}
+}
+
+// finish puts the written plan in place when the child succeeded and wrote
+// one, and removes it otherwise.
+func (pf *planFiles) finish(ok bool) {
+	pf.started()
+	if pf.out == nil {
+		return
+	}
+	fi, err := pf.out.Stat()
+	pf.out.Close()
+	if ok && err == nil && fi.Size() > 0 {
+		if err := os.Rename(pf.out.Name(), pf.dest); err == nil {
+			return
+		}
+	}
+	os.Remove(pf.out.Name())
+}
+
+func exitCode(err error) int {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode()
+	}
+	return -1
 }
 
 // writerOnly hides the *os.File behind a writer, so that exec copies
@@ -268,7 +346,8 @@ func childEnv(env []string, user string) []string {
 		case "PATH", "LANG", "TZ", "TERM", "NO_COLOR", "SSH_CONNECTION", "SSH_CLIENT":
 			return true
 		}
-		return strings.HasPrefix(k, "LC_") || strings.HasPrefix(k, "NETRECONCILE_") && k != runAsEnv && k != mainWriterEnv && k != candidateFDEnv
+		return strings.HasPrefix(k, "LC_") || strings.HasPrefix(k, "NETRECONCILE_") && k != runAsEnv && k != mainWriterEnv && k != candidateFDEnv &&
+			k != planInFDEnv && k != planOutFDEnv
 	}
 	out := []string{"HOME=/", "USER=" + user, "LOGNAME=" + user, runAsEnv + "=" + user}
 	for _, kv := range env {
@@ -459,10 +538,19 @@ func (c *childMainWriter) ask(req writerRequest) error {
 // environment, so that what this process starts (a rollback timer) does
 // not take descriptors it was not given for its own.
 var fromRoot = struct {
-	once      sync.Once
-	writer    safeapply.MainWriter
-	candidate *os.File
+	once            sync.Once
+	writer          safeapply.MainWriter
+	candidate       *os.File
+	planIn, planOut *os.File
 }{}
+
+// handedPlanIn is apply --plan's file as root opened it, nil when this
+// process opens it itself.
+func handedPlanIn() *os.File { handedByRoot(); return fromRoot.planIn }
+
+// handedPlanOut is the file root made for diff --out, nil when this
+// process writes the file itself.
+func handedPlanOut() *os.File { handedByRoot(); return fromRoot.planOut }
 
 func handedByRoot() (safeapply.MainWriter, *os.File) {
 	fromRoot.once.Do(func() {
@@ -487,11 +575,17 @@ func handedByRoot() (safeapply.MainWriter, *os.File) {
 				fromRoot.writer = &childMainWriter{out: os.NewFile(uintptr(wn), "main-writer-requests"), in: bufio.NewReader(os.NewFile(uintptr(rn), "main-writer-answers"))}
 			}
 		}
-		if v, ok := os.LookupEnv(candidateFDEnv); ok {
-			os.Unsetenv(candidateFDEnv)
-			if n, err := strconv.Atoi(v); err == nil {
-				syscall.CloseOnExec(n)
-				fromRoot.candidate = os.NewFile(uintptr(n), "candidate")
+		for _, f := range []struct {
+			env  string
+			dst  **os.File
+			name string
+		}{{candidateFDEnv, &fromRoot.candidate, "candidate"}, {planInFDEnv, &fromRoot.planIn, "plan"}, {planOutFDEnv, &fromRoot.planOut, "plan-out"}} {
+			if v, ok := os.LookupEnv(f.env); ok {
+				os.Unsetenv(f.env)
+				if n, err := strconv.Atoi(v); err == nil {
+					syscall.CloseOnExec(n)
+					*f.dst = os.NewFile(uintptr(n), f.name)
+				}
 			}
 		}
 	})

@@ -258,6 +258,29 @@ func TestRootRunsAsServiceUser(t *testing.T) {
 		}
 	})
 
+	// A saved plan where only root may read and write: root's process
+	// makes the --out file and opens the --plan file for the service
+	// user's command.
+	t.Run("saved plan", func(t *testing.T) {
+		r := newServiceRig(t, u, bin)
+		r.writeMain(good)
+		r.run(0, append([]string{"apply"}, r.common()...)...)
+		private := filepath.Join(r.base, "private")
+		r.must(os.Mkdir(private, 0o700))
+		planFile := filepath.Join(private, "change.plan")
+		r.writeMain(next)
+		r.run(2, append([]string{"diff", "--out", planFile}, r.common()...)...)
+		if fi, err := os.Stat(planFile); err != nil || fi.Mode().Perm() != 0o600 || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+			t.Fatalf("the saved plan: %v %v, want root's, 0600", fi, err)
+		}
+		if left, _ := filepath.Glob(filepath.Join(private, ".change.plan.*")); len(left) != 0 {
+			t.Errorf("root's temporary plan files left: %v", left)
+		}
+		r.run(0, append([]string{"apply", "--plan", planFile}, r.common()...)...)
+		nettest.IP(t, r.ns, "link", "show", "rb1")
+		r.run(3, append([]string{"apply", "--plan", planFile}, r.common()...)...)
+	})
+
 	// Issue 29: after root confirmed a transaction, the service user
 	// writes a pending one with that id and a passed deadline. Root's
 	// next plain apply takes it as due and rolls it back: it must not

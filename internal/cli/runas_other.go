@@ -13,3 +13,6 @@ import (
 func runAsServiceUser(context.Context, *Env, []string) (int, bool) { return 0, false }
 
 func handedByRoot() (safeapply.MainWriter, *os.File) { return nil, nil }
+
+func handedPlanIn() *os.File  { return nil }
+func handedPlanOut() *os.File { return nil }

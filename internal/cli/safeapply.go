@@ -162,9 +162,26 @@ func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 	defer closeFn()
 	tm := &safeapply.Timer{Mode: mode, Dir: h.Dir, Program: self, Args: args}
 	h.Timer = tm.Arrange
-	res, err := h.Begin(ctx, safeapply.BeginRequest{Main: g.config, DropIn: g.dropIn(), Candidate: candidate, Window: o.confirmWithin, Probes: probes})
+	gate := o.gate
+	req := safeapply.BeginRequest{Main: g.config, DropIn: g.dropIn(), Candidate: candidate, Window: o.confirmWithin, Probes: probes,
+		Check: func(ctx context.Context, applied *safeapply.Snapshot, cfg *desired.Config) error {
+			return gate.before(ctx, h.Engine, applied, cfg)
+		},
+		CheckPlan: func(plan *diff.Plan, applied *safeapply.Snapshot, cfg *desired.Config, conflicts error) error {
+			return gate.after(plan, h.Engine, applied, cfg, conflicts)
+		}}
+	res, err := h.Begin(ctx, req)
 	if res == nil {
+		var se *strictError
+		if exitFor(err) != ExitError || errors.As(err, &se) {
+			return gateFailed(env, o, err)
+		}
 		return failed(err)
+	}
+	if o.output != "json" {
+		for _, w := range gate.warnings {
+			fmt.Fprintf(env.Stderr, "netreconcile apply: warning: %s\n", w)
+		}
 	}
 	now := time.Now()
 	var outErr error
@@ -176,6 +193,7 @@ func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 	}
 	out := env.applyReport(nil, &apply.Result{}, outErr)
 	out.Warnings, out.Rollback = nonNil(res.Warnings), safeapply.ReportRollback(res.Rollback)
+	out.PlanWarnings = nonNil(gate.warnings)
 	if res.Txn != nil {
 		t := res.Txn
 		if res.Rollback != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
 )
 
@@ -91,6 +92,11 @@ type Options struct {
 	// files' content as that pass enforced it: safe apply records them as
 	// the last confirmed configuration.
 	Converged func(srcs []desired.Source) error
+	// MaxDisruption, when set (run --max-disruption), is the most
+	// disruptive change a pass applies; it overrides the configuration's
+	// settings.max-disruption. Changes above it are held (status, metrics
+	// and a log line say which) until an apply by hand.
+	MaxDisruption *diff.Disruption
 	// Pin, when set, may replace the files' sources by others to enforce
 	// (safeapply.Pin: the confirmed configuration, while the files hold
 	// one a rollback could not write back); by names who pinned them.
@@ -162,6 +168,9 @@ type Daemon struct {
 
 	lastConflicts string
 	lastPlan      [sha256.Size]byte
+	// lastHeld is what the last pass held back for max-disruption, as
+	// logged: a log line is written when it changes.
+	lastHeld string
 	// released is when releaseMemory last gave memory back (memory.go).
 	released       time.Time
 	releasePending atomic.Bool

@@ -19,9 +19,10 @@ type passEngine interface {
 	// lock takes the namespace's writer lock for the pass
 	// (engine.LockPass).
 	lock(ctx context.Context) (unlock func(), err error)
-	// plan reads the kernel and plans towards desired, pools resolved. A
-	// non-nil plan may come with a diff.Conflicts error.
-	plan(ctx context.Context, desired *model.State) (*diff.Plan, error)
+	// plan reads the kernel and plans towards desired, pools resolved,
+	// holding back the changes above max (nil: none; Plan.Held). A non-nil
+	// plan may come with a diff.Conflicts error.
+	plan(ctx context.Context, desired *model.State, max *diff.Disruption) (*diff.Plan, error)
 	// setReread says what the next plan reads again; it takes the rest
 	// from the previous plan's read (engine.SetReread).
 	setReread(k actual.Fresh)
@@ -51,7 +52,8 @@ type engineAdapter struct{ e *engine.Engine }
 
 func (a engineAdapter) lock(ctx context.Context) (func(), error) { return a.e.LockPass(ctx) }
 
-func (a engineAdapter) plan(ctx context.Context, desired *model.State) (*diff.Plan, error) {
+func (a engineAdapter) plan(ctx context.Context, desired *model.State, max *diff.Disruption) (*diff.Plan, error) {
+	a.e.MaxDisruption = max
 	plan, _, err := a.e.PlanDesired(ctx, desired, false)
 	return plan, err
 }

@@ -65,7 +65,7 @@ func linkOp(a diff.Action, name string) diff.Op {
 
 func (f *fakeEngine) lock(context.Context) (func(), error) { return func() {}, nil }
 
-func (f *fakeEngine) plan(_ context.Context, desired *model.State) (*diff.Plan, error) {
+func (f *fakeEngine) plan(_ context.Context, desired *model.State, _ *diff.Disruption) (*diff.Plan, error) {
 	f.starts = append(f.starts, f.clk.Now())
 	f.tried = append(f.tried, nil)
 	f.clk.advance(f.cost)

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/netreconcile/netreconcile/internal/buildinfo"
+	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/ipam"
 	"github.com/netreconcile/netreconcile/internal/metrics"
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -30,6 +31,7 @@ type Metrics struct {
 	objects     prometheus.Gauge
 	configOK    prometheus.Gauge
 	wakeups     prometheus.Counter
+	held        *prometheus.GaugeVec
 	parts       *partsCollector
 	scrapes     scrapeRelease
 	// serving is set once Serve listens: the pool gauges cost a registry
@@ -113,7 +115,7 @@ func NewMetrics() *Metrics {
 		}),
 		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "netreconcile_reconciles_total",
-			Help: "Reconcile passes by result: converged, failed (some operation failed or was held back), conflict, error (the kernel could not be read).",
+			Help: "Reconcile passes by result: converged, failed (some operation failed or was held back for a retry), conflict, held (changes held above max-disruption, nothing failed), error (the kernel could not be read).",
 		}, []string{"result"}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "netreconcile_changes_total",
@@ -143,12 +145,19 @@ func NewMetrics() *Metrics {
 			Name: "netreconcile_wakeups_total",
 			Help: "Wake-ups received from every source, before coalescing.",
 		}),
+		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "netreconcile_held_changes",
+			Help: "Changes the last pass held back because they disrupt more than max-disruption allows, by their disruption (in_place, table_replaced, link_flapped, link_recreated); they wait for an apply by hand.",
+		}, []string{"disruption"}),
 		parts: &partsCollector{},
 	}
 	// Every series exists from the start, at 0, so that rate() and alerts
 	// on "errors > 0" work before the first error.
-	for _, r := range []string{"converged", "failed", "conflict", "error"} {
+	for _, r := range []string{"converged", "failed", "conflict", "held", "error"} {
 		m.passes.WithLabelValues(r)
+	}
+	for _, d := range diff.Disruptions() {
+		m.held.WithLabelValues(d.Snake())
 	}
 	for _, s := range []string{"config", "read", "apply", "conflict"} {
 		m.errors.WithLabelValues(s)
@@ -163,9 +172,17 @@ func NewMetrics() *Metrics {
 		},
 	})
 	buildInfo.Set(1)
-	r.MustRegister(m.duration, m.passes, m.changes, m.drift, m.errors, m.lastSuccess, m.objects, m.configOK, m.wakeups, m.parts,
+	r.MustRegister(m.duration, m.passes, m.changes, m.drift, m.errors, m.lastSuccess, m.objects, m.configOK, m.wakeups, m.held, m.parts,
 		buildInfo, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// setHeld sets the held-changes gauge: counts by disruption, every level
+// given.
+func (m *Metrics) setHeld(counts map[string]float64) {
+	for d, n := range counts {
+		m.held.WithLabelValues(d).Set(n)
+	}
 }
 
 // Serve listens on addr and serves /metrics until ctx is done; webConfig is

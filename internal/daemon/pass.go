@@ -54,7 +54,8 @@ func (d *Daemon) pass(ctx context.Context) error {
 
 	reread := d.rereadKinds()
 	d.eng.setReread(reread)
-	plan, planErr := d.eng.plan(ctx, st)
+	max := d.maxDisruption()
+	plan, planErr := d.eng.plan(ctx, st, max)
 	if plan == nil {
 		d.f.swap(nil) // no read to build a filter from: wake on everything
 		d.f.markAll()
@@ -68,6 +69,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 	d.bo.succeeded("kernel read")
 	d.readGen = d.gen
 	d.reportConflicts(planErr)
+	d.reportHeld(plan, max)
 
 	now := d.clk.Now()
 	// A plan that differs from the last one means the world moved (the
@@ -155,7 +157,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 	case saveErr != nil:
 		d.stats.firstErr = saveErr.Error()
 	}
-	d.stats.converged = d.stats.errors == 0 && saveErr == nil
+	d.stats.converged = d.stats.errors == 0 && saveErr == nil && d.stats.held == 0
 	switch {
 	case d.stats.converged:
 		d.m.passes.WithLabelValues("converged").Inc()
@@ -172,6 +174,8 @@ func (d *Daemon) pass(ctx context.Context) error {
 		}
 	case len(conflicts) > 0 && len(res.Failed) == 0:
 		d.m.passes.WithLabelValues("conflict").Inc()
+	case d.stats.errors == 0 && saveErr == nil:
+		d.m.passes.WithLabelValues("held").Inc()
 	default:
 		d.m.passes.WithLabelValues("failed").Inc()
 	}
@@ -192,6 +196,64 @@ func (d *Daemon) reportConflicts(err error) {
 	d.m.errors.WithLabelValues("conflict").Add(float64(len(c)))
 	for _, msg := range c {
 		d.log.Error("conflict with the kernel state; object left alone", "error", msg)
+	}
+}
+
+// maxDisruption is the most disruptive change a pass applies: run
+// --max-disruption, else settings.max-disruption, else none (nil).
+func (d *Daemon) maxDisruption() *diff.Disruption {
+	if d.opts.MaxDisruption != nil {
+		return d.opts.MaxDisruption
+	}
+	if d.cfg == nil || d.cfg.State.MaxDisruption == "" {
+		return nil
+	}
+	// Validated with the file (desired.settings).
+	v, err := diff.ParseDisruption(d.cfg.State.MaxDisruption)
+	if err != nil {
+		return nil
+	}
+	return &v
+}
+
+// reportHeld records what the plan holds back above max: the status
+// line, the held-changes gauge, and a log line when it changes (one per
+// change of what is held, not one per pass).
+func (d *Daemon) reportHeld(plan *diff.Plan, max *diff.Disruption) {
+	counts := map[string]float64{}
+	for _, d := range diff.Disruptions() {
+		counts[d.Snake()] = 0
+	}
+	var names []string
+	for i := range plan.Held {
+		op := &plan.Held[i]
+		counts[op.Disruption.Snake()]++
+		names = append(names, fmt.Sprintf("%s %s: %s", op.Kind, op.ID, op.Disruption.Words()))
+	}
+	d.m.setHeld(counts)
+	d.stats.held = len(plan.Held) + len(plan.HeldDependents)
+	d.stats.heldText = ""
+	if len(plan.Held) > 0 {
+		d.stats.heldText = fmt.Sprintf("above max-disruption %s: %s; apply them with netreconcile apply", max, strings.Join(names, ", "))
+	}
+	text := strings.Join(names, "\n") + "\x00" + strings.Join(plan.HeldDependents, "\n")
+	if text == d.lastHeld {
+		return
+	}
+	d.lastHeld = text
+	if len(plan.Held) == 0 {
+		if text != "\x00" {
+			d.log.Info("no change held for max-disruption any more")
+		}
+		return
+	}
+	for i := range plan.Held {
+		op := &plan.Held[i]
+		d.log.Warn("change held: it disrupts more than max-disruption allows; apply it by hand with netreconcile apply",
+			"kind", op.Kind, "id", op.ID, "action", op.Action, "disruption", op.Disruption.Snake(), "max_disruption", max.Snake(), "why", op.Reason)
+	}
+	for _, dep := range plan.HeldDependents {
+		d.log.Warn("change held with it", "what", dep)
 	}
 }
 

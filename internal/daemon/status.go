@@ -20,6 +20,10 @@ type stats struct {
 	lastTook  time.Duration
 	firstErr  string
 	converged bool
+	// held counts the changes held back above max-disruption, and
+	// heldText names them (heldSummary).
+	held     int
+	heldText string
 }
 
 func (d *Daemon) notifyStatus() {
@@ -41,6 +45,9 @@ func (d *Daemon) Status() string {
 	fmt.Fprintf(&b, "%d objects, %d drift repaired, %d errors", s.objects, s.drift, s.errors)
 	if s.firstErr != "" {
 		fmt.Fprintf(&b, " (%s)", oneLine(s.firstErr))
+	}
+	if s.held > 0 {
+		fmt.Fprintf(&b, ", %d changes held (%s)", s.held, oneLine(s.heldText))
 	}
 	if !s.lastPass.IsZero() {
 		fmt.Fprintf(&b, ", last reconcile %s", s.lastPass.Format("2006-01-02 15:04:05"))

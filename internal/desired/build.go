@@ -146,9 +146,19 @@ func build(confs []*fileConf, errs *errList, sides *sideFiles) *model.State {
 }
 
 func (b *builder) settings(confs []*fileConf) {
-	var at Pos
+	var at, mdAt Pos
 	for _, fc := range confs {
 		s := fc.Settings
+		if s != nil && s.has("max-disruption") {
+			switch v := s.MaxDisruption; {
+			case !slices.Contains(model.DisruptionNames, v):
+				b.errs.add(s.at("max-disruption"), "settings.max-disruption", "expected one of %s, found %q", strings.Join(model.DisruptionNames, ", "), v)
+			case mdAt.File != "" && v != b.st.MaxDisruption:
+				b.errs.add(s.at("max-disruption"), "settings.max-disruption", "conflicts with %s set at %s", b.st.MaxDisruption, mdAt)
+			default:
+				b.st.MaxDisruption, mdAt = v, s.at("max-disruption")
+			}
+		}
 		if s == nil || !s.has("protocol") {
 			continue
 		}

@@ -31,4 +31,7 @@ type settingsConf struct {
 	// ProtocolOverride accepts a protocol number that the kernel or
 	// iproute2 names (see protocol.go).
 	ProtocolOverride bool `yaml:"protocol-override"`
+	// MaxDisruption is the most disruptive change the service applies by
+	// itself (model.DisruptionNames); others wait for an apply by hand.
+	MaxDisruption string `yaml:"max-disruption"`
 }

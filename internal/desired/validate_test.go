@@ -332,3 +332,21 @@ func TestRulesThatClashOnAdd(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxDisruptionSetting(t *testing.T) {
+	for _, c := range []struct{ main, frag, want string }{
+		{"version: 1\nsettings: {max-disruption: link-flapped}\n", "version: 1\n", ""},
+		{"version: 1\nsettings: {max-disruption: flapped}\n", "version: 1\n",
+			`main.yaml:2:28: settings.max-disruption: expected one of in-place, table-replaced, link-flapped, link-recreated, found "flapped"`},
+		{"version: 1\nsettings: {max-disruption: in-place}\n", "version: 1\nsettings: {max-disruption: link-recreated}\n",
+			"conf.d/10-a.yaml:2:28: settings.max-disruption: conflicts with in-place set at main.yaml:2:28"},
+	} {
+		if got := errorsOf(t, src("main.yaml", c.main), src("conf.d/10-a.yaml", c.frag)); got != c.want {
+			t.Errorf("errors:\n%s\nwant:\n%s", got, c.want)
+		}
+	}
+	cfg, err := Parse([]Source{src("main.yaml", "version: 1\nsettings: {max-disruption: table-replaced}\n")})
+	if err != nil || cfg.State.MaxDisruption != "table-replaced" {
+		t.Fatalf("%v %v", cfg, err)
+	}
+}

@@ -327,7 +327,11 @@ func (c *computer) poolGiveBacks(ours map[string]map[netip.Addr]bool) {
 func (c *computer) pending(unallocated []model.PoolAddress) {
 	for _, pa := range unallocated {
 		if c.blocked[pa.Link] {
-			c.conflict("address (from pool %s) dev %s is left out: link %s is in conflict", pa.Pool, pa.Link, pa.Link)
+			if c.heldLinks[pa.Link] {
+				c.leftOut(pa.Link, "address (from pool %s) dev %s is held: link %s is held", pa.Pool, pa.Link, pa.Link)
+			} else {
+				c.conflict("address (from pool %s) dev %s is left out: link %s is in conflict", pa.Pool, pa.Link, pa.Link)
+			}
 			continue
 		}
 		c.plan.Pending = append(c.plan.Pending, Op{Action: Create, Kind: KindAddress,

@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"fmt"
 	"net/netip"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -22,6 +23,27 @@ func (c *computer) blockLink(name string) {
 		c.blocked = map[string]bool{}
 	}
 	c.blocked[name] = true
+}
+
+// holdLink records that the declared link name is held back
+// (Inputs.MaxDisruption): left as it is, with what needs it, as for a
+// conflict, and listed in Plan.Held instead of the conflicts.
+func (c *computer) holdLink(name string) {
+	c.blockLink(name)
+	if c.heldLinks == nil {
+		c.heldLinks = map[string]bool{}
+	}
+	c.heldLinks[name] = true
+}
+
+// leftOut records an op or a link left out because it needs link n: a
+// conflict, or, when n is held, a held change.
+func (c *computer) leftOut(n, format string, args ...any) {
+	if c.heldLinks[n] {
+		c.plan.HeldDependents = append(c.plan.HeldDependents, fmt.Sprintf(format, args...))
+		return
+	}
+	c.conflict(format, args...)
 }
 
 // linkNeeds lists the links a declared link needs to exist or be configured.
@@ -96,7 +118,12 @@ func (c *computer) spreadBlocked() {
 			for _, n := range c.linkNeeds(c.d.Links[name]) {
 				if c.blocked[n] {
 					c.blocked[name] = true
-					c.conflict("link %s is left out: it needs link %s, which is in conflict", name, n)
+					if c.heldLinks[n] {
+						c.heldLinks[name] = true
+						c.leftOut(n, "link %s is held: it needs link %s, which is held", name, n)
+					} else {
+						c.conflict("link %s is left out: it needs link %s, which is in conflict", name, n)
+					}
 					changed = true
 					break
 				}
@@ -137,7 +164,11 @@ func (c *computer) keepUnblocked(ops []Op) []Op {
 	for i := range ops {
 		op := &ops[i]
 		if n := c.blockedNeed(op); n != "" {
-			if op.Kind != KindLink {
+			switch {
+			case op.Kind == KindLink:
+			case c.heldLinks[n]:
+				c.leftOut(n, "%s %s is held: it needs link %s, which is held", op.Kind, op.ID, n)
+			default:
 				c.conflict("%s %s is left out: link %s is in conflict", op.Kind, op.ID, n)
 			}
 			continue

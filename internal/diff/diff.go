@@ -35,6 +35,19 @@ type Inputs struct {
 	// Unallocated are the pool addresses a dry run cannot name, because
 	// apply allocates them: shown in Plan.Pending, never in Ops.
 	Unallocated []model.PoolAddress
+	// MaxDisruption, when set, holds back the changes above it (the
+	// daemon's max-disruption): a link whose op is above it is left as it
+	// is, with every op that needs it, as a link in conflict is, and a
+	// table that would be replaced gets no op. What is held is listed in
+	// Plan.Held; nil holds nothing.
+	MaxDisruption *Disruption
+}
+
+// held is what a plan leaves as it is for Inputs.MaxDisruption: links and
+// nftables tables, each with the op that was above the level.
+type held struct {
+	links  map[string]*Op
+	tables map[model.NftTableKey]*Op
 }
 
 // ComputeWith returns the plan that turns actual into desired. Only objects
@@ -67,8 +80,43 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 		return nil, err
 	}
 	desired = peerSets(desired, in.PeersUp)
+	plan, err := compute(desired, actual, in, nil)
+	if in.MaxDisruption == nil {
+		return plan, err
+	}
+	// Held: the plan again without what is above the level. Leaving a
+	// link as it is may make another op of the plan change class (a vlan
+	// no longer follows a parent that is not cycled), so the plan is made
+	// until none is above, adding to what is held; each round holds one
+	// more object at least, and there are finitely many.
+	h := &held{links: map[string]*Op{}, tables: map[model.NftTableKey]*Op{}}
+	for {
+		above := plan.Above(*in.MaxDisruption)
+		if len(above) == 0 {
+			break
+		}
+		grew := false
+		for _, op := range above {
+			cp := *op
+			switch {
+			case op.Kind == KindLink && h.links[op.ID] == nil:
+				h.links[op.ID], grew = &cp, true
+			case op.Kind.IsNft() && h.tables[op.Table] == nil:
+				h.tables[op.Table], grew = &cp, true
+			}
+		}
+		if !grew {
+			break
+		}
+		plan, err = compute(desired, actual, in, h)
+	}
+	return plan, err
+}
+
+// compute makes the plan; hold, when not nil, names what is held.
+func compute(desired, actual *model.State, in Inputs, hold *held) (*Plan, error) {
 	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{}, l3Moved: map[string]bool{},
-		linkGoes: map[string]bool{}, withLink: map[string][]Op{}}
+		linkGoes: map[string]bool{}, withLink: map[string][]Op{}, hold: hold}
 	c.plan.Ops = make([]Op, 0, sizeHint(desired, actual))
 	c.links()
 	c.spreadBlocked()
@@ -91,6 +139,9 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 	sort.SliceStable(c.deletes, func(i, j int) bool { return deleteRank[c.deletes[i].Kind] < deleteRank[c.deletes[j].Kind] })
 	c.plan.Ops = append(c.plan.Ops, c.deletes...)
 	c.plan.Ops = append(c.plan.Ops, c.linkDeletes...)
+	c.disruptions()
+	c.warnings()
+	c.listHeld()
 	c.pending(in.Unallocated)
 	if len(c.conflicts) > 0 {
 		return c.plan, c.conflicts
@@ -158,6 +209,19 @@ type computer struct {
 	// vlanFollows names the vlans whose update goes after their parent's
 	// (vlansFollowParents), a release from a master included.
 	vlanFollows map[string]bool
+	// cycledUp names the links this plan takes down and up while they
+	// are up, and the vlans that go with them (vlansFollowParents).
+	cycledUp map[string]bool
+	// hold is what Inputs.MaxDisruption holds back (nil: nothing), and
+	// heldLinks the declared links left as they are for it, those that
+	// need a held link included (blocked has them too).
+	hold      *held
+	heldLinks map[string]bool
+	// written are the sysctls the plan writes, with their values, and
+	// touched the links it creates or whose MTU or master it writes
+	// (warnings).
+	written map[string]string
+	touched map[string]bool
 	// goesWithPeer maps a stale veth end to its declared peer, whose
 	// recreate deletes it (staleLinks plans no delete of its own).
 	goesWithPeer map[string]string

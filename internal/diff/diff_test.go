@@ -291,7 +291,7 @@ func TestReplaceOnlyWhereForced(t *testing.T) {
 		kernel: newKernel().link(vx(100)).addr("vx0", "10.5.0.1/24", 0).route(model.Route{Table: 7, Dst: pfx("10.6.0.0/16"), Dev: "vx0", Scope: model.ScopeLink, Protocol: ours}),
 		// The link comes back empty: its address and route are created again, not deleted.
 		plan: `
-± link vx0 (vxlan id 200 remote 192.0.2.2 dstport 4789): vxlan id 100 -> 200
+± link vx0 (vxlan id 200 remote 192.0.2.2 dstport 4789): vxlan id 100 -> 200 [link recreated]
 `,
 	}, {
 		name:   "vxlan mtu changes in place",
@@ -324,7 +324,7 @@ func TestReplaceOnlyWhereForced(t *testing.T) {
 		file:   "links:\n  fou4: {kind: ipip, ipip: {local: 192.0.2.1, ttl: 225, encap: {type: fou, sport: auto, dport: 5555}}}\n",
 		kernel: newKernel().link(tun(0)),
 		plan: `
-± link fou4 (ipip local 192.0.2.1 ttl 225 encap fou encap-sport auto encap-dport 5555): remote 192.0.2.9 -> none
+± link fou4 (ipip local 192.0.2.1 ttl 225 encap fou encap-sport auto encap-dport 5555): remote 192.0.2.9 -> none [link recreated]
 `,
 	}, {
 		name:   "tunnel unchanged",
@@ -336,7 +336,7 @@ func TestReplaceOnlyWhereForced(t *testing.T) {
 		file:   "links:\n  x0: {kind: bridge}\n",
 		kernel: newKernel().link(model.Link{Name: "x0", Kind: model.KindVXLAN, Owned: true, Up: true, VXLAN: &model.VXLAN{ID: 1}}),
 		plan: `
-± link x0 (bridge): kind vxlan -> bridge
+± link x0 (bridge): kind vxlan -> bridge [link recreated]
 `,
 	}, {
 		name:   "address scope (the kernel keeps it from creation)",
@@ -475,7 +475,7 @@ links:
 			link(model.Link{Name: "v-a", Kind: model.KindVeth, Owned: true, Up: true, Veth: &model.Veth{Peer: "v-b"}}).
 			link(model.Link{Name: "v-b", Kind: model.KindVeth, Up: true, Veth: &model.Veth{Peer: "v-a"}}),
 		plan: `
-± link v-a (veth peer v-c): veth peer v-b -> v-c
+± link v-a (veth peer v-c): veth peer v-b -> v-c [link recreated]
 `,
 	}})
 }
@@ -539,7 +539,7 @@ links:
 			link(model.Link{Name: "pa", Kind: model.KindVeth, Owned: true, Up: true, Veth: &model.Veth{Peer: "pb"}}).
 			link(model.Link{Name: "pb", Kind: model.KindVeth, Owned: true, Up: true, Veth: &model.Veth{Peer: "pa"}}),
 		plan: `
-± link pb (veth peer pc): veth peer pa -> pc
+± link pb (veth peer pc): veth peer pa -> pc [link recreated]
 + link pc (the peer end of pb)
 `,
 	}, {

@@ -16,6 +16,11 @@ func (c *computer) links() {
 	for _, name := range c.d.SortedLinkNames() {
 		want := c.d.Links[name]
 		have, exists := c.a.Links[name]
+		if c.hold != nil && c.hold.links[name] != nil && exists {
+			// Held back (Inputs.MaxDisruption): left as it is.
+			c.holdLink(name)
+			continue
+		}
 		switch {
 		case want.Kind == model.KindDevice && !exists:
 			c.blockLink(name)
@@ -209,8 +214,13 @@ func (c *computer) links() {
 	// goes before the updates that enslave links (name order would put
 	// a member a0 before bond0).
 	sort.SliceStable(updates, func(i, j int) bool { return updates[i].LinkFields.Kind && !updates[j].LinkFields.Kind })
+	// A child made with an MTU its lower device takes only once this
+	// plan raises it gets that MTU after the raise.
+	var vxlanMTU []Op
+	creates, updates, vxlanMTU = c.deferCreatedMTU(creates, updates)
 	// Last of the reorderings: a child's MTU write goes after its parent's.
 	updates = c.mtuFollowsParent(updates)
+	updates = c.afterLowerUpdate(updates, vxlanMTU)
 	for _, op := range orderByDependency(creates, c.d.Links) {
 		c.add(op)
 	}
@@ -346,6 +356,7 @@ func (c *computer) vlansFollowParents(updates []Op) []Op {
 		}
 		level = next
 	}
+	c.cycledUp = cycled
 	if len(follow) == 0 {
 		return updates
 	}
@@ -456,6 +467,71 @@ func (c *computer) mtuFollowsParent(updates []Op) []Op {
 		if !changed {
 			break
 		}
+	}
+	return updates
+}
+
+// deferCreatedMTU makes the links this plan creates on a lower device
+// whose MTU it raises (a vlan, macvlan or ipvlan on its parent, a vxlan on
+// its device) without their MTU, and writes it in an update after the
+// lower device's: the kernel refuses a child above its parent's MTU at
+// creation (macvlan_common_newlink, EINVAL) and lowers a vxlan to its
+// device's less the encapsulation (vxlan_config_apply), and creates run
+// before updates. The MTU updates of vxlans are returned apart: they go
+// after their device's update (afterLowerUpdate), the others follow their
+// parent by mtuFollowsParent.
+func (c *computer) deferCreatedMTU(creates, updates []Op) ([]Op, []Op, []Op) {
+	raised := map[string]int{}
+	for _, op := range updates {
+		if op.LinkFields.MTU && op.Link.MTU != 0 {
+			if h := c.a.Links[op.ID]; h != nil && op.Link.MTU > h.MTU {
+				raised[op.ID] = h.MTU
+			}
+		}
+	}
+	if len(raised) == 0 {
+		return creates, updates, nil
+	}
+	var vx []Op
+	for i := range creates {
+		w := creates[i].Link
+		lower, headroom := w.Parent(), 0
+		if w.VXLAN != nil {
+			lower, headroom = w.VXLAN.Dev, vxlanHeadroom4
+			if w.VXLAN.Remote.Is6() || w.VXLAN.Local.Is6() {
+				headroom = vxlanHeadroom6
+			}
+		}
+		was, ok := raised[lower]
+		if !ok || w.MTU == 0 || w.MTU <= was-headroom {
+			continue
+		}
+		made := *w
+		made.MTU = 0
+		creates[i].Link = &made
+		creates[i].Summary = linkSummary(&made)
+		op := Op{Action: Update, Kind: KindLink, ID: w.Name, Link: w, LinkFields: LinkFields{MTU: true},
+			Changes: []Change{{"mtu", lower + "'s, when made", strconv.Itoa(w.MTU)}}}
+		if w.VXLAN != nil {
+			vx = append(vx, op)
+		} else {
+			updates = append(updates, op)
+		}
+	}
+	return creates, updates, vx
+}
+
+// afterLowerUpdate puts each op of ops (a vxlan's MTU update) right after
+// the update of its vxlan's device.
+func (c *computer) afterLowerUpdate(updates, ops []Op) []Op {
+	for _, op := range ops {
+		at := len(updates)
+		for i := range updates {
+			if updates[i].ID == op.Link.VXLAN.Dev {
+				at = i + 1
+			}
+		}
+		updates = slices.Insert(updates, at, op)
 	}
 	return updates
 }

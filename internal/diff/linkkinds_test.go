@@ -47,14 +47,14 @@ func TestLinkKindsInPlaceOrReplace(t *testing.T) {
 		file:   "links:\n  eth0: {kind: device}\n  v0: {kind: vlan, vlan: {parent: eth0, id: 11}}\n",
 		kernel: newKernel().link(eth).link(vlan(10, "802.1q")),
 		plan: `
-± link v0 (vlan parent eth0 id 11 protocol 802.1q): vlan id 10 -> 11
+± link v0 (vlan parent eth0 id 11 protocol 802.1q): vlan id 10 -> 11 [link recreated]
 `,
 	}, {
 		name:   "vlan protocol: replace",
 		file:   "links:\n  eth0: {kind: device}\n  v0: {kind: vlan, vlan: {parent: eth0, id: 10, protocol: 802.1ad}}\n",
 		kernel: newKernel().link(eth).link(vlan(10, "802.1q")),
 		plan: `
-± link v0 (vlan parent eth0 id 10 protocol 802.1ad): vlan protocol 802.1q -> 802.1ad
+± link v0 (vlan parent eth0 id 10 protocol 802.1ad): vlan protocol 802.1q -> 802.1ad [link recreated]
 `,
 	}, {
 		name:   "vlan mtu: in place",
@@ -77,21 +77,21 @@ func TestLinkKindsInPlaceOrReplace(t *testing.T) {
 		file:   "links:\n  eth0: {kind: device}\n  mv0: {kind: macvlan, macvlan: {parent: eth0, mode: passthru}}\n",
 		kernel: newKernel().link(eth).link(mv("bridge")),
 		plan: `
-± link mv0 (macvlan parent eth0 mode passthru): macvlan mode bridge -> passthru (into or out of passthru)
+± link mv0 (macvlan parent eth0 mode passthru): macvlan mode bridge -> passthru (into or out of passthru) [link recreated]
 `,
 	}, {
 		name:   "vrf table: replace",
 		file:   "links:\n  blue: {kind: vrf, vrf: {table: 11}}\n",
 		kernel: newKernel().link(vrf(10)),
 		plan: `
-± link blue (vrf table 11): vrf table 10 -> 11
+± link blue (vrf table 11): vrf table 10 -> 11 [link recreated]
 `,
 	}, {
 		name:   "bond without members: mode and miimon in place",
 		file:   "links:\n  bond0: {kind: bond, bond: {mode: 802.3ad, miimon: 50}}\n",
 		kernel: newKernel().link(bond("balance-rr", 100)),
 		plan: `
-~ link bond0
+~ link bond0: down and up: the kernel changes a bond's mode only while it is down [link flapped]
     bond mode: balance-rr -> 802.3ad
     bond miimon: 100 -> 50
 `,
@@ -101,7 +101,7 @@ func TestLinkKindsInPlaceOrReplace(t *testing.T) {
 		file:   "links:\n  bond0: {kind: bond, bond: {mode: 802.3ad}, addresses: [fd00::1/64]}\n",
 		kernel: newKernel().link(bond("balance-rr", 100)).addr("bond0", "fd00::1/64", 0),
 		plan: `
-~ link bond0
+~ link bond0: down and up: the kernel changes a bond's mode only while it is down [link flapped]
     bond mode: balance-rr -> 802.3ad
 + address fd00::1/64 dev bond0
 `,
@@ -119,8 +119,8 @@ func TestLinkKindsInPlaceOrReplace(t *testing.T) {
 		file:   "links:\n  bond0: {kind: bond, bond: {mode: active-backup}}\n  a0: {kind: dummy, master: bond0}\n",
 		kernel: newKernel().link(bond("balance-rr", 100)).link(member),
 		plan: `
-± link bond0 (bond mode active-backup miimon 100): bond mode balance-rr -> active-backup (the kernel changes it only on a bond without members)
-~ link a0
+± link bond0 (bond mode active-backup miimon 100): bond mode balance-rr -> active-backup (the kernel changes it only on a bond without members) [link recreated]
+~ link a0: down and up: released with bond bond0, which is recreated, and enslaved again [link flapped]
     master: none (bond0 is recreated) -> bond0
 `,
 	}, {
@@ -129,9 +129,9 @@ func TestLinkKindsInPlaceOrReplace(t *testing.T) {
 		file:   "links:\n  bond0: {kind: bond, bond: {mode: active-backup}}\n  a0: {kind: dummy, master: bond0}\n",
 		kernel: newKernel().link(bond("balance-rr", 100)).link(model.Link{Name: "a0", Kind: model.KindDummy, Owned: true, Up: true}),
 		plan: `
-~ link bond0
+~ link bond0: down and up: the kernel changes a bond's mode only while it is down [link flapped]
     bond mode: balance-rr -> active-backup
-~ link a0
+~ link a0: down and up: a link joins a bond only while it is down [link flapped]
     master: bond0
 `,
 	}, {
@@ -141,8 +141,8 @@ func TestLinkKindsInPlaceOrReplace(t *testing.T) {
 		file:   "links:\n  bond0: {kind: bond, bond: {mode: active-backup}}\n  eth1: {kind: device, master: bond0}\n",
 		kernel: newKernel().link(bond("balance-rr", 100)).link(model.Link{Name: "eth1", Kind: model.KindDevice, Up: true, Master: "bond0"}),
 		plan: `
-± link bond0 (bond mode active-backup miimon 100): bond mode balance-rr -> active-backup (the kernel changes it only on a bond without members)
-~ link eth1
+± link bond0 (bond mode active-backup miimon 100): bond mode balance-rr -> active-backup (the kernel changes it only on a bond without members) [link recreated]
+~ link eth1: down and up: released with bond bond0, which is recreated, and enslaved again [link flapped]
     master: none (bond0 is recreated) -> bond0
 `,
 	}, {
@@ -152,7 +152,7 @@ func TestLinkKindsInPlaceOrReplace(t *testing.T) {
 		file:   "links:\n  blue: {kind: vrf, vrf: {table: 10}}\n  d0: {kind: dummy, master: blue, addresses: [10.1.0.1/24, fd00::1/64]}\n",
 		kernel: newKernel().link(vrf(10)).link(model.Link{Name: "d0", Kind: model.KindDummy, Owned: true, Up: true}).addr("d0", "10.1.0.1/24", 0).addr("d0", "fd00::1/64", 0),
 		plan: `
-~ link d0
+~ link d0: down and up: the vrf driver cycles a port that joins or leaves it [link flapped]
     master: blue
 + address fd00::1/64 dev d0
 `,
@@ -163,7 +163,7 @@ func TestLinkKindsInPlaceOrReplace(t *testing.T) {
 		file:   "links:\n  blue: {kind: device}\n  d0: {kind: dummy, master: blue, addresses: [10.1.0.1/24, fd00::1/64]}\n",
 		kernel: newKernel().link(model.Link{Name: "blue", Kind: model.KindVRF, Up: true, VRF: &model.VRF{Table: 10}}).link(model.Link{Name: "d0", Kind: model.KindDummy, Owned: true, Up: true}).addr("d0", "10.1.0.1/24", 0).addr("d0", "fd00::1/64", 0),
 		plan: `
-~ link d0
+~ link d0: down and up: the vrf driver cycles a port that joins or leaves it [link flapped]
     master: blue
 + address fd00::1/64 dev d0
 `,
@@ -173,7 +173,7 @@ func TestLinkKindsInPlaceOrReplace(t *testing.T) {
 		file:   "links:\n  bond0: {kind: bond}\n  a0: {kind: dummy}\n",
 		kernel: newKernel().link(bond("balance-rr", 100)).link(member),
 		plan: `
-~ link a0
+~ link a0: down and up: the bonding driver closes a member it releases [link flapped]
     master: bond0 -> (none)
     state: down (released from bond bond0) -> up
 `,
@@ -182,9 +182,9 @@ func TestLinkKindsInPlaceOrReplace(t *testing.T) {
 		file:   "links:\n  bond0: {kind: bond, bond: {mode: active-backup}}\n  a0: {kind: dummy, master: bond0}\n  v0: {kind: vlan, vlan: {parent: bond0, id: 5}}\n",
 		kernel: newKernel().link(bond("balance-rr", 100)).link(member).link(model.Link{Name: "v0", Kind: model.KindVLAN, Owned: true, Up: true, Lower: "bond0", VLAN: &model.VLAN{Parent: "bond0", ID: 5, Protocol: "802.1q"}}),
 		plan: `
-± link bond0 (bond mode active-backup miimon 100): bond mode balance-rr -> active-backup (the kernel changes it only on a bond without members)
-± link v0 (vlan parent bond0 id 5 protocol 802.1q): the kernel deletes it with bond0, which is recreated
-~ link a0
+± link bond0 (bond mode active-backup miimon 100): bond mode balance-rr -> active-backup (the kernel changes it only on a bond without members) [link recreated]
+± link v0 (vlan parent bond0 id 5 protocol 802.1q): the kernel deletes it with bond0, which is recreated [link recreated]
+~ link a0: down and up: released with bond bond0, which is recreated, and enslaved again [link flapped]
     master: none (bond0 is recreated) -> bond0
 `,
 	}})
@@ -304,7 +304,7 @@ func TestVLANsFollowTheirParent(t *testing.T) {
 		kernel: newKernel().link(model.Link{Name: "blue", Kind: model.KindVRF, Owned: true, Up: true, VRF: &model.VRF{Table: 10}}).link(p0(true)).link(vl("a5", 5, true)).
 			addr("a5", "fd00::5/64", 0).addr("a5", "10.5.0.1/24", 0),
 		plan: `
-~ link p0
+~ link p0: down and up: the vrf driver cycles a port that joins or leaves it; with the vlans on it: a5 [link flapped]
     master: blue
 + address fd00::5/64 dev a5
 `,
@@ -363,7 +363,7 @@ func TestWhatAMasterChangeTakes(t *testing.T) {
 		kernel: newKernel().link(vrf).link(model.Link{Name: "m0", Kind: model.KindDummy, Owned: true, Up: true}).addr("m0", "fd00:1c::3/64", 0).
 			route(model.Route{Table: model.TableMain, Dst: pfx("172.16.0.0/24"), Type: model.RouteLocal, Dev: "m0", Protocol: ours, Scope: 254}),
 		plan: `
-~ link m0
+~ link m0: down and up: the vrf driver cycles a port that joins or leaves it [link flapped]
     master: r1
 + address fd00:1c::3/64 dev m0
 + route 172.16.0.0/24 table main (local dev m0 scope host)
@@ -416,17 +416,17 @@ func TestReleasedFromBondWritesMTUAfter(t *testing.T) {
 	}{{
 		name:  "declared MTU equal to the bond's",
 		file:  "links:\n  a0: {kind: dummy, mtu: 9000}\n",
-		plan:  "~ link a0\n    master: bond0 -> (none)\n    state: down (released from bond bond0) -> up\n    mtu: 9000 (bond bond0's, until released) -> 9000\n- link bond0 (bond)\n",
+		plan:  "~ link a0: down and up: the bonding driver closes a member it releases [link flapped]\n    master: bond0 -> (none)\n    state: down (released from bond bond0) -> up\n    mtu: 9000 (bond bond0's, until released) -> 9000\n- link bond0 (bond)\n",
 		after: true,
 	}, {
 		name:  "declared MTU other than the bond's",
 		file:  "links:\n  a0: {kind: dummy, mtu: 1400}\n",
-		plan:  "~ link a0\n    mtu: 9000 -> 1400\n    master: bond0 -> (none)\n    state: down (released from bond bond0) -> up\n- link bond0 (bond)\n",
+		plan:  "~ link a0: down and up: the bonding driver closes a member it releases [link flapped]\n    mtu: 9000 -> 1400\n    master: bond0 -> (none)\n    state: down (released from bond bond0) -> up\n- link bond0 (bond)\n",
 		after: true,
 	}, {
 		name: "no MTU declared: the kernel's",
 		file: "links:\n  a0: {kind: dummy}\n",
-		plan: "~ link a0\n    master: bond0 -> (none)\n    state: down (released from bond bond0) -> up\n- link bond0 (bond)\n",
+		plan: "~ link a0: down and up: the bonding driver closes a member it releases [link flapped]\n    master: bond0 -> (none)\n    state: down (released from bond bond0) -> up\n- link bond0 (bond)\n",
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			plan, err := diff.Compute(parse(t, c.file), newKernel().link(bond).link(member).st)

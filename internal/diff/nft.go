@@ -158,6 +158,10 @@ func (c *computer) nft() {
 		w := &c.d.NFTables[i]
 		want[w.Key()] = true
 		h := have[w.Key()]
+		if c.hold != nil && c.hold.tables[w.Key()] != nil {
+			// Held back (Inputs.MaxDisruption): left as it is.
+			continue
+		}
 		switch {
 		case h == nil:
 			p.createTable(w, Create, "")

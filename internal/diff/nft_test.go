@@ -125,7 +125,7 @@ func TestNftPlans(t *testing.T) {
 			want: "~ nft chain inet t chain pre\n    policy: accept -> drop\n"},
 		{name: "hook changed: table rebuilt in one batch",
 			edit: func(s string) string { return strings.Replace(s, "hook: prerouting", "hook: input", 1) },
-			want: "± nft table inet t: chain pre changes from \"type filter hook prerouting priority 0\" to \"type filter hook input priority 0\"\n"},
+			want: "± nft table inet t: chain pre changes from \"type filter hook prerouting priority 0\" to \"type filter hook input priority 0\" [table replaced]\n"},
 		{name: "foreign table of the same name, adopt: true: adopted",
 			edit: func(s string) string { return strings.Replace(s, "  inet t:\n", "  inet t:\n    adopt: true\n", 1) },
 			kern: func(st *model.State) { st.NFTables[0].Owned = false },

@@ -121,6 +121,9 @@ type Op struct {
 	Summary string   `json:"summary,omitempty"`
 	Changes []Change `json:"changes,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
+	// Disruption is what the op does to traffic and state beyond its
+	// change (disruption.go); a flap's cause is in Reason.
+	Disruption Disruption
 
 	// Link is the desired link (the actual one for a delete). For an update,
 	// only the attributes in LinkFields are written.
@@ -167,6 +170,9 @@ type OpJSON struct {
 	Summary *string  `json:"summary"`
 	Changes []Change `json:"changes"`
 	Reason  *string  `json:"reason"`
+	// Disruption is what the op does to traffic and state (in_place,
+	// table_replaced, link_flapped, link_recreated).
+	Disruption Disruption `json:"disruption"`
 }
 
 // JSON returns the operation's output form.
@@ -175,7 +181,7 @@ func (op *Op) JSON() OpJSON {
 	if changes == nil {
 		changes = []Change{}
 	}
-	return OpJSON{Action: op.Action, Kind: op.Kind, ID: op.ID, Summary: orNull(op.Summary), Changes: changes, Reason: orNull(op.Reason)}
+	return OpJSON{Action: op.Action, Kind: op.Kind, ID: op.ID, Summary: orNull(op.Summary), Changes: changes, Reason: orNull(op.Reason), Disruption: op.Disruption}
 }
 
 // MarshalJSON writes the operation as OpJSON.
@@ -207,6 +213,13 @@ type Plan struct {
 	// creation), so apply checks them after the link ops and sets the MTU
 	// again where the kernel moved it.
 	PinMTU []*model.Link `json:"-"`
+	// Warnings are what the plan makes the kernel do silently (warning.go).
+	Warnings []Warning `json:"warnings,omitempty"`
+	// Held are the ops above Inputs.MaxDisruption that the plan holds
+	// back, as they would have been planned, and HeldDependents say which
+	// other objects wait with them (those that need a held link).
+	Held           []Op     `json:"held,omitempty"`
+	HeldDependents []string `json:"held_dependents,omitempty"`
 	// LeftOut names the declared links the plan leaves out for a conflict
 	// (theirs, or one they need): nothing of theirs is planned. The engine
 	// allocates no pool address for them, so that diff and apply leave out
@@ -294,6 +307,10 @@ func writeOp(w io.Writer, op *Op) {
 	}
 	if op.Reason != "" {
 		line += ": " + inert.String(op.Reason)
+	}
+	if op.Disruption != InPlace {
+		// In place is the rule and goes unsaid; the summary counts it.
+		line += " [" + op.Disruption.Words() + "]"
 	}
 	fmt.Fprintln(w, line)
 	for _, c := range op.Changes {

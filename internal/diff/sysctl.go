@@ -48,7 +48,7 @@ func (c *computer) sysctls() {
 		if planned {
 			continue
 		}
-		if m := rewritten[forwardingFamily(w.Key)]; m != "" {
+		if m := rewritten[masterSetsFamily(w.Key)]; m != "" {
 			was := c.sysctlBefore(w)
 			c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", m + "'s", w.Value}},
 				Reason: "written again: " + m + " sets it", Sysctl: w, SysctlWas: was})
@@ -83,7 +83,7 @@ func (c *computer) sysctls() {
 				for _, w := range order {
 					// Also a key written above: the restore runs
 					// after it.
-					if forwardingFamily(w.Key) == fam {
+					if masterSetsFamily(w.Key) == fam {
 						was := c.sysctlBefore(w)
 						restores = append(restores, Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", h.Key + "'s", w.Value}},
 							Reason: "written again: " + h.Key + " sets it", Sysctl: w, SysctlWas: was})
@@ -173,6 +173,18 @@ var forwardingMasters = map[string]string{
 	"net.ipv4.ip_forward":          "ipv4",
 	"net.ipv4.conf.all.forwarding": "ipv4",
 	"net.ipv6.conf.all.forwarding": "ipv6",
+}
+
+// masterSetsFamily is the family whose forwarding master keys set key when
+// they are written: every forwarding key of that family, and for IPv4
+// net.ipv4.conf.all.accept_redirects too, which the kernel sets to the
+// opposite of forwarding (inet_forward_change); "" for any other key. A
+// declared such key is written again after its master.
+func masterSetsFamily(key string) string {
+	if key == "net.ipv4.conf.all.accept_redirects" {
+		return "ipv4"
+	}
+	return forwardingFamily(key)
 }
 
 // forwardingFamily is the family of a forwarding key that a master key

@@ -84,6 +84,15 @@ func TestSysctlPlan(t *testing.T) {
 			"~ sysctl net.ipv4.conf.br1.forwarding: written again: net.ipv4.ip_forward sets it\n    value: net.ipv4.ip_forward's -> 0\n",
 		was: []string{"", "0", "0"},
 	}, {
+		// The kernel sets net.ipv4.conf.all.accept_redirects to the
+		// opposite of forwarding when ip_forward changes (inet_forward_change).
+		name: "ip_forward written: a declared all.accept_redirects again after it",
+		want: []model.Sysctl{{Key: "net.ipv4.conf.all.accept_redirects", Value: "1"}, {Key: "net.ipv4.ip_forward", Value: "1"}},
+		have: []model.Sysctl{{Key: "net.ipv4.conf.all.accept_redirects", Value: "1"}, {Key: "net.ipv4.ip_forward", Value: "0"}},
+		plan: "~ sysctl net.ipv4.ip_forward\n    value: 0 -> 1\n" +
+			"~ sysctl net.ipv4.conf.all.accept_redirects: written again: net.ipv4.ip_forward sets it\n    value: net.ipv4.ip_forward's -> 1\n",
+		was: []string{"0", "1"},
+	}, {
 		name:  "a forwarding master key given back: the file's forwarding keys again after it",
 		links: []string{"br0"},
 		want:  []model.Sysctl{{Key: "net.ipv4.conf.br0.forwarding", Value: "1", Link: "br0"}},

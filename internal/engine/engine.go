@@ -39,6 +39,11 @@ type Engine struct {
 	// compiledDecls are the tables' declarations compiled in the last
 	// pass, by declKey.
 	compiledDecls map[string]*compiledDecls
+	// MaxDisruption, when set, makes every plan hold back the changes
+	// that disrupt more (diff.Inputs.MaxDisruption): the daemon's
+	// max-disruption. The command line never sets it: apply refuses such
+	// a plan instead.
+	MaxDisruption *diff.Disruption
 	// ledgerUnsaved says the last save of the ledger failed: the records
 	// in memory are newer than the file, and every pass tries again.
 	ledgerUnsaved bool
@@ -114,6 +119,11 @@ func (e *Engine) actual(protocol int, all bool, prev *model.State, fresh actual.
 	st, err := actual.ReadReusing(e.Kernel, opt, prev, fresh)
 	if err != nil {
 		return nil, err
+	}
+	if actual.RAKeysNeeded(desired, st) {
+		if err := actual.ReadLinkRAKeys(e.Kernel, st); err != nil {
+			return nil, err
+		}
 	}
 	if prev != nil && fresh.Kinds&actual.NFT == 0 {
 		// The tables of the previous read: the ledger's and the
@@ -384,6 +394,7 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 	if err := e.resolveRules(desired, act); err != nil {
 		return nil, err
 	}
+	in.MaxDisruption = e.MaxDisruption
 	plan, err := diff.ComputeWith(desired, act, in)
 	if plan == nil {
 		return plan, err

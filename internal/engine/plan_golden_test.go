@@ -166,6 +166,7 @@ func renderPlan(t *testing.T, g *goldenEnv, ctx context.Context, e *Engine, st *
 	} else {
 		plan.Write(&b)
 		fmt.Fprintf(&b, "\nPlan: %s.\n", plan.Summary())
+		fmt.Fprintln(&b, plan.DisruptionSummary())
 	}
 	if err != nil {
 		fmt.Fprintf(&b, "\n%v\n", err)

@@ -27,12 +27,21 @@ type State struct {
 	// addresses links take from them (desired only; see pool.go).
 	Pools         []Pool
 	PoolAddresses []PoolAddress
+	// MaxDisruption (desired only) is settings.max-disruption, one of
+	// DisruptionNames, or "" for none: the service holds the changes that
+	// disrupt more until an apply by hand.
+	MaxDisruption string
 	// Sysctls are the kernel parameters under net., sorted by key: in a
 	// desired state those the file declares; in an actual one those the
 	// file declares, the ledger owns, and the "default" keys new links
 	// take their values from (see sysctl.go).
 	Sysctls []Sysctl
 }
+
+// DisruptionNames are the levels of what an operation disrupts, least
+// first (package diff's Disruption): the words of settings.max-disruption
+// and of --max-disruption.
+var DisruptionNames = []string{"in-place", "table-replaced", "link-flapped", "link-recreated"}
 
 // NewState returns an empty state with the default protocol.
 func NewState() *State {

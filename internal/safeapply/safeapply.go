@@ -486,6 +486,13 @@ type BeginRequest struct {
 	Candidate []byte
 	Window    time.Duration
 	Probes    []Probe
+	// Check, when set, judges the configuration to apply before anything
+	// else (apply --plan, --max-disruption, --strict, on a dry run), and
+	// CheckPlan the plan the apply runs, before the transaction is
+	// recorded: an error from either refuses the apply, and nothing is
+	// changed.
+	Check     func(ctx context.Context, applied *Snapshot, cfg *desired.Config) error
+	CheckPlan func(plan *diff.Plan, applied *Snapshot, cfg *desired.Config, conflicts error) error
 }
 
 // BeginResult is what apply --confirm-within did.
@@ -554,6 +561,11 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 	if err != nil {
 		return nil, err
 	}
+	if req.Check != nil {
+		if err := req.Check(ctx, applied, cfg); err != nil {
+			return nil, err
+		}
+	}
 	res := &BeginResult{Extended: f.Pending != nil}
 	var restore *Snapshot
 	switch {
@@ -596,6 +608,11 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 	plan, _, conflicts := h.Engine.PlanDesired(ctx, cfg.State, false)
 	if plan == nil {
 		return nil, conflicts
+	}
+	if req.CheckPlan != nil {
+		if err := req.CheckPlan(plan, applied, cfg, conflicts); err != nil {
+			return nil, err
+		}
 	}
 	planJSON, err := plan.JSON()
 	if err != nil {

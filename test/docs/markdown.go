@@ -168,6 +168,11 @@ func Invocations(text string) []Invocation {
 				words = append(words, w)
 			}
 		}
+		if len(words) > 0 && strings.HasSuffix(words[0], ":") {
+			// "netreconcile apply: …": a message as the command prints
+			// it on standard error, quoted as output, not run.
+			continue
+		}
 		if len(words) > 0 {
 			out = append(out, Invocation{Words: words, Text: strings.TrimSpace(word + rest)})
 		}

@@ -216,3 +216,21 @@ func TestSysctlForwardingWriteThrough(t *testing.T) {
 		t.Fatalf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// Turning IPv4 forwarding on makes the kernel set
+// net.ipv4.conf.all.accept_redirects to 0 (inet_forward_change): a file
+// that declares it 1 gets it written again after ip_forward, so that the
+// apply converges at once and the second one writes nothing.
+func TestIPForwardKeepsDeclaredAcceptRedirects(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("s.yaml", "version: 1\nsysctls:\n  net.ipv4.conf.all.accept_redirects: 1\n")
+	e.apply(f)
+	e.file("s.yaml", "version: 1\nsysctls:\n  net.ipv4.conf.all.accept_redirects: 1\n  net.ipv4.ip_forward: 1\n")
+	e.apply(f)
+	if got := strings.TrimSpace(nettest.InNS(t, e.ns, "sysctl", "-n", "net.ipv4.conf.all.accept_redirects")); got != "1" {
+		t.Fatalf("accept_redirects %s after the apply, want the file's 1", got)
+	}
+	if r := e.cli("apply", "-c", f); r.Code != 0 || !strings.Contains(r.Stdout, "No changes") {
+		t.Fatalf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}

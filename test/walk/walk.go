@@ -53,7 +53,7 @@ type Report struct {
 // Failure is the first check that failed.
 type Failure struct {
 	Step  int    // index in the sequence
-	Check string // which check: apply, oracle, foreign, inplace, converge
+	Check string // which check: apply, oracle, foreign, inplace, disruption, converge
 	Msg   string
 }
 
@@ -260,10 +260,11 @@ func (r *runner) cli(args ...string) (int, string, string) {
 }
 
 type planOp struct {
-	Action  string `json:"action"`
-	Kind    string `json:"kind"`
-	ID      string `json:"id"`
-	Changes []struct {
+	Action     string `json:"action"`
+	Kind       string `json:"kind"`
+	ID         string `json:"id"`
+	Disruption string `json:"disruption"`
+	Changes    []struct {
 		Field string `json:"field"`
 	} `json:"changes"`
 }
@@ -294,6 +295,11 @@ func (r *runner) step(i int, c *Config) *Failure {
 	}
 	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n\n", 2)[0]), &plan); err != nil {
 		return fail("diff", "exit %d, plan JSON: %v\n%s%s", code, err, out, errs)
+	}
+	// The JSON writes a kind snake_case ("nft_chain"); the checks below
+	// read it as the plan's text does ("nft chain").
+	for i := range plan.Ops {
+		plan.Ops[i].Kind = strings.ReplaceAll(plan.Ops[i].Kind, "_", " ")
 	}
 	// The kernel as the previous step's checks left it (its second apply
 	// wrote nothing), read once more only at the start.
@@ -431,6 +437,21 @@ func (r *runner) step(i int, c *Config) *Failure {
 		}
 		if a.Index != b.Index {
 			return fail("inplace", "link %s changed ifindex %d -> %d but the plan did not say it is recreated\nplan: %+v", n, b.Index, a.Index, plan.Ops)
+		}
+	}
+	// What the plan says a link op disrupts: recreated is a new ifindex
+	// (the converse is above), and only a replace (or the delete and
+	// create of one) recreates.
+	for _, op := range plan.Ops {
+		if op.Kind != "link" {
+			continue
+		}
+		b, a := before.Links[op.ID], after.Links[op.ID]
+		switch rec := op.Disruption == "link_recreated"; {
+		case rec && b != nil && a != nil && a.Index == b.Index && !skip[op.ID]:
+			return fail("disruption", "link %s kept ifindex %d but the plan says it is recreated\nplan: %+v", op.ID, a.Index, plan.Ops)
+		case op.Action == "replace" && !rec, op.Action == "update" && rec:
+			return fail("disruption", "link %s: a %s labelled %s\nplan: %+v", op.ID, op.Action, op.Disruption, plan.Ops)
 		}
 	}
 	// In place means the same handle, for the walk's own nftables objects

@@ -47,8 +47,18 @@ TRANSACTION_ID_PATH = ('transaction', 'id')
 CONFIRM_COMMAND = 'confirm'
 ROLLBACK_COMMAND = 'rollback'
 
-# The exit status of ``diff`` when changes are pending.
+# The exit status of ``diff`` when changes are pending; of ``apply --plan``
+# when the saved plan is stale; of ``apply --max-disruption`` when the plan
+# disrupts more.
 EXIT_CHANGES = 2
+EXIT_STALE = 3
+EXIT_DISRUPTION = 4
+
+# Saved plans, disruption and warnings (docs/plans.md).
+PLAN_OUT_FLAG = '--out'
+PLAN_FLAG = '--plan'
+MAX_DISRUPTION_FLAG = '--max-disruption'
+STRICT_FLAG = '--strict'
 
 # A transaction id as netreconcile makes and accepts them
 # (20261124T011546Z-2e1077): letters, digits and dashes, not starting with a
@@ -342,6 +352,8 @@ def plan_text(ops):
             line += ' (%s)' % op['summary']
         if op.get('reason'):
             line += ': %s' % op['reason']
+        if op.get('disruption') and op['disruption'] not in ('in_place', 'in-place'):
+            line += ' [%s]' % op['disruption'].replace('_', ' ').replace('-', ' ')
         lines.append(line)
         for c in op.get('changes') or []:
             f, a, b = c.get('field'), c.get('from'), c.get('to')
@@ -354,6 +366,11 @@ def plan_text(ops):
             else:
                 lines.append('    %s: %s -> %s' % (f, a, b))
     return '\n'.join(lines) + ('\n' if lines else '')
+
+
+def warning_text(w):
+    """A plan warning as netreconcile prints it (diff.Warning)."""
+    return '%s: %s; fix: %s' % (', '.join(w.get('keys') or []), w.get('message', ''), w.get('fix', ''))
 
 
 def summary(ops):

@@ -120,6 +120,31 @@ options:
     type: list
     elements: str
     default: []
+  plan:
+    description:
+      - A saved plan on the target (docs/plans.md). In check mode the module saves the plan it
+        shows there (C(netreconcile diff --out PLAN)); otherwise it applies exactly that plan
+        (C(netreconcile apply --plan PLAN)), or fails with C(stale) true and the differences in
+        C(stale_reasons), changing nothing, when a configuration file or secret changed, the
+        kernel changed, or the plan was made elsewhere. So C(ansible-playbook --check --diff)
+        shows the plan, and the run that follows applies the plan that was shown or nothing.
+      - The plan file is compared, never obeyed; what runs is a plan made from the files and
+        the kernel as they are, once it is the saved one.
+    type: path
+  max_disruption:
+    description:
+      - Refuse, changing nothing, a plan with an operation that disrupts more than this
+        (C(apply --max-disruption)); the task fails with the operations in C(refused).
+        C(in-place) < C(table-replaced) < C(link-flapped) < C(link-recreated).
+      - In check mode the plan is only shown, with each operation's C(disruption).
+    type: str
+    choices: [in-place, table-replaced, link-flapped, link-recreated]
+  strict:
+    description:
+      - Fail, changing nothing, when the plan has warnings (C(--strict)). Without it warnings
+        are shown as Ansible warnings and returned in C(plan_warnings).
+    type: bool
+    default: false
 notes:
   - The result never holds a private or preshared key. Keep key material in files on the target
     (M(netreconcile.net.wireguard_key) makes one) and name their paths in the state.
@@ -162,6 +187,12 @@ EXAMPLES = r'''
     netns: lab
     state_dir: /var/lib/netreconcile-lab
     config: "{{ lab_network }}"
+
+- name: Plan and save the plan on the target (run the play with --check --diff to review it)
+  netreconcile.net.apply:
+    path: /etc/netreconcile/netreconcile.yaml
+    plan: /var/lib/netreconcile-ansible/reviewed.plan
+    max_disruption: link-flapped
 
 - name: Apply, to be rolled back in 2 minutes unless confirmed
   netreconcile.net.apply:
@@ -206,6 +237,12 @@ plan:
       description: Its attributes; null for none.
       type: str
       sample: dev kubespan scope link
+    disruption:
+      description: >-
+        What it does to traffic and state: C(in_place), C(table_replaced) (an nftables table
+        rebuilt), C(link_flapped) (down and up), C(link_recreated) (a new ifindex).
+      type: str
+      sample: in_place
     changes:
       description: For an update or replace, each field with C(field), C(from) and C(to) (null for no value).
       type: list
@@ -256,6 +293,29 @@ failed_ops:
   returned: when some failed
   type: list
   elements: dict
+plan_warnings:
+  description: What the plan makes the kernel do silently, each with C(keys), C(message) and C(fix).
+  returned: always
+  type: list
+  elements: dict
+plan_file:
+  description: Where check mode saved the plan (C(plan)).
+  returned: in check mode with C(plan)
+  type: str
+stale:
+  description: C(plan) was refused because it no longer holds; nothing was changed.
+  returned: with C(plan), outside check mode
+  type: bool
+stale_reasons:
+  description: What differs between the saved plan and the plan made now.
+  returned: when C(stale)
+  type: list
+  elements: str
+refused:
+  description: The operations above C(max_disruption); nothing was changed.
+  returned: when C(max_disruption) refused the plan
+  type: list
+  elements: dict
 transaction_id:
   description:
     - The id of the transaction a C(confirm_within) apply opened (C(transaction.id) in
@@ -279,6 +339,9 @@ def main():
         inline_dir=dict(type='path'),
         confirm_within=dict(type='str'),
         probes=dict(type='list', elements='str', default=[]),
+        plan=dict(type='path'),
+        max_disruption=dict(type='str', choices=['in-place', 'table-replaced', 'link-flapped', 'link-recreated']),
+        strict=dict(type='bool', default=False),
     )
     module = AnsibleModule(
         argument_spec=spec,
@@ -291,6 +354,8 @@ def main():
         module.fail_json(msg='drop_ins go with config; with path, netreconcile reads conf_dir')
     if p['probes'] and not p['confirm_within']:
         module.fail_json(msg='probes need confirm_within: netreconcile runs them only for a confirmable apply')
+    if p['plan'] and not nr.supports(module, nr.find_binary(module), 'apply', nr.PLAN_FLAG):
+        module.fail_json(msg='plan: this netreconcile has no apply %s' % nr.PLAN_FLAG)
     binary = nr.find_binary(module)
     inline_dir = None
     if p['config'] is not None and not module.check_mode:
@@ -310,8 +375,15 @@ def run(module, binary, source):
         header += ' (netns %s)' % p['netns']
     result = dict(changed=False, plan=[], plan_text='', transaction_id=None)
 
+    if p['strict']:
+        args = args + [nr.STRICT_FLAG]
     if module.check_mode:
-        rc, data, err = nr.run_json(module, binary, ['diff'] + args, source)
+        argv = ['diff'] + args
+        if p['plan']:
+            argv.append(nr.PLAN_OUT_FLAG + '=' + p['plan'])
+        rc, data, err = nr.run_json(module, binary, argv, source)
+        if p['plan'] and data.get('plan_file'):
+            result['plan_file'] = data['plan_file']
         ops = data.get('ops')
         if ops is None:  # no plan at all: an invalid configuration
             ops = []
@@ -320,6 +392,11 @@ def run(module, binary, source):
             module.fail_json(msg='netreconcile diff failed (exit %d): %s' % (rc, err.strip()), rc=rc, **result)
     else:
         argv = ['apply'] + args
+        if p['plan']:
+            argv.append(nr.PLAN_FLAG + '=' + p['plan'])
+            result['stale'] = False
+        if p['max_disruption']:
+            argv.append(nr.MAX_DISRUPTION_FLAG + '=' + p['max_disruption'])
         if p['confirm_within']:
             if not nr.supports(module, binary, 'apply', nr.CONFIRM_WITHIN_FLAG):
                 module.fail_json(msg='confirm_within: this netreconcile (%s) has no apply %s' % (binary, nr.CONFIRM_WITHIN_FLAG))
@@ -332,6 +409,15 @@ def run(module, binary, source):
         result['transaction_id'] = nr.transaction_id(data)
 
     result.update(plan=ops, plan_text=nr.plan_text(ops + pending), changed=bool(ops or pending))
+    result['plan_warnings'] = data.get('warnings' if module.check_mode else 'plan_warnings') or []
+    for w in result['plan_warnings']:
+        module.warn(nr.warning_text(w))
+    if rc == nr.EXIT_STALE:
+        result.update(stale=True, stale_reasons=data.get('stale') or [])
+        module.fail_json(msg=source.relabel(data.get('error') or 'the saved plan is stale'), rc=rc, **result)
+    if rc == nr.EXIT_DISRUPTION:
+        result['refused'] = data.get('refused') or []
+        module.fail_json(msg=source.relabel(data.get('error') or 'the plan disrupts more than max_disruption'), rc=rc, **result)
     if pending:
         result['pending'] = pending
     if data.get('protocol'):

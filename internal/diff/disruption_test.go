@@ -1,0 +1,215 @@
+package diff_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// Every op carries its disruption, derived from what the kernel does: the
+// cases name the op and the level the plan must give it. The real kernel
+// checks the same classes in test/integration (disruption_test.go) and in
+// the guest (test/e2e, bond and vrf).
+func TestDisruptionClasses(t *testing.T) {
+	eth := model.Link{Name: "eth0", Kind: model.KindDevice, Up: true}
+	br := func(name string) model.Link {
+		return model.Link{Name: name, Kind: model.KindBridge, Owned: true, Up: true}
+	}
+	passthru := func(up bool, master string) model.Link {
+		return model.Link{Name: "mv0", Kind: model.KindMACVlan, Owned: true, Up: up, Master: master, Lower: "eth0", MACVlan: &model.MACVlan{Parent: "eth0", Mode: model.MACVlanPassthru}}
+	}
+	bond := model.Link{Name: "bond0", Kind: model.KindBond, Owned: true, Up: true, Bond: &model.Bond{Mode: "balance-rr", Miimon: 100}}
+	vrf := model.Link{Name: "blue", Kind: model.KindVRF, Owned: true, Up: true, VRF: &model.VRF{Table: 10}}
+	dummy := func(name string, up bool, master string) model.Link {
+		return model.Link{Name: name, Kind: model.KindDummy, Owned: true, Up: up, Master: master}
+	}
+	vx := model.Link{Name: "vx0", Kind: model.KindVXLAN, Owned: true, Up: true, VXLAN: &model.VXLAN{ID: 100, Remote: ip("192.0.2.2"), Port: 4789, Learning: true}}
+	for _, c := range []struct {
+		name   string
+		file   string
+		kernel *kernel
+		want   map[string]diff.Disruption // "kind id" -> level; every op of the plan is listed
+		reason string                     // in the flapped op's reason
+	}{{
+		name:   "an MTU change is in place",
+		file:   "links:\n  br0: {kind: bridge, mtu: 1400}\n",
+		kernel: newKernel().link(br("br0")),
+		want:   map[string]diff.Disruption{"link br0": diff.InPlace},
+	}, {
+		name:   "a vxlan id is fixed at creation: recreated",
+		file:   "links:\n  vx0: {kind: vxlan, vxlan: {id: 200, remote: 192.0.2.2}}\n",
+		kernel: newKernel().link(vx),
+		want:   map[string]diff.Disruption{"link vx0": diff.LinkRecreated},
+	}, {
+		name:   "a passthru macvlan that is up changes master down and up",
+		file:   "links:\n  eth0: {kind: device}\n  br0: {kind: bridge}\n  mv0: {kind: macvlan, master: br0, macvlan: {parent: eth0, mode: passthru}}\n",
+		kernel: newKernel().link(eth).link(br("br0")).link(passthru(true, "")),
+		want:   map[string]diff.Disruption{"link mv0": diff.LinkFlapped},
+		reason: "passthru macvlan",
+	}, {
+		name:   "a passthru macvlan that is down does not flap",
+		file:   "links:\n  eth0: {kind: device}\n  br0: {kind: bridge}\n  mv0: {kind: macvlan, master: br0, state: down, macvlan: {parent: eth0, mode: passthru}}\n",
+		kernel: newKernel().link(eth).link(br("br0")).link(passthru(false, "")),
+		want:   map[string]diff.Disruption{"link mv0": diff.InPlace},
+	}, {
+		name:   "a port moving between bridges is in place",
+		file:   "links:\n  br0: {kind: bridge}\n  br1: {kind: bridge}\n  d0: {kind: dummy, master: br1}\n",
+		kernel: newKernel().link(br("br0")).link(br("br1")).link(dummy("d0", true, "br0")),
+		want:   map[string]diff.Disruption{"link d0": diff.InPlace},
+	}, {
+		name:   "a bond's mode on a bond that is up: flapped",
+		file:   "links:\n  bond0: {kind: bond, bond: {mode: active-backup}}\n",
+		kernel: newKernel().link(bond),
+		want:   map[string]diff.Disruption{"link bond0": diff.LinkFlapped},
+		reason: "bond's mode",
+	}, {
+		name:   "a link joining a bond: flapped",
+		file:   "links:\n  bond0: {kind: bond}\n  d0: {kind: dummy, master: bond0}\n",
+		kernel: newKernel().link(bond).link(dummy("d0", true, "")),
+		want:   map[string]diff.Disruption{"link d0": diff.LinkFlapped},
+		reason: "joins a bond",
+	}, {
+		name:   "a link that is down joining a bond: in place",
+		file:   "links:\n  bond0: {kind: bond}\n  d0: {kind: dummy, state: down, master: bond0}\n",
+		kernel: newKernel().link(bond).link(dummy("d0", false, "")),
+		want:   map[string]diff.Disruption{"link d0": diff.InPlace},
+	}, {
+		name:   "a link set down by the file: in place",
+		file:   "links:\n  d0: {kind: dummy, state: down}\n",
+		kernel: newKernel().link(dummy("d0", true, "")),
+		want:   map[string]diff.Disruption{"link d0": diff.InPlace},
+	}, {
+		name: "a link joining a vrf, with its vlan: flapped, the vlan named",
+		file: "links:\n  blue: {kind: vrf, vrf: {table: 10}}\n  d0: {kind: dummy, master: blue}\n  v5: {kind: vlan, vlan: {parent: d0, id: 5}, addresses: [fd00::5/64]}\n",
+		kernel: newKernel().link(vrf).link(dummy("d0", true, "")).
+			link(model.Link{Name: "v5", Kind: model.KindVLAN, Owned: true, Up: true, Lower: "d0", VLAN: &model.VLAN{Parent: "d0", ID: 5, Protocol: model.VLAN8021Q}}).
+			addr("v5", "fd00::5/64", 0),
+		want:   map[string]diff.Disruption{"link d0": diff.LinkFlapped, "address fd00::5/64 dev v5": diff.InPlace},
+		reason: "vlans on it: v5",
+	}, {
+		name:   "a stale link's delete is in place",
+		file:   "links: {}\n",
+		kernel: newKernel().link(dummy("d0", true, "")),
+		want:   map[string]diff.Disruption{"link d0": diff.InPlace},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			plan, err := diff.Compute(parse(t, c.file), c.kernel.st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]diff.Disruption{}
+			for _, op := range plan.Ops {
+				got[string(op.Kind)+" "+op.ID] = op.Disruption
+				if op.Disruption == diff.LinkFlapped && !strings.Contains(op.Reason, c.reason) {
+					t.Errorf("%s %s: reason %q does not say %q", op.Kind, op.ID, op.Reason, c.reason)
+				}
+			}
+			if len(got) != len(c.want) {
+				t.Errorf("plan:\n%s\nwant the ops %v", plan, c.want)
+			}
+			for k, w := range c.want {
+				if g, ok := got[k]; !ok || g != w {
+					t.Errorf("%s: %v, want %v\nplan:\n%s", k, g, w, plan)
+				}
+			}
+		})
+	}
+}
+
+// A table rebuilt whole is table-replaced; its other ops, and the ops of
+// tables changed in place, are in place.
+func TestDisruptionTableReplaced(t *testing.T) {
+	file := "nftables:\n  inet t:\n    sets:\n      s: {type: SETTYPE, elements: []}\n"
+	k := newKernel()
+	k.st.NFTables = parse(t, strings.Replace(file, "SETTYPE", "ipv4_addr", 1)).NFTables
+	k.st.NFTables[0].Owned = true
+	plan, err := diff.Compute(parse(t, strings.Replace(file, "SETTYPE", "ipv6_addr", 1)), k.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Ops) == 0 || plan.Ops[0].Disruption != diff.TableReplaced {
+		t.Fatalf("plan:\n%s\nwant a table replaced first", plan)
+	}
+	for _, op := range plan.Ops[1:] {
+		if op.Disruption != diff.InPlace {
+			t.Errorf("%s %s: %v, want in place", op.Kind, op.ID, op.Disruption)
+		}
+	}
+	if plan.Most() != diff.TableReplaced {
+		t.Errorf("Most: %v", plan.Most())
+	}
+}
+
+// Inputs.MaxDisruption holds a link whose op is above it, with what needs
+// it, and lists both; the rest of the plan goes on.
+func TestMaxDisruptionHolds(t *testing.T) {
+	bond := model.Link{Name: "bond0", Kind: model.KindBond, Owned: true, Up: true, Bond: &model.Bond{Mode: "balance-rr", Miimon: 100}}
+	file := "links:\n  bond0: {kind: bond, bond: {mode: active-backup}, addresses: [10.0.0.1/24]}\n  d1: {kind: dummy, mtu: 1400}\n" +
+		"routes:\n  - {to: 192.0.2.0/24, dev: bond0}\n"
+	k := newKernel().link(bond).link(model.Link{Name: "d1", Kind: model.KindDummy, Owned: true, Up: true})
+	for _, c := range []struct {
+		max  diff.Disruption
+		plan string
+		held []string
+	}{{
+		max:  diff.InPlace,
+		plan: "~ link d1\n    mtu: 1500 -> 1400\n",
+		held: []string{"link bond0"},
+	}, {
+		max: diff.LinkFlapped,
+		plan: "~ link bond0: down and up: the kernel changes a bond's mode only while it is down [link flapped]\n    bond mode: balance-rr -> active-backup\n" +
+			"~ link d1\n    mtu: 1500 -> 1400\n+ address 10.0.0.1/24 dev bond0\n+ route 192.0.2.0/24 table main (dev bond0 scope link)\n",
+	}} {
+		t.Run(c.max.String(), func(t *testing.T) {
+			max := c.max
+			plan, err := diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := plan.String(); got != c.plan {
+				t.Errorf("plan:\n%s\nwant:\n%s", got, c.plan)
+			}
+			var held []string
+			for _, op := range plan.Held {
+				held = append(held, string(op.Kind)+" "+op.ID)
+			}
+			if strings.Join(held, ",") != strings.Join(c.held, ",") {
+				t.Errorf("held %v, want %v", held, c.held)
+			}
+			if len(c.held) > 0 {
+				deps := strings.Join(plan.HeldDependents, "\n")
+				for _, w := range []string{"address 10.0.0.1/24 dev bond0 is held", "route 192.0.2.0/24 table main is held"} {
+					if !strings.Contains(deps, w) {
+						t.Errorf("held dependents:\n%s\nwant %q", deps, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestDisruptionNames(t *testing.T) {
+	for _, d := range diff.Disruptions() {
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back diff.Disruption
+		if err := json.Unmarshal(b, &back); err != nil || back != d {
+			t.Errorf("%s: %s back as %v (%v)", d, b, back, err)
+		}
+		if p, err := diff.ParseDisruption(d.String()); err != nil || p != d {
+			t.Errorf("parse %s: %v %v", d, p, err)
+		}
+	}
+	if _, err := diff.ParseDisruption("flapped"); err == nil || !strings.Contains(err.Error(), "in-place, table-replaced, link-flapped, link-recreated") {
+		t.Errorf("a bad level: %v", err)
+	}
+	var d diff.Disruption
+	if err := json.Unmarshal([]byte(`"everything"`), &d); err == nil {
+		t.Error("an unknown level decoded")
+	}
+}

@@ -1,0 +1,278 @@
+package diff_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// raOracle is the kernel, as ip-sysctl.rst states it, kept apart from the
+// diff's own reasoning: new links copy the "default" keys when they are
+// made (before any sysctl is written), a write of net.ipv6.conf.all.forwarding
+// that changes it sets every link's forwarding and the default's, and the
+// other keys are written as declared. A link ignores router advertisements
+// when accept_ra is 1 and forwarding is on.
+type raOracle struct {
+	links  map[string]map[string]string // link -> "forwarding"/"accept_ra" -> value
+	all    string                       // net.ipv6.conf.all.forwarding
+	dflt   map[string]string            // default forwarding, accept_ra
+	exists map[string]bool
+}
+
+func (o *raOracle) clone() *raOracle {
+	c := &raOracle{links: map[string]map[string]string{}, all: o.all, dflt: map[string]string{}, exists: map[string]bool{}}
+	for l, m := range o.links {
+		c.links[l] = map[string]string{"forwarding": m["forwarding"], "accept_ra": m["accept_ra"]}
+	}
+	for k, v := range o.dflt {
+		c.dflt[k] = v
+	}
+	for k, v := range o.exists {
+		c.exists[k] = v
+	}
+	return c
+}
+
+// apply plays the file on the kernel: links first, then sysctls.
+func (o *raOracle) apply(newLinks []string, declared map[string]string) {
+	for _, l := range newLinks {
+		o.links[l] = map[string]string{"forwarding": o.dflt["forwarding"], "accept_ra": o.dflt["accept_ra"]}
+		o.exists[l] = true
+	}
+	if v, ok := declared["net.ipv6.conf.all.forwarding"]; ok && v != o.all {
+		o.all = v
+		o.dflt["forwarding"] = v
+		for _, m := range o.links {
+			m["forwarding"] = v
+		}
+	}
+	for k, v := range declared {
+		p := strings.Split(k, ".")
+		switch {
+		case p[3] == "all":
+		case p[3] == "default":
+			o.dflt[p[4]] = v
+		default:
+			o.links[p[3]][p[4]] = v
+		}
+	}
+}
+
+func (o *raOracle) ignored(l string) bool {
+	m := o.links[l]
+	return m != nil && m["accept_ra"] == "1" && m["forwarding"] == "1"
+}
+
+var warnedLinks = regexp.MustCompile(`ignores router advertisements on ([^ ]+(?:, [^ ]+)*) \(`)
+
+// TestWarnRAGenerated: random hosts and files; the plan warns about the
+// links whose router advertisements the kernel stops taking because of
+// the plan (a link that is new only when the file turns forwarding on for
+// it), and about no other.
+func TestWarnRAGenerated(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 1))
+	vals := []string{"0", "1", "2"}
+	warned := 0
+	const cases = 2000
+	defer func() {
+		// Both outcomes are common, or the cases test little.
+		if !t.Failed() && (warned < cases/10 || warned > cases*9/10) {
+			t.Errorf("%d of %d cases warn", warned, cases)
+		}
+	}()
+	for n := 0; n < cases; n++ {
+		k := newKernel()
+		o := &raOracle{links: map[string]map[string]string{}, all: fmt.Sprint(r.IntN(2)), dflt: map[string]string{"forwarding": fmt.Sprint(r.IntN(2)), "accept_ra": vals[r.IntN(3)]}, exists: map[string]bool{}}
+		var sys []model.Sysctl
+		put := func(key, v string) {
+			s := model.Sysctl{Key: key, Value: v}
+			s.Link, _, _, _ = model.SysctlLink(key)
+			sys = append(sys, s)
+		}
+		put("net.ipv6.conf.all.forwarding", o.all)
+		put("net.ipv6.conf.default.forwarding", o.dflt["forwarding"])
+		put("net.ipv6.conf.default.accept_ra", o.dflt["accept_ra"])
+		var file strings.Builder
+		file.WriteString("links:\n")
+		var newLinks []string
+		declared := map[string]string{}
+		links := []string{"d0", "d1", "d2", "d3"}
+		for _, l := range links {
+			exists := r.IntN(4) != 0
+			declare := !exists || r.IntN(2) == 0
+			if exists {
+				k.link(model.Link{Name: l, Kind: model.KindDummy, Owned: true, Up: true})
+				o.exists[l] = true
+				o.links[l] = map[string]string{"forwarding": fmt.Sprint(r.IntN(2)), "accept_ra": vals[r.IntN(3)]}
+				put("net.ipv6.conf."+l+".forwarding", o.links[l]["forwarding"])
+				put("net.ipv6.conf."+l+".accept_ra", o.links[l]["accept_ra"])
+			} else {
+				newLinks = append(newLinks, l)
+			}
+			if !declare {
+				continue
+			}
+			fmt.Fprintf(&file, "  %s:\n    kind: dummy\n", l)
+			var ks []string
+			if r.IntN(3) == 0 {
+				v := fmt.Sprint(r.IntN(2))
+				ks = append(ks, "ipv6.forwarding: "+v)
+				declared["net.ipv6.conf."+l+".forwarding"] = v
+			}
+			if r.IntN(3) == 0 {
+				v := vals[r.IntN(3)]
+				ks = append(ks, "ipv6.accept_ra: "+v)
+				declared["net.ipv6.conf."+l+".accept_ra"] = v
+			}
+			if len(ks) > 0 {
+				fmt.Fprintf(&file, "    sysctls: {%s}\n", strings.Join(ks, ", "))
+			}
+		}
+		// Undeclared links that exist stay: they are not ours to delete
+		// unless owned, so make those foreign.
+		for _, l := range links {
+			if o.exists[l] && !strings.Contains(file.String(), "  "+l+":\n") {
+				k.st.Links[l].Owned = false
+			}
+		}
+		var glob []string
+		for _, key := range []string{"net.ipv6.conf.all.forwarding", "net.ipv6.conf.default.forwarding", "net.ipv6.conf.default.accept_ra"} {
+			if r.IntN(3) == 0 {
+				v := fmt.Sprint(r.IntN(2))
+				if strings.HasSuffix(key, "accept_ra") {
+					v = vals[r.IntN(3)]
+				}
+				glob = append(glob, fmt.Sprintf("  %s: %s", key, v))
+				declared[key] = v
+			}
+		}
+		if len(glob) > 0 {
+			file.WriteString("sysctls:\n" + strings.Join(glob, "\n") + "\n")
+		}
+		model.SortSysctls(sys)
+		k.st.Sysctls = sys
+
+		before := o.clone()
+		o.apply(newLinks, declared)
+		fwdDeclared := func(l string) bool {
+			for _, key := range []string{"net.ipv6.conf." + l + ".forwarding", "net.ipv6.conf.all.forwarding", "net.ipv6.conf.default.forwarding"} {
+				if declared[key] == "1" {
+					return true
+				}
+			}
+			return false
+		}
+		var want []string
+		for _, l := range links {
+			if !o.exists[l] || !o.ignored(l) {
+				continue
+			}
+			if before.exists[l] && !before.ignored(l) || !before.exists[l] && fwdDeclared(l) {
+				want = append(want, l)
+			}
+		}
+		text := strings.Replace(file.String(), "links:\n", "links: {}\n", 1)
+		if strings.Contains(file.String(), "links:\n  ") {
+			text = file.String()
+		}
+		if len(want) > 0 {
+			warned++
+		}
+		plan, err := diff.Compute(parse(t, text), k.st)
+		if err != nil {
+			t.Fatalf("case %d: %v\n%s", n, err, file.String())
+		}
+		var got []string
+		for _, w := range plan.Warnings {
+			if m := warnedLinks.FindStringSubmatch(w.Message); m != nil {
+				got = append(got, strings.Split(m[1], ", ")...)
+			}
+		}
+		sort.Strings(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("case %d: warned about %v, the kernel stops taking router advertisements on %v\nfile:\n%s\nkernel: %+v\nplan:\n%s",
+				n, got, want, file.String(), before, plan)
+		}
+	}
+}
+
+// A warning names the keys and the fix.
+func TestWarningsNameKeysAndFix(t *testing.T) {
+	k := newKernel().link(model.Link{Name: "eth0", Kind: model.KindDevice, Up: true})
+	k.st.Sysctls = []model.Sysctl{
+		{Key: "net.ipv6.conf.all.forwarding", Value: "0"},
+		{Key: "net.ipv6.conf.default.accept_ra", Value: "1"},
+		{Key: "net.ipv6.conf.default.forwarding", Value: "0"},
+		{Key: "net.ipv6.conf.eth0.accept_ra", Value: "1", Link: "eth0"},
+		{Key: "net.ipv6.conf.eth0.forwarding", Value: "0", Link: "eth0"},
+	}
+	file := "links:\n  eth0: {kind: device}\n  p0: {kind: veth, mtu: 1500, veth: {peer: p1}}\n  p1: {kind: veth, veth: {peer: p0}}\n" +
+		"  mv0: {kind: macvlan, mtu: 9000, macvlan: {parent: p0}}\n" +
+		"sysctls: {net.ipv6.conf.all.forwarding: 1}\n" +
+		"routes:\n  - {to: 198.51.100.0/24, via: 192.0.2.1}\n"
+	plan, err := diff.Compute(parse(t, file), k.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	diff.WriteWarnings(&text, plan.Warnings)
+	want := []string{
+		"warning: net.ipv6.conf.all.forwarding (t.yaml:7:11): with IPv6 forwarding on, the kernel ignores router advertisements on eth0, mv0, p0, p1 (accept_ra 1",
+		"fix: set ipv6.accept_ra: 2 in the sysctls of each link",
+		"warning: links.mv0.mtu (t.yaml:6:8), links.p0.mtu (t.yaml:4:7): link mv0's MTU 9000 is above its parent p0's 1500",
+		"fix: set links.mv0.mtu to at most 1500, or raise p0's",
+		"warning: route 198.51.100.0/24 table main via 192.0.2.1 (t.yaml:9:5): no address the file declares reaches gateway 192.0.2.1",
+		"fix: declare an address in a subnet that holds 192.0.2.1, a device route to it, or onlink: true",
+	}
+	for _, w := range want {
+		if !strings.Contains(text.String(), w) {
+			t.Errorf("warnings:\n%s\nwant %q", text.String(), w)
+		}
+	}
+	if len(plan.Warnings) != 3 {
+		t.Errorf("%d warnings, want 3:\n%s", len(plan.Warnings), text.String())
+	}
+	// The same file applied: nothing to do, nothing to warn about.
+	applied := parse(t, file)
+	if p2, err := diff.Compute(applied, k.st); err == nil && len(p2.Ops) == 0 && len(p2.Warnings) > 0 {
+		t.Errorf("an empty plan warns: %v", p2.Warnings)
+	}
+}
+
+// A child made on a lower device whose MTU the plan raises is made
+// without its MTU, which it gets after the raise: the kernel refuses a
+// macvlan above its parent at creation and clamps a vxlan (the MTU
+// warnings' kernel oracle met it, test/integration).
+func TestChildMadeAboveItsParentGetsItsMTUAfter(t *testing.T) {
+	run(t, []tc{{
+		name:   "macvlan and vxlan on a parent going from 1500 to 9000",
+		file:   "links:\n  p0: {kind: dummy, mtu: 9000}\n  mv0: {kind: macvlan, mtu: 9000, macvlan: {parent: p0}}\n  vx0: {kind: vxlan, mtu: 8950, vxlan: {id: 5, remote: 192.0.2.2, dev: p0}}\n",
+		kernel: newKernel().link(model.Link{Name: "p0", Kind: model.KindDummy, Owned: true, Up: true}),
+		plan: `
++ link mv0 (macvlan parent p0 mode bridge)
++ link vx0 (vxlan id 5 remote 192.0.2.2 dev p0 dstport 4789)
+~ link p0
+    mtu: 1500 -> 9000
+~ link vx0
+    mtu: p0's, when made -> 8950
+~ link mv0
+    mtu: p0's, when made -> 9000
+`,
+	}, {
+		name:   "within the parent's MTU now: made with it",
+		file:   "links:\n  p0: {kind: dummy, mtu: 9000}\n  mv0: {kind: macvlan, mtu: 1400, macvlan: {parent: p0}}\n",
+		kernel: newKernel().link(model.Link{Name: "p0", Kind: model.KindDummy, Owned: true, Up: true}),
+		plan: `
++ link mv0 (macvlan parent p0 mode bridge mtu 1400)
+~ link p0
+    mtu: 1500 -> 9000
+`,
+	}})
+}
