@@ -95,3 +95,31 @@ func BatchHeld(k *Netlink) int {
 	b := k.batch
 	return cap(b.buf) + cap(b.acks) + cap(b.msgs)*int(unsafe.Sizeof(unix.Mmsghdr{})) + cap(b.iovs)*int(unsafe.Sizeof(unix.Iovec{}))
 }
+
+// SetNFTSockBuf sets the buffers an nftables socket opens with, until the
+// returned function puts the default back.
+func SetNFTSockBuf(n int) (restore func()) {
+	old := nftSockBuf
+	nftSockBuf = n
+	return func() { nftSockBuf = old }
+}
+
+// NFTSocketBuffers returns the nftables socket's send and receive buffers
+// as the kernel reports them (twice what was set: the kernel's own
+// doubling).
+func NFTSocketBuffers(k *Netlink) (snd, rcv int, err error) {
+	rc, err := k.nftRaw.SyscallConn()
+	if err != nil {
+		return 0, 0, err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		if snd, serr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF); serr != nil {
+			return
+		}
+		rcv, serr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
+	}); err != nil {
+		return 0, 0, err
+	}
+	return snd, rcv, serr
+}

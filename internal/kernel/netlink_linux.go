@@ -33,12 +33,15 @@ type Netlink struct {
 
 	wg wgState
 
-	mu       sync.Mutex
-	nftConn  *nftables.Conn // opened on first nftables call (nft_linux.go)
-	nftRaw   *mdnetlink.Conn
-	nftElems nftElemCache
-	byName   map[string]int
-	byIndex  map[int]string
+	mu      sync.Mutex
+	nftConn *nftables.Conn // opened on first nftables call (nft_linux.go)
+	nftRaw  *mdnetlink.Conn
+	// nftSnd and nftRcv are the nftables socket's buffer sizes as last
+	// set (nft_linux.go: sizeNFTBuffers).
+	nftSnd, nftRcv int
+	nftElems       nftElemCache
+	byName         map[string]int
+	byIndex        map[int]string
 
 	batchMu sync.Mutex
 	batch   *routeBatcher // opened on first use (route_batch_linux.go)

@@ -16,12 +16,24 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-// nftSockBuf sizes the nftables socket's buffers, as Talos does (8 MiB): the
-// kernel refuses a batch larger than the send buffer (EMSGSIZE), and charges
-// every message's ACK against the receive buffer (ENOBUFS). A 100k-element
-// interval set is about 2.5 MB of batch and 200 ACKs. The FORCE variants
-// pass net.core.{w,r}mem_max, which caps plain SO_SNDBUF at ~200 KiB.
-const nftSockBuf = 8 << 20
+// nftSockBuf sizes the nftables socket's buffers when it opens, as Talos
+// does (8 MiB): the kernel refuses a batch larger than the send buffer
+// (EMSGSIZE), and charges every message's ACK against the receive buffer
+// (ENOBUFS). A 100k-element interval set is about 2.5 MB of batch and 200
+// ACKs; a batch that needs more gets more (sizeNFTBuffers). The FORCE
+// variants pass net.core.{w,r}mem_max, which caps plain SO_SNDBUF at
+// ~200 KiB.
+var nftSockBuf = 8 << 20
+
+// nftAckSize is what the receive buffer is charged for one message's
+// acknowledgement: nft sizes its buffer at 1 KiB per command for the same
+// reason (mnl_batch_talk).
+const nftAckSize = 1024
+
+// nftMaxBuf is the largest buffer SO_SNDBUFFORCE takes (the kernel caps
+// the value at INT_MAX/2 and doubles it): a batch the estimate puts above
+// it is sent anyway, and the kernel decides.
+const nftMaxBuf = 1<<30 - 1
 
 // nftChunk bounds the elements of one NEWSETELEM/DELSETELEM message: the
 // element list is one netlink attribute, whose length is a uint16 (64 KiB).
@@ -83,10 +95,10 @@ func (k *Netlink) nft() (*nftables.Conn, error) {
 	if k.nftConn != nil {
 		return k.nftConn, nil
 	}
-	opts := []nftables.ConnOption{nftables.AsLasting(), nftables.WithSockOptions(forceBuffers, primeDumps, func(c *netlink.Conn) error {
+	opts := []nftables.ConnOption{nftables.AsLasting(), nftables.WithSockOptions(func(c *netlink.Conn) error {
 		k.nftRaw = c
-		return nil
-	})}
+		return k.setNFTBuffers(nftSockBuf, nftSockBuf)
+	}, primeDumps)}
 	if k.ns.IsOpen() {
 		opts = append(opts, nftables.WithNetNSFd(int(k.ns)))
 	}
@@ -98,29 +110,65 @@ func (k *Netlink) nft() (*nftables.Conn, error) {
 	return c, nil
 }
 
-func forceBuffers(c *netlink.Conn) error {
-	rc, err := c.SyscallConn()
+// setNFTBuffers sets the nftables socket's send and receive buffers. The
+// FORCE variants need CAP_NET_ADMIN; without it, the buffers are what
+// net.core.wmem_max and rmem_max allow, and a batch larger than that fails
+// with EMSGSIZE (NFTApply says so).
+func (k *Netlink) setNFTBuffers(snd, rcv int) error {
+	rc, err := k.nftRaw.SyscallConn()
 	if err != nil {
 		return err
 	}
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
-		if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, nftSockBuf); serr != nil {
+		if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, snd); serr != nil {
 			return
 		}
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, nftSockBuf)
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcv)
 	}); err != nil {
 		return err
 	}
 	if serr != nil {
-		// Without CAP_NET_ADMIN: take what wmem_max and rmem_max allow.
-		if err := c.SetWriteBuffer(nftSockBuf); err != nil {
+		if err := k.nftRaw.SetWriteBuffer(snd); err != nil {
 			return err
 		}
-		return c.SetReadBuffer(nftSockBuf)
+		if err := k.nftRaw.SetReadBuffer(rcv); err != nil {
+			return err
+		}
 	}
+	k.nftSnd, k.nftRcv = snd, rcv
 	return nil
 }
+
+// sizeNFTBuffers makes the socket's buffers take a batch of at most bytes
+// in msgs messages, as nft does (mnl_batch_talk): the send buffer the
+// whole batch, which goes in one sendmsg and is one transaction, and the
+// receive buffer an acknowledgement per message. Buffers only grow: their
+// size is a limit the kernel charges what is queued against, not memory
+// held, so a socket that once sent a 1M-element set keeps its limits.
+func (k *Netlink) sizeNFTBuffers(bytes, msgs int) error {
+	snd := min(max(bytes, nftSockBuf), nftMaxBuf)
+	rcv := min(max(msgs*nftAckSize, nftSockBuf), nftMaxBuf)
+	if snd <= k.nftSnd && rcv <= k.nftRcv {
+		return nil
+	}
+	return k.setNFTBuffers(max(snd, k.nftSnd), max(rcv, k.nftRcv))
+}
+
+// Bounds of a batch's messages for sizeNFTBuffers, from the encoding of
+// google/nftables v0.3.0. nftMsgBound is a message without elements or
+// expressions: the netlink and nfgen headers, names of up to 256 bytes
+// (NFT_NAME_MAXLEN) for the table, the chain or set and a chain's device,
+// and the fixed-size attributes. nftElemBound is one element without its
+// key: the list entry, the key's nest and value headers, and the flags of
+// an interval's end.
+const (
+	nftMsgBound  = 2 << 10
+	nftElemBound = 4 + 4 + 4 + 8
+)
+
+// align4 rounds n up to a netlink attribute's alignment.
+func align4(n int) int { return (n + 3) &^ 3 }
 
 // primeDumps makes the kernel fill dump messages up to 32 KiB instead of one
 // page. The kernel sizes a dump's messages by the largest buffer the socket
@@ -481,6 +529,8 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 	// The sets the batch's rules change from the packet path: the cache
 	// cannot follow them (applied).
 	fromPackets := map[nftSetKey]bool{}
+	// ruleBytes are the rules' expressions and user data, encoded.
+	ruleBytes := make([]int, len(ops))
 	for i := range ops {
 		op := &ops[i]
 		t := nftTable(op.Table)
@@ -528,6 +578,14 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 			if len(op.Rule.Text) <= nftRuleTextMax {
 				ud = userdata.AppendString(ud, udataRuleText, op.Rule.Text)
 			}
+			ruleBytes[i] = 4 + align4(len(ud))
+			for _, e := range exprs {
+				b, err := expr.Marshal(byte(t.Family), e)
+				if err != nil {
+					return fmt.Errorf("rule %q in chain %s of table %s: %w", op.Rule.Text, op.Chain.Name, op.Table, err)
+				}
+				ruleBytes[i] += 2*4 + align4(len(b))
+			}
 			r := &nftables.Rule{Table: t, Chain: &nftables.Chain{Name: op.Chain.Name, Table: t}, Exprs: exprs, UserData: ud}
 			switch {
 			case op.Op == model.NftReplaceRule:
@@ -548,6 +606,24 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 		}
 	}
 	k.writes.Add(msgs)
+	// The batch's size: the begin and end messages, and per op, its
+	// message's fixed part, its elements (an interval's end is an element
+	// of its own) and a rule's expressions and user data, as encoded.
+	bound := 2 * nftMsgBound
+	for i := range ops {
+		op := &ops[i]
+		bound += nftMsgBound * (1 + len(op.Elems)/nftChunk)
+		for _, e := range op.Elems {
+			bound += nftElemBound + align4(len(e.Key))
+			if e.End != "" {
+				bound += nftElemBound + align4(len(e.End))
+			}
+		}
+		bound += ruleBytes[i]
+	}
+	if err := k.sizeNFTBuffers(bound, int(msgs)+2); err != nil {
+		return fmt.Errorf("size the nftables socket for a batch of %d bytes: %w", bound, err)
+	}
 	before, gerr := k.nftGen()
 	if gerr != nil {
 		return gerr
@@ -555,7 +631,7 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 	if err := c.Flush(); err != nil {
 		k.nftElems.valid = false
 		if errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.EMSGSIZE) {
-			return fmt.Errorf("nftables batch of %d messages: %w (socket buffers of %d bytes too small?)", msgs, err, nftSockBuf)
+			return fmt.Errorf("nftables batch of %d messages (at most %d bytes): %w (send and receive buffers of %d and %d bytes too small?)", msgs, bound, err, k.nftSnd, k.nftRcv)
 		}
 		k.nftElems.valid = false
 		return fmt.Errorf("nftables batch of %d messages: %w", msgs, err)
