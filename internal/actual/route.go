@@ -12,9 +12,10 @@ import (
 // proto whose keys are in missing (by table): the keys of routes the plan
 // would create. The kernel keeps one route per key and would refuse such a
 // create (EEXIST), so the plan should show the conflict instead of the
-// apply finding it. Only the tables of missing routes are read, whole, with
-// every protocol; a pass that creates no route (the steady state) reads
-// nothing more. It reports whether it added any.
+// apply finding it. Only the tables of missing routes are read, with every
+// protocol, and only the routes with those keys are kept; a pass that
+// creates no route (the steady state) reads nothing more. It reports
+// whether it added any.
 func AddForeignRoutesInTheWay(k kernel.Reader, act *model.State, missing map[int]map[model.RouteKey]bool, proto int) (bool, error) {
 	tables := make([]int, 0, len(missing))
 	for t := range missing {
@@ -23,12 +24,12 @@ func AddForeignRoutesInTheWay(k kernel.Reader, act *model.State, missing map[int
 	sort.Ints(tables)
 	added := false
 	for _, t := range tables {
-		rs, err := k.TableRoutes(t, 0)
+		rs, err := k.RoutesWithKeys(t, missing[t])
 		if err != nil {
 			return false, fmt.Errorf("read routes of table %d: %w", t, err)
 		}
 		for _, r := range rs {
-			if r.Protocol != proto && missing[t][r.Key()] {
+			if r.Protocol != proto {
 				act.Routes = append(act.Routes, r)
 				added = true
 			}
