@@ -2,6 +2,7 @@ package actual
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/netreconcile/netreconcile/internal/kernel"
@@ -41,14 +42,34 @@ func AddForeignRoutesInTheWay(k kernel.Reader, act *model.State, missing map[int
 	return added, nil
 }
 
-// readRoutes lists our routes, of our protocol, which the kernel filters for us; with
-// AllRoutes (show --all), every route.
-func readRoutes(k kernel.Reader, st *model.State, opt Options) error {
+// RoutesRead says which route tables a read walked: every one (All), those
+// of Tables, or none.
+type RoutesRead struct {
+	All    bool
+	Tables []int
+}
+
+// readRoutes lists our routes, of our protocol, which the kernel filters for
+// us, in opt.RouteTables (every table when nil); with AllRoutes (show
+// --all), every route of every table.
+func readRoutes(k kernel.Reader, st *model.State, opt Options) (RoutesRead, error) {
 	proto := opt.Protocol
 	if opt.AllRoutes {
 		proto = 0
 	}
 	var err error
-	st.Routes, err = k.Routes(proto)
-	return err
+	if opt.AllRoutes || opt.RouteTables == nil {
+		st.Routes, err = k.Routes(proto)
+		return RoutesRead{All: true}, err
+	}
+	st.Routes, err = readRouteTables(k, nil, tableSet(opt.RouteTables), proto)
+	return RoutesRead{Tables: slices.Clone(opt.RouteTables)}, err
+}
+
+func tableSet(ts []int) map[int]bool {
+	out := make(map[int]bool, len(ts))
+	for _, t := range ts {
+		out[t] = true
+	}
+	return out
 }
