@@ -1,5 +1,8 @@
-# nftables benchmark: a 100k-element interval set loaded, then grown by one
-# element, by netreconcile and by nft -f in one run (needs root).
+# nftables benchmark: interval and hash sets of 10k, 100k and 1M elements
+# (NETRECONCILE_BENCH_NFT_SIZES=10k,100k,1M) loaded, grown by one element and
+# shrunk by one, by the daemon's engine, by apply and by nft -f in one run,
+# printed as growth tables (needs root). Its short form,
+# TestLargeSetLoadsGrowsShrinks, runs in make test.
 BENCH_TARGETS += bench-nft
 
 .PHONY: bench-nft
