@@ -163,6 +163,12 @@ func readRouteTables(k kernel.Reader, prev []model.Route, tables map[int]bool, p
 		fresh[i] = rs
 		n += len(rs)
 	}
+	if len(prev) == 0 && len(fresh) == 1 {
+		// One table read with nothing to keep (a read of our tables,
+		// the common case: ours in one table): the list as the kernel
+		// gave it, sorted, without a copy.
+		return fresh[0], nil
+	}
 	out := make([]model.Route, 0, n)
 	if !model.RoutesSorted(prev) {
 		for _, r := range prev {

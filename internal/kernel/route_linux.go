@@ -30,9 +30,13 @@ func (k *Netlink) Routes(protocol int) ([]model.Route, error) {
 // protocol). The kernel walks that table only.
 func (k *Netlink) TableRoutes(table, protocol int) ([]model.Route, error) {
 	var out []model.Route
+	hint := 0
+	if h, ok := k.tableHint.Load(table); ok && protocol != 0 {
+		hint = h.(int)
+	}
 	err := retry("routes", func() error {
 		var err error
-		out, _, err = k.dumpRoutes(protocol, table, nil, nil)
+		out, _, err = k.dumpRoutes(protocol, table, make([]model.Route, 0, hint), nil)
 		return err
 	})
 	if err != nil {
@@ -49,7 +53,12 @@ func (k *Netlink) TableRoutes(table, protocol int) ([]model.Route, error) {
 	}
 	out = out[:n]
 	model.SortRoutes(out)
-	return dropCopies(out), nil
+	out = dropCopies(out)
+	if protocol != 0 {
+		// A margin for the routes the next pass adds.
+		k.tableHint.Store(table, len(out)+len(out)/16)
+	}
+	return out, nil
 }
 
 // RoutesWithKeys lists the routes of table, of every protocol, whose keys
