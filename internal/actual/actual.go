@@ -19,6 +19,12 @@ type Options struct {
 	// AllRoutes also reads foreign routes (for show --all); a reconcile reads
 	// only ours, which the kernel filters for us.
 	AllRoutes bool
+	// RouteTables are the tables a read of our routes walks; nil walks
+	// every table (a sweep). The kernel filters a dump by protocol but
+	// walks every route of a table to do it: beside a full Internet
+	// table, reading the tables that hold ours (the ledger's record, and
+	// the file's) costs what ours cost. AllRoutes reads every table.
+	RouteTables []int
 	// OwnedFou lists the FoU ports netreconcile opened (from its ledger).
 	OwnedFou map[model.FouKey]bool
 	// Sysctls are the parameters to read (SysctlKeys), and OwnedSysctls
@@ -45,7 +51,7 @@ func Read(k kernel.Reader, opt Options) (*model.State, error) {
 	if err := readAddresses(k, st); err != nil {
 		return nil, err
 	}
-	if err := readRoutes(k, st, opt); err != nil {
+	if _, err := readRoutes(k, st, opt); err != nil {
 		return nil, err
 	}
 	if err := readRules(k, st); err != nil {

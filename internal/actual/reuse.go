@@ -81,63 +81,70 @@ func (f Fresh) routeTables() map[int]bool {
 // was read, in a way that matters to the plan (the daemon's event filter
 // says so), and that nothing changes prev's parts:
 // the new state shares them (its links map is its own, holding the same
-// links).
-func ReadReusing(k kernel.Reader, opt Options, prev *model.State, f Fresh) (*model.State, error) {
+// links). It reports which route tables it read.
+func ReadReusing(k kernel.Reader, opt Options, prev *model.State, f Fresh) (*model.State, RoutesRead, error) {
 	fresh := f.Kinds
 	if prev == nil || prev.Protocol != opt.Protocol || opt.AllRoutes || fresh&AllKinds == AllKinds && f.RouteTables == nil {
-		return Read(k, opt)
+		st, err := Read(k, opt)
+		if opt.AllRoutes || opt.RouteTables == nil {
+			return st, RoutesRead{All: true}, err
+		}
+		return st, RoutesRead{Tables: slices.Clone(opt.RouteTables)}, err
 	}
 	st := model.NewState()
 	st.Protocol = opt.Protocol
 	if fresh&Links != 0 {
 		if err := readLinks(k, st); err != nil {
-			return nil, err
+			return nil, RoutesRead{}, err
 		}
 	} else {
 		st.Links = maps.Clone(prev.Links)
 	}
 	if err := readRemotePeers(k, st); err != nil {
-		return nil, err
+		return nil, RoutesRead{}, err
 	}
 	if err := readWireGuard(k, st); err != nil {
-		return nil, err
+		return nil, RoutesRead{}, err
 	}
 	if fresh&Links != 0 {
 		if err := readAddresses(k, st); err != nil {
-			return nil, err
+			return nil, RoutesRead{}, err
 		}
 	} else {
 		st.Addresses = prev.Addresses
 		st.AddressProtocols = prev.AddressProtocols
 	}
+	var read RoutesRead
 	switch {
 	case fresh&Routes != 0 && f.RouteTables == nil:
-		if err := readRoutes(k, st, opt); err != nil {
-			return nil, err
+		var err error
+		if read, err = readRoutes(k, st, opt); err != nil {
+			return nil, RoutesRead{}, err
 		}
 	case fresh&Routes != 0:
 		rs, err := readRouteTables(k, prev.Routes, f.RouteTables, opt.Protocol)
 		if err != nil {
-			return nil, err
+			return nil, RoutesRead{}, err
 		}
 		st.Routes = rs
+		read.Tables = slices.Sorted(maps.Keys(f.RouteTables))
 	default:
 		st.Routes = prev.Routes
 	}
 	if fresh&Rules != 0 {
 		if err := readRules(k, st); err != nil {
-			return nil, err
+			return nil, RoutesRead{}, err
 		}
 	} else {
 		st.Rules = prev.Rules
 	}
 	if err := readFou(k, st, opt.OwnedFou); err != nil {
-		return nil, err
+		return nil, RoutesRead{}, err
 	}
 	if err := readSysctls(k, st, opt.Sysctls, opt.OwnedSysctls); err != nil {
-		return nil, err
+		return nil, RoutesRead{}, err
 	}
-	return st, nil
+	return st, read, nil
 }
 
 // readRouteTables returns prev's routes (ours, as readRoutes lists them)
@@ -155,6 +162,12 @@ func readRouteTables(k kernel.Reader, prev []model.Route, tables map[int]bool, p
 		}
 		fresh[i] = rs
 		n += len(rs)
+	}
+	if len(prev) == 0 && len(fresh) == 1 {
+		// One table read with nothing to keep (a read of our tables,
+		// the common case: ours in one table): the list as the kernel
+		// gave it, sorted, without a copy.
+		return fresh[0], nil
 	}
 	out := make([]model.Route, 0, n)
 	if !model.RoutesSorted(prev) {

@@ -83,7 +83,7 @@ func TestReadRouteTablesAgreesWithAFullRead(t *testing.T) {
 				}
 			}
 		}
-		got, err := ReadReusing(k, opt, prev, Fresh{Kinds: Routes, RouteTables: dirty})
+		got, _, err := ReadReusing(k, opt, prev, Fresh{Kinds: Routes, RouteTables: dirty})
 		if err != nil {
 			t.Fatal(err)
 		}

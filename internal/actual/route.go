@@ -2,6 +2,7 @@ package actual
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/netreconcile/netreconcile/internal/kernel"
@@ -12,9 +13,10 @@ import (
 // proto whose keys are in missing (by table): the keys of routes the plan
 // would create. The kernel keeps one route per key and would refuse such a
 // create (EEXIST), so the plan should show the conflict instead of the
-// apply finding it. Only the tables of missing routes are read, whole, with
-// every protocol; a pass that creates no route (the steady state) reads
-// nothing more. It reports whether it added any.
+// apply finding it. Only the tables of missing routes are read, with every
+// protocol, and only the routes with those keys are kept; a pass that
+// creates no route (the steady state) reads nothing more. It reports
+// whether it added any.
 func AddForeignRoutesInTheWay(k kernel.Reader, act *model.State, missing map[int]map[model.RouteKey]bool, proto int) (bool, error) {
 	tables := make([]int, 0, len(missing))
 	for t := range missing {
@@ -23,12 +25,12 @@ func AddForeignRoutesInTheWay(k kernel.Reader, act *model.State, missing map[int
 	sort.Ints(tables)
 	added := false
 	for _, t := range tables {
-		rs, err := k.TableRoutes(t, 0)
+		rs, err := k.RoutesWithKeys(t, missing[t])
 		if err != nil {
 			return false, fmt.Errorf("read routes of table %d: %w", t, err)
 		}
 		for _, r := range rs {
-			if r.Protocol != proto && missing[t][r.Key()] {
+			if r.Protocol != proto {
 				act.Routes = append(act.Routes, r)
 				added = true
 			}
@@ -40,14 +42,34 @@ func AddForeignRoutesInTheWay(k kernel.Reader, act *model.State, missing map[int
 	return added, nil
 }
 
-// readRoutes lists our routes, of our protocol, which the kernel filters for us; with
-// AllRoutes (show --all), every route.
-func readRoutes(k kernel.Reader, st *model.State, opt Options) error {
+// RoutesRead says which route tables a read walked: every one (All), those
+// of Tables, or none.
+type RoutesRead struct {
+	All    bool
+	Tables []int
+}
+
+// readRoutes lists our routes, of our protocol, which the kernel filters for
+// us, in opt.RouteTables (every table when nil); with AllRoutes (show
+// --all), every route of every table.
+func readRoutes(k kernel.Reader, st *model.State, opt Options) (RoutesRead, error) {
 	proto := opt.Protocol
 	if opt.AllRoutes {
 		proto = 0
 	}
 	var err error
-	st.Routes, err = k.Routes(proto)
-	return err
+	if opt.AllRoutes || opt.RouteTables == nil {
+		st.Routes, err = k.Routes(proto)
+		return RoutesRead{All: true}, err
+	}
+	st.Routes, err = readRouteTables(k, nil, tableSet(opt.RouteTables), proto)
+	return RoutesRead{Tables: slices.Clone(opt.RouteTables)}, err
+}
+
+func tableSet(ts []int) map[int]bool {
+	out := make(map[int]bool, len(ts))
+	for _, t := range ts {
+		out[t] = true
+	}
+	return out
 }

@@ -197,23 +197,31 @@ func gatewayCheckErr(err error) bool {
 // explainExists says whose route a create met, for the creates the kernel
 // refused with EEXIST: the plan saw no route with that key, so another
 // program (or another netreconcile run, with our protocol) added one since.
-// The table is read once, after the batch.
+// Each table is read once, after the batch, keeping the routes of those keys.
 func explainExists(k kernel.Interface, proto int, ops []diff.Op, errs []error) {
-	tables := map[int][]model.Route{}
+	keys := map[int]map[model.RouteKey]bool{}
 	for i, op := range ops {
 		if op.Action != diff.Create || !errors.Is(errs[i], unix.EEXIST) {
 			continue
 		}
 		key := op.Route.Key()
-		rs, seen := tables[key.Table]
-		if !seen {
-			var err error
-			if rs, err = k.TableRoutes(key.Table, 0); err != nil {
-				continue // the kernel's answer stands alone
-			}
-			tables[key.Table] = rs
+		if keys[key.Table] == nil {
+			keys[key.Table] = map[model.RouteKey]bool{}
 		}
-		for _, h := range rs {
+		keys[key.Table][key] = true
+	}
+	tables := map[int][]model.Route{}
+	for t, ks := range keys {
+		if rs, err := k.RoutesWithKeys(t, ks); err == nil {
+			tables[t] = rs
+		} // else the kernel's answer stands alone
+	}
+	for i, op := range ops {
+		if op.Action != diff.Create || !errors.Is(errs[i], unix.EEXIST) {
+			continue
+		}
+		key := op.Route.Key()
+		for _, h := range tables[key.Table] {
 			if h.Key() != key {
 				continue
 			}

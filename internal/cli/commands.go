@@ -307,7 +307,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 	}
-	if _, by, err := (&safeapply.Pin{Dir: h.Dir}).Sources(snap.Sources()); err != nil {
+	if _, by, err := h.Pin().Sources(snap.Sources()); err != nil {
 		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, err), err)
 	} else if by != "" {
 		err := fmt.Errorf("the configuration files hold what safe-apply transaction %s rolled back and could not write back "+
@@ -345,10 +345,11 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		res, applyErr = eng.Apply(ctx, plan)
 	}
 	err = errors.Join(conflicts, res.Err(), applyErr)
-	// Verify, always: the kernel read again must need no change. A failed
-	// apply is known not to match.
+	// Verify: the kernel read again must need no change. A failed apply
+	// is known not to match; an empty plan was made from a read after
+	// which nothing was written, which is that verification.
 	var verr error
-	if err == nil {
+	if err == nil && !plan.Empty() {
 		verr = safeapply.Verify(ctx, eng, cfg.State)
 	}
 	if err == nil && verr == nil {

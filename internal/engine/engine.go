@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/netreconcile/netreconcile/internal/actual"
@@ -95,7 +96,7 @@ func (e *Engine) ForgetRead() { e.lastRead, e.prev, e.prevNft = nil, nil, nil }
 // Of the sysctls, it reads those the ledger owns and those of sysctls
 // (show --all passes the file's).
 func (e *Engine) Actual(protocol int, all bool, sysctls ...model.Sysctl) (*model.State, error) {
-	st, err := e.actual(protocol, all, nil, actual.All, sysctls)
+	st, err := e.actual(protocol, all, nil, actual.All, sysctls, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -111,12 +112,14 @@ func (e *Engine) Actual(protocol int, all bool, sysctls ...model.Sysctl) (*model
 }
 
 // actual is Actual reading only the kinds in fresh, the others taken from
-// prev (actual.ReadReusing), and the sysctls the ledger owns and desired
-// declares.
-func (e *Engine) actual(protocol int, all bool, prev *model.State, fresh actual.Fresh, desired []model.Sysctl) (*model.State, error) {
+// prev (actual.ReadReusing), the sysctls the ledger owns and desired
+// declares, and of the routes those of the tables the ledger records and
+// of tables (the file's).
+func (e *Engine) actual(protocol int, all bool, prev *model.State, fresh actual.Fresh, desired []model.Sysctl, tables map[int]bool) (*model.State, error) {
 	opt := actual.Options{Protocol: protocol, AllRoutes: all, OwnedFou: e.Ledger.Fou,
-		Sysctls: actual.SysctlKeys(desired, e.Ledger.Sysctls), OwnedSysctls: e.Ledger.Sysctls}
-	st, err := actual.ReadReusing(e.Kernel, opt, prev, fresh)
+		Sysctls: actual.SysctlKeys(desired, e.Ledger.Sysctls), OwnedSysctls: e.Ledger.Sysctls,
+		RouteTables: e.routeTables(protocol, tables)}
+	st, read, err := actual.ReadReusing(e.Kernel, opt, prev, fresh)
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +128,7 @@ func (e *Engine) actual(protocol int, all bool, prev *model.State, fresh actual.
 			return nil, err
 		}
 	}
+	e.recordRouteTables(st, protocol, read)
 	if prev != nil && fresh.Kinds&actual.NFT == 0 {
 		// The tables of the previous read: the ledger's and the
 		// file's, as checkNftHandles left them.
@@ -136,6 +140,53 @@ func (e *Engine) actual(protocol int, all bool, prev *model.State, fresh actual.
 		return nil, err
 	}
 	return st, e.forgetVanished(st)
+}
+
+// routeTables is what a read of our routes walks (actual.Options.RouteTables):
+// the tables the ledger records as holding ours and those of tables (the
+// file's routes'), when the ledger's record is complete; nil, every table,
+// when it is not (a first run, a ledger from before the record, or one
+// lost), so that no route of ours goes unseen.
+func (e *Engine) routeTables(protocol int, tables map[int]bool) []int {
+	if !e.Ledger.RouteTablesKnown(protocol) {
+		return nil
+	}
+	set := maps.Clone(tables)
+	if set == nil {
+		set = map[int]bool{}
+	}
+	for _, t := range e.Ledger.RouteTablesOf(protocol) {
+		set[t] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// recordRouteTables brings the ledger's record of the tables holding our
+// routes up to what a read found in the tables it walked: a table without
+// routes of ours is dropped, one with some recorded (a route of ours
+// someone else wrote there, which the next pass deletes, is found again),
+// and a read of every table makes the record complete.
+func (e *Engine) recordRouteTables(st *model.State, protocol int, read actual.RoutesRead) {
+	if !read.All && len(read.Tables) == 0 {
+		return
+	}
+	found := map[int]bool{}
+	for i := range st.Routes {
+		if st.Routes[i].Protocol == protocol {
+			found[st.Routes[i].Table] = true
+		}
+	}
+	changed := false
+	if read.All {
+		changed = e.Ledger.SetRouteTablesSwept(protocol, found)
+	} else {
+		for _, t := range read.Tables {
+			changed = e.Ledger.SetRouteTable(protocol, t, found[t]) || changed
+		}
+	}
+	if changed {
+		_ = e.saveLedger() // on failure: retried, see forgetVanished
+	}
 }
 
 // resolvePendingLinks settles the links a pass was creating when it
@@ -366,7 +417,7 @@ func (e *Engine) Plan(desired *model.State) (*diff.Plan, error) {
 func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) {
 	prev, fresh := e.reuse(desired)
 	e.lastRead, e.prev = nil, nil
-	act, err := e.actual(desired.Protocol, false, prev, fresh, desired.Sysctls)
+	act, err := e.actual(desired.Protocol, false, prev, fresh, desired.Sysctls, routeTablesOf(desired))
 	if err != nil {
 		return nil, fmt.Errorf("read kernel state: %w", err)
 	}
@@ -438,6 +489,15 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 	return plan, err
 }
 
+// routeTablesOf is the tables of desired's routes.
+func routeTablesOf(desired *model.State) map[int]bool {
+	out := map[int]bool{}
+	for i := range desired.Routes {
+		out[desired.Routes[i].Table] = true
+	}
+	return out
+}
+
 // unmarkedLinks names the links an apply made and could not mark: those
 // whose create failed with kernel.ErrUnmarked, and the other end of a veth
 // pair whose create made it (done, or failed after the link was made:
@@ -499,9 +559,19 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 		had bool
 	}
 	intendedSysctls := map[string]sysctlRecord{}
+	// intendedTables are the routing tables the plan writes routes of ours
+	// into that the ledger does not list: recorded first, or a crash
+	// after the write, and a file that then drops the table, would leave
+	// routes no read walks to (Ledger.RouteTables).
+	intendedTables := map[int]bool{}
 	for i := range plan.Ops {
 		op := &plan.Ops[i]
 		switch {
+		case op.Kind == diff.KindRoute && op.Route != nil && op.Action != diff.Delete:
+			if t := op.Route.Table; !e.Ledger.RouteTables[ledger.RouteTable{Protocol: plan.Protocol, Table: t}] && !intendedTables[t] {
+				intendedTables[t] = true
+				e.Ledger.SetRouteTable(plan.Protocol, t, true)
+			}
 		case op.Kind == diff.KindSysctl && op.Sysctl != nil && (op.Action == diff.Create || op.Action == diff.Update):
 			// The old value is recorded before the first write. A
 			// key recorded already keeps its first value, except on
@@ -545,8 +615,11 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 			e.Ledger.ForgetSysctl(k)
 		}
 	}
-	if len(intendedFou)+len(intendedNft)+len(intendedLinks)+len(intendedSysctls) > 0 {
+	if len(intendedFou)+len(intendedNft)+len(intendedLinks)+len(intendedSysctls)+len(intendedTables) > 0 {
 		if err := e.saveLedger(); err != nil {
+			for t := range intendedTables {
+				e.Ledger.SetRouteTable(plan.Protocol, t, false)
+			}
 			for k := range intendedSysctls {
 				undoSysctl(k)
 			}

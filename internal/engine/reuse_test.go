@@ -84,7 +84,9 @@ func routeGoneBehindItsBack(t *testing.T) (*Engine, *kerneltest.Kernel, *model.S
 func TestPlanRereadsOnlyWhatIsAsked(t *testing.T) {
 	e, k, st := routeGoneBehindItsBack(t)
 	dumpFails := errors.New("routes dumped")
+	// A dump of every table, or of the tables the ledger records.
 	k.FailAlways(kerneltest.CallRoutes, dumpFails)
+	k.FailAlways(kerneltest.CallTableRoutes, dumpFails)
 
 	// Rules changed, routes did not (says the caller): the routes of the
 	// previous read, no dump.
@@ -97,6 +99,7 @@ func TestPlanRereadsOnlyWhatIsAsked(t *testing.T) {
 		t.Errorf("plan without SetReread: %v, want the routes dumped", err)
 	}
 	k.FailAlways(kerneltest.CallRoutes, nil)
+	k.FailAlways(kerneltest.CallTableRoutes, nil)
 	e.SetReread(actual.Fresh{Kinds: actual.Routes})
 	if ops := planOps(t, e, st); ops != "create route 10.1.0.0/24 table 100" {
 		t.Errorf("routes read again: plan\n%s\nwant the route created", ops)

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/nftwire"
 )
 
 // RoutesByLibrary lists routes through vishvananda/netlink, as Routes did
@@ -94,4 +95,12 @@ func BatchHeld(k *Netlink) int {
 	}
 	b := k.batch
 	return cap(b.buf) + cap(b.acks) + cap(b.msgs)*int(unsafe.Sizeof(unix.Mmsghdr{})) + cap(b.iovs)*int(unsafe.Sizeof(unix.Iovec{}))
+}
+
+// SetNFTSockBuf sets the buffers an nftables socket opens with, until the
+// returned function puts the default back.
+func SetNFTSockBuf(n int) (restore func()) {
+	old := nftwire.SockBuf
+	nftwire.SockBuf = n
+	return func() { nftwire.SockBuf = old }
 }

@@ -48,9 +48,13 @@ type Reader interface {
 	// otherwise only routes of that protocol (filtered in the kernel where it can).
 	Routes(protocol int) ([]model.Route, error)
 	// TableRoutes lists the routes of one table, of one protocol (0:
-	// every protocol): to find the foreign routes in the way of the
-	// file's, and to read again only the tables a notification named.
+	// every protocol): to read only the tables that hold ours, and again
+	// only those a notification named.
 	TableRoutes(table, protocol int) ([]model.Route, error)
+	// RoutesWithKeys lists the routes of one table, of every protocol,
+	// whose keys are in keys: the routes in the way of those a plan
+	// creates, found without holding the rest of the table.
+	RoutesWithKeys(table int, keys map[model.RouteKey]bool) ([]model.Route, error)
 	// Rules lists the rules of both families.
 	Rules() ([]model.Rule, error)
 	// FouPorts lists the FoU receive ports of both families.

@@ -23,8 +23,10 @@ const dumpBufSize = 64 << 10
 // ones. n is how many route messages the kernel sent.
 //
 // table, when not 0, asks for the routes of that table only (RTA_TABLE in
-// the request; also filtered in the kernel under strict checking).
-func (k *Netlink) dumpRoutes(protocol, table int, out []model.Route) (_ []model.Route, n int, err error) {
+// the request; also filtered in the kernel under strict checking). keep,
+// when not nil, says which of the routes read to keep, before they are
+// made model routes: the others cost their decoding only.
+func (k *Netlink) dumpRoutes(protocol, table int, out []model.Route, keep func(*rtnl.Route) bool) (_ []model.Route, n int, err error) {
 	k.batchMu.Lock()
 	defer k.batchMu.Unlock()
 	if err := k.openBatch(); err != nil {
@@ -93,7 +95,7 @@ func (k *Netlink) dumpRoutes(protocol, table int, out []model.Route) (_ []model.
 				case errors.Is(err, rtnl.ErrFamily):
 				case err != nil:
 					return nil, n, fmt.Errorf("read route: %w", err)
-				case rm.Flags&unix.RTM_F_CLONED != 0, protocol != 0 && int(rm.Protocol) != protocol:
+				case rm.Flags&unix.RTM_F_CLONED != 0, protocol != 0 && int(rm.Protocol) != protocol, keep != nil && !keep(&rm):
 				default:
 					out = append(out, model.Route{})
 					k.fillRoute(&out[len(out)-1], &rm, &dev)

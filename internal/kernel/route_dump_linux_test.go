@@ -88,3 +88,84 @@ func routeLines(rs []model.Route) string {
 	}
 	return b.String()
 }
+
+// RoutesWithKeys finds the routes of the keys asked, of every protocol, in
+// one table, as the library lists that table: the conflict check of a plan
+// that creates routes keeps those, not the rest of the table. TableRoutes,
+// which reads ours only, is held to the library the same way.
+func TestRoutesWithKeys(t *testing.T) {
+	ns := nettest.NewNetNS(t)
+	nettest.IP(t, ns, "link", "add", "nrkeys0", "type", "bridge")
+	nettest.IP(t, ns, "link", "set", "nrkeys0", "up")
+	var batch strings.Builder
+	for i := 0; i < 3000; i++ {
+		proto := []string{"static", "bird", fmt.Sprint(model.DefaultProtocol)}[i%3]
+		table := []int{100, 200}[i%2]
+		fmt.Fprintf(&batch, "route add 10.%d.%d.0/24 dev nrkeys0 table %d proto %s metric %d\n", i/256, i%256, table, proto, i%5)
+		fmt.Fprintf(&batch, "route add 2001:db8:%x::/48 dev nrkeys0 table %d proto %s\n", i, table, proto)
+	}
+	f := filepath.Join(t.TempDir(), "routes.batch")
+	if err := os.WriteFile(f, []byte(batch.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nettest.IP(t, ns, "-batch", f)
+	k, err := kernel.Open("/run/netns/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if _, err := k.Links(); err != nil {
+		t.Fatal(err)
+	}
+	all, err := kernel.RoutesByLibrary(k, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []int{100, 200, 300} {
+		var inTable []model.Route
+		for _, r := range all {
+			if r.Table == table {
+				inTable = append(inTable, r)
+			}
+		}
+		// Every seventh route of the table, and keys nothing holds (the
+		// key of another table, another metric).
+		keys := map[model.RouteKey]bool{}
+		var want []model.Route
+		for i, r := range inTable {
+			if i%7 == 0 {
+				keys[r.Key()] = true
+				want = append(want, r)
+			}
+			other := r.Key()
+			other.Metric += 1000
+			keys[other] = true
+			other = r.Key()
+			other.Table = 300
+			keys[other] = true
+		}
+		got, err := k.RoutesWithKeys(table, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) && (len(got) != 0 || len(want) != 0) {
+			t.Errorf("table %d: RoutesWithKeys found\n%s\nthe library lists\n%s", table, routeLines(got), routeLines(want))
+		}
+		if table == 100 && len(want) < 400 {
+			t.Errorf("table %d: %d routes asked, want many", table, len(want))
+		}
+		ours, err := k.TableRoutes(table, model.DefaultProtocol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantOurs []model.Route
+		for _, r := range inTable {
+			if r.Protocol == model.DefaultProtocol {
+				wantOurs = append(wantOurs, r)
+			}
+		}
+		if !reflect.DeepEqual(ours, wantOurs) && (len(ours) != 0 || len(wantOurs) != 0) {
+			t.Errorf("table %d: TableRoutes lists %d routes of ours, the library %d", table, len(ours), len(wantOurs))
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/netreconcile/netreconcile/internal/kernel/rtnl"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -13,7 +14,7 @@ func (k *Netlink) Routes(protocol int) ([]model.Route, error) {
 	var out []model.Route
 	err := retry("routes", func() error {
 		var err error
-		out, _, err = k.dumpRoutes(protocol, 0, make([]model.Route, 0, k.routeHint.Load()))
+		out, _, err = k.dumpRoutes(protocol, 0, make([]model.Route, 0, k.routeHint.Load()), nil)
 		return err
 	})
 	if err != nil {
@@ -29,9 +30,13 @@ func (k *Netlink) Routes(protocol int) ([]model.Route, error) {
 // protocol). The kernel walks that table only.
 func (k *Netlink) TableRoutes(table, protocol int) ([]model.Route, error) {
 	var out []model.Route
+	hint := 0
+	if h, ok := k.tableHint.Load(table); ok && protocol != 0 {
+		hint = h.(int)
+	}
 	err := retry("routes", func() error {
 		var err error
-		out, _, err = k.dumpRoutes(protocol, table, nil)
+		out, _, err = k.dumpRoutes(protocol, table, make([]model.Route, 0, hint), nil)
 		return err
 	})
 	if err != nil {
@@ -47,6 +52,32 @@ func (k *Netlink) TableRoutes(table, protocol int) ([]model.Route, error) {
 		}
 	}
 	out = out[:n]
+	model.SortRoutes(out)
+	out = dropCopies(out)
+	if protocol != 0 {
+		// A margin for the routes the next pass adds.
+		k.tableHint.Store(table, len(out)+len(out)/16)
+	}
+	return out, nil
+}
+
+// RoutesWithKeys lists the routes of table, of every protocol, whose keys
+// are in keys. The table is walked whole, but only the routes asked for
+// become model routes: the conflict check of a plan that creates ten
+// routes in a table a routing daemon fills with a million keeps ten.
+func (k *Netlink) RoutesWithKeys(table int, keys map[model.RouteKey]bool) ([]model.Route, error) {
+	keep := func(rm *rtnl.Route) bool {
+		return int(rm.Table) == table && keys[model.RouteKey{Table: int(rm.Table), Dst: rm.Dst, TOS: int(rm.TOS), Metric: int(rm.Priority)}]
+	}
+	var out []model.Route
+	err := retry("routes", func() error {
+		var err error
+		out, _, err = k.dumpRoutes(0, table, nil, keep)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	model.SortRoutes(out)
 	return dropCopies(out), nil
 }

@@ -27,7 +27,7 @@ const maxSysctlValue = 4096
 
 func (f *fileFormat) check() error {
 	if len(f.FouPorts) > maxRecords || len(f.NFTables) > maxRecords || len(f.PendingLinks) > maxRecords ||
-		len(f.Sysctls) > maxRecords || len(f.Seqs) > 4*maxRecords {
+		len(f.Sysctls) > maxRecords || len(f.RouteTables) > 256 || len(f.Seqs) > 5*maxRecords {
 		return fmt.Errorf("more than %d records of a kind", maxRecords)
 	}
 	for i, p := range f.FouPorts {
@@ -54,6 +54,21 @@ func (f *fileFormat) check() error {
 		}
 		if err := statedir.CheckText(fmt.Sprintf("sysctls[%d].original", i), s.Original, maxSysctlValue, false); err != nil {
 			return err
+		}
+	}
+	seen := map[int]bool{}
+	for i, r := range f.RouteTables {
+		if !validProtocol(r.Protocol) || seen[r.Protocol] {
+			return fmt.Errorf("route_tables[%d].protocol: not a route protocol (1 to 255), or listed twice", i)
+		}
+		seen[r.Protocol] = true
+		if len(r.Tables) > maxRecords {
+			return fmt.Errorf("route_tables[%d].tables: more than %d", i, maxRecords)
+		}
+		for j, t := range r.Tables {
+			if !validTable(t) {
+				return fmt.Errorf("route_tables[%d].tables[%d]: not a routing table (1 to 4294967295)", i, j)
+			}
 		}
 	}
 	// The counter is bumped by every save: one near the top would wrap.
@@ -87,6 +102,20 @@ func validRecKey(k string) bool {
 		return model.ValidIfname(rest)
 	case "sysctl":
 		return strings.HasPrefix(rest, "net.") && model.ValidSysctlKey(rest)
+	case "routes":
+		p, t, ok := strings.Cut(rest, " ")
+		pn, err1 := strconv.Atoi(p)
+		tn, err2 := strconv.Atoi(t)
+		return ok && err1 == nil && err2 == nil && strconv.Itoa(pn) == p && strconv.Itoa(tn) == t &&
+			validProtocol(pn) && (tn == 0 || validTable(tn))
 	}
 	return false
 }
+
+// validProtocol: a route protocol a route of ours may carry (rtm_protocol
+// is a byte; 0 is RTPROT_UNSPEC).
+func validProtocol(p int) bool { return p >= 1 && p <= 255 }
+
+// validTable: a routing table number (RTA_TABLE is a u32; 0 is
+// RT_TABLE_UNSPEC).
+func validTable(t int) bool { return t >= 1 && int64(t) <= 1<<32-1 }

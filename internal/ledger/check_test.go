@@ -63,6 +63,14 @@ func TestLedgerRefusesForgedRecords(t *testing.T) {
 		{"seqs", func(f map[string]any) { f["seqs"].(map[string]any)[evil] = 1 }},
 		{"seqs", func(f map[string]any) { f["seqs"].(map[string]any)["link br0"] = 13 }},
 		{"seq", func(f map[string]any) { f["seq"] = uint64(1) << 63 }},
+		{"route_tables[1].protocol", func(f map[string]any) { routeTables(f)["protocol"] = 0 }},
+		{"route_tables[1].protocol", func(f map[string]any) { routeTables(f)["protocol"] = 256 }},
+		{"route_tables[1].protocol", func(f map[string]any) { routeTables(f)["protocol"] = 200 }},
+		{"route_tables[1].tables[0]", func(f map[string]any) { routeTables(f)["tables"].([]any)[0] = 0 }},
+		{"route_tables[1].tables[0]", func(f map[string]any) { routeTables(f)["tables"].([]any)[0] = 1 << 32 }},
+		{"route_tables[1].tables[0]", func(f map[string]any) { routeTables(f)["tables"].([]any)[0] = -5 }},
+		{"seqs", func(f map[string]any) { f["seqs"].(map[string]any)["routes 245 0100"] = 1 }},
+		{"seqs", func(f map[string]any) { f["seqs"].(map[string]any)["routes 0 100"] = 1 }},
 	} {
 		var f map[string]any
 		if err := json.Unmarshal(b, &f); err != nil {
@@ -86,6 +94,9 @@ func TestLedgerRefusesForgedRecords(t *testing.T) {
 
 func sysctl(f map[string]any) map[string]any { return f["sysctls"].([]any)[0].(map[string]any) }
 func table(f map[string]any) map[string]any  { return f["nftables"].([]any)[0].(map[string]any) }
+func routeTables(f map[string]any) map[string]any {
+	return f["route_tables"].([]any)[1].(map[string]any)
+}
 
 // FuzzDecode: the ledger's parser never panics, refuses what it cannot
 // take whole, and what it accepts is written back as a file it reads

@@ -4,7 +4,9 @@
 // of each, which tells a table remade by someone else under the same name),
 // the links a pass was creating (the kernel takes no owner marker in a
 // create request), and the sysctls netreconcile set, with the value each had
-// before (restored when the key leaves the file). Routes, rules and links carry their mark in the kernel.
+// before (restored when the key leaves the file). Routes, rules and links carry their mark in the kernel;
+// the ledger records which routing tables hold routes of ours, so that a
+// read walks those tables only (RouteTables).
 //
 // The ledger is small and rewritten whole: temporary file, fsync, rename,
 // fsync of the directory, so a crash leaves either the old or the new file.
@@ -72,6 +74,17 @@ type Ledger struct {
 	// leaves the file, that value is written again and the record
 	// dropped; a key never written is never recorded, nor touched.
 	Sysctls map[string]string
+	// RouteTables are the routing tables that hold routes of ours, by
+	// route protocol. The routes carry their owner mark (the protocol),
+	// but the kernel has no index by protocol: a dump of every table
+	// walks every route of every table, a full Internet table's million
+	// included, to send ours. With the tables of ours known, a read
+	// dumps those and the file's only. A table is recorded before the
+	// first write of a route of ours into it (Engine.Apply), and dropped
+	// when a read of it finds none. The entry {protocol, 0} says that the
+	// record is complete for that protocol: a read of every table (a
+	// sweep) set it; without it, the next read sweeps.
+	RouteTables map[RouteTable]bool
 
 	// synced is the records as the file held them at the last load or
 	// successful save: what Reload tells this process's unsaved changes
@@ -87,6 +100,10 @@ type Ledger struct {
 	discardedCookie uint64
 }
 
+// RouteTable is a routing table holding routes of protocol Protocol; table
+// 0 (RT_TABLE_UNSPEC, no table) marks the record complete.
+type RouteTable struct{ Protocol, Table int }
+
 // ErrNamespaceReused: the state directory's ledger belongs to another
 // namespace of the same name than the one this process writes.
 var ErrNamespaceReused = errors.New("namespace name reused")
@@ -100,6 +117,7 @@ type records struct {
 	nft     map[model.NftTableKey]uint64
 	pending map[string]bool
 	sysctls map[string]string
+	routes  map[RouteTable]bool
 	// seqs is each record's sequence number in the file (recKey): the
 	// file's counter when a writer last saved it touched. seq is the
 	// counter.
@@ -112,7 +130,7 @@ func (l *Ledger) records() records {
 	for k := range l.NFTables {
 		nft[k] = l.NFTHandles[k]
 	}
-	return records{maps.Clone(l.Fou), nft, maps.Clone(l.PendingLinks), maps.Clone(l.Sysctls), maps.Clone(l.synced.seqs), l.synced.seq}
+	return records{maps.Clone(l.Fou), nft, maps.Clone(l.PendingLinks), maps.Clone(l.Sysctls), maps.Clone(l.RouteTables), maps.Clone(l.synced.seqs), l.synced.seq}
 }
 
 // recKey names a record across kinds, for sequence numbers and touches.
@@ -120,6 +138,7 @@ func fouKey(k model.FouKey) string      { return fmt.Sprintf("fou %d %v", k.Port
 func nftKey(k model.NftTableKey) string { return "nft " + k.Family + " " + k.Name }
 func pendingKey(name string) string     { return "link " + name }
 func sysctlKey(key string) string       { return "sysctl " + key }
+func routesKey(t RouteTable) string     { return fmt.Sprintf("routes %d %d", t.Protocol, t.Table) }
 func (l *Ledger) touch(recKey string)   { l.touched[recKey] = true }
 
 // fileFormat is the ledger on disk. New fields are added with omitempty, so
@@ -134,6 +153,10 @@ type fileFormat struct {
 	PendingLinks []string `json:"links_pending,omitempty"`
 	// Sysctls: see Ledger.Sysctls.
 	Sysctls []sysctlJSON `json:"sysctls,omitempty"`
+	// RouteTables: see Ledger.RouteTables; an entry per protocol. A reader that ignores it (an older
+	// netreconcile) reads every table, and its save leaves it out: the
+	// next read sweeps.
+	RouteTables []routeTablesJSON `json:"route_tables,omitempty"`
 	// Seq counts the saves that touched a record; Seqs holds each
 	// record's last (Ledger.touched). Older readers ignore both.
 	Seq  uint64            `json:"seq,omitempty"`
@@ -143,6 +166,14 @@ type fileFormat struct {
 type sysctlJSON struct {
 	Key      string `json:"key"`
 	Original string `json:"original"`
+}
+
+type routeTablesJSON struct {
+	Protocol int `json:"protocol"`
+	// Complete: a sweep found these tables, and every write since
+	// recorded its own (Ledger.RouteTablesKnown).
+	Complete bool  `json:"complete,omitempty"`
+	Tables   []int `json:"tables"`
 }
 
 type nftJSON struct {
@@ -157,7 +188,7 @@ type fouJSON struct {
 }
 
 func newLedger(dir *statedir.Dir, cookie uint64) *Ledger {
-	return &Ledger{dir: dir, cookie: cookie, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}, PendingLinks: map[string]bool{}, NFTHandles: map[model.NftTableKey]uint64{}, Sysctls: map[string]string{}, touched: map[string]bool{}}
+	return &Ledger{dir: dir, cookie: cookie, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}, PendingLinks: map[string]bool{}, NFTHandles: map[model.NftTableKey]uint64{}, Sysctls: map[string]string{}, RouteTables: map[RouteTable]bool{}, touched: map[string]bool{}}
 }
 
 // OpenIn loads the ledger of the namespace whose state directory is dir (nil:
@@ -232,6 +263,14 @@ func (l *Ledger) load(f *fileFormat) {
 	for _, s := range f.Sysctls {
 		l.Sysctls[s.Key] = s.Original
 	}
+	for _, r := range f.RouteTables {
+		if r.Complete {
+			l.RouteTables[RouteTable{r.Protocol, 0}] = true
+		}
+		for _, t := range r.Tables {
+			l.RouteTables[RouteTable{r.Protocol, t}] = true
+		}
+	}
 	l.synced = l.records()
 	l.synced.seqs, l.synced.seq = f.Seqs, f.Seq
 }
@@ -278,6 +317,10 @@ func (l *Ledger) Reload() error {
 	}
 	l.PendingLinks = merge(&m, ours.pending, base.pending, theirs.pending, pendingKey)
 	l.Sysctls = merge(&m, ours.sysctls, base.sysctls, theirs.sysctls, sysctlKey)
+	l.RouteTables = merge(&m, ours.routes, base.routes, theirs.routes, routesKey)
+	// A protocol's tables without its completeness mark (another writer
+	// dropped the mark while this process added a table) are no complete
+	// record: they stay as hints, and the next read sweeps.
 	l.Discarded = l.Discarded || n.Discarded
 	l.synced = theirs
 	return nil
@@ -418,6 +461,60 @@ func (l *Ledger) SetPendingLink(name string, pending bool) {
 	}
 }
 
+// RouteTablesKnown reports whether the record of the tables holding routes
+// of protocol is complete: a read may then walk only those tables (and the
+// file's).
+func (l *Ledger) RouteTablesKnown(protocol int) bool {
+	return l.RouteTables[RouteTable{protocol, 0}]
+}
+
+// RouteTablesOf lists the tables recorded as holding routes of protocol, in
+// order.
+func (l *Ledger) RouteTablesOf(protocol int) []int {
+	var out []int
+	for t := range l.RouteTables {
+		if t.Protocol == protocol && t.Table != 0 {
+			out = append(out, t.Table)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// SetRouteTable records whether table holds routes of protocol, and
+// reports whether that changed the record.
+func (l *Ledger) SetRouteTable(protocol, table int, holds bool) bool {
+	k := RouteTable{protocol, table}
+	if l.RouteTables[k] == holds {
+		return false
+	}
+	l.touch(routesKey(k))
+	if holds {
+		l.RouteTables[k] = true
+	} else {
+		delete(l.RouteTables, k)
+	}
+	return true
+}
+
+// SetRouteTablesSwept records what a read of every table found: the tables
+// holding routes of protocol, and that the record is now complete. It
+// reports whether that changed the record.
+func (l *Ledger) SetRouteTablesSwept(protocol int, tables map[int]bool) bool {
+	changed := false
+	for k := range l.RouteTables {
+		if k.Protocol == protocol && k.Table != 0 && !tables[k.Table] {
+			changed = l.SetRouteTable(protocol, k.Table, false) || changed
+		}
+	}
+	for t := range tables {
+		if t != 0 {
+			changed = l.SetRouteTable(protocol, t, true) || changed
+		}
+	}
+	return l.SetRouteTable(protocol, 0, true) || changed
+}
+
 // Touched reports whether records were touched since the last save.
 func (l *Ledger) Touched() bool { return len(l.touched) > 0 }
 
@@ -469,6 +566,24 @@ func (l *Ledger) encode() (*fileFormat, []byte, error) {
 		f.Sysctls = append(f.Sysctls, sysctlJSON{k, v})
 	}
 	sort.Slice(f.Sysctls, func(i, j int) bool { return f.Sysctls[i].Key < f.Sysctls[j].Key })
+	byProto := map[int]*routeTablesJSON{}
+	for k := range l.RouteTables {
+		r := byProto[k.Protocol]
+		if r == nil {
+			r = &routeTablesJSON{Protocol: k.Protocol, Tables: []int{}}
+			byProto[k.Protocol] = r
+		}
+		if k.Table == 0 {
+			r.Complete = true
+		} else {
+			r.Tables = append(r.Tables, k.Table)
+		}
+	}
+	for _, r := range byProto {
+		sort.Ints(r.Tables)
+		f.RouteTables = append(f.RouteTables, *r)
+	}
+	sort.Slice(f.RouteTables, func(i, j int) bool { return f.RouteTables[i].Protocol < f.RouteTables[j].Protocol })
 	// A record touched, or changed by a direct write of the maps, gets the
 	// next sequence number; the others keep theirs.
 	now, synced := l.records(), l.synced
@@ -498,6 +613,9 @@ func (l *Ledger) encode() (*fileFormat, []byte, error) {
 		sv, ok := synced.sysctls[k]
 		keep(sysctlKey(k), !ok || sv != v)
 	}
+	for k := range now.routes {
+		keep(routesKey(k), !synced.routes[k])
+	}
 	// A record dropped leaves its number behind (a tombstone): without it,
 	// a record one writer added and another dropped since would look
 	// unchanged to a third, which would bring its own stale copy back.
@@ -526,5 +644,5 @@ const tombstoneSaves = 10000
 
 // recordsEqual compares the records' values (not their sequence numbers).
 func recordsEqual(a, b records) bool {
-	return maps.Equal(a.fou, b.fou) && maps.Equal(a.nft, b.nft) && maps.Equal(a.pending, b.pending) && maps.Equal(a.sysctls, b.sysctls)
+	return maps.Equal(a.fou, b.fou) && maps.Equal(a.nft, b.nft) && maps.Equal(a.pending, b.pending) && maps.Equal(a.sysctls, b.sysctls) && maps.Equal(a.routes, b.routes)
 }

@@ -34,7 +34,8 @@ func mergeWalk(t *testing.T, seed uint64, steps int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := records{fou: map[model.FouKey]bool{}, nft: map[model.NftTableKey]uint64{}, pending: map[string]bool{}, sysctls: map[string]string{}}
+	want := records{fou: map[model.FouKey]bool{}, nft: map[model.NftTableKey]uint64{}, pending: map[string]bool{}, sysctls: map[string]string{}, routes: map[RouteTable]bool{}}
+	routeTabs := []RouteTable{{245, 0}, {245, 100}}
 	fous := []model.FouKey{{Port: 5555}, {Port: 5556, IPv6: true}}
 	tables := []model.NftTableKey{{Family: "inet", Name: "a"}, {Family: "ip", Name: "b"}}
 	names := []string{"l0", "l1"}
@@ -42,8 +43,12 @@ func mergeWalk(t *testing.T, seed uint64, steps int) {
 	// change makes one change to a record of l, or relies on a sysctl's,
 	// and returns what it did and the record (kind and index).
 	change := func(l *Ledger) (string, [2]int) {
-		kind, i := rng.IntN(4), rng.IntN(2)
+		kind, i := rng.IntN(5), rng.IntN(2)
 		switch kind {
+		case 4:
+			k := routeTabs[i]
+			l.SetRouteTable(k.Protocol, k.Table, !l.RouteTables[k])
+			return fmt.Sprintf("route table %v %v", k, l.RouteTables[k]), [2]int{kind, i}
 		case 0:
 			k := fous[i]
 			l.SetFou(k, !l.Fou[k])
@@ -109,6 +114,8 @@ func mergeWalk(t *testing.T, seed uint64, steps int) {
 				setOrDrop(want.nft, tables[i], l.records().nft)
 			case 2:
 				setOrDrop(want.pending, names[i], l.PendingLinks)
+			case 4:
+				setOrDrop(want.routes, routeTabs[i], l.RouteTables)
 			default:
 				setOrDrop(want.sysctls, keys[i], l.Sysctls)
 			}
@@ -118,7 +125,7 @@ func mergeWalk(t *testing.T, seed uint64, steps int) {
 		t.Helper()
 		got := l.records()
 		if !recordsEqual(got, want) {
-			t.Fatalf("seed %d, %s, after:\n%v\n got  %v %v %v %v\n want %v %v %v %v", seed, what, log, got.fou, got.nft, got.pending, got.sysctls, want.fou, want.nft, want.pending, want.sysctls)
+			t.Fatalf("seed %d, %s, after:\n%v\n got  %v %v %v %v %v\n want %v %v %v %v %v", seed, what, log, got.fou, got.nft, got.pending, got.sysctls, got.routes, want.fou, want.nft, want.pending, want.sysctls, want.routes)
 		}
 	}
 	for step := range steps {

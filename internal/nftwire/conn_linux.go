@@ -16,8 +16,9 @@ import (
 // is refused whole (EMSGSIZE): Send sizes the send buffer to the batch, as
 // nft does, so that a set of a million elements loads in one transaction.
 // The FORCE variants pass net.core.{w,r}mem_max, which caps plain
-// SO_SNDBUF at about 200 KiB.
-const SockBuf = 8 << 20
+// SO_SNDBUF at about 200 KiB. A variable so that a test can start a
+// socket below the batch it sends.
+var SockBuf = 8 << 20
 
 // Conn is a netlink socket to nf_tables.
 type Conn struct {

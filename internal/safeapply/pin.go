@@ -41,6 +41,9 @@ func SourcesHash(srcs []desired.Source) string {
 // so the daemon pays one fstatat per pass.
 type Pin struct {
 	Dir *statedir.Dir
+	// file, when set, gives transaction.json as already read (nil when
+	// it changed since): Host.Pin.
+	file func() *File
 
 	mu        sync.Mutex
 	stamp     statedir.FileStamp
@@ -62,9 +65,14 @@ func (p *Pin) Sources(srcs []desired.Source) (out []desired.Source, pinnedBy str
 		return srcs, "", err
 	}
 	if stamp != p.stamp {
-		f, err := Load(p.Dir)
-		if err != nil {
-			return srcs, "", err
+		var f *File
+		if p.file != nil {
+			f = p.file()
+		}
+		if f == nil {
+			if f, err = Load(p.Dir); err != nil {
+				return srcs, "", err
+			}
 		}
 		p.stamp, p.rejected, p.confirmed = stamp, f.Rejected, f.Confirmed
 		// The confirmed snapshot holds every file's content (5.6 MB

@@ -52,7 +52,32 @@ type Host struct {
 	// but in a command that root started as the packaged service's user
 	// (cli, runas), whose root process does the write.
 	MainWriter MainWriter
+
+	// kept is transaction.json as RefusePending read it, and keptStamp
+	// the file's stamp then: a plain apply reads its pin and records its
+	// confirmed configuration from it (Pin, RecordConfirmed) instead of
+	// decoding the file twice more, as long as the stamp shows nobody
+	// rewrote it. The file holds copies of the configuration: 12 MB and
+	// 40 ms of decoding for 100k routes.
+	kept      *File
+	keptStamp statedir.FileStamp
 }
+
+// keptFile is the file RefusePending read, when transaction.json is still
+// that file; nil otherwise.
+func (h *Host) keptFile() *File {
+	if h.kept == nil {
+		return nil
+	}
+	if st, err := h.Dir.Stamp(FileName); err != nil || st != h.keptStamp {
+		h.kept = nil
+	}
+	return h.kept
+}
+
+// Pin returns the pin of the namespace's configuration (pin.go), reading
+// transaction.json from what RefusePending read when it is unchanged.
+func (h *Host) Pin() *Pin { return &Pin{Dir: h.Dir, file: h.keptFile} }
 
 // MainWriter writes the main configuration file for a process that cannot
 // write its directory (the packaged service's user cannot write
@@ -221,8 +246,10 @@ func apply(ctx context.Context, e *engine.Engine, st *model.State, plan *diff.Pl
 	} else {
 		o.Err = errors.Join(conflicts, e.SaveLedger())
 	}
-	// A failed apply is known not to match: no need to wait for it.
-	if o.Err == nil {
+	// A failed apply is known not to match: no need to wait for it. An
+	// empty plan was made from a read after which nothing was written:
+	// that read is the verification.
+	if o.Err == nil && !plan.Empty() {
 		o.Verify = Verify(ctx, e, st)
 	}
 	return o
@@ -254,9 +281,17 @@ func (h *Host) Pending(ctx context.Context) (f *File, rolled *RollbackResult, er
 // back first, and the apply is refused too: the files it would apply are
 // the ones the rollback just wrote back, which the user did not ask for.
 func (h *Host) RefusePending(ctx context.Context) (*RollbackResult, error) {
+	var stamp statedir.FileStamp
+	var serr error
+	if h.Dir != nil {
+		stamp, serr = h.Dir.Stamp(FileName)
+	}
 	f, rolled, err := h.Pending(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if h.Dir != nil && serr == nil && rolled == nil && f.Pending == nil {
+		h.kept, h.keptStamp = f, stamp
 	}
 	if rolled != nil {
 		return rolled, fmt.Errorf("transaction %s was due (%s) and has been rolled back now; nothing else was applied: check the files and run the command again", rolled.Txn.ID, rolled.Txn.Detail)
@@ -287,13 +322,17 @@ func IDArg(id string) string {
 // confirms: apply (a plain apply that converged and verified) or run (the
 // daemon's converged pass).
 func (h *Host) RecordConfirmed(s *Snapshot) error {
-	f, err := Load(h.Dir)
-	if err != nil {
-		return err
+	f := h.keptFile()
+	if f == nil {
+		var err error
+		if f, err = Load(h.Dir); err != nil {
+			return err
+		}
 	}
 	if f.Pending != nil || (f.Confirmed != nil && f.Confirmed.Hash == s.Hash) {
 		return nil
 	}
+	h.kept = nil
 	f.Confirmed = s
 	return f.Save(h.Dir)
 }

@@ -680,3 +680,46 @@ func TestPinCoversSideFiles(t *testing.T) {
 		t.Errorf("an edited side file is still pinned: %q %v", by, err)
 	}
 }
+
+// A plain apply reads transaction.json once (RefusePending), and its pin
+// and its record of the confirmed configuration use that reading only
+// while the file is the one read: a transaction another writer began
+// meanwhile is seen, and its restore point is not overwritten.
+func TestKeptTransactionFileIsTheFileOnDisk(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	f.applyPlain()
+	snap, err := ReadSnapshot(f.main, "", f.now, "apply")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.h.RefusePending(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if f.h.kept == nil {
+		t.Fatal("RefusePending kept nothing")
+	}
+	// Another writer (apply --confirm-within) begins a transaction.
+	other := &Host{Dir: f.h.Dir, Engine: f.h.Engine, AllowInsecureConfig: true, Getenv: f.h.Getenv, Now: f.h.Now}
+	f.write(badConf)
+	if _, err := other.Begin(context.Background(), BeginRequest{Main: f.main, Window: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	onDisk, err := Load(f.h.Dir)
+	if err != nil || onDisk.Pending == nil {
+		t.Fatalf("no pending transaction on disk: %v", err)
+	}
+	if kept := f.h.keptFile(); kept != nil {
+		t.Error("the kept reading outlived a rewrite of the file")
+	}
+	if err := f.h.RecordConfirmed(snap); err != nil {
+		t.Fatal(err)
+	}
+	after, err := Load(f.h.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Pending == nil || after.Pending.ID != onDisk.Pending.ID || after.Confirmed.Hash != onDisk.Confirmed.Hash {
+		t.Errorf("RecordConfirmed wrote over the other writer's transaction: pending %v", after.Pending)
+	}
+}

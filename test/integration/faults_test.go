@@ -281,19 +281,22 @@ func mountTmpfs(t *testing.T, size int) string {
 
 // Issue 12 finding 5: a full state directory (a tiny tmpfs) and a read-only
 // one (remounted). A table is never created without its ownership record:
-// apply refuses before touching the kernel, saying why. A pass that needs no
-// new record (a route) still runs on a read-only directory; a record that
-// could not be removed after a delete is dropped by the next pass that can
-// write (the table is gone, so the entry is forgotten).
+// apply refuses before touching the kernel, saying why; so is a route in a
+// routing table the ledger does not list as holding routes of ours. A pass
+// that needs no new record (a route changed in a table listed) still runs
+// on a read-only directory; a record that could not be removed after a
+// delete is dropped by the next pass that can write (the table is gone, so
+// the entry is forgotten).
 func TestLedgerOnFullAndReadOnlyStateDir(t *testing.T) {
 	nettest.RequireTool(t, "nft")
 	e := newEnv(t)
 	e.state = mountTmpfs(t, 64<<10)
+	route := ""
 	file := func(name string, tables []int, routes bool) string {
 		var b strings.Builder
 		b.WriteString("version: 1\nlinks:\n  lo: {kind: device, state: up}\n")
 		if routes {
-			b.WriteString("routes:\n  - {to: 10.77.0.0/16, dev: lo, table: 100}\n")
+			b.WriteString("routes:\n  - {to: 10.77.0.0/16, dev: lo, table: 100" + route + "}\n")
 		}
 		if len(tables) > 0 {
 			b.WriteString("nftables:\n")
@@ -342,9 +345,20 @@ func TestLedgerOnFullAndReadOnlyStateDir(t *testing.T) {
 	if kernelTables(t, e.ns)["inet t3"] {
 		t.Errorf("t3 was created without its record")
 	}
-	e.apply(file("12r.yaml", []int{1, 2}, true)) // a route needs no record
-	if out := e.ip("route", "show", "table", "100"); !strings.Contains(out, "10.77.0.0/16") {
-		t.Errorf("the route was not added:\n%s", out)
+	r = e.cli("apply", "-c", file("12r.yaml", []int{1, 2}, true))
+	if r.Code != 1 || !strings.Contains(r.Stderr, "record ownership before changing the kernel") {
+		t.Errorf("apply of a route in a new routing table on a read-only state directory: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out := e.ip("route", "show", "table", "all"); strings.Contains(out, "10.77.0.0/16") {
+		t.Errorf("the route was added without its table's record:\n%s", out)
+	}
+	nettest.Exec(t, "mount", "-o", "remount,rw", e.state)
+	e.apply(file("12r.yaml", []int{1, 2}, true))
+	nettest.Exec(t, "mount", "-o", "remount,ro", e.state)
+	route = ", mtu: 1400"
+	e.apply(file("12rm.yaml", []int{1, 2}, true)) // a route in a table listed needs no record
+	if out := e.ip("route", "show", "table", "100"); !strings.Contains(out, "10.77.0.0/16") || !strings.Contains(out, "mtu 1400") {
+		t.Errorf("the route was not changed:\n%s", out)
 	}
 	r = e.cli("apply", "-c", file("1r.yaml", []int{1}, true))
 	if r.Code != 1 || !strings.Contains(r.Stderr, "save ownership ledger (retried on the next pass)") {
@@ -358,7 +372,7 @@ func TestLedgerOnFullAndReadOnlyStateDir(t *testing.T) {
 	if lt := ledgerTables(t, ledger); !lt["inet t1"] || lt["inet t2"] || len(lt) != 1 {
 		t.Errorf("ledger once writable again: %v, want only t1", lt)
 	}
-	fmt.Printf("state directory faults: ENOSPC refused 1 create, read-only refused 1 create and failed 1 save, 0 orphaned tables\n")
+	fmt.Printf("state directory faults: ENOSPC refused 1 create, read-only refused 2 creates (a table, a route in a new routing table) and failed 1 save, 0 orphaned tables\n")
 }
 
 // A link a killed pass created but had not yet marked (the kernel ignores

@@ -73,7 +73,7 @@ var faults = makeFaults()
 
 func makeFaults() []fault {
 	var faults []fault
-	for _, m := range []kerneltest.Call{kerneltest.CallLinks, kerneltest.CallAddresses, kerneltest.CallRoutes, kerneltest.CallTableRoutes, kerneltest.CallRules, kerneltest.CallFouPorts, kerneltest.CallNFTTable, kerneltest.CallWireGuardDevice} {
+	for _, m := range []kerneltest.Call{kerneltest.CallLinks, kerneltest.CallAddresses, kerneltest.CallRoutes, kerneltest.CallTableRoutes, kerneltest.CallRoutesWithKeys, kerneltest.CallRules, kerneltest.CallFouPorts, kerneltest.CallNFTTable, kerneltest.CallWireGuardDevice} {
 		faults = append(faults, fault{kind: "interrupted dump", call: m, err: errInterrupted})
 	}
 	for _, m := range []kerneltest.Call{kerneltest.CallLinks, kerneltest.CallRoutes, kerneltest.CallNFTTable, kerneltest.CallNFTApply, kerneltest.CallAddRoute, kerneltest.CallReplaceAddress} {

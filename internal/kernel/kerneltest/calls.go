@@ -16,6 +16,7 @@ var (
 	CallAddresses               = Call{"Addresses"}
 	CallRoutes                  = Call{"Routes"}
 	CallTableRoutes             = Call{"TableRoutes"}
+	CallRoutesWithKeys          = Call{"RoutesWithKeys"}
 	CallRules                   = Call{"Rules"}
 	CallFouPorts                = Call{"FouPorts"}
 	CallSysctls                 = Call{"Sysctls"}
@@ -56,7 +57,7 @@ var (
 
 // Calls lists every call that can be made to fail.
 var Calls = []Call{
-	CallLinks, CallAddresses, CallRoutes, CallTableRoutes, CallRules, CallFouPorts, CallSysctls,
+	CallLinks, CallAddresses, CallRoutes, CallTableRoutes, CallRoutesWithKeys, CallRules, CallFouPorts, CallSysctls,
 	CallNFTTable, CallNFTTableHandle, CallWireGuardDevice,
 	CallAddLink, CallDeleteLink, CallChangeLink, CallSetLinkMTU, CallSetLinkUp, CallSetLinkMaster,
 	CallSetLinkAlias, CallPromoteSecondaries, CallReplaceAddress, CallDeleteAddress,

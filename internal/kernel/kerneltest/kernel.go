@@ -355,6 +355,24 @@ func (f *Kernel) TableRoutes(table, protocol int) ([]model.Route, error) {
 	return out, nil
 }
 
+// RoutesWithKeys lists the routes of one table, of every protocol, whose
+// keys are in keys.
+func (f *Kernel) RoutesWithKeys(table int, keys map[model.RouteKey]bool) ([]model.Route, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.injected(CallRoutesWithKeys, ""); err != nil {
+		return nil, fmt.Errorf("list routes of table %d: %w", table, err)
+	}
+	var out []model.Route
+	for _, r := range f.routes {
+		if r.Table == table && keys[r.Key()] {
+			out = append(out, r)
+		}
+	}
+	model.SortRoutes(out)
+	return out, nil
+}
+
 // Rules lists the rules.
 func (f *Kernel) Rules() ([]model.Rule, error) {
 	f.mu.Lock()

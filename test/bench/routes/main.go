@@ -39,6 +39,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/test/bench/growth"
 )
 
 var cpuProfile string
@@ -57,6 +58,9 @@ func main() {
 	writers := flag.String("writer", "10000,100000", "route writer sizes")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the no-op reconciles to this file")
 	flag.StringVar(&nsPrefix, "ns-prefix", "nr-bench", "prefix of the namespaces made")
+	owned := flag.Int("owned", 10000, "routes of ours beside the foreign ones (-foreign)")
+	foreign := flag.String("foreign", "12k,120k,1200k", "foreign route counts (a full Internet table: 1200k); empty: none")
+	only := flag.String("only", "", "run only this part: cold, noop, writer or foreign")
 	flag.Parse()
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "bench-core needs root (fresh network namespaces)")
@@ -65,8 +69,9 @@ func main() {
 	dir, err := os.MkdirTemp("", "nr-bench-")
 	check(err)
 	defer os.RemoveAll(dir)
+	part := func(name string) bool { return *only == "" || *only == name }
 	for _, s := range strings.Split(*sizes, ",") {
-		if s == "" {
+		if s == "" || !part("cold") {
 			continue
 		}
 		var n int
@@ -74,15 +79,22 @@ func main() {
 		check(err)
 		cold(*bin, dir, n, *runs)
 	}
-	noopReconcile(dir, *noop, *runs)
+	if part("noop") {
+		noopReconcile(*bin, dir, *noop, *runs)
+	}
 	for _, s := range strings.Split(*writers, ",") {
-		if s == "" {
+		if s == "" || !part("writer") {
 			continue
 		}
 		var n int
 		_, err := fmt.Sscan(s, &n)
 		check(err)
 		writer(dir, n, *runs)
+	}
+	if *foreign != "" && part("foreign") {
+		ns, err := growth.ParseSizes(*foreign)
+		check(err)
+		foreignGrowth(*bin, dir, *owned, ns, *runs)
 	}
 }
 
@@ -196,13 +208,24 @@ func cold(bin, dir string, n, runs int) {
 		n, ms(ipc), ms(nrc), float64(nrc)/float64(ipc))
 }
 
-func noopReconcile(dir string, n, runs int) {
+func noopReconcile(bin, dir string, n, runs int) {
 	yml := filepath.Join(dir, fmt.Sprintf("noop-%d.yaml", n))
 	writeYAML(yml, n)
 	foreign := filepath.Join(dir, fmt.Sprintf("foreign-%d.batch", n))
 	writeBatch(foreign, 1<<18, n, "static")
-	cfg, err := desired.Load(yml, "")
-	check(err)
+	var cfg *desired.Config
+	var parse, parseCPU []time.Duration
+	for r := 0; r < runs; r++ {
+		var c time.Duration
+		parse = append(parse, timed(func() {
+			c = cpuTimed(func() {
+				var err error
+				cfg, err = desired.Load(yml, "")
+				check(err)
+			})
+		}))
+		parseCPU = append(parseCPU, c)
+	}
 	ns, del := freshNS()
 	defer del()
 	k, err := kernel.Open("/run/netns/" + ns)
@@ -277,6 +300,26 @@ func noopReconcile(dir string, n, runs int) {
 		ms(rt), float64(rt)/float64(t), ops, writes)
 	fmt.Printf("no-op reconcile, one other route table read (after a route event there): %.1f ms (%.2fx the full read)\n",
 		ms(ot), float64(ot)/float64(t))
+	// A one-shot no-op apply of the same file, against the daemon's full
+	// pass plus parsing the file: what a command pays beyond the work. Its
+	// first run, with a new state directory, records the tables of ours
+	// and is not counted.
+	state := filepath.Join(dir, "state-noop")
+	defer os.RemoveAll(state)
+	apply := []string{"apply", "-q", "--netns", ns, "-c", yml, "--state-dir", state}
+	runCPU(bin, apply...)
+	var cli, cliCPU []time.Duration
+	for r := 0; r < runs; r++ {
+		var c time.Duration
+		cli = append(cli, timed(func() { c = runCPU(bin, apply...) }))
+		cliCPU = append(cliCPU, c)
+	}
+	p, c := median(parse), median(cli)
+	fmt.Printf("no-op netreconcile apply (CLI): %.1f ms, the daemon's pass plus the parse %.1f ms (%.1f + %.1f): %.2fx\n",
+		ms(c), ms(t+p), ms(t), ms(p), float64(c)/float64(t+p))
+	pc, cc, tc := median(parseCPU), median(cliCPU), median(cpu)
+	fmt.Printf("no-op netreconcile apply (CLI), CPU: %.1f ms, the daemon's pass plus the parse %.1f ms (%.1f + %.1f): %.2fx\n",
+		ms(cc), ms(tc+pc), ms(tc), ms(pc), float64(cc)/float64(tc+pc))
 	if writes != 0 || ops != 0 {
 		fmt.Fprintln(os.Stderr, "FAIL: the no-op reconcile wrote to the kernel")
 		os.Exit(1)
