@@ -424,7 +424,7 @@ func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string
 		}
 	}
 	if len(errs) == 0 {
-		files, err := restoreFiles(restore, t.ID)
+		files, err := restoreFiles(restore, t.ID, trustFor(h.AllowInsecureConfig))
 		if restore != t.Restore {
 			files = append([]string{t.Restore.Main}, files...)
 		}

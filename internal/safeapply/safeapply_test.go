@@ -3,6 +3,8 @@ package safeapply
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -678,5 +680,112 @@ func TestPinCoversSideFiles(t *testing.T) {
 	}
 	if _, by, err := pin.Sources(yaml.Sources()); by != "" || err != nil {
 		t.Errorf("an edited side file is still pinned: %q %v", by, err)
+	}
+}
+
+// A configuration linked into a deploy's tree (the main file, a fragment, a
+// side file each a symlink): a --candidate keeps the main file's link and
+// writes the file it points to; a rollback puts back each link and what it
+// pointed to, whether the deploy changed the file under the link or
+// pointed the link elsewhere. Transaction walk (test/txwalk) seeds 1, 3 and
+// 8: the rollback restored the links alone, leaving the rolled-back content
+// behind them for the daemon to apply again, and the candidate replaced the
+// main file's link by a file.
+func TestTxWalkFindingRollbackThroughLinks(t *testing.T) {
+	f := newFixture(t)
+	etc := filepath.Dir(f.main)
+	deploy := filepath.Join(filepath.Dir(etc), "deploy")
+	dropIn := filepath.Join(etc, "conf.d")
+	for _, d := range []string{deploy, dropIn} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put := func(p, content string, mode os.FileMode) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(target, p string) {
+		t.Helper()
+		_ = os.Remove(p)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const mainConf = "version: 1\nlinks:\n  br0:\n    kind: bridge\n    addresses: [10.0.0.1/24]\nroutes-files: [up.routes]\n"
+	const goodRoutes = "10.98.0.0/24 via 10.0.0.2\n"
+	const frag = "version: 1\nroutes:\n  - {to: 10.95.0.0/24, via: 10.0.0.2}\n"
+	put(filepath.Join(deploy, "main.yaml"), mainConf, 0o640)
+	link("../deploy/main.yaml", f.main)
+	put(filepath.Join(deploy, "up.routes.1"), goodRoutes, 0o644)
+	link(filepath.Join(deploy, "up.routes.1"), filepath.Join(etc, "up.routes"))
+	put(filepath.Join(deploy, "10.yaml"), frag, 0o600)
+	link("../../deploy/10.yaml", filepath.Join(dropIn, "10.yaml"))
+	snap, err := ReadSnapshot(f.main, dropIn, f.now, "apply")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := snap.Parse(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if o, err := Converge(ctx, f.h.Engine, cfg.State); err != nil || o.Err != nil || o.Verify != nil {
+		t.Fatal(err, o)
+	}
+	if err := f.h.RecordConfirmed(snap); err != nil {
+		t.Fatal(err)
+	}
+	state := func() map[string]string {
+		out := map[string]string{}
+		for _, p := range []string{f.main, filepath.Join(etc, "up.routes"), filepath.Join(dropIn, "10.yaml")} {
+			to, _ := os.Readlink(p)
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := os.ReadFile(p)
+			out[p] = fmt.Sprintf("-> %s %v %q", to, fi.Mode().Perm(), data)
+		}
+		return out
+	}
+	before := state()
+
+	// The deploy changes the fragment under its link and points the side
+	// file's link at a new file; the candidate comes in for the main file.
+	put(filepath.Join(deploy, "10.yaml"), "version: 1\nroutes:\n  - {to: 10.94.0.0/24, via: 10.0.0.2}\n", 0o600)
+	put(filepath.Join(deploy, "up.routes.2"), "blackhole 10.98.0.0/24\n", 0o644)
+	link(filepath.Join(deploy, "up.routes.2"), filepath.Join(etc, "up.routes"))
+	cand := mainConf + "sysctls: {net.ipv4.ip_forward: \"1\"}\n"
+	res, err := f.h.Begin(ctx, BeginRequest{Main: f.main, DropIn: dropIn, Candidate: []byte(cand), Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if to, err := os.Readlink(f.main); err != nil || to != "../deploy/main.yaml" {
+		t.Fatalf("the candidate replaced the main file's link: %q %v", to, err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(deploy, "main.yaml")); string(data) != cand {
+		t.Fatalf("the candidate is not in the file the main file's link points to: %q", data)
+	}
+	if fi, _ := os.Stat(f.main); fi.Mode().Perm() != 0o640 {
+		t.Errorf("the candidate's mode: %v", fi.Mode())
+	}
+	rolled, err := f.h.Rollback(ctx, res.Txn.ID, CauseManual, "test")
+	if err != nil || rolled.Err != nil {
+		t.Fatal(err, rolled.Err)
+	}
+	if after := state(); !maps.Equal(after, before) {
+		t.Errorf("after the rollback:\n%v\nwant the restore point:\n%v", after, before)
+	}
+	if data, err := os.ReadFile(RejectedName(filepath.Join(dropIn, "10.yaml"), res.Txn.ID)); err != nil || !strings.Contains(string(data), "10.94.0.0/24") {
+		t.Errorf("the content rolled back from under the fragment's link is not kept aside: %q %v", data, err)
+	}
+	if f.routes() != "route 10.95.0.0/24 table main via 10.0.0.2 proto 245\n"+wantGood {
+		t.Errorf("the kernel after the rollback:\n%s", f.routes())
 	}
 }
