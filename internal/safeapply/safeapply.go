@@ -570,6 +570,17 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 	default:
 		return nil, errNoRestorePoint
 	}
+	if req.Candidate != nil && !res.Extended && !sameMainFile(restore, cur) {
+		// The candidate replaces the main file as it is; a rollback
+		// puts back the restore point's. Were they different, a rollback
+		// would lose the edit the candidate replaced (as root) or write
+		// back a file that is not the restore point's (root's process,
+		// for the service user, puts back only the file it replaced).
+		return nil, fmt.Errorf("--candidate: the main file %s is not the one of the last confirmed configuration (recorded %s by %s): "+
+			"it was edited since, and a rollback could not put back both that edit and the configuration known to be good. "+
+			"Apply the edit first (inside a transaction: apply --confirm-within without --candidate), or put the confirmed file back; nothing was changed",
+			cur.Main, restore.At.Format(time.RFC3339), restore.By)
+	}
 	if !res.Extended && restore.Hash == applied.Hash {
 		res.Warnings = append(res.Warnings, "the restore point is this same configuration (recorded "+restore.At.Format(time.RFC3339)+" by "+restore.By+
 			"): a rollback changes nothing. With the daemon running, a file edited in place is applied and confirmed at once; give the change with --candidate FILE instead")
@@ -712,4 +723,14 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// sameMainFile says whether two snapshots hold the same main file: the same
+// path, link and content.
+func sameMainFile(a, b *Snapshot) bool {
+	if len(a.Files) == 0 || len(b.Files) == 0 {
+		return false
+	}
+	x, y := a.Files[0], b.Files[0]
+	return x.Path == y.Path && x.Link == y.Link && string(x.Data) == string(y.Data)
 }

@@ -789,3 +789,31 @@ func TestTxWalkFindingRollbackThroughLinks(t *testing.T) {
 		t.Errorf("the kernel after the rollback:\n%s", f.routes())
 	}
 }
+
+// A --candidate replaces the main file as it is, and a rollback puts back
+// the restore point's: when the main file was edited since the last
+// confirmed configuration, the begin is refused and nothing changes.
+// Transaction walk seed 7 (service user): root's process wrote back the
+// edited file it had replaced, which was not the restore point, and the
+// files were left holding a configuration never applied; as root, the
+// rollback wrote the confirmed file over the edit, which was lost.
+func TestTxWalkFindingCandidateOverAnEditedMainFile(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	f.applyPlain()
+	edited := goodConf + "# edited, not applied\n"
+	f.write(edited)
+	before := f.routes()
+	_, err := f.h.Begin(context.Background(), BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Minute})
+	if err == nil || !strings.Contains(err.Error(), "not the one of the last confirmed configuration") {
+		t.Fatalf("begin over an edited main file: %v", err)
+	}
+	if f.file() != edited || f.routes() != before || f.load().Pending != nil {
+		t.Errorf("the refused begin changed something: file %q, pending %v, kernel\n%s", f.file(), f.load().Pending, f.routes())
+	}
+	// Put back as it was confirmed, the candidate goes in.
+	f.write(goodConf)
+	if _, err := f.h.Begin(context.Background(), BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+}
