@@ -44,7 +44,7 @@ type Host struct {
 	Now func() time.Time
 	// Timer arranges what rolls back at the deadline when no process is
 	// left (timer.go); nil arranges nothing (unit tests).
-	Timer func(t *Txn) (string, error)
+	Timer func(t *Txn) (*Arranged, error)
 	// Options are the command line options that name this namespace and
 	// state directory (" --netns lab"), for the commands messages suggest.
 	Options string
@@ -635,29 +635,36 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 		t.Probes = append(t.Probes, statedir.CleanText(p, maxRecordLen, false))
 	}
 	f.Pending = t
-	// Recorded durably before the timer and the first kernel write: a
-	// crash from here on finds the transaction and rolls it back.
-	if err := f.Save(h.Dir); err != nil {
-		return nil, fmt.Errorf("record the transaction (nothing was changed): %w", err)
-	}
+	// The timer is arranged before the transaction is recorded, and the
+	// record names it, in one write, before the first kernel write: a
+	// crash from there on finds the transaction, and something to roll it
+	// back at the deadline. A process timer waits for the record before it
+	// reads the file (Arranged.Release): one started for a transaction
+	// never recorded exits.
+	release := func() {}
 	if h.Timer != nil {
-		timer, err := h.Timer(t)
-		if err != nil && prev == nil {
-			f.Pending = nil
-			if serr := f.Save(h.Dir); serr != nil {
-				err = errors.Join(err, serr)
-			}
+		a, err := h.Timer(t)
+		switch {
+		case err != nil && prev == nil:
 			return nil, fmt.Errorf("arrange the rollback timer (nothing was changed): %w", err)
-		}
-		if err != nil {
+		case err != nil:
 			// The earlier timers stay: each waits for the deadline in the file.
 			res.Warnings = append(res.Warnings, "no new timer: "+err.Error()+"; the earlier one waits for the new deadline")
-		} else {
-			t.Timer = timer
-			if err := f.Save(h.Dir); err != nil {
-				return nil, fmt.Errorf("record the transaction's timer: %w", err)
+		default:
+			t.Timer, t.Fallback, release = a.Holder, a.Fallback, a.Release
+			if a.Warning != nil {
+				res.Warnings = append(res.Warnings, a.Warning.Error())
 			}
 		}
+	}
+	err = f.Save(h.Dir)
+	release()
+	if err != nil {
+		if prev == nil {
+			stopTimer(t)
+			return nil, fmt.Errorf("record the transaction (nothing was changed): %w", err)
+		}
+		return nil, fmt.Errorf("record the transaction's extension (nothing was changed): %w", err)
 	}
 	res.Txn = t
 	if req.Candidate != nil {

@@ -166,23 +166,29 @@ func TestBeginRecordsBeforeApplyAndRollsBack(t *testing.T) {
 	good := f.routes()
 	ctx := context.Background()
 
-	// The timer is arranged after the record is saved and before the
-	// first kernel write: what it sees is what a crash would leave.
-	var atTimer string
-	f.h.Timer = func(tx *Txn) (string, error) {
-		file := f.load()
-		if file.Pending == nil || file.Pending.ID != tx.ID {
-			t.Errorf("timer arranged before the transaction was recorded")
+	// The timer is arranged before the transaction is recorded, the
+	// record names it, and the timer is let go once the record is saved:
+	// all before the first kernel write. What each sees is what a crash
+	// would leave.
+	var atTimer, atRelease string
+	f.h.Timer = func(tx *Txn) (*Arranged, error) {
+		if file := f.load(); file.Pending != nil {
+			t.Errorf("timer arranged after the transaction was recorded")
 		}
 		atTimer = f.routes()
-		return "process:0", nil
+		return &Arranged{Holder: "process:0", Release: func() {
+			if file := f.load(); file.Pending == nil || file.Pending.ID != tx.ID || file.Pending.Timer != "process:0" {
+				t.Errorf("timer let go before the transaction naming it was recorded: %+v", file.Pending)
+			}
+			atRelease = f.routes()
+		}}, nil
 	}
 	res, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if atTimer != good {
-		t.Errorf("the kernel changed before the timer was arranged:\n%s", atTimer)
+	if atTimer != good || atRelease != good {
+		t.Errorf("the kernel changed before the timer was arranged:\n%s\nor let go:\n%s", atTimer, atRelease)
 	}
 	if got := f.routes(); got != wantBad {
 		t.Errorf("after apply:\n%s", got)
@@ -815,5 +821,38 @@ func TestTxWalkFindingCandidateOverAnEditedMainFile(t *testing.T) {
 	f.write(goodConf)
 	if _, err := f.h.Begin(context.Background(), BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Minute}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A begin SIGKILLed at any point leaves either no transaction or one whose
+// record names what holds its deadline: the timer is arranged before the
+// record is saved, and let go (Arranged.Release) once it is. Before, the
+// record was saved first and the timer arranged after it: a kill between
+// the two left a transaction pending with nothing to roll it back at its
+// deadline (the transaction walk's check that something holds every
+// pending deadline, after begin with a SIGKILL a few milliseconds in).
+func TestTxWalkFindingKilledBetweenRecordAndTimer(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	f.applyPlain()
+	var seen []*Txn
+	f.h.Timer = func(tx *Txn) (*Arranged, error) {
+		seen = append(seen, f.load().Pending)
+		return &Arranged{Holder: "process:0", Release: func() { seen = append(seen, f.load().Pending) }}, nil
+	}
+	if _, err := f.h.Begin(context.Background(), BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	seen = append(seen, f.load().Pending)
+	if len(seen) != 3 {
+		t.Fatalf("the timer was not arranged and let go: %d states", len(seen))
+	}
+	for i, p := range seen {
+		if p != nil && p.Timer == "" {
+			t.Errorf("state %d a kill could leave: transaction %s pending with nothing holding its deadline", i, p.ID)
+		}
+	}
+	if seen[0] != nil || seen[2] == nil || seen[2].Timer != "process:0" {
+		t.Errorf("arranged with %+v recorded, ended with %+v", seen[0], seen[2])
 	}
 }
