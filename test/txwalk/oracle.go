@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -772,8 +771,13 @@ func (w *runner) onRolledBack(s Step, t *txnModel, f *safeapply.File, out string
 func (w *runner) check(s Step) *Failure {
 	f := w.checkOnce(s)
 	if t := w.m.txn; f != nil && (f.Check == "kernel" || f.Check == "files") && t != nil && time.Now().After(t.deadline) {
-		if f := w.observe(Step{Op: opDeadline}, nil); f != nil {
-			return f
+		// A rollback writes the files and the kernel before it records
+		// its end: wait for the record (within the bound).
+		for w.m.txn == t && time.Now().Before(t.deadline.Add(DeadlineBound)) {
+			if f := w.observe(Step{Op: opDeadline}, nil); f != nil {
+				return f
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 		if w.m.txn != t {
 			return w.checkOnce(s)
@@ -1041,8 +1045,6 @@ func sameDisk(a, b disk) bool {
 	}
 	return true
 }
-
-var _ = strconv.Itoa
 
 // fileDiff says how a file differs from what was expected.
 func fileDiff(got, want fileState) string {

@@ -2,7 +2,6 @@ package txwalk
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/safeapply"
-	"github.com/netreconcile/netreconcile/test/nettest"
 	"github.com/netreconcile/netreconcile/test/walk"
 )
 
@@ -569,7 +567,7 @@ func stopProcesses(ns string) {
 	}
 }
 
-// statePath is the namespace's state directory as the commands key it.
+// stateDir is the namespace's state directory as the commands key it.
 func (r *rig) stateDir() (string, error) {
 	switch r.mode.Form {
 	case formExec:
@@ -583,8 +581,3 @@ func (r *rig) stateDir() (string, error) {
 	}
 	return filepath.Join(r.state, "netns", r.ns), nil
 }
-
-// ctx is a context for helpers that take one.
-var ctx = context.Background()
-
-var _ = nettest.RequireRoot

@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -337,9 +336,4 @@ func parseApply(s string) *applyOut {
 func procAlive(pid int) bool {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	return err == nil && !strings.Contains(string(stat), ") Z ")
-}
-
-func ipNetns(ns string, args ...string) (string, error) {
-	out, err := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...).CombinedOutput()
-	return string(out), err
 }
