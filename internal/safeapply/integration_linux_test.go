@@ -465,7 +465,9 @@ func TestDaemonKilledDuringTheWindowRollsBackAtTheDeadline(t *testing.T) {
 	before := m.foreign()
 	d := m.startDaemon()
 	d.waitLog(t, "converged; ready", 10*time.Second)
-	r := m.cli("apply", "-o", "json", "--candidate", m.bad, "--confirm-within", "3s")
+	// The daemon alone (no fallback timer beside it): the daemon started
+	// again is what rolls back.
+	r := m.cli("apply", "-o", "json", "--candidate", m.bad, "--confirm-within", "3s", "--rollback-timer", "daemon")
 	var out applyOutput
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || out.Transaction == nil {
 		t.Fatalf("apply: exit %d: %v\n%s%s", r.code, err, r.stdout, r.stderr)
