@@ -727,6 +727,11 @@ func (w *runner) onConfirmed(t *txnModel, out string) *Failure {
 		}
 		w.m.alts = []*cfg{a}
 	}
+	if t.edited && w.m.kernel != nil {
+		// A daemon applied the files edited in the window before it
+		// stopped: the kernel is what check() saw it converge to.
+		return w.checkKernel("after the confirm of "+t.id+", the kernel is not what the daemon applied", w.m.kernel, out)
+	}
 	if w.m.kernel != nil || w.rig.daemon != nil {
 		// Unless edited by hand since: the kernel is the candidate.
 		if fl := w.checkKernel("after the confirm of "+t.id+", the kernel is not the candidate", []*Version{a.v}, out); fl != nil {
