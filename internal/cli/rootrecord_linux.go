@@ -238,7 +238,8 @@ func (w *rootMainWriter) writeBack(rec *rootRecord) error {
 	if err != nil {
 		return err
 	}
-	_, err = safeapply.RestoreFile(&safeapply.FileCopy{Path: w.main, Mode: cur.Mode, UID: cur.UID, GID: cur.GID, Data: data}, rec.ID)
+	// Through the main file's link if it is one, as the install wrote it.
+	_, err = safeapply.RestoreFile(&safeapply.FileCopy{Path: w.main, Link: cur.Link, Mode: cur.Mode, UID: cur.UID, GID: cur.GID, Data: data}, rec.ID, w.allowInsecure)
 	return err
 }
 

@@ -211,7 +211,7 @@ func runAsServiceUser(ctx context.Context, env *Env, args []string) (code int, o
 		if err != nil {
 			return fail(err)
 		}
-		w = &rootMainWriter{main: main, cmd: args[0], began: time.Now(), installed: map[string]bool{}}
+		w = &rootMainWriter{main: main, cmd: args[0], began: time.Now(), installed: map[string]bool{}, allowInsecure: boolFlag(args[1:], "allow-insecure-config")}
 		if v := flagValue(args[1:], "confirm-within", ""); v != "" {
 			// As package flag parses it for the command.
 			w.window, _ = time.ParseDuration(v)
@@ -374,6 +374,10 @@ type writerAnswer struct {
 type rootMainWriter struct {
 	main      string
 	candidate []byte
+	// allowInsecure is the command line's --allow-insecure-config: what
+	// root writes through the main file's link is held to the
+	// configuration's trust rule otherwise.
+	allowInsecure bool
 	// cmd is root's command (apply, confirm, rollback); window its
 	// --confirm-within and began when root started it: root's deadline
 	// is began+window, never later than the one the command records.

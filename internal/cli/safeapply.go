@@ -18,6 +18,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/safeapply"
+	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
 // openHost opens the namespace for a transaction: its state directory with
@@ -32,18 +33,31 @@ func (g *globals) openHost(ctx context.Context, env *Env, cmd string) (*safeappl
 }
 
 // timerArgs are the options a timer's "rollback --due" needs to reach the
-// same namespace and state directory, from / and outside this session.
-func (g *globals) timerArgs() ([]string, error) {
+// same namespace and state directory, from / and outside this session. A
+// namespace given as a path is named as the timer will still reach it at
+// the deadline: by its name when it has one (a /proc/PID/ns/net path goes
+// with its process), else by a descriptor handed to the timer (netns, to
+// close once the timer is arranged).
+func (g *globals) timerArgs() (args []string, netns *os.File, err error) {
 	sd, err := filepath.Abs(g.stateDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	args := []string{"--state-dir", sd, "--lock-timeout", g.lockTimeout.String(), "--wireguard-go", kernel.UserspaceProgram, "--nft", engine.DefaultCompiler.Path}
+	args = []string{"--state-dir", sd, "--lock-timeout", g.lockTimeout.String(), "--wireguard-go", kernel.UserspaceProgram, "--nft", engine.DefaultCompiler.Path}
 	if g.netns != "" {
 		ns := g.netns
 		if strings.ContainsRune(ns, '/') {
-			if ns, err = filepath.Abs(ns); err != nil {
-				return nil, err
+			id, err := statedir.IdentifyNetns(ns)
+			if err != nil {
+				return nil, nil, err
+			}
+			if name, ok := strings.CutPrefix(id.Key, "netns/"); ok && !strings.HasPrefix(name, "nsfs-") {
+				ns = name
+			} else {
+				if netns, err = os.Open(ns); err != nil {
+					return nil, nil, fmt.Errorf("open network namespace %s for the rollback timer: %w", ns, err)
+				}
+				ns = fmt.Sprintf("/proc/self/fd/%d", safeapply.NetnsFD)
 			}
 		}
 		args = append(args, "--netns", ns)
@@ -51,7 +65,7 @@ func (g *globals) timerArgs() ([]string, error) {
 	if g.allowInsecureConfig {
 		args = append(args, "--allow-insecure-config")
 	}
-	return args, nil
+	return args, netns, nil
 }
 
 // nsArgs are the options that name this namespace and state directory,
@@ -151,16 +165,19 @@ func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 	if err != nil {
 		return failed(fmt.Errorf("find this program for the rollback timer: %w", err))
 	}
-	args, err := g.timerArgs()
+	args, netns, err := g.timerArgs()
 	if err != nil {
 		return failed(err)
+	}
+	if netns != nil {
+		defer netns.Close()
 	}
 	h, closeFn, err := g.openHost(ctx, env, "apply")
 	if err != nil {
 		return failed(err)
 	}
 	defer closeFn()
-	tm := &safeapply.Timer{Mode: mode, Dir: h.Dir, Program: self, Args: args}
+	tm := &safeapply.Timer{Mode: mode, Dir: h.Dir, Program: self, Args: args, Netns: netns}
 	h.Timer = tm.Arrange
 	gate := o.gate
 	req := safeapply.BeginRequest{Main: g.config, DropIn: g.dropIn(), Candidate: candidate, Window: o.confirmWithin, Probes: probes,
@@ -356,6 +373,9 @@ func runRollback(ctx context.Context, env *Env, args []string) int {
 	var rolled *safeapply.RollbackResult
 	var err error
 	if due {
+		// A timer waits until the apply that started it recorded the
+		// transaction (or is gone).
+		safeapply.WaitGate(os.Getenv)
 		if id == "" {
 			badUsage(env, "rollback", "--due needs the transaction's ID")
 			return ExitUsage

@@ -125,6 +125,12 @@ func (t *Txn) check(field string, pending bool) error {
 	if err := checkTimer(field+".timer", t.Timer, t.ID); err != nil {
 		return err
 	}
+	if err := checkTimer(field+".fallback", t.Fallback, t.ID); err != nil {
+		return err
+	}
+	if strings.HasPrefix(t.Fallback, "daemon:") {
+		return fmt.Errorf("%s.fallback: the daemon is no fallback of its own", field)
+	}
 	if len(t.Probes) > maxProbes {
 		return fmt.Errorf("%s.probes: more than %d", field, maxProbes)
 	}

@@ -90,8 +90,9 @@ func SnapshotOf(mainFile, dropIn string, srcs []desired.Source, now time.Time, b
 }
 
 // WithMain returns a copy of s whose main file holds data instead (the
-// --candidate file about to be installed), without side files: those the
-// candidate names join when it is parsed.
+// --candidate file about to be installed, through the main file's link if
+// it is one), without side files: those the candidate names join when it
+// is parsed.
 func (s *Snapshot) WithMain(data []byte, now time.Time, by string) *Snapshot {
 	c := *s
 	c.Files = nil
@@ -100,7 +101,7 @@ func (s *Snapshot) WithMain(data []byte, now time.Time, by string) *Snapshot {
 			c.Files = append(c.Files, f)
 		}
 	}
-	c.Files[0].Data, c.Files[0].Link = data, ""
+	c.Files[0].Data = data
 	c.At, c.By = now.UTC(), by
 	c.Hash = hashFiles(c.Files)
 	return &c
@@ -247,17 +248,18 @@ func RejectedName(path, id string) string {
 // atomically (a temporary file made with O_EXCL|O_NOFOLLOW in the same
 // directory, fsync, rename, fsync of the directory), so a crash leaves the
 // old or the restored content and the daemon never reads a half-written
-// file. A file whose content, mode and kind already match is left alone. A
-// fragment that is in the drop-in directory now but was not then is moved
-// aside (RejectedName), as is the old content of every replaced file. It
-// returns the paths it changed.
-func restoreFiles(s *Snapshot, id string) ([]string, error) {
+// file. A file whose content, mode, owner and kind already match is left
+// alone. A fragment that is in the drop-in directory now but was not then
+// is moved aside (RejectedName), as is the old content of every replaced
+// file. trust checks a file written through a link (nil: none). It returns
+// the paths it changed.
+func restoreFiles(s *Snapshot, id string, trust func(string) error) ([]string, error) {
 	var changed []string
 	keep := map[string]bool{}
 	for i := range s.Files {
 		f := &s.Files[i]
 		keep[f.Path] = true
-		did, err := restoreFile(f, id)
+		did, err := restoreFile(f, id, trust)
 		if err != nil {
 			return changed, err
 		}
@@ -294,11 +296,24 @@ func restoreFiles(s *Snapshot, id string) ([]string, error) {
 func ReadFileCopy(path string) (*FileCopy, error) { return readCopy(path) }
 
 // RestoreFile writes one file of a snapshot back, as restoreFiles does:
-// for a MainWriter.
-func RestoreFile(f *FileCopy, id string) (bool, error) { return restoreFile(f, id) }
+// for a MainWriter. What it writes through a link is held to the
+// configuration's trust rule (desired.CheckTrustedFile) unless
+// allowInsecure.
+func RestoreFile(f *FileCopy, id string, allowInsecure bool) (bool, error) {
+	return restoreFile(f, id, trustFor(allowInsecure))
+}
 
-// InstallMain replaces the file at path with data atomically, keeping its
-// mode and owner: for a MainWriter.
+// trustFor is the check of a file written through a link.
+func trustFor(allowInsecure bool) func(string) error {
+	if allowInsecure {
+		return nil
+	}
+	return func(p string) error { return desired.CheckTrustedFile(p, "configuration file") }
+}
+
+// InstallMain replaces the content of the main file at path with data
+// atomically, keeping its mode and owner, and its link if it is one: for a
+// MainWriter.
 func InstallMain(path string, data []byte) error {
 	cur, err := readCopy(path)
 	if err != nil {
@@ -307,43 +322,112 @@ func InstallMain(path string, data []byte) error {
 	return installMain(&Snapshot{Main: path, Files: []FileCopy{*cur}}, data)
 }
 
-func restoreFile(f *FileCopy, id string) (bool, error) {
-	dir := filepath.Dir(f.Path)
-	if cur, err := readCopy(f.Path); err == nil && cur.Link == f.Link && string(cur.Data) == string(f.Data) &&
-		(f.Link != "" || cur.Mode == f.Mode && cur.UID == f.UID && cur.GID == f.GID) {
+// restoreFile makes f.Path what f recorded: a regular file with f's
+// content, mode and owner; or, when f.Path was a symlink (a fragment, a
+// side file or the main file linked into a deploy's tree), that link again,
+// with f's content, mode and owner in the file it points to. The file a
+// link reaches is part of the configuration as much as the link: the
+// loader reads it, and a rollback that put the link back over changed
+// content would leave the daemon applying what was rolled back. What is
+// replaced is kept under RejectedName(f.Path, id): the old link itself, or
+// a copy of the content it reached.
+func restoreFile(f *FileCopy, id string, trust func(string) error) (bool, error) {
+	cur, err := readCopy(f.Path)
+	if err == nil && cur.Link == f.Link && string(cur.Data) == string(f.Data) && cur.Mode == f.Mode && cur.UID == f.UID && cur.GID == f.GID {
 		return false, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return false, fmt.Errorf("restore %s: %w", f.Path, err)
+	if f.Link == "" {
+		return true, replaceFile(f.Path, id, func(tmp string) error { return writeNew(tmp, f) })
 	}
-	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return false, fmt.Errorf("restore %s: %w", f.Path, err)
-	}
-	tmp := filepath.Join(dir, "."+filepath.Base(f.Path)+".restore-"+hex.EncodeToString(rnd[:]))
-	if f.Link != "" {
-		// A fragment linked into a deploy's tree gets its link back; the
-		// file it points to is the deploy's, not ours to write.
-		if err := os.Symlink(f.Link, tmp); err != nil {
-			return false, fmt.Errorf("restore %s: %w", f.Path, err)
+	relinked := false
+	if err != nil || cur.Link != f.Link {
+		if err := replaceFile(f.Path, id, func(tmp string) error { return os.Symlink(f.Link, tmp) }); err != nil {
+			return false, err
 		}
-	} else if err := writeNew(tmp, f); err != nil {
-		return false, fmt.Errorf("restore %s: %w", f.Path, err)
+		relinked = true
 	}
-	// The replaced file is kept under its rejected name (a hard link of
-	// the same inode; a symlink is kept as the link).
-	if _, err := os.Lstat(f.Path); err == nil {
+	target, err := linkTarget(f.Path)
+	if err != nil {
+		return relinked, fmt.Errorf("restore %s: %w", f.Path, err)
+	}
+	if tc, err := readCopy(target); err == nil && string(tc.Data) == string(f.Data) && tc.Mode == f.Mode && tc.UID == f.UID && tc.GID == f.GID {
+		return relinked, nil
+	}
+	if trust != nil {
+		if err := trust(target); err != nil {
+			return relinked, fmt.Errorf("restore %s through its link: %w", f.Path, err)
+		}
+	}
+	if !relinked && cur != nil {
+		// The link stays: keep the content it reached.
+		old := *cur
 		_ = os.Remove(RejectedName(f.Path, id))
-		if err := os.Link(f.Path, RejectedName(f.Path, id)); err != nil {
-			_ = os.Remove(tmp)
+		if err := writeNew(RejectedName(f.Path, id), &old); err != nil {
 			return false, fmt.Errorf("keep the rolled-back %s: %w", f.Path, err)
 		}
 	}
-	if err := os.Rename(tmp, f.Path); err != nil {
-		_ = os.Remove(tmp)
-		return false, fmt.Errorf("restore %s: %w", f.Path, err)
+	if err := replaceFile(target, "", func(tmp string) error { return writeNew(tmp, f) }); err != nil {
+		return true, fmt.Errorf("restore %s through its link: %w", f.Path, err)
 	}
-	return true, syncDir(dir)
+	return true, nil
+}
+
+// replaceFile puts what make creates at a temporary name in p's directory
+// in place of p, atomically, and syncs the directory. With an id, what p
+// was is kept under RejectedName(p, id) (a hard link of the same inode; a
+// symlink is kept as the link).
+func replaceFile(p, id string, make func(tmp string) error) error {
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("restore %s: %w", p, err)
+	}
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return fmt.Errorf("restore %s: %w", p, err)
+	}
+	tmp := filepath.Join(dir, "."+filepath.Base(p)+".restore-"+hex.EncodeToString(rnd[:]))
+	if err := make(tmp); err != nil {
+		return fmt.Errorf("restore %s: %w", p, err)
+	}
+	if _, err := os.Lstat(p); err == nil && id != "" {
+		_ = os.Remove(RejectedName(p, id))
+		if err := os.Link(p, RejectedName(p, id)); err != nil {
+			_ = os.Remove(tmp)
+			return fmt.Errorf("keep the rolled-back %s: %w", p, err)
+		}
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("restore %s: %w", p, err)
+	}
+	return syncDir(dir)
+}
+
+// linkTarget is the file the symlink at p reaches, following further links
+// (each relative to its own directory); the last one may not exist yet.
+func linkTarget(p string) (string, error) {
+	cur := p
+	for i := 0; i < 40; i++ {
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) && cur != p {
+			return cur, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return cur, nil
+		}
+		to, err := os.Readlink(cur)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(cur), to)
+		}
+		cur = to
+	}
+	return "", fmt.Errorf("%s: too many levels of symbolic links", p)
 }
 
 // writeNew creates p (never following or reusing an entry) with f's
@@ -373,25 +457,25 @@ func writeNew(p string, f *FileCopy) error {
 	return err
 }
 
-// installMain replaces the main file with data atomically, keeping its mode
-// and owner (the --candidate file).
+// installMain replaces the main file's content with data atomically,
+// keeping its mode and owner (the --candidate file); a main file linked
+// into a deploy's tree stays that link, and the file it points to takes
+// the content: the link is the deploy's layout, which a candidate does not
+// change.
 func installMain(s *Snapshot, data []byte) error {
 	f := s.Files[0]
-	f.Data, f.Link = data, ""
-	dir := filepath.Dir(f.Path)
-	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
+	f.Data = data
+	p := f.Path
+	if f.Link != "" {
+		var err error
+		if p, err = linkTarget(f.Path); err != nil {
+			return fmt.Errorf("install %s: %w", f.Path, err)
+		}
+	}
+	if err := replaceFile(p, "", func(tmp string) error { return writeNew(tmp, &f) }); err != nil {
 		return fmt.Errorf("install %s: %w", f.Path, err)
 	}
-	tmp := filepath.Join(dir, "."+filepath.Base(f.Path)+".install-"+hex.EncodeToString(rnd[:]))
-	if err := writeNew(tmp, &f); err != nil {
-		return fmt.Errorf("install %s: %w", f.Path, err)
-	}
-	if err := os.Rename(tmp, f.Path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("install %s: %w", f.Path, err)
-	}
-	return syncDir(dir)
+	return nil
 }
 
 func syncDir(dir string) error {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -464,7 +465,9 @@ func TestDaemonKilledDuringTheWindowRollsBackAtTheDeadline(t *testing.T) {
 	before := m.foreign()
 	d := m.startDaemon()
 	d.waitLog(t, "converged; ready", 10*time.Second)
-	r := m.cli("apply", "-o", "json", "--candidate", m.bad, "--confirm-within", "3s")
+	// The daemon alone (no fallback timer beside it): the daemon started
+	// again is what rolls back.
+	r := m.cli("apply", "-o", "json", "--candidate", m.bad, "--confirm-within", "3s", "--rollback-timer", "daemon")
 	var out applyOutput
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || out.Transaction == nil {
 		t.Fatalf("apply: exit %d: %v\n%s%s", r.code, err, r.stdout, r.stderr)
@@ -636,4 +639,160 @@ func linkLocalSuffix(t *testing.T, ns, link string) string {
 	}
 	t.Fatalf("no link-local address on %s: %s", link, out)
 	return ""
+}
+
+// rollbackBound is how long after its deadline these tests wait for a
+// rollback, and for a timer to exit after its transaction ended: what they
+// check is that it happens with no command run, not how fast (a loaded
+// machine is slow; the walk's latencies are in its log).
+const rollbackBound = time.Minute
+
+// killTimers stops every timer process still waiting for transaction id
+// when a test ends.
+func killTimers(id string) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			killTimer(pid, "\x00"+id)
+		}
+	}
+}
+
+// timerWaits says whether a timer process waits for transaction id.
+func timerWaits(id string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(b, []byte("\x00--due\x00")) && bytes.Contains(b, []byte("\x00"+id)) {
+			return true
+		}
+	}
+	return false
+}
+
+// The daemon holds the deadline and is gone for good during the window
+// (systemctl stop, a crash past its restart limit, a daemon run by hand):
+// a timer of the command's own rolls back at the deadline all the same.
+// Transaction walk (test/txwalk), shrunk: begin --confirm-within with the
+// daemon running, daemon-stop SIGKILL, deadline: the transaction stayed
+// pending until some command happened to run.
+func TestTxWalkFindingDaemonGoneDuringTheWindow(t *testing.T) {
+	m := newMgmt(t)
+	serve(t, m.host, serverAddr)
+	d := m.startDaemon()
+	d.waitLog(t, "converged; ready", 10*time.Second)
+	r := m.cli("apply", "-o", "json", "--candidate", m.bad, "--confirm-within", "2s")
+	var out applyOutput
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || out.Transaction == nil {
+		t.Fatalf("apply: exit %d: %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	id := out.Transaction.ID
+	t.Cleanup(func() { killTimers(id) })
+	if out.Transaction.Timer == nil || !strings.HasPrefix(*out.Transaction.Timer, "daemon:") {
+		t.Fatalf("the deadline is not held by the daemon: %v", out.Transaction.Timer)
+	}
+	// After the daemon's pass on the candidate file (the apply wrote the
+	// kernel already).
+	time.Sleep(300 * time.Millisecond)
+	d.kill()
+	if m.routed() {
+		t.Fatal("rolled back before the deadline")
+	}
+	back, err := m.waitRestored(out.Transaction.Deadline.Add(rollbackBound))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the daemon SIGKILLed and not started again: restored %s after the deadline", back.Sub(out.Transaction.Deadline).Round(time.Millisecond))
+	// The rollback records its end after it put the kernel and the files
+	// back.
+	for end := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		f, err := os.ReadFile(filepath.Join(m.state, "netns", m.host, safeapply.FileName))
+		if err == nil && strings.Contains(string(f), `"cause":"timeout"`) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("not recorded as rolled back at the deadline: %v\n%s", err, f)
+		}
+	}
+	for end := time.Now().Add(rollbackBound); timerWaits(id); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the timer outlives its transaction")
+		}
+	}
+}
+
+// --netns /proc/PID/ns/net names a namespace by a process, which may exit
+// before the deadline: the timer reaches the namespace all the same (by
+// its name when it has one, else by a descriptor it holds). Transaction
+// walk (test/txwalk), shrunk: begin --confirm-within with --netns
+// /proc/PID/ns/net, holder-exit, deadline: the timer's rollback --due
+// could not open the namespace and the transaction stayed pending.
+func TestTxWalkFindingProcNetnsHolderExits(t *testing.T) {
+	for _, named := range []bool{true, false} {
+		t.Run(map[bool]string{true: "named", false: "unnamed"}[named], func(t *testing.T) {
+			m := newMgmt(t)
+			serve(t, m.host, serverAddr)
+			// The holder: a process in the managed namespace; for the
+			// unnamed case, in a mount namespace where the name is gone,
+			// as a container's namespace is.
+			argv := []string{"ip", "netns", "exec", m.host, "sleep", "1000"}
+			if !named {
+				// ip netns exec gives it a mount namespace of its own.
+				argv = []string{"ip", "netns", "exec", m.host, "sh", "-c", `umount -l "/run/netns/$0" && exec sleep 1000`, m.host}
+			}
+			holder := exec.Command(argv[0], argv[1:]...)
+			holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := holder.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL); _ = holder.Wait() })
+			pid := holder.Process.Pid
+			want, err := os.Stat("/run/netns/" + m.host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for end := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				// In the namespace, and past the umount: sleep runs.
+				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+				if fi, err := os.Stat(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && os.SameFile(fi, want) && string(comm) == "sleep\n" {
+					break
+				}
+				if time.Now().After(end) {
+					t.Fatal("the holder did not enter the namespace")
+				}
+			}
+			// The command runs where the holder's mount namespace is: it
+			// sees the namespace without a name then.
+			cmd := []string{binary, "apply", "--netns", fmt.Sprintf("/proc/%d/ns/net", pid), "-c", m.conf, "--state-dir", m.state,
+				"--allow-insecure-config", "-o", "json", "--candidate", m.bad, "--confirm-within", "1s", "--rollback-timer", "process"}
+			if !named {
+				cmd = append([]string{"nsenter", "--mount", "--target", strconv.Itoa(pid), "--"}, cmd...)
+			}
+			c := exec.Command(cmd[0], cmd[1:]...)
+			c.Env = m.env()
+			stdout, err := c.Output()
+			var out applyOutput
+			if jerr := json.Unmarshal(stdout, &out); err != nil || jerr != nil || out.Transaction == nil {
+				t.Fatalf("apply: %v %v\n%s", err, jerr, stdout)
+			}
+			id := out.Transaction.ID
+			t.Cleanup(func() { killTimers(id) })
+			// The namespace stays reachable by the test by its name.
+			_ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
+			_ = holder.Wait()
+			if _, err := m.waitRestored(out.Transaction.Deadline.Add(rollbackBound)); err != nil {
+				files, _ := filepath.Glob(filepath.Join(m.state, "netns", "*", safeapply.FileName))
+				for _, p := range files {
+					data, _ := os.ReadFile(p)
+					t.Logf("%s:\n%s", p, data)
+				}
+				t.Fatalf("%v (a timer waits: %v)", err, timerWaits(id))
+			}
+			for end := time.Now().Add(rollbackBound); timerWaits(id); time.Sleep(50 * time.Millisecond) {
+				if time.Now().After(end) {
+					t.Fatal("the timer outlives its transaction")
+				}
+			}
+		})
+	}
 }

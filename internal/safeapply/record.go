@@ -137,9 +137,11 @@ type Txn struct {
 	Plans  []json.RawMessage `json:"plans"`
 	// Probes are the probes armed (passing before the apply).
 	Probes []string `json:"probes,omitempty"`
-	// Timer says what holds the deadline: "daemon", "systemd:UNIT" or
-	// "process:PID".
-	Timer string `json:"timer,omitempty"`
+	// Timer says what holds the deadline: "daemon:PID", "systemd:UNIT"
+	// or "process:PID"; Fallback, beside a daemon, the timer of its own
+	// that rolls back if the daemon is gone by then.
+	Timer    string `json:"timer,omitempty"`
+	Fallback string `json:"fallback,omitempty"`
 	// Extended counts the applies that extended the deadline.
 	Extended int `json:"extended,omitempty"`
 

@@ -44,7 +44,7 @@ type Host struct {
 	Now func() time.Time
 	// Timer arranges what rolls back at the deadline when no process is
 	// left (timer.go); nil arranges nothing (unit tests).
-	Timer func(t *Txn) (string, error)
+	Timer func(t *Txn) (*Arranged, error)
 	// Options are the command line options that name this namespace and
 	// state directory (" --netns lab"), for the commands messages suggest.
 	Options string
@@ -463,7 +463,7 @@ func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string
 		}
 	}
 	if len(errs) == 0 {
-		files, err := restoreFiles(restore, t.ID)
+		files, err := restoreFiles(restore, t.ID, trustFor(h.AllowInsecureConfig))
 		if restore != t.Restore {
 			files = append([]string{t.Restore.Main}, files...)
 		}
@@ -621,6 +621,17 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 	default:
 		return nil, errNoRestorePoint
 	}
+	if req.Candidate != nil && !res.Extended && !sameMainFile(restore, cur) {
+		// The candidate replaces the main file as it is; a rollback
+		// puts back the restore point's. Were they different, a rollback
+		// would lose the edit the candidate replaced (as root) or write
+		// back a file that is not the restore point's (root's process,
+		// for the service user, puts back only the file it replaced).
+		return nil, fmt.Errorf("--candidate: the main file %s is not the one of the last confirmed configuration (recorded %s by %s): "+
+			"it was edited since, and a rollback could not put back both that edit and the configuration known to be good. "+
+			"Apply the edit first (inside a transaction: apply --confirm-within without --candidate), or put the confirmed file back; nothing was changed",
+			cur.Main, restore.At.Format(time.RFC3339), restore.By)
+	}
 	if !res.Extended && restore.Hash == applied.Hash {
 		res.Warnings = append(res.Warnings, "the restore point is this same configuration (recorded "+restore.At.Format(time.RFC3339)+" by "+restore.By+
 			"): a rollback changes nothing. With the daemon running, a file edited in place is applied and confirmed at once; give the change with --candidate FILE instead")
@@ -680,29 +691,36 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 		t.Probes = append(t.Probes, statedir.CleanText(p, maxRecordLen, false))
 	}
 	f.Pending = t
-	// Recorded durably before the timer and the first kernel write: a
-	// crash from here on finds the transaction and rolls it back.
-	if err := f.Save(h.Dir); err != nil {
-		return nil, fmt.Errorf("record the transaction (nothing was changed): %w", err)
-	}
+	// The timer is arranged before the transaction is recorded, and the
+	// record names it, in one write, before the first kernel write: a
+	// crash from there on finds the transaction, and something to roll it
+	// back at the deadline. A process timer waits for the record before it
+	// reads the file (Arranged.Release): one started for a transaction
+	// never recorded exits.
+	release := func() {}
 	if h.Timer != nil {
-		timer, err := h.Timer(t)
-		if err != nil && prev == nil {
-			f.Pending = nil
-			if serr := f.Save(h.Dir); serr != nil {
-				err = errors.Join(err, serr)
-			}
+		a, err := h.Timer(t)
+		switch {
+		case err != nil && prev == nil:
 			return nil, fmt.Errorf("arrange the rollback timer (nothing was changed): %w", err)
-		}
-		if err != nil {
+		case err != nil:
 			// The earlier timers stay: each waits for the deadline in the file.
 			res.Warnings = append(res.Warnings, "no new timer: "+err.Error()+"; the earlier one waits for the new deadline")
-		} else {
-			t.Timer = timer
-			if err := f.Save(h.Dir); err != nil {
-				return nil, fmt.Errorf("record the transaction's timer: %w", err)
+		default:
+			t.Timer, t.Fallback, release = a.Holder, a.Fallback, a.Release
+			if a.Warning != nil {
+				res.Warnings = append(res.Warnings, a.Warning.Error())
 			}
 		}
+	}
+	err = f.Save(h.Dir)
+	release()
+	if err != nil {
+		if prev == nil {
+			stopTimer(t)
+			return nil, fmt.Errorf("record the transaction (nothing was changed): %w", err)
+		}
+		return nil, fmt.Errorf("record the transaction's extension (nothing was changed): %w", err)
 	}
 	res.Txn = t
 	if req.Candidate != nil {
@@ -768,4 +786,14 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// sameMainFile says whether two snapshots hold the same main file: the same
+// path, link and content.
+func sameMainFile(a, b *Snapshot) bool {
+	if len(a.Files) == 0 || len(b.Files) == 0 {
+		return false
+	}
+	x, y := a.Files[0], b.Files[0]
+	return x.Path == y.Path && x.Link == y.Link && string(x.Data) == string(y.Data)
 }

@@ -3,6 +3,8 @@ package safeapply
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -164,23 +166,29 @@ func TestBeginRecordsBeforeApplyAndRollsBack(t *testing.T) {
 	good := f.routes()
 	ctx := context.Background()
 
-	// The timer is arranged after the record is saved and before the
-	// first kernel write: what it sees is what a crash would leave.
-	var atTimer string
-	f.h.Timer = func(tx *Txn) (string, error) {
-		file := f.load()
-		if file.Pending == nil || file.Pending.ID != tx.ID {
-			t.Errorf("timer arranged before the transaction was recorded")
+	// The timer is arranged before the transaction is recorded, the
+	// record names it, and the timer is let go once the record is saved:
+	// all before the first kernel write. What each sees is what a crash
+	// would leave.
+	var atTimer, atRelease string
+	f.h.Timer = func(tx *Txn) (*Arranged, error) {
+		if file := f.load(); file.Pending != nil {
+			t.Errorf("timer arranged after the transaction was recorded")
 		}
 		atTimer = f.routes()
-		return "process:0", nil
+		return &Arranged{Holder: "process:0", Release: func() {
+			if file := f.load(); file.Pending == nil || file.Pending.ID != tx.ID || file.Pending.Timer != "process:0" {
+				t.Errorf("timer let go before the transaction naming it was recorded: %+v", file.Pending)
+			}
+			atRelease = f.routes()
+		}}, nil
 	}
 	res, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if atTimer != good {
-		t.Errorf("the kernel changed before the timer was arranged:\n%s", atTimer)
+	if atTimer != good || atRelease != good {
+		t.Errorf("the kernel changed before the timer was arranged:\n%s\nor let go:\n%s", atTimer, atRelease)
 	}
 	if got := f.routes(); got != wantBad {
 		t.Errorf("after apply:\n%s", got)
@@ -678,6 +686,174 @@ func TestPinCoversSideFiles(t *testing.T) {
 	}
 	if _, by, err := pin.Sources(yaml.Sources()); by != "" || err != nil {
 		t.Errorf("an edited side file is still pinned: %q %v", by, err)
+	}
+}
+
+// A configuration linked into a deploy's tree (the main file, a fragment, a
+// side file each a symlink): a --candidate keeps the main file's link and
+// writes the file it points to; a rollback puts back each link and what it
+// pointed to, whether the deploy changed the file under the link or
+// pointed the link elsewhere. Transaction walk (test/txwalk) seeds 1, 3 and
+// 8: the rollback restored the links alone, leaving the rolled-back content
+// behind them for the daemon to apply again, and the candidate replaced the
+// main file's link by a file.
+func TestTxWalkFindingRollbackThroughLinks(t *testing.T) {
+	f := newFixture(t)
+	etc := filepath.Dir(f.main)
+	deploy := filepath.Join(filepath.Dir(etc), "deploy")
+	dropIn := filepath.Join(etc, "conf.d")
+	for _, d := range []string{deploy, dropIn} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put := func(p, content string, mode os.FileMode) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(target, p string) {
+		t.Helper()
+		_ = os.Remove(p)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const mainConf = "version: 1\nlinks:\n  br0:\n    kind: bridge\n    addresses: [10.0.0.1/24]\nroutes-files: [up.routes]\n"
+	const goodRoutes = "10.98.0.0/24 via 10.0.0.2\n"
+	const frag = "version: 1\nroutes:\n  - {to: 10.95.0.0/24, via: 10.0.0.2}\n"
+	put(filepath.Join(deploy, "main.yaml"), mainConf, 0o640)
+	link("../deploy/main.yaml", f.main)
+	put(filepath.Join(deploy, "up.routes.1"), goodRoutes, 0o644)
+	link(filepath.Join(deploy, "up.routes.1"), filepath.Join(etc, "up.routes"))
+	put(filepath.Join(deploy, "10.yaml"), frag, 0o600)
+	link("../../deploy/10.yaml", filepath.Join(dropIn, "10.yaml"))
+	snap, err := ReadSnapshot(f.main, dropIn, f.now, "apply")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := snap.Parse(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if o, err := Converge(ctx, f.h.Engine, cfg.State); err != nil || o.Err != nil || o.Verify != nil {
+		t.Fatal(err, o)
+	}
+	if err := f.h.RecordConfirmed(snap); err != nil {
+		t.Fatal(err)
+	}
+	state := func() map[string]string {
+		out := map[string]string{}
+		for _, p := range []string{f.main, filepath.Join(etc, "up.routes"), filepath.Join(dropIn, "10.yaml")} {
+			to, _ := os.Readlink(p)
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := os.ReadFile(p)
+			out[p] = fmt.Sprintf("-> %s %v %q", to, fi.Mode().Perm(), data)
+		}
+		return out
+	}
+	before := state()
+
+	// The deploy changes the fragment under its link and points the side
+	// file's link at a new file; the candidate comes in for the main file.
+	put(filepath.Join(deploy, "10.yaml"), "version: 1\nroutes:\n  - {to: 10.94.0.0/24, via: 10.0.0.2}\n", 0o600)
+	put(filepath.Join(deploy, "up.routes.2"), "blackhole 10.98.0.0/24\n", 0o644)
+	link(filepath.Join(deploy, "up.routes.2"), filepath.Join(etc, "up.routes"))
+	cand := mainConf + "sysctls: {net.ipv4.ip_forward: \"1\"}\n"
+	res, err := f.h.Begin(ctx, BeginRequest{Main: f.main, DropIn: dropIn, Candidate: []byte(cand), Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if to, err := os.Readlink(f.main); err != nil || to != "../deploy/main.yaml" {
+		t.Fatalf("the candidate replaced the main file's link: %q %v", to, err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(deploy, "main.yaml")); string(data) != cand {
+		t.Fatalf("the candidate is not in the file the main file's link points to: %q", data)
+	}
+	if fi, _ := os.Stat(f.main); fi.Mode().Perm() != 0o640 {
+		t.Errorf("the candidate's mode: %v", fi.Mode())
+	}
+	rolled, err := f.h.Rollback(ctx, res.Txn.ID, CauseManual, "test")
+	if err != nil || rolled.Err != nil {
+		t.Fatal(err, rolled.Err)
+	}
+	if after := state(); !maps.Equal(after, before) {
+		t.Errorf("after the rollback:\n%v\nwant the restore point:\n%v", after, before)
+	}
+	if data, err := os.ReadFile(RejectedName(filepath.Join(dropIn, "10.yaml"), res.Txn.ID)); err != nil || !strings.Contains(string(data), "10.94.0.0/24") {
+		t.Errorf("the content rolled back from under the fragment's link is not kept aside: %q %v", data, err)
+	}
+	if f.routes() != "route 10.95.0.0/24 table main via 10.0.0.2 proto 245\n"+wantGood {
+		t.Errorf("the kernel after the rollback:\n%s", f.routes())
+	}
+}
+
+// A --candidate replaces the main file as it is, and a rollback puts back
+// the restore point's: when the main file was edited since the last
+// confirmed configuration, the begin is refused and nothing changes.
+// Transaction walk seed 7 (service user): root's process wrote back the
+// edited file it had replaced, which was not the restore point, and the
+// files were left holding a configuration never applied; as root, the
+// rollback wrote the confirmed file over the edit, which was lost.
+func TestTxWalkFindingCandidateOverAnEditedMainFile(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	f.applyPlain()
+	edited := goodConf + "# edited, not applied\n"
+	f.write(edited)
+	before := f.routes()
+	_, err := f.h.Begin(context.Background(), BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Minute})
+	if err == nil || !strings.Contains(err.Error(), "not the one of the last confirmed configuration") {
+		t.Fatalf("begin over an edited main file: %v", err)
+	}
+	if f.file() != edited || f.routes() != before || f.load().Pending != nil {
+		t.Errorf("the refused begin changed something: file %q, pending %v, kernel\n%s", f.file(), f.load().Pending, f.routes())
+	}
+	// Put back as it was confirmed, the candidate goes in.
+	f.write(goodConf)
+	if _, err := f.h.Begin(context.Background(), BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A begin SIGKILLed at any point leaves either no transaction or one whose
+// record names what holds its deadline: the timer is arranged before the
+// record is saved, and let go (Arranged.Release) once it is. Before, the
+// record was saved first and the timer arranged after it: a kill between
+// the two left a transaction pending with nothing to roll it back at its
+// deadline (the transaction walk's check that something holds every
+// pending deadline, after begin with a SIGKILL a few milliseconds in).
+func TestTxWalkFindingKilledBetweenRecordAndTimer(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	f.applyPlain()
+	var seen []*Txn
+	f.h.Timer = func(tx *Txn) (*Arranged, error) {
+		seen = append(seen, f.load().Pending)
+		return &Arranged{Holder: "process:0", Release: func() { seen = append(seen, f.load().Pending) }}, nil
+	}
+	if _, err := f.h.Begin(context.Background(), BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	seen = append(seen, f.load().Pending)
+	if len(seen) != 3 {
+		t.Fatalf("the timer was not arranged and let go: %d states", len(seen))
+	}
+	for i, p := range seen {
+		if p != nil && p.Timer == "" {
+			t.Errorf("state %d a kill could leave: transaction %s pending with nothing holding its deadline", i, p.ID)
+		}
+	}
+	if seen[0] != nil || seen[2] == nil || seen[2].Timer != "process:0" {
+		t.Errorf("arranged with %+v recorded, ended with %+v", seen[0], seen[2])
 	}
 }
 

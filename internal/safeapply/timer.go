@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -58,6 +59,12 @@ func ParseTimerMode(s string) (TimerMode, error) {
 // from the file, again and again while it is extended, and exits when the
 // transaction ended otherwise. Every actor takes the namespace's lock and
 // re-reads the file before acting, so two of them never both roll back.
+//
+// With --rollback-timer auto a timer of its own (systemd, else a process)
+// is arranged even when a daemon holds the deadline: a daemon stopped for
+// good or killed during the window (systemctl stop, a crash past its
+// restart limit, a daemon run by hand) would otherwise leave the
+// transaction pending until some command happened to run.
 type Timer struct {
 	Mode TimerMode
 	// Dir is the namespace's state directory, where the daemon's lock is.
@@ -67,9 +74,36 @@ type Timer struct {
 	// (--state-dir, --netns, …).
 	Program string
 	Args    []string
+	// Netns, when set, is the namespace, handed to a process timer as
+	// descriptor 4 (Args name it --netns /proc/self/fd/4): a namespace
+	// without a name, given as /proc/PID/ns/net, whose process may be gone
+	// by the deadline. A systemd timer cannot be handed one.
+	Netns *os.File
 	// Now is the clock.
 	Now func() time.Time
 }
+
+// Arranged is what holds a transaction's deadline.
+type Arranged struct {
+	// Holder is "daemon:PID", "systemd:UNIT" or "process:PID"; Fallback,
+	// beside a daemon, the timer of its own that rolls back if the daemon
+	// is gone by the deadline ("" when none).
+	Holder, Fallback string
+	// Release lets a process timer started for this transaction go on:
+	// it waits until the transaction is recorded (Release), or the
+	// process that started it is gone, before it reads the file, so that
+	// one started for a transaction never recorded exits at once.
+	Release func()
+	// Warning says why no fallback could be arranged beside the daemon.
+	Warning error
+}
+
+// TimerGateEnv names the descriptor a process timer waits on (Release).
+const TimerGateEnv = "NETRECONCILE_TIMER_GATE"
+
+// NetnsFD is the descriptor a process timer is handed the namespace on
+// (Timer.Netns).
+const NetnsFD = 4
 
 // DaemonPID returns the pid of the daemon holding dir's DaemonLock, or 0
 // when none does.
@@ -95,24 +129,60 @@ func systemdBooted() bool {
 	return err == nil && fi.IsDir()
 }
 
-// Arrange sets up the timer for t and says what holds it: "daemon:PID",
-// "systemd:UNIT" or "process:PID".
-func (tm *Timer) Arrange(t *Txn) (string, error) {
-	mode := tm.Mode
-	if pid := DaemonPID(tm.Dir); pid != 0 && (mode == TimerAuto || mode == TimerDaemon) {
-		return "daemon:" + strconv.Itoa(max(pid, 0)), nil
+// Arrange sets up what holds t's deadline. On an extension, a process
+// timer still waiting for t is kept: it reads the moved deadline again.
+func (tm *Timer) Arrange(t *Txn) (*Arranged, error) {
+	a := &Arranged{Release: func() {}}
+	daemon := 0
+	if tm.Mode == TimerAuto || tm.Mode == TimerDaemon {
+		daemon = DaemonPID(tm.Dir)
 	}
-	switch mode {
-	case TimerDaemon:
-		return "", errors.New("--rollback-timer daemon: no daemon (netreconcile run) holds this namespace's state directory")
-	case TimerAuto:
+	if tm.Mode == TimerDaemon {
+		if daemon == 0 {
+			return nil, errors.New("--rollback-timer daemon: no daemon (netreconcile run) holds this namespace's state directory")
+		}
+		a.Holder = "daemon:" + strconv.Itoa(max(daemon, 0))
+		return a, nil
+	}
+	own := ""
+	for _, prev := range []string{t.Timer, t.Fallback} {
+		if processWaits(prev, t.ID) {
+			own = prev
+			break
+		}
+	}
+	var err error
+	if own == "" {
+		own, a.Release, err = tm.arrangeOwn(t)
+	}
+	if daemon != 0 {
+		a.Holder, a.Fallback = "daemon:"+strconv.Itoa(max(daemon, 0)), own
+		if err != nil {
+			a.Warning = fmt.Errorf("no fallback timer beside the daemon: %w", err)
+		}
+		return a, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.Holder = own
+	return a, nil
+}
+
+// arrangeOwn starts a systemd or a process timer for t.
+func (tm *Timer) arrangeOwn(t *Txn) (string, func(), error) {
+	mode := tm.Mode
+	if mode == TimerAuto || mode == TimerDaemon {
 		mode = TimerProcess
-		if systemdBooted() {
+		if systemdBooted() && tm.Netns == nil {
 			mode = TimerSystemd
 		}
 	}
 	args := append(append([]string{"rollback", "--due"}, tm.Args...), t.ID)
 	if mode == TimerSystemd {
+		if tm.Netns != nil {
+			return "", nil, errors.New("--rollback-timer systemd: a namespace without a name, given as a /proc path, cannot be handed to a systemd timer: name it (ip netns attach NAME PID) or use --rollback-timer process")
+		}
 		now := time.Now
 		if tm.Now != nil {
 			now = tm.Now
@@ -126,50 +196,92 @@ func (tm *Timer) Arrange(t *Txn) (string, error) {
 			"--timer-property", "AccuracySec=100ms",
 			tm.Program}, args...)...)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("systemd-run: %w: %s", err, strings.TrimSpace(string(out)))
+			return "", nil, fmt.Errorf("systemd-run: %w: %s", err, strings.TrimSpace(string(out)))
 		}
-		return "systemd:" + unit, nil
+		return "systemd:" + unit, func() {}, nil
 	}
 	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
-		return "", fmt.Errorf("start the rollback timer: %w", err)
+		return "", nil, fmt.Errorf("start the rollback timer: %w", err)
 	}
 	defer devnull.Close()
+	gateR, gateW, err := os.Pipe()
+	if err != nil {
+		return "", nil, fmt.Errorf("start the rollback timer: %w", err)
+	}
+	defer gateR.Close()
 	cmd := exec.Command(tm.Program, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, devnull
+	cmd.ExtraFiles = []*os.File{gateR}
+	if tm.Netns != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, tm.Netns)
+	}
+	cmd.Env = append(os.Environ(), TimerGateEnv+"=3")
 	// Its own session: no terminal whose hangup would kill it, and out of
 	// the caller's process group, which a shell or Ansible may kill.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Dir = "/"
 	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("start the rollback timer: %w", err)
+		gateW.Close()
+		return "", nil, fmt.Errorf("start the rollback timer: %w", err)
 	}
 	pid := cmd.Process.Pid
 	_ = cmd.Process.Release()
-	return "process:" + strconv.Itoa(pid), nil
+	return "process:" + strconv.Itoa(pid), func() { gateW.Close() }, nil
 }
 
-// stopTimer ends a transaction's timer once it ended otherwise, best
+// WaitGate is the start of a process timer: it waits until the process
+// that started it recorded the transaction (or is gone), so that the file
+// it reads next tells whether there is one to wait for.
+func WaitGate(getenv func(string) string) {
+	v := getenv(TimerGateEnv)
+	if v == "" {
+		return
+	}
+	os.Unsetenv(TimerGateEnv)
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		return
+	}
+	f := os.NewFile(uintptr(fd), "timer-gate")
+	_, _ = io.Copy(io.Discard, f)
+	f.Close()
+}
+
+// processWaits says whether timer is a process that still waits for
+// transaction id (its pid may have been reused: its command line must name
+// the transaction).
+func processWaits(timer, id string) bool {
+	kind, ref, _ := strings.Cut(timer, ":")
+	pid, err := strconv.Atoi(ref)
+	if kind != "process" || err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	cmdline, err := os.ReadFile("/proc/" + ref + "/cmdline")
+	return err == nil && strings.Contains(string(cmdline), "\x00--due\x00") && strings.Contains(string(cmdline), "\x00"+id)
+}
+
+// stopTimer ends a transaction's timers once it ended otherwise, best
 // effort: a timer left running wakes at the deadline, finds the
 // transaction ended and exits. A process is signalled only if its command
-// line still names the transaction (its pid may have been reused).
+// line still names the transaction (its pid may have been reused); the
+// systemd units of every apply of the transaction are stopped (an
+// extension makes one more).
 func stopTimer(t *Txn) {
-	kind, ref, _ := strings.Cut(t.Timer, ":")
-	switch kind {
-	case "systemd":
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = exec.CommandContext(ctx, "systemctl", "stop", "--no-block", ref+".timer", ref+".service").Run()
-	case "process":
-		pid, err := strconv.Atoi(ref)
-		if err != nil || pid <= 0 || pid == os.Getpid() {
-			return
+	for _, timer := range []string{t.Timer, t.Fallback} {
+		kind, ref, _ := strings.Cut(timer, ":")
+		switch kind {
+		case "systemd":
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			pattern := timerUnitPrefix + t.ID + "-*"
+			_ = exec.CommandContext(ctx, "systemctl", "stop", "--no-block", pattern+".timer", pattern+".service").Run()
+			cancel()
+		case "process":
+			if processWaits(timer, t.ID) {
+				pid, _ := strconv.Atoi(ref)
+				_ = syscall.Kill(pid, syscall.SIGTERM)
+			}
 		}
-		cmdline, err := os.ReadFile("/proc/" + ref + "/cmdline")
-		if err != nil || !strings.Contains(string(cmdline), "\x00--due\x00") || !strings.Contains(string(cmdline), t.ID) {
-			return
-		}
-		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
 }
 

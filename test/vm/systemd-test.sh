@@ -468,7 +468,9 @@ routes:
 	fi
 	# 60 s: under TCG on a loaded host each command takes seconds, and the
 	# restart must end well inside the window for the check to mean anything.
-	json=$(netreconcile apply --confirm-within 60s --candidate /tmp/nrsa-bad.yaml -o json 2>/tmp/nrsa-apply.err)
+	# --rollback-timer daemon: no systemd timer beside the daemon, so that the
+	# daemon started again is what rolls back.
+	json=$(netreconcile apply --confirm-within 60s --rollback-timer daemon --candidate /tmp/nrsa-bad.yaml -o json 2>/tmp/nrsa-apply.err)
 	echo "$json" | grep -E '"(id|state|deadline|timer)"' | show
 	timer=$(echo "$json" | sed -n 's/.*"timer": "\([^"]*\)".*/\1/p' | head -n1)
 	deadline=$(echo "$json" | sed -n 's/.*"deadline": "\([^"]*\)".*/\1/p' | head -n1)
