@@ -2,6 +2,7 @@ package nftcompile
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,10 +22,39 @@ import (
 // the command, and the test binaries of the packages that plan.
 const helperName = "netreconcile-nft-compile"
 
+// relayName is the argv[0] of a plain child that starts the compile child
+// for a process that cannot itself (see run).
+const relayName = "netreconcile-nft-relay"
+
 func init() {
 	if len(os.Args) > 0 && os.Args[0] == helperName {
 		os.Exit(helperMain(os.Stdin, os.Stdout))
 	}
+	if len(os.Args) > 0 && os.Args[0] == relayName {
+		os.Exit(relayMain(os.Stdin, os.Stdout))
+	}
+}
+
+// relayMain reads a request as the compile child does, starts the child as
+// run does and writes its answer: run's failure as the answer's Error.
+func relayMain(stdin io.Reader, stdout io.Writer) int {
+	var out *helperOut
+	b, err := io.ReadAll(io.LimitReader(stdin, maxHelperInput))
+	var in helperIn
+	if err == nil {
+		err = json.Unmarshal(b, &in)
+	}
+	if err == nil {
+		out, err = run(context.Background(), &in)
+	}
+	if err != nil {
+		out = &helperOut{Error: err.Error()}
+	}
+	if err := json.NewEncoder(stdout).Encode(out); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: write the answer: %v\n", relayName, err)
+		return 1
+	}
+	return 0
 }
 
 // helperIn is what the parent sends the child, as JSON on its standard

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // nobody is the uid and gid root's compile child runs as, seen from outside
@@ -66,10 +68,23 @@ var (
 var ErrNoNamespace = errors.New("cannot make a network namespace to compile nftables rules in")
 
 // run starts the child in a namespace of its own and returns its answer.
+//
+// A process that made itself non-dumpable (root's command run as the
+// service user, guarding root's pipes) cannot map a user namespace's ids:
+// its children's /proc files, uid_map among them, are root's until they
+// exec, and it writes them as the service user. Such a process hands the
+// request to a relay, a plain child of the same binary that exec made
+// dumpable again and that holds none of root's descriptors, which starts
+// the compile child in its turn.
 func run(ctx context.Context, in *helperIn) (*helperOut, error) {
 	req, err := json.Marshal(in)
 	if err != nil {
 		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		if d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err == nil && d == 0 {
+			return relay(ctx, req)
+		}
 	}
 	wayMu.Lock()
 	first := wayFound
@@ -103,6 +118,29 @@ func run(ctx context.Context, in *helperIn) (*helperOut, error) {
 		return &ho, nil
 	}
 	return nil, fmt.Errorf("%w (tried %s; as root this takes CAP_SYS_ADMIN, otherwise user namespaces: see docs/config.md)", ErrNoNamespace, strings.Join(tried, "; "))
+}
+
+// relay runs the request through a relay child (see run).
+func relay(ctx context.Context, req []byte) (*helperOut, error) {
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, "/proc/self/exe")
+	cmd.Args = []string{relayName}
+	cmd.Env = []string{"LC_ALL=C"}
+	cmd.Dir = "/"
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(req), &out, &errb
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	werr := cmd.Run()
+	var ho helperOut
+	if jerr := json.Unmarshal(out.Bytes(), &ho); jerr != nil {
+		if werr == nil {
+			werr = jerr
+		}
+		return nil, fmt.Errorf("compile nftables rules: the relay process failed: %w: %s", werr, strings.TrimSpace(errb.String()))
+	}
+	if ho.Error != "" {
+		return nil, errors.New(ho.Error)
+	}
+	return &ho, nil
 }
 
 func helperCommand(ctx context.Context, attrs *syscall.SysProcAttr, stdin *bytes.Reader, stdout, stderr *bytes.Buffer) *exec.Cmd {
