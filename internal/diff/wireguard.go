@@ -3,6 +3,7 @@ package diff
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -195,9 +196,11 @@ func (c *computer) wgPeers(name string, w, h *model.WireGuard, owned bool) {
 func peerChanges(w, h *model.WireGuardPeer) ([]Change, PeerFields) {
 	var ch []Change
 	var f PeerFields
-	if a, b := prefixesStr(h.AllowedIPs), prefixesStr(w.AllowedIPs); a != b {
+	// Both sides are sorted and masked: compared as values, and printed
+	// only when they differ (every pass compares every peer's).
+	if !slices.Equal(h.AllowedIPs, w.AllowedIPs) {
 		f.AllowedIPs = true
-		ch = append(ch, Change{"allowed-ips", a, b})
+		ch = append(ch, Change{"allowed-ips", prefixesStr(h.AllowedIPs), prefixesStr(w.AllowedIPs)})
 	}
 	if w.Keepalive != h.Keepalive {
 		f.Keepalive = true
