@@ -557,94 +557,147 @@ func peerFlags(p *PeerPatch) uint32 {
 	return f
 }
 
-// wgMessage encodes one message's attributes.
+// wgMessage encodes one message's attributes, in one buffer of the size
+// peerSize computes (mdlayher/netlink's encoder makes a buffer and a
+// closure per nest: twenty allocations a peer).
 func wgMessage(name string, cfg *WireGuardConfig, first bool, peers []PeerPatch) ([]byte, error) {
-	ae := mdnetlink.NewAttributeEncoder()
-	ae.String(unix.WGDEVICE_A_IFNAME, name)
+	size := nlaHdr + (len(name)+1+3)&^3 + wgKeyAttr + wgU16Attr + wgU32Attr + nlaHdr
+	for i := range peers {
+		size += peerSize(&peers[i], peers[i].AllowedIPs)
+	}
+	b := make(nlAttrs, 0, size)
+	b = b.str(unix.WGDEVICE_A_IFNAME, name)
 	if first {
 		if cfg.PrivateKey != nil {
 			key := cfg.PrivateKey.Bytes()
-			ae.Bytes(unix.WGDEVICE_A_PRIVATE_KEY, key[:])
+			b = b.bytes(unix.WGDEVICE_A_PRIVATE_KEY, key[:])
+			clear(key[:])
 		}
 		if cfg.ListenPort != nil {
-			ae.Uint16(unix.WGDEVICE_A_LISTEN_PORT, uint16(*cfg.ListenPort))
+			b = b.u16(unix.WGDEVICE_A_LISTEN_PORT, uint16(*cfg.ListenPort))
 		}
 		if cfg.FwMark != nil {
-			ae.Uint32(unix.WGDEVICE_A_FWMARK, *cfg.FwMark)
+			b = b.u32(unix.WGDEVICE_A_FWMARK, *cfg.FwMark)
 		}
 	}
 	if len(peers) > 0 {
-		ae.Nested(unix.WGDEVICE_A_PEERS, func(pe *mdnetlink.AttributeEncoder) error {
-			for i := range peers {
-				pe.Nested(uint16(i), encodePeer(&peers[i]))
-			}
-			return nil
-		})
-	}
-	b, err := ae.Encode()
-	if err != nil {
-		return nil, fmt.Errorf("encode wireguard configuration of %s: %w", name, err)
+		var nest int
+		b, nest = b.begin(unix.WGDEVICE_A_PEERS)
+		for i := range peers {
+			var pn int
+			b, pn = b.begin(uint16(i))
+			b = encodePeer(b, &peers[i])
+			b.end(pn)
+		}
+		b.end(nest)
+		if l := len(b) - nest; l > wgNestMax {
+			return nil, fmt.Errorf("encode wireguard configuration of %s: a peers nest of %d bytes", name, l)
+		}
 	}
 	return b, nil
 }
 
-func encodePeer(p *PeerPatch) func(*mdnetlink.AttributeEncoder) error {
-	return func(ae *mdnetlink.AttributeEncoder) error {
-		ae.Bytes(unix.WGPEER_A_PUBLIC_KEY, p.PublicKey[:])
-		if f := peerFlags(p); f != 0 {
-			ae.Uint32(unix.WGPEER_A_FLAGS, f)
-		}
-		if p.Remove {
-			return nil
-		}
-		if p.PresharedKey != nil {
-			// A zero key clears the peer's.
-			psk := p.PresharedKey.Bytes()
-			ae.Bytes(unix.WGPEER_A_PRESHARED_KEY, psk[:])
-		}
-		if p.Endpoint.IsValid() {
-			ae.Bytes(unix.WGPEER_A_ENDPOINT, sockaddr(p.Endpoint))
-		}
-		if p.Keepalive != nil {
-			ae.Uint16(unix.WGPEER_A_PERSISTENT_KEEPALIVE_INTERVAL, uint16(p.Keepalive.Seconds()))
-		}
-		if len(p.AllowedIPs) > 0 || p.ReplaceAllowedIPs {
-			ae.Nested(unix.WGPEER_A_ALLOWEDIPS, func(ie *mdnetlink.AttributeEncoder) error {
-				for i, a := range p.AllowedIPs {
-					ie.Nested(uint16(i), func(e *mdnetlink.AttributeEncoder) error {
-						addr := a.Addr().Unmap()
-						fam := uint16(unix.AF_INET6)
-						if addr.Is4() {
-							fam = unix.AF_INET
-						}
-						e.Uint16(unix.WGALLOWEDIP_A_FAMILY, fam)
-						e.Bytes(unix.WGALLOWEDIP_A_IPADDR, addr.AsSlice())
-						e.Uint8(unix.WGALLOWEDIP_A_CIDR_MASK, uint8(a.Bits()))
-						return nil
-					})
-				}
-				return nil
-			})
-		}
-		return nil
+func encodePeer(b nlAttrs, p *PeerPatch) nlAttrs {
+	b = b.bytes(unix.WGPEER_A_PUBLIC_KEY, p.PublicKey[:])
+	if f := peerFlags(p); f != 0 {
+		b = b.u32(unix.WGPEER_A_FLAGS, f)
 	}
-}
-
-// sockaddr encodes an endpoint as struct sockaddr_in or sockaddr_in6.
-func sockaddr(ap netip.AddrPort) []byte {
-	addr := ap.Addr().Unmap()
-	if addr.Is4() {
-		b := make([]byte, unix.SizeofSockaddrInet4)
-		binary.NativeEndian.PutUint16(b, unix.AF_INET)
-		binary.BigEndian.PutUint16(b[2:], ap.Port())
-		a4 := addr.As4()
-		copy(b[4:], a4[:])
+	if p.Remove {
 		return b
 	}
-	b := make([]byte, unix.SizeofSockaddrInet6)
-	binary.NativeEndian.PutUint16(b, unix.AF_INET6)
+	if p.PresharedKey != nil {
+		// A zero key clears the peer's.
+		psk := p.PresharedKey.Bytes()
+		b = b.bytes(unix.WGPEER_A_PRESHARED_KEY, psk[:])
+		clear(psk[:])
+	}
+	if p.Endpoint.IsValid() {
+		var sa [unix.SizeofSockaddrInet6]byte
+		b = b.bytes(unix.WGPEER_A_ENDPOINT, putSockaddr(sa[:], p.Endpoint))
+	}
+	if p.Keepalive != nil {
+		b = b.u16(unix.WGPEER_A_PERSISTENT_KEEPALIVE_INTERVAL, uint16(p.Keepalive.Seconds()))
+	}
+	if len(p.AllowedIPs) > 0 || p.ReplaceAllowedIPs {
+		var ips int
+		b, ips = b.begin(unix.WGPEER_A_ALLOWEDIPS)
+		for i, a := range p.AllowedIPs {
+			var n int
+			b, n = b.begin(uint16(i))
+			addr := a.Addr().Unmap()
+			if addr.Is4() {
+				a4 := addr.As4()
+				b = b.u16(unix.WGALLOWEDIP_A_FAMILY, unix.AF_INET).bytes(unix.WGALLOWEDIP_A_IPADDR, a4[:])
+			} else {
+				a16 := addr.As16()
+				b = b.u16(unix.WGALLOWEDIP_A_FAMILY, unix.AF_INET6).bytes(unix.WGALLOWEDIP_A_IPADDR, a16[:])
+			}
+			b = b.u8(unix.WGALLOWEDIP_A_CIDR_MASK, uint8(a.Bits()))
+			b.end(n)
+		}
+		b.end(ips)
+	}
+	return b
+}
+
+// nlAttrs appends netlink attributes (header, data, padding to 4 bytes).
+type nlAttrs []byte
+
+func (b nlAttrs) bytes(typ uint16, data []byte) nlAttrs {
+	b = binary.NativeEndian.AppendUint16(b, uint16(nlaHdr+len(data)))
+	b = binary.NativeEndian.AppendUint16(b, typ)
+	b = append(b, data...)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+func (b nlAttrs) str(typ uint16, s string) nlAttrs {
+	return b.bytes(typ, append([]byte(s), 0))
+}
+
+func (b nlAttrs) u8(typ uint16, v uint8) nlAttrs { return b.bytes(typ, []byte{v}) }
+
+func (b nlAttrs) u16(typ uint16, v uint16) nlAttrs {
+	var d [2]byte
+	binary.NativeEndian.PutUint16(d[:], v)
+	return b.bytes(typ, d[:])
+}
+
+func (b nlAttrs) u32(typ uint16, v uint32) nlAttrs {
+	var d [4]byte
+	binary.NativeEndian.PutUint32(d[:], v)
+	return b.bytes(typ, d[:])
+}
+
+// begin opens a nest (NLA_F_NESTED, as the kernel's own nla_nest_start);
+// end(at) closes it.
+func (b nlAttrs) begin(typ uint16) (nlAttrs, int) {
+	at := len(b)
+	b = binary.NativeEndian.AppendUint16(b, 0)
+	b = binary.NativeEndian.AppendUint16(b, typ|unix.NLA_F_NESTED)
+	return b, at
+}
+
+func (b nlAttrs) end(at int) {
+	binary.NativeEndian.PutUint16(b[at:], uint16(min(len(b)-at, 0xffff)))
+}
+
+// putSockaddr encodes an endpoint as struct sockaddr_in or sockaddr_in6
+// into b (of sockaddr_in6's size) and returns the part used.
+func putSockaddr(b []byte, ap netip.AddrPort) []byte {
+	clear(b)
+	addr := ap.Addr().Unmap()
 	binary.BigEndian.PutUint16(b[2:], ap.Port())
+	if addr.Is4() {
+		binary.NativeEndian.PutUint16(b, unix.AF_INET)
+		a4 := addr.As4()
+		copy(b[4:], a4[:])
+		return b[:unix.SizeofSockaddrInet4]
+	}
+	binary.NativeEndian.PutUint16(b, unix.AF_INET6)
 	a16 := addr.As16()
 	copy(b[8:], a16[:])
-	return b
+	return b[:unix.SizeofSockaddrInet6]
 }
