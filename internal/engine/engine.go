@@ -390,13 +390,13 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 	// theirs (an invalid endpoint leaves the device's as it is).
 	if prev == nil || fresh.Kinds&(actual.WireGuard|actual.Links) != 0 {
 		var decisions []pendingDecision
-		var states peerStates
-		desired, decisions, states = e.decide(desired, act)
+		var up peersUp
+		desired, decisions, up = e.decide(desired, act)
 		e.rot.mu.Lock()
 		e.rot.pending = decisions
 		e.rot.mu.Unlock()
 		if !e.frozen {
-			e.lastUp = states.up()
+			e.lastUp = up
 		}
 	} else {
 		e.rot.mu.Lock()
