@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,8 +18,11 @@ import (
 	"github.com/mdlayher/genetlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // The kernel module's devices are written and read by netreconcile's own
@@ -428,4 +434,90 @@ func TestWireGuardNetlinkAgainstWG(t *testing.T) {
 	_, _, dump := wgShowDump(t, ns, "wgnl0")
 	want[pub] = dump[pub]
 	check("written by wg")
+}
+
+// Through the engine, on the kernel module: 2,000 peers configure in a few
+// messages; a pass that changes one peer sends one message (on the wire
+// too), and a pass with nothing to change sends none.
+func TestWireGuardOnePeerOneMessage(t *testing.T) {
+	requireModules(t, "wireguard")
+	ns := newNetNS(t, "wg1")
+	mon := newNlmonCounter(t, ns)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "wg.key")
+	if err := os.WriteFile(keyFile, []byte("yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const peers = 2000
+	conf := func(extra string) *model.State {
+		t.Helper()
+		var b strings.Builder
+		fmt.Fprintf(&b, "version: 1\nlinks:\n  wg1:\n    kind: wireguard\n    state: down\n    wireguard:\n      private-key-file: %s\n      peers:\n", keyFile)
+		for i := range peers {
+			var k model.Key
+			binary.BigEndian.PutUint32(k[:], uint32(i)+1)
+			ips := fmt.Sprintf("10.%d.%d.0/24", 100+i/256, i%256)
+			if i == peers/2 && extra != "" {
+				ips += ", " + extra
+			}
+			fmt.Fprintf(&b, "        - {public-key: %s, allowed-ips: [%s], persistent-keepalive: 25s, endpoints: [\"192.0.2.%d:51820\"]}\n", k, ips, 1+i%250)
+		}
+		cfg, err := desired.Parse([]desired.Source{{Name: filepath.Join(dir, "netreconcile.yaml"), Data: []byte(b.String())}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.State
+	}
+	k, err := kernel.Open("/run/netns/" + ns.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	led, err := nettest.OpenLedger(filepath.Join(dir, "ledger.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := &engine.Engine{Kernel: k, Ledger: led}
+	var ops []string
+	pass := func(st *model.State) (msgs, writes uint64, wire int) {
+		t.Helper()
+		m0, w0 := k.WireGuardMessages(), k.Writes()
+		plan, err := eng.Plan(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = ops[:0]
+		for _, op := range plan.Ops {
+			ops = append(ops, string(op.Action)+" "+string(op.Kind))
+		}
+		res, err := eng.Apply(context.Background(), plan)
+		if err == nil {
+			err = res.Err()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire, _ = mon.take(t)
+		return k.WireGuardMessages() - m0, k.Writes() - w0, wire
+	}
+	st := conf("")
+	pass(st) // the link
+	m, _, wire := pass(st)
+	t.Logf("%d peers configured in %d messages (%d on the wire)", peers, m, wire)
+	if m < 2 || m > 6 || int(m) != wire {
+		t.Errorf("%d peers: %d messages counted, %d on the wire; want 2 to 6, the same", peers, m, wire)
+	}
+	if m, w, wire := pass(st); m != 0 || w != 0 || wire != 0 {
+		t.Errorf("a pass with nothing to change: %d messages, %d writes, %d on the wire; want none", m, w, wire)
+	}
+	changed := conf("10.250.0.0/24")
+	if m, _, wire := pass(changed); m != 1 || wire != 1 || len(ops) != 1 || ops[0] != "update wireguard peer" {
+		t.Errorf("one peer changed of %d: %d messages (%d on the wire) for %v; want 1 for one peer update", peers, m, wire, ops)
+	}
+	if got := ns.WG(t, "show", "wg1", "allowed-ips"); !strings.Contains(got, "10.250.0.0/24") {
+		t.Errorf("the change is not on the device")
+	}
+	if m, w, wire := pass(changed); m != 0 || w != 0 || wire != 0 {
+		t.Errorf("the pass after: %d messages, %d writes, %d on the wire; want none", m, w, wire)
+	}
 }
