@@ -22,12 +22,16 @@ bench-wg: test-deps
 
 # The same benchmark in the qemu guest, on the kernel module, which
 # production uses and this host lacks (TCG: only the ratios mean anything):
-#   make bench-wg-vm BENCH_WG_VM_SIZES=1k,5k,10k BENCH_WG_VM_ROUNDS=3
+#   make bench-wg-vm BENCH_WG_VM_SIZES=1k,5k,10k BENCH_WG_VM_ROUNDS=3 BENCH_WG_VM_FLAGS=-bench.cpuprofile
 BENCH_WG_VM_SIZES ?= 1k,5k,10k
 BENCH_WG_VM_ROUNDS ?= 3
 BENCH_WG_VM_TIMEOUT ?= 3000
+# -bench.cpuprofile prints the guest's CPU profiles, base64 (bench_wg_test.go).
+BENCH_WG_VM_FLAGS ?=
 
 .PHONY: bench-wg-vm
 bench-wg-vm:
+	@echo "bench-wg-vm: host load average $$(cut -d' ' -f1-3 /proc/loadavg) before"
 	$(MAKE) vm-test VMRUN='^TestBenchWireGuardKernel$$' VM_TIMEOUT=$(BENCH_WG_VM_TIMEOUT) \
-		VMFLAGS='-bench.wg=$(BENCH_WG_VM_SIZES) -bench.rounds=$(BENCH_WG_VM_ROUNDS)'
+		VMFLAGS='-bench.wg=$(BENCH_WG_VM_SIZES) -bench.rounds=$(BENCH_WG_VM_ROUNDS) $(BENCH_WG_VM_FLAGS)'
+	@echo "bench-wg-vm: host load average $$(cut -d' ' -f1-3 /proc/loadavg) after (the table's is the guest's)"
