@@ -15,7 +15,8 @@
 //     runs to apply an edited file: it reads the device and sends the
 //     difference);
 //   - the daemon's pass with no change: read, diff and apply with the file
-//     already loaded, as the daemon holds it between edits;
+//     already loaded, as the daemon holds it between edits; and the same
+//     woken by a route, which takes the devices from the last read;
 //   - read: one read of the device (what every pass costs), against
 //     `wg show DEV dump`.
 //
@@ -43,6 +44,7 @@ import (
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
@@ -304,7 +306,7 @@ func (b *bench) size(n int) ([]growth.Measure, error) {
 	wgc, wgChanged := b.wgConf(keys, -1), b.wgConf(keys, changed)
 	profile := b.o.CPUProfile != "" && n == b.o.Sizes[len(b.o.Sizes)-1]
 
-	var cfgO, cfgT, oneO, oneT, noO, noT, passO, readO, readT []time.Duration
+	var cfgO, cfgT, oneO, oneT, noO, noT, passO, routeO, readO, readT []time.Duration
 	var cfgSent, oneSent, noSent, passSent uint64
 	var passAllocs, readAllocs float64
 	for r := 0; r < b.o.Rounds; r++ {
@@ -350,6 +352,12 @@ func (b *bench) size(n int) ([]growth.Measure, error) {
 		passSent = b.messages() - sent
 		passAllocs = float64(m1.Mallocs-m0.Mallocs) / float64(n)
 
+		// Woken by a route: the devices are taken from the last read.
+		b.eng.SetReread(actual.Fresh{Kinds: actual.Routes})
+		start = time.Now()
+		b.pass(cfg)
+		routeO = append(routeO, time.Since(start))
+
 		runtime.ReadMemStats(&m0)
 		start = time.Now()
 		if _, err := b.ours.k.WireGuardDevice(b.ours.dev); err != nil {
@@ -377,6 +385,7 @@ func (b *bench) size(n int) ([]growth.Measure, error) {
 		{Name: "change one peer of N", Ours: med(oneO), Peer: "wg syncconf", Theirs: med(oneT), Note: msgs(oneSent)},
 		{Name: "no change (load the file, read, diff)", Ours: med(noO), Peer: "wg syncconf", Theirs: med(noT), Note: msgs(noSent)},
 		{Name: "the daemon's pass with no change (read, diff; the file loaded)", Ours: med(passO), Note: fmt.Sprintf("%s, %.2f allocations per peer", msgs(passSent), passAllocs)},
+		{Name: "the daemon's pass woken by a route (the devices not read again)", Ours: med(routeO)},
 		{Name: "read the device", Ours: med(readO), Peer: "wg show dump", Theirs: med(readT), Note: fmt.Sprintf("%.2f allocations per peer", readAllocs)},
 	}, nil
 }
