@@ -144,10 +144,45 @@ var DefaultRotation = Rotation{
 }
 
 // SortPeers orders peers by public key (its bytes: cheaper than base64).
-// slices.SortFunc, not sort.Slice: no allocation, which counts when every
-// pass sorts ten thousand peers and each one's allowed IPs.
+// A peer is a large struct, and a file may list ten thousand in any order:
+// an order of indices is sorted (comparing keys in place, never copying a
+// peer to compare it), then every peer is moved once to its place. A list
+// in order already (a device's dump of peers added in order) is left as
+// it is. No allocation but the indices.
 func SortPeers(ps []WireGuardPeer) {
-	slices.SortFunc(ps, func(a, b WireGuardPeer) int { return bytes.Compare(a.PublicKey[:], b.PublicKey[:]) })
+	less := func(i, j int) int { return bytes.Compare(ps[i].PublicKey[:], ps[j].PublicKey[:]) }
+	sorted := true
+	for i := 1; i < len(ps) && sorted; i++ {
+		sorted = less(i-1, i) <= 0
+	}
+	if sorted {
+		return
+	}
+	order := make([]int32, len(ps))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return less(int(a), int(b)) })
+	// Position j takes the peer at order[j]: follow each cycle, moving
+	// every peer once; a placed position is marked -1.
+	for i := range order {
+		if order[i] < 0 || int(order[i]) == i {
+			order[i] = -1
+			continue
+		}
+		tmp := ps[i]
+		j := i
+		for {
+			k := int(order[j])
+			order[j] = -1
+			if k == i {
+				ps[j] = tmp
+				break
+			}
+			ps[j] = ps[k]
+			j = k
+		}
+	}
 }
 
 // PublicKey derives the public key of a private key.

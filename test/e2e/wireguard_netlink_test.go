@@ -501,7 +501,7 @@ func TestWireGuardOnePeerOneMessage(t *testing.T) {
 		return k.WireGuardMessages() - m0, k.Writes() - w0, wire
 	}
 	st := conf("")
-	pass(st) // the link
+	// The link, the device and its peers, in one pass.
 	m, _, wire := pass(st)
 	t.Logf("%d peers configured in %d messages (%d on the wire)", peers, m, wire)
 	if m < 2 || m > 6 || int(m) != wire {
