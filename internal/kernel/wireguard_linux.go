@@ -97,7 +97,7 @@ func (k *Netlink) WireGuardDevice(name string) (*model.WireGuard, error) {
 			return w, nil
 		}
 		if !notKernelDevice(err) {
-			return nil, fmt.Errorf("read wireguard device %s: %w", name, err)
+			return nil, err // "list wireguard device NAME: ..."
 		}
 	}
 	c, err := k.wgClient()
