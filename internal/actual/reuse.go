@@ -10,21 +10,26 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-// Kinds names the parts of a kernel state that notifications report, which
-// a read may take from the previous read when nothing reported a change
-// (the daemon). WireGuard devices, the far ends of veth pairs,
-// FoU ports and sysctls send no notifications: they are read every time.
+// Kinds names the parts of a kernel state that a read may take from the
+// previous read when nothing reported a change (the daemon): those that
+// notifications report, and WireGuard devices, which report nothing but
+// change only when someone writes to them (the daemon reads them on a
+// timer, and after its own writes). The far ends of veth pairs, FoU ports
+// and sysctls send no notifications either: they are read every time.
 type Kinds uint8
 
 const (
-	// Links are the links and their addresses.
+	// Links are the links and their addresses. Reading them again reads
+	// the WireGuard devices again too: a device made anew is a new link.
 	Links Kinds = 1 << iota
 	Routes
 	Rules
 	// NFT is the nftables tables (read by the engine, not Read).
 	NFT
+	// WireGuard is the WireGuard devices' settings and peers.
+	WireGuard
 
-	AllKinds = Links | Routes | Rules | NFT
+	AllKinds = Links | Routes | Rules | NFT | WireGuard
 )
 
 // Fresh is what a read takes again from the kernel: its Kinds, and of the
@@ -70,8 +75,8 @@ func (f Fresh) routeTables() map[int]bool {
 	return f.RouteTables
 }
 
-// ReadReusing is Read that reads only what fresh names and takes the rest
-// from prev, a state an earlier Read or ReadReusing returned with the same
+// ReadReusing is Read that reads only what fresh names (WireGuard devices
+// whenever it names links) and takes the rest from prev, a state an earlier Read or ReadReusing returned with the same
 // options: whole kinds, and of the routes, when fresh names their tables,
 // the routes of the other tables. With no prev (or a prev of another
 // protocol) it reads everything.
@@ -103,8 +108,12 @@ func ReadReusing(k kernel.Reader, opt Options, prev *model.State, f Fresh) (*mod
 	if err := readRemotePeers(k, st); err != nil {
 		return nil, RoutesRead{}, err
 	}
-	if err := readWireGuard(k, st); err != nil {
-		return nil, RoutesRead{}, err
+	// Not read again, the devices are those of prev's links, which the
+	// clone holds.
+	if fresh&(Links|WireGuard) != 0 {
+		if err := readWireGuard(k, st); err != nil {
+			return nil, RoutesRead{}, err
+		}
 	}
 	if fresh&Links != 0 {
 		if err := readAddresses(k, st); err != nil {

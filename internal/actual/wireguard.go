@@ -25,13 +25,26 @@ func readWireGuard(k kernel.Reader, st *model.State) error {
 		}
 		d, err := k.WireGuardDevice(name)
 		if errors.Is(err, kernel.ErrNotFound) {
+			if l.WireGuard != nil {
+				// A link of an earlier read whose device is gone (a
+				// wireguard-go that exited): the tun link it was.
+				c := *l
+				if l.WireGuard.Implementation == kernel.WireGuardUserspace {
+					c.Kind = tunKind
+				}
+				c.WireGuard = nil
+				st.Links[name] = &c
+			}
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		l.Kind = model.KindWireGuard
-		l.WireGuard = d
+		// A copy: the link may be shared with an earlier read (ReadReusing).
+		c := *l
+		c.Kind = model.KindWireGuard
+		c.WireGuard = d
+		st.Links[name] = &c
 	}
 	return nil
 }

@@ -165,6 +165,10 @@ type Daemon struct {
 	// readGen is gen at the last pass that read the kernel: a pass after a
 	// configuration change reads everything (filter_pass.go).
 	readGen uint64
+	// wgReadAt is when a pass last read the WireGuard devices: the
+	// endpoint rotation reads them again every rotation interval
+	// (filter_pass.go).
+	wgReadAt time.Time
 
 	lastConflicts string
 	lastPlan      [sha256.Size]byte

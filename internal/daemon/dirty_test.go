@@ -198,3 +198,54 @@ func TestRouteEventsMarkTheirTable(t *testing.T) {
 		t.Errorf("a route and a link written: %+v, want everything", got)
 	}
 }
+
+// WireGuard devices send no notifications: a pass woken by a route does
+// not read them again (ten thousand peers for one route), the endpoint
+// rotation reads them every rotation interval (30 s here) counted from the
+// last pass that read them, whatever passes ran between, and anything
+// that reads the links reads them too.
+func TestWireGuardReadOnItsTimer(t *testing.T) {
+	e := newLoopEnv(t, "version: 1\n")
+	e.write(wgConfig(t, e.dir))
+	e.eng.kernel["wg0"] = true
+	e.start()
+	// The first pass created br0: the next reads everything.
+	e.run(time.Second)
+	e.kernelEvent(srcRoutes, true)
+	e.run(time.Second)
+	if got := e.lastReread(); got != actual.AllKinds {
+		t.Fatalf("the pass after creating br0 reads %05b, want everything", got)
+	}
+	read := e.lastStart()
+	for i := 0; i < 2; i++ {
+		e.run(10 * time.Second)
+		before := e.passes()
+		e.kernelEvent(srcRoutes, true)
+		e.run(time.Second)
+		if e.passes() != before+1 {
+			t.Fatalf("route event: %d passes, want 1", e.passes()-before)
+		}
+		if got := e.lastReread(); got != actual.Routes {
+			t.Errorf("a route event %v after the last read: the pass reads %05b, want routes (%05b) only", e.lastStart().Sub(read), got, actual.Routes)
+		}
+	}
+	before := e.passes()
+	e.run(read.Add(30 * time.Second).Sub(e.clk.Now()))
+	if e.passes() != before+1 || !e.lastStart().Equal(read.Add(30*time.Second)) {
+		t.Fatalf("the rotation tick: %d passes, the last at %v after the read; want one at 30 s", e.passes()-before, e.lastStart().Sub(read))
+	}
+	if got := e.lastReread(); got != actual.WireGuard {
+		t.Errorf("the rotation tick reads %05b, want the WireGuard devices (%05b)", got, actual.WireGuard)
+	}
+	// A link event reads the links, and so the devices: the next tick is
+	// 30 s after it.
+	e.run(5 * time.Second)
+	e.kernelEvent(srcLinks, true)
+	e.run(time.Second)
+	linkRead := e.lastStart()
+	before = e.passes()
+	e.run(linkRead.Add(30 * time.Second).Sub(e.clk.Now()))
+	if e.passes() != before+1 || !e.lastStart().Equal(linkRead.Add(30*time.Second)) {
+		t.Errorf("after a link event: %d passes, the last %v after it; want one at 30 s", e.passes()-before, e.lastStart().Sub(linkRead))
+	}
+}

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"time"
+
 	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
@@ -55,8 +57,18 @@ func (d *Daemon) filterAfterPass(want *model.State) {
 //   - the kinds a pass wrote (or tried to), of routes their tables, are
 //     read again by the next one, whatever the notifications say (marked
 //     here, and by the engine's Apply itself);
-//   - WireGuard devices, far veth ends and FoU ports have no notifications
-//     and are read on every pass.
+//   - WireGuard devices send no notifications and change only when written
+//     (by this daemon, or by someone running wg): they are read again with
+//     the links, after a pass wrote to them, whenever everything is read
+//     (the resync among them), and every rotation interval when a declared
+//     peer has endpoints to rotate (the rotation judges peers by their
+//     handshakes). A pass woken by routes, rules or nftables takes them
+//     from the previous read and leaves the rotation as it was: ten
+//     thousand peers are not read again for a route. A peer changed with
+//     wg is put back at the next of these reads (at the latest the
+//     resync), as before when nothing else woke the daemon;
+//   - far veth ends and FoU ports have no notifications and are read on
+//     every pass.
 //
 // The kinds are taken when the pass starts, before it reads: a change seen
 // during the pass marks its kind for the next one.
@@ -139,14 +151,36 @@ func (f *EventFilter) takeDirty() actual.Fresh {
 }
 
 // rereadKinds is what this pass reads again: what notifications marked,
-// or everything after a configuration change.
+// or everything after a configuration change; the WireGuard devices when
+// the endpoint rotation is due.
 func (d *Daemon) rereadKinds() actual.Fresh {
 	k := d.f.takeDirty()
 	if d.gen != d.readGen {
 		k = actual.All
 	}
+	if due, ok := d.wgRecheckDue(); ok && !d.clk.Now().Before(due) {
+		k.Kinds |= actual.WireGuard
+	}
 	return k
 }
+
+// wgRecheckDue is when the endpoint rotation next needs the WireGuard
+// devices read: one rotation interval after the last read; ok is false
+// when no declared peer has endpoints to rotate.
+func (d *Daemon) wgRecheckDue() (time.Time, bool) {
+	if d.cfg == nil {
+		return time.Time{}, false
+	}
+	every := engine.RecheckInterval(d.cfg.State)
+	if every <= 0 {
+		return time.Time{}, false
+	}
+	return d.wgReadAt.Add(every), true
+}
+
+// readsWireGuard reports whether a pass that reads f reads the WireGuard
+// devices.
+func readsWireGuard(f actual.Fresh) bool { return f.Kinds&(actual.WireGuard|actual.Links) != 0 }
 
 // markWritten marks what every operation a pass tried may change: kinds,
 // and the tables of the routes.

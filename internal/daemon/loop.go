@@ -3,8 +3,6 @@ package daemon
 import (
 	"context"
 	"time"
-
-	"github.com/netreconcile/netreconcile/internal/engine"
 )
 
 // event is what the loop reacts to.
@@ -152,11 +150,10 @@ func (d *Daemon) runScheduledPass(ctx context.Context) error {
 		d.arm(d.sched.at(t))
 	}
 	// WireGuard sends no notifications: endpoint rotation is checked on a
-	// timer (every 30 s in KubeSpan's timings).
-	if d.cfg != nil {
-		if every := engine.RecheckInterval(d.cfg.State); every > 0 {
-			d.arm(d.sched.at(d.clk.Now().Add(every)))
-		}
+	// timer (every 30 s in KubeSpan's timings), from the last pass that
+	// read the devices (filter_pass.go).
+	if due, ok := d.wgRecheckDue(); ok {
+		d.arm(d.sched.at(due))
 	}
 	return nil
 }

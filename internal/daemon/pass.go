@@ -68,6 +68,9 @@ func (d *Daemon) pass(ctx context.Context) error {
 	}
 	d.bo.succeeded("kernel read")
 	d.readGen = d.gen
+	if readsWireGuard(reread) {
+		d.wgReadAt = start
+	}
 	d.reportConflicts(planErr)
 	d.reportHeld(plan, max)
 

@@ -122,12 +122,16 @@ func (b *builder) wireguard(path string, wc *wireguardConf, l *model.Link) {
 			b.errs.add(rc.Pos, path+".rotation.down-after", "must not be shorter than connect-timeout (%s)", w.Rotation.ConnectTimeout)
 		}
 	}
-	seen := map[model.Key]Pos{}
+	// Sized once: a device may declare ten thousand peers.
+	seen := make(map[model.Key]Pos, len(wc.Peers))
+	if len(wc.Peers) > 0 {
+		w.Peers = make([]model.WireGuardPeer, 0, len(wc.Peers))
+	}
 	for i, pc := range wc.Peers {
 		if pc != nil && pc.notMapping {
 			continue // reported by the decoder
 		}
-		pp := fmt.Sprintf("%s.peers[%d]", path, i)
+		pp := path + ".peers[" + strconv.Itoa(i) + "]"
 		if pc == nil {
 			b.errs.add(wc.at("peers"), pp, "empty peer; expected at least public-key")
 			continue
@@ -210,19 +214,23 @@ func (b *builder) wgPeer(path string, pc *wgPeerConf) (model.WireGuardPeer, bool
 
 // checkEndpoint accepts "192.0.2.1:51820", "[2001:db8::1]:51820" and "host.example:51820".
 func checkEndpoint(e string) error {
-	bad := fmt.Errorf("expected ADDRESS:PORT like 192.0.2.1:51820, [2001:db8::1]:51820 or node1.example.com:51820, found %q", e)
+	// Made only for a bad one: a file of ten thousand peers has ten
+	// thousand good ones.
+	bad := func() error {
+		return fmt.Errorf("expected ADDRESS:PORT like 192.0.2.1:51820, [2001:db8::1]:51820 or node1.example.com:51820, found %q", e)
+	}
 	host, port, err := net.SplitHostPort(e)
 	if err != nil || host == "" {
-		return bad
+		return bad()
 	}
 	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
-		return bad
+		return bad()
 	}
 	if _, err := netip.ParseAddr(host); err == nil {
 		return nil
 	}
 	if strings.Contains(host, ":") || strings.ContainsAny(host, " /%") {
-		return bad
+		return bad()
 	}
 	return nil
 }

@@ -1,10 +1,12 @@
 package diff
 
 import (
+	"bytes"
+	"encoding/base64"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -91,8 +93,16 @@ func (f PeerFields) Write(w PeerWriter) {
 	}
 }
 
-// peerOpID is the ID of a peer operation: "<public key> on <link>".
-func peerOpID(pub model.Key, link string) string { return pub.String() + " on " + link }
+// peerOpID is the ID of a peer operation: "<public key> on <link>", made
+// in one allocation (a pass that configures ten thousand peers makes ten
+// thousand).
+func peerOpID(pub model.Key, link string) string {
+	b := make([]byte, 0, base64.StdEncoding.EncodedLen(model.KeyLen)+len(" on ")+len(link))
+	b = base64.StdEncoding.AppendEncode(b, pub[:])
+	b = append(b, " on "...)
+	b = append(b, link...)
+	return string(b)
+}
 
 // peerOpName is a peer operation's object in a message: "<prefix…> on <link>".
 func peerOpName(pub model.Key, link string) string { return pub.Short() + " on " + link }
@@ -152,38 +162,37 @@ func (c *computer) wgDevice(name string, w, h *model.WireGuard) {
 }
 
 func (c *computer) wgPeers(name string, w, h *model.WireGuard, owned bool) {
-	have := map[model.Key]*model.WireGuardPeer{}
+	var hp []model.WireGuardPeer
 	if h != nil {
-		for i := range h.Peers {
-			have[h.Peers[i].PublicKey] = &h.Peers[i]
-		}
+		hp = h.Peers
 	}
-	want := map[model.Key]bool{}
+	peerOp := func(p *model.WireGuardPeer) Op {
+		return Op{Kind: KindWGPeer, ID: peerOpID(p.PublicKey, name), WireGuard: &WireGuardOp{Link: name, Device: w, Peer: p}}
+	}
 	var deletes, updates, creates []Op
-	for i := range w.Peers {
-		p := &w.Peers[i]
-		want[p.PublicKey] = true
-		op := Op{Kind: KindWGPeer, ID: peerOpID(p.PublicKey, name), WireGuard: &WireGuardOp{Link: name, Device: w, Peer: p}}
-		hp, ok := have[p.PublicKey]
-		if !ok {
+	matchPeers(w.Peers, hp, func(p, q *model.WireGuardPeer) {
+		switch {
+		case q == nil:
+			op := peerOp(p)
 			op.Action, op.Summary = Create, peerSummary(p)
 			op.WireGuard.PeerFields = PeerFields{AllowedIPs: true, Keepalive: true, Endpoint: true, PresharedKey: p.PresharedKey.IsSet()}
 			creates = append(creates, op)
-			continue
-		}
-		if op.Changes, op.WireGuard.PeerFields = peerChanges(p, hp); len(op.Changes) > 0 {
-			op.Action = Update
-			updates = append(updates, op)
-		}
-	}
-	if h != nil && owned {
-		for i := range h.Peers {
-			p := &h.Peers[i]
-			if !want[p.PublicKey] {
-				deletes = append(deletes, Op{Action: Delete, Kind: KindWGPeer, ID: peerOpID(p.PublicKey, name), Summary: "not in the configuration", WireGuard: &WireGuardOp{Link: name, Device: w, Peer: p}})
+		case p == nil:
+			if h != nil && owned {
+				op := peerOp(q)
+				op.Action, op.Summary = Delete, "not in the configuration"
+				deletes = append(deletes, op)
+			}
+		default:
+			// Most passes change no peer: the op is made only for one
+			// that differs.
+			if ch, f := peerChanges(p, q); len(ch) > 0 {
+				op := peerOp(p)
+				op.Action, op.Changes, op.WireGuard.PeerFields = Update, ch, f
+				updates = append(updates, op)
 			}
 		}
-	}
+	})
 	for _, ops := range [][]Op{deletes, updates, creates} {
 		for _, op := range ops {
 			c.add(op)
@@ -191,13 +200,61 @@ func (c *computer) wgPeers(name string, w, h *model.WireGuard, owned bool) {
 	}
 }
 
+// matchPeers calls f with every desired peer and the actual one of the
+// same public key (nil when there is none), then with every actual peer
+// no desired one has (nil, q). Both lists are in the model's order (by
+// public key) and are walked together; lists out of that order are matched
+// through maps.
+func matchPeers(want, have []model.WireGuardPeer, f func(p, q *model.WireGuardPeer)) {
+	cmp := func(a, b model.WireGuardPeer) int { return bytes.Compare(a.PublicKey[:], b.PublicKey[:]) }
+	if !slices.IsSortedFunc(want, cmp) || !slices.IsSortedFunc(have, cmp) {
+		byKey := make(map[model.Key]*model.WireGuardPeer, len(have))
+		for i := range have {
+			byKey[have[i].PublicKey] = &have[i]
+		}
+		wanted := make(map[model.Key]bool, len(want))
+		for i := range want {
+			wanted[want[i].PublicKey] = true
+			f(&want[i], byKey[want[i].PublicKey])
+		}
+		for i := range have {
+			if !wanted[have[i].PublicKey] {
+				f(nil, &have[i])
+			}
+		}
+		return
+	}
+	var gone []*model.WireGuardPeer
+	j := 0
+	for i := range want {
+		for j < len(have) && cmp(have[j], want[i]) < 0 {
+			gone = append(gone, &have[j])
+			j++
+		}
+		if j < len(have) && have[j].PublicKey == want[i].PublicKey {
+			f(&want[i], &have[j])
+			j++
+			continue
+		}
+		f(&want[i], nil)
+	}
+	for ; j < len(have); j++ {
+		gone = append(gone, &have[j])
+	}
+	for _, q := range gone {
+		f(nil, q)
+	}
+}
+
 // peerChanges lists what differs, as shown and as written.
 func peerChanges(w, h *model.WireGuardPeer) ([]Change, PeerFields) {
 	var ch []Change
 	var f PeerFields
-	if a, b := prefixesStr(h.AllowedIPs), prefixesStr(w.AllowedIPs); a != b {
+	// Both sides are sorted and masked: compared as values, and printed
+	// only when they differ (every pass compares every peer's).
+	if !slices.Equal(h.AllowedIPs, w.AllowedIPs) {
 		f.AllowedIPs = true
-		ch = append(ch, Change{"allowed-ips", a, b})
+		ch = append(ch, Change{"allowed-ips", prefixesStr(h.AllowedIPs), prefixesStr(w.AllowedIPs)})
 	}
 	if w.Keepalive != h.Keepalive {
 		f.Keepalive = true
@@ -226,17 +283,21 @@ func peerChanges(w, h *model.WireGuardPeer) ([]Change, PeerFields) {
 }
 
 func peerSummary(p *model.WireGuardPeer) string {
-	parts := []string{"allowed-ips " + prefixesStr(p.AllowedIPs)}
+	b := make([]byte, 0, 96)
+	b = append(b, "allowed-ips "...)
+	b = appendPrefixes(b, p.AllowedIPs)
 	if p.Keepalive != 0 {
-		parts = append(parts, "persistent-keepalive "+durStr(p.Keepalive))
+		b = append(b, ", persistent-keepalive "...)
+		b = append(b, durStr(p.Keepalive)...)
 	}
 	if p.Endpoint.IsValid() {
-		parts = append(parts, "endpoint "+p.Endpoint.String())
+		b = append(b, ", endpoint "...)
+		b = p.Endpoint.AppendTo(b)
 	}
 	if p.PresharedKey.IsSet() {
-		parts = append(parts, "preshared-key "+secretSet)
+		b = append(b, ", preshared-key "+secretSet...)
 	}
-	return strings.Join(parts, ", ")
+	return string(b)
 }
 
 func wgDeviceSummary(w *model.WireGuard) string {
@@ -271,13 +332,18 @@ func durStr(d time.Duration) string {
 	return d.String()
 }
 
-func prefixesStr(ps []netip.Prefix) string {
+func prefixesStr(ps []netip.Prefix) string { return string(appendPrefixes(nil, ps)) }
+
+// appendPrefixes appends "a, b, c", or "none".
+func appendPrefixes(b []byte, ps []netip.Prefix) []byte {
 	if len(ps) == 0 {
-		return "none"
+		return append(b, "none"...)
 	}
-	s := make([]string, len(ps))
 	for i, p := range ps {
-		s[i] = p.String()
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = p.AppendTo(b)
 	}
-	return strings.Join(s, ", ")
+	return b
 }

@@ -434,12 +434,25 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 	act.Routes = slices.Clip(act.Routes)
 	snap := *act
 	e.prev = &snap
-	desired, decisions, states := e.decide(desired, act)
-	e.rot.mu.Lock()
-	e.rot.pending = decisions
-	e.rot.mu.Unlock()
-	if !e.frozen {
-		e.lastUp = states.up()
+	// The endpoint rotation judges peers by their handshakes: only on a
+	// fresh read of the devices. On one that reuses the last read, the
+	// last pass's decisions stand: its endpoints are on the devices (or
+	// its failed writes made this read fresh), and desired's peers keep
+	// theirs (an invalid endpoint leaves the device's as it is).
+	if prev == nil || fresh.Kinds&(actual.WireGuard|actual.Links) != 0 {
+		var decisions []pendingDecision
+		var up peersUp
+		desired, decisions, up = e.decide(desired, act)
+		e.rot.mu.Lock()
+		e.rot.pending = decisions
+		e.rot.mu.Unlock()
+		if !e.frozen {
+			e.lastUp = up
+		}
+	} else {
+		e.rot.mu.Lock()
+		e.rot.pending = nil
+		e.rot.mu.Unlock()
 	}
 	in.PeersUp = e.lastUp
 	if err := e.resolveRules(desired, act); err != nil {

@@ -90,7 +90,7 @@ func Written(plan *diff.Plan) actual.Fresh {
 		case diff.KindRule:
 			k |= actual.Rules
 		case diff.KindWGPeer:
-			k |= actual.Links
+			k |= actual.WireGuard
 		case diff.KindLink, diff.KindAddress, diff.KindWireGuard:
 			// A link down or an address gone takes IPv4 routes with
 			// it, without a notification; a link, its netdev chains.

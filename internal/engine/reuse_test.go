@@ -3,8 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/desired"
@@ -12,6 +16,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/wgpeer"
 )
 
 const reuseFile = `version: 1
@@ -213,5 +218,70 @@ routes:
 	e.SetReread(actual.Fresh{Kinds: actual.Routes, RouteTables: map[int]bool{7: true}})
 	if ops := planOps(t, e, st); ops != "create route 10.5.0.0/24 table 7\ncreate route 10.1.0.0/24 table 100" {
 		t.Errorf("plan reading table 7 again after a write in table 100: %q, want both routes created", ops)
+	}
+}
+
+// WireGuard devices are read again only when asked (the daemon asks on the
+// rotation's timer, after a write to them, with the links): a plan told
+// they did not change takes them from the previous read and makes no
+// rotation decision, which would judge the peers by stale handshakes.
+func TestPlanReusesWireGuardDevices(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "wg.key")
+	if err := os.WriteFile(key, []byte("yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := fmt.Sprintf(`version: 1
+links:
+  wg0:
+    kind: wireguard
+    wireguard:
+      private-key-file: %s
+      peers:
+        - public-key: xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=
+          allowed-ips: [10.98.0.2/32]
+          endpoints: ["192.0.2.1:51820", "192.0.2.2:51820"]
+`, key)
+	cfg, err := desired.Parse([]desired.Source{{Name: filepath.Join(dir, "wg.yaml"), Data: []byte(file)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := cfg.State
+	now := time.Unix(1700000000, 0)
+	k := kerneltest.New()
+	led, _ := ledger.OpenIn(nil, 0)
+	e := &Engine{Kernel: k, Ledger: led}
+	e.SetTracker(wgpeer.New(func() time.Time { return now }, nil))
+	for range 2 { // the link, then the device and its peer
+		plan, err := e.Plan(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := e.Apply(context.Background(), plan); err != nil || res.Err() != nil {
+			t.Fatalf("apply: %v %v", err, res.Err())
+		}
+	}
+	if ops := planOps(t, e, st); ops != "" {
+		t.Fatalf("not converged:\n%s", ops)
+	}
+	// No handshake past the connect timeout: the peer is down, and a read
+	// of the device rotates it to the second endpoint.
+	now = now.Add(20 * time.Second)
+	readFails := errors.New("wireguard device read")
+	k.FailAlways(kerneltest.CallWireGuardDevice, readFails)
+	e.SetReread(actual.Fresh{Kinds: actual.Routes | actual.Rules | actual.NFT})
+	if ops := planOps(t, e, st); ops != "" {
+		t.Errorf("devices reused: plan\n%s\nwant none (no rotation on a stale read)", ops)
+	}
+	for _, f := range []actual.Kinds{actual.WireGuard, actual.Links} {
+		e.SetReread(actual.Fresh{Kinds: f})
+		if _, err := e.Plan(st); !errors.Is(err, readFails) {
+			t.Errorf("plan reading %05b: %v, want the devices read", f, err)
+		}
+	}
+	k.FailAlways(kerneltest.CallWireGuardDevice, nil)
+	e.SetReread(actual.Fresh{Kinds: actual.WireGuard})
+	if ops := planOps(t, e, st); !strings.Contains(ops, "update wireguard peer") {
+		t.Errorf("devices read again: plan\n%s\nwant the peer's endpoint rotated", ops)
 	}
 }

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -128,13 +130,15 @@ func RecheckInterval(desired *model.State) time.Duration {
 // decide runs the rotation for every peer of desired's WireGuard links
 // against the devices in act. It returns a copy of desired whose peers
 // carry the endpoint to write (desired itself is not changed), the
-// decisions that wait for their write, and every peer's state.
-func (e *Engine) decide(desired, act *model.State) (*model.State, []pendingDecision, peerStates) {
+// decisions that wait for their write, and the peers that are Up. Its
+// allocations are per device, not per peer: it runs on every pass that
+// reads the devices, over every declared peer.
+func (e *Engine) decide(desired, act *model.State) (*model.State, []pendingDecision, peersUp) {
 	t := e.Tracker()
 	var out *model.State
 	var decisions []pendingDecision
 	var judged []judgedPeer
-	states := peerStates{}
+	var up peersUp
 	defer func() {
 		e.rot.mu.Lock()
 		e.rot.judged = judged
@@ -145,11 +149,9 @@ func (e *Engine) decide(desired, act *model.State) (*model.State, []pendingDecis
 		if l.WireGuard == nil || len(l.WireGuard.Peers) == 0 {
 			continue
 		}
-		have := map[model.Key]*model.WireGuardPeer{}
+		var hw []model.WireGuardPeer
 		if al := act.Links[name]; al != nil && al.Kind == model.KindWireGuard && al.WireGuard != nil {
-			for i := range al.WireGuard.Peers {
-				have[al.WireGuard.Peers[i].PublicKey] = &al.WireGuard.Peers[i]
-			}
+			hw = al.WireGuard.Peers
 		}
 		if out == nil {
 			out = shallowCopy(desired)
@@ -158,14 +160,21 @@ func (e *Engine) decide(desired, act *model.State) (*model.State, []pendingDecis
 		nw.Peers = append([]model.WireGuardPeer(nil), l.WireGuard.Peers...)
 		nl.WireGuard = &nw
 		out.Links[name] = &nl
+		if judged == nil {
+			judged = make([]judgedPeer, 0, len(nw.Peers))
+		}
+		// Both lists are in the model's order, by public key: the device's
+		// peer of each declared one is found by walking them together,
+		// with no map of ten thousand entries.
+		find := peerFinder(hw)
 		for i := range nw.Peers {
 			p := &nw.Peers[i]
 			in := wgpeer.Input{Device: name, PublicKey: p.PublicKey, Candidates: p.Endpoints, Rotation: nw.Rotation}
-			if hp := have[p.PublicKey]; hp != nil {
+			if hp := find(p.PublicKey); hp != nil {
 				in.Current, in.LastHandshake = hp.Endpoint, hp.LastHandshake
 			}
 			d := t.Decide(in)
-			states.set(name, p.PublicKey, d.State)
+			up.set(name, p.PublicKey, d.State)
 			judged = append(judged, judgedPeer{PeerState{name, p.PublicKey, d.State}, in.LastHandshake, nw.Rotation})
 			p.EndpointCandidate = d.Candidate
 			switch {
@@ -181,18 +190,61 @@ func (e *Engine) decide(desired, act *model.State) (*model.State, []pendingDecis
 				t.Observe(name, p.PublicKey, d)
 			}
 		}
-		// A set, not a scan of the peers per tracked peer: with a thousand
-		// peers that was a million comparisons a pass.
-		keep := make(map[model.Key]bool, len(nw.Peers))
-		for i := range nw.Peers {
-			keep[nw.Peers[i].PublicKey] = true
+		// Forget asks in the tracker's order: a binary search of the
+		// sorted peers (a map if they are not).
+		sorted := sortedPeers(nw.Peers)
+		var declared func(model.Key) *model.WireGuardPeer
+		if !sorted {
+			declared = peerMap(nw.Peers)
 		}
-		t.Forget(name, func(k model.Key) bool { return keep[k] })
+		t.Forget(name, func(k model.Key) bool {
+			if sorted {
+				_, found := slices.BinarySearchFunc(nw.Peers, k, func(p model.WireGuardPeer, k model.Key) int { return bytes.Compare(p.PublicKey[:], k[:]) })
+				return found
+			}
+			return declared(k) != nil
+		})
 	}
 	if out == nil {
-		return desired, nil, states
+		return desired, nil, up
 	}
-	return out, decisions, states
+	return out, decisions, up
+}
+
+// peerFinder returns a function that finds peers of ps by public key.
+// Asked for keys in increasing order (the model's order of peers) it walks
+// ps once, if ps is in that order too; otherwise it looks them up in a map.
+func peerFinder(ps []model.WireGuardPeer) func(model.Key) *model.WireGuardPeer {
+	if !sortedPeers(ps) {
+		return peerMap(ps)
+	}
+	j := 0
+	var last model.Key
+	return func(k model.Key) *model.WireGuardPeer {
+		if bytes.Compare(k[:], last[:]) < 0 {
+			j = 0 // asked out of order: start again
+		}
+		last = k
+		for j < len(ps) && bytes.Compare(ps[j].PublicKey[:], k[:]) < 0 {
+			j++
+		}
+		if j < len(ps) && ps[j].PublicKey == k {
+			return &ps[j]
+		}
+		return nil
+	}
+}
+
+func peerMap(ps []model.WireGuardPeer) func(model.Key) *model.WireGuardPeer {
+	m := make(map[model.Key]*model.WireGuardPeer, len(ps))
+	for i := range ps {
+		m[ps[i].PublicKey] = &ps[i]
+	}
+	return func(k model.Key) *model.WireGuardPeer { return m[k] }
+}
+
+func sortedPeers(ps []model.WireGuardPeer) bool {
+	return slices.IsSortedFunc(ps, func(a, b model.WireGuardPeer) int { return bytes.Compare(a.PublicKey[:], b.PublicKey[:]) })
 }
 
 func shallowCopy(st *model.State) *model.State {

@@ -3,10 +3,13 @@ package engine_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/diff"
@@ -322,5 +325,76 @@ func TestPeerStatesAgreeWithARead(t *testing.T) {
 	pass()
 	if got := states(); got != read() {
 		t.Errorf("PeerStates %q, a read %q", got, read())
+	}
+}
+
+// A pass that changes one peer of many sends one message to the device,
+// and a pass with nothing to change sends none and writes nothing (on
+// wireguard-go a message is a request on its control socket; test/e2e's
+// TestWireGuardOnePeerOneMessage counts netlink messages on the kernel
+// module, where configuring the peers took several).
+func TestOnePeerChangeIsOneMessage(t *testing.T) {
+	n := newNode(t, 1)
+	const peers = 300
+	keys := make([]string, peers)
+	for i := range keys {
+		k, err := wgtypes.GenerateKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[i] = k.PublicKey().String()
+	}
+	conf := func(extra string) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "version: 1\nlinks:\n  %s:\n    kind: wireguard\n    wireguard:\n      private-key-file: %s\n      userspace: true\n      peers:\n", n.dev, n.keyFile)
+		for i, k := range keys {
+			ips := fmt.Sprintf("10.%d.%d.0/24", 100+i/256, i%256)
+			if i == peers/2 && extra != "" {
+				ips += ", " + extra
+			}
+			fmt.Fprintf(&b, "        - {public-key: %s, allowed-ips: [%s], persistent-keepalive: 25s}\n", k, ips)
+		}
+		return b.String()
+	}
+	cfg, eng := longLived(t, n, conf(""))
+	k := eng.Kernel.(*kernel.Netlink)
+	var ops []string
+	pass := func(st *desired.Config) (msgs, writes uint64) {
+		t.Helper()
+		m0, w0 := k.WireGuardMessages(), k.Writes()
+		plan, err := eng.Plan(st.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = ops[:0]
+		for _, op := range plan.Ops {
+			ops = append(ops, string(op.Action)+" "+string(op.Kind))
+		}
+		res, err := eng.Apply(context.Background(), plan)
+		if err == nil {
+			err = res.Err()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k.WireGuardMessages() - m0, k.Writes() - w0
+	}
+	pass(cfg) // the link
+	pass(cfg) // the device and its peers
+	if m, w := pass(cfg); m != 0 || w != 0 {
+		t.Errorf("a pass with nothing to change: %d messages, %d writes; want none", m, w)
+	}
+	changed, err := desired.Parse([]desired.Source{{Name: n.dir + "/netreconcile.yaml", Data: []byte(conf("10.250.0.0/24"))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := pass(changed); m != 1 || len(ops) != 1 || ops[0] != "update wireguard peer" {
+		t.Errorf("one peer changed of %d: %d messages of %v, want 1 of one peer update", peers, m, ops)
+	}
+	if got := nettest.InNS(t, n.ns, "wg", "show", n.dev, "allowed-ips"); !strings.Contains(got, "10.250.0.0/24") {
+		t.Errorf("the change is not on the device:\n%s", got)
+	}
+	if m, w := pass(changed); m != 0 || w != 0 {
+		t.Errorf("the pass after: %d messages, %d writes; want none", m, w)
 	}
 }

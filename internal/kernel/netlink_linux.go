@@ -123,6 +123,9 @@ func (k *Netlink) Close() error {
 	if k.wg.client != nil {
 		k.wg.client.Close()
 	}
+	if k.wg.genl != nil {
+		k.wg.genl.Close()
+	}
 	if k.ns.IsOpen() {
 		return k.ns.Close()
 	}

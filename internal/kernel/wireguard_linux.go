@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mdlayher/genetlink"
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
@@ -24,13 +25,27 @@ import (
 // two namespaces collide there.
 const uapiDir = "/var/run/wireguard"
 
-// wgState is the wgctrl client of one Netlink, opened on first use inside
-// the kernel's namespace: its generic netlink socket stays bound there.
+// wgState is the WireGuard side of one Netlink: the generic netlink socket
+// of the kernel module's devices (wireguard_genl_linux.go) and the wgctrl
+// client of wireguard-go's, each opened on first use inside the kernel's
+// namespace.
 type wgState struct {
+	genlMu sync.Mutex
+	genl   *genetlink.Conn
+	family uint16
+	// peerHint is the number of peers each device had at its last read:
+	// the next read sizes its arrays by it.
+	peerHint map[string]int
+	// userspace names the devices last read from wireguard-go, which are
+	// not asked of the kernel module first.
+	userspace map[string]bool
+
 	once   sync.Once
 	client *wgctrl.Client
 	err    error
-	peers  atomic.Uint64
+	// msgs counts the messages sent to devices: netlink messages to the
+	// kernel module, requests on wireguard-go's control socket.
+	msgs atomic.Uint64
 }
 
 func (k *Netlink) wgClient() (*wgctrl.Client, error) {
@@ -47,12 +62,44 @@ func (k *Netlink) wgClient() (*wgctrl.Client, error) {
 	return k.wg.client, k.wg.err
 }
 
-// PeersSent counts the peer entries sent to devices so far (each add,
-// update or remove is one).
-func (k *Netlink) PeersSent() uint64 { return k.wg.peers.Load() }
+// WireGuardMessages counts the messages sent to WireGuard devices so far:
+// netlink messages to the kernel module's (a patch of many peers takes
+// several), requests to wireguard-go's (one per patch).
+func (k *Netlink) WireGuardMessages() uint64 { return k.wg.msgs.Load() }
 
-// WireGuardDevice reads a device; the private key is dropped on read.
+// isUserspace reports whether name was last read from wireguard-go.
+func (k *Netlink) isUserspace(name string) bool {
+	k.wg.genlMu.Lock()
+	defer k.wg.genlMu.Unlock()
+	return k.wg.userspace[name]
+}
+
+func (k *Netlink) setUserspace(name string, on bool) {
+	k.wg.genlMu.Lock()
+	defer k.wg.genlMu.Unlock()
+	if k.wg.userspace == nil {
+		k.wg.userspace = map[string]bool{}
+	}
+	if on {
+		k.wg.userspace[name] = true
+	} else {
+		delete(k.wg.userspace, name)
+	}
+}
+
+// WireGuardDevice reads a device; the private key is dropped on read. The
+// kernel module is asked first (one dump), then wireguard-go.
 func (k *Netlink) WireGuardDevice(name string) (*model.WireGuard, error) {
+	if !k.isUserspace(name) {
+		w, err := k.kernelWireGuardDevice(name)
+		if err == nil {
+			k.setUserspace(name, false)
+			return w, nil
+		}
+		if !notKernelDevice(err) {
+			return nil, err // "list wireguard device NAME: ..."
+		}
+	}
 	c, err := k.wgClient()
 	if err != nil {
 		return nil, err
@@ -60,11 +107,19 @@ func (k *Netlink) WireGuardDevice(name string) (*model.WireGuard, error) {
 	var d *wgtypes.Device
 	err = k.InNamespace(func() (err error) { d, err = c.Device(name); return })
 	if errors.Is(err, os.ErrNotExist) {
+		k.setUserspace(name, false)
 		return nil, fmt.Errorf("wireguard device %s: %w", name, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read wireguard device %s: %w", name, err)
 	}
+	k.setUserspace(name, d.Type != wgtypes.LinuxKernel)
+	return fromWGDevice(d), nil
+}
+
+// fromWGDevice converts wgctrl's device: one array of peers, one of every
+// allowed IP.
+func fromWGDevice(d *wgtypes.Device) *model.WireGuard {
 	d.PrivateKey = wgtypes.Key{}
 	w := &model.WireGuard{ListenPort: d.ListenPort, FwMark: uint32(d.FirewallMark), Implementation: WireGuardUserspace}
 	if d.Type == wgtypes.LinuxKernel {
@@ -73,8 +128,16 @@ func (k *Netlink) WireGuardDevice(name string) (*model.WireGuard, error) {
 	if d.PublicKey != (wgtypes.Key{}) {
 		w.PublicKey = model.Key(d.PublicKey)
 	}
-	for _, p := range d.Peers {
-		mp := model.WireGuardPeer{
+	n := 0
+	for i := range d.Peers {
+		n += len(d.Peers[i].AllowedIPs)
+	}
+	ips := make([]netip.Prefix, 0, n)
+	w.Peers = make([]model.WireGuardPeer, len(d.Peers))
+	for i := range d.Peers {
+		p := &d.Peers[i]
+		mp := &w.Peers[i]
+		*mp = model.WireGuardPeer{
 			PublicKey:         model.Key(p.PublicKey),
 			Keepalive:         p.PersistentKeepaliveInterval,
 			LastHandshake:     p.LastHandshakeTime,
@@ -90,19 +153,34 @@ func (k *Netlink) WireGuardDevice(name string) (*model.WireGuard, error) {
 				mp.Endpoint = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 			}
 		}
-		for _, n := range p.AllowedIPs {
-			mp.AllowedIPs = append(mp.AllowedIPs, toPrefix(&n))
+		if len(p.AllowedIPs) > 0 {
+			start := len(ips)
+			for _, n := range p.AllowedIPs {
+				ips = append(ips, toPrefix(&n))
+			}
+			mp.AllowedIPs = ips[start:len(ips):len(ips)]
+			model.SortPrefixes(mp.AllowedIPs)
 		}
-		model.SortPrefixes(mp.AllowedIPs)
-		w.Peers = append(w.Peers, mp)
 	}
 	model.SortPeers(w.Peers)
-	return w, nil
+	return w
 }
 
-// ConfigureWireGuard applies a patch in one ConfigureDevice call (wgctrl
-// splits it into as many netlink messages as the kernel needs).
+// ConfigureWireGuard applies a patch: to a device of the kernel module in
+// as few netlink messages as it takes (wgMessages), to wireguard-go's in one
+// request through wgctrl.
 func (k *Netlink) ConfigureWireGuard(name string, cfg *WireGuardConfig) error {
+	k.wrote()
+	if !k.isUserspace(name) {
+		err := k.kernelConfigureWireGuard(name, cfg)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, errNotKernelWG) {
+			// The kernel's errors name neither keys nor values.
+			return fmt.Errorf("configure wireguard device %s: %w", name, err)
+		}
+	}
 	c, err := k.wgClient()
 	if err != nil {
 		return err
@@ -130,8 +208,8 @@ func (k *Netlink) ConfigureWireGuard(name string, cfg *WireGuardConfig) error {
 		}
 		wc.Peers = append(wc.Peers, pc)
 	}
-	k.wrote()
-	k.wg.peers.Add(uint64(len(wc.Peers)))
+	// One request on wireguard-go's socket, whatever its size.
+	k.wg.msgs.Add(1)
 	err = k.InNamespace(func() error { return c.ConfigureDevice(name, wc) })
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("configure wireguard device %s: %w", name, ErrNotFound)

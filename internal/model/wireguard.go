@@ -6,7 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/netip"
-	"sort"
+	"slices"
 	"time"
 
 	"golang.org/x/crypto/curve25519"
@@ -144,8 +144,45 @@ var DefaultRotation = Rotation{
 }
 
 // SortPeers orders peers by public key (its bytes: cheaper than base64).
+// A peer is a large struct, and a file may list ten thousand in any order:
+// an order of indices is sorted (comparing keys in place, never copying a
+// peer to compare it), then every peer is moved once to its place. A list
+// in order already (a device's dump of peers added in order) is left as
+// it is. No allocation but the indices.
 func SortPeers(ps []WireGuardPeer) {
-	sort.Slice(ps, func(i, j int) bool { return bytes.Compare(ps[i].PublicKey[:], ps[j].PublicKey[:]) < 0 })
+	less := func(i, j int) int { return bytes.Compare(ps[i].PublicKey[:], ps[j].PublicKey[:]) }
+	sorted := true
+	for i := 1; i < len(ps) && sorted; i++ {
+		sorted = less(i-1, i) <= 0
+	}
+	if sorted {
+		return
+	}
+	order := make([]int32, len(ps))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return less(int(a), int(b)) })
+	// Position j takes the peer at order[j]: follow each cycle, moving
+	// every peer once; a placed position is marked -1.
+	for i := range order {
+		if order[i] < 0 || int(order[i]) == i {
+			order[i] = -1
+			continue
+		}
+		tmp := ps[i]
+		j := i
+		for {
+			k := int(order[j])
+			order[j] = -1
+			if k == i {
+				ps[j] = tmp
+				break
+			}
+			ps[j] = ps[k]
+			j = k
+		}
+	}
 }
 
 // PublicKey derives the public key of a private key.
@@ -160,10 +197,16 @@ func (s Secret) PublicKey() Key {
 
 // SortPrefixes orders prefixes by address, then length.
 func SortPrefixes(ps []netip.Prefix) {
-	sort.Slice(ps, func(i, j int) bool {
-		if c := ps[i].Addr().Compare(ps[j].Addr()); c != 0 {
-			return c < 0
-		}
-		return ps[i].Bits() < ps[j].Bits()
-	})
+	if len(ps) < 2 {
+		return
+	}
+	slices.SortFunc(ps, ComparePrefixes)
+}
+
+// ComparePrefixes orders prefixes as SortPrefixes does.
+func ComparePrefixes(a, b netip.Prefix) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return a.Bits() - b.Bits()
 }

@@ -1,10 +1,14 @@
 package model
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSecretNeverPrints(t *testing.T) {
@@ -24,5 +28,35 @@ func TestSecretNeverPrints(t *testing.T) {
 	}
 	if !strings.Contains(outs[0], SecretMarker) {
 		t.Errorf("marker missing: %s", outs[0])
+	}
+}
+
+// SortPeers orders by key, whatever the order given, keeps every peer
+// whole, and leaves a sorted list as it is.
+func TestSortPeers(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 2, 3, 10, 1000} {
+		ps := make([]WireGuardPeer, n)
+		for i := range ps {
+			for j := range ps[i].PublicKey {
+				ps[i].PublicKey[j] = byte(r.IntN(4)) // duplicates' first bytes
+			}
+			ps[i].Keepalive = time.Duration(i)
+			ps[i].Origin = fmt.Sprint(ps[i].PublicKey)
+		}
+		want := slices.Clone(ps)
+		slices.SortStableFunc(want, func(a, b WireGuardPeer) int { return bytes.Compare(a.PublicKey[:], b.PublicKey[:]) })
+		SortPeers(ps)
+		for i := range ps {
+			if ps[i].PublicKey != want[i].PublicKey || ps[i].Keepalive != want[i].Keepalive || ps[i].Origin != fmt.Sprint(ps[i].PublicKey) {
+				t.Fatalf("n=%d: peer %d = %v %v, want %v %v", n, i, ps[i].PublicKey, ps[i].Keepalive, want[i].PublicKey, want[i].Keepalive)
+			}
+		}
+		SortPeers(ps)
+		for i := range ps {
+			if ps[i].Keepalive != want[i].Keepalive {
+				t.Fatalf("n=%d: sorting a sorted list moved peer %d", n, i)
+			}
+		}
 	}
 }
