@@ -37,11 +37,11 @@ table netdev n { # handle 2
 	}
 }
 
-// The plan's kinds in diff's JSON are snake_case ("nft_chain"): read as the
-// plan's words, a planned delete of a chain or set is one, not a handle the
+// The plan's kinds in diff's JSON are snake_case ("nft_chain"): read by
+// parsePlan, a planned delete of a chain or set is one, not a handle the
 // plan kept (harness defect: after the JSON changed, every such delete
 // failed the in-place check).
-func TestPlanKindsReadAsWords(t *testing.T) {
+func TestPlanKindsOfTheJSON(t *testing.T) {
 	p, err := parsePlan(`{"schema_version": 1, "ops": [
   {"action": "delete", "kind": "nft_chain", "id": "ip nrw1 chain c", "summary": null, "changes": [], "reason": null},
   {"action": "delete", "kind": "nft_set", "id": "ip nrw1 set s", "summary": null, "changes": [], "reason": null}]}`)

@@ -617,18 +617,12 @@ type plan struct {
 	Ops []planOp `json:"ops"`
 }
 
-// parsePlan reads what `diff -o json` prints. The JSON names a kind with
-// its words joined by "_" ("nft_chain"); the checks go by the plan's words
-// ("nft chain"), as they did before the JSON did: CompareNftHandles matched
-// no nftables op after the change and took every planned delete of a set
-// or chain for a handle the plan kept.
+// parsePlan reads what `diff -o json` prints (kinds in snake_case,
+// "nft_chain", as the checks take them).
 func parsePlan(out string) (*plan, error) {
 	var p plan
 	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n\n", 2)[0]), &p); err != nil {
 		return nil, err
-	}
-	for i := range p.Ops {
-		p.Ops[i].Kind = strings.ReplaceAll(p.Ops[i].Kind, "_", " ")
 	}
 	return &p, nil
 }
