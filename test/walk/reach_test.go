@@ -1,7 +1,9 @@
 package walk
 
 import (
+	"fmt"
 	"math/rand"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -116,3 +118,30 @@ func TestSchemaReach(t *testing.T) {
 
 // reachEvents are what the generator does to a key.
 var reachEvents = []string{"set", "changed", "removed", "shown", "proven"}
+
+// TestSchemaReachTable prints the reach as a Markdown table (WALK_REACH_TABLE=1):
+// each key, what the generator did to it, the oracle's reader, and the
+// exceptions listed for it.
+func TestSchemaReachTable(t *testing.T) {
+	if os.Getenv("WALK_REACH_TABLE") != "1" {
+		t.Skip("WALK_REACH_TABLE=1 prints the table")
+	}
+	r := generatorReach(t, reachSeed, reachWalks, reachSteps)
+	var b strings.Builder
+	b.WriteString("| key | generator set/changed/removed | oracle | exceptions |\n|---|---|---|---|\n")
+	for _, k := range desired.SchemaKeys() {
+		x := r[k]
+		or := oracleChecks[k].by
+		if or == "" {
+			or = "none: " + oracleExceptions[k]
+		}
+		var ex []string
+		for _, ev := range reachEvents {
+			if reason, ok := reachExceptions[k+" "+ev]; ok {
+				ex = append(ex, ev+": "+reason)
+			}
+		}
+		fmt.Fprintf(&b, "| `%s` | %d/%d/%d | %s | %s |\n", k, x.Set, x.Changed, x.Removed, or, strings.Join(ex, "; "))
+	}
+	fmt.Print(b.String())
+}
