@@ -21,6 +21,14 @@ type oracleCheck struct {
 	mutate func(c *Config) bool
 }
 
+// maybeUnseen are the keys whose mutant can equal the kernel in some
+// configurations (the oracle then rightly sees nothing), and when: unseen,
+// such a mutant proves nothing and fails nothing.
+var maybeUnseen = map[string]string{
+	"nftables.*.sets.*.elements-from.peers": "every peer up, or none with allowed IPs: both choices give the same elements",
+	"settings.protocol":                     "a rule of another protocol that clashes with a declared one is a conflict to the oracle (finding 36), so a file of rules alone differs in nothing it compares",
+}
+
 // The comparisons, by their readers.
 const (
 	byLink    = "compareLink: ip -d -j link"
@@ -576,7 +584,7 @@ func (r *runner) proveOracle(c *Config, k *Kernel, skip map[string]bool) error {
 		if err != nil {
 			return err
 		}
-		if !found && len(skip) > 0 {
+		if !found && (len(skip) > 0 || maybeUnseen[key] != "") {
 			continue
 		}
 		if !found {
