@@ -421,10 +421,14 @@ var oracleChecks = map[string]oracleCheck{
 	"routes[].family": {byRoute, nil, withRoute(func(r *Route) bool { return r.Family != "" }, func(r *Route) {
 		r.Family = map[string]string{"ipv4": "both", "both": "ipv6", "ipv6": "ipv4"}[r.Family]
 	})},
-	"routes[].metric":            {byRoute, nil, withRoute(func(r *Route) bool { return r.Side == "" }, func(r *Route) { r.Metric = 777 })},
-	"routes[].mtu":               {byRoute, nil, withRoute(func(r *Route) bool { return r.Side == "" }, func(r *Route) { r.MTU = 1111 })},
-	"routes[].onlink":            {byRoute, nil, withRoute(func(r *Route) bool { return unicastVia(r) }, func(r *Route) { r.Onlink = !r.Onlink })},
-	"routes[].scope":             {byRoute, nil, withRoute(func(r *Route) bool { return r.Side == "" && !strings.Contains(r.To, ":") && r.Family == "" }, func(r *Route) { r.Scope = "host" })},
+	"routes[].metric": {byRoute, nil, withRoute(func(r *Route) bool { return r.Side == "" }, func(r *Route) { r.Metric = 777 })},
+	"routes[].mtu":    {byRoute, nil, withRoute(func(r *Route) bool { return r.Side == "" }, func(r *Route) { r.MTU = 1111 })},
+	"routes[].onlink": {byRoute, nil, withRoute(func(r *Route) bool { return unicastVia(r) }, func(r *Route) { r.Onlink = !r.Onlink })},
+	"routes[].scope": {byRoute, nil, withRoute(func(r *Route) bool { return r.Side == "" && !strings.Contains(r.To, ":") && r.Family == "" }, func(r *Route) {
+		// Another scope than the one the route has, its default included
+		// (a local route's is host).
+		r.Scope = map[bool]string{true: "link", false: "host"}[r.Scope == "host" || r.Scope == "" && r.Type == "local"]
+	})},
 	"routes[].src":               {byRoute, nil, withRoute(func(r *Route) bool { return r.Side == "" && r.Src != "" }, func(r *Route) { r.Src = "192.0.2.253" })},
 	"routes[].table":             {byRoute, nil, withRoute(func(r *Route) bool { return r.Side == "" }, func(r *Route) { r.Table = "177" })},
 	"routes[].to":                {byRoute, nil, withRoute(func(r *Route) bool { return r.Side == "" && r.To != "default" }, func(r *Route) { r.To = mutPrefix(r.To) })},
