@@ -11,16 +11,6 @@ import (
 // State the kernel changes by itself (docs/config.md, "State the kernel
 // changes by itself"): each rule there, on the real kernel.
 
-// nft runs nft in the test's namespace and fails the test on an error.
-func (e *env) nft(args ...string) string {
-	e.t.Helper()
-	out, err := exec.Command("ip", append([]string{"netns", "exec", e.ns, "nft"}, args...)...).CombinedOutput()
-	if err != nil {
-		e.t.Fatalf("nft %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 // 76. A set with a default timeout that declares elements: the kernel
 // expires them, diff then exits 2 and a daemon adds them back for ever.
 // Refused now, with the reason, before anything is touched.

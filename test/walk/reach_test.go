@@ -116,9 +116,6 @@ func TestSchemaReach(t *testing.T) {
 	}
 }
 
-// reachEvents are what the generator does to a key.
-var reachEvents = []string{"set", "changed", "removed", "shown", "proven"}
-
 // TestSchemaReachTable prints the reach as a Markdown table (WALK_REACH_TABLE=1):
 // each key, what the generator did to it, the oracle's reader, and the
 // exceptions listed for it.
