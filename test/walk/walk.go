@@ -346,11 +346,6 @@ func (r *runner) step(i int, c *Config) *Failure {
 	if err != nil {
 		return fail("diff", "exit %d, plan JSON: %v\n%s%s", code, err, out, errs)
 	}
-	// The JSON writes a kind snake_case ("nft_chain"); the checks below
-	// read it as the plan's text does ("nft chain").
-	for i := range plan.Ops {
-		plan.Ops[i].Kind = strings.ReplaceAll(plan.Ops[i].Kind, "_", " ")
-	}
 	// The kernel as the previous step's checks left it (its second apply
 	// wrote nothing), read once more only at the start.
 	before := r.prev
