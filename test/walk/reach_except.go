@@ -62,6 +62,9 @@ var reachExceptions = map[string]string{
 	"nftables.*.sets.*.elements-from.peers shown":        "the kernel holds the elements, not what fed them: show prints them under elements",
 	"nftables.*.sets.*.elements-from.wireguard shown":    "the kernel holds the elements, not what fed them: show prints them under elements",
 
+	// Comparisons the fixed walk does not prove.
+	"nftables.*.chains.*.type proven": "the mutant's other type (route, nat) is refused by nft for most of the walk's base chains (families and hooks), so the oracle, which compiles rules with nft, cannot compare it; a chain's type is compared where the mutant is one nft takes",
+
 	// Not generated yet: gaps of the generator, kept visible.
 	"links.*.addresses[].prefix-length changed":            "not generated: a pool entry's prefix length is drawn with the entry",
 	"links.*.addresses[].ipv4-prefix-length changed":       "not generated: a pool entry's prefix length is drawn with the entry",
