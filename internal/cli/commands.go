@@ -439,6 +439,11 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 	if err := listedRules(ctx, eng, st); err != nil {
 		return fail(env, "show", err)
 	}
+	if conf != nil {
+		if err := showPools(ctx, eng, conf, st); err != nil {
+			return fail(env, "show", err)
+		}
+	}
 	data, err := render.State(st)
 	if err != nil {
 		return failed(err)

@@ -485,6 +485,18 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 		b.errs.add(sc.at("flags"), path+".flags", "a set cannot have both interval and timeout")
 		return nil
 	}
+	if sc.Timeout != nil && (len(sc.Elements) > 0 || sc.ElementsFile != "") {
+		// A declared element takes the set's default timeout: the kernel
+		// deletes it when that runs out and the next pass adds it back, for
+		// ever. An element cannot be added without one (nft's "timeout
+		// never" is not in every kernel this runs on).
+		key := "elements"
+		if !sc.has("elements") {
+			key = "elements-file"
+		}
+		b.errs.add(sc.at(key), path+"."+key, "a set with a default timeout cannot declare elements: the kernel would expire them and every pass add them back; declare them in a set without timeout (flags: [timeout] alone keeps the elements it declares and lets others add elements with a timeout), or drop timeout")
+		return nil
+	}
 	// Two passes: the elements are parsed first, and the duplicate set
 	// sized by the elements that parsed. Sized by the list,
 	// a megabyte of "[x,x,…]" (aliased: twice) made room for a million

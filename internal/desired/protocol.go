@@ -67,6 +67,14 @@ func protoInFile(data []byte, p int) string {
 	return ""
 }
 
+// ProtocolNamed reports whether the kernel's list or an iproute2 file
+// names the protocol number p: a file may then take it only with
+// settings.protocol-override.
+func ProtocolNamed(p int) bool {
+	name, _ := namedProtocol(p)
+	return name != ""
+}
+
 // checkProtocol refuses a protocol number that the kernel or iproute2's
 // files name, unless the file says it is netreconcile's on this host.
 func (b *builder) checkProtocol(s *settingsConf, p int) bool {

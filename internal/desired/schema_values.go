@@ -259,9 +259,11 @@ func (*nftChainConf) refineSchema(obj map[string]any) {
 }
 
 // A WireGuard device takes its private key from a file or a credential,
-// one of the two (wireguard.go).
+// one of the two, or keeps the key it holds: public-key alone
+// (wireguard.go).
 func (*wireguardConf) refineSchema(obj map[string]any) {
-	obj["oneOf"] = []any{given("private-key-file"), given("private-key-credential")}
+	obj["anyOf"] = []any{given("private-key-file"), given("private-key-credential"), given("public-key")}
+	obj["not"] = map[string]any{"allOf": []any{given("private-key-file"), given("private-key-credential")}}
 }
 
 // routesFileConf.decodeNode: the shorthand is the file's path.

@@ -21,6 +21,7 @@ type wireguardConf struct {
 	Meta
 	PrivateKeyFile       string        `yaml:"private-key-file"`
 	PrivateKeyCredential string        `yaml:"private-key-credential"`
+	PublicKey            string        `yaml:"public-key"`
 	ListenPort           int           `yaml:"listen-port" schema:"limits=listenPort"`
 	FwMark               *Mark         `yaml:"fwmark"`
 	Userspace            bool          `yaml:"userspace"`
@@ -39,6 +40,7 @@ type wgPeerConf struct {
 	Meta
 	PublicKey           string        `yaml:"public-key" schema:"required"`
 	PresharedKeyFile    string        `yaml:"preshared-key-file"`
+	KeepPresharedKey    bool          `yaml:"keep-preshared-key"`
 	AllowedIPs          []*Prefix     `yaml:"allowed-ips"`
 	PersistentKeepalive *Duration     `yaml:"persistent-keepalive"`
 	Endpoints           []*wgEndpoint `yaml:"endpoints"`
@@ -98,11 +100,26 @@ func (b *builder) wireguard(path string, wc *wireguardConf, l *model.Link) {
 				w.PrivateKey = k
 			}
 		}
+	case wc.PublicKey != "":
+		// The device keeps the key it holds (what show prints: the
+		// kernel gives no key file back).
+		w.KeepPrivateKey = true
 	default:
-		b.errs.add(wc.Pos, path+".private-key-file", "missing; expected the path of a file holding the private key (wg genkey > FILE; chmod 600 FILE), or private-key-credential")
+		b.errs.add(wc.Pos, path+".private-key-file", "missing; expected the path of a file holding the private key (wg genkey > FILE; chmod 600 FILE), private-key-credential, or public-key to keep the key the device holds")
 	}
 	if w.PrivateKey.IsSet() {
 		w.PublicKey = w.PrivateKey.PublicKey()
+	}
+	if wc.PublicKey != "" {
+		if k, err := model.ParseKey(wc.PublicKey); err != nil {
+			b.errs.add(wc.at("public-key"), path+".public-key", "%v, found %q", err, wc.PublicKey)
+		} else if w.PrivateKey.IsSet() && k != w.PublicKey {
+			// Never the private key's public key: that would tell
+			// whoever reads the message which key the file holds.
+			b.errs.add(wc.at("public-key"), path+".public-key", "is not the public key of the private key given: the device would hold another key than the one the file names")
+		} else {
+			w.PublicKey = k
+		}
 	}
 	if rc := wc.Rotation; rc != nil {
 		set := func(key string, d *Duration, dst *time.Duration) {
@@ -144,7 +161,7 @@ func (b *builder) wireguard(path string, wc *wireguardConf, l *model.Link) {
 			b.errs.add(pc.at("public-key"), pp+".public-key", "peer given twice (first at %s)", prev)
 			continue
 		}
-		if p.PublicKey == w.PublicKey && w.PrivateKey.IsSet() {
+		if p.PublicKey == w.PublicKey && !w.PublicKey.IsZero() {
 			b.errs.add(pc.at("public-key"), pp+".public-key", "is this device's own public key")
 			continue
 		}
@@ -167,6 +184,10 @@ func (b *builder) wgPeer(path string, pc *wgPeerConf) (model.WireGuardPeer, bool
 	} else {
 		p.PublicKey = k
 	}
+	if pc.KeepPresharedKey && pc.PresharedKeyFile != "" {
+		b.errs.add(pc.at("keep-preshared-key"), path+".keep-preshared-key", "give either preshared-key-file or keep-preshared-key, not both")
+	}
+	p.KeepPresharedKey = pc.KeepPresharedKey
 	if looksLikeKey(pc.PresharedKeyFile) {
 		b.errs.add(pc.at("preshared-key-file"), path+".preshared-key-file", "this looks like a key itself (not quoted here); write it to a file with mode 0600 and give the file's path")
 	} else if pc.PresharedKeyFile != "" {

@@ -200,7 +200,7 @@ func (c *computer) nft() {
 }
 
 // nftStructural says why a table cannot be changed in place: a set's type or
-// flags, or a chain's type, hook or priority changed. The kernel changes
+// flags, or a chain's type, hook, priority or device changed. The kernel changes
 // neither, and deleting a set or chain first means deleting every rule that
 // refers to it, so the table is rebuilt whole, in the same atomic batch.
 func nftStructural(w, h *model.NftTable) string {
@@ -222,7 +222,7 @@ func nftStructural(w, h *model.NftTable) string {
 		if hc == nil {
 			continue
 		}
-		if hc.Base() != wc.Base() || hc.Type != wc.Type || hc.Hook != wc.Hook || hc.Priority != wc.Priority {
+		if hc.Base() != wc.Base() || hc.Type != wc.Type || hc.Hook != wc.Hook || hc.Priority != wc.Priority || hc.Device != wc.Device {
 			hs, ws := *hc, *wc
 			hs.Policy, ws.Policy = "", ""
 			return fmt.Sprintf("chain %s changes from %q to %q", wc.Name, hs.Spec(), ws.Spec())

@@ -135,11 +135,23 @@ func (c *computer) wireguard() {
 func (c *computer) wgDevice(name string, w, h *model.WireGuard) {
 	op := Op{Kind: KindWireGuard, ID: name, WireGuard: &WireGuardOp{Link: name, Device: w}}
 	f := &op.WireGuard.DeviceFields
+	if w.KeepPrivateKey && (h == nil || h.PublicKey != w.PublicKey) {
+		// The file keeps the key the device holds: a device made now
+		// would hold none, and one that holds another is not the one
+		// the file names.
+		if h == nil {
+			c.conflict("link %s keeps the private key it holds (public-key without private-key-file), but the device is new: give private-key-file or private-key-credential to make it", name)
+		} else {
+			c.conflict("link %s holds the private key of public key %s, not public-key %s: give private-key-file or private-key-credential to set it", name, keyOrNone(h.PublicKey), w.PublicKey)
+		}
+		c.blockLink(name)
+		return
+	}
 	if h == nil {
 		// A new device gets its key and mark, and its port unless the
 		// kernel is to pick one.
 		op.Action, op.Summary = Create, wgDeviceSummary(w)
-		*f = WireGuardFields{PrivateKey: true, ListenPort: w.ListenPort != 0, FwMark: true}
+		*f = WireGuardFields{PrivateKey: !w.KeepPrivateKey, ListenPort: w.ListenPort != 0, FwMark: true}
 		c.add(op)
 		return
 	}
@@ -175,7 +187,7 @@ func (c *computer) wgPeers(name string, w, h *model.WireGuard, owned bool) {
 		case q == nil:
 			op := peerOp(p)
 			op.Action, op.Summary = Create, peerSummary(p)
-			op.WireGuard.PeerFields = PeerFields{AllowedIPs: true, Keepalive: true, Endpoint: true, PresharedKey: p.PresharedKey.IsSet()}
+			op.WireGuard.PeerFields = PeerFields{AllowedIPs: true, Keepalive: true, Endpoint: true, PresharedKey: p.PresharedKey.IsSet() && !p.KeepPresharedKey}
 			creates = append(creates, op)
 		case p == nil:
 			if h != nil && owned {
@@ -260,7 +272,7 @@ func peerChanges(w, h *model.WireGuardPeer) ([]Change, PeerFields) {
 		f.Keepalive = true
 		ch = append(ch, Change{"persistent-keepalive", durStr(h.Keepalive), durStr(w.Keepalive)})
 	}
-	if !w.PresharedKey.Equal(h.PresharedKey) {
+	if !w.KeepPresharedKey && !w.PresharedKey.Equal(h.PresharedKey) {
 		f.PresharedKey = true // a zero Secret clears it
 		switch {
 		case !w.PresharedKey.IsSet():

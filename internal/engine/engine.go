@@ -384,19 +384,29 @@ func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun b
 	// allocates nothing, would list another plan. Which links are left out
 	// only a plan says: an apply that has addresses to allocate plans once
 	// without them first.
+	//
+	// Likewise a link of ours that leaves the file but that the plan
+	// leaves as it is (its delete is in conflict) keeps the address it
+	// took: given back, the pool would hand it out again while the link
+	// still holds it.
 	pools, err := PreparePools(ctx, reg, desired, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	if !dryRun {
-		var leftOut map[string]bool
-		if len(pools.Pending) > 0 {
-			plan, err := e.PlanPools(pools)
-			if plan == nil {
-				return nil, nil, err
-			}
-			leftOut = plan.LeftOut
+	var leftOut map[string]bool
+	if len(pools.Pending) > 0 || len(pools.Released) > 0 {
+		plan, err := e.PlanPools(pools)
+		if plan == nil {
+			return nil, nil, err
 		}
+		leftOut = plan.LeftOut
+	}
+	if dryRun && len(leftOut) > 0 && len(pools.Released) > 0 {
+		if pools, err = preparePools(ctx, reg, desired, true, leftOut); err != nil {
+			return nil, nil, err
+		}
+	}
+	if !dryRun {
 		if pools, err = preparePools(ctx, reg, desired, false, leftOut); err != nil {
 			return nil, nil, err
 		}

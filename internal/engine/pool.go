@@ -54,9 +54,9 @@ func PreparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 }
 
 // preparePools is PreparePools that allocates nothing for the links in
-// leftOut (those a plan leaves out for a conflict): their addresses not yet
-// allocated are reported in Pending, as in a dry run, and an apply's plan
-// then leaves them out as diff's does.
+// leftOut (those a plan leaves out for a conflict) and gives back nothing of
+// theirs: their addresses not yet allocated are reported in Pending, as in a
+// dry run, and an apply's plan then leaves them out as diff's does.
 func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State, dryRun bool, leftOut map[string]bool) (*Pools, error) {
 	// The lists are shared with desired, clipped so that an append (a pool's
 	// address, an export route) copies them first: the daemon keeps desired
@@ -123,9 +123,12 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 	}
 	// Only the addresses of links are the configuration's to give back: other config: owners
 	// may belong to kinds a newer netreconcile hands out.
+	// A link the plan leaves as it is keeps its address, also when it left
+	// the file.
 	var gone []ipam.Allocation
 	for _, a := range held {
-		if strings.HasPrefix(a.Owner, ipam.ConfigOwner("link", "")) && a.Iface == "" && !wanted[ownerKey{a.Pool, a.Owner}] {
+		link, isLink := strings.CutPrefix(a.Owner, ipam.ConfigOwner("link", ""))
+		if isLink && a.Iface == "" && !wanted[ownerKey{a.Pool, a.Owner}] && !leftOut[link] {
 			gone = append(gone, a)
 		}
 	}

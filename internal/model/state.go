@@ -67,8 +67,9 @@ func (s *State) Objects() int {
 	return n
 }
 
-// Owned keeps what netreconcile owns: marked links and their addresses, routes
-// and rules of our protocol, FoU ports and sysctls in the ledger.
+// Owned keeps what netreconcile owns: marked links and their addresses,
+// addresses of our protocol, routes and rules of our protocol, FoU ports and
+// sysctls in the ledger.
 func (st *State) Owned() *State {
 	out := NewState()
 	out.Protocol = st.Protocol
@@ -79,7 +80,9 @@ func (st *State) Owned() *State {
 	}
 	for _, a := range st.Addresses {
 		// IPv6 link-local addresses are made by the kernel on every link.
-		if a.Owned && !(a.Prefix.Addr().Is6() && a.Prefix.Addr().IsLinkLocalUnicast()) {
+		// An address on a link we do not own (lo, eth0) is ours when the
+		// kernel records our protocol on it (Linux 6.3).
+		if (a.Owned || a.Protocol == st.Protocol) && !(a.Prefix.Addr().Is6() && a.Prefix.Addr().IsLinkLocalUnicast()) {
 			out.Addresses = append(out.Addresses, a)
 		}
 	}

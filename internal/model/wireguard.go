@@ -87,6 +87,10 @@ type WireGuard struct {
 	PrivateKey Secret
 	// PublicKey is derived from the private key (desired) or read from the device.
 	PublicKey Key
+	// KeepPrivateKey (desired): the file gives the device's public key
+	// without a private key, so the device keeps the private key it holds,
+	// which must be PublicKey's; netreconcile sets none.
+	KeepPrivateKey bool
 	// ListenPort 0 means "any": the file does not enforce one.
 	ListenPort int
 	FwMark     uint32
@@ -105,6 +109,9 @@ type WireGuardPeer struct {
 	PublicKey        Key
 	PresharedKeyFile string // desired only
 	PresharedKey     Secret
+	// KeepPresharedKey (desired): the peer keeps the preshared key the
+	// device holds for it, whatever it is; netreconcile sets none.
+	KeepPresharedKey bool
 	// AllowedIPs are sorted and masked.
 	AllowedIPs []netip.Prefix
 	// Keepalive is the persistent keepalive interval; 0 is off.

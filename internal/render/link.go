@@ -9,7 +9,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-func renderLink(l *model.Link, addrs []model.Address) *yaml.Node {
+func renderLink(l *model.Link) *yaml.Node {
 	m := mapping()
 	add(m, "kind", yscalar(l.Kind))
 	if l.MTU != 0 {
@@ -30,6 +30,15 @@ func renderLink(l *model.Link, addrs []model.Address) *yaml.Node {
 			add(v, "peer-netns", yscalar(l.Veth.PeerNetNS))
 		}
 		add(m, "veth", v)
+	case l.Veth != nil && l.Veth.Remote != nil && l.Veth.Remote.Unreadable == "" && l.Veth.Remote.Name != "":
+		// The peer is in another namespace: the kernel names it by
+		// netnsid and ifindex, the reader by the namespace's name.
+		v := flow()
+		add(v, "peer", yscalar(l.Veth.Remote.Name))
+		add(v, "peer-netns", yscalar(l.Veth.Remote.NetNS))
+		add(m, "veth", v)
+	case l.Veth != nil && l.Veth.Remote != nil:
+		m.HeadComment = "veth peer in another namespace: " + l.Veth.Remote.Unreadable
 	case l.VXLAN != nil:
 		x := l.VXLAN
 		v := flow()
@@ -119,34 +128,77 @@ func renderLink(l *model.Link, addrs []model.Address) *yaml.Node {
 	case l.WireGuard != nil:
 		add(m, "wireguard", renderWireGuard(l.WireGuard))
 	}
-	if len(addrs) > 0 {
-		seq := sequence()
-		for _, a := range addrs {
-			// The owner the kernel records (IFA_PROTO, Linux 6.3), as a
-			// route's: a comment, not a key of the schema.
-			proto := ""
-			if a.Protocol != 0 {
-				proto = fmt.Sprintf("proto %d", a.Protocol)
-			}
-			if a.Scope == model.ScopeUniverse && !a.Peer.IsValid() && !a.NoPrefixRoute {
-				n := yscalar(a.Prefix.String())
-				n.LineComment = proto
-				seq.Content = append(seq.Content, n)
-				continue
-			}
-			am := flow()
-			am.LineComment = proto
-			add(am, "address", yscalar(a.Prefix.String()))
-			if a.Peer.IsValid() {
-				add(am, "peer", yscalar(a.Peer.String()))
-			}
-			add(am, "scope", yscalar(model.ScopeName(a.Scope)))
-			if a.NoPrefixRoute {
-				add(am, "noprefixroute", yscalar("true"))
-			}
-			seq.Content = append(seq.Content, am)
-		}
-		add(m, "addresses", seq)
-	}
 	return m
+}
+
+// renderAddresses writes a link's addresses: the static ones, then those it
+// takes from pools (nil when it has none).
+func renderAddresses(addrs []model.Address, pools []model.PoolAddress, defs []model.Pool) *yaml.Node {
+	if len(addrs) == 0 && len(pools) == 0 {
+		return nil
+	}
+	seq := sequence()
+	for _, a := range addrs {
+		// The owner the kernel records (IFA_PROTO, Linux 6.3), as a
+		// route's: a comment, not a key of the schema.
+		proto := ""
+		if a.Protocol != 0 {
+			proto = fmt.Sprintf("proto %d", a.Protocol)
+		}
+		if a.Scope == model.ScopeUniverse && !a.Peer.IsValid() && !a.NoPrefixRoute {
+			n := yscalar(a.Prefix.String())
+			n.LineComment = proto
+			seq.Content = append(seq.Content, n)
+			continue
+		}
+		am := flow()
+		am.LineComment = proto
+		add(am, "address", yscalar(a.Prefix.String()))
+		if a.Peer.IsValid() {
+			add(am, "peer", yscalar(a.Peer.String()))
+		}
+		add(am, "scope", yscalar(model.ScopeName(a.Scope)))
+		if a.NoPrefixRoute {
+			add(am, "noprefixroute", yscalar("true"))
+		}
+		seq.Content = append(seq.Content, am)
+	}
+	for _, pa := range pools {
+		seq.Content = append(seq.Content, renderPoolAddress(pa, defs))
+	}
+	return seq
+}
+
+// renderPoolAddress writes a link's pool entry: the pool, and what differs
+// from an entry's defaults (a host's prefix length, scope global).
+func renderPoolAddress(pa model.PoolAddress, defs []model.Pool) *yaml.Node {
+	am := flow()
+	add(am, "pool", yscalar(pa.Pool))
+	dual := false
+	for _, p := range defs {
+		if p.Name == pa.Pool && len(p.Subnets) > 0 {
+			dual = p.Subnets[0].IPv4.IsValid() && p.Subnets[0].IPv6.IsValid()
+		}
+	}
+	bits := func(key string, n, host int) {
+		if n != 0 && n != host {
+			add(am, key, yscalar(strconv.Itoa(n)))
+		}
+	}
+	switch {
+	case dual:
+		bits("ipv4-prefix-length", pa.IPv4Bits, 32)
+		bits("ipv6-prefix-length", pa.IPv6Bits, 128)
+	case pa.IPv4Bits != 0:
+		bits("prefix-length", pa.IPv4Bits, 32)
+	default:
+		bits("prefix-length", pa.IPv6Bits, 128)
+	}
+	if pa.Scope != model.ScopeUniverse {
+		add(am, "scope", yscalar(model.ScopeName(pa.Scope)))
+	}
+	if pa.NoPrefixRoute {
+		add(am, "noprefixroute", yscalar("true"))
+	}
+	return am
 }

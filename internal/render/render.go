@@ -22,6 +22,11 @@ func State(st *model.State) ([]byte, error) {
 	add(root, "version", yscalar(strconv.Itoa(desired.CurrentVersion)))
 	set := mapping()
 	add(set, "protocol", yscalar(strconv.Itoa(st.Protocol)))
+	if desired.ProtocolNamed(st.Protocol) {
+		// The state's protocol is netreconcile's here whoever names
+		// it: the file that set it said so.
+		add(set, "protocol-override", yscalar("true"))
+	}
 	add(root, "settings", set)
 	globalSysctls, linkSysctls := splitSysctls(st.Sysctls)
 	if refs := undeclaredRefs(st); len(st.Links) > 0 || len(refs) > 0 {
@@ -29,6 +34,10 @@ func State(st *model.State) ([]byte, error) {
 		addrs := map[string][]model.Address{}
 		for _, a := range st.Addresses {
 			addrs[a.Link] = append(addrs[a.Link], a)
+		}
+		pools := map[string][]model.PoolAddress{}
+		for _, pa := range st.PoolAddresses {
+			pools[pa.Link] = append(pools[pa.Link], pa)
 		}
 		// Links the state references but does not hold (lo under an IPv6
 		// local route, a bridge someone else made above an owned port) are
@@ -39,10 +48,16 @@ func State(st *model.State) ([]byte, error) {
 		for _, name := range names {
 			var node *yaml.Node
 			if l := st.Links[name]; l != nil {
-				node = renderLink(l, addrs[name])
+				node = renderLink(l)
 			} else {
 				node = flow()
 				add(node, "kind", yscalar(model.KindDevice))
+			}
+			if as := renderAddresses(addrs[name], pools[name], st.Pools); as != nil {
+				if node.Style == yaml.FlowStyle {
+					node.Style = 0
+				}
+				add(node, "addresses", as)
 			}
 			if ss := linkSysctls[name]; len(ss) > 0 {
 				add(node, "sysctls", renderSysctls(ss, true))
@@ -102,9 +117,17 @@ func undeclaredRefs(st *model.State) []string {
 		}
 	}
 	// A per-link sysctl of a link shown as it is not (show without
-	// --all lists only owned links) is written under a device.
+	// --all lists only owned links) is written under a device, and so is
+	// an address of ours on such a link (lo, eth0: the kernel marks it
+	// ours), which applying the output would otherwise delete.
 	for _, s := range st.Sysctls {
 		ref(s.Link)
+	}
+	for _, a := range st.Addresses {
+		ref(a.Link)
+	}
+	for _, pa := range st.PoolAddresses {
+		ref(pa.Link)
 	}
 	return out
 }

@@ -10,13 +10,17 @@ import (
 )
 
 // renderWireGuard writes a device as the file would declare it. The kernel
-// never gives the private key's origin back: the public key is shown as a
-// comment, and private-key-file must be added by hand.
+// never gives the private key's origin back: the device's public key says
+// "keep the key it holds", which loads and plans nothing; private-key-file
+// replaces it to set the key (or to make the device anew).
 func renderWireGuard(w *model.WireGuard) *yaml.Node {
 	m := mapping()
-	m.HeadComment = "private-key-file: not readable from the kernel; public-key " + w.PublicKey.String()
 	if w.PublicKey.IsZero() {
-		m.HeadComment = "no private key set"
+		m.HeadComment = "no private key set: give private-key-file"
+	} else {
+		pub := yscalar(w.PublicKey.String())
+		pub.LineComment = "the key the device holds, kept; private-key-file sets one"
+		add(m, "public-key", pub)
 	}
 	if w.ListenPort != 0 {
 		add(m, "listen-port", yscalar(strconv.Itoa(w.ListenPort)))
@@ -33,14 +37,12 @@ func renderWireGuard(w *model.WireGuard) *yaml.Node {
 	seq := sequence()
 	for _, p := range w.Peers {
 		pm := mapping()
-		pub := yscalar(p.PublicKey.String())
+		add(pm, "public-key", yscalar(p.PublicKey.String()))
 		if p.PresharedKey.IsSet() {
-			// On the peer's first line: a foot comment of the peer's
-			// mapping would be written after the whole device, under
-			// the link's next key.
-			pub.LineComment = "preshared-key-file: a preshared key is set"
+			// The kernel gives the key, never its file: the peer keeps
+			// the one it has.
+			add(pm, "keep-preshared-key", yscalar("true"))
 		}
-		add(pm, "public-key", pub)
 		ips := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
 		for _, a := range p.AllowedIPs {
 			ips.Content = append(ips.Content, yscalar(a.String()))

@@ -31,6 +31,17 @@ import (
 type corpusFile struct {
 	name string
 	data []byte
+	// dir, when set, is where the file is read instead (a walk's step,
+	// with its side files).
+	dir string
+}
+
+// in is the directory f is read in.
+func (f corpusFile) in(dir string) string {
+	if f.dir != "" {
+		return f.dir
+	}
+	return dir
 }
 
 func examples(t *testing.T, dir string) []corpusFile {
@@ -46,7 +57,7 @@ func examples(t *testing.T, dir string) []corpusFile {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, corpusFile{filepath.Base(p), []byte(strings.ReplaceAll(string(data), "/etc/netreconcile/", dir+"/"))})
+		out = append(out, corpusFile{filepath.Base(p), []byte(strings.ReplaceAll(string(data), "/etc/netreconcile/", dir+"/")), ""})
 	}
 	return out
 }
@@ -78,7 +89,18 @@ func walkFiles(t *testing.T, dir string, walks, steps int) []corpusFile {
 	for w := 0; w < walks; w++ {
 		c := g.Initial()
 		for s := 0; s < steps; s++ {
-			out = append(out, corpusFile{fmt.Sprintf("walk %d step %d", w, s), []byte(c.YAML())})
+			// Each step in a directory of its own, with the side files
+			// it names.
+			d := filepath.Join(dir, fmt.Sprintf("walk-%d-%d", w, s))
+			for n, data := range c.SideFiles() {
+				if err := os.MkdirAll(filepath.Join(d, "side"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(d, "side", n), []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out = append(out, corpusFile{fmt.Sprintf("walk %d step %d", w, s), []byte(c.YAML()), d})
 			c, _ = g.Next(c)
 		}
 	}
@@ -98,7 +120,7 @@ func TestSchemaAcceptsWhatTheLoaderAccepts(t *testing.T) {
 	dir := t.TempDir()
 	files := append(examples(t, dir), walkFiles(t, dir, 20, 25)...)
 	for _, f := range files {
-		if err := load(dir, f.data); err != nil {
+		if err := load(f.in(dir), f.data); err != nil {
 			t.Fatalf("%s: the loader refuses it: %v", f.name, err)
 		}
 		if err := Validate(s, f.data); err != nil {
@@ -129,7 +151,7 @@ func TestSchemaCatchesRefusals(t *testing.T) {
 			if !ok {
 				continue
 			}
-			lerr := load(dir, data)
+			lerr := load(f.in(dir), data)
 			serr := Validate(s, data)
 			if lerr == nil {
 				accepted++

@@ -37,6 +37,7 @@ func Detect() (Caps, error) {
 	c.VRF = try("link", "add", "cr0", "type", "vrf", "table", "1099")
 	c.Bond = try("link", "add", "cb0", "type", "bond")
 	c.WireGuard = try("link", "add", "cw0", "type", "wireguard")
+	c.WireGuardModule = c.WireGuard
 	if !c.WireGuard {
 		_, errGo := exec.LookPath("wireguard-go")
 		_, errTun := os.Stat("/dev/net/tun")

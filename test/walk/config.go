@@ -13,21 +13,38 @@ package walk
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/desired"
 )
 
 // Config is one configuration of the walk, in the generator's own terms.
 type Config struct {
 	Protocol int
+	// ProtocolOverride says settings.protocol-override: true (a
+	// Protocol that the kernel's list names).
+	ProtocolOverride bool
+	// Explicit spells the settings out (protocol: 245,
+	// protocol-override: false).
+	Explicit bool
 	Links    map[string]*Link
 	Routes   []*Route
-	Rules    []*Rule
-	Fou      []*Fou
-	Tables   []*Table
-	Pools    []*Pool
+	// RouteFiles are the routes-files (side files of routes): a route
+	// whose Side names one is a line of it.
+	RouteFiles []*RouteFile
+	Rules      []*Rule
+	Fou        []*Fou
+	Tables     []*Table
+	Pools      []*Pool
 	// Sysctls are the global keys (main file only), by full key.
 	Sysctls map[string]string
+	// Others are the addresses other owners hold in the pools (a CNI
+	// plugin's `ipam allocate`): the runner allocates and releases them
+	// before it applies the step.
+	Others []*Other
 	// Meddle is what the foreign actor ran in the namespace before this
 	// step (shell commands), once Meddled says it was decided: a replay
 	// runs the same commands instead of drawing new ones, so the shrinker
@@ -54,6 +71,10 @@ type Link struct {
 	Addrs  []*Addr
 	// Adopt takes over a foreign link of the name (adopt: true).
 	Adopt bool
+	// Explicit spells out the defaults the file may leave out (state: up,
+	// learning: true, a vlan's protocol, adopt: false...): the same
+	// link, said another way.
+	Explicit bool
 	// Frag is the file that declares the link: 0 the main file, 1 and 2
 	// the drop-in fragments (conf.d/1.yaml, 2.yaml). Likewise for routes,
 	// rules, FoU ports, tables and pools.
@@ -105,13 +126,27 @@ type Tunnel struct {
 
 // WG is a WireGuard device.
 type WG struct {
-	KeyFile    string
-	PublicKey  string
-	ListenPort int
-	Fwmark     int
-	Peers      []*WGPeer
-	// Rotation gives the endpoint rotation settings.
-	Rotation bool
+	KeyFile   string
+	PublicKey string
+	// Alt gives the device its name's other key (KeyFile and PublicKey
+	// are then that one's).
+	Alt bool
+	// Credential names the key as a systemd credential
+	// (private-key-credential, $CREDENTIALS_DIRECTORY is the key
+	// directory) instead of its file.
+	Credential bool
+	// Kernel says userspace: false (the guest's kernel module).
+	Kernel bool
+	// Keep gives the public key alone (the device keeps the key it
+	// holds: the walk's device of the name held it the step before);
+	// ShowPublic gives it beside the key source, as a check.
+	Keep, ShowPublic bool
+	ListenPort       int
+	Fwmark           int
+	Peers            []*WGPeer
+	// Rotation gives the endpoint rotation settings: 0 none, 1 and 2
+	// two sets of them.
+	Rotation int
 }
 
 // WGPeer is one peer of a WireGuard device.
@@ -123,6 +158,9 @@ type WGPeer struct {
 	Endpoints []string
 	// PSKFile holds the preshared key PSK (base64).
 	PSKFile, PSK string
+	// KeepPSK says keep-preshared-key: the peer keeps PSK, the key the
+	// device held for it the step before ("" none).
+	KeepPSK bool
 }
 
 // Addr is one address entry of a link.
@@ -132,6 +170,13 @@ type Addr struct {
 	Scope         string // empty: global
 	NoPrefixRoute bool
 	Pool          string
+	// PrefixLen is a pool address's prefix length (0: the default, a
+	// host's), for a single-family pool; PrefixLen4 and PrefixLen6 are
+	// a dual-stack pool's.
+	PrefixLen, PrefixLen4, PrefixLen6 int
+	// Explicit spells out the defaults (scope: global, noprefixroute:
+	// false).
+	Explicit bool
 }
 
 // Route is a declared route.
@@ -146,6 +191,23 @@ type Route struct {
 	MTU    int
 	TOS    int
 	Frag   int
+	// Family is a default route's family key: "" (from its gateways),
+	// ipv4, ipv6 or both (two routes, To "default" only).
+	Family string
+	// Side is the routes file that holds the route as a line ("": the
+	// YAML).
+	Side string
+	// Explicit spells out onlink: false.
+	Explicit bool
+}
+
+// RouteFile is a side file of routes (routes-files).
+type RouteFile struct {
+	Name string
+	// Table is the table of its lines that name none ("" main);
+	// Short writes the item as its path alone (Table "").
+	Table string
+	Short bool
 }
 
 // Hop is a next hop of a multipath route: a gateway (of the route's family
@@ -153,6 +215,9 @@ type Route struct {
 type Hop struct {
 	Via, Dev string
 	Weight   int // 0 is the default, 1
+	// NoDev leaves dev out of the file: the kernel takes the link of
+	// the gateway's connected subnet, Dev.
+	NoDev bool
 }
 
 // Rule is a declared rule (one family).
@@ -166,6 +231,11 @@ type Rule struct {
 	Action   string // lookup, blackhole, unreachable, prohibit
 	Table    string
 	Frag     int
+	// Suppress is suppress-prefixlength, when HasSuppress.
+	Suppress    int
+	HasSuppress bool
+	// Explicit spells out not: false.
+	Explicit bool
 }
 
 // Fou is a FoU receive port.
@@ -175,6 +245,8 @@ type Fou struct {
 	IPProto int
 	GUE     bool
 	Frag    int
+	// Explicit spells out gue: false.
+	Explicit bool
 }
 
 // Table is an nftables table.
@@ -184,6 +256,8 @@ type Table struct {
 	Chains       []*Chain
 	Adopt        bool
 	Frag         int
+	// Explicit spells out adopt: false.
+	Explicit bool
 }
 
 // Set is an nftables set.
@@ -191,6 +265,10 @@ type Set struct {
 	Name, Type string
 	Interval   bool
 	Elements   []string
+	// FileElements are the elements of the set's elements-file (ElemFile,
+	// "" none).
+	FileElements []string
+	ElemFile     string
 	// Timeout is "" (none), "flag" (flags: [timeout], elements that never
 	// expire) or a default element timeout ("1h").
 	Timeout string
@@ -207,18 +285,39 @@ type Chain struct {
 	Rules        []string
 }
 
+// Other is an address another owner holds in a pool.
+type Other struct {
+	Pool, Owner string
+}
+
 // Pool is an IPAM pool whose single address goes to one link.
 type Pool struct {
 	Name   string
 	Subnet string
-	Bits   int
-	Table  int
-	Frag   int
+	// Subnet6 makes the pool dual-stack: Subnet is then its IPv4 half.
+	Subnet6 string
+	Bits    int
+	Table   int
+	Frag    int
+	// Blocks are the block indexes the host may take ("" every one),
+	// as the file writes them: "0-3", "2".
+	Blocks string
+	// Delay is the reuse delay ("0s"...; "": the default, 60s).
+	Delay string
+	// Pair writes a single-family subnet as {ipv4: P} or {ipv6: P}.
+	Pair bool
+	// Explicit writes the block size and export table also at their
+	// defaults (5, 119).
+	Explicit bool
 }
 
 // Clone deep-copies c.
 func (c *Config) Clone() *Config {
-	n := &Config{Protocol: c.Protocol, Links: map[string]*Link{}, Sysctls: maps.Clone(c.Sysctls)}
+	n := &Config{Protocol: c.Protocol, ProtocolOverride: c.ProtocolOverride, Explicit: c.Explicit, Links: map[string]*Link{}, Sysctls: maps.Clone(c.Sysctls)}
+	for _, f := range c.RouteFiles {
+		x := *f
+		n.RouteFiles = append(n.RouteFiles, &x)
+	}
 	for k, l := range c.Links {
 		m := *l
 		m.Sysctls = maps.Clone(l.Sysctls)
@@ -262,10 +361,11 @@ func (c *Config) Clone() *Config {
 		n.Fou = append(n.Fou, &x)
 	}
 	for _, t := range c.Tables {
-		x := &Table{Family: t.Family, Name: t.Name, Adopt: t.Adopt, Frag: t.Frag}
+		x := &Table{Family: t.Family, Name: t.Name, Adopt: t.Adopt, Frag: t.Frag, Explicit: t.Explicit}
 		for _, s := range t.Sets {
 			y := *s
 			y.Elements = append([]string(nil), s.Elements...)
+			y.FileElements = append([]string(nil), s.FileElements...)
 			x.Sets = append(x.Sets, &y)
 		}
 		for _, ch := range t.Chains {
@@ -278,6 +378,10 @@ func (c *Config) Clone() *Config {
 	for _, p := range c.Pools {
 		x := *p
 		n.Pools = append(n.Pools, &x)
+	}
+	for _, o := range c.Others {
+		x := *o
+		n.Others = append(n.Others, &x)
 	}
 	return n
 }
@@ -299,8 +403,43 @@ func q(s string) string { return fmt.Sprintf("%q", s) }
 // file and the drop-in fragments conf.d/1.yaml, conf.d/2.yaml.
 const Frags = 3
 
-// YAML renders the whole configuration as one file netreconcile reads.
+// YAML renders the whole configuration as one file netreconcile reads
+// (its side files are still apart: SideFiles).
 func (c *Config) YAML() string { return c.File(-1) }
+
+// sideRef is how file frag names the side file name: the main file sits in
+// the step's directory, the fragments in its conf.d, the side files in its
+// side (writeFiles).
+func sideRef(frag int, name string) string {
+	if frag > 0 {
+		return "../side/" + name
+	}
+	return "side/" + name
+}
+
+// SideFiles returns the content of the side files the configuration names,
+// by name (in the step's side directory).
+func (c *Config) SideFiles() map[string]string {
+	out := map[string]string{}
+	for _, f := range c.RouteFiles {
+		var b strings.Builder
+		b.WriteString("# walk routes\n")
+		for _, r := range c.Routes {
+			if r.Side == f.Name {
+				b.WriteString(r.line(f.Table) + "\n")
+			}
+		}
+		out[f.Name] = b.String()
+	}
+	for _, t := range c.Tables {
+		for _, s := range t.Sets {
+			if s.ElemFile != "" {
+				out[s.ElemFile] = "# walk elements\n" + strings.Join(s.FileElements, "\n") + "\n"
+			}
+		}
+	}
+	return out
+}
 
 // File renders the part of the configuration that file frag declares (0 the
 // main file, 1 and 2 the fragments; -1 all of it in one file).
@@ -308,8 +447,17 @@ func (c *Config) File(frag int) string {
 	in := func(f int) bool { return frag < 0 || f == frag }
 	var b strings.Builder
 	b.WriteString("version: 1\n")
-	if c.Protocol != 0 && c.Protocol != 245 && frag <= 0 {
-		fmt.Fprintf(&b, "settings: {protocol: %d}\n", c.Protocol)
+	if frag <= 0 {
+		var g []string
+		if c.Protocol != 0 && c.Protocol != 245 || c.Explicit {
+			g = append(g, fmt.Sprintf("protocol: %d", c.Protocol))
+		}
+		if c.ProtocolOverride || c.Explicit {
+			g = append(g, fmt.Sprintf("protocol-override: %v", c.ProtocolOverride))
+		}
+		if len(g) > 0 {
+			fmt.Fprintf(&b, "settings: {%s}\n", strings.Join(g, ", "))
+		}
 	}
 	head := func(h string) func() {
 		done := false
@@ -324,7 +472,20 @@ func (c *Config) File(frag int) string {
 	for _, p := range c.Pools {
 		if in(p.Frag) {
 			pools()
-			fmt.Fprintf(&b, "  %s: {subnets: [%s], block-size-bits: %d, export-table: %d, reuse-delay: 0s}\n", p.Name, q(p.Subnet), p.Bits, p.Table)
+			fmt.Fprintf(&b, "  %s: {subnets: [%s]", p.Name, p.subnetYAML())
+			if p.Bits != 5 || p.Explicit {
+				fmt.Fprintf(&b, ", block-size-bits: %d", p.Bits)
+			}
+			if p.Table != 119 || p.Explicit {
+				fmt.Fprintf(&b, ", export-table: %d", p.Table)
+			}
+			if p.Delay != "" {
+				fmt.Fprintf(&b, ", reuse-delay: %s", p.Delay)
+			}
+			if p.Blocks != "" {
+				fmt.Fprintf(&b, ", blocks: %s", q(p.Blocks))
+			}
+			b.WriteString("}\n")
 		}
 	}
 	links := head("links:\n")
@@ -334,168 +495,30 @@ func (c *Config) File(frag int) string {
 			continue
 		}
 		links()
-		var f []string
-		f = append(f, "kind: "+l.Kind)
-		if l.MTU != 0 {
-			f = append(f, fmt.Sprintf("mtu: %d", l.MTU))
-		}
-		if l.Down {
-			f = append(f, "state: down")
-		} else if l.Up {
-			f = append(f, "state: up")
-		}
-		if l.Master != "" {
-			f = append(f, "master: "+q(l.Master))
-		}
-		if l.Alias != "" {
-			f = append(f, "alias: "+q(l.Alias))
-		}
-		if l.Adopt {
-			f = append(f, "adopt: true")
-		}
-		switch l.Kind {
-		case "veth":
-			if l.PeerNS != "" {
-				f = append(f, "veth: {peer: "+q(l.Peer)+", peer-netns: "+q(l.PeerNS)+"}")
-				break
-			}
-			f = append(f, "veth: {peer: "+q(l.Peer)+"}")
-		case "vxlan":
-			v := l.VXLAN
-			g := []string{fmt.Sprintf("id: %d", v.ID)}
-			if v.Local != "" {
-				g = append(g, "local: "+q(v.Local))
-			}
-			if v.Remote != "" {
-				g = append(g, "remote: "+q(v.Remote))
-			}
-			if v.Group != "" {
-				g = append(g, "group: "+q(v.Group))
-			}
-			if v.Port != 0 {
-				g = append(g, fmt.Sprintf("port: %d", v.Port))
-			}
-			if v.Dev != "" {
-				g = append(g, "dev: "+q(v.Dev))
-			}
-			if v.TTL != 0 {
-				g = append(g, fmt.Sprintf("ttl: %d", v.TTL))
-			}
-			if v.NoLearning {
-				g = append(g, "learning: false")
-			}
-			f = append(f, "vxlan: {"+strings.Join(g, ", ")+"}")
-		case "ipvlan":
-			f = append(f, "ipvlan: {parent: "+q(l.Parent)+", mode: "+l.Mode+"}")
-		case "macvlan":
-			g := []string{"parent: " + q(l.Parent)}
-			if l.Mode != "" {
-				g = append(g, "mode: "+l.Mode)
-			}
-			f = append(f, "macvlan: {"+strings.Join(g, ", ")+"}")
-		case "vlan":
-			g := []string{"parent: " + q(l.Parent), fmt.Sprintf("id: %d", l.VlanID)}
-			if l.Mode != "" {
-				g = append(g, "protocol: "+l.Mode)
-			}
-			f = append(f, "vlan: {"+strings.Join(g, ", ")+"}")
-		case "vrf":
-			f = append(f, fmt.Sprintf("vrf: {table: %d}", l.Table))
-		case "bond":
-			var g []string
-			if l.Mode != "" {
-				g = append(g, "mode: "+l.Mode)
-			}
-			if l.Miimon >= 0 {
-				g = append(g, fmt.Sprintf("miimon: %d", l.Miimon))
-			}
-			if len(g) > 0 {
-				f = append(f, "bond: {"+strings.Join(g, ", ")+"}")
-			}
-		case "ipip", "ip6tnl":
-			t := l.Tunnel
-			var g []string
-			if t.Mode != "" {
-				g = append(g, "mode: "+t.Mode)
-			}
-			if t.External {
-				g = append(g, "external: true")
-			}
-			if t.Local != "" {
-				g = append(g, "local: "+q(t.Local))
-			}
-			if t.Remote != "" {
-				g = append(g, "remote: "+q(t.Remote))
-			}
-			if t.TTL != 0 {
-				g = append(g, fmt.Sprintf("ttl: %d", t.TTL))
-			}
-			if t.EncapDport != 0 {
-				sport := "auto"
-				if t.EncapSport != 0 {
-					sport = fmt.Sprint(t.EncapSport)
-				}
-				typ := t.EncapType
-				if typ == "" {
-					typ = "fou"
-				}
-				g = append(g, fmt.Sprintf("encap: {type: %s, sport: %s, dport: %d}", typ, sport, t.EncapDport))
-			}
-			f = append(f, l.Kind+": {"+strings.Join(g, ", ")+"}")
-		case "wireguard":
-			w := l.WG
-			g := []string{"private-key-file: " + q(w.KeyFile), "userspace: true"}
-			if w.ListenPort != 0 {
-				g = append(g, fmt.Sprintf("listen-port: %d", w.ListenPort))
-			}
-			if w.Fwmark != 0 {
-				g = append(g, fmt.Sprintf("fwmark: %#x", w.Fwmark))
-			}
-			if w.Rotation {
-				g = append(g, "rotation: {connect-timeout: 5s, down-after: 60s, interval: 10s}")
-			}
-			var ps []string
-			for _, p := range w.Peers {
-				h := []string{"public-key: " + q(p.PublicKey)}
-				if len(p.AllowedIPs) > 0 {
-					h = append(h, "allowed-ips: ["+quoteAll(p.AllowedIPs)+"]")
-				}
-				if p.Keepalive != 0 {
-					h = append(h, fmt.Sprintf("persistent-keepalive: %ds", p.Keepalive))
-				}
-				if len(p.Endpoints) > 0 {
-					h = append(h, "endpoints: ["+quoteAll(p.Endpoints)+"]")
-				}
-				if p.PSKFile != "" {
-					h = append(h, "preshared-key-file: "+q(p.PSKFile))
-				}
-				ps = append(ps, "{"+strings.Join(h, ", ")+"}")
-			}
-			if len(ps) > 0 {
-				g = append(g, "peers: ["+strings.Join(ps, ", ")+"]")
-			}
-			f = append(f, "wireguard: {"+strings.Join(g, ", ")+"}")
-		}
-		if len(l.Addrs) > 0 {
-			var as []string
-			for _, a := range l.Addrs {
-				as = append(as, a.yaml())
-			}
-			f = append(f, "addresses: ["+strings.Join(as, ", ")+"]")
-		}
-		if len(l.Sysctls) > 0 {
-			f = append(f, "sysctls: {"+sysctlYAML(l.Sysctls)+"}")
-		}
-		fmt.Fprintf(&b, "  %s: {%s}\n", q(n), strings.Join(f, ", "))
+		fmt.Fprintf(&b, "  %s: {%s}\n", q(n), strings.Join(l.fields(c), ", "))
 	}
 	if len(c.Sysctls) > 0 && frag <= 0 {
 		b.WriteString("sysctls: {" + sysctlYAML(c.Sysctls) + "}\n")
 	}
 	routes := head("routes:\n")
 	for _, r := range c.Routes {
-		if in(r.Frag) {
+		if in(r.Frag) && r.Side == "" {
 			routes()
 			fmt.Fprintf(&b, "  - %s\n", r.yaml())
+		}
+	}
+	if len(c.RouteFiles) > 0 && frag <= 0 {
+		b.WriteString("routes-files:\n")
+		for _, f := range c.RouteFiles {
+			if f.Short && f.Table == "" {
+				fmt.Fprintf(&b, "  - %s\n", q(sideRef(0, f.Name)))
+				continue
+			}
+			fmt.Fprintf(&b, "  - {file: %s", q(sideRef(0, f.Name)))
+			if f.Table != "" {
+				fmt.Fprintf(&b, ", table: %s", f.Table)
+			}
+			b.WriteString("}\n")
 		}
 	}
 	rules := head("rules:\n")
@@ -511,60 +534,277 @@ func (c *Config) File(frag int) string {
 			continue
 		}
 		fou()
-		if f.GUE {
+		switch {
+		case f.GUE:
 			fmt.Fprintf(&b, "  - {port: %d, family: %s, gue: true}\n", f.Port, f.Family)
-		} else {
+		case f.Explicit:
+			fmt.Fprintf(&b, "  - {port: %d, family: %s, ipproto: %d, gue: false}\n", f.Port, f.Family, f.IPProto)
+		default:
 			fmt.Fprintf(&b, "  - {port: %d, family: %s, ipproto: %d}\n", f.Port, f.Family, f.IPProto)
 		}
 	}
 	tables := head("nftables:\n")
-	{
-		for _, t := range c.Tables {
-			if !in(t.Frag) {
-				continue
-			}
-			tables()
-			fmt.Fprintf(&b, "  %s:\n", q(t.Family+" "+t.Name))
-			if t.Adopt {
-				b.WriteString("    adopt: true\n")
-			}
-			if len(t.Sets) > 0 {
-				b.WriteString("    sets:\n")
-				for _, s := range t.Sets {
-					var g []string
-					g = append(g, "type: "+s.Type)
-					switch {
-					case s.Interval:
-						g = append(g, "flags: [interval]")
-					case s.Timeout == "flag":
-						g = append(g, "flags: [timeout]")
-					case s.Timeout != "":
-						g = append(g, "timeout: "+s.Timeout)
-					}
+	for _, t := range c.Tables {
+		if !in(t.Frag) {
+			continue
+		}
+		tables()
+		fmt.Fprintf(&b, "  %s:\n", q(t.Family+" "+t.Name))
+		if t.Adopt {
+			b.WriteString("    adopt: true\n")
+		} else if t.Explicit {
+			b.WriteString("    adopt: false\n")
+		}
+		if len(t.Sets) > 0 {
+			b.WriteString("    sets:\n")
+			for _, s := range t.Sets {
+				var g []string
+				g = append(g, "type: "+s.Type)
+				var flags []string
+				if s.Interval {
+					flags = append(flags, "interval")
+				}
+				if s.Timeout == "flag" {
+					flags = append(flags, "timeout")
+				}
+				if len(flags) > 0 {
+					g = append(g, "flags: ["+strings.Join(flags, ", ")+"]")
+				}
+				if s.Timeout != "" && s.Timeout != "flag" {
+					g = append(g, "timeout: "+s.Timeout)
+				}
+				if len(s.Elements) > 0 || s.ElemFile == "" {
 					g = append(g, "elements: ["+quoteAll(s.Elements)+"]")
-					if s.FromWG != "" {
-						g = append(g, "elements-from: {wireguard: "+q(s.FromWG)+", peers: "+s.FromPeers+"}")
-					}
-					fmt.Fprintf(&b, "      %s: {%s}\n", s.Name, strings.Join(g, ", "))
 				}
+				if s.ElemFile != "" {
+					g = append(g, "elements-file: "+q(sideRef(frag, s.ElemFile)))
+				}
+				if s.FromWG != "" {
+					g = append(g, "elements-from: {wireguard: "+q(s.FromWG)+", peers: "+s.FromPeers+"}")
+				}
+				fmt.Fprintf(&b, "      %s: {%s}\n", s.Name, strings.Join(g, ", "))
 			}
-			if len(t.Chains) > 0 {
-				b.WriteString("    chains:\n")
-				for _, ch := range t.Chains {
-					var g []string
-					if ch.Hook != "" {
-						g = append(g, "type: "+ch.chainType(), "hook: "+ch.Hook, "priority: "+q(ch.Priority), "policy: "+ch.Policy)
-						if ch.Device != "" {
-							g = append(g, "device: "+q(ch.Device))
-						}
+		}
+		if len(t.Chains) > 0 {
+			b.WriteString("    chains:\n")
+			for _, ch := range t.Chains {
+				var g []string
+				if ch.Hook != "" {
+					g = append(g, "type: "+ch.chainType(), "hook: "+ch.Hook, "priority: "+q(ch.Priority), "policy: "+ch.Policy)
+					if ch.Device != "" {
+						g = append(g, "device: "+q(ch.Device))
 					}
-					g = append(g, "rules: ["+quoteAll(ch.Rules)+"]")
-					fmt.Fprintf(&b, "      %s: {%s}\n", ch.Name, strings.Join(g, ", "))
 				}
+				if len(ch.Rules) > 0 || len(g) == 0 {
+					g = append(g, "rules: ["+quoteAll(ch.Rules)+"]")
+				}
+				fmt.Fprintf(&b, "      %s: {%s}\n", ch.Name, strings.Join(g, ", "))
 			}
 		}
 	}
 	return b.String()
+}
+
+// subnetYAML writes a pool's subnet list.
+func (p *Pool) subnetYAML() string {
+	switch {
+	case p.Subnet6 != "":
+		return fmt.Sprintf("{ipv4: %s, ipv6: %s}", q(p.Subnet), q(p.Subnet6))
+	case p.Pair && strings.Contains(p.Subnet, ":"):
+		return "{ipv6: " + q(p.Subnet) + "}"
+	case p.Pair:
+		return "{ipv4: " + q(p.Subnet) + "}"
+	}
+	return q(p.Subnet)
+}
+
+// fields are a link's keys in the file, flow style.
+func (l *Link) fields(c *Config) []string {
+	var f []string
+	f = append(f, "kind: "+l.Kind)
+	if l.MTU != 0 {
+		f = append(f, fmt.Sprintf("mtu: %d", l.MTU))
+	}
+	switch {
+	case l.Down:
+		f = append(f, "state: down")
+	case l.Up || l.Explicit && l.Kind != "device":
+		f = append(f, "state: up")
+	}
+	if l.Master != "" {
+		f = append(f, "master: "+q(l.Master))
+	}
+	if l.Alias != "" {
+		f = append(f, "alias: "+q(l.Alias))
+	}
+	if l.Adopt {
+		f = append(f, "adopt: true")
+	} else if l.Explicit {
+		f = append(f, "adopt: false")
+	}
+	switch l.Kind {
+	case "veth":
+		if l.PeerNS != "" {
+			f = append(f, "veth: {peer: "+q(l.Peer)+", peer-netns: "+q(l.PeerNS)+"}")
+			break
+		}
+		f = append(f, "veth: {peer: "+q(l.Peer)+"}")
+	case "vxlan":
+		v := l.VXLAN
+		g := []string{fmt.Sprintf("id: %d", v.ID)}
+		if v.Local != "" {
+			g = append(g, "local: "+q(v.Local))
+		}
+		if v.Remote != "" {
+			g = append(g, "remote: "+q(v.Remote))
+		}
+		if v.Group != "" {
+			g = append(g, "group: "+q(v.Group))
+		}
+		if v.Port != 0 {
+			g = append(g, fmt.Sprintf("port: %d", v.Port))
+		}
+		if v.Dev != "" {
+			g = append(g, "dev: "+q(v.Dev))
+		}
+		if v.TTL != 0 {
+			g = append(g, fmt.Sprintf("ttl: %d", v.TTL))
+		}
+		if v.NoLearning {
+			g = append(g, "learning: false")
+		} else if l.Explicit {
+			g = append(g, "learning: true")
+		}
+		f = append(f, "vxlan: {"+strings.Join(g, ", ")+"}")
+	case "ipvlan":
+		f = append(f, "ipvlan: {parent: "+q(l.Parent)+", mode: "+l.Mode+"}")
+	case "macvlan":
+		g := []string{"parent: " + q(l.Parent)}
+		if l.Mode != "" {
+			g = append(g, "mode: "+l.Mode)
+		} else if l.Explicit {
+			g = append(g, "mode: bridge")
+		}
+		f = append(f, "macvlan: {"+strings.Join(g, ", ")+"}")
+	case "vlan":
+		g := []string{"parent: " + q(l.Parent), fmt.Sprintf("id: %d", l.VlanID)}
+		if l.Mode != "" {
+			g = append(g, "protocol: "+l.Mode)
+		} else if l.Explicit {
+			g = append(g, "protocol: 802.1q")
+		}
+		f = append(f, "vlan: {"+strings.Join(g, ", ")+"}")
+	case "vrf":
+		f = append(f, fmt.Sprintf("vrf: {table: %d}", l.Table))
+	case "bond":
+		var g []string
+		if l.Mode != "" {
+			g = append(g, "mode: "+l.Mode)
+		}
+		if l.Miimon >= 0 {
+			g = append(g, fmt.Sprintf("miimon: %d", l.Miimon))
+		}
+		if len(g) > 0 {
+			f = append(f, "bond: {"+strings.Join(g, ", ")+"}")
+		}
+	case "ipip", "ip6tnl":
+		t := l.Tunnel
+		var g []string
+		switch {
+		case t.Mode != "":
+			g = append(g, "mode: "+t.Mode)
+		case l.Explicit && l.Kind == "ipip":
+			g = append(g, "mode: ipip")
+		}
+		if t.External {
+			g = append(g, "external: true")
+		} else if l.Explicit {
+			g = append(g, "external: false")
+		}
+		if t.Local != "" {
+			g = append(g, "local: "+q(t.Local))
+		}
+		if t.Remote != "" {
+			g = append(g, "remote: "+q(t.Remote))
+		}
+		if t.TTL != 0 {
+			g = append(g, fmt.Sprintf("ttl: %d", t.TTL))
+		}
+		if t.EncapDport != 0 {
+			sport := "auto"
+			if t.EncapSport != 0 {
+				sport = fmt.Sprint(t.EncapSport)
+			}
+			typ := t.EncapType
+			if typ == "" {
+				typ = "fou"
+			}
+			g = append(g, fmt.Sprintf("encap: {type: %s, sport: %s, dport: %d}", typ, sport, t.EncapDport))
+		}
+		f = append(f, l.Kind+": {"+strings.Join(g, ", ")+"}")
+	case "wireguard":
+		w := l.WG
+		var g []string
+		switch {
+		case w.Keep:
+		case w.Credential:
+			g = append(g, "private-key-credential: "+q(filepath.Base(w.KeyFile)))
+		default:
+			g = append(g, "private-key-file: "+q(w.KeyFile))
+		}
+		if w.Keep || w.ShowPublic {
+			g = append(g, "public-key: "+q(w.PublicKey))
+		}
+		if !w.Kernel || l.Explicit {
+			g = append(g, "userspace: "+strconv.FormatBool(!w.Kernel))
+		}
+		if w.ListenPort != 0 {
+			g = append(g, fmt.Sprintf("listen-port: %d", w.ListenPort))
+		}
+		if w.Fwmark != 0 {
+			g = append(g, fmt.Sprintf("fwmark: %#x", w.Fwmark))
+		}
+		switch w.Rotation {
+		case 1:
+			g = append(g, "rotation: {connect-timeout: 5s, down-after: 60s, interval: 10s}")
+		case 2:
+			g = append(g, "rotation: {connect-timeout: 7s, down-after: 90s, interval: 15s}")
+		}
+		var ps []string
+		for _, p := range w.Peers {
+			h := []string{"public-key: " + q(p.PublicKey)}
+			if len(p.AllowedIPs) > 0 {
+				h = append(h, "allowed-ips: ["+quoteAll(p.AllowedIPs)+"]")
+			}
+			if p.Keepalive != 0 {
+				h = append(h, fmt.Sprintf("persistent-keepalive: %ds", p.Keepalive))
+			}
+			if len(p.Endpoints) > 0 {
+				h = append(h, "endpoints: ["+quoteAll(p.Endpoints)+"]")
+			}
+			if p.KeepPSK {
+				h = append(h, "keep-preshared-key: true")
+			} else if p.PSKFile != "" {
+				h = append(h, "preshared-key-file: "+q(p.PSKFile))
+			}
+			ps = append(ps, "{"+strings.Join(h, ", ")+"}")
+		}
+		if len(ps) > 0 {
+			g = append(g, "peers: ["+strings.Join(ps, ", ")+"]")
+		}
+		f = append(f, "wireguard: {"+strings.Join(g, ", ")+"}")
+	}
+	if len(l.Addrs) > 0 {
+		var as []string
+		for _, a := range l.Addrs {
+			as = append(as, a.yaml())
+		}
+		f = append(f, "addresses: ["+strings.Join(as, ", ")+"]")
+	}
+	if len(l.Sysctls) > 0 {
+		f = append(f, "sysctls: {"+sysctlYAML(l.Sysctls)+"}")
+	}
+	return f
 }
 
 // sysctlYAML renders keys and values in key order, values quoted.
@@ -594,9 +834,19 @@ func (ch *Chain) chainType() string {
 
 func (a *Addr) yaml() string {
 	if a.Pool != "" {
-		return "{pool: " + a.Pool + "}"
+		g := []string{"pool: " + a.Pool}
+		if a.PrefixLen != 0 {
+			g = append(g, fmt.Sprintf("prefix-length: %d", a.PrefixLen))
+		}
+		if a.PrefixLen4 != 0 {
+			g = append(g, fmt.Sprintf("ipv4-prefix-length: %d", a.PrefixLen4))
+		}
+		if a.PrefixLen6 != 0 {
+			g = append(g, fmt.Sprintf("ipv6-prefix-length: %d", a.PrefixLen6))
+		}
+		return "{" + strings.Join(g, ", ") + "}"
 	}
-	if a.Scope == "" && !a.NoPrefixRoute && a.Peer == "" {
+	if a.Scope == "" && !a.NoPrefixRoute && a.Peer == "" && !a.Explicit {
 		return q(a.CIDR)
 	}
 	g := []string{"address: " + q(a.CIDR)}
@@ -605,16 +855,36 @@ func (a *Addr) yaml() string {
 	}
 	if a.Scope != "" {
 		g = append(g, "scope: "+a.Scope)
+	} else if a.Explicit {
+		g = append(g, "scope: global")
 	}
 	if a.NoPrefixRoute {
 		g = append(g, "noprefixroute: true")
+	} else if a.Explicit {
+		g = append(g, "noprefixroute: false")
 	}
 	return "{" + strings.Join(g, ", ") + "}"
 }
 
-func (r *Route) yaml() string {
+// dsts are the destinations the route makes in the kernel: one, or a
+// default route of each family (family: both). "default" is IPv4's.
+func (r *Route) dsts() []string {
+	if r.To != "default" {
+		return []string{r.To}
+	}
+	switch r.Family {
+	case "ipv6":
+		return []string{"::/0"}
+	case "both":
+		return []string{"default", "::/0"}
+	}
+	return []string{"default"}
+}
+
+// to is the route's destination as the file writes it.
+func (r *Route) to() string {
 	to := r.To
-	if to == "default" {
+	if to == "default" && r.Family == "" {
 		// The walk's "default" is IPv4 ("::/0" is its IPv6 one), which
 		// the file spells "default" only where the gateways do not make
 		// it IPv6 (docs/config.md, family): an IPv4 route through IPv6
@@ -636,7 +906,14 @@ func (r *Route) yaml() string {
 			to = "0.0.0.0/0"
 		}
 	}
-	g := []string{"to: " + q(to)}
+	return to
+}
+
+func (r *Route) yaml() string {
+	g := []string{"to: " + q(r.to())}
+	if r.Family != "" {
+		g = append(g, "family: "+r.Family)
+	}
 	if r.Type != "" && r.Type != "unicast" {
 		g = append(g, "type: "+r.Type)
 	}
@@ -649,7 +926,10 @@ func (r *Route) yaml() string {
 	if len(r.Hops) > 0 {
 		var hs []string
 		for _, h := range r.Hops {
-			x := []string{"via: " + q(h.Via), "dev: " + q(h.Dev)}
+			x := []string{"via: " + q(h.Via)}
+			if !h.NoDev {
+				x = append(x, "dev: "+q(h.Dev))
+			}
 			if h.Weight != 0 {
 				x = append(x, fmt.Sprintf("weight: %d", h.Weight))
 			}
@@ -671,6 +951,8 @@ func (r *Route) yaml() string {
 	}
 	if r.Onlink {
 		g = append(g, "onlink: true")
+	} else if r.Explicit {
+		g = append(g, "onlink: false")
 	}
 	if r.MTU != 0 {
 		g = append(g, fmt.Sprintf("mtu: %d", r.MTU))
@@ -679,6 +961,61 @@ func (r *Route) yaml() string {
 		g = append(g, fmt.Sprintf("tos: %d", r.TOS))
 	}
 	return "{" + strings.Join(g, ", ") + "}"
+}
+
+// line renders the route as a line of a routes file whose lines take
+// table by default ("" main).
+func (r *Route) line(table string) string {
+	var w []string
+	if r.Type != "" && r.Type != "unicast" {
+		w = append(w, r.Type)
+	}
+	to := r.to()
+	if to == "default" && strings.Contains(r.Via, ":") {
+		to = "0.0.0.0/0"
+	}
+	w = append(w, to)
+	if r.Via != "" {
+		if strings.Contains(r.Via, ":") && !strings.Contains(to, ":") {
+			w = append(w, "via", "inet6", r.Via)
+		} else {
+			w = append(w, "via", r.Via)
+		}
+	}
+	if r.Dev != "" {
+		w = append(w, "dev", r.Dev)
+	}
+	if r.Src != "" {
+		w = append(w, "src", r.Src)
+	}
+	if tableName(r.Table) != tableName(table) {
+		w = append(w, "table", tableName(r.Table))
+	}
+	if r.Metric != 0 {
+		w = append(w, "metric", strconv.Itoa(r.Metric))
+	}
+	if r.Scope != "" {
+		w = append(w, "scope", r.Scope)
+	}
+	if r.MTU != 0 {
+		w = append(w, "mtu", strconv.Itoa(r.MTU))
+	}
+	if r.TOS != 0 {
+		w = append(w, "tos", strconv.Itoa(r.TOS))
+	}
+	if r.Onlink {
+		w = append(w, "onlink")
+	}
+	for _, h := range r.Hops {
+		w = append(w, "nexthop", "via", h.Via)
+		if !h.NoDev {
+			w = append(w, "dev", h.Dev)
+		}
+		if h.Weight != 0 {
+			w = append(w, "weight", strconv.Itoa(h.Weight))
+		}
+	}
+	return strings.Join(w, " ")
 }
 
 func (r *Rule) yaml() string {
@@ -700,6 +1037,11 @@ func (r *Rule) yaml() string {
 	}
 	if r.Not {
 		g = append(g, "not: true")
+	} else if r.Explicit {
+		g = append(g, "not: false")
+	}
+	if r.HasSuppress {
+		g = append(g, fmt.Sprintf("suppress-prefixlength: %d", r.Suppress))
 	}
 	if r.Action != "lookup" {
 		g = append(g, "action: "+r.Action)
@@ -707,4 +1049,14 @@ func (r *Rule) yaml() string {
 		g = append(g, "table: "+r.Table)
 	}
 	return "{" + strings.Join(g, ", ") + "}"
+}
+
+// Sources are the configuration as one file, walk.yaml, and its side files
+// (side/NAME), for desired.Parse: what writeFiles puts on disk, in memory.
+func (c *Config) Sources() []desired.Source {
+	srcs := []desired.Source{{Name: "walk.yaml", Data: []byte(c.YAML())}}
+	for _, n := range sortedKeys(c.SideFiles()) {
+		srcs = append(srcs, desired.Source{Name: "side/" + n, Data: []byte(c.SideFiles()[n]), Side: true})
+	}
+	return srcs
 }

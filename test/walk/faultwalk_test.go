@@ -303,8 +303,7 @@ func walkOnce(t *testing.T, seed int64, n int, st *stats) string {
 			dump0 = k.Dump()
 		}
 		adopted.see(c)
-		yaml := c.YAML()
-		cfg, err := desired.Parse([]desired.Source{{Name: fmt.Sprintf("step-%d.yaml", i+1), Data: []byte(yaml)}})
+		cfg, err := desired.Parse(c.Sources())
 		if err != nil {
 			// The generator makes files for a real kernel; validation
 			// refusing one is the convergence walk's business.
@@ -338,7 +337,7 @@ func walkOnce(t *testing.T, seed int64, n int, st *stats) string {
 		st.passes++
 		plan, _, err := e.PlanDesired(ctx, cfg.State, false)
 		report := func(check, msg string) string {
-			return fmt.Sprintf("step %d: %s: %s\nsteps:\n  %s\nconfiguration:\n%s\nkernel:\n%s", i+1, check, msg, strings.Join(log, "\n  "), yaml, k.Dump())
+			return fmt.Sprintf("step %d: %s: %s\nsteps:\n  %s\nconfiguration:\n%s\nkernel:\n%s", i+1, check, msg, strings.Join(log, "\n  "), c.YAML(), k.Dump())
 		}
 		if res2 != "converged" && !strings.HasPrefix(res2, "conflicts") {
 			return report("converge", "the pass after the failures did not converge: "+res2)

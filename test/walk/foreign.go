@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -121,7 +120,7 @@ func dumpForeign(k *Kernel, proto int, foreignTables, adopted map[string]bool) (
 			}
 		}
 	}
-	own := strconv.Itoa(proto)
+	own := ipProto(proto)
 	for _, rs := range [][]map[string]any{k.Raw.Routes4, k.Raw.Routes6} {
 		for _, r := range rs {
 			p, dev := fmt.Sprint(r["protocol"]), fmt.Sprint(r["dev"])

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net/netip"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -191,6 +192,9 @@ type Caps struct {
 	// WireGuard is true when a wireguard link can be made: the kernel
 	// module, or wireguard-go with /dev/net/tun.
 	WireGuard bool
+	// WireGuardModule is the kernel module: a device may say
+	// userspace: false.
+	WireGuardModule bool
 }
 
 // Kinds lists the link kinds the generator makes with these capabilities.
@@ -241,8 +245,9 @@ type Gen struct {
 	Tag string
 	// KeyDir holds the private key files (mode 0600), one per device name.
 	KeyDir string
-	// Keys maps a WireGuard device name to its key file and public key.
-	Keys map[string][2]string
+	// Keys maps a WireGuard device name to its key file and public key,
+	// AltKeys to its other one (WG.Alt).
+	Keys, AltKeys map[string][2]string
 	// PeerKeys are public keys for peers.
 	PeerKeys []string
 	// PoolBits and PoolTable are the pool's shape, fixed for a walk.
@@ -250,11 +255,16 @@ type Gen struct {
 	// ForeignLinks are the names the foreign generator used (for
 	// ConflictDependents).
 	ForeignLinks []string
-	// PeerNS is the named namespace that takes the peers of veth pairs
-	// with peer-netns (the runner makes it).
-	PeerNS string
+	// PeerNS and PeerNS2 are the named namespaces that take the peers of
+	// veth pairs with peer-netns (the runner makes them).
+	PeerNS, PeerNS2 string
 	// PSKs are preshared key files and their keys.
 	PSKs [][2]string
+	// before is the configuration Next mutates (what the kernel holds
+	// when the step starts).
+	before *Config
+	// owners numbers the other owners of pool addresses.
+	owners int
 }
 
 // AdoptLink and AdoptTable are foreign objects (ForeignPlan makes them)
@@ -323,7 +333,10 @@ func linkIndex(name string) int {
 func (g *Gen) Initial() *Config {
 	c := &Config{Protocol: 245, Links: map[string]*Link{}}
 	if g.Defects.SettingsProtocol {
-		c.Protocol = pickInt(g, []int{245, 200, 250})
+		// 42 is babel's in the kernel's list: taken with
+		// protocol-override (no program here speaks babel).
+		c.Protocol = pickInt(g, []int{245, 200, 250, 42})
+		c.ProtocolOverride = c.Protocol == 42 || g.chance(0.2)
 	}
 	n := 1 + g.R.Intn(4)
 	for i := 0; i < n; i++ {
@@ -339,34 +352,42 @@ func (g *Gen) Initial() *Config {
 // Next returns a mutation of c: one to three random changes, then repaired
 // into a valid configuration.
 func (g *Gen) Next(c *Config) (*Config, string) {
+	g.before = c
 	n := c.Clone()
 	var what []string
 	for i, k := 0, 1+g.R.Intn(3); i < k; i++ {
 		what = append(what, g.mutate(n))
 	}
 	g.Repair(n)
+	g.keepKeys(c, n)
 	return n, strings.Join(what, "; ")
 }
 
 func (g *Gen) mutate(c *Config) string {
-	switch x := g.R.Intn(100); {
-	case x < 12:
+	switch x := g.R.Intn(110); {
+	case x >= 108:
+		return g.changeSettings(c)
+	case x >= 104:
+		return g.interact(c)
+	case x >= 100:
+		return g.respell(c)
+	case x < 11:
 		return g.addLink(c)
-	case x < 20:
+	case x < 18:
 		return g.removeLink(c)
-	case x < 25:
+	case x < 22:
 		return g.renameLink(c)
-	case x < 36:
+	case x < 32:
 		return g.changeLink(c)
-	case x < 50:
+	case x < 44:
 		return g.changeAddrs(c)
-	case x < 64:
+	case x < 56:
 		return g.changeRoutes(c)
-	case x < 74:
+	case x < 65:
 		return g.changeRules(c)
-	case x < 87:
+	case x < 78:
 		return g.changeNft(c)
-	case x < 95:
+	case x < 86:
 		return g.changeSysctls(c)
 	default:
 		return g.changePoolsFou(c)
@@ -396,6 +417,9 @@ func (g *Gen) addLink(c *Config) string {
 		}
 		l := g.newLink(c, name, "veth")
 		l.Peer, l.PeerNS = g.pick([]string{"p9b", "p9d"}), g.PeerNS
+		if g.PeerNS2 != "" && g.chance(0.3) {
+			l.PeerNS = g.PeerNS2
+		}
 		c.Links[name] = l
 		return "add veth " + name + " with its peer in " + g.PeerNS
 	}
@@ -404,6 +428,9 @@ func (g *Gen) addLink(c *Config) string {
 		l.Adopt = true
 		c.Links[AdoptLink] = l
 		return "adopt " + AdoptLink
+	}
+	if g.chance(0.08) {
+		return g.changeKind(c)
 	}
 	kind := g.pick(g.Caps.Kinds())
 	if kind == "veth" {
@@ -444,7 +471,7 @@ func (g *Gen) addLink(c *Config) string {
 }
 
 func (g *Gen) newLink(c *Config, name, kind string) *Link {
-	l := &Link{Name: name, Kind: kind, Frag: g.frag()}
+	l := &Link{Name: name, Kind: kind, Frag: g.frag(), Explicit: g.chance(0.15)}
 	switch kind {
 	case "vxlan":
 		l.VXLAN = g.newVXLAN(c)
@@ -456,8 +483,8 @@ func (g *Gen) newLink(c *Config, name, kind string) *Link {
 	case "macvlan", "vlan", "vrf", "bond":
 		g.newLowerOrMaster(c, l)
 	case "wireguard":
-		k := g.Keys[name]
-		l.WG = &WG{KeyFile: k[0], PublicKey: k[1]}
+		l.WG = &WG{Credential: g.chance(0.2), Kernel: g.Caps.WireGuardModule && g.chance(0.3)}
+		g.wgKey(l.WG, name)
 		g.changeWG(l.WG)
 	}
 	g.changeLinkAttr(c, l)
@@ -531,7 +558,7 @@ func (g *Gen) frag() int {
 }
 
 func (g *Gen) newVXLAN(c *Config) *VXLAN {
-	v := &VXLAN{ID: pickInt(g, []int{10, 20, 30, 16777215}), TTL: pickInt(g, []int{0, 0, 64})}
+	v := &VXLAN{ID: pickInt(g, []int{10, 20, 30, 16777215}), TTL: pickInt(g, []int{0, 0, 64, 128})}
 	if g.chance(0.5) {
 		v.Local, v.Remote = fmt.Sprintf("192.0.2.%d", 1+g.R.Intn(9)), fmt.Sprintf("198.51.100.%d", 1+g.R.Intn(9))
 	} else {
@@ -539,15 +566,6 @@ func (g *Gen) newVXLAN(c *Config) *VXLAN {
 	}
 	if g.chance(0.3) {
 		v.Local = ""
-	}
-	if v.Dev != "" && g.chance(0.3) {
-		// A multicast group instead of a remote.
-		if strings.Contains(v.Remote, ":") {
-			v.Group = fmt.Sprintf("ff05::%d", 100+g.R.Intn(3))
-		} else {
-			v.Group = fmt.Sprintf("239.1.1.%d", 1+g.R.Intn(3))
-		}
-		v.Remote = ""
 	}
 	v.Port = pickInt(g, []int{0, 0, 8472, 4790})
 	v.NoLearning = g.chance(0.2)
@@ -557,6 +575,16 @@ func (g *Gen) newVXLAN(c *Config) *VXLAN {
 			// listed "prune-all ENODEV" defect.
 			return (m.Kind == "veth" && g.Defects.PruneAllENODEV) || m.Kind == "dummy" || m.Kind == "bridge"
 		})
+	}
+	if v.Dev != "" && g.chance(0.3) {
+		// A multicast group instead of a remote: it needs a lower
+		// device.
+		if strings.Contains(v.Remote, ":") {
+			v.Group = fmt.Sprintf("ff05::%d", 100+g.R.Intn(3))
+		} else {
+			v.Group = fmt.Sprintf("239.1.1.%d", 1+g.R.Intn(3))
+		}
+		v.Remote = ""
 	}
 	return v
 }
@@ -702,10 +730,9 @@ func (g *Gen) renameLink(c *Config) string {
 		return "noop"
 	}
 	if l.Kind == "wireguard" {
-		k := g.Keys[to]
-		l.WG.KeyFile, l.WG.PublicKey = k[0], k[1]
+		g.wgKey(l.WG, to)
 		if l.WG.ListenPort != 0 {
-			l.WG.ListenPort = 51820 + int(to[len(to)-1]-'0')
+			l.WG.ListenPort = wgPort(to, l.WG.ListenPort > 52000)
 		}
 	}
 	delete(c.Links, n)
@@ -752,6 +779,15 @@ func (g *Gen) changeLink(c *Config) string {
 		return g.addLink(c)
 	}
 	l := c.Links[n]
+	if l.Adopt && g.chance(0.2) {
+		// Adopted: ours from now on, with or without the key.
+		l.Adopt = false
+		return "drop adopt of " + n
+	}
+	if l.PeerNS != "" && g.PeerNS2 != "" && g.chance(0.3) {
+		l.PeerNS = map[bool]string{true: g.PeerNS2, false: g.PeerNS}[l.PeerNS == g.PeerNS]
+		return "move the peer of " + n + " to " + l.PeerNS
+	}
 	switch g.R.Intn(4) {
 	case 0:
 		g.changeLinkAttr(c, l)
@@ -769,6 +805,9 @@ func (g *Gen) changeLink(c *Config) string {
 			}
 			return "change tunnel " + n
 		case l.WG != nil:
+			if g.chance(0.5) {
+				return g.changeWGIdentity(l)
+			}
 			g.changeWG(l.WG)
 			return "change wireguard " + n
 		case l.Kind == "ipvlan":
@@ -779,7 +818,7 @@ func (g *Gen) changeLink(c *Config) string {
 				// Mostly an attribute that changes in place.
 				switch l.Kind {
 				case "macvlan":
-					l.Mode = g.pick([]string{"bridge", "private", "vepa"})
+					l.Mode = g.pick([]string{"", "bridge", "private", "vepa"})
 				case "bond":
 					if g.chance(0.5) {
 						l.Miimon = pickInt(g, []int{-1, 0, 50, 200})
@@ -788,7 +827,12 @@ func (g *Gen) changeLink(c *Config) string {
 						l.Mode = g.pick(bondModes)
 					}
 				default:
-					l.MTU = pickInt(g, []int{0, 1280, 1300})
+					if g.chance(0.3) {
+						// Its protocol: a replace.
+						l.Mode = g.pick([]string{"", "802.1ad"})
+					} else {
+						l.MTU = pickInt(g, []int{0, 1280, 1300})
+					}
 				}
 			} else {
 				g.newLowerOrMaster(c, l)
@@ -811,9 +855,10 @@ func (g *Gen) changeLink(c *Config) string {
 }
 
 func (g *Gen) changeWG(w *WG) {
-	// One port per name: two devices never want the same port in a row.
-	w.ListenPort = pickInt(g, []int{0, 51820 + int(w.KeyFile[len(w.KeyFile)-5]-'0')})
-	w.Fwmark = pickInt(g, []int{0, 0x20})
+	// Ports by name: two devices never want the same port in a row.
+	name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(w.KeyFile), ".key"), ".alt")
+	w.ListenPort = pickInt(g, []int{0, wgPort(name, false), wgPort(name, true)})
+	w.Fwmark = pickInt(g, []int{0, 0x20, 0x40})
 	w.Peers = nil
 	for _, i := range g.R.Perm(len(g.PeerKeys))[:g.R.Intn(len(g.PeerKeys)+1)] {
 		p := &WGPeer{PublicKey: g.PeerKeys[i]}
@@ -823,7 +868,7 @@ func (g *Gen) changeWG(w *WG) {
 		if g.chance(0.3) {
 			p.AllowedIPs = append(p.AllowedIPs, netip.MustParsePrefix(fmt.Sprintf("fd24:%d::/64", i)).String())
 		}
-		p.Keepalive = pickInt(g, []int{0, 25})
+		p.Keepalive = pickInt(g, []int{0, 25, 60})
 		if g.chance(0.5) {
 			// Candidates in order; apply sets the first (the device
 			// has no handshake to judge another by).
@@ -838,7 +883,7 @@ func (g *Gen) changeWG(w *WG) {
 		}
 		w.Peers = append(w.Peers, p)
 	}
-	w.Rotation = g.chance(0.3)
+	w.Rotation = pickInt(g, []int{0, 0, 1, 2})
 }
 
 func (g *Gen) changeAddrs(c *Config) string {
@@ -854,6 +899,16 @@ func (g *Gen) changeAddrs(c *Config) string {
 	}
 	if len(l.Addrs) > 0 && g.chance(0.3) {
 		a := l.Addrs[g.R.Intn(len(l.Addrs))]
+		if a.Peer != "" && g.chance(0.5) {
+			// Another far end, or none (a /32 or /128 stands alone).
+			p := netip.MustParsePrefix(a.Peer)
+			if p.Bits() == p.Addr().BitLen() && g.chance(0.5) {
+				a.Peer = ""
+			} else if p.Bits() == p.Addr().BitLen() {
+				a.Peer = netip.PrefixFrom(p.Addr().Next(), p.Bits()).String()
+			}
+			return "change the peer of an address of " + n
+		}
 		if a.Pool == "" {
 			a.NoPrefixRoute = !a.NoPrefixRoute
 			if !strings.Contains(a.CIDR, ":") { // IPv4 (an IPv4-mapped one is IPv6)
@@ -889,6 +944,12 @@ func (g *Gen) pickTable(c *Config) string {
 const maxRoutes, maxRules = 16, 12
 
 func (g *Gen) changeRoutes(c *Config) string {
+	if g.chance(0.12) {
+		return g.changeRouteFiles(c)
+	}
+	if len(c.Routes) > 0 && g.chance(0.08) {
+		return g.changeRouteMore(c)
+	}
 	if len(c.Routes) > 0 && (g.chance(0.3) || len(c.Routes) >= maxRoutes) {
 		i := g.R.Intn(len(c.Routes))
 		c.Routes = append(c.Routes[:i], c.Routes[i+1:]...)
@@ -912,7 +973,7 @@ func (g *Gen) changeRoutes(c *Config) string {
 		case 1:
 			r.Metric = g.metric()
 		case 2:
-			r.MTU = pickInt(g, []int{0, 1400})
+			r.MTU = pickInt(g, []int{0, 1400, 1300})
 		default:
 			g.routeTarget(c, r)
 		}
@@ -938,6 +999,16 @@ func (g *Gen) changeRoutes(c *Config) string {
 	g.routeTarget(c, r)
 	r.TOS = g.tos(r.To)
 	r.Frag = g.frag()
+	if r.To == "default" && r.Via == "" && len(r.Hops) == 0 && g.chance(0.6) {
+		// The family key: a default route of each family, or both.
+		r.Family = g.pick([]string{"ipv4", "ipv6", "both"})
+		if r.Family != "ipv4" {
+			r.TOS, r.Scope, r.Src = 0, "", ""
+		}
+	}
+	if len(c.RouteFiles) > 0 && r.Family == "" && g.chance(0.3) {
+		r.Side = c.RouteFiles[g.R.Intn(len(c.RouteFiles))].Name
+	}
 	c.Routes = append(c.Routes, r)
 	return "add a route"
 }
@@ -994,7 +1065,7 @@ func (g *Gen) routeTarget(c *Config, r *Route) {
 			}
 			p := netip.MustParsePrefix(a.CIDR).Masked()
 			gw := p.Addr()
-			for i := 0; i < 200; i++ {
+			for i := 200 + g.R.Intn(2); i > 0; i-- {
 				gw = gw.Next()
 			}
 			r.Via = gw.String()
@@ -1008,8 +1079,8 @@ func (g *Gen) routeTarget(c *Config, r *Route) {
 		r.Via, r.Onlink = "10.201.0.1", true
 		return
 	}
-	if !v6 && g.chance(0.2) {
-		r.Scope = "global"
+	if !v6 && g.chance(0.3) {
+		r.Scope = g.pick([]string{"global", "link"})
 	}
 }
 
@@ -1029,6 +1100,7 @@ func (g *Gen) multipath(c *Config, r *Route, v6 bool) bool {
 		h := Hop{Dev: dev, Via: fmt.Sprintf("fe80::%x", 1+g.R.Intn(3))}
 		if gw := connectedGateway(c.Links[dev], v6); gw != "" && g.chance(0.6) {
 			h.Via = gw
+			h.NoDev = g.chance(0.2)
 		}
 		if g.chance(0.3) {
 			h.Weight = pickInt(g, []int{2, 5, 256})
@@ -1060,6 +1132,9 @@ func connectedGateway(l *Link, v6 bool) string {
 }
 
 func (g *Gen) changeRules(c *Config) string {
+	if len(c.Rules) > 0 && len(c.Rules) < maxRules && g.chance(0.25) {
+		return g.changeRule(c)
+	}
 	if len(c.Rules) > 0 && (g.chance(0.35) || len(c.Rules) >= maxRules) {
 		i := g.R.Intn(len(c.Rules))
 		c.Rules = append(c.Rules[:i], c.Rules[i+1:]...)
@@ -1097,7 +1172,11 @@ func (g *Gen) changeRules(c *Config) string {
 	}
 	if r.Action == "lookup" {
 		r.Table = g.pick([]string{"100", "200", "main"})
+		if g.chance(0.2) {
+			r.Suppress, r.HasSuppress = pickInt(g, []int{0, 8, 32}), true
+		}
 	}
+	r.Explicit = g.chance(0.1)
 	c.Rules = append(c.Rules, r)
 	return "add a rule"
 }
@@ -1160,6 +1239,9 @@ func (g *Gen) changeNft(c *Config) string {
 		c.Tables = append(c.Tables, &Table{Family: f[0], Name: f[1], Adopt: true, Frag: g.frag()})
 		return "adopt table " + AdoptTable
 	}
+	if len(c.Tables) > 0 && g.chance(0.2) {
+		return g.changeNftMore(c)
+	}
 	if len(c.Tables) == 0 || g.chance(0.15) {
 		t := nftTables[g.R.Intn(len(nftTables))]
 		for i, x := range c.Tables {
@@ -1199,6 +1281,12 @@ func (g *Gen) changeNft(c *Config) string {
 					// set without flags [interval], as at its creation.
 					s.Elements = withoutIntervals(s.Elements)
 				}
+				if s.ElemFile != "" {
+					s.Elements, s.FileElements = s.Elements[:len(s.Elements)/2], s.Elements[len(s.Elements)/2:]
+				}
+				if s.Timeout != "" && s.Timeout != "flag" {
+					s.Elements, s.FileElements = nil, nil
+				}
 				if s.FromWG != "" {
 					s.FromPeers = g.pick([]string{"up", "all"})
 				}
@@ -1218,6 +1306,11 @@ func (g *Gen) changeNft(c *Config) string {
 			s.Elements = withoutIntervals(s.Elements)
 			if g.chance(0.3) {
 				s.Timeout = g.pick([]string{"flag", "1h"})
+			}
+			if s.Timeout == "1h" {
+				// A set whose elements expire declares none
+				// (validation refuses them).
+				s.Elements = nil
 			}
 		}
 		t.Sets = append(t.Sets, s)
@@ -1342,8 +1435,11 @@ func (g *Gen) changePoolsFou(c *Config) string {
 	if g.chance(0.2) {
 		return g.moveFrag(c)
 	}
-	if g.Caps.Fou && g.chance(0.5) {
-		f := &Fou{Port: pickInt(g, []int{5555, 5556, 5557}), Family: g.pick([]string{"ipv4", "ipv6"}), Frag: g.frag()}
+	if g.Caps.Fou && g.chance(0.4) {
+		if len(c.Fou) > 0 && g.chance(0.3) {
+			return g.changeFou(c)
+		}
+		f := &Fou{Port: pickInt(g, []int{5555, 5556, 5557}), Family: g.pick([]string{"ipv4", "ipv6"}), Frag: g.frag(), Explicit: g.chance(0.2)}
 		f.IPProto = pickInt(g, []int{4, 41})
 		f.GUE = g.chance(0.25)
 		for i, x := range c.Fou {
@@ -1355,21 +1451,38 @@ func (g *Gen) changePoolsFou(c *Config) string {
 		c.Fou = append(c.Fou, f)
 		return "add a fou port"
 	}
-	name := g.pick([]string{"pw", "pv"})
+	if g.chance(0.2) {
+		return g.changeOthers(c)
+	}
+	name := g.pick([]string{"pw", "pv", dualPool[0]})
 	var pool *Pool
 	for i, p := range c.Pools {
-		if p.Name == name {
-			if g.chance(0.3) {
-				c.Pools = append(c.Pools[:i], c.Pools[i+1:]...)
-				return "remove pool " + name
-			}
-			pool = p
+		if p.Name != name {
+			continue
 		}
+		if g.chance(0.3) {
+			// Not while another owner holds an address of it: the
+			// runner gives those back with the pool's file.
+			if g.othersHold(g.before, name) || g.othersHold(c, name) {
+				return "noop"
+			}
+			c.Pools = append(c.Pools[:i], c.Pools[i+1:]...)
+			return "remove pool " + name
+		}
+		if g.chance(0.4) {
+			return g.changePool(c, p)
+		}
+		pool = p
 	}
 	if pool == nil {
 		// A pool's block size cannot change while it holds blocks (apply
-		// refuses it, as documented): one shape per walk.
-		c.Pools = append(c.Pools, &Pool{Name: name, Subnet: pools[name], Bits: g.PoolBits, Table: g.PoolTable, Frag: g.frag()})
+		// refuses it, as documented): one shape per walk, but for
+		// changePool's when nothing holds an address of it.
+		p := &Pool{Name: name, Subnet: pools[name], Bits: g.PoolBits, Table: g.PoolTable, Frag: g.frag(), Delay: "0s"}
+		if name == dualPool[0] {
+			p.Subnet, p.Subnet6 = dualPool[1], dualPool[2]
+		}
+		c.Pools = append(c.Pools, p)
 		sort.Slice(c.Pools, func(i, j int) bool { return c.Pools[i].Name < c.Pools[j].Name })
 	}
 	n := g.pickLink(c, func(l *Link) bool { return l.Kind != "device" })
@@ -1379,12 +1492,32 @@ func (g *Gen) changePoolsFou(c *Config) string {
 	l := c.Links[n]
 	for i, a := range l.Addrs {
 		if a.Pool == name {
+			if g.chance(0.3) {
+				// The same entry, its prefix lengths changed, or
+				// another pool of the file.
+				other := c.Pools[g.R.Intn(len(c.Pools))].Name
+				l.Addrs[i] = g.poolAddr(c, other)
+				return "change the pool " + name + " address of " + n + " (now of " + other + ")"
+			}
 			l.Addrs = append(l.Addrs[:i], l.Addrs[i+1:]...)
 			return "release the pool " + name + " address of " + n
 		}
 	}
-	l.Addrs = append(l.Addrs, &Addr{Pool: name})
+	l.Addrs = append(l.Addrs, g.poolAddr(c, name))
 	return "take a pool " + name + " address for " + n
+}
+
+// othersHold says whether another owner holds an address of pool in c.
+func (g *Gen) othersHold(c *Config, pool string) bool {
+	if c == nil {
+		return false
+	}
+	for _, o := range c.Others {
+		if o.Pool == pool {
+			return true
+		}
+	}
+	return false
 }
 
 func pickInt(g *Gen, s []int) int { return s[g.R.Intn(len(s))] }

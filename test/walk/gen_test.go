@@ -32,7 +32,7 @@ func TestGenMakesLinkKinds(t *testing.T) {
 			for walk := 0; walk < 30; walk++ {
 				c := g.Initial()
 				for step := 0; step < 60; step++ {
-					if _, err := desired.Parse([]desired.Source{{Name: "walk.yaml", Data: []byte(c.YAML())}}); err != nil {
+					if _, err := desired.Parse(c.Sources()); err != nil {
 						t.Fatalf("walk %d step %d: the generator made an invalid file: %v\n%s", walk, step, err, c.YAML())
 					}
 					for _, l := range c.Links {

@@ -125,6 +125,7 @@ type kRule struct {
 	Table    string  `json:"table"`
 	Action   string  `json:"action"`
 	Protocol string  `json:"protocol"`
+	Suppress *int    `json:"suppress_prefixlen"`
 	raw      map[string]any
 }
 
@@ -327,6 +328,9 @@ func compareAddrProtocols(c *Config, k *Kernel, skip map[string]bool, bad func(s
 	var pools []netip.Prefix
 	for _, p := range c.Pools {
 		pools = append(pools, netip.MustParsePrefix(p.Subnet))
+		if p.Subnet6 != "" {
+			pools = append(pools, netip.MustParsePrefix(p.Subnet6))
+		}
 	}
 	for key, p := range k.AddrProto {
 		if p != c.Protocol || declared[key] {
@@ -526,10 +530,10 @@ func compareAddrs(c *Config, l *Link, ka *kAddrLink, bad func(string, ...any)) {
 		}
 	}
 	want := map[string]string{}
-	var pools []string
+	var pools []*Addr
 	for _, a := range l.Addrs {
 		if a.Pool != "" {
-			pools = append(pools, a.Pool)
+			pools = append(pools, a)
 			continue
 		}
 		p := netip.MustParsePrefix(a.CIDR)
@@ -543,27 +547,34 @@ func compareAddrs(c *Config, l *Link, ka *kAddrLink, bad func(string, ...any)) {
 		}
 		want[p.String()] = fmt.Sprintf("scope %s noprefixroute %v%s", scope, a.NoPrefixRoute, peer)
 	}
-	for _, name := range pools {
-		var subnet netip.Prefix
+	for _, e := range pools {
+		var pool *Pool
 		for _, p := range c.Pools {
-			if p.Name == name {
-				subnet = netip.MustParsePrefix(p.Subnet)
+			if p.Name == e.Pool {
+				pool = p
 			}
 		}
-		n := 0
-		for a := range got {
-			// An address the file declares statically in the pool's
-			// subnet is not the pool's (the pool reserves it, finding 25).
-			if _, static := want[a]; static {
+		for _, sn := range []string{pool.Subnet, pool.Subnet6} {
+			if sn == "" {
 				continue
 			}
-			if subnet.Contains(netip.MustParsePrefix(a).Addr()) {
-				want[a] = got[a]
-				n++
+			subnet := netip.MustParsePrefix(sn)
+			bits := e.poolBits(pool, subnet.Addr().Is6())
+			n := 0
+			for a := range got {
+				// An address the file declares statically in the pool's
+				// subnet is not the pool's (the pool reserves it, finding 25).
+				if _, static := want[a]; static {
+					continue
+				}
+				if ap := netip.MustParsePrefix(a); subnet.Contains(ap.Addr()) {
+					want[netip.PrefixFrom(ap.Addr(), bits).String()] = "scope global noprefixroute false"
+					n++
+				}
 			}
-		}
-		if n != 1 {
-			bad("link %s: %d addresses from pool %s, want 1", l.Name, n, subnet)
+			if n != 1 {
+				bad("link %s: %d addresses from pool %s (%s), want 1", l.Name, n, pool.Name, subnet)
+			}
 		}
 	}
 	for a, w := range want {
@@ -581,6 +592,19 @@ func compareAddrs(c *Config, l *Link, ka *kAddrLink, bad func(string, ...any)) {
 			bad("link %s: address %s not in the file", l.Name, a)
 		}
 	}
+}
+
+// poolBits is the prefix length of the address a pool entry takes in the
+// family asked for.
+func (a *Addr) poolBits(p *Pool, v6 bool) int {
+	n := a.PrefixLen
+	if p.Subnet6 != "" {
+		n = map[bool]int{false: a.PrefixLen4, true: a.PrefixLen6}[v6]
+	}
+	if n == 0 {
+		n = map[bool]int{false: 32, true: 128}[v6]
+	}
+	return n
 }
 
 func routeText(table, typ, dst, tos, via, dev, src, scope string, metric int, onlink bool, mtu int) string {
@@ -607,6 +631,15 @@ func routeText(table, typ, dst, tos, via, dev, src, scope string, metric int, on
 	return s
 }
 
+// ipProto is a route or rule protocol number as ip -j prints it: by its
+// name where iproute2 has one built in (of the walk's numbers, 42).
+func ipProto(p int) string {
+	if p == 42 {
+		return "babel"
+	}
+	return strconv.Itoa(p)
+}
+
 func tableName(t string) string {
 	switch t {
 	case "", "254":
@@ -616,7 +649,7 @@ func tableName(t string) string {
 }
 
 func compareRoutes(c *Config, k *Kernel, skip map[string]bool, bad func(string, ...any)) {
-	proto := strconv.Itoa(c.Protocol)
+	proto := ipProto(c.Protocol)
 	exportTables := map[string]bool{}
 	for _, p := range c.Pools {
 		exportTables[strconv.Itoa(p.Table)] = true
@@ -695,49 +728,54 @@ func compareRoutes(c *Config, k *Kernel, skip map[string]bool, bad func(string, 
 			}
 			hops = append(hops, hopText(h.Via, h.Dev, w))
 		}
-		v6 := strings.Contains(r.To, ":")
-		dst := r.To
-		if dst == "default" {
-			dst = "0.0.0.0/0"
+		for _, to := range r.dsts() {
+			want = wantRoute(r, to, devs, hops, skip, &got, want)
 		}
-		dst = netip.MustParsePrefix(dst).String()
-		keyMetric := r.Metric
-		if v6 && keyMetric == 0 {
-			keyMetric = 1024
-		}
-		if skipAny(skip, devs) || skip[routeSkipKey(r.Table, r.To)] {
-			// Through a link in conflict, or in conflict with a foreign
-			// route of the same key: the plan leaves it out, and what the
-			// kernel holds under its key stays as it was (the foreign
-			// check covers a foreign route there).
-			got = dropRoute(got, tableName(r.Table), dst, strconv.Itoa(r.TOS), keyMetric)
-			continue
-		}
-		typ := r.Type
-		if typ == "" {
-			typ = "unicast"
-		}
-		m := r.Metric
-		if v6 && m == 0 {
-			m = 1024
-		}
-		scope := r.Scope
-		if scope == "" {
-			switch {
-			case typ == "local":
-				scope = "host"
-			case typ == "unicast" && r.Via == "" && len(r.Hops) == 0:
-				scope = "link"
-			default:
-				scope = "global"
-			}
-		}
-		if v6 {
-			scope = ""
-		}
-		want = append(want, routeText(tableName(r.Table), typ, dst, strconv.Itoa(r.TOS), r.Via, r.Dev, r.Src, scope, m, r.Onlink, r.MTU)+hopsText(hops))
 	}
 	diffSets("route", got, want, bad)
+}
+
+// wantRoute adds what the kernel holds for route r's destination to (one
+// of r.dsts) to want, or, for a route left out (a link in conflict, a
+// foreign route of its key), drops what got holds under its key.
+func wantRoute(r *Route, to string, devs, hops []string, skip map[string]bool, got *[]string, want []string) []string {
+	v6 := strings.Contains(to, ":")
+	dst := to
+	if dst == "default" {
+		dst = "0.0.0.0/0"
+	}
+	dst = netip.MustParsePrefix(dst).String()
+	keyMetric := r.Metric
+	if v6 && keyMetric == 0 {
+		keyMetric = 1024
+	}
+	if skipAny(skip, devs) || skip[routeSkipKey(r.Table, r.To)] {
+		// Through a link in conflict, or in conflict with a foreign
+		// route of the same key: the plan leaves it out, and what the
+		// kernel holds under its key stays as it was (the foreign
+		// check covers a foreign route there).
+		*got = dropRoute(*got, tableName(r.Table), dst, strconv.Itoa(r.TOS), keyMetric)
+		return want
+	}
+	typ := r.Type
+	if typ == "" {
+		typ = "unicast"
+	}
+	scope := r.Scope
+	if scope == "" {
+		switch {
+		case typ == "local":
+			scope = "host"
+		case typ == "unicast" && r.Via == "" && len(r.Hops) == 0:
+			scope = "link"
+		default:
+			scope = "global"
+		}
+	}
+	if v6 {
+		scope = ""
+	}
+	return append(want, routeText(tableName(r.Table), typ, dst, strconv.Itoa(r.TOS), r.Via, r.Dev, r.Src, scope, keyMetric, r.Onlink, r.MTU)+hopsText(hops))
 }
 
 // skipAny reports whether one of devs is skipped (a link in conflict).
@@ -785,12 +823,16 @@ func diffSets(what string, got, want []string, bad func(string, ...any)) {
 	}
 }
 
-func ruleText(fam string, prio int, not bool, from, to, fwmark, iif, oif, action, table string) string {
-	return fmt.Sprintf("%s prio %d not %v from %s to %s fwmark %s iif %s oif %s %s %s", fam, prio, not, from, to, fwmark, iif, oif, action, table)
+func ruleText(r *Rule) string {
+	s := fmt.Sprintf("%s prio %d not %v from %s to %s fwmark %s iif %s oif %s %s %s", r.Family, r.Priority, r.Not, r.From, r.To, r.Fwmark, r.IIF, r.OIF, r.Action, r.Table)
+	if r.HasSuppress {
+		s += fmt.Sprintf(" suppress_prefixlength %d", r.Suppress)
+	}
+	return s
 }
 
 func compareRules(c *Config, k *Kernel, bad func(string, ...any)) {
-	proto := strconv.Itoa(c.Protocol)
+	proto := ipProto(c.Protocol)
 	var got, want []string
 	// Someone else's rules that a declared one clashes with: the plan
 	// leaves that one out as a conflict (finding 36).
@@ -801,7 +843,7 @@ func compareRules(c *Config, k *Kernel, bad func(string, ...any)) {
 			foreign = append(foreign, r)
 			continue
 		}
-		got = append(got, ruleText(r.Family, r.Priority, r.Not, r.From, r.To, r.Fwmark, r.IIF, r.OIF, r.Action, r.Table))
+		got = append(got, ruleText(r))
 	}
 	for _, r := range c.Rules {
 		x := *r
@@ -811,7 +853,7 @@ func compareRules(c *Config, k *Kernel, bad func(string, ...any)) {
 		if slices.ContainsFunc(foreign, func(f *Rule) bool { return rulesClash(&x, f) }) {
 			continue
 		}
-		want = append(want, ruleText(x.Family, x.Priority, x.Not, x.From, x.To, x.Fwmark, x.IIF, x.OIF, x.Action, x.Table))
+		want = append(want, ruleText(&x))
 	}
 	diffSets("rule", got, want, bad)
 }
@@ -838,6 +880,9 @@ func kernelRule(r *kRule) *Rule {
 	}
 	if r.Action != "" {
 		out.Action, out.Table = r.Action, ""
+	}
+	if r.Suppress != nil {
+		out.Suppress, out.HasSuppress = *r.Suppress, true
 	}
 	return out
 }
@@ -867,7 +912,7 @@ func dropRoute(got []string, table, dst, tos string, metric int) []string {
 // peer-netns: it holds exactly the declared peers (and lo).
 func comparePeerNS(ns string, c *Config, skip map[string]bool) []string {
 	var diffs []string
-	if skip["p9a"] || skip["p9c"] {
+	if skip["p9a"] || skip["p9c"] || ns == "" {
 		// An end in conflict is left as it is, and its peer with it.
 		return nil
 	}

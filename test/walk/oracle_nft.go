@@ -184,7 +184,8 @@ func CompareNft(c *Config, k *Kernel, skip, foreign map[string]bool) ([]string, 
 		}
 		var wantRules, gotRules map[string][]string
 		for _, s := range t.Sets {
-			want := setText(s.Type, s.Interval, s.Elements)
+			elems := append(append([]string(nil), s.Elements...), s.FileElements...)
+			want := setText(s.Type, s.Interval, elems)
 			switch s.Timeout {
 			case "":
 			case "flag":
@@ -198,7 +199,7 @@ func CompareNft(c *Config, k *Kernel, skip, foreign map[string]bool) ([]string, 
 				// The union of the literal elements and the peers'
 				// IPv4 allowed IPs, overlaps merged: compared as the
 				// addresses covered.
-				es := append([]string(nil), s.Elements...)
+				es := elems
 				if w := c.Links[s.FromWG]; w != nil && w.WG != nil && s.FromPeers == "all" {
 					for _, p := range w.WG.Peers {
 						for _, a := range p.AllowedIPs {

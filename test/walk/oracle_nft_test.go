@@ -36,3 +36,22 @@ table netdev n { # handle 2
 		}
 	}
 }
+
+// The plan's kinds in diff's JSON are snake_case ("nft_chain"): read by
+// parsePlan, a planned delete of a chain or set is one, not a handle the
+// plan kept (harness defect: after the JSON changed, every such delete
+// failed the in-place check).
+func TestPlanKindsOfTheJSON(t *testing.T) {
+	p, err := parsePlan(`{"schema_version": 1, "ops": [
+  {"action": "delete", "kind": "nft_chain", "id": "ip nrw1 chain c", "summary": null, "changes": [], "reason": null},
+  {"action": "delete", "kind": "nft_set", "id": "ip nrw1 set s", "summary": null, "changes": [], "reason": null}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := &Kernel{NftText: "table ip nrw1 { # handle 7\n\tset s { # handle 2\n\t\ttype ipv4_addr\n\t}\n\n\tchain c { # handle 1\n\t}\n\n\tchain h { # handle 3\n\t}\n}\n"}
+	after := &Kernel{NftText: "table ip nrw1 { # handle 7\n\tchain h { # handle 3\n\t}\n}\n"}
+	c := &Config{Tables: []*Table{{Family: "ip", Name: "nrw1", Chains: []*Chain{{Name: "h"}}}}}
+	if d := CompareNftHandles(c, before, after, p.Ops, nil, nil); len(d) > 0 {
+		t.Errorf("the planned deletes taken for changes: %v", d)
+	}
+}

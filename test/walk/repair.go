@@ -148,6 +148,11 @@ func (g *Gen) Repair(c *Config) {
 	for _, n := range c.LinkNames() {
 		l := c.Links[n]
 		m := c.Links[l.Master]
+		if !portKind(l) {
+			// A link made another kind (changeKind) keeps no master
+			// its new kind cannot have.
+			l.Master, m = "", nil
+		}
 		if l.Master != "" && (m == nil || !masterKind(m) || m.Name == n) {
 			l.Master, m = "", nil
 		}
@@ -235,6 +240,17 @@ func (g *Gen) Repair(c *Config) {
 	for _, t := range c.Tables {
 		g.repairTable(c, t)
 	}
+	// Other owners hold addresses of declared pools only.
+	var others []*Other
+	for _, o := range c.Others {
+		for _, p := range c.Pools {
+			if p.Name == o.Pool {
+				others = append(others, o)
+				break
+			}
+		}
+	}
+	c.Others = others
 }
 
 func (g *Gen) repairAddrs(c *Config, l *Link) []*Addr {
@@ -302,8 +318,10 @@ func (g *Gen) repairAddrs(c *Config, l *Link) []*Addr {
 // inPools reports whether ip is in the subnet of one of c's pools.
 func inPools(c *Config, ip netip.Addr) bool {
 	for _, p := range c.Pools {
-		if sn, err := netip.ParsePrefix(p.Subnet); err == nil && sn.Contains(ip) {
-			return true
+		for _, s := range []string{p.Subnet, p.Subnet6} {
+			if sn, err := netip.ParsePrefix(s); err == nil && sn.Contains(ip) {
+				return true
+			}
 		}
 	}
 	return false
@@ -315,8 +333,22 @@ func inPools(c *Config, ip netip.Addr) bool {
 func (g *Gen) repairRoutes(c *Config) []*Route {
 	var out []*Route
 	keys := map[string]bool{}
+	files := map[string]bool{}
+	for _, f := range c.RouteFiles {
+		files[f.Name] = true
+	}
 	for _, r := range c.Routes {
-		v6 := strings.Contains(r.To, ":")
+		if r.To != "default" || r.Via != "" || len(r.Hops) > 0 {
+			r.Family = ""
+		}
+		if r.Family != "" && r.Family != "ipv4" {
+			r.TOS, r.Scope, r.Src = 0, "", ""
+		}
+		if !files[r.Side] || r.Family != "" {
+			// A routes file has no family word, and a route of a file
+			// that left the configuration goes back to the YAML.
+			r.Side = ""
+		}
 		if r.Dev != "" {
 			l := c.Links[r.Dev]
 			if l == nil || l.Down {
@@ -333,12 +365,12 @@ func (g *Gen) repairRoutes(c *Config) []*Route {
 			ok := len(r.Hops) >= 2
 			for i, h := range r.Hops {
 				l := c.Links[h.Dev]
-				if l == nil || l.Down || !connected(l, h.Via) && !(linkLocal(h.Via) && h.Dev != "lo") {
+				if l == nil || l.Down || !connected(l, h.Via) && !(linkLocal(h.Via) && h.Dev != "lo" && !h.NoDev) {
 					ok = false
 				}
 				// Two hops the same (validation refuses them: finding 64).
 				for _, o := range r.Hops[:i] {
-					if o.Via == h.Via && (o.Dev == h.Dev || o.Dev == "" || h.Dev == "") {
+					if o.Via == h.Via && (o.Dev == h.Dev || o.NoDev || h.NoDev) {
 						ok = false
 					}
 				}
@@ -347,19 +379,27 @@ func (g *Gen) repairRoutes(c *Config) []*Route {
 				continue
 			}
 		}
-		m := r.Metric
-		if v6 && m == 0 {
-			m = 1024
-		}
 		tbl := r.Table
 		if tbl == "" || tbl == "main" {
 			tbl = "254"
 		}
-		k := fmt.Sprintf("%s %s %d %d", tbl, r.To, m, r.TOS)
-		if keys[k] {
+		var ks []string
+		dup := false
+		for _, d := range r.dsts() {
+			m := r.Metric
+			if strings.Contains(d, ":") && m == 0 {
+				m = 1024
+			}
+			k := fmt.Sprintf("%s %s %d %d", tbl, d, m, r.TOS)
+			dup = dup || keys[k]
+			ks = append(ks, k)
+		}
+		if dup {
 			continue
 		}
-		keys[k] = true
+		for _, k := range ks {
+			keys[k] = true
+		}
 		out = append(out, r)
 	}
 	return out
@@ -438,6 +478,17 @@ func (g *Gen) repairTable(c *Config, t *Table) {
 		ss = append(ss, s)
 	}
 	t.Sets = ss
+	for _, s := range t.Sets {
+		if s.Timeout != "" && s.Timeout != "flag" {
+			s.Elements, s.FileElements, s.ElemFile = nil, nil, ""
+		}
+	}
+	devices := chainDevices(c)
+	for _, ch := range t.Chains {
+		if ch.Device != "" && !slices.Contains(devices, ch.Device) {
+			ch.Device = "lo"
+		}
+	}
 	chains := map[string]bool{}
 	for _, ch := range t.Chains {
 		chains[ch.Name] = true
@@ -550,4 +601,13 @@ func vrfSourceFits(c *Config, l *Link, table string) bool {
 		}
 	}
 	return table == strconv.Itoa(vrf.Table)
+}
+
+// portKind says whether the generator gives a link of l's kind a master.
+func portKind(l *Link) bool {
+	switch l.Kind {
+	case "veth", "vxlan", "dummy", "macvlan", "vlan":
+		return true
+	}
+	return false
 }

@@ -89,17 +89,16 @@ func shrink(g *Gen, foreign []string, seq []*Config, f0 *Failure, opts Options) 
 	// Every line of the message a comment: the file is a script.
 	fmt.Fprintf(&b, "# failure: %s\n", strings.ReplaceAll(fmt.Sprint(f), "\n", "\n# "))
 	b.WriteString("set -e\nns=nrwalk-repro\nip netns add $ns\n")
-	fmt.Fprintf(&b, "ip netns add %s  # veth peers with peer-netns\n", g.PeerNS)
+	fmt.Fprintf(&b, "ip netns add %s; ip netns add %s  # veth peers with peer-netns\n", g.PeerNS, g.PeerNS2)
 	for _, c := range foreign {
 		fmt.Fprintf(&b, "ip netns exec $ns sh -c %q\n", c)
 	}
 	for i, c := range seq {
 		name := fmt.Sprintf("step-%02d", i+1)
-		file, err := writeFiles(out, name, c)
+		file, d, err := writeFiles(out, name, c)
 		if err != nil {
 			return "", err
 		}
-		d := strings.TrimSuffix(file, ".yaml") + ".d"
 		for _, m := range c.Meddle {
 			fmt.Fprintf(&b, "ip netns exec $ns sh -c %q  # the foreign actor, before step %d\n", m, i+1)
 		}

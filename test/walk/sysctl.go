@@ -36,6 +36,7 @@ var LinkSysctls = map[string][]string{
 	"ipv4.arp_ignore":            {"0", "1", "2"},
 	"ipv4.promote_secondaries":   {"0", "1"},
 	"ipv4.accept_local":          {"0", "1"},
+	"ipv4.forwarding":            {"0", "1"},
 	"ipv4.neigh.ucast_solicit":   {"3", "5"},
 	"ipv6.accept_ra":             {"0", "1", "2"},
 	"ipv6.hop_limit":             {"64", "32"},
@@ -237,6 +238,12 @@ func CompareSysctls(ns string, c *Config, base map[string]string, skip map[strin
 			}
 			key := linkSysctlPath(n, short)
 			got, ok := all[key]
+			if !declared && short == "ipv4.forwarding" {
+				// ip_forward writes every link's forwarding: an
+				// undeclared one is the last ip_forward written, or
+				// its link's first value.
+				continue
+			}
 			if !declared && short == "ipv4.promote_secondaries" && got == "1" {
 				// netreconcile's own, to delete an address of a link
 				// it owns (documented in docs/config.md, Ownership).

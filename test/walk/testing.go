@@ -31,6 +31,13 @@ type WalkFlags struct {
 	// (reported, its shrunk sequence kept) instead of stopping at the first:
 	// one long run then lists every failure it met. The test still fails.
 	KeepGoing bool
+	// ShowAll adds show --all to each step's round trip.
+	ShowAll bool
+	// Reach and Proven, when set, collect over every walk what the files
+	// did to each schema key and show printed, and the keys whose oracle
+	// comparison was shown (Options).
+	Reach  Reach
+	Proven map[string]bool
 }
 
 // RunWalks runs walks until f.Steps steps are made (or, with f.Duration,
@@ -75,7 +82,7 @@ func RunWalks(t *testing.T, f WalkFlags) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := Walk(Options{Seed: s, Steps: n, Caps: caps, Defects: d, Dir: dir, ShrinkTrials: f.ShrinkTrials, Logf: t.Logf})
+		rep, err := Walk(Options{Seed: s, Steps: n, Caps: caps, Defects: d, Dir: dir, ShrinkTrials: f.ShrinkTrials, Logf: t.Logf, ShowAll: f.ShowAll, Reach: f.Reach, Proven: f.Proven})
 		if err != nil {
 			t.Fatalf("walk seed %d: %v", s, err)
 		}
@@ -102,8 +109,10 @@ func RunWalks(t *testing.T, f WalkFlags) {
 func listRepro(dir string) string {
 	var b strings.Builder
 	names, _ := filepath.Glob(filepath.Join(dir, "*"))
-	sub, _ := filepath.Glob(filepath.Join(dir, "*.d", "*.yaml"))
-	names = append(names, sub...)
+	for _, pat := range []string{"*/walk.yaml", "*/conf.d/*.yaml", "*/side/*"} {
+		sub, _ := filepath.Glob(filepath.Join(dir, pat))
+		names = append(names, sub...)
+	}
 	for _, n := range names {
 		if fi, err := os.Stat(n); err != nil || fi.IsDir() {
 			continue

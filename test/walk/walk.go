@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,6 +23,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
+	"go.yaml.in/yaml/v3"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 )
 
@@ -37,6 +39,13 @@ type Options struct {
 	// ShrinkTrials bounds the runs the shrinker makes (0: 150).
 	ShrinkTrials int
 	Logf         func(format string, args ...any)
+	// Reach, when set, counts what the walk's files do to each schema key
+	// and which keys show prints; Proven, when set, collects the keys
+	// whose comparison the oracle was shown to make (proveOracle).
+	Reach  Reach
+	Proven map[string]bool
+	// ShowAll adds show --all to the round trip of every step.
+	ShowAll bool
 }
 
 // Report is what a walk did.
@@ -90,12 +99,25 @@ func Walk(opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	run.reach, run.showAll = opts.Reach, opts.ShowAll
+	if opts.Proven != nil {
+		run.proven = opts.Proven
+	}
+	var prevDoc *yaml.Node
 	for i := 0; i < opts.Steps; i++ {
 		what := "initial configuration"
 		if i > 0 {
 			c, what = g.Next(c)
 		}
 		seq = append(seq, c)
+		if opts.Reach != nil {
+			doc, err := fileDoc(c)
+			if err != nil {
+				return nil, err
+			}
+			opts.Reach.Diff(prevDoc, doc)
+			prevDoc = doc
+		}
 		f := run.step(i, c)
 		rep.Steps = i + 1
 		if f != nil {
@@ -120,10 +142,10 @@ func Walk(opts Options) (*Report, error) {
 
 // NewGen makes a generator with key files in dir.
 func NewGen(r *rand.Rand, caps Caps, defects Defects, dir string) (*Gen, error) {
-	g := &Gen{R: r, Caps: caps, Defects: defects, KeyDir: filepath.Join(dir, "keys"), Keys: map[string][2]string{}}
+	g := &Gen{R: r, Caps: caps, Defects: defects, KeyDir: filepath.Join(dir, "keys"), Keys: map[string][2]string{}, AltKeys: map[string][2]string{}}
 	g.PoolBits, g.PoolTable = pickInt(g, []int{0, 2}), pickInt(g, []int{119, 120})
 	g.Tag = fmt.Sprintf("%04x", (os.Getpid()*7+int(nsSeq.Add(1)))&0xffff)
-	g.PeerNS = NSPrefix + "p-" + g.Tag
+	g.PeerNS, g.PeerNS2 = NSPrefix+"p-"+g.Tag, NSPrefix+"q-"+g.Tag
 	if !caps.WireGuard {
 		return g, nil
 	}
@@ -131,15 +153,26 @@ func NewGen(r *rand.Rand, caps Caps, defects Defects, dir string) (*Gen, error) 
 		return nil, err
 	}
 	for _, n := range g.slots("wireguard") {
-		k, err := wgtypes.GeneratePrivateKey()
-		if err != nil {
-			return nil, err
+		for _, alt := range []bool{false, true} {
+			k, err := wgtypes.GeneratePrivateKey()
+			if err != nil {
+				return nil, err
+			}
+			p := filepath.Join(g.KeyDir, n+map[bool]string{false: ".key", true: ".alt.key"}[alt])
+			if err := os.WriteFile(p, []byte(k.String()+"\n"), 0o600); err != nil {
+				return nil, err
+			}
+			if alt {
+				g.AltKeys[n] = [2]string{p, k.PublicKey().String()}
+			} else {
+				g.Keys[n] = [2]string{p, k.PublicKey().String()}
+			}
 		}
-		p := filepath.Join(g.KeyDir, n+".key")
-		if err := os.WriteFile(p, []byte(k.String()+"\n"), 0o600); err != nil {
-			return nil, err
-		}
-		g.Keys[n] = [2]string{p, k.PublicKey().String()}
+	}
+	// The devices' keys are also the walk's systemd credentials
+	// (private-key-credential names a key file's base name).
+	if err := os.Setenv(desired.CredentialsDirEnv, g.KeyDir); err != nil {
+		return nil, err
 	}
 	for i := 0; i < 3; i++ {
 		k, err := wgtypes.GeneratePrivateKey()
@@ -187,6 +220,19 @@ type runner struct {
 	// spent is the time each phase took, for the report.
 	spent map[string]time.Duration
 	last  time.Time
+	// others are the addresses other owners hold ("POOL OWNER"), and
+	// prevFile and prevConfDir the last step's files.
+	others                map[string][]netip.Addr
+	prevFile, prevConfDir string
+	// poolAddrs are the pool addresses the links held after the last
+	// step (heldPoolAddrs).
+	poolAddrs map[string]bool
+	// showAll adds show --all to the round trip; reach, when set,
+	// counts the keys show prints.
+	showAll bool
+	reach   Reach
+	// proven are the keys whose comparison proveOracle has shown.
+	proven map[string]bool
 }
 
 // lap charges the time since the last lap to phase.
@@ -209,18 +255,21 @@ func newRunner(g *Gen, foreign []string, dir string) (*runner, error) {
 	if _, err := run("ip", "netns", "add", ns); err != nil {
 		return nil, err
 	}
-	// The peer namespace keeps one name for the walk (the files name
-	// it): a replay makes it afresh.
-	_, _ = run("ip", "netns", "del", g.PeerNS)
-	if _, err := run("ip", "netns", "add", g.PeerNS); err != nil {
-		_, _ = run("ip", "netns", "del", ns)
-		return nil, err
+	// The peer namespaces keep their names for the walk (the files name
+	// them): a replay makes them afresh.
+	for _, p := range []string{g.PeerNS, g.PeerNS2} {
+		_, _ = run("ip", "netns", "del", p)
+		if _, err := run("ip", "netns", "add", p); err != nil {
+			_, _ = run("ip", "netns", "del", ns)
+			_, _ = run("ip", "netns", "del", g.PeerNS)
+			return nil, err
+		}
 	}
 	state, err := os.MkdirTemp("", "nrwalk-state-")
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{g: g, ns: ns, dir: dir, state: state, adopted: map[string]bool{}}
+	r := &runner{g: g, ns: ns, dir: dir, state: state, adopted: map[string]bool{}, others: map[string][]netip.Addr{}, proven: map[string]bool{}}
 	for _, cmd := range foreign {
 		if err := shell(ns, cmd); err != nil {
 			r.close()
@@ -249,6 +298,7 @@ func (r *runner) close() {
 	stopProcesses(r.ns)
 	_, _ = run("ip", "netns", "del", r.ns)
 	_, _ = run("ip", "netns", "del", r.g.PeerNS)
+	_, _ = run("ip", "netns", "del", r.g.PeerNS2)
 	_ = os.RemoveAll(r.state)
 }
 
@@ -274,13 +324,15 @@ func (r *runner) step(i int, c *Config) *Failure {
 	fail := func(check, f string, a ...any) *Failure {
 		return &Failure{Step: i, Check: check, Msg: fmt.Sprintf(f, a...)}
 	}
-	file, err := writeFiles(r.dir, fmt.Sprintf("step-%04d", i+1), c)
+	file, confDir, err := writeFiles(r.dir, fmt.Sprintf("step-%04d", i+1), c)
 	if err != nil {
 		return fail("setup", "%v", err)
 	}
-	confDir := strings.TrimSuffix(file, ".yaml") + ".d"
 	if err := r.meddle(i, c); err != nil {
 		return fail("setup", "%v", err)
+	}
+	if err := r.syncOthers(c, file, confDir); err != nil {
+		return fail("ipam", "%v", err)
 	}
 	r.lap("idle")
 	// The plan, as diff shows it.
@@ -290,16 +342,9 @@ func (r *runner) step(i int, c *Config) *Failure {
 	if code != cli.ExitOK && code != cli.ExitChanges && !conflicted {
 		return fail("diff", "exit %d\n%s%s", code, out, errs)
 	}
-	var plan struct {
-		Ops []planOp `json:"ops"`
-	}
-	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n\n", 2)[0]), &plan); err != nil {
+	plan, err := parsePlan(out)
+	if err != nil {
 		return fail("diff", "exit %d, plan JSON: %v\n%s%s", code, err, out, errs)
-	}
-	// The JSON writes a kind snake_case ("nft_chain"); the checks below
-	// read it as the plan's text does ("nft chain").
-	for i := range plan.Ops {
-		plan.Ops[i].Kind = strings.ReplaceAll(plan.Ops[i].Kind, "_", " ")
 	}
 	// The kernel as the previous step's checks left it (its second apply
 	// wrote nothing), read once more only at the start.
@@ -379,6 +424,10 @@ func (r *runner) step(i int, c *Config) *Failure {
 		diffs = append(diffs, fd...)
 	}
 	diffs = append(diffs, comparePeerNS(r.g.PeerNS, c, skip)...)
+	diffs = append(diffs, comparePeerNS(r.g.PeerNS2, c, skip)...)
+	bad := func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) }
+	compareExports(c, after, r.othersByPool(), bad)
+	compareNewBlocks(c, after, r.poolAddrs, bad)
 	sd, err := CompareSysctls(r.ns, c, r.sysctl0, skip)
 	if err != nil {
 		return fail("oracle", "%v", err)
@@ -389,6 +438,12 @@ func (r *runner) step(i int, c *Config) *Failure {
 	if len(diffs) > 0 {
 		return fail("oracle", "the kernel differs from the file:\n  %s\napply printed:\n%s%s\ndiff planned:\n%s", strings.Join(diffs, "\n  "), out, aerrs, planText(plan.Ops))
 	}
+	// The oracle's own check: a key changed in the file is a difference
+	// it sees in this kernel.
+	if err := r.proveOracle(c, after, skip); err != nil {
+		return fail("oracle reach", "%v", err)
+	}
+	r.lap("oracle reach")
 	// Adopted objects are ours from now on: out of the foreign dump.
 	adopted := false
 	for _, n := range c.LinkNames() {
@@ -474,7 +529,97 @@ func (r *runner) step(i int, c *Config) *Failure {
 	}
 	r.lap("second apply")
 	r.checks++
+	r.prevFile, r.prevConfDir, r.poolAddrs = file, confDir, heldPoolAddrs(c, after)
+	// The round trip: what show prints, as a file, validates, plans
+	// nothing against the kernel and applies with zero writes.
+	for _, all := range []bool{false, r.showAll} {
+		if all && !r.showAll {
+			continue
+		}
+		if f := r.roundTrip(i, file, confDir, all); f != nil {
+			return f
+		}
+	}
+	r.lap("round trip")
 	return nil
+}
+
+// roundTrip runs show (--all with all) in process, writes what it prints
+// as a file of its own, and checks that the file loads, plans nothing and
+// applies with zero writes.
+func (r *runner) roundTrip(i int, file, confDir string, all bool) *Failure {
+	check, args := "show", []string{"show", "-c", file, "--conf-dir", confDir}
+	if all {
+		check, args = "show --all", append(args, "--all")
+	}
+	fail := func(f string, a ...any) *Failure {
+		return &Failure{Step: i, Check: check, Msg: fmt.Sprintf(f, a...)}
+	}
+	r.checks++
+	code, out, errs := r.cli(args...)
+	if code != cli.ExitOK {
+		return fail("exit %d\n%s%s", code, out, errs)
+	}
+	if r.reach != nil {
+		root, err := DocRoot(out)
+		if err != nil {
+			return fail("%v\n%s", err, out)
+		}
+		if unknown := r.reach.Shown(root); len(unknown) > 0 {
+			return fail("keys the schema does not have: %v\n%s", unknown, out)
+		}
+	}
+	dir := filepath.Join(r.dir, fmt.Sprintf("step-%04d", i+1), strings.ReplaceAll(check, " --", "-"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail("%v", err)
+	}
+	shown := filepath.Join(dir, "walk.yaml")
+	if err := os.WriteFile(shown, []byte(out), 0o644); err != nil {
+		return fail("%v", err)
+	}
+	if _, err := desired.Load(shown, ""); err != nil {
+		return fail("its output does not load: %v\n%s", err, out)
+	}
+	reg0 := r.registries()
+	if w, err := r.secondApply(shown, ""); err != nil {
+		return fail("its output: %v\n%s", err, out)
+	} else if w != 0 {
+		return fail("its output made %d kernel writes\n%s", w, out)
+	}
+	if reg := r.registries(); reg != reg0 {
+		return fail("its output changed the IPAM registry:\n%s\nshow printed:\n%s", lineDiff(reg0, reg), out)
+	}
+	return nil
+}
+
+// registries are the IPAM registry files of the namespace, one after the
+// other, each line under its file's name.
+func (r *runner) registries() string {
+	files, _ := filepath.Glob(filepath.Join(r.state, "netns", r.ns, "ipam", "*.registry"))
+	sort.Strings(files)
+	var b strings.Builder
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(data), "\n") {
+			fmt.Fprintf(&b, "%s: %s\n", filepath.Base(f), line)
+		}
+	}
+	return b.String()
+}
+
+// plan is diff's plan, as the checks read it.
+type plan struct {
+	Ops []planOp `json:"ops"`
+}
+
+// parsePlan reads what `diff -o json` prints (kinds in snake_case,
+// "nft_chain", as the checks take them).
+func parsePlan(out string) (*plan, error) {
+	var p plan
+	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n\n", 2)[0]), &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
 }
 
 // planText renders the ops of diff's plan one a line, for a failure: what
@@ -529,23 +674,33 @@ func (r *runner) secondApply(file, confDir string) (uint64, error) {
 	return k.Writes(), errors.Join(err, aerr, res.Err())
 }
 
-// writeFiles writes c as dir/NAME.yaml and its fragments in dir/NAME.d,
-// and returns the main file's path.
-func writeFiles(dir, name string, c *Config) (string, error) {
-	file := filepath.Join(dir, name+".yaml")
-	if err := os.WriteFile(file, []byte(c.File(0)), 0o644); err != nil {
-		return "", err
+// writeFiles writes c as dir/NAME/walk.yaml, its fragments in
+// dir/NAME/conf.d and its side files in dir/NAME/side, and returns the main
+// file's path and the fragments' directory.
+func writeFiles(dir, name string, c *Config) (string, string, error) {
+	top := filepath.Join(dir, name)
+	d := filepath.Join(top, "conf.d")
+	side := filepath.Join(top, "side")
+	for _, x := range []string{d, side} {
+		if err := os.MkdirAll(x, 0o755); err != nil {
+			return "", "", err
+		}
 	}
-	d := filepath.Join(dir, name+".d")
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		return "", err
+	file := filepath.Join(top, "walk.yaml")
+	if err := os.WriteFile(file, []byte(c.File(0)), 0o644); err != nil {
+		return "", "", err
 	}
 	for f := 1; f < Frags; f++ {
 		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("%d.yaml", f)), []byte(c.File(f)), 0o644); err != nil {
-			return "", err
+			return "", "", err
 		}
 	}
-	return file, nil
+	for n, data := range c.SideFiles() {
+		if err := os.WriteFile(filepath.Join(side, n), []byte(data), 0o644); err != nil {
+			return "", "", err
+		}
+	}
+	return file, d, nil
 }
 
 func lineDiff(a, b string) string {

@@ -53,5 +53,42 @@ func envDuration(k string) time.Duration {
 func TestWalk(t *testing.T) {
 	nettest.RequireRoot(t)
 	nettest.RequireTool(t, "nft")
-	RunWalks(t, WalkFlags{Seed: *flagSeed, Steps: *flagSteps, Length: *flagWalkLen, Duration: *flagDuration, Defects: *flagDefects, KeepGoing: *flagKeep, ShrinkTrials: *flagShrink})
+	f := WalkFlags{Seed: *flagSeed, Steps: *flagSteps, Length: *flagWalkLen, Duration: *flagDuration, Defects: *flagDefects, KeepGoing: *flagKeep, ShrinkTrials: *flagShrink}
+	// On the fixed seed and the steps of `make test-walk`, the schema's
+	// reach on this kernel too (TestSchemaReach has the generator's part);
+	// the 20-step smoke walk of a plain go test is too short for it.
+	fixed := f.Seed == TestSeed && f.Duration == 0 && f.Steps >= 200
+	if fixed {
+		f.Reach, f.Proven = NewReach(), map[string]bool{}
+	}
+	RunWalks(t, f)
+	if fixed && !t.Failed() {
+		checkWalkReach(t, f.Reach, f.Proven)
+	}
+}
+
+// checkWalkReach fails for a key the walk's files held that show never
+// printed, and for a key of oracleChecks the walk's files held whose
+// comparison proveOracle never showed (unless reachExceptions says why).
+func checkWalkReach(t *testing.T, r Reach, proven map[string]bool) {
+	t.Helper()
+	for _, k := range sortedKeys(r) {
+		x := r[k]
+		if x.Set == 0 {
+			continue
+		}
+		if reason, ok := reachExceptions[k+" shown"]; x.Shown == 0 && !ok {
+			t.Errorf("%s: the walk's files held it %d times, show never printed it", k, x.Set)
+		} else if x.Shown > 0 && ok {
+			t.Errorf("%s: show printed it, yet reachExceptions says it does not (%s): drop the exception", k, reason)
+		}
+		if _, checked := oracleChecks[k]; checked && !proven[k] {
+			if _, ok := reachExceptions[k+" proven"]; !ok {
+				t.Errorf("%s: the walk's files held it %d times, and the oracle was never shown to see it change (proveOracle)", k, x.Set)
+			}
+		}
+	}
+	if t.Failed() {
+		t.Logf("the walk's counts:\n%s", r)
+	}
 }

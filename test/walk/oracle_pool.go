@@ -1,0 +1,229 @@
+package walk
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The pools' part of the oracle: what the kernel shows of the IPAM pools
+// (the links' addresses, compareAddrs; the export routes and the blocks
+// here), against the file and the addresses other owners hold.
+
+// poolSubnets are a pool's subnets, IPv4 first.
+func (p *Pool) subnets() []netip.Prefix {
+	out := []netip.Prefix{netip.MustParsePrefix(p.Subnet)}
+	if p.Subnet6 != "" {
+		out = append(out, netip.MustParsePrefix(p.Subnet6))
+	}
+	return out
+}
+
+// blockIndex is the index of the block of the pool that holds a, and
+// whether one does.
+func (p *Pool) blockIndex(a netip.Addr) (uint64, bool) {
+	for _, sn := range p.subnets() {
+		if !sn.Contains(a) {
+			continue
+		}
+		off := new(big.Int).Sub(new(big.Int).SetBytes(a.AsSlice()), new(big.Int).SetBytes(sn.Addr().AsSlice()))
+		return off.Rsh(off, uint(p.Bits)).Uint64(), true
+	}
+	return 0, false
+}
+
+// block is block i of the pool in each of its families.
+func (p *Pool) block(i uint64) []netip.Prefix {
+	var out []netip.Prefix
+	for _, sn := range p.subnets() {
+		base := new(big.Int).SetBytes(sn.Addr().AsSlice())
+		base.Add(base, new(big.Int).Lsh(new(big.Int).SetUint64(i), uint(p.Bits)))
+		b := base.FillBytes(make([]byte, sn.Addr().BitLen()/8))
+		a, _ := netip.AddrFromSlice(b)
+		out = append(out, netip.PrefixFrom(a, sn.Addr().BitLen()-p.Bits))
+	}
+	return out
+}
+
+// blockAllowed says whether block i is among the blocks the pool may take.
+func (p *Pool) blockAllowed(i uint64) bool {
+	if p.Blocks == "" {
+		return true
+	}
+	for _, r := range strings.Split(p.Blocks, ",") {
+		lo, hi, found := strings.Cut(strings.TrimSpace(r), "-")
+		if !found {
+			hi = lo
+		}
+		a, _ := strconv.ParseUint(lo, 10, 64)
+		b, _ := strconv.ParseUint(hi, 10, 64)
+		if a <= i && i <= b {
+			return true
+		}
+	}
+	return false
+}
+
+// poolHolders are the addresses of a pool's subnets that links hold in the
+// kernel (not those the file declares statically there: the pool reserves
+// them), by link.
+func poolHolders(c *Config, k *Kernel, p *Pool) map[string][]netip.Addr {
+	out := map[string][]netip.Addr{}
+	for name, al := range k.Addrs {
+		static := map[netip.Addr]bool{}
+		if l := c.Links[name]; l != nil {
+			for _, a := range l.Addrs {
+				if a.Pool == "" {
+					static[netip.MustParsePrefix(a.CIDR).Addr()] = true
+				}
+			}
+		}
+		for _, a := range al.Addrs {
+			ip, err := netip.ParseAddr(a.Local)
+			if err != nil || static[ip] {
+				continue
+			}
+			if _, ok := p.blockIndex(ip); ok {
+				out[name] = append(out[name], ip)
+			}
+		}
+	}
+	return out
+}
+
+// compareExports checks every pool's export routes: a route of ours in the
+// export table, dev lo, for each block that holds an address of a link or
+// of another owner (others, by pool), and none for another block.
+func compareExports(c *Config, k *Kernel, others map[string][]netip.Addr, bad func(string, ...any)) {
+	proto := ipProto(c.Protocol)
+	tables := map[string]bool{}
+	var want []string
+	for _, p := range c.Pools {
+		tables[strconv.Itoa(p.Table)] = true
+		held := map[uint64]bool{}
+		for _, as := range poolHolders(c, k, p) {
+			for _, a := range as {
+				i, _ := p.blockIndex(a)
+				held[i] = true
+			}
+		}
+		for _, a := range others[p.Name] {
+			if i, ok := p.blockIndex(a); ok {
+				held[i] = true
+			}
+		}
+		for i := range held {
+			for _, b := range p.block(i) {
+				want = append(want, fmt.Sprintf("table %d %s dev lo", p.Table, b))
+			}
+		}
+	}
+	var got []string
+	for _, r := range k.Routes {
+		if r.Protocol != proto || !tables[r.Table] {
+			continue
+		}
+		dst := r.Dst
+		if !strings.Contains(dst, "/") {
+			dst += map[bool]string{false: "/32", true: "/128"}[r.v6]
+		}
+		got = append(got, fmt.Sprintf("table %s %s dev %s", r.Table, dst, r.Dev))
+	}
+	diffSets("export route", got, want, bad)
+}
+
+// compareNewBlocks checks that the pool addresses a link took in this step
+// (not held by it the step before, prev) come from blocks the pool may take.
+func compareNewBlocks(c *Config, k *Kernel, prev map[string]bool, bad func(string, ...any)) {
+	for _, p := range c.Pools {
+		for link, as := range poolHolders(c, k, p) {
+			for _, a := range as {
+				if prev[link+" "+a.String()] {
+					continue
+				}
+				if i, _ := p.blockIndex(a); !p.blockAllowed(i) {
+					bad("link %s: address %s of pool %s is of block %d, not among its blocks %q", link, a, p.Name, i, p.Blocks)
+				}
+			}
+		}
+	}
+}
+
+// heldPoolAddrs are the pool addresses the links hold, as compareNewBlocks
+// takes them ("LINK ADDR").
+func heldPoolAddrs(c *Config, k *Kernel) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range c.Pools {
+		for link, as := range poolHolders(c, k, p) {
+			for _, a := range as {
+				out[link+" "+a.String()] = true
+			}
+		}
+	}
+	return out
+}
+
+// syncOthers makes the other owners' allocations what c says, as a CNI
+// plugin would with `ipam allocate` and `ipam release`: releases with the
+// previous step's files (whose pools hold them), allocations with this
+// step's. It records the addresses handed out, by pool.
+func (r *runner) syncOthers(c *Config, file, confDir string) error {
+	want := map[string]*Other{}
+	for _, o := range c.Others {
+		want[o.Pool+" "+o.Owner] = o
+	}
+	for _, key := range sortedKeys(r.others) {
+		if want[key] != nil {
+			continue
+		}
+		pool, owner, _ := strings.Cut(key, " ")
+		code, out, errs := r.cli("ipam", "release", "--pool", pool, "--owner", owner, "-c", r.prevFile, "--conf-dir", r.prevConfDir)
+		if code != 0 {
+			return fmt.Errorf("ipam release --pool %s --owner %s: exit %d\n%s%s", pool, owner, code, out, errs)
+		}
+		delete(r.others, key)
+	}
+	for _, key := range sortedKeys(want) {
+		if r.others[key] != nil {
+			continue
+		}
+		o := want[key]
+		code, out, errs := r.cli("ipam", "allocate", "--pool", o.Pool, "--owner", o.Owner, "-c", file, "--conf-dir", confDir, "-o", "json")
+		if code != 0 {
+			return fmt.Errorf("ipam allocate --pool %s --owner %s: exit %d\n%s%s", o.Pool, o.Owner, code, out, errs)
+		}
+		var doc struct {
+			Allocation struct {
+				IPv4, IPv6 *string
+			} `json:"allocation"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			return fmt.Errorf("ipam allocate: %w\n%s", err, out)
+		}
+		var as []netip.Addr
+		for _, s := range []*string{doc.Allocation.IPv4, doc.Allocation.IPv6} {
+			if s != nil {
+				as = append(as, netip.MustParseAddr(*s))
+			}
+		}
+		r.others[key] = as
+	}
+	return nil
+}
+
+// othersByPool are the other owners' addresses, by pool.
+func (r *runner) othersByPool() map[string][]netip.Addr {
+	out := map[string][]netip.Addr{}
+	for _, key := range sortedKeys(r.others) {
+		pool, _, _ := strings.Cut(key, " ")
+		out[pool] = append(out[pool], r.others[key]...)
+	}
+	for _, as := range out {
+		sort.Slice(as, func(i, j int) bool { return as[i].Less(as[j]) })
+	}
+	return out
+}
