@@ -154,9 +154,29 @@ func (v *Version) namesSides() bool { _, ok := v.Frags[sideFrag]; return ok }
 // rolls back deletes it: docs/walk-findings.md; the walk adopts only with
 // Options.Adopt), and, for the service user, veth peers in another
 // namespace (entering it takes CAP_SYS_ADMIN, which the unit does not
-// give: a conflict by design, docs/config.md).
+// give: a conflict by design, docs/config.md). The walk's own side files
+// (routes-files, elements-file) go too: this walk lays its side files out
+// itself (sideFrag), and writes only those.
 func scrub(g *walk.Gen, c *walk.Config, adopt bool, mode Mode) {
 	changed := false
+	if len(c.RouteFiles) > 0 {
+		var rs []*walk.Route
+		for _, r := range c.Routes {
+			if r.Side == "" {
+				rs = append(rs, r)
+			}
+		}
+		c.Routes, c.RouteFiles = rs, nil
+		changed = true
+	}
+	for _, t := range c.Tables {
+		for _, st := range t.Sets {
+			if st.ElemFile != "" {
+				st.ElemFile, st.FileElements = "", nil
+				changed = true
+			}
+		}
+	}
 	if l := c.Links[walk.AdoptLink]; l != nil && !adopt {
 		delete(c.Links, walk.AdoptLink)
 		changed = true
