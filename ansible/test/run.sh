@@ -79,13 +79,17 @@ dump() {
 		ip netns exec "$ns" nft -j list ruleset
 	} | /usr/bin/python3 -c '
 import json, sys
-# Counters and timers the kernel moves by itself.
-VOLATILE = ("operstate", "linkmode", "valid_life_time", "preferred_life_time")
+# Counters and timers the kernel moves by itself; an IPv6 address leaving
+# duplicate address detection (its tentative flag) and the routes the
+# kernel then adds for it are made by the kernel too.
+VOLATILE = ("operstate", "linkmode", "valid_life_time", "preferred_life_time", "tentative")
+def kernels_own(x):
+    return isinstance(x, dict) and x.get("protocol") == "kernel" and ":" in x.get("dst", "")
 def clean(v):
     if isinstance(v, dict):
         return {k: clean(x) for k, x in v.items() if k not in VOLATILE and not k.endswith("_timer")}
     if isinstance(v, list):
-        return [clean(x) for x in v]
+        return [clean(x) for x in v if not kernels_own(x)]
     return v
 dec, text, i = json.JSONDecoder(), sys.stdin.read(), 0
 while True:
