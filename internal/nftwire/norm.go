@@ -441,15 +441,7 @@ func normalElem(elem []byte) ([]byte, error) {
 		case nftaSetElemExpiration, nftaSetElemPad:
 			continue
 		case nftaSetElemExpr:
-			x, err := parseExpr(a.Data)
-			if err != nil {
-				return nil, err
-			}
-			xd, err := normalExpr(x, nil)
-			if err != nil {
-				return nil, err
-			}
-			if a.Data, err = x.encode(xd); err != nil {
+			if a.Data, err = normalOneExpr(a.Data); err != nil {
 				return nil, err
 			}
 		case nftaSetElemExpressions:
@@ -460,6 +452,20 @@ func normalElem(elem []byte) ([]byte, error) {
 		out = append(out, a)
 	}
 	return marshal(out)
+}
+
+// normalOneExpr is one expression's normal form (an element's or a set
+// spec's single expression attribute).
+func normalOneExpr(data []byte) ([]byte, error) {
+	x, err := parseExpr(data)
+	if err != nil {
+		return nil, err
+	}
+	xd, err := normalExpr(x, nil)
+	if err != nil {
+		return nil, err
+	}
+	return x.encode(xd)
 }
 
 // normalSpec is a set spec's normal form: the state of its expressions
@@ -473,15 +479,7 @@ func normalSpec(spec []byte) ([]byte, error) {
 	for _, a := range as {
 		switch kind(a) {
 		case nftaSetExpr:
-			x, err := parseExpr(a.Data)
-			if err != nil {
-				return nil, err
-			}
-			xd, err := normalExpr(x, nil)
-			if err != nil {
-				return nil, err
-			}
-			if a.Data, err = x.encode(xd); err != nil {
+			if a.Data, err = normalOneExpr(a.Data); err != nil {
 				return nil, err
 			}
 		case nftaSetExpressions:
