@@ -614,10 +614,17 @@ func nftTextProblem(text string, semicolonInBraces bool) (int, string) {
 		return 0, "empty; expected nft's words, such as \"tcp dport 22 accept\""
 	}
 	depth, quote, open := 0, -1, 0
+	comment := false
 	for i := 0; i < len(text); i++ {
 		c := text[i]
+		// Checked in a comment too: nft ends a comment at a line break,
+		// and what follows it would be commands of their own in the
+		// script the compile child runs.
 		if c < 0x20 && c != '\t' || c == 0x7f {
 			return i, fmt.Sprintf("control character %q; a rule is one line of nft", c)
+		}
+		if comment {
+			continue
 		}
 		if quote >= 0 {
 			if c == '"' {
@@ -633,7 +640,7 @@ func nftTextProblem(text string, semicolonInBraces bool) (int, string) {
 				return i, "\";\" ends an nft command: a rule is one command (give each rule its own entry)"
 			}
 		case '#':
-			i = len(text)
+			comment = true
 		case '{':
 			if depth == 0 {
 				open = i

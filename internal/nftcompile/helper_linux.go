@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"syscall"
 
 	"github.com/vishvananda/netlink"
 
@@ -103,6 +104,9 @@ func helperRun(stdin io.Reader) *helperOut {
 		cmd := exec.Command(in.Nft, "-f", "-")
 		cmd.Env = []string{"LC_ALL=C"}
 		cmd.Dir = "/"
+		// nft dies with the child: a compile cancelled (its timeout, the
+		// command killed) leaves no nft behind, busy or not.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		cmd.Stdin = bytes.NewReader([]byte(script))
 		var errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.Discard, &errb
