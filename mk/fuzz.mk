@@ -11,21 +11,19 @@
 #   make fuzz-short   every target for FUZZTIME_SHORT, or the budget its entry
 #                     names (PKG:TARGET:BUDGET; part of make test)
 #   make fuzz         every target for FUZZTIME (default 15m each)
-# A target may give its own short budget: the codec's decoders are small and
-# seeded with a real kernel's messages, the state files' parsers are small,
-# and make test's time is shared. A count (Nx) rather than a time also avoids
-# go1.26's coordinator race (golang/go#75804: a target failed with "context
-# deadline exceeded" at the end of -fuzztime on a loaded machine, having
-# found nothing). One worker per target by default: the machine is shared.
+# Each target gives its own short budget as a count of executions (Nx), sized
+# to a few seconds here: a time budget meets go1.26's coordinator race
+# (golang/go#75804: targets failed with "context deadline exceeded" at the
+# end of -fuzztime, having found nothing; FuzzSideFiles did in CI). One worker per target by default: the machine is shared.
 # New failing inputs land in PKG/testdata/fuzz/TARGET/: commit them, they
 # are regression tests from then on. Minimisation is capped so that a short
 # run spends its time fuzzing.
-FUZZ_TARGETS := ./internal/desired:FuzzLoad ./internal/desired:FuzzLoadGenerated ./internal/desired:FuzzSideFiles \
-	./internal/nftcache:FuzzDecodeBody \
-	./internal/kernel/rtnl:FuzzRoute:10s ./internal/kernel/rtnl:FuzzAddress:5s ./internal/kernel/rtnl:FuzzRule:5s \
-	./internal/kernel/rtnl:FuzzLink:5s ./internal/daemon:FuzzEvents:10s \
+FUZZ_TARGETS := ./internal/desired:FuzzLoad:20000x ./internal/desired:FuzzLoadGenerated:20000x ./internal/desired:FuzzSideFiles:20000x \
+	./internal/nftcache:FuzzDecodeBody:20000x \
+	./internal/kernel/rtnl:FuzzRoute:100000x ./internal/kernel/rtnl:FuzzAddress:50000x ./internal/kernel/rtnl:FuzzRule:50000x \
+	./internal/kernel/rtnl:FuzzLink:50000x ./internal/daemon:FuzzEvents:50000x \
 	./internal/safeapply:FuzzDecode:20000x ./internal/ledger:FuzzDecode:100000x ./internal/ipam:FuzzDecode:100000x \
-	./internal/nftcompile:FuzzParseListing:10s ./internal/nftcompile:FuzzParseErrors:10s ./internal/nftwire:FuzzCodec:20000x
+	./internal/nftcompile:FuzzParseListing:20000x ./internal/nftcompile:FuzzParseErrors:20000x ./internal/nftwire:FuzzCodec:20000x
 FUZZTIME ?= 15m
 FUZZTIME_SHORT ?= 15s
 FUZZ_PARALLEL ?= 1
