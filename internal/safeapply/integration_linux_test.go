@@ -8,15 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/vishvananda/netns"
 
 	"github.com/netreconcile/netreconcile/internal/safeapply"
 	"github.com/netreconcile/netreconcile/test/nettest"
@@ -214,29 +211,10 @@ func (m *mgmt) foreign() string {
 }
 
 // inNS runs f on a thread in namespace ns.
-func inNS(t *testing.T, ns string, f func() error) error {
+func inNS(t *testing.T, ns string, f func() error) (err error) {
 	t.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	h, err := netns.GetFromName(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if err := netns.Set(h); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := netns.Set(orig); err != nil {
-			panic(err)
-		}
-	}()
-	return f()
+	nettest.Within(t, ns, func() { err = f() })
+	return err
 }
 
 // serve accepts and closes connections on addr inside ns until the test ends.

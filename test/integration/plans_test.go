@@ -6,14 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/netreconcile/netreconcile/internal/cli"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/test/nettest"
-	"github.com/vishvananda/netns"
 )
 
 // Saved plans on the real kernel (docs/plans.md): diff --out then apply
@@ -370,33 +368,13 @@ func TestSavedPlanProbeRollsBack(t *testing.T) {
 // until the test ends.
 func listenIn(t *testing.T, ns, addr string) net.Listener {
 	t.Helper()
-	ln := func() net.Listener {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		self, err := netns.Get()
-		if err != nil {
+	var ln net.Listener
+	nettest.Within(t, ns, func() {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
 			t.Fatal(err)
 		}
-		defer self.Close()
-		h, err := netns.GetFromName(ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer h.Close()
-		if err := netns.Set(h); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := netns.Set(self); err != nil {
-				panic(err) // the thread is locked: never hand it back in the wrong namespace
-			}
-		}()
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ln
-	}()
+	})
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {

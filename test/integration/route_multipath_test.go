@@ -3,11 +3,8 @@ package integration
 import (
 	"encoding/json"
 	"net"
-	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/vishvananda/netns"
 
 	"github.com/netreconcile/netreconcile/test/nettest"
 )
@@ -65,38 +62,20 @@ func txPackets(t *testing.T, ns, dev string) int {
 // from inside ns.
 func udpFlows(t *testing.T, ns, dst string, n int) {
 	t.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	self, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer self.Close()
-	h, err := netns.GetFromName(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if err := netns.Set(h); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := netns.Set(self); err != nil {
-			panic(err) // the thread is locked: never hand it back in the wrong namespace
+	nettest.Within(t, ns, func() {
+		raddr := &net.UDPAddr{IP: net.ParseIP(dst), Port: 9}
+		for i := 0; i < n; i++ {
+			c, err := net.DialUDP("udp", nil, raddr)
+			if err != nil {
+				t.Fatalf("flow %d to %s: %v", i, dst, err)
+			}
+			_, err = c.Write([]byte("netreconcile multipath"))
+			c.Close()
+			if err != nil {
+				t.Fatalf("flow %d to %s: %v", i, dst, err)
+			}
 		}
-	}()
-	raddr := &net.UDPAddr{IP: net.ParseIP(dst), Port: 9}
-	for i := 0; i < n; i++ {
-		c, err := net.DialUDP("udp", nil, raddr)
-		if err != nil {
-			t.Fatalf("flow %d to %s: %v", i, dst, err)
-		}
-		_, err = c.Write([]byte("netreconcile multipath"))
-		c.Close()
-		if err != nil {
-			t.Fatalf("flow %d to %s: %v", i, dst, err)
-		}
-	}
+	})
 }
 
 // A multipath route (IPv4 and IPv6) is created as the file says, read back
