@@ -707,7 +707,10 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 			// The earlier timers stay: each waits for the deadline in the file.
 			res.Warnings = append(res.Warnings, "no new timer: "+err.Error()+"; the earlier one waits for the new deadline")
 		default:
-			t.Timer, t.Fallback, release = a.Holder, a.Fallback, a.Release
+			t.Timer, t.Fallback = a.Holder, a.Fallback
+			if a.Release != nil {
+				release = a.Release
+			}
 			if a.Warning != nil {
 				res.Warnings = append(res.Warnings, a.Warning.Error())
 			}

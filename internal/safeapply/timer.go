@@ -153,7 +153,13 @@ func (tm *Timer) Arrange(t *Txn) (*Arranged, error) {
 	}
 	var err error
 	if own == "" {
-		own, a.Release, err = tm.arrangeOwn(t)
+		var release func()
+		own, release, err = tm.arrangeOwn(t)
+		// A fallback that could not be started beside a daemon leaves the
+		// daemon's arrangement standing, and it has nothing to release.
+		if release != nil {
+			a.Release = release
+		}
 	}
 	if daemon != 0 {
 		a.Holder, a.Fallback = "daemon:"+strconv.Itoa(max(daemon, 0)), own

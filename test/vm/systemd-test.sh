@@ -539,6 +539,9 @@ routes:
 	timeout 120 systemctl reload "$unit"
 	json=$(netreconcile apply --confirm-within 60s --candidate /tmp/nrsa-bad.yaml -o json 2>/tmp/nrsa-apply.err)
 	if echo "$json" | grep -q '"state": "pending"'; then
+		# Beside the daemon a fallback timer of its own is arranged; when
+		# none can be, the warning says why.
+		echo "$json" | grep -A3 '"warnings"' | show
 		check "root's rollback: netreconcile rollback" netreconcile rollback
 		check "root's rollback: the main file is back, still root's" bash -c "cmp -s '$conf' <(printf '%s' \"\$1\") && [ \"\$(stat -c %U '$conf')\" = root ]" _ "$good"
 		check "root's rollback: the kernel is back" routed
