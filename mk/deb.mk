@@ -29,9 +29,12 @@ TEST_TOOLS += groff:groff-base man:man-db lexgrog:man-db zsh:zsh fish:fish linti
 TEST_TARGETS += deb-check
 
 .PHONY: deb deb-check
+# One build at a time (make test's lanes both build it): under a lock, the
+# binary and the package are written by one process.
 deb:
-	CGO_ENABLED=0 GOARCH=$(DEB_ARCH) $(GO) build -trimpath -ldflags '$(DEB_LDFLAGS)' -o $(DEB_BIN) ./cmd/netreconcile
-	GO='$(GO)' packaging/deb/build.sh $(DEB_BIN) $(DEB_VERSION) $(DEB_ARCH) $(DEB)
+	@mkdir -p $(dir $(DEB_BIN))
+	flock $(DEB_BIN).lock sh -c "CGO_ENABLED=0 GOARCH=$(DEB_ARCH) $(GO) build -trimpath -ldflags '$(DEB_LDFLAGS)' -o $(DEB_BIN) ./cmd/netreconcile && \
+		GO='$(GO)' packaging/deb/build.sh $(DEB_BIN) $(DEB_VERSION) $(DEB_ARCH) $(DEB)"
 
 deb-check: test-tools deb
 	GO='$(GO)' packaging/deb/check.sh $(DEB)

@@ -100,5 +100,8 @@ grep -v '^#' packaging/deb/control |
 chmod 0644 "$root/DEBIAN/control" "$root/DEBIAN/conffiles" "$root/DEBIAN/md5sums"
 
 mkdir -p "$(dirname "$out")"
-dpkg-deb --root-owner-group -Zxz --build "$root" "$out" >/dev/null
+# Packed beside it and renamed over it: a reader of the last build (the
+# systemd guest's Ansible run, lintian) never sees half a package.
+dpkg-deb --root-owner-group -Zxz --build "$root" "$out.$$.tmp" >/dev/null
+mv -f "$out.$$.tmp" "$out"
 echo "built $out"
