@@ -6,11 +6,13 @@
 GO ?= go
 BIN := bin/netreconcile
 STATICCHECK := $(shell command -v staticcheck 2>/dev/null || echo $$(go env GOPATH)/bin/staticcheck)
-# Fragments append the targets `make test` and `make bench` run.
+# Fragments append the targets `make test` and `make bench` run, and name
+# in TEST_WAITING those of them that mostly wait (test/lanes.sh).
 TEST_TARGETS := test-go
+TEST_WAITING :=
 BENCH_TARGETS :=
 
-.PHONY: all build check test test-go lint demo bench clean
+.PHONY: all build check test test-prepare test-go lint demo bench clean
 all: build
 
 # The version and commit stamped into the binary (internal/buildinfo), which
@@ -57,5 +59,12 @@ clean:
 
 -include mk/*.mk
 
-test: $(TEST_TARGETS)
+# Two lanes side by side (test/lanes.sh): the targets that keep both cores
+# busy one after the other, beside those that mostly wait on windows and
+# timers. What both lanes need is installed first, so that no two run apt
+# or build the binary at once.
+test: test-prepare
+	@MAKE='$(MAKE)' test/lanes.sh "cpu $(filter-out $(TEST_WAITING),$(TEST_TARGETS))" \
+		"wait $(filter $(TEST_WAITING),$(TEST_TARGETS))"
+test-prepare: test-deps build $(TEST_PREPARE)
 bench: $(BENCH_TARGETS)

@@ -14,6 +14,8 @@ VM_SYSTEMD_PACKAGES ?=
 export VM_SYSTEMD_TIMEOUT VM_SYSTEMD_SUITE VM_SYSTEMD_MIRROR VM_SYSTEMD_PACKAGES
 
 TEST_TARGETS += vm-systemd-test
+# Safe-apply windows and timers in the guest, Ansible over SSH.
+TEST_WAITING += vm-systemd-test
 
 .PHONY: vm-systemd-test vm-systemd-shell
 
