@@ -81,6 +81,10 @@ type Timer struct {
 	Netns *os.File
 	// Now is the clock.
 	Now func() time.Time
+	// SystemdRun and Booted stand in for systemd-run and sd_booted(3) in
+	// tests ("" and nil: the real ones).
+	SystemdRun string
+	Booted     func() bool
 }
 
 // Arranged is what holds a transaction's deadline.
@@ -151,16 +155,17 @@ func (tm *Timer) Arrange(t *Txn) (*Arranged, error) {
 			break
 		}
 	}
-	var err error
+	var err, warning error
 	if own == "" {
 		var release func()
-		own, release, err = tm.arrangeOwn(t)
+		own, release, warning, err = tm.arrangeOwn(t)
 		// A fallback that could not be started beside a daemon leaves the
 		// daemon's arrangement standing, and it has nothing to release.
 		if release != nil {
 			a.Release = release
 		}
 	}
+	a.Warning = warning
 	if daemon != 0 {
 		a.Holder, a.Fallback = "daemon:"+strconv.Itoa(max(daemon, 0)), own
 		if err != nil {
@@ -175,37 +180,69 @@ func (tm *Timer) Arrange(t *Txn) (*Arranged, error) {
 	return a, nil
 }
 
-// arrangeOwn starts a systemd or a process timer for t.
-func (tm *Timer) arrangeOwn(t *Txn) (string, func(), error) {
+// arrangeOwn starts a systemd or a process timer for t. Where the mode was
+// not asked for and systemd-run fails (no system bus for a user other than
+// root, as when root's command runs as the service's user), a process
+// timer holds the deadline, and the warning says why.
+func (tm *Timer) arrangeOwn(t *Txn) (holder string, release func(), warning, err error) {
 	mode := tm.Mode
-	if mode == TimerAuto || mode == TimerDaemon {
+	chosen := mode == TimerAuto || mode == TimerDaemon
+	if chosen {
 		mode = TimerProcess
-		if systemdBooted() && tm.Netns == nil {
+		if tm.booted() && tm.Netns == nil {
 			mode = TimerSystemd
 		}
 	}
-	args := append(append([]string{"rollback", "--due"}, tm.Args...), t.ID)
 	if mode == TimerSystemd {
-		if tm.Netns != nil {
-			return "", nil, errors.New("--rollback-timer systemd: a namespace without a name, given as a /proc path, cannot be handed to a systemd timer: name it (ip netns attach NAME PID) or use --rollback-timer process")
+		holder, err := tm.arrangeSystemd(t)
+		if err == nil || !chosen {
+			return holder, func() {}, nil, err
 		}
-		now := time.Now
-		if tm.Now != nil {
-			now = tm.Now
-		}
-		secs := int(math.Ceil(t.Deadline.Sub(now()).Seconds()))
-		unit := fmt.Sprintf("%s%s-%d", timerUnitPrefix, t.ID, t.Extended)
-		cmd := exec.Command("systemd-run", append([]string{"--quiet", "--collect", "--unit", unit,
-			"--description", "netreconcile: roll back transaction " + t.ID + " unless confirmed",
-			"--on-active", strconv.Itoa(max(secs, 1)) + "s",
-			// The default AccuracySec is a minute.
-			"--timer-property", "AccuracySec=100ms",
-			tm.Program}, args...)...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", nil, fmt.Errorf("systemd-run: %w: %s", err, strings.TrimSpace(string(out)))
-		}
-		return "systemd:" + unit, func() {}, nil
+		warning = fmt.Errorf("%w; a process timer holds the deadline instead", err)
 	}
+	holder, release, err = tm.arrangeProcess(t)
+	return holder, release, warning, err
+}
+
+func (tm *Timer) booted() bool {
+	if tm.Booted != nil {
+		return tm.Booted()
+	}
+	return systemdBooted()
+}
+
+// arrangeSystemd starts a transient systemd timer for t.
+func (tm *Timer) arrangeSystemd(t *Txn) (string, error) {
+	args := append(append([]string{"rollback", "--due"}, tm.Args...), t.ID)
+	if tm.Netns != nil {
+		return "", errors.New("--rollback-timer systemd: a namespace without a name, given as a /proc path, cannot be handed to a systemd timer: name it (ip netns attach NAME PID) or use --rollback-timer process")
+	}
+	now := time.Now
+	if tm.Now != nil {
+		now = tm.Now
+	}
+	secs := int(math.Ceil(t.Deadline.Sub(now()).Seconds()))
+	unit := fmt.Sprintf("%s%s-%d", timerUnitPrefix, t.ID, t.Extended)
+	run := "systemd-run"
+	if tm.SystemdRun != "" {
+		run = tm.SystemdRun
+	}
+	cmd := exec.Command(run, append([]string{"--quiet", "--collect", "--unit", unit,
+		"--description", "netreconcile: roll back transaction " + t.ID + " unless confirmed",
+		"--on-active", strconv.Itoa(max(secs, 1)) + "s",
+		// The default AccuracySec is a minute.
+		"--timer-property", "AccuracySec=100ms",
+		tm.Program}, args...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("systemd-run: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return "systemd:" + unit, nil
+}
+
+// arrangeProcess starts a process timer for t: the program itself, in a
+// session of its own, waiting for the deadline.
+func (tm *Timer) arrangeProcess(t *Txn) (string, func(), error) {
+	args := append(append([]string{"rollback", "--due"}, tm.Args...), t.ID)
 	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		return "", nil, fmt.Errorf("start the rollback timer: %w", err)

@@ -53,3 +53,40 @@ func TestArrangeBesideDaemonWithoutFallback(t *testing.T) {
 	}
 	a.Release()
 }
+
+// TestArrangeFallsBackToAProcessTimer: where systemd is the service manager
+// but systemd-run fails (a user other than root without a system bus, as
+// when root's command runs as the service's user), a process timer holds
+// the deadline and a warning says why; asked for by name, the systemd
+// timer's failure is the error.
+func TestArrangeFallsBackToAProcessTimer(t *testing.T) {
+	tmp := t.TempDir()
+	dir, err := statedir.Open(filepath.Join(tmp, "state"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing := filepath.Join(tmp, "systemd-run")
+	if err := os.WriteFile(failing, []byte("#!/bin/sh\necho 'Failed to connect to bus: No such file or directory' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	booted := func() bool { return true }
+	// The timer's program exits at once: what is checked is who holds the
+	// deadline, not the rollback.
+	tx := &Txn{ID: "20261129T120000Z-0a1b2c", Deadline: time.Now().Add(time.Minute)}
+	tm := &Timer{Mode: TimerAuto, Dir: dir, Program: "/bin/true", SystemdRun: failing, Booted: booted}
+	a, err := tm.Arrange(tx)
+	if err != nil {
+		t.Fatalf("Arrange: %v", err)
+	}
+	a.Release()
+	if !strings.HasPrefix(a.Holder, "process:") {
+		t.Errorf("holder %q: want a process timer", a.Holder)
+	}
+	if a.Warning == nil || !strings.Contains(a.Warning.Error(), "Failed to connect to bus") || !strings.Contains(a.Warning.Error(), "process timer") {
+		t.Errorf("warning %v: want systemd-run's failure and the process timer named", a.Warning)
+	}
+	tm.Mode = TimerSystemd
+	if _, err := tm.Arrange(tx); err == nil || !strings.Contains(err.Error(), "Failed to connect to bus") {
+		t.Errorf("--rollback-timer systemd with systemd-run failing: %v, want its error", err)
+	}
+}
