@@ -153,8 +153,16 @@ for h in a b c; do
 	ip -n ans-$h route add default dev up0
 	mkdir -p -m 700 /root/mesh/$h
 done' || fail "mesh: the guest's namespaces"
-minv="$work/mesh-inventory.yml"
-{
+# The controller reaches a host as the rollout's health check asks: from the
+# guest's LAN, over the SSH connection.
+cat >"$work/guest-ping" <<EOF
+#!/bin/sh
+exec ssh $(printf '%q ' "${ssh_opts[@]}") root@127.0.0.1 ip netns exec ans-lan ping -c 1 -W 2 "\$1"
+EOF
+chmod 0755 "$work/guest-ping"
+# mesh_inventory [HOST]: the three hosts; HOST, when given, drops its mesh
+# traffic (the rollout's broken change).
+mesh_inventory() {
 	printf 'all:\n  children:\n    mesh:\n      hosts:\n'
 	i=0
 	for h in a b c; do
@@ -176,9 +184,13 @@ minv="$work/mesh-inventory.yml"
           netreconcile_state_dir: /root/mesh/$h/state
           netreconcile_service: false
           netreconcile_apply: true
+          rollout_reach_command: [$work/guest-ping, 192.168.77.$i]
 EOF
+		if [ "${1:-}" = "ans-$h" ]; then echo "          mesh_prerouting_extra: ['iifname \"answg-$h\" drop']"; fi
 	done
-} >"$minv"
+}
+minv="$work/mesh-inventory.yml"
+mesh_inventory >"$minv"
 # serial is a play keyword: Ansible templates it without host variables, so
 # the one batch of three hosts is an extra variable.
 mesh() { play "$work/$1.log" -i "$minv" "$fleet/mesh.yml" -e mesh_serial=3 "${@:2}"; }
@@ -221,6 +233,44 @@ for h in a b c; do
 	if grep -qF -- "${k%=}" "$work"/*.log "$report"; then fail "mesh: ans-$h's private key is in the output"; fi
 done
 pass "mesh: $keys private keys made on their hosts, none in the playbooks' output ($(cat "$work"/*.log | wc -c) bytes)"
+# ---------------------------------------------------------------------------
+# The fleet rollout (rollout.yml) on the same kernel WireGuard mesh, one host a
+# batch: the canary ans-a passes and is confirmed; ans-b's change drops its
+# mesh traffic, so its peers do not answer: it is never confirmed and rolls
+# back by itself at its deadline; the budget (0) is spent and ans-c is never
+# touched. make ansible-test runs the six-host rollouts on wireguard-go.
+mesh_inventory ans-b >"$work/rollout-inventory.yml"
+mtu() { g "ip -n ans-$1 link show answg-$1" | sed -n 's/.* mtu \([0-9]*\) .*/\1/p'; }
+c_state() { g 'ip -n ans-c -d link show answg-c; ip netns exec ans-c wg show answg-c dump | cut -f1-4; ip netns exec ans-c nft list ruleset; sha256sum /root/mesh/c/etc/netreconcile.yaml /root/mesh/c/etc/conf.d/*' 2>&1; }
+c_before=$(c_state)
+# confirm_within: under TCG a host's apply, checks and confirmation take
+# tens of seconds; the broken host waits out the rest of its window.
+play "$work/rollout.log" -i "$work/rollout-inventory.yml" "$fleet/rollout.yml" -e mesh_mtu=1380 \
+	-e '{"rollout_batches": [1, 1, 1]}' -e rollout_confirm_within=90 -e "rollout_summary_file=$work/rollout.json" ||
+	fail "rollout: the playbook failed"
+summary_is() { # the summary's lists are these
+	/usr/bin/python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+want = {"confirmed": ["ans-a"], "failed": ["ans-b"], "rolled_back": ["ans-b"], "untouched": ["ans-c"]}
+sys.exit(1 if any(sorted(s.get(k) or []) != v for k, v in want.items()) else 0)' "$work/rollout.json"
+}
+check "rollout: the summary says ans-a confirmed, ans-b failed and rolled back, ans-c untouched ($(tr -d '\n ' <"$work/rollout.json" 2>/dev/null | cut -c1-300))" summary_is
+a_holds() {
+	[ "$(mtu a)" = 1380 ] &&
+		g "netreconcile status --netns ans-a --state-dir /root/mesh/a/state -o json" | grep -q '"state": "confirmed"' &&
+		g "grep -q 'mtu: 1380' /root/mesh/a/etc/conf.d/50-mesh.yaml"
+}
+check "rollout: ans-a (the canary) holds the change on the kernel's WireGuard (mtu $(mtu a)), confirmed, its files installed" a_holds
+b_back() {
+	[ "$(mtu b)" = 1420 ] &&
+		! g 'ip netns exec ans-b nft list ruleset' | grep -q 'iifname "answg-b" drop' &&
+		! g "grep -qs 'mtu: 1380' /root/mesh/b/etc/conf.d/50-mesh.yaml"
+}
+check "rollout: ans-b rolled back by itself (mtu $(mtu b), its mesh no longer dropped, its files not installed)" b_back
+c_after=$(c_state)
+check "rollout: ans-c untouched (its link, peers, ruleset and files as before)" test "$c_before" = "$c_after"
+check "rollout: no wireguard-go process (the kernel module serves every device)" test "$(g 'pgrep -xc wireguard-go')" = 0
 g 'for h in a b c; do ip netns del ans-$h; done; ip netns del ans-lan; rm -rf /root/mesh' || fail "mesh: cleanup"
 
 [ "$failures" = 0 ]
