@@ -669,8 +669,9 @@ pass "rollout: ans-r1 (canary) and ans-r2 confirmed with MTU 1380 and their file
 # (the JSON's order of unanswered peers varies, so the debug lines only).
 # shown LOG: the summary lines the run printed.
 shown() { sed -n '/TASK \[Show it\]/,/^$/p' "$1" | grep -oE '"(hold the change|failed|untouched)[^"]*"' | tr -d '"'; }
-# documented N: the summary lines of docs/rollout.md's Nth such block.
-documented() { awk -v n="$1" '/^hold the change/ {b++} b == n && /^(hold the change|failed|untouched)/' "$here/../../docs/rollout.md"; }
+# documented N: the summary lines of docs/rollout.md's Nth such block (in
+# its code blocks only: prose may wrap onto a line starting with these words).
+documented() { awk -v n="$1" '/^```/ {c = !c; next} c && /^hold the change/ {b++} c && b == n && /^(hold the change|failed|untouched)/' "$here/../../docs/rollout.md"; }
 [ "$(shown "$work/rollout.log")" = "$(documented 1)" ] ||
 	fail "rollout: docs/rollout.md shows another summary than the run's:$(printf '\n%s' "$(shown "$work/rollout.log")")"
 
