@@ -115,20 +115,32 @@ func blockHead(s string) (kind, name string, ok bool) {
 func chainRules(body []string) map[uint64]string {
 	rules := map[uint64]string{}
 	for _, b := range body {
-		i := strings.LastIndex(b, " # handle ")
-		if i < 0 {
+		text, h, ok := cutHandle(b)
+		if !ok {
 			continue
 		}
-		h, err := strconv.ParseUint(b[i+len(" # handle "):], 10, 64)
-		if err != nil || h == 0 {
+		// A text that is all comment, or that still carries a handle mark
+		// (a damaged or doubled line), is no rule nft would list.
+		text = strings.TrimSpace(text)
+		if _, _, again := cutHandle(text); again || text == "" || strings.HasPrefix(text, "#") || strings.HasSuffix(text, "# handle") {
 			continue
 		}
-		// A text that is all comment is no rule nft would list.
-		if text := strings.TrimSpace(b[:i]); text != "" && !strings.HasPrefix(text, "#") {
-			rules[h] = text
-		}
+		rules[h] = text
 	}
 	return rules
+}
+
+// cutHandle splits "TEXT # handle N" into TEXT and N (N > 0).
+func cutHandle(line string) (string, uint64, bool) {
+	i := strings.LastIndex(line, " # handle ")
+	if i < 0 {
+		return "", 0, false
+	}
+	h, err := strconv.ParseUint(line[i+len(" # handle "):], 10, 64)
+	if err != nil || h == 0 {
+		return "", 0, false
+	}
+	return line[:i], h, true
 }
 
 func listedSet(isMap bool, body []string) *model.NftListedSet {
