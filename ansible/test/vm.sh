@@ -141,6 +141,8 @@ g 'set -e
 ip netns add ans-lan
 ip -n ans-lan link add ans-br type bridge
 ip -n ans-lan link set ans-br up
+# The LAN'"'"'s own address: the rollout'"'"'s controller pings the hosts from here.
+ip -n ans-lan addr add 192.168.77.254/24 dev ans-br
 i=0
 for h in a b c; do
 	i=$((i + 1))
