@@ -80,11 +80,59 @@ var (
 type decoder struct {
 	file string
 	errs *errList
-	// release lets the routes' nodes go once decoded (route_decode.go):
+	// release lets a list's items go as they are decoded (releaseItem):
 	// set when the file has no alias, which could reach them again.
 	release bool
+	// texts are the lists of texts decoded so far, by node, when the
+	// file has aliases (decodeTexts).
+	texts map[*yaml.Node][]posText
 	// skipped holds the entries notMapping made, by type.
 	skipped map[reflect.Type]reflect.Value
+}
+
+var posTextsType = reflect.TypeOf([]posText(nil))
+
+// decodeTexts decodes a list of texts (rules, set elements) without an
+// item's path where an item cannot fail: building it was most of the
+// memory of a megabyte of "[x,x,…]". A list reached again through an alias
+// is decoded once and shared (the builder only reads it) when none of its
+// items failed, for an item's error names its path, which differs.
+func (d *decoder) decodeTexts(n *yaml.Node, path string) []posText {
+	if t, ok := d.texts[n]; ok {
+		return t
+	}
+	texts := make([]posText, len(n.Content))
+	clean := true
+	for i, c := range n.Content {
+		d.releaseItem(n, i)
+		if c.Kind == yaml.AliasNode {
+			c = c.Alias
+		}
+		if c.Kind == yaml.ScalarNode && c.Tag != "!!null" {
+			texts[i].decodeNode(d, c, "")
+		} else {
+			clean = false
+			d.decode(c, path+"["+strconv.Itoa(i)+"]", reflect.ValueOf(&texts[i]).Elem())
+		}
+	}
+	if clean && !d.release {
+		if d.texts == nil {
+			d.texts = map[*yaml.Node][]posText{}
+		}
+		d.texts[n] = texts
+	}
+	return texts
+}
+
+// releaseItem drops item i of list n from the tree once the caller holds
+// it: the items decoded so far are garbage while the rest are decoded, so
+// a long list's nodes and its decoded values are not all live at once
+// (half a million one-character rules are a node of about 150 bytes and a
+// value each). Only without aliases, which could reach an item again.
+func (d *decoder) releaseItem(n *yaml.Node, i int) {
+	if d.release {
+		n.Content[i] = nil
+	}
 }
 
 func (d *decoder) pos(n *yaml.Node) Pos { return Pos{d.file, n.Line, n.Column} }
@@ -170,28 +218,16 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 			v.Set(reflect.ValueOf(d.decodeRoutes(n, path)))
 			return
 		}
-		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
-		if texts, ok := s.Interface().([]posText); ok {
-			// A list of texts (rules, set elements) decoded without an
-			// item's path where an item cannot fail: building it was
-			// most of the memory of a megabyte of "[x,x,…]".
-			for i, c := range n.Content {
-				if c.Kind == yaml.AliasNode {
-					c = c.Alias
-				}
-				if c.Kind == yaml.ScalarNode && c.Tag != "!!null" {
-					texts[i].decodeNode(d, c, "")
-				} else {
-					d.decode(c, path+"["+strconv.Itoa(i)+"]", s.Index(i))
-				}
-			}
-			v.Set(s)
+		if v.Type() == posTextsType {
+			v.Set(reflect.ValueOf(d.decodeTexts(n, path)))
 			return
 		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 		_, addrs := s.Interface().([]*addressConf)
 		_, subnets := s.Interface().([]*subnetConf)
 		mappings := mappingItems(v.Type().Elem())
 		for i, c := range n.Content {
+			d.releaseItem(n, i)
 			if c.Kind == yaml.AliasNode {
 				c = c.Alias
 			}

@@ -66,7 +66,7 @@ type nftChainConf struct {
 type posText struct {
 	Text  string
 	Pos   Pos
-	Shift int // 1 for quoted scalars: the text starts after the quote
+	Shift int8 // 1 for quoted scalars: the text starts after the quote
 	// Escaped says a quoted scalar may hold escapes ('' or \"), after
 	// which offsets in the text are no longer columns.
 	Escaped bool
@@ -86,17 +86,31 @@ func (t *posText) decodeNode(d *decoder, n *yaml.Node, path string) {
 }
 
 // source is where the text is, for errors of nft at an offset in it: the
-// index-th item of the list at path list.
-func (t *posText) source(list string, index int) model.NftSource {
-	return model.NftSource{File: t.Pos.File, Line: t.Pos.Line, Col: t.Pos.Col + t.Shift,
-		Flat: !t.Escaped && !strings.Contains(t.Text, "\n"), List: list, Index: index}
+// index-th item of the list.
+func (t *posText) source(list *textList, index int) model.NftSource {
+	return model.NftSource{Of: list.in(t.Pos.File), Line: clamp32(t.Pos.Line), Col: clamp32(t.Pos.Col + int(t.Shift)),
+		Flat: !t.Escaped && !strings.Contains(t.Text, "\n"), Index: clamp32(index)}
+}
+
+// textList makes the model.NftList the texts of one list share: one for
+// the list's file, made again only if a text is in another.
+type textList struct {
+	path string
+	cur  *model.NftList
+}
+
+func (l *textList) in(file string) *model.NftList {
+	if l.cur == nil || l.cur.File != file {
+		l.cur = &model.NftList{File: file, Path: l.path}
+	}
+	return l.cur
 }
 
 // at returns the position of a byte offset inside the text.
 func (t *posText) at(off int) Pos {
 	p := t.Pos
 	if !strings.Contains(t.Text, "\n") {
-		p.Col += t.Shift + off
+		p.Col += int(t.Shift) + off
 	}
 	return p
 }
@@ -267,6 +281,8 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 		cc := chainConfs[c.Name]
 		cp := path + ".chains." + c.Name
 		rl := cp + ".rules"
+		list := &textList{path: rl}
+		c.Rules = make([]model.NftRule, 0, len(cc.Rules))
 		for j := range cc.Rules {
 			rt := &cc.Rules[j]
 			p, known := bad[rt.Text]
@@ -284,7 +300,7 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 				})
 				continue
 			}
-			c.Rules = append(c.Rules, model.NftRule{Text: rt.Text, Origin: rt.Pos.String(), Source: rt.source(rl, j)})
+			c.Rules = append(c.Rules, model.NftRule{Text: rt.Text, Source: rt.source(list, j)})
 		}
 	}
 	if b.errs.count() != nerr {
@@ -389,15 +405,16 @@ func (b *builder) nftDeclaredSet(path, name string, sc *nftSetConf, isMap bool) 
 		b.errs.add(sc.at("elements-from"), path+".elements-from", "elements-from feeds a set of type ipv4_addr or ipv6_addr with flags [interval] only")
 	}
 	elems, _ := b.nftElemTexts(path, sc)
+	inline, side := &textList{path: path + ".elements"}, &textList{path: path + ".elements-file"}
 	for i := range elems {
 		et := &elems[i]
-		list, at := path+".elements", i
+		list, at := inline, i
 		if i >= len(sc.Elements) {
 			// A line of the elements-file: its position is the file's.
-			list, at = path+".elements-file", i-len(sc.Elements)
+			list, at = side, i-len(sc.Elements)
 		}
 		if off, msg := model.NftTextProblem(et.Text); off >= 0 {
-			b.errs.add(et.at(off), fmt.Sprintf("%s[%d]", list, at), "%s", msg)
+			b.errs.add(et.at(off), fmt.Sprintf("%s[%d]", list.path, at), "%s", msg)
 			continue
 		}
 		s.ElemTexts = append(s.ElemTexts, et.Text)

@@ -65,3 +65,30 @@ nftables:
 		t.Errorf("%d errors, want 5 (a comment's ; and braces are nft's to ignore):\n%v", n, err)
 	}
 }
+
+// A list of rules reached again through an alias is decoded once and
+// shared when it is clean, and each chain's rules still say where they are
+// in their own chain. One with a bad item is decoded at each path, and
+// refused at the item (one error a position, under the first path).
+func TestAliasedRuleListsDecodeOnce(t *testing.T) {
+	clean := "version: 1\nnftables:\n  inet t:\n    chains:\n      a: {rules: &r [\"counter\", \"accept\"]}\n      b: {rules: *r}\n"
+	cfg, err := Parse([]Source{{Name: "f.yaml", Data: []byte(clean)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		c := cfg.State.NFTables[0].Chain(name)
+		if c == nil || len(c.Rules) != 2 {
+			t.Fatalf("chain %s: %+v", name, c)
+		}
+		want := "nftables.inet t.chains." + name + ".rules[1]"
+		if got := c.Rules[1].Source.Path(); got != want || c.Rules[1].Source.At(0) != "f.yaml:5:34" {
+			t.Errorf("chain %s's second rule is at %s %s, want %s f.yaml:5:34", name, c.Rules[1].Source.At(0), got, want)
+		}
+	}
+	bad := strings.Replace(clean, `"accept"]`, `[accept]]`, 1)
+	_, err = Parse([]Source{{Name: "f.yaml", Data: []byte(bad)}})
+	if want := "f.yaml:5:33: nftables.inet t.chains.a.rules[1]: expected a string, found a list"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("errors lack %q:\n%v", want, err)
+	}
+}

@@ -28,6 +28,7 @@ func (d *decoder) decodeRoutes(n *yaml.Node, path string) []*routeConf {
 	// The routes decoded at once, in chunks: one allocation for many.
 	var chunk []routeConf
 	for i, c := range n.Content {
+		d.releaseItem(n, i)
 		if c.Kind == yaml.AliasNode {
 			c = c.Alias
 		}
@@ -51,9 +52,6 @@ func (d *decoder) decodeRoutes(n *yaml.Node, path string) []*routeConf {
 			chunk = chunk[1:]
 			d.decodeRoute(c, path, i, rc)
 			rs[i] = rc
-		}
-		if d.release {
-			n.Content[i] = nil
 		}
 	}
 	return rs

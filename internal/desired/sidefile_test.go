@@ -417,7 +417,7 @@ func TestElementsFileOfDeclaredMap(t *testing.T) {
 	if s == nil || !reflect.DeepEqual(s.ElemTexts, []string{"22 : accept", "80 : drop", "443 : accept"}) {
 		t.Fatalf("map from an elements file: %+v", s)
 	}
-	if src := s.ElemSources[2]; src.File != "m.txt" || src.Line != 3 || src.Col != 2 || src.Path() != "nftables.inet f.maps.m.elements-file[1]" {
-		t.Errorf("the file's second element is said to be at %+v (%s)", src, src.Path())
+	if src := s.ElemSources[2]; src.At(0) != "m.txt:3:2" || src.Path() != "nftables.inet f.maps.m.elements-file[1]" {
+		t.Errorf("the file's second element is said to be at %s (%s)", src.At(0), src.Path())
 	}
 }

@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"math"
 	"sort"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -32,3 +33,10 @@ func validLinkName(s string) bool {
 
 // linkNameRule says what validLinkName accepts, for error messages.
 const linkNameRule = ifnameRule + ", \"all\" or \"default\" (the kernel keeps those)"
+
+// clamp32 narrows a line, column or index for a packed position: a file
+// holds at most MaxFileSize bytes, so this saturates only for a value no
+// file can hold.
+func clamp32(n int) int32 {
+	return int32(min(max(n, math.MinInt32), math.MaxInt32))
+}

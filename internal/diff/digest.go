@@ -26,9 +26,10 @@ import (
 // Objects are encoded by reflection, field by field in declaration order
 // (maps in key order), so a field added to the model is covered without a
 // line here. What is left out, and why:
-//   - a string field named Origin: where the file declared the object
-//     (FILE:LINE:COL), which moves with an unrelated edit and with the
-//     directory a file is read from; the files' own digests cover edits;
+//   - a string field named Origin, and an nftables text's NftSource:
+//     where the file declared the object (FILE:LINE:COL), which moves with
+//     an unrelated edit and with the directory a file is read from; the
+//     files' own digests cover edits;
 //   - what the kernel changes by itself (volatile, below), in the kernel's
 //     objects only: a WireGuard peer's handshake, counters and roaming
 //     endpoint, an IPv6 address's duplicate address detection in progress;
@@ -60,11 +61,14 @@ var volatile = map[reflect.Type]map[string]bool{
 }
 
 var (
-	secretType  = reflect.TypeFor[model.Secret]()
-	nftOpType   = reflect.TypeFor[model.NftOp]()
-	wgOpType    = reflect.TypeFor[WireGuardOp]()
-	timeType    = reflect.TypeFor[time.Time]()
-	textMarshal = reflect.TypeFor[encoding.TextMarshaler]()
+	secretType = reflect.TypeFor[model.Secret]()
+	nftOpType  = reflect.TypeFor[model.NftOp]()
+	// Where a rule's or an element's text is in the file.
+	nftSourceType  = reflect.TypeFor[model.NftSource]()
+	nftSourcesType = reflect.TypeFor[[]model.NftSource]()
+	wgOpType       = reflect.TypeFor[WireGuardOp]()
+	timeType       = reflect.TypeFor[time.Time]()
+	textMarshal    = reflect.TypeFor[encoding.TextMarshaler]()
 )
 
 // maxDepth bounds the walk: the model's objects are shallow, and a cycle
@@ -200,7 +204,8 @@ func (w *walker) value(v reflect.Value, depth int, skip string) {
 		}
 		for i := range t.NumField() {
 			f := t.Field(i)
-			if f.Name == skip || vol[f.Name] || informational[t][f.Name] || f.Name == "Origin" && f.Type.Kind() == reflect.String {
+			if f.Name == skip || vol[f.Name] || informational[t][f.Name] || f.Name == "Origin" && f.Type.Kind() == reflect.String ||
+				f.Type == nftSourceType || f.Type == nftSourcesType {
 				continue
 			}
 			sub := ""

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,4 +167,46 @@ func FuzzDecodeSaved(f *testing.F) {
 			t.Fatalf("read back differs: %v", d)
 		}
 	})
+}
+
+// An op's digest is what it writes, not where the file said it: the same
+// configuration read from another directory (the Ansible module plans an
+// inline configuration in a temporary one) or moved down a line plans the
+// same digests, nftables rules and elements among them.
+func TestOpDigestsIgnoreWhereTheFileSaysIt(t *testing.T) {
+	y := "version: 1\nlinks:\n  d0: {kind: dummy, addresses: [10.9.0.1/24]}\nnftables:\n  inet f:\n" +
+		"    sets:\n      s: {type: \"inet_service\", elements: [\"22\", \"80\"]}\n" +
+		"    chains:\n      in:\n        rules: [\"tcp dport @s accept\", \"counter\"]\n"
+	digests := func(name, text string) []string {
+		cfg, err := desired.Parse([]desired.Source{{Name: name, Data: []byte(text)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		act := newKernel().st
+		plan, err := diff.Compute(cfg.State, act)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := diff.Save(plan, act, testSalt, diff.PlanTarget{Host: "h"}, nil, nil, time.Unix(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, op := range s.Ops {
+			out = append(out, op.ID+" "+op.Digest)
+		}
+		return out
+	}
+	want := digests("/etc/netreconcile/netreconcile.yaml", y)
+	if !slices.ContainsFunc(want, func(s string) bool { return strings.Contains(s, " rule 2 ") }) {
+		t.Fatalf("the plan has no rule op to compare: %q", want)
+	}
+	for _, c := range []struct{ name, text string }{
+		{"/tmp/ansible-x/netreconcile.yaml", y},
+		{"/etc/netreconcile/netreconcile.yaml", "# moved\n" + strings.ReplaceAll(y, "[\"22\"", "[ \"22\"")},
+	} {
+		if got := digests(c.name, c.text); !slices.Equal(got, want) {
+			t.Errorf("%s:\n got %q\nwant %q", c.name, got, want)
+		}
+	}
 }

@@ -149,7 +149,6 @@ type NftRule struct {
 	// sends. Nil until compiled; only rules the plan writes need it.
 	Compiled *NftCompiled
 	Handle   uint64 // actual
-	Origin   string
 	// Source is where the text is in the file (desired), for nft's errors.
 	Source NftSource
 }
@@ -192,37 +191,48 @@ type NftAnonSet struct {
 }
 
 // NftSource is where a text nft reads (a rule, an element) is in the file.
+// A desired rule or element carries one, so it is small (24 bytes): what
+// the items of a list share (the file and the list's path) is in one NftList
+// they point to.
 type NftSource struct {
-	File      string
-	Line, Col int // of the text's first character
+	Of        *NftList
+	Line, Col int32 // of the text's first character
+	Index     int32 // in the list
 	// Flat says the text is on one line of the file as written, so that
 	// a byte offset in it is a column.
 	Flat bool
-	// List is the path of the list the text is in (nftables.inet
-	// t.chains.c.rules), shared by its items, and Index the text's index
-	// in it.
-	List  string
-	Index int
+}
+
+// NftList is a list of texts in a file: the rules of a chain, the elements
+// of a set.
+type NftList struct {
+	File string
+	// Path is the list's field path (nftables.inet t.chains.c.rules).
+	Path string
 }
 
 // Path is the text's field path (nftables.inet t.chains.c.rules[0]).
 func (s NftSource) Path() string {
-	if s.List == "" {
+	if s.Of == nil || s.Of.Path == "" {
 		return ""
 	}
-	return s.List + "[" + strconv.Itoa(s.Index) + "]"
+	return s.Of.Path + "[" + strconv.Itoa(int(s.Index)) + "]"
 }
 
 // At returns the position of byte offset off of the text: file:line:col.
 func (s NftSource) At(off int) string {
-	col := s.Col
+	file := ""
+	if s.Of != nil {
+		file = s.Of.File
+	}
+	col := int(s.Col)
 	if s.Flat {
 		col += off
 	}
 	if s.Line == 0 {
-		return s.File
+		return file
 	}
-	return fmt.Sprintf("%s:%d:%d", s.File, s.Line, col)
+	return fmt.Sprintf("%s:%d:%d", file, s.Line, col)
 }
 
 // Set key types netreconcile reads and writes.
