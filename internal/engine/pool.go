@@ -42,7 +42,8 @@ func poolOwner(link string) string { return ipam.ConfigOwner("link", link) }
 
 // PreparePools resolves the pools of desired against the registry. It refuses, before anything
 // is written to the kernel, a registry that cannot be read or a pool definition that conflicts
-// with held blocks (Registry.Check). It then allocates the address of each link that takes one
+// with held blocks (Registry.Check), unless only links leaving the file hold them: those give
+// their addresses back first, and the pool takes its new definition. It then allocates the address of each link that takes one
 // from a pool (the same owner gets the same address on every pass and after a restart), releases
 // the config-owned addresses nothing in the file takes any more, and adds the links' addresses
 // and a route per held block in the pool's export table to the desired state.
@@ -72,9 +73,6 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 		}
 		return out, nil
 	}
-	if err := reg.Check(ctx); err != nil {
-		return nil, fmt.Errorf("ipam: %w", err)
-	}
 	held, err := reg.List(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("ipam: %w", err)
@@ -86,6 +84,37 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 			have[ownerKey{a.Pool, a.Owner}] = a
 		}
 	}
+	wanted := map[ownerKey]bool{}
+	for _, pa := range desired.PoolAddresses {
+		wanted[ownerKey{pa.Pool, poolOwner(pa.Link)}] = true
+	}
+	// Only the addresses of links are the configuration's to give back: other config: owners
+	// may belong to kinds a newer netreconcile hands out.
+	// A link the plan leaves as it is keeps its address, also when it left
+	// the file.
+	var gone []ipam.Allocation
+	for _, a := range held {
+		link, isLink := strings.CutPrefix(a.Owner, ipam.ConfigOwner("link", ""))
+		if isLink && a.Iface == "" && !wanted[ownerKey{a.Pool, a.Owner}] && !leftOut[link] {
+			gone = append(gone, a)
+		}
+	}
+	// A pool whose new definition conflicts only with blocks that links
+	// leaving the file hold takes it once they are given back: first, so
+	// that this pass allocates from the new definition.
+	ending, err := reg.Check(ctx, gone)
+	if err != nil {
+		return nil, fmt.Errorf("ipam: %w", err)
+	}
+	released := map[ownerKey]bool{}
+	for _, a := range gone {
+		if ending[a.Pool] && !dryRun {
+			if _, _, err := reg.Release(ctx, a.Pool, a.Owner, ""); err != nil {
+				return nil, err
+			}
+			released[ownerKey{a.Pool, a.Owner}] = true
+		}
+	}
 	// The file's static addresses: a pool reserves them, so an address a
 	// link holds from a pool and the file now declares statically goes
 	// back, and the link takes another.
@@ -93,10 +122,8 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 	for _, ad := range desired.Addresses {
 		static[ad.Prefix.Addr()] = ad.Origin
 	}
-	wanted := map[ownerKey]bool{}
 	for _, pa := range desired.PoolAddresses {
 		k := ownerKey{pa.Pool, poolOwner(pa.Link)}
-		wanted[k] = true
 		a, ok := have[k]
 		if ok && slices.ContainsFunc(a.Addrs(), func(ip netip.Addr) bool { _, s := static[ip]; return s }) {
 			if !dryRun && !leftOut[pa.Link] {
@@ -121,19 +148,8 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 			return nil, err
 		}
 	}
-	// Only the addresses of links are the configuration's to give back: other config: owners
-	// may belong to kinds a newer netreconcile hands out.
-	// A link the plan leaves as it is keeps its address, also when it left
-	// the file.
-	var gone []ipam.Allocation
-	for _, a := range held {
-		link, isLink := strings.CutPrefix(a.Owner, ipam.ConfigOwner("link", ""))
-		if isLink && a.Iface == "" && !wanted[ownerKey{a.Pool, a.Owner}] && !leftOut[link] {
-			gone = append(gone, a)
-		}
-	}
 	for _, a := range gone {
-		if !dryRun {
+		if !dryRun && !released[ownerKey{a.Pool, a.Owner}] {
 			if _, _, err := reg.Release(ctx, a.Pool, a.Owner, ""); err != nil {
 				return nil, err
 			}

@@ -330,7 +330,7 @@ func TestPoolChange(t *testing.T) {
 
 			changed := openTest(t, dir, clock, tt.change(base))
 			a, err := changed.Allocate(ctx, "p", "new", "")
-			checkErr := changed.Check(ctx)
+			_, checkErr := changed.Check(ctx, nil)
 			if tt.wantErr != "" {
 				for _, err := range []error{err, checkErr} {
 					if !errors.Is(err, ErrPoolInUse) || !contains(err, tt.wantErr) {
@@ -340,14 +340,30 @@ func TestPoolChange(t *testing.T) {
 				if after, _ := readFileIfExists(r.Path("p")); string(after) != string(before) {
 					t.Errorf("the refused change modified the registry")
 				}
+				// Every holder leaving in the same pass ends the conflict; one staying keeps it.
+				leaving, err := changed.List(ctx, "p")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ending, err := changed.Check(ctx, leaving); err != nil || !ending["p"] {
+					t.Errorf("Check with every holder leaving: %v, ending %v", err, ending)
+				}
+				if _, err := changed.Check(ctx, leaving[1:]); !errors.Is(err, ErrPoolInUse) {
+					t.Errorf("Check with a holder staying: %v, want ErrPoolInUse", err)
+				}
 				// Releasing still works, and once the blocks are gone the change is accepted.
 				for _, o := range tt.held {
 					if _, ok, err := changed.Release(ctx, "p", o, ""); !ok || err != nil {
 						t.Fatalf("Release %s under a conflicting definition: %v %v", o, ok, err)
 					}
 				}
-				if err := changed.Check(ctx); err != nil {
+				if _, err := changed.Check(ctx, nil); err != nil {
 					t.Errorf("Check after releasing everything: %v", err)
+				}
+				// The last release wrote the configured definition.
+				after, _ := readFileIfExists(r.Path("p"))
+				if want := fmt.Sprintf("block_size_bits=%d\n", tt.change(base).BlockSizeBits); !strings.Contains(string(after), want) {
+					t.Errorf("after releasing everything the registry does not record %q:\n%s", want, after)
 				}
 				if _, err := changed.Allocate(ctx, "p", "new", ""); err != nil {
 					t.Errorf("Allocate after releasing everything: %v", err)

@@ -121,7 +121,7 @@ func TestCorruptRegistry(t *testing.T) {
 					_, err := r.GC(ctx, 0, func(string) bool { return false })
 					return err
 				},
-				"Check": func() error { return r.Check(ctx) },
+				"Check": func() error { _, err := r.Check(ctx, nil); return err },
 			}
 			for name, op := range ops {
 				err := op()

@@ -199,7 +199,7 @@ func checkRegistry(t *testing.T, dir string, reported map[string]string, inDoubt
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := r.Check(ctx); err != nil {
+	if _, err := r.Check(ctx, nil); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
 	list, err := r.List(ctx, "p")

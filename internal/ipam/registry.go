@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -262,21 +263,37 @@ func (a Allocation) same(b Allocation) bool {
 
 // Check reads the registry of every pool and reports damaged files and pool definitions that
 // conflict with held blocks: what apply should refuse before it changes anything.
-func (r *Registry) Check(ctx context.Context) error {
+//
+// leaving are allocations the caller gives back in the same pass (their holders left the
+// file). A conflict they alone make is no conflict: once they are released the pool holds no
+// block and takes the new definition. Those pools are returned in ending, and the caller must
+// release the leaving allocations of each before it allocates in it.
+func (r *Registry) Check(ctx context.Context, leaving []Allocation) (ending map[string]bool, err error) {
+	type key struct{ pool, owner, iface string }
+	goes := make(map[key]bool, len(leaving))
+	for _, a := range leaving {
+		goes[key{a.Pool, a.Owner, a.Iface}] = true
+	}
 	var errs []error
 	for _, p := range r.pools {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 		s, err := r.load(p)
-		if err == nil {
+		if err == nil && s.conflict != nil {
 			err = s.conflict
+			if len(s.allocs) > 0 && !slices.ContainsFunc(s.allocs, func(a record) bool { return !goes[key{p.Name, a.Owner, a.Iface}] }) {
+				if ending == nil {
+					ending = map[string]bool{}
+				}
+				ending[p.Name], err = true, nil
+			}
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pool %s: %w", p.Name, err))
 		}
 	}
-	return errors.Join(errs...)
+	return ending, errors.Join(errs...)
 }
 
 func (r *Registry) pool(name string) (*poolDef, error) {
@@ -342,6 +359,9 @@ func (r *Registry) update(ctx context.Context, p *poolDef, fn func(*state, time.
 	if err != nil || !changed {
 		return err
 	}
+	// A release may have ended a conflict: the file then records the
+	// configured definition, as the next read would take it.
+	s.adopt(p)
 	data = s.encode()
 	// Durable, on the directory's descriptor: a temporary file with an unpredictable name
 	// made with O_EXCL, fsync, rename, fsync of the directory.

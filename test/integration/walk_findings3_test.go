@@ -250,3 +250,42 @@ func requireWireGuard(t *testing.T, e *env, f string) {
 	t.Cleanup(func() { stopNetNSProcesses(e.ns) })
 	e.apply(f)
 }
+
+// 77. A pool whose block size changes in the same step as every link
+// holding its blocks leaves the file converges: the leaving links give
+// their addresses back first, and the pool takes the new size, so a link
+// joining in that step takes its address from it. The apply was refused
+// (blocks held) before the releases that would have ended the conflict, on
+// every pass. A holder that stays keeps the refusal.
+// Walk finding 77 (host seed 40585726035581, step 2; shrunk to 2 steps).
+func TestWalkFinding77PoolResizedAsItsHoldersLeave(t *testing.T) {
+	e := newEnv(t)
+	e.ip("link", "set", "lo", "up")
+	pool := func(bits string) string {
+		return "version: 1\npools:\n  pv: {subnets: [\"fd99::/120\"]" + bits + ", export-table: 120, reuse-delay: 0s}\nlinks:\n  lo: {kind: device, state: up}\n"
+	}
+	e.apply(e.file("a.yaml", pool("")+"  b0: {kind: bridge, addresses: [{pool: pv, prefix-length: 128}]}\n"))
+	f := e.file("b.yaml", pool(", block-size-bits: 2")+"  b1: {kind: bridge, addresses: [{pool: pv, prefix-length: 128}]}\n")
+	if d := e.cli("diff", "-c", f); d.Code != 2 || !strings.Contains(d.Stdout, "of link b0 to be given back") {
+		t.Fatalf("diff: exit %d, want a plan giving b0's address back\n%s%s", d.Code, d.Stdout, d.Stderr)
+	}
+	e.apply(f)
+	e.converged(f)
+	if got := e.ip("-6", "route", "show", "table", "120"); !strings.Contains(got, "fd99::/126 dev lo") || strings.Contains(got, "/123") {
+		t.Errorf("export routes of table 120 (want the new size's block):\n%s", got)
+	}
+	if got := e.ip("-6", "addr", "show", "dev", "b1"); !strings.Contains(got, "fd99::/128") {
+		t.Errorf("b1 took no address from the resized pool:\n%s", got)
+	}
+
+	// Two holders, one stays: the blocks stay held, and the new size is
+	// refused before anything changes.
+	e.apply(e.file("c.yaml", pool("")+"  b2: {kind: bridge, addresses: [{pool: pv, prefix-length: 128}]}\n  b3: {kind: bridge, addresses: [{pool: pv, prefix-length: 128}]}\n"))
+	g := e.file("d.yaml", pool(", block-size-bits: 2")+"  b3: {kind: bridge, addresses: [{pool: pv, prefix-length: 128}]}\n")
+	if r := e.cli("apply", "-c", g); r.Code == 0 || !strings.Contains(r.Stderr, "blockSizeBits cannot change from 5 to 2 while blocks are held") {
+		t.Errorf("apply with a holder staying: exit %d, want the conflict\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if got := e.ip("link", "show", "b2"); !strings.Contains(got, "b2") {
+		t.Errorf("the refused apply deleted b2:\n%s", got)
+	}
+}
