@@ -773,19 +773,41 @@ func (w *runner) onRolledBack(s Step, t *txnModel, f *safeapply.File, out string
 // the files are not what the pending transaction made and its deadline
 // passed, what ended it is followed (observe, with the checks of a
 // rollback) and the checks run again.
-func (w *runner) check(s Step) *Failure {
-	f := w.checkOnce(s)
-	if t := w.m.txn; f != nil && (f.Check == "kernel" || f.Check == "files") && t != nil && time.Now().After(t.deadline) {
+//
+// The record is read at least once however long the failed check took: a
+// check of the kernel waits up to convergeBound for a daemon, longer than
+// DeadlineBound, and a rollback at the deadline that overtook the daemon's
+// apply of an edit made in the window is what that wait saw.
+func (w *runner) check(s Step) *Failure { return checkFollowing(w, s) }
+
+// checker is what check needs of a runner: the checks, the transaction
+// the walk expects pending, and a reading of the record.
+type checker interface {
+	checkOnce(s Step) *Failure
+	pendingTxn() *txnModel
+	observeEnd() *Failure
+}
+
+func (w *runner) pendingTxn() *txnModel { return w.m.txn }
+
+func (w *runner) observeEnd() *Failure { return w.observe(Step{Op: opDeadline}, nil) }
+
+func checkFollowing(c checker, s Step) *Failure {
+	f := c.checkOnce(s)
+	if t := c.pendingTxn(); f != nil && (f.Check == "kernel" || f.Check == "files") && t != nil && time.Now().After(t.deadline) {
 		// A rollback writes the files and the kernel before it records
 		// its end: wait for the record (within the bound).
-		for w.m.txn == t && time.Now().Before(t.deadline.Add(DeadlineBound)) {
-			if f := w.observe(Step{Op: opDeadline}, nil); f != nil {
+		for c.pendingTxn() == t {
+			if f := c.observeEnd(); f != nil {
 				return f
+			}
+			if c.pendingTxn() != t || time.Now().After(t.deadline.Add(DeadlineBound)) {
+				break
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		if w.m.txn != t {
-			return w.checkOnce(s)
+		if c.pendingTxn() != t {
+			return c.checkOnce(s)
 		}
 	}
 	return f
