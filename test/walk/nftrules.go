@@ -199,8 +199,32 @@ func nftTableRules(out, family, table string) (map[string][]string, error) {
 }
 
 // nftScript is the walk's table in nft's words: its sets declared (without
-// elements: rules do not depend on them), its chains, its rules.
-func nftScript(t *Table) string {
+// elements: rules do not depend on them), its chains, its rules. names maps
+// the script's chain names to the table's: nft's parser takes some words
+// only as keywords (fwd, a statement of the netdev family), never as a
+// chain's name, which netlink and the kernel allow; a chain no rule names
+// (jump, goto) is written under a name of the script's own.
+func nftScript(t *Table) (script string, names map[string]string) {
+	named := map[string]bool{}
+	for _, ch := range t.Chains {
+		for _, r := range ch.Rules {
+			f := strings.Fields(r)
+			for i := 0; i+1 < len(f); i++ {
+				if f[i] == "jump" || f[i] == "goto" {
+					named[f[i+1]] = true
+				}
+			}
+		}
+	}
+	names = map[string]string{}
+	as := func(ch *Chain) string {
+		n := ch.Name
+		if !named[n] {
+			n = "c_" + n
+		}
+		names[n] = ch.Name
+		return n
+	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "table %s %s {\n", t.Family, t.Name)
 	for _, s := range t.Sets {
@@ -219,30 +243,39 @@ func nftScript(t *Table) string {
 	}
 	for _, ch := range t.Chains {
 		if ch.Hook == "" {
-			fmt.Fprintf(&b, "\tchain %s { }\n", ch.Name)
+			fmt.Fprintf(&b, "\tchain %s { }\n", as(ch))
 			continue
 		}
 		dev := ""
 		if ch.Device != "" {
 			dev = fmt.Sprintf(" device %q", ch.Device)
 		}
-		fmt.Fprintf(&b, "\tchain %s { type %s hook %s%s priority %s; policy %s; }\n", ch.Name, ch.chainType(), ch.Hook, dev, ch.Priority, ch.Policy)
+		fmt.Fprintf(&b, "\tchain %s { type %s hook %s%s priority %s; policy %s; }\n", as(ch), ch.chainType(), ch.Hook, dev, ch.Priority, ch.Policy)
 	}
 	b.WriteString("}\n")
 	for _, ch := range t.Chains {
 		for _, r := range ch.Rules {
-			fmt.Fprintf(&b, "add rule %s %s %s %s\n", t.Family, t.Name, ch.Name, r)
+			fmt.Fprintf(&b, "add rule %s %s %s %s\n", t.Family, t.Name, as(ch), r)
 		}
 	}
-	return b.String()
+	return b.String(), names
 }
 
 // nftMakes is what nft makes of the walk's table: each chain's rules as
 // `nft -j list` gives them, from nft -f in a namespace of its own.
 func nftMakes(t *Table) (map[string][]string, error) {
-	out, err := inNewNetNS(fmt.Sprintf("nft -f - && nft -j list table %s %s", t.Family, t.Name), nftScript(t))
+	script, names := nftScript(t)
+	out, err := inNewNetNS(fmt.Sprintf("nft -f - && nft -j list table %s %s", t.Family, t.Name), script)
 	if err != nil {
 		return nil, fmt.Errorf("nft -f of table %s %s: %v: %s", t.Family, t.Name, err, out)
 	}
-	return nftTableRules(string(out), t.Family, t.Name)
+	rules, err := nftTableRules(string(out), t.Family, t.Name)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string][]string, len(rules))
+	for n, r := range rules {
+		byName[names[n]] = r
+	}
+	return byName, nil
 }

@@ -1,6 +1,11 @@
 package walk
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/test/nettest"
+)
 
 func TestParseNftHandles(t *testing.T) {
 	h := parseNftHandles(`table inet t { # handle 1
@@ -53,5 +58,26 @@ func TestPlanKindsOfTheJSON(t *testing.T) {
 	c := &Config{Tables: []*Table{{Family: "ip", Name: "nrw1", Chains: []*Chain{{Name: "h"}}}}}
 	if d := CompareNftHandles(c, before, after, p.Ops, nil, nil); len(d) > 0 {
 		t.Errorf("the planned deletes taken for changes: %v", d)
+	}
+}
+
+// What nft makes of a table is read for chains whose names nft's parser
+// takes only as keywords (fwd): the oracle's script failed to parse, and
+// the walk stopped at the first such chain with rules (host seed
+// 40585726035581, step 71: add chain fwd). A rule's jump still names its
+// chain.
+func TestNftMakesChainsNamedByKeywords(t *testing.T) {
+	nettest.RequireRoot(t)
+	nettest.RequireTool(t, "nft")
+	tb := &Table{Family: "ip", Name: "nrwk", Chains: []*Chain{
+		{Name: "fwd", Type: "filter", Hook: "forward", Priority: "security", Policy: "drop", Rules: []string{"jump helper", "accept"}},
+		{Name: "helper", Rules: []string{"counter accept"}},
+	}}
+	rules, err := nftMakes(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rules["fwd"]) != 2 || len(rules["helper"]) != 1 || !strings.Contains(rules["fwd"][0], `"target":"helper"`) {
+		t.Errorf("nft made %v", rules)
 	}
 }
