@@ -150,6 +150,9 @@ func (t *Txn) check(field string, pending bool) error {
 	if t.Cause != "" && !knownCause(t.Cause) {
 		return fmt.Errorf("%s.cause: not one of %v", field, Causes)
 	}
+	if t.RollingBack != "" && (!pending || !knownCause(t.RollingBack)) {
+		return fmt.Errorf("%s.rolling_back: not one of %v on a pending transaction", field, Causes)
+	}
 	if pending {
 		if t.Restore == nil || t.Applied == nil {
 			return fmt.Errorf("%s: no restore point or applied configuration", field)

@@ -144,6 +144,13 @@ type Txn struct {
 	Fallback string `json:"fallback,omitempty"`
 	// Extended counts the applies that extended the deadline.
 	Extended int `json:"extended,omitempty"`
+	// RollingBack is the cause of a rollback that began (and Detail its
+	// detail): it is recorded before the rollback writes anything. A
+	// rollback interrupted (its process killed) leaves the transaction
+	// pending with the restore point's files written back in part, which
+	// a confirm would then record as the candidate; whoever finds it
+	// next finishes the rollback instead, as for a stale one.
+	RollingBack Cause `json:"rolling_back,omitempty"`
 
 	// Set when the transaction ends.
 	Ended  time.Time `json:"ended,omitzero"`
@@ -265,6 +272,7 @@ func (f *File) end(state State, cause Cause, detail string, now time.Time) *Txn 
 	// refused on load for what it recorded, and made one line, as messages
 	// show it.
 	t.State, t.Cause, t.Detail, t.Ended = state, cause, statedir.CleanText(detail, maxTextLen, false), now
+	t.RollingBack = ""
 	if state == Confirmed {
 		f.Counts.Confirmed++
 	} else {

@@ -138,6 +138,11 @@ func newID(now time.Time) string {
 // died with the boot), or its deadline passed (no timer ran it: none was
 // left, or the host was down). "" when it may wait.
 func (h *Host) stale(t *Txn) Cause {
+	if t.RollingBack != "" {
+		// A rollback began and was interrupted: it is finished, never
+		// undone.
+		return t.RollingBack
+	}
 	if boot, err := BootID(h.getenv()); err == nil && boot != t.BootID {
 		return CauseReboot
 	}
@@ -255,6 +260,10 @@ func apply(ctx context.Context, e *engine.Engine, st *model.State, plan *diff.Pl
 	return o
 }
 
+// interrupted ends the detail of a rollback finished after its process was
+// killed.
+const interrupted = "; interrupted, and finished by the next actor"
+
 // Pending returns the pending transaction, rolling it back first when it is
 // stale (a reboot, a passed deadline). rolled is that rollback's result.
 func (h *Host) Pending(ctx context.Context) (f *File, rolled *RollbackResult, err error) {
@@ -267,7 +276,13 @@ func (h *Host) Pending(ctx context.Context) (f *File, rolled *RollbackResult, er
 	}
 	if cause := h.stale(f.Pending); cause != "" {
 		detail := "the deadline passed unconfirmed"
-		if cause == CauseReboot {
+		switch {
+		case f.Pending.RollingBack != "":
+			detail = f.Pending.Detail
+			if !strings.HasSuffix(detail, interrupted) {
+				detail += interrupted
+			}
+		case cause == CauseReboot:
 			detail = "begun before a reboot (another boot id)"
 		}
 		rolled, err = h.rollback(ctx, f, cause, detail)
@@ -438,6 +453,12 @@ type RollbackResult struct {
 func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string) (*RollbackResult, error) {
 	t := f.Pending
 	r := &RollbackResult{}
+	// Recorded before the first write: from here on the transaction can
+	// only end rolled back (Pending finishes what a kill interrupted).
+	t.RollingBack, t.Detail = cause, statedir.CleanText(detail, maxTextLen, false)
+	if err := f.Save(h.Dir); err != nil {
+		return nil, fmt.Errorf("record the rollback of %s: %w", t.ID, err)
+	}
 	var errs []error
 	if !h.AllowInsecureConfig {
 		err := desired.CheckTrusted(t.Restore.Main, t.Restore.DropIn)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
 	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -897,5 +898,91 @@ func TestKeptTransactionFileIsTheFileOnDisk(t *testing.T) {
 	}
 	if after.Pending == nil || after.Pending.ID != onDisk.Pending.ID || after.Confirmed.Hash != onDisk.Confirmed.Hash {
 		t.Errorf("RecordConfirmed wrote over the other writer's transaction: pending %v", after.Pending)
+	}
+}
+
+// killedKernel is the kernel of a process SIGKILLed at its first route
+// write: the panic stops the rollback there, as the kill does, and the
+// test recovers it.
+type killedKernel struct {
+	kernel.Interface
+}
+
+type killed struct{}
+
+func (killedKernel) WriteRoutes([]kernel.RouteWrite, int) []error { panic(killed{}) }
+
+// rollbackKilled runs a rollback of the pending transaction that is
+// killed after it wrote the files back, before it ended the transaction.
+func (f *fixture) rollbackKilled() {
+	f.t.Helper()
+	e := f.h.Engine
+	defer func() { f.h.Engine = e }()
+	f.h.Engine = &engine.Engine{Kernel: killedKernel{f.k}, Ledger: e.Ledger, State: e.State}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(killed); !ok {
+				panic(r)
+			}
+		}
+	}()
+	_, _ = f.h.Rollback(context.Background(), "", CauseManual, "rolled back by netreconcile rollback")
+	f.t.Fatal("the rollback wrote no route")
+}
+
+// A rollback killed after it wrote the restore point's files back, before
+// it ended the transaction, is finished by the next command: a confirm
+// then confirmed the transaction, recording the candidate as confirmed
+// over files (and a kernel) half rolled back. A confirm leaves the
+// candidate, or nothing is confirmed.
+// Transaction walk soak seed 87523430531761 (root/proc, step 30; shrunk to
+// 7 steps: edit v0, apply, holder-exit, begin --candidate v10, rollback
+// SIGKILLed 37 ms in, apply, confirm).
+func TestTxWalkFindingConfirmAfterAnInterruptedRollback(t *testing.T) {
+	for _, next := range []string{"confirm", "apply", "begin", "rollback", "due"} {
+		t.Run(next, func(t *testing.T) {
+			f := newFixture(t)
+			f.write(goodConf)
+			f.applyPlain()
+			good := f.routes()
+			ctx := context.Background()
+			if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			id := f.load().Pending.ID
+			f.rollbackKilled()
+			if f.file() != goodConf {
+				t.Fatalf("the killed rollback did not write the file back:\n%s", f.file())
+			}
+			if p := f.load().Pending; p == nil || p.RollingBack != CauseManual {
+				t.Errorf("after the kill, the record does not say a rollback began: %+v", p)
+			}
+			var err error
+			switch next {
+			case "confirm":
+				_, _, err = f.h.Confirm(ctx, id)
+			case "apply":
+				_, err = f.h.RefusePending(ctx)
+			case "begin":
+				_, err = f.h.Begin(ctx, BeginRequest{Main: f.main, Window: time.Minute})
+			case "rollback":
+				_, err = f.h.Rollback(ctx, id, CauseManual, "rolled back by netreconcile rollback")
+			case "due":
+				_, _, err = f.h.Due(ctx)
+			}
+			if (err == nil) != (next == "rollback" || next == "due") {
+				t.Errorf("%s after the killed rollback: %v", next, err)
+			}
+			file := f.load()
+			if file.Pending != nil || file.Last == nil || file.Last.ID != id || file.Last.State != RolledBack || file.Last.Cause != CauseManual {
+				t.Errorf("%s after the killed rollback left pending %+v, last %+v", next, file.Pending, file.Last)
+			}
+			if file.Confirmed == nil || string(file.Confirmed.Files[0].Data) != goodConf {
+				t.Errorf("%s after the killed rollback: the confirmed configuration is not the restore point", next)
+			}
+			if f.file() != goodConf || f.routes() != good {
+				t.Errorf("%s after the killed rollback: file\n%s\nroutes\n%s", next, f.file(), f.routes())
+			}
+		})
 	}
 }
