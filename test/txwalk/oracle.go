@@ -75,8 +75,14 @@ type runner struct {
 	i    int
 	st   stats
 	m    model
-	// attempt is the configuration a begin step is applying.
-	attempt *cfg
+	// attempt is the configuration a begin step is applying; attemptOf
+	// makes it from what the walk knows of the files, again when a timer
+	// rolled the pending transaction back under the step (the begin then
+	// applies the restored files).
+	attempt   *cfg
+	attemptOf func() *cfg
+	// raced: a rollback wrote the files while an edit did (editRaced).
+	raced bool
 	// The oracle's baselines: foreign objects, lo's addresses, sysctls.
 	foreign string
 	lo      []string
@@ -177,7 +183,7 @@ func (w *runner) diskCfg() *cfg {
 
 // step runs one step and checks the host.
 func (w *runner) step(s Step) *Failure {
-	w.attempt = nil
+	w.attempt, w.attemptOf = nil, nil
 	var f *Failure
 	switch s.Op {
 	case opEdit:
@@ -229,6 +235,9 @@ func (w *runner) doEdit(s Step) *Failure {
 	if err := w.rig.l.write(v, s.Edit, &w.rig.linkSeq); err != nil {
 		return w.fail("setup", "write v%d: %v", v.N, err)
 	}
+	if f := w.editRaced(s, v); f != nil {
+		return f
+	}
 	c, err := w.capture(v)
 	if err != nil {
 		return w.fail("setup", "%v", err)
@@ -247,6 +256,47 @@ func (w *runner) doEdit(s Step) *Failure {
 		w.m.confirmed = append(w.m.confirmed, c)
 	}
 	return w.observe(s, nil)
+}
+
+// editRaced follows a rollback (a timer's, the daemon's, at the deadline)
+// that wrote the files while the edit did: nothing orders a user's edit
+// with it, and the files are then a mix of both. A rollback records that it
+// began before it writes a file, so a pending transaction without that
+// record once the edit is written means every file the rollback writes comes
+// after the edit's. Otherwise its end is followed (the kernel checked, not
+// the files) and the edit is made again, after it.
+func (w *runner) editRaced(s Step, v *Version) *Failure {
+	t := w.m.txn
+	if t == nil {
+		return nil
+	}
+	limit := time.Now().Add(DeadlineBound)
+	for {
+		f, err := w.readTxn()
+		if err != nil {
+			return w.fail("state", "%v", err)
+		}
+		if f.Pending != nil && f.Pending.ID == t.id && f.Pending.RollingBack == "" {
+			return nil
+		}
+		if f.Pending == nil || f.Pending.ID != t.id {
+			break
+		}
+		if time.Now().After(limit) {
+			return w.fail("deadline", "the rollback of %s began and has not ended in %s", t.id, DeadlineBound)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	w.raced = true
+	fl := w.observe(s, nil)
+	w.raced = false
+	if fl != nil {
+		return fl
+	}
+	if err := w.rig.l.write(v, s.Edit, &w.rig.linkSeq); err != nil {
+		return w.fail("setup", "write v%d again: %v", v.N, err)
+	}
+	return nil
 }
 
 func (w *runner) doApply(s Step) *Failure {
@@ -318,8 +368,6 @@ func (w *runner) killed(res result) *Failure {
 
 func (w *runner) doBegin(s Step) *Failure {
 	args := []string{"--confirm-within", s.Window.String(), "-o", "json"}
-	disk := w.diskCfg()
-	base := w.diskBase()
 	if s.Cand {
 		v := w.seq.Versions[s.V]
 		p := filepath.Join(w.rig.base, fmt.Sprintf("candidate-%d.yaml", w.i))
@@ -327,12 +375,16 @@ func (w *runner) doBegin(s Step) *Failure {
 			return w.fail("setup", "%v", err)
 		}
 		args = append(args, "--candidate", p)
-		if base != nil {
-			w.attempt = withCandidate(base, v)
+		w.attemptOf = func() *cfg {
+			if base := w.diskBase(); base != nil {
+				return withCandidate(base, v)
+			}
+			return nil
 		}
 	} else {
-		w.attempt = disk
+		w.attemptOf = w.diskCfg
 	}
+	w.attempt = w.attemptOf()
 	if s.Timer != "" {
 		args = append(args, "--rollback-timer", s.Timer)
 	}
@@ -356,7 +408,7 @@ func (w *runner) doBegin(s Step) *Failure {
 		if w.m.txn != nil && w.attempt != nil && (beforeTxn == nil || w.m.txn != beforeTxn || w.m.txn.extended != beforeTxn.extended) {
 			// Recorded: the files may hold the candidate or not, the
 			// kernel anything between.
-			if s.Cand && base != nil {
+			if s.Cand {
 				w.m.alts = append(w.m.alts, w.attempt)
 			}
 			w.m.kernel = nil
@@ -618,6 +670,11 @@ func (w *runner) observe(s Step, res *result) *Failure {
 			if fl := w.onRolledBack(s, t, f, out); fl != nil {
 				return fl
 			}
+			if w.attemptOf != nil {
+				// A begin that found the files rolled back applies
+				// those.
+				w.attempt = w.attemptOf()
+			}
 		}
 	}
 	if f.Pending != nil {
@@ -752,13 +809,36 @@ func (w *runner) onRolledBack(s Step, t *txnModel, f *safeapply.File, out string
 	if !pinned && strings.Contains(detail, "rollback incomplete") {
 		return w.fail("rollback", "the rollback of %s is incomplete: %s%s", t.id, detail, out)
 	}
+	// A begin that found the transaction rolled back under it (at the
+	// deadline) and began another: the files hold what it applied over
+	// the restore point, and the kernel too (the begin's checks follow).
+	again := s.Op == opBegin && f.Pending != nil && f.Pending.ID != t.id && w.attemptOf != nil && !pinned
 	if pinned {
 		w.m.pinned, w.m.pinnedAt = r, w.m.alts
 	} else {
-		if fl := w.checkFiles("after the rollback of "+t.id+" ("+string(f.Last.Cause)+"), the files are not the restore point's", []*cfg{r}, out); fl != nil {
-			return fl
+		want := r
+		if again {
+			w.m.alts = []*cfg{r}
+			if a := w.attemptOf(); a != nil {
+				want = a
+			}
 		}
-		w.m.alts = []*cfg{r}
+		if !w.raced {
+			if fl := w.checkFiles("after the rollback of "+t.id+" ("+string(f.Last.Cause)+"), the files are not the restore point's", []*cfg{want}, out); fl != nil {
+				return fl
+			}
+		}
+		w.m.alts = []*cfg{want}
+	}
+	if again {
+		w.m.kernel = nil
+		return nil
+	}
+	if w.raced && w.rig.daemon != nil {
+		// The daemon applies the files the race left; the edit made
+		// again is what it converges to.
+		w.m.kernel = nil
+		return nil
 	}
 	if fl := w.checkKernel("after the rollback of "+t.id+" ("+string(f.Last.Cause)+"), the kernel is not the restore point", []*Version{r.v}, out); fl != nil {
 		return fl
@@ -770,7 +850,8 @@ func (w *runner) onRolledBack(s Step, t *txnModel, f *safeapply.File, out string
 // check runs the checks that hold after every step. A transaction's
 // deadline may pass while they run (windows are a second or two, and the
 // oracle's reads take that long on a loaded machine): when the kernel or
-// the files are not what the pending transaction made and its deadline
+// the files are not what the pending transaction made, or no timer holds
+// it any more (the timer rolled it back and exited), and its deadline
 // passed, what ended it is followed (observe, with the checks of a
 // rollback) and the checks run again.
 //
@@ -794,7 +875,7 @@ func (w *runner) observeEnd() *Failure { return w.observe(Step{Op: opDeadline}, 
 
 func checkFollowing(c checker, s Step) *Failure {
 	f := c.checkOnce(s)
-	if t := c.pendingTxn(); f != nil && (f.Check == "kernel" || f.Check == "files") && t != nil && time.Now().After(t.deadline) {
+	if t := c.pendingTxn(); f != nil && (f.Check == "kernel" || f.Check == "files" || f.Check == "timer") && t != nil && time.Now().After(t.deadline) {
 		// A rollback writes the files and the kernel before it records
 		// its end: wait for the record (within the bound).
 		for c.pendingTxn() == t {
