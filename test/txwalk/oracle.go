@@ -81,8 +81,10 @@ type runner struct {
 	// applies the restored files).
 	attempt   *cfg
 	attemptOf func() *cfg
-	// raced: a rollback wrote the files while an edit did (editRaced).
-	raced bool
+	// raced: a rollback wrote the files while an edit did (editRaced,
+	// "files"), or planned the kernel while a hand edit changed it
+	// ("kernel"): what it leaves there is not the restore point's alone.
+	raced string
 	// The oracle's baselines: foreign objects, lo's addresses, sysctls.
 	foreign string
 	lo      []string
@@ -266,30 +268,12 @@ func (w *runner) doEdit(s Step) *Failure {
 // after the edit's. Otherwise its end is followed (the kernel checked, not
 // the files) and the edit is made again, after it.
 func (w *runner) editRaced(s Step, v *Version) *Failure {
-	t := w.m.txn
-	if t == nil {
-		return nil
+	if raced, f := w.rollbackUnder(); !raced {
+		return f
 	}
-	limit := time.Now().Add(DeadlineBound)
-	for {
-		f, err := w.readTxn()
-		if err != nil {
-			return w.fail("state", "%v", err)
-		}
-		if f.Pending != nil && f.Pending.ID == t.id && f.Pending.RollingBack == "" {
-			return nil
-		}
-		if f.Pending == nil || f.Pending.ID != t.id {
-			break
-		}
-		if time.Now().After(limit) {
-			return w.fail("deadline", "the rollback of %s began and has not ended in %s", t.id, DeadlineBound)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	w.raced = true
+	w.raced = "files"
 	fl := w.observe(s, nil)
-	w.raced = false
+	w.raced = ""
 	if fl != nil {
 		return fl
 	}
@@ -297,6 +281,33 @@ func (w *runner) editRaced(s Step, v *Version) *Failure {
 		return w.fail("setup", "write v%d again: %v", v.N, err)
 	}
 	return nil
+}
+
+// rollbackUnder says whether a rollback of the pending transaction began
+// before now (its record says so before its first write), and waits for
+// its end.
+func (w *runner) rollbackUnder() (bool, *Failure) {
+	t := w.m.txn
+	if t == nil {
+		return false, nil
+	}
+	limit := time.Now().Add(DeadlineBound)
+	for {
+		f, err := w.readTxn()
+		if err != nil {
+			return false, w.fail("state", "%v", err)
+		}
+		if f.Pending != nil && f.Pending.ID == t.id && f.Pending.RollingBack == "" {
+			return false, nil
+		}
+		if f.Pending == nil || f.Pending.ID != t.id {
+			return true, nil
+		}
+		if time.Now().After(limit) {
+			return false, w.fail("deadline", "the rollback of %s began and has not ended in %s", t.id, DeadlineBound)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (w *runner) doApply(s Step) *Failure {
@@ -598,6 +609,19 @@ func (w *runner) doHand(s Step) *Failure {
 	} else if w.rig.daemon == nil {
 		w.m.kernel = nil
 	}
+	if h.owned {
+		// A rollback that began before the hand edit ended (its record
+		// says so before it reads the kernel) may have planned before
+		// it.
+		raced, f := w.rollbackUnder()
+		if f != nil {
+			return f
+		}
+		if raced {
+			w.raced = "kernel"
+			defer func() { w.raced = "" }()
+		}
+	}
 	return w.observe(s, nil)
 }
 
@@ -823,7 +847,7 @@ func (w *runner) onRolledBack(s Step, t *txnModel, f *safeapply.File, out string
 				want = a
 			}
 		}
-		if !w.raced {
+		if w.raced != "files" {
 			if fl := w.checkFiles("after the rollback of "+t.id+" ("+string(f.Last.Cause)+"), the files are not the restore point's", []*cfg{want}, out); fl != nil {
 				return fl
 			}
@@ -834,9 +858,10 @@ func (w *runner) onRolledBack(s Step, t *txnModel, f *safeapply.File, out string
 		w.m.kernel = nil
 		return nil
 	}
-	if w.raced && w.rig.daemon != nil {
-		// The daemon applies the files the race left; the edit made
-		// again is what it converges to.
+	if w.raced == "kernel" || w.raced == "files" && w.rig.daemon != nil {
+		// The hand edit may come after the rollback's plan; the daemon
+		// applies the files the race left, and the edit made again is
+		// what it converges to.
 		w.m.kernel = nil
 		return nil
 	}
