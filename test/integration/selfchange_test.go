@@ -1,10 +1,15 @@
 package integration
 
 import (
+	"context"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
@@ -33,5 +38,178 @@ func TestWalkFinding76TimeoutSetWithDeclaredElementsRefused(t *testing.T) {
 	}
 	if out, _ := exec.Command("ip", "netns", "exec", e.ns, "nft", "list", "ruleset").CombinedOutput(); strings.TrimSpace(string(out)) != "" {
 		t.Errorf("a refused file touched the kernel:\n%s", out)
+	}
+}
+
+// passes runs n passes over file f as the daemon does: one engine, one
+// kernel handle (with its element cache) for all of them, each reading the
+// kernel, planning and applying. It fails the test unless every plan is
+// empty and no pass wrote to the kernel.
+func (e *env) passes(f string, n int) {
+	e.t.Helper()
+	cfg, err := desired.Load(f, "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	k, err := kernel.Open("/run/netns/" + e.ns)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer k.Close()
+	l, err := nettest.OpenLedger(filepath.Join(e.state, "netns", e.ns, "ledger.json"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	eng := &engine.Engine{Kernel: k, Ledger: l}
+	for i := 0; i < n; i++ {
+		plan, err := eng.Plan(cfg.State)
+		if err != nil {
+			e.t.Fatalf("pass %d: %v", i+1, err)
+		}
+		if !plan.Empty() {
+			e.t.Errorf("pass %d: plan not empty:\n%s", i+1, plan)
+		}
+		res, err := eng.Apply(context.Background(), plan)
+		if err != nil || res.Err() != nil {
+			e.t.Fatalf("pass %d: %v %v", i+1, err, res.Err())
+		}
+	}
+	if w := k.Writes(); w != 0 {
+		e.t.Errorf("%d passes made %d kernel writes", n, w)
+	}
+}
+
+// nftIn runs nft in the test's namespace and returns what it prints.
+func (e *env) nftIn(args ...string) string {
+	e.t.Helper()
+	return nettest.InNS(e.t, e.ns, "nft", args...)
+}
+
+// settled checks that the kernel holds what file f declares and leaves
+// alone: diff exits 0, a second apply prints no changes and commits no
+// nftables transaction, daemon passes write nothing, show round-trips; and
+// every line of keep is still in the table's listing.
+func (e *env) settled(f, table string, keep ...string) {
+	e.t.Helper()
+	if r := e.cli("diff", "-c", f); r.Code != 0 {
+		e.t.Errorf("diff: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	before := gen(e.t, e.ns)
+	if out := e.applyOut(f); !strings.Contains(out, "No changes") {
+		e.t.Errorf("second apply:\n%s", out)
+	}
+	e.passes(f, 3)
+	e.roundTrip(f)
+	if g := gen(e.t, e.ns); g != before {
+		e.t.Errorf("apply, daemon passes and show's round trip committed %d nftables transactions", g-before)
+	}
+	list := e.nftIn("list", "table", table)
+	for _, k := range keep {
+		if !strings.Contains(list, k) {
+			e.t.Errorf("the kernel lost %q:\n%s", k, list)
+		}
+	}
+}
+
+// Elements another program adds with a timeout to a set of ours, or that
+// take the set's default timeout, are the kernel's: it deletes them when
+// the timeout runs out. They are left alone (not deleted, not drift, not
+// shown), in sets netreconcile writes itself and in sets nft declares. A
+// declared element the kernel holds with a timeout is put back without
+// one; a foreign element without a timeout is still deleted (the table is
+// ours whole).
+// Walk finding 75.
+func TestWalkFinding75OthersExpiringElementsLeftAlone(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	e := newEnv(t)
+	f := e.file("f.yaml", `version: 1
+nftables:
+  inet t:
+    sets:
+      s: {type: ipv4_addr, flags: [timeout], elements: [10.0.0.1]}
+      d: {type: ipv4_addr, timeout: 1h}
+      c: {type: "ipv4_addr . inet_service", flags: [timeout], elements: ["10.0.0.1 . 22"]}
+`)
+	e.apply(f)
+	e.nftIn("add", "element", "inet", "t", "s", "{ 10.1.2.3 timeout 1h }")
+	e.nftIn("add", "element", "inet", "t", "d", "{ 10.1.2.4 }")
+	e.nftIn("add", "element", "inet", "t", "c", "{ 10.1.2.3 . 80 timeout 1h }")
+	e.settled(f, "inet t", "10.0.0.1", "10.1.2.3 timeout 1h", "10.1.2.4 expires", "10.1.2.3 . 80 timeout 1h", "10.0.0.1 . 22")
+
+	// A declared element replaced by one with a timeout is put back
+	// without one, in one apply.
+	e.nftIn("delete", "element", "inet", "t", "s", "{ 10.0.0.1 }")
+	e.nftIn("add", "element", "inet", "t", "s", "{ 10.0.0.1 timeout 1h }")
+	e.nftIn("delete", "element", "inet", "t", "c", "{ 10.0.0.1 . 22 }")
+	e.nftIn("add", "element", "inet", "t", "c", "{ 10.0.0.1 . 22 timeout 1h }")
+	if r := e.cli("diff", "-c", f); r.Code != 2 {
+		t.Errorf("diff with declared elements expiring: exit %d, want 2\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	e.apply(f)
+	list := e.nftIn("list", "table", "inet", "t")
+	for _, el := range []string{"10.0.0.1 timeout", "10.0.0.1 expires", "10.0.0.1 . 22 timeout"} {
+		if strings.Contains(list, el) {
+			t.Errorf("a declared element still expires (%q):\n%s", el, list)
+		}
+	}
+	e.settled(f, "inet t", "10.0.0.1", "10.1.2.3 timeout 1h", "10.1.2.4 expires", "10.1.2.3 . 80 timeout 1h", "10.0.0.1 . 22")
+
+	// An element without a timeout that the file does not declare is
+	// not the kernel's: deleted, the expiring ones kept.
+	e.nftIn("add", "element", "inet", "t", "s", "{ 10.9.9.9 }")
+	e.nftIn("add", "element", "inet", "t", "c", "{ 10.9.9.9 . 9 }")
+	e.apply(f)
+	if list := e.nftIn("list", "table", "inet", "t"); strings.Contains(list, "10.9.9.9") {
+		t.Errorf("a foreign element without a timeout stayed:\n%s", list)
+	}
+	e.settled(f, "inet t", "10.0.0.1", "10.1.2.3 timeout 1h", "10.1.2.4 expires", "10.1.2.3 . 80 timeout 1h", "10.0.0.1 . 22")
+}
+
+// A set the packet path fills (a rule of its table adds to it or updates
+// it: a rate-limit meter, a list of recent sources) holds elements no one
+// declares: they are left alone, whether they expire or not, and the
+// elements the file declares stay as written. Traffic on lo fills four
+// sets: nft-declared (dynamic, with and without a default timeout) and of
+// netreconcile's own types (with the timeout flag, and without any flag).
+func TestDynamicSetFedByRules(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	nettest.RequireTool(t, "ping")
+	e := newEnv(t)
+	f := e.file("f.yaml", `version: 1
+links:
+  lo: {kind: device, state: up}
+nftables:
+  inet t:
+    sets:
+      recent: {type: ipv4_addr, flags: [dynamic, timeout], timeout: 1h}
+      rate: {type: ipv4_addr, flags: [dynamic]}
+      own: {type: ipv4_addr, flags: [timeout], elements: [127.0.0.9]}
+      plain: {type: ipv4_addr, elements: [127.0.0.10]}
+    chains:
+      out:
+        type: filter
+        hook: output
+        priority: 0
+        rules:
+          - add @recent { ip daddr }
+          - update @rate { ip daddr limit rate over 1000/second } counter
+          - update @own { ip daddr timeout 1h }
+          - add @plain { ip daddr }
+`)
+	e.apply(f)
+	for _, dst := range []string{"127.0.0.5", "127.0.0.6", "127.0.0.9", "127.0.0.10"} {
+		nettest.InNS(t, e.ns, "ping", "-c", "1", "-W", "1", dst)
+	}
+	list := e.nftIn("list", "table", "inet", "t")
+	for _, want := range []string{"127.0.0.5 expires", "127.0.0.6 timeout 1h expires"} {
+		if !strings.Contains(list, want) {
+			t.Fatalf("the traffic did not fill the sets as expected (%q):\n%s", want, list)
+		}
+	}
+	e.settled(f, "inet t", "127.0.0.5", "127.0.0.6", "127.0.0.9", "127.0.0.10")
+	// The declared elements stay as written: the rule's update does not
+	// give them a timeout.
+	if list := e.nftIn("list", "set", "inet", "t", "own"); strings.Contains(list, "127.0.0.9 timeout") || strings.Contains(list, "127.0.0.9 expires") {
+		t.Errorf("a declared element expires:\n%s", list)
 	}
 }
