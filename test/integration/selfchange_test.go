@@ -213,3 +213,68 @@ nftables:
 		t.Errorf("a declared element expires:\n%s", list)
 	}
 }
+
+// A WireGuard peer that roamed (its packets now come from an address that
+// is none of the file's candidates, with handshakes there) keeps that
+// endpoint through a one-shot apply, as through the daemon's passes: the
+// kernel learned it. Two namespaces over a veth pair, wireguard-go on both
+// sides; the peer moves to another port.
+func TestRoamedEndpointKeptByApply(t *testing.T) {
+	nettest.RequireTool(t, "wireguard-go")
+	nettest.RequireTool(t, "wg")
+	e := newEnv(t)
+	peerNS := e.ns + "-r"
+	if out, err := exec.Command("ip", "netns", "add", peerNS).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		stopNetNSProcesses(peerNS)
+		_ = exec.Command("ip", "netns", "del", peerNS).Run()
+	})
+	t.Cleanup(func() { stopNetNSProcesses(e.ns) })
+	suffix := e.ns[len(e.ns)-4:]
+	dev, peerDev := "wra"+suffix, "wrb"+suffix
+	e.ip("link", "add", "ra", "type", "veth", "peer", "name", "rb", "netns", peerNS)
+	e.ip("addr", "add", "192.0.2.1/24", "dev", "ra")
+	e.ip("link", "set", "ra", "up")
+	inPeer := func(args ...string) string { return nettest.InNS(t, peerNS, args[0], args[1:]...) }
+	inPeer("ip", "addr", "add", "192.0.2.2/24", "dev", "rb")
+	inPeer("ip", "link", "set", "rb", "up")
+	key, peerKey := e.keyFile("a.key"), e.keyFile("b.key")
+	f := e.file("a.yaml", "version: 1\nlinks:\n  "+dev+":\n    kind: wireguard\n    addresses: [10.77.0.1/24]\n    wireguard:\n      private-key-file: "+key+
+		"\n      listen-port: 51820\n      userspace: true\n      peers:\n        - {public-key: "+e.publicKeyOf(peerKey)+
+		", allowed-ips: [10.77.0.2/32], endpoints: [\"192.0.2.2:51820\"]}\n")
+	e.apply(f)
+	inPeer("wireguard-go", peerDev)
+	inPeer("wg", "set", peerDev, "private-key", peerKey, "listen-port", "51820", "peer", e.publicKeyOf(key),
+		"allowed-ips", "10.77.0.1/32", "endpoint", "192.0.2.1:51820")
+	inPeer("ip", "addr", "add", "10.77.0.2/24", "dev", peerDev)
+	inPeer("ip", "link", "set", peerDev, "up")
+	nettest.InNS(t, e.ns, "ping", "-c", "1", "-W", "5", "10.77.0.2")
+	endpoint := func() string {
+		return strings.TrimSpace(strings.Fields(nettest.InNS(t, e.ns, "wg", "show", dev, "endpoints") + " -")[1])
+	}
+	if got := endpoint(); got != "192.0.2.2:51820" {
+		t.Fatalf("endpoint before the roam: %s", got)
+	}
+	// The peer moves to another port: its packets come from there.
+	inPeer("wg", "set", peerDev, "listen-port", "51821")
+	for i := 0; ; i++ {
+		_ = nettest.ExecErr("ip", "netns", "exec", peerNS, "ping", "-c", "1", "-W", "2", "10.77.0.1")
+		if endpoint() == "192.0.2.2:51821" {
+			break
+		}
+		if i == 5 {
+			t.Fatalf("the peer did not roam: endpoint %s", endpoint())
+		}
+	}
+	if r := e.cli("diff", "-c", f); r.Code != 0 {
+		t.Errorf("diff after the roam: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out := e.applyOut(f); !strings.Contains(out, "No changes") {
+		t.Errorf("apply after the roam:\n%s", out)
+	}
+	if got := endpoint(); got != "192.0.2.2:51821" {
+		t.Errorf("apply reset the roamed endpoint to %s", got)
+	}
+}
