@@ -3,6 +3,7 @@ package diff
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
 )
@@ -345,6 +346,13 @@ func (p *nftPlan) rawElemsDiff(k model.NftTableKey, ws, hs *model.NftSet) {
 		have[fp] = true
 	}
 	want := make(map[string]bool, len(ws.Raw.ElemFPs))
+	var wantKeys map[string]bool
+	if ws.Raw.Keys != nil && hs.Raw.Keys != nil {
+		wantKeys = make(map[string]bool, len(ws.Raw.Keys))
+		for _, id := range ws.Raw.Keys {
+			wantKeys[id] = true
+		}
+	}
 	var adds, dels [][]byte
 	for i, fp := range ws.Raw.ElemFPs {
 		want[fp] = true
@@ -353,9 +361,17 @@ func (p *nftPlan) rawElemsDiff(k model.NftTableKey, ws, hs *model.NftSet) {
 		}
 	}
 	for i, fp := range hs.Raw.ElemFPs {
-		if !want[fp] {
-			dels = append(dels, hs.Raw.Elems[i])
+		if want[fp] {
+			continue
 		}
+		// An element the kernel will delete by itself, or one the
+		// packet path added, is the kernel's (docs/config.md, "State
+		// the kernel changes by itself"): left alone, unless the file
+		// declares its key, whose element then takes its place.
+		if (hs.Raw.Expiring != nil && hs.Raw.Expiring[i] || hs.FromPackets) && !(wantKeys != nil && wantKeys[hs.Raw.Keys[i]]) {
+			continue
+		}
+		dels = append(dels, hs.Raw.Elems[i])
 	}
 	if len(dels) > 0 {
 		p.elems = append(p.elems, rawElemsOp(Delete, k, ws, dels))
@@ -392,14 +408,27 @@ func (p *nftPlan) updateTable(w, h *model.NftTable) {
 		}
 		// Both lists are sorted by key: one merge walk, no maps (a set
 		// may hold 100k elements and change by one).
+		//
+		// The elements the kernel holds with an expiration (Expiring),
+		// and in a set the packet path fills those it holds that the
+		// file does not declare, are the kernel's (docs/config.md, "State
+		// the kernel changes by itself"): left alone. A declared element
+		// the kernel holds with an expiration is put back without one.
 		he, we := hs.Elems, ws.Elems
 		var dels, adds []Op
 		for i, j := 0, 0; i < len(he) || j < len(we); {
 			switch {
 			case j == len(we) || i < len(he) && he[i].Key < we[j].Key:
-				dels = append(dels, elemOp(Delete, k, ws, he[i]))
+				if !hs.FromPackets {
+					dels = append(dels, elemOp(Delete, k, ws, he[i]))
+				}
 				i++
 			case i == len(he) || we[j].Key < he[i].Key:
+				if x, ok := slices.BinarySearchFunc(hs.Expiring, we[j].Key, func(e model.NftElem, key string) int {
+					return strings.Compare(e.Key, key)
+				}); ok {
+					dels = append(dels, elemOp(Delete, k, ws, hs.Expiring[x]))
+				}
 				adds = append(adds, elemOp(Create, k, ws, we[j]))
 				j++
 			default:

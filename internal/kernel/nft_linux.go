@@ -161,6 +161,9 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 				// Read for the rules that need them only (below).
 				return false
 			}
+			if fromPackets[s.Name] {
+				s.DropDynsetSize()
+			}
 			if !ownSet(s) {
 				return true
 			}
@@ -240,26 +243,34 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 		if s.Anonymous() {
 			continue
 		}
+		if fromPackets[s.Name] {
+			// The kernel gave it a size when our rule was added: it
+			// reads as the file declares it (docs/config.md, "State the
+			// kernel changes by itself").
+			s.DropDynsetSize()
+		}
 		if !ownSet(s) {
 			// A set nft declared: its bytes, compared with what nft
 			// compiles from the file.
-			raw, err := nftwire.RawSet(s, d.Elems[s.Name])
+			raw, err := nftwire.RawSet(s, d.Elems[s.Name], fromPackets[s.Name])
 			if err != nil {
 				return nil, fmt.Errorf("table %s: %w", key, err)
 			}
-			t.Sets = append(t.Sets, model.NftSet{Name: s.Name, Map: s.Flags&nftwire.SetMap != 0, Raw: raw})
+			t.Sets = append(t.Sets, model.NftSet{Name: s.Name, Map: s.Flags&nftwire.SetMap != 0, Raw: raw,
+				FromPackets: s.Flags&nftwire.SetEval != 0 || fromPackets[s.Name]})
 			continue
 		}
 		ms := modelSet(s)
+		ms.FromPackets = fromPackets[s.Name]
 		volatile := s.Flags&(nftwire.SetTimeout|nftwire.SetEval) != 0 || fromPackets[s.Name]
 		if es, ok := cached[s.Name]; ok {
 			ms.Elems = es
 		} else {
-			es, err := modelElems(s, d.Elems[s.Name])
+			es, expiring, err := modelElems(s, d.Elems[s.Name])
 			if err != nil {
 				return nil, fmt.Errorf("table %s: set %s: %w", key, s.Name, err)
 			}
-			ms.Elems = es
+			ms.Elems, ms.Expiring = es, expiring
 			if !volatile {
 				read[nftSetKey{key, s.Name}] = es
 			}
@@ -368,23 +379,38 @@ func modelSet(s *nftwire.Set) *model.NftSet {
 	return ms
 }
 
-// modelElems decodes a set's elements. Interval sets hold start and end
-// elements; the dump order is the tree's. Sort by key, ends before starts
-// at one key (adjacent ranges), and pair each start with the end that
-// follows it. An end without a start (nft writes one at 0) closes nothing.
-func modelElems(s *nftwire.Set, raw [][]byte) ([]model.NftElem, error) {
+// modelElems decodes a set's elements: those that stay, and those that
+// carry an expiration (a set with the timeout flag only; netreconcile's
+// own sets cannot have both timeout and interval, so those are single
+// values). Interval sets hold start and end elements; the dump order is
+// the tree's. Sort by key, ends before starts at one key (adjacent
+// ranges), and pair each start with the end that follows it. An end
+// without a start (nft writes one at 0) closes nothing.
+func modelElems(s *nftwire.Set, raw [][]byte) (elems, expiring []model.NftElem, err error) {
 	type elem struct {
 		key string
 		end bool
 	}
 	els := make([]elem, 0, len(raw))
+	timeouts := s.Flags&nftwire.SetTimeout != 0
 	for _, e := range raw {
 		k, flags, err := nftwire.ElemKey(e)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if timeouts && s.Flags&nftwire.SetInterval == 0 {
+			exp, err := nftwire.ElemExpires(e)
+			if err != nil {
+				return nil, nil, err
+			}
+			if exp {
+				expiring = append(expiring, model.NftElem{Key: string(k)})
+				continue
+			}
 		}
 		els = append(els, elem{string(k), flags&nftwire.ElemIntervalEnd != 0})
 	}
+	model.SortNftElems(expiring)
 	var out []model.NftElem
 	if s.Flags&nftwire.SetInterval == 0 {
 		out = make([]model.NftElem, 0, len(els))
@@ -392,7 +418,7 @@ func modelElems(s *nftwire.Set, raw [][]byte) ([]model.NftElem, error) {
 			out = append(out, model.NftElem{Key: e.key})
 		}
 		model.SortNftElems(out)
-		return out, nil
+		return out, expiring, nil
 	}
 	sort.Slice(els, func(i, j int) bool {
 		if els[i].key != els[j].key {
@@ -417,7 +443,7 @@ func modelElems(s *nftwire.Set, raw [][]byte) ([]model.NftElem, error) {
 	if open != nil {
 		out = append(out, model.NftElem{Key: *open})
 	}
-	return out, nil
+	return out, expiring, nil
 }
 
 // describeOp names an op for an error.

@@ -257,6 +257,15 @@ type NftSet struct {
 	Timeout        bool
 	DefaultTimeout time.Duration
 	Elems          []NftElem
+	// Expiring are the elements the kernel holds with an expiration
+	// (actual): added with a timeout, by someone else or by a rule from the
+	// packet path, they are deleted by the kernel when it runs out. They
+	// are not in Elems.
+	Expiring []NftElem
+	// FromPackets says that the packet path adds elements to the set
+	// (actual): it has the dynamic flag, or a rule of its table adds to it
+	// or updates it (add @s, update @s).
+	FromPackets bool
 	// From feeds the set from WireGuard peers (desired only): Elems holds
 	// the file's literal elements until the engine adds the peers'.
 	From   *NftElemsFrom
@@ -304,6 +313,13 @@ type NftRawSet struct {
 	// ElemFPs the hash of each one's normal form, in the same order.
 	Elems   [][]byte
 	ElemFPs []string
+	// Keys are each element's identity (its key, key end and flags), for a
+	// set with the timeout or dynamic flag or that a rule changes from the
+	// packet path; nil for any other. Expiring says which elements carry
+	// an expiration (actual; nil when none does): the kernel deletes them
+	// by itself.
+	Keys     []string
+	Expiring []bool
 }
 
 // NftObject is a named stateful object: a counter, quota, limit, ct

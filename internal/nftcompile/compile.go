@@ -517,6 +517,17 @@ func take(rules []Rule, s *script, chains map[chainKey][]int, decls []*model.Nft
 // takeDecls sets a table's declarations from its dump.
 func takeDecls(t *model.NftTable, d *nftwire.TableDump) Errors {
 	var errs Errors
+	// A rule compiled with the declarations that changes a set from the
+	// packet path made the kernel give the set a size: the kernel reader
+	// takes it out again, and so is it here, whether the rules were
+	// compiled with the declarations or not.
+	fed := map[string]bool{}
+	for _, r := range d.Rules {
+		names, _ := nftwire.DynsetSets(r.Exprs)
+		for _, n := range names {
+			fed[n] = true
+		}
+	}
 	for i := range t.Sets {
 		set := &t.Sets[i]
 		if set.Decl == "" {
@@ -527,9 +538,19 @@ func takeDecls(t *model.NftTable, d *nftwire.TableDump) Errors {
 			errs = append(errs, Error{Pos: set.Origin, Path: "nftables." + t.Key().String() + ".sets." + set.Name, Msg: "nft made no such set"})
 			continue
 		}
-		raw, err := nftwire.RawSet(ks, d.Elems[set.Name])
+		if fed[set.Name] {
+			ks.DropDynsetSize()
+		}
+		raw, err := nftwire.RawSet(ks, d.Elems[set.Name], false)
 		if err != nil {
 			errs = append(errs, Error{Pos: set.Origin, Path: "nftables." + t.Key().String() + ".sets." + set.Name, Msg: fmt.Sprintf("read what nft compiled: %v", err)})
+			continue
+		}
+		if raw.Expiring != nil {
+			// The kernel would delete such an element when its timeout
+			// runs out, and every pass add it back, for ever.
+			errs = append(errs, Error{Pos: set.Origin, Path: "nftables." + t.Key().String() + ".sets." + set.Name + ".elements",
+				Msg: "an element with a timeout (its own, or the set's default timeout) expires, and every pass would add it back: declare elements without a timeout, in a set without a default timeout"})
 			continue
 		}
 		set.Raw = raw

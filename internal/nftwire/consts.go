@@ -71,6 +71,7 @@ const (
 	nftaSetDataLen     = 7
 	nftaSetPolicy      = 8
 	nftaSetDesc        = 9
+	nftaSetDescSize    = 1 // NFTA_SET_DESC_SIZE, inside nftaSetDesc
 	nftaSetID          = 10
 	nftaSetTimeout     = 11
 	nftaSetGCInterval  = 12

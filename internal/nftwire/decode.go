@@ -3,6 +3,7 @@ package nftwire
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/mdlayher/netlink"
 )
@@ -241,6 +242,41 @@ func (s *Set) HasExtras() bool {
 	return false
 }
 
+// DynsetSize is the size the kernel gives a set without one when a rule
+// that adds to it or updates it from the packet path (dynset) is added.
+const DynsetSize = 0xffff
+
+// DropDynsetSize takes out of the set the size the kernel gave it for a
+// rule that changes it from the packet path (a description holding the
+// size DynsetSize and nothing else, made empty again): the set then reads
+// as declared, and
+// equal to what the file and nft make. It reports whether it did.
+func (s *Set) DropDynsetSize() bool {
+	for i, a := range s.attrs {
+		if kind(a) != nftaSetDesc {
+			continue
+		}
+		only := true
+		size := uint32(0)
+		_ = each(a.Data, func(typ uint16, v []byte) error {
+			if typ == nftaSetDescSize {
+				size, _ = be32(v)
+			} else {
+				only = false
+			}
+			return nil
+		})
+		if !only || size != DynsetSize {
+			return false
+		}
+		// The kernel dumps a set of no size with an empty description.
+		s.attrs = slices.Clone(s.attrs)
+		s.attrs[i] = attr{Type: a.Type, Data: []byte{}}
+		return true
+	}
+	return false
+}
+
 // Spec is what a NEWSET needs to make the set again, in the order the
 // kernel dumped it: the attributes a NEWSET takes, but its table, name and
 // id. A dump carries more that a NEWSET does not take (the handle; from
@@ -304,6 +340,40 @@ func ElemKey(elem []byte) (key []byte, flags uint32, err error) {
 		return nil
 	})
 	return key, flags, err
+}
+
+// ElemExpires reports whether an element carries an expiration: it was
+// added with a timeout (its own or the set's default), and the kernel
+// deletes it when that runs out.
+func ElemExpires(elem []byte) (bool, error) {
+	found := false
+	err := each(elem, func(typ uint16, _ []byte) error {
+		if typ == nftaSetElemExpiration {
+			found = true
+		}
+		return nil
+	})
+	return found, err
+}
+
+// ElemIdentity is what the kernel identifies an element by: its key, its
+// key end and its flags (an interval's end is another element than its
+// start), in the element's bytes. Two elements of one set with the same
+// identity cannot both be in it, whatever their data or timeouts.
+func ElemIdentity(elem []byte) (string, error) {
+	as, err := parseAttrs(elem)
+	if err != nil {
+		return "", err
+	}
+	out := make([]attr, 0, 3)
+	for _, a := range as {
+		switch kind(a) {
+		case nftaSetElemKey, nftaSetElemKeyEnd, nftaSetElemFlags:
+			out = append(out, a)
+		}
+	}
+	b, err := marshal(out)
+	return string(b), err
 }
 
 // Obj is a named stateful object (counter, quota, limit, ct helper…).

@@ -689,14 +689,22 @@ func ObjFingerprint(typ uint32, data, udata []byte) (string, error) {
 	return hash16([]byte("nftables object v1"), putBE32(typ), data, udata), nil
 }
 
-// RawSet makes the raw form of a dumped set and its elements.
-func RawSet(s *Set, elems [][]byte) (*model.NftRawSet, error) {
+// RawSet makes the raw form of a dumped set and its elements. The
+// elements' identities (Keys) and expirations are kept for a set whose
+// elements may expire or come from the packet path (its timeout or dynamic
+// flag, or keys true: a rule of its table changes it): those are the sets
+// whose elements the diff may leave to the kernel.
+func RawSet(s *Set, elems [][]byte, keys bool) (*model.NftRawSet, error) {
 	r := &model.NftRawSet{Spec: s.Spec(), Elems: make([][]byte, 0, len(elems)), ElemFPs: make([]string, 0, len(elems))}
 	var err error
 	if r.SpecFP, err = SpecFingerprint(r.Spec); err != nil {
 		return nil, fmt.Errorf("set %s: %w", s.Name, err)
 	}
-	for _, e := range elems {
+	keys = keys || s.Flags&(SetTimeout|SetEval) != 0
+	if keys {
+		r.Keys = make([]string, 0, len(elems))
+	}
+	for i, e := range elems {
 		w, err := WriteElem(e)
 		if err != nil {
 			return nil, fmt.Errorf("set %s: %w", s.Name, err)
@@ -706,6 +714,27 @@ func RawSet(s *Set, elems [][]byte) (*model.NftRawSet, error) {
 			return nil, fmt.Errorf("set %s: %w", s.Name, err)
 		}
 		r.Elems, r.ElemFPs = append(r.Elems, w), append(r.ElemFPs, fp)
+		if !keys {
+			continue
+		}
+		id, err := ElemIdentity(w)
+		if err != nil {
+			return nil, fmt.Errorf("set %s: %w", s.Name, err)
+		}
+		r.Keys = append(r.Keys, id)
+		if s.Flags&SetTimeout == 0 {
+			continue
+		}
+		exp, err := ElemExpires(e)
+		if err != nil {
+			return nil, fmt.Errorf("set %s: %w", s.Name, err)
+		}
+		if exp {
+			if r.Expiring == nil {
+				r.Expiring = make([]bool, len(elems))
+			}
+			r.Expiring[i] = true
+		}
 	}
 	return r, nil
 }

@@ -149,6 +149,12 @@ func listedSet(s *model.NftSet) (*yaml.Node, bool) {
 	es := sequence()
 	es.Style = yaml.FlowStyle
 	for _, e := range l.Elements {
+		if l.Timeout != "" || expires(e) {
+			// The kernel deletes it when its timeout (the set's default
+			// or its own) runs out: it is not the file's to declare
+			// (docs/config.md, "State the kernel changes by itself").
+			continue
+		}
 		es.Content = append(es.Content, yscalar(e))
 	}
 	add(m, "elements", es)
@@ -158,6 +164,23 @@ func listedSet(s *model.NftSet) (*yaml.Node, bool) {
 		m.FootComment = "nft lists also: " + strings.Join(l.Other, "; ")
 	}
 	return m, l.Map
+}
+
+// expires reports whether an element as nft lists it has a timeout of
+// its own ("10.0.0.1 timeout 30s", and "expires 29s904ms" in a listing
+// that is not stateless): either word outside a string.
+func expires(elem string) bool {
+	quoted := false
+	for _, w := range strings.Fields(elem) {
+		if strings.Count(w, "\"")%2 == 1 {
+			quoted = !quoted
+			continue
+		}
+		if !quoted && (w == "timeout" || w == "expires") {
+			return true
+		}
+	}
+	return false
 }
 
 // goDuration turns nft's way of writing a duration ("1d2h", "500ms") into

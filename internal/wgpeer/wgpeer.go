@@ -202,14 +202,22 @@ func (t *Tracker) Decide(in Input) Decision {
 		// First sight (a one-shot apply, a daemon start): keep the device's
 		// endpoint if it is a candidate, else start from the first one.
 		m = memo{used: t.indexOf(in.Candidates, in.Current)}
-		if m.used >= 0 {
+		recent := !in.LastHandshake.IsZero() && now.Sub(in.LastHandshake) < in.Rotation.DownAfter
+		switch {
+		case m.used >= 0:
 			m.addr = in.Current
 			// When it was set is unknown. With a recent handshake, judge the
 			// peer by its handshakes alone; without, give the endpoint a
 			// fresh connect timeout from now rather than condemn it at once.
-			if in.LastHandshake.IsZero() || now.Sub(in.LastHandshake) >= in.Rotation.DownAfter {
+			if !recent {
 				m.changed = now
 			}
+		case in.Current.IsValid() && recent:
+			// Not a candidate, but the peer handshakes there: the kernel
+			// roamed to where the peer last spoke from. Kept and judged by
+			// its handshakes alone, as a roam the daemon sees is: a
+			// one-shot apply does not undo it.
+			m.addr = in.Current
 		}
 	case !in.Current.IsValid():
 		// The device lost its endpoint (recreated): start over.

@@ -132,8 +132,11 @@ func TestTrackerRotation(t *testing.T) {
 			{0, epB, 300 * time.Second, Unknown, none, false, 1, cand[2]},
 			{16 * time.Second, epB, 316 * time.Second, Down, epC, true, 2, cand[0]},
 		}},
-		{"device endpoint that is not a candidate is replaced by the first", cand, []step{
-			{0, netip.MustParseAddrPort("203.0.113.9:1"), time.Second, Up, epA, true, 0, cand[1]},
+		{"device endpoint that is not a candidate, without a recent handshake, is replaced by the first", cand, []step{
+			{0, netip.MustParseAddrPort("203.0.113.9:1"), never, Unknown, epA, true, 0, cand[1]},
+		}},
+		{"device endpoint that is not a candidate, with a stale handshake, is replaced by the first", cand, []step{
+			{0, netip.MustParseAddrPort("203.0.113.9:1"), 300 * time.Second, Unknown, epA, true, 0, cand[1]},
 		}},
 		{"roamed endpoint is kept while handshakes come", cand, []step{
 			{0, none, never, Unknown, epA, true, 0, cand[1]},
@@ -265,5 +268,41 @@ func TestHandshakeBeforeCommitCountsAfterChange(t *testing.T) {
 	in.Current, in.LastHandshake = epA, hs
 	if d := tr.Decide(in); d.State != Up || d.Rotate {
 		t.Errorf("after a handshake between write and commit: %s (rotate %v), want up", d.State, d.Rotate)
+	}
+}
+
+// A one-shot apply (a tracker that has never seen the peer) keeps an
+// endpoint the kernel learned by roaming, not one of the candidates, while
+// the peer handshakes there, as the daemon keeps a roam it sees; once the
+// handshakes stop for down-after, the peer is Down and gets the first
+// candidate.
+func TestRoamedEndpointKeptByOneShotApply(t *testing.T) {
+	roamed := netip.MustParseAddrPort("203.0.113.9:4444")
+	clk := &fakeClock{t0}
+	calls := 0
+	tr := New(clk.now, resolver(nil, &calls))
+	in := Input{Device: "ks", PublicKey: pub, Candidates: cand, Current: roamed, LastHandshake: clk.t.Add(-time.Second), Rotation: model.DefaultRotation}
+	d := tr.Decide(in)
+	if d.Write || d.Rotate || d.State != Up {
+		t.Fatalf("first sight of a roamed peer: write %t rotate %t state %s; want no write, Up", d.Write, d.Rotate, d.State)
+	}
+	tr.Observe("ks", pub, d)
+	// Every one-shot apply is a first sight: a new tracker each time.
+	for i := 0; i < 3; i++ {
+		clk.advance(100 * time.Second)
+		in.LastHandshake = clk.t.Add(-30 * time.Second)
+		if d := New(clk.now, resolver(nil, &calls)).Decide(in); d.Write || d.State != Up {
+			t.Fatalf("apply %d: write %t state %s; want no write, Up", i+2, d.Write, d.State)
+		}
+		if d := tr.Decide(in); d.Write || d.State != Up {
+			t.Fatalf("daemon pass %d: write %t state %s; want no write, Up", i+2, d.Write, d.State)
+		}
+	}
+	clk.advance(model.DefaultRotation.DownAfter)
+	if d := New(clk.now, resolver(nil, &calls)).Decide(in); !d.Write || d.Addr != epA {
+		t.Fatalf("after down-after without a handshake: write %t to %s; want %s", d.Write, d.Addr, epA)
+	}
+	if d := tr.Decide(in); !d.Write || d.Addr != epA || d.State != Down {
+		t.Fatalf("daemon after down-after without a handshake: write %t to %s state %s; want %s, Down", d.Write, d.Addr, d.State, epA)
 	}
 }
