@@ -137,7 +137,9 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		if err != nil {
 			return nil, nil, err
 		}
-		tk, err := kernel.Open(g.nsPath())
+		// The daemon's namespace, held since its start: the path it was
+		// given may be gone (a /proc/PID/ns/net whose process exited).
+		tk, err := k.Reopen()
 		if err != nil {
 			unlock()
 			return nil, nil, err

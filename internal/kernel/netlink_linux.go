@@ -83,6 +83,17 @@ func Open(nsPath string) (*Netlink, error) {
 // NsHandle returns the namespace handle (netns.None() for the caller's own).
 func (k *Netlink) NsHandle() netns.NsHandle { return k.ns }
 
+// Reopen opens another handle on k's namespace through the descriptor k
+// holds, not by the path k was opened with: a namespace named by a process
+// (/proc/PID/ns/net) has that path only while the process lives, and one
+// named in /run/netns may be deleted and made again under the name.
+func (k *Netlink) Reopen() (*Netlink, error) {
+	if !k.ns.IsOpen() {
+		return Open("")
+	}
+	return Open(fmt.Sprintf("/proc/self/fd/%d", int(k.ns)))
+}
+
 // InNamespace runs f on a locked OS thread switched into the kernel's network
 // namespace, for libraries that open their sockets in the calling thread's
 // namespace (wgctrl, programs started as children).
