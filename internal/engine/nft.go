@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/diff"
@@ -182,6 +184,12 @@ func (e *Engine) resolveRules(desired, act *model.State) error {
 			}
 		}
 	}
+	for _, t := range graphContext(req) {
+		if _, ok := declKeys[t]; !ok && hasDecls(t) && !slices.Contains(req.Decls, t) {
+			declKeys[t] = declKey(version, t)
+			req.Decls = append(req.Decls, t)
+		}
+	}
 	if err := e.compile(ctx, c, req, memo); err != nil {
 		return err
 	}
@@ -251,7 +259,70 @@ func (e *Engine) compileWrites(plan *diff.Plan, desired, act *model.State) error
 	if e.compiled == nil {
 		e.compiled = map[string]*model.NftCompiled{}
 	}
-	return e.compile(ctx, e.compiler(), &nftcompile.Request{Rules: need, Links: linkIndexes(act)}, e.compiled)
+	req := &nftcompile.Request{Rules: need, Links: linkIndexes(act)}
+	for _, t := range graphContext(req) {
+		if hasDecls(t) {
+			req.Decls = append(req.Decls, t)
+		}
+	}
+	return e.compile(ctx, e.compiler(), req, e.compiled)
+}
+
+// graphContext adds to a request every other rule of each table it
+// compiles rules or declarations of whose rules jump or go to chains (jump, goto, vmap),
+// and returns those tables: their declarations are to be compiled too,
+// with their elements (a verdict map's jumps are edges). The kernel
+// validates a table's chain graph, each chain reached from a base chain
+// against that chain's hook and type (a masquerade reached from
+// prerouting, a fib oif from output, a loop), and nft refuses what the
+// kernel would only when it sees the whole graph: the rules that changed
+// alone are not enough. A table without such rules needs none of this:
+// there, the kernel judges a rule by its own chain, which the script
+// declares. The price is that a change in a table with jumps compiles the
+// whole table.
+func graphContext(req *nftcompile.Request) []*model.NftTable {
+	tables := slices.Clone(req.Decls) // a verdict map's new element is an edge too
+	for _, r := range req.Rules {
+		if !slices.Contains(tables, r.Table) {
+			tables = append(tables, r.Table)
+		}
+	}
+	var out []*model.NftTable
+	for _, t := range tables {
+		if jumps(t) {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	// The rules of those tables in the file's order, as nft -f of the
+	// table would add them: which rule of a bad graph the kernel refuses
+	// depends on the order.
+	rules := slices.DeleteFunc(req.Rules, func(r nftcompile.Rule) bool { return slices.Contains(out, r.Table) })
+	for _, t := range out {
+		for j := range t.Chains {
+			ch := &t.Chains[j]
+			for k := range ch.Rules {
+				rules = append(rules, nftcompile.Rule{Table: t, Chain: ch, Rule: &ch.Rules[k]})
+			}
+		}
+	}
+	req.Rules = rules
+	return out
+}
+
+// jumps reports whether a table's rules may jump or go to a chain: by
+// their words (a comment that says jump only costs a compile).
+func jumps(t *model.NftTable) bool {
+	for j := range t.Chains {
+		for _, r := range t.Chains[j].Rules {
+			if strings.Contains(r.Text, "jump") || strings.Contains(r.Text, "goto") || strings.Contains(r.Text, "vmap") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // CompileAll compiles every rule of a configuration with c (nil: the
