@@ -215,7 +215,6 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 		// Rules nft gave a syntax error after other rules: judged alone
 		// (leaks, below) before they are refused.
 		var suspects []int
-		suspect := map[int]nftError{}
 		judged := false
 		// The chains this run's script named as the file does, and this
 		// loop renamed: errors at their names are the names'.
@@ -228,6 +227,14 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 			o := lines[e.Line-1]
 			t := s.tables[o.table]
 			switch {
+			case o.what == "rule" && strings.HasPrefix(e.Msg, syntaxErrorPrefix) && !c.alone[o.rule] && !drop[o.rule]:
+				// Before the chain's name is taken for one nft cannot
+				// write, too (after such a rule, `helper` is a keyword
+				// in `add rule ip t helper …`).
+				if !slices.Contains(suspects, o.rule) {
+					suspects = append(suspects, o.rule)
+				}
+				continue
 			case o.what == "rule" && e.Col-1 < o.prefix && !strings.HasPrefix(e.Msg, kernelErrorPrefix) &&
 				(c.renamed[t][o.name] == "" || renamedNow[t][o.name]):
 				// nft's own error in the words before the text: the
@@ -248,12 +255,6 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 					renamedNow[t][o.name] = true
 				}
 				rename = true
-				continue
-			case o.what == "rule" && strings.HasPrefix(e.Msg, syntaxErrorPrefix) && !c.alone[o.rule] && !drop[o.rule]:
-				if _, ok := suspect[o.rule]; !ok {
-					suspects = append(suspects, o.rule)
-					suspect[o.rule] = nftError{Line: e.Line, Col: e.Col - o.prefix, Msg: e.Msg}
-				}
 				continue
 			case o.what == "rule":
 				// An error placed before the text is the kernel's about
@@ -282,7 +283,7 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 			c.badTable[t] = true
 		}
 		if len(suspects) > 0 {
-			if err := c.judgeAlone(ctx, suspects, suspect, drop); err != nil {
+			if err := c.judgeAlone(ctx, suspects, drop); err != nil {
 				return err
 			}
 			judged = true
@@ -357,10 +358,12 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 }
 
 // judgeAlone judges rules nft gave a syntax error after other rules, each in a
-// nft of its own, with its table's declarations: a rule nft refuses alone
-// is refused with what nft said then (at) and dropped; one it takes alone
-// starts a part of its own from now on.
-func (c *compiling) judgeAlone(ctx context.Context, suspects []int, at map[int]nftError, drop map[int]bool) error {
+// nft of its own, with its table's declarations: a rule nft refuses alone,
+// with an error in its text, is refused with what nft said then and
+// dropped; any other starts a part of its own from now on (one nft takes
+// alone compiles there; one whose chain's name or whose command nft
+// refuses goes through the run's other cases, alone).
+func (c *compiling) judgeAlone(ctx context.Context, suspects []int, drop map[int]bool) error {
 	if c.runs++; c.runs > maxRuns {
 		return fmt.Errorf("compile nftables rules: nft still refused some after %d runs", maxRuns)
 	}
@@ -384,18 +387,18 @@ func (c *compiling) judgeAlone(ctx context.Context, suspects []int, at map[int]n
 		return fmt.Errorf("compile nftables rules: %d checks answered of %d", len(out.Checked), len(suspects))
 	}
 	for k, i := range suspects {
-		if out.Checked[k] == "" {
-			c.alone[i] = true
-			continue
-		}
-		e := at[i]
-		// The rule is the check's last line (its only part is the
-		// declarations, then the rule).
+		var e *nftError
+		// The rule is the check's last line (the declarations, then
+		// the rule).
 		for _, ce := range parseErrors(out.Checked[k]) {
-			if ce.Line > 0 && strings.Count(in.Checks[k], "\n") == ce.Line {
-				e = nftError{Line: ce.Line, Col: ce.Col - prefixes[k], Msg: ce.Msg}
+			if ce.Line > 0 && strings.Count(in.Checks[k], "\n") == ce.Line && ce.Col-1 >= prefixes[k] {
+				e = &nftError{Line: ce.Line, Col: ce.Col - prefixes[k], Msg: ce.Msg}
 				break
 			}
+		}
+		if e == nil {
+			c.alone[i] = true
+			continue
 		}
 		r := rules[i].Rule
 		c.errs = append(c.errs, Error{Pos: r.Source.At(max(0, e.Col-1)), Path: r.Source.Path(), Msg: e.Msg})
