@@ -227,10 +227,12 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 			o := lines[e.Line-1]
 			t := s.tables[o.table]
 			switch {
-			case o.what == "rule" && strings.HasPrefix(e.Msg, syntaxErrorPrefix) && !c.alone[o.rule] && !drop[o.rule]:
-				// Before the chain's name is taken for one nft cannot
-				// write, too (after such a rule, `helper` is a keyword
-				// in `add rule ip t helper …`).
+			case o.what == "rule" && strings.HasPrefix(e.Msg, syntaxErrorPrefix) && !c.alone[o.rule] && !drop[o.rule] &&
+				slices.ContainsFunc(lines[:e.Line-1], func(o origin) bool { return o.what == "rule" }):
+				// Only after another rule of the same nft; and before
+				// the chain's name is taken for one nft cannot write
+				// (after such a rule, `helper` is a keyword in
+				// `add rule ip t helper …`).
 				if !slices.Contains(suspects, o.rule) {
 					suspects = append(suspects, o.rule)
 				}

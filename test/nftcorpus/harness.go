@@ -135,7 +135,10 @@ var errNotRun = errors.New("nft did not run")
 // syntax error): a rule nft gives a syntax error is run alone, and refused
 // only if nft refuses it then too; a rule it takes alone starts a run of
 // its own from then on (alone).
-func NftTakes(fam string, cases []Case, nftF func(scripts []string) ([]byte, int, error)) (took, alone []bool, _ error) {
+//
+// checkF runs nft -c -f on each script apart, in a namespace without
+// tables, and reports which it took.
+func NftTakes(fam string, cases []Case, nftF func(scripts []string) ([]byte, int, error), checkF func(scripts []string) ([]bool, error)) (took, alone []bool, _ error) {
 	took = make([]bool, len(cases))
 	alone = make([]bool, len(cases))
 	for i := range took {
@@ -157,6 +160,10 @@ func NftTakes(fam string, cases []Case, nftF func(scripts []string) ([]byte, int
 				return
 			}
 			lines := linesOf[failed]
+			firstRule := len(lines) + 1
+			for n := range lines {
+				firstRule = min(firstRule, n)
+			}
 			dropped := false
 			kernel := -1
 			var suspects []int
@@ -175,7 +182,7 @@ func NftTakes(fam string, cases []Case, nftF func(scripts []string) ([]byte, int
 				cr, ok := lines[n]
 				switch {
 				case !ok:
-				case strings.Contains(l, "Error: syntax error") && !alone[index[cr]]:
+				case strings.Contains(l, "Error: syntax error") && !alone[index[cr]] && n != firstRule:
 					if !slices.Contains(suspects, index[cr]) {
 						suspects = append(suspects, index[cr])
 					}
@@ -188,16 +195,21 @@ func NftTakes(fam string, cases []Case, nftF func(scripts []string) ([]byte, int
 				took[index[cr]] = false
 				dropped = true
 			}
-			for _, i := range suspects {
-				if !took[i] {
-					continue
-				}
+			suspects = slices.DeleteFunc(suspects, func(i int) bool { return !took[i] })
+			if len(suspects) > 0 {
 				runs++
-				s, _ := Script(fam, []ChainRule{{Chain: cases[i].Chain, Rule: cases[i].Rule}})
-				if _, _, err := nftF([]string{s}); err == nil {
-					alone[i] = true
-				} else {
-					took[i] = false
+				var checks []string
+				for _, i := range suspects {
+					s, _ := Script(fam, []ChainRule{{Chain: cases[i].Chain, Rule: cases[i].Rule}})
+					checks = append(checks, s)
+				}
+				ok, err := checkF(checks)
+				if err != nil {
+					failure = err
+					return
+				}
+				for k, i := range suspects {
+					alone[i], took[i] = ok[k], ok[k]
 				}
 				dropped = true
 			}
@@ -264,6 +276,21 @@ func runFamily(t testing.TB, fam string, cases []Case) []Result {
 			}
 		}
 		return nil, 0, nil
+	}, func(scripts []string) ([]bool, error) {
+		// One namespace exec for all: nft -c commits nothing.
+		var sh strings.Builder
+		for k, script := range scripts {
+			p := filepath.Join(dir, fmt.Sprintf("c%d.nft", k))
+			if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(&sh, "nft -c -f %s >/dev/null 2>&1 && echo ok || echo no\n", p)
+		}
+		out, err := exec.Command("ip", "netns", "exec", nsN, "sh", "-c", "nft flush ruleset\n"+sh.String()).CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v: %s", errNotRun, err, out)
+		}
+		return Checked(out, len(scripts))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -342,6 +369,19 @@ func runFamily(t testing.TB, fam string, cases []Case) []Result {
 		out = append(out, r)
 	}
 	return out
+}
+
+// Checked reads the "ok" or "no" lines of a run of n checks.
+func Checked(out []byte, n int) ([]bool, error) {
+	f := strings.Fields(string(out))
+	if len(f) != n {
+		return nil, fmt.Errorf("%w: %d answers to %d checks: %s", errNotRun, len(f), n, out)
+	}
+	ok := make([]bool, n)
+	for k, w := range f {
+		ok[k] = w == "ok"
+	}
+	return ok, nil
 }
 
 func indexOf(index map[ChainRule]int, i int) int {

@@ -122,6 +122,13 @@ func NftRulePool(family string) (map[string][]string, error) {
 			failed, _ = strconv.Atoi(strings.TrimSpace(n))
 		}
 		return out, failed, err
+	}, func(scripts []string) ([]bool, error) {
+		out, err := inNewNetNS(`while IFS= read -r f; do printf '%s\n' "$f" | tr '\001' '\n' | nft -c -f - >/dev/null 2>&1 && echo ok || echo no; done`,
+			joinParts(scripts))
+		if err != nil {
+			return nil, fmt.Errorf("nft -c: %w: %s", err, out)
+		}
+		return nftcorpus.Checked(out, len(scripts))
 	})
 	if err != nil {
 		return nil, err
