@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/diff"
@@ -182,6 +184,12 @@ func (e *Engine) resolveRules(desired, act *model.State) error {
 			}
 		}
 	}
+	for _, t := range graphContext(req) {
+		if _, ok := declKeys[t]; !ok && hasDecls(t) && !slices.Contains(req.Decls, t) {
+			declKeys[t] = declKey(version, t)
+			req.Decls = append(req.Decls, t)
+		}
+	}
 	if err := e.compile(ctx, c, req, memo); err != nil {
 		return err
 	}
@@ -251,7 +259,114 @@ func (e *Engine) compileWrites(plan *diff.Plan, desired, act *model.State) error
 	if e.compiled == nil {
 		e.compiled = map[string]*model.NftCompiled{}
 	}
-	return e.compile(ctx, e.compiler(), &nftcompile.Request{Rules: need, Links: linkIndexes(act)}, e.compiled)
+	req := &nftcompile.Request{Rules: need, Links: linkIndexes(act)}
+	for _, t := range graphContext(req) {
+		if hasDecls(t) {
+			req.Decls = append(req.Decls, t)
+		}
+	}
+	return e.compile(ctx, e.compiler(), req, e.compiled)
+}
+
+// graphContext adds to a request, for each table it compiles rules or
+// declarations of whose rules jump or go to chains, the rules that make
+// its chain graph: every rule that jumps or goes to a chain, by itself or
+// through a verdict map, and every rule of a regular chain; and returns
+// those tables, whose declarations are to be compiled too, with their
+// elements (a verdict map's jumps are edges). The kernel validates a
+// table's chain graph, each chain reached from a base chain against that
+// chain's hook and type (a masquerade reached from prerouting, a fib oif
+// from output, a loop), and nft refuses what the kernel would only when it
+// sees the graph: the rules that changed alone are not enough. A base
+// chain's other rules are judged by their own chain, which the script
+// declares, and stay out (a change among 1,000 rules of an input chain
+// compiles the graph, not the 1,000); so do the rules of a table without
+// jumps.
+func graphContext(req *nftcompile.Request) []*model.NftTable {
+	tables := slices.Clone(req.Decls) // a verdict map's new element is an edge too
+	for _, r := range req.Rules {
+		if !slices.Contains(tables, r.Table) {
+			tables = append(tables, r.Table)
+		}
+	}
+	var out []*model.NftTable
+	for _, t := range tables {
+		if jumps(t) {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	// Those tables' rules in the file's order, as nft -f of the table
+	// would add them: which rule of a bad graph the kernel refuses
+	// depends on the order.
+	pending := map[*model.NftRule]bool{}
+	for _, r := range req.Rules {
+		pending[r.Rule] = true
+	}
+	verdictMaps := map[*model.NftTable][]string{}
+	for _, t := range out {
+		verdictMaps[t] = jumpingMaps(t)
+	}
+	rules := slices.DeleteFunc(req.Rules, func(r nftcompile.Rule) bool { return slices.Contains(out, r.Table) })
+	for _, t := range out {
+		for j := range t.Chains {
+			ch := &t.Chains[j]
+			for k := range ch.Rules {
+				r := &ch.Rules[k]
+				if pending[r] || !ch.Base() || edge(r.Text, verdictMaps[t]) {
+					rules = append(rules, nftcompile.Rule{Table: t, Chain: ch, Rule: r})
+				}
+			}
+		}
+	}
+	req.Rules = rules
+	return out
+}
+
+// edge reports whether a rule may jump or go to a chain: by its words (a
+// comment that says jump only costs a compile), or a verdict map of maps
+// that jumps.
+func edge(text string, maps []string) bool {
+	if strings.Contains(text, "jump") || strings.Contains(text, "goto") {
+		return true
+	}
+	for _, m := range maps {
+		if strings.Contains(text, "@"+m) {
+			return true
+		}
+	}
+	return false
+}
+
+// jumpingMaps are a table's verdict maps whose elements jump or go to a
+// chain.
+func jumpingMaps(t *model.NftTable) []string {
+	var out []string
+	for i := range t.Sets {
+		s := &t.Sets[i]
+		if !s.Map || !strings.Contains(s.Decl, "verdict") {
+			continue
+		}
+		if slices.ContainsFunc(s.ElemTexts, func(e string) bool { return strings.Contains(e, "jump") || strings.Contains(e, "goto") }) {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// jumps reports whether a table's rules may jump or go to a chain.
+func jumps(t *model.NftTable) bool {
+	maps := jumpingMaps(t)
+	for j := range t.Chains {
+		for _, r := range t.Chains[j].Rules {
+			if edge(r.Text, maps) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // CompileAll compiles every rule of a configuration with c (nil: the

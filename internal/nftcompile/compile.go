@@ -113,7 +113,7 @@ func (n *Nft) Compile(ctx context.Context, req *Request) error {
 	if _, err := n.Version(ctx); err != nil {
 		return err
 	}
-	c := &compiling{n: n, req: req, badTable: map[*model.NftTable]bool{}, renamed: map[*model.NftTable]map[string]string{}}
+	c := &compiling{n: n, req: req, badTable: map[*model.NftTable]bool{}, renamed: map[*model.NftTable]map[string]string{}, alone: map[int]bool{}}
 	pending := make([]int, len(req.Rules))
 	for i := range req.Rules {
 		pending[i] = i
@@ -168,7 +168,19 @@ type compiling struct {
 	runs     int
 	// split says a run was split: its halves were judged apart.
 	split bool
+	// alone are the rules that start a nft of their own (a part): nft
+	// took each alone, and refused it with a syntax error after other
+	// rules (below, leaks).
+	alone map[int]bool
 }
+
+// syntaxErrorPrefix starts nft's parser's errors. nft's scanner keeps
+// state from one command to the next in one run (nft 1.0.6: after
+// `ct mark set meta mark dnat ip to 10.0.0.1`, `helper` is the keyword of
+// `ct helper` in every later command, and `jump helper` is a syntax
+// error), so a syntax error after other rules is a rule's own only if nft
+// gives it with the rule alone too.
+const syntaxErrorPrefix = "syntax error"
 
 // compile runs nft on the pending rules and declarations until it takes
 // what is left: each run drops the rules nft placed an error at (and the
@@ -183,7 +195,7 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 		if c.runs++; c.runs > maxRuns {
 			return fmt.Errorf("compile nftables rules: nft still refused some after %d runs", maxRuns)
 		}
-		s, chains := build(rules, pending, decls, c.renamed)
+		s, chains := build(rules, pending, decls, c.renamed, c.alone)
 		in := &helperIn{Nft: c.n.path(), Scripts: s.texts(), Links: usedLinks(rules, pending, c.req.Links)}
 		for ti, t := range s.tables {
 			in.Tables = append(in.Tables, helperTable{t.Family, tableName(ti)})
@@ -200,6 +212,10 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 		drop := map[int]bool{}
 		var unplaced []string
 		rename, atDecl := false, false
+		// Rules nft gave a syntax error after other rules: judged alone
+		// (leaks, below) before they are refused.
+		var suspects []int
+		judged := false
 		// The chains this run's script named as the file does, and this
 		// loop renamed: errors at their names are the names'.
 		renamedNow := map[*model.NftTable]map[string]bool{}
@@ -211,6 +227,16 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 			o := lines[e.Line-1]
 			t := s.tables[o.table]
 			switch {
+			case o.what == "rule" && strings.HasPrefix(e.Msg, syntaxErrorPrefix) && !c.alone[o.rule] && !drop[o.rule] &&
+				slices.ContainsFunc(lines[:e.Line-1], func(o origin) bool { return o.what == "rule" }):
+				// Only after another rule of the same nft; and before
+				// the chain's name is taken for one nft cannot write
+				// (after such a rule, `helper` is a keyword in
+				// `add rule ip t helper …`).
+				if !slices.Contains(suspects, o.rule) {
+					suspects = append(suspects, o.rule)
+				}
+				continue
 			case o.what == "rule" && e.Col-1 < o.prefix && !strings.HasPrefix(e.Msg, kernelErrorPrefix) &&
 				(c.renamed[t][o.name] == "" || renamedNow[t][o.name]):
 				// nft's own error in the words before the text: the
@@ -258,6 +284,12 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 			}
 			c.badTable[t] = true
 		}
+		if len(suspects) > 0 {
+			if err := c.judgeAlone(ctx, suspects, drop); err != nil {
+				return err
+			}
+			judged = true
+		}
 		var kept []int
 		for _, i := range pending {
 			if !drop[i] && !c.badTable[rules[i].Table] {
@@ -270,7 +302,7 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 				keptDecls = append(keptDecls, t)
 			}
 		}
-		if len(kept) < len(pending) || len(keptDecls) < len(decls) || rename {
+		if len(kept) < len(pending) || len(keptDecls) < len(decls) || rename || judged {
 			pending, decls = kept, keptDecls
 			continue
 		}
@@ -323,6 +355,57 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 			}
 		}
 		return nil
+	}
+	return nil
+}
+
+// judgeAlone judges rules nft gave a syntax error after other rules, each in a
+// nft of its own, with its table's declarations: a rule nft refuses alone,
+// with an error in its text, is refused with what nft said then and
+// dropped; any other starts a part of its own from now on (one nft takes
+// alone compiles there; one whose chain's name or whose command nft
+// refuses goes through the run's other cases, alone).
+func (c *compiling) judgeAlone(ctx context.Context, suspects []int, drop map[int]bool) error {
+	if c.runs++; c.runs > maxRuns {
+		return fmt.Errorf("compile nftables rules: nft still refused some after %d runs", maxRuns)
+	}
+	rules := c.req.Rules
+	in := &helperIn{Nft: c.n.path(), Links: usedLinks(rules, suspects, c.req.Links)}
+	var prefixes []int
+	for _, i := range suspects {
+		s := &script{renamed: c.renamed}
+		s.declare(rules[i].Table, false)
+		s.rule(0, rules[i].Chain.Name, i, rules[i].Rule.Text, false)
+		// One nft: the declarations' part, then the rule's.
+		in.Checks = append(in.Checks, strings.Join(s.texts(), ""))
+		last := s.cur().lines
+		prefixes = append(prefixes, last[len(last)-1].prefix)
+	}
+	out, err := run(ctx, in)
+	if err != nil {
+		return err
+	}
+	if len(out.Checked) != len(suspects) {
+		return fmt.Errorf("compile nftables rules: %d checks answered of %d", len(out.Checked), len(suspects))
+	}
+	for k, i := range suspects {
+		var e *nftError
+		// The rule is the check's last line (the declarations, then
+		// the rule).
+		for _, ce := range parseErrors(out.Checked[k]) {
+			if ce.Line > 0 && strings.Count(in.Checks[k], "\n") == ce.Line && ce.Col-1 >= prefixes[k] {
+				e = &nftError{Line: ce.Line, Col: ce.Col - prefixes[k], Msg: ce.Msg}
+				break
+			}
+		}
+		if e == nil {
+			c.alone[i] = true
+			continue
+		}
+		r := rules[i].Rule
+		c.errs = append(c.errs, Error{Pos: r.Source.At(max(0, e.Col-1)), Path: r.Source.Path(), Msg: e.Msg})
+		r.Compiled, r.Fingerprint = nil, ""
+		drop[i] = true
 	}
 	return nil
 }
@@ -434,7 +517,7 @@ type chainKey struct {
 // build writes the script of the pending rules and declarations: their
 // tables' declarations, then the rules. chains lists, for each chain, its
 // rules in order.
-func build(rules []Rule, pending []int, decls []*model.NftTable, renamed map[*model.NftTable]map[string]string) (*script, map[chainKey][]int) {
+func build(rules []Rule, pending []int, decls []*model.NftTable, renamed map[*model.NftTable]map[string]string, alone map[int]bool) (*script, map[chainKey][]int) {
 	s := &script{renamed: renamed}
 	index := map[*model.NftTable]int{}
 	chains := map[chainKey][]int{}
@@ -457,7 +540,7 @@ func build(rules []Rule, pending []int, decls []*model.NftTable, renamed map[*mo
 	for _, i := range pending {
 		r := rules[i]
 		ti := index[r.Table]
-		s.rule(ti, r.Chain.Name, i, r.Rule.Text)
+		s.rule(ti, r.Chain.Name, i, r.Rule.Text, alone[i])
 		k := chainKey{ti, s.chainName(r.Table, r.Chain.Name)}
 		chains[k] = append(chains[k], i)
 	}

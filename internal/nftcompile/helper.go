@@ -8,7 +8,10 @@ type helperIn struct {
 	Nft string
 	// Scripts are run in turn, each by nft -f: one transaction each.
 	Scripts []string
-	Tables  []helperTable
+	// Checks are run each by nft -c -f, before Scripts and apart from
+	// them: a script each, a nft each, judged alone.
+	Checks []string
+	Tables []helperTable
 	// Links are made in the namespace before nft runs, with the names and
 	// indexes they have where the rules go: `iif "eth0"` compiles to
 	// eth0's index, which nft looks up in its own namespace.
@@ -31,5 +34,7 @@ type helperOut struct {
 	Refused bool
 	Failed  int
 	Stderr  string
+	// Checked is what nft said of each of Checks: "" when it took it.
+	Checked []string
 	Dumps   []*nftwire.TableDump
 }

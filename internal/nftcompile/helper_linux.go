@@ -100,25 +100,23 @@ func helperRun(stdin io.Reader) *helperOut {
 			return fail("make link %s (index %d) for nft to find: %v", l.Name, l.Index, err)
 		}
 	}
+	out := &helperOut{}
+	for _, script := range in.Checks {
+		said, err := nft(in.Nft, script, "-c")
+		if err != nil {
+			return fail("%v", err)
+		}
+		out.Checked = append(out.Checked, said)
+	}
 	for i, script := range in.Scripts {
-		cmd := exec.Command(in.Nft, "-f", "-")
-		cmd.Env = []string{"LC_ALL=C"}
-		cmd.Dir = "/"
-		// nft dies with the child: a compile cancelled (its timeout, the
-		// command killed) leaves no nft behind, busy or not.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		cmd.Stdin = bytes.NewReader([]byte(script))
-		var errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = io.Discard, &errb
-		if err := cmd.Run(); err != nil {
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) {
-				return fail("run %s: %v", in.Nft, err)
-			}
-			return &helperOut{Refused: true, Failed: i, Stderr: errb.String()}
+		said, err := nft(in.Nft, script)
+		if err != nil {
+			return fail("%v", err)
+		}
+		if said != "" {
+			return &helperOut{Refused: true, Failed: i, Stderr: said}
 		}
 	}
-	out := &helperOut{}
 	for _, t := range in.Tables {
 		fam, ok := nftwire.Family(t.Family)
 		if !ok {
@@ -134,6 +132,32 @@ func helperRun(stdin io.Reader) *helperOut {
 		out.Dumps = append(out.Dumps, d)
 	}
 	return out
+}
+
+// nft runs nft -f on a script, with more flags, and returns what it said
+// when it refused the script ("" when it took it); the error is nft's
+// failure to run at all.
+func nft(prog, script string, flags ...string) (string, error) {
+	cmd := exec.Command(prog, append(flags, "-f", "-")...)
+	cmd.Env = []string{"LC_ALL=C"}
+	cmd.Dir = "/"
+	// nft dies with the child: a compile cancelled (its timeout, the
+	// command killed) leaves no nft behind, busy or not.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stdin = bytes.NewReader([]byte(script))
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &errb
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return "", fmt.Errorf("run %s: %w", prog, err)
+		}
+		if errb.Len() == 0 {
+			return fmt.Sprintf("nft exited with status %d and said nothing", ee.ExitCode()), nil
+		}
+		return errb.String(), nil
+	}
+	return "", nil
 }
 
 // addLink makes a link of a name and index: a dummy where the kernel has

@@ -243,10 +243,12 @@ func setDecl(set *model.NftSet) string {
 }
 
 // rule writes a rule to compile on a line of its own, in a new part every
-// rulesPerPart rules.
-func (s *script) rule(ti int, chain string, ri int, text string) {
+// rulesPerPart rules, and at a rule that must start a nft of its own
+// (alone).
+func (s *script) rule(ti int, chain string, ri int, text string, alone bool) {
 	t := s.tables[ti]
-	if p := s.cur(); len(p.rules) == rulesPerPart || len(p.rules) == 0 && len(p.lines) > 0 && p.lines[len(p.lines)-1].what != "rule" {
+	if p := s.cur(); len(p.rules) == rulesPerPart || alone && len(p.lines) > 0 ||
+		len(p.rules) == 0 && len(p.lines) > 0 && p.lines[len(p.lines)-1].what != "rule" {
 		s.newPart()
 	}
 	p := s.cur()

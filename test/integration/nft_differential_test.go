@@ -103,3 +103,60 @@ func TestNftIssue31Examples(t *testing.T) {
 		})
 	}
 }
+
+// TestNftDifferentialSeed31JumpGraph: seed 31's five ip6 rules that jump
+// or go to a chain (netreconcile took them, nft -f of the whole table
+// refused them: its scanner kept the state of a rule before them, `ct mark
+// set meta mark dnat ip to …`, in which `helper` is a keyword), and the
+// kernel's validation of the chain graph: a statement in a regular chain
+// judged by the hooks of the base chains that reach it, and a loop. Each
+// family's cases share its helper chain, so each family holds one graph.
+func TestNftDifferentialSeed31JumpGraph(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	var cases []nftcorpus.Case
+	want := map[string]nftcorpus.Outcome{}
+	for _, tc := range []struct {
+		name string
+		c    nftcorpus.Case
+		want nftcorpus.Outcome
+	}{
+		// ip: nft -f refuses the jump after the ct set and dnat in one
+		// run; alone, it takes it. The masquerade is reached from
+		// prerouting.
+		{"ip-ct-set-dnat", nftcorpus.Case{Family: "ip", Chain: "natpre", Rule: "ct mark set meta mark dnat ip to 10.1.2.3"}, nftcorpus.Identical},
+		{"ip-goto-helper-after-it", nftcorpus.Case{Family: "ip", Chain: "natpost", Rule: "goto helper"}, nftcorpus.Identical},
+		{"ip-jump-from-prerouting", nftcorpus.Case{Family: "ip", Chain: "natpre", Rule: "jump helper"}, nftcorpus.Identical},
+		{"ip-masquerade-reached-from-prerouting", nftcorpus.Case{Family: "ip", Chain: "helper", Rule: "masquerade"}, nftcorpus.RefusedByBoth},
+		{"ip-syntax-error-alone-too", nftcorpus.Case{Family: "ip", Chain: "natpost", Rule: "tcp dport 0b11 goto helper"}, nftcorpus.RefusedByBoth},
+		// ip6: seed 31's rules, after the same state; the fib oif is
+		// reached from output.
+		{"ip6-ct-set-dnat-ip", nftcorpus.Case{Family: "ip6", Chain: "natpre", Rule: "udp dport { 16208, 020704 } ct mark set meta mark dnat ip to 171.72.13.141"}, nftcorpus.RefusedByBoth},
+		{"ip6-seed31-natpost-goto", nftcorpus.Case{Family: "ip6", Chain: "natpost", Rule: "icmpv6 type { nd-neighbor-solicit, 1 } goto helper"}, nftcorpus.Identical},
+		{"ip6-seed31-natpost-jump", nftcorpus.Case{Family: "ip6", Chain: "natpost", Rule: "ct state established,related counter jump helper"}, nftcorpus.Identical},
+		{"ip6-seed31-natout-jump", nftcorpus.Case{Family: "ip6", Chain: "natout", Rule: `iifname != "lo" limit rate 12/second jump helper`}, nftcorpus.Identical},
+		{"ip6-seed31-natout-goto", nftcorpus.Case{Family: "ip6", Chain: "natout", Rule: "ct state != established meta mark set 29623 goto helper"}, nftcorpus.Identical},
+		{"ip6-seed31-natout-jump-2", nftcorpus.Case{Family: "ip6", Chain: "natout", Rule: "meta mark { 15199, 34274 } ct mark 0xb5-232 jump helper"}, nftcorpus.Identical},
+		{"ip6-jump-from-output", nftcorpus.Case{Family: "ip6", Chain: "out", Rule: "jump helper"}, nftcorpus.Identical},
+		{"ip6-fib-oif-reached-from-output", nftcorpus.Case{Family: "ip6", Chain: "helper", Rule: "fib daddr oif lo"}, nftcorpus.RefusedByBoth},
+		// inet: tproxy reached from postrouting, and a loop.
+		{"inet-jump-from-postrouting", nftcorpus.Case{Family: "inet", Chain: "post", Rule: "jump helper"}, nftcorpus.Identical},
+		{"inet-tproxy-reached-from-postrouting", nftcorpus.Case{Family: "inet", Chain: "helper", Rule: "meta l4proto tcp tproxy ip to :50080"}, nftcorpus.RefusedByBoth},
+		{"inet-loop", nftcorpus.Case{Family: "inet", Chain: "helper", Rule: "tcp dport 22 jump helper"}, nftcorpus.RefusedByBoth},
+		{"inet-counter-reached", nftcorpus.Case{Family: "inet", Chain: "helper", Rule: "counter accept"}, nftcorpus.Identical},
+	} {
+		tc.c.Class = tc.name
+		cases = append(cases, tc.c)
+		want[tc.name] = tc.want
+	}
+	results := nftcorpus.Run(t, cases)
+	if len(results) != len(cases) {
+		t.Fatalf("%d results for %d cases", len(results), len(cases))
+	}
+	for _, res := range results {
+		t.Run(res.Class, func(t *testing.T) {
+			if res.Outcome != want[res.Class] {
+				t.Errorf("%s: %s, want %s\n%s", res.Case, res.Outcome, want[res.Class], res.Detail)
+			}
+		})
+	}
+}

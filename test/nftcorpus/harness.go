@@ -117,20 +117,30 @@ var placedRE = regexp.MustCompile(`^[^:]+:(\d+):\d+-\d+: Error: `)
 var errNotRun = errors.New("nft did not run")
 
 // NftTakes runs a family's cases through nft -f, in their standard table,
-// with nftF (which runs nft -f on the script in a namespace without
-// tables and returns what it printed, and a non-nil error when it failed),
-// and
-// reports which rules nft takes: the whole script, less the rules it
-// refuses, until it takes what is left. A rule it refuses is one it placed
-// its own error at, or the first the kernel refused (the kernel refuses
-// every rule of a table after one that fails its validation), or one that
-// makes nft fail alone (its assertions fail on some input: a run that
-// fails without placing an error is split in halves). A split run judges
-// its halves apart, and a rule taken in one may close a loop with a rule
-// of the other: the rules taken go through again, together, until nft
-// takes them in one run.
-func NftTakes(fam string, cases []Case, nftF func(script string) ([]byte, error)) ([]bool, error) {
-	took := make([]bool, len(cases))
+// with nftF (which runs nft -f on each script in turn, in a namespace
+// without tables, until one fails, and returns what the failing one
+// printed, its index and a non-nil error), and reports which rules nft
+// takes: the whole script, less the rules it refuses, until it takes what
+// is left. A rule it refuses is one it placed its own error at, or the
+// first the kernel refused (the kernel refuses every rule of a table after
+// one that fails its validation), or one that makes nft fail alone (its
+// assertions fail on some input: a run that fails without placing an
+// error is split in halves). A split run judges its halves apart, and a
+// rule taken in one may close a loop with a rule of the other: the rules
+// taken go through again, together, until nft takes them in one run.
+//
+// nft's scanner keeps state from one command to the next in one run (nft
+// 1.0.6: after `ct mark set meta mark dnat ip to 10.0.0.1`, `helper` is the
+// keyword of `ct helper` in every later command, and `jump helper` a
+// syntax error): a rule nft gives a syntax error is run alone, and refused
+// only if nft refuses it then too; a rule it takes alone starts a run of
+// its own from then on (alone).
+//
+// checkF runs nft -c -f on each script apart, in a namespace without
+// tables, and reports which it took.
+func NftTakes(fam string, cases []Case, nftF func(scripts []string) ([]byte, int, error), checkF func(scripts []string) ([]bool, error)) (took, alone []bool, _ error) {
+	took = make([]bool, len(cases))
+	alone = make([]bool, len(cases))
 	for i := range took {
 		took[i] = true
 	}
@@ -144,13 +154,19 @@ func NftTakes(fam string, cases []Case, nftF func(script string) ([]byte, error)
 				return
 			}
 			rules, _, index := perChain(cases, func(i int) bool { return slices.Contains(idx, i) && took[i] })
-			script, lines := Script(fam, rules)
-			out, err := nftF(script)
+			scripts, linesOf := Scripts(fam, rules, func(cr ChainRule) bool { return alone[index[cr]] })
+			out, failed, err := nftF(scripts)
 			if err == nil {
 				return
 			}
+			lines := linesOf[failed]
+			firstRule := len(lines) + 1
+			for n := range lines {
+				firstRule = min(firstRule, n)
+			}
 			dropped := false
 			kernel := -1
+			var suspects []int
 			for _, l := range strings.Split(string(out), "\n") {
 				m := placedRE.FindStringSubmatch(l)
 				if m == nil {
@@ -163,13 +179,38 @@ func NftTakes(fam string, cases []Case, nftF func(script string) ([]byte, error)
 					}
 					continue
 				}
-				if cr, ok := lines[n]; ok {
+				cr, ok := lines[n]
+				switch {
+				case !ok:
+				case strings.Contains(l, "Error: syntax error") && !alone[index[cr]] && n != firstRule:
+					if !slices.Contains(suspects, index[cr]) {
+						suspects = append(suspects, index[cr])
+					}
+				default:
 					took[index[cr]] = false
 					dropped = true
 				}
 			}
 			if cr, ok := lines[kernel]; ok && kernel > 0 {
 				took[index[cr]] = false
+				dropped = true
+			}
+			suspects = slices.DeleteFunc(suspects, func(i int) bool { return !took[i] })
+			if len(suspects) > 0 {
+				runs++
+				var checks []string
+				for _, i := range suspects {
+					s, _ := Script(fam, []ChainRule{{Chain: cases[i].Chain, Rule: cases[i].Rule}})
+					checks = append(checks, s)
+				}
+				ok, err := checkF(checks)
+				if err != nil {
+					failure = err
+					return
+				}
+				for k, i := range suspects {
+					alone[i], took[i] = ok[k], ok[k]
+				}
 				dropped = true
 			}
 			idx = slices.DeleteFunc(idx, func(i int) bool { return !took[i] })
@@ -180,7 +221,7 @@ func NftTakes(fam string, cases []Case, nftF func(script string) ([]byte, error)
 				took[idx[0]] = false
 				return
 			case len(idx) == 0:
-				failure = fmt.Errorf("%w: nft -f refused the standard table of %s:\n%s\n%s", errNotRun, fam, out, script)
+				failure = fmt.Errorf("%w: nft -f refused the standard table of %s:\n%s\n%s", errNotRun, fam, out, strings.Join(scripts, ""))
 				return
 			}
 			half := len(idx) / 2
@@ -202,7 +243,7 @@ func NftTakes(fam string, cases []Case, nftF func(script string) ([]byte, error)
 			break
 		}
 	}
-	return took, failure
+	return took, alone, failure
 }
 
 func runFamily(t testing.TB, fam string, cases []Case) []Result {
@@ -221,23 +262,46 @@ func runFamily(t testing.TB, fam string, cases []Case) []Result {
 	if out, err := exec.Command("ip", "netns", "exec", nsN, "nft", "-f", nettest.WriteFile(t, dir, "empty.nft", empty)).CombinedOutput(); err != nil {
 		t.Fatalf("nft -f refuses the standard table of %s: %v\n%s", fam, err, out)
 	}
-	took, err := NftTakes(fam, cases, func(script string) ([]byte, error) {
-		p := filepath.Join(dir, "n.nft")
-		if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
-			return nil, err
-		}
+	took, alone, err := NftTakes(fam, cases, func(scripts []string) ([]byte, int, error) {
 		if out, err := exec.Command("ip", "netns", "exec", nsN, "nft", "flush", "ruleset").CombinedOutput(); err != nil {
-			return out, fmt.Errorf("%w: %v", errNotRun, err)
+			return out, 0, fmt.Errorf("%w: %v", errNotRun, err)
 		}
-		return exec.Command("ip", "netns", "exec", nsN, "nft", "-f", p).CombinedOutput()
+		for k, script := range scripts {
+			p := filepath.Join(dir, fmt.Sprintf("n%d.nft", k))
+			if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
+				return nil, k, err
+			}
+			if out, err := exec.Command("ip", "netns", "exec", nsN, "nft", "-f", p).CombinedOutput(); err != nil {
+				return out, k, err
+			}
+		}
+		return nil, 0, nil
+	}, func(scripts []string) ([]bool, error) {
+		// One namespace exec for all: nft -c commits nothing.
+		var sh strings.Builder
+		for k, script := range scripts {
+			p := filepath.Join(dir, fmt.Sprintf("c%d.nft", k))
+			if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(&sh, "nft -c -f %s >/dev/null 2>&1 && echo ok || echo no\n", p)
+		}
+		out, err := exec.Command("ip", "netns", "exec", nsN, "sh", "-c", "nft flush ruleset\n"+sh.String()).CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v: %s", errNotRun, err, out)
+		}
+		return Checked(out, len(scripts))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	copy(nftTook, took)
 	rules, _, nftIndex := perChain(cases, func(i int) bool { return nftTook[i] })
-	script, _ := Script(fam, rules)
-	nettest.InNS(t, nsN, "nft", "-f", nettest.WriteFile(t, dir, "final.nft", "flush ruleset\n"+script))
+	scripts, _ := Scripts(fam, rules, func(cr ChainRule) bool { return alone[nftIndex[cr]] })
+	nettest.InNS(t, nsN, "nft", "flush", "ruleset")
+	for k, script := range scripts {
+		nettest.InNS(t, nsN, "nft", "-f", nettest.WriteFile(t, dir, fmt.Sprintf("final%d.nft", k), script))
+	}
 	nftRules := readRules(t, nsN, fam)
 
 	// netreconcile: validate says which rules it refuses (by field path),
@@ -305,6 +369,19 @@ func runFamily(t testing.TB, fam string, cases []Case) []Result {
 		out = append(out, r)
 	}
 	return out
+}
+
+// Checked reads the "ok" or "no" lines of a run of n checks.
+func Checked(out []byte, n int) ([]bool, error) {
+	f := strings.Fields(string(out))
+	if len(f) != n {
+		return nil, fmt.Errorf("%w: %d answers to %d checks: %s", errNotRun, len(f), n, out)
+	}
+	ok := make([]bool, n)
+	for k, w := range f {
+		ok[k] = w == "ok"
+	}
+	return ok, nil
 }
 
 func indexOf(index map[ChainRule]int, i int) int {

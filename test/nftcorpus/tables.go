@@ -206,6 +206,32 @@ func Script(family string, rules []ChainRule) (string, map[int]ChainRule) {
 	return b.String(), lines
 }
 
+// Scripts is Script in several runs of nft -f, in turn in one namespace:
+// a new one at each rule alone says must start one (nft's scanner keeps
+// state from one command to the next in one run: NftTakes). lines[k] is
+// Script's map for script k.
+func Scripts(family string, rules []ChainRule, alone func(ChainRule) bool) ([]string, []map[int]ChainRule) {
+	first := len(rules)
+	for i, r := range rules {
+		if alone(r) {
+			first = i
+			break
+		}
+	}
+	s, l := Script(family, rules[:first])
+	scripts, lines := []string{s}, []map[int]ChainRule{l}
+	for i := first; i < len(rules); i++ {
+		if i == first || alone(rules[i]) {
+			scripts, lines = append(scripts, ""), append(lines, map[int]ChainRule{})
+		}
+		k := len(scripts) - 1
+		r := rules[i]
+		scripts[k] += fmt.Sprintf("add rule %s %s %s %s\n", family, TableName, r.Chain, r.Rule)
+		lines[k][strings.Count(scripts[k], "\n")] = r
+	}
+	return scripts, lines
+}
+
 // ChainRule is a rule of a chain, and its index among the chain's rules.
 type ChainRule struct {
 	Chain string

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -82,6 +83,17 @@ func inNewNetNS(script, stdin string) ([]byte, error) {
 	return cmd.CombinedOutput()
 }
 
+// joinParts puts scripts on a line each, for the shell loop of
+// NftRulePool: their lines joined by \001, which no rule holds.
+func joinParts(scripts []string) string {
+	var b strings.Builder
+	for _, s := range scripts {
+		b.WriteString(strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\001"))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
 // NftRulePool returns the corpus's rules nft takes, by corpus chain, for a
 // family: the pool the walk draws from (computed once, with nft -f in a
 // namespace of its own).
@@ -97,8 +109,26 @@ func NftRulePool(family string) (map[string][]string, error) {
 			cases = append(cases, c)
 		}
 	}
-	took, err := nftcorpus.NftTakes(family, cases, func(script string) ([]byte, error) {
-		return inNewNetNS("nft -f -", script)
+	took, _, err := nftcorpus.NftTakes(family, cases, func(scripts []string) ([]byte, int, error) {
+		// The scripts in turn, in one namespace: each on a descriptor
+		// of its own would need files; a line of its own splits them.
+		out, err := inNewNetNS(`i=0; while IFS= read -r f; do printf '%s\n' "$f" | tr '\001' '\n' | nft -f - || { echo "failed-part $i"; exit 1; }; i=$((i+1)); done`,
+			joinParts(scripts))
+		if err == nil {
+			return out, 0, nil
+		}
+		failed := 0
+		if _, n, ok := strings.Cut(string(out), "failed-part "); ok {
+			failed, _ = strconv.Atoi(strings.TrimSpace(n))
+		}
+		return out, failed, err
+	}, func(scripts []string) ([]bool, error) {
+		out, err := inNewNetNS(`while IFS= read -r f; do printf '%s\n' "$f" | tr '\001' '\n' | nft -c -f - >/dev/null 2>&1 && echo ok || echo no; done`,
+			joinParts(scripts))
+		if err != nil {
+			return nil, fmt.Errorf("nft -c: %w: %s", err, out)
+		}
+		return nftcorpus.Checked(out, len(scripts))
 	})
 	if err != nil {
 		return nil, err
