@@ -76,9 +76,9 @@ type routeDst struct {
 	is4   bool
 }
 
-func newRouteDst(table int, dst netip.Prefix) routeDst {
+func newRouteDst(table uint32, dst netip.Prefix) routeDst {
 	dst = dst.Masked()
-	return routeDst{addr: dst.Addr().As16(), table: uint32(table), bits: int8(dst.Bits()), is4: dst.Addr().Is4()}
+	return routeDst{addr: dst.Addr().As16(), table: table, bits: int8(dst.Bits()), is4: dst.Addr().Is4()}
 }
 
 // buildWatchSet makes the snapshot from the enforced configuration, the
@@ -164,11 +164,11 @@ func buildWatchSetWith(want, have *model.State, owned map[model.NftTableKey]bool
 		for i := range have.Routes {
 			// Routes come sorted by table and destination: most runs
 			// share their device, so the map is touched once per run.
-			if r := &have.Routes[i]; r.Protocol == want.Protocol && r.Dev != dev {
+			if r := &have.Routes[i]; int(r.Protocol) == want.Protocol && r.Dev != dev {
 				dev = r.Dev
 				name(dev)
 			}
-			if r := &have.Routes[i]; r.Protocol == want.Protocol {
+			if r := &have.Routes[i]; int(r.Protocol) == want.Protocol {
 				for _, h := range r.NextHops {
 					name(h.Dev)
 				}
@@ -230,7 +230,7 @@ func (w *watchSet) route(e routeEvent) bool {
 	if e.protocol == w.protocol || !e.dst.IsValid() {
 		return true
 	}
-	_, ok := w.routes[newRouteDst(e.table, e.dst)]
+	_, ok := w.routes[newRouteDst(uint32(e.table), e.dst)]
 	return ok
 }
 

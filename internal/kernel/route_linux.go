@@ -46,7 +46,7 @@ func (k *Netlink) TableRoutes(table, protocol int) ([]model.Route, error) {
 	// keep what was asked.
 	n := 0
 	for _, r := range out {
-		if r.Table == table && (protocol == 0 || r.Protocol == protocol) {
+		if int(r.Table) == table && (protocol == 0 || int(r.Protocol) == protocol) {
 			out[n] = r
 			n++
 		}
@@ -67,7 +67,7 @@ func (k *Netlink) TableRoutes(table, protocol int) ([]model.Route, error) {
 // routes in a table a routing daemon fills with a million keeps ten.
 func (k *Netlink) RoutesWithKeys(table int, keys map[model.RouteKey]bool) ([]model.Route, error) {
 	keep := func(rm *rtnl.Route) bool {
-		return int(rm.Table) == table && keys[model.RouteKey{Table: int(rm.Table), Dst: rm.Dst, TOS: int(rm.TOS), Metric: int(rm.Priority)}]
+		return int(rm.Table) == table && keys[model.RouteKey{Dst: rm.Dst, Table: rm.Table, Metric: rm.Priority, TOS: rm.TOS}]
 	}
 	var out []model.Route
 	err := retry("routes", func() error {
@@ -125,10 +125,11 @@ func dropCopies(rs []model.Route) []model.Route {
 // routeRest is a route but its key, comparable: with the key, the whole
 // route.
 type routeRest struct {
-	typ, scope, mtu, protocol int
-	gateway, src              netip.Addr
-	dev, origin, hops         string
-	onLink                    bool
+	gateway, src         netip.Addr
+	dev, origin, hops    string
+	mtu                  uint32
+	typ, scope, protocol uint8
+	onLink               bool
 }
 
 func restOf(r *model.Route) routeRest {
