@@ -107,7 +107,7 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 		fams = []bool{false}
 	}
 	for _, v6 := range fams {
-		r := model.Route{Table: model.TableMain, Type: uint8(typ), Dev: rc.Dev, TOS: rc.TOS, OnLink: rc.OnLink, Origin: b.origins.String(rc.Pos)}
+		r := model.Route{Table: model.TableMain, Type: uint8(typ), Dev: rc.Dev, TOS: rc.TOS, OnLink: rc.OnLink, Origin: b.origins.Origin(rc.Pos)}
 		if rc.To.Default {
 			r.Dst = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
 			if v6 {

@@ -133,7 +133,7 @@ type routeRest struct {
 }
 
 func restOf(r *model.Route) routeRest {
-	rest := routeRest{typ: r.Type, scope: r.Scope, mtu: r.MTU, protocol: r.Protocol, gateway: r.Gateway, src: r.Src, dev: r.Dev, origin: r.Origin, onLink: r.OnLink}
+	rest := routeRest{typ: r.Type, scope: r.Scope, mtu: r.MTU, protocol: r.Protocol, gateway: r.Gateway, src: r.Src, dev: r.Dev, origin: r.Origin.String(), onLink: r.OnLink}
 	if len(r.NextHops) > 0 {
 		rest.hops = fmt.Sprint(r.NextHops)
 	}

@@ -81,7 +81,7 @@ type Route struct {
 	// Gateway and Dev are unset. Kept in CompareNextHops order, so that two
 	// sets compare as sets whatever order the file or the kernel gives.
 	NextHops []NextHop
-	Origin   string // desired: file:line:col
+	Origin   Origin // desired
 
 	Table    uint32
 	Metric   uint32

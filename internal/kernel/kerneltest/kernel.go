@@ -215,7 +215,7 @@ func (f *Kernel) PutAddress(a model.Address) {
 func (f *Kernel) PutRoute(r model.Route) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r.Origin = ""
+	r.Origin = model.Origin{}
 	normalizeMetric(&r)
 	f.routes[r.Key()] = r
 }
@@ -858,7 +858,7 @@ func (f *Kernel) putRoute(call Call, r *model.Route, protocol int, excl bool) er
 		return fmt.Errorf("%s %s: %w", call, id, err)
 	}
 	c := *r
-	c.Protocol, c.Origin = uint8(protocol), ""
+	c.Protocol, c.Origin = uint8(protocol), model.Origin{}
 	c.NextHops = slices.Clone(r.NextHops)
 	normalizeMetric(&c)
 	if _, ok := f.routes[c.Key()]; ok && excl {
