@@ -107,7 +107,7 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 		fams = []bool{false}
 	}
 	for _, v6 := range fams {
-		r := model.Route{Table: model.TableMain, Type: uint8(typ), Dev: rc.Dev, TOS: rc.TOS, OnLink: rc.OnLink, Origin: b.origins.Origin(rc.Pos)}
+		r := model.Route{Table: model.TableMain, Type: uint8(typ), Dev: b.devName(rc.Dev), TOS: rc.TOS, OnLink: rc.OnLink, Origin: b.origins.Origin(rc.Pos)}
 		if rc.To.Default {
 			r.Dst = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
 			if v6 {
@@ -237,6 +237,23 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 	}
 }
 
+// devName is name, as one string per name: the decoder makes a string
+// of each route's dev, and the model keeps them as long as it enforces
+// the file (16 bytes a route; a routes file's are one per name already).
+func (b *builder) devName(name string) string {
+	if name == "" {
+		return ""
+	}
+	if s, ok := b.devNames[name]; ok {
+		return s
+	}
+	if b.devNames == nil {
+		b.devNames = map[string]string{}
+	}
+	b.devNames[name] = name
+	return name
+}
+
 // nextHops checks a multipath route's next hops and puts them in r; false
 // when the route is not to be kept.
 func (b *builder) nextHops(rc *routeConf, r *model.Route, path func(string) string) bool {
@@ -265,7 +282,7 @@ func (b *builder) nextHops(rc *routeConf, r *model.Route, path func(string) stri
 			ok = false // reported by the decoder
 			continue
 		}
-		h := model.NextHop{Dev: hc.Dev, Weight: 1}
+		h := model.NextHop{Dev: b.devName(hc.Dev), Weight: 1}
 		if hc.Weight != nil {
 			h.Weight = *hc.Weight
 			if h.Weight < minWeight || h.Weight > maxWeight {
