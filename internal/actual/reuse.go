@@ -181,7 +181,7 @@ func readRouteTables(k kernel.Reader, prev []model.Route, tables map[int]bool, p
 	out := make([]model.Route, 0, n)
 	if !model.RoutesSorted(prev) {
 		for _, r := range prev {
-			if !tables[r.Table] {
+			if !tables[int(r.Table)] {
 				out = append(out, r)
 			}
 		}
@@ -193,8 +193,8 @@ func readRouteTables(k kernel.Reader, prev []model.Route, tables map[int]bool, p
 	}
 	pos := 0
 	for i, t := range ts {
-		start := pos + sort.Search(len(prev)-pos, func(j int) bool { return prev[pos+j].Table >= t })
-		end := start + sort.Search(len(prev)-start, func(j int) bool { return prev[start+j].Table > t })
+		start := pos + sort.Search(len(prev)-pos, func(j int) bool { return int(prev[pos+j].Table) >= t })
+		end := start + sort.Search(len(prev)-start, func(j int) bool { return int(prev[start+j].Table) > t })
 		out = append(out, prev[pos:start]...)
 		out = append(out, fresh[i]...)
 		pos = end

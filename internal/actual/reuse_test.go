@@ -32,13 +32,13 @@ func TestReadRouteTablesAgreesWithAFullRead(t *testing.T) {
 			} else {
 				dst = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(rng.IntN(4)), byte(rng.IntN(8)), 0}), 24)
 			}
-			r := model.Route{Table: table, Dst: dst, Type: model.RouteUnicast, Dev: "d0", Scope: model.ScopeLink,
-				Metric: rng.IntN(2), Protocol: proto}
+			r := model.Route{Table: uint32(table), Dst: dst, Type: model.RouteUnicast, Dev: "d0", Scope: model.ScopeLink,
+				Metric: uint32(rng.IntN(2)), Protocol: proto}
 			if rng.IntN(4) == 0 {
 				r.Protocol = 12
 			}
 			if rng.IntN(3) == 0 {
-				r.MTU = 1280 + rng.IntN(3)
+				r.MTU = uint32(1280 + rng.IntN(3))
 			}
 			return r
 		}
@@ -61,7 +61,7 @@ func TestReadRouteTablesAgreesWithAFullRead(t *testing.T) {
 			all, _ := k.Routes(0)
 			var in []model.Route
 			for _, r := range all {
-				if r.Table == table {
+				if int(r.Table) == table {
 					in = append(in, r)
 				}
 			}
@@ -71,7 +71,7 @@ func TestReadRouteTablesAgreesWithAFullRead(t *testing.T) {
 			case 1:
 				if len(in) > 0 {
 					r := in[rng.IntN(len(in))]
-					if errs := k.WriteRoutes([]kernel.RouteWrite{{Action: kernel.RouteDelete, Route: &r}}, r.Protocol); errs[0] != nil {
+					if errs := k.WriteRoutes([]kernel.RouteWrite{{Action: kernel.RouteDelete, Route: &r}}, int(r.Protocol)); errs[0] != nil {
 						t.Fatal(errs[0])
 					}
 				}

@@ -30,7 +30,7 @@ func AddForeignRoutesInTheWay(k kernel.Reader, act *model.State, missing map[int
 			return false, fmt.Errorf("read routes of table %d: %w", t, err)
 		}
 		for _, r := range rs {
-			if r.Protocol != proto {
+			if int(r.Protocol) != proto {
 				act.Routes = append(act.Routes, r)
 				added = true
 			}

@@ -231,7 +231,7 @@ func origin(op diff.Op) string {
 	case op.Address != nil:
 		return op.Address.Origin
 	case op.Route != nil:
-		return op.Route.Origin
+		return op.Route.Origin.String()
 	case op.Rule != nil:
 		return op.Rule.Origin
 	case op.Fou != nil:

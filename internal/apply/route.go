@@ -199,7 +199,7 @@ func gatewayCheckErr(err error) bool {
 // program (or another netreconcile run, with our protocol) added one since.
 // Each table is read once, after the batch, keeping the routes of those keys.
 func explainExists(k kernel.Interface, proto int, ops []diff.Op, errs []error) {
-	keys := map[int]map[model.RouteKey]bool{}
+	keys := map[uint32]map[model.RouteKey]bool{}
 	for i, op := range ops {
 		if op.Action != diff.Create || !errors.Is(errs[i], unix.EEXIST) {
 			continue
@@ -210,9 +210,9 @@ func explainExists(k kernel.Interface, proto int, ops []diff.Op, errs []error) {
 		}
 		keys[key.Table][key] = true
 	}
-	tables := map[int][]model.Route{}
+	tables := map[uint32][]model.Route{}
 	for t, ks := range keys {
-		if rs, err := k.RoutesWithKeys(t, ks); err == nil {
+		if rs, err := k.RoutesWithKeys(int(t), ks); err == nil {
 			tables[t] = rs
 		} // else the kernel's answer stands alone
 	}
@@ -225,8 +225,8 @@ func explainExists(k kernel.Interface, proto int, ops []diff.Op, errs []error) {
 			if h.Key() != key {
 				continue
 			}
-			whose := fmt.Sprintf("another program's (protocol %s, not ours, %d)", model.ProtocolName(h.Protocol), proto)
-			if h.Protocol == proto {
+			whose := fmt.Sprintf("another program's (protocol %s, not ours, %d)", model.ProtocolName(int(h.Protocol)), proto)
+			if int(h.Protocol) == proto {
 				whose = fmt.Sprintf("ours (protocol %d), written since the plan was made: by another netreconcile run?", proto)
 			}
 			errs[i] = fmt.Errorf("%w: the route with this key is %s", errs[i], whose)

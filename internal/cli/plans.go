@@ -318,10 +318,10 @@ func allocationsOnly(dry, applied *diff.SavedPlan, cfg *desired.Config) []string
 			pools[pa.Pool] = true
 		}
 	}
-	exportTables := map[int]bool{}
+	exportTables := map[uint32]bool{}
 	for _, pl := range cfg.State.Pools {
 		if pools[pl.Name] {
-			exportTables[int(pl.ExportTable)] = true
+			exportTables[pl.ExportTable] = true
 		}
 	}
 	var kept []diff.SavedOp

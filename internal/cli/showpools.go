@@ -66,7 +66,7 @@ func showPools(ctx context.Context, eng *engine.Engine, conf, st *model.State) e
 // pool's export table, to a prefix inside its subnets.
 func exportRoute(pools []model.Pool, r *model.Route) bool {
 	for _, p := range pools {
-		if r.Table != int(p.ExportTable) || r.Dev != "lo" {
+		if r.Table != p.ExportTable || r.Dev != "lo" {
 			continue
 		}
 		for _, sn := range p.Subnets {

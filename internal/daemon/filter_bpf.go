@@ -61,7 +61,7 @@ func routePrefilter(w *watchSet) []bpf.Instruction {
 	}
 	tables := map[int]bool{}
 	var ranges []v4range
-	for k := range w.routes {
+	for _, k := range w.declared.keys {
 		tables[int(k.table)] = true
 		// A default route matches only notifications without a
 		// destination, which pass anyway: its range would be everything.

@@ -104,7 +104,7 @@ func TestRoutePrefilterPassesWhatWakes(t *testing.T) {
 		nRoutes := []int{1, 10, 300, 3000}[round%4]
 		nTables := []int{1, 3, 40}[round%3]
 		for range nRoutes {
-			want.Routes = append(want.Routes, model.Route{Table: 100 + rng.IntN(nTables), Dst: randPrefix()})
+			want.Routes = append(want.Routes, model.Route{Table: uint32(100 + rng.IntN(nTables)), Dst: randPrefix()})
 		}
 		w := buildWatchSet(want, nil, nil)
 		vm := prefilterVM(t, w)
@@ -135,7 +135,7 @@ func TestRoutePrefilterPassesWhatWakes(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				// One of the file's keys.
 				r := want.Routes[rng.IntN(len(want.Routes))]
-				table, dst = r.Table, r.Dst
+				table, dst = int(r.Table), r.Dst
 			}
 			check(routeMsg(typ, proto, table, dst.String()))
 		}

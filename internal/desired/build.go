@@ -41,6 +41,9 @@ type builder struct {
 	ipvlanOn map[string]ipvlanAt
 	// origins makes the Origin of routes and addresses.
 	origins posArena
+	// devNames holds one string per link name routes go through
+	// (devName).
+	devNames map[string]string
 	// sides are the side files (sidefile.go), line the parse of a routes
 	// file's lines (route_file.go).
 	sides *sideFiles

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/redact"
 )
 
@@ -33,6 +34,22 @@ func (p Pos) String() string {
 type posArena struct {
 	b    strings.Builder
 	size int // of the current buffer: they double up to 64 KiB
+	// files are the names Origin points to, one per file.
+	files map[string]*string
+}
+
+// Origin is the position as a model.Origin: the file's name is kept once,
+// whatever the number of positions in it.
+func (a *posArena) Origin(p Pos) model.Origin {
+	f := a.files[p.File]
+	if f == nil {
+		if a.files == nil {
+			a.files = map[string]*string{}
+		}
+		f = &p.File
+		a.files[p.File] = f
+	}
+	return model.OriginAt(f, p.Line, p.Col)
 }
 
 func (a *posArena) String(p Pos) string {

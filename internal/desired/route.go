@@ -107,7 +107,7 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 		fams = []bool{false}
 	}
 	for _, v6 := range fams {
-		r := model.Route{Table: model.TableMain, Type: typ, Dev: rc.Dev, Metric: rc.Metric, TOS: int(rc.TOS), OnLink: rc.OnLink, MTU: rc.MTU, Origin: b.origins.String(rc.Pos)}
+		r := model.Route{Table: model.TableMain, Type: uint8(typ), Dev: b.devName(rc.Dev), TOS: rc.TOS, OnLink: rc.OnLink, Origin: b.origins.Origin(rc.Pos)}
 		if rc.To.Default {
 			r.Dst = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
 			if v6 {
@@ -117,7 +117,7 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 			r.Dst = rc.To.P
 		}
 		if rc.Table != nil {
-			r.Table = rc.Table.N
+			r.Table = uint32(rc.Table.N)
 		}
 		if rc.Via != nil {
 			r.Gateway = rc.Via.A
@@ -136,11 +136,16 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 		}
 		if rc.MTU < 0 || rc.MTU > maxMTU || (rc.MTU != 0 && rc.MTU < minMTU) {
 			b.errs.add(rc.at("mtu"), path(".mtu"), "expected a route MTU from %d to %d, found %d", minMTU, maxMTU, rc.MTU)
+		} else {
+			r.MTU = uint32(rc.MTU)
 		}
-		if rc.Metric < 0 || rc.Metric > math.MaxUint32 {
+		badMetric := rc.Metric < 0 || rc.Metric > math.MaxUint32
+		if badMetric {
 			// RTA_PRIORITY is a u32: a larger number would be cut to
 			// its low 32 bits and the route flap on every pass.
 			b.errs.add(rc.at("metric"), path(".metric"), "expected a metric from 0 to 4294967295, found %d", rc.Metric)
+		} else {
+			r.Metric = uint32(rc.Metric)
 		}
 		// The kernel takes a route's tos as a DS field without ECN bits, and
 		// none for IPv6 ("Invalid dsfield (tos)"): refused here, with the
@@ -157,7 +162,7 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 		}
 		switch {
 		case rc.Scope != nil:
-			r.Scope = rc.Scope.N
+			r.Scope = uint8(rc.Scope.N)
 		case v6:
 			// IPv6 routes have no scope: the kernel reports universe whatever is sent.
 		case typ == model.RouteLocal:
@@ -213,10 +218,15 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 			continue
 		}
 		if r.Src.IsValid() && r.Src.Is4() {
-			if link, vrf, table, ok := b.vrfOfSource(r.Src); ok && table != r.Table {
+			if link, vrf, table, ok := b.vrfOfSource(r.Src); ok && table != int(r.Table) {
 				b.errs.add(rc.at("src"), path(".src"), "source %s is an address of %s, in VRF %s (table %d); the kernel takes an IPv4 source only from the route's table's local addresses or table local's, and a VRF's are in its table: give this route table %d, or a source outside the VRF", r.Src, link, vrf, table, table)
 				continue
 			}
+		}
+		if badMetric {
+			// Reported: its key, without the metric, would be another
+			// route's and read as declared twice.
+			continue
 		}
 		if prev, dup := b.routeAt.find(b.st.Routes, r.Key()); dup {
 			b.errs.add(rc.Pos, path(""), "route %s is declared twice (first at %s); a route is identified by table, destination, tos and metric", r.Key(), b.st.Routes[prev].Origin)
@@ -225,6 +235,23 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 		b.routeAt.add(b.st.Routes, r.Key())
 		b.st.Routes = append(b.st.Routes, r)
 	}
+}
+
+// devName is name, as one string per name: the decoder makes a string
+// of each route's dev, and the model keeps them as long as it enforces
+// the file (16 bytes a route; a routes file's are one per name already).
+func (b *builder) devName(name string) string {
+	if name == "" {
+		return ""
+	}
+	if s, ok := b.devNames[name]; ok {
+		return s
+	}
+	if b.devNames == nil {
+		b.devNames = map[string]string{}
+	}
+	b.devNames[name] = name
+	return name
 }
 
 // nextHops checks a multipath route's next hops and puts them in r; false
@@ -236,7 +263,7 @@ func (b *builder) nextHops(rc *routeConf, r *model.Route, path func(string) stri
 		ok = false
 	}
 	if r.Type != model.RouteUnicast {
-		b.errs.add(rc.at("nexthops"), path(".nexthops"), "a %s route takes no nexthops; only a unicast route has several paths", model.RouteTypeName(r.Type))
+		b.errs.add(rc.at("nexthops"), path(".nexthops"), "a %s route takes no nexthops; only a unicast route has several paths", model.RouteTypeName(int(r.Type)))
 		return false
 	}
 	if len(rc.NextHops) < 2 {
@@ -255,7 +282,7 @@ func (b *builder) nextHops(rc *routeConf, r *model.Route, path func(string) stri
 			ok = false // reported by the decoder
 			continue
 		}
-		h := model.NextHop{Dev: hc.Dev, Weight: 1}
+		h := model.NextHop{Dev: b.devName(hc.Dev), Weight: 1}
 		if hc.Weight != nil {
 			h.Weight = *hc.Weight
 			if h.Weight < minWeight || h.Weight > maxWeight {

@@ -83,7 +83,7 @@ func TestMultipathAndRFC5549Routes(t *testing.T) {
 	got := cfg.State.Routes
 	model.SortRoutes(got)
 	for i := range got {
-		got[i].Origin = ""
+		got[i].Origin = model.Origin{}
 	}
 	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b }), cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); d != "" {
 		t.Errorf("routes (-want +got):\n%s", d)

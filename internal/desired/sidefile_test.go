@@ -28,7 +28,7 @@ func withoutOrigins(st *model.State) *model.State {
 	c := *st
 	c.Routes = slices.Clone(st.Routes)
 	for i := range c.Routes {
-		c.Routes[i].Origin = ""
+		c.Routes[i].Origin = model.Origin{}
 	}
 	c.NFTables = slices.Clone(st.NFTables)
 	for i := range c.NFTables {
@@ -81,7 +81,7 @@ func TestRoutesFile(t *testing.T) {
 	}
 	origins := map[string]bool{}
 	for _, r := range got.State.Routes {
-		origins[r.Origin] = true
+		origins[r.Origin.String()] = true
 	}
 	for _, o := range []string{"/etc/nr/up.routes:3:1", "/etc/nr/up.routes:4:2", "/etc/nr/up.routes:10:1"} {
 		if !origins[o] {

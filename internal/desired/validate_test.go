@@ -72,6 +72,12 @@ func TestValidationErrors(t *testing.T) {
 			"f.yaml:7:5: routes[1]: route 10.1.0.0/16 table main is declared twice (first at f.yaml:6:5); a route is identified by table, destination, tos and metric\n" +
 			"f.yaml:10:5: rules[1]: rule 10: from all lookup 5 (ipv4) is declared twice (first at f.yaml:9:5)",
 	}, {
+		// Its low 32 bits would make it the first route's key: the
+		// metric is reported, and nothing is declared twice.
+		name: "a metric past 32 bits beside the route its cut value names",
+		file: "version: 1\nroutes:\n  - {to: 10.1.0.0/16, type: blackhole}\n  - {to: 10.1.0.0/16, type: blackhole, metric: 4294967296}\n",
+		want: "f.yaml:4:48: routes[1].metric: expected a metric from 0 to 4294967295, found 4294967296",
+	}, {
 		name: "missing version",
 		file: "links: {}\n",
 		want: "f.yaml:1:1: version: missing; expected \"version: 1\" at the top of the main file",

@@ -160,7 +160,7 @@ func sizeHint(d, a *model.State) int {
 	cold := coldElems(d, a)
 	ours := 0
 	for i := range a.Routes {
-		if a.Routes[i].Protocol == d.Protocol {
+		if int(a.Routes[i].Protocol) == d.Protocol {
 			ours++
 		}
 	}
@@ -315,7 +315,7 @@ func (c *computer) mtuMoved(r *model.Route) (int, bool) {
 	if w == nil || h == nil || w.MTU == 0 || w.MTU == h.MTU {
 		return 0, false
 	}
-	if r.MTU != w.MTU && (r.MTU > w.MTU || r.MTU == h.MTU) {
+	if mtu := int(r.MTU); mtu != w.MTU && (mtu > w.MTU || mtu == h.MTU) {
 		return w.MTU, true
 	}
 	return 0, false
@@ -328,7 +328,7 @@ func (c *computer) routeUpdate(w, h *model.Route) (Op, bool) {
 	ch := routeChanges(w, h)
 	if len(ch) == 0 {
 		if to, ok := c.mtuMoved(h); ok {
-			ch = []Change{{"mtu", fmt.Sprintf("%d (moved to %d with %s's)", h.MTU, to, h.Dev), strconv.Itoa(w.MTU)}}
+			ch = []Change{{"mtu", fmt.Sprintf("%d (moved to %d with %s's)", h.MTU, to, h.Dev), strconv.FormatUint(uint64(w.MTU), 10)}}
 		}
 	}
 	if len(ch) == 0 && c.routeShaken(h) {

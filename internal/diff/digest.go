@@ -26,10 +26,10 @@ import (
 // Objects are encoded by reflection, field by field in declaration order
 // (maps in key order), so a field added to the model is covered without a
 // line here. What is left out, and why:
-//   - a string field named Origin, and an nftables text's NftSource:
-//     where the file declared the object (FILE:LINE:COL), which moves with
-//     an unrelated edit and with the directory a file is read from; the
-//     files' own digests cover edits;
+//   - a field named Origin (a string or a model.Origin), and an nftables
+//     text's NftSource: where the file declared the object
+//     (FILE:LINE:COL), which moves with an unrelated edit and with the
+//     directory a file is read from; the files' own digests cover edits;
 //   - what the kernel changes by itself (volatile, below), in the kernel's
 //     objects only: a WireGuard peer's handshake, counters and roaming
 //     endpoint, an IPv6 address's duplicate address detection in progress;
@@ -62,6 +62,7 @@ var volatile = map[reflect.Type]map[string]bool{
 
 var (
 	secretType = reflect.TypeFor[model.Secret]()
+	originType = reflect.TypeFor[model.Origin]()
 	nftOpType  = reflect.TypeFor[model.NftOp]()
 	// Where a rule's or an element's text is in the file.
 	nftSourceType  = reflect.TypeFor[model.NftSource]()
@@ -204,7 +205,7 @@ func (w *walker) value(v reflect.Value, depth int, skip string) {
 		}
 		for i := range t.NumField() {
 			f := t.Field(i)
-			if f.Name == skip || vol[f.Name] || informational[t][f.Name] || f.Name == "Origin" && f.Type.Kind() == reflect.String ||
+			if f.Name == skip || vol[f.Name] || informational[t][f.Name] || f.Name == "Origin" && (f.Type.Kind() == reflect.String || f.Type == originType) ||
 				f.Type == nftSourceType || f.Type == nftSourcesType {
 				continue
 			}

@@ -26,7 +26,7 @@ func (c *computer) routesByMap() {
 	foreign := map[model.RouteKey]*model.Route{}
 	for i := range c.a.Routes {
 		r := &c.a.Routes[i]
-		if r.Protocol != c.d.Protocol {
+		if int(r.Protocol) != c.d.Protocol {
 			foreign[r.Key()] = r
 			continue
 		}
@@ -51,7 +51,7 @@ func (c *computer) routesByMap() {
 	}
 	for i := range c.a.Routes {
 		h := &c.a.Routes[i]
-		if h.Protocol != c.d.Protocol || want[h.Key()] || c.routeGone(h) {
+		if int(h.Protocol) != c.d.Protocol || want[h.Key()] || c.routeGone(h) {
 			continue
 		}
 		c.deleteRoute(h)
@@ -98,9 +98,9 @@ func (c *computer) routesSorted() bool {
 		var h, foreign *model.Route
 		if order >= 0 {
 			for je < len(as) && as[je].Key() == k {
-				if a := &as[je]; a.Protocol == c.d.Protocol && !c.routeGone(a) {
+				if a := &as[je]; int(a.Protocol) == c.d.Protocol && !c.routeGone(a) {
 					h = a
-				} else if a.Protocol != c.d.Protocol {
+				} else if int(a.Protocol) != c.d.Protocol {
 					foreign = a
 				}
 				je++
@@ -120,7 +120,7 @@ func (c *computer) routesSorted() bool {
 		if ie == i {
 			// Not wanted: ours are deleted.
 			for n := j; n < je; n++ {
-				if h := &as[n]; h.Protocol == c.d.Protocol && !c.routeGone(h) {
+				if h := &as[n]; int(h.Protocol) == c.d.Protocol && !c.routeGone(h) {
 					c.deleteRoute(h)
 				}
 			}
@@ -135,7 +135,7 @@ func (c *computer) routesSorted() bool {
 func (c *computer) createRoute(w, foreign *model.Route) {
 	k := w.Key()
 	if foreign != nil {
-		c.conflict("route %s exists with protocol %s, not ours (%d); the kernel keeps one route per key: remove it, or change the file's route (its metric, for one)", k, model.ProtocolName(foreign.Protocol), c.d.Protocol)
+		c.conflict("route %s exists with protocol %s, not ours (%d); the kernel keeps one route per key: remove it, or change the file's route (its metric, for one)", k, model.ProtocolName(int(foreign.Protocol)), c.d.Protocol)
 		return
 	}
 	c.add(Op{Action: Create, Kind: KindRoute, ID: k.String(), Summary: w.Attrs(), Route: w})
@@ -152,7 +152,7 @@ func (c *computer) deleteRoute(h *model.Route) {
 func routeChanges(w, h *model.Route) []Change {
 	var ch []Change
 	if w.Type != h.Type {
-		ch = append(ch, Change{"type", model.RouteTypeName(h.Type), model.RouteTypeName(w.Type)})
+		ch = append(ch, Change{"type", model.RouteTypeName(int(h.Type)), model.RouteTypeName(int(w.Type))})
 	}
 	if w.Gateway != h.Gateway {
 		ch = append(ch, Change{"via", addrStr(h.Gateway), addrStr(w.Gateway)})
@@ -169,13 +169,13 @@ func routeChanges(w, h *model.Route) []Change {
 		ch = append(ch, Change{"src", addrStr(h.Src), addrStr(w.Src)})
 	}
 	if w.Scope != h.Scope {
-		ch = append(ch, Change{"scope", model.ScopeName(h.Scope), model.ScopeName(w.Scope)})
+		ch = append(ch, Change{"scope", model.ScopeName(int(h.Scope)), model.ScopeName(int(w.Scope))})
 	}
 	if w.OnLink != h.OnLink {
 		ch = append(ch, Change{"onlink", boolStr(h.OnLink), boolStr(w.OnLink)})
 	}
 	if w.MTU != h.MTU {
-		ch = append(ch, Change{"mtu", strconv.Itoa(h.MTU), strconv.Itoa(w.MTU)})
+		ch = append(ch, Change{"mtu", strconv.FormatUint(uint64(h.MTU), 10), strconv.FormatUint(uint64(w.MTU), 10)})
 	}
 	return ch
 }

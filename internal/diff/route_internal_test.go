@@ -24,14 +24,14 @@ func TestRoutesSortedMatchesMap(t *testing.T) {
 		{Table: 254, Dst: p("2001:db8::/32"), Dev: "eth0", Type: 1, Metric: 1024},
 	}}
 	a := &model.State{Protocol: mine, Links: map[string]*model.Link{"eth0": {Name: "eth0"}, "old0": {Name: "old0", Owned: true}, "br0": {Name: "br0", Owned: true}}, Routes: []model.Route{
-		{Table: 100, Dst: p("10.0.0.0/24"), Dev: "eth0", Type: 1, Protocol: mine},
-		{Table: 100, Dst: p("10.0.0.128/25"), Dev: "eth0", Type: 1, Protocol: mine}, // stale
-		{Table: 100, Dst: p("10.0.1.0/24"), Dev: "eth0", Type: 1, Protocol: 4},      // foreign
-		{Table: 100, Dst: p("10.0.1.0/24"), Dev: "eth0", Type: 1, Protocol: mine},   // ours, other MTU
-		{Table: 100, Dst: p("10.0.3.0/24"), Dev: "br0", Type: 1, Protocol: mine},    // on a recreated link
-		{Table: 100, Dst: p("10.0.4.0/24"), Dev: "old0", Type: 1, Protocol: mine},   // goes with its link
-		{Table: 100, Dst: p("10.0.5.0/24"), Dev: "eth0", Type: 1, Protocol: 3},      // foreign
-		{Table: 254, Dst: p("2001:db8::/32"), Dev: "br0", Type: 1, Metric: 1024, Protocol: mine},
+		{Table: 100, Dst: p("10.0.0.0/24"), Dev: "eth0", Type: 1, Protocol: uint8(mine)},
+		{Table: 100, Dst: p("10.0.0.128/25"), Dev: "eth0", Type: 1, Protocol: uint8(mine)}, // stale
+		{Table: 100, Dst: p("10.0.1.0/24"), Dev: "eth0", Type: 1, Protocol: 4},             // foreign
+		{Table: 100, Dst: p("10.0.1.0/24"), Dev: "eth0", Type: 1, Protocol: uint8(mine)},   // ours, other MTU
+		{Table: 100, Dst: p("10.0.3.0/24"), Dev: "br0", Type: 1, Protocol: uint8(mine)},    // on a recreated link
+		{Table: 100, Dst: p("10.0.4.0/24"), Dev: "old0", Type: 1, Protocol: uint8(mine)},   // goes with its link
+		{Table: 100, Dst: p("10.0.5.0/24"), Dev: "eth0", Type: 1, Protocol: 3},             // foreign
+		{Table: 254, Dst: p("2001:db8::/32"), Dev: "br0", Type: 1, Metric: 1024, Protocol: uint8(mine)},
 	}}
 	if !model.RoutesSorted(d.Routes) || !model.RoutesSorted(a.Routes) {
 		t.Fatal("test lists are not sorted")
@@ -55,7 +55,7 @@ func TestRoutesUnsortedFallBack(t *testing.T) {
 	p := func(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 	mine := model.DefaultProtocol
 	d := &model.State{Protocol: mine, Routes: []model.Route{{Table: 100, Dst: p("10.0.1.0/24"), Type: 6}, {Table: 100, Dst: p("10.0.0.0/24"), Type: 6}}}
-	a := &model.State{Protocol: mine, Routes: []model.Route{{Table: 100, Dst: p("10.0.2.0/24"), Type: 6, Protocol: mine}, {Table: 100, Dst: p("10.0.0.0/24"), Type: 6, Protocol: mine}}}
+	a := &model.State{Protocol: mine, Routes: []model.Route{{Table: 100, Dst: p("10.0.2.0/24"), Type: 6, Protocol: uint8(mine)}, {Table: 100, Dst: p("10.0.0.0/24"), Type: 6, Protocol: uint8(mine)}}}
 	plan, err := Compute(d, a)
 	if err != nil {
 		t.Fatal(err)
@@ -73,13 +73,13 @@ func TestRoutesSortedMatchesMapRandom(t *testing.T) {
 	devs := []string{"", "eth0", "br0", "old0"}
 	route := func() model.Route {
 		return model.Route{
-			Table:    100 + rng.IntN(2),
+			Table:    uint32(100 + rng.IntN(2)),
 			Dst:      netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, byte(rng.IntN(6)), 0}), 24),
-			Metric:   rng.IntN(2),
+			Metric:   uint32(rng.IntN(2)),
 			Type:     1,
 			Dev:      devs[rng.IntN(len(devs))],
-			MTU:      1400 + rng.IntN(2),
-			Protocol: []int{model.DefaultProtocol, model.DefaultProtocol, 4}[rng.IntN(3)],
+			MTU:      uint32(1400 + rng.IntN(2)),
+			Protocol: []uint8{model.DefaultProtocol, model.DefaultProtocol, 4}[rng.IntN(3)],
 		}
 	}
 	for n := 0; n < 500; n++ {

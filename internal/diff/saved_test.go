@@ -107,6 +107,37 @@ func TestSavedPlanHoldsNoSecret(t *testing.T) {
 	}
 }
 
+// A route op's digest leaves out where the file declares the route: a
+// line added above it moves its origin, not what it writes.
+func TestSavedRouteDigestLeavesOriginOut(t *testing.T) {
+	save := func(y string) (*diff.SavedPlan, string) {
+		t.Helper()
+		cfg, err := desired.Parse([]desired.Source{{Name: "n.yaml", Data: []byte(y)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		act := newKernel().st
+		plan, err := diff.Compute(cfg.State, act)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := diff.Save(plan, act, testSalt, diff.PlanTarget{Host: "h", StateDir: "/var/lib/netreconcile", Config: "n.yaml"}, nil, nil, time.Unix(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, cfg.State.Routes[0].Origin.String()
+	}
+	const routes = "links:\n  br0: {kind: bridge}\nroutes:\n  - {to: 10.1.0.0/24, dev: br0, table: 100, metric: 7}\n"
+	s1, at1 := save("version: 1\n" + routes)
+	s2, at2 := save("version: 1\n# a comment above\n" + routes)
+	if at1 == at2 || at1 != "n.yaml:5:5" {
+		t.Fatalf("origins %q and %q: the case moves nothing", at1, at2)
+	}
+	if d := s1.Differences(s2); len(d) != 0 {
+		t.Errorf("a route's origin moved and the plan differs:\n%s", strings.Join(d, "\n"))
+	}
+}
+
 func TestDecodeSavedStrict(t *testing.T) {
 	s, _ := savedWG(t, t.TempDir(), bytes.Repeat([]byte{8}, 32), bytes.Repeat([]byte{9}, 32))
 	var b bytes.Buffer

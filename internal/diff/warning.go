@@ -435,7 +435,7 @@ func (c *computer) warnGateways() {
 			on = " on " + r.Dev
 		}
 		c.plan.Warnings = append(c.plan.Warnings, Warning{
-			Keys: []string{at("route "+r.Key().String()+" via "+gw, r.Origin)},
+			Keys: []string{at("route "+r.Key().String()+" via "+gw, r.Origin.String())},
 			Message: "no address the file declares" + on + " reaches gateway " + gw +
 				": the kernel takes the route only while an address or route that is not in the file (one DHCP gave, someone else's) reaches it, and refuses it otherwise",
 			Fix: "declare an address" + on + " in a subnet that holds " + gw + ", a device route to it, or onlink: true if it is on the link without a subnet",

@@ -172,8 +172,8 @@ func (e *Engine) recordRouteTables(st *model.State, protocol int, read actual.Ro
 	}
 	found := map[int]bool{}
 	for i := range st.Routes {
-		if st.Routes[i].Protocol == protocol {
-			found[st.Routes[i].Table] = true
+		if int(st.Routes[i].Protocol) == protocol {
+			found[int(st.Routes[i].Table)] = true
 		}
 	}
 	changed := false
@@ -490,10 +490,11 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 		if missing == nil {
 			missing = map[int]map[model.RouteKey]bool{}
 		}
-		if missing[k.Table] == nil {
-			missing[k.Table] = map[model.RouteKey]bool{}
+		t := int(k.Table)
+		if missing[t] == nil {
+			missing[t] = map[model.RouteKey]bool{}
 		}
-		missing[k.Table][k] = true
+		missing[t][k] = true
 	}
 	if len(missing) == 0 {
 		return plan, err
@@ -516,7 +517,7 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 func routeTablesOf(desired *model.State) map[int]bool {
 	out := map[int]bool{}
 	for i := range desired.Routes {
-		out[desired.Routes[i].Table] = true
+		out[int(desired.Routes[i].Table)] = true
 	}
 	return out
 }
@@ -591,7 +592,7 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 		op := &plan.Ops[i]
 		switch {
 		case op.Kind == diff.KindRoute && op.Route != nil && op.Action != diff.Delete:
-			if t := op.Route.Table; !e.Ledger.RouteTables[ledger.RouteTable{Protocol: plan.Protocol, Table: t}] && !intendedTables[t] {
+			if t := int(op.Route.Table); !e.Ledger.RouteTables[ledger.RouteTable{Protocol: plan.Protocol, Table: t}] && !intendedTables[t] {
 				intendedTables[t] = true
 				e.Ledger.SetRouteTable(plan.Protocol, t, true)
 			}

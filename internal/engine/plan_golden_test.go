@@ -64,7 +64,7 @@ func seed(k *kerneltest.Kernel, st *model.State, led *ledger.Ledger) {
 		k.PutAddress(a)
 	}
 	for _, r := range st.Routes {
-		r.Protocol = st.Protocol
+		r.Protocol = uint8(st.Protocol)
 		k.PutRoute(r)
 	}
 	for _, r := range st.Rules {

@@ -224,8 +224,8 @@ func ExportRoutes(pools []ipam.Pool, blocks []ipam.Block) []model.Route {
 	var out []model.Route
 	for _, b := range blocks {
 		for _, dst := range b.Prefixes() {
-			r := model.Route{Table: int(table[b.Pool]), Dst: dst, Type: model.RouteUnicast, Dev: ExportDev,
-				Origin: fmt.Sprintf("pool %s block %d", b.Pool, b.Index)}
+			r := model.Route{Table: table[b.Pool], Dst: dst, Type: model.RouteUnicast, Dev: ExportDev,
+				Origin: model.OriginText(fmt.Sprintf("pool %s block %d", b.Pool, b.Index))}
 			if dst.Addr().Is6() {
 				r.Metric = model.IPv6DefaultMetric
 			}
@@ -239,7 +239,7 @@ func addExportRoutes(st *model.State, pools []ipam.Pool, blocks []ipam.Block) er
 	if len(blocks) == 0 {
 		return nil
 	}
-	declared := make(map[model.RouteKey]string, len(st.Routes))
+	declared := make(map[model.RouteKey]model.Origin, len(st.Routes))
 	for _, r := range st.Routes {
 		declared[r.Key()] = r.Origin
 	}
@@ -377,7 +377,7 @@ func lostRegistries(reg *ipam.Registry, desired *model.State, read func() (*mode
 		}
 		var traces []string
 		for _, r := range act.Routes {
-			if r.Table == int(p.ExportTable) && r.Dst.IsValid() && in(r.Dst.Addr()) {
+			if r.Table == p.ExportTable && r.Dst.IsValid() && in(r.Dst.Addr()) {
 				traces = append(traces, fmt.Sprintf("route %s table %d", r.Dst, r.Table))
 			}
 		}

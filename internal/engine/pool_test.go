@@ -69,7 +69,7 @@ func TestPreparePools(t *testing.T) {
 	}
 
 	// An export route the file declares too is an error.
-	st.Routes = append(st.Routes, model.Route{Table: 119, Dst: netip.MustParsePrefix("10.2.0.0/31"), Dev: "lo", Origin: "f.yaml:9:5"})
+	st.Routes = append(st.Routes, model.Route{Table: 119, Dst: netip.MustParsePrefix("10.2.0.0/31"), Dev: "lo", Origin: model.OriginText("f.yaml:9:5")})
 	if _, err := PreparePools(ctx, reg, st, false); err == nil || !strings.Contains(err.Error(), "the file declares it too at f.yaml:9:5") {
 		t.Errorf("duplicate export route: %v", err)
 	}

@@ -86,7 +86,7 @@ func Written(plan *diff.Plan) actual.Fresh {
 			if tables == nil {
 				tables = map[int]bool{}
 			}
-			tables[op.Route.Table] = true
+			tables[int(op.Route.Table)] = true
 		case diff.KindRule:
 			k |= actual.Rules
 		case diff.KindWGPeer:

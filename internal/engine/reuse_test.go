@@ -162,7 +162,7 @@ func TestReusedRoutesKeepNoForeignRoute(t *testing.T) {
 			t.Fatalf("the reusable read holds %d routes, want our 3: %v", n, e.prev.Routes)
 		}
 		for _, r := range e.prev.Routes {
-			if r.Protocol != st.Protocol {
+			if int(r.Protocol) != st.Protocol {
 				t.Fatalf("the reusable read holds a foreign route: %v", e.prev.Routes)
 			}
 		}

@@ -115,7 +115,7 @@ func (k *ledgerOnDisk) WriteRoutes(ws []kernel.RouteWrite, protocol int) []error
 		k.t.Fatal(err)
 	}
 	for _, w := range ws {
-		if w.Action != kernel.RouteDelete && !l.RouteTables[ledger.RouteTable{Protocol: protocol, Table: w.Route.Table}] {
+		if w.Action != kernel.RouteDelete && !l.RouteTables[ledger.RouteTable{Protocol: protocol, Table: int(w.Route.Table)}] {
 			k.t.Errorf("route %s written into table %d before the ledger on disk lists it (%v)", w.Route.Dst, w.Route.Table, l.RouteTablesOf(protocol))
 		}
 	}

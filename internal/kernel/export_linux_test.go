@@ -46,7 +46,7 @@ func RouteMessages(k *Netlink) int {
 }
 
 func (k *Netlink) fromRoute(r *netlink.Route) model.Route {
-	m := model.Route{Table: r.Table, TOS: r.Tos, Metric: r.Priority, Type: r.Type, Gateway: toAddr(r.Gw), Src: toAddr(r.Src), Scope: int(r.Scope), OnLink: r.Flags&unix.RTNH_F_ONLINK != 0, MTU: r.MTU, Protocol: int(r.Protocol)}
+	m := model.Route{Table: uint32(r.Table), TOS: uint8(r.Tos), Metric: uint32(r.Priority), Type: uint8(r.Type), Gateway: toAddr(r.Gw), Src: toAddr(r.Src), Scope: uint8(r.Scope), OnLink: r.Flags&unix.RTNH_F_ONLINK != 0, MTU: uint32(r.MTU), Protocol: uint8(r.Protocol)}
 	if r.Dst != nil {
 		m.Dst = toPrefix(r.Dst)
 	} else if r.Family == unix.AF_INET6 {

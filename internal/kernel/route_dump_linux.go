@@ -119,9 +119,9 @@ func nlmAlign(l int) int { return (l + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_AL
 // model.Route built aside and copied into the dump's slice cost a tenth
 // of a dump.
 func (k *Netlink) fillRoute(r *model.Route, rm *rtnl.Route, dev *lastName) {
-	r.Table, r.Dst, r.TOS, r.Metric, r.Type = int(rm.Table), rm.Dst, int(rm.TOS), int(rm.Priority), int(rm.Type)
-	r.Gateway, r.Dev, r.Src, r.Scope = rm.Gateway, dev.of(k, rm.OIF), rm.PrefSrc, int(rm.Scope)
-	r.OnLink, r.MTU, r.Protocol = rm.Flags&unix.RTNH_F_ONLINK != 0, int(rm.MTU), int(rm.Protocol)
+	r.Table, r.Dst, r.TOS, r.Metric, r.Type = rm.Table, rm.Dst, rm.TOS, rm.Priority, rm.Type
+	r.Gateway, r.Dev, r.Src, r.Scope = rm.Gateway, dev.of(k, rm.OIF), rm.PrefSrc, rm.Scope
+	r.OnLink, r.MTU, r.Protocol = rm.Flags&unix.RTNH_F_ONLINK != 0, rm.MTU, rm.Protocol
 	if len(rm.NextHops) > 0 {
 		r.NextHops = make([]model.NextHop, len(rm.NextHops))
 		for i, h := range rm.NextHops {

@@ -124,7 +124,7 @@ func TestRoutesWithKeys(t *testing.T) {
 	for _, table := range []int{100, 200, 300} {
 		var inTable []model.Route
 		for _, r := range all {
-			if r.Table == table {
+			if int(r.Table) == table {
 				inTable = append(inTable, r)
 			}
 		}

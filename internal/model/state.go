@@ -87,7 +87,7 @@ func (st *State) Owned() *State {
 		}
 	}
 	for _, r := range st.Routes {
-		if r.Protocol == st.Protocol {
+		if int(r.Protocol) == st.Protocol {
 			out.Routes = append(out.Routes, r)
 		}
 	}

@@ -28,7 +28,7 @@ func renderRoute(r *model.Route) *yaml.Node {
 		add(m, "family", yscalar(famWord(r.IsIPv6())))
 	}
 	if r.Type != model.RouteUnicast && r.Type != 0 {
-		add(m, "type", yscalar(model.RouteTypeName(r.Type)))
+		add(m, "type", yscalar(model.RouteTypeName(int(r.Type))))
 	}
 	if r.Gateway.IsValid() && routeTakesDev(r) {
 		add(m, "via", yscalar(r.Gateway.String()))
@@ -56,21 +56,21 @@ func renderRoute(r *model.Route) *yaml.Node {
 	if r.Src.IsValid() {
 		add(m, "src", yscalar(r.Src.String()))
 	}
-	add(m, "table", yscalar(model.TableName(r.Table)))
+	add(m, "table", yscalar(model.TableName(int(r.Table))))
 	if r.Metric != 0 {
-		add(m, "metric", yscalar(strconv.Itoa(r.Metric)))
+		add(m, "metric", yscalar(strconv.FormatUint(uint64(r.Metric), 10)))
 	}
 	if r.TOS != 0 {
 		add(m, "tos", yscalar(fmt.Sprintf("%#x", r.TOS)))
 	}
 	if !r.IsIPv6() {
-		add(m, "scope", yscalar(model.ScopeName(r.Scope)))
+		add(m, "scope", yscalar(model.ScopeName(int(r.Scope))))
 	}
 	if r.OnLink {
 		add(m, "onlink", yscalar("true"))
 	}
 	if r.MTU != 0 {
-		add(m, "mtu", yscalar(strconv.Itoa(r.MTU)))
+		add(m, "mtu", yscalar(strconv.FormatUint(uint64(r.MTU), 10)))
 	}
 	if r.Protocol != 0 {
 		m.HeadComment = ""

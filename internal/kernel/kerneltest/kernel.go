@@ -215,7 +215,7 @@ func (f *Kernel) PutAddress(a model.Address) {
 func (f *Kernel) PutRoute(r model.Route) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r.Origin = ""
+	r.Origin = model.Origin{}
 	normalizeMetric(&r)
 	f.routes[r.Key()] = r
 }
@@ -330,7 +330,7 @@ func (f *Kernel) Routes(protocol int) ([]model.Route, error) {
 	}
 	var out []model.Route
 	for _, r := range f.routes {
-		if protocol == 0 || r.Protocol == protocol {
+		if protocol == 0 || int(r.Protocol) == protocol {
 			out = append(out, r)
 		}
 	}
@@ -347,7 +347,7 @@ func (f *Kernel) TableRoutes(table, protocol int) ([]model.Route, error) {
 	}
 	var out []model.Route
 	for _, r := range f.routes {
-		if r.Table == table && (protocol == 0 || r.Protocol == protocol) {
+		if int(r.Table) == table && (protocol == 0 || int(r.Protocol) == protocol) {
 			out = append(out, r)
 		}
 	}
@@ -365,7 +365,7 @@ func (f *Kernel) RoutesWithKeys(table int, keys map[model.RouteKey]bool) ([]mode
 	}
 	var out []model.Route
 	for _, r := range f.routes {
-		if r.Table == table && keys[r.Key()] {
+		if int(r.Table) == table && keys[r.Key()] {
 			out = append(out, r)
 		}
 	}
@@ -858,7 +858,7 @@ func (f *Kernel) putRoute(call Call, r *model.Route, protocol int, excl bool) er
 		return fmt.Errorf("%s %s: %w", call, id, err)
 	}
 	c := *r
-	c.Protocol, c.Origin = protocol, ""
+	c.Protocol, c.Origin = uint8(protocol), model.Origin{}
 	c.NextHops = slices.Clone(r.NextHops)
 	normalizeMetric(&c)
 	if _, ok := f.routes[c.Key()]; ok && excl {
