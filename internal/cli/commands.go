@@ -433,7 +433,20 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		return failed(err)
 	}
-	if !all {
+	// With --all, what is not netreconcile's is printed as comments
+	// (render.All): declared, it would be a conflict, a write or invalid.
+	// The file's sysctls stay declarations: their values are the kernel's,
+	// and declaring a key at its value writes nothing.
+	var foreign *model.State
+	if all {
+		foreign = st.Foreign()
+		sysctls := st.Sysctls
+		st = st.Owned()
+		st.Sysctls = sysctls
+		if err := listedRules(ctx, eng, foreign); err != nil {
+			return fail(env, "show", err)
+		}
+	} else {
 		st = st.Owned()
 	}
 	if err := listedRules(ctx, eng, st); err != nil {
@@ -444,7 +457,15 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 			return fail(env, "show", err)
 		}
 	}
-	data, err := render.State(st)
+	var data, foreignData []byte
+	if all {
+		data, err = render.All(st, foreign)
+		if err == nil {
+			foreignData, err = render.Foreign(foreign)
+		}
+	} else {
+		data, err = render.State(st)
+	}
 	if err != nil {
 		return failed(err)
 	}
@@ -455,7 +476,7 @@ func runShow(ctx context.Context, env *Env, args []string) int {
 		}
 	}
 	if output == "json" {
-		r, err := showReport(ctx, eng, conf, data, pools)
+		r, err := showReport(ctx, eng, conf, data, pools, foreignData)
 		if err != nil {
 			return failed(err)
 		}

@@ -300,12 +300,20 @@ defaults spelled out, and the configuration's IPAM pools with what they
 hold as comments.
 
 Options:
-  -a, --all            print everything readable: foreign links, addresses,
-                       routes of every protocol and table, and rules, and
-                       the sysctls the configuration declares (when given)
+  -a, --all            print everything readable too: what is netreconcile's
+                       as without --all, and the sysctls the configuration
+                       declares (when given), then as comments under their
+                       section the foreign links with their addresses, routes
+                       of every protocol and table, rules and FoU ports, each
+                       saying why it is not a declaration (its protocol, the
+                       kernel's, or "add adopt: true to take it over"): the
+                       output still applies with zero writes; uncomment what
+                       the file should take over
   -o, --output FORMAT  text (default) or json: {"configuration": the same
                        configuration as JSON (which validate and apply
-                       read), "pools": each pool's usage and blocks}
+                       read), "foreign": with --all, what the text prints as
+                       comments, in the configuration's structure (null
+                       without), "pools": each pool's usage and blocks}
                        (docs/schema/show.json)
 ` + commonFlags
 

@@ -363,7 +363,11 @@ type showJSON struct {
 	// Configuration is a netreconcile configuration: its keys are the
 	// configuration's (docs/config.md), not the output's.
 	Configuration json.RawMessage `json:"configuration"`
-	Pools         []poolListing   `json:"pools"`
+	// Foreign (show --all) are the objects that are not netreconcile's, in
+	// the configuration's structure: links with their addresses, fou,
+	// routes, rules, nftables. Null without --all.
+	Foreign json.RawMessage `json:"foreign"`
+	Pools   []poolListing   `json:"pools"`
 	jsonFailure
 }
 

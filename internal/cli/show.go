@@ -18,16 +18,24 @@ import (
 const defaultProtocol = model.DefaultProtocol
 
 // showReport is show's JSON: the configuration show prints (state, then the
-// pools section), as JSON in the same key order, and each pool's usage.
-// The rendered YAML is the one source: the JSON cannot say anything the
-// text does not.
-func showReport(ctx context.Context, eng *engine.Engine, conf *model.State, state, pools []byte) (showJSON, error) {
+// pools section), as JSON in the same key order, each pool's usage, and
+// with --all the objects that are not netreconcile's (foreign, what the text
+// prints as comments; nil without --all). The rendered YAML is the one
+// source: the JSON cannot say anything the text does not.
+func showReport(ctx context.Context, eng *engine.Engine, conf *model.State, state, pools, foreign []byte) (showJSON, error) {
 	r := showJSON{jsonHeader: header(), Pools: []poolListing{}, jsonFailure: jsonFailure{Errors: []jsonFieldError{}}}
 	var b bytes.Buffer
 	if err := yamlToJSON(&b, append(append([]byte{}, state...), pools...)); err != nil {
 		return r, fmt.Errorf("show as json: %w", err)
 	}
 	r.Configuration = b.Bytes()
+	if foreign != nil {
+		var f bytes.Buffer
+		if err := yamlToJSON(&f, foreign); err != nil {
+			return r, fmt.Errorf("show the foreign objects as json: %w", err)
+		}
+		r.Foreign = f.Bytes()
+	}
 	if conf == nil || len(conf.Pools) == 0 {
 		return r, nil
 	}

@@ -79,10 +79,7 @@ func (st *State) Owned() *State {
 		}
 	}
 	for _, a := range st.Addresses {
-		// IPv6 link-local addresses are made by the kernel on every link.
-		// An address on a link we do not own (lo, eth0) is ours when the
-		// kernel records our protocol on it (Linux 6.3).
-		if (a.Owned || a.Protocol == st.Protocol) && !(a.Prefix.Addr().Is6() && a.Prefix.Addr().IsLinkLocalUnicast()) {
+		if st.OwnsAddress(&a) {
 			out.Addresses = append(out.Addresses, a)
 		}
 	}
@@ -109,6 +106,60 @@ func (st *State) Owned() *State {
 	for _, s := range st.Sysctls {
 		if s.Owned {
 			out.Sysctls = append(out.Sysctls, s)
+		}
+	}
+	return out
+}
+
+// OwnsAddress says whether a is netreconcile's: on a link it owns, or on
+// another link (lo, eth0) with its protocol, which the kernel records from
+// Linux 6.3. IPv6 link-local addresses are the kernel's, made on every
+// link.
+func (st *State) OwnsAddress(a *Address) bool {
+	return (a.Owned || a.Protocol == st.Protocol) && !IsLinkLocal6(a)
+}
+
+// IsLinkLocal6 says whether a is an IPv6 link-local address: the kernel's.
+func IsLinkLocal6(a *Address) bool {
+	return a.Prefix.Addr().Is6() && a.Prefix.Addr().IsLinkLocalUnicast()
+}
+
+// Foreign keeps what Owned leaves out, but for sysctls: the links without
+// the marker and the addresses, routes, rules, nftables tables and FoU
+// ports that are not netreconcile's (what show --all prints as comments).
+// Sysctls are left out: the actual state holds only those the ledger owns
+// and those the file declares, whose values a file may keep.
+func (st *State) Foreign() *State {
+	out := NewState()
+	out.Protocol = st.Protocol
+	for n, l := range st.Links {
+		if !l.Owned {
+			out.Links[n] = l
+		}
+	}
+	for _, a := range st.Addresses {
+		if !st.OwnsAddress(&a) {
+			out.Addresses = append(out.Addresses, a)
+		}
+	}
+	for _, r := range st.Routes {
+		if r.Protocol != st.Protocol {
+			out.Routes = append(out.Routes, r)
+		}
+	}
+	for _, r := range st.Rules {
+		if r.Protocol != st.Protocol {
+			out.Rules = append(out.Rules, r)
+		}
+	}
+	for _, t := range st.NFTables {
+		if !t.Owned {
+			out.NFTables = append(out.NFTables, t)
+		}
+	}
+	for _, f := range st.FouPorts {
+		if !f.Owned {
+			out.FouPorts = append(out.FouPorts, f)
 		}
 	}
 	return out

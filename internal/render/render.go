@@ -18,6 +18,11 @@ import (
 // every default spelled out: what `show` prints, and what a user may copy
 // into a file.
 func State(st *model.State) ([]byte, error) {
+	return yaml.Marshal(stateNode(st))
+}
+
+// stateNode is State's document, before it is written.
+func stateNode(st *model.State) *yaml.Node {
 	root := mapping()
 	add(root, "version", yscalar(strconv.Itoa(desired.CurrentVersion)))
 	set := mapping()
@@ -89,7 +94,7 @@ func State(st *model.State) ([]byte, error) {
 	if len(globalSysctls) > 0 {
 		add(root, "sysctls", renderSysctls(globalSysctls, false))
 	}
-	return yaml.Marshal(root)
+	return root
 }
 
 // undeclaredRefs lists the link names that the rendered state references

@@ -272,4 +272,24 @@ nftables:
 	if r := h.run("diff", "-c", shown); r.code != 0 || !strings.Contains(r.stdout, "No changes") {
 		t.Errorf("diff of show's configuration: %s\n%s", r, out.Configuration)
 	}
+	// With --all, the configuration is the same and what is not ours is
+	// beside it, under foreign: lo is the kernel's, and so is its
+	// 127.0.0.0/8 route.
+	r = h.run("show", "--all", "-c", conf, "-o", "json")
+	var all struct {
+		Configuration json.RawMessage
+		Foreign       struct {
+			Links  map[string]json.RawMessage
+			Routes []map[string]any
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &all); err != nil || r.code != 0 {
+		t.Fatalf("show --all -o json: %v\n%s", err, r)
+	}
+	if string(all.Configuration) != string(out.Configuration) {
+		t.Errorf("show --all's configuration is not show's:\n%s\nshow:\n%s", all.Configuration, out.Configuration)
+	}
+	if all.Foreign.Links["lo"] == nil || !slices.ContainsFunc(all.Foreign.Routes, func(r map[string]any) bool { return r["to"] == "127.0.0.0/8" }) {
+		t.Errorf("show --all -o json: lo or its 127.0.0.0/8 route missing from foreign:\n%s", r.stdout)
+	}
 }

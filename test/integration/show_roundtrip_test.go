@@ -1,11 +1,16 @@
 package integration
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/netreconcile/netreconcile/internal/desired"
+	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
@@ -51,13 +56,13 @@ nftables:
       c: {type: filter, hook: input, priority: filter, rules: ["ip saddr @s counter accept"]}
 `)
 	e.apply(f)
-	// show --all is not a file (the kernel's own routes): it lists the
-	// file's sysctls, in the schema, with the kernel's values.
-	if r := e.cli("show", "--all", "-c", f); r.Code != 0 || !strings.Contains(r.Stdout, "sysctls:\n            ipv4.accept_local: 1\n") ||
+	// show --all lists the file's sysctls, in the schema, with the
+	// kernel's values; the kernel's own routes are comments.
+	if r := e.cli("show", "--all", "-c", f); r.Code != 0 || !strings.Contains(r.Stdout, "ipv4.accept_local: 1") ||
 		!strings.Contains(r.Stdout, "\nsysctls:\n    net.ipv4.ip_forward: 1\n    net.ipv4.ip_local_port_range: \"20000 40000\"\n") {
 		t.Errorf("show --all: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	for _, show := range [][]string{{"show", "-c", f}} {
+	for _, show := range [][]string{{"show", "-c", f}, {"show", "--all", "-c", f}} {
 		r := e.cli(show...)
 		if r.Code != 0 {
 			t.Fatalf("%v: exit %d\n%s%s", show, r.Code, r.Stdout, r.Stderr)
@@ -84,4 +89,124 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// show --all prints what is not netreconcile's as comments: with foreign
+// objects of every kind show reads (a veth pair with an address, a route
+// through it of protocol boot, a bridge with a port, an nftables table made
+// by hand) and the kernel's own routes and rules, its output loads, plans
+// nothing and applies with zero kernel writes; its JSON lists the foreign
+// objects under foreign. Its output once declared them all, which did not
+// validate (a broadcast route, the default rules) and would have been
+// conflicts.
+func TestShowAllOutputIsAValidFile(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	e := newEnv(t)
+	e.ip("link", "add", "fva", "type", "veth", "peer", "name", "fvb")
+	e.ip("addr", "add", "10.9.0.1/24", "dev", "fva")
+	e.ip("link", "set", "fva", "up")
+	e.ip("link", "set", "fvb", "up")
+	e.ip("route", "add", "10.10.0.0/16", "via", "10.9.0.2", "proto", "boot")
+	e.ip("link", "add", "fbr", "type", "bridge")
+	e.ip("link", "set", "fvb", "master", "fbr")
+	nettest.Exec(t, "ip", "netns", "exec", e.ns, "nft", "add table inet handmade; add chain inet handmade c")
+	f := e.file("f.yaml", `version: 1
+links:
+  lo: {kind: device, state: up}
+  br0: {kind: bridge, addresses: [10.30.0.1/24]}
+  fva: {kind: device}
+routes:
+  - {to: 10.40.0.0/16, type: blackhole}
+  - {to: 10.41.0.0/16, via: 10.9.0.2, dev: fva}
+rules:
+  - {priority: 100, table: 9, fwmark: 0x10}
+`)
+	e.apply(f)
+	out := e.roundTrip(f, "--all")
+	for _, want := range []string{
+		"    # fva: # not netreconcile's: add `adopt: true` to take it over\n",
+		"    #         - 10.9.0.1/24\n",
+		"    # fbr: # not netreconcile's: add `adopt: true` to take it over\n",
+		"    #     master: fbr\n",
+		"    # - {to: 10.10.0.0/16, via: 10.9.0.2, dev: fva, table: main, scope: global} # proto 3 (boot): not netreconcile's (245)\n",
+		"type: broadcast",
+		"    # - {priority: 32766, family: ipv4, table: main} # proto 2 (kernel): the kernel's\n",
+		// Declared, as show declares it: ours goes through it.
+		"    fva: {kind: device}\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show --all lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "handmade") {
+		t.Errorf("show --all read a table the ledger does not list:\n%s", out)
+	}
+	// Applied through the engine, the output makes no kernel write.
+	shown := e.file("shown.yaml", out)
+	cfg, err := desired.Load(shown, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := kernel.Open("/run/netns/" + e.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	l, err := nettest.OpenLedger(filepath.Join(e.state, "netns", e.ns, "ledger.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := &engine.Engine{Kernel: k, Ledger: l}
+	plan, err := eng.Plan(cfg.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.Empty() {
+		t.Errorf("show --all's output plans:\n%s", plan)
+	}
+	if res, err := eng.Apply(context.Background(), plan); err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	if w := k.Writes(); w != 0 {
+		t.Errorf("show --all's output made %d kernel writes", w)
+	}
+	// The JSON: the same configuration as show's, the rest under foreign.
+	r := e.cli("show", "--all", "-c", f, "-o", "json")
+	var doc struct {
+		Configuration map[string]any
+		Foreign       struct {
+			Links  map[string]map[string]any
+			Routes []map[string]any
+			Rules  []map[string]any
+		}
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil || r.Code != 0 {
+		t.Fatalf("show --all -o json: exit %d, %v\n%s%s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	for _, n := range []string{"fva", "fvb", "fbr", "lo"} {
+		if doc.Foreign.Links[n] == nil {
+			t.Errorf("foreign lacks link %s:\n%s", n, r.Stdout)
+		}
+	}
+	if a, _ := doc.Foreign.Links["fva"]["addresses"].([]any); len(a) == 0 || a[0] != "10.9.0.1/24" {
+		t.Errorf("foreign lacks fva's address:\n%s", r.Stdout)
+	}
+	var boot, defaults int
+	for _, rt := range doc.Foreign.Routes {
+		if rt["to"] == "10.10.0.0/16" {
+			boot++
+		}
+	}
+	for _, ru := range doc.Foreign.Rules {
+		if p, _ := ru["priority"].(float64); p == 0 || p == 32766 || p == 32767 {
+			defaults++
+		}
+	}
+	if boot != 1 || defaults < 3 {
+		t.Errorf("foreign: %d routes to 10.10.0.0/16 (want 1), %d default rules (want 3 or more):\n%s", boot, defaults, r.Stdout)
+	}
+	links, _ := doc.Configuration["links"].(map[string]any)
+	if links["fbr"] != nil || links["br0"] == nil {
+		t.Errorf("configuration: want br0 and not fbr:\n%s", r.Stdout)
+	}
 }
