@@ -143,7 +143,7 @@ func (st *State) Foreign() *State {
 		}
 	}
 	for _, r := range st.Routes {
-		if r.Protocol != st.Protocol {
+		if int(r.Protocol) != st.Protocol {
 			out.Routes = append(out.Routes, r)
 		}
 	}

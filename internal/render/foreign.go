@@ -161,7 +161,7 @@ func foreignNode(st *model.State) *yaml.Node {
 		seq := sequence()
 		for i := range st.Routes {
 			n := renderRoute(&st.Routes[i])
-			n.LineComment = protoReason(st.Routes[i].Protocol, st.Protocol)
+			n.LineComment = protoReason(int(st.Routes[i].Protocol), st.Protocol)
 			seq.Content = append(seq.Content, n)
 		}
 		add(root, "routes", seq)
