@@ -52,6 +52,22 @@ func (e *env) apply(file string) string {
 }
 
 // file writes a configuration in the test's directory.
+// engine is a pass of the command line's over the namespace: its kernel
+// (whose Writes a test counts) and the ledger the command line keeps.
+func (e *env) engine() (*engine.Engine, *kernel.Netlink) {
+	e.t.Helper()
+	k, err := kernel.Open("/run/netns/" + e.ns)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { k.Close() })
+	l, err := nettest.OpenLedger(filepath.Join(e.state, "netns", e.ns, "ledger.json"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return &engine.Engine{Kernel: k, Ledger: l}, k
+}
+
 func (e *env) file(name, content string) string {
 	return nettest.WriteFile(e.t, e.dir, name, content)
 }
@@ -232,17 +248,8 @@ func TestSecondApplyWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernel.Open("/run/netns/" + e.ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
 	// The ledger the command line kept: it says the nftables table is ours.
-	l, err := nettest.OpenLedger(filepath.Join(e.state, "netns", e.ns, "ledger.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := &engine.Engine{Kernel: k, Ledger: l}
+	eng, k := e.engine()
 
 	// The kernel's own changes after the first apply (an IPv6 address's
 	// duplicate address detection ending, with its local route) are not

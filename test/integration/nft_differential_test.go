@@ -66,13 +66,7 @@ func envInt(name string, def int) int {
 // refusal by both where nft refuses.
 func TestNftIssue31Examples(t *testing.T) {
 	nettest.RequireTool(t, "nft")
-	var cases []nftcorpus.Case
-	want := map[string]nftcorpus.Outcome{}
-	for _, tc := range []struct {
-		name string
-		c    nftcorpus.Case
-		want nftcorpus.Outcome
-	}{
+	runOutcomes(t, []namedCase{
 		{"oifname-not-in-anonymous-set", nftcorpus.Case{Family: "inet", Chain: "out", Rule: "oifname != {wg0} drop"}, nftcorpus.Identical},
 		{"escaped-star-is-a-name", nftcorpus.Case{Family: "inet", Chain: "in", Rule: `iifname "dummy\*" accept`}, nftcorpus.Identical},
 		{"leading-zero-is-octal", nftcorpus.Case{Family: "inet", Chain: "in", Rule: "tcp dport 022 accept"}, nftcorpus.Identical},
@@ -86,22 +80,7 @@ func TestNftIssue31Examples(t *testing.T) {
 		{"go-digit-separator-refused", nftcorpus.Case{Family: "inet", Chain: "out", Rule: "meta mark set 1_000"}, nftcorpus.RefusedByBoth},
 		{"ipv4-nfproto-in-ip6-table-refused", nftcorpus.Case{Family: "ip6", Chain: "out", Rule: "meta nfproto ipv4 ip6 saddr ::1"}, nftcorpus.RefusedByBoth},
 		{"iifname-star-refused", nftcorpus.Case{Family: "inet", Chain: "in", Rule: `iifname "*" accept`}, nftcorpus.RefusedByBoth},
-	} {
-		tc.c.Class = tc.name
-		cases = append(cases, tc.c)
-		want[tc.name] = tc.want
-	}
-	results := nftcorpus.Run(t, cases)
-	if len(results) != len(cases) {
-		t.Fatalf("%d results for %d cases", len(results), len(cases))
-	}
-	for _, res := range results {
-		t.Run(res.Class, func(t *testing.T) {
-			if res.Outcome != want[res.Class] {
-				t.Errorf("%s: %s, want %s\n%s", res.Case, res.Outcome, want[res.Class], res.Detail)
-			}
-		})
-	}
+	})
 }
 
 // TestNftDifferentialSeed31JumpGraph: seed 31's five ip6 rules that jump
@@ -113,13 +92,7 @@ func TestNftIssue31Examples(t *testing.T) {
 // family's cases share its helper chain, so each family holds one graph.
 func TestNftDifferentialSeed31JumpGraph(t *testing.T) {
 	nettest.RequireTool(t, "nft")
-	var cases []nftcorpus.Case
-	want := map[string]nftcorpus.Outcome{}
-	for _, tc := range []struct {
-		name string
-		c    nftcorpus.Case
-		want nftcorpus.Outcome
-	}{
+	runOutcomes(t, []namedCase{
 		// ip: nft -f refuses the jump after the ct set and dnat in one
 		// run; alone, it takes it. The masquerade is reached from
 		// prerouting.
@@ -143,7 +116,23 @@ func TestNftDifferentialSeed31JumpGraph(t *testing.T) {
 		{"inet-tproxy-reached-from-postrouting", nftcorpus.Case{Family: "inet", Chain: "helper", Rule: "meta l4proto tcp tproxy ip to :50080"}, nftcorpus.RefusedByBoth},
 		{"inet-loop", nftcorpus.Case{Family: "inet", Chain: "helper", Rule: "tcp dport 22 jump helper"}, nftcorpus.RefusedByBoth},
 		{"inet-counter-reached", nftcorpus.Case{Family: "inet", Chain: "helper", Rule: "counter accept"}, nftcorpus.Identical},
-	} {
+	})
+}
+
+// namedCase is a rule of the differential and the outcome it must have.
+type namedCase struct {
+	name string
+	c    nftcorpus.Case
+	want nftcorpus.Outcome
+}
+
+// runOutcomes runs the cases through netreconcile and nft -f, a subtest
+// each, named by the case, that fails unless its outcome is the one wanted.
+func runOutcomes(t *testing.T, named []namedCase) {
+	t.Helper()
+	var cases []nftcorpus.Case
+	want := map[string]nftcorpus.Outcome{}
+	for _, tc := range named {
 		tc.c.Class = tc.name
 		cases = append(cases, tc.c)
 		want[tc.name] = tc.want

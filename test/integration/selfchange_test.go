@@ -3,13 +3,10 @@ package integration
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/netreconcile/netreconcile/internal/desired"
-	"github.com/netreconcile/netreconcile/internal/engine"
-	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
@@ -51,16 +48,7 @@ func (e *env) passes(f string, n int) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	k, err := kernel.Open("/run/netns/" + e.ns)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer k.Close()
-	l, err := nettest.OpenLedger(filepath.Join(e.state, "netns", e.ns, "ledger.json"))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	eng := &engine.Engine{Kernel: k, Ledger: l}
+	eng, k := e.engine()
 	for i := 0; i < n; i++ {
 		plan, err := eng.Plan(cfg.State)
 		if err != nil {

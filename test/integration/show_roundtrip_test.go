@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/netreconcile/netreconcile/internal/desired"
-	"github.com/netreconcile/netreconcile/internal/engine"
-	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
@@ -147,16 +145,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernel.Open("/run/netns/" + e.ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	l, err := nettest.OpenLedger(filepath.Join(e.state, "netns", e.ns, "ledger.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := &engine.Engine{Kernel: k, Ledger: l}
+	eng, k := e.engine()
 	plan, err := eng.Plan(cfg.State)
 	if err != nil {
 		t.Fatal(err)
