@@ -239,7 +239,9 @@ func NftTakes(fam string, cases []Case, nftF func(scripts []string) ([]byte, int
 		}
 		before := runs
 		refuse(idx)
-		if runs == before+1 {
+		// Done when nft took what is left in one run, or nothing is left
+		// (every rule refused: no run at all).
+		if runs-before <= 1 {
 			break
 		}
 	}
