@@ -492,20 +492,32 @@ func (p *nftPlan) updateTable(w, h *model.NftTable) {
 func ruleDiff(k model.NftTableKey, c *model.NftChain, have []model.NftRule) []Op {
 	want := c.Rules
 	n, m := len(want), len(have)
-	// lcs[i][j] = LCS length of want[i:] and have[j:]
-	lcs := make([][]int32, n+1)
-	for i := range lcs {
-		lcs[i] = make([]int32, m+1)
+	// The common head and tail are kept whole: they belong to a longest
+	// common subsequence, and leaving them out of the table keeps a change
+	// among many rules linear rather than quadratic in the chain's length.
+	head := 0
+	for head < n && head < m && sameRule(&want[head], &have[head]) {
+		head++
 	}
-	for i := n - 1; i >= 0; i-- {
-		for j := m - 1; j >= 0; j-- {
+	tail := 0
+	for tail < n-head && tail < m-head && sameRule(&want[n-1-tail], &have[m-1-tail]) {
+		tail++
+	}
+	wEnd, hEnd := n-tail, m-tail
+	// lcs at (i-head, j-head) is the LCS length of want[i:wEnd] and
+	// have[j:hEnd], for head <= i <= wEnd and head <= j <= hEnd.
+	cols := hEnd - head + 1
+	lcs := make([]int32, (wEnd-head+1)*cols)
+	at := func(i, j int) *int32 { return &lcs[(i-head)*cols+j-head] }
+	for i := wEnd - 1; i >= head; i-- {
+		for j := hEnd - 1; j >= head; j-- {
 			switch {
 			case sameRule(&want[i], &have[j]):
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			case lcs[i+1][j] >= lcs[i][j+1]:
-				lcs[i][j] = lcs[i+1][j]
+				*at(i, j) = *at(i+1, j+1) + 1
+			case *at(i+1, j) >= *at(i, j+1):
+				*at(i, j) = *at(i+1, j)
 			default:
-				lcs[i][j] = lcs[i][j+1]
+				*at(i, j) = *at(i, j+1)
 			}
 		}
 	}
@@ -528,20 +540,23 @@ func ruleDiff(k model.NftTableKey, c *model.NftChain, have []model.NftRule) []Op
 		}
 		gapW, gapH = gapW[:0], gapH[:0]
 	}
-	i, j := 0, 0
-	for i < n || j < m {
+	i, j := head, head
+	for i < wEnd || j < hEnd {
 		switch {
-		case i < n && j < m && sameRule(&want[i], &have[j]):
+		case i < wEnd && j < hEnd && sameRule(&want[i], &have[j]):
 			flush(have[j].Handle)
 			i++
 			j++
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
+		case j < hEnd && (i == wEnd || *at(i, j+1) >= *at(i+1, j)):
 			gapH = append(gapH, j)
 			j++
 		default:
 			gapW = append(gapW, i)
 			i++
 		}
+	}
+	for ; j < m; j++ {
+		flush(have[j].Handle)
 	}
 	flush(0)
 	return append(append(dels, repl...), ins...)
