@@ -335,12 +335,17 @@ func benchOneRuleOf1000(t *testing.T, dir string, ratio func(a, b time.Duration)
 		engT = append(engT, timeIt(func() { pass(c1, 1) }))
 		pass(c0, 1)
 	}
-	// A fresh engine each time, as one command is: nothing in memory, the
-	// changed rule compiled by nft, the unchanged ones known by their
-	// markers.
+	// A fresh engine and kernel connection each time, as one command is:
+	// nothing in memory, the changed rule compiled by nft, the unchanged
+	// ones known by their markers.
 	for i := 0; i < benchRounds; i++ {
 		engFirst = append(engFirst, timeIt(func() {
-			fresh := &engine.Engine{Kernel: k, Ledger: l}
+			fk, err := kernel.Open("/run/netns/" + nsE)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fk.Close()
+			fresh := &engine.Engine{Kernel: fk, Ledger: l}
 			plan, err := fresh.Plan(c1.State)
 			if err != nil || len(plan.Ops) != 1 {
 				t.Fatalf("plan: %v, %v", err, plan)

@@ -36,6 +36,7 @@ type Netlink struct {
 	mu       sync.Mutex
 	nftConn  *nftwire.Conn // opened on first nftables call (nft_linux.go)
 	nftElems nftElemCache
+	nftRules ruleMemos // by table, for the next read
 	byName   map[string]int
 	byIndex  map[int]string
 

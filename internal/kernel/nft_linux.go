@@ -145,15 +145,21 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	// kernel takes such a rule on a set without the dynamic flag).
 	fromPackets := map[string]bool{}
 	cached := map[string][]model.NftElem{}
+	if k.nftRules == nil {
+		k.nftRules = ruleMemos{}
+	}
+	last := k.nftRules[key]
+	memo := newRuleMemo(last, len(last.nextOrNil()))
 	for attempt := 0; ; attempt++ {
 		rulesSeen := false
 		d, err = c.ReadTable(fam, key.Name, func(d *nftwire.TableDump, s *nftwire.Set) bool {
 			if !rulesSeen {
 				rulesSeen = true
 				for _, r := range d.Rules {
-					names, _ := nftwire.DynsetSets(r.Exprs)
-					for _, n := range names {
-						fromPackets[n] = true
+					if rr, err := memo.read(r.Exprs); err == nil {
+						for _, n := range rr.dynsets {
+							fromPackets[n] = true
+						}
 					}
 				}
 			}
@@ -189,6 +195,7 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 		return nil, err
 	}
 	if d == nil {
+		delete(k.nftRules, key)
 		if after, err := c.Gen(); err != nil || after != gen {
 			k.nftElems.valid = false
 		}
@@ -223,7 +230,7 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 		if !ok {
 			continue
 		}
-		mr, err := k.readRule(c, fam, key, d, r)
+		mr, err := k.readRule(c, fam, key, d, r, memo)
 		if err != nil {
 			return nil, fmt.Errorf("read rule %d of chain %s in table %s: %w", r.Handle, r.Chain, key, err)
 		}
@@ -277,6 +284,7 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 		}
 		t.Sets = append(t.Sets, *ms)
 	}
+	k.nftRules[key] = memo
 	// Keep what was read only if nothing committed during the read.
 	if after, err := c.Gen(); err == nil && after == gen {
 		for sk, es := range read {
@@ -294,21 +302,21 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 // its marker records has the elements written, since an anonymous set of
 // nft's takes none once its rule holds it. A table of a thousand rules
 // with anonymous sets is otherwise a thousand dumps a pass.
-func (k *Netlink) readRule(c *nftwire.Conn, fam byte, key model.NftTableKey, d *nftwire.TableDump, r *nftwire.Rule) (model.NftRule, error) {
+func (k *Netlink) readRule(c *nftwire.Conn, fam byte, key model.NftTableKey, d *nftwire.TableDump, r *nftwire.Rule, memo *ruleMemo) (model.NftRule, error) {
 	ud, m := nftwire.SplitUData(r.UData)
 	mr := model.NftRule{Handle: r.Handle, Key: m.Key, Marked: m.Fingerprint, Text: m.Text}
-	refs, err := nftwire.ReferencedSets(r.Exprs)
+	rr, err := memo.read(r.Exprs)
 	if err != nil {
 		return mr, err
 	}
 	var specs []model.NftAnonSet
-	for _, n := range refs {
+	for _, n := range rr.refs {
 		if s := d.Set(n); s != nil && s.Anonymous() {
 			specs = append(specs, model.NftAnonSet{Name: n, Spec: s.Spec()})
 		}
 	}
 	if m.Shape != "" && len(r.Compat) == 0 {
-		shape, err := nftwire.ShapeFingerprint(r.Exprs, ud, specs)
+		shape, err := rr.shapeOf(r.Exprs, ud, specs)
 		if err != nil {
 			return mr, err
 		}

@@ -443,10 +443,30 @@ type TableDump struct {
 	// set name: each element's attributes.
 	Elems map[string][][]byte
 	Objs  []Obj
+
+	// setAt indexes Sets by name, for Set: a rule with an anonymous set
+	// looks its set up, and a table of a thousand such rules has a
+	// thousand sets.
+	setAt map[string]int
 }
 
 // Set returns the set of a name, nil if none.
 func (d *TableDump) Set(name string) *Set {
+	if i, ok := d.setAt[name]; ok && i < len(d.Sets) && d.Sets[i].Name == name {
+		return &d.Sets[i]
+	}
+	// Not indexed (or Sets changed since): index again. Set names are
+	// unique in a table.
+	if len(d.setAt) != len(d.Sets) {
+		d.setAt = make(map[string]int, len(d.Sets))
+		for i := range d.Sets {
+			d.setAt[d.Sets[i].Name] = i
+		}
+		if i, ok := d.setAt[name]; ok {
+			return &d.Sets[i]
+		}
+		return nil
+	}
 	for i := range d.Sets {
 		if d.Sets[i].Name == name {
 			return &d.Sets[i]

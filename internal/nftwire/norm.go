@@ -149,6 +149,20 @@ func DynsetSets(exprs []byte) ([]string, error) {
 	return out, err
 }
 
+// SetRefs returns, in one walk of an expression list, what ReferencedSets
+// and DynsetSets return.
+func SetRefs(exprs []byte) (refs, dynsets []string, err error) {
+	err = eachSetRef(exprs, func(expr, set string) {
+		if !slices.Contains(refs, set) {
+			refs = append(refs, set)
+		}
+		if expr == "dynset" {
+			dynsets = append(dynsets, set)
+		}
+	})
+	return refs, dynsets, err
+}
+
 // eachSetRef calls fn for each expression of a list that names a set,
 // without decoding more than names: the reading of every rule of a table
 // goes through it.
@@ -353,8 +367,69 @@ func writeExpr(e expr) ([]attr, error) {
 // normalExprs is the normal form of an expression list: stateful values
 // zeroed (counters, quota consumed, last use), padding dropped, anonymous
 // sets named by their index in anon.
+//
+// An expression that normalExpr leaves as it is keeps its bytes, undecoded:
+// most of a rule's expressions (payload, cmp, meta, immediate...) are such,
+// and decoding and encoding them again was most of the cost of reading a
+// table of a thousand rules. The bytes are the same either way, since the
+// kernel lays attributes out as the encoder does (TestNormalFormStable,
+// TestNormalExprsSkipsWhatItKeeps).
 func normalExprs(list []byte, anon map[string]int) ([]byte, error) {
-	return mapExprs(list, func(e expr) ([]attr, error) { return normalExpr(e, anon) })
+	as, err := parseAttrs(list)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]attr, len(as))
+	for i, a := range as {
+		out[i] = attr{Type: a.Type, Data: a.Data}
+		if kind(a) != nftaListElem {
+			continue
+		}
+		name, err := exprName(a.Data)
+		if err != nil {
+			return nil, err
+		}
+		if !normalizes(name) {
+			continue
+		}
+		e, err := parseExpr(a.Data)
+		if err != nil {
+			return nil, err
+		}
+		data, err := normalExpr(e, anon)
+		if err != nil {
+			return nil, err
+		}
+		if out[i].Data, err = e.encode(data); err != nil {
+			return nil, err
+		}
+	}
+	return marshal(out)
+}
+
+// normalizes reports whether normalExpr may change an expression of a
+// name: one that names a set, or holds state or padding.
+func normalizes(name string) bool {
+	if _, _, ok := setRef(name); ok {
+		return true
+	}
+	switch name {
+	case "counter", "quota", "limit", "last":
+		return true
+	}
+	return false
+}
+
+// exprName returns an expression's name without decoding its data.
+func exprName(b []byte) (string, error) {
+	name := ""
+	err := each(b, func(typ uint16, v []byte) error {
+		if typ == nftaExprName {
+			name = cstring(v)
+		}
+		return nil
+	})
+	return name, err
 }
 
 var zero64 = make([]byte, 8)
@@ -544,11 +619,22 @@ func ShapeFingerprint(exprs, udata []byte, sets []model.NftAnonSet) (string, err
 	return shape, err
 }
 
+// ShapeFingerprintOf is ShapeFingerprint for a caller that has the
+// expressions' ReferencedSets already.
+func ShapeFingerprintOf(exprs, udata []byte, refs []string, sets []model.NftAnonSet) (string, error) {
+	shape, _, err := shapeOf(exprs, udata, refs, sets)
+	return shape, err
+}
+
 func shapeFingerprint(exprs, udata []byte, sets []model.NftAnonSet) (string, []*model.NftAnonSet, error) {
 	refs, err := ReferencedSets(exprs)
 	if err != nil {
 		return "", nil, err
 	}
+	return shapeOf(exprs, udata, refs, sets)
+}
+
+func shapeOf(exprs, udata []byte, refs []string, sets []model.NftAnonSet) (string, []*model.NftAnonSet, error) {
 	byName := make(map[string]*model.NftAnonSet, len(sets))
 	for i := range sets {
 		byName[sets[i].Name] = &sets[i]
