@@ -295,9 +295,27 @@ func nftScript(t *Table) (script string, names map[string]string) {
 // `nft -j list` gives them, from nft -f in a namespace of its own.
 func nftMakes(t *Table) (map[string][]string, error) {
 	script, names := nftScript(t)
-	out, err := inNewNetNS(fmt.Sprintf("nft -f - && nft -j list table %s %s", t.Family, t.Name), script)
+	list := fmt.Sprintf("nft -j list table %s %s", t.Family, t.Name)
+	out, err := inNewNetNS("nft -f - && "+list, script)
 	if err != nil {
-		return nil, fmt.Errorf("nft -f of table %s %s: %v: %s", t.Family, t.Name, err, out)
+		// nft's scanner keeps state from one command to the next in one
+		// run (nftcompile's syntaxErrorPrefix): rules it takes each alone
+		// may be refused together. The product judges such a rule alone,
+		// and so does the oracle: the declarations, then each rule by a
+		// nft of its own.
+		head, rules, _ := strings.Cut(script, "\nadd rule ")
+		parts := []string{head + "\n"}
+		for _, r := range strings.Split(strings.TrimSuffix(rules, "\n"), "\nadd rule ") {
+			if r != "" {
+				parts = append(parts, "add rule "+r+"\n")
+			}
+		}
+		var again []byte
+		again, err = inNewNetNS(`while IFS= read -r f; do printf '%s\n' "$f" | tr '\001' '\n' | nft -f - || exit 1; done && `+list, joinParts(parts))
+		if err != nil {
+			return nil, fmt.Errorf("nft -f of table %s %s: %v: %s (rule by rule: %s)", t.Family, t.Name, err, out, again)
+		}
+		out = again
 	}
 	rules, err := nftTableRules(string(out), t.Family, t.Name)
 	if err != nil {

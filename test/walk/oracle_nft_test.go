@@ -81,3 +81,25 @@ func TestNftMakesChainsNamedByKeywords(t *testing.T) {
 		t.Errorf("nft made %v", rules)
 	}
 }
+
+// nft's scanner keeps state from one command to the next in one run: after
+// `ct mark set meta mark dnat ip to …`, `helper` lexes as ct helper's
+// keyword and `goto helper` is a syntax error, although nft takes each rule
+// alone, and so does the product (nftcompile). The oracle judges such
+// rules alone too, rather than failing the step.
+func TestNftMakesRulesAfterScannerState(t *testing.T) {
+	nettest.RequireRoot(t)
+	nettest.RequireTool(t, "nft")
+	tb := &Table{Family: "ip", Name: "nrwl", Chains: []*Chain{
+		{Name: "natpre", Type: "nat", Hook: "prerouting", Priority: "dstnat", Policy: "accept", Rules: []string{"ct mark set meta mark dnat ip to 10.1.2.3"}},
+		{Name: "natpost", Type: "nat", Hook: "postrouting", Priority: "srcnat", Policy: "accept", Rules: []string{"goto helper"}},
+		{Name: "helper", Rules: []string{"counter accept"}},
+	}}
+	rules, err := nftMakes(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rules["natpre"]) != 1 || len(rules["natpost"]) != 1 || !strings.Contains(rules["natpost"][0], `"target":"helper"`) {
+		t.Errorf("nft made %v", rules)
+	}
+}
