@@ -97,8 +97,9 @@ func (e expr) encode(data []attr) ([]byte, error) {
 
 // mapExprs rewrites each expression of a list with f, which returns the
 // expression's new data attributes. Attributes other than NFTA_LIST_ELEM
-// are kept as they are.
-func mapExprs(list []byte, f func(e expr) ([]attr, error)) ([]byte, error) {
+// are kept as they are, and so are, undecoded, the expressions whose name
+// touches (when not nil) says f leaves alone.
+func mapExprs(list []byte, touches func(name string) bool, f func(e expr) ([]attr, error)) ([]byte, error) {
 	as, err := parseAttrs(list)
 	if err != nil {
 		return nil, err
@@ -108,6 +109,15 @@ func mapExprs(list []byte, f func(e expr) ([]attr, error)) ([]byte, error) {
 		out[i] = attr{Type: a.Type, Data: a.Data}
 		if kind(a) != nftaListElem {
 			continue
+		}
+		if touches != nil {
+			name, err := exprName(a.Data)
+			if err != nil {
+				return nil, err
+			}
+			if !touches(name) {
+				continue
+			}
 		}
 		e, err := parseExpr(a.Data)
 		if err != nil {
@@ -212,7 +222,7 @@ func RewriteSetRefs(exprs []byte, ids map[string]SetRef) ([]byte, error) {
 	if len(ids) == 0 {
 		return exprs, nil
 	}
-	return mapExprs(exprs, func(e expr) ([]attr, error) {
+	return mapExprs(exprs, nil, func(e expr) ([]attr, error) {
 		n, idAttr, ok := setRef(e.name)
 		if !ok {
 			return e.data, nil
@@ -292,7 +302,7 @@ func WriteObjData(typ uint32, data []byte) ([]byte, error) {
 // same expression from what is left, and dumps it as before: the
 // differential test (nft -f against our batch) holds that.
 func WriteExprs(list []byte) ([]byte, error) {
-	return mapExprs(list, writeExpr)
+	return mapExprs(list, nil, writeExpr)
 }
 
 func writeExpr(e expr) ([]attr, error) {
@@ -375,36 +385,7 @@ func writeExpr(e expr) ([]attr, error) {
 // kernel lays attributes out as the encoder does (TestNormalFormStable,
 // TestNormalExprsSkipsWhatItKeeps).
 func normalExprs(list []byte, anon map[string]int) ([]byte, error) {
-	as, err := parseAttrs(list)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]attr, len(as))
-	for i, a := range as {
-		out[i] = attr{Type: a.Type, Data: a.Data}
-		if kind(a) != nftaListElem {
-			continue
-		}
-		name, err := exprName(a.Data)
-		if err != nil {
-			return nil, err
-		}
-		if !normalizes(name) {
-			continue
-		}
-		e, err := parseExpr(a.Data)
-		if err != nil {
-			return nil, err
-		}
-		data, err := normalExpr(e, anon)
-		if err != nil {
-			return nil, err
-		}
-		if out[i].Data, err = e.encode(data); err != nil {
-			return nil, err
-		}
-	}
-	return marshal(out)
+	return mapExprs(list, normalizes, func(e expr) ([]attr, error) { return normalExpr(e, anon) })
 }
 
 // normalizes reports whether normalExpr may change an expression of a

@@ -41,7 +41,7 @@ func TestNormalExprsSkipsWhatItKeeps(t *testing.T) {
 		}
 		b := enlist(t, list...)
 		got, gerr := normalExprs(b, anon)
-		want, werr := mapExprs(b, func(e expr) ([]attr, error) { return normalExpr(e, anon) })
+		want, werr := mapExprs(b, nil, func(e expr) ([]attr, error) { return normalExpr(e, anon) })
 		if (gerr != nil) != (werr != nil) || !bytes.Equal(got, want) {
 			t.Fatalf("round %d: %x: normal form %x (%v), decoded whole %x (%v)", round, b, got, gerr, want, werr)
 		}
