@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -588,6 +590,52 @@ func (r *runner) roundTrip(i int, file, confDir string, all bool) *Failure {
 	}
 	if reg := r.registries(); reg != reg0 {
 		return fail("its output changed the IPAM registry:\n%s\nshow printed:\n%s", lineDiff(reg0, reg), out)
+	}
+	if all {
+		return r.foreignTablesShown(out, file, confDir, fail)
+	}
+	return nil
+}
+
+// foreignTablesShown checks that show --all names every nftables table of
+// someone else's that nft lists (the step's reading, r.prev): as a comment
+// under nftables in the text, and under foreign.nftables in the JSON. The
+// walk's own tables are not among them: those are declarations.
+func (r *runner) foreignTablesShown(text, file, confDir string, fail func(string, ...any) *Failure) *Failure {
+	if r.prev == nil {
+		return nil
+	}
+	want := map[string]bool{}
+	for id := range parseNftTables(r.prev.NftText) {
+		f := strings.Fields(id)
+		if !strings.HasPrefix(f[1], "nrw") || id == "ip6 nrw0" || r.foreignTables[id] {
+			want[id] = true
+		}
+	}
+	r.checks++
+	code, out, errs := r.cli("show", "--all", "-o", "json", "-c", file, "--conf-dir", confDir)
+	if code != cli.ExitOK {
+		return fail("-o json: exit %d\n%s%s", code, out, errs)
+	}
+	var doc struct {
+		Foreign *struct {
+			NFTables map[string]any `json:"nftables"`
+		} `json:"foreign"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Foreign == nil {
+		return fail("-o json: no foreign objects (%v)\n%s", err, out)
+	}
+	got := map[string]bool{}
+	for id := range doc.Foreign.NFTables {
+		got[id] = true
+	}
+	if !maps.Equal(got, want) {
+		return fail("-o json: foreign.nftables holds %v, nft lists someone else's tables %v", sortedKeys(got), sortedKeys(want))
+	}
+	for _, id := range sortedKeys(want) {
+		if !regexp.MustCompile(`(?m)^ *# ` + regexp.QuoteMeta(id) + `: `).MatchString(text) {
+			return fail("someone else's nftables table %s is not shown as a comment\n%s", id, text)
+		}
 	}
 	return nil
 }
