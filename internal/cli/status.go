@@ -48,7 +48,7 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 	if output == "json" {
 		out := statusOutput{jsonHeader: header(), Transaction: safeapply.Report(txn.Pending, now, ""), LastTransaction: safeapply.Report(txn.Last, now, ""),
 			Counts: countsOf(txn.Counts), Peers: peersJSON(peers), jsonFailure: env.failure(nil)}
-		if t := txn.Pending; t != nil {
+		if t := txn.Pending; t != nil && t.RollingBack == "" {
 			c := g.confirmCommand(t.ID)
 			out.Transaction.ConfirmCommand = &c
 		}
@@ -56,7 +56,21 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 	}
 	// Every string below but the times and counts was read from the state
 	// directory or the kernel: each is made inert (package inert).
-	if t := txn.Pending; t != nil {
+	if t := txn.Pending; t != nil && t.RollingBack != "" {
+		// The record says a rollback began before its first write: it is
+		// under way (it holds the writer lock) or its process was killed.
+		// Either way it is never undone, and this command, which takes no
+		// lock, only says who finishes it.
+		timer := ""
+		if t.Timer != "" {
+			timer = ", or the timer, held by " + inert.String(t.Timer)
+		}
+		fmt.Fprintf(env.Stdout, "Transaction %s rolling back (%s): %s.\n"+
+			"The rollback began and has not ended: it is under way, or its process was interrupted. "+
+			"It is never undone and can no longer be confirmed: the next netreconcile writer (an apply, confirm or rollback, the daemon%s) finishes it.\n"+
+			"Finish it now: netreconcile rollback%s %s\n\n",
+			inert.String(t.ID), inert.String(string(t.RollingBack)), inert.String(t.Detail), timer, g.nsOptions(), safeapply.IDArg(t.ID))
+	} else if t := txn.Pending; t != nil {
 		left := t.Deadline.Sub(now).Round(time.Second)
 		when := fmt.Sprintf("rolls back at %s (in %s)", t.Deadline.Local().Format("15:04:05 MST"), left)
 		if left <= 0 {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/nftwire"
 )
 
 // nftables object kinds.
@@ -347,10 +348,20 @@ func (p *nftPlan) rawElemsDiff(k model.NftTableKey, ws, hs *model.NftSet) {
 	}
 	want := make(map[string]bool, len(ws.Raw.ElemFPs))
 	var wantKeys map[string]bool
-	if ws.Raw.Keys != nil && hs.Raw.Keys != nil {
-		wantKeys = make(map[string]bool, len(ws.Raw.Keys))
-		for _, id := range ws.Raw.Keys {
-			wantKeys[id] = true
+	if hs.Raw.Keys != nil {
+		// The file's keys, for the elements the kernel may hold under
+		// the same key with another value (a map's, from the packet
+		// path): the file's element takes its place, deleted and added in
+		// one batch, where adding it beside fails with EEXIST. The
+		// compiled set has no keys when nft compiled it without the rule
+		// that fills it (the rule was intact in the kernel, or memoised).
+		wantKeys = make(map[string]bool, len(ws.Raw.Elems))
+		for i, e := range ws.Raw.Elems {
+			if ws.Raw.Keys != nil {
+				wantKeys[ws.Raw.Keys[i]] = true
+			} else if id, err := nftwire.ElemIdentity(e); err == nil {
+				wantKeys[id] = true
+			}
 		}
 	}
 	var adds, dels [][]byte

@@ -100,6 +100,11 @@ func (e *Engine) Actual(protocol int, all bool, sysctls ...model.Sysctl) (*model
 	if err != nil {
 		return nil, err
 	}
+	if all {
+		if err := e.readForeignNFT(st); err != nil {
+			return nil, err
+		}
+	}
 	// The "default" keys read to check the per-link ones are not shown.
 	keep := st.Sysctls[:0:0]
 	for _, s := range st.Sysctls {
@@ -335,6 +340,39 @@ func (e *Engine) readNFT(st *model.State, desired *model.State) error {
 	}
 	e.checkNftHandles(ts)
 	st.NFTables = append(st.NFTables, ts...)
+	model.SortNftTables(st.NFTables)
+	return nil
+}
+
+// readForeignNFT adds to st the tables of the kernel that the ledger does
+// not list, not owned: show --all prints them as the others' objects.
+func (e *Engine) readForeignNFT(st *model.State) error {
+	keys, err := e.Kernel.NFTTables()
+	if errors.Is(err, kernel.ErrUnsupported) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	have := map[model.NftTableKey]bool{}
+	for _, t := range st.NFTables {
+		have[t.Key()] = true
+	}
+	var others []model.NftTableKey
+	for _, k := range keys {
+		if !have[k] && !e.Ledger.NFTables[k] {
+			others = append(others, k)
+		}
+	}
+	for _, k := range others {
+		// Another's table may hold what this reader does not know: it is
+		// named with the reason rather than failing the whole read.
+		ts, err := actual.ReadNFT(e.Kernel, []model.NftTableKey{k}, nil)
+		if err != nil {
+			ts = []model.NftTable{{Family: k.Family, Name: k.Name, Unread: err.Error()}}
+		}
+		st.NFTables = append(st.NFTables, ts...)
+	}
 	model.SortNftTables(st.NFTables)
 	return nil
 }

@@ -69,6 +69,9 @@ type Reader interface {
 	// NFTTable reads an nftables table with its sets, elements, chains and
 	// rules; nil when it does not exist.
 	NFTTable(k model.NftTableKey) (*model.NftTable, error)
+	// NFTTables lists the namespace's tables of every family, whoever
+	// made them (show --all prints the others' as comments).
+	NFTTables() ([]model.NftTableKey, error)
 	// NFTTableHandle returns the kernel's handle of a table (0 when it
 	// does not exist): a per-namespace counter, new for every table
 	// created, so it tells a table from one deleted and made again.

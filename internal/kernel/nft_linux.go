@@ -85,6 +85,27 @@ func (k *Netlink) nftGen() (uint32, error) {
 	return c.Gen()
 }
 
+// NFTTables lists every table of the namespace.
+func (k *Netlink) NFTTables() ([]model.NftTableKey, error) {
+	c, err := k.nft()
+	if err != nil {
+		return nil, err
+	}
+	ts, err := c.ListTables()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.NftTableKey, 0, len(ts))
+	for _, t := range ts {
+		// A family nft has no name for here (none today) is not one the
+		// model can name either: left out.
+		if name := nftwire.FamilyName(t.Family); isFamily(name) {
+			out = append(out, model.NftTableKey{Family: name, Name: t.Name})
+		}
+	}
+	return out, nil
+}
+
 // NFTTableHandle returns the kernel's handle of a table, 0 when it does not
 // exist.
 func (k *Netlink) NFTTableHandle(key model.NftTableKey) (uint64, error) {
@@ -607,4 +628,9 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 		k.nftElems.valid = false
 	}
 	return nil
+}
+
+func isFamily(name string) bool {
+	_, ok := nftwire.Family(name)
+	return ok
 }

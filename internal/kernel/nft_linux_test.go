@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -162,6 +163,51 @@ func TestNftTableHandle(t *testing.T) {
 	nettest.InNS(t, ns, "nft", "add", "table", "ip", "hdl")
 	if again, err := k.NFTTableHandle(tk); err != nil || again == first || again == 0 {
 		t.Errorf("handle after delete and add: %d (first %d), %v", again, first, err)
+	}
+}
+
+// NFTTables lists every table of the namespace, of every family, as nft
+// -j lists them.
+func TestNftTablesListsEveryFamily(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	ns := nettest.NewNetNS(t)
+	k, err := kernel.Open("/run/netns/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if ts, err := k.NFTTables(); err != nil || len(ts) != 0 {
+		t.Fatalf("a fresh namespace's tables: %v, %v", ts, err)
+	}
+	for _, f := range []string{"ip", "ip6", "inet", "arp", "bridge", "netdev"} {
+		nettest.InNS(t, ns, "nft", "add", "table", f, "t"+f)
+	}
+	nettest.InNS(t, ns, "nft", "add", "table", "inet", "two")
+	var listed struct {
+		Nftables []struct {
+			Table *struct{ Family, Name string }
+		}
+	}
+	if err := json.Unmarshal([]byte(nettest.InNS(t, ns, "nft", "-j", "list", "tables")), &listed); err != nil {
+		t.Fatal(err)
+	}
+	var want, got []string
+	for _, o := range listed.Nftables {
+		if o.Table != nil {
+			want = append(want, o.Table.Family+" "+o.Table.Name)
+		}
+	}
+	ts, err := k.NFTTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range ts {
+		got = append(got, tk.String())
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if len(want) != 7 || !slices.Equal(got, want) {
+		t.Errorf("NFTTables: %v; nft lists %v", got, want)
 	}
 }
 

@@ -54,6 +54,9 @@ type NftTable struct {
 	Dormant bool
 	Owned   bool   // actual: recorded in the ownership ledger
 	Origin  string // desired: file:line:col
+	// Unread (actual, another's table only) says why the table could not
+	// be read: show --all still names it, with that reason.
+	Unread string
 }
 
 // Key returns the table's identity.

@@ -31,6 +31,23 @@ func (n *Conn) GetTable(family byte, name string) (Table, error) {
 	return Table{}, errors.New("no handle in the answer")
 }
 
+// ListTables lists the namespace's tables of every family.
+func (n *Conn) ListTables() ([]Table, error) {
+	msgs, err := n.Dump(MsgGetTable, unix.NFPROTO_UNSPEC, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list nftables tables: %w", err)
+	}
+	out := make([]Table, 0, len(msgs))
+	for _, m := range msgs {
+		t, err := DecodeTable(m)
+		if err != nil {
+			return nil, fmt.Errorf("list nftables tables: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
 // ReadTable dumps a table whole, but the elements of the sets for which
 // elems says false (nil: every set's); elems sees the table's chains, rules
 // and sets already read. It returns nil, nil when the table does not exist.

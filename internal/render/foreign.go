@@ -146,7 +146,7 @@ func foreignNode(st *model.State) *yaml.Node {
 				add(node, "addresses", as)
 			}
 			add(links, name, node)
-			links.Content[len(links.Content)-2].LineComment = why
+			keyComment(links.Content[len(links.Content)-2:], why)
 		}
 		add(root, "links", links)
 	}
@@ -178,12 +178,28 @@ func foreignNode(st *model.State) *yaml.Node {
 	if len(st.NFTables) > 0 {
 		tables := renderNFT(st.NFTables)
 		for i := 0; i < len(tables.Content); i += 2 {
-			tables.Content[i].LineComment = "not netreconcile's: add `adopt: true` to take it over"
+			why := "not netreconcile's: add `adopt: true` to take it over"
+			if u := st.NFTables[i/2].Unread; u != "" {
+				why = "not netreconcile's, and could not be read: " + u
+			}
+			keyComment(tables.Content[i:i+2], why)
 		}
 		add(root, "nftables", tables)
 	}
 	redactNode(root)
 	return root
+}
+
+// keyComment puts why on a mapping's entry (its key and value nodes). An
+// empty mapping is written "{}" on the key's line: yaml.v3 writes a key's
+// comment before it ("name: # why" then "{}" on the next line), which does
+// not parse, so the comment goes after the "{}" instead.
+func keyComment(kv []*yaml.Node, why string) {
+	if v := kv[1]; v.Kind == yaml.MappingNode && len(v.Content) == 0 {
+		v.Style, v.LineComment = yaml.FlowStyle, why
+		return
+	}
+	kv[0].LineComment = why
 }
 
 // linkReason says why a link is not declared: a kind netreconcile creates

@@ -45,6 +45,15 @@ func TestAllPrintsForeignAsComments(t *testing.T) {
 		{Priority: 0, Action: model.RuleLookup, Table: 255, SuppressPrefixLen: -1, Protocol: 2},
 		{Priority: 100, Action: model.RuleLookup, Table: 100, SuppressPrefixLen: -1, Protocol: 245},
 	}
+	// Someone else's tables: one empty (yaml.v3 writes a key's comment
+	// before an empty mapping's "{}", which then does not parse), one
+	// that could not be read.
+	st.NFTables = []model.NftTable{
+		{Family: "inet", Name: "mine", Owned: true, Chains: []model.NftChain{{Name: "c"}}},
+		{Family: "arp", Name: "odd", Unread: "read nftables table arp odd: an expression this reader does not know"},
+		{Family: "ip", Name: "fw", Sets: []model.NftSet{{Name: "s", Type: model.NftIPv4}}},
+		{Family: "netdev", Name: "nd"},
+	}
 	owned, foreign := st.Owned(), st.Foreign()
 	out, err := All(owned, foreign)
 	if err != nil {
@@ -87,6 +96,9 @@ func TestAllPrintsForeignAsComments(t *testing.T) {
 		"type: broadcast", "# proto 2 (kernel): the kernel's\n",
 		"    # - {priority: 0, family: ipv4, table: local} # proto 2 (kernel): the kernel's\n",
 		pub.String(),
+		"    # netdev nd: {} # not netreconcile's: add `adopt: true` to take it over\n",
+		"    # ip fw: # not netreconcile's: add `adopt: true` to take it over\n",
+		"    # arp odd: {} # not netreconcile's, and could not be read: read nftables table arp odd: an expression this reader does not know\n",
 	} {
 		if !strings.Contains(text, w) {
 			t.Errorf("show --all lacks %q:\n%s", w, text)
@@ -111,7 +123,7 @@ func TestAllPrintsForeignAsComments(t *testing.T) {
 	if err := yaml.Unmarshal(fy, &wantForeign); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"links", "routes", "rules"} {
+	for _, k := range []string{"links", "routes", "rules", "nftables"} {
 		if d := cmp.Diff(wantForeign[k], got[k]); d != "" {
 			t.Errorf("uncommented %s are not Foreign's (-foreign +uncommented):\n%s", k, d)
 		}

@@ -108,6 +108,9 @@ func renderNFT(ts []model.NftTable) *yaml.Node {
 
 // listedSet renders a set nft declares from nft's listing of it; it
 // reports whether it is a map.
+// dynsetSize is the size the kernel gives a set a rule fills without one.
+const dynsetSize = "65535"
+
 func listedSet(s *model.NftSet) (*yaml.Node, bool) {
 	l := s.Listed
 	m := mapping()
@@ -131,7 +134,11 @@ func listedSet(s *model.NftSet) (*yaml.Node, bool) {
 	if l.Timeout != "" {
 		add(m, "timeout", yscalar(goDuration(l.Timeout)))
 	}
-	if l.Size != "" {
+	// The kernel gives a set that a rule fills from the packet path a size
+	// of 65535 when it has none (the reader takes it as none): declared,
+	// the size makes the kernel pick a set type that the rule cannot
+	// update, and nft refuses the rule (EOPNOTSUPP).
+	if l.Size != "" && !(s.FromPackets && l.Size == dynsetSize) {
 		add(m, "size", yscalar(l.Size))
 	}
 	if l.Policy != "" {

@@ -18,7 +18,11 @@ import (
 // TxnReport is a transaction as the output shows it.
 type TxnReport struct {
 	ID string `json:"id"`
-	// State is pending, confirmed or rolled_back.
+	// State is pending, rolling_back, confirmed or rolled_back.
+	// rolling_back: a rollback began (the record says so before its first
+	// write) and has not ended, because it is under way or its process was
+	// killed; it can no longer be confirmed, and whoever finds the record
+	// next (any writer, the daemon, the timer) finishes it.
 	State string `json:"state"`
 	// Netns is the --netns the transaction was begun with (null for the
 	// caller's own namespace).
@@ -40,7 +44,8 @@ type TxnReport struct {
 	// after): a command line for a POSIX shell, each word quoted.
 	ConfirmCommand *string `json:"confirm_command"`
 	// Ended, Cause and Detail are set once it ended: Cause is one of
-	// timeout, manual, probe, verify, apply, reboot for a rollback.
+	// timeout, manual, probe, verify, apply, reboot for a rollback. While
+	// rolling_back, Cause and Detail are the rollback's, Ended null.
 	Ended  *time.Time `json:"ended"`
 	Cause  *string    `json:"cause"`
 	Detail *string    `json:"detail"`
@@ -49,6 +54,11 @@ type TxnReport struct {
 // stateName is a state as the output writes it: snake_case, as every
 // enumerated value of the JSON output.
 func stateName(s State) string { return strings.ReplaceAll(string(s), "-", "_") }
+
+// RollingBackState is the state the output gives a pending transaction
+// whose rollback began: the record's state stays pending until the
+// rollback ends it, but nothing can confirm it any more.
+const RollingBackState = "rolling_back"
 
 func orNull(s string) *string {
 	if s == "" {
@@ -69,10 +79,13 @@ func Report(t *Txn, now time.Time, confirm string) *TxnReport {
 	if r.Probes == nil {
 		r.Probes = []string{}
 	}
-	if t.State == Pending {
+	switch {
+	case t.State == Pending && t.RollingBack != "":
+		r.State, r.Cause = RollingBackState, orNull(string(t.RollingBack))
+	case t.State == Pending:
 		r.SecondsLeft = max(t.Deadline.Sub(now).Round(time.Millisecond).Seconds(), 0)
 		r.ConfirmCommand = orNull(confirm)
-	} else {
+	default:
 		ended := t.Ended.UTC()
 		r.Ended = &ended
 	}

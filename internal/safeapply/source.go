@@ -139,7 +139,7 @@ func LogRollback(log *slog.Logger, r *RollbackResult) {
 
 func (s *Source) setPending(t *Txn, wake func()) {
 	s.mu.Lock()
-	changed := (t == nil) != (s.pending == nil) || t != nil && (t.ID != s.pending.ID || !t.Deadline.Equal(s.pending.Deadline))
+	changed := (t == nil) != (s.pending == nil) || t != nil && (t.ID != s.pending.ID || !t.Deadline.Equal(s.pending.Deadline) || t.RollingBack != s.pending.RollingBack)
 	s.pending = t
 	s.mu.Unlock()
 	if changed {
@@ -156,6 +156,9 @@ func (s *Source) Status(now time.Time) string {
 	s.mu.Unlock()
 	if t == nil {
 		return ""
+	}
+	if t.RollingBack != "" {
+		return fmt.Sprintf("transaction %s rolling back (%s): no longer confirmable", t.ID, t.RollingBack)
 	}
 	return fmt.Sprintf("transaction %s pending: rolls back at %s (in %s) unless confirmed",
 		t.ID, t.Deadline.UTC().Format("15:04:05 UTC"), max(t.Deadline.Sub(now), 0).Round(time.Second))

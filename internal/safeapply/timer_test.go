@@ -90,3 +90,27 @@ func TestArrangeFallsBackToAProcessTimer(t *testing.T) {
 		t.Errorf("--rollback-timer systemd with systemd-run failing: %v, want its error", err)
 	}
 }
+
+// The daemon's STATUS= part says what is true of the pending transaction:
+// its deadline while it may be confirmed; once its rollback began (the
+// record says rolling_back), that it is rolling back and can no longer be
+// confirmed. A change of that alone wakes a pass, which refreshes STATUS=.
+func TestSourceStatusOfARollbackUnderWay(t *testing.T) {
+	now := time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)
+	t1 := &Txn{ID: "20261124T010000Z-abcdef", State: Pending, Deadline: now.Add(2 * time.Minute)}
+	var s Source
+	woken := 0
+	s.setPending(t1, func() { woken++ })
+	if got := s.Status(now); got != "transaction 20261124T010000Z-abcdef pending: rolls back at 01:02:00 UTC (in 2m0s) unless confirmed" {
+		t.Errorf("pending: %q", got)
+	}
+	t2 := *t1
+	t2.RollingBack = CauseTimeout
+	s.setPending(&t2, func() { woken++ })
+	if got := s.Status(now); got != "transaction 20261124T010000Z-abcdef rolling back (timeout): no longer confirmable" {
+		t.Errorf("rolling back: %q", got)
+	}
+	if woken != 2 {
+		t.Errorf("%d wakes for the transaction appearing and its rollback beginning, want 2", woken)
+	}
+}

@@ -202,6 +202,52 @@ nftables:
 	}
 }
 
+// A map the packet path fills (a rule of its table adds a key with a value)
+// and that the file declares an element of, with another value, under a
+// key the packet path already holds: the apply added the file's element
+// beside the kernel's, which the kernel refuses (EEXIST: a key holds one
+// value), the whole table's batch with it, on every pass. The file's
+// element takes the kernel's place (deleted and added in one batch); the
+// rule's add leaves an existing key alone, so it stays; the keys the file
+// does not declare stay the packet path's.
+func TestDynamicMapFedByRulesDeclaredKey(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	nettest.RequireTool(t, "ping")
+	e := newEnv(t)
+	conf := func(name, elems string) string {
+		return e.file(name, `version: 1
+links:
+  lo: {kind: device, state: up}
+nftables:
+  inet t:
+    maps:
+      m:
+        type: "ipv4_addr : mark"
+`+elems+`    chains:
+      out:
+        type: filter
+        hook: output
+        priority: 0
+        rules:
+          - "add @m { ip daddr : 0x2 }"
+`)
+	}
+	e.apply(conf("f.yaml", ""))
+	ping := func() {
+		for _, dst := range []string{"127.0.0.7", "127.0.0.8"} {
+			nettest.InNS(t, e.ns, "ping", "-c", "1", "-W", "1", dst)
+		}
+	}
+	ping()
+	if list := e.nftIn("list", "map", "inet", "t", "m"); !strings.Contains(list, "127.0.0.7 : 0x00000002") {
+		t.Fatalf("the traffic did not fill the map:\n%s", list)
+	}
+	g := conf("g.yaml", "        elements: [\"127.0.0.7 : 0x1\"]\n")
+	e.apply(g)
+	ping()
+	e.settled(g, "inet t", "127.0.0.7 : 0x00000001", "127.0.0.8 : 0x00000002")
+}
+
 // A WireGuard peer that roamed (its packets now come from an address that
 // is none of the file's candidates, with handshakes there) keeps that
 // endpoint through a one-shot apply, as through the daemon's passes: the

@@ -58,6 +58,48 @@ func ForeignPlan(r *rand.Rand, d Defects) []string {
 	return cmds
 }
 
+// KindForeign returns the commands that make someone else's objects of the
+// kinds the kernel at hand has beyond the host's veth, bridge and vxlan (the
+// guest's: dummy, bond, vlan, vrf, ipvlan, macvlan, ipip, ip6tnl, a FoU port,
+// WireGuard), so that show --all's round trip meets every kind as a foreign
+// object too. It draws nothing from the walk's random source: a seed walks
+// the same configurations with or without them. Names start with "f";
+// tunnel endpoints and ports are outside what the generator picks.
+func KindForeign(c Caps) []string {
+	var cmds []string
+	if c.Dummy {
+		cmds = append(cmds, "ip link add fd0 type dummy; ip link set fd0 up; ip addr add 10.253.0.1/24 dev fd0")
+		if c.IPVlan {
+			cmds = append(cmds, "ip link add link fd0 name fiv0 type ipvlan mode l2; ip link set fiv0 up")
+		}
+		if c.Bond {
+			cmds = append(cmds, "ip link add fbo0 type bond mode active-backup; ip link add fd1 type dummy; ip link set fd1 master fbo0; ip link set fbo0 up")
+		}
+	}
+	if c.VLAN {
+		cmds = append(cmds, "ip link add link fv0b name fvl0 type vlan id 77; ip link set fvl0 up; ip addr add 10.253.1.1/24 dev fvl0")
+	}
+	if c.MACVlan {
+		cmds = append(cmds, "ip link add link fv0b name fmv0 type macvlan mode bridge")
+	}
+	if c.VRF {
+		cmds = append(cmds, "ip link add fvr0 type vrf table 1234; ip link set fvr0 up")
+	}
+	if c.IPIP {
+		cmds = append(cmds, "ip link add fip0 type ipip remote 198.51.100.200 local 192.0.2.200")
+	}
+	if c.IP6Tnl {
+		cmds = append(cmds, "ip link add fi60 type ip6tnl remote 2001:db8:fe::200 local 2001:db8:ff::200")
+	}
+	if c.Fou {
+		cmds = append(cmds, "ip fou add port 7799 ipproto 4")
+	}
+	if c.WireGuardModule {
+		cmds = append(cmds, "ip link add fwg0 type wireguard")
+	}
+	return cmds
+}
+
 // toolRE finds the programs a foreign command runs.
 var toolRE = regexp.MustCompile(`(^|; )(ip|nft) `)
 

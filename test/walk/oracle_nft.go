@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"net/netip"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -339,21 +340,19 @@ func CompareWG(ns string, c *Config) ([]string, error) {
 	return diffs, nil
 }
 
-// CompareFou compares `ip fou show` with the file's ports. Ports the file
-// does not name may stay only if the walk did not open them, which the
-// foreign check covers; here every listed port must be there and no other
-// port of the walk's range.
-func CompareFou(ns string, c *Config) ([]string, error) {
-	out, err := run("ip", "-n", ns, "fou", "show")
+// walkFouPorts are the FoU ports the generator opens (gen.go): every other
+// port is someone else's (KindForeign's).
+var walkFouPorts = map[int]bool{5555: true, 5556: true, 5557: true}
+
+// CompareFou compares `ip fou show` with the file's ports: the walk's ports
+// must be the file's, and the others' exactly foreign, the ports someone
+// else opened before the walk (FouForeign).
+func CompareFou(ns string, c *Config, foreign []string) ([]string, error) {
+	got, others, err := FouPorts(ns)
 	if err != nil {
 		return nil, err
 	}
-	var got, want []string
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if strings.TrimSpace(line) != "" {
-			got = append(got, strings.TrimSpace(line))
-		}
-	}
+	var want []string
 	for _, f := range c.Fou {
 		s := fmt.Sprintf("port %d ipproto %d", f.Port, f.IPProto)
 		if f.GUE {
@@ -366,7 +365,30 @@ func CompareFou(ns string, c *Config) ([]string, error) {
 	}
 	var diffs []string
 	diffSets("fou", got, want, func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) })
+	diffSets("someone else's fou", others, slices.Clone(foreign), func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) })
 	return diffs, nil
+}
+
+// FouPorts lists `ip fou show`: the lines of the walk's ports, and the
+// others'.
+func FouPorts(ns string) (walk, others []string, err error) {
+	out, err := run("ip", "-n", ns, "fou", "show")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		var port int
+		if _, err := fmt.Sscanf(line, "port %d", &port); err == nil && walkFouPorts[port] {
+			walk = append(walk, line)
+		} else {
+			others = append(others, line)
+		}
+	}
+	return walk, others, nil
 }
 
 // nftHandles are the kernel's handles of the walk's nftables objects, from

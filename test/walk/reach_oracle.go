@@ -552,7 +552,7 @@ func (r *runner) oracleFinds(c *Config, k *Kernel, skip map[string]bool) (bool, 
 		diffs = append(diffs, wd...)
 	}
 	if r.g.Caps.Fou {
-		fd, err := CompareFou(r.ns, c)
+		fd, err := CompareFou(r.ns, c, r.fou0)
 		if err != nil {
 			return false, err
 		}

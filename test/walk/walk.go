@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,7 +92,7 @@ func Walk(opts Options) (*Report, error) {
 		}
 	}
 	g.NftRules = func(family string) map[string][]string { return nftPools[family] }
-	foreign := ForeignPlan(r, opts.Defects)
+	foreign := append(ForeignPlan(r, opts.Defects), KindForeign(opts.Caps)...)
 	g.ForeignLinks = []string{"fb0"}
 	rep := &Report{Seed: opts.Seed}
 	var seq []*Config
@@ -203,6 +205,8 @@ type runner struct {
 	state    string
 	foreign0 string
 	lo0      []string
+	// fou0 are the FoU ports someone else opened (FouPorts).
+	fou0 []string
 	// sysctl0 are the walk's global sysctls as the fresh namespace had
 	// them (CompareSysctls).
 	sysctl0 map[string]string
@@ -287,6 +291,12 @@ func newRunner(g *Gen, foreign []string, dir string) (*runner, error) {
 		r.foreignTables["ip nrw1"] = true
 	}
 	r.foreign0, r.lo0 = dumpForeign(k, 245, r.foreignTables, r.adopted)
+	if g.Caps.Fou {
+		if _, r.fou0, err = FouPorts(ns); err != nil {
+			r.close()
+			return nil, err
+		}
+	}
 	if r.sysctl0, err = sysctlBaseline(ns); err != nil {
 		r.close()
 		return nil, err
@@ -417,7 +427,7 @@ func (r *runner) step(i int, c *Config) *Failure {
 		diffs = append(diffs, wd...)
 	}
 	if r.g.Caps.Fou {
-		fd, err := CompareFou(r.ns, c)
+		fd, err := CompareFou(r.ns, c, r.fou0)
 		if err != nil {
 			return fail("oracle", "%v", err)
 		}
@@ -588,6 +598,65 @@ func (r *runner) roundTrip(i int, file, confDir string, all bool) *Failure {
 	}
 	if reg := r.registries(); reg != reg0 {
 		return fail("its output changed the IPAM registry:\n%s\nshow printed:\n%s", lineDiff(reg0, reg), out)
+	}
+	if all {
+		return r.foreignTablesShown(out, file, confDir, fail)
+	}
+	return nil
+}
+
+// foreignTablesShown checks that show --all names every nftables table of
+// someone else's that nft lists (the step's reading, r.prev): as a comment
+// under nftables in the text, and under foreign.nftables in the JSON. The
+// walk's own tables are not among them: those are declarations. The JSON
+// names someone else's links and FoU ports too.
+func (r *runner) foreignTablesShown(text, file, confDir string, fail func(string, ...any) *Failure) *Failure {
+	if r.prev == nil {
+		return nil
+	}
+	want := map[string]bool{}
+	for id := range parseNftTables(r.prev.NftText) {
+		f := strings.Fields(id)
+		if !strings.HasPrefix(f[1], "nrw") || id == "ip6 nrw0" || r.foreignTables[id] {
+			want[id] = true
+		}
+	}
+	r.checks++
+	code, out, errs := r.cli("show", "--all", "-o", "json", "-c", file, "--conf-dir", confDir)
+	if code != cli.ExitOK {
+		return fail("-o json: exit %d\n%s%s", code, out, errs)
+	}
+	var doc struct {
+		Foreign *struct {
+			Links    map[string]any `json:"links"`
+			Fou      []any          `json:"fou"`
+			NFTables map[string]any `json:"nftables"`
+		} `json:"foreign"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Foreign == nil {
+		return fail("-o json: no foreign objects (%v)\n%s", err, out)
+	}
+	got := map[string]bool{}
+	for id := range doc.Foreign.NFTables {
+		got[id] = true
+	}
+	if !maps.Equal(got, want) {
+		return fail("-o json: foreign.nftables holds %v, nft lists someone else's tables %v", sortedKeys(got), sortedKeys(want))
+	}
+	for _, id := range sortedKeys(want) {
+		if !regexp.MustCompile(`(?m)^ *# ` + regexp.QuoteMeta(id) + `: `).MatchString(text) {
+			return fail("someone else's nftables table %s is not shown as a comment\n%s", id, text)
+		}
+	}
+	// Someone else's links (ForeignPlan's and KindForeign's, of every
+	// kind the kernel has) and FoU ports are there too.
+	for _, n := range sortedKeys(r.prev.Links) {
+		if strings.HasPrefix(n, "f") && !r.adopted[n] && doc.Foreign.Links[n] == nil {
+			return fail("-o json: someone else's link %s is not under foreign.links\n%s", n, out)
+		}
+	}
+	if len(doc.Foreign.Fou) != len(r.fou0) {
+		return fail("-o json: foreign.fou holds %d ports, ip fou lists someone else's %q", len(doc.Foreign.Fou), r.fou0)
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ var (
 	CallSysctls                 = Call{"Sysctls"}
 	CallNFTTable                = Call{"NFTTable"}
 	CallNFTTableHandle          = Call{"NFTTableHandle"}
+	CallNFTTables               = Call{"NFTTables"}
 	CallWireGuardDevice         = Call{"WireGuardDevice"}
 	CallAddLink                 = Call{"AddLink"}
 	CallDeleteLink              = Call{"DeleteLink"}
@@ -58,7 +59,7 @@ var (
 // Calls lists every call that can be made to fail.
 var Calls = []Call{
 	CallLinks, CallAddresses, CallRoutes, CallTableRoutes, CallRoutesWithKeys, CallRules, CallFouPorts, CallSysctls,
-	CallNFTTable, CallNFTTableHandle, CallWireGuardDevice,
+	CallNFTTable, CallNFTTableHandle, CallNFTTables, CallWireGuardDevice,
 	CallAddLink, CallDeleteLink, CallChangeLink, CallSetLinkMTU, CallSetLinkUp, CallSetLinkMaster,
 	CallSetLinkAlias, CallPromoteSecondaries, CallReplaceAddress, CallDeleteAddress,
 	CallAddRule, CallDeleteRule, CallAddFou, CallDeleteFou, CallSetSysctl, CallNFTApply,

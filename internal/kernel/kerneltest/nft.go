@@ -92,6 +92,23 @@ func (f *Kernel) NFTTable(k model.NftTableKey) (*model.NftTable, error) {
 	return &c, nil
 }
 
+// NFTTables lists every table.
+func (f *Kernel) NFTTables() ([]model.NftTableKey, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.nftUnsupported(); err != nil {
+		return nil, err
+	}
+	if err := f.injected(CallNFTTables, ""); err != nil {
+		return nil, fmt.Errorf("list nftables tables: %w", err)
+	}
+	out := make([]model.NftTableKey, 0, len(f.nft))
+	for k := range f.nft {
+		out = append(out, k)
+	}
+	return out, nil
+}
+
 // NFTTableHandle returns a table's handle, 0 when it does not exist.
 func (f *Kernel) NFTTableHandle(k model.NftTableKey) (uint64, error) {
 	f.mu.Lock()
