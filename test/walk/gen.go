@@ -364,7 +364,9 @@ func (g *Gen) Next(c *Config) (*Config, string) {
 }
 
 func (g *Gen) mutate(c *Config) string {
-	switch x := g.R.Intn(110); {
+	switch x := g.R.Intn(130); {
+	case x >= 110:
+		return g.inPlace(c)
 	case x >= 108:
 		return g.changeSettings(c)
 	case x >= 104:
@@ -417,6 +419,10 @@ func (g *Gen) addLink(c *Config) string {
 		}
 		l := g.newLink(c, name, "veth")
 		l.Peer, l.PeerNS = g.pick([]string{"p9b", "p9d"}), g.PeerNS
+		if c.Links[l.Peer] != nil {
+			// A peer brought home (inPlacePeerHome) holds the name.
+			return "noop"
+		}
 		if g.PeerNS2 != "" && g.chance(0.3) {
 			l.PeerNS = g.PeerNS2
 		}

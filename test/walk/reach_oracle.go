@@ -288,7 +288,9 @@ var oracleChecks = map[string]oracleCheck{
 	"links.*.bond.mode": {byLink, needBond, withLink(func(l *Link) bool { return l.Kind == "bond" }, func(_ *Config, l *Link) {
 		l.Mode = map[bool]string{true: "balance-xor", false: "broadcast"}[l.Mode != "balance-xor"]
 	})},
-	"links.*.ipvlan.mode":   {byLink, needIPVlan, withLink(func(l *Link) bool { return l.Kind == "ipvlan" }, func(_ *Config, l *Link) { l.Mode = map[string]string{"l2": "l3", "l3": "l3s", "l3s": "l2"}[l.Mode] })},
+	"links.*.ipvlan.mode": {byLink, needIPVlan, withLink(func(l *Link) bool { return l.Kind == "ipvlan" }, func(_ *Config, l *Link) {
+		l.Mode = map[string]string{"": "l3", "l2": "l3", "l3": "l3s", "l3s": "l2"}[l.Mode]
+	})},
 	"links.*.ipvlan.parent": {byLink, needIPVlan, withLink(func(l *Link) bool { return l.Kind == "ipvlan" }, func(_ *Config, l *Link) { l.Parent = "d9" })},
 	"links.*.macvlan.mode": {byLink, nil, withLink(func(l *Link) bool { return l.Kind == "macvlan" }, func(_ *Config, l *Link) {
 		l.Mode = map[string]string{"": "vepa", "bridge": "vepa", "vepa": "private", "private": "bridge", "passthru": "bridge"}[l.Mode]
@@ -297,7 +299,7 @@ var oracleChecks = map[string]oracleCheck{
 	"links.*.vlan.id":        {byLink, needVLAN, withLink(func(l *Link) bool { return l.Kind == "vlan" }, func(_ *Config, l *Link) { l.VlanID = 999 })},
 	"links.*.vlan.parent":    {byLink, needVLAN, withLink(func(l *Link) bool { return l.Kind == "vlan" }, func(_ *Config, l *Link) { l.Parent = "p9x" })},
 	"links.*.vlan.protocol": {byLink, needVLAN, withLink(func(l *Link) bool { return l.Kind == "vlan" }, func(_ *Config, l *Link) {
-		l.Mode = map[string]string{"": "802.1ad", "802.1ad": ""}[l.Mode]
+		l.Mode = map[string]string{"": "802.1ad", "802.1q": "802.1ad", "802.1ad": ""}[l.Mode]
 	})},
 	"links.*.vrf.table": {byLink, needVRF, withLink(func(l *Link) bool { return l.Kind == "vrf" }, func(_ *Config, l *Link) { l.Table = 4444 })},
 
@@ -369,7 +371,7 @@ var oracleChecks = map[string]oracleCheck{
 		s.FileElements = append(s.FileElements, map[string]string{"ipv4_addr": "192.0.2.78", "ipv6_addr": "2001:db8:78::1", "inet_service": "7778", "mark": "0x00000778"}[s.Type])
 	})},
 	"nftables.*.sets.*.elements-from.peers": {byNft, nil, withSet(func(_ *Table, s *Set) bool { return s.FromWG != "" }, func(s *Set) {
-		s.FromPeers = map[string]string{"up": "all", "all": "up"}[s.FromPeers]
+		s.FromPeers = map[string]string{"": "all", "up": "all", "all": "up"}[s.FromPeers]
 	})},
 	"nftables.*.sets.*.elements-from.wireguard": {byNft, nil, withSet(func(_ *Table, s *Set) bool { return s.FromWG != "" }, func(s *Set) { s.FromWG = "wg-nowhere" })},
 	"nftables.*.sets.*.flags": {byNft, nil, withSet(func(_ *Table, s *Set) bool { return s.FromWG == "" && (s.Interval || s.Timeout == "flag") }, func(s *Set) {
@@ -516,6 +518,7 @@ func mutPrefix(p string) string {
 var oracleExceptions = map[string]string{
 	"version":                                    "the schema's version: no kernel state",
 	"settings.protocol-override":                 "a permission the loader checks (a protocol another program may name): no kernel state",
+	"settings.max-disruption":                    "the service's limit, not kernel state: the walk's service pass (heldPass) holds the ops above it and checks with ip -d -j link and nft -a that what it holds is as the kernel had it",
 	"links.*.adopt":                              "an instruction to take a foreign link over: adopted, it is compared as any link of ours (compareLink's marker), and the foreign check holds it unchanged before",
 	"nftables.*.adopt":                           "an instruction to take a foreign table over: adopted, it is compared as the walk's (CompareNft), and the foreign check holds it unchanged before",
 	"links.*.ipip.mode":                          "ipip has one mode: nothing to compare it with",
