@@ -314,8 +314,17 @@ func (c *computer) poolGiveBacks(ours map[string]map[netip.Addr]bool) {
 		return
 	}
 	want := map[model.AddressKey]bool{}
+	// The addresses the file still gives a link, at whatever prefix
+	// length: a link left out for a conflict keeps such an address as it
+	// is (the address stage left its change out with the link), since the
+	// pool has not taken it back.
+	kept := map[linkAddr]bool{}
 	for i := range c.d.Addresses {
-		want[c.d.Addresses[i].Key()] = true
+		a := &c.d.Addresses[i]
+		want[a.Key()] = true
+		if c.blocked[a.Link] {
+			kept[linkAddr{a.Link, a.Prefix.Addr()}] = true
+		}
 	}
 	planned := map[model.AddressKey]bool{}
 	links := map[string]bool{} // links whose addresses the kernel handles
@@ -342,7 +351,7 @@ func (c *computer) poolGiveBacks(ours map[string]map[netip.Addr]bool) {
 	}
 	for i := range c.a.Addresses {
 		a := &c.a.Addresses[i]
-		if !ours[a.Link][a.Prefix.Addr()] || want[a.Key()] || planned[a.Key()] || links[a.Link] {
+		if !ours[a.Link][a.Prefix.Addr()] || want[a.Key()] || kept[linkAddr{a.Link, a.Prefix.Addr()}] || planned[a.Key()] || links[a.Link] {
 			continue
 		}
 		c.del(Op{Action: Delete, Kind: KindAddress, ID: a.Key().String(), Reason: "given back to its pool", Address: a})

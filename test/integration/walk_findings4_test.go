@@ -32,3 +32,35 @@ func TestWalkFinding78IPv6PrefixLengthChange(t *testing.T) {
 	e.converged(f)
 	e.roundTrip(f)
 }
+
+// 79. A link left out for a conflict keeps the pool address it holds when
+// the file changes that address's prefix length: the pool still gives the
+// link the address, so it is not given back. The give-back deleted the old
+// length while the conflict held back the new one, and the link was left
+// with half of a dual-stack pool's block (show then printed the other half
+// as a static address, and applying its output planned the export routes'
+// deletes).
+// Walk finding 79 (host seed 90934393032559, step 122: p9a, a port of the
+// foreign bridge fa0 whose delete is a conflict, changed its pd entry from
+// ipv4-prefix-length 32 to 24).
+func TestWalkFinding79PoolAddressOfALinkInConflict(t *testing.T) {
+	e := newEnv(t)
+	file := func(name, link string) string {
+		return e.file(name, "version: 1\npools:\n  pd: {subnets: [{ipv4: 10.98.0.0/24, ipv6: \"fd98::/120\"}], block-size-bits: 0, reuse-delay: 0s}\n"+
+			"links:\n  lo: {kind: device, state: up}\n  br0: "+link+"\n")
+	}
+	e.apply(file("a.yaml", "{kind: bridge, addresses: [{pool: pd, ipv4-prefix-length: 32}]}"))
+	// A port netreconcile did not enslave: recreating br0 would release it.
+	e.ip("link", "add", "fp0", "type", "veth", "peer", "name", "fp1")
+	e.ip("link", "set", "fp0", "master", "br0")
+	f := file("b.yaml", "{kind: vxlan, vxlan: {id: 79, remote: 192.0.2.79}, addresses: [{pool: pd, ipv4-prefix-length: 24}]}")
+	if r := e.cli("apply", "-c", f); r.Code == 0 || !strings.Contains(r.Stderr, "br0") {
+		t.Fatalf("apply %s: exit %d, want a conflict on br0\n%s%s", f, r.Code, r.Stdout, r.Stderr)
+	}
+	got := e.ip("addr", "show", "dev", "br0")
+	for _, want := range []string{"10.98.0.0/32", "fd98::/128"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("br0, left out for its conflict, lost %s:\n%s", want, got)
+		}
+	}
+}
