@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -63,4 +64,31 @@ func TestWalkFinding79PoolAddressOfALinkInConflict(t *testing.T) {
 			t.Errorf("br0, left out for its conflict, lost %s:\n%s", want, got)
 		}
 	}
+}
+
+// 80. A veth whose peer was in another namespace (peer-netns) and is now
+// declared here, under the same name, is a new pair: the link is recreated
+// with its peer here. The plan took the end for unchanged (the kernel names
+// no peer for an end whose peer is elsewhere) and refused the peer's
+// create: "its declared peer p9a exists already", a conflict of its own
+// making, on every pass.
+// Walk finding 80 (failure-injection walk seed 52481162296392, step 37:
+// "bring the peer p9d of p9a here").
+func TestWalkFinding80VethPeerBroughtHome(t *testing.T) {
+	e := newEnv(t)
+	peer := e.ns + "-p"
+	if out, err := exec.Command("ip", "netns", "add", peer).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", peer).Run() })
+	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  p9a: {kind: veth, veth: {peer: p9d, peer-netns: "+peer+"}}\n"))
+	f := e.file("b.yaml", "version: 1\nlinks:\n  p9a: {kind: veth, veth: {peer: p9d}}\n  p9d: {kind: veth, veth: {peer: p9a}}\n")
+	e.apply(f)
+	if got := e.ip("-o", "link", "show", "p9d"); !strings.Contains(got, "p9d@p9a") {
+		t.Errorf("p9d here: %s", got)
+	}
+	if out, _ := exec.Command("ip", "-n", peer, "-o", "link", "show").CombinedOutput(); strings.Contains(string(out), "p9d") {
+		t.Errorf("the old peer stays in %s:\n%s", peer, out)
+	}
+	e.converged(f)
 }
