@@ -225,7 +225,7 @@ func (g *Gen) inPlaceSetFeed(c *Config) string {
 			id := t.Family + " " + t.Name
 			switch {
 			case s.FromWG == "" && wg != "":
-				s.FromWG, s.FromPeers = wg, g.pick([]string{"", "up", "all"})
+				s.FromWG, s.FromPeers = wg, g.pick([]string{"", "up", "all", "all"})
 				return "set sw of " + id + " fed by " + wg + " again"
 			case s.FromWG == "":
 			case g.chance(0.25):
@@ -243,7 +243,9 @@ func (g *Gen) inPlaceSetFeed(c *Config) string {
 	// A set fed by the link's peers, to change later.
 	for _, i := range g.R.Perm(len(c.Tables)) {
 		if t := c.Tables[i]; t.Family == "ip" || t.Family == "inet" {
-			t.Sets = append(t.Sets, &Set{Name: "sw", Type: setTypes["sw"], Interval: true, FromWG: wg, FromPeers: g.pick([]string{"", "up", "all"}), Elements: g.elements("ipv4_addr")})
+			// Mostly fed by all its peers: what the oracle sees of the
+			// feed where no peer shakes hands (wireguard-go here).
+			t.Sets = append(t.Sets, &Set{Name: "sw", Type: setTypes["sw"], Interval: true, FromWG: wg, FromPeers: g.pick([]string{"", "up", "all", "all"}), Elements: g.elements("ipv4_addr")})
 			return "add set sw to " + t.Family + " " + t.Name + ", fed by " + wg
 		}
 	}
