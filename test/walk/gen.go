@@ -1305,7 +1305,11 @@ func (g *Gen) changeNft(c *Config) string {
 			// Fed by a WireGuard link's peers: an interval set.
 			s.Interval = true
 			s.FromWG = g.pickLink(c, func(l *Link) bool { return l.Kind == "wireguard" })
-			s.FromPeers = g.pick([]string{"up", "all", "all"})
+			// All its peers: where none shakes hands (wireguard-go
+			// here) the up ones feed nothing the oracle could see
+			// (inPlaceSetFeed makes the other choices). One draw of
+			// three, as before: a seed walks the same steps.
+			s.FromPeers = g.pick([]string{"all", "all", "all"})
 		}
 		s.Elements = g.elements(s.Type)
 		if !s.Interval {

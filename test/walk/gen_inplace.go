@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -240,8 +241,12 @@ func (g *Gen) inPlaceSetFeed(c *Config) string {
 	if wg == "" {
 		return "noop"
 	}
-	// A set fed by the link's peers, to change later.
-	for _, i := range g.R.Perm(len(c.Tables)) {
+	// A set fed by the link's peers, to change later: in an inet table
+	// where there is one (the walk's ip table may be someone else's,
+	// left out of the comparison for a conflict).
+	perm := g.R.Perm(len(c.Tables))
+	sort.SliceStable(perm, func(i, j int) bool { return c.Tables[perm[i]].Family == "inet" && c.Tables[perm[j]].Family != "inet" })
+	for _, i := range perm {
 		if t := c.Tables[i]; t.Family == "ip" || t.Family == "inet" {
 			// Mostly fed by all its peers: what the oracle sees of the
 			// feed where no peer shakes hands (wireguard-go here).

@@ -13,6 +13,10 @@ const (
 	exBool     = "a boolean the file writes only when true (false is the default): its change is a set or a removal"
 )
 
+// fixedFeed is why make test's fixed host walk does not prove the
+// comparison of a set's feed from WireGuard peers.
+const fixedFeed = "make test's fixed host walk (this generator's draws) holds a set fed by peers in one stretch of steps, in which the mutant's elements are the kernel's or its table is left out for a conflict: on this kernel no peer shakes hands (wireguard-go), so a feed of the up peers adds nothing, and the feeding link's peers there add no IPv4 element; proveOracle proves it wherever a peer's element is in the set (the generator feeds sets of the inet table by all peers mostly)"
+
 // reachExceptions are the events of a key ("KEY EVENT", EVENT one of
 // reachEvents) that the walk does not make, and why: the kernel or the
 // schema rules them out, or the generator does not make them yet (said
@@ -59,7 +63,9 @@ var reachExceptions = map[string]string{
 	"nftables.*.sets.*.elements-from.wireguard shown":    "the kernel holds the elements, not what fed them: show prints them under elements",
 
 	// Comparisons the fixed walk does not prove.
-	"nftables.*.chains.*.type proven": "the mutant's other type (route, nat) is refused by nft for most of the walk's base chains (families and hooks), so the oracle, which compiles rules with nft, cannot compare it; a chain's type is compared where the mutant is one nft takes",
+	"nftables.*.sets.*.elements-from.peers proven":     fixedFeed,
+	"nftables.*.sets.*.elements-from.wireguard proven": fixedFeed,
+	"nftables.*.chains.*.type proven":                  "the mutant's other type (route, nat) is refused by nft for most of the walk's base chains (families and hooks), so the oracle, which compiles rules with nft, cannot compare it; a chain's type is compared where the mutant is one nft takes",
 }
 
 // reachEvents are what the walk does to a key: the generator sets,

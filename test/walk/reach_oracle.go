@@ -232,16 +232,6 @@ func poolInUse(c *Config, p *Pool) bool {
 	return false
 }
 
-func static(_ *Link, a *Addr) bool { return a.Pool == "" }
-func wgLink(l *Link) bool          { return l.WG != nil }
-func tunnel(kind string) func(*Link) bool {
-	return func(l *Link) bool { return l.Kind == kind && l.Tunnel != nil && !l.Tunnel.External }
-}
-func vxlanLink(l *Link) bool { return l.VXLAN != nil }
-func unicastVia(r *Route) bool {
-	return r.Side == "" && r.Via != "" && r.Dev != "" && !strings.Contains(r.To, ":") && r.To != "default"
-}
-
 // other is an address of the family of a, outside anything the walk uses.
 func otherAddr(a string) string {
 	if strings.Contains(a, ":") {
@@ -458,7 +448,7 @@ var oracleChecks = map[string]oracleCheck{
 	})},
 	"routes[].metric": {byRoute, nil, withRoute(func(r *Route) bool { return r.Side == "" }, func(r *Route) { r.Metric = 777 })},
 	"routes[].mtu":    {byRoute, nil, withRoute(func(r *Route) bool { return r.Side == "" }, func(r *Route) { r.MTU = 1111 })},
-	"routes[].onlink": {byRoute, nil, withEveryRoute(func(r *Route) bool { return unicastVia(r) }, func(r *Route) { r.Onlink = !r.Onlink })},
+	"routes[].onlink": {byRoute, nil, withEveryRoute(func(r *Route) bool { return r.Via != "" && r.Dev != "" && (r.Type == "" || r.Type == "unicast") }, func(r *Route) { r.Onlink = !r.Onlink })},
 	"routes[].scope": {byRoute, nil, withRoute(func(r *Route) bool { return r.Side == "" && !strings.Contains(r.To, ":") && r.Family == "" }, func(r *Route) {
 		// Another scope than the one the route has, its default included
 		// (a local route's is host).
@@ -648,3 +638,10 @@ func (r *runner) oracleFindsSafely(m *Config, k *Kernel, skip map[string]bool) (
 	}()
 	return r.oracleFinds(m, k, skip)
 }
+
+func static(_ *Link, a *Addr) bool { return a.Pool == "" }
+func wgLink(l *Link) bool          { return l.WG != nil }
+func tunnel(kind string) func(*Link) bool {
+	return func(l *Link) bool { return l.Kind == kind && l.Tunnel != nil && !l.Tunnel.External }
+}
+func vxlanLink(l *Link) bool { return l.VXLAN != nil }
