@@ -44,9 +44,30 @@ func (c *computer) addresses() {
 	var creates, scopeEarly, flushing []Op
 	want := map[model.AddressKey]bool{}
 	for i := range c.d.Addresses {
+		want[c.d.Addresses[i].Key()] = true
+	}
+	// The kernel knows an IPv6 address on a link by the address alone,
+	// not its prefix length: the file's address of another length is the
+	// kernel's address changed, replaced (deleted, then added: the
+	// kernel's replace keeps the old length), not another one added
+	// beside it. Added over it, the add only refreshed the old one, and
+	// the stale delete then took the address away.
+	have6 := map[linkAddr]*model.Address{}
+	for _, h := range have {
+		if h.Prefix.Addr().Is6() && !want[h.Key()] {
+			have6[linkAddr{h.Link, h.Prefix.Addr()}] = h
+		}
+	}
+	for i := range c.d.Addresses {
 		w := &c.d.Addresses[i]
-		want[w.Key()] = true
 		h, ok := have[w.Key()]
+		if h6 := have6[linkAddr{w.Link, w.Prefix.Addr()}]; !ok && h6 != nil {
+			delete(have6, linkAddr{w.Link, w.Prefix.Addr()})
+			want[h6.Key()] = true // changed here, not stale
+			ch := append([]Change{{"prefix-length", strconv.Itoa(h6.Prefix.Bits()), strconv.Itoa(w.Prefix.Bits())}}, addressChanges(w, h6)...)
+			creates = append(creates, Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h6})
+			continue
+		}
 		switch {
 		case !ok:
 			creates = append(creates, Op{Action: Create, Kind: KindAddress, ID: w.Key().String(), Summary: addressSummary(w), Address: w})
@@ -143,6 +164,12 @@ func (c *computer) addresses() {
 	for _, op := range append(flushing, creates...) {
 		c.add(op)
 	}
+}
+
+// linkAddr is an address on a link, whatever its prefix length.
+type linkAddr struct {
+	link string
+	addr netip.Addr
 }
 
 // linkSubnet is an IPv4 subnet on a link (model.Address.Subnet).
@@ -287,8 +314,17 @@ func (c *computer) poolGiveBacks(ours map[string]map[netip.Addr]bool) {
 		return
 	}
 	want := map[model.AddressKey]bool{}
+	// The addresses the file still gives a link, at whatever prefix
+	// length: a link left out for a conflict keeps such an address as it
+	// is (the address stage left its change out with the link), since the
+	// pool has not taken it back.
+	kept := map[linkAddr]bool{}
 	for i := range c.d.Addresses {
-		want[c.d.Addresses[i].Key()] = true
+		a := &c.d.Addresses[i]
+		want[a.Key()] = true
+		if c.blocked[a.Link] {
+			kept[linkAddr{a.Link, a.Prefix.Addr()}] = true
+		}
 	}
 	planned := map[model.AddressKey]bool{}
 	links := map[string]bool{} // links whose addresses the kernel handles
@@ -298,6 +334,9 @@ func (c *computer) poolGiveBacks(ours map[string]map[netip.Addr]bool) {
 			switch {
 			case op.Kind == KindAddress:
 				planned[op.Address.Key()] = true
+				if op.Old != nil {
+					planned[op.Old.Key()] = true
+				}
 			case op.Kind == KindLink && op.Action != Update && op.Link != nil:
 				links[op.Link.Name] = true
 				// A veth's peer goes (or comes) with it: its addresses are
@@ -312,7 +351,7 @@ func (c *computer) poolGiveBacks(ours map[string]map[netip.Addr]bool) {
 	}
 	for i := range c.a.Addresses {
 		a := &c.a.Addresses[i]
-		if !ours[a.Link][a.Prefix.Addr()] || want[a.Key()] || planned[a.Key()] || links[a.Link] {
+		if !ours[a.Link][a.Prefix.Addr()] || want[a.Key()] || kept[linkAddr{a.Link, a.Prefix.Addr()}] || planned[a.Key()] || links[a.Link] {
 			continue
 		}
 		c.del(Op{Action: Delete, Kind: KindAddress, ID: a.Key().String(), Reason: "given back to its pool", Address: a})

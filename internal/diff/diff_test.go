@@ -428,7 +428,10 @@ links:
   a0: {kind: veth, veth: {peer: b0}}
   b0: {kind: veth, veth: {peer: a0}}
 `,
-		kernel: newKernel().link(model.Link{Name: "b0", Kind: model.KindVeth, Owned: true, Up: true, Veth: &model.Veth{}}),
+		// Its peer here (PeerNSID -1, as the kernel reads one), though
+		// unnamed: an end whose peer is in another namespace is a new
+		// pair instead.
+		kernel: newKernel().link(model.Link{Name: "b0", Kind: model.KindVeth, Owned: true, Up: true, Veth: &model.Veth{PeerNSID: -1}}),
 		conflict: `
 link a0: its declared peer b0 exists already
 link b0 is left out: it needs link a0, which is in conflict

@@ -1035,6 +1035,16 @@ func (c *computer) fixedChange(want, have *model.Link) string {
 		if want.Veth.PeerNetNS == "" && have.Veth != nil && have.Veth.Peer != "" && have.Veth.Peer != want.Veth.Peer {
 			return fmt.Sprintf("veth peer %s -> %s", have.Veth.Peer, want.Veth.Peer)
 		}
+		// A peer in another namespace brought here, whatever its name: a
+		// new pair (the kernel names no peer for an end whose peer is
+		// elsewhere, so the name alone says nothing).
+		if h := have.Veth; want.Veth.PeerNetNS == "" && h != nil && (h.Remote != nil || h.PeerNetNS != "" || h.Peer == "" && h.PeerNSID >= 0) {
+			from := "another namespace"
+			if r := have.Veth.Remote; r != nil && r.Name != "" {
+				from = r.Name + " in " + r.NetNS
+			}
+			return fmt.Sprintf("veth peer %s -> %s here", from, want.Veth.Peer)
+		}
 		// A peer in another namespace is named there: a new name (or
 		// namespace) is a new pair, as for a peer here.
 		if want.Veth.PeerNetNS != "" && have.Veth != nil && have.Veth.Remote != nil && have.Veth.Remote.Unreadable == "" && have.Veth.Remote.Name != "" &&

@@ -30,8 +30,11 @@ type Config struct {
 	// Explicit spells the settings out (protocol: 245,
 	// protocol-override: false).
 	Explicit bool
-	Links    map[string]*Link
-	Routes   []*Route
+	// MaxDisruption is settings.max-disruption ("" none): the service's
+	// limit, which the runner's service pass keeps (heldPass).
+	MaxDisruption string
+	Links         map[string]*Link
+	Routes        []*Route
 	// RouteFiles are the routes-files (side files of routes): a route
 	// whose Side names one is a line of it.
 	RouteFiles []*RouteFile
@@ -236,6 +239,8 @@ type Rule struct {
 	HasSuppress bool
 	// Explicit spells out not: false.
 	Explicit bool
+	// NoFamily leaves family out where from or to gives it.
+	NoFamily bool
 }
 
 // Fou is a FoU receive port.
@@ -273,7 +278,8 @@ type Set struct {
 	// expire) or a default element timeout ("1h").
 	Timeout string
 	// FromWG and FromPeers are elements-from: a WireGuard link of the
-	// file and up or all.
+	// file and up or all ("" the default, up). The set sw without FromWG
+	// is fed no more: its own elements alone.
 	FromWG, FromPeers string
 }
 
@@ -313,7 +319,7 @@ type Pool struct {
 
 // Clone deep-copies c.
 func (c *Config) Clone() *Config {
-	n := &Config{Protocol: c.Protocol, ProtocolOverride: c.ProtocolOverride, Explicit: c.Explicit, Links: map[string]*Link{}, Sysctls: maps.Clone(c.Sysctls)}
+	n := &Config{Protocol: c.Protocol, ProtocolOverride: c.ProtocolOverride, Explicit: c.Explicit, MaxDisruption: c.MaxDisruption, Links: map[string]*Link{}, Sysctls: maps.Clone(c.Sysctls)}
 	for _, f := range c.RouteFiles {
 		x := *f
 		n.RouteFiles = append(n.RouteFiles, &x)
@@ -455,6 +461,9 @@ func (c *Config) File(frag int) string {
 		if c.ProtocolOverride || c.Explicit {
 			g = append(g, fmt.Sprintf("protocol-override: %v", c.ProtocolOverride))
 		}
+		if c.MaxDisruption != "" {
+			g = append(g, "max-disruption: "+c.MaxDisruption)
+		}
 		if len(g) > 0 {
 			fmt.Fprintf(&b, "settings: {%s}\n", strings.Join(g, ", "))
 		}
@@ -580,7 +589,11 @@ func (c *Config) File(frag int) string {
 					g = append(g, "elements-file: "+q(sideRef(frag, s.ElemFile)))
 				}
 				if s.FromWG != "" {
-					g = append(g, "elements-from: {wireguard: "+q(s.FromWG)+", peers: "+s.FromPeers+"}")
+					from := "wireguard: " + q(s.FromWG)
+					if s.FromPeers != "" {
+						from += ", peers: " + s.FromPeers
+					}
+					g = append(g, "elements-from: {"+from+"}")
 				}
 				fmt.Fprintf(&b, "      %s: {%s}\n", s.Name, strings.Join(g, ", "))
 			}
@@ -677,7 +690,13 @@ func (l *Link) fields(c *Config) []string {
 		}
 		f = append(f, "vxlan: {"+strings.Join(g, ", ")+"}")
 	case "ipvlan":
-		f = append(f, "ipvlan: {parent: "+q(l.Parent)+", mode: "+l.Mode+"}")
+		g := []string{"parent: " + q(l.Parent)}
+		if l.Mode != "" {
+			g = append(g, "mode: "+l.Mode)
+		} else if l.Explicit {
+			g = append(g, "mode: l2")
+		}
+		f = append(f, "ipvlan: {"+strings.Join(g, ", ")+"}")
 	case "macvlan":
 		g := []string{"parent: " + q(l.Parent)}
 		if l.Mode != "" {
@@ -1019,7 +1038,10 @@ func (r *Route) line(table string) string {
 }
 
 func (r *Rule) yaml() string {
-	g := []string{fmt.Sprintf("priority: %d", r.Priority), "family: " + r.Family}
+	g := []string{fmt.Sprintf("priority: %d", r.Priority)}
+	if !r.NoFamily || r.From == "" && r.To == "" {
+		g = append(g, "family: "+r.Family)
+	}
 	if r.From != "" {
 		g = append(g, "from: "+q(r.From))
 	}

@@ -364,7 +364,9 @@ func (g *Gen) Next(c *Config) (*Config, string) {
 }
 
 func (g *Gen) mutate(c *Config) string {
-	switch x := g.R.Intn(110); {
+	switch x := g.R.Intn(130); {
+	case x >= 110:
+		return g.inPlace(c)
 	case x >= 108:
 		return g.changeSettings(c)
 	case x >= 104:
@@ -417,6 +419,10 @@ func (g *Gen) addLink(c *Config) string {
 		}
 		l := g.newLink(c, name, "veth")
 		l.Peer, l.PeerNS = g.pick([]string{"p9b", "p9d"}), g.PeerNS
+		if c.Links[l.Peer] != nil {
+			// A peer brought home (inPlacePeerHome) holds the name.
+			return "noop"
+		}
 		if g.PeerNS2 != "" && g.chance(0.3) {
 			l.PeerNS = g.PeerNS2
 		}
@@ -1299,7 +1305,11 @@ func (g *Gen) changeNft(c *Config) string {
 			// Fed by a WireGuard link's peers: an interval set.
 			s.Interval = true
 			s.FromWG = g.pickLink(c, func(l *Link) bool { return l.Kind == "wireguard" })
-			s.FromPeers = g.pick([]string{"up", "all", "all"})
+			// All its peers: where none shakes hands (wireguard-go
+			// here) the up ones feed nothing the oracle could see
+			// (inPlaceSetFeed makes the other choices). One draw of
+			// three, as before: a seed walks the same steps.
+			s.FromPeers = g.pick([]string{"all", "all", "all"})
 		}
 		s.Elements = g.elements(s.Type)
 		if !s.Interval {

@@ -724,7 +724,9 @@ func (g *Gen) keepKeys(before, n *Config) {
 			continue
 		}
 		w := l.WG
-		w.Keep, w.ShowPublic = false, g.chance(0.1)
+		// Shown beside its source now and then, and mostly again the
+		// next step: a key changed in between is a change of public-key.
+		w.Keep, w.ShowPublic = false, w.ShowPublic && g.chance(0.7) || g.chance(0.1)
 		var bw *WG
 		if b := before.Links[name]; b != nil && b.WG != nil && b.WG.PublicKey == w.PublicKey && b.WG.Kernel == w.Kernel {
 			bw = b.WG

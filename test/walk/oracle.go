@@ -450,8 +450,12 @@ func compareLink(l *Link, kl *kLink, bad func(string, ...any)) {
 			bad("link %s: bond %s, want %s", n, got, want)
 		}
 	case "ipvlan":
+		mode := l.Mode
+		if mode == "" {
+			mode = "l2"
+		}
 		got := fmt.Sprintf("parent %s mode %s", kl.Link, kl.data("mode"))
-		if want := fmt.Sprintf("parent %s mode %s", l.Parent, l.Mode); got != want {
+		if want := fmt.Sprintf("parent %s mode %s", l.Parent, mode); got != want {
 			bad("link %s: ipvlan %s, want %s", n, got, want)
 		}
 	case "ipip", "ip6tnl":

@@ -25,8 +25,9 @@ type oracleCheck struct {
 // configurations (the oracle then rightly sees nothing), and when: unseen,
 // such a mutant proves nothing and fails nothing.
 var maybeUnseen = map[string]string{
-	"nftables.*.sets.*.elements-from.peers": "every peer up, or none with allowed IPs: both choices give the same elements",
-	"settings.protocol":                     "a rule of another protocol that clashes with a declared one is a conflict to the oracle (finding 36), so a file of rules alone differs in nothing it compares",
+	"nftables.*.sets.*.elements-from.peers":     "every peer up, or none with allowed IPs: both choices give the same elements",
+	"nftables.*.sets.*.elements-from.wireguard": "fed by the peers that are up, none of them up (wireguard-go's peers never shake hands here): the link's peers and none give the same elements",
+	"settings.protocol":                         "a rule of another protocol that clashes with a declared one is a conflict to the oracle (finding 36), so a file of rules alone differs in nothing it compares",
 }
 
 // The comparisons, by their readers.
@@ -131,6 +132,38 @@ func withSet(ok func(*Table, *Set) bool, f func(*Set)) func(*Config) bool {
 	}
 }
 
+// withEverySet mutates every set that ok accepts: where one is left out
+// of the comparison (its table in conflict) another may show the change.
+func withEverySet(ok func(*Table, *Set) bool, f func(*Set)) func(*Config) bool {
+	return func(c *Config) bool {
+		mutated := false
+		for _, t := range c.Tables {
+			for _, s := range t.Sets {
+				if ok(t, s) {
+					f(s)
+					mutated = true
+				}
+			}
+		}
+		return mutated
+	}
+}
+
+// withEveryRoute mutates every route of the YAML that ok accepts, as
+// withEverySet.
+func withEveryRoute(ok func(*Route) bool, f func(*Route)) func(*Config) bool {
+	return func(c *Config) bool {
+		mutated := false
+		for _, r := range c.Routes {
+			if ok(r) {
+				f(r)
+				mutated = true
+			}
+		}
+		return mutated
+	}
+}
+
 // withChain mutates the first chain that ok accepts.
 func withChain(ok func(*Table, *Chain) bool, f func(*Chain)) func(*Config) bool {
 	return func(c *Config) bool {
@@ -197,16 +230,6 @@ func poolInUse(c *Config, p *Pool) bool {
 		}
 	}
 	return false
-}
-
-func static(_ *Link, a *Addr) bool { return a.Pool == "" }
-func wgLink(l *Link) bool          { return l.WG != nil }
-func tunnel(kind string) func(*Link) bool {
-	return func(l *Link) bool { return l.Kind == kind && l.Tunnel != nil && !l.Tunnel.External }
-}
-func vxlanLink(l *Link) bool { return l.VXLAN != nil }
-func unicastVia(r *Route) bool {
-	return r.Side == "" && r.Via != "" && r.Dev != "" && !strings.Contains(r.To, ":") && r.To != "default"
 }
 
 // other is an address of the family of a, outside anything the walk uses.
@@ -288,7 +311,9 @@ var oracleChecks = map[string]oracleCheck{
 	"links.*.bond.mode": {byLink, needBond, withLink(func(l *Link) bool { return l.Kind == "bond" }, func(_ *Config, l *Link) {
 		l.Mode = map[bool]string{true: "balance-xor", false: "broadcast"}[l.Mode != "balance-xor"]
 	})},
-	"links.*.ipvlan.mode":   {byLink, needIPVlan, withLink(func(l *Link) bool { return l.Kind == "ipvlan" }, func(_ *Config, l *Link) { l.Mode = map[string]string{"l2": "l3", "l3": "l3s", "l3s": "l2"}[l.Mode] })},
+	"links.*.ipvlan.mode": {byLink, needIPVlan, withLink(func(l *Link) bool { return l.Kind == "ipvlan" }, func(_ *Config, l *Link) {
+		l.Mode = map[string]string{"": "l3", "l2": "l3", "l3": "l3s", "l3s": "l2"}[l.Mode]
+	})},
 	"links.*.ipvlan.parent": {byLink, needIPVlan, withLink(func(l *Link) bool { return l.Kind == "ipvlan" }, func(_ *Config, l *Link) { l.Parent = "d9" })},
 	"links.*.macvlan.mode": {byLink, nil, withLink(func(l *Link) bool { return l.Kind == "macvlan" }, func(_ *Config, l *Link) {
 		l.Mode = map[string]string{"": "vepa", "bridge": "vepa", "vepa": "private", "private": "bridge", "passthru": "bridge"}[l.Mode]
@@ -297,7 +322,7 @@ var oracleChecks = map[string]oracleCheck{
 	"links.*.vlan.id":        {byLink, needVLAN, withLink(func(l *Link) bool { return l.Kind == "vlan" }, func(_ *Config, l *Link) { l.VlanID = 999 })},
 	"links.*.vlan.parent":    {byLink, needVLAN, withLink(func(l *Link) bool { return l.Kind == "vlan" }, func(_ *Config, l *Link) { l.Parent = "p9x" })},
 	"links.*.vlan.protocol": {byLink, needVLAN, withLink(func(l *Link) bool { return l.Kind == "vlan" }, func(_ *Config, l *Link) {
-		l.Mode = map[string]string{"": "802.1ad", "802.1ad": ""}[l.Mode]
+		l.Mode = map[string]string{"": "802.1ad", "802.1q": "802.1ad", "802.1ad": ""}[l.Mode]
 	})},
 	"links.*.vrf.table": {byLink, needVRF, withLink(func(l *Link) bool { return l.Kind == "vrf" }, func(_ *Config, l *Link) { l.Table = 4444 })},
 
@@ -368,10 +393,10 @@ var oracleChecks = map[string]oracleCheck{
 	"nftables.*.sets.*.elements-file": {byNft, nil, withSet(func(_ *Table, s *Set) bool { return s.ElemFile != "" && s.FromWG == "" }, func(s *Set) {
 		s.FileElements = append(s.FileElements, map[string]string{"ipv4_addr": "192.0.2.78", "ipv6_addr": "2001:db8:78::1", "inet_service": "7778", "mark": "0x00000778"}[s.Type])
 	})},
-	"nftables.*.sets.*.elements-from.peers": {byNft, nil, withSet(func(_ *Table, s *Set) bool { return s.FromWG != "" }, func(s *Set) {
-		s.FromPeers = map[string]string{"up": "all", "all": "up"}[s.FromPeers]
+	"nftables.*.sets.*.elements-from.peers": {byNft, nil, withEverySet(func(_ *Table, s *Set) bool { return s.FromWG != "" }, func(s *Set) {
+		s.FromPeers = map[string]string{"": "all", "up": "all", "all": "up"}[s.FromPeers]
 	})},
-	"nftables.*.sets.*.elements-from.wireguard": {byNft, nil, withSet(func(_ *Table, s *Set) bool { return s.FromWG != "" }, func(s *Set) { s.FromWG = "wg-nowhere" })},
+	"nftables.*.sets.*.elements-from.wireguard": {byNft, nil, withEverySet(func(_ *Table, s *Set) bool { return s.FromWG != "" }, func(s *Set) { s.FromWG = "wg-nowhere" })},
 	"nftables.*.sets.*.flags": {byNft, nil, withSet(func(_ *Table, s *Set) bool { return s.FromWG == "" && (s.Interval || s.Timeout == "flag") }, func(s *Set) {
 		s.Interval, s.Timeout = false, map[bool]string{true: "flag", false: ""}[s.Interval]
 	})},
@@ -423,7 +448,7 @@ var oracleChecks = map[string]oracleCheck{
 	})},
 	"routes[].metric": {byRoute, nil, withRoute(func(r *Route) bool { return r.Side == "" }, func(r *Route) { r.Metric = 777 })},
 	"routes[].mtu":    {byRoute, nil, withRoute(func(r *Route) bool { return r.Side == "" }, func(r *Route) { r.MTU = 1111 })},
-	"routes[].onlink": {byRoute, nil, withRoute(func(r *Route) bool { return unicastVia(r) }, func(r *Route) { r.Onlink = !r.Onlink })},
+	"routes[].onlink": {byRoute, nil, withEveryRoute(func(r *Route) bool { return r.Via != "" && r.Dev != "" && (r.Type == "" || r.Type == "unicast") }, func(r *Route) { r.Onlink = !r.Onlink })},
 	"routes[].scope": {byRoute, nil, withRoute(func(r *Route) bool { return r.Side == "" && !strings.Contains(r.To, ":") && r.Family == "" }, func(r *Route) {
 		// Another scope than the one the route has, its default included
 		// (a local route's is host).
@@ -516,6 +541,7 @@ func mutPrefix(p string) string {
 var oracleExceptions = map[string]string{
 	"version":                                    "the schema's version: no kernel state",
 	"settings.protocol-override":                 "a permission the loader checks (a protocol another program may name): no kernel state",
+	"settings.max-disruption":                    "the service's limit, not kernel state: the walk's service pass (heldPass) holds the ops above it and checks with ip -d -j link and nft -a that what it holds is as the kernel had it",
 	"links.*.adopt":                              "an instruction to take a foreign link over: adopted, it is compared as any link of ours (compareLink's marker), and the foreign check holds it unchanged before",
 	"nftables.*.adopt":                           "an instruction to take a foreign table over: adopted, it is compared as the walk's (CompareNft), and the foreign check holds it unchanged before",
 	"links.*.ipip.mode":                          "ipip has one mode: nothing to compare it with",
@@ -612,3 +638,10 @@ func (r *runner) oracleFindsSafely(m *Config, k *Kernel, skip map[string]bool) (
 	}()
 	return r.oracleFinds(m, k, skip)
 }
+
+func static(_ *Link, a *Addr) bool { return a.Pool == "" }
+func wgLink(l *Link) bool          { return l.WG != nil }
+func tunnel(kind string) func(*Link) bool {
+	return func(l *Link) bool { return l.Kind == kind && l.Tunnel != nil && !l.Tunnel.External }
+}
+func vxlanLink(l *Link) bool { return l.VXLAN != nil }

@@ -124,10 +124,14 @@ func (g *Gen) Repair(c *Config) {
 			passthru[l.Parent] = passthru[l.Parent] || l.Mode == "passthru"
 		case "vlan":
 			// One vlan per parent, protocol and id (EEXIST).
-			for vlanIDs[fmt.Sprint(l.Parent, l.Mode, l.VlanID)] {
+			proto := l.Mode
+			if proto == "" {
+				proto = "802.1q"
+			}
+			for vlanIDs[fmt.Sprint(l.Parent, proto, l.VlanID)] {
 				l.VlanID = 1 + l.VlanID%4094
 			}
-			vlanIDs[fmt.Sprint(l.Parent, l.Mode, l.VlanID)] = true
+			vlanIDs[fmt.Sprint(l.Parent, proto, l.VlanID)] = true
 		case "vrf":
 			// Validation wants a table per vrf.
 			for vrfTables[l.Table] {
@@ -469,7 +473,7 @@ func (g *Gen) repairTable(c *Config, t *Table) {
 		if (t.Family == "ip" && s.Type == "ipv6_addr") || (t.Family == "ip6" && s.Type == "ipv4_addr") {
 			continue
 		}
-		if s.Name == "sw" {
+		if s.Name == "sw" && s.FromWG != "" {
 			if l := c.Links[s.FromWG]; l == nil || l.Kind != "wireguard" {
 				continue
 			}
