@@ -15,7 +15,7 @@ import (
 // without its address).
 // Walk finding 78 (host seed 90934393032559, step 72: "change the prefix
 // lengths of the pool pv entry of p1a", fd99::1/128 -> /120).
-func TestWalkFinding78IPv6PrefixLengthChange(t *testing.T) {
+func TestWalkFinding82IPv6PrefixLengthChange(t *testing.T) {
 	e := newEnv(t)
 	file := func(name, static, pool string) string {
 		return e.file(name, "version: 1\npools:\n  pv: {subnets: [\"fd99::/120\"], block-size-bits: 0, reuse-delay: 0s}\n"+
@@ -44,7 +44,7 @@ func TestWalkFinding78IPv6PrefixLengthChange(t *testing.T) {
 // Walk finding 79 (host seed 90934393032559, step 122: p9a, a port of the
 // foreign bridge fa0 whose delete is a conflict, changed its pd entry from
 // ipv4-prefix-length 32 to 24).
-func TestWalkFinding79PoolAddressOfALinkInConflict(t *testing.T) {
+func TestWalkFinding83PoolAddressOfALinkInConflict(t *testing.T) {
 	e := newEnv(t)
 	file := func(name, link string) string {
 		return e.file(name, "version: 1\npools:\n  pd: {subnets: [{ipv4: 10.98.0.0/24, ipv6: \"fd98::/120\"}], block-size-bits: 0, reuse-delay: 0s}\n"+
@@ -74,7 +74,7 @@ func TestWalkFinding79PoolAddressOfALinkInConflict(t *testing.T) {
 // making, on every pass.
 // Walk finding 80 (failure-injection walk seed 52481162296392, step 37:
 // "bring the peer p9d of p9a here").
-func TestWalkFinding80VethPeerBroughtHome(t *testing.T) {
+func TestWalkFinding84VethPeerBroughtHome(t *testing.T) {
 	e := newEnv(t)
 	peer := e.ns + "-p"
 	if out, err := exec.Command("ip", "netns", "add", peer).CombinedOutput(); err != nil {
