@@ -6,14 +6,14 @@ import (
 	"testing"
 )
 
-// 78. An IPv6 address whose prefix length changes (the same address, a
+// 82. An IPv6 address whose prefix length changes (the same address, a
 // static one or a link's pool entry given another prefix-length) is the
 // kernel's address changed: the kernel knows an IPv6 address by the
 // address alone. The plan added the new one and deleted the old: the add,
 // a replace to the kernel, only refreshed the old address, and the delete
 // took it away, leaving the link without it (and a pool's export route
 // without its address).
-// Walk finding 78 (host seed 90934393032559, step 72: "change the prefix
+// Walk finding 82 (host seed 90934393032559, step 72: "change the prefix
 // lengths of the pool pv entry of p1a", fd99::1/128 -> /120).
 func TestWalkFinding82IPv6PrefixLengthChange(t *testing.T) {
 	e := newEnv(t)
@@ -34,14 +34,14 @@ func TestWalkFinding82IPv6PrefixLengthChange(t *testing.T) {
 	e.roundTrip(f)
 }
 
-// 79. A link left out for a conflict keeps the pool address it holds when
+// 83. A link left out for a conflict keeps the pool address it holds when
 // the file changes that address's prefix length: the pool still gives the
 // link the address, so it is not given back. The give-back deleted the old
 // length while the conflict held back the new one, and the link was left
 // with half of a dual-stack pool's block (show then printed the other half
 // as a static address, and applying its output planned the export routes'
 // deletes).
-// Walk finding 79 (host seed 90934393032559, step 122: p9a, a port of the
+// Walk finding 83 (host seed 90934393032559, step 122: p9a, a port of the
 // foreign bridge fa0 whose delete is a conflict, changed its pd entry from
 // ipv4-prefix-length 32 to 24).
 func TestWalkFinding83PoolAddressOfALinkInConflict(t *testing.T) {
@@ -66,13 +66,13 @@ func TestWalkFinding83PoolAddressOfALinkInConflict(t *testing.T) {
 	}
 }
 
-// 80. A veth whose peer was in another namespace (peer-netns) and is now
+// 84. A veth whose peer was in another namespace (peer-netns) and is now
 // declared here, under the same name, is a new pair: the link is recreated
 // with its peer here. The plan took the end for unchanged (the kernel names
 // no peer for an end whose peer is elsewhere) and refused the peer's
 // create: "its declared peer p9a exists already", a conflict of its own
 // making, on every pass.
-// Walk finding 80 (failure-injection walk seed 52481162296392, step 37:
+// Walk finding 84 (failure-injection walk seed 52481162296392, step 37:
 // "bring the peer p9d of p9a here").
 func TestWalkFinding84VethPeerBroughtHome(t *testing.T) {
 	e := newEnv(t)
