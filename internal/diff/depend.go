@@ -62,6 +62,11 @@ func (c *computer) linkNeeds(l *model.Link) []string {
 func (c *computer) opNeeds(op *Op) []string {
 	switch {
 	case op.Kind == KindLink && op.Action == Delete:
+		// The kernel deletes a veth pair whole: deleting an end here
+		// deletes its peer, which a conflict or a hold keeps.
+		if a := c.a.Links[op.ID]; a != nil && a.Veth != nil && a.Veth.Peer != "" && a.Veth.Peer != op.ID {
+			return []string{a.Veth.Peer}
+		}
 		return nil
 	case op.Link != nil:
 		return append([]string{op.Link.Name}, c.linkNeeds(op.Link)...)
@@ -165,6 +170,12 @@ func (c *computer) keepUnblocked(ops []Op) []Op {
 		op := &ops[i]
 		if n := c.blockedNeed(op); n != "" {
 			switch {
+			case op.Kind == KindLink && op.Action == Delete:
+				why := "in conflict"
+				if c.heldLinks[n] {
+					why = "held"
+				}
+				c.leftOut(n, "link %s is not deleted: the kernel would delete its peer %s with it, which is %s", op.ID, n, why)
 			case op.Kind == KindLink:
 			case c.heldLinks[n]:
 				c.leftOut(n, "%s %s is held: it needs link %s, which is held", op.Kind, op.ID, n)

@@ -213,3 +213,41 @@ func TestDisruptionNames(t *testing.T) {
 		t.Error("an unknown level decoded")
 	}
 }
+
+// A veth end held back (its pair would be made again, with another peer)
+// keeps the stale end it is paired with: the kernel deletes a pair whole,
+// so that delete would take the held end with it. Walk finding 85 (host
+// seed 24484846813659, step 108, shrunk to two steps: p9a/p9b, then
+// p9c/p9b under max-disruption in-place).
+func TestWalkFinding85HeldVethKeepsItsPeer(t *testing.T) {
+	veth := func(name, peer string) model.Link {
+		return model.Link{Name: name, Kind: model.KindVeth, Owned: true, Up: true, Veth: &model.Veth{Peer: peer, PeerNSID: -1}}
+	}
+	k := newKernel().link(veth("p9a", "p9b")).link(veth("p9b", "p9a"))
+	file := "links:\n  p9b: {kind: veth, veth: {peer: p9c}}\n  p9c: {kind: veth, veth: {peer: p9b}}\n"
+	max := diff.InPlace
+	plan, err := diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range plan.Ops {
+		if op.Kind == diff.KindLink {
+			t.Errorf("a link op beside the held pair: %s %s", op.Action, op.ID)
+		}
+	}
+	if len(plan.Held) != 1 || plan.Held[0].ID != "p9b" {
+		t.Errorf("held %v, want link p9b", plan.Held)
+	}
+	if deps := strings.Join(plan.HeldDependents, "\n"); !strings.Contains(deps, "p9a") {
+		t.Errorf("held dependents:\n%s\nwant the delete of p9a", deps)
+	}
+	// Without a limit, the pair is made again, and the stale end goes
+	// with it.
+	plan, err = diff.ComputeWith(parse(t, file), k.st, diff.Inputs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan.String(), "± link p9b (veth peer p9c)") {
+		t.Errorf("without a limit:\n%s\nwant the pair made again", plan)
+	}
+}
