@@ -695,8 +695,13 @@ func init() {
 		add := func(key string, ok func(*NSet) bool, f func(*Table, *NSet)) {
 			oracleChecks[p+key] = oracleCheck{byNftWords, nil, withNSet(isMap, ok, f)}
 		}
-		add("typeof", func(s *NSet) bool { return s.Typeof != "" && s.Kind == 0 }, func(_ *Table, s *NSet) {
-			s.Typeof = strings.Replace(s.Typeof, "meta mark", "ct mark", 1)
+		add("typeof", func(s *NSet) bool { return s.Typeof != "" }, func(_ *Table, s *NSet) {
+			// Another expression of the same data type, or the type twin.
+			if s.Kind == 0 {
+				s.Typeof = strings.Replace(s.Typeof, "meta mark", "ct mark", 1)
+			} else {
+				s.Type, s.Typeof = nsetTypes[s.Name][s.Kind][0], ""
+			}
 		})
 		add("size", every, func(_ *Table, s *NSet) {
 			s.Size, s.Policy = 77, map[bool]string{true: "", false: s.Policy}[s.Policy == "memory"]
