@@ -406,6 +406,9 @@ func (b *builder) nftDeclaredSet(path, name string, sc *nftSetConf, isMap bool) 
 	}
 	elems, _ := b.nftElemTexts(path, sc)
 	inline, side := &textList{path: path + ".elements"}, &textList{path: path + ".elements-file"}
+	// An element written twice is refused, as in a set of netreconcile's
+	// own types (by its text here: nft alone knows what it means).
+	seen := make(map[string]int, len(elems))
 	for i := range elems {
 		et := &elems[i]
 		list, at := inline, i
@@ -417,6 +420,11 @@ func (b *builder) nftDeclaredSet(path, name string, sc *nftSetConf, isMap bool) 
 			b.errs.add(et.at(off), fmt.Sprintf("%s[%d]", list.path, at), "%s", msg)
 			continue
 		}
+		if j, dup := seen[et.Text]; dup {
+			b.errs.add(et.Pos, fmt.Sprintf("%s[%d]", list.path, at), "element given twice (also at %s)", elems[j].Pos)
+			continue
+		}
+		seen[et.Text] = i
 		s.ElemTexts = append(s.ElemTexts, et.Text)
 		s.ElemSources = append(s.ElemSources, et.source(list, at))
 	}

@@ -92,3 +92,27 @@ func TestAliasedRuleListsDecodeOnce(t *testing.T) {
 		t.Errorf("errors lack %q:\n%v", want, err)
 	}
 }
+
+// An element written twice in a set or map nft declares is refused, as in
+// a set of netreconcile's own types, and as the JSON Schema's uniqueItems
+// refuses it (test/confschema's differential met the walk's maps with an
+// element given twice: the loader took the file, the schema did not).
+func TestNftDeclaredElementGivenTwice(t *testing.T) {
+	src := `version: 1
+nftables:
+  inet t:
+    sets:
+      s: {typeof: meta mark, elements: ["0x20", "0x40", "0x20"]}
+    maps:
+      m: {type: "mark : verdict", elements: ["0x20 : accept", "0x20 : accept"]}
+`
+	_, err := Parse([]Source{{Name: "f.yaml", Data: []byte(src)}})
+	for _, want := range []string{
+		`f.yaml:5:57: nftables.inet t.sets.s.elements[2]: element given twice (also at f.yaml:5:41)`,
+		`f.yaml:7:63: nftables.inet t.maps.m.elements[1]: element given twice (also at f.yaml:7:46)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("errors lack %q:\n%v", want, err)
+		}
+	}
+}

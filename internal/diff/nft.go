@@ -384,6 +384,14 @@ func (p *nftPlan) rawElemsDiff(k model.NftTableKey, ws, hs *model.NftSet) {
 		}
 		dels = append(dels, hs.Raw.Elems[i])
 	}
+	// A dump lists an interval set's elements from the highest key down
+	// (the kernel's rbtree), each interval's end before its start; the
+	// kernel takes an interval's elements to add or delete in the order
+	// nft writes them, lowest first, the start before its end: the
+	// other order is refused (ENOENT deleting, EEXIST adding). In a set
+	// of any other kind the order is nobody's.
+	slices.Reverse(adds)
+	slices.Reverse(dels)
 	if len(dels) > 0 {
 		p.elems = append(p.elems, rawElemsOp(Delete, k, ws, dels))
 	}

@@ -616,9 +616,10 @@ func takeDecls(t *model.NftTable, d *nftwire.TableDump) Errors {
 		if set.Decl == "" {
 			continue
 		}
+		path := "nftables." + t.Key().String() + map[bool]string{true: ".maps.", false: ".sets."}[set.Map] + set.Name
 		ks := d.Set(set.Name)
 		if ks == nil {
-			errs = append(errs, Error{Pos: set.Origin, Path: "nftables." + t.Key().String() + ".sets." + set.Name, Msg: "nft made no such set"})
+			errs = append(errs, Error{Pos: set.Origin, Path: path, Msg: "nft made no such set"})
 			continue
 		}
 		if fed[set.Name] {
@@ -626,13 +627,13 @@ func takeDecls(t *model.NftTable, d *nftwire.TableDump) Errors {
 		}
 		raw, err := nftwire.RawSet(ks, d.Elems[set.Name], false)
 		if err != nil {
-			errs = append(errs, Error{Pos: set.Origin, Path: "nftables." + t.Key().String() + ".sets." + set.Name, Msg: fmt.Sprintf("read what nft compiled: %v", err)})
+			errs = append(errs, Error{Pos: set.Origin, Path: path, Msg: fmt.Sprintf("read what nft compiled: %v", err)})
 			continue
 		}
 		if raw.Expiring != nil {
 			// The kernel would delete such an element when its timeout
 			// runs out, and every pass add it back, for ever.
-			errs = append(errs, Error{Pos: set.Origin, Path: "nftables." + t.Key().String() + ".sets." + set.Name + ".elements",
+			errs = append(errs, Error{Pos: set.Origin, Path: path + ".elements",
 				Msg: "an element with a timeout (its own, or the set's default timeout) expires, and every pass would add it back: declare elements without a timeout, in a set without a default timeout"})
 			continue
 		}

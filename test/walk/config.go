@@ -258,9 +258,13 @@ type Fou struct {
 type Table struct {
 	Family, Name string
 	Sets         []*Set
-	Chains       []*Chain
-	Adopt        bool
-	Frag         int
+	// NSets are the sets and maps in nft's words (NSet), Objects the
+	// named stateful objects.
+	NSets   []*NSet
+	Objects []*Obj
+	Chains  []*Chain
+	Adopt   bool
+	Frag    int
 	// Explicit spells out adopt: false.
 	Explicit bool
 }
@@ -281,6 +285,37 @@ type Set struct {
 	// file and up or all ("" the default, up). The set sw without FromWG
 	// is fed no more: its own elements alone.
 	FromWG, FromPeers string
+}
+
+// NSet is a set or map in nft's words: nft declares it and compiles its
+// elements (docs/config.md, sets.NAME.typeof...). The walk's are of marks,
+// which every family takes: the set nd, the verdict map vm, the data map
+// dm.
+type NSet struct {
+	Name string
+	Map  bool
+	// Type or Typeof, one of them, as nft writes them ("mark : verdict",
+	// "meta mark : meta mark").
+	Type, Typeof string
+	Flags        []string
+	// Timeout is a default element timeout ("1h"; "" none).
+	Timeout         string
+	Size            int
+	Policy, Comment string
+	Counter, Merge  bool
+	// Kind is what the keys are: 0 marks (meta mark), 1 classids (meta
+	// priority); a change of kind changes the type.
+	Kind     int
+	Elements []string
+	// FileElements are the elements of ElemFile ("" none).
+	FileElements []string
+	ElemFile     string
+}
+
+// Obj is a named stateful object: its name, and its declaration in nft's
+// words without the name ("quota over 25 mbytes").
+type Obj struct {
+	Name, Decl string
 }
 
 // Chain is an nftables chain; Hook empty is a regular chain.
@@ -374,6 +409,17 @@ func (c *Config) Clone() *Config {
 			y.FileElements = append([]string(nil), s.FileElements...)
 			x.Sets = append(x.Sets, &y)
 		}
+		for _, s := range t.NSets {
+			y := *s
+			y.Flags = append([]string(nil), s.Flags...)
+			y.Elements = append([]string(nil), s.Elements...)
+			y.FileElements = append([]string(nil), s.FileElements...)
+			x.NSets = append(x.NSets, &y)
+		}
+		for _, o := range t.Objects {
+			y := *o
+			x.Objects = append(x.Objects, &y)
+		}
 		for _, ch := range t.Chains {
 			y := *ch
 			y.Rules = append([]string(nil), ch.Rules...)
@@ -439,6 +485,11 @@ func (c *Config) SideFiles() map[string]string {
 	}
 	for _, t := range c.Tables {
 		for _, s := range t.Sets {
+			if s.ElemFile != "" {
+				out[s.ElemFile] = "# walk elements\n" + strings.Join(s.FileElements, "\n") + "\n"
+			}
+		}
+		for _, s := range t.NSets {
 			if s.ElemFile != "" {
 				out[s.ElemFile] = "# walk elements\n" + strings.Join(s.FileElements, "\n") + "\n"
 			}
@@ -564,8 +615,19 @@ func (c *Config) File(frag int) string {
 		} else if t.Explicit {
 			b.WriteString("    adopt: false\n")
 		}
-		if len(t.Sets) > 0 {
+		var nsets, nmaps []*NSet
+		for _, s := range t.NSets {
+			if s.Map {
+				nmaps = append(nmaps, s)
+			} else {
+				nsets = append(nsets, s)
+			}
+		}
+		if len(t.Sets)+len(nsets) > 0 {
 			b.WriteString("    sets:\n")
+			for _, s := range nsets {
+				fmt.Fprintf(&b, "      %s: {%s}\n", s.Name, strings.Join(s.fields(frag), ", "))
+			}
 			for _, s := range t.Sets {
 				var g []string
 				g = append(g, "type: "+s.Type)
@@ -598,6 +660,18 @@ func (c *Config) File(frag int) string {
 				fmt.Fprintf(&b, "      %s: {%s}\n", s.Name, strings.Join(g, ", "))
 			}
 		}
+		if len(nmaps) > 0 {
+			b.WriteString("    maps:\n")
+			for _, s := range nmaps {
+				fmt.Fprintf(&b, "      %s: {%s}\n", s.Name, strings.Join(s.fields(frag), ", "))
+			}
+		}
+		if len(t.Objects) > 0 {
+			b.WriteString("    objects:\n")
+			for _, o := range t.Objects {
+				fmt.Fprintf(&b, "      %s: %s\n", o.Name, q(o.Decl))
+			}
+		}
 		if len(t.Chains) > 0 {
 			b.WriteString("    chains:\n")
 			for _, ch := range t.Chains {
@@ -616,6 +690,44 @@ func (c *Config) File(frag int) string {
 		}
 	}
 	return b.String()
+}
+
+// fields are a set's or map's keys in nft's words, flow style.
+func (s *NSet) fields(frag int) []string {
+	var f []string
+	if s.Typeof != "" {
+		f = append(f, "typeof: "+q(s.Typeof))
+	} else {
+		f = append(f, "type: "+q(s.Type))
+	}
+	if len(s.Flags) > 0 {
+		f = append(f, "flags: ["+strings.Join(s.Flags, ", ")+"]")
+	}
+	if s.Timeout != "" {
+		f = append(f, "timeout: "+s.Timeout)
+	}
+	if s.Size != 0 {
+		f = append(f, fmt.Sprintf("size: %d", s.Size))
+	}
+	if s.Policy != "" {
+		f = append(f, "policy: "+s.Policy)
+	}
+	if s.Counter {
+		f = append(f, "counter: true")
+	}
+	if s.Merge {
+		f = append(f, "auto-merge: true")
+	}
+	if s.Comment != "" {
+		f = append(f, "comment: "+q(s.Comment))
+	}
+	if len(s.Elements) > 0 {
+		f = append(f, "elements: ["+quoteAll(s.Elements)+"]")
+	}
+	if s.ElemFile != "" {
+		f = append(f, "elements-file: "+q(sideRef(frag, s.ElemFile)))
+	}
+	return f
 }
 
 // subnetYAML writes a pool's subnet list.

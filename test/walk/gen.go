@@ -237,7 +237,11 @@ type Gen struct {
 	// (for kernels that compile anything).
 	NftRules func(family string) map[string][]string
 
-	R       *rand.Rand
+	R *rand.Rand
+	// W draws the sets, maps and objects in nft's words (gen_nft.go), a
+	// sequence of its own so that R's, and the walks of every seed that
+	// came before them, stay as they were; nil: seeded with 1.
+	W       *rand.Rand
 	Caps    Caps
 	Defects Defects
 	// Tag makes the WireGuard device names unique on the host:
@@ -388,7 +392,12 @@ func (g *Gen) mutate(c *Config) string {
 	case x < 65:
 		return g.changeRules(c)
 	case x < 78:
-		return g.changeNft(c)
+		d := g.changeNft(c)
+		if len(c.Tables) > 0 && g.w().Float64() < 0.8 {
+			// Drawn from W: the main sequence stays a seed's.
+			d += "; " + g.changeNftWords(c)
+		}
+		return d
 	case x < 86:
 		return g.changeSysctls(c)
 	default:

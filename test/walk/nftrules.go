@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -229,7 +230,9 @@ func nftTableRules(out, family, table string) (map[string][]string, error) {
 }
 
 // nftScript is the walk's table in nft's words: its sets declared (without
-// elements: rules do not depend on them), its chains, its rules. names maps
+// elements: rules do not depend on them), its sets, maps and objects in
+// nft's words as the file declares them (elements included), its chains,
+// its rules. names maps
 // the script's chain names to the table's: nft's parser takes some words
 // only as keywords (fwd, a statement of the netdev family), never as a
 // chain's name, which netlink and the kernel allow; a chain no rule names
@@ -271,6 +274,13 @@ func nftScript(t *Table) (script string, names map[string]string) {
 		}
 		fmt.Fprintf(&b, "\tset %s { type %s;%s }\n", s.Name, s.Type, f)
 	}
+	for _, s := range t.NSets {
+		fmt.Fprintf(&b, "\t%s\n", s.nft())
+	}
+	for _, o := range t.Objects {
+		kind, body, _ := strings.Cut(o.Decl, " ")
+		fmt.Fprintf(&b, "\t%s %s { %s }\n", kind, o.Name, body)
+	}
 	for _, ch := range t.Chains {
 		if ch.Hook == "" {
 			fmt.Fprintf(&b, "\tchain %s { }\n", as(ch))
@@ -291,11 +301,56 @@ func nftScript(t *Table) (script string, names map[string]string) {
 	return b.String(), names
 }
 
-// nftMakes is what nft makes of the walk's table: each chain's rules as
-// `nft -j list` gives them, from nft -f in a namespace of its own.
-func nftMakes(t *Table) (map[string][]string, error) {
+// nft is the set's declaration in nft's words, elements included.
+func (s *NSet) nft() string {
+	typ := "type " + s.Type
+	if s.Typeof != "" {
+		typ = "typeof " + s.Typeof
+	}
+	d := []string{typ}
+	if len(s.Flags) > 0 {
+		d = append(d, "flags "+strings.Join(s.Flags, ","))
+	}
+	if s.Timeout != "" {
+		d = append(d, "timeout "+s.Timeout)
+	}
+	if s.Size != 0 {
+		d = append(d, fmt.Sprintf("size %d", s.Size))
+	}
+	if s.Policy != "" {
+		d = append(d, "policy "+s.Policy)
+	}
+	if s.Counter {
+		d = append(d, "counter")
+	}
+	if s.Merge {
+		d = append(d, "auto-merge")
+	}
+	if s.Comment != "" {
+		d = append(d, fmt.Sprintf("comment %q", s.Comment))
+	}
+	if es := append(append([]string(nil), s.Elements...), s.FileElements...); len(es) > 0 {
+		d = append(d, "elements = { "+strings.Join(es, ", ")+" }")
+	}
+	return fmt.Sprintf("%s %s { %s; }", map[bool]string{true: "map", false: "set"}[s.Map], s.Name, strings.Join(d, "; "))
+}
+
+// nftMade is what nft makes of the walk's table: each chain's rules as
+// `nft -j list` gives them, and the sets, maps and objects in nft's words
+// (nftDecls).
+type nftMade struct {
+	rules map[string][]string
+	decls map[string]string
+}
+
+// listMark separates nft -j's listing from nft's in nftMakes's output.
+const listMark = "--- nft list ---"
+
+// nftMakes is what nft makes of the walk's table, from nft -f in a
+// namespace of its own.
+func nftMakes(t *Table) (*nftMade, error) {
 	script, names := nftScript(t)
-	list := fmt.Sprintf("nft -j list table %s %s", t.Family, t.Name)
+	list := fmt.Sprintf("nft -j list table %s %s && echo '%s' && nft list table %s %s", t.Family, t.Name, listMark, t.Family, t.Name)
 	out, err := inNewNetNS("nft -f - && "+list, script)
 	if err != nil {
 		// nft's scanner keeps state from one command to the next in one
@@ -317,7 +372,8 @@ func nftMakes(t *Table) (map[string][]string, error) {
 		}
 		out = again
 	}
-	rules, err := nftTableRules(string(out), t.Family, t.Name)
+	js, text, _ := strings.Cut(string(out), listMark)
+	rules, err := nftTableRules(js, t.Family, t.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -325,5 +381,85 @@ func nftMakes(t *Table) (map[string][]string, error) {
 	for n, r := range rules {
 		byName[names[n]] = r
 	}
-	return byName, nil
+	decls, err := nftDecls(js, text, t)
+	if err != nil {
+		return nil, err
+	}
+	return &nftMade{rules: byName, decls: decls}, nil
+}
+
+// nftDecls reads a table's sets, maps and objects in nft's words from nft's
+// listings, `nft -j list` (js) and `nft list` (text, with or without
+// handles): for each, keyed "KIND NAME" ("map vm", "quota oq"), its JSON
+// without handle, stateful values zeroed, elements sorted; and for a set
+// or map, keyed "text set NAME", the lines of nft's listing before its
+// elements (typeof and auto-merge are not in nft's JSON). The table's sets
+// of netreconcile's own making (t.Sets) are not in it: setText compares
+// them.
+func nftDecls(js, text string, t *Table) (map[string]string, error) {
+	var doc struct {
+		Nftables []map[string]json.RawMessage `json:"nftables"`
+	}
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		return nil, fmt.Errorf("nft -j: %w", err)
+	}
+	own := map[string]bool{}
+	for _, s := range t.Sets {
+		own[s.Name] = true
+	}
+	out := map[string]string{}
+	for _, o := range doc.Nftables {
+		for kind, raw := range o {
+			switch kind {
+			case "metainfo", "table", "chain", "rule", "element":
+				continue
+			}
+			var v map[string]any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return nil, fmt.Errorf("nft -j %s: %w", kind, err)
+			}
+			if v["family"] != t.Family || v["table"] != t.Name {
+				continue
+			}
+			name, _ := v["name"].(string)
+			if kind == "set" && own[name] {
+				continue
+			}
+			delete(v, "handle")
+			zero(v)
+			if es, ok := v["elem"].([]any); ok {
+				sort.Slice(es, func(i, j int) bool {
+					a, _ := json.Marshal(es[i])
+					b, _ := json.Marshal(es[j])
+					return string(a) < string(b)
+				})
+			}
+			b, _ := json.Marshal(v)
+			out[kind+" "+name] = string(b)
+		}
+	}
+	in, elems, block := false, false, ""
+	var lines []string
+	for _, line := range strings.Split(text, "\n") {
+		s := strings.TrimSpace(handleRE.ReplaceAllString(line, ""))
+		f := strings.Fields(s)
+		switch {
+		case strings.HasPrefix(s, "table ") && strings.HasSuffix(s, "{"):
+			in = len(f) >= 3 && f[1] == t.Family && f[2] == t.Name
+		case !in:
+		case block == "":
+			if len(f) == 3 && (f[0] == "set" || f[0] == "map") && f[2] == "{" && !own[f[1]] {
+				block, lines, elems = "text "+f[0]+" "+f[1], nil, false
+			}
+		case s == "}":
+			out[block] = strings.Join(lines, "; ")
+			block = ""
+		case strings.HasPrefix(s, "elements = "):
+			// The elements, to the block's end: the JSON has them.
+			elems = true
+		case !elems:
+			lines = append(lines, s)
+		}
+	}
+	return out, nil
 }

@@ -183,7 +183,14 @@ func CompareNft(c *Config, k *Kernel, skip, foreign map[string]bool) ([]string, 
 		if err != nil {
 			return nil, err
 		}
-		var wantRules, gotRules map[string][]string
+		var made *nftMade
+		var gotRules map[string][]string
+		makes := func() (err error) {
+			if made == nil {
+				made, err = nftMakes(t)
+			}
+			return err
+		}
 		for _, s := range t.Sets {
 			elems := append(append([]string(nil), s.Elements...), s.FileElements...)
 			want := setText(s.Type, s.Interval, elems)
@@ -220,6 +227,34 @@ func CompareNft(c *Config, k *Kernel, skip, foreign map[string]bool) ([]string, 
 			delete(gotSets, s.Name)
 			delete(gotSets, s.Name+" ranges")
 		}
+		for _, s := range t.NSets {
+			delete(gotSets, s.Name)
+			delete(gotSets, s.Name+" ranges")
+		}
+		// The sets, maps and objects in nft's words, as nft makes them of
+		// the file's words (nft -j and nft list).
+		wantDecls := map[string]string{}
+		if len(t.NSets)+len(t.Objects) > 0 {
+			if err := makes(); err != nil {
+				return nil, err
+			}
+			wantDecls = made.decls
+		}
+		gotDecls, err := nftDecls(k.NftJSON, k.NftText, t)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range sortedKeys(union(gotDecls, wantDecls)) {
+			g, w := gotDecls[n], wantDecls[n]
+			switch {
+			case w == "":
+				bad("nftables %s: %s not in the file: %s", id, n, g)
+			case g == "":
+				bad("nftables %s: %s missing (want %s)", id, n, w)
+			case g != w:
+				bad("nftables %s: %s:\n%s\nwant (nft -f of the file's words):\n%s", id, n, g, w)
+			}
+		}
 		for n := range gotSets {
 			if !strings.HasSuffix(n, " ranges") {
 				bad("nftables %s: set %s not in the file", id, n)
@@ -244,15 +279,15 @@ func CompareNft(c *Config, k *Kernel, skip, foreign map[string]bool) ([]string, 
 				bad("nftables %s: chain %s: %q, want %q", id, ch.Name, got.Header, want)
 			}
 			// The rules as nft makes them of the same table (nft -j).
-			if wantRules == nil {
-				if wantRules, err = nftMakes(t); err != nil {
+			if gotRules == nil {
+				if err := makes(); err != nil {
 					return nil, err
 				}
 				if gotRules, err = nftTableRules(k.NftJSON, t.Family, t.Name); err != nil {
 					return nil, err
 				}
 			}
-			if g, w := strings.Join(gotRules[ch.Name], "\n"), strings.Join(wantRules[ch.Name], "\n"); g != w {
+			if g, w := strings.Join(gotRules[ch.Name], "\n"), strings.Join(made.rules[ch.Name], "\n"); g != w {
 				bad("nftables %s: chain %s rules (nft -j, counters zeroed):\n%s\nwant (nft -f of the file's rules):\n%s\nthe file's rules: %q",
 					id, ch.Name, g, w, ch.Rules)
 			}
@@ -262,6 +297,18 @@ func CompareNft(c *Config, k *Kernel, skip, foreign map[string]bool) ([]string, 
 		}
 	}
 	return diffs, nil
+}
+
+// union is the keys of a and b, with a's values.
+func union(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k := range b {
+		out[k] = b[k]
+	}
+	for k := range a {
+		out[k] = a[k]
+	}
+	return out
 }
 
 // CompareWG compares the WireGuard devices of c with `wg show NAME dump`.
@@ -393,7 +440,8 @@ func FouPorts(ns string) (walk, others []string, err error) {
 
 // nftHandles are the kernel's handles of the walk's nftables objects, from
 // `nft -a list ruleset`, keyed like the plan's op IDs: "FAMILY NAME" for a
-// table, "FAMILY NAME set S", "FAMILY NAME chain C", and for a rule
+// table, "FAMILY NAME set S" (a map's too), "FAMILY NAME object O",
+// "FAMILY NAME chain C", and for a rule
 // "FAMILY NAME chain C rule handle H" (its value is the rule's text).
 type nftHandles map[string]string
 
@@ -425,6 +473,13 @@ func parseNftHandles(out string) nftHandles {
 			chain = strings.Fields(body)[1]
 			if m != nil {
 				h[table+" chain "+chain] = m[1]
+			}
+		case table != "" && chain == "" && strings.HasSuffix(body, "{"):
+			// A named object ("counter oc {", "ct helper h {"): a block
+			// of its own.
+			inSet = true
+			if f := strings.Fields(body); m != nil {
+				h[table+" object "+f[len(f)-2]] = m[1]
 			}
 		case chain != "" && m != nil:
 			h[table+" chain "+chain+" rule handle "+m[1]] = counterRE.ReplaceAllString(body, "")

@@ -1,6 +1,7 @@
 package walk
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -73,10 +74,11 @@ func TestNftMakesChainsNamedByKeywords(t *testing.T) {
 		{Name: "fwd", Type: "filter", Hook: "forward", Priority: "security", Policy: "drop", Rules: []string{"jump helper", "accept"}},
 		{Name: "helper", Rules: []string{"counter accept"}},
 	}}
-	rules, err := nftMakes(tb)
+	made, err := nftMakes(tb)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rules := made.rules
 	if len(rules["fwd"]) != 2 || len(rules["helper"]) != 1 || !strings.Contains(rules["fwd"][0], `"target":"helper"`) {
 		t.Errorf("nft made %v", rules)
 	}
@@ -95,11 +97,58 @@ func TestNftMakesRulesAfterScannerState(t *testing.T) {
 		{Name: "natpost", Type: "nat", Hook: "postrouting", Priority: "srcnat", Policy: "accept", Rules: []string{"goto helper"}},
 		{Name: "helper", Rules: []string{"counter accept"}},
 	}}
-	rules, err := nftMakes(tb)
+	made, err := nftMakes(tb)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rules := made.rules
 	if len(rules["natpre"]) != 1 || len(rules["natpost"]) != 1 || !strings.Contains(rules["natpost"][0], `"target":"helper"`) {
 		t.Errorf("nft made %v", rules)
+	}
+}
+
+// The oracle reads the keys of the sets, maps and objects in nft's words
+// from nft's listings: typeof and auto-merge, which nft -j leaves out, from
+// nft list; the rest, elements sorted and counters zeroed, from nft -j.
+// A key changed is a declaration changed.
+func TestNftDeclsReadEachKey(t *testing.T) {
+	nettest.RequireRoot(t)
+	nettest.RequireTool(t, "nft")
+	tb := func() *Table {
+		return &Table{Family: "bridge", Name: "nrwd", NSets: []*NSet{
+			{Name: "nd", Typeof: "meta mark", Flags: []string{"interval"}, Merge: true, Counter: true, Comment: "walk nd", Elements: []string{"0x00000060", "0x00000020"}},
+			{Name: "vm", Map: true, Type: "classid : verdict", Kind: 1, Size: 64, Elements: []string{"1:3 : drop", "1:2 : accept"}},
+		}, Objects: []*Obj{{Name: "oq", Decl: "quota over 25 mbytes"}},
+			Chains: []*Chain{{Name: "in", Type: "filter", Hook: "input", Priority: "filter", Policy: "accept", Rules: []string{"meta mark @nd accept", `quota name "oq"`, "meta priority vmap @vm"}}}}
+	}
+	made, err := nftMakes(tb())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := made.decls
+	for k, want := range map[string]string{"text set nd": "typeof meta mark; flags interval; counter; auto-merge; comment \"walk nd\"", "text map vm": "type classid : verdict; size 64"} {
+		if d[k] != want {
+			t.Errorf("%s: %q, want %q", k, d[k], want)
+		}
+	}
+	if !strings.Contains(d["quota oq"], `"inv":true`) || !strings.Contains(d["map vm"], `"size":64`) || !strings.Contains(d["set nd"], `"packets":0`) {
+		t.Errorf("nft -j: %v", d)
+	}
+	for name, mutate := range map[string]func(*Table){
+		"auto-merge": func(x *Table) { x.NSets[0].Merge = false },
+		"typeof":     func(x *Table) { x.NSets[0].Typeof = "ct mark" },
+		"elements":   func(x *Table) { x.NSets[1].Elements = x.NSets[1].Elements[1:] },
+		"object":     func(x *Table) { x.Objects[0].Decl = "quota 25 mbytes" },
+		"policy":     func(x *Table) { x.NSets[1].Size, x.NSets[1].Policy = 0, "memory" },
+	} {
+		x := tb()
+		mutate(x)
+		m, err := nftMakes(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(m.decls) == fmt.Sprint(d) {
+			t.Errorf("%s changed: the declarations read alike: %v", name, d)
+		}
 	}
 }

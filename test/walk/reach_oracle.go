@@ -645,3 +645,112 @@ func tunnel(kind string) func(*Link) bool {
 	return func(l *Link) bool { return l.Kind == kind && l.Tunnel != nil && !l.Tunnel.External }
 }
 func vxlanLink(l *Link) bool { return l.VXLAN != nil }
+
+// byNftWords compares the sets, maps and objects in nft's words.
+const byNftWords = "CompareNft: nft -j list ruleset and nft list ruleset, against nft -f of the file's words in a namespace of its own"
+
+// withNSet mutates the first set (isMap false) or map in nft's words that
+// ok accepts.
+func withNSet(isMap bool, ok func(*NSet) bool, f func(*Table, *NSet)) func(*Config) bool {
+	return func(c *Config) bool {
+		for _, t := range c.Tables {
+			for _, s := range t.NSets {
+				if s.Map == isMap && ok(s) {
+					f(t, s)
+					return true
+				}
+			}
+		}
+		return false
+	}
+}
+
+// nsetType writes a set's or map's type as the typeof of the same data
+// type: nft keeps the typeof's expressions in the set (nft list shows them),
+// so the kernel's set is another; the rules that use it still compile.
+func nsetType(_ *Table, s *NSet) {
+	s.Type, s.Typeof = "", nsetTypes[s.Name][s.Kind][1]
+}
+
+func nsetTypeOK(s *NSet) bool { return s.Type != "" }
+
+// nsetFlags turns a set's or map's flag interval on or off.
+func nsetFlags(_ *Table, s *NSet) {
+	if s.has("interval") {
+		s.Flags, s.Merge = nil, false
+		s.Elements, s.FileElements = withoutRanges(s.Elements), withoutRanges(s.FileElements)
+	} else {
+		s.Flags = []string{"interval"}
+	}
+}
+
+func nsetFlagsOK(s *NSet) bool { return s.Timeout == "" }
+
+// The comparisons of the sets, maps and objects in nft's words: each
+// mutant is a file nft takes (a typeof of the same data type).
+func init() {
+	every := func(*NSet) bool { return true }
+	for _, isMap := range []bool{false, true} {
+		p := map[bool]string{false: "nftables.*.sets.*.", true: "nftables.*.maps.*."}[isMap]
+		add := func(key string, ok func(*NSet) bool, f func(*Table, *NSet)) {
+			oracleChecks[p+key] = oracleCheck{byNftWords, nil, withNSet(isMap, ok, f)}
+		}
+		add("typeof", func(s *NSet) bool { return s.Typeof != "" }, func(_ *Table, s *NSet) {
+			// Another expression of the same data type, or the type twin.
+			if s.Kind == 0 {
+				s.Typeof = strings.Replace(s.Typeof, "meta mark", "ct mark", 1)
+			} else {
+				s.Type, s.Typeof = nsetTypes[s.Name][s.Kind][0], ""
+			}
+		})
+		add("size", every, func(_ *Table, s *NSet) {
+			s.Size, s.Policy = 77, map[bool]string{true: "", false: s.Policy}[s.Policy == "memory"]
+		})
+		add("policy", func(s *NSet) bool { return s.Size == 0 }, func(_ *Table, s *NSet) {
+			s.Policy = map[bool]string{true: "performance", false: "memory"}[s.Policy == "memory"]
+		})
+		add("counter", every, func(_ *Table, s *NSet) { s.Counter = !s.Counter })
+		if !isMap {
+			add("auto-merge", func(s *NSet) bool { return s.has("interval") }, func(_ *Table, s *NSet) { s.Merge = !s.Merge })
+		}
+		add("comment", every, func(_ *Table, s *NSet) { s.Comment = "mutant" })
+		if !isMap {
+			// The keys own sets share: their comparisons mutate an own
+			// set where the file has one, else a set in nft's words.
+			for key, f := range map[string]func(*Table, *NSet){"type": nsetType, "flags": nsetFlags} {
+				own := oracleChecks[p+key]
+				nset := withNSet(false, map[string]func(*NSet) bool{"type": nsetTypeOK, "flags": nsetFlagsOK}[key], f)
+				oracleChecks[p+key] = oracleCheck{own.by + "; " + byNftWords, nil, func(c *Config) bool { return own.mutate(c) || nset(c) }}
+			}
+			continue
+		}
+		add("type", nsetTypeOK, nsetType)
+		add("elements", func(s *NSet) bool { return s.Timeout == "" }, func(_ *Table, s *NSet) {
+			s.Elements = append(s.Elements, map[string]string{"vm": "0x00000777 : drop", "dm": "0x00000777 : 0x00000001"}[s.Name])
+			if s.Kind == 1 {
+				s.Elements[len(s.Elements)-1] = map[string]string{"vm": "7:7 : drop", "dm": "7:7 : 0x00000001"}[s.Name]
+			}
+		})
+		add("elements-file", func(s *NSet) bool { return s.ElemFile != "" }, func(_ *Table, s *NSet) {
+			s.FileElements = append(s.FileElements, map[string]string{"vm": "0x00000778 : drop", "dm": "0x00000778 : 0x00000001"}[s.Name])
+			if s.Kind == 1 {
+				s.FileElements[len(s.FileElements)-1] = map[string]string{"vm": "7:8 : drop", "dm": "7:8 : 0x00000001"}[s.Name]
+			}
+		})
+		add("flags", nsetFlagsOK, nsetFlags)
+		add("timeout", func(s *NSet) bool { return s.Timeout != "" }, func(_ *Table, s *NSet) { s.Timeout = "77s" })
+	}
+	oracleChecks["nftables.*.objects"] = oracleCheck{byNftWords, nil, func(c *Config) bool {
+		for _, t := range c.Tables {
+			if len(t.Objects) > 0 {
+				t.Objects = append(t.Objects, &Obj{Name: "ox", Decl: "quota 7 mbytes"})
+				return true
+			}
+		}
+		return false
+	}}
+	for _, k := range []string{"nftables.*.maps.*.elements-from.peers", "nftables.*.maps.*.elements-from.wireguard"} {
+		oracleExceptions[k] = exMapFrom
+	}
+	oracleExceptions["nftables.*.maps.*.auto-merge"] = exMapMerge
+}

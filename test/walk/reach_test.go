@@ -67,6 +67,7 @@ func walkReach(seed int64, d Defects, dir string, steps int) (Reach, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.W = rand.New(rand.NewSource(seed ^ WordsSeed))
 	c := g.Initial()
 	prev, err := fileDoc(c)
 	if err != nil {

@@ -482,6 +482,13 @@ func (g *Gen) repairTable(c *Config, t *Table) {
 		ss = append(ss, s)
 	}
 	t.Sets = ss
+	for _, s := range t.NSets {
+		sets[s.Name] = true
+	}
+	objs := map[string]bool{}
+	for _, o := range t.Objects {
+		objs[o.Name] = true
+	}
 	for _, s := range t.Sets {
 		if s.Timeout != "" && s.Timeout != "flag" {
 			s.Elements, s.FileElements, s.ElemFile = nil, nil, ""
@@ -501,6 +508,9 @@ func (g *Gen) repairTable(c *Config, t *Table) {
 		var rs []string
 		for _, r := range ch.Rules {
 			if i := strings.Index(r, "@"); i >= 0 && !sets[strings.Fields(r[i+1:])[0]] {
+				continue
+			}
+			if _, n, ok := strings.Cut(r, ` name "`); ok && !objs[strings.TrimSuffix(strings.Fields(n)[0], `"`)] {
 				continue
 			}
 			if f := strings.Fields(r); (f[0] == "jump" || f[0] == "goto") && (!chains[f[1]] || ch.Name == "helper") {

@@ -83,6 +83,7 @@ func Walk(opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.W = rand.New(rand.NewSource(opts.Seed ^ WordsSeed))
 	// The rules nft takes, judged once by nft itself in a namespace of
 	// its own.
 	nftPools := map[string]map[string][]string{}

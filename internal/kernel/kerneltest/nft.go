@@ -324,7 +324,9 @@ func nftOp(t *nftTable, op *model.NftOp, set func(*nftTable), handle *uint64) er
 			}
 			return nil
 		}
-		t.t.Objects = append(t.t.Objects, model.NftObject{Name: op.Obj.Name, Raw: op.Obj.Raw})
+		// Listed as it was declared: the fake's nft lists an object in
+		// the words that made it (show prints them).
+		t.t.Objects = append(t.t.Objects, model.NftObject{Name: op.Obj.Name, Raw: op.Obj.Raw, Decl: op.Obj.Decl})
 	case model.NftDelObj:
 		for i := range t.t.Objects {
 			if t.t.Objects[i].Name == op.Obj.Name {
