@@ -38,11 +38,11 @@ func TestWalkFinding76TimeoutSetWithDeclaredElementsRefused(t *testing.T) {
 	}
 }
 
-// 85. A map nft declares with a default timeout and elements is refused as
+// 86. A map nft declares with a default timeout and elements is refused as
 // a set is (76), but the error named the map a set: "nftables.inet
 // t.sets.m.elements", a path the file does not hold. Found beside the walk,
 // when it was given maps in nft's words.
-func TestWalkFinding85MapErrorsNameTheMap(t *testing.T) {
+func TestWalkFinding86MapErrorsNameTheMap(t *testing.T) {
 	e := newEnv(t)
 	f := nettest.WriteFile(t, e.dir, "f.yaml", "version: 1\nnftables:\n  inet t:\n    maps:\n      m: {typeof: \"meta mark : meta mark\", timeout: 1h, elements: [\"0x20 : 0x21\"]}\n")
 	r := e.cli("validate", "-c", f)
@@ -52,14 +52,14 @@ func TestWalkFinding85MapErrorsNameTheMap(t *testing.T) {
 	}
 }
 
-// 86. The elements of an interval set nft declares (typeof meta priority,
+// 87. The elements of an interval set nft declares (typeof meta priority,
 // flags interval, auto-merge) could not all be deleted, nor one replaced
 // by another: the plan sent them in the order a dump lists them, highest
 // key first and each interval's end before its start, and the kernel
-// refused the batch (ENOENT deleting, EEXIST adding). Walk finding 86 (host
+// refused the batch (ENOENT deleting, EEXIST adding). Walk finding 87 (host
 // seed 90934393032559, step 129: change nd of arp nrw4 to no elements;
 // shrunk: two files, the set with elements ["1:3", "2:1"], then without).
-func TestWalkFinding86DeclaredIntervalSetElementsChange(t *testing.T) {
+func TestWalkFinding87DeclaredIntervalSetElementsChange(t *testing.T) {
 	e := newEnv(t)
 	for i, elems := range []string{`["1:3", "2:1"]`, `[]`, `["1:2"]`, `["2:1"]`, `["1:3", "2:1", "3:0-3:ff"]`, `["1:3"]`, `[]`} {
 		f := nettest.WriteFile(t, e.dir, "f.yaml", "version: 1\nnftables:\n  arp t:\n    sets:\n      nd: {typeof: \"meta priority\", flags: [interval], auto-merge: true, elements: "+elems+"}\n")
