@@ -177,6 +177,15 @@ func join(path, k string) string {
 	return path + "." + k
 }
 
+// Add adds another Reach's events (set, changed, removed) to r.
+func (r Reach) Add(o Reach) {
+	for k, x := range o {
+		if y := r[k]; y != nil {
+			y.Set, y.Changed, y.Removed = y.Set+x.Set, y.Changed+x.Changed, y.Removed+x.Removed
+		}
+	}
+}
+
 // Diff records the events of the step from one document to the next.
 func (r Reach) Diff(old, new *yaml.Node) {
 	r.diff("", old, new, old != nil && new != nil)

@@ -113,15 +113,23 @@ func Walk(opts Options) (*Report, error) {
 			c, what = g.Next(c)
 		}
 		seq = append(seq, c)
+		var stepReach Reach
 		if opts.Reach != nil {
 			doc, err := fileDoc(c)
 			if err != nil {
 				return nil, err
 			}
-			opts.Reach.Diff(prevDoc, doc)
+			stepReach = NewReach()
+			stepReach.Diff(prevDoc, doc)
 			prevDoc = doc
 		}
 		f := run.step(i, c)
+		if stepReach != nil && !run.conflicted {
+			// A step whose plan met a conflict leaves what is in
+			// conflict as it was: show cannot print what the file
+			// asked there, so its events do not count as reached.
+			opts.Reach.Add(stepReach)
+		}
 		rep.Steps = i + 1
 		if f != nil {
 			run.close()
@@ -200,12 +208,14 @@ func NewGen(r *rand.Rand, caps Caps, defects Defects, dir string) (*Gen, error) 
 
 // runner applies configurations to one fresh namespace.
 type runner struct {
-	g        *Gen
-	ns       string
-	dir      string
-	state    string
-	foreign0 string
-	lo0      []string
+	// conflicted says the last step's plan met a conflict.
+	conflicted bool
+	g          *Gen
+	ns         string
+	dir        string
+	state      string
+	foreign0   string
+	lo0        []string
 	// fou0 are the FoU ports someone else opened (FouPorts).
 	fou0 []string
 	// sysctl0 are the walk's global sysctls as the fresh namespace had
@@ -350,6 +360,7 @@ func (r *runner) step(i int, c *Config) *Failure {
 	code, out, errs := r.cli("diff", "-o", "json", "-c", file, "--conf-dir", confDir)
 	r.lap("diff")
 	conflicted := code == cli.ExitError && strings.Contains(errs, "conflict")
+	r.conflicted = conflicted
 	if code != cli.ExitOK && code != cli.ExitChanges && !conflicted {
 		return fail("diff", "exit %d\n%s%s", code, out, errs)
 	}
