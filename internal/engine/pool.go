@@ -99,16 +99,19 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 			gone = append(gone, a)
 		}
 	}
-	// A pool whose new definition conflicts only with blocks that links
-	// leaving the file hold takes it once they are given back: first, so
-	// that this pass allocates from the new definition.
-	ending, err := reg.Check(ctx, gone)
-	if err != nil {
+	// What links leaving the file hold is given back first: a link renamed,
+	// or one that takes the place of another, then gets the address the
+	// other gave back (a full pool whose reuse delay is 0), as diff, which
+	// allocates nothing, plans; and a pool whose new definition conflicts
+	// only with blocks that such links hold takes it in this pass.
+	// Damaged registry files, and pool definitions that conflict with
+	// blocks other than those, are refused before anything changes.
+	if _, err := reg.Check(ctx, gone); err != nil {
 		return nil, fmt.Errorf("ipam: %w", err)
 	}
 	released := map[ownerKey]bool{}
 	for _, a := range gone {
-		if ending[a.Pool] && !dryRun {
+		if !dryRun {
 			if _, _, err := reg.Release(ctx, a.Pool, a.Owner, ""); err != nil {
 				return nil, err
 			}

@@ -74,3 +74,40 @@ func TestPreparePools(t *testing.T) {
 		t.Errorf("duplicate export route: %v", err)
 	}
 }
+
+// A link that takes the place of another in a full pool (renamed: the old
+// name leaves the file as the new one comes) gets the address the other
+// gives back, in the same pass, as diff plans it: the apply gives back
+// before it allocates. Walk finding 89 (host seed 69241692121183, step 57:
+// rename wg02ea0 to wg02ea1, a pool of one block this host may hold: "pool
+// exhausted", though diff had planned the address).
+func TestWalkFinding89RenamedLinkTakesTheAddressBack(t *testing.T) {
+	ctx := context.Background()
+	pool := model.DefaultPoolSpec("p", model.PoolSubnet{IPv4: netip.MustParsePrefix("10.3.0.0/24")})
+	pool.BlockSizeBits, pool.ReuseDelay = 0, 0
+	pool.AllowedBlocks = []model.PoolRange{{First: 0, Last: 0}}
+	reg, err := ipam.Open(t.TempDir(), []ipam.Pool{pool}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := func(link string) *model.State {
+		st := model.NewState()
+		st.Pools = []model.Pool{{PoolSpec: pool}}
+		st.PoolAddresses = []model.PoolAddress{{Link: link, Pool: "p", IPv4Bits: 32}}
+		return st
+	}
+	if _, err := PreparePools(ctx, reg, file("wg0"), false); err != nil {
+		t.Fatal(err)
+	}
+	dry, err := PreparePools(ctx, reg, file("wg1"), true)
+	if err != nil || len(dry.Pending) != 1 || len(dry.Released) != 1 {
+		t.Fatalf("dry run: %v, pending %v, released %v", err, dry.Pending, dry.Released)
+	}
+	got, err := PreparePools(ctx, reg, file("wg1"), false)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if len(got.Allocated) != 1 || got.Allocated[0].Owner != poolOwner("wg1") || got.Allocated[0].IPv4 != netip.MustParseAddr("10.3.0.0") {
+		t.Errorf("allocated %+v, want wg1's 10.3.0.0", got.Allocated)
+	}
+}
