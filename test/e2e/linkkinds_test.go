@@ -37,8 +37,17 @@ func (f *linkFiles) converged() {
 	runNetreconcile(f.t, f.ns, "diff", "-c", f.file, "--state-dir", f.state)
 }
 
+// ping checks that an address answers. A link just made may not pass
+// traffic yet (a bond picks its active port
+// at its next link check, miimon), so the first echo may be lost: up to
+// five are sent, one at a time, and one answer is enough.
 func ping(t *testing.T, ns *NetNS, args ...string) {
 	t.Helper()
+	for i := 0; i < 4; i++ {
+		if _, _, err := ns.Exec("", "/bin/ping", append([]string{"-c", "1", "-W", "2"}, args...)...); err == nil {
+			return
+		}
+	}
 	ns.Run(t, "/bin/ping", append([]string{"-c", "1", "-W", "5"}, args...)...)
 }
 
