@@ -110,6 +110,9 @@ func Draw(opts *Options) (*Sequence, error) {
 		return nil, err
 	}
 	g.ForeignLinks = []string{"fb0"}
+	// The rig makes one namespace for veth peers (PeerNS): the walk's
+	// second one is the host walk's.
+	g.PeerNS2 = ""
 	mode := Mode{Service: r.Intn(3) == 0}
 	if mode.Service {
 		mode.Form = formExec
