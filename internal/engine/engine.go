@@ -427,7 +427,7 @@ func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun b
 	// leaves as it is (its delete is in conflict) keeps the address it
 	// took: given back, the pool would hand it out again while the link
 	// still holds it.
-	pools, err := PreparePools(ctx, reg, desired, true)
+	pools, err := preparePools(ctx, reg, desired, true, nil, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -439,13 +439,15 @@ func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun b
 		}
 		leftOut = plan.LeftOut
 	}
-	if dryRun && len(leftOut) > 0 && len(pools.Released) > 0 {
-		if pools, err = preparePools(ctx, reg, desired, true, leftOut); err != nil {
+	// The dry run's second look knows what is left out: it then fails where
+	// the apply would, a pool exhausted above all.
+	if dryRun && len(pools.Pending) > 0 || dryRun && len(leftOut) > 0 && len(pools.Released) > 0 {
+		if pools, err = preparePools(ctx, reg, desired, true, leftOut, true); err != nil {
 			return nil, nil, err
 		}
 	}
 	if !dryRun {
-		if pools, err = preparePools(ctx, reg, desired, false, leftOut); err != nil {
+		if pools, err = preparePools(ctx, reg, desired, false, leftOut, false); err != nil {
 			return nil, nil, err
 		}
 	}

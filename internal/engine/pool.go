@@ -51,14 +51,17 @@ func poolOwner(link string) string { return ipam.ConfigOwner("link", link) }
 // A dry run (diff) reads the registry and writes nothing: an address not yet allocated is
 // reported in Pending, and the blocks an apply would give back are left out of the routes.
 func PreparePools(ctx context.Context, reg *ipam.Registry, desired *model.State, dryRun bool) (*Pools, error) {
-	return preparePools(ctx, reg, desired, dryRun, nil)
+	return preparePools(ctx, reg, desired, dryRun, nil, dryRun)
 }
 
 // preparePools is PreparePools that allocates nothing for the links in
 // leftOut (those a plan leaves out for a conflict) and gives back nothing of
 // theirs: their addresses not yet allocated are reported in Pending, as in a
-// dry run, and an apply's plan then leaves them out as diff's does.
-func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State, dryRun bool, leftOut map[string]bool) (*Pools, error) {
+// dry run, and an apply's plan then leaves them out as diff's does. A dry run
+// that predicts fails where the apply would fail to allocate (a pool
+// exhausted); one that does not is a first look, before the plan says which
+// links are left out.
+func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State, dryRun bool, leftOut map[string]bool, predict bool) (*Pools, error) {
 	// The lists are shared with desired, clipped so that an append (a pool's
 	// address, an export route) copies them first: the daemon keeps desired
 	// between passes, and a copy of 100k routes per pass was the plan's
@@ -109,15 +112,6 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 	if _, err := reg.Check(ctx, gone); err != nil {
 		return nil, fmt.Errorf("ipam: %w", err)
 	}
-	released := map[ownerKey]bool{}
-	for _, a := range gone {
-		if !dryRun {
-			if _, _, err := reg.Release(ctx, a.Pool, a.Owner, ""); err != nil {
-				return nil, err
-			}
-			released[ownerKey{a.Pool, a.Owner}] = true
-		}
-	}
 	// The file's static addresses: a pool reserves them, so an address a
 	// link holds from a pool and the file now declares statically goes
 	// back, and the link takes another.
@@ -125,16 +119,72 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 	for _, ad := range desired.Addresses {
 		static[ad.Prefix.Addr()] = ad.Origin
 	}
+	redeclared := map[ownerKey]bool{}
+	var giveBack []ipam.Allocation // what links that stay give back
+	for _, pa := range desired.PoolAddresses {
+		k := ownerKey{pa.Pool, poolOwner(pa.Link)}
+		if a, ok := have[k]; ok && slices.ContainsFunc(a.Addrs(), func(ip netip.Addr) bool { _, s := static[ip]; return s }) {
+			redeclared[k] = true
+			giveBack = append(giveBack, a)
+		}
+	}
+	// Whether every link that takes a new address gets one is known before
+	// anything changes: the registry's steps are run in memory first, so a
+	// dry run fails where the apply would, and an apply that would run out
+	// (a pool exhausted) fails having given back and taken nothing. A
+	// first look, before the plan says which links are left out, does not
+	// predict.
+	if predict || !dryRun {
+		var needs []ipam.Need
+		var needing []model.PoolAddress
+		for _, pa := range desired.PoolAddresses {
+			k := ownerKey{pa.Pool, poolOwner(pa.Link)}
+			if _, ok := have[k]; (!ok || redeclared[k]) && !leftOut[pa.Link] {
+				needs = append(needs, ipam.Need{Pool: pa.Pool, Owner: k.owner})
+				needing = append(needing, pa)
+			}
+		}
+		leaving := slices.Clone(gone)
+		for _, a := range giveBack {
+			if !leftOut[strings.TrimPrefix(a.Owner, ipam.ConfigOwner("link", ""))] {
+				leaving = append(leaving, a)
+			}
+		}
+		if len(needs) > 0 {
+			if i, err := reg.Predict(ctx, leaving, needs); err != nil {
+				if i >= 0 {
+					return nil, fmt.Errorf("address of link %s (%s): %w", needing[i].Link, needing[i].Origin, err)
+				}
+				return nil, fmt.Errorf("ipam: %w", err)
+			}
+		}
+	}
+	// What leaves goes back before any link allocates: a full pool then
+	// has it to hand out, whatever the order of the links.
+	if !dryRun {
+		for _, a := range gone {
+			if _, _, err := reg.Release(ctx, a.Pool, a.Owner, ""); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, pa := range desired.PoolAddresses {
+		k := ownerKey{pa.Pool, poolOwner(pa.Link)}
+		if !redeclared[k] {
+			continue
+		}
+		a := have[k]
+		if !dryRun && !leftOut[pa.Link] {
+			if _, _, err := reg.Release(ctx, a.Pool, a.Owner, ""); err != nil {
+				return nil, fmt.Errorf("ipam: give back the address of link %s, which the file now declares: %w", pa.Link, err)
+			}
+		}
+		out.Released = append(out.Released, a)
+	}
 	for _, pa := range desired.PoolAddresses {
 		k := ownerKey{pa.Pool, poolOwner(pa.Link)}
 		a, ok := have[k]
-		if ok && slices.ContainsFunc(a.Addrs(), func(ip netip.Addr) bool { _, s := static[ip]; return s }) {
-			if !dryRun && !leftOut[pa.Link] {
-				if _, _, err := reg.Release(ctx, a.Pool, a.Owner, ""); err != nil {
-					return nil, fmt.Errorf("ipam: give back the address of link %s, which the file now declares: %w", pa.Link, err)
-				}
-			}
-			out.Released = append(out.Released, a)
+		if redeclared[k] {
 			ok = false
 		}
 		if !ok && (dryRun || leftOut[pa.Link]) {
@@ -142,6 +192,7 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 			continue
 		}
 		if !ok {
+			var err error
 			if a, err = reg.Allocate(ctx, pa.Pool, k.owner, ""); err != nil {
 				return nil, fmt.Errorf("address of link %s (%s): %w", pa.Link, pa.Origin, err)
 			}
@@ -151,14 +202,7 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 			return nil, err
 		}
 	}
-	for _, a := range gone {
-		if !dryRun && !released[ownerKey{a.Pool, a.Owner}] {
-			if _, _, err := reg.Release(ctx, a.Pool, a.Owner, ""); err != nil {
-				return nil, err
-			}
-		}
-		out.Released = append(out.Released, a)
-	}
+	out.Released = append(out.Released, gone...)
 	blocks, err := reg.HeldBlocks(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("ipam: %w", err)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -109,5 +110,43 @@ func TestWalkFinding89RenamedLinkTakesTheAddressBack(t *testing.T) {
 	}
 	if len(got.Allocated) != 1 || got.Allocated[0].Owner != poolOwner("wg1") || got.Allocated[0].IPv4 != netip.MustParseAddr("10.3.0.0") {
 		t.Errorf("allocated %+v, want wg1's 10.3.0.0", got.Allocated)
+	}
+}
+
+// diff fails where apply would: two links that take an address from a pool
+// with room for one. The dry run allocates nothing, so it planned both
+// addresses, and apply then failed with "pool exhausted". Walk finding 90
+// (host soak seed 26776111397937, shrunk to one step: pool pv of blocks "2",
+// single addresses, two links taking from it).
+func TestWalkFinding90DiffPredictsAnExhaustedPool(t *testing.T) {
+	ctx := context.Background()
+	pool := model.DefaultPoolSpec("pv", model.PoolSubnet{IPv4: netip.MustParsePrefix("10.4.0.0/24")})
+	pool.BlockSizeBits, pool.ReuseDelay = 0, 0
+	pool.AllowedBlocks = []model.PoolRange{{First: 2, Last: 2}}
+	reg, err := ipam.Open(t.TempDir(), []ipam.Pool{pool}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := model.NewState()
+	st.Pools = []model.Pool{{PoolSpec: pool}}
+	st.PoolAddresses = []model.PoolAddress{
+		{Link: "v0", Pool: "pv", IPv4Bits: 32, Origin: "f.yaml:3:5"},
+		{Link: "v1", Pool: "pv", IPv4Bits: 32, Origin: "f.yaml:7:5"},
+	}
+	_, dryErr := PreparePools(ctx, reg, st, true)
+	_, applyErr := PreparePools(ctx, reg, st, false)
+	if !errors.Is(dryErr, ipam.ErrPoolExhausted) || !errors.Is(applyErr, ipam.ErrPoolExhausted) {
+		t.Fatalf("dry run: %v; apply: %v; want both pool exhausted", dryErr, applyErr)
+	}
+	if dryErr.Error() != applyErr.Error() {
+		t.Errorf("dry run says %q, apply %q: the same error, at the same link", dryErr, applyErr)
+	}
+	if !strings.Contains(dryErr.Error(), "link v1 (f.yaml:7:5)") {
+		t.Errorf("error %q: want the link that gets no address, and where the file gives it one", dryErr)
+	}
+	// The apply that fails has taken nothing: v0's address is not held
+	// for a file that was refused.
+	if held, err := reg.List(ctx, ""); err != nil || len(held) != 0 {
+		t.Errorf("after the refused apply the registry holds %v (%v), want nothing", held, err)
 	}
 }

@@ -296,6 +296,73 @@ func (r *Registry) Check(ctx context.Context, leaving []Allocation) (ending map[
 	return ending, errors.Join(errs...)
 }
 
+// Need is an address a pass takes: owner's on iface (iface may be empty) in Pool.
+type Need struct{ Pool, Owner, Iface string }
+
+// Predict tells, without writing anything, whether a pass that first gives back giveBack and
+// then allocates needs, in that order, would succeed: what a dry run (diff) must report where
+// the apply would fail, a pool exhausted above all. It runs the same steps as Release and
+// Allocate on the states read from the files, kept in memory; an owner that already holds an
+// address keeps it. The error is Allocate's for the first need that would fail.
+//
+// Another process may change the registry between a prediction and the apply, so this is a
+// forecast, not a reservation: the apply allocates under the pool's lock as before.
+func (r *Registry) Predict(ctx context.Context, giveBack []Allocation, needs []Need) (failed int, err error) {
+	now := r.clock.Now()
+	type loaded struct {
+		p *poolDef
+		s *state
+	}
+	states := map[string]loaded{}
+	get := func(name string) (loaded, error) {
+		if l, ok := states[name]; ok {
+			return l, nil
+		}
+		p, err := r.pool(name)
+		if err != nil {
+			return loaded{}, err
+		}
+		s, err := r.load(p)
+		if err != nil {
+			return loaded{}, fmt.Errorf("pool %s: %w", name, err)
+		}
+		s.expire(now, p.ReuseDelay)
+		states[name] = loaded{p, s}
+		return states[name], nil
+	}
+	for _, a := range giveBack {
+		if err := ctx.Err(); err != nil {
+			return -1, err
+		}
+		l, err := get(a.Pool)
+		if err != nil {
+			return -1, fmt.Errorf("release in pool %s for %s: %w", a.Pool, a.describe(), err)
+		}
+		if i := l.s.find(a.Owner, a.Iface); i >= 0 {
+			l.s.release(i, now, l.p.ReuseDelay)
+			// As update does after a change: a release may end a conflict.
+			l.s.adopt(l.p)
+		}
+	}
+	for i, n := range needs {
+		if err := ctx.Err(); err != nil {
+			return -1, err
+		}
+		err := checkOwner(n.Owner, n.Iface)
+		var l loaded
+		if err == nil {
+			l, err = get(n.Pool)
+		}
+		if err == nil && l.s.find(n.Owner, n.Iface) < 0 {
+			_, err = l.s.allocate(l.p, n.Owner, n.Iface, now)
+		}
+		if err != nil {
+			return i, fmt.Errorf("allocate in pool %s for %s: %w", n.Pool, Allocation{Owner: n.Owner, Iface: n.Iface}.describe(), err)
+		}
+	}
+	return -1, nil
+}
+
 func (r *Registry) pool(name string) (*poolDef, error) {
 	for _, p := range r.pools {
 		if p.Name == name {

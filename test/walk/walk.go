@@ -24,6 +24,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/cli"
 	"github.com/netreconcile/netreconcile/internal/desired"
 	"github.com/netreconcile/netreconcile/internal/engine"
+	"github.com/netreconcile/netreconcile/internal/ipam"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"go.yaml.in/yaml/v3"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
@@ -114,17 +115,23 @@ func Walk(opts Options) (*Report, error) {
 		}
 		seq = append(seq, c)
 		var stepReach Reach
+		var doc *yaml.Node
 		if opts.Reach != nil {
-			doc, err := fileDoc(c)
-			if err != nil {
+			if doc, err = fileDoc(c); err != nil {
 				return nil, err
 			}
 			stepReach = NewReach()
 			stepReach.Diff(prevDoc, doc)
-			prevDoc = doc
 		}
 		f := run.step(i, c)
-		if stepReach != nil && !run.conflicted {
+		if run.refused && run.applied != nil {
+			// The file was refused (a pool with no address left): the
+			// walk goes on from the last one applied.
+			c = run.applied
+		} else if !run.refused {
+			prevDoc = doc
+		}
+		if stepReach != nil && !run.conflicted && !run.refused {
 			// A step whose plan met a conflict leaves what is in
 			// conflict as it was: show cannot print what the file
 			// asked there, so its events do not count as reached.
@@ -147,7 +154,7 @@ func Walk(opts Options) (*Report, error) {
 		phases = append(phases, fmt.Sprintf("%s %s", k, v.Round(time.Millisecond)))
 	}
 	sort.Strings(phases)
-	opts.Logf("walk seed %d: %d steps; time by phase: %s", opts.Seed, rep.Steps, strings.Join(phases, ", "))
+	opts.Logf("walk seed %d: %d steps (%d refused by diff and apply alike); time by phase: %s", opts.Seed, rep.Steps, run.refusals, strings.Join(phases, ", "))
 	return rep, nil
 }
 
@@ -210,12 +217,20 @@ func NewGen(r *rand.Rand, caps Caps, defects Defects, dir string) (*Gen, error) 
 type runner struct {
 	// conflicted says the last step's plan met a conflict.
 	conflicted bool
-	g          *Gen
-	ns         string
-	dir        string
-	state      string
-	foreign0   string
-	lo0        []string
+	// refused says the last step's file was refused by diff and apply
+	// alike (a pool with no address left for a link): the kernel and the
+	// walk stay at the step before.
+	refused  bool
+	refusals int
+	// applied is the configuration the kernel matches: the last step's
+	// that was not refused.
+	applied  *Config
+	g        *Gen
+	ns       string
+	dir      string
+	state    string
+	foreign0 string
+	lo0      []string
 	// fou0 are the FoU ports someone else opened (FouPorts).
 	fou0 []string
 	// sysctl0 are the walk's global sysctls as the fresh namespace had
@@ -360,7 +375,15 @@ func (r *runner) step(i int, c *Config) *Failure {
 	code, out, errs := r.cli("diff", "-o", "json", "-c", file, "--conf-dir", confDir)
 	r.lap("diff")
 	conflicted := code == cli.ExitError && strings.Contains(errs, "conflict")
-	r.conflicted = conflicted
+	r.conflicted, r.refused = conflicted, false
+	if code == cli.ExitError && strings.Contains(errs, ipam.ErrPoolExhausted.Error()) {
+		if err := r.refusedStep(c, file, confDir, errs); err != nil {
+			return fail("refused", "%v", err)
+		}
+		r.refused = true
+		r.refusals++
+		return nil
+	}
 	if code != cli.ExitOK && code != cli.ExitChanges && !conflicted {
 		return fail("diff", "exit %d\n%s%s", code, out, errs)
 	}
@@ -561,6 +584,7 @@ func (r *runner) step(i int, c *Config) *Failure {
 	r.lap("second apply")
 	r.checks++
 	r.prevFile, r.prevConfDir, r.poolAddrs = file, confDir, heldPoolAddrs(c, after)
+	r.applied = c
 	// The round trip: what show prints, as a file, validates, plans
 	// nothing against the kernel and applies with zero writes.
 	for _, all := range []bool{false, r.showAll} {
@@ -762,6 +786,51 @@ func (r *runner) secondApply(file, confDir string) (uint64, error) {
 	}
 	res, aerr := eng.Apply(ctx, plan)
 	return k.Writes(), errors.Join(err, aerr, res.Err())
+}
+
+// refusedStep checks a step whose file diff refuses because a pool has no
+// address left for a link: apply must refuse it with the same error and
+// leave the kernel as it was, so that what the oracle sees of it against
+// the last file applied, and the foreign objects, are the same after the
+// apply as before. The pool's registry is held to the same by the IPAM
+// package's own differential (TestPredictIsWhatTheChangesDo).
+func (r *runner) refusedStep(c *Config, file, confDir, diffErrs string) error {
+	before, err := ReadKernel(r.ns, true)
+	if err != nil {
+		return err
+	}
+	code, out, errs := r.cli("apply", "-c", file, "--conf-dir", confDir)
+	r.checks++
+	if code != cli.ExitError || cliMessage(errs) != cliMessage(diffErrs) {
+		return fmt.Errorf("diff refused the file:\n%s\nbut apply exited %d:\n%s%s", diffErrs, code, out, errs)
+	}
+	after, err := ReadKernel(r.ns, true)
+	if err != nil {
+		return err
+	}
+	r.prev = after
+	if r.applied != nil {
+		b, a := Compare(r.ns, r.applied, before, nil), Compare(r.ns, r.applied, after, nil)
+		sort.Strings(b)
+		sort.Strings(a)
+		if strings.Join(b, "\n") != strings.Join(a, "\n") {
+			return fmt.Errorf("the refused apply changed the kernel: against the last file applied, before:\n  %s\nafter:\n  %s",
+				strings.Join(b, "\n  "), strings.Join(a, "\n  "))
+		}
+	}
+	fb, _ := dumpForeign(before, c.Protocol, r.foreignTables, r.adopted)
+	fa, _ := dumpForeign(after, c.Protocol, r.foreignTables, r.adopted)
+	if fb != fa {
+		return fmt.Errorf("the refused apply changed foreign objects:\n%s", lineDiff(fb, fa))
+	}
+	return nil
+}
+
+// cliMessage is what a command printed of its error, without the
+// command's name.
+func cliMessage(errs string) string {
+	_, msg, _ := strings.Cut(strings.TrimSpace(errs), ": ")
+	return msg
 }
 
 // writeFiles writes c as dir/NAME/walk.yaml, its fragments in
