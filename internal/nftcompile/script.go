@@ -69,6 +69,17 @@ const (
 	elemsPerPart = 2000
 )
 
+// elements counts the part's element lines.
+func (p *part) elements() int {
+	n := 0
+	for _, o := range p.lines {
+		if o.what == "element" {
+			n++
+		}
+	}
+	return n
+}
+
 // newPart starts a part.
 func (s *script) newPart() *part {
 	p := &part{}
@@ -242,13 +253,19 @@ func setDecl(set *model.NftSet) string {
 	return d
 }
 
+// declElemsWithRules bounds the elements a part of declarations may hold and
+// still take rules after them: the part stays one batch under wmem_max
+// (rulesPerPart rules and these elements), and a change of a few rules
+// costs one nft run instead of two.
+const declElemsWithRules = 500
+
 // rule writes a rule to compile on a line of its own, in a new part every
-// rulesPerPart rules, and at a rule that must start a nft of its own
-// (alone).
+// rulesPerPart rules, after declarations with more than declElemsWithRules
+// elements, and at a rule that must start a nft of its own (alone).
 func (s *script) rule(ti int, chain string, ri int, text string, alone bool) {
 	t := s.tables[ti]
 	if p := s.cur(); len(p.rules) == rulesPerPart || alone && len(p.lines) > 0 ||
-		len(p.rules) == 0 && len(p.lines) > 0 && p.lines[len(p.lines)-1].what != "rule" {
+		len(p.rules) == 0 && len(p.lines) > 0 && p.lines[len(p.lines)-1].what != "rule" && p.elements() > declElemsWithRules {
 		s.newPart()
 	}
 	p := s.cur()
