@@ -86,18 +86,12 @@ func helperRun(stdin io.Reader) *helperOut {
 	}
 	defer conn.Close()
 	// Only ever in a namespace of our own: nft -f here writes tables.
-	tables, err := conn.Dump(nftwire.MsgGetTable, 0, nil)
-	switch {
-	case errors.Is(err, os.ErrPermission):
-		return fail("nftables refuses this namespace's requests (%v): the user namespace holds no capability over it (an AppArmor or SELinux policy on user namespaces?)", err)
-	case err != nil:
-		return fail("list tables: %v", err)
-	case len(tables) > 0:
-		return fail("the namespace holds nftables tables: not one made for compiling; refusing to run nft in it")
+	if err := checkFresh(conn); err != nil {
+		return fail("%v", err)
 	}
 	for _, l := range in.Links {
-		if err := addLink(l); err != nil {
-			return fail("make link %s (index %d) for nft to find: %v", l.Name, l.Index, err)
+		if err := addLink(netlink.LinkAdd, l); err != nil {
+			return fail("%v", err)
 		}
 	}
 	out := &helperOut{}
@@ -117,19 +111,8 @@ func helperRun(stdin io.Reader) *helperOut {
 			return &helperOut{Refused: true, Failed: i, Stderr: said}
 		}
 	}
-	for _, t := range in.Tables {
-		fam, ok := nftwire.Family(t.Family)
-		if !ok {
-			return fail("unknown family %q", t.Family)
-		}
-		d, err := conn.ReadTable(fam, t.Name, nil)
-		if err != nil {
-			return fail("%v", err)
-		}
-		if d == nil {
-			return fail("table %s %s: nft made no such table", t.Family, t.Name)
-		}
-		out.Dumps = append(out.Dumps, d)
+	if out.Dumps, err = dumpTables(conn, in.Tables); err != nil {
+		return fail("%v", err)
 	}
 	return out
 }
@@ -138,38 +121,87 @@ func helperRun(stdin io.Reader) *helperOut {
 // when it refused the script ("" when it took it); the error is nft's
 // failure to run at all.
 func nft(prog, script string, flags ...string) (string, error) {
-	cmd := exec.Command(prog, append(flags, "-f", "-")...)
-	cmd.Env = []string{"LC_ALL=C"}
-	cmd.Dir = "/"
-	// nft dies with the child: a compile cancelled (its timeout, the
-	// command killed) leaves no nft behind, busy or not.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd := nftCommand(context.Background(), prog, flags...)
 	cmd.Stdin = bytes.NewReader([]byte(script))
 	var errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &errb
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			return "", fmt.Errorf("run %s: %w", prog, err)
-		}
-		if errb.Len() == 0 {
-			return fmt.Sprintf("nft exited with status %d and said nothing", ee.ExitCode()), nil
-		}
-		return errb.String(), nil
-	}
-	return "", nil
+	cmd.Stderr = &errb
+	return nftSaid(prog, cmd.Run(), &errb)
 }
 
-// addLink makes a link of a name and index: a dummy where the kernel has
-// the kind, a bridge otherwise (both are one device, with nothing to set).
-func addLink(l helperLink) error {
+// nftCommand is nft -f - with more flags, in the C locale (its messages are
+// read), from /, dying with its parent: a compile cancelled (its timeout,
+// the command killed) leaves no nft behind, busy or not.
+func nftCommand(ctx context.Context, prog string, flags ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, prog, append(flags, "-f", "-")...)
+	cmd.Env = []string{"LC_ALL=C"}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stdout = io.Discard
+	return cmd
+}
+
+// nftSaid reads how nft ended: what it said when it refused its script (""
+// when it took it); the error is nft's failure to run at all.
+func nftSaid(prog string, err error, errb *bytes.Buffer) (string, error) {
+	if err == nil {
+		return "", nil
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return "", fmt.Errorf("run %s: %w", prog, err)
+	}
+	if errb.Len() == 0 {
+		return fmt.Sprintf("nft exited with status %d and said nothing", ee.ExitCode()), nil
+	}
+	return errb.String(), nil
+}
+
+// checkFresh refuses a namespace that holds nftables tables: nft -f writes
+// tables, and only ever in a namespace made for compiling.
+func checkFresh(conn *nftwire.Conn) error {
+	tables, err := conn.Dump(nftwire.MsgGetTable, 0, nil)
+	switch {
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("nftables refuses this namespace's requests (%v): the user namespace holds no capability over it (an AppArmor or SELinux policy on user namespaces?)", err)
+	case err != nil:
+		return fmt.Errorf("list tables: %w", err)
+	case len(tables) > 0:
+		return errors.New("the namespace holds nftables tables: not one made for compiling; refusing to run nft in it")
+	}
+	return nil
+}
+
+// dumpTables dumps what nft made of the script's tables.
+func dumpTables(conn *nftwire.Conn, tables []helperTable) ([]*nftwire.TableDump, error) {
+	var out []*nftwire.TableDump
+	for _, t := range tables {
+		fam, ok := nftwire.Family(t.Family)
+		if !ok {
+			return nil, fmt.Errorf("unknown family %q", t.Family)
+		}
+		d, err := conn.ReadTable(fam, t.Name, nil)
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			return nil, fmt.Errorf("table %s %s: nft made no such table", t.Family, t.Name)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// addLink makes a link of a name and index with add: a dummy where the
+// kernel has the kind, a bridge otherwise (both are one device, with
+// nothing to set).
+func addLink(add func(netlink.Link) error, l helperLink) error {
 	attrs := netlink.LinkAttrs{Name: l.Name, Index: l.Index}
-	err := netlink.LinkAdd(&netlink.Dummy{LinkAttrs: attrs})
+	err := add(&netlink.Dummy{LinkAttrs: attrs})
 	if err == nil {
 		return nil
 	}
-	if berr := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); berr != nil {
-		return fmt.Errorf("dummy: %v; bridge: %w", err, berr)
+	if berr := add(&netlink.Bridge{LinkAttrs: attrs}); berr != nil {
+		return fmt.Errorf("make link %s (index %d) for nft to find: dummy: %v; bridge: %w", l.Name, l.Index, err, berr)
 	}
 	return nil
 }

@@ -6,13 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/netreconcile/netreconcile/internal/nftwire"
 )
 
 // nobody is the uid and gid root's compile child runs as, seen from outside
@@ -86,6 +91,10 @@ func run(ctx context.Context, in *helperIn) (*helperOut, error) {
 			return relay(ctx, req)
 		}
 	}
+	// Root runs a request of one script without the child: nft alone
+	// (runDirect). Checks and parts take the child, whose namespace lives
+	// across the runs of nft.
+	direct := os.Geteuid() == 0 && len(in.Checks) == 0 && len(in.Scripts) == 1
 	wayMu.Lock()
 	first := wayFound
 	wayMu.Unlock()
@@ -95,29 +104,137 @@ func run(ctx context.Context, in *helperIn) (*helperOut, error) {
 		if first >= 0 && i != first {
 			continue
 		}
-		var out, errb bytes.Buffer
-		cmd := helperCommand(ctx, ws[i].attrs(), bytes.NewReader(req), &out, &errb)
-		if err := cmd.Start(); err != nil {
+		var ho *helperOut
+		var started bool
+		var err error
+		if direct {
+			ho, started, err = runDirect(ctx, in, ws[i])
+		} else {
+			ho, started, err = runChild(ctx, req, ws[i])
+		}
+		if !started {
 			tried = append(tried, fmt.Sprintf("%s: %v", ws[i].name, err))
 			continue
 		}
 		wayMu.Lock()
 		wayFound = i
 		wayMu.Unlock()
-		werr := cmd.Wait()
-		var ho helperOut
-		if jerr := json.Unmarshal(out.Bytes(), &ho); jerr != nil {
-			if werr == nil {
-				werr = jerr
-			}
-			return nil, fmt.Errorf("compile nftables rules: the compiling process failed: %w: %s", werr, strings.TrimSpace(errb.String()))
-		}
-		if ho.Error != "" {
-			return nil, fmt.Errorf("compile nftables rules: %s", ho.Error)
-		}
-		return &ho, nil
+		return ho, err
 	}
 	return nil, fmt.Errorf("%w (tried %s; as root this takes CAP_SYS_ADMIN, otherwise user namespaces: see docs/config.md)", ErrNoNamespace, strings.Join(tried, "; "))
+}
+
+// runChild runs a request through the compile child, started the way w;
+// started says whether it started.
+func runChild(ctx context.Context, req []byte, w nsWay) (out *helperOut, started bool, err error) {
+	var stdout, errb bytes.Buffer
+	cmd := helperCommand(ctx, w.attrs(), bytes.NewReader(req), &stdout, &errb)
+	if err := cmd.Start(); err != nil {
+		return nil, false, err
+	}
+	werr := cmd.Wait()
+	var ho helperOut
+	if jerr := json.Unmarshal(stdout.Bytes(), &ho); jerr != nil {
+		if werr == nil {
+			werr = jerr
+		}
+		return nil, true, fmt.Errorf("compile nftables rules: the compiling process failed: %w: %s", werr, strings.TrimSpace(errb.String()))
+	}
+	if ho.Error != "" {
+		return nil, true, fmt.Errorf("compile nftables rules: %s", ho.Error)
+	}
+	return &ho, true, nil
+}
+
+// runDirect runs a request of one script without the compile child, for
+// root: nft itself is started in the namespace the way w makes, and waits
+// for its script on its standard input while root holds the namespace open
+// by nft's namespace file, checks it is a fresh one, makes the links there
+// and hands nft the script; once nft has exited, root dumps what it made
+// there, as the child would. One program started instead of two (the
+// child, a Go program, then nft): this is the path of a change of a few
+// rules. started says whether nft started.
+func runDirect(ctx context.Context, in *helperIn, w nsWay) (out *helperOut, started bool, err error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, true, fmt.Errorf("compile nftables rules: %w", err)
+	}
+	defer pw.Close()
+	cmd := nftCommand(ctx, in.Nft)
+	cmd.SysProcAttr = w.attrs()
+	cmd.Stdin = pr
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err = cmd.Start()
+	pr.Close()
+	if err != nil {
+		if isNotExist(err) {
+			return nil, true, fmt.Errorf("%w (%s: not found)", ErrNoNft, in.Nft)
+		}
+		return nil, false, err
+	}
+	waited := false
+	defer func() {
+		if !waited {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	fail := func(err error) (*helperOut, bool, error) {
+		return nil, true, fmt.Errorf("compile nftables rules: %w", err)
+	}
+	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid))
+	if err != nil {
+		return fail(fmt.Errorf("open nft's network namespace: %w", err))
+	}
+	defer ns.Close()
+	// Only ever a namespace of nft's own: nft -f there writes tables.
+	var theirs, ours unix.Stat_t
+	if err := unix.Fstat(int(ns.Fd()), &theirs); err != nil {
+		return fail(fmt.Errorf("stat nft's network namespace: %w", err))
+	}
+	if err := unix.Stat("/proc/self/ns/net", &ours); err != nil {
+		return fail(fmt.Errorf("stat our network namespace: %w", err))
+	}
+	if theirs.Ino == ours.Ino && theirs.Dev == ours.Dev {
+		return fail(errors.New("nft runs in our own network namespace: refusing to give it the script"))
+	}
+	conn, err := nftwire.Dial(int(ns.Fd()))
+	if err != nil {
+		return fail(err)
+	}
+	defer conn.Close()
+	if err := checkFresh(conn); err != nil {
+		return fail(err)
+	}
+	if len(in.Links) > 0 {
+		h, err := netlink.NewHandleAt(netns.NsHandle(ns.Fd()), unix.NETLINK_ROUTE)
+		if err != nil {
+			return fail(fmt.Errorf("open a route socket in nft's network namespace: %w", err))
+		}
+		defer h.Close()
+		for _, l := range in.Links {
+			if err := addLink(h.LinkAdd, l); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	// nft may die before it reads it all: its exit says why.
+	_, _ = io.WriteString(pw, in.Scripts[0])
+	pw.Close()
+	waited = true
+	said, err := nftSaid(in.Nft, cmd.Wait(), &errb)
+	if err != nil {
+		return nil, true, err
+	}
+	if said != "" {
+		return &helperOut{Refused: true, Failed: 0, Stderr: said}, true, nil
+	}
+	dumps, err := dumpTables(conn, in.Tables)
+	if err != nil {
+		return fail(err)
+	}
+	return &helperOut{Dumps: dumps}, true, nil
 }
 
 // relay runs the request through a relay child (see run).

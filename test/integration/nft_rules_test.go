@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -442,5 +443,37 @@ func TestNftWithoutNft(t *testing.T) {
 	}
 	if r := nettest.CLI(t, "validate", "--nft", "/nonexistent/nft", "-c", withRules); r.Code == 0 || !strings.Contains(r.Stderr, "Debian package nftables") {
 		t.Errorf("validate of rules without nft: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// A rule that names a link compiles to that link's index, which nft looks
+// up where it runs: the namespace it compiles in holds the link under its
+// name and index, whether nft runs from the compile child (a load of more
+// rules than one nft takes: parts) or alone (a change of one rule). nft
+// refuses a name it cannot find, and lists an index as its link's name.
+func TestNftRuleNamesALinkByIndex(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	e := newEnv(t)
+	nettest.InNS(t, e.ns, "ip", "link", "add", "nclv0", "index", "77", "type", "veth", "peer", "name", "nclv1", "index", "78")
+	file := func(name, rule string) string {
+		var b strings.Builder
+		b.WriteString("version: 1\nnftables:\n  inet t:\n    chains:\n      in:\n        type: filter\n        hook: input\n        priority: filter\n        rules:\n")
+		b.WriteString("          - " + rule + "\n")
+		for i := 0; i < 250; i++ {
+			fmt.Fprintf(&b, "          - tcp dport %d accept\n", 2000+i)
+		}
+		b.WriteString("      out:\n        type: filter\n        hook: output\n        priority: filter\n        rules:\n          - oif \"nclv1\" counter drop\n")
+		return e.file(name, b.String())
+	}
+	e.apply(file("a.yaml", `iif "nclv0" accept`))
+	e.apply(file("b.yaml", `iif "nclv0" tcp dport 22 accept`))
+	got := nettest.InNS(t, e.ns, "nft", "list", "table", "inet", "t")
+	for _, want := range []string{`iif "nclv0" tcp dport 22 accept`, `oif "nclv1" counter packets 0 bytes 0 drop`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the table lacks %q:\n%s", want, got)
+		}
+	}
+	if out := e.applyOut(file("c.yaml", `iif "nclv0" tcp dport 22 accept`)); !strings.Contains(out, "No changes") {
+		t.Errorf("second apply changed something:\n%s", out)
 	}
 }
