@@ -125,7 +125,7 @@ func (e *Engine) resolveRules(desired, act *model.State) error {
 	ctx, cancel := context.WithTimeout(context.Background(), compileTimeout)
 	defer cancel()
 	c := e.compiler()
-	version, err := c.Version(ctx)
+	version, err := e.nftVersion(ctx, c)
 	if err != nil {
 		return fmt.Errorf("nftables rules: %w", err)
 	}
@@ -209,6 +209,15 @@ func (e *Engine) resolveRules(desired, act *model.State) error {
 	// file instead of growing with every text it ever held.
 	e.compiled, e.compiledDecls = memo, declMemo
 	return nil
+}
+
+// nftVersion is the compiler's version; nft's is kept in the state
+// directory (nftcompile.VersionCached), written only by a writer.
+func (e *Engine) nftVersion(ctx context.Context, c nftcompile.Compiler) (string, error) {
+	if n, ok := c.(*nftcompile.Nft); ok && e.State != nil {
+		return n.VersionCached(ctx, e.State, e.Ledger == nil || !e.Ledger.ReadOnly)
+	}
+	return c.Version(ctx)
 }
 
 // compile compiles a request and remembers its rules by key.

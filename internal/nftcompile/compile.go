@@ -17,6 +17,7 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/nftwire"
+	"github.com/netreconcile/netreconcile/internal/statedir"
 )
 
 // Request is what one Compile compiles.
@@ -58,10 +59,11 @@ type Nft struct {
 	// file may change the firewall, not choose a program run as root).
 	Path string
 
-	// The version of the program at versionOf (Path may change: the
-	// command line sets it for each command run in one process).
+	// The version of the program as versionOf identified it (Path may
+	// change: the command line sets it for each command run in one
+	// process; the program may be upgraded under a daemon).
 	mu        sync.Mutex
-	versionOf string
+	versionOf binaryID
 	version   string
 	verr      error
 }
@@ -80,19 +82,43 @@ func (n *Nft) path() string {
 	return n.Path
 }
 
-// Version runs `nft --version`, once per program.
+// Version runs `nft --version`, once per program: again when the file at
+// Path is another (binaryID).
 func (n *Nft) Version(ctx context.Context) (string, error) {
+	return n.VersionCached(ctx, nil, false)
+}
+
+// VersionCached is Version with a cache of the answer in a state directory
+// (nil: none), read when it names the program as it is now and, with save,
+// written after nft is asked: a one-shot command does not run nft only to
+// learn what it learnt the last time. The file is trusted only where the
+// process trusts its state (statedir.ReadTrusted: owned by root or the
+// caller, writable by nobody else), since the version is part of every
+// rule's key.
+func (n *Nft) VersionCached(ctx context.Context, dir *statedir.Dir, save bool) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	path := n.path()
-	if n.versionOf == path && n.verr == nil {
-		return n.version, nil
-	}
-	n.versionOf, n.version, n.verr = path, "", nil
 	if !filepath.IsAbs(path) {
+		n.versionOf, n.version = binaryID{}, ""
 		n.verr = fmt.Errorf("the nft program must be given by an absolute path, not %q", path)
 		return "", n.verr
 	}
+	id, err := identify(path)
+	if err != nil {
+		// Not there, or not readable: nft's own run says which.
+		id = binaryID{}
+	}
+	if id.Path != "" && n.versionOf == id && n.verr == nil {
+		return n.version, nil
+	}
+	if id.Path != "" && dir != nil {
+		if v, ok := loadVersion(dir, id); ok {
+			n.versionOf, n.version, n.verr = id, v, nil
+			return v, nil
+		}
+	}
+	n.versionOf, n.version, n.verr = id, "", nil
 	out, err := exec.CommandContext(ctx, path, "--version").Output()
 	switch {
 	case errors.Is(err, exec.ErrNotFound), isNotExist(err):
@@ -102,7 +128,19 @@ func (n *Nft) Version(ctx context.Context) (string, error) {
 	default:
 		n.version = strings.TrimSpace(string(out))
 	}
-	return n.version, n.verr
+	if n.verr != nil || id.Path == "" {
+		return n.version, n.verr
+	}
+	// The program replaced while it ran: what answered is not known.
+	if after, err := identify(path); err != nil || after != id {
+		n.versionOf = binaryID{}
+		return n.version, nil
+	}
+	if dir != nil && save {
+		// A cache that cannot be written costs the next run an nft.
+		_ = saveVersion(dir, id, n.version)
+	}
+	return n.version, nil
 }
 
 // Compile compiles with nft in a namespace of its own.
