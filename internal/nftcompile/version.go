@@ -29,16 +29,25 @@ type versionRecord struct {
 	Version string
 }
 
+// maxVersion bounds the version text (nft's is some 40 characters).
+const maxVersion = 200
+
 // loadVersion reads the version recorded for the program id, if the file is
-// trusted, names id exactly and holds a plausible version (one line of
-// printable text, as nft --version prints).
+// trusted (statedir.ReadTrusted) and decodes (decodeVersion).
 func loadVersion(dir *statedir.Dir, id binaryID) (string, bool) {
 	b, err := dir.ReadTrusted(versionFile, maxVersionFile)
 	if err != nil {
 		return "", false
 	}
+	return decodeVersion(b, id)
+}
+
+// decodeVersion takes a record that names the program id exactly and holds
+// a plausible version: one line of printable text, as nft --version prints,
+// and no longer than maxVersion. Anything else is no record.
+func decodeVersion(b []byte, id binaryID) (string, bool) {
 	var r versionRecord
-	if err := json.Unmarshal(b, &r); err != nil || r.Program != id || r.Version == "" {
+	if err := json.Unmarshal(b, &r); err != nil || r.Program != id || r.Version == "" || len(r.Version) > maxVersion {
 		return "", false
 	}
 	for _, c := range r.Version {
@@ -49,10 +58,19 @@ func loadVersion(dir *statedir.Dir, id binaryID) (string, bool) {
 	return r.Version, true
 }
 
+// saveVersion records a version that decodes back (what nft said may not:
+// then nothing is kept, and the next command asks nft again).
 func saveVersion(dir *statedir.Dir, id binaryID, version string) error {
-	b, err := json.Marshal(versionRecord{Program: id, Version: version})
+	b, err := encodeVersion(id, version)
 	if err != nil {
 		return err
 	}
+	if _, ok := decodeVersion(b, id); !ok {
+		return nil
+	}
 	return dir.WriteFile(versionFile, b, 0o600)
+}
+
+func encodeVersion(id binaryID, version string) ([]byte, error) {
+	return json.Marshal(versionRecord{Program: id, Version: version})
 }
