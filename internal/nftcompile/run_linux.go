@@ -185,7 +185,12 @@ func runDirect(ctx context.Context, in *helperIn, w nsWay) (out *helperOut, star
 	}
 	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid))
 	if err != nil {
-		return fail(fmt.Errorf("open nft's network namespace: %w", err))
+		// nft exited before it read a line (it could not start): what
+		// it said says why.
+		_ = cmd.Process.Kill()
+		werr := cmd.Wait()
+		waited = true
+		return fail(fmt.Errorf("open nft's network namespace: %w (nft: %v: %s)", err, werr, strings.TrimSpace(errb.String())))
 	}
 	defer ns.Close()
 	// Only ever a namespace of nft's own: nft -f there writes tables.
