@@ -155,6 +155,9 @@ func runChild(ctx context.Context, req []byte, w nsWay) (out *helperOut, started
 // child, a Go program, then nft): this is the path of a change of a few
 // rules. started says whether nft started.
 func runDirect(ctx context.Context, in *helperIn, w nsWay) (out *helperOut, started bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, true, fmt.Errorf("compile nftables rules: %w", err)
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, true, fmt.Errorf("compile nftables rules: %w", err)
@@ -228,7 +231,13 @@ func runDirect(ctx context.Context, in *helperIn, w nsWay) (out *helperOut, star
 	_, _ = io.WriteString(pw, in.Scripts[0])
 	pw.Close()
 	waited = true
-	said, err := nftSaid(in.Nft, cmd.Wait(), &errb)
+	werr := cmd.Wait()
+	if err := ctx.Err(); err != nil {
+		// Killed for the compile's timeout, or the command's end: no
+		// answer of nft's.
+		return fail(err)
+	}
+	said, err := nftSaid(in.Nft, werr, &errb)
 	if err != nil {
 		return nil, true, err
 	}
