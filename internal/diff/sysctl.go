@@ -3,6 +3,7 @@ package diff
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -106,11 +107,52 @@ func (c *computer) sysctlBefore(w *model.Sysctl) string {
 		}
 		return ""
 	}
+	if isIPv6MTU(w.Key) {
+		// A new link's IPv6 MTU is its MTU (ipv6_add_dev), not
+		// default's: unknown here unless the file gives the MTU.
+		if l := c.d.Links[w.Link]; l != nil && l.MTU != 0 {
+			return strconv.Itoa(l.MTU)
+		}
+		return ""
+	}
 	_, _, tmpl, _ := model.SysctlLink(w.Key)
 	if t := model.FindSysctl(c.a.Sysctls, tmpl); t != nil {
 		return t.Value
 	}
 	return ""
+}
+
+// isIPv6MTU reports whether key is a link's net.ipv6.conf.LINK.mtu, which
+// the kernel sets to the link's MTU when the link gets its IPv6 settings
+// and whenever its MTU changes.
+func isIPv6MTU(key string) bool {
+	_, short, _, ok := model.SysctlLink(key)
+	return ok && short == "ipv6.mtu"
+}
+
+// ipv6MTUReset reports whether this plan makes the kernel set link's
+// net.ipv6.conf.LINK.mtu to the link's MTU, and to what: the kernel does
+// when the MTU changes (NETDEV_CHANGEMTU) and when the link comes up with
+// carrier (NETDEV_UP: the link becoming ready). link is one the plan
+// neither creates nor recreates; why says which write does it.
+func (c *computer) ipv6MTUReset(link string) (mtu, why string, ok bool) {
+	w, h := c.d.Links[link], c.a.Links[link]
+	if w == nil || h == nil || c.recreated[link] || c.blocked[link] {
+		return "", "", false
+	}
+	to := h.MTU
+	if w.MTU != 0 {
+		to = w.MTU
+	}
+	switch {
+	case to != h.MTU:
+		why = "the MTU change of " + link
+	case c.cycledUp[link] || (w.Up && !h.Up && (w.StateSet || w.Kind != model.KindDevice)):
+		why = link + " coming up"
+	default:
+		return "", "", false
+	}
+	return strconv.Itoa(to), why, true
 }
 
 // sysctlNatural is the value a new link's key is recorded to have had
@@ -202,16 +244,33 @@ func (c *computer) sysctl(w *model.Sysctl) bool {
 	if w.Link != "" && (c.a.Links[w.Link] == nil || c.recreated[w.Link]) {
 		_, _, tmpl, _ := model.SysctlLink(w.Key)
 		was := c.sysctlBefore(w)
-		if was == w.Value && model.SysctlExactTemplate(w.Key) {
+		from := tmpl
+		if isIPv6MTU(w.Key) {
+			from = "its MTU"
+		}
+		if was == w.Value && (model.SysctlExactTemplate(w.Key) || isIPv6MTU(w.Key)) {
 			return false
 		}
 		c.add(Op{Action: Create, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", was, w.Value}},
-			Reason: "link " + w.Link + " is new: it starts with " + tmpl, Sysctl: w, SysctlWas: c.sysctlNatural(w.Key, tmpl)})
+			Reason: "link " + w.Link + " is new: it starts with " + from, Sysctl: w, SysctlWas: c.sysctlNatural(w.Key, tmpl)})
 		return true
 	}
 	h := model.FindSysctl(c.a.Sysctls, w.Key)
-	if h == nil || h.Value == w.Value {
+	if h == nil {
 		// Missing: CheckSysctls refuses the plan before it is made.
+		return false
+	}
+	if to, why, ok := c.ipv6MTUReset(w.Link); ok && isIPv6MTU(w.Key) {
+		// The kernel sets the key to the link's MTU (addrconf_notify) when
+		// the link's write runs, before this.
+		if to == w.Value {
+			return false
+		}
+		c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", h.Value + " (set to " + to + ", " + w.Link + "'s MTU)", w.Value}},
+			Reason: "written again: " + why + " sets it", Sysctl: w, SysctlWas: h.Value})
+		return true
+	}
+	if h.Value == w.Value {
 		return false
 	}
 	c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", h.Value, w.Value}}, Sysctl: w, SysctlWas: h.Value})

@@ -66,6 +66,11 @@ type Link struct {
 	// or vlan), whose deletion takes this one with it.
 	Lower string
 	Owned bool // carries the marker
+	// Settling says the link is up and has carrier, but the kernel has not
+	// yet caught up with it (its operational state lags: linkwatch runs
+	// the link's "ready" event, which sets IPv6 state such as its
+	// net.ipv6.conf.LINK.mtu, later).
+	Settling bool
 	// Origin is where the object was declared ("file:line:col"); desired only.
 	Origin string
 }

@@ -29,7 +29,9 @@ var GlobalSysctls = map[string][]string{
 // them: apply turns it on to delete an address, and must give the file's
 // value back. The IPv6 keys leave out what changes what the other checks
 // read: forwarding (anycast routes in table local), disable_ipv6 (the
-// link's IPv6 addresses), accept_dad and mtu.
+// link's IPv6 addresses), accept_dad and mtu (the kernel's to move with
+// the link's MTU and state, docs/config.md; declared, it would change the
+// draws of make test's fixed seed).
 var LinkSysctls = map[string][]string{
 	"ipv4.rp_filter":             {"0", "1", "2"},
 	"ipv4.proxy_arp":             {"0", "1"},

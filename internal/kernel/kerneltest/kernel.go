@@ -564,6 +564,7 @@ func (f *Kernel) SetLinkMTU(name string, mtu int) error {
 			}
 		}
 		l.MTU = mtu
+		f.ipv6MTU(l)
 		for _, c := range f.links {
 			if l.Kind == model.KindBond && c.Master == name {
 				// bond_change_mtu: every member takes the bond's.
@@ -655,6 +656,8 @@ func (f *Kernel) SetLinkUp(name string, up bool) error {
 		}
 		if !up {
 			f.down(l)
+		} else if !l.Up {
+			f.ipv6MTU(l)
 		}
 		l.Up = up
 		for _, c := range f.links {

@@ -3,6 +3,7 @@ package kerneltest
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/kernel"
@@ -26,7 +27,7 @@ var defaultSysctls = func() map[string]string {
 	}
 	conf4 := map[string]string{"forwarding": "0", "rp_filter": "0", "accept_local": "0", "proxy_arp": "0",
 		"promote_secondaries": "0", "arp_ignore": "0", "arp_announce": "0", "send_redirects": "1", "accept_redirects": "1"}
-	conf6 := map[string]string{"forwarding": "0", "disable_ipv6": "0", "accept_ra": "1", "autoconf": "1", "accept_dad": "1", "proxy_ndp": "0", "hop_limit": "64"}
+	conf6 := map[string]string{"forwarding": "0", "disable_ipv6": "0", "accept_ra": "1", "autoconf": "1", "accept_dad": "1", "proxy_ndp": "0", "hop_limit": "64", "mtu": "1280"}
 	neigh := map[string]string{"base_reachable_time_ms": "30000", "gc_stale_time": "60", "ucast_solicit": "3", "mcast_solicit": "3", "retrans_time_ms": "1000"}
 	for _, w := range []string{"all", "default"} {
 		for k, v := range conf4 {
@@ -55,6 +56,20 @@ func (f *Kernel) newLinkSysctls(index int) {
 		}
 	}
 	f.linkSysctls[index] = m
+	for _, l := range f.links {
+		if l.Index == index {
+			f.ipv6MTU(l)
+		}
+	}
+}
+
+// ipv6MTU sets a link's net.ipv6.conf.LINK.mtu to its MTU, as the kernel
+// does when the link is made, changes its MTU or comes up
+// (addrconf_notify). Called locked.
+func (f *Kernel) ipv6MTU(l *model.Link) {
+	if m := f.linkSysctls[l.Index]; m != nil && l.MTU >= 1280 {
+		m["net.ipv6.conf.default.mtu"] = strconv.Itoa(l.MTU)
+	}
 }
 
 // defaultKey is a per-link key's "default" one, whose value a new link
@@ -151,7 +166,8 @@ func (f *Kernel) SetSysctl(key, value string) error {
 	return nil
 }
 
-// sysctlLines renders the parameters that differ from a fresh kernel's.
+// sysctlLines renders the parameters that differ from a fresh kernel's
+// (a link's IPv6 MTU: from its MTU).
 // Called locked.
 func (f *Kernel) sysctlLines() []string {
 	var out []string
@@ -163,6 +179,9 @@ func (f *Kernel) sysctlLines() []string {
 	for _, n := range sortedNames(f.links) {
 		l := f.links[n]
 		for tmpl, v := range f.linkSysctls[l.Index] {
+			if tmpl == "net.ipv6.conf.default.mtu" && v == strconv.Itoa(l.MTU) {
+				continue // a fresh link's, as the kernel sets it (ipv6MTU)
+			}
 			if f.sysctls[tmpl] != v {
 				p := strings.SplitN(tmpl, ".", 5)
 				p[3] = strings.ReplaceAll(n, ".", "/")
