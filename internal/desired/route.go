@@ -209,8 +209,10 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 		if rc.OnLink && rc.Dev == "" && len(rc.NextHops) == 0 {
 			b.errs.add(rc.at("onlink"), path(".onlink"), "onlink needs dev: the gateway is taken as on-link on that device")
 		}
-		if lc := b.links[rc.Dev]; lc != nil && lc.State == "down" && !v6 && (typ == model.RouteUnicast || typ == model.RouteLocal) {
-			b.errs.add(rc.at("dev"), path(".dev"), "link %s is declared state: down; the kernel refuses IPv4 routes through a link that is down", rc.Dev)
+		if lc := b.links[rc.Dev]; lc != nil && lc.State == "down" && (typ == model.RouteUnicast || typ == model.RouteLocal) {
+			// IPv6 too: "Nexthop device is not up" (fib6_nh_init), or no
+			// route to its gateway, whose connected route is gone.
+			b.errs.add(rc.at("dev"), path(".dev"), "link %s is declared state: down; the kernel refuses routes through a link that is down", rc.Dev)
 			continue
 		}
 		if rc.Dev != "" && !b.declared(rc.Dev) {
@@ -313,8 +315,8 @@ func (b *builder) nextHops(rc *routeConf, r *model.Route, path func(string) stri
 			if !b.declared(hc.Dev) {
 				b.errs.add(hc.at("dev"), hp(".dev"), "link %q is not declared; declare it (kind device for an existing NIC)", hc.Dev)
 				ok = false
-			} else if lc := b.links[hc.Dev]; lc != nil && lc.State == "down" && !v6 {
-				b.errs.add(hc.at("dev"), hp(".dev"), "link %s is declared state: down; the kernel refuses IPv4 routes through a link that is down", hc.Dev)
+			} else if lc := b.links[hc.Dev]; lc != nil && lc.State == "down" {
+				b.errs.add(hc.at("dev"), hp(".dev"), "link %s is declared state: down; the kernel refuses routes through a link that is down", hc.Dev)
 				ok = false
 			}
 		}

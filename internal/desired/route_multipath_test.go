@@ -40,7 +40,7 @@ func TestMultipathRouteErrors(t *testing.T) {
 		want: "f.yaml:7:42: routes[0].nexthops[0].via: gateway 10.0.0.1 is not of the destination's family (IPv6)\n" +
 			"f.yaml:7:70: routes[0].nexthops[1].via: gateway fe80::1 is link-local; give dev, the link it is on\n" +
 			"f.yaml:7:104: routes[0].nexthops[2].dev: link \"eth9\" is not declared; declare it (kind device for an existing NIC)\n" +
-			"f.yaml:8:57: routes[1].nexthops[1].dev: link br0 is declared state: down; the kernel refuses IPv4 routes through a link that is down",
+			"f.yaml:8:57: routes[1].nexthops[1].dev: link br0 is declared state: down; the kernel refuses routes through a link that is down",
 	}, {
 		name:   "lo as the link of an IPv6 gateway, single and multipath",
 		routes: "  - {to: 10.1.0.0/16, via: 'fe80::1', dev: lo}\n  - {to: 10.2.0.0/16, nexthops: [{via: 'fe80::1', dev: lo}, {via: 10.0.1.1}]}\n",

@@ -58,7 +58,7 @@ func TestValidationErrors(t *testing.T) {
 		name: "onlink without dev, and a route through a link declared down",
 		file: "version: 1\nlinks:\n  br0: {kind: bridge, state: down}\nroutes:\n  - {to: 10.1.0.0/16, via: 10.0.0.1, onlink: true}\n  - {to: 10.2.0.0/16, dev: br0}\n",
 		want: "f.yaml:5:46: routes[0].onlink: onlink needs dev: the gateway is taken as on-link on that device\n" +
-			"f.yaml:6:28: routes[1].dev: link br0 is declared state: down; the kernel refuses IPv4 routes through a link that is down",
+			"f.yaml:6:28: routes[1].dev: link br0 is declared state: down; the kernel refuses routes through a link that is down",
 	}, {
 		name: "gateway family mismatch",
 		file: "version: 1\nroutes:\n  - {to: 2001:db8::/32, via: 192.0.2.1}\n  - {to: 10.0.0.0/8, via: 2001:db8::1}\n",
