@@ -110,6 +110,20 @@ func (b *builder) sysctls(confs []*fileConf) {
 			b.addSysctl(model.Sysctl{Key: e.key, Value: e.value, Origin: e.keyAt.String()}, e.keyAt, path)
 		}
 	}
+	// net.ipv6.conf.all.disable_ipv6 sets every link's disable_ipv6: the
+	// kernel would refuse an IPv6 address of a link that does not set its
+	// own back to 0 (written after the global key).
+	if at, ok := b.sysctlAt["net.ipv6.conf.all.disable_ipv6"]; ok {
+		if all := model.FindSysctl(b.st.Sysctls, "net.ipv6.conf.all.disable_ipv6"); all != nil && all.Value != "0" {
+			for _, a := range b.st.Addresses {
+				key, _ := model.PerLinkSysctl(a.Link, "ipv6.disable_ipv6")
+				if own := model.FindSysctl(b.st.Sysctls, key); a.Prefix.Addr().Is6() && (own == nil || own.Value != "0") {
+					b.errs.add(at, "sysctls.net.ipv6.conf.all.disable_ipv6", "disables IPv6 on every link, and link %s declares IPv6 address %s, which the kernel then refuses; declare ipv6.disable_ipv6: 0 under the link, or remove one or the other", a.Link, a.Prefix)
+					break
+				}
+			}
+		}
+	}
 	// One parameter under two names: the file would set it twice, and the
 	// second write would win at every pass.
 	a, b1 := b.sysctlAt["net.ipv4.ip_forward"], b.sysctlAt["net.ipv4.conf.all.forwarding"]

@@ -23,7 +23,7 @@ func (c *computer) addresses() {
 	have := map[model.AddressKey]*model.Address{}
 	for i := range c.a.Addresses {
 		a := &c.a.Addresses[i]
-		if c.recreated[a.Link] || (c.downed[a.Link] && a.Prefix.Addr().Is6()) {
+		if c.recreated[a.Link] || ((c.downed[a.Link] || c.v6Flushed[a.Link]) && a.Prefix.Addr().Is6()) {
 			continue
 		}
 		have[a.Key()] = a
@@ -117,7 +117,7 @@ func (c *computer) addresses() {
 	}
 	for i := range c.a.Addresses {
 		h := &c.a.Addresses[i]
-		if want[h.Key()] || c.recreated[h.Link] || (c.downed[h.Link] && h.Prefix.Addr().Is6()) {
+		if want[h.Key()] || c.recreated[h.Link] || ((c.downed[h.Link] || c.v6Flushed[h.Link]) && h.Prefix.Addr().Is6()) {
 			continue
 		}
 		// IPv6 link-local addresses are the kernel's (addrconf makes them

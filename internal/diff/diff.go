@@ -115,7 +115,7 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 
 // compute makes the plan; hold, when not nil, names what is held.
 func compute(desired, actual *model.State, in Inputs, hold *held) (*Plan, error) {
-	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{}, l3Moved: map[string]bool{},
+	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{}, v6Flushed: map[string]bool{}, l3Moved: map[string]bool{},
 		linkGoes: map[string]bool{}, withLink: map[string][]Op{}, hold: hold}
 	c.plan.Ops = make([]Op, 0, sizeHint(desired, actual))
 	c.links()
@@ -202,6 +202,9 @@ type computer struct {
 	// routes and, unless keep_addr_on_down is set, their IPv6 addresses
 	// (addrconf_ifdown), which are added again after.
 	downed map[string]bool
+	// v6Flushed names links whose IPv6 addresses and routes the kernel
+	// deletes when this plan turns their disable_ipv6 on (ipv6Flushes).
+	v6Flushed map[string]bool
 	// l3Moved names links that join or leave a vrf in this plan: the
 	// kernel deletes every IPv4 route through them, local ones included,
 	// which are added again after (noteCycle).
@@ -298,7 +301,7 @@ func (c *computer) devGone(r *model.Route, dev string) bool {
 		// link stage planned for it.
 		return false
 	}
-	down := c.downed[dev] && !(r.Dst.Addr().Is4() && r.Type == model.RouteLocal)
+	down := c.downed[dev] && !(r.Dst.Addr().Is4() && r.Type == model.RouteLocal) || c.v6Flushed[dev] && r.Dst.Addr().Is6()
 	return c.recreated[dev] || down || (r.Dst.Addr().Is4() && (c.flushed4[dev] || c.l3Moved[dev]))
 }
 

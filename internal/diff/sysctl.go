@@ -22,11 +22,12 @@ const KindSysctl Kind = "sysctl"
 // (Delete), except on a link this plan deletes. Keys never written by
 // netreconcile are never touched.
 //
-// Global keys are written before per-link ones, and the forwarding master
-// keys first of all: net.ipv4.ip_forward (one parameter with
-// net.ipv4.conf.all.forwarding) and net.ipv6.conf.all.forwarding set every
-// forwarding key of their family, so the file's other forwarding keys of
-// that family are written again after a master key is (forwardingMasters).
+// Global keys are written before per-link ones, and the master keys first
+// of all: net.ipv4.ip_forward (one parameter with
+// net.ipv4.conf.all.forwarding), net.ipv6.conf.all.forwarding,
+// net.ipv6.conf.all.disable_ipv6 and a few more set that key of every
+// link, so the file's other keys they set are written again after a master
+// key is (forwardingMasters).
 func (c *computer) sysctls() {
 	order := make([]*model.Sysctl, 0, len(c.d.Sysctls))
 	for pass := 0; pass < 3; pass++ {
@@ -55,6 +56,7 @@ func (c *computer) sysctls() {
 				Reason: "written again: " + m + " sets it", Sysctl: w, SysctlWas: was})
 		}
 	}
+	c.ipv6Flushes()
 	// Restores, the master keys first too; a master key written back
 	// sets the family's forwarding keys, and the file's are written again.
 	var restores []Op
@@ -95,6 +97,28 @@ func (c *computer) sysctls() {
 	}
 	for _, op := range restores {
 		c.del(op)
+	}
+}
+
+// ipv6Flushes marks the links whose IPv6 addresses and routes the plan's
+// sysctl writes take (v6Flushed): disable_ipv6 turned on deletes them
+// (addrconf_ifdown), on one link or, by net.ipv6.conf.all.disable_ipv6,
+// on every link, those whose own key the file then sets back to 0
+// included.
+func (c *computer) ipv6Flushes() {
+	for i := range c.plan.Ops {
+		op := &c.plan.Ops[i]
+		if op.Kind != KindSysctl || op.Sysctl == nil || op.Sysctl.Value == "0" {
+			continue
+		}
+		switch link, short, _, _ := model.SysctlLink(op.Sysctl.Key); {
+		case op.Sysctl.Key == "net.ipv6.conf.all.disable_ipv6":
+			for n := range c.a.Links {
+				c.v6Flushed[n] = true
+			}
+		case short == "ipv6.disable_ipv6":
+			c.v6Flushed[link] = true
+		}
 	}
 }
 
@@ -207,34 +231,48 @@ func (c *computer) sysctlBack(h *model.Sysctl) string {
 	return h.Original
 }
 
-// forwardingMasters are the keys whose write sets every forwarding key of
-// their family, "all" and "default" and each link's (devinet_sysctl_forward,
-// addrconf_fixup_forwarding): written first, and the file's other
-// forwarding keys of the family are written again after them.
+// forwardingMasters are the keys whose write sets one key of every link of
+// their family, "default"'s and each link's (devinet_sysctl_forward,
+// addrconf_fixup_forwarding, addrconf_disable_change and the like; measured
+// on 6.18: the other "all" keys set no link's): written first, and the
+// file's keys they set are written again after them. The value is the
+// group of keys a master sets: its family and the conf key's name.
 var forwardingMasters = map[string]string{
-	"net.ipv4.ip_forward":          "ipv4",
-	"net.ipv4.conf.all.forwarding": "ipv4",
-	"net.ipv6.conf.all.forwarding": "ipv6",
+	"net.ipv4.ip_forward":                           "ipv4 forwarding",
+	"net.ipv4.conf.all.forwarding":                  "ipv4 forwarding",
+	"net.ipv6.conf.all.forwarding":                  "ipv6 forwarding",
+	"net.ipv6.conf.all.disable_ipv6":                "ipv6 disable_ipv6",
+	"net.ipv6.conf.all.addr_gen_mode":               "ipv6 addr_gen_mode",
+	"net.ipv6.conf.all.ignore_routes_with_linkdown": "ipv6 ignore_routes_with_linkdown",
+	"net.ipv6.conf.all.force_forwarding":            "ipv6 force_forwarding",
 }
 
-// masterSetsFamily is the family whose forwarding master keys set key when
-// they are written: every forwarding key of that family, and for IPv4
+// masterSetsFamily is the group (forwardingMasters) whose master keys set
+// key when they are written: a conf key of that name, of any link,
+// "default" or "all", and for IPv4 forwarding
 // net.ipv4.conf.all.accept_redirects too, which the kernel sets to the
 // opposite of forwarding (inet_forward_change); "" for any other key. A
 // declared such key is written again after its master.
 func masterSetsFamily(key string) string {
 	if key == "net.ipv4.conf.all.accept_redirects" {
-		return "ipv4"
+		return "ipv4 forwarding"
 	}
 	return forwardingFamily(key)
 }
 
-// forwardingFamily is the family of a forwarding key that a master key
-// writes (net.ipv4.conf.X.forwarding), "" for any other key.
+// forwardingFamily is the group of a conf key that a master key writes
+// (net.ipv4.conf.X.forwarding, net.ipv6.conf.X.disable_ipv6…), "" for any
+// other key.
 func forwardingFamily(key string) string {
 	p := strings.Split(key, ".")
-	if len(p) == 5 && p[0] == "net" && p[2] == "conf" && p[4] == "forwarding" {
-		return p[1]
+	if len(p) != 5 || p[0] != "net" || p[2] != "conf" {
+		return ""
+	}
+	g := p[1] + " " + p[4]
+	for _, mg := range forwardingMasters {
+		if mg == g {
+			return g
+		}
 	}
 	return ""
 }

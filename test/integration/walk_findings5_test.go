@@ -61,3 +61,42 @@ func TestWalkFinding91IPv6RouteThroughADownLink(t *testing.T) {
 		}
 	}
 }
+
+// 93. net.ipv6.conf.all.disable_ipv6 sets every link's disable_ipv6 (and
+// default's), as all.forwarding sets every link's forwarding, and so do
+// all.addr_gen_mode, all.ignore_routes_with_linkdown and
+// all.force_forwarding (measured on 6.18). Only the forwarding keys were
+// written again after their master: a link that declared
+// ipv6.disable_ipv6: 0 under all.disable_ipv6: 1 failed the verify, and its
+// IPv6 addresses and routes, which the master's write deleted, were not
+// planned again. A file with all.disable_ipv6: 1 and an IPv6 address on a
+// link that does not turn IPv6 back on validated, and every apply failed
+// on the address (EACCES).
+// Adversarial tests of issue 30 (by hand: a veth with IPv4 and IPv6
+// addresses and an IPv6 route; all.disable_ipv6: 1 with the link's own 0).
+func TestWalkFinding93FamilyWideSysctlsSetEveryLink(t *testing.T) {
+	e := newEnv(t)
+	file := func(name, global, own string) string {
+		return e.file(name, "version: 1\n"+global+"links:\n  v0: {kind: veth, veth: {peer: v1}, addresses: [10.0.0.1/24, \"2001:db8::1/64\"]"+own+"}\n"+
+			"  v1: {kind: veth, veth: {peer: v0}}\nroutes:\n  - {to: \"2001:db8:1::/48\", via: \"2001:db8::2\", dev: v0}\n")
+	}
+	plain := file("plain.yaml", "", "")
+	e.apply(plain)
+	f := file("disabled.yaml", "sysctls:\n  net.ipv6.conf.all.disable_ipv6: 1\n  net.ipv6.conf.all.ignore_routes_with_linkdown: 1\n",
+		", sysctls: {ipv6.disable_ipv6: 0, ipv6.ignore_routes_with_linkdown: 0}")
+	e.apply(f)
+	e.converged(f)
+	e.wantSysctl("net.ipv6.conf.v0.disable_ipv6", "0")
+	e.wantSysctl("net.ipv6.conf.v1.disable_ipv6", "1")
+	e.wantSysctl("net.ipv6.conf.v0.ignore_routes_with_linkdown", "0")
+	if got := e.ip("-6", "route", "show", "dev", "v0"); !strings.Contains(got, "2001:db8:1::/48") {
+		t.Errorf("v0 lost its IPv6 route to the global key's write:\n%s", got)
+	}
+	e.roundTrip(f)
+	e.apply(plain)
+	e.converged(plain)
+	bad := file("bad.yaml", "sysctls:\n  net.ipv6.conf.all.disable_ipv6: 1\n", "")
+	if r := e.cli("validate", "-c", bad); r.Code != 1 || !strings.Contains(r.Stderr, "disables IPv6 on every link, and link v0 declares IPv6 address 2001:db8::1/64") {
+		t.Errorf("validate of all.disable_ipv6 with an IPv6 address: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
