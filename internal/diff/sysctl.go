@@ -56,7 +56,6 @@ func (c *computer) sysctls() {
 				Reason: "written again: " + m + " sets it", Sysctl: w, SysctlWas: was})
 		}
 	}
-	c.ipv6Flushes()
 	// Restores, the master keys first too; a master key written back
 	// sets the family's forwarding keys, and the file's are written again.
 	var restores []Op
@@ -96,8 +95,17 @@ func (c *computer) sysctls() {
 		}
 	}
 	for _, op := range restores {
+		if masterSetsFamily(op.ID) == "ipv6 disable_ipv6" {
+			// Before the addresses and routes, not after: IPv6 turned
+			// back on is what lets the kernel take the file's IPv6
+			// addresses (EACCES until then), and turned back off it
+			// deletes them.
+			c.add(op)
+			continue
+		}
 		c.del(op)
 	}
+	c.ipv6Flushes()
 }
 
 // ipv6Flushes marks the links whose IPv6 addresses and routes the plan's

@@ -100,3 +100,26 @@ func TestWalkFinding93FamilyWideSysctlsSetEveryLink(t *testing.T) {
 		t.Errorf("validate of all.disable_ipv6 with an IPv6 address: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// 92. A link's ipv6.disable_ipv6 that leaves the file goes back to the
+// value it had (0) after the plan's creates, with the other restores: the
+// file's IPv6 address and route on the link, back in the same step, were
+// added while IPv6 was still off, and the kernel refused them (EACCES, no
+// route to host) in every such apply.
+// Adversarial tests of issue 30 (by hand: a veth with an IPv6 address and
+// route; ipv6.disable_ipv6: 1 without them; then the first file again).
+func TestWalkFinding92IPv6TurnedBackOnBeforeItsAddresses(t *testing.T) {
+	e := newEnv(t)
+	v6 := e.file("v6.yaml", "version: 1\nlinks:\n  v0: {kind: veth, veth: {peer: v1}, addresses: [10.0.0.1/24, \"2001:db8::1/64\"]}\n"+
+		"  v1: {kind: veth, veth: {peer: v0}}\nroutes:\n  - {to: \"2001:db8:1::/48\", via: \"2001:db8::2\", dev: v0}\n")
+	off := e.file("off.yaml", "version: 1\nlinks:\n  v0: {kind: veth, veth: {peer: v1}, addresses: [10.0.0.1/24], sysctls: {ipv6.disable_ipv6: 1}}\n"+
+		"  v1: {kind: veth, veth: {peer: v0}}\n")
+	for _, f := range []string{v6, off, v6} {
+		e.apply(f)
+		e.converged(f)
+	}
+	e.wantSysctl("net.ipv6.conf.v0.disable_ipv6", "0")
+	if got := e.ip("-6", "route", "show", "dev", "v0"); !strings.Contains(got, "2001:db8:1::/48") {
+		t.Errorf("v0 lacks its IPv6 route:\n%s", got)
+	}
+}
