@@ -230,8 +230,31 @@ func (b *builder) link(name string, lc *linkConf) {
 	if lc.Sysctls != nil {
 		b.linkSysctls(name, lc)
 	}
+	if lc.MTU != 0 && lc.MTU < ipv6MinMTU {
+		// The kernel takes IPv6 off a link below IPv6's minimum MTU
+		// (addrconf_notify): its IPv6 addresses, routes and keys go, and
+		// an IPv6 address added is refused.
+		for _, ac := range lc.Addresses {
+			if ac != nil && ac.Address != nil && ac.Address.P.Addr().Is6() {
+				b.errs.add(lc.at("mtu"), path+".mtu", "below %d, IPv6's minimum, the kernel takes IPv6 off the link, and the link declares IPv6 address %s; give an MTU of %d or more, or remove the address", ipv6MinMTU, ac.Address.P, ipv6MinMTU)
+				break
+			}
+		}
+		if lc.Sysctls != nil {
+			for _, e := range lc.Sysctls.entries {
+				if strings.HasPrefix(e.key, "ipv6.") {
+					b.errs.add(lc.at("mtu"), path+".mtu", "below %d, IPv6's minimum, the kernel takes IPv6 off the link, and with it key %s; give an MTU of %d or more, or remove the key", ipv6MinMTU, e.key, ipv6MinMTU)
+					break
+				}
+			}
+		}
+	}
 	b.st.Links[name] = l
 }
+
+// ipv6MinMTU is IPv6's minimum MTU (IPV6_MIN_MTU): below it, a link has no
+// IPv6.
+const ipv6MinMTU = 1280
 
 // notBridgePort says why the kernel's br_add_if would refuse to make the
 // link a bridge port, or "" if it would not. Checked at validation because

@@ -209,6 +209,9 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 		if rc.OnLink && rc.Dev == "" && len(rc.NextHops) == 0 {
 			b.errs.add(rc.at("onlink"), path(".onlink"), "onlink needs dev: the gateway is taken as on-link on that device")
 		}
+		if lc := b.links[rc.Dev]; lc != nil && v6 && lc.MTU != 0 && lc.MTU < ipv6MinMTU {
+			b.errs.add(rc.at("dev"), path(".dev"), "link %s has MTU %d, below %d: the kernel takes IPv6 off such a link and refuses IPv6 routes through it", rc.Dev, lc.MTU, ipv6MinMTU)
+		}
 		if lc := b.links[rc.Dev]; lc != nil && lc.State == "down" && (typ == model.RouteUnicast || typ == model.RouteLocal) {
 			// IPv6 too: "Nexthop device is not up" (fib6_nh_init), or no
 			// route to its gateway, whose connected route is gone.
@@ -314,6 +317,9 @@ func (b *builder) nextHops(rc *routeConf, r *model.Route, path func(string) stri
 		if hc.Dev != "" {
 			if !b.declared(hc.Dev) {
 				b.errs.add(hc.at("dev"), hp(".dev"), "link %q is not declared; declare it (kind device for an existing NIC)", hc.Dev)
+				ok = false
+			} else if lc := b.links[hc.Dev]; lc != nil && v6 && lc.MTU != 0 && lc.MTU < ipv6MinMTU {
+				b.errs.add(hc.at("dev"), hp(".dev"), "link %s has MTU %d, below %d: the kernel takes IPv6 off such a link and refuses IPv6 routes through it", hc.Dev, lc.MTU, ipv6MinMTU)
 				ok = false
 			} else if lc := b.links[hc.Dev]; lc != nil && lc.State == "down" {
 				b.errs.add(hc.at("dev"), hp(".dev"), "link %s is declared state: down; the kernel refuses routes through a link that is down", hc.Dev)

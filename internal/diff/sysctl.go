@@ -108,12 +108,50 @@ func (c *computer) sysctls() {
 	c.ipv6Flushes()
 }
 
+// ipv6Returns reports whether key is an IPv6 key of an existing link that
+// this plan takes from below IPv6's minimum MTU to it or above: the kernel
+// gives such a link its IPv6 settings afresh, from "default", as to a new
+// link (the link had none: below 1280 the kernel takes them away).
+func (c *computer) ipv6Returns(key string) bool {
+	link, short, _, ok := model.SysctlLink(key)
+	if !ok || !strings.HasPrefix(short, "ipv6.") {
+		return false
+	}
+	return ipv6MTUCrossing(c.d.Links[link], c.a.Links[link]) > 0 && !c.recreated[link] && !c.blocked[link]
+}
+
+// ipv6MTUCrossing is 1 when the declared link w raises the MTU of the
+// kernel's h from below IPv6's minimum (1280) to it or above, -1 when it
+// lowers it below, else 0.
+func ipv6MTUCrossing(w, h *model.Link) int {
+	if w == nil || h == nil || w.MTU == 0 {
+		return 0
+	}
+	switch {
+	case h.MTU < ipv6MinMTU && w.MTU >= ipv6MinMTU:
+		return 1
+	case h.MTU >= ipv6MinMTU && w.MTU < ipv6MinMTU:
+		return -1
+	}
+	return 0
+}
+
+// ipv6MinMTU is IPv6's minimum MTU (IPV6_MIN_MTU).
+const ipv6MinMTU = 1280
+
 // ipv6Flushes marks the links whose IPv6 addresses and routes the plan's
 // sysctl writes take (v6Flushed): disable_ipv6 turned on deletes them
 // (addrconf_ifdown), on one link or, by net.ipv6.conf.all.disable_ipv6,
 // on every link, those whose own key the file then sets back to 0
 // included.
 func (c *computer) ipv6Flushes() {
+	// Below IPv6's minimum MTU the kernel takes IPv6 off the link
+	// (addrconf_notify, NETDEV_CHANGEMTU), addresses and routes with it.
+	for n, w := range c.d.Links {
+		if ipv6MTUCrossing(w, c.a.Links[n]) < 0 && !c.recreated[n] && !c.blocked[n] {
+			c.v6Flushed[n] = true
+		}
+	}
 	for i := range c.plan.Ops {
 		op := &c.plan.Ops[i]
 		if op.Kind != KindSysctl || op.Sysctl == nil || op.Sysctl.Value == "0" {
@@ -133,7 +171,7 @@ func (c *computer) ipv6Flushes() {
 // sysctlBefore is the value a declared key has before this plan: the
 // kernel's, or for a link this plan creates, the link's first value.
 func (c *computer) sysctlBefore(w *model.Sysctl) string {
-	if w.Link == "" || (c.a.Links[w.Link] != nil && !c.recreated[w.Link]) {
+	if w.Link == "" || (c.a.Links[w.Link] != nil && !c.recreated[w.Link] && !c.ipv6Returns(w.Key)) {
 		if h := model.FindSysctl(c.a.Sysctls, w.Key); h != nil {
 			return h.Value
 		}
@@ -287,7 +325,7 @@ func forwardingFamily(key string) string {
 
 // sysctl plans the write of one declared key, if it needs one.
 func (c *computer) sysctl(w *model.Sysctl) bool {
-	if w.Link != "" && (c.a.Links[w.Link] == nil || c.recreated[w.Link]) {
+	if w.Link != "" && (c.a.Links[w.Link] == nil || c.recreated[w.Link] || c.ipv6Returns(w.Key)) {
 		_, _, tmpl, _ := model.SysctlLink(w.Key)
 		was := c.sysctlBefore(w)
 		from := tmpl
@@ -355,7 +393,9 @@ func (c *computer) promoteBack() {
 // CheckSysctls refuses a plan whose file declares a key the kernel of the
 // target namespace does not have (validation is offline: the file alone
 // cannot say). A per-link key of a link that does not exist yet is checked
-// against the "default" key the link will take it from. actual is a read
+// against the "default" key the link will take it from, and so is an IPv6
+// key of a link whose MTU the file raises to IPv6's minimum or above from
+// below (the kernel has none of its IPv6 keys until then). actual is a read
 // that covered desired's keys (actual.SysctlKeys). All such keys are
 // reported; nil when there are none.
 func CheckSysctls(desired, actual *model.State) error {
@@ -369,7 +409,8 @@ func CheckSysctls(desired, actual *model.State) error {
 		if w.Origin != "" {
 			at = " (declared at " + w.Origin + ")"
 		}
-		if w.Link != "" && actual.Links[w.Link] == nil {
+		_, short, _, _ := model.SysctlLink(w.Key)
+		if w.Link != "" && (actual.Links[w.Link] == nil || strings.HasPrefix(short, "ipv6.") && ipv6MTUCrossing(desired.Links[w.Link], actual.Links[w.Link]) > 0) {
 			_, _, tmpl, _ := model.SysctlLink(w.Key)
 			if model.FindSysctl(actual.Sysctls, tmpl) == nil {
 				errs = append(errs, fmt.Errorf("sysctl %s%s: the kernel in this namespace has no such key for links (/proc/sys/%s does not exist)", w.Key, at, model.SysctlPath(tmpl)))

@@ -123,3 +123,33 @@ func TestWalkFinding92IPv6TurnedBackOnBeforeItsAddresses(t *testing.T) {
 		t.Errorf("v0 lacks its IPv6 route:\n%s", got)
 	}
 }
+
+// 94. Below 1280, IPv6's minimum MTU, the kernel takes IPv6 off a link: its
+// IPv6 addresses, routes and net.ipv6 keys go, and come back (the keys from
+// default's) when the MTU is 1280 or more again. A file lowering the MTU
+// planned the deletes of the IPv6 address and route, and the apply failed
+// on the address the kernel had already taken; raising it again was
+// refused for good ("the kernel in this namespace has no such key") for
+// the link's IPv6 keys; a file giving a link both an MTU below 1280 and an
+// IPv6 address or key validated, and every apply failed.
+// Adversarial tests of issue 30 (by hand: a veth with IPv6 keys, an IPv6
+// address and route, MTU 1500 -> 1200 without them -> 1500 with them).
+func TestWalkFinding94IPv6GoesBelowItsMinimumMTU(t *testing.T) {
+	e := newEnv(t)
+	v6 := e.file("v6.yaml", "version: 1\nlinks:\n  v0: {kind: veth, veth: {peer: v1}, mtu: 1500, addresses: [10.0.0.1/24, \"2001:db8::1/64\"], sysctls: {ipv6.accept_ra: 0}}\n"+
+		"  v1: {kind: veth, veth: {peer: v0}, mtu: 1500}\nroutes:\n  - {to: \"2001:db8:1::/48\", via: \"2001:db8::2\", dev: v0}\n")
+	small := e.file("small.yaml", "version: 1\nlinks:\n  v0: {kind: veth, veth: {peer: v1}, mtu: 1200, addresses: [10.0.0.1/24]}\n"+
+		"  v1: {kind: veth, veth: {peer: v0}, mtu: 1200}\n")
+	for _, f := range []string{v6, small, v6} {
+		e.apply(f)
+		e.converged(f)
+	}
+	e.wantSysctl("net.ipv6.conf.v0.accept_ra", "0")
+	if got := e.ip("-6", "route", "show", "dev", "v0"); !strings.Contains(got, "2001:db8:1::/48") {
+		t.Errorf("v0 lacks its IPv6 route:\n%s", got)
+	}
+	bad := e.file("bad.yaml", "version: 1\nlinks:\n  v0: {kind: veth, veth: {peer: v1}, mtu: 1200, addresses: [\"2001:db8::1/64\"]}\n  v1: {kind: veth, veth: {peer: v0}}\n")
+	if r := e.cli("validate", "-c", bad); r.Code != 1 || !strings.Contains(r.Stderr, "below 1280, IPv6's minimum, the kernel takes IPv6 off the link, and the link declares IPv6 address 2001:db8::1/64") {
+		t.Errorf("validate of MTU 1200 with an IPv6 address: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
