@@ -121,8 +121,10 @@ func (c *computer) addresses() {
 			continue
 		}
 		// IPv6 link-local addresses are the kernel's (addrconf makes them
-		// with the same flags as a user's): never pruned.
-		if h.Prefix.Addr().Is6() && h.Prefix.Addr().IsLinkLocalUnicast() {
+		// with the same flags as a user's): never pruned, unless they
+		// carry our protocol (one the file declared; the kernel's own
+		// carries kernel_ll).
+		if h.Prefix.Addr().Is6() && h.Prefix.Addr().IsLinkLocalUnicast() && !c.oursByProtocol(h) {
 			continue
 		}
 		l, ok := c.a.Links[h.Link]

@@ -114,12 +114,17 @@ func (st *State) Owned() *State {
 // OwnsAddress says whether a is netreconcile's: on a link it owns, or on
 // another link (lo, eth0) with its protocol, which the kernel records from
 // Linux 6.3. IPv6 link-local addresses are the kernel's, made on every
-// link.
+// link, unless they carry netreconcile's protocol: one the file declared
+// (the kernel's own carries kernel_ll, 3).
 func (st *State) OwnsAddress(a *Address) bool {
-	return (a.Owned || a.Protocol == st.Protocol) && !IsLinkLocal6(a)
+	if IsLinkLocal6(a) {
+		return st.Protocol != 0 && a.Protocol == st.Protocol
+	}
+	return a.Owned || a.Protocol == st.Protocol
 }
 
-// IsLinkLocal6 says whether a is an IPv6 link-local address: the kernel's.
+// IsLinkLocal6 says whether a is an IPv6 link-local address: the kernel's,
+// unless its protocol says otherwise (State.OwnsAddress).
 func IsLinkLocal6(a *Address) bool {
 	return a.Prefix.Addr().Is6() && a.Prefix.Addr().IsLinkLocalUnicast()
 }

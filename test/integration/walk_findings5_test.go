@@ -153,3 +153,29 @@ func TestWalkFinding94IPv6GoesBelowItsMinimumMTU(t *testing.T) {
 		t.Errorf("validate of MTU 1200 with an IPv6 address: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// 95. An IPv6 link-local address the file declares is netreconcile's: it
+// carries its protocol, where the kernel's own carries kernel_ll (3). All
+// link-local addresses were taken for the kernel's: one the file declared
+// was added but never deleted when it left the file or changed (the old
+// one stayed beside the new), and show printed it as the kernel's, in a
+// comment.
+// Adversarial tests of issue 30 (by hand: a bridge with fe80::1234/64,
+// then without it; lo with fe80::7/64).
+func TestWalkFinding95DeclaredLinkLocalAddressIsOurs(t *testing.T) {
+	e := newEnv(t)
+	with := e.file("with.yaml", "version: 1\nlinks:\n  lo: {kind: device, addresses: [\"fe80::7/64\"]}\n  b0: {kind: bridge, addresses: [{address: \"fe80::1234/64\", scope: link}]}\n")
+	without := e.file("without.yaml", "version: 1\nlinks:\n  lo: {kind: device}\n  b0: {kind: bridge}\n")
+	e.apply(with)
+	e.converged(with)
+	if shown := e.roundTrip(with); !strings.Contains(shown, "fe80::1234/64") || !strings.Contains(shown, "fe80::7/64") {
+		t.Errorf("show leaves out the declared link-local addresses:\n%s", shown)
+	}
+	e.apply(without)
+	e.converged(without)
+	for _, dev := range []string{"b0", "lo"} {
+		if got := e.ip("-6", "addr", "show", "dev", dev); strings.Contains(got, "fe80::1234") || strings.Contains(got, "fe80::7/") {
+			t.Errorf("a declared link-local address stayed on %s after it left the file:\n%s", dev, got)
+		}
+	}
+}
