@@ -115,10 +115,10 @@ func TestWalkFinding89RenamedLinkTakesTheAddressBack(t *testing.T) {
 
 // diff fails where apply would: two links that take an address from a pool
 // with room for one. The dry run allocates nothing, so it planned both
-// addresses, and apply then failed with "pool exhausted". Walk finding 90
+// addresses, and apply then failed with "pool exhausted". Walk finding 97
 // (host soak seed 26776111397937, shrunk to one step: pool pv of blocks "2",
 // single addresses, two links taking from it).
-func TestWalkFinding90DiffPredictsAnExhaustedPool(t *testing.T) {
+func TestWalkFinding97DiffPredictsAnExhaustedPool(t *testing.T) {
 	ctx := context.Background()
 	pool := model.DefaultPoolSpec("pv", model.PoolSubnet{IPv4: netip.MustParsePrefix("10.4.0.0/24")})
 	pool.BlockSizeBits, pool.ReuseDelay = 0, 0
