@@ -850,3 +850,58 @@ func TestTxWalkFinding122NamespaceNamedDuringTheWindow(t *testing.T) {
 		}
 	}
 }
+
+// An edit the daemon applied during the window is part of what runs once
+// the transaction is confirmed, and of the next restore point: the daemon
+// records its configuration in force after the confirm. It tried once,
+// while the transaction was pending, and never again: the confirm recorded
+// what the transaction's apply made, and the next transaction's rollback
+// took the edit (a fragment added in the window) out of the files and the
+// kernel, though it had run, confirmed, since.
+func TestTxWalkFinding125DaemonRecordsAnEditOfTheWindowAfterTheConfirm(t *testing.T) {
+	m := newMgmt(t)
+	d := m.startDaemon()
+	d.waitLog(t, "converged; ready", 10*time.Second)
+	cand := filepath.Join(m.dir, "cand.yaml")
+	writeFile(t, cand, m.good+"  - {to: 10.52.0.0/24, type: blackhole}\n")
+	r := m.cli("apply", "-o", "json", "--candidate", cand, "--confirm-within", "60s", "--rollback-timer", "daemon")
+	var out applyOutput
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || out.Transaction == nil {
+		t.Fatalf("apply: exit %d: %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	frag := filepath.Join(filepath.Dir(m.conf), "conf.d", "extra.yaml")
+	if err := os.MkdirAll(filepath.Dir(frag), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, frag, "version: 1\nroutes:\n  - {to: 10.51.0.0/24, type: blackhole}\n")
+	edited := func() bool {
+		return strings.Contains(nettest.IP(t, m.host, "route", "show", "10.51.0.0/24"), "blackhole")
+	}
+	for end := time.Now().Add(rollbackBound); !edited(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the daemon did not apply the fragment added in the window")
+		}
+	}
+	if r := m.cli("confirm", out.Transaction.ID); r.code != 0 {
+		t.Fatalf("confirm: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for end := time.Now().Add(rollbackBound); ; time.Sleep(50 * time.Millisecond) {
+		f, err := os.ReadFile(filepath.Join(m.state, "netns", m.host, safeapply.FileName))
+		if err == nil && strings.Contains(string(f), `extra.yaml"`) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the confirmed configuration does not hold the fragment the daemon applied in the window: %v", err)
+		}
+	}
+	r = m.cli("apply", "-o", "json", "--candidate", m.bad, "--confirm-within", "60s", "--rollback-timer", "daemon")
+	if r.code != 0 {
+		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := m.cli("rollback"); r.code != 0 {
+		t.Fatalf("rollback: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(frag); err != nil || !edited() {
+		t.Errorf("the rollback took out the fragment confirmed with the last transaction: %v", err)
+	}
+}
