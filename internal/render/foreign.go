@@ -130,7 +130,7 @@ func foreignNode(st *model.State) *yaml.Node {
 			var node *yaml.Node
 			var why string
 			if l := st.Links[name]; l != nil {
-				node, why = renderLink(l), linkReason(l)
+				node, why = renderLink(st, l), linkReason(l)
 			} else {
 				// A link of netreconcile's holding addresses that are
 				// not (the kernel's IPv6 link-local one).

@@ -9,10 +9,12 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-func renderLink(l *model.Link) *yaml.Node {
+// renderLink renders a link of st. A bond's member is shown without its
+// MTU: the kernel gives it the bond's, and a file may not declare one.
+func renderLink(st *model.State, l *model.Link) *yaml.Node {
 	m := mapping()
 	add(m, "kind", yscalar(l.Kind))
-	if l.MTU != 0 {
+	if master := st.Links[l.Master]; l.MTU != 0 && (master == nil || master.Kind != model.KindBond) {
 		add(m, "mtu", yscalar(strconv.Itoa(l.MTU)))
 	}
 	add(m, "state", yscalar(map[bool]string{true: "up", false: "down"}[l.Up]))

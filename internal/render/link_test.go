@@ -70,3 +70,36 @@ func TestRenderMACVlanSourceMode(t *testing.T) {
 		t.Fatalf("parse the render: %v\n%s", err, out)
 	}
 }
+
+// Walk finding 150 (issue 30, guest probe): the kernel gives a bond's
+// members the bond's MTU and show printed it on each member, which the
+// loader refuses ("a member of bond takes the bond's MTU"): show's output
+// of any bond with members was not a file.
+func TestWalkFinding150BondMemberShownWithoutMTU(t *testing.T) {
+	st := model.NewState()
+	st.Links["b0"] = &model.Link{Name: "b0", Kind: model.KindBond, MTU: 9000, Up: true, Bond: &model.Bond{Mode: "balance-rr", Miimon: 100}}
+	st.Links["d0"] = &model.Link{Name: "d0", Kind: model.KindDummy, MTU: 9000, Up: true, Master: "b0"}
+	for what, render := range map[string]func(*model.State) ([]byte, error){"show": State, "show --all": Foreign} {
+		out, err := render(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(out)
+		if what == "show --all" {
+			// Uncommented, as the user would take the links over.
+			lines := strings.Split(text, "\n")
+			for i, l := range lines {
+				body := strings.TrimLeft(l, " ")
+				body = strings.TrimPrefix(body, "# ")
+				if j := strings.Index(body, " #"); j >= 0 {
+					body = body[:j]
+				}
+				lines[i] = l[:len(l)-len(strings.TrimLeft(l, " "))] + body
+			}
+			text = "version: 1\n" + strings.Join(lines, "\n")
+		}
+		if _, err := desired.Parse([]desired.Source{{Name: "show.yaml", Data: []byte(text)}}); err != nil {
+			t.Errorf("%s of a bond with a member does not parse: %v\n%s", what, err, text)
+		}
+	}
+}

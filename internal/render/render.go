@@ -53,7 +53,7 @@ func stateNode(st *model.State) *yaml.Node {
 		for _, name := range names {
 			var node *yaml.Node
 			if l := st.Links[name]; l != nil {
-				node = renderLink(l)
+				node = renderLink(st, l)
 			} else {
 				node = flow()
 				add(node, "kind", yscalar(model.KindDevice))
