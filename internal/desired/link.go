@@ -2,6 +2,7 @@ package desired
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -56,7 +57,7 @@ type vrfConf struct {
 type bondConf struct {
 	Meta
 	Mode   string  `yaml:"mode" schema:"enum=bondModes"`
-	Miimon *uint32 `yaml:"miimon"`
+	Miimon *uint32 `yaml:"miimon" schema:"limits=miimon"`
 }
 
 type vethConf struct {
@@ -141,6 +142,9 @@ const (
 	// kernel's default for a bond made through netlink) a bond never sees a
 	// member's link go down.
 	defaultMiimon = 100
+	// maxMiimon: the bonding driver keeps miimon in an int and refuses
+	// more than INT_MAX (EINVAL) at create and in place.
+	maxMiimon = math.MaxInt32
 )
 
 func (b *builder) link(name string, lc *linkConf) {
@@ -628,6 +632,9 @@ func (b *builder) bond(path string, bc *bondConf, l *model.Link) {
 		v.Mode = bc.Mode
 	}
 	if bc.Miimon != nil {
+		if *bc.Miimon > maxMiimon {
+			b.errs.add(bc.at("miimon"), path+".miimon", "expected milliseconds from 0 (off) to %d (the kernel keeps it in an int), found %d", maxMiimon, *bc.Miimon)
+		}
 		v.Miimon = *bc.Miimon
 	}
 	l.Bond = v

@@ -117,3 +117,13 @@ func TestLinkKindDefaults(t *testing.T) {
 		t.Errorf("defaults (-want +got):\n%s", d)
 	}
 }
+
+// Walk finding 151 (issue 30, guest probe): a bond's miimon above INT_MAX
+// validated, and the kernel refused the bond at apply (EINVAL).
+func TestWalkFinding151BondMiimonAboveIntMax(t *testing.T) {
+	got := errorsOf(t, src("f.yaml", "version: 1\nlinks:\n  b0: {kind: bond, bond: {miimon: 2147483648}}\n  b1: {kind: bond, bond: {miimon: 2147483647}}\n"))
+	want := "f.yaml:3:35: links.b0.bond.miimon: expected milliseconds from 0 (off) to 2147483647 (the kernel keeps it in an int), found 2147483648"
+	if got != want {
+		t.Errorf("errors:\n%s\nwant:\n%s", got, want)
+	}
+}

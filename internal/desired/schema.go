@@ -97,6 +97,7 @@ var schemaLimits = map[string]schemaLimit{
 	"prefixLength":      {min: 1, max: 128},
 	"ipv4PrefixLength":  {min: 1, max: 32},
 	"vrfTable":          {min: 1, max: math.MaxUint32, not: []int64{model.TableDefault, model.TableMain, model.TableLocal}},
+	"miimon":            {min: 0, max: maxMiimon},
 	"fouIPProto":        {min: 0, max: math.MaxUint8, not: nil},
 }
 
