@@ -327,5 +327,12 @@ func readKey(path string) (model.Secret, error) {
 	if err != nil || len(b) != model.KeyLen {
 		return model.Secret{}, fmt.Errorf("key file %s does not hold a WireGuard key (base64 of 32 bytes, as wg genkey writes it)", path)
 	}
+	// The kernel takes the all-zero key for none: as a private key it
+	// leaves the device without one, as a preshared key it clears the
+	// peer's. The device would never hold what the file says, and every
+	// pass would write it again.
+	if [model.KeyLen]byte(b) == ([model.KeyLen]byte{}) {
+		return model.Secret{}, fmt.Errorf("key file %s holds the all-zero key, which the kernel takes for no key: write one of wg genkey (or wg genpsk), or leave the key out", path)
+	}
 	return model.NewSecret([model.KeyLen]byte(b)), nil
 }

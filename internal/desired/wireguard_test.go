@@ -147,3 +147,23 @@ func TestWireGuardRefusesMappedAllowedIPs(t *testing.T) {
 		t.Errorf("got %v, want %q", err, want)
 	}
 }
+
+// Walk finding 152 (issue 30, guest probe): the kernel takes an all-zero
+// private key for none and an all-zero preshared key for none; a file
+// holding one never converged (every apply wrote it again, and setting a
+// private key again expires every session of the device).
+func TestWalkFinding152WireGuardAllZeroKey(t *testing.T) {
+	dir := t.TempDir()
+	zero := writeKey(t, dir, "zero.key", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n", 0o600)
+	good := writeKey(t, dir, "good.key", testKey+"\n", 0o600)
+	for what, wg := range map[string]string{
+		"private key":   "      private-key-file: " + zero + "\n",
+		"preshared key": "      private-key-file: " + good + "\n      peers:\n        - {public-key: " + peerKey + ", preshared-key-file: " + zero + "}\n",
+	} {
+		_, err := parseWG(t, dir, wg)
+		if err == nil || !strings.Contains(err.Error(), "holds the all-zero key, which the kernel takes for no key") {
+			t.Errorf("%s: got %v, want the all-zero key refused", what, err)
+		}
+	}
+}
+
