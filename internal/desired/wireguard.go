@@ -141,6 +141,7 @@ func (b *builder) wireguard(path string, wc *wireguardConf, l *model.Link) {
 	}
 	// Sized once: a device may declare ten thousand peers.
 	seen := make(map[model.Key]Pos, len(wc.Peers))
+	routed := map[netip.Prefix]Pos{}
 	if len(wc.Peers) > 0 {
 		w.Peers = make([]model.WireGuardPeer, 0, len(wc.Peers))
 	}
@@ -166,6 +167,21 @@ func (b *builder) wireguard(path string, wc *wireguardConf, l *model.Link) {
 			continue
 		}
 		seen[p.PublicKey] = pc.Pos
+		shared := false
+		for _, a := range p.AllowedIPs {
+			if prev, dup := routed[a]; dup {
+				// The kernel's table of allowed IPs routes a prefix to one
+				// peer: it moves it to whichever peer was given it last,
+				// and the other would be given it back on every pass.
+				b.errs.add(pc.at("allowed-ips"), pp+".allowed-ips", "%s is an allowed IP of the peer at %s too: WireGuard routes a prefix to one peer of a device (the kernel moves it to the peer given it last); give it to one", a, prev)
+				shared = true
+				continue
+			}
+			routed[a] = pc.Pos
+		}
+		if shared {
+			continue
+		}
 		w.Peers = append(w.Peers, p)
 	}
 	model.SortPeers(w.Peers)

@@ -167,3 +167,18 @@ func TestWalkFinding152WireGuardAllZeroKey(t *testing.T) {
 	}
 }
 
+// Walk finding 153 (issue 30, guest probe): WireGuard routes a prefix to
+// one peer of a device and moves it to the peer given it last, so two
+// peers with the same allowed IP never converged.
+func TestWalkFinding153WireGuardAllowedIPOnTwoPeers(t *testing.T) {
+	dir := t.TempDir()
+	good := writeKey(t, dir, "good.key", testKey+"\n", 0o600)
+	const other = "oZLW/RRDJQj/xqiOyu46uGJk8mqUBu6P/TB/zuauHX4="
+	_, err := parseWG(t, dir, "      private-key-file: "+good+"\n      peers:\n"+
+		"        - {public-key: "+peerKey+", allowed-ips: [10.1.0.0/24, 10.2.0.0/24]}\n"+
+		"        - {public-key: "+other+", allowed-ips: [10.1.0.0/25, 10.1.0.0/24]}\n")
+	want := "netreconcile.yaml:10:83: links.kubespan.wireguard.peers[1].allowed-ips: 10.1.0.0/24 is an allowed IP of the peer at " + dir + "/netreconcile.yaml:9:11 too"
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "10.1.0.0/25 is") {
+		t.Errorf("got %v, want %q", err, want)
+	}
+}
