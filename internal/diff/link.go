@@ -30,6 +30,9 @@ func (c *computer) links() {
 				updates = append(updates, Op{Action: Update, Kind: KindLink, ID: name, Changes: ch, Link: want, LinkFields: f})
 			}
 		case !exists:
+			if c.foreignIPVlanMode(want) {
+				continue
+			}
 			op := Op{Action: Create, Kind: KindLink, ID: name, Summary: linkSummary(want), Link: want}
 			if want.Veth != nil && want.Veth.PeerNetNS == "" {
 				if peer, ok := c.d.Links[want.Veth.Peer]; ok && peer.Kind == model.KindVeth {
@@ -61,7 +64,7 @@ func (c *computer) links() {
 			c.blockLink(name)
 			c.conflict("link %s exists as kind %s, not %s; only a link of the same kind can be adopted", name, have.Kind, want.Kind)
 		case have.Kind != want.Kind:
-			if c.foreignChildren(name) {
+			if c.foreignChildren(name) || c.foreignIPVlanMode(want) {
 				continue
 			}
 			c.recreated[name] = true
@@ -76,7 +79,7 @@ func (c *computer) links() {
 					c.conflict("link %s is adopted, not created by netreconcile, and its %s cannot change in place; recreate it yourself or keep its settings", name, reason)
 					continue
 				}
-				if c.foreignChildren(name) {
+				if c.foreignChildren(name) || c.foreignIPVlanMode(want) {
 					continue
 				}
 				c.recreated[name] = true
@@ -778,6 +781,30 @@ func (c *computer) foreignChildren(name string) bool {
 	if len(ports) > 0 {
 		c.conflict("link %s cannot be deleted or recreated: the kernel would release %v from it, which netreconcile did not enslave; release them first or keep %s as it is", name, ports, name)
 	}
+	return true
+}
+
+// foreignIPVlanMode reports (as a conflict) the ipvlans netreconcile
+// neither made nor declares on the parent of the ipvlan want, in another
+// mode. The kernel keeps one mode per parent and sets it from every ipvlan
+// it makes there (ipvlan_link_new): making want would change theirs.
+func (c *computer) foreignIPVlanMode(want *model.Link) bool {
+	if want.IPVlan == nil {
+		return false
+	}
+	var others []string
+	for _, n := range c.a.SortedLinkNames() {
+		l := c.a.Links[n]
+		if l.Owned || c.d.Links[n] != nil || l.IPVlan == nil || l.IPVlan.Parent != want.IPVlan.Parent || l.IPVlan.Mode == want.IPVlan.Mode {
+			continue
+		}
+		others = append(others, n+" ("+l.IPVlan.Mode+")")
+	}
+	if len(others) == 0 {
+		return false
+	}
+	c.blockLink(want.Name)
+	c.conflict("link %s cannot be made in mode %s on %s: the kernel keeps one ipvlan mode per parent and would set it on %v too, which netreconcile did not create; give %s their mode, or another parent", want.Name, want.IPVlan.Mode, want.IPVlan.Parent, others, want.Name)
 	return true
 }
 

@@ -580,3 +580,30 @@ func TestPinMTUOfMastersPortsMove(t *testing.T) {
 		}
 	}
 }
+
+// Walk finding 154 (issue 30, guest probe): the kernel keeps one ipvlan
+// mode per parent and sets it from every ipvlan it makes there, so an
+// ipvlan of the file made (or made again) in another mode than someone
+// else's on the same parent changed theirs: a conflict now.
+func TestWalkFinding154ForeignIPVlanModeIsAConflict(t *testing.T) {
+	d0 := model.Link{Name: "d0", Kind: model.KindDevice, Up: true}
+	fi0 := model.Link{Name: "fi0", Kind: model.KindIPVlan, Up: true, Lower: "d0", IPVlan: &model.IPVlan{Parent: "d0", Mode: model.IPVlanL2}}
+	run(t, []tc{{
+		name:     "a new ipvlan in another mode",
+		file:     "links:\n  d0: {kind: device}\n  i0: {kind: ipvlan, ipvlan: {parent: d0, mode: l3}}\n",
+		kernel:   newKernel().link(d0).link(fi0),
+		plan:     "",
+		conflict: "link i0 cannot be made in mode l3 on d0: the kernel keeps one ipvlan mode per parent and would set it on [fi0 (l2)] too",
+	}, {
+		name:   "a new ipvlan in the same mode",
+		file:   "links:\n  d0: {kind: device}\n  i0: {kind: ipvlan, ipvlan: {parent: d0, mode: l2}}\n",
+		kernel: newKernel().link(d0).link(fi0),
+		plan:   "\n+ link i0 (ipvlan parent d0 mode l2)\n",
+	}, {
+		name:     "an ipvlan of ours whose mode changes",
+		file:     "links:\n  d0: {kind: device}\n  i0: {kind: ipvlan, ipvlan: {parent: d0, mode: l3}}\n",
+		kernel:   newKernel().link(d0).link(fi0).link(model.Link{Name: "i0", Kind: model.KindIPVlan, Owned: true, Up: true, Lower: "d0", IPVlan: &model.IPVlan{Parent: "d0", Mode: model.IPVlanL2}}),
+		plan:     "",
+		conflict: "link i0 cannot be made in mode l3 on d0",
+	}})
+}

@@ -201,6 +201,11 @@ func (k *Netlink) AddLink(l *model.Link) error {
 	if err != nil {
 		return err
 	}
+	if v, ok := nl.(*netlink.IPVlan); ok {
+		if v.Flag, err = k.ipvlanPortFlag(v.ParentIndex); err != nil {
+			return fmt.Errorf("add link %s: %w", l.Name, err)
+		}
+	}
 	if l.Kind == model.KindVeth && l.Veth.PeerNetNS != "" {
 		ns, err := netns.GetFromName(l.Veth.PeerNetNS)
 		if err != nil {
@@ -227,6 +232,24 @@ func (k *Netlink) AddLink(l *model.Link) error {
 // netlinkOf is the create request of a link, in the library's types: every
 // kind the model has but device (TestEveryKindHasACreate), its parents
 // resolved to indexes. A veth's peer namespace is opened by AddLink.
+// ipvlanPortFlag is the flag (bridge, private or vepa) of the ipvlans on
+// the link of index parent, bridge when it has none. The kernel keeps one
+// flag per parent and sets it from every ipvlan made there, and the
+// library always sends one: a new ipvlan is given the one the parent's
+// ipvlans have, so that theirs (someone else's, maybe) stays.
+func (k *Netlink) ipvlanPortFlag(parent int) (netlink.IPVlanFlag, error) {
+	var ls []netlink.Link
+	if err := retry("links", func() (err error) { ls, err = k.h.LinkList(); return }); err != nil {
+		return 0, err
+	}
+	for _, l := range ls {
+		if v, ok := l.(*netlink.IPVlan); ok && v.ParentIndex == parent {
+			return v.Flag, nil
+		}
+	}
+	return netlink.IPVLAN_FLAG_BRIDGE, nil
+}
+
 func (k *Netlink) netlinkOf(l *model.Link) (netlink.Link, error) {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = l.Name
