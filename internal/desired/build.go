@@ -24,7 +24,10 @@ type builder struct {
 	// ruleClashes indexes the rules by model.Rule.ClashGroup (rule.go).
 	ruleClashes map[model.RuleKey]*clashIndex
 	fouAt       map[model.FouKey]Pos
-	sysctlAt    map[string]Pos
+	// wgPortAt holds the UDP port each WireGuard device listens on, and
+	// where it was set: the kernel binds it in both families.
+	wgPortAt map[int]portAt
+	sysctlAt map[string]Pos
 	// addrAt and poolAddrAt hold where each address of a link was declared.
 	addrAt      map[linkAddr]string
 	subnetScope map[linkSubnet]scopeAt
@@ -52,12 +55,13 @@ type builder struct {
 
 func build(confs []*fileConf, errs *errList, sides *sideFiles) *model.State {
 	b := &builder{
-		errs:   errs,
-		sides:  sides,
-		st:     model.NewState(),
-		links:  map[string]*linkConf{},
-		ruleAt: map[model.RuleKey]Pos{},
-		fouAt:  map[model.FouKey]Pos{},
+		errs:     errs,
+		sides:    sides,
+		st:       model.NewState(),
+		links:    map[string]*linkConf{},
+		ruleAt:   map[model.RuleKey]Pos{},
+		fouAt:    map[model.FouKey]Pos{},
+		wgPortAt: map[int]portAt{},
 
 		addrAt:      map[linkAddr]string{},
 		subnetScope: map[linkSubnet]scopeAt{},

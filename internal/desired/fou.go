@@ -38,6 +38,12 @@ func (b *builder) fou(i int, fc *fouConf) {
 	case !fc.GUE && fc.IPProto != 4 && fc.IPProto != 41:
 		b.errs.add(fc.at("ipproto"), path()+".ipproto", "expected 4 (ipip) or 41 (ip6ip6 / ipv6), found %d", fc.IPProto)
 	}
+	if wg, taken := b.wgPortAt[int(fc.Port)]; taken {
+		// WireGuard binds its port in both families: the FoU port's
+		// socket met EADDRINUSE at apply.
+		b.errs.add(fc.at("port"), path()+".port", "UDP port %d is WireGuard device %s's listen-port (set at %s): the kernel binds a port once per namespace; give one of them another", fc.Port, wg.link, wg.pos)
+		return
+	}
 	if prev, dup := b.fouAt[f.Key()]; dup {
 		b.errs.add(fc.Pos, path(), "%s is declared twice (first at %s)", f.Key(), prev)
 		return

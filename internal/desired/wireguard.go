@@ -57,6 +57,12 @@ func (e *wgEndpoint) parse(s string) error {
 // CredentialsDirEnv is where systemd puts a unit's credentials (LoadCredential=).
 const CredentialsDirEnv = "CREDENTIALS_DIRECTORY"
 
+// portAt is a WireGuard device's listen port's holder and where it was set.
+type portAt struct {
+	link string
+	pos  Pos
+}
+
 // maxKeepalive is the largest persistent keepalive WireGuard takes (a u16 of seconds).
 const maxKeepalive = 65535 * time.Second
 
@@ -64,6 +70,15 @@ func (b *builder) wireguard(path string, wc *wireguardConf, l *model.Link) {
 	w := &model.WireGuard{ListenPort: wc.ListenPort, Userspace: wc.Userspace, Rotation: model.DefaultRotation}
 	if wc.ListenPort < 0 || wc.ListenPort > 65535 {
 		b.errs.add(wc.at("listen-port"), path+".listen-port", "expected a UDP port from 0 (random) to 65535, found %d", wc.ListenPort)
+	} else if wc.ListenPort != 0 && l.Up {
+		// One socket per port and family in a namespace: a second device
+		// on the port met EADDRINUSE at apply. A device that is down
+		// binds nothing (it keeps the port for when it comes up).
+		if prev, taken := b.wgPortAt[wc.ListenPort]; taken {
+			b.errs.add(wc.at("listen-port"), path+".listen-port", "UDP port %d is %s's listen-port too (set at %s): the kernel binds a port once per namespace; give each device its own", wc.ListenPort, prev.link, prev.pos)
+		} else {
+			b.wgPortAt[wc.ListenPort] = portAt{l.Name, wc.at("listen-port")}
+		}
 	}
 	if wc.FwMark != nil {
 		if wc.FwMark.HasMask {

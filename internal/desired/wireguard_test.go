@@ -182,3 +182,29 @@ func TestWalkFinding153WireGuardAllowedIPOnTwoPeers(t *testing.T) {
 		t.Errorf("got %v, want %q", err, want)
 	}
 }
+
+// Walk finding 155 (issue 30, guest probe): a WireGuard device binds its
+// listen-port in both families, once per namespace. A FoU port on the same
+// number (or a second device up on it) validated and met EADDRINUSE at
+// apply, after the rest was applied.
+func TestWalkFinding155WireGuardListenPortTaken(t *testing.T) {
+	dir := t.TempDir()
+	key := writeKey(t, dir, "k.key", testKey+"\n", 0o600)
+	dev := func(name, state string) string {
+		return "  " + name + ": {kind: wireguard, state: " + state + ", wireguard: {private-key-file: " + key + ", listen-port: 65535}}\n"
+	}
+	file := "version: 1\nlinks:\n" + dev("wa", "up") + dev("wb", "up") + dev("wc", "down") +
+		"fou:\n  - {port: 65535, family: ipv6, gue: true}\n  - {port: 5555, ipproto: 4}\n"
+	_, err := Parse([]Source{{Name: filepath.Join(dir, "f.yaml"), Data: []byte(file)}})
+	for _, want := range []string{
+		"links.wb.wireguard.listen-port: UDP port 65535 is wa's listen-port too",
+		"fou[0].port: UDP port 65535 is WireGuard device wa's listen-port",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want %q", err, want)
+		}
+	}
+	if err != nil && (strings.Contains(err.Error(), "links.wc") || strings.Contains(err.Error(), "fou[1]")) {
+		t.Errorf("a device that is down, or another port, refused: %v", err)
+	}
+}
