@@ -2,6 +2,7 @@ package walk
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"sort"
@@ -97,7 +98,8 @@ func (g *Gen) inPlacePoolPrefix(c *Config) string {
 }
 
 // inPlaceMiimon gives a bond's miimon another value, or takes it out (the
-// default).
+// default). The largest the kernel takes is among them: the file's type
+// held more, which validated and the kernel refused (walk finding 151).
 func (g *Gen) inPlaceMiimon(c *Config) string {
 	n := g.pickLink(c, func(l *Link) bool { return l.Kind == "bond" })
 	if n == "" {
@@ -107,7 +109,7 @@ func (g *Gen) inPlaceMiimon(c *Config) string {
 	if l.Miimon >= 0 && g.chance(0.4) {
 		l.Miimon = -1
 	} else {
-		l.Miimon = otherInt(g, []int{0, 50, 200}, l.Miimon)
+		l.Miimon = otherInt(g, []int{0, 50, 200, math.MaxInt32}, l.Miimon)
 	}
 	return fmt.Sprintf("bond %s miimon %d", n, l.Miimon)
 }
