@@ -237,6 +237,18 @@ func checkDir(path string, st *unix.Stat_t) error {
 // that quotes nothing of its content. O_NONBLOCK: opening a FIFO must not
 // wait for a writer.
 func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
+	f, err := d.openNoFollow(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadRegular(f, f.Name(), max)
+}
+
+// openNoFollow opens name in the directory for reading, refusing a symlink
+// and never waiting on a FIFO (O_NONBLOCK). A missing file is
+// fs.ErrNotExist.
+func (d *Dir) openNoFollow(name string) (*os.File, error) {
 	p := filepath.Join(d.path, name)
 	fd, err := unix.Openat(d.fd(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -248,9 +260,7 @@ func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	return ReadRegular(f, p, max)
+	return os.NewFile(uintptr(fd), p), nil
 }
 
 // ReadTrusted is ReadFile for a file whose content this process trusts (a
@@ -259,21 +269,14 @@ func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
 // checks keep others from planting a file; these, from editing one left
 // writable.
 func (d *Dir) ReadTrusted(name string, max int64) ([]byte, error) {
-	p := filepath.Join(d.path, name)
-	fd, err := unix.Openat(d.fd(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	f, err := d.openNoFollow(name)
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil, fmt.Errorf("read %s: %w", p, fs.ErrNotExist)
-		}
-		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("read %s: %w: it is a symlink, which is not followed", p, ErrInsecure)
-		}
-		return nil, fmt.Errorf("read %s: %w", p, err)
+		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
+	p := f.Name()
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
 	if !trusted(st.Uid) {
