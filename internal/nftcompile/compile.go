@@ -281,9 +281,13 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 				// chain's name is one nft cannot write (below).
 				o.what = "chain"
 				fallthrough
-			case o.what == "chain" && c.renamed[t][o.name] == "":
+			case o.what == "chain" && (c.renamed[t][o.name] == "" || renamedNow[t][o.name]):
 				// A name nft cannot write: the chain's rules compile as
-				// well in a chain named otherwise.
+				// well in a chain named otherwise. nft's parser, having
+				// lost its way at a name, gives more errors on the next
+				// chain's line (`unexpected '{'`, then `unexpected '}'`):
+				// that chain is renamed too, and its later errors are
+				// the same confusion's, judged by the next run.
 				if c.renamed[t] == nil {
 					c.renamed[t] = map[string]string{}
 				}
