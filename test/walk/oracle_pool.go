@@ -8,6 +8,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/netreconcile/netreconcile/internal/cli"
+	"github.com/netreconcile/netreconcile/internal/ipam"
 )
 
 // The pools' part of the oracle: what the kernel shows of the IPAM pools
@@ -193,6 +196,12 @@ func (r *runner) syncOthers(c *Config, file, confDir string) error {
 		}
 		o := want[key]
 		code, out, errs := r.cli("ipam", "allocate", "--pool", o.Pool, "--owner", o.Owner, "-c", file, "--conf-dir", confDir, "-o", "json")
+		if code == cli.ExitError && strings.Contains(errs, ipam.ErrPoolExhausted.Error()) {
+			// A full pool (the step gave it fewer blocks): the other
+			// owner gets nothing, as a CNI plugin's ADD would fail, and
+			// holds nothing the oracle counts (r.others).
+			continue
+		}
 		if code != 0 {
 			return fmt.Errorf("ipam allocate --pool %s --owner %s: exit %d\n%s%s", o.Pool, o.Owner, code, out, errs)
 		}
