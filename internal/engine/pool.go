@@ -120,12 +120,14 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 		static[ad.Prefix.Addr()] = ad.Origin
 	}
 	redeclared := map[ownerKey]bool{}
-	var giveBack []ipam.Allocation // what links that stay give back
+	leaving := slices.Clone(gone) // all that goes back in this pass
 	for _, pa := range desired.PoolAddresses {
 		k := ownerKey{pa.Pool, poolOwner(pa.Link)}
 		if a, ok := have[k]; ok && slices.ContainsFunc(a.Addrs(), func(ip netip.Addr) bool { _, s := static[ip]; return s }) {
 			redeclared[k] = true
-			giveBack = append(giveBack, a)
+			if !leftOut[pa.Link] {
+				leaving = append(leaving, a)
+			}
 		}
 	}
 	// Whether every link that takes a new address gets one is known before
@@ -142,12 +144,6 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 			if _, ok := have[k]; (!ok || redeclared[k]) && !leftOut[pa.Link] {
 				needs = append(needs, ipam.Need{Pool: pa.Pool, Owner: k.owner})
 				needing = append(needing, pa)
-			}
-		}
-		leaving := slices.Clone(gone)
-		for _, a := range giveBack {
-			if !leftOut[strings.TrimPrefix(a.Owner, ipam.ConfigOwner("link", ""))] {
-				leaving = append(leaving, a)
 			}
 		}
 		if len(needs) > 0 {
