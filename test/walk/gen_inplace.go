@@ -227,7 +227,10 @@ func (g *Gen) inPlaceSetFeed(c *Config) string {
 			}
 			id := t.Family + " " + t.Name
 			switch {
-			case s.FromWG == "" && wg != "":
+			case s.FromWG == "" && wg != "" && s.Interval:
+				// Peers feed prefixes: only a set with flags [interval]
+				// (inPlaceSetFlags may have taken them off while it was
+				// not fed).
 				s.FromWG, s.FromPeers = wg, g.pick([]string{"", "up", "all", "all"})
 				return "set sw of " + id + " fed by " + wg + " again"
 			case s.FromWG == "":
