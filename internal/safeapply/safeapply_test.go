@@ -1115,3 +1115,52 @@ func TestTxWalkFinding130PastTheDeadlineNoConfirmIsOffered(t *testing.T) {
 		t.Error("before its deadline: no confirm_command")
 	}
 }
+
+// The daemon's configuration of a transaction's window is recorded once the
+// transaction ended only if it was confirmed: after a rollback, the files in
+// force in the window are what it rolled back (CI's guest systemd checks:
+// the daemon, unable to write the root-owned main file back, recorded the
+// rolled-back candidate as confirmed, and the pin then enforced it).
+func TestTxWalkFinding125RecordAfterPendingOnlyAfterAConfirm(t *testing.T) {
+	ctx := context.Background()
+	for _, confirm := range []bool{false, true} {
+		f := newFixture(t)
+		f.write(goodConf)
+		f.applyPlain()
+		before, err := Load(f.h.Dir)
+		if err != nil || before.Confirmed == nil {
+			t.Fatalf("no confirmed configuration: %v", err)
+		}
+		f.write(badConf)
+		if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Window: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		window, err := ReadSnapshot(f.main, "", f.now, "run")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.h.RecordAfterPending(window); !errors.Is(err, ErrPending) {
+			t.Fatalf("while pending: %v, want ErrPending", err)
+		}
+		if confirm {
+			if _, _, err := f.h.Confirm(ctx, ""); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := f.h.Rollback(ctx, "", CauseManual, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.h.RecordAfterPending(window); err != nil {
+			t.Fatal(err)
+		}
+		after, err := Load(f.h.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch recorded := after.Confirmed != nil && after.Confirmed.Hash == window.Hash; {
+		case confirm && !recorded:
+			t.Error("after a confirm, the window's configuration was not recorded")
+		case !confirm && recorded:
+			t.Error("after a rollback, the window's configuration was recorded as confirmed")
+		}
+	}
+}
