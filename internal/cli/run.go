@@ -170,10 +170,6 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	// The transaction file's stamp when a pending transaction last
 	// refused to record the daemon's converged configuration.
 	var pendingAt statedir.FileStamp
-	// deferred says the configuration to record converged while a
-	// transaction was pending: it is recorded once that one ended, and
-	// only if it was confirmed.
-	deferred := false
 	txns := &safeapply.Source{Dir: nst.dir, Open: openTxnHost, Resync: resync, Log: log, Getenv: env.Getenv}
 	metrics := daemon.NewMetrics()
 	metrics.Registry.MustRegister(safeapply.NewCollector(nst.dir))
@@ -226,21 +222,12 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 			if err != nil {
 				return err
 			}
-			h := &safeapply.Host{Dir: nst.dir}
-			if deferred {
-				err = h.RecordAfterPending(snap)
-			} else {
-				err = h.RecordConfirmed(snap)
-			}
+			err = (&safeapply.Host{Dir: nst.dir}).RecordConfirmed(snap)
 			if errors.Is(err, safeapply.ErrPending) {
-				deferred = true
 				if serr == nil {
 					pendingAt = stamp
 				}
 				return daemon.ErrRecordLater
-			}
-			if err == nil {
-				deferred = false
 			}
 			return err
 		},

@@ -362,28 +362,6 @@ func (h *Host) RecordConfirmed(s *Snapshot) error {
 	return f.Save(h.Dir)
 }
 
-// RecordAfterPending is RecordConfirmed for a configuration the daemon
-// converged while a transaction was pending, recorded once it ended: only
-// if it was confirmed. After a rollback the restore point stands: the
-// files in force in the window are what it rolled back, or, when they
-// could not be written back, what it rejected and pinned.
-func (h *Host) RecordAfterPending(s *Snapshot) error {
-	f := h.keptFile()
-	if f == nil {
-		var err error
-		if f, err = Load(h.Dir); err != nil {
-			return err
-		}
-	}
-	if f.Pending != nil {
-		return ErrPending
-	}
-	if f.Last != nil && f.Last.State != Confirmed {
-		return nil
-	}
-	return h.RecordConfirmed(s)
-}
-
 // Confirm makes the pending transaction permanent: its applied files become
 // the confirmed configuration. id "" confirms whichever is pending. A
 // transaction found stale is rolled back instead, and that is an error.
