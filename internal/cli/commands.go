@@ -275,9 +275,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		}
 		o.gate.saved = saved
 	}
-	// Given as 0 (a script's variable that came out empty of minutes),
-	// it would be a plain apply, which no rollback covers.
-	if o.confirmWithin < 0 || o.confirmWithin == 0 && isSet(fs, "confirm-within") {
+	if o.confirmWithin < 0 {
 		badUsage(env, "apply", fmt.Sprintf("--confirm-within must be positive, not %s", o.confirmWithin))
 		return ExitUsage
 	}
