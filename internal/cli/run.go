@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -167,9 +166,6 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 			safeapply.LogRollback(log, rolled)
 		}
 	}
-	// The transaction file's stamp when a pending transaction last
-	// refused to record the daemon's converged configuration.
-	var pendingAt statedir.FileStamp
 	txns := &safeapply.Source{Dir: nst.dir, Open: openTxnHost, Resync: resync, Log: log, Getenv: env.Getenv}
 	metrics := daemon.NewMetrics()
 	metrics.Registry.MustRegister(safeapply.NewCollector(nst.dir))
@@ -212,24 +208,11 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		MaxDisruption:       maxDisruption.v,
 		Pin:                 (&safeapply.Pin{Dir: nst.dir}).Sources,
 		Converged: func(srcs []desired.Source) error {
-			// While the transaction file is as it was when a pending
-			// transaction refused the record, it still does: no read.
-			stamp, serr := nst.dir.Stamp(safeapply.FileName)
-			if serr == nil && stamp == pendingAt {
-				return daemon.ErrRecordLater
-			}
 			snap, err := safeapply.SnapshotOf(g.config, g.dropIn(), srcs, time.Now(), "run")
 			if err != nil {
 				return err
 			}
-			err = (&safeapply.Host{Dir: nst.dir}).RecordConfirmed(snap)
-			if errors.Is(err, safeapply.ErrPending) {
-				if serr == nil {
-					pendingAt = stamp
-				}
-				return daemon.ErrRecordLater
-			}
-			return err
+			return (&safeapply.Host{Dir: nst.dir}).RecordConfirmed(snap)
 		},
 	})
 	if err != nil {

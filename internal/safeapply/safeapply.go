@@ -332,11 +332,10 @@ func IDArg(id string) string {
 }
 
 // RecordConfirmed records s as the last confirmed configuration, the
-// restore point of the next transaction, unless s is already recorded.
-// While a transaction is pending (its own restore point stands) it records
-// nothing and returns ErrPending: the daemon records its configuration in
-// force once the transaction ended. by says who confirms: apply (a plain
-// apply that converged and verified) or run (the daemon's converged pass).
+// restore point of the next transaction, unless a transaction is pending
+// (its own restore point stands) or s is already recorded. by says who
+// confirms: apply (a plain apply that converged and verified) or run (the
+// daemon's converged pass).
 func (h *Host) RecordConfirmed(s *Snapshot) error {
 	f := h.keptFile()
 	if f == nil {
@@ -345,10 +344,7 @@ func (h *Host) RecordConfirmed(s *Snapshot) error {
 			return err
 		}
 	}
-	if f.Pending != nil {
-		return ErrPending
-	}
-	if f.Confirmed != nil && f.Confirmed.Hash == s.Hash && sameModes(f.Confirmed, s) {
+	if f.Pending != nil || (f.Confirmed != nil && f.Confirmed.Hash == s.Hash && sameModes(f.Confirmed, s)) {
 		return nil
 	}
 	h.kept = nil
