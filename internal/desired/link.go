@@ -583,8 +583,7 @@ func (b *builder) macvlan(path string, mc *macvlanConf, l *model.Link) {
 	}
 	b.lowerParent(path, model.KindMACVlan, mc.Parent, mc.Meta, l)
 	// A link has one receive handler: for its macvlans or its ipvlans,
-	// not both (netdev_rx_handler_register: EBUSY; guest soak, walk seed
-	// 118039732938391, step 42).
+	// not both (netdev_rx_handler_register: EBUSY).
 	for _, other := range b.linkNames {
 		if oc := b.links[other]; mc.Parent != "" && oc != nil && oc.Kind == model.KindIPVlan && oc.IPVlan != nil && oc.IPVlan.Parent == mc.Parent {
 			b.errs.add(mc.at("parent"), path+".parent", "%q is the parent of ipvlan %q, and a link has one receive handler, for its ipvlans or for its macvlans", mc.Parent, other)

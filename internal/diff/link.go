@@ -240,9 +240,8 @@ func (c *computer) links() {
 // noteCycle records what an update takes from the link in the kernel. A
 // link that is up and goes down, or is cycled (cycledByMaster,
 // bondBounced), loses its IPv6 addresses and its routes (downed); one that
-// is down already loses nothing that way (guest soak, walk seed
-// 115480027701323, step 95: an address the file dropped was kept, taken
-// for deleted by a bond's join). A link that joins or leaves a vrf loses
+// is down already loses nothing that way (an address the file dropped
+// must not be taken for deleted by a bond's join). A link that joins or leaves a vrf loses
 // every IPv4 route through it, local ones included, whatever its state
 // (fib_netdev_event, NETDEV_CHANGEUPPER: fib_disable_ip with force), and its IPv6 addresses and
 // routes (addrconf_notify, the same event).

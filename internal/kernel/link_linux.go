@@ -511,8 +511,8 @@ var macvlanModeBits = map[netlink.MacvlanMode]uint32{
 
 // SetLinkMTU changes the MTU in place. The bridge the link is a port of
 // keeps its MTU: the kernel moves a bridge to its ports' smallest MTU when
-// one changes, as when one joins or leaves (keepBridgeMTU; host walk seed
-// 34978741412786, step 72: a bridge's MTU followed a port's to 9000).
+// one changes, as when one joins or leaves (keepBridgeMTU): a bridge of
+// 1500 would otherwise follow a port raised to 9000.
 func (k *Netlink) SetLinkMTU(name string, mtu int) error {
 	return k.keepBridgeMTU(k.masterOf(name), func() error {
 		return k.set("set mtu", name, func(l netlink.Link) error { return k.h.LinkSetMTU(l, mtu) })

@@ -40,8 +40,8 @@ func (c *nftElemCache) reset(gen uint32) {
 // read and the batch) is carried forward:
 //   - a commit in between may have made a set the batch then "creates" (an
 //     add of an existing set is a silent no-op in the kernel), so after it
-//     nothing is known (review of the one-shot cache: a foreign set made
-//     in that window was taken for ours and empty);
+//     nothing is known (a foreign set made in that window would be taken
+//     for ours and empty);
 //   - with nothing in between, the plan was made from reads of the ruleset
 //     at before (NFTTable reads the generation first, absent tables too),
 //     so a set the batch adds did not exist: it starts empty and takes the
