@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -445,17 +446,20 @@ func (k *Netlink) ChangeLink(l *model.Link) error {
 		data.Uint32(nl.IFLA_BOND_MIIMON, l.Bond.Miimon)
 	case l.Tunnel != nil && (l.Kind == model.KindIPIP || l.Kind == model.KindIP6Tnl):
 		// The kernel takes the whole set of parameters (a missing one is
-		// reset), as the create made them: PMTU discovery on for ipip,
-		// the encapsulation limit at 4 for ip6tnl.
+		// reset), so what the file does not model is sent back as the
+		// tunnel has it: an adopted tunnel keeps its TOS, fwmark, flow
+		// label, PMTU discovery and encapsulation flags, and one of ours
+		// keeps what its create set.
 		t := l.Tunnel
 		typ, sport, dport := encapTo(t.Encap)
 		if l.Kind == model.KindIPIP {
 			change.Kind = "ipip"
-			data.Uint8(nl.IFLA_IPTUN_PMTUDISC, 1)
 		} else {
 			change.Kind = "ip6tnl"
 			data.Uint8(nl.IFLA_IPTUN_PROTO, ip6tnlProto(t.Mode))
-			data.Uint8(nl.IFLA_IPTUN_ENCAP_LIMIT, 4)
+		}
+		if err := k.keepTunnelParams(ref.Attrs().Index, data, l.Kind == model.KindIP6Tnl); err != nil {
+			return fmt.Errorf("change link %s: %w", l.Name, err)
 		}
 		// An endpoint left out is "any": the kernel's parameters start
 		// zeroed.
@@ -495,6 +499,51 @@ func (k *Netlink) ChangeLink(l *model.Link) error {
 	}
 	if err != nil {
 		return fmt.Errorf("change link %s: %w", l.Name, err)
+	}
+	return nil
+}
+
+// tunnelParamsOurs are the tunnel parameters ChangeLink writes from the
+// file; IFLA_IPTUN_PROTO only for ip6tnl, whose mode it is.
+var tunnelParamsOurs = map[uint16]bool{
+	nl.IFLA_IPTUN_LOCAL: true, nl.IFLA_IPTUN_REMOTE: true, nl.IFLA_IPTUN_TTL: true,
+	nl.IFLA_IPTUN_ENCAP_TYPE: true, nl.IFLA_IPTUN_ENCAP_SPORT: true, nl.IFLA_IPTUN_ENCAP_DPORT: true,
+}
+
+// keepTunnelParams adds to data the tunnel's current parameters that the
+// file does not model, read from the kernel. IFLA_IPTUN_COLLECT_METADATA
+// is left out: the kernel refuses it in a change (a tunnel's external mode
+// is fixed at its create).
+func (k *Netlink) keepTunnelParams(index int, data *mdnl.AttributeEncoder, ip6 bool) error {
+	req := nl.NewNetlinkRequest(unix.RTM_GETLINK, 0)
+	req.Sockets = k.sockets
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index = int32(index)
+	req.AddData(msg)
+	msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWLINK)
+	if err != nil {
+		return fmt.Errorf("read tunnel parameters: %w", err)
+	}
+	if len(msgs) != 1 {
+		return fmt.Errorf("read tunnel parameters: %d answers", len(msgs))
+	}
+	cur, err := rtnl.LinkInfoData(msgs[0])
+	if err != nil || cur == nil {
+		return fmt.Errorf("read tunnel parameters: %w", cmp.Or(err, errors.New("no IFLA_INFO_DATA")))
+	}
+	ad, err := mdnl.NewAttributeDecoder(cur)
+	if err != nil {
+		return fmt.Errorf("read tunnel parameters: %w", err)
+	}
+	for ad.Next() {
+		typ := ad.Type()
+		if tunnelParamsOurs[typ] || typ == nl.IFLA_IPTUN_COLLECT_METADATA || ip6 && typ == nl.IFLA_IPTUN_PROTO {
+			continue
+		}
+		data.Bytes(typ, ad.Bytes())
+	}
+	if err := ad.Err(); err != nil {
+		return fmt.Errorf("read tunnel parameters: %w", err)
 	}
 	return nil
 }

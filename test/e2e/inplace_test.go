@@ -156,3 +156,46 @@ func TestTunnelInPlace(t *testing.T) {
 		mustContain(t, r.what+": address and route", ns.IP(t, "addr", "show", "dev", "ti0")+ns.IP(t, "route", "show"), "inet 10.60.0.1/30", "10.61.0.0/24 dev ti0")
 	}
 }
+
+// TestWalkFinding156AdoptedTunnelKeepsWhatTheFileDoesNotModel: the kernel takes a
+// tunnel's whole parameter set in a change (a parameter left out is
+// reset), so an in-place change of an adopted tunnel's ttl must send back
+// the TOS, fwmark, traffic class, flow label and encapsulation limit the
+// tunnel was made with, which the schema has no key for.
+func TestWalkFinding156AdoptedTunnelKeepsWhatTheFileDoesNotModel(t *testing.T) {
+	requireModules(t, "ipip", "ip6_tunnel")
+	ns := newNetNS(t, "")
+	ns.IP(t, "link", "add", "ta0", "type", "ipip", "remote", "192.0.2.2", "local", "192.0.2.1", "ttl", "64", "tos", "0x10", "fwmark", "7")
+	ns.IP(t, "link", "add", "ta6", "type", "ip6tnl", "mode", "ip6ip6", "remote", "2001:db8::2", "local", "2001:db8::1", "hoplimit", "64",
+		"encaplimit", "none", "tclass", "0x20", "flowlabel", "0x12345", "fwmark", "7")
+	kept := map[string][]string{
+		"ta0": {"tos 0x10", "fwmark 0x7"},
+		"ta6": {"encaplimit none", "tclass 0x20", "flowlabel 0x12345", "fwmark 0x7"},
+	}
+	for n, want := range kept {
+		mustContain(t, "ip -d link show "+n+" as made", ns.IP(t, "-d", "link", "show", n), want...)
+	}
+	dir, state := t.TempDir(), t.TempDir()
+	file := filepath.Join(dir, "t.yaml")
+	apply := func(ttl int) string {
+		cfg := fmt.Sprintf("version: 1\nlinks:\n"+
+			"  ta0: {kind: ipip, adopt: true, ipip: {remote: 192.0.2.2, local: 192.0.2.1, ttl: %d}}\n"+
+			"  ta6: {kind: ip6tnl, adopt: true, ip6tnl: {mode: ip6ip6, remote: \"2001:db8::2\", local: \"2001:db8::1\", ttl: %d}}\n", ttl, ttl)
+		if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+	}
+	apply(64)
+	before := [2]string{ifindex(t, ns, "ta0"), ifindex(t, ns, "ta6")}
+	out := apply(200)
+	mustContain(t, "apply of ttl 200", out, "~ link ta0", "~ link ta6")
+	if after := [2]string{ifindex(t, ns, "ta0"), ifindex(t, ns, "ta6")}; after != before {
+		t.Errorf("an adopted tunnel was made again: ifindex %v -> %v", before, after)
+	}
+	mustContain(t, "ip -d link show ta0", ns.IP(t, "-d", "link", "show", "ta0"), append(kept["ta0"], "ttl 200")...)
+	mustContain(t, "ip -d link show ta6", ns.IP(t, "-d", "link", "show", "ta6"), append(kept["ta6"], "hoplimit 200")...)
+	if out := apply(200); !strings.Contains(out, "No changes") {
+		t.Errorf("apply after the change is not empty:\n%s", out)
+	}
+}

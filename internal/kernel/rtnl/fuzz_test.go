@@ -177,5 +177,17 @@ func FuzzLink(f *testing.F) {
 		if !reflect.DeepEqual(back, l) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", back, l)
 		}
+		// The kind's attributes, read raw, are written back as read.
+		data, err := LinkInfoData(b)
+		if err != nil || data == nil {
+			return
+		}
+		out, err = MarshalLink(&Link{Index: l.Index, Kind: l.Kind, InfoData: data})
+		if err != nil {
+			t.Fatalf("encode info data % x: %v", data, err)
+		}
+		if again, err := LinkInfoData(out); err != nil || !bytes.Equal(again, data) {
+			t.Fatalf("info data round trip: got % x (%v), want % x", again, err, data)
+		}
 	})
 }

@@ -134,3 +134,33 @@ func MarshalLink(l *Link) ([]byte, error) {
 	native.PutUint32(h[12:], l.Change)
 	return body(h[:], ae)
 }
+
+// LinkInfoData returns the value of IFLA_INFO_DATA in a link message's
+// body (the kind's attributes, still encoded), or nil when it has none.
+func LinkInfoData(b []byte) ([]byte, error) {
+	if len(b) < unix.SizeofIfInfomsg {
+		return nil, fmt.Errorf("link message of %d bytes", len(b))
+	}
+	ad, err := netlink.NewAttributeDecoder(b[unix.SizeofIfInfomsg:])
+	if err != nil {
+		return nil, fmt.Errorf("link attributes: %w", err)
+	}
+	var data []byte
+	for ad.Next() {
+		if ad.Type() != unix.IFLA_LINKINFO {
+			continue
+		}
+		ad.Nested(func(info *netlink.AttributeDecoder) error {
+			for info.Next() {
+				if info.Type() == unix.IFLA_INFO_DATA {
+					data = info.Bytes()
+				}
+			}
+			return nil
+		})
+	}
+	if err := ad.Err(); err != nil {
+		return nil, fmt.Errorf("link attributes: %w", err)
+	}
+	return data, nil
+}
