@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 
 	"github.com/netreconcile/netreconcile/internal/actual"
@@ -425,29 +426,31 @@ func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun b
 	//
 	// Likewise a link of ours that leaves the file but that the plan
 	// leaves as it is (its delete is in conflict) keeps the address it
-	// took: given back, the pool would hand it out again while the link
-	// still holds it.
-	pools, err := preparePools(ctx, reg, desired, true, nil, false)
+	// took, while the kernel shows it there: given back, the pool would
+	// hand it out again while the link still holds it.
+	pools, err := preparePools(ctx, reg, desired, true, nil, nil, false)
 	if err != nil {
 		return nil, nil, err
 	}
 	var leftOut map[string]bool
+	var onLinks map[string]map[netip.Addr]bool
 	if len(pools.Pending) > 0 || len(pools.Released) > 0 {
 		plan, err := e.PlanPools(pools)
 		if plan == nil {
 			return nil, nil, err
 		}
 		leftOut = plan.LeftOut
+		onLinks = addressesOn(e.lastRead, leftOut)
 	}
 	// The dry run's second look knows what is left out: it then fails where
 	// the apply would, a pool exhausted above all.
 	if dryRun && len(pools.Pending) > 0 || dryRun && len(leftOut) > 0 && len(pools.Released) > 0 {
-		if pools, err = preparePools(ctx, reg, desired, true, leftOut, true); err != nil {
+		if pools, err = preparePools(ctx, reg, desired, true, leftOut, onLinks, true); err != nil {
 			return nil, nil, err
 		}
 	}
 	if !dryRun {
-		if pools, err = preparePools(ctx, reg, desired, false, leftOut, false); err != nil {
+		if pools, err = preparePools(ctx, reg, desired, false, leftOut, onLinks, false); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -51,17 +51,22 @@ func poolOwner(link string) string { return ipam.ConfigOwner("link", link) }
 // A dry run (diff) reads the registry and writes nothing: an address not yet allocated is
 // reported in Pending, and the blocks an apply would give back are left out of the routes.
 func PreparePools(ctx context.Context, reg *ipam.Registry, desired *model.State, dryRun bool) (*Pools, error) {
-	return preparePools(ctx, reg, desired, dryRun, nil, dryRun)
+	return preparePools(ctx, reg, desired, dryRun, nil, nil, dryRun)
 }
 
 // preparePools is PreparePools that allocates nothing for the links in
-// leftOut (those a plan leaves out for a conflict) and gives back nothing of
-// theirs: their addresses not yet allocated are reported in Pending, as in a
-// dry run, and an apply's plan then leaves them out as diff's does. A dry run
+// leftOut (those a plan leaves out for a conflict) and gives back nothing
+// they still hold: their addresses not yet allocated are reported in
+// Pending, as in a dry run, and an apply's plan then leaves them out as
+// diff's does. A left-out link holds an allocation while the kernel shows
+// one of its addresses on the link (onLinks, read by that plan; nil: holds
+// every one): an allocation the link no longer carries (its pool left the
+// file with the address, then came back) would keep a block and its export
+// route for nobody. A dry run
 // that predicts fails where the apply would fail to allocate (a pool
 // exhausted); one that does not is a first look, before the plan says which
 // links are left out.
-func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State, dryRun bool, leftOut map[string]bool, predict bool) (*Pools, error) {
+func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State, dryRun bool, leftOut map[string]bool, onLinks map[string]map[netip.Addr]bool, predict bool) (*Pools, error) {
 	// The lists are shared with desired, clipped so that an append (a pool's
 	// address, an export route) copies them first: the daemon keeps desired
 	// between passes, and a copy of 100k routes per pass was the plan's
@@ -95,10 +100,19 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 	// may belong to kinds a newer netreconcile hands out.
 	// A link the plan leaves as it is keeps its address, also when it left
 	// the file.
+	keeps := func(link string, a ipam.Allocation) bool {
+		if !leftOut[link] {
+			return false
+		}
+		if onLinks == nil {
+			return true
+		}
+		return slices.ContainsFunc(a.Addrs(), func(ip netip.Addr) bool { return onLinks[link][ip] })
+	}
 	var gone []ipam.Allocation
 	for _, a := range held {
 		link, isLink := strings.CutPrefix(a.Owner, ipam.ConfigOwner("link", ""))
-		if isLink && a.Iface == "" && !wanted[ownerKey{a.Pool, a.Owner}] && !leftOut[link] {
+		if isLink && a.Iface == "" && !wanted[ownerKey{a.Pool, a.Owner}] && !keeps(link, a) {
 			gone = append(gone, a)
 		}
 	}
@@ -238,6 +252,24 @@ func addPoolAddresses(st *model.State, pa model.PoolAddress, a ipam.Allocation) 
 		st.Addresses = append(st.Addresses, ad)
 	}
 	return nil
+}
+
+// addressesOn lists the addresses the kernel (act) shows on each of links.
+func addressesOn(act *model.State, links map[string]bool) map[string]map[netip.Addr]bool {
+	if act == nil {
+		return nil
+	}
+	out := map[string]map[netip.Addr]bool{}
+	for _, a := range act.Addresses {
+		if !links[a.Link] {
+			continue
+		}
+		if out[a.Link] == nil {
+			out[a.Link] = map[netip.Addr]bool{}
+		}
+		out[a.Link][a.Prefix.Addr()] = true
+	}
+	return out
 }
 
 // withoutFreed leaves out the blocks whose every allocation is one to release: an apply gives

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -83,6 +84,43 @@ func TestWalkFinding68PoolAddressOfALinkLeftOut(t *testing.T) {
 	}
 	if got := e.ipam("list", "-c", f); !strings.Contains(got, "config:link/b0") {
 		t.Errorf("the registry gave b0's address back:\n%s", got)
+	}
+}
+
+// 160. A link left out for a conflict kept an allocation it no longer
+// carried: its pool left the file (the address with it, the registry file
+// kept), then came back in the step the link left the file with a foreign
+// port in it. The pool kept the block for nobody and exported its route.
+// Walk finding 160 (host soak seed 109420441245139, step 53; shrunk to 7
+// steps).
+func TestWalkFinding160LeftOutLinkKeepsOnlyWhatItCarries(t *testing.T) {
+	e := newEnv(t)
+	e.ip("link", "set", "lo", "up")
+	pools := "pools:\n  p: {subnets: [10.98.0.0/24], block-size-bits: 0, export-table: 120, reuse-delay: 0s}\n"
+	e.apply(e.file("a.yaml", "version: 1\n"+pools+"links:\n  lo: {kind: device, state: up}\n  b0: {kind: bridge, addresses: [{pool: p}]}\n"))
+	e.ip("link", "add", "fp0", "type", "veth", "peer", "name", "fp1")
+	e.ip("link", "set", "fp0", "master", "b0")
+	e.apply(e.file("b.yaml", "version: 1\nlinks:\n  lo: {kind: device, state: up}\n  b0: {kind: bridge}\n"))
+	if got := e.ip("-4", "addr", "show", "dev", "b0"); strings.Contains(got, "10.98.0.") {
+		t.Fatalf("b0 kept its pool's address when the pool left the file:\n%s", got)
+	}
+	f := e.file("c.yaml", "version: 1\n"+pools+"links:\n  lo: {kind: device, state: up}\n  b1: {kind: bridge, addresses: [{pool: p}]}\n")
+	if r := e.cli("apply", "-c", f); r.Code == 0 || !strings.Contains(r.Stderr, "cannot be deleted") {
+		t.Fatalf("apply: exit %d, want the conflict of b0\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if got := e.ipam("list", "-c", f); strings.Contains(got, "config:link/b0") {
+		t.Errorf("the registry keeps an address for b0, which carries none:\n%s", got)
+	}
+	b1 := e.ip("-4", "-o", "addr", "show", "dev", "b1")
+	m := regexp.MustCompile(`inet (10\.98\.0\.\d+)/32`).FindStringSubmatch(b1)
+	if m == nil {
+		t.Fatalf("b1 has no address of the pool:\n%s", b1)
+	}
+	if got := strings.TrimSpace(e.table119Of("120")); !strings.HasPrefix(got, m[1]+" dev lo") || strings.Contains(got, "\n") {
+		t.Errorf("export routes of table 120:\n%s\nwant only b1's block, %s", got, m[1])
+	}
+	if r := e.cli("diff", "-c", f); !strings.Contains(r.Stdout+r.Stderr, "cannot be deleted") || strings.Contains(r.Stdout, "route") {
+		t.Errorf("diff after the apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
 
