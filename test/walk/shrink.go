@@ -93,6 +93,9 @@ func shrink(g *Gen, foreign []string, seq []*Config, f0 *Failure, opts Options) 
 	for _, c := range foreign {
 		fmt.Fprintf(&b, "ip netns exec $ns sh -c %q\n", c)
 	}
+	// A step's apply exits 1 on a conflict and its diff 2 on what differs,
+	// as the walk allows: the sequence runs whole, each exit code printed.
+	b.WriteString("set +e\n")
 	for i, c := range seq {
 		name := fmt.Sprintf("step-%02d", i+1)
 		file, d, err := writeFiles(out, name, c)
@@ -102,7 +105,9 @@ func shrink(g *Gen, foreign []string, seq []*Config, f0 *Failure, opts Options) 
 		for _, m := range c.Meddle {
 			fmt.Fprintf(&b, "ip netns exec $ns sh -c %q  # the foreign actor, before step %d\n", m, i+1)
 		}
-		fmt.Fprintf(&b, "netreconcile apply --netns $ns --state-dir /tmp/nrwalk-repro-state -c %s --conf-dir %s\nnetreconcile diff --netns $ns --state-dir /tmp/nrwalk-repro-state -c %s --conf-dir %s\n", file, d, file, d)
+		for _, cmd := range []string{"apply", "diff"} {
+			fmt.Fprintf(&b, "netreconcile %s --netns $ns --state-dir /tmp/nrwalk-repro-state -c %s --conf-dir %s; echo \"step %d %s: exit $?\"\n", cmd, file, d, i+1, cmd)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(out, "repro.sh"), []byte(b.String()), 0o755); err != nil {
 		return "", err
