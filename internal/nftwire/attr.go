@@ -51,10 +51,85 @@ func malformed(err error) error {
 	return fmt.Errorf("%w: %v", ErrMalformed, err)
 }
 
-// parseAttrs splits b into its attributes (the payloads are copies).
+// parseAttrs splits b into its attributes, as netlink.UnmarshalAttributes
+// does (attributes of length 0 left out, nil for none), but in place: the
+// payloads are b's bytes, not copies. Nothing in this package writes into
+// a payload, and every buffer it reads is its own (a dump's datagram, a
+// compiled rule): reading a table of a thousand rules copied every
+// attribute of every expression, most of what the read cost in a
+// short-lived process. FuzzAttrWalk holds it to the library's decoder.
 func parseAttrs(b []byte) ([]attr, error) {
-	as, err := netlink.UnmarshalAttributes(b)
-	return as, malformed(err)
+	n, err := countAttrs(b)
+	if err != nil || n == 0 {
+		return nil, malformed(err)
+	}
+	as := make([]attr, 0, n)
+	err = walkAttrs(b, func(a attr) error {
+		if a.Length != 0 {
+			as = append(as, a)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, malformed(err)
+	}
+	return as, nil
+}
+
+const nlaHeaderLen = 4
+
+func nlaAlign(l int) int { return (l + 3) &^ 3 }
+
+// errAttr is mdlayher/netlink's reading of a malformed attribute: one that
+// claims more bytes than are left or fewer than its header, or a tail too
+// short for a header.
+var errAttr = errors.New("invalid attribute; length too short or too large")
+
+// countAttrs checks b's layout as netlink.NewAttributeDecoder does before
+// any attribute is read (every header whole), and counts the attributes of
+// nonzero length.
+func countAttrs(b []byte) (int, error) {
+	n := 0
+	for i := 0; i < len(b); {
+		if len(b)-i < nlaHeaderLen {
+			return 0, errAttr
+		}
+		l := int(binary.NativeEndian.Uint16(b[i:]))
+		if l != 0 {
+			n++
+		}
+		i += nlaAlign(max(l, nlaHeaderLen))
+	}
+	return n, nil
+}
+
+// walkAttrs calls fn for each attribute of b in the steps of
+// netlink.AttributeDecoder's Next (a length of 0 is an attribute of no
+// value that takes a header's room), the payload in place. It fails where
+// the decoder's Next fails; the layout check is countAttrs'.
+func walkAttrs(b []byte, fn func(a attr) error) error {
+	for i := 0; i < len(b); {
+		if len(b)-i < nlaHeaderLen {
+			return errAttr
+		}
+		a := attr{Length: binary.NativeEndian.Uint16(b[i:]), Type: binary.NativeEndian.Uint16(b[i+2:])}
+		l := int(a.Length)
+		switch {
+		case l > len(b)-i:
+			return errAttr
+		case l == 0:
+			a.Data = b[i+nlaHeaderLen : i+nlaHeaderLen : i+nlaHeaderLen]
+		case l < nlaHeaderLen:
+			return errAttr
+		default:
+			a.Data = b[i+nlaHeaderLen : i+l : i+l]
+		}
+		if err := fn(a); err != nil {
+			return err
+		}
+		i += nlaAlign(max(l, nlaHeaderLen))
+	}
+	return nil
 }
 
 // marshal lays attributes out in order, each type with its flags as given.
@@ -67,25 +142,22 @@ func marshal(as []attr) ([]byte, error) {
 	return ae.Encode()
 }
 
-// each calls fn for every attribute of b, its type without flags. The
-// payload fn sees is the decoder's copy; an error of fn is returned as is.
+// each calls fn for every attribute of b, its type without flags, as
+// netlink.AttributeDecoder would give them, the payload in place (see
+// parseAttrs); an error of fn is returned as is.
 func each(b []byte, fn func(typ uint16, v []byte) error) error {
-	ad, err := netlink.NewAttributeDecoder(b)
-	if err != nil {
+	if _, err := countAttrs(b); err != nil {
 		return malformed(err)
 	}
 	var ferr error
-	for ferr == nil && ad.Next() {
-		typ := ad.Type()
-		ad.Do(func(v []byte) error {
-			ferr = fn(typ, v)
-			return nil
-		})
-	}
+	err := walkAttrs(b, func(a attr) error {
+		ferr = fn(kind(a), a.Data)
+		return ferr
+	})
 	if ferr != nil {
 		return ferr
 	}
-	return malformed(ad.Err())
+	return malformed(err)
 }
 
 // find returns the first attribute of kind k.
