@@ -28,6 +28,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/mdlayher/netlink"
 	"github.com/mdlayher/netlink/nlenc"
@@ -134,12 +135,28 @@ func walkAttrs(b []byte, fn func(a attr) error) error {
 
 // marshal lays attributes out in order, each type with its flags as given.
 // It fails only on a payload past the attribute's 64 KiB.
+//
+// It lays them out as netlink.AttributeEncoder's Bytes then Encode would
+// (each length computed, the payload padded with zeros to 4 bytes), in one
+// allocation: a table's read normalises every rule through it.
+// TestMarshalAsTheEncoder holds it to the encoder.
 func marshal(as []attr) ([]byte, error) {
-	ae := netlink.NewAttributeEncoder()
+	n := 0
 	for _, a := range as {
-		ae.Bytes(a.Type, a.Data)
+		if len(a.Data) > math.MaxUint16-nlaHeaderLen {
+			return nil, errors.New("byte slice is too large to fit in a netlink attribute")
+		}
+		n += nlaHeaderLen + nlaAlign(len(a.Data))
 	}
-	return ae.Encode()
+	b := make([]byte, n)
+	i := 0
+	for _, a := range as {
+		binary.NativeEndian.PutUint16(b[i:], uint16(nlaHeaderLen+len(a.Data)))
+		binary.NativeEndian.PutUint16(b[i+2:], a.Type)
+		copy(b[i+nlaHeaderLen:], a.Data)
+		i += nlaHeaderLen + nlaAlign(len(a.Data))
+	}
+	return b, nil
 }
 
 // each calls fn for every attribute of b, its type without flags, as

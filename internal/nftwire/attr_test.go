@@ -67,3 +67,33 @@ func FuzzAttrWalk(f *testing.F) {
 		}
 	})
 }
+
+// TestMarshalAsTheEncoder holds marshal to mdlayher/netlink's encoder on
+// attribute lists of every payload length to a few past alignment, flags in
+// the types, stale lengths (marshal computes its own) and the size limit.
+func TestMarshalAsTheEncoder(t *testing.T) {
+	var as []attr
+	for n := 0; n < 40; n++ {
+		as = append(as, attr{Type: uint16(n) | netlink.Nested*uint16(n%2), Length: 3, Data: bytes.Repeat([]byte{byte(n + 1)}, n)})
+		ae := netlink.NewAttributeEncoder()
+		for _, a := range as {
+			ae.Bytes(a.Type, a.Data)
+		}
+		want, err := ae.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := marshal(as)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("marshal of %d attributes = %x, %v; the encoder's %x", len(as), got, err, want)
+		}
+	}
+	for _, n := range []int{65531, 65532} {
+		ae := netlink.NewAttributeEncoder()
+		ae.Bytes(1, make([]byte, n))
+		_, werr := ae.Encode()
+		if _, err := marshal([]attr{{Type: 1, Data: make([]byte, n)}}); (err != nil) != (werr != nil) {
+			t.Errorf("a payload of %d bytes: error %v, the encoder's %v", n, err, werr)
+		}
+	}
+}

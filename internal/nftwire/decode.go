@@ -1,11 +1,13 @@
 package nftwire
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
 
 	"github.com/mdlayher/netlink"
+	"github.com/mdlayher/netlink/nlenc"
 )
 
 // nfgenmsgLen is the netfilter header before a message's attributes:
@@ -127,28 +129,33 @@ type Rule struct {
 
 // DecodeRule decodes a NEWRULE message's payload.
 func DecodeRule(data []byte) (Rule, error) {
-	_, ad, err := body(data)
-	if err != nil {
-		return Rule{}, err
+	if len(data) < nfgenmsgLen {
+		return Rule{}, fmt.Errorf("%w: message of %d bytes", ErrMalformed, len(data))
 	}
+	// In place, as parseAttrs reads (a table's every rule comes through
+	// here): the expressions and user data are the message's bytes.
 	var r Rule
-	for ad.Next() {
-		switch ad.Type() {
+	err := each(data[nfgenmsgLen:], func(typ uint16, v []byte) error {
+		switch typ {
 		case nftaRuleTable:
-			r.Table = ad.String()
+			r.Table = nlenc.String(v)
 		case nftaRuleChain:
-			r.Chain = ad.String()
+			r.Chain = nlenc.String(v)
 		case nftaRuleHandle:
-			r.Handle = ad.Uint64()
+			if len(v) != 8 {
+				return fmt.Errorf("%w: rule handle of %d bytes", ErrMalformed, len(v))
+			}
+			r.Handle = binary.BigEndian.Uint64(v)
 		case nftaRuleExprs:
-			r.Exprs = ad.Bytes()
+			r.Exprs = v
 		case nftaRuleUserdata:
-			r.UData = ad.Bytes()
+			r.UData = v
 		case nftaRuleCompat:
-			r.Compat = ad.Bytes()
+			r.Compat = v
 		}
-	}
-	return r, malformed(ad.Err())
+		return nil
+	})
+	return r, err
 }
 
 // Set is a set as the kernel dumps it. Raw is the message's attributes, of
