@@ -2,8 +2,9 @@
 # (NETRECONCILE_BENCH_NFT_SIZES=10k,100k,1M) loaded, grown by one element and
 # shrunk by one, by the daemon's engine, by apply and by nft -f in one run,
 # printed as growth tables, and one rule changed among 1,000 of a chain,
-# by the engine, by apply in this process and by the binary it builds
-# (needs root). Its short form,
+# by the engine, by apply in this process and by the binary it builds,
+# wall clock and CPU, over NETRECONCILE_BENCH_NFT_ROUNDS rounds (15) with
+# nft -f in turn (needs root). Its short form,
 # TestLargeSetLoadsGrowsShrinks, runs in make test. At 1M, listing the sets
 # for the comparisons takes most of the time (over an hour on a loaded 2-core
 # machine).

@@ -15,13 +15,19 @@
 // rewritten (a set the batch creates is named by the kernel and found by its
 // transaction id) and, for equality only, the stateful values zeroed.
 // The attribute format itself (lengths, alignment, the 64 KiB bound, the
-// flags in a type) is mdlayher/netlink's: its decoder splits every message
-// and list read here, its encoder lays out every one written. What is
-// nf_tables' own is in this package: big-endian integers, the framing of
-// batches and element lists, and the flags of a type kept as dumped, so
-// that an expression is written back as the kernel gave it. A differential
-// test holds the messages equal to google/nftables' for the objects both can
-// express, and a fuzz target holds the codec to the decoder's reading.
+// flags in a type) is mdlayher/netlink's: its decoder splits the messages
+// read here, its encoder lays out every batch written. The lists a table's
+// read walks for every rule (the rule messages, expression lists, the
+// normal form's layout) are split and laid out by a few lines of this
+// package in the decoder's and encoder's steps, in place and in one
+// allocation, since the library copies every attribute (parseAttrs,
+// marshal); FuzzAttrWalk and TestMarshalAsTheEncoder hold them to the
+// library. What is nf_tables' own is in this package: big-endian integers,
+// the framing of batches and element lists, and the flags of a type kept
+// as dumped, so that an expression is written back as the kernel gave it.
+// A differential test holds the messages equal to google/nftables' for the
+// objects both can express, and a fuzz target holds the codec to the
+// kernel's reading.
 package nftwire
 
 import (
