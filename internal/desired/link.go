@@ -2,8 +2,10 @@ package desired
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -234,20 +236,27 @@ func (b *builder) link(name string, lc *linkConf) {
 	if lc.Sysctls != nil {
 		b.linkSysctls(name, lc)
 	}
-	if lc.MTU != 0 && lc.MTU < ipv6MinMTU {
+	if mtu, why, raise := b.kernelMTU(name, nil); mtu != 0 && mtu < ipv6MinMTU {
 		// The kernel takes IPv6 off a link below IPv6's minimum MTU
 		// (addrconf_notify): its IPv6 addresses, routes and keys go, and
-		// an IPv6 address added is refused.
+		// an IPv6 address added is refused. The MTU is the one the kernel
+		// gives the link, which a lower device can hold below the file's.
+		at, p, below, fix := lc.at("mtu"), path+".mtu", fmt.Sprintf("below %d, IPv6's minimum", ipv6MinMTU), fmt.Sprintf("give an MTU of %d or more", ipv6MinMTU)
+		if why != "" {
+			at, p = b.lowerAt(name, lc, path)
+			below = fmt.Sprintf("the kernel gives the link MTU %d (%s), below %d, IPv6's minimum", mtu, why, ipv6MinMTU)
+			fix = raise
+		}
 		for _, ac := range lc.Addresses {
 			if ac != nil && ac.Address != nil && ac.Address.P.Addr().Is6() {
-				b.errs.add(lc.at("mtu"), path+".mtu", "below %d, IPv6's minimum, the kernel takes IPv6 off the link, and the link declares IPv6 address %s; give an MTU of %d or more, or remove the address", ipv6MinMTU, ac.Address.P, ipv6MinMTU)
+				b.errs.add(at, p, "%s, the kernel takes IPv6 off the link, and the link declares IPv6 address %s; %s, or remove the address", below, ac.Address.P, fix)
 				break
 			}
 		}
 		if lc.Sysctls != nil {
 			for _, e := range lc.Sysctls.entries {
 				if strings.HasPrefix(e.key, "ipv6.") {
-					b.errs.add(lc.at("mtu"), path+".mtu", "below %d, IPv6's minimum, the kernel takes IPv6 off the link, and with it key %s; give an MTU of %d or more, or remove the key", ipv6MinMTU, e.key, ipv6MinMTU)
+					b.errs.add(at, p, "%s, the kernel takes IPv6 off the link, and with it key %s; %s, or remove the key", below, e.key, fix)
 					break
 				}
 			}
@@ -259,6 +268,103 @@ func (b *builder) link(name string, lc *linkConf) {
 // ipv6MinMTU is IPv6's minimum MTU (IPV6_MIN_MTU): below it, a link has no
 // IPv6.
 const ipv6MinMTU = 1280
+
+// VXLAN's encapsulation over its device (VXLAN_HEADROOM, VXLAN6_HEADROOM):
+// the outer IP, UDP and VXLAN headers and the inner Ethernet header.
+const (
+	vxlanHeadroom4 = 50
+	vxlanHeadroom6 = 70
+)
+
+// kernelMTU is the largest MTU the kernel gives a declared link, as far as
+// the file says, and why when that is not the link's own mtu; 0 when the
+// file cannot say (no mtu on a device, or on a lower device not declared).
+// The kernel makes a vxlan at most its device's MTU less the
+// encapsulation, whatever mtu the file gives (vxlan_config_apply); a
+// macvlan, vlan or ipvlan takes its parent's when it has none, and is
+// lowered to it when the parent's is lowered (macvlan_device_event,
+// vlan_device_event, ipvlan_device_event; above it, the kernel refuses);
+// a bond's member takes the bond's; a bridge with no mtu of its own takes
+// the smallest of its ports' (br_mtu_auto_adjust). raise says how to lift
+// a held MTU to IPv6's minimum. seen guards against a cycle of references,
+// which linkCycles reports.
+func (b *builder) kernelMTU(name string, seen map[string]bool) (mtu int, why, raise string) {
+	lc := b.links[name]
+	if lc == nil || seen[name] {
+		return 0, "", ""
+	}
+	if seen == nil {
+		seen = map[string]bool{}
+	}
+	seen[name] = true
+	own := lc.MTU
+	if !lc.has("mtu") {
+		own = 0
+	}
+	if ml := b.links[lc.Master]; ml != nil && ml.Kind == model.KindBond {
+		if m, _, _ := b.kernelMTU(lc.Master, seen); m != 0 {
+			return m, "bond " + lc.Master + "'s", fmt.Sprintf("give bond %s an MTU of %d or more", lc.Master, ipv6MinMTU)
+		}
+		return 0, "", ""
+	}
+	if vc := lc.VXLAN; vc != nil && vc.Dev != "" {
+		m, _, _ := b.kernelMTU(vc.Dev, seen)
+		if m == 0 {
+			return own, "", ""
+		}
+		headroom, family := vxlanHeadroom4, 4
+		for _, a := range []*Addr{vc.Local, vc.Remote, vc.Group} {
+			if a != nil && a.A.Is6() {
+				headroom, family = vxlanHeadroom6, 6
+			}
+		}
+		most := max(m-headroom, minMTU)
+		if own == 0 || own > most {
+			return most, fmt.Sprintf("its device %s's %d less the %d bytes of VXLAN encapsulation over IPv%d", vc.Dev, m, headroom, family),
+				fmt.Sprintf("give %s an MTU of %d or more", vc.Dev, ipv6MinMTU+headroom)
+		}
+		return own, "", ""
+	}
+	if _, parent, _ := lc.parentConf(); parent != "" {
+		m, _, _ := b.kernelMTU(parent, seen)
+		if m != 0 && (own == 0 || own > m) {
+			return m, "its parent " + parent + "'s", fmt.Sprintf("give %s an MTU of %d or more", parent, ipv6MinMTU)
+		}
+		return own, "", ""
+	}
+	if lc.Kind == model.KindBridge && own == 0 {
+		small, port := 0, ""
+		for _, pn := range slices.Sorted(maps.Keys(b.links)) {
+			if b.links[pn].Master != name {
+				continue
+			}
+			if m, _, _ := b.kernelMTU(pn, seen); m != 0 && (small == 0 || m < small) {
+				small, port = m, pn
+			}
+		}
+		if small != 0 {
+			return small, "its port " + port + "'s, the smallest", fmt.Sprintf("give the bridge an MTU of %d or more", ipv6MinMTU)
+		}
+	}
+	return own, "", ""
+}
+
+// lowerAt is where the file gives the link whose MTU holds the declared
+// link's: its mtu if it has one, else its reference to that link.
+func (b *builder) lowerAt(name string, lc *linkConf, path string) (Pos, string) {
+	switch {
+	case lc.has("mtu"):
+		return lc.at("mtu"), path + ".mtu"
+	case lc.Master != "" && b.links[lc.Master] != nil && b.links[lc.Master].Kind == model.KindBond:
+		return lc.at("master"), path + ".master"
+	case lc.VXLAN != nil && lc.VXLAN.Dev != "":
+		return lc.VXLAN.at("dev"), path + ".vxlan.dev"
+	}
+	if kind, parent, m := lc.parentConf(); parent != "" {
+		return m.at("parent"), path + "." + kind + ".parent"
+	}
+	return lc.Pos, path
+}
 
 // notBridgePort says why the kernel's br_add_if would refuse to make the
 // link a bridge port, or "" if it would not. Checked at validation because

@@ -209,8 +209,8 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 		if rc.OnLink && rc.Dev == "" && len(rc.NextHops) == 0 {
 			b.errs.add(rc.at("onlink"), path(".onlink"), "onlink needs dev: the gateway is taken as on-link on that device")
 		}
-		if lc := b.links[rc.Dev]; lc != nil && v6 && lc.MTU != 0 && lc.MTU < ipv6MinMTU {
-			b.errs.add(rc.at("dev"), path(".dev"), "link %s has MTU %d, below %d: the kernel takes IPv6 off such a link and refuses IPv6 routes through it", rc.Dev, lc.MTU, ipv6MinMTU)
+		if mtu, why, _ := b.kernelMTU(rc.Dev, nil); v6 && mtu != 0 && mtu < ipv6MinMTU {
+			b.errs.add(rc.at("dev"), path(".dev"), "link %s has MTU %d%s, below %d: the kernel takes IPv6 off such a link and refuses IPv6 routes through it", rc.Dev, mtu, whyMTU(why), ipv6MinMTU)
 		}
 		if lc := b.links[rc.Dev]; lc != nil && lc.State == "down" && (typ == model.RouteUnicast || typ == model.RouteLocal) {
 			// IPv6 too: "Nexthop device is not up" (fib6_nh_init), or no
@@ -318,8 +318,8 @@ func (b *builder) nextHops(rc *routeConf, r *model.Route, path func(string) stri
 			if !b.declared(hc.Dev) {
 				b.errs.add(hc.at("dev"), hp(".dev"), "link %q is not declared; declare it (kind device for an existing NIC)", hc.Dev)
 				ok = false
-			} else if lc := b.links[hc.Dev]; lc != nil && v6 && lc.MTU != 0 && lc.MTU < ipv6MinMTU {
-				b.errs.add(hc.at("dev"), hp(".dev"), "link %s has MTU %d, below %d: the kernel takes IPv6 off such a link and refuses IPv6 routes through it", hc.Dev, lc.MTU, ipv6MinMTU)
+			} else if mtu, why, _ := b.kernelMTU(hc.Dev, nil); v6 && mtu != 0 && mtu < ipv6MinMTU {
+				b.errs.add(hc.at("dev"), hp(".dev"), "link %s has MTU %d%s, below %d: the kernel takes IPv6 off such a link and refuses IPv6 routes through it", hc.Dev, mtu, whyMTU(why), ipv6MinMTU)
 				ok = false
 			} else if lc := b.links[hc.Dev]; lc != nil && lc.State == "down" {
 				b.errs.add(hc.at("dev"), hp(".dev"), "link %s is declared state: down; the kernel refuses routes through a link that is down", hc.Dev)
@@ -440,4 +440,12 @@ func (b *builder) vrfOfSource(src netip.Addr) (link, vrf string, table int, ok b
 		return "", "", 0, false
 	}
 	return link, vrf, int(lc.VRF.Table), true
+}
+
+// whyMTU puts kernelMTU's reason in parentheses, or nothing.
+func whyMTU(why string) string {
+	if why == "" {
+		return ""
+	}
+	return " (" + why + ")"
 }

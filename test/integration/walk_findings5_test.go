@@ -179,3 +179,41 @@ func TestWalkFinding95DeclaredLinkLocalAddressIsOurs(t *testing.T) {
 		}
 	}
 }
+
+// 99. The MTU the kernel gives a link can be below the file's: a vxlan is
+// made at most its device's MTU less the encapsulation (70 bytes over IPv6),
+// a macvlan without an MTU takes its parent's. A vxlan declared at 1280 on
+// a bridge at 1280, with an IPv6 local address and an IPv6 address of its
+// own, validated; diff warned about the MTU and planned the address; apply
+// made the link at 1210, where the kernel has no IPv6, and failed on the
+// address (invalid argument). Host soak seed 49809459181331, step 34.
+func TestWalkFinding99IPv6OnALinkItsLowerDeviceHoldsBelow1280(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct{ name, file, want string }{
+		{"vxlan.yaml", "version: 1\nlinks:\n  b1: {kind: bridge, mtu: 1280}\n" +
+			"  x1: {kind: vxlan, mtu: 1280, vxlan: {id: 20, local: \"2001:db8:ff::9\", remote: \"2001:db8:fe::9\", dev: b1}, addresses: [\"fd00:aa:9::2/128\"]}\n",
+			"vxlan.yaml:4:26: links.x1.mtu: the kernel gives the link MTU 1210 (its device b1's 1280 less the 70 bytes of VXLAN encapsulation over IPv6), below 1280, IPv6's minimum, the kernel takes IPv6 off the link, and the link declares IPv6 address fd00:aa:9::2/128; give b1 an MTU of 1350 or more"},
+		{"vxlan-nomtu.yaml", "version: 1\nlinks:\n  b1: {kind: bridge, mtu: 1300}\n" +
+			"  x1: {kind: vxlan, vxlan: {id: 20, remote: 192.0.2.1, dev: b1}, sysctls: {ipv6.accept_ra: 0}}\n",
+			"links.x1.vxlan.dev: the kernel gives the link MTU 1250 (its device b1's 1300 less the 50 bytes of VXLAN encapsulation over IPv4), below 1280, IPv6's minimum, the kernel takes IPv6 off the link, and with it key ipv6.accept_ra; give b1 an MTU of 1330 or more"},
+		{"macvlan.yaml", "version: 1\nlinks:\n  v0: {kind: veth, veth: {peer: v1}, mtu: 1200}\n  v1: {kind: veth, veth: {peer: v0}}\n" +
+			"  m0: {kind: macvlan, macvlan: {parent: v0}, addresses: [\"2001:db8::1/64\"]}\n",
+			"links.m0.macvlan.parent: the kernel gives the link MTU 1200 (its parent v0's), below 1280"},
+		{"route.yaml", "version: 1\nlinks:\n  v0: {kind: veth, veth: {peer: v1}, mtu: 1200}\n  v1: {kind: veth, veth: {peer: v0}}\n" +
+			"  m0: {kind: macvlan, macvlan: {parent: v0}}\nroutes:\n  - {to: \"2001:db8:1::/48\", dev: m0}\n",
+			"routes[0].dev: link m0 has MTU 1200 (its parent v0's), below 1280: the kernel takes IPv6 off such a link"},
+	} {
+		f := e.file(c.name, c.file)
+		if r := e.cli("validate", "-c", f); r.Code != 1 || !strings.Contains(r.Stderr, c.want) {
+			t.Errorf("validate %s: exit %d, want 1 and %q\n%s%s", c.name, r.Code, c.want, r.Stdout, r.Stderr)
+		}
+	}
+	// At its device's MTU less the encapsulation, the vxlan has IPv6.
+	ok := e.file("ok.yaml", "version: 1\nlinks:\n  b1: {kind: bridge, mtu: 1350}\n"+
+		"  x1: {kind: vxlan, mtu: 1280, vxlan: {id: 20, local: \"2001:db8:ff::9\", remote: \"2001:db8:fe::9\", dev: b1}, addresses: [\"fd00:aa:9::2/128\"]}\n")
+	e.apply(ok)
+	e.converged(ok)
+	if got := e.ip("-6", "addr", "show", "dev", "x1"); !strings.Contains(got, "fd00:aa:9::2/128") {
+		t.Errorf("x1 lacks its IPv6 address:\n%s", got)
+	}
+}

@@ -296,7 +296,7 @@ func (g *Gen) recreateWithKeys(c *Config) string {
 	}
 	if g.chance(0.5) {
 		keys := sortedKeys(LinkSysctls)
-		if !hasIPv6Conf(l) {
+		if !hasIPv6Conf(c, l) {
 			keys = []string{"ipv4.rp_filter", "ipv4.arp_ignore"}
 		}
 		k := g.pick(keys)

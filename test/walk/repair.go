@@ -201,6 +201,7 @@ func (g *Gen) Repair(c *Config) {
 		l.Addrs = g.repairAddrs(c, l)
 	}
 	breakStackLoops(c)
+	repairMTUs(c)
 	// Pools: lo must be declared (and so up) while a pool exports routes.
 	if len(c.Pools) > 0 {
 		if c.Links["lo"] == nil {
@@ -364,6 +365,16 @@ func (g *Gen) repairRoutes(c *Config) []*Route {
 			if r.Src != "" && (!holds(l, r.Src) || !vrfSourceFits(c, l, r.Table)) {
 				continue
 			}
+		}
+		if v6 := slices.ContainsFunc(r.dsts(), func(d string) bool { return strings.Contains(d, ":") }); v6 || strings.Contains(r.Via, ":") {
+			// No IPv6 through a link the kernel holds below IPv6's
+			// minimum MTU (validation refuses the IPv6 ones).
+			if r.Dev != "" && belowIPv6(c, r.Dev) || slices.ContainsFunc(r.Hops, func(h Hop) bool { return belowIPv6(c, h.Dev) }) {
+				continue
+			}
+		}
+		if slices.ContainsFunc(r.Hops, func(h Hop) bool { return strings.Contains(h.Via, ":") && belowIPv6(c, h.Dev) }) {
+			continue
 		}
 		if len(r.Hops) > 0 {
 			ok := len(r.Hops) >= 2

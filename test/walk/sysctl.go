@@ -50,13 +50,14 @@ var LinkSysctls = map[string][]string{
 // this kind in the walk. An ipip or ip6tnl link takes its MTU from the
 // path to its remote and may fall under 1280, where the kernel drops the
 // link's IPv6 keys (the generator keeps every other kind at 1280 or more);
-// a device the walk did not make is not known.
-func hasIPv6Conf(l *Link) bool {
+// a device the walk did not make is not known. A link the kernel holds
+// below 1280 has none either (kernelMTU).
+func hasIPv6Conf(c *Config, l *Link) bool {
 	switch l.Kind {
 	case "ipip", "ip6tnl", "device":
 		return false
 	}
-	return true
+	return !belowIPv6(c, l.Name)
 }
 
 // dedup returns keys without repeats, in their first order.
@@ -107,7 +108,7 @@ func (g *Gen) changeSysctls(c *Config) string {
 		pool, m, where = LinkSysctls, &l.Sysctls, "link "+n
 		keys = keys[:0]
 		for _, k := range sortedKeys(pool) {
-			if !strings.HasPrefix(k, "ipv6.") || hasIPv6Conf(l) {
+			if !strings.HasPrefix(k, "ipv6.") || hasIPv6Conf(c, l) {
 				keys = append(keys, k)
 			}
 		}
@@ -224,7 +225,7 @@ func CompareSysctls(ns string, c *Config, base map[string]string, skip map[strin
 		for _, short := range sortedKeys(LinkSysctls) {
 			want, declared := l.Sysctls[short]
 			if !declared {
-				if l.Kind == "device" || strings.HasPrefix(short, "ipv6.") && !hasIPv6Conf(l) {
+				if l.Kind == "device" || strings.HasPrefix(short, "ipv6.") && !hasIPv6Conf(c, l) {
 					// Not made by the walk's file, or maybe without
 					// IPv6: its first value is not known here.
 					continue

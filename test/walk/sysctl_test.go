@@ -32,7 +32,7 @@ func TestGenSysctls(t *testing.T) {
 			for k := range l.Sysctls {
 				if strings.HasPrefix(k, "ipv6.") {
 					v6++
-					if !hasIPv6Conf(l) {
+					if !hasIPv6Conf(c, l) {
 						t.Fatalf("IPv6 key %s on a %s, which may have no IPv6", k, l.Kind)
 					}
 				}
