@@ -252,6 +252,10 @@ func (b *builder) link(name string, lc *linkConf) {
 				b.errs.add(at, p, "%s, the kernel takes IPv6 off the link, and the link declares IPv6 address %s; %s, or remove the address", below, ac.Address.P, fix)
 				break
 			}
+			if ac != nil && ac.Address == nil && b.poolHasIPv6(ac.Pool) {
+				b.errs.add(at, p, "%s, the kernel takes IPv6 off the link, and the link takes an IPv6 address from pool %s; %s, or remove the address", below, ac.Pool, fix)
+				break
+			}
 		}
 		if lc.Sysctls != nil {
 			for _, e := range lc.Sysctls.entries {
@@ -347,6 +351,16 @@ func (b *builder) kernelMTU(name string, seen map[string]bool) (mtu int, why, ra
 		}
 	}
 	return own, "", ""
+}
+
+// poolHasIPv6 reports whether the declared pool hands out IPv6 addresses.
+func (b *builder) poolHasIPv6(name string) bool {
+	for i := range b.st.Pools {
+		if p := &b.st.Pools[i]; p.Name == name && len(p.Subnets) > 0 && p.Subnets[0].IPv6.IsValid() {
+			return true
+		}
+	}
+	return false
 }
 
 // lowerAt is where the file gives the link whose MTU holds the declared

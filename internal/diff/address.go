@@ -356,6 +356,11 @@ func (c *computer) poolGiveBacks(ours map[string]map[netip.Addr]bool) {
 		if !ours[a.Link][a.Prefix.Addr()] || want[a.Key()] || kept[linkAddr{a.Link, a.Prefix.Addr()}] || planned[a.Key()] || links[a.Link] {
 			continue
 		}
+		if (c.downed[a.Link] || c.v6Flushed[a.Link]) && a.Prefix.Addr().Is6() {
+			// The kernel takes it with the link's IPv6 (set down, MTU
+			// below 1280, disable_ipv6): a delete would find it gone.
+			continue
+		}
 		c.del(Op{Action: Delete, Kind: KindAddress, ID: a.Key().String(), Reason: "given back to its pool", Address: a})
 	}
 }
