@@ -159,6 +159,11 @@ func dumpForeign(k *Kernel, proto int, foreignTables, adopted map[string]bool) (
 		for _, x := range a.Addrs {
 			s := fmt.Sprintf("%s/%d scope %s", x.Local, x.Prefixlen, x.Scope)
 			switch {
+			case strings.HasPrefix(x.Local, "fe80:") && a.Name != "lo":
+				// The kernel's link-local address, which it makes again
+				// when net.ipv6.conf.all.addr_gen_mode is written (a
+				// family-wide key the file may declare); the foreign
+				// actor makes none.
 			case a.Name == "lo":
 				lo = append(lo, s)
 			case strings.HasPrefix(a.Name, "f") && !adopted[a.Name]:

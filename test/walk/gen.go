@@ -241,7 +241,9 @@ type Gen struct {
 	// W draws the sets, maps and objects in nft's words (gen_nft.go), a
 	// sequence of its own so that R's, and the walks of every seed that
 	// came before them, stay as they were; nil: seeded with 1.
-	W       *rand.Rand
+	W *rand.Rand
+	// K draws the keys of gen_keys.go, likewise; nil: seeded with 1.
+	K       *rand.Rand
 	Caps    Caps
 	Defects Defects
 	// Tag makes the WireGuard device names unique on the host:
@@ -362,7 +364,12 @@ func (g *Gen) Next(c *Config) (*Config, string) {
 	for i, k := 0, 1+g.R.Intn(3); i < k; i++ {
 		what = append(what, g.mutate(n))
 	}
+	if w := g.changeKeys(n); w != "" {
+		what = append(what, w)
+	}
+	keepLowMTU(c, n)
 	g.Repair(n)
+	pinLowChildren(c, n)
 	g.keepKeys(c, n)
 	return n, strings.Join(what, "; ")
 }

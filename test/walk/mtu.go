@@ -2,6 +2,7 @@ package walk
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -95,6 +96,30 @@ func belowIPv6(c *Config, n string) bool {
 // (validation refuses them); repairRoutes drops the IPv6 routes through
 // them.
 func repairMTUs(c *Config) {
+	// Below 1280 only where nothing else follows the MTU: a link whose
+	// ipvlans, macvlans or vlans, vxlans, bridge or bond take or are held by
+	// it, when the kernel's MTU would depend on what came before (a
+	// macvlan lowered with its parent stays low when the parent's goes
+	// back up), is given 1500 instead.
+	lower := map[string]bool{}
+	for _, n := range c.LinkNames() {
+		l := c.Links[n]
+		if v := l.VXLAN; v != nil && v.Dev != "" {
+			lower[v.Dev] = true
+		}
+		if (l.Kind == "macvlan" || l.Kind == "vlan" || l.Kind == "ipvlan") && l.Parent != "" {
+			lower[l.Parent] = true
+		}
+	}
+	for _, n := range c.LinkNames() {
+		l := c.Links[n]
+		if l.MTU != 0 && l.MTU < ipv6MinMTU && (!lowMTUKind(l) || lower[n] || l.Master != "" || l.Kind == "bond") {
+			l.MTU = 1500
+			if l.Kind == "device" {
+				l.MTU = 0
+			}
+		}
+	}
 	for changed := true; changed; {
 		changed = false
 		for _, n := range c.LinkNames() {
@@ -119,7 +144,14 @@ func repairMTUs(c *Config) {
 	}
 	for _, n := range c.LinkNames() {
 		l := c.Links[n]
-		if !belowIPv6(c, n) {
+		if v, ok := l.Sysctls["ipv6.mtu"]; ok {
+			// At most the link's MTU (the kernel refuses more), which
+			// the walk knows only where the file gives it.
+			if m, _ := strconv.Atoi(v); l.MTU == 0 || kernelMTU(c, n) < m {
+				delete(l.Sysctls, "ipv6.mtu")
+			}
+		}
+		if !noIPv6(c, n) {
 			continue
 		}
 		var kept []*Addr
@@ -131,11 +163,17 @@ func repairMTUs(c *Config) {
 		}
 		l.Addrs = kept
 		for k := range l.Sysctls {
-			if strings.HasPrefix(k, "ipv6.") {
+			if strings.HasPrefix(k, "ipv6.") && belowIPv6(c, n) {
 				delete(l.Sysctls, k)
 			}
 		}
 	}
+}
+
+// noIPv6 reports whether link n can hold no IPv6 address or route: the
+// kernel holds it below IPv6's minimum MTU, or the file turns IPv6 off on it.
+func noIPv6(c *Config, n string) bool {
+	return belowIPv6(c, n) || c.Links[n] != nil && c.Links[n].Sysctls["ipv6.disable_ipv6"] == "1"
 }
 
 // poolIs6 reports whether pool name hands out IPv6 addresses.
@@ -146,4 +184,47 @@ func poolIs6(c *Config, name string) bool {
 		}
 	}
 	return false
+}
+
+// lowerOf is the link whose MTU holds l's, and what l's encapsulation takes
+// of it: a vxlan's device, a macvlan's or vlan's parent ("" for other
+// kinds; an ipvlan follows its parent's MTU both ways).
+func lowerOf(l *Link) (string, int) {
+	switch {
+	case l.VXLAN != nil && l.VXLAN.Dev != "":
+		return l.VXLAN.Dev, vxlanHeadroom(l.VXLAN)
+	case (l.Kind == "macvlan" || l.Kind == "vlan") && l.Parent != "":
+		return l.Parent, 0
+	}
+	return "", 0
+}
+
+// pinLowChildren gives an MTU to a vxlan, macvlan or vlan of n that has
+// none and that the kernel holds (or makes, from its lower device's MTU
+// before this step's updates) below 1280 while n's lower device would
+// carry more: the kernel does not raise such a link with its lower device,
+// so kernelMTU, which reads the file, would take it for 1280 or more.
+func pinLowChildren(before, n *Config) {
+	for _, name := range n.LinkNames() {
+		l := n.Links[name]
+		lower, headroom := lowerOf(l)
+		if l.MTU != 0 || lower == "" || before.Links[lower] == nil {
+			continue
+		}
+		was := 0
+		if b := before.Links[name]; b != nil && b.Kind == l.Kind {
+			if bl, _ := lowerOf(b); bl == lower {
+				was = kernelMTU(before, name)
+			}
+		}
+		if was == 0 {
+			// Made by this step, before its lower device's update.
+			if m := kernelMTU(before, lower); m != 0 {
+				was = max(m-headroom, 68)
+			}
+		}
+		if was != 0 && was < ipv6MinMTU && !belowIPv6(n, name) {
+			l.MTU = ipv6MinMTU
+		}
+	}
 }

@@ -256,6 +256,9 @@ func (r Reach) diff(path string, old, new *yaml.Node, stays bool) {
 				sub = "*"
 			}
 			r.diff(join(path, sub), om[k], nm[k], stays)
+			if path == "sysctls" || path == "links.*.sysctls" {
+				r.named(join(path, sub), k, om[k], nm[k], stays)
+			}
 		}
 	case yaml.SequenceNode:
 		var oi, ni []*yaml.Node
@@ -270,6 +273,28 @@ func (r Reach) diff(path string, old, new *yaml.Node, stays bool) {
 		}
 	}
 }
+
+// named records the events of one sysctl by its name (NamedKey), beside
+// the schema's "sysctls.*": which keys of the kernel the walk reaches.
+func (r Reach) named(path, name string, old, new *yaml.Node, stays bool) {
+	k := r[NamedKey(path, name)]
+	if k == nil {
+		k = &KeyReach{}
+		r[NamedKey(path, name)] = k
+	}
+	switch {
+	case old == nil && new != nil:
+		k.Set++
+	case old != nil && new == nil && stays:
+		k.Removed++
+	case old != nil && new != nil && leafText(old) != leafText(new):
+		k.Changed++
+	}
+}
+
+// NamedKey is the row of a Reach for the entry name of the map at schema
+// path ("sysctls.*", "links.*.sysctls.*").
+func NamedKey(path, name string) string { return path + " " + name }
 
 // pairs maps a mapping's keys to their values.
 func pairs(n *yaml.Node) map[string]*yaml.Node {

@@ -54,6 +54,10 @@ func generatorReach(t *testing.T, seed int64, walks, steps int) Reach {
 		}
 		for k, v := range x {
 			y := r[k]
+			if y == nil {
+				y = &KeyReach{}
+				r[k] = y
+			}
 			y.Set, y.Changed, y.Removed = y.Set+v.Set, y.Changed+v.Changed, y.Removed+v.Removed
 		}
 	}
@@ -68,6 +72,7 @@ func walkReach(seed int64, d Defects, dir string, steps int) (Reach, error) {
 		return nil, err
 	}
 	g.W = rand.New(rand.NewSource(seed ^ WordsSeed))
+	g.K = rand.New(rand.NewSource(seed ^ KeysSeed))
 	c := g.Initial()
 	prev, err := fileDoc(c)
 	if err != nil {
@@ -101,7 +106,7 @@ func mustDefects(t *testing.T) Defects {
 // times in 40, and a change to the generator then moved some to none.
 const (
 	reachSeed  = TestSeed
-	reachWalks = 80
+	reachWalks = 100
 	reachSteps = 200
 )
 
@@ -154,6 +159,16 @@ func TestSchemaReach(t *testing.T) {
 			}
 		}
 	}
+	// Every kernel key the walk declares, by name: set, changed and
+	// removed, globally and on links.
+	for path, keys := range map[string]map[string][]string{"sysctls.*": globalSysctls(), "links.*.sysctls.*": linkSysctls()} {
+		for _, name := range sortedKeys(keys) {
+			x := r[NamedKey(path, name)]
+			if x == nil || x.Set == 0 || x.Changed == 0 || x.Removed == 0 {
+				t.Errorf("%s: the generator does not set, change and remove it (in %d walks of %d steps): %+v", NamedKey(path, name), reachWalks, reachSteps, x)
+			}
+		}
+	}
 	if t.Failed() {
 		t.Logf("the generator's counts:\n%s", r)
 	}
@@ -182,6 +197,17 @@ func TestSchemaReachTable(t *testing.T) {
 			}
 		}
 		fmt.Fprintf(&b, "| `%s` | %d/%d/%d | %s | %s |\n", k, x.Set, x.Changed, x.Removed, or, strings.Join(ex, "; "))
+		var names []string
+		for nk := range r {
+			if name, ok := strings.CutPrefix(nk, k+" "); ok {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			x := r[NamedKey(k, name)]
+			fmt.Fprintf(&b, "| `%s` `%s` | %d/%d/%d | %s | |\n", k, name, x.Set, x.Changed, x.Removed, or)
+		}
 	}
 	fmt.Print(b.String())
 }

@@ -368,12 +368,13 @@ func (g *Gen) repairRoutes(c *Config) []*Route {
 		}
 		if v6 := slices.ContainsFunc(r.dsts(), func(d string) bool { return strings.Contains(d, ":") }); v6 || strings.Contains(r.Via, ":") {
 			// No IPv6 through a link the kernel holds below IPv6's
-			// minimum MTU (validation refuses the IPv6 ones).
-			if r.Dev != "" && belowIPv6(c, r.Dev) || slices.ContainsFunc(r.Hops, func(h Hop) bool { return belowIPv6(c, h.Dev) }) {
+			// minimum MTU or with IPv6 turned off (validation refuses
+			// them).
+			if r.Dev != "" && noIPv6(c, r.Dev) || slices.ContainsFunc(r.Hops, func(h Hop) bool { return noIPv6(c, h.Dev) }) {
 				continue
 			}
 		}
-		if slices.ContainsFunc(r.Hops, func(h Hop) bool { return strings.Contains(h.Via, ":") && belowIPv6(c, h.Dev) }) {
+		if slices.ContainsFunc(r.Hops, func(h Hop) bool { return strings.Contains(h.Via, ":") && noIPv6(c, h.Dev) }) {
 			continue
 		}
 		if len(r.Hops) > 0 {

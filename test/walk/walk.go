@@ -85,6 +85,7 @@ func Walk(opts Options) (*Report, error) {
 		return nil, err
 	}
 	g.W = rand.New(rand.NewSource(opts.Seed ^ WordsSeed))
+	g.K = rand.New(rand.NewSource(opts.Seed ^ KeysSeed))
 	// The rules nft takes, judged once by nft itself in a namespace of
 	// its own.
 	nftPools := map[string]map[string][]string{}
