@@ -243,9 +243,12 @@ type Gen struct {
 	// came before them, stay as they were; nil: seeded with 1.
 	W *rand.Rand
 	// K draws the keys of gen_keys.go, likewise; nil: seeded with 1.
-	K       *rand.Rand
-	Caps    Caps
-	Defects Defects
+	K *rand.Rand
+	// NoIPv6Keys leaves those keys out, for a kernel that does not take
+	// IPv6 off a link (the fake).
+	NoIPv6Keys bool
+	Caps       Caps
+	Defects    Defects
 	// Tag makes the WireGuard device names unique on the host:
 	// wireguard-go's control sockets are shared by every namespace.
 	Tag string

@@ -80,7 +80,7 @@ var lowMTUs = []int{1000, 1200}
 // a link's MTU across 1280 with its IPv6 keys, a family-wide key with a
 // link's, a link's IPv6 keys alone.
 func (g *Gen) changeKeys(c *Config) string {
-	if !g.kchance(0.3) {
+	if !g.kchance(0.3) || g.NoIPv6Keys {
 		return ""
 	}
 	var ns []string

@@ -245,6 +245,12 @@ func (g *Gen) Repair(c *Config) {
 	for _, t := range c.Tables {
 		g.repairTable(c, t)
 	}
+	// A pool's blocks are among those its subnets hold (validation).
+	for _, p := range c.Pools {
+		if p.Blocks != "" && blockCount(p) > 0 && maxBlock(p.Blocks) >= blockCount(p) {
+			p.Blocks = ""
+		}
+	}
 	// Other owners hold addresses of declared pools only.
 	var others []*Other
 	for _, o := range c.Others {
@@ -636,4 +642,34 @@ func portKind(l *Link) bool {
 		return true
 	}
 	return false
+}
+
+// blockCount is how many blocks pool p's first subnet holds (0: not known).
+func blockCount(p *Pool) int {
+	sn, err := netip.ParsePrefix(p.Subnet)
+	if err != nil {
+		if sn, err = netip.ParsePrefix(p.Subnet6); err != nil {
+			return 0
+		}
+	}
+	host := sn.Addr().BitLen() - sn.Bits() - p.Bits
+	if host < 0 || host > 20 {
+		return 0
+	}
+	return 1 << host
+}
+
+// maxBlock is the largest block index a blocks string names.
+func maxBlock(blocks string) int {
+	most := 0
+	for _, r := range strings.Split(blocks, ",") {
+		_, hi, ok := strings.Cut(r, "-")
+		if !ok {
+			hi = r
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(hi)); err == nil && n > most {
+			most = n
+		}
+	}
+	return most
 }

@@ -27,7 +27,8 @@ var defaultSysctls = func() map[string]string {
 	}
 	conf4 := map[string]string{"forwarding": "0", "rp_filter": "0", "accept_local": "0", "proxy_arp": "0",
 		"promote_secondaries": "0", "arp_ignore": "0", "arp_announce": "0", "send_redirects": "1", "accept_redirects": "1"}
-	conf6 := map[string]string{"forwarding": "0", "disable_ipv6": "0", "accept_ra": "1", "autoconf": "1", "accept_dad": "1", "proxy_ndp": "0", "hop_limit": "64", "mtu": "1280"}
+	conf6 := map[string]string{"forwarding": "0", "disable_ipv6": "0", "accept_ra": "1", "autoconf": "1", "accept_dad": "1", "proxy_ndp": "0", "hop_limit": "64", "mtu": "1280",
+		"addr_gen_mode": "0", "ignore_routes_with_linkdown": "0", "force_forwarding": "0"}
 	neigh := map[string]string{"base_reachable_time_ms": "30000", "gc_stale_time": "60", "ucast_solicit": "3", "mcast_solicit": "3", "retrans_time_ms": "1000"}
 	for _, w := range []string{"all", "default"} {
 		for k, v := range conf4 {
