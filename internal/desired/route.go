@@ -1,6 +1,8 @@
 package desired
 
 import (
+	"encoding/binary"
+	"fmt"
 	"math"
 	"net/netip"
 	"slices"
@@ -208,6 +210,12 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 		}
 		if rc.OnLink && rc.Dev == "" && len(rc.NextHops) == 0 {
 			b.errs.add(rc.at("onlink"), path(".onlink"), "onlink needs dev: the gateway is taken as on-link on that device")
+		}
+		if rc.OnLink && rc.Via != nil && r.Gateway.Is4() {
+			if why := b.notUnicastGateway(r.Gateway, rc.Dev); why != "" {
+				b.errs.add(rc.at("via"), path(".via"), "gateway %s %s: the kernel takes an on-link gateway only where its local table has no route of another type for it (\"Nexthop has invalid gateway\"); give another gateway", r.Gateway, why)
+				continue
+			}
 		}
 		if mtu, why, _ := b.kernelMTU(rc.Dev, nil); v6 && mtu != 0 && mtu < ipv6MinMTU {
 			b.errs.add(rc.at("dev"), path(".dev"), "link %s has MTU %d%s, below %d: the kernel takes IPv6 off such a link and refuses IPv6 routes through it", rc.Dev, mtu, whyMTU(why), ipv6MinMTU)
@@ -440,6 +448,61 @@ func (b *builder) vrfOfSource(src netip.Addr) (link, vrf string, table int, ok b
 		return "", "", 0, false
 	}
 	return link, vrf, int(lc.VRF.Table), true
+}
+
+// notUnicastGateway says why the kernel's local table gives the IPv4
+// address gw a type other than unicast as seen from link dev, or "": an
+// address of a link in dev's VRF (local), one in the subnet of an address
+// on lo (the kernel routes lo's whole subnet as local), the broadcast
+// address of such a link's subnet, or a loopback, multicast or limited
+// broadcast address. The kernel refuses such a gateway on-link (fib_check_nh_v4_gw).
+func (b *builder) notUnicastGateway(gw netip.Addr, dev string) string {
+	switch {
+	case gw.IsMulticast():
+		return "is a multicast address"
+	case gw == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return "is the limited broadcast address"
+	case gw.IsLoopback():
+		return "is a loopback address (lo holds 127.0.0.0/8)"
+	}
+	vrf := b.vrfOfLink(dev)
+	for _, a := range b.st.Addresses {
+		p := a.Prefix
+		if !p.Addr().Is4() || b.vrfOfLink(a.Link) != vrf {
+			continue
+		}
+		switch {
+		case p.Addr() == gw:
+			return fmt.Sprintf("is an address of link %s (a local address)", a.Link)
+		case a.Link == loopback && p.Masked().Contains(gw):
+			return fmt.Sprintf("is in the subnet %s of an address on lo, which the kernel routes as local", p.Masked())
+		case p.Bits() < 31 && gw == lastAddr(p):
+			return fmt.Sprintf("is the broadcast address of link %s's subnet %s", a.Link, p.Masked())
+		}
+	}
+	return ""
+}
+
+// vrfOfLink is the vrf a link is in (the link itself for a vrf), or "".
+func (b *builder) vrfOfLink(link string) string {
+	lc := b.links[link]
+	switch {
+	case lc == nil:
+		return ""
+	case lc.Kind == "vrf":
+		return link
+	case lc.Master != "" && b.links[lc.Master] != nil && b.links[lc.Master].Kind == "vrf":
+		return lc.Master
+	}
+	return ""
+}
+
+// lastAddr is the last address of an IPv4 prefix (its broadcast address).
+func lastAddr(p netip.Prefix) netip.Addr {
+	a := p.Masked().Addr().As4()
+	v := binary.BigEndian.Uint32(a[:]) | (1<<(32-p.Bits()) - 1)
+	binary.BigEndian.PutUint32(a[:], v)
+	return netip.AddrFrom4(a)
 }
 
 // whyMTU puts kernelMTU's reason in parentheses, or nothing.
