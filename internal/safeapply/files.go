@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -163,6 +164,53 @@ func sideCopy(src desired.Source) (*FileCopy, error) {
 	}
 	c.Data, c.Side = src.Data, true
 	return c, nil
+}
+
+// sameModes says whether two snapshots of the same files (the same Hash)
+// give each file the same mode and owner: the hash covers names, links and
+// contents only, and a file made private since it was recorded must not
+// be given its old mode back by a rollback.
+func sameModes(a, b *Snapshot) bool {
+	if len(a.Files) != len(b.Files) {
+		return false
+	}
+	for i := range a.Files {
+		x, y := &a.Files[i], &b.Files[i]
+		if x.Mode != y.Mode || x.UID != y.UID || x.GID != y.GID {
+			return false
+		}
+	}
+	return true
+}
+
+// withModesOf is the restore point s with the mode and owner each of its
+// files has in cur (the files as a transaction begins) where cur holds the
+// same path, link and content: a file chmod'ed or chown'ed since it was
+// confirmed is given back as it was when the transaction began, not as it
+// was recorded (a rollback would widen a mode the user narrowed). The
+// configuration is the same; only who may read it differs.
+func (s *Snapshot) withModesOf(cur *Snapshot) *Snapshot {
+	now := map[string]*FileCopy{}
+	for i := range cur.Files {
+		now[cur.Files[i].Path] = &cur.Files[i]
+	}
+	var out *Snapshot
+	for i := range s.Files {
+		f, c := &s.Files[i], now[s.Files[i].Path]
+		if c == nil || c.Link != f.Link || string(c.Data) != string(f.Data) || (c.Mode == f.Mode && c.UID == f.UID && c.GID == f.GID) {
+			continue
+		}
+		if out == nil {
+			cp := *s
+			cp.Files = slices.Clone(s.Files)
+			out = &cp
+		}
+		out.Files[i].Mode, out.Files[i].UID, out.Files[i].GID = c.Mode, c.UID, c.GID
+	}
+	if out == nil {
+		return s
+	}
+	return out
 }
 
 // sidePaths lists the snapshot's side files.

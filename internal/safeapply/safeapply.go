@@ -344,7 +344,7 @@ func (h *Host) RecordConfirmed(s *Snapshot) error {
 			return err
 		}
 	}
-	if f.Pending != nil || (f.Confirmed != nil && f.Confirmed.Hash == s.Hash) {
+	if f.Pending != nil || (f.Confirmed != nil && f.Confirmed.Hash == s.Hash && sameModes(f.Confirmed, s)) {
 		return nil
 	}
 	h.kept = nil
@@ -632,7 +632,7 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 	case res.Extended:
 		restore = f.Pending.Restore
 	case f.Confirmed != nil:
-		restore = f.Confirmed
+		restore = f.Confirmed.withModesOf(cur)
 	case req.Candidate != nil:
 		// The files on disk, with the side files they name: parsed
 		// for those only, a restore point that does not load is

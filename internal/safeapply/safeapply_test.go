@@ -986,3 +986,47 @@ func TestTxWalkFindingConfirmAfterAnInterruptedRollback(t *testing.T) {
 		})
 	}
 }
+
+// A file made private after it was confirmed (chmod 0600, a plain apply or
+// not) is given back by a rollback as it was when the transaction began:
+// the snapshot's hash covers names, links and contents, so a plain apply
+// of the same content did not record the new mode, and the rollback wrote
+// the old one back, widening what the user had narrowed.
+func TestTxWalkFinding120RollbackKeepsAModeNarrowedSinceTheConfirm(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	f.applyPlain()
+	ctx := context.Background()
+	mode := func() os.FileMode {
+		fi, err := os.Stat(f.main)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Mode().Perm()
+	}
+	for _, viaApply := range []bool{false, true} {
+		if err := os.Chmod(f.main, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if viaApply {
+			// A plain apply of the same content records the new mode.
+			f.applyPlain()
+			if c := f.load().Confirmed; c == nil || c.Files[0].Mode != 0o600 {
+				t.Fatalf("a plain apply after chmod 0600 did not record the mode")
+			}
+		}
+		if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.h.Rollback(ctx, "", CauseManual, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if m := mode(); m != 0o600 || f.file() != goodConf {
+			t.Errorf("after the rollback (plain apply after chmod: %v): mode %v, want 0600", viaApply, m)
+		}
+		if err := os.Chmod(f.main, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		f.applyPlain()
+	}
+}
