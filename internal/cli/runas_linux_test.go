@@ -157,12 +157,10 @@ func (r *serviceRig) rootFiles() []string {
 // in a transaction still open by root's own record, nor reaches root's
 // terminal. The service user is a throwaway one (nettest.ServiceUser): the
 // binary is built with cli.serviceUser set to it.
-func TestRootRunsAsServiceUser(t *testing.T) {
-	nettest.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("builds the command")
-	}
-	u := nettest.NewServiceUser(t)
+// serviceBinary builds the command with cli.serviceUser set to u, where u
+// can run it.
+func serviceBinary(t *testing.T, u *nettest.ServiceUser) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "netreconcile")
 	build := exec.Command("go", "build", "-o", bin, "-ldflags", "-X github.com/netreconcile/netreconcile/internal/cli.serviceUser="+u.Name,
 		"github.com/netreconcile/netreconcile/cmd/netreconcile")
@@ -175,6 +173,16 @@ func TestRootRunsAsServiceUser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return bin
+}
+
+func TestRootRunsAsServiceUser(t *testing.T) {
+	nettest.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	u := nettest.NewServiceUser(t)
+	bin := serviceBinary(t, u)
 	const (
 		good = "version: 1\nlinks:\n  rb0: {kind: bridge}\n"
 		next = "version: 1\nlinks:\n  rb0: {kind: bridge}\n  rb1: {kind: bridge}\n"
@@ -350,4 +358,55 @@ func TestRootRunsAsServiceUser(t *testing.T) {
 			t.Fatalf("the main file changed: %q", got)
 		}
 	})
+}
+
+// Root's process writes back its own copy of the main file, taken when it
+// installed a candidate: the restore point's only when the file was not
+// edited since the last confirm. A transaction begun without --candidate
+// over an edited main file and extended with one had root write back the
+// edit, which was never confirmed, and the rollback said it restored the
+// file: the kernel rolled back, the files not, and nothing pinned, so the
+// daemon's next pass or a plain apply applied the edit. The rollback now
+// checks what root wrote back, and pins the files when it is not the
+// restore point's.
+func TestTxWalkFinding121ExtensionWithCandidateOverAnEditIsPinned(t *testing.T) {
+	nettest.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	u := nettest.NewServiceUser(t)
+	r := newServiceRig(t, u, serviceBinary(t, u))
+	const (
+		good = "version: 1\nlinks:\n  rb0: {kind: bridge}\n"
+		edit = "version: 1\nlinks:\n  rb0: {kind: bridge}\n  rb1: {kind: bridge}\n"
+		next = "version: 1\nlinks:\n  rb0: {kind: bridge}\n  rb2: {kind: bridge}\n"
+	)
+	r.writeMain(good)
+	r.run(0, append([]string{"apply"}, r.common()...)...)
+	r.writeMain(edit)
+	r.run(0, append([]string{"apply", "--confirm-within", "60s", "--rollback-timer", "process"}, r.common()...)...)
+	cand := r.candidate("next.yaml", next)
+	r.run(0, append([]string{"apply", "--confirm-within", "60s", "--candidate", cand, "--rollback-timer", "process"}, r.common()...)...)
+	out := r.run(1, append([]string{"rollback"}, r.common()...)...)
+	if !strings.Contains(out, "not the restore point's") {
+		t.Errorf("rollback:\n%s\nwant it to say the main file is not the restore point's", out)
+	}
+	if got := r.mainHolds(); got != good && got != edit {
+		t.Fatalf("main file after the rollback:\n%s", got)
+	}
+	for _, l := range []string{"rb1", "rb2"} {
+		if err := exec.Command("ip", "-n", r.ns, "link", "show", l).Run(); err == nil {
+			t.Errorf("%s is there after the rollback", l)
+		}
+	}
+	// The edit root wrote back is pinned: a plain apply refuses it, and
+	// the kernel keeps the confirmed configuration.
+	if r.mainHolds() == edit {
+		if out := r.run(1, append([]string{"apply"}, r.common()...)...); !strings.Contains(out, "could not write back") {
+			t.Errorf("a plain apply of the edit root wrote back:\n%s", out)
+		}
+		if err := exec.Command("ip", "-n", r.ns, "link", "show", "rb1").Run(); err == nil {
+			t.Error("a plain apply after the rollback applied the edit that was never confirmed")
+		}
+	}
 }

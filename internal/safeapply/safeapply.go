@@ -477,6 +477,13 @@ func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string
 		// it with its own mode and owner; restoreFiles does the rest.
 		if err := w.Restore(&t.Restore.Files[0], t.ID); err != nil {
 			errs = append(errs, fmt.Errorf("restore files: %w", err))
+		} else if err := holds(&t.Restore.Files[0]); err != nil {
+			// Root's copy is the file as it was when root installed a
+			// candidate, which is the restore point's only when the
+			// file was not edited since the last confirm (an extension
+			// with --candidate of a transaction begun without one, an
+			// edit in the window): the files are then pinned.
+			errs = append(errs, fmt.Errorf("restore files: root's process wrote back its copy of the main file from before its candidate, which is not the restore point's: %w", err))
 		} else {
 			rest := *t.Restore
 			rest.Files = rest.Files[1:]
@@ -534,6 +541,19 @@ func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string
 	}
 	stopTimer(t)
 	return r, nil
+}
+
+// holds checks that f.Path holds f's content (through its link if it is
+// one), as written back by another process.
+func holds(f *FileCopy) error {
+	cur, err := readCopy(f.Path)
+	if err != nil {
+		return err
+	}
+	if cur.Link != f.Link || string(cur.Data) != string(f.Data) {
+		return fmt.Errorf("%s holds other content", f.Path)
+	}
+	return nil
 }
 
 // BeginRequest is an apply --confirm-within.
