@@ -85,6 +85,12 @@ type globals struct {
 	lockTimeout time.Duration
 	// allowInsecureConfig: --allow-insecure-config.
 	allowInsecureConfig bool
+	// kept, when set, is the namespace's identity as a rollback timer
+	// found it at its start: its state directory is the transaction's,
+	// whatever names the namespace has gained or lost since (the key of
+	// a namespace with no name then is netns/nsfs-…, netns/NAME once
+	// ip netns attach names it).
+	kept *statedir.Netns
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -225,6 +231,9 @@ func (g *globals) openState(readOnly bool) (*nsState, error) {
 	id, err := statedir.IdentifyNetns(g.netns)
 	if err != nil {
 		return nil, err
+	}
+	if k := g.kept; k != nil && k.Cookie == id.Cookie && k.Dev == id.Dev && k.Ino == id.Ino {
+		id.Key = k.Key
 	}
 	st := &nsState{id: id}
 	st.root, err = statedir.Open(g.stateDir, !readOnly)

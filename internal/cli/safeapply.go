@@ -385,6 +385,10 @@ func runRollback(ctx context.Context, env *Env, args []string) int {
 			return failed(oerr)
 		}
 		defer st.close()
+		// The transaction is in this state directory: the one the
+		// rollback opens at the deadline, even if the namespace was
+		// named (or gained a name that sorts first) in the window.
+		g.kept = &st.id
 		rolled, err = safeapply.WaitDue(ctx, st.dir, id, func(ctx context.Context) (*safeapply.Host, func(), error) {
 			return g.openHost(ctx, env, "rollback")
 		})

@@ -774,3 +774,79 @@ func TestTxWalkFindingProcNetnsHolderExits(t *testing.T) {
 		})
 	}
 }
+
+// A namespace without a name, given as /proc/PID/ns/net, keeps its state
+// (and the transaction) under netns/nsfs-DEV-INO; named during the window
+// (ip netns attach), it is netns/NAME to whoever looks again. The process
+// timer looked again at the deadline, found no transaction in that
+// directory and exited: the candidate stayed installed and applied, the
+// transaction pending for good. The timer keeps the state directory it
+// found at its start.
+func TestTxWalkFinding122NamespaceNamedDuringTheWindow(t *testing.T) {
+	nettest.RequireRoot(t)
+	dir := t.TempDir()
+	conf, cand, state := filepath.Join(dir, "nr.yaml"), filepath.Join(dir, "cand.yaml"), filepath.Join(dir, "state")
+	const (
+		good = "version: 1\nlinks:\n  rb0: {kind: bridge}\n"
+		next = "version: 1\nlinks:\n  rb0: {kind: bridge}\n  rb1: {kind: bridge}\n"
+	)
+	for p, c := range map[string]string{conf: good, cand: next} {
+		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holder := exec.Command("unshare", "--net", "sleep", "1000")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	pid := holder.Process.Pid
+	own, err := os.Stat("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if fi, err := os.Stat(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && !os.SameFile(fi, own) && string(comm) == "sleep\n" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the holder did not enter a namespace of its own")
+		}
+	}
+	run := func(args ...string) []byte {
+		t.Helper()
+		c := exec.Command(binary, append(args, "--netns", fmt.Sprintf("/proc/%d/ns/net", pid), "-c", conf, "--state-dir", state, "--allow-insecure-config")...)
+		out, err := c.Output()
+		if err != nil {
+			t.Fatalf("netreconcile %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	run("apply", "-q")
+	var out applyOutput
+	if err := json.Unmarshal(run("apply", "-o", "json", "--candidate", cand, "--confirm-within", "1s", "--rollback-timer", "process"), &out); err != nil || out.Transaction == nil {
+		t.Fatalf("apply --confirm-within: %v", err)
+	}
+	id := out.Transaction.ID
+	t.Cleanup(func() { killTimers(id) })
+	name := fmt.Sprintf("sa-n-%d", os.Getpid())
+	if b, err := exec.Command("ip", "netns", "attach", name, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns attach: %v\n%s", err, b)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	for end := out.Transaction.Deadline.Add(rollbackBound); ; time.Sleep(50 * time.Millisecond) {
+		data, _ := os.ReadFile(conf)
+		if string(data) == good && exec.Command("ip", "-n", name, "link", "show", "rb1").Run() != nil {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("not rolled back %s after the deadline (a timer waits: %v); the main file holds:\n%s", rollbackBound, timerWaits(id), data)
+		}
+	}
+	for end := time.Now().Add(rollbackBound); timerWaits(id); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the timer outlives its transaction")
+		}
+	}
+}
