@@ -146,6 +146,15 @@ func (tm *Timer) Arrange(t *Txn) (*Arranged, error) {
 			return nil, errors.New("--rollback-timer daemon: no daemon (netreconcile run) holds this namespace's state directory")
 		}
 		a.Holder = "daemon:" + strconv.Itoa(max(daemon, 0))
+		// A timer an earlier apply of t started still waits for it:
+		// named as the fallback, it is stopped when t ends, instead of
+		// living on unnamed until the deadline.
+		for _, prev := range []string{t.Timer, t.Fallback} {
+			if processWaits(prev, t.ID) || strings.HasPrefix(prev, "systemd:") {
+				a.Fallback = prev
+				break
+			}
+		}
 		return a, nil
 	}
 	own := ""

@@ -3,7 +3,9 @@ package safeapply
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +114,52 @@ func TestSourceStatusOfARollbackUnderWay(t *testing.T) {
 	}
 	if woken != 2 {
 		t.Errorf("%d wakes for the transaction appearing and its rollback beginning, want 2", woken)
+	}
+}
+
+// An extension with --rollback-timer daemon of a transaction whose process
+// timer still waits keeps that timer named (as the fallback): the record
+// named the daemon alone, so a confirm or rollback did not stop the process
+// timer, which lived on until the deadline (an hour, for a window of one).
+func TestTxWalkFinding123ExtensionByTheDaemonKeepsTheTimerNamed(t *testing.T) {
+	tmp := t.TempDir()
+	dir, err := statedir.Open(filepath.Join(tmp, "state"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := dir.Lock(context.Background(), DaemonLock, statedir.LockOptions{NoWait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	tx := &Txn{ID: "20261129T200408Z-52d3a2", Deadline: time.Now().Add(time.Hour)}
+	// A process whose command line is a timer's for tx.
+	timer := exec.Command("sh", "-c", "sleep 100; :", "rollback", "--due", tx.ID)
+	if err := timer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = timer.Process.Kill(); _ = timer.Wait() })
+	tx.Timer = "process:" + strconv.Itoa(timer.Process.Pid)
+	for end := time.Now().Add(5 * time.Second); !processWaits(tx.Timer, tx.ID); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the stand-in timer never showed its command line")
+		}
+	}
+	a, err := (&Timer{Mode: TimerDaemon, Dir: dir}).Arrange(tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(a.Holder, "daemon:") || a.Fallback != tx.Timer {
+		t.Fatalf("holder %q, fallback %q: want the daemon, and %s still named", a.Holder, a.Fallback, tx.Timer)
+	}
+	// Ended, the transaction's timers are stopped: this one too.
+	tx.Timer, tx.Fallback = a.Holder, a.Fallback
+	stopTimer(tx)
+	done := make(chan error, 1)
+	go func() { done <- timer.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the process timer outlives its transaction")
 	}
 }
