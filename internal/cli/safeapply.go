@@ -180,7 +180,7 @@ func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 	tm := &safeapply.Timer{Mode: mode, Dir: h.Dir, Program: self, Args: args, Netns: netns}
 	h.Timer = tm.Arrange
 	gate := o.gate
-	req := safeapply.BeginRequest{Main: g.config, DropIn: g.dropIn(), Candidate: candidate, Window: o.confirmWithin, Probes: probes,
+	req := safeapply.BeginRequest{Main: g.config, DropIn: g.dropIn(), Candidate: candidate, CandidateName: o.candidate, Window: o.confirmWithin, Probes: probes,
 		Check: func(ctx context.Context, applied *safeapply.Snapshot, cfg *desired.Config) error {
 			return gate.before(ctx, h.Engine, applied, cfg)
 		},

@@ -144,6 +144,24 @@ func ErrorCount(err error) int {
 	return 0
 }
 
+// RenameFile makes the problems err reports in the file named from (as
+// Parse was given it) name the file to instead, in their positions and in
+// the positions their messages quote: a --candidate is parsed under the
+// main file's name, which its relative side files resolve against, and the
+// user must be pointed at the candidate they wrote.
+func RenameFile(err error, from, to string) {
+	var es Errors
+	if !errors.As(err, &es) {
+		return
+	}
+	for _, e := range es {
+		if e.Pos.File == from {
+			e.Pos.File = to
+		}
+		e.Msg = strings.ReplaceAll(e.Msg, from+":", to+":")
+	}
+}
+
 // countedErrors is the Errors kept and how many there were.
 type countedErrors struct {
 	kept  Errors

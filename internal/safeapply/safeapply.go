@@ -564,8 +564,11 @@ type BeginRequest struct {
 	// transaction is recorded (--candidate): the daemon, which applies
 	// every edit of the files at once, never sees it before.
 	Candidate []byte
-	Window    time.Duration
-	Probes    []Probe
+	// CandidateName is the --candidate file as given, which the
+	// configuration's errors name: it is parsed as the main file.
+	CandidateName string
+	Window        time.Duration
+	Probes        []Probe
 	// Check, when set, judges the configuration to apply before anything
 	// else (apply --plan, --max-disruption, --strict, on a dry run), and
 	// CheckPlan the plan the apply runs, before the transaction is
@@ -639,6 +642,9 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 	// files in the snapshot.
 	cfg, err := applied.Parse(h.AllowInsecureConfig)
 	if err != nil {
+		if req.Candidate != nil && req.CandidateName != "" {
+			desired.RenameFile(err, applied.Main, req.CandidateName)
+		}
 		return nil, err
 	}
 	if req.Check != nil {

@@ -1030,3 +1030,24 @@ func TestTxWalkFinding120RollbackKeepsAModeNarrowedSinceTheConfirm(t *testing.T)
 		f.applyPlain()
 	}
 }
+
+// An invalid --candidate is reported at its own file's line and column: it
+// is parsed under the main file's name (its relative side files resolve
+// there), and the errors named the main file, at a line that holds
+// something else or nothing.
+func TestTxWalkFinding124CandidateErrorsNameTheCandidate(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	f.applyPlain()
+	bad := "version: 1\nlinks:\n  br0: {kind: bridge}\n  br0: {kind: bridge, mtu: 99999999}\n"
+	_, err := f.h.Begin(context.Background(), BeginRequest{Main: f.main, Candidate: []byte(bad), CandidateName: "staged.yaml", Window: time.Hour})
+	if err == nil {
+		t.Fatal("an invalid candidate was taken")
+	}
+	if !strings.Contains(err.Error(), "staged.yaml:4:3:") || strings.Contains(err.Error(), f.main) {
+		t.Errorf("the error does not name the candidate's own position:\n%v", err)
+	}
+	if f.file() != goodConf || f.load().Pending != nil {
+		t.Error("an invalid candidate changed something")
+	}
+}
