@@ -20,3 +20,25 @@ func TestDraw(t *testing.T) {
 		t.Logf("v%d:\n%s%v", v.N, v.Main(), v.Frags)
 	}
 }
+
+// TestDrawInvalidCandidates: the seeds make test walks begin with an
+// invalid --candidate at least once (whose error must name the candidate's
+// own position: transaction walk finding 124).
+func TestDrawInvalidCandidates(t *testing.T) {
+	n := 0
+	for _, seed := range []int64{1, 2, 3, 4, 5, 6} {
+		seq, err := Draw(&Options{Seed: seed, Steps: TestSteps, Caps: walk.Caps{}, Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range seq.Steps {
+			if s.Op == opBadCand {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no seed of make test begins with an invalid candidate")
+	}
+	t.Logf("%d begins with an invalid candidate in make test's seeds", n)
+}

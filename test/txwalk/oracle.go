@@ -194,6 +194,8 @@ func (w *runner) step(s Step) *Failure {
 		f = w.doApply(s)
 	case opBegin:
 		f = w.doBegin(s)
+	case opBadCand:
+		f = w.doBadCand(s)
 	case opConfirm, opRollback:
 		f = w.doEnd(s)
 	case opDeadline:
@@ -334,6 +336,13 @@ func (w *runner) doApply(s Step) *Failure {
 		return nil
 	}
 	pending := before.txn != nil
+	if pending && res.code == 0 && w.m.txn == nil && !strings.Contains(res.stderr, "rolled back now") {
+		// The deadline passed while the apply waited for the lock a
+		// timer held to roll back: the transaction had ended when the
+		// apply took it, and the apply applied the restored files.
+		pending = false
+		w.m.confirmed = append(before.confirmed, w.diskCfg())
+	}
 	switch {
 	case pending && res.code == 0:
 		return w.fail("apply", "a plain apply went through while transaction %s was pending: %s", before.txn.id, res)
@@ -470,6 +479,43 @@ func (w *runner) doBegin(s Step) *Failure {
 	}
 	if out := parseApply(res.stdout); out == nil || out.Transaction == nil || out.Transaction.ID != t.id {
 		return w.fail("begin", "apply -o json does not name transaction %s:\n%s", t.id, res)
+	}
+	return nil
+}
+
+// badKey is what an invalid candidate adds to the main file: a key the
+// schema does not have.
+const badKey = "no-such-key: 1\n"
+
+// doBadCand begins with an invalid --candidate (the main file on the disk
+// with a key the schema does not have): refused, the error at the
+// candidate's own file, line and column, and nothing changed (the checks
+// after the step hold the files and the kernel to the model). A stale
+// transaction the command finds is rolled back first, and that is its
+// error.
+func (w *runner) doBadCand(s Step) *Failure {
+	main := w.rig.l.read()["main"].Data
+	if main != "" && !strings.HasSuffix(main, "\n") {
+		main += "\n"
+	}
+	p := filepath.Join(w.rig.base, fmt.Sprintf("invalid-%d.yaml", w.i))
+	if err := os.WriteFile(p, []byte(main+badKey), 0o600); err != nil {
+		return w.fail("setup", "%v", err)
+	}
+	res, err := w.rig.run(0, "", "apply", "--confirm-within", "1s", "--candidate", p)
+	if err != nil {
+		return w.fail("begin-invalid", "%v", err)
+	}
+	before := w.m.txn
+	if f := w.observe(s, &res); f != nil {
+		return f
+	}
+	if res.code == 0 {
+		return w.fail("begin-invalid", "an invalid --candidate went through: %s", res)
+	}
+	at := fmt.Sprintf("%s:%d:1:", p, strings.Count(main, "\n")+1)
+	if (before == nil || w.m.txn != nil) && !strings.Contains(res.stderr, at) {
+		return w.fail("begin-invalid", "the error does not name the candidate at %s: %s", at, res)
 	}
 	return nil
 }

@@ -51,6 +51,10 @@ const (
 	opHand        = "hand"         // the kernel edited by hand
 	opHolderExit  = "holder-exit"  // the process --netns /proc/PID/ns/net names exits
 	opReboot      = "reboot"       // a new boot id
+	// opBadCand is apply --confirm-within with an invalid --candidate:
+	// refused, naming the candidate's own line and column, and nothing
+	// changes (no transaction begun or extended).
+	opBadCand = "begin-invalid"
 )
 
 func (s Step) String() string {
@@ -142,8 +146,11 @@ var handEdits = []handEdit{
 // draw makes a sequence of n steps from r: a mode, a layout (drawn by the
 // rig from the same source) and versions from test/walk's generator.
 type drawer struct {
-	r    *rand.Rand
-	g    *walk.Gen
+	r *rand.Rand
+	g *walk.Gen
+	// bad draws the invalid candidates from a sequence of its own, so
+	// that a seed's other steps stay as they were.
+	bad  *rand.Rand
 	seq  *Sequence
 	mode Mode
 	// What the drawer expects, to make likely sequences (the run

@@ -123,7 +123,7 @@ func Draw(opts *Options) (*Sequence, error) {
 		mode = *opts.Mode
 	}
 	seq := &Sequence{Mode: mode, Layout: drawLayout(r, mode), PeerNS: g.PeerNS, Foreign: walk.ForeignPlan(r, walk.Defects{})}
-	d := &drawer{r: r, g: g, seq: seq, mode: mode, adopt: opts.Adopt}
+	d := &drawer{r: r, g: g, seq: seq, mode: mode, adopt: opts.Adopt, bad: rand.New(rand.NewSource(opts.Seed ^ 0x5eed))}
 	c := g.Initial()
 	for i := 0; i < 3; i++ {
 		c, _ = g.Next(c)
@@ -137,6 +137,10 @@ func Draw(opts *Options) (*Sequence, error) {
 	}
 	for len(seq.Steps) < opts.Steps {
 		s := d.step()
+		if s.Op == opBegin && s.Cand && d.bad.Intn(4) == 0 {
+			// The same change with a mistake first.
+			seq.Steps = append(seq.Steps, Step{Op: opBadCand})
+		}
 		seq.Steps = append(seq.Steps, s)
 	}
 	seq.Steps = seq.Steps[:opts.Steps]
