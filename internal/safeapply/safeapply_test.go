@@ -1051,3 +1051,49 @@ func TestTxWalkFinding124CandidateErrorsNameTheCandidate(t *testing.T) {
 		t.Error("an invalid candidate changed something")
 	}
 }
+
+// An extension with a shorter --confirm-within moves the deadline nearer:
+// a process timer (rollback --due) that slept until the deadline it had
+// read first kept sleeping, and the transaction stayed pending past its new
+// deadline until the old one (an hour, extended to a second).
+func TestTxWalkFinding126ProcessTimerSeesADeadlineMovedNearer(t *testing.T) {
+	f := newFixture(t)
+	f.h.Now = time.Now
+	f.write(goodConf)
+	f.applyPlain()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type due struct {
+		r   *RollbackResult
+		err error
+	}
+	done := make(chan due, 1)
+	go func() {
+		r, err := WaitDue(ctx, f.h.Dir, res.Txn.ID, func(context.Context) (*Host, func(), error) { return f.h, func() {}, nil })
+		done <- due{r, err}
+	}()
+	// The timer reads the file, then sleeps.
+	time.Sleep(200 * time.Millisecond)
+	ext, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Window: time.Second})
+	if err != nil || !ext.Extended {
+		t.Fatalf("extension: %v", err)
+	}
+	select {
+	case d := <-done:
+		if d.err != nil || d.r == nil || d.r.Txn.Cause != CauseTimeout {
+			t.Fatalf("the timer: %+v %v", d.r, d.err)
+		}
+		if late := time.Since(ext.Txn.Deadline); late < 0 {
+			t.Errorf("rolled back %s before the deadline", -late)
+		}
+	case <-ctx.Done():
+		t.Fatal("the timer did not roll back at the deadline the extension moved nearer")
+	}
+	if f.file() != goodConf || f.routes() != wantGood {
+		t.Error("not rolled back")
+	}
+}

@@ -343,6 +343,8 @@ func stopTimer(t *Txn) {
 // returns nil at once when id is no longer pending.
 func WaitDue(ctx context.Context, dir *statedir.Dir, id string, open func(ctx context.Context) (*Host, func(), error)) (*RollbackResult, error) {
 	for {
+		// Stamped before the read: a change made during it is seen.
+		stamp, serr := dir.Stamp(FileName)
 		f, err := Load(dir)
 		if err != nil {
 			return nil, err
@@ -350,11 +352,21 @@ func WaitDue(ctx context.Context, dir *statedir.Dir, id string, open func(ctx co
 		if f.Pending == nil || f.Pending.ID != id {
 			return nil, nil
 		}
-		if wait := time.Until(f.Pending.Deadline); wait > 0 {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(wait):
+		if deadline := f.Pending.Deadline; time.Until(deadline) > 0 {
+			// Until the deadline, or until the file changes: an
+			// extension with a shorter --confirm-within moves the
+			// deadline nearer, and the transaction may end otherwise.
+			// A stamp is one fstatat; the file is read again only when
+			// it changed.
+			for wait := time.Until(deadline); wait > 0; wait = time.Until(deadline) {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(min(wait, recheckDue)):
+				}
+				if st, err := dir.Stamp(FileName); serr != nil || err != nil || st != stamp {
+					break
+				}
 			}
 			continue
 		}
@@ -382,3 +394,8 @@ const timerUnitPrefix = "netreconcile-rollback-"
 
 // retryDue is the wait of a timer that could not act at the deadline.
 const retryDue = time.Second
+
+// recheckDue is how often a timer waiting for a deadline looks whether
+// transaction.json changed: the bound on how late it notices a deadline
+// moved nearer.
+const recheckDue = time.Second
