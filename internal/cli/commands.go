@@ -275,7 +275,9 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 		}
 		o.gate.saved = saved
 	}
-	if o.confirmWithin < 0 {
+	// Given as 0 (a script's variable that came out empty of minutes),
+	// it would be a plain apply, which no rollback covers.
+	if o.confirmWithin < 0 || o.confirmWithin == 0 && isSet(fs, "confirm-within") {
 		badUsage(env, "apply", fmt.Sprintf("--confirm-within must be positive, not %s", o.confirmWithin))
 		return ExitUsage
 	}

@@ -177,7 +177,8 @@ Safe apply (commit-confirmed):
   --confirm-within DURATION
                        apply inside a transaction that rolls back by itself
                        unless "netreconcile confirm" runs within DURATION
-                       (e.g. 2m). Before the first kernel write, the
+                       (e.g. 2m; 0 is refused, not taken for a plain
+                       apply). Before the first kernel write, the
                        transaction is recorded in the state directory: its
                        id, deadline and boot id, the last confirmed
                        configuration's files (the restore point) and the

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -57,5 +59,24 @@ func TestApplyUsage(t *testing.T) {
 	}
 	if !strings.Contains(applyHelp, "--confirm-within") || !strings.Contains(mainHelp, "confirm") {
 		t.Error("help lacks safe apply")
+	}
+}
+
+// --confirm-within 0 was a plain apply: the change applied with no
+// transaction and nothing to roll it back, exit 0. It is a usage error,
+// like a negative window, and touches nothing.
+func TestTxWalkFinding127ConfirmWithinZeroIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nr.yaml")
+	if err := os.WriteFile(conf, []byte("version: 1\nlinks:\n  br0: {kind: bridge}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"0", "0s", "0m"} {
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), &Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }},
+			[]string{"apply", "--confirm-within", w, "-c", conf, "--state-dir", filepath.Join(dir, "state"), "--netns", "nrtest-no-such-netns"})
+		if code != ExitUsage || !strings.Contains(errb.String(), "--confirm-within must be positive") {
+			t.Errorf("--confirm-within %s: exit %d, want %d\n%s%s", w, code, ExitUsage, out.String(), errb.String())
+		}
 	}
 }
