@@ -390,7 +390,23 @@ func runRollback(ctx context.Context, env *Env, args []string) int {
 		// named (or gained a name that sorts first) in the window.
 		g.kept = &st.id
 		rolled, err = safeapply.WaitDue(ctx, st.dir, id, func(ctx context.Context) (*safeapply.Host, func(), error) {
-			return g.openHost(ctx, env, "rollback")
+			h, closeFn, err := g.openHost(ctx, env, "rollback")
+			if err == nil || g.netns == "" {
+				return h, closeFn, err
+			}
+			if _, ierr := statedir.IdentifyNetns(g.netns); !errors.Is(ierr, os.ErrNotExist) {
+				return nil, nil, err
+			}
+			// The namespace is gone (ip netns del, its last process
+			// exited): its kernel state went with it, and the files
+			// are written back all the same; retried forever instead,
+			// the transaction stayed pending and its timer alive.
+			unlock, lerr := g.lockFn(st, waitingMessage(env, "rollback", g.lockTimeout))(ctx)
+			if lerr != nil {
+				return nil, nil, lerr
+			}
+			w, _ := handedByRoot()
+			return &safeapply.Host{Dir: st.dir, Netns: g.netns, AllowInsecureConfig: g.allowInsecureConfig, Getenv: env.Getenv, Options: g.nsOptions(), MainWriter: w}, unlock, nil
 		})
 	} else {
 		h, closeFn, oerr := g.openHost(ctx, env, "rollback")

@@ -850,3 +850,63 @@ func TestTxWalkFinding122NamespaceNamedDuringTheWindow(t *testing.T) {
 		}
 	}
 }
+
+// A namespace deleted during the window (ip netns del) took its kernel
+// state with it; the timer, which could no longer open it, retried every
+// second for ever: the candidate stayed installed (a namespace made again
+// under the name, or the daemon, would apply it), the transaction pending,
+// the timer alive. It writes the files back, and ends the transaction
+// saying the namespace is gone.
+func TestTxWalkFinding128NamespaceDeletedDuringTheWindow(t *testing.T) {
+	nettest.RequireRoot(t)
+	dir := t.TempDir()
+	conf, cand, state := filepath.Join(dir, "nr.yaml"), filepath.Join(dir, "cand.yaml"), filepath.Join(dir, "state")
+	const (
+		good = "version: 1\nlinks:\n  rb0: {kind: bridge}\n"
+		next = "version: 1\nlinks:\n  rb0: {kind: bridge}\n  rb1: {kind: bridge}\n"
+	)
+	for p, c := range map[string]string{conf: good, cand: next} {
+		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns := fmt.Sprintf("sa-gone-%d", os.Getpid())
+	if b, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v\n%s", err, b)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	run := func(args ...string) []byte {
+		t.Helper()
+		out, err := exec.Command(binary, append(args, "--netns", ns, "-c", conf, "--state-dir", state, "--allow-insecure-config")...).Output()
+		if err != nil {
+			t.Fatalf("netreconcile %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	run("apply", "-q")
+	var out applyOutput
+	if err := json.Unmarshal(run("apply", "-o", "json", "--candidate", cand, "--confirm-within", "1s", "--rollback-timer", "process"), &out); err != nil || out.Transaction == nil {
+		t.Fatalf("apply --confirm-within: %v", err)
+	}
+	id := out.Transaction.ID
+	t.Cleanup(func() { killTimers(id) })
+	if b, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns del: %v\n%s", err, b)
+	}
+	record := filepath.Join(state, "netns", ns, safeapply.FileName)
+	for end := out.Transaction.Deadline.Add(rollbackBound); ; time.Sleep(50 * time.Millisecond) {
+		data, _ := os.ReadFile(conf)
+		f, _ := os.ReadFile(record)
+		if string(data) == good && strings.Contains(string(f), "the namespace is gone") && !strings.Contains(string(f), `"pending"`) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("not rolled back %s after the deadline (a timer waits: %v); the main file holds:\n%s\nthe record:\n%s", rollbackBound, timerWaits(id), data, f)
+		}
+	}
+	for end := time.Now().Add(rollbackBound); timerWaits(id); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the timer outlives its transaction")
+		}
+	}
+}

@@ -115,6 +115,11 @@ func (h *Host) now() time.Time {
 // ErrPending: a plain apply was asked for while a transaction is pending.
 var ErrPending = errors.New("a safe-apply transaction is pending")
 
+// ErrNamespaceGone: a rollback found the transaction's namespace gone (a
+// Host without an Engine): it writes the files back, and the kernel state
+// went with the namespace.
+var ErrNamespaceGone = errors.New("the namespace is gone: nothing of the kernel to roll back")
+
 // ErrNoPending: confirm or rollback found no pending transaction.
 var ErrNoPending = errors.New("no safe-apply transaction is pending")
 
@@ -516,9 +521,12 @@ func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string
 	}
 	// The restore point holds its side files: none is read from the disk.
 	cfg, err := desired.ParseWith(t.Restore.Sources(), desired.Options{AllowInsecure: h.AllowInsecureConfig})
-	if err != nil {
+	switch {
+	case err != nil:
 		errs = append(errs, fmt.Errorf("the restore point's configuration no longer loads: %w", err))
-	} else {
+	case h.Engine == nil:
+		errs = append(errs, ErrNamespaceGone)
+	default:
 		o, err := Converge(ctx, h.Engine, cfg.State)
 		r.Outcome = o
 		switch {
