@@ -68,6 +68,21 @@ func (g *globals) timerArgs() (args []string, netns *os.File, err error) {
 	return args, netns, nil
 }
 
+// inInitNetns reports whether this process is in the network namespace of
+// PID 1, the service manager's, where a systemd timer runs. Where PID 1's
+// namespace file cannot be read (a user other than root, a container), a
+// namespace ip-netns(8) names is taken for another one: ip netns exec
+// enters named namespaces.
+func inInitNetns() bool {
+	own, err1 := os.Stat("/proc/thread-self/ns/net")
+	pid1, err2 := os.Stat("/proc/1/ns/net")
+	if err1 == nil && err2 == nil {
+		return os.SameFile(own, pid1)
+	}
+	id, err := statedir.IdentifyNetns("/proc/thread-self/ns/net")
+	return err != nil || id.Key == ""
+}
+
 // nsArgs are the options that name this namespace and state directory,
 // for the commands that messages suggest.
 func (g *globals) nsArgs() []string {
@@ -177,7 +192,7 @@ func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 		return failed(err)
 	}
 	defer closeFn()
-	tm := &safeapply.Timer{Mode: mode, Dir: h.Dir, Program: self, Args: args, Netns: netns}
+	tm := &safeapply.Timer{Mode: mode, Dir: h.Dir, Program: self, Args: args, Netns: netns, Elsewhere: g.netns == "" && !inInitNetns()}
 	h.Timer = tm.Arrange
 	gate := o.gate
 	req := safeapply.BeginRequest{Main: g.config, DropIn: g.dropIn(), Candidate: candidate, CandidateName: o.candidate, Window: o.confirmWithin, Probes: probes,

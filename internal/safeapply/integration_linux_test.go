@@ -910,3 +910,65 @@ func TestTxWalkFinding128NamespaceDeletedDuringTheWindow(t *testing.T) {
 		}
 	}
 }
+
+// Under ip netns exec (no --netns), the namespace is the command's own,
+// which is not the service manager's: a systemd timer would run
+// "rollback --due" in the service manager's namespace, with the same state
+// directory, and plan the restore point there. Where systemd is the
+// service manager, --rollback-timer auto arranged one all the same. A
+// process timer, which stays in the namespace, holds the deadline instead.
+// Played in a mount namespace of the test's own where /run/systemd/system
+// exists and systemd-run is a stand-in that accepts the timer.
+func TestTxWalkFinding129ExecFormTimerStaysInTheNamespace(t *testing.T) {
+	nettest.RequireRoot(t)
+	nettest.RequireTool(t, "unshare")
+	ns := nettest.NewNetNSPrefixed(t, "sa-ex")
+	dir := t.TempDir()
+	conf, cand, state := filepath.Join(dir, "nr.yaml"), filepath.Join(dir, "cand.yaml"), filepath.Join(dir, "state")
+	const (
+		good = "version: 1\nlinks:\n  rb0: {kind: bridge}\n"
+		next = "version: 1\nlinks:\n  rb0: {kind: bridge}\n  rb1: {kind: bridge}\n"
+	)
+	for p, c := range map[string]string{conf: good, cand: next} {
+		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bin", "systemd-run"), []byte("#!/bin/sh\necho \"$@\" >>\"$(dirname \"$0\")/systemd-run.args\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := `set -e
+mount --make-rprivate /
+mkdir -p "$D/oldrun"
+mount --rbind /run "$D/oldrun"
+mount -t tmpfs tmpfs /run
+mkdir -p /run/netns /run/systemd/system
+mount --rbind "$D/oldrun/netns" /run/netns
+export PATH="$D/bin:$PATH"
+ip netns exec "$NS" "$BIN" apply -q -c "$C" --state-dir "$S" --allow-insecure-config
+exec ip netns exec "$NS" "$BIN" apply -o json --confirm-within 1s --candidate "$CAND" -c "$C" --state-dir "$S" --allow-insecure-config`
+	c := exec.Command("unshare", "--mount", "sh", "-c", script)
+	c.Env = append(os.Environ(), "D="+dir, "NS="+ns, "BIN="+binary, "C="+conf, "S="+state, "CAND="+cand)
+	stdout, err := c.Output()
+	var out applyOutput
+	if jerr := json.Unmarshal(stdout, &out); err != nil || jerr != nil || out.Transaction == nil || out.Transaction.Timer == nil {
+		t.Fatalf("apply --confirm-within under ip netns exec: %v %v\n%s", err, jerr, stdout)
+	}
+	id := out.Transaction.ID
+	t.Cleanup(func() { killTimers(id) })
+	if holder := *out.Transaction.Timer; !strings.HasPrefix(holder, "process:") {
+		t.Fatalf("the deadline is held by %s, which runs in the service manager's namespace", holder)
+	}
+	for end := out.Transaction.Deadline.Add(rollbackBound); ; time.Sleep(50 * time.Millisecond) {
+		data, _ := os.ReadFile(conf)
+		if string(data) == good && exec.Command("ip", "-n", ns, "link", "show", "rb1").Run() != nil {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("not rolled back %s after the deadline; the main file holds:\n%s", rollbackBound, data)
+		}
+	}
+}

@@ -79,6 +79,11 @@ type Timer struct {
 	// without a name, given as /proc/PID/ns/net, whose process may be gone
 	// by the deadline. A systemd timer cannot be handed one.
 	Netns *os.File
+	// Elsewhere: the namespace is the caller's own (no --netns, as
+	// under ip netns exec), and not the service manager's. A systemd
+	// timer runs in the service manager's namespace: its rollback would
+	// plan the restore point there.
+	Elsewhere bool
 	// Now is the clock.
 	Now func() time.Time
 	// SystemdRun and Booted stand in for systemd-run and sd_booted(3) in
@@ -198,7 +203,7 @@ func (tm *Timer) arrangeOwn(t *Txn) (holder string, release func(), warning, err
 	chosen := mode == TimerAuto || mode == TimerDaemon
 	if chosen {
 		mode = TimerProcess
-		if tm.booted() && tm.Netns == nil {
+		if tm.booted() && tm.Netns == nil && !tm.Elsewhere {
 			mode = TimerSystemd
 		}
 	}
@@ -225,6 +230,9 @@ func (tm *Timer) arrangeSystemd(t *Txn) (string, error) {
 	args := append(append([]string{"rollback", "--due"}, tm.Args...), t.ID)
 	if tm.Netns != nil {
 		return "", errors.New("--rollback-timer systemd: a namespace without a name, given as a /proc path, cannot be handed to a systemd timer: name it (ip netns attach NAME PID) or use --rollback-timer process")
+	}
+	if tm.Elsewhere {
+		return "", errors.New("--rollback-timer systemd: this command runs in another network namespace than the service manager's (ip netns exec), where a systemd timer would roll back: give the namespace with --netns NAME, or use --rollback-timer process")
 	}
 	now := time.Now
 	if tm.Now != nil {
