@@ -48,7 +48,7 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 	if output == "json" {
 		out := statusOutput{jsonHeader: header(), Transaction: safeapply.Report(txn.Pending, now, ""), LastTransaction: safeapply.Report(txn.Last, now, ""),
 			Counts: countsOf(txn.Counts), Peers: peersJSON(peers), jsonFailure: env.failure(nil)}
-		if t := txn.Pending; t != nil && t.RollingBack == "" {
+		if t := txn.Pending; t != nil && t.RollingBack == "" && now.Before(t.Deadline) {
 			c := g.confirmCommand(t.ID)
 			out.Transaction.ConfirmCommand = &c
 		}
@@ -71,13 +71,15 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 			"Finish it now: netreconcile rollback%s %s\n\n",
 			inert.String(t.ID), inert.String(string(t.RollingBack)), inert.String(t.Detail), timer, g.nsOptions(), safeapply.IDArg(t.ID))
 	} else if t := txn.Pending; t != nil {
-		left := t.Deadline.Sub(now).Round(time.Second)
-		when := fmt.Sprintf("rolls back at %s (in %s)", t.Deadline.Local().Format("15:04:05 MST"), left)
-		if left <= 0 {
-			when = fmt.Sprintf("deadline passed at %s: the next netreconcile writer rolls it back", t.Deadline.Local().Format("15:04:05 MST"))
+		if !now.Before(t.Deadline) {
+			// A confirm now rolls it back instead (it can no longer
+			// be confirmed): no confirm command is offered.
+			fmt.Fprintf(env.Stdout, "Transaction %s pending: deadline passed at %s; it can no longer be confirmed, and the next netreconcile writer rolls it back; held by %s.\nRoll it back now: netreconcile rollback%s %s\n\n",
+				inert.String(t.ID), t.Deadline.Local().Format("15:04:05 MST"), inert.String(t.Timer), g.nsOptions(), safeapply.IDArg(t.ID))
+		} else {
+			fmt.Fprintf(env.Stdout, "Transaction %s pending: rolls back at %s (in %s) unless confirmed; held by %s.\nConfirm: %s\n\n",
+				inert.String(t.ID), t.Deadline.Local().Format("15:04:05 MST"), t.Deadline.Sub(now).Round(time.Second), inert.String(t.Timer), g.confirmCommand(t.ID))
 		}
-		fmt.Fprintf(env.Stdout, "Transaction %s pending: %s unless confirmed; held by %s.\nConfirm: %s\n\n",
-			inert.String(t.ID), when, inert.String(t.Timer), g.confirmCommand(t.ID))
 	} else if t := txn.Last; t != nil {
 		how := string(t.State)
 		if t.Cause != "" {

@@ -84,7 +84,10 @@ func Report(t *Txn, now time.Time, confirm string) *TxnReport {
 		r.State, r.Cause = RollingBackState, orNull(string(t.RollingBack))
 	case t.State == Pending:
 		r.SecondsLeft = max(t.Deadline.Sub(now).Round(time.Millisecond).Seconds(), 0)
-		r.ConfirmCommand = orNull(confirm)
+		if now.Before(t.Deadline) {
+			// Past its deadline, a confirm rolls it back instead.
+			r.ConfirmCommand = orNull(confirm)
+		}
 	default:
 		ended := t.Ended.UTC()
 		r.Ended = &ended

@@ -1097,3 +1097,19 @@ func TestTxWalkFinding126ProcessTimerSeesADeadlineMovedNearer(t *testing.T) {
 		t.Error("not rolled back")
 	}
 }
+
+// A transaction past its deadline that nothing rolled back yet (its timer
+// stopped, the host asleep) can no longer be confirmed: a confirm rolls it
+// back. status offered its confirm command all the same ("… rolls it back
+// unless confirmed", confirm_command set).
+func TestTxWalkFinding130PastTheDeadlineNoConfirmIsOffered(t *testing.T) {
+	now := time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)
+	tx := &Txn{ID: "20261124T005900Z-abcdef", State: Pending, Started: now.Add(-time.Minute), Deadline: now.Add(-time.Second)}
+	if r := Report(tx, now, "netreconcile confirm "+tx.ID); r.ConfirmCommand != nil || r.SecondsLeft != 0 {
+		t.Errorf("past its deadline: confirm_command %v, seconds_left %v", r.ConfirmCommand, r.SecondsLeft)
+	}
+	tx.Deadline = now.Add(time.Minute)
+	if r := Report(tx, now, "netreconcile confirm "+tx.ID); r.ConfirmCommand == nil {
+		t.Error("before its deadline: no confirm_command")
+	}
+}
