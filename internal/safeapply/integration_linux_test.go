@@ -972,3 +972,28 @@ exec ip netns exec "$NS" "$BIN" apply -o json --confirm-within 1s --candidate "$
 		}
 	}
 }
+
+// A --candidate whose rule nft refuses (found when the rules are compiled,
+// after the parse) is reported at the candidate's own position, as the
+// parse's errors are: it named the main file, at the candidate's line
+// (finding 124, nft's errors; seen in a transaction walk soak).
+func TestTxWalkFinding124NftErrorsNameTheCandidate(t *testing.T) {
+	nettest.RequireRoot(t)
+	nettest.RequireTool(t, "nft")
+	ns := nettest.NewNetNSPrefixed(t, "sa-nft")
+	dir := t.TempDir()
+	conf, cand, state := filepath.Join(dir, "nr.yaml"), filepath.Join(dir, "cand.yaml"), filepath.Join(dir, "state")
+	writeFile(t, conf, "version: 1\nlinks:\n  rb0: {kind: bridge}\n")
+	writeFile(t, cand, "version: 1\nnftables:\n  inet t1:\n    chains:\n      c: {type: filter, hook: input, priority: 0, rules: [\"tcp dport 22 bogus\"]}\n")
+	common := []string{"--netns", ns, "-c", conf, "--state-dir", state, "--allow-insecure-config"}
+	if out, err := exec.Command(binary, append([]string{"apply", "-q"}, common...)...).CombinedOutput(); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	out, err := exec.Command(binary, append([]string{"apply", "--confirm-within", "60s", "--candidate", cand}, common...)...).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), cand+":5:") || strings.Contains(string(out), conf+":") {
+		t.Errorf("apply --candidate with a rule nft refuses: %v\n%s\nwant the error at %s:5:…", err, out, cand)
+	}
+	if data, _ := os.ReadFile(conf); !strings.Contains(string(data), "rb0") {
+		t.Error("the refused candidate was installed")
+	}
+}

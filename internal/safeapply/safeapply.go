@@ -19,6 +19,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/model"
+	"github.com/netreconcile/netreconcile/internal/nftcompile"
 	"github.com/netreconcile/netreconcile/internal/render"
 	"github.com/netreconcile/netreconcile/internal/statedir"
 )
@@ -586,6 +587,26 @@ type BeginRequest struct {
 	CheckPlan func(plan *diff.Plan, applied *Snapshot, cfg *desired.Config, conflicts error) error
 }
 
+// named makes the positions err gives in the main file name the
+// --candidate as given (desired.RenameFile), nft's refusals of its rules
+// included: the candidate is parsed and compiled under the main file's
+// name.
+func (req *BeginRequest) named(err error, main string) error {
+	if err == nil || req.Candidate == nil || req.CandidateName == "" {
+		return err
+	}
+	desired.RenameFile(err, main, req.CandidateName)
+	var es nftcompile.Errors
+	if errors.As(err, &es) {
+		for i := range es {
+			if f, _, _ := es[i].Place(); f == main {
+				es[i].Pos = req.CandidateName + strings.TrimPrefix(es[i].Pos, main)
+			}
+		}
+	}
+	return err
+}
+
 // BeginResult is what apply --confirm-within did.
 type BeginResult struct {
 	Txn *Txn
@@ -650,14 +671,11 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 	// files in the snapshot.
 	cfg, err := applied.Parse(h.AllowInsecureConfig)
 	if err != nil {
-		if req.Candidate != nil && req.CandidateName != "" {
-			desired.RenameFile(err, applied.Main, req.CandidateName)
-		}
-		return nil, err
+		return nil, req.named(err, applied.Main)
 	}
 	if req.Check != nil {
 		if err := req.Check(ctx, applied, cfg); err != nil {
-			return nil, err
+			return nil, req.named(err, applied.Main)
 		}
 	}
 	res := &BeginResult{Extended: f.Pending != nil}
@@ -712,11 +730,11 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 	}
 	plan, _, conflicts := h.Engine.PlanDesired(ctx, cfg.State, false)
 	if plan == nil {
-		return nil, conflicts
+		return nil, req.named(conflicts, applied.Main)
 	}
 	if req.CheckPlan != nil {
 		if err := req.CheckPlan(plan, applied, cfg, conflicts); err != nil {
-			return nil, err
+			return nil, req.named(err, applied.Main)
 		}
 	}
 	planJSON, err := plan.JSON()
