@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -166,6 +167,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 			safeapply.LogRollback(log, rolled)
 		}
 	}
+	rec := &safeapply.Recorder{Dir: nst.dir}
 	txns := &safeapply.Source{Dir: nst.dir, Open: openTxnHost, Resync: resync, Log: log, Getenv: env.Getenv}
 	metrics := daemon.NewMetrics()
 	metrics.Registry.MustRegister(safeapply.NewCollector(nst.dir))
@@ -208,11 +210,13 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		MaxDisruption:       maxDisruption.v,
 		Pin:                 (&safeapply.Pin{Dir: nst.dir}).Sources,
 		Converged: func(srcs []desired.Source) error {
-			snap, err := safeapply.SnapshotOf(g.config, g.dropIn(), srcs, time.Now(), "run")
-			if err != nil {
-				return err
+			err := rec.Record(func() (*safeapply.Snapshot, error) {
+				return safeapply.SnapshotOf(g.config, g.dropIn(), srcs, time.Now(), "run")
+			})
+			if errors.Is(err, safeapply.ErrPending) {
+				return daemon.ErrRecordLater
 			}
-			return (&safeapply.Host{Dir: nst.dir}).RecordConfirmed(snap)
+			return err
 		},
 	})
 	if err != nil {

@@ -167,7 +167,12 @@ func (d *Daemon) pass(ctx context.Context) error {
 		d.m.lastSuccess.Set(float64(d.clk.Now().UnixNano()) / 1e9)
 		d.convergedGen, d.everConverged = d.gen, true
 		if d.opts.Converged != nil && d.reportedGen != d.gen {
-			if err := d.opts.Converged(d.cfgSrcs); err != nil {
+			if err := d.opts.Converged(d.cfgSrcs); errors.Is(err, ErrRecordLater) {
+				// A transaction is pending: the files in force then
+				// are recorded once it ended (a confirm records what
+				// its apply made, not an edit the daemon applied in
+				// the window), on a pass its end wakes.
+			} else if err != nil {
 				d.log.Warn("record the converged configuration (retried on the next pass)", "error", err)
 			} else {
 				// Recorded: the files are not needed again for this

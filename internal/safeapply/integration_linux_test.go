@@ -401,8 +401,28 @@ func (d *daemon) text() string {
 
 func (m *mgmt) startDaemon() *daemon {
 	m.t.Helper()
+	return m.startDaemonCmd(exec.Command(binary, m.args("run", "--log-level", "debug")...))
+}
+
+// startDaemonReadOnlyConf starts the daemon in a mount namespace of its own
+// where the configuration's directory is read-only, as the packaged
+// service sees /etc/netreconcile (its user cannot write it, and
+// ProtectSystem=strict): a rollback by the daemon cannot write the main file
+// back, and pins. Root's commands write it as before.
+func (m *mgmt) startDaemonReadOnlyConf() *daemon {
+	m.t.Helper()
+	nettest.RequireTool(m.t, "unshare")
+	etc := filepath.Dir(m.conf)
+	args := append([]string{"--mount", "--propagation", "private", "--", "sh", "-c",
+		`d=$1; shift; mount --bind "$d" "$d" && mount -o remount,bind,ro "$d" && exec "$@"`, "sh", etc, binary},
+		m.args("run", "--log-level", "debug")...)
+	return m.startDaemonCmd(exec.Command("unshare", args...))
+}
+
+func (m *mgmt) startDaemonCmd(cmd *exec.Cmd) *daemon {
+	m.t.Helper()
 	d := &daemon{done: make(chan struct{})}
-	d.cmd = exec.Command(binary, m.args("run", "--log-level", "debug")...)
+	d.cmd = cmd
 	d.cmd.Env = m.env()
 	d.cmd.Stdout, d.cmd.Stderr = d, d
 	if err := d.cmd.Start(); err != nil {
@@ -995,5 +1015,110 @@ func TestTxWalkFinding124NftErrorsNameTheCandidate(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(conf); !strings.Contains(string(data), "rb0") {
 		t.Error("the refused candidate was installed")
+	}
+}
+
+// The packaged service's daemon cannot write the main file back when it
+// rolls back at the deadline: it pins the confirmed configuration, and the
+// kernel stays rolled back. The guest's systemd checks (the daemon
+// restarted during the window, a --candidate root installed) saw the daemon
+// apply the rejected candidate again right after its own rollback and never
+// pin it. Here the daemon sees its configuration directory read-only.
+func TestTxWalkFinding125DaemonThatCannotWriteBackPinsAfterItsRollback(t *testing.T) {
+	m := newMgmt(t)
+	// No safe-apply command ran on the namespace before: the daemon's
+	// first converged pass makes the record (newMgmt's plain apply made it).
+	if err := os.Remove(filepath.Join(m.state, "netns", m.host, safeapply.FileName)); err != nil {
+		t.Fatal(err)
+	}
+	d := m.startDaemonReadOnlyConf()
+	d.waitLog(t, "converged; ready", 10*time.Second)
+	r := m.cli("apply", "-o", "json", "--candidate", m.bad, "--confirm-within", "4s", "--rollback-timer", "daemon")
+	var out applyOutput
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || out.Transaction == nil {
+		t.Fatalf("apply: exit %d: %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	if !m.fileIs(mgmtConf(m.client, true)) || m.routed() {
+		t.Fatal("the candidate is not installed and applied")
+	}
+	// Started again during the window, as systemctl restart does.
+	d.kill()
+	d = m.startDaemonReadOnlyConf()
+	d.waitLog(t, "converged; ready", 10*time.Second)
+	d.waitLog(t, "safe-apply transaction rolled back", rollbackBound)
+	d.waitLog(t, "enforcing the confirmed configuration", 10*time.Second)
+	if !m.fileIs(mgmtConf(m.client, true)) {
+		t.Fatal("the daemon wrote the read-only main file back")
+	}
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if !m.routed() {
+			t.Fatalf("after the rollback the daemon applied the rejected candidate again:\n%s", d.text())
+		}
+	}
+	f, err := os.ReadFile(filepath.Join(m.state, "netns", m.host, safeapply.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec safeapply.File
+	if err := json.Unmarshal(f, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Confirmed == nil || len(rec.Confirmed.Files) == 0 || string(rec.Confirmed.Files[0].Data) != m.good {
+		t.Errorf("the confirmed configuration is not the restore point after the rollback")
+	}
+}
+
+// An edit the daemon applied during the window is part of what runs once
+// the transaction is confirmed, and of the next restore point: the daemon
+// records its configuration in force after the confirm. It tried once,
+// while the transaction was pending, and never again: the confirm recorded
+// what the transaction's apply made, and the next transaction's rollback
+// took the edit (a fragment added in the window) out of the files and the
+// kernel, though it had run, confirmed, since.
+func TestTxWalkFinding125DaemonRecordsAnEditOfTheWindowAfterTheConfirm(t *testing.T) {
+	m := newMgmt(t)
+	d := m.startDaemon()
+	d.waitLog(t, "converged; ready", 10*time.Second)
+	cand := filepath.Join(m.dir, "cand.yaml")
+	writeFile(t, cand, m.good+"  - {to: 10.52.0.0/24, type: blackhole}\n")
+	r := m.cli("apply", "-o", "json", "--candidate", cand, "--confirm-within", "60s", "--rollback-timer", "daemon")
+	var out applyOutput
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || out.Transaction == nil {
+		t.Fatalf("apply: exit %d: %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	frag := filepath.Join(filepath.Dir(m.conf), "conf.d", "extra.yaml")
+	if err := os.MkdirAll(filepath.Dir(frag), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, frag, "version: 1\nroutes:\n  - {to: 10.51.0.0/24, type: blackhole}\n")
+	edited := func() bool {
+		return strings.Contains(nettest.IP(t, m.host, "route", "show", "10.51.0.0/24"), "blackhole")
+	}
+	for end := time.Now().Add(rollbackBound); !edited(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the daemon did not apply the fragment added in the window")
+		}
+	}
+	if r := m.cli("confirm", out.Transaction.ID); r.code != 0 {
+		t.Fatalf("confirm: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for end := time.Now().Add(rollbackBound); ; time.Sleep(50 * time.Millisecond) {
+		f, err := os.ReadFile(filepath.Join(m.state, "netns", m.host, safeapply.FileName))
+		if err == nil && strings.Contains(string(f), `extra.yaml"`) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the confirmed configuration does not hold the fragment the daemon applied in the window: %v", err)
+		}
+	}
+	r = m.cli("apply", "-o", "json", "--candidate", m.bad, "--confirm-within", "60s", "--rollback-timer", "daemon")
+	if r.code != 0 {
+		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := m.cli("rollback"); r.code != 0 {
+		t.Fatalf("rollback: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(frag); err != nil || !edited() {
+		t.Errorf("the rollback took out the fragment confirmed with the last transaction: %v", err)
 	}
 }

@@ -338,10 +338,11 @@ func IDArg(id string) string {
 }
 
 // RecordConfirmed records s as the last confirmed configuration, the
-// restore point of the next transaction, unless a transaction is pending
-// (its own restore point stands) or s is already recorded. by says who
-// confirms: apply (a plain apply that converged and verified) or run (the
-// daemon's converged pass).
+// restore point of the next transaction, unless s is already recorded.
+// While a transaction is pending (its own restore point stands) it records
+// nothing and returns ErrPending: the daemon records its configuration in
+// force once the transaction ended. by says who confirms: apply (a plain
+// apply that converged and verified) or run (the daemon's converged pass).
 func (h *Host) RecordConfirmed(s *Snapshot) error {
 	f := h.keptFile()
 	if f == nil {
@@ -350,12 +351,83 @@ func (h *Host) RecordConfirmed(s *Snapshot) error {
 			return err
 		}
 	}
-	if f.Pending != nil || (f.Confirmed != nil && f.Confirmed.Hash == s.Hash && sameModes(f.Confirmed, s)) {
+	if f.Pending != nil {
+		return ErrPending
+	}
+	if f.Confirmed != nil && f.Confirmed.Hash == s.Hash && sameModes(f.Confirmed, s) {
 		return nil
 	}
 	h.kept = nil
 	f.Confirmed = s
 	return f.Save(h.Dir)
+}
+
+// recordAfterPending is RecordConfirmed for a configuration the daemon
+// converged while a transaction was pending, recorded once it ended: only
+// if it was confirmed. After a rollback the restore point stands: the
+// files in force in the window are what it rolled back, or, when they
+// could not be written back, what it rejected and pinned.
+func (h *Host) recordAfterPending(s *Snapshot) error {
+	f := h.keptFile()
+	if f == nil {
+		var err error
+		if f, err = Load(h.Dir); err != nil {
+			return err
+		}
+	}
+	if f.Pending != nil {
+		return ErrPending
+	}
+	if f.Last != nil && f.Last.State != Confirmed {
+		return nil
+	}
+	return h.RecordConfirmed(s)
+}
+
+// Recorder records the daemon's converged configurations as the last
+// confirmed one. While a transaction is pending it records nothing and
+// returns ErrPending: the daemon offers the configuration again after each
+// converged pass, and it is recorded once the transaction ended, only if
+// it was confirmed (an edit the daemon applied in the window then runs
+// confirmed, and belongs in the next restore point; after a rollback the
+// restore point stands). The daemon calls it from one goroutine.
+type Recorder struct {
+	Dir *statedir.Dir
+
+	// deferred: the configuration last offered converged while a
+	// transaction was pending. refusedAt is transaction.json's stamp
+	// then: while the file is unchanged the transaction still is, and
+	// the offer is refused again without a snapshot or a read (the file
+	// holds copies of the configuration: megabytes for a big host).
+	deferred  bool
+	stamped   bool
+	refusedAt statedir.FileStamp
+}
+
+// Record records the configuration snapshot makes, unless a transaction
+// is pending (ErrPending: offer it again later).
+func (r *Recorder) Record(snapshot func() (*Snapshot, error)) error {
+	stamp, serr := r.Dir.Stamp(FileName)
+	if r.deferred && r.stamped && serr == nil && stamp == r.refusedAt {
+		return ErrPending
+	}
+	s, err := snapshot()
+	if err != nil {
+		return err
+	}
+	h := &Host{Dir: r.Dir}
+	if r.deferred {
+		err = h.recordAfterPending(s)
+	} else {
+		err = h.RecordConfirmed(s)
+	}
+	switch {
+	case errors.Is(err, ErrPending):
+		r.deferred, r.stamped, r.refusedAt = true, serr == nil, stamp
+	case err == nil:
+		r.deferred, r.stamped = false, false
+	}
+	return err
 }
 
 // Confirm makes the pending transaction permanent: its applied files become
@@ -518,6 +590,13 @@ func (h *Host) rollback(ctx context.Context, f *File, cause Cause, detail string
 			// never applied: read whoever may write them.
 			_, _ = cur.Parse(true)
 			f.Rejected = &Rejected{ID: t.ID, Hash: SourcesHash(cur.Sources()), Sides: cur.sidePaths(), Error: statedir.CleanText(errs[0].Error(), maxTextLen, false)}
+			if f.Confirmed == nil {
+				// The first transaction of a namespace that never
+				// had a confirmed configuration took the files on
+				// disk as its restore point: the pin enforces it,
+				// and it is what runs from now on.
+				f.Confirmed = t.Restore
+			}
 		}
 	}
 	// The restore point holds its side files: none is read from the disk.

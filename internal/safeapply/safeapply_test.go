@@ -889,8 +889,10 @@ func TestKeptTransactionFileIsTheFileOnDisk(t *testing.T) {
 	if kept := f.h.keptFile(); kept != nil {
 		t.Error("the kept reading outlived a rewrite of the file")
 	}
-	if err := f.h.RecordConfirmed(snap); err != nil {
-		t.Fatal(err)
+	// Refused while the transaction is pending: the daemon asks again
+	// once it ended.
+	if err := f.h.RecordConfirmed(snap); !errors.Is(err, ErrPending) {
+		t.Fatalf("RecordConfirmed while a transaction is pending: %v, want ErrPending", err)
 	}
 	after, err := Load(f.h.Dir)
 	if err != nil {
@@ -1111,5 +1113,146 @@ func TestTxWalkFinding130PastTheDeadlineNoConfirmIsOffered(t *testing.T) {
 	tx.Deadline = now.Add(time.Minute)
 	if r := Report(tx, now, "netreconcile confirm "+tx.ID); r.ConfirmCommand == nil {
 		t.Error("before its deadline: no confirm_command")
+	}
+}
+
+// The daemon's record on a state directory where no transaction.json exists
+// yet (no safe-apply command ran on the namespace): its first converged
+// configuration is recorded. The first version of the daemon's deferral took
+// the missing file's stamp (zero) for the file of a transaction that had
+// refused a record, and never recorded: a transaction begun later had no
+// confirmed configuration to pin when its rollback could not write the main
+// file back (CI's guest systemd checks, the packaged service user).
+func TestTxWalkFinding125RecorderRecordsOnAFreshStateDirectory(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	if ok, err := f.h.Dir.Exists(FileName); err != nil || ok {
+		t.Fatalf("transaction.json exists before any record: %v", err)
+	}
+	snap, err := ReadSnapshot(f.main, "", f.now, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Recorder{Dir: f.h.Dir}
+	if err := r.Record(func() (*Snapshot, error) { return snap, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.load().Confirmed; c == nil || c.Hash != snap.Hash {
+		t.Fatalf("the daemon's first converged configuration is not recorded: %+v", c)
+	}
+}
+
+// The daemon's configuration of a transaction's window is recorded once the
+// transaction ended, only if it was confirmed: after a confirm, an edit the
+// daemon applied in the window runs confirmed and belongs in the next
+// restore point; after a rollback the restore point stands (the files in
+// force in the window are what it rejected). While the transaction is
+// pending and its file unchanged, an offer costs no snapshot.
+func TestTxWalkFinding125RecorderAfterTheWindow(t *testing.T) {
+	ctx := context.Background()
+	for _, confirm := range []bool{false, true} {
+		f := newFixture(t)
+		f.write(goodConf)
+		f.applyPlain()
+		f.write(badConf)
+		if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Window: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		// Edited in the window, and converged by the daemon.
+		f.write(badConf + "# edited in the window\n")
+		window, err := ReadSnapshot(f.main, "", f.now, "run")
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps := 0
+		offer := func() (*Snapshot, error) { snaps++; return window, nil }
+		r := &Recorder{Dir: f.h.Dir}
+		for i := 0; i < 3; i++ {
+			if err := r.Record(offer); !errors.Is(err, ErrPending) {
+				t.Fatalf("while pending: %v, want ErrPending", err)
+			}
+		}
+		if snaps != 1 {
+			t.Errorf("%d snapshots for 3 offers while the transaction file was unchanged, want 1", snaps)
+		}
+		if confirm {
+			if _, _, err := f.h.Confirm(ctx, ""); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := f.h.Rollback(ctx, "", CauseManual, "test"); err != nil {
+			t.Fatal(err)
+		}
+		before := f.load().Confirmed
+		if err := r.Record(offer); err != nil {
+			t.Fatal(err)
+		}
+		after := f.load().Confirmed
+		switch recorded := after != nil && after.Hash == window.Hash; {
+		case confirm && !recorded:
+			t.Error("after a confirm, the window's configuration was not recorded")
+		case !confirm && (recorded || after == nil || after.Hash != before.Hash):
+			t.Error("after a rollback, the window's configuration was recorded as confirmed")
+		}
+		// The deferral is over: the next configuration is recorded.
+		f.write(goodConf + "# edited\n")
+		next, err := ReadSnapshot(f.main, "", f.now, "run")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Record(func() (*Snapshot, error) { return next, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if c := f.load().Confirmed; c == nil || c.Hash != next.Hash {
+			t.Error("a configuration converged after the transaction ended is not recorded")
+		}
+	}
+}
+
+// A rollback that cannot write the files back pins the restore point even
+// on a namespace that had no confirmed configuration: the first transaction
+// there (with --candidate) takes the files on disk as its restore point, and
+// the pin, which enforced the last confirmed configuration only, pinned
+// nothing, so the daemon's next pass applied the rejected candidate again
+// and recorded it as confirmed.
+func TestTxWalkFinding125PinWithoutAConfirmedConfiguration(t *testing.T) {
+	f := newFixture(t)
+	f.h.AllowInsecureConfig = false
+	etc := filepath.Dir(f.main)
+	f.write(goodConf)
+	ctx := context.Background()
+	if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	// A daemon converged the candidate in the window.
+	bad, err := ReadSnapshot(f.main, "", f.now, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Recorder{Dir: f.h.Dir}
+	if err := r.Record(func() (*Snapshot, error) { return bad, nil }); !errors.Is(err, ErrPending) {
+		t.Fatalf("while pending: %v, want ErrPending", err)
+	}
+	if err := os.Chmod(etc, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chmod(etc, 0o755) })
+	rolled, err := f.h.Rollback(ctx, "", CauseManual, "test")
+	if err != nil || rolled.Err == nil {
+		t.Fatalf("rollback: %v %+v", err, rolled)
+	}
+	if f.file() != badConf || f.routes() != wantGood {
+		t.Fatalf("want the file as it was and the kernel rolled back:\n%s\n%s", f.file(), f.routes())
+	}
+	out, by, err := (&Pin{Dir: f.h.Dir}).Sources(bad.Sources())
+	if err != nil || by != rolled.Txn.ID || len(out) != 1 || string(out[0].Data) != goodConf {
+		t.Fatalf("pin of the rejected files: %v %q %v", err, by, out)
+	}
+	// Nor is the rejected configuration the daemon converged in the
+	// window recorded as confirmed once the transaction ended.
+	if err := r.Record(func() (*Snapshot, error) { return bad, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.load().Confirmed; c == nil || c.Hash == bad.Hash {
+		t.Error("the rejected candidate is recorded as confirmed")
 	}
 }

@@ -834,6 +834,30 @@ func (w *runner) snapshotIs(s *safeapply.Snapshot, c *cfg) bool {
 	return maps.Equal(got, want)
 }
 
+// daemonRecordsEdit waits for the daemon to record the files it applied
+// in the window of t, once t was confirmed: the next transaction's restore
+// point holds what ran when t was confirmed.
+func (w *runner) daemonRecordsEdit(t *txnModel, out string) *Failure {
+	if len(w.m.alts) == 0 {
+		return nil
+	}
+	for end := time.Now().Add(convergeBound); ; time.Sleep(50 * time.Millisecond) {
+		f, err := w.readTxn()
+		if err != nil {
+			return w.fail("state", "%v", err)
+		}
+		for _, c := range w.m.alts {
+			if c != nil && f.Confirmed != nil && w.snapshotIs(f.Confirmed, c) {
+				w.m.confirmed = []*cfg{c}
+				return nil
+			}
+		}
+		if time.Now().After(end) {
+			return w.fail("confirm", "%s after the confirm of %s, the daemon has not recorded the files it applied in the window as confirmed%s", convergeBound, t.id, out)
+		}
+	}
+}
+
 func (w *runner) onConfirmed(t *txnModel, out string) *Failure {
 	if t.extended >= len(t.applied) || t.applied[t.extended] == nil {
 		w.m.alts, w.m.kernel = nil, nil
@@ -844,9 +868,11 @@ func (w *runner) onConfirmed(t *txnModel, out string) *Failure {
 	w.m.pinned = nil
 	if t.edited && w.rig.daemon != nil {
 		// The daemon applied the files edited in the window, and records
-		// them as confirmed on its next pass; check() follows the kernel.
+		// them as confirmed on a pass after the confirm (walk finding
+		// 125: it did not, and the next rollback took the edit out);
+		// check() follows the kernel.
 		w.m.confirmed = append(w.m.confirmed, w.m.alts...)
-		return nil
+		return w.daemonRecordsEdit(t, out)
 	}
 	if !t.edited {
 		if fl := w.checkFiles("after the confirm of "+t.id+", the files are not the candidate's", []*cfg{a}, out); fl != nil {
