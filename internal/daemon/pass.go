@@ -169,9 +169,11 @@ func (d *Daemon) pass(ctx context.Context) error {
 		if d.opts.Converged != nil && d.reportedGen != d.gen {
 			if err := d.opts.Converged(d.cfgSrcs); errors.Is(err, ErrRecordLater) {
 				// A transaction is pending: the files in force then
-				// are recorded once it ended (a confirm records what
-				// its apply made, not an edit the daemon applied in
-				// the window), on a pass its end wakes.
+				// are offered again on each converged pass, and
+				// recorded once it ended if it was confirmed (a
+				// confirm records what its apply made, not an edit
+				// the daemon applied in the window); its end wakes a
+				// pass.
 			} else if err != nil {
 				d.log.Warn("record the converged configuration (retried on the next pass)", "error", err)
 			} else {
