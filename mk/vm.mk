@@ -11,7 +11,7 @@
 
 VMRUN ?=
 VMFLAGS ?=
-VM_TIMEOUT ?= 600
+VM_TIMEOUT ?= 720
 VM_MEM ?= 1024
 VM_SMP ?= 2
 VM_KERNEL_PKG ?= linux-image-cloud-amd64

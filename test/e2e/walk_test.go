@@ -15,7 +15,7 @@ import (
 // objects of every kind the guest has (walk.KindForeign).
 var (
 	walkSeed     = flag.Int64("walk.seed", guestSeed, "seed of the walk (0: random, printed)")
-	walkSteps    = flag.Int("walk.steps", 24, "steps in all (TCG is slow, about 6 s a step: the host walks further, make soak-guest 2,000 steps)")
+	walkSteps    = flag.Int("walk.steps", 16, "steps in all (TCG is slow, 10 to 20 s a step beside make test's other lane: the host walks further, make soak-guest 2,000 steps)")
 	walkDuration = flag.Duration("walk.duration", 0, "soak: walk until this much time has passed")
 	walkDefects  = flag.String("walk.defects", "", "known-defect switches to turn on")
 	walkKeep     = flag.Bool("walk.keepgoing", false, "soak: after a failure, walk on with the next seed")
