@@ -262,7 +262,12 @@ func (k *Netlink) netlinkOf(l *model.Link) (netlink.Link, error) {
 	case model.KindBridge:
 		nl = &netlink.Bridge{LinkAttrs: attrs}
 	case model.KindVeth:
-		nl = &netlink.Veth{LinkAttrs: attrs, PeerName: l.Veth.Peer}
+		// The peer end starts at the kernel's own default (ether_setup's
+		// 1500), as it does without the library, which would otherwise
+		// copy this end's MTU to it: a peer the file gives no MTU then
+		// gets the same one whichever end is made first. One the file
+		// gives an MTU gets it from its own change.
+		nl = &netlink.Veth{LinkAttrs: attrs, PeerName: l.Veth.Peer, PeerMTU: vethDefaultMTU}
 	case model.KindVXLAN:
 		x := l.VXLAN
 		v := &netlink.Vxlan{LinkAttrs: attrs, VxlanId: int(x.ID), SrcAddr: fromAddr(x.Local), Group: fromAddr(x.Remote), Port: int(x.Port), TTL: int(x.TTL), Learning: x.Learning}
@@ -547,6 +552,10 @@ func (k *Netlink) keepTunnelParams(index int, data *mdnl.AttributeEncoder, ip6 b
 	}
 	return nil
 }
+
+// vethDefaultMTU is the MTU the kernel gives a veth end made without one
+// (ether_setup).
+const vethDefaultMTU = 1500
 
 // macvlanModeBits are the kernel's MACVLAN_MODE_* values (a bit each); the
 // library's MacvlanMode is an enumeration of its own.

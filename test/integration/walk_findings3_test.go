@@ -327,3 +327,25 @@ func TestWalkFinding77PoolResizedAsItsHoldersLeave(t *testing.T) {
 		t.Errorf("the refused apply deleted b2:\n%s", got)
 	}
 }
+
+// 102. A veth pair made from an end with an MTU below 1280 gave the other
+// end, which the file gives no MTU, the same MTU (the library copies it
+// to the peer; the kernel alone gives a peer 1500): the kernel took IPv6
+// off that end, which the file did not hold low. Walk finding 102 (host
+// soak seed 9117206635281, step 53; shrunk to one file: p9a mtu 1200, its
+// peer p9b without one).
+func TestWalkFinding102VethPeerWithoutMTUStartsAtTheDefault(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("a.yaml", "version: 1\nlinks:\n  p9a: {kind: veth, mtu: 1200, veth: {peer: p9b}}\n  p9b: {kind: veth, veth: {peer: p9a}, addresses: ['fd99::1/64']}\n")
+	e.apply(f)
+	if got := e.ip("-o", "link", "show", "p9b"); !strings.Contains(got, " mtu 1500 ") {
+		t.Errorf("p9b, which the file gives no MTU:\n%s", got)
+	}
+	if got := e.ip("-o", "link", "show", "p9a"); !strings.Contains(got, " mtu 1200 ") {
+		t.Errorf("p9a:\n%s", got)
+	}
+	if got := e.ip("-6", "addr", "show", "dev", "p9b"); !strings.Contains(got, "fd99::1/64") {
+		t.Errorf("p9b's IPv6 address:\n%s", got)
+	}
+	e.converged(f)
+}

@@ -455,9 +455,9 @@ func (f *Kernel) AddLink(l *model.Link) error {
 			return fmt.Errorf("add link %s: peer %s: %w", l.Name, l.Veth.Peer, syscall.EEXIST)
 		}
 		f.nextIndex++
-		// veth_newlink gives the peer the MTU of the request when the
-		// peer's own part has none, as ours does not.
-		f.links[l.Veth.Peer] = &model.Link{Name: l.Veth.Peer, Kind: model.KindVeth, MTU: c.MTU, Index: f.nextIndex, Veth: &model.Veth{Peer: l.Name, PeerNSID: -1}}
+		// The peer starts at the kernel's default for a veth (ours asks
+		// for it: kernel.Netlink.AddLink), whatever this end's MTU.
+		f.links[l.Veth.Peer] = &model.Link{Name: l.Veth.Peer, Kind: model.KindVeth, MTU: 1500, Index: f.nextIndex, Veth: &model.Veth{Peer: l.Name, PeerNSID: -1}}
 		f.newLinkSysctls(f.nextIndex)
 	}
 	f.links[c.Name] = c
