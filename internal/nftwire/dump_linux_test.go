@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,16 +35,7 @@ func TestDumpAsTheLibrary(t *testing.T) {
 	b.WriteString(" }\ntable ip other {\n\tchain o {\n\t}\n}\n")
 	nettest.InNS(t, ns, "nft", "-f", nettest.WriteFile(t, t.TempDir(), "t.nft", b.String()))
 
-	f, err := os.Open("/run/netns/" + ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c, err := nftwire.Dial(int(f.Fd()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialNS(t, ns)
 	fam, _ := nftwire.Family("inet")
 	for _, r := range []struct {
 		what  string

@@ -76,6 +76,14 @@ func (h *Host) keptFile() *File {
 	return h.kept
 }
 
+// loadFile is keptFile, or transaction.json read again when it changed.
+func (h *Host) loadFile() (*File, error) {
+	if f := h.keptFile(); f != nil {
+		return f, nil
+	}
+	return Load(h.Dir)
+}
+
 // Pin returns the pin of the namespace's configuration (pin.go), reading
 // transaction.json from what RefusePending read when it is unchanged.
 func (h *Host) Pin() *Pin { return &Pin{Dir: h.Dir, file: h.keptFile} }
@@ -344,12 +352,9 @@ func IDArg(id string) string {
 // force once the transaction ended. by says who confirms: apply (a plain
 // apply that converged and verified) or run (the daemon's converged pass).
 func (h *Host) RecordConfirmed(s *Snapshot) error {
-	f := h.keptFile()
-	if f == nil {
-		var err error
-		if f, err = Load(h.Dir); err != nil {
-			return err
-		}
+	f, err := h.loadFile()
+	if err != nil {
+		return err
 	}
 	if f.Pending != nil {
 		return ErrPending
@@ -368,12 +373,9 @@ func (h *Host) RecordConfirmed(s *Snapshot) error {
 // files in force in the window are what it rolled back, or, when they
 // could not be written back, what it rejected and pinned.
 func (h *Host) recordAfterPending(s *Snapshot) error {
-	f := h.keptFile()
-	if f == nil {
-		var err error
-		if f, err = Load(h.Dir); err != nil {
-			return err
-		}
+	f, err := h.loadFile()
+	if err != nil {
+		return err
 	}
 	if f.Pending != nil {
 		return ErrPending
