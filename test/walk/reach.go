@@ -207,14 +207,7 @@ func (r Reach) diff(path string, old, new *yaml.Node, stays bool) {
 	old, new = shorthand(path, old), shorthand(path, new)
 	if schemaLeaves[path] {
 		k := r[path]
-		switch {
-		case old == nil && new != nil:
-			k.Set++
-		case old != nil && new == nil && stays:
-			k.Removed++
-		case old != nil && new != nil && leafText(old) != leafText(new):
-			k.Changed++
-		}
+		k.count(old, new, stays)
 		return
 	}
 	if !schemaInner[path] && path != "" {
@@ -282,14 +275,7 @@ func (r Reach) named(path, name string, old, new *yaml.Node, stays bool) {
 		k = &KeyReach{}
 		r[NamedKey(path, name)] = k
 	}
-	switch {
-	case old == nil && new != nil:
-		k.Set++
-	case old != nil && new == nil && stays:
-		k.Removed++
-	case old != nil && new != nil && leafText(old) != leafText(new):
-		k.Changed++
-	}
+	k.count(old, new, stays)
 }
 
 // NamedKey is the row of a Reach for the entry name of the map at schema
@@ -406,4 +392,17 @@ func fileDoc(c *Config) (*yaml.Node, error) {
 		files = append(files, c.File(f))
 	}
 	return mergeRoots(files...)
+}
+
+// count counts one step's change of a key: set where it was absent,
+// removed (only where its object stays), or given another value.
+func (k *KeyReach) count(old, new *yaml.Node, stays bool) {
+	switch {
+	case old == nil && new != nil:
+		k.Set++
+	case old != nil && new == nil && stays:
+		k.Removed++
+	case old != nil && new != nil && leafText(old) != leafText(new):
+		k.Changed++
+	}
 }
