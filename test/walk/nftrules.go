@@ -145,16 +145,30 @@ func NftRulePool(family string) (map[string][]string, error) {
 }
 
 // corpusPool is the pool without nft's judgement, for walks whose kernel
-// compiles anything (the in-memory one).
+// compiles anything (the in-memory one). Made once per family: the
+// generator asks for it at every rule it draws, and parsing the corpus
+// each time was an eighth of the schema-reach test's CPU. Callers only
+// read it.
 func corpusPool(family string) map[string][]string {
+	corpusPools.Lock()
+	defer corpusPools.Unlock()
+	if p, ok := corpusPools.m[family]; ok {
+		return p
+	}
 	p := map[string][]string{}
 	for _, c := range nftcorpus.Corpus() {
 		if c.Family == family && walkable(c.Rule) {
 			p[c.Chain] = append(p[c.Chain], c.Rule)
 		}
 	}
+	corpusPools.m[family] = p
 	return p
 }
+
+var corpusPools = struct {
+	sync.Mutex
+	m map[string]map[string][]string
+}{m: map[string]map[string][]string{}}
 
 // nftRuleJSON is a rule of `nft -j list`: its expressions and comment,
 // stateful values zeroed.

@@ -74,14 +74,15 @@ func walkReach(seed int64, d Defects, dir string, steps int) (Reach, error) {
 	g.W = rand.New(rand.NewSource(seed ^ WordsSeed))
 	g.K = rand.New(rand.NewSource(seed ^ KeysSeed))
 	c := g.Initial()
-	prev, err := fileDoc(c)
+	var docs docCache
+	prev, err := docs.fileDoc(c)
 	if err != nil {
 		return nil, err
 	}
 	r.Diff(nil, prev)
 	for s := 1; s < steps; s++ {
 		c, _ = g.Next(c)
-		next, err := fileDoc(c)
+		next, err := docs.fileDoc(c)
 		if err != nil {
 			return nil, err
 		}

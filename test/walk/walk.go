@@ -109,6 +109,7 @@ func Walk(opts Options) (*Report, error) {
 		run.proven = opts.Proven
 	}
 	var prevDoc *yaml.Node
+	var docs docCache
 	for i := 0; i < opts.Steps; i++ {
 		what := "initial configuration"
 		if i > 0 {
@@ -118,7 +119,7 @@ func Walk(opts Options) (*Report, error) {
 		var stepReach Reach
 		var doc *yaml.Node
 		if opts.Reach != nil {
-			if doc, err = fileDoc(c); err != nil {
+			if doc, err = docs.fileDoc(c); err != nil {
 				return nil, err
 			}
 			stepReach = NewReach()
