@@ -9,7 +9,8 @@
 #
 # Every line is prefixed with its lane's name. A lane stops at its first
 # failing target; the others run on. At the end, a table of each target's
-# time and outcome; the exit status is 0 only when every target passed.
+# time, CPU seconds and outcome, and the load; the exit status is 0 only
+# when every target passed.
 set -uo pipefail
 make=${MAKE:-make}
 results=$(mktemp -d)
