@@ -18,9 +18,9 @@
 # New failing inputs land in PKG/testdata/fuzz/TARGET/: commit them, they
 # are regression tests from then on. Minimisation is capped so that a short
 # run spends its time fuzzing.
-FUZZ_TARGETS := ./internal/desired:FuzzLoad:20000x ./internal/desired:FuzzLoadGenerated:20000x ./internal/desired:FuzzSideFiles:20000x \
+FUZZ_TARGETS := ./internal/desired:FuzzLoad:10000x ./internal/desired:FuzzLoadGenerated:10000x ./internal/desired:FuzzSideFiles:20000x \
 	./internal/nftcache:FuzzDecodeBody:20000x \
-	./internal/kernel/rtnl:FuzzRoute:100000x ./internal/kernel/rtnl:FuzzAddress:50000x ./internal/kernel/rtnl:FuzzRule:50000x \
+	./internal/kernel/rtnl:FuzzRoute:50000x ./internal/kernel/rtnl:FuzzAddress:50000x ./internal/kernel/rtnl:FuzzRule:50000x \
 	./internal/kernel/rtnl:FuzzLink:50000x ./internal/daemon:FuzzEvents:50000x \
 	./internal/safeapply:FuzzDecode:20000x ./internal/ledger:FuzzDecode:100000x ./internal/ipam:FuzzDecode:100000x \
 	./internal/nftcompile:FuzzParseListing:20000x ./internal/nftcompile:FuzzParseErrors:20000x ./internal/nftwire:FuzzCodec:20000x
