@@ -441,6 +441,14 @@ func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun b
 		}
 		leftOut = plan.LeftOut
 		onLinks = addressesOn(e.lastRead, leftOut)
+		// What such a link keeps is reserved in the pools for this pass:
+		// a static address the file no longer gives it stays on it, and
+		// handed out again it would be on two links.
+		if kept := keptPools(desired.IPAMPools(), onLinks); kept != nil {
+			if reg, err = e.openRegistry(kept); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	// The dry run's second look knows what is left out: it then fails where
 	// the apply would, a pool exhausted above all.

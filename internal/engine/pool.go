@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -368,11 +369,43 @@ func (e *Engine) OpenRegistry(desired *model.State) (*ipam.Registry, error) {
 	if len(desired.Pools) == 0 {
 		return nil, nil
 	}
+	return e.openRegistry(desired.IPAMPools())
+}
+
+// openRegistry opens the registry of pools, as OpenRegistry.
+func (e *Engine) openRegistry(pools []model.PoolSpec) (*ipam.Registry, error) {
 	if e.State != nil || e.IPAMDir == "" {
 		// No IPAMDir: a read-only run on a host without state (State nil).
-		return ipam.OpenIn(e.State, desired.IPAMPools(), nil)
+		return ipam.OpenIn(e.State, pools, nil)
 	}
-	return ipam.Open(e.IPAMDir, desired.IPAMPools(), nil)
+	return ipam.Open(e.IPAMDir, pools, nil)
+}
+
+// keptPools returns pools with each also reserving the addresses inside its
+// subnets that the kernel shows on links a plan leaves as they are (kept, by
+// link): such a link keeps every address it has, a static address the file
+// no longer declares included, which the pool reserved only while the file
+// declared it. nil when kept holds no address of a pool's subnets.
+func keptPools(pools []model.PoolSpec, kept map[string]map[netip.Addr]bool) []model.PoolSpec {
+	var out []model.PoolSpec
+	for i, p := range pools {
+		var more []netip.Addr
+		for _, link := range slices.Sorted(maps.Keys(kept)) {
+			for _, ip := range slices.SortedFunc(maps.Keys(kept[link]), netip.Addr.Compare) {
+				if slices.ContainsFunc(p.Subnets, func(sn model.PoolSubnet) bool { return sn.IPv4.Contains(ip) || sn.IPv6.Contains(ip) }) {
+					more = append(more, ip)
+				}
+			}
+		}
+		if len(more) == 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(pools)
+		}
+		out[i].Reserved = append(slices.Clip(p.Reserved), more...)
+	}
+	return out
 }
 
 // ErrRegistryLost: a pool's registry is missing while the kernel holds what

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,5 +149,36 @@ func TestWalkFinding97DiffPredictsAnExhaustedPool(t *testing.T) {
 	// for a file that was refused.
 	if held, err := reg.List(ctx, ""); err != nil || len(held) != 0 {
 		t.Errorf("after the refused apply the registry holds %v (%v), want nothing", held, err)
+	}
+}
+
+// keptPools reserves, in each pool, the addresses inside its subnets that
+// links left as they are keep, beside the file's own; a pool whose subnets
+// hold none is as it was, and nothing to reserve is nil.
+func TestKeptPoolsReserveWhatLeftOutLinksKeep(t *testing.T) {
+	p4 := model.DefaultPoolSpec("p4", model.PoolSubnet{IPv4: netip.MustParsePrefix("10.98.0.0/24")})
+	p4.Reserved = []netip.Addr{netip.MustParseAddr("10.98.0.9")}
+	p6 := model.DefaultPoolSpec("p6", model.PoolSubnet{IPv6: netip.MustParsePrefix("fd98::/120")})
+	pools := []model.PoolSpec{p4, p6}
+	a := func(s string) netip.Addr { return netip.MustParseAddr(s) }
+	kept := map[string]map[netip.Addr]bool{
+		"b0": {a("10.98.0.4"): true, a("10.98.0.3"): true, a("10.250.0.1"): true},
+		"b2": {a("fe80::1"): true},
+	}
+	got := keptPools(pools, kept)
+	if len(got) != 2 || got[0].Name != "p4" || got[1].Name != "p6" {
+		t.Fatalf("pools: %+v", got)
+	}
+	if want := []netip.Addr{a("10.98.0.9"), a("10.98.0.3"), a("10.98.0.4")}; !slices.Equal(got[0].Reserved, want) {
+		t.Errorf("p4 reserves %v, want %v", got[0].Reserved, want)
+	}
+	if len(got[1].Reserved) != 0 {
+		t.Errorf("p6 reserves %v", got[1].Reserved)
+	}
+	if len(pools[0].Reserved) != 1 {
+		t.Errorf("the pools given changed: %v", pools[0].Reserved)
+	}
+	if got := keptPools(pools, map[string]map[netip.Addr]bool{"b2": {a("fe80::1"): true}}); got != nil {
+		t.Errorf("nothing kept in a pool's subnets: %+v", got)
 	}
 }
