@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -73,9 +74,20 @@ func (p *Pool) blockAllowed(i uint64) bool {
 
 // poolHolders are the addresses of a pool's subnets that links hold in the
 // kernel (not those the file declares statically there: the pool reserves
-// them), by link.
-func poolHolders(c *Config, k *Kernel, p *Pool) map[string][]netip.Addr {
-	out := map[string][]netip.Addr{}
+// them), by link. A link in conflict (skip) is left as it is, and so is
+// what its addresses are: one the last step took for the file's own (prev,
+// heldPoolAddrs: false) stays the file's own, also once the file no longer
+// declares it (the link left the file) and the pool reserves it as what
+// the link keeps.
+func poolHolders(c *Config, k *Kernel, p *Pool, skip, prev map[string]bool) map[string][]netip.Addr {
+	held, _ := poolAddrs(c, k, p, skip, prev)
+	return held
+}
+
+// poolAddrs are the addresses of a pool's subnets that links hold in the
+// kernel, by link: those from the pool (poolHolders) and the file's own.
+func poolAddrs(c *Config, k *Kernel, p *Pool, skip, prev map[string]bool) (held, own map[string][]netip.Addr) {
+	held, own = map[string][]netip.Addr{}, map[string][]netip.Addr{}
 	for name, al := range k.Addrs {
 		static := map[netip.Addr]bool{}
 		if l := c.Links[name]; l != nil {
@@ -87,28 +99,33 @@ func poolHolders(c *Config, k *Kernel, p *Pool) map[string][]netip.Addr {
 		}
 		for _, a := range al.Addrs {
 			ip, err := netip.ParseAddr(a.Local)
-			if err != nil || static[ip] {
+			if err != nil {
 				continue
 			}
-			if _, ok := p.blockIndex(ip); ok {
-				out[name] = append(out[name], ip)
+			if _, ok := p.blockIndex(ip); !ok {
+				continue
 			}
+			if wasHeld, seen := prev[name+" "+ip.String()]; static[ip] || skip[name] && seen && !wasHeld {
+				own[name] = append(own[name], ip)
+				continue
+			}
+			held[name] = append(held[name], ip)
 		}
 	}
-	return out
+	return held, own
 }
 
 // compareExports checks every pool's export routes: a route of ours in the
 // export table, dev lo, for each block that holds an address of a link or
 // of another owner (others, by pool), and none for another block.
-func compareExports(c *Config, k *Kernel, others map[string][]netip.Addr, bad func(string, ...any)) {
+func compareExports(c *Config, k *Kernel, others map[string][]netip.Addr, skip, prev map[string]bool, bad func(string, ...any)) {
 	proto := ipProto(c.Protocol)
 	tables := map[string]bool{}
 	var want []string
 	for _, p := range c.Pools {
 		tables[strconv.Itoa(p.Table)] = true
 		held := map[uint64]bool{}
-		for _, as := range poolHolders(c, k, p) {
+		for _, as := range poolHolders(c, k, p, skip, prev) {
 			for _, a := range as {
 				i, _ := p.blockIndex(a)
 				held[i] = true
@@ -140,10 +157,30 @@ func compareExports(c *Config, k *Kernel, others map[string][]netip.Addr, bad fu
 }
 
 // compareNewBlocks checks that the pool addresses a link took in this step
-// (not held by it the step before, prev) come from blocks the pool may take.
-func compareNewBlocks(c *Config, k *Kernel, prev map[string]bool, bad func(string, ...any)) {
+// (not held by it the step before, prev) come from blocks the pool may take,
+// and that no address a link holds from a pool is on another link too (one
+// that a link left out for a conflict keeps, the file's own included).
+func compareNewBlocks(c *Config, k *Kernel, skip, prev map[string]bool, bad func(string, ...any)) {
 	for _, p := range c.Pools {
-		for link, as := range poolHolders(c, k, p) {
+		held, own := poolAddrs(c, k, p, skip, prev)
+		on := map[netip.Addr][]string{}
+		for _, m := range []map[string][]netip.Addr{held, own} {
+			for link, as := range m {
+				for _, a := range as {
+					on[a] = append(on[a], link)
+				}
+			}
+		}
+		for _, link := range sortedKeys(held) {
+			for _, a := range held[link] {
+				if len(on[a]) > 1 {
+					links := slices.Clone(on[a])
+					sort.Strings(links)
+					bad("link %s: address %s of pool %s is on links %s", link, a, p.Name, strings.Join(links, ", "))
+				}
+			}
+		}
+		for link, as := range held {
 			for _, a := range as {
 				if prev[link+" "+a.String()] {
 					continue
@@ -156,12 +193,19 @@ func compareNewBlocks(c *Config, k *Kernel, prev map[string]bool, bad func(strin
 	}
 }
 
-// heldPoolAddrs are the pool addresses the links hold, as compareNewBlocks
-// takes them ("LINK ADDR").
-func heldPoolAddrs(c *Config, k *Kernel) map[string]bool {
+// heldPoolAddrs are the addresses of the pools' subnets the links hold
+// ("LINK ADDR"): true for those from a pool (poolHolders, as
+// compareNewBlocks takes them), false for the file's own.
+func heldPoolAddrs(c *Config, k *Kernel, skip, prev map[string]bool) map[string]bool {
 	out := map[string]bool{}
 	for _, p := range c.Pools {
-		for link, as := range poolHolders(c, k, p) {
+		held, own := poolAddrs(c, k, p, skip, prev)
+		for link, as := range own {
+			for _, a := range as {
+				out[link+" "+a.String()] = false
+			}
+		}
+		for link, as := range held {
 			for _, a := range as {
 				out[link+" "+a.String()] = true
 			}

@@ -1,7 +1,9 @@
 package walk
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -133,5 +135,64 @@ func TestLineDiffCountsCopies(t *testing.T) {
 	}
 	if got := lineDiff("a\nb", "a\nb"); got != "" {
 		t.Errorf("lineDiff of equal dumps = %q, want nothing", got)
+	}
+}
+
+// 104. A link left out for a conflict keeps the static addresses of a
+// pool's subnets that the file no longer declares (the link left it): the
+// oracle took them for addresses from the pool and wanted their blocks
+// exported, where the pool holds no block for them (it reserves them, as it
+// did while the file declared them). What the last step took for the file's
+// own stays so while the link is left as it is; an address the pool hands
+// out that such a link keeps is on two links.
+// Walk finding 104 (host soak seed 65383515445023, step 27).
+func TestWalkFinding104LeftOutStaticAddressIsNoAllocation(t *testing.T) {
+	pool := &Pool{Name: "pd", Subnet: "10.98.0.0/24", Subnet6: "fd98::/120", Bits: 2, Table: 119}
+	before := &Config{Protocol: 245, Pools: []*Pool{pool}, Links: map[string]*Link{
+		"p9b": {Name: "p9b", Kind: "veth", Addrs: []*Addr{{CIDR: "10.98.0.4/24"}, {CIDR: "10.98.0.3/24"}}},
+		"b1":  {Name: "b1", Kind: "bridge", Addrs: []*Addr{{Pool: "pd"}}},
+	}}
+	after := &Config{Protocol: 245, Pools: []*Pool{pool}, Links: map[string]*Link{"b1": before.Links["b1"]}}
+	kernel := func(b1 string) *Kernel {
+		k := &Kernel{}
+		addrs := `[{"ifname": "p9b", "addr_info": [{"family": "inet", "local": "10.98.0.4", "prefixlen": 24}, {"family": "inet", "local": "10.98.0.3", "prefixlen": 24}]},
+			{"ifname": "b1", "addr_info": [{"family": "inet", "local": "` + b1 + `", "prefixlen": 32}]}]`
+		var links []*kAddrLink
+		if err := json.Unmarshal([]byte(addrs), &links); err != nil {
+			t.Fatal(err)
+		}
+		k.Addrs = map[string]*kAddrLink{}
+		for _, l := range links {
+			k.Addrs[l.Name] = l
+		}
+		for _, b := range pool.block(uint64(netip.MustParseAddr(b1).As4()[3] >> 2)) {
+			k.Routes = append(k.Routes, kRoute{Type: "unicast", Dst: b.String(), Dev: "lo", Table: "119", Protocol: "245"})
+		}
+		return k
+	}
+	prev := heldPoolAddrs(before, kernel("10.98.0.8"), nil, nil)
+	if held, seen := prev["p9b 10.98.0.3"]; !seen || held {
+		t.Fatalf("before: p9b's static address taken as %v (seen %v), want the file's own", held, seen)
+	}
+	skip := map[string]bool{"p9b": true}
+	check := func(k *Kernel) []string {
+		var diffs []string
+		bad := func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) }
+		compareExports(after, k, nil, skip, prev, bad)
+		compareNewBlocks(after, k, skip, prev, bad)
+		return diffs
+	}
+	if diffs := check(kernel("10.98.0.8")); len(diffs) != 0 {
+		t.Errorf("p9b left out with its static addresses: %s", strings.Join(diffs, "; "))
+	}
+	// What is wrong is still found: b1 given the address p9b keeps, and
+	// b1's block not exported.
+	if diffs := check(kernel("10.98.0.3")); len(diffs) != 1 || !strings.Contains(diffs[0], "on links b1, p9b") {
+		t.Errorf("b1 given p9b's address: %q, want it on two links", diffs)
+	}
+	k := kernel("10.98.0.8")
+	k.Routes = k.Routes[:0]
+	if diffs := check(k); len(diffs) != 2 {
+		t.Errorf("b1's block not exported: %q, want its two routes missing", diffs)
 	}
 }

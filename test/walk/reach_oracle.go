@@ -567,8 +567,8 @@ func (r *runner) oracleFinds(c *Config, k *Kernel, skip map[string]bool) (bool, 
 		return false, err
 	}
 	diffs = append(diffs, nd...)
-	compareExports(c, k, r.othersByPool(), bad)
-	compareNewBlocks(c, k, r.poolAddrs, bad)
+	compareExports(c, k, r.othersByPool(), skip, r.poolAddrs, bad)
+	compareNewBlocks(c, k, skip, r.poolAddrs, bad)
 	diffs = append(diffs, comparePeerNS(r.g.PeerNS, c, skip)...)
 	diffs = append(diffs, comparePeerNS(r.g.PeerNS2, c, skip)...)
 	if len(diffs) > 0 {

@@ -256,8 +256,8 @@ type runner struct {
 	// prevFile and prevConfDir the last step's files.
 	others                map[string][]netip.Addr
 	prevFile, prevConfDir string
-	// poolAddrs are the pool addresses the links held after the last
-	// step (heldPoolAddrs).
+	// poolAddrs are the addresses of the pools' subnets the links held
+	// after the last step, true for those from a pool (heldPoolAddrs).
 	poolAddrs map[string]bool
 	// showAll adds show --all to the round trip; reach, when set,
 	// counts the keys show prints.
@@ -482,8 +482,8 @@ func (r *runner) step(i int, c *Config) *Failure {
 	diffs = append(diffs, comparePeerNS(r.g.PeerNS, c, skip)...)
 	diffs = append(diffs, comparePeerNS(r.g.PeerNS2, c, skip)...)
 	bad := func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) }
-	compareExports(c, after, r.othersByPool(), bad)
-	compareNewBlocks(c, after, r.poolAddrs, bad)
+	compareExports(c, after, r.othersByPool(), skip, r.poolAddrs, bad)
+	compareNewBlocks(c, after, skip, r.poolAddrs, bad)
 	sd, err := CompareSysctls(r.ns, c, r.sysctl0, skip)
 	if err != nil {
 		return fail("oracle", "%v", err)
@@ -585,7 +585,7 @@ func (r *runner) step(i int, c *Config) *Failure {
 	}
 	r.lap("second apply")
 	r.checks++
-	r.prevFile, r.prevConfDir, r.poolAddrs = file, confDir, heldPoolAddrs(c, after)
+	r.prevFile, r.prevConfDir, r.poolAddrs = file, confDir, heldPoolAddrs(c, after, skip, r.poolAddrs)
 	r.applied = c
 	// The round trip: what show prints, as a file, validates, plans
 	// nothing against the kernel and applies with zero writes.
