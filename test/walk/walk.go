@@ -127,8 +127,9 @@ func Walk(opts Options) (*Report, error) {
 		}
 		f := run.step(i, c)
 		if run.refused && run.applied != nil {
-			// The file was refused (a pool with no address left): the
-			// walk goes on from the last one applied.
+			// The file was refused (a pool with no address left, or
+			// redefined under a left-out link's block): the walk goes
+			// on from the last one applied.
 			c = run.applied
 		} else if !run.refused {
 			prevDoc = doc
@@ -220,8 +221,9 @@ type runner struct {
 	// conflicted says the last step's plan met a conflict.
 	conflicted bool
 	// refused says the last step's file was refused by diff and apply
-	// alike (a pool with no address left for a link): the kernel and the
-	// walk stay at the step before.
+	// alike (a pool with no address left for a link, or redefined under
+	// a left-out link's block): the kernel and the walk stay at the step
+	// before.
 	refused  bool
 	refusals int
 	// applied is the configuration the kernel matches: the last step's
@@ -378,6 +380,21 @@ func (r *runner) step(i int, c *Config) *Failure {
 	r.lap("diff")
 	conflicted := code == cli.ExitError && strings.Contains(errs, "conflict")
 	r.conflicted, r.refused = conflicted, false
+	if code == cli.ExitError && strings.Contains(errs, ipam.ErrPoolInUse.Error()) {
+		// A pool's new definition with blocks held is refused (the
+		// generator changes it only where the files give none of its
+		// addresses): right only while a link left out for a conflict
+		// in an earlier step holds one, which the file cannot show.
+		if r.heldOutside(c, errs) == "" {
+			return fail("diff", "exit %d: a pool's new definition refused, but no link left out before holds an address of it\n%s%s", code, out, errs)
+		}
+		if err := r.refusedStep(c, file, confDir, errs); err != nil {
+			return fail("refused", "%v", err)
+		}
+		r.refused = true
+		r.refusals++
+		return nil
+	}
 	if code == cli.ExitError && strings.Contains(errs, ipam.ErrPoolExhausted.Error()) {
 		if err := r.refusedStep(c, file, confDir, errs); err != nil {
 			return fail("refused", "%v", err)
@@ -791,7 +808,8 @@ func (r *runner) secondApply(file, confDir string) (uint64, error) {
 }
 
 // refusedStep checks a step whose file diff refuses because a pool has no
-// address left for a link: apply must refuse it with the same error and
+// address left for a link, or a new definition of a pool whose blocks a
+// link left out before holds (heldOutside): apply must refuse it with the same error and
 // leave the kernel as it was, so that what the oracle sees of it against
 // the last file applied, and the foreign objects, are the same after the
 // apply as before. The pool's registry is held to the same by the IPAM
@@ -826,6 +844,42 @@ func (r *runner) refusedStep(c *Config, file, confDir, diffErrs string) error {
 		return fmt.Errorf("the refused apply changed foreign objects:\n%s", lineDiff(fb, fa))
 	}
 	return nil
+}
+
+// refusedPool finds the pool named in a refusal of its new definition.
+var refusedPool = regexp.MustCompile(`pool (\S+): ` + regexp.QuoteMeta(ipam.ErrPoolInUse.Error()))
+
+// heldOutside says which link holds an address of the pool whose new
+// definition errs refuses ("LINK ADDR"), of those that the last file
+// applied and c no longer declare: a link left out for a conflict in an
+// earlier step keeps what it took from a pool (docs/config.md, IPAM pools).
+// A holder that leaves the file in this step gives its address back first,
+// and is no reason (walk finding 77); nor is anything when no step was
+// applied yet. "" when none.
+func (r *runner) heldOutside(c *Config, errs string) string {
+	m := refusedPool.FindStringSubmatch(errs)
+	if m == nil || r.applied == nil {
+		return ""
+	}
+	var pool *Pool
+	for _, p := range r.applied.Pools {
+		if p.Name == m[1] {
+			pool = p
+		}
+	}
+	if pool == nil {
+		return ""
+	}
+	for _, key := range sortedKeys(r.poolAddrs) {
+		link, addr, _ := strings.Cut(key, " ")
+		if !r.poolAddrs[key] || r.applied.Links[link] != nil || c.Links[link] != nil {
+			continue
+		}
+		if _, ok := pool.blockIndex(netip.MustParseAddr(addr)); ok {
+			return key
+		}
+	}
+	return ""
 }
 
 // cliMessage is what a command printed of its error, without the
