@@ -89,21 +89,9 @@ func DocRoot(text string) (*yaml.Node, error) {
 	return doc.Content[0], nil
 }
 
-// mergeRoots joins the top-level mappings of several files (the main file
-// and its fragments) as the loader does: a map's entries from every file,
-// a list's items in file order.
-func mergeRoots(texts ...string) (*yaml.Node, error) {
-	roots := make([]*yaml.Node, len(texts))
-	for i, t := range texts {
-		var err error
-		if roots[i], err = DocRoot(t); err != nil {
-			return nil, err
-		}
-	}
-	return mergeParsed(roots), nil
-}
-
-// mergeParsed is mergeRoots on parsed roots (nil for an empty file). It
+// mergeParsed joins the top-level mappings of several files' parsed roots
+// (the main file and its fragments; nil for an empty file) as the loader
+// does: a map's entries from every file, a list's items in file order. It
 // does not change them.
 func mergeParsed(roots []*yaml.Node) *yaml.Node {
 	out := &yaml.Node{Kind: yaml.MappingNode}
