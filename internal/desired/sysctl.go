@@ -14,7 +14,7 @@ import (
 //
 // Validation is offline: a key is checked for its shape here, and for
 // existence against the kernel of the target namespace when a plan is made
-// (diff.CheckSysctls), before anything is written.
+// (the diff's checkSysctls), before anything is written.
 
 type sysctlsConf struct {
 	Meta

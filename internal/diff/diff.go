@@ -55,7 +55,8 @@ type held struct {
 // desired.Protocol, owned FoU ports), and the addresses in.PoolAddrs names,
 // are ever deleted or replaced. It makes every operation of the plan. It
 // returns no plan when desired declares a sysctl the kernel does not have
-// (CheckSysctls).
+// (checkSysctls), or IPv6 on a link the plan leaves below IPv6's minimum
+// MTU (ipv6Kept).
 //
 // The order of operations, and why:
 //  1. links are created, replaced and updated, parents and masters first,
@@ -74,14 +75,9 @@ type held struct {
 //     their old values back;
 //  4. stale links are deleted last, children before parents.
 func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
-	if err := CheckSysctls(desired, actual); err != nil {
-		// No plan at all: the file names a key this kernel does not
-		// have, and nothing is written until it is fixed.
-		return nil, err
-	}
 	desired = peerSets(desired, in.PeersUp)
 	plan, err := compute(desired, actual, in, nil)
-	if in.MaxDisruption == nil {
+	if plan == nil || in.MaxDisruption == nil {
 		return plan, err
 	}
 	// Held: the plan again without what is above the level. Leaving a
@@ -108,7 +104,9 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 		if !grew {
 			break
 		}
-		plan, err = compute(desired, actual, in, h)
+		if plan, err = compute(desired, actual, in, h); plan == nil {
+			return nil, err
+		}
 	}
 	return plan, err
 }
@@ -120,6 +118,13 @@ func compute(desired, actual *model.State, in Inputs, hold *held) (*Plan, error)
 	c.plan.Ops = make([]Op, 0, sizeHint(desired, actual))
 	c.links()
 	c.spreadBlocked()
+	// No plan at all where the file names a key this kernel does not
+	// have, or IPv6 on a link the plan keeps below IPv6's minimum MTU:
+	// nothing is written until it is fixed. Judged once the link stage
+	// knows which links the plan makes, recreates and leaves out.
+	if err := c.refusals(in.Unallocated); err != nil {
+		return nil, err
+	}
 	c.wireguard()
 	c.sysctls()
 	c.fou()

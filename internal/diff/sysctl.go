@@ -117,27 +117,8 @@ func (c *computer) ipv6Returns(key string) bool {
 	if !ok || !strings.HasPrefix(short, "ipv6.") {
 		return false
 	}
-	return ipv6MTUCrossing(c.d.Links[link], c.a.Links[link]) > 0 && !c.recreated[link] && !c.blocked[link]
+	return !c.recreated[link] && !c.blocked[link] && c.ipv6Crossing(link) > 0
 }
-
-// ipv6MTUCrossing is 1 when the declared link w raises the MTU of the
-// kernel's h from below IPv6's minimum (1280) to it or above, -1 when it
-// lowers it below, else 0.
-func ipv6MTUCrossing(w, h *model.Link) int {
-	if w == nil || h == nil || w.MTU == 0 {
-		return 0
-	}
-	switch {
-	case h.MTU < ipv6MinMTU && w.MTU >= ipv6MinMTU:
-		return 1
-	case h.MTU >= ipv6MinMTU && w.MTU < ipv6MinMTU:
-		return -1
-	}
-	return 0
-}
-
-// ipv6MinMTU is IPv6's minimum MTU (IPV6_MIN_MTU).
-const ipv6MinMTU = 1280
 
 // ipv6Flushes marks the links whose IPv6 addresses and routes the plan's
 // sysctl writes take (v6Flushed): disable_ipv6 turned on deletes them
@@ -147,8 +128,8 @@ const ipv6MinMTU = 1280
 func (c *computer) ipv6Flushes() {
 	// Below IPv6's minimum MTU the kernel takes IPv6 off the link
 	// (addrconf_notify, NETDEV_CHANGEMTU), addresses and routes with it.
-	for n, w := range c.d.Links {
-		if ipv6MTUCrossing(w, c.a.Links[n]) < 0 && !c.recreated[n] && !c.blocked[n] {
+	for n := range c.d.Links {
+		if !c.recreated[n] && !c.blocked[n] && c.ipv6Crossing(n) < 0 {
 			c.v6Flushed[n] = true
 		}
 	}
@@ -341,7 +322,7 @@ func (c *computer) sysctl(w *model.Sysctl) bool {
 	}
 	h := model.FindSysctl(c.a.Sysctls, w.Key)
 	if h == nil {
-		// Missing: CheckSysctls refuses the plan before it is made.
+		// Missing: checkSysctls or ipv6Kept refuses the plan before it is made.
 		return false
 	}
 	if to, why, ok := c.ipv6MTUReset(w.Link); ok && isIPv6MTU(w.Key) {
@@ -390,29 +371,34 @@ func (c *computer) promoteBack() {
 	}
 }
 
-// CheckSysctls refuses a plan whose file declares a key the kernel of the
+// checkSysctls refuses a plan whose file declares a key the kernel of the
 // target namespace does not have (validation is offline: the file alone
-// cannot say). A per-link key of a link that does not exist yet is checked
-// against the "default" key the link will take it from, and so is an IPv6
-// key of a link whose MTU the file raises to IPv6's minimum or above from
-// below (the kernel has none of its IPv6 keys until then). actual is a read
-// that covered desired's keys (actual.SysctlKeys). All such keys are
-// reported; nil when there are none.
-func CheckSysctls(desired, actual *model.State) error {
+// cannot say). It runs once the link stage knows which links the plan
+// makes, recreates and leaves out. A per-link key of a link the plan
+// creates or recreates is checked against the "default" key the link will
+// take it from, and so is an IPv6 key of a link whose MTU the plan raises
+// to IPv6's minimum or above from below (the kernel has none of its IPv6
+// keys until then); a link left out for a conflict or held keeps its keys
+// out of the plan with it, and only the template is checked. An IPv6 key
+// of a link the plan keeps below IPv6's minimum is ipv6Kept's to refuse,
+// with the reason. actual is a read that covered desired's keys
+// (actual.SysctlKeys). All such keys are reported; nil when there are none.
+func (c *computer) checkSysctls() error {
 	var errs []error
-	for i := range desired.Sysctls {
-		w := &desired.Sysctls[i]
-		if model.FindSysctl(actual.Sysctls, w.Key) != nil {
+	for i := range c.d.Sysctls {
+		w := &c.d.Sysctls[i]
+		if model.FindSysctl(c.a.Sysctls, w.Key) != nil {
 			continue
 		}
 		at := ""
 		if w.Origin != "" {
 			at = " (declared at " + w.Origin + ")"
 		}
-		_, short, _, _ := model.SysctlLink(w.Key)
-		if w.Link != "" && (actual.Links[w.Link] == nil || strings.HasPrefix(short, "ipv6.") && ipv6MTUCrossing(desired.Links[w.Link], actual.Links[w.Link]) > 0) {
-			_, _, tmpl, _ := model.SysctlLink(w.Key)
-			if model.FindSysctl(actual.Sysctls, tmpl) == nil {
+		_, short, tmpl, _ := model.SysctlLink(w.Key)
+		h := c.a.Links[w.Link]
+		v6 := strings.HasPrefix(short, "ipv6.")
+		if w.Link != "" && (h == nil || c.recreated[w.Link] || c.blocked[w.Link] || v6 && (c.ipv6Returns(w.Key) || h.MTU < ipv6MinMTU)) {
+			if model.FindSysctl(c.a.Sysctls, tmpl) == nil {
 				errs = append(errs, fmt.Errorf("sysctl %s%s: the kernel in this namespace has no such key for links (/proc/sys/%s does not exist)", w.Key, at, model.SysctlPath(tmpl)))
 			}
 			continue
