@@ -22,40 +22,57 @@ import (
 // ipv6MinMTU is IPv6's minimum MTU (IPV6_MIN_MTU).
 const ipv6MinMTU = 1280
 
-// keptMTU is the MTU the kernel holds the declared link name at once the
-// plan has run, for a link the kernel holds; 0 when the plan creates or
-// recreates it. The file's mtu, which the plan writes; a bond member's
-// bond's, which the kernel sets on every member; else the kernel's, which
-// no write of the plan moves, but where the kernel lowers it by itself: a
-// macvlan, vlan or ipvlan goes down with its parent (macvlan_device_event,
-// vlan_device_event; above its parent's the kernel refuses it). A bridge
-// keeps its MTU when its ports join, leave or change (the kernel layer puts
-// it back: keepBridgeMTU), and a vxlan when its device's changes.
-func (c *computer) keptMTU(name string, seen map[string]bool) int {
+// mtuHeld is the MTU the kernel gives the declared link name once the plan
+// has run, as far as the kernel and the file say (0: they do not), and the
+// link that holds it there ("" when it is the link's own MTU), with what
+// an encapsulation takes of that link's MTU. The file's mtu, which the plan
+// writes; for a link the plan keeps and the file gives none, the kernel's,
+// which no write of the plan moves: a bridge keeps its MTU when its ports
+// join, leave or change (the kernel layer puts it back: keepBridgeMTU), a
+// vxlan when its device's changes. Where the kernel moves it by itself: a
+// bond member takes the bond's; a macvlan, vlan or ipvlan is lowered with
+// its parent and made at its parent's (macvlan_device_event,
+// vlan_device_event; above the parent's the kernel refuses it); a vxlan is
+// made at most its device's less the encapsulation (vxlan_config_apply).
+func (c *computer) mtuHeld(name string, seen map[string]bool) (mtu int, lower string, headroom int) {
 	w, h := c.d.Links[name], c.a.Links[name]
-	if w == nil || h == nil || c.recreated[name] || seen[name] {
-		return 0
+	if w == nil || seen[name] {
+		return 0, "", 0
 	}
 	if seen == nil {
 		seen = map[string]bool{}
 	}
 	seen[name] = true
-	if w.MTU != 0 {
-		return w.MTU
+	own := w.MTU
+	if own == 0 && h != nil && !c.recreated[name] {
+		own = h.MTU
 	}
 	if m := c.d.Links[w.Master]; m != nil && m.Kind == model.KindBond {
-		if b := c.keptMTU(w.Master, seen); b != 0 {
-			return b
+		if b, _, _ := c.mtuHeld(w.Master, seen); b != 0 {
+			return b, w.Master, 0
 		}
-		return h.MTU
+		return own, "", 0
+	}
+	if v := w.VXLAN; v != nil && v.Dev != "" && (h == nil || c.recreated[name]) {
+		d, _, _ := c.mtuHeld(v.Dev, seen)
+		if d == 0 {
+			return own, "", 0
+		}
+		headroom = vxlanHeadroom4
+		if v.Remote.Is6() || v.Local.Is6() {
+			headroom = vxlanHeadroom6
+		}
+		if most := max(d-headroom, 68); own == 0 || own > most {
+			return most, v.Dev, headroom
+		}
+		return own, "", 0
 	}
 	if p := w.Parent(); p != "" {
-		if m := c.keptMTU(p, seen); m != 0 && m < h.MTU {
-			return m
+		if m, _, _ := c.mtuHeld(p, seen); m != 0 && (own == 0 || own > m) {
+			return m, p, 0
 		}
-		return h.MTU
 	}
-	return h.MTU
+	return own, "", 0
 }
 
 // ipv6Crossing is 1 when the plan takes the kernel's link name from below
@@ -63,8 +80,11 @@ func (c *computer) keptMTU(name string, seen map[string]bool) int {
 // link the plan creates or recreates included).
 func (c *computer) ipv6Crossing(name string) int {
 	h := c.a.Links[name]
-	after := c.keptMTU(name, nil)
-	if h == nil || after == 0 {
+	if h == nil || c.recreated[name] {
+		return 0
+	}
+	after, _, _ := c.mtuHeld(name, nil)
+	if after == 0 {
 		return 0
 	}
 	switch {
@@ -76,35 +96,47 @@ func (c *computer) ipv6Crossing(name string) int {
 	return 0
 }
 
-// ipv6Kept refuses IPv6 on a link the plan keeps below IPv6's minimum MTU:
-// a link the kernel holds at such an MTU, that the plan neither recreates
-// nor raises, and on which the file declares an IPv6 address (given, or
-// from a pool with IPv6 subnets), an ipv6 key or an IPv6 route. The file
-// alone cannot say it (validation judges the MTUs the file gives), and
-// apply would fail on each, after the plan's other writes: the plan is
-// refused instead, saying what to give. A link left out for a conflict or
-// held keeps everything of its own out of the plan, and is not judged.
+// ipv6Kept refuses IPv6 on a link the plan leaves below IPv6's minimum
+// MTU, where the file alone does not say it (validation judges the MTUs
+// the file gives): a link the kernel holds at such an MTU and the file
+// gives none, or one the kernel makes at such an MTU from a lower device
+// it holds there; and the file declares on it an IPv6 address (given, or
+// from a pool with IPv6 subnets), an ipv6 key or an IPv6 route. Apply
+// would fail on each, after the plan's other writes: the plan is refused
+// instead, saying what to give. A link left out for a conflict or held
+// keeps everything of its own out of the plan, and is not judged.
 func (c *computer) ipv6Kept(unallocated []model.PoolAddress) []error {
 	var errs []error
 	for _, name := range c.d.SortedLinkNames() {
-		h := c.a.Links[name]
-		if h == nil || c.recreated[name] || c.blocked[name] || h.MTU >= ipv6MinMTU {
+		if c.blocked[name] {
 			continue
 		}
-		after := c.keptMTU(name, nil)
-		if after == 0 || after >= ipv6MinMTU {
+		mtu, lower, headroom := c.mtuHeld(name, nil)
+		if mtu == 0 || mtu >= ipv6MinMTU {
 			continue
 		}
 		what := c.ipv6On(name, unallocated)
 		if len(what) == 0 {
 			continue
 		}
-		fix := "give " + name + " an mtu of 1280 or more"
-		if m := c.d.Links[c.d.Links[name].Master]; m != nil && m.Kind == model.KindBond {
-			fix = "give bond " + m.Name + " an mtu of 1280 or more"
+		verb := "makes"
+		if h := c.a.Links[name]; h != nil && !c.recreated[name] {
+			verb = "holds"
 		}
-		errs = append(errs, fmt.Errorf("link %s has no IPv6: the kernel holds it at MTU %d, below 1280, IPv6's minimum, where this plan leaves it (the file gives it no mtu of 1280 or more), and the file declares %s on it; %s, or take IPv6 off it",
-			name, after, strings.Join(what, ", "), fix))
+		why, fix := "the file gives it no mtu, so it stays there", fmt.Sprintf("give %s an mtu of %d or more", name, ipv6MinMTU)
+		if lower != "" {
+			whose := "its parent " + lower + "'s"
+			switch l := c.d.Links[name]; {
+			case l.VXLAN != nil && l.VXLAN.Dev == lower:
+				d, _, _ := c.mtuHeld(lower, nil)
+				whose = fmt.Sprintf("its device %s's %d less the %d bytes of VXLAN encapsulation", lower, d, headroom)
+			case l.Master == lower:
+				whose = "bond " + lower + "'s"
+			}
+			why, fix = "it has "+whose, fmt.Sprintf("give %s an mtu of %d or more", lower, ipv6MinMTU+headroom)
+		}
+		errs = append(errs, fmt.Errorf("link %s has no IPv6: the kernel %s it at MTU %d, below 1280, IPv6's minimum (%s); the file declares %s on it: %s, or take IPv6 off it",
+			name, verb, mtu, why, strings.Join(what, ", "), fix))
 	}
 	return errs
 }

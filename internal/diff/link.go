@@ -481,7 +481,9 @@ func (c *computer) mtuFollowsParent(updates []Op) []Op {
 // device's less the encapsulation (vxlan_config_apply), and creates run
 // before updates. The MTU updates of vxlans are returned apart: they go
 // after their device's update (afterLowerUpdate), the others follow their
-// parent by mtuFollowsParent.
+// parent by mtuFollowsParent. One the file gives no MTU is made at its
+// lower device's MTU from before the raise and given, in the same update,
+// the one it would have been made at after it.
 func (c *computer) deferCreatedMTU(creates, updates []Op) ([]Op, []Op, []Op) {
 	raised := map[string]int{}
 	for _, op := range updates {
@@ -505,6 +507,28 @@ func (c *computer) deferCreatedMTU(creates, updates []Op) ([]Op, []Op, []Op) {
 			}
 		}
 		was, ok := raised[lower]
+		if ok && w.MTU == 0 && w.IPVlan == nil {
+			// Made without an MTU, it takes its lower device's from
+			// before the raise (less the encapsulation), and the kernel
+			// does not raise it with the device: it is given the MTU it
+			// would have been made at after the raise, the kernel's
+			// choice the file asks for (an ipvlan follows its parent
+			// both ways by itself).
+			to := max(c.d.Links[lower].MTU-headroom, 68)
+			if to <= was-headroom {
+				continue
+			}
+			at := *w
+			at.MTU = to
+			op := Op{Action: Update, Kind: KindLink, ID: w.Name, Link: &at, LinkFields: LinkFields{MTU: true},
+				Changes: []Change{{"mtu", lower + "'s, when made", strconv.Itoa(to) + " (" + lower + "'s, once raised)"}}}
+			if w.VXLAN != nil {
+				vx = append(vx, op)
+			} else {
+				updates = append(updates, op)
+			}
+			continue
+		}
 		if !ok || w.MTU == 0 || w.MTU <= was-headroom {
 			continue
 		}
