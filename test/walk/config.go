@@ -58,6 +58,12 @@ type Config struct {
 	// MeddleTables are the nftables tables ("FAMILY NAME") Meddle
 	// recreated as someone else's.
 	MeddleTables []string
+	// KeptLow are the links the kernel held below IPv6's minimum MTU
+	// before this step and that this file keeps there, and those it keeps
+	// on them, with their MTUs (keptBelowIPv6, from the runner's reading
+	// of the kernel): what the file alone does not say (kernelMTU).
+	// Clone leaves them out: the generator works from the files.
+	KeptLow map[string]int
 }
 
 // Link is a declared link.

@@ -97,6 +97,11 @@ type Defects struct {
 	// can delete the other: the kernel matches a delete on the attributes
 	// it is given. On: such files are made.
 	RulePartialDelete bool
+	// KeptLowMTU: an MTU below 1280 taken out of the file, which the
+	// kernel keeps (finding 103: IPv6 declared on such a link was refused
+	// as a key the kernel "does not have", or failed the apply). On: a
+	// step sometimes leaves the MTU out instead of giving 1500.
+	KeptLowMTU bool
 }
 
 // switches maps the switch names of WALK_DEFECTS to the fields.
@@ -117,6 +122,7 @@ func (d *Defects) switches() map[string]*bool {
 		"rule-partial-delete":    &d.RulePartialDelete,
 		"pool-static-address":    &d.PoolStaticAddress,
 		"rule-add-clash":         &d.RuleAddClash,
+		"kept-low-mtu":           &d.KeptLowMTU,
 	}
 }
 
@@ -128,6 +134,7 @@ var Fixed = []string{
 	"foreign-same-key-route", "address-in-subnet", "prune-all-enodev",
 	"kernel-width", "settings-protocol", "nft-table-handle",
 	"rule-partial-delete", "catch-all-rule", "pool-static-address",
+	"kept-low-mtu",
 }
 
 // ParseDefects turns on the Fixed switches and those named in a
@@ -370,7 +377,7 @@ func (g *Gen) Next(c *Config) (*Config, string) {
 	if w := g.changeKeys(n); w != "" {
 		what = append(what, w)
 	}
-	keepLowMTU(c, n)
+	g.keepLowMTU(c, n)
 	g.Repair(n)
 	pinLowChildren(c, n)
 	g.keepKeys(c, n)

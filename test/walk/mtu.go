@@ -17,7 +17,8 @@ const ipv6MinMTU = 1280
 // whatever the file says; a macvlan, vlan or ipvlan at most its parent's,
 // and its parent's when the file gives none; a bond's member the bond's; a
 // bridge with no MTU of its own the smallest of its ports'; a link of
-// another kind its own, or its kind's first.
+// another kind its own, or its kind's first. A link the runner found the
+// kernel keeping below 1280 (Config.KeptLow) is at that MTU.
 func kernelMTU(c *Config, n string) int { return kernelMTUSeen(c, n, map[string]bool{}) }
 
 func kernelMTUSeen(c *Config, n string, seen map[string]bool) int {
@@ -26,6 +27,9 @@ func kernelMTUSeen(c *Config, n string, seen map[string]bool) int {
 		return 0
 	}
 	seen[n] = true
+	if m, ok := c.KeptLow[n]; ok {
+		return m
+	}
 	if m := c.Links[l.Master]; m != nil && m.Kind == "bond" {
 		return kernelMTUSeen(c, l.Master, seen)
 	}
@@ -82,10 +86,52 @@ func vxlanHeadroom(v *VXLAN) int {
 }
 
 // belowIPv6 reports whether the kernel holds link n below IPv6's minimum
-// MTU.
+// MTU: by the file, or by what the runner found the kernel keeping before
+// the step (kernelMTU, Config.KeptLow).
 func belowIPv6(c *Config, n string) bool {
 	m := kernelMTU(c, n)
 	return m != 0 && m < ipv6MinMTU
+}
+
+// lowByKernel names the links of c on which the file declares IPv6 and
+// that the kernel holds (or makes) below IPv6's minimum MTU only by what
+// it keeps from before the step (Config.KeptLow), with that MTU: the file
+// alone says 1280 or more, so validation passes them, and diff and apply
+// must refuse them. Each with the kept links its MTU comes from (itself,
+// or its lower devices).
+func lowByKernel(c *Config) (map[string]int, map[string][]string) {
+	low, from := map[string]int{}, map[string][]string{}
+	if len(c.KeptLow) == 0 {
+		return low, from
+	}
+	file := *c
+	file.KeptLow = nil
+	for _, n := range c.LinkNames() {
+		if !wantsIPv6(c, n) || !belowIPv6(c, n) || belowIPv6(&file, n) {
+			continue
+		}
+		low[n] = kernelMTU(c, n)
+		for l, seen := n, map[string]bool{}; l != "" && !seen[l]; {
+			seen[l] = true
+			if m, ok := c.KeptLow[l]; ok && m < ipv6MinMTU {
+				from[n] = append(from[n], l)
+			}
+			ll := c.Links[l]
+			switch {
+			case ll == nil:
+				l = ""
+			case c.Links[ll.Master] != nil && c.Links[ll.Master].Kind == "bond":
+				l = ll.Master
+			case ll.VXLAN != nil && ll.VXLAN.Dev != "":
+				l = ll.VXLAN.Dev
+			case ll.Kind == "macvlan" || ll.Kind == "vlan" || ll.Kind == "ipvlan":
+				l = ll.Parent
+			default:
+				l = ""
+			}
+		}
+	}
+	return low, from
 }
 
 // repairMTUs takes out an MTU a link cannot have on its lower device (a
@@ -227,4 +273,86 @@ func pinLowChildren(before, n *Config) {
 			l.MTU = ipv6MinMTU
 		}
 	}
+}
+
+// keptBelowIPv6 names the links of c that the kernel k (the walk's reading
+// before the step) holds below IPv6's minimum MTU and that the step keeps
+// there, with that MTU: links of the walk's, of the kind the file gives (a
+// vxlan of the same VNI, a veth with the same peer, a macvlan on the same
+// parent: the walk's other changes of a kind recreate it), to which the
+// file gives no MTU. Such a link keeps the kernel's MTU, whatever the
+// file's other links do (kernelMTU, which reads the file, cannot see it):
+// an MTU an earlier step gave, or one a link kept by a conflict (its delete
+// refused for someone else's port) had when it left the file. The links
+// the step keeps on such a link (a vxlan on it, a macvlan above it) are
+// named too, at the kernel's MTU, which a lower device does not raise.
+func keptBelowIPv6(c *Config, k *Kernel) map[string]int {
+	out := map[string]int{}
+	if k == nil {
+		return out
+	}
+	kept := func(n string) *kLink {
+		l, kl := c.Links[n], k.Links[n]
+		if kl == nil || l.MTU != 0 || kl.kind() != l.Kind || !strings.HasPrefix(kl.Alias, "netreconcile") {
+			return nil
+		}
+		switch {
+		case l.VXLAN != nil && kl.data("id") != strconv.Itoa(l.VXLAN.ID),
+			l.Kind == "veth" && kl.Link != l.Peer,
+			l.Kind == "macvlan" && kl.Link != l.Parent:
+			return nil
+		}
+		return kl
+	}
+	for _, n := range c.LinkNames() {
+		if kl := kept(n); kl != nil && kl.MTU < ipv6MinMTU {
+			out[n] = kl.MTU
+		}
+	}
+	for _, n := range c.LinkNames() {
+		if lower, _ := lowerOf(c.Links[n]); lower != "" {
+			if _, low := out[lower]; low {
+				if kl := kept(n); kl != nil {
+					out[n] = kl.MTU
+				}
+			}
+		}
+	}
+	return out
+}
+
+// wantsIPv6 reports whether c declares on link n what needs IPv6 there: an
+// ipv6 key, an IPv6 address (given or from a pool), or a route through it
+// of IPv6 or by an IPv6 gateway on it (a next hop without dev is the
+// kernel's to place).
+func wantsIPv6(c *Config, n string) bool {
+	l := c.Links[n]
+	if l == nil {
+		return false
+	}
+	for k := range l.Sysctls {
+		if strings.HasPrefix(k, "ipv6.") {
+			return true
+		}
+	}
+	for _, a := range l.Addrs {
+		if a.Pool == "" && strings.Contains(a.CIDR, ":") || a.Pool != "" && poolIs6(c, a.Pool) {
+			return true
+		}
+	}
+	for _, r := range c.Routes {
+		v6 := false
+		for _, d := range r.dsts() {
+			v6 = v6 || strings.Contains(d, ":")
+		}
+		if r.Dev == n && (v6 || strings.Contains(r.Via, ":")) {
+			return true
+		}
+		for _, h := range r.Hops {
+			if h.Dev == n && !h.NoDev && (v6 || strings.Contains(h.Via, ":")) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -611,6 +611,9 @@ func (r *runner) proveOracle(c *Config, k *Kernel, skip map[string]bool) error {
 			continue
 		}
 		m := c.Clone()
+		// The mutant is judged against the same kernel: what it keeps
+		// below 1280 from before the step stays so.
+		m.KeptLow = c.KeptLow
 		if !oc.mutate(m) {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -157,7 +158,8 @@ func Walk(opts Options) (*Report, error) {
 		phases = append(phases, fmt.Sprintf("%s %s", k, v.Round(time.Millisecond)))
 	}
 	sort.Strings(phases)
-	opts.Logf("walk seed %d: %d steps (%d refused by diff and apply alike); time by phase: %s", opts.Seed, rep.Steps, run.refusals, strings.Join(phases, ", "))
+	opts.Logf("walk seed %d: %d steps (%d refused by diff and apply alike; %d with links the kernel kept below 1280 from before, IPv6 declared on them in %d); time by phase: %s",
+		opts.Seed, rep.Steps, run.refusals, run.keptLow, run.lowIPv6, strings.Join(phases, ", "))
 	return rep, nil
 }
 
@@ -226,6 +228,10 @@ type runner struct {
 	// before.
 	refused  bool
 	refusals int
+	// keptLow counts the steps that kept links below 1280 where the file
+	// gives them no MTU (Config.KeptLow), lowIPv6 those of them that
+	// declared IPv6 on such a link.
+	keptLow, lowIPv6 int
 	// applied is the configuration the kernel matches: the last step's
 	// that was not refused.
 	applied  *Config
@@ -395,7 +401,25 @@ func (r *runner) step(i int, c *Config) *Failure {
 		r.refusals++
 		return nil
 	}
-	if code == cli.ExitError && strings.Contains(errs, ipam.ErrPoolExhausted.Error()) {
+	// The links the kernel holds below IPv6's minimum MTU and this file
+	// keeps there, by the walk's own reading: IPv6 on one of them is
+	// refused by diff and apply alike, unless the plan recreates the link
+	// or leaves it out for a conflict.
+	c.KeptLow = keptBelowIPv6(c, r.prev)
+	low, lowFrom := lowByKernel(c)
+	if len(c.KeptLow) > 0 {
+		r.keptLow++
+	}
+	if len(low) > 0 {
+		r.lowIPv6++
+	}
+	lowRefused := code == cli.ExitError && strings.Contains(errs, ipv6KeptRefusal)
+	if code == cli.ExitError && strings.Contains(errs, ipam.ErrPoolExhausted.Error()) || lowRefused {
+		if lowRefused {
+			if err := agreeLowRefusal(errs, low); err != nil {
+				return fail("refused", "%v", err)
+			}
+		}
 		if err := r.refusedStep(c, file, confDir, errs); err != nil {
 			return fail("refused", "%v", err)
 		}
@@ -409,6 +433,18 @@ func (r *runner) step(i int, c *Config) *Failure {
 	plan, err := parsePlan(out)
 	if err != nil {
 		return fail("diff", "exit %d, plan JSON: %v\n%s%s", code, err, out, errs)
+	}
+	for _, n := range sortedKeys(low) {
+		// Not refused: the plan must recreate the kept link the MTU
+		// comes from (for a change the walk does not judge), or leave
+		// the link out for a conflict.
+		remade := slices.ContainsFunc(plan.Ops, func(op planOp) bool {
+			return op.Kind == "link" && op.Action == "replace" && slices.Contains(lowFrom[n], op.ID)
+		})
+		if !remade && !(conflicted && mentionsName(errs, n)) {
+			return fail("diff", "the kernel holds link %s at MTU %d, below 1280 (kept from before the step: %v), and the file declares IPv6 on it: diff did not refuse it, recreate %v or leave it out for a conflict\n%s%s",
+				n, low[n], lowFrom[n], lowFrom[n], out, errs)
+		}
 	}
 	// The kernel as the previous step's checks left it (its second apply
 	// wrote nothing), read once more only at the start.
@@ -880,6 +916,33 @@ func (r *runner) heldOutside(c *Config, errs string) string {
 		}
 	}
 	return ""
+}
+
+// ipv6KeptRefusal is how diff and apply begin to refuse IPv6 on links the
+// plan keeps below IPv6's minimum MTU; each such link is named "link NAME
+// has no IPv6".
+const ipv6KeptRefusal = "below IPv6's minimum MTU with IPv6 declared on them, nothing was changed"
+
+var lowLinkRe = regexp.MustCompile(`link (\S+) has no IPv6: the kernel (?:holds|makes) it at MTU (\d+),`)
+
+// agreeLowRefusal checks a refusal of IPv6 on links kept below IPv6's
+// minimum MTU against the walk's own judgement, low: each link named is
+// one of them, at its MTU. A link of low that is not named is one the plan
+// recreates for a change the walk does not judge (a vxlan's port), which
+// only a plan would show.
+func agreeLowRefusal(errs string, low map[string]int) error {
+	named := map[string]int{}
+	for _, m := range lowLinkRe.FindAllStringSubmatch(errs, -1) {
+		named[m[1]], _ = strconv.Atoi(m[2])
+	}
+	agree := len(named) > 0
+	for n, m := range named {
+		agree = agree && low[n] == m
+	}
+	if !agree {
+		return fmt.Errorf("diff refused IPv6 on links below IPv6's minimum MTU %v, where the walk, from its reading of the kernel, finds %v:\n%s", named, low, errs)
+	}
+	return nil
 }
 
 // cliMessage is what a command printed of its error, without the
