@@ -39,12 +39,13 @@ func (c *computer) sysctls() {
 			}
 		}
 	}
-	// rewritten holds, by family, the master key this plan writes.
-	rewritten := map[string]string{}
+	// rewritten holds, by family, the master key this plan writes;
+	// declared, those of them the file declares.
+	rewritten, declared := map[string]string{}, map[string]string{}
 	for _, w := range order {
 		planned := c.sysctl(w)
 		if fam, ok := forwardingMasters[w.Key]; ok && planned {
-			rewritten[fam] = w.Key
+			rewritten[fam], declared[fam] = w.Key, w.Key
 			continue
 		}
 		if planned {
@@ -73,6 +74,15 @@ func (c *computer) sysctls() {
 			if h.Value == orig {
 				// Nothing to write: the record is dropped.
 				op.Changes, op.Reason = nil, "already at the value found before netreconcile set it"
+			}
+			if m := declared[masterSetsFamily(h.Key)]; !master && m != "" && op.Changes != nil {
+				// The file's master key, written in this plan, sets
+				// this key on every link: written back after it, the
+				// key would undo on this link what the file asks of
+				// all. The record is dropped, the key left at the
+				// master's value.
+				op.Changes, op.Reason = nil, "left to "+m+", which this plan writes and which sets it"
+				back.Value = h.Value // nothing written (runSysctl)
 			}
 			if c.goesWithLink(h.Link, op) {
 				// Gone with its link; the ledger forgets the key when

@@ -141,3 +141,36 @@ func TestCheckSysctls(t *testing.T) {
 		t.Fatalf("plan %v, err %v", p, err)
 	}
 }
+
+// TestWalkFinding109LinkKeyLeftToTheFilesMasterKey: a link's key that the
+// file no longer declares, in a plan that writes the family-wide key
+// setting it on every link, is not written back after that write (which
+// would undo on the link what the file asks of all): the record goes and
+// the key keeps the master's value. Host walk seed 18563171195186: p0b's
+// ignore_routes_with_linkdown went back to 0 after all's 1.
+func TestWalkFinding109LinkKeyLeftToTheFilesMasterKey(t *testing.T) {
+	const all, key = "net.ipv6.conf.all.ignore_routes_with_linkdown", "net.ipv6.conf.p0b.ignore_routes_with_linkdown"
+	for _, kernelHas := range []string{"1", "0"} {
+		d, a := model.NewState(), model.NewState()
+		l := &model.Link{Name: "p0b", Kind: model.KindBridge, MTU: 1500, Up: true, Owned: true}
+		d.Links["p0b"], a.Links["p0b"] = l, l
+		d.Sysctls = []model.Sysctl{{Key: all, Value: "1"}}
+		a.Sysctls = []model.Sysctl{{Key: all, Value: "0"}, {Key: key, Value: kernelHas, Link: "p0b", Owned: true, Original: "0"}}
+		p, err := Compute(d, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "~ sysctl " + all + "\n    value: 0 -> 1\n- sysctl " + key + ": left to " + all + ", which this plan writes and which sets it\n"
+		if kernelHas == "0" {
+			want = strings.Replace(want, "left to "+all+", which this plan writes and which sets it", "already at the value found before netreconcile set it", 1)
+		}
+		if got := p.String(); got != want {
+			t.Errorf("kernel holds %s: plan:\n%s\nwant:\n%s", kernelHas, got, want)
+		}
+		for _, op := range p.Ops {
+			if op.ID == key && op.Sysctl.Value != op.SysctlWas {
+				t.Errorf("kernel holds %s: the key is written back (%q over %q), after %s set it", kernelHas, op.Sysctl.Value, op.SysctlWas, all)
+			}
+		}
+	}
+}
