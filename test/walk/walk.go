@@ -241,6 +241,9 @@ type runner struct {
 	state    string
 	foreign0 string
 	lo0      []string
+	// auto0 is the kernel's IPv6 set-up of the foreign links
+	// (dumpIPv6Auto) after the last step.
+	auto0 []string
 	// fou0 are the FoU ports someone else opened (FouPorts).
 	fou0 []string
 	// sysctl0 are the walk's global sysctls as the fresh namespace had
@@ -327,6 +330,7 @@ func newRunner(g *Gen, foreign []string, dir string) (*runner, error) {
 		r.foreignTables["ip nrw1"] = true
 	}
 	r.foreign0, r.lo0 = dumpForeign(k, 245, r.foreignTables, r.adopted)
+	r.auto0 = dumpIPv6Auto(k, r.adopted)
 	if g.Caps.Fou {
 		if _, r.fou0, err = FouPorts(ns); err != nil {
 			r.close()
@@ -568,6 +572,7 @@ func (r *runner) step(i int, c *Config) *Failure {
 	}
 	if adopted {
 		r.foreign0, _ = dumpForeign(before, c.Protocol, r.foreignTables, r.adopted)
+		r.auto0 = dumpIPv6Auto(before, r.adopted)
 	}
 	// Foreign objects exactly as before.
 	fdump, lo := dumpForeign(after, c.Protocol, r.foreignTables, r.adopted)
@@ -576,6 +581,13 @@ func (r *runner) step(i int, c *Config) *Failure {
 	if fdump != r.foreign0 {
 		return fail("foreign", "foreign objects changed:\n%s", lineDiff(r.foreign0, fdump))
 	}
+	// The kernel's IPv6 set-up of the foreign links changes only when
+	// the step writes a key that sets IPv6 up afresh on every link.
+	auto := dumpIPv6Auto(after, r.adopted)
+	if d := ipv6AutoChanged(r.auto0, auto); d != "" && !writesIPv6Reset(plan.Ops) {
+		return fail("foreign", "the kernel's IPv6 set-up of foreign links changed, and the step wrote no key that sets IPv6 up afresh (%s):\n%s", strings.Join(sortedKeys(ipv6ResetKeys), ", "), d)
+	}
+	r.auto0 = auto
 	for _, a := range r.lo0 {
 		if !contains(lo, a) {
 			return fail("foreign", "foreign address %s on lo is gone", a)
@@ -1092,6 +1104,7 @@ func (r *runner) meddle(step int, c *Config) error {
 	}
 	r.prev = k
 	r.foreign0, _ = dumpForeign(k, c.Protocol, r.foreignTables, r.adopted)
+	r.auto0 = dumpIPv6Auto(k, r.adopted)
 	return nil
 }
 
