@@ -104,3 +104,6 @@ func SetNFTSockBuf(n int) (restore func()) {
 	nftwire.SockBuf = n
 	return func() { nftwire.SockBuf = old }
 }
+
+// WriteSysctl is writeSysctl, with the write and the read back given.
+var WriteSysctl = writeSysctl

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/model"
+	"golang.org/x/sys/unix"
 )
 
 // procSys is where the kernel shows its parameters. The files under net/
@@ -88,11 +89,11 @@ func (k *Netlink) SetSysctl(key, value string) error {
 		if err != nil {
 			return err
 		}
-		_, werr := f.Write([]byte(value + "\n"))
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		return werr
+		defer f.Close()
+		fd := int(f.Fd())
+		return writeSysctl(key, value, func(b []byte) (int, error) { return unix.Write(fd, b) }, func() (string, error) {
+			return readSysctl(key, make([]byte, maxSysctlSize))
+		})
 	})
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("set sysctl %s: %w", key, ErrNotFound)
@@ -101,5 +102,33 @@ func (k *Netlink) SetSysctl(key, value string) error {
 		return fmt.Errorf("set sysctl %s = %s: %w", key, value, err)
 	}
 	k.wrote()
+	return nil
+}
+
+// writeSysctl makes the one write(2) of a parameter's value and newline,
+// and judges a short count by what the kernel then holds. The kernel
+// parses the whole buffer of a write, but some handlers return their own
+// result instead of the bytes they took: net.ipv6.conf.*.
+// ignore_routes_with_linkdown returns 1 on Debian 12's 6.1, whatever it
+// took. A writer that sends the rest (Go's File.Write, stdio) then writes
+// a lone newline, which the kernel refuses with EINVAL after it has set
+// the value: so the rest is never sent. The value counts as written when
+// the kernel reads it back (the newline needs no write of its own).
+func writeSysctl(key, value string, write func([]byte) (int, error), read func() (string, error)) error {
+	b := []byte(value + "\n")
+	n, err := write(b)
+	if err != nil {
+		return fmt.Errorf("write /proc/sys/%s: %w", model.SysctlPath(key), err)
+	}
+	if n == len(b) {
+		return nil
+	}
+	got, err := read()
+	if err != nil {
+		return fmt.Errorf("the kernel took %d of %d bytes; read back: %w", n, len(b), err)
+	}
+	if model.NormalizeSysctl(got) != model.NormalizeSysctl(value) {
+		return fmt.Errorf("the kernel took %d of %d bytes and holds %q", n, len(b), got)
+	}
 	return nil
 }

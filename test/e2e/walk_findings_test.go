@@ -309,3 +309,40 @@ func TestWalkFindingVRFSourceOutsideItsTable(t *testing.T) {
 	runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
 	runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
 }
+
+// 105. net.ipv6.conf.*.ignore_routes_with_linkdown on Debian 12's 6.1
+// answers a write of "1\n" with a count of 1 after it has set the value
+// (the handler returns its own result, not the bytes it took); Go's
+// File.Write then wrote the newline alone, which the kernel refused with
+// EINVAL: the apply failed on a key the kernel had set (every link's too,
+// through all.), and the ledger never recorded the value to give back.
+// The value, family-wide and a link's, is applied, converges, and goes
+// back when the file drops it.
+// Walk finding 105 (guest soak seed 50322676071162, step 9).
+func TestWalkFinding105IgnoreRoutesWithLinkdownTakenOnAShortWrite(t *testing.T) {
+	requireModules(t, "dummy")
+	ns := newNetNS(t, "")
+	dir, state := t.TempDir(), t.TempDir()
+	file := filepath.Join(dir, "m.yaml")
+	all := "/proc/sys/net/ipv6/conf/all/ignore_routes_with_linkdown"
+	link := "/proc/sys/net/ipv6/conf/d5/ignore_routes_with_linkdown"
+	for _, step := range []struct{ cfg, all, link string }{
+		{"version: 1\nlinks:\n  d5: {kind: dummy}\n", "0", "0"},
+		{"version: 1\nsysctls:\n  net.ipv6.conf.all.ignore_routes_with_linkdown: 1\nlinks:\n  d5: {kind: dummy, sysctls: {ipv6.ignore_routes_with_linkdown: 0}}\n", "1", "0"},
+		{"version: 1\nlinks:\n  d5: {kind: dummy, sysctls: {ipv6.ignore_routes_with_linkdown: 1}}\n", "0", "1"},
+		{"version: 1\nlinks:\n  d5: {kind: dummy}\n", "0", "0"},
+	} {
+		if err := os.WriteFile(file, []byte(step.cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+		// A second diff exits 0 (runNetreconcile fails the test otherwise).
+		runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
+		if got := strings.TrimSpace(ns.Run(t, "cat", all)); got != step.all {
+			t.Errorf("after\n%s%s: %s, want %s", step.cfg, all, got, step.all)
+		}
+		if got := strings.TrimSpace(ns.Run(t, "cat", link)); got != step.link {
+			t.Errorf("after\n%s%s: %s, want %s", step.cfg, link, got, step.link)
+		}
+	}
+}
