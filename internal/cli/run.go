@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -210,13 +209,9 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		MaxDisruption:       maxDisruption.v,
 		Pin:                 (&safeapply.Pin{Dir: nst.dir}).Sources,
 		Converged: func(srcs []desired.Source) error {
-			err := rec.Record(func() (*safeapply.Snapshot, error) {
+			return rec.Record(func() (*safeapply.Snapshot, error) {
 				return safeapply.SnapshotOf(g.config, g.dropIn(), srcs, time.Now(), "run")
 			})
-			if errors.Is(err, safeapply.ErrPending) {
-				return daemon.ErrRecordLater
-			}
-			return err
 		},
 	})
 	if err != nil {

@@ -90,9 +90,9 @@ type Options struct {
 	// Converged, when set, is called once per configuration after the
 	// first pass that converged it, with the namespace's lock held and the
 	// files' content as that pass enforced it: safe apply records them as
-	// the last confirmed configuration. ErrRecordLater says it could not
-	// be recorded yet (a safe-apply transaction is pending): it is called
-	// again after each converged pass until it records.
+	// the last confirmed configuration, or, while a transaction is
+	// pending, in the transaction, whose confirm records them. An error
+	// is logged, and the call made again after the next converged pass.
 	Converged func(srcs []desired.Source) error
 	// MaxDisruption, when set (run --max-disruption), is the most
 	// disruptive change a pass applies; it overrides the configuration's
@@ -259,7 +259,3 @@ func (d *Daemon) wakeLoop() {
 // ErrNoConfig is returned by Run when the configuration is invalid at start:
 // there is no last good configuration to enforce.
 var ErrNoConfig = errors.New("no valid configuration to enforce")
-
-// ErrRecordLater is Options.Converged's answer while the configuration
-// cannot be recorded yet: asked again after the next converged pass.
-var ErrRecordLater = errors.New("not recorded yet")

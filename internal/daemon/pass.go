@@ -167,14 +167,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 		d.m.lastSuccess.Set(float64(d.clk.Now().UnixNano()) / 1e9)
 		d.convergedGen, d.everConverged = d.gen, true
 		if d.opts.Converged != nil && d.reportedGen != d.gen {
-			if err := d.opts.Converged(d.cfgSrcs); errors.Is(err, ErrRecordLater) {
-				// A transaction is pending: the files in force then
-				// are offered again on each converged pass, and
-				// recorded once it ended if it was confirmed (a
-				// confirm records what its apply made, not an edit
-				// the daemon applied in the window); its end wakes a
-				// pass.
-			} else if err != nil {
+			if err := d.opts.Converged(d.cfgSrcs); err != nil {
 				d.log.Warn("record the converged configuration (retried on the next pass)", "error", err)
 			} else {
 				// Recorded: the files are not needed again for this

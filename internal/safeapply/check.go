@@ -175,6 +175,14 @@ func (t *Txn) check(field string, pending bool) error {
 			return err
 		}
 	}
+	if t.Converged != nil {
+		if !pending {
+			return fmt.Errorf("%s.converged: on an ended transaction", field)
+		}
+		if err := t.Converged.check(field + ".converged"); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -29,7 +29,9 @@ const FileName = "transaction.json"
 
 // maxFileSize bounds what is read back: two copies of the configuration
 // (restore point and applied), with 100k routes about 2 × 6 MB, side files
-// (desired.MaxSideBytes, 64 MiB) in base64 up to 2 × 86 MB more.
+// (desired.MaxSideBytes, 64 MiB) in base64 up to 2 × 86 MB more. A third,
+// the daemon's converged configuration, is there only while files edited
+// in a window differ from the applied ones.
 const maxFileSize = 256 << 20
 
 // formatVersion is the version of transaction.json's layout.
@@ -125,8 +127,17 @@ type Txn struct {
 	// --confirm-within extends the deadline and keeps it.
 	Restore *Snapshot `json:"restore"`
 	// Applied is the configuration the last apply of the transaction
-	// made; confirm records it as the confirmed one.
+	// made; confirm records it as the confirmed one, unless Converged is
+	// set.
 	Applied *Snapshot `json:"applied"`
+	// Converged is the configuration the daemon converged in the window
+	// after the last apply, when it is not Applied: files edited in the
+	// window, which the daemon applied. That is what runs, so a confirm
+	// records it as the confirmed one; a rollback drops it. The daemon
+	// records it in the pass that converged it (Recorder): whatever
+	// begins after the confirm takes it as its restore point, however
+	// soon.
+	Converged *Snapshot `json:"converged,omitempty"`
 	// Before is the state the kernel was read in before the first apply,
 	// the objects netreconcile owned, rendered as configuration (the
 	// "show" form, which holds no key), and Plan the operations of each
@@ -282,7 +293,7 @@ func (f *File) end(state State, cause Cause, detail string, now time.Time) *Txn 
 		f.Counts.RolledBack[cause]++
 	}
 	last := *t
-	last.Restore, last.Applied, last.Before, last.Plans = nil, nil, "", nil
+	last.Restore, last.Applied, last.Converged, last.Before, last.Plans = nil, nil, nil, "", nil
 	f.Last = &last
 	return t
 }

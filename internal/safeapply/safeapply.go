@@ -348,14 +348,19 @@ func IDArg(id string) string {
 // RecordConfirmed records s as the last confirmed configuration, the
 // restore point of the next transaction, unless s is already recorded.
 // While a transaction is pending (its own restore point stands) it records
-// nothing and returns ErrPending: the daemon records its configuration in
-// force once the transaction ended. by says who confirms: apply (a plain
+// nothing and returns ErrPending (the daemon's Recorder then records its
+// configuration in the transaction). by says who confirms: apply (a plain
 // apply that converged and verified) or run (the daemon's converged pass).
 func (h *Host) RecordConfirmed(s *Snapshot) error {
 	f, err := h.loadFile()
 	if err != nil {
 		return err
 	}
+	return h.recordConfirmedIn(f, s)
+}
+
+// recordConfirmedIn is RecordConfirmed on f, transaction.json as read.
+func (h *Host) recordConfirmedIn(f *File, s *Snapshot) error {
 	if f.Pending != nil {
 		return ErrPending
 	}
@@ -367,69 +372,55 @@ func (h *Host) RecordConfirmed(s *Snapshot) error {
 	return f.Save(h.Dir)
 }
 
-// recordAfterPending is RecordConfirmed for a configuration the daemon
-// converged while a transaction was pending, recorded once it ended: only
-// if it was confirmed. After a rollback the restore point stands: the
-// files in force in the window are what it rolled back, or, when they
-// could not be written back, what it rejected and pinned.
-func (h *Host) recordAfterPending(s *Snapshot) error {
-	f, err := h.loadFile()
-	if err != nil {
-		return err
-	}
-	if f.Pending != nil {
-		return ErrPending
-	}
-	if f.Last != nil && f.Last.State != Confirmed {
-		return nil
-	}
-	return h.RecordConfirmed(s)
-}
-
-// Recorder records the daemon's converged configurations as the last
-// confirmed one. While a transaction is pending it records nothing and
-// returns ErrPending: the daemon offers the configuration again after each
-// converged pass, and it is recorded once the transaction ended, only if
-// it was confirmed (an edit the daemon applied in the window then runs
-// confirmed, and belongs in the next restore point; after a rollback the
-// restore point stands). The daemon calls it from one goroutine.
+// Recorder records the daemon's converged configurations: as the last
+// confirmed one, or, while a transaction is pending, in the transaction
+// (Txn.Converged), which a confirm records as confirmed and a rollback
+// drops. It is recorded in the pass that converged it, under the
+// namespace's lock, so the record never waits for a later pass: a
+// transaction confirmed and another begun before the daemon's next pass
+// still finds what ran confirmed as its restore point, whatever that one's
+// end. The daemon offers each configuration once, after the first pass
+// that converged it.
 type Recorder struct {
 	Dir *statedir.Dir
-
-	// deferred: the configuration last offered converged while a
-	// transaction was pending. refusedAt is transaction.json's stamp
-	// then: while the file is unchanged the transaction still is, and
-	// the offer is refused again without a snapshot or a read (the file
-	// holds copies of the configuration: megabytes for a big host).
-	deferred  bool
-	stamped   bool
-	refusedAt statedir.FileStamp
 }
 
-// Record records the configuration snapshot makes, unless a transaction
-// is pending (ErrPending: offer it again later).
+// Record records the configuration snapshot makes.
 func (r *Recorder) Record(snapshot func() (*Snapshot, error)) error {
-	stamp, serr := r.Dir.Stamp(FileName)
-	if r.deferred && r.stamped && serr == nil && stamp == r.refusedAt {
-		return ErrPending
-	}
 	s, err := snapshot()
 	if err != nil {
 		return err
 	}
 	h := &Host{Dir: r.Dir}
-	if r.deferred {
-		err = h.recordAfterPending(s)
+	f, err := h.loadFile()
+	if err != nil {
+		return err
+	}
+	if f.Pending == nil {
+		return h.recordConfirmedIn(f, s)
+	}
+	t := f.Pending
+	if t.RollingBack != "" {
+		// It can only end rolled back: nothing of the window is kept.
+		return nil
+	}
+	inForce := t.Applied
+	if t.Converged != nil {
+		inForce = t.Converged
+	}
+	if inForce.Hash == s.Hash && sameModes(inForce, s) {
+		return nil
+	}
+	if t.Applied.Hash == s.Hash && sameModes(t.Applied, s) {
+		// An edit of the window undone: what runs is the apply's again.
+		t.Converged = nil
 	} else {
-		err = h.RecordConfirmed(s)
+		t.Converged = s
 	}
-	switch {
-	case errors.Is(err, ErrPending):
-		r.deferred, r.stamped, r.refusedAt = true, serr == nil, stamp
-	case err == nil:
-		r.deferred, r.stamped = false, false
+	if err := f.Save(h.Dir); err != nil {
+		return fmt.Errorf("record the configuration converged in the window of %s: %w", t.ID, err)
 	}
-	return err
+	return nil
 }
 
 // Confirm makes the pending transaction permanent: its applied files become
@@ -447,7 +438,13 @@ func (h *Host) Confirm(ctx context.Context, id string) (*Txn, *RollbackResult, e
 		return nil, nil, err
 	}
 	now := h.now()
-	applied := *f.Pending.Applied
+	// What runs: the last apply's configuration, or the files edited in
+	// the window that the daemon converged since.
+	inForce := f.Pending.Applied
+	if f.Pending.Converged != nil {
+		inForce = f.Pending.Converged
+	}
+	applied := *inForce
 	applied.At, applied.By = now.UTC(), "confirm"
 	f.Confirmed, f.Rejected = &applied, nil
 	t := f.end(Confirmed, "", "", now)
@@ -838,7 +835,10 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 		// as they are: cleaned as check requires.
 		t.ID, t.Started, t.BootID, t.Netns, t.Restore, t.Before = newID(now), now.UTC(), boot, h.Netns, restore, statedir.CleanText(string(before), maxFileSize, true)
 	}
-	t.State, t.Deadline, t.Window, t.Applied = Pending, now.Add(req.Window).UTC(), Duration(req.Window), applied
+	// The apply supersedes what the daemon converged in the window
+	// before it (an edit it read from the files, or replaced by a
+	// --candidate).
+	t.State, t.Deadline, t.Window, t.Applied, t.Converged = Pending, now.Add(req.Window).UTC(), Duration(req.Window), applied, nil
 	t.Plans = append(append([]json.RawMessage(nil), t.Plans...), planJSON)
 	t.Probes = nil
 	for _, p := range res.Armed {

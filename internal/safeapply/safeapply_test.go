@@ -1142,12 +1142,14 @@ func TestTxWalkFinding125RecorderRecordsOnAFreshStateDirectory(t *testing.T) {
 	}
 }
 
-// The daemon's configuration of a transaction's window is recorded once the
-// transaction ended, only if it was confirmed: after a confirm, an edit the
-// daemon applied in the window runs confirmed and belongs in the next
-// restore point; after a rollback the restore point stands (the files in
-// force in the window are what it rejected). While the transaction is
-// pending and its file unchanged, an offer costs no snapshot.
+// The daemon's configuration of a transaction's window is recorded in the
+// transaction, in the pass that converged it, and it becomes the confirmed
+// configuration only if the transaction is confirmed: after a confirm, an
+// edit the daemon applied in the window runs confirmed and belongs in the
+// next restore point; after a rollback the restore point stands (the files
+// in force in the window are what it rejected). An edit undone in the
+// window, and an apply that extends the transaction, leave the apply's
+// configuration the one that runs.
 func TestTxWalkFinding125RecorderAfterTheWindow(t *testing.T) {
 	ctx := context.Background()
 	for _, confirm := range []bool{false, true} {
@@ -1158,23 +1160,39 @@ func TestTxWalkFinding125RecorderAfterTheWindow(t *testing.T) {
 		if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Window: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		// Edited in the window, and converged by the daemon.
-		f.write(badConf + "# edited in the window\n")
-		window, err := ReadSnapshot(f.main, "", f.now, "run")
-		if err != nil {
-			t.Fatal(err)
-		}
-		snaps := 0
-		offer := func() (*Snapshot, error) { snaps++; return window, nil }
 		r := &Recorder{Dir: f.h.Dir}
-		for i := 0; i < 3; i++ {
-			if err := r.Record(offer); !errors.Is(err, ErrPending) {
-				t.Fatalf("while pending: %v, want ErrPending", err)
+		snapshot := func(content string) *Snapshot {
+			t.Helper()
+			f.write(content)
+			s, err := ReadSnapshot(f.main, "", f.now, "run")
+			if err != nil {
+				t.Fatal(err)
 			}
+			if err := r.Record(func() (*Snapshot, error) { return s, nil }); err != nil {
+				t.Fatalf("while pending: %v", err)
+			}
+			return s
 		}
-		if snaps != 1 {
-			t.Errorf("%d snapshots for 3 offers while the transaction file was unchanged, want 1", snaps)
+		// The apply's own files: nothing to keep.
+		snapshot(badConf)
+		if c := f.load().Pending.Converged; c != nil {
+			t.Errorf("the applied configuration kept as converged in the window")
 		}
+		// Edited in the window, and converged by the daemon; undone, and
+		// edited again.
+		window := snapshot(badConf + "# edited in the window\n")
+		if c := f.load().Pending.Converged; c == nil || c.Hash != window.Hash {
+			t.Fatalf("the window's configuration is not in the transaction: %+v", c)
+		}
+		snapshot(badConf)
+		if c := f.load().Pending.Converged; c != nil {
+			t.Errorf("an edit undone in the window is still the configuration in force")
+		}
+		window = snapshot(badConf + "# edited in the window\n")
+		if c := f.load().Confirmed; c == nil || c.Hash == window.Hash {
+			t.Error("the window's configuration recorded as confirmed while pending")
+		}
+		before := f.load().Confirmed
 		if confirm {
 			if _, _, err := f.h.Confirm(ctx, ""); err != nil {
 				t.Fatal(err)
@@ -1182,29 +1200,50 @@ func TestTxWalkFinding125RecorderAfterTheWindow(t *testing.T) {
 		} else if _, err := f.h.Rollback(ctx, "", CauseManual, "test"); err != nil {
 			t.Fatal(err)
 		}
-		before := f.load().Confirmed
-		if err := r.Record(offer); err != nil {
-			t.Fatal(err)
+		after := f.load()
+		if after.Last.Converged != nil {
+			t.Error("the ended transaction keeps the window's configuration")
 		}
-		after := f.load().Confirmed
-		switch recorded := after != nil && after.Hash == window.Hash; {
+		switch recorded := after.Confirmed != nil && after.Confirmed.Hash == window.Hash; {
 		case confirm && !recorded:
 			t.Error("after a confirm, the window's configuration was not recorded")
-		case !confirm && (recorded || after == nil || after.Hash != before.Hash):
+		case !confirm && (recorded || after.Confirmed == nil || after.Confirmed.Hash != before.Hash):
 			t.Error("after a rollback, the window's configuration was recorded as confirmed")
 		}
-		// The deferral is over: the next configuration is recorded.
-		f.write(goodConf + "# edited\n")
-		next, err := ReadSnapshot(f.main, "", f.now, "run")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Record(func() (*Snapshot, error) { return next, nil }); err != nil {
-			t.Fatal(err)
-		}
+		// No transaction: the next configuration is recorded.
+		next := snapshot(goodConf + "# edited\n")
 		if c := f.load().Confirmed; c == nil || c.Hash != next.Hash {
 			t.Error("a configuration converged after the transaction ended is not recorded")
 		}
+	}
+	// An apply inside the window supersedes what the daemon converged
+	// before it.
+	f := newFixture(t)
+	f.write(goodConf)
+	f.applyPlain()
+	f.write(badConf)
+	if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Window: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	f.write(badConf + "# edited in the window\n")
+	s, err := ReadSnapshot(f.main, "", f.now, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Recorder{Dir: f.h.Dir}).Record(func() (*Snapshot, error) { return s, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(goodConf + "# candidate\n"), Window: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.load().Pending.Converged; c != nil {
+		t.Error("an extension keeps what the daemon converged before it")
+	}
+	if _, _, err := f.h.Confirm(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.load().Confirmed; c == nil || string(c.Files[0].Data) != goodConf+"# candidate\n" {
+		t.Error("the extension's candidate is not the confirmed configuration")
 	}
 }
 
@@ -1229,8 +1268,8 @@ func TestTxWalkFinding125PinWithoutAConfirmedConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Recorder{Dir: f.h.Dir}
-	if err := r.Record(func() (*Snapshot, error) { return bad, nil }); !errors.Is(err, ErrPending) {
-		t.Fatalf("while pending: %v, want ErrPending", err)
+	if err := r.Record(func() (*Snapshot, error) { return bad, nil }); err != nil {
+		t.Fatalf("while pending: %v", err)
 	}
 	if err := os.Chmod(etc, 0o777); err != nil {
 		t.Fatal(err)
@@ -1248,11 +1287,147 @@ func TestTxWalkFinding125PinWithoutAConfirmedConfiguration(t *testing.T) {
 		t.Fatalf("pin of the rejected files: %v %q %v", err, by, out)
 	}
 	// Nor is the rejected configuration the daemon converged in the
-	// window recorded as confirmed once the transaction ended.
-	if err := r.Record(func() (*Snapshot, error) { return bad, nil }); err != nil {
-		t.Fatal(err)
-	}
+	// window recorded as confirmed once the transaction ended; the
+	// daemon then enforces the pin, the confirmed configuration, and
+	// records that.
 	if c := f.load().Confirmed; c == nil || c.Hash == bad.Hash {
 		t.Error("the rejected candidate is recorded as confirmed")
+	}
+	pinned, err := SnapshotOf(f.main, "", out, f.now, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Record(func() (*Snapshot, error) { return pinned, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.load().Confirmed; c == nil || string(c.Files[0].Data) != goodConf {
+		t.Error("the pinned configuration the daemon converged is not the confirmed one")
+	}
+}
+
+// daemonPass is one converged pass of a daemon: the files read, the kernel
+// made to match them, and the configuration offered to the recorder, under
+// the lock as the daemon does (the test is the only actor).
+func (f *fixture) daemonPass(r *Recorder) {
+	f.t.Helper()
+	snap, err := ReadSnapshot(f.main, "", f.now, "run")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cfg, err := snap.Parse(true)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	o, err := Converge(context.Background(), f.h.Engine, cfg.State)
+	if err != nil || o.Err != nil || o.Verify != nil {
+		f.t.Fatalf("daemon pass: %v %v %v", err, o.Err, o.Verify)
+	}
+	if err := r.Record(func() (*Snapshot, error) { return snap, nil }); err != nil {
+		f.t.Fatalf("daemon pass: record: %v", err)
+	}
+}
+
+// kernelIs says whether the kernel plans nothing towards conf.
+func (f *fixture) kernelIs(conf string) bool {
+	f.t.Helper()
+	cfg, err := (&Snapshot{Main: f.main, Files: []FileCopy{{Path: f.main, Data: []byte(conf)}}}).Parse(true)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	plan, _, err := f.h.Engine.PlanDesired(context.Background(), cfg.State, true)
+	return err == nil && plan != nil && plan.Empty()
+}
+
+// A file edited in a transaction's window and applied by the daemon runs
+// confirmed when the transaction is confirmed, whatever begins next and
+// however soon. The daemon recorded it only on its first pass after the
+// transaction ended: a transaction begun before that pass took the
+// confirm's record, the apply's files without the edit, as its restore
+// point, and its rollback (by hand or at the deadline) took the edit out of
+// the files and the kernel, and the daemon recorded nothing (the last
+// transaction had been rolled back). Every order of the ends of two
+// transactions with the daemon's passes.
+func TestTxWalkFinding107ConfirmedWindowEditSurvivesTheNextTransaction(t *testing.T) {
+	ctx := context.Background()
+	editConf := badConf + "  - {to: 10.97.0.0/24, via: 10.0.0.2}\n"
+	nextConf := goodConf + "  - {to: 10.96.0.0/24, via: 10.0.0.2}\n"
+	ends := []string{"confirm", "rollback", "deadline"}
+	for _, endA := range ends {
+		for _, passBetween := range []bool{false, true} {
+			for _, endB := range ends {
+				name := fmt.Sprintf("A %s, pass between %v, B %s", endA, passBetween, endB)
+				t.Run(name, func(t *testing.T) {
+					f := newFixture(t)
+					r := &Recorder{Dir: f.h.Dir}
+					end := func(how string) {
+						t.Helper()
+						var err error
+						switch how {
+						case "confirm":
+							_, _, err = f.h.Confirm(ctx, "")
+						case "rollback":
+							_, err = f.h.Rollback(ctx, "", CauseManual, "test")
+						case "deadline":
+							f.now = f.now.Add(2 * time.Minute)
+							var rolled *RollbackResult
+							rolled, _, err = f.h.Due(ctx)
+							if err == nil && rolled == nil {
+								err = errors.New("nothing rolled back at the deadline")
+							}
+						}
+						if err != nil {
+							t.Fatalf("%s: %v", how, err)
+						}
+					}
+					f.write(goodConf)
+					f.applyPlain()
+					f.daemonPass(r)
+					f.write(badConf)
+					if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Window: time.Minute}); err != nil {
+						t.Fatal(err)
+					}
+					f.daemonPass(r)
+					// Edited in the window, and applied by the daemon.
+					f.write(editConf)
+					f.daemonPass(r)
+					end(endA)
+					if passBetween {
+						f.daemonPass(r)
+					}
+					restore := goodConf
+					if endA == "confirm" {
+						restore = editConf
+					}
+					f.write(nextConf)
+					if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Window: time.Minute}); err != nil {
+						t.Fatal(err)
+					}
+					if got := string(f.load().Pending.Restore.Files[0].Data); got != restore {
+						t.Errorf("the next transaction's restore point:\n%s\nwant:\n%s", got, restore)
+					}
+					f.daemonPass(r)
+					end(endB)
+					want := restore
+					if endB == "confirm" {
+						want = nextConf
+					}
+					check := func(when string) {
+						t.Helper()
+						if got := f.file(); got != want {
+							t.Errorf("%s: the file:\n%s\nwant:\n%s", when, got, want)
+						}
+						if !f.kernelIs(want) {
+							t.Errorf("%s: the kernel does not match:\n%s", when, f.routes())
+						}
+						if c := f.load().Confirmed; c == nil || string(c.Files[0].Data) != want {
+							t.Errorf("%s: the confirmed configuration is not the one in force", when)
+						}
+					}
+					check("after the next transaction")
+					f.daemonPass(r)
+					check("after the daemon's next pass")
+				})
+			}
+		}
 	}
 }
