@@ -208,6 +208,11 @@ func (w *runner) step(s Step) *Failure {
 			return w.fail("daemon", "%v", err)
 		}
 		w.daemonRecords()
+		if w.m.txn != nil {
+			// It holds the deadline again, or rolled back at its
+			// start what was due.
+			w.m.txn.holderLost = false
+		}
 		f = w.observe(s, nil)
 	case opDaemonStop:
 		sig := syscall.SIGTERM
@@ -218,6 +223,9 @@ func (w *runner) step(s Step) *Failure {
 			return w.fail("daemon", "%v", err)
 		}
 		f = w.observe(s, nil)
+		if f == nil {
+			f = w.daemonHeldAlone()
+		}
 	case opHand:
 		f = w.doHand(s)
 	case opHolderExit:
@@ -591,6 +599,25 @@ func (w *runner) doEnd(s Step) *Failure {
 		return w.fail(s.Op, "transaction %s is still pending: %s", t.id, res)
 	case w.m.ended[t.id] && s.ID != "other" && res.code != 0 && !strings.Contains(res.stdout+res.stderr, "rolled back") && !strings.Contains(res.stdout+res.stderr, "rolled-back") && s.Op == opConfirm:
 		return w.fail(s.Op, "%s", res)
+	}
+	return nil
+}
+
+// daemonHeldAlone follows a daemon stopped in the window of a transaction
+// it held alone (--rollback-timer daemon arranges no timer of the command's
+// own, docs/safe-apply.md): nothing holds the deadline until a command or
+// the daemon's start rolls it back.
+func (w *runner) daemonHeldAlone() *Failure {
+	t := w.m.txn
+	if t == nil {
+		return nil
+	}
+	f, err := w.readTxn()
+	if err != nil {
+		return w.fail("state", "%v", err)
+	}
+	if p := f.Pending; p != nil && p.ID == t.id && strings.HasPrefix(p.Timer, "daemon:") && p.Fallback == "" {
+		t.holderLost = true
 	}
 	return nil
 }
