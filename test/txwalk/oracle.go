@@ -43,6 +43,14 @@ type txnModel struct {
 	// edited: the files were edited since its last apply, so a confirm
 	// leaves them as the edit made them.
 	edited bool
+	// inForce are the files edited in the window that the daemon was
+	// seen to apply since the last apply (the kernel held them, and no
+	// longer what was in force before): the pass that applied them
+	// recorded them in the transaction, and a confirm records them.
+	// unsure: the daemon may have applied files edited in the window
+	// that the kernel cannot tell from what ran before.
+	inForce *cfg
+	unsure  bool
 	// holderLost: every holder of the deadline went away as documented
 	// (a reboot without a daemon): the next command rolls it back.
 	holderLost bool
@@ -93,6 +101,9 @@ type runner struct {
 	// anyKill: a command was killed in this run (temporary files may be
 	// left).
 	anyKill bool
+	// heldConfirm: a transaction was confirmed while the daemon was
+	// paused, and it has not passed since.
+	heldConfirm bool
 }
 
 // foreignTables are the nftables tables of the walk's names that are not
@@ -187,6 +198,14 @@ func (w *runner) diskCfg() *cfg {
 func (w *runner) step(s Step) *Failure {
 	w.attempt, w.attemptOf = nil, nil
 	var f *Failure
+	if w.rig.paused && (s.Op == opDeadline || s.Op == opDaemonStart || s.Op == opReboot) {
+		// A paused daemon holds no deadline, and is the daemon that
+		// runs: it goes on first (a shrunk sequence may have lost the
+		// step that continued it).
+		if f := w.resume(Step{Op: opDaemonResume}); f != nil {
+			return f
+		}
+	}
 	switch s.Op {
 	case opEdit:
 		f = w.doEdit(s)
@@ -203,6 +222,13 @@ func (w *runner) step(s Step) *Failure {
 	case opSleep:
 		time.Sleep(s.Sleep)
 		f = w.observe(s, nil)
+	case opDaemonPause:
+		if err := w.rig.pauseDaemon(); err != nil {
+			return w.fail("daemon", "%v", err)
+		}
+		f = w.observe(s, nil)
+	case opDaemonResume:
+		f = w.resume(s)
 	case opDaemonStart:
 		if err := w.rig.startDaemon(); err != nil {
 			return w.fail("daemon", "%v", err)
@@ -242,6 +268,26 @@ func (w *runner) step(s Step) *Failure {
 	return w.check(s)
 }
 
+// daemonActive says whether a daemon runs and is not paused: one that
+// applies the files and records them.
+func (w *runner) daemonActive() bool { return w.rig.daemon != nil && !w.rig.paused }
+
+// resume continues a paused daemon. With no transaction pending, its next
+// converged pass records the files as confirmed.
+func (w *runner) resume(s Step) *Failure {
+	if !w.rig.paused {
+		return w.observe(s, nil)
+	}
+	if err := w.rig.resumeDaemon(); err != nil {
+		return w.fail("daemon", "%v", err)
+	}
+	w.heldConfirm = false
+	if w.m.txn == nil {
+		w.m.confirmed = append(w.m.confirmed, w.m.alts...)
+	}
+	return w.observe(s, nil)
+}
+
 func (w *runner) doEdit(s Step) *Failure {
 	v := w.seq.Versions[s.V]
 	if err := w.rig.l.write(v, s.Edit, &w.rig.linkSeq); err != nil {
@@ -263,8 +309,9 @@ func (w *runner) doEdit(s Step) *Failure {
 	if w.m.txn != nil {
 		w.m.txn.edited = true
 	}
-	if w.rig.daemon != nil && w.m.txn == nil {
-		// The daemon's converged pass records the files as confirmed.
+	if w.daemonActive() && w.m.txn == nil {
+		// The daemon's converged pass records the files as confirmed
+		// (a paused one once it goes on: resume).
 		w.m.confirmed = append(w.m.confirmed, c)
 	}
 	return w.observe(s, nil)
@@ -479,7 +526,7 @@ func (w *runner) doBegin(s Step) *Failure {
 			w.m.alts = []*cfg{c}
 		}
 	}
-	t.edited = false
+	t.edited, t.inForce, t.unsure = false, nil, false
 	if w.attempt != nil {
 		w.m.kernel = []*Version{w.attempt.v}
 	} else {
@@ -639,7 +686,11 @@ func (w *runner) doDeadline() *Failure {
 		time.Sleep(200 * time.Millisecond)
 		return w.observe(Step{Op: opDeadline}, nil)
 	}
+	// A daemon paused past the deadline rolls back once continued.
 	limit := t.deadline.Add(DeadlineBound)
+	if after := w.rig.resumedAt.Add(DeadlineBound); after.After(limit) {
+		limit = after
+	}
 	time.Sleep(time.Until(t.deadline))
 	for {
 		f, err := w.readTxn()
@@ -679,7 +730,7 @@ func (w *runner) doHand(s Step) *Failure {
 			return w.fail("oracle", "%v", err)
 		}
 		w.foreign, _ = walk.DumpForeign(k, 245, foreignTables, nil)
-	} else if w.rig.daemon == nil {
+	} else if !w.daemonActive() {
 		w.m.kernel = nil
 	}
 	if h.owned {
@@ -746,6 +797,9 @@ func (w *runner) observe(s Step, res *result) *Failure {
 				t.applied = append(t.applied, w.attempt)
 				t.extended = f.Pending.Extended
 				t.deadline = f.Pending.Deadline
+				// The apply supersedes what the daemon applied
+				// before it.
+				t.inForce, t.unsure = nil, false
 			}
 			return w.checkPin(f, out)
 		}
@@ -760,6 +814,7 @@ func (w *runner) observe(s Step, res *result) *Failure {
 			if s.Op != opConfirm {
 				return w.fail("state", "transaction %s confirmed by %s%s", t.id, s.Op, out)
 			}
+			w.heldConfirm = w.heldConfirm || w.rig.paused
 			if fl := w.onConfirmed(t, out); fl != nil {
 				return fl
 			}
@@ -789,6 +844,9 @@ func (w *runner) observe(s Step, res *result) *Failure {
 		}
 		if restore == nil {
 			return w.fail("state", "transaction %s begun with no restore point the walk knows%s", t.id, out)
+		}
+		if w.heldConfirm && w.rig.paused {
+			w.st.held++
 		}
 		w.m.txn = t
 	}
@@ -894,9 +952,27 @@ func (w *runner) onConfirmed(t *txnModel, out string) *Failure {
 	w.m.confirmed = []*cfg{a}
 	w.m.pinned = nil
 	if t.edited && w.rig.daemon != nil {
-		// The daemon applied the files edited in the window, and records
-		// them as confirmed on a pass after the confirm (walk finding
-		// 125: it did not, and the next rollback took the edit out);
+		// The confirm records what ran: the files edited in the window
+		// that the daemon was seen to apply (walk finding 107: it
+		// recorded the last apply's, and the daemon the edit only on
+		// its next pass, which a transaction begun before it never
+		// saw: that one's rollback took the edit out), else the apply's.
+		ran := a
+		if t.inForce != nil {
+			ran = t.inForce
+			w.st.inForce++
+		}
+		w.m.confirmed = []*cfg{ran}
+		if t.unsure {
+			w.m.confirmed = append(w.m.confirmed, w.m.alts...)
+		}
+		if w.rig.paused || len(w.m.alts) == 1 && sameDisk(w.m.alts[0].d, ran.d) {
+			// Nothing records other files before the daemon's next
+			// pass.
+			return nil
+		}
+		// Files edited since: the daemon applies them, and records them
+		// as confirmed on a pass after the confirm (walk finding 125);
 		// check() follows the kernel.
 		w.m.confirmed = append(w.m.confirmed, w.m.alts...)
 		return w.daemonRecordsEdit(t, out)
@@ -1051,7 +1127,7 @@ func (w *runner) checkOnce(s Step) *Failure {
 			return w.fail("timer", "nothing holds the deadline of pending transaction %s: no daemon, no timer process", t.id)
 		}
 	}
-	if w.rig.daemon != nil && pending == "" {
+	if w.daemonActive() && pending == "" {
 		deadline := time.Now().Add(timerBound)
 		for strings.Contains(w.rig.daemonStatus(), "pending") {
 			if time.Now().After(deadline) {
@@ -1068,7 +1144,7 @@ func (w *runner) checkOnce(s Step) *Failure {
 	}
 	// The kernel: what the daemon enforces, or what the last command made.
 	want := w.m.kernel
-	if w.rig.daemon != nil {
+	if w.daemonActive() {
 		want = nil
 		switch {
 		case w.m.pinned != nil:
@@ -1081,9 +1157,12 @@ func (w *runner) checkOnce(s Step) *Failure {
 		if f := w.checkKernel("the kernel", want, ""); f != nil {
 			return f
 		}
-		if w.rig.daemon != nil {
+		if w.daemonActive() {
 			// Converged: what a daemon stopped now leaves.
 			w.m.kernel = want
+			if f := w.followInForce(); f != nil {
+				return f
+			}
 		}
 	} else if f := w.checkForeign(""); f != nil {
 		return f
@@ -1093,6 +1172,38 @@ func (w *runner) checkOnce(s Step) *Failure {
 			return w.fail("files", "temporary files left behind: %v", l)
 		}
 	}
+	return nil
+}
+
+// followInForce follows the files edited in the pending transaction's
+// window that the daemon applied: once the kernel holds them (checked
+// before) and no longer what was in force before, the daemon's pass that
+// applied them has recorded them in the transaction.
+func (w *runner) followInForce() *Failure {
+	t := w.m.txn
+	if t == nil || !t.edited || len(w.m.alts) != 1 || w.m.pinned != nil || t.inForce == w.m.alts[0] {
+		return nil
+	}
+	c, prev := w.m.alts[0], t.inForce
+	if prev == nil && t.extended < len(t.applied) {
+		prev = t.applied[t.extended]
+	}
+	if prev == nil {
+		t.unsure = true
+		return nil
+	}
+	if sameDisk(prev.d, c.d) {
+		return nil
+	}
+	k, err := walk.ReadKernel(w.rig.ns, true)
+	if err != nil {
+		return w.fail("oracle", "%v", err)
+	}
+	if len(w.compare(k, prev.v)) == 0 {
+		t.unsure = true
+		return nil
+	}
+	t.inForce, t.unsure = c, false
 	return nil
 }
 
@@ -1128,7 +1239,7 @@ func (w *runner) checkFiles(what string, alts []*cfg, out string) *Failure {
 func (w *runner) checkKernel(what string, want []*Version, out string) *Failure {
 	w.st.checks++
 	deadline := time.Now()
-	if w.rig.daemon != nil {
+	if w.daemonActive() {
 		deadline = deadline.Add(convergeBound)
 	}
 	for {

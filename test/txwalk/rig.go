@@ -66,6 +66,10 @@ type rig struct {
 	dlog    string
 	daemonN int
 	dwait   chan error
+	// paused: the daemon is stopped (SIGSTOP) between two passes, and
+	// resumedAt is when it was last continued.
+	paused    bool
+	resumedAt time.Time
 	// status is the daemon's last STATUS= (sd_notify).
 	notify   *net.UnixConn
 	statusMu sync.Mutex
@@ -500,6 +504,56 @@ func (r *rig) startDaemon() error {
 	}
 }
 
+// writerLock is the namespace's writer lock file in its state directory,
+// which the daemon holds for each pass (internal/cli).
+const writerLock = "writer.lock"
+
+// pauseDaemon stops the daemon between two of its passes: its process
+// group is sent SIGSTOP while the walk holds the namespace's writer lock,
+// which a pass holds from its start to its end, so that a paused daemon
+// never holds it (the commands would wait for it). Its next pass comes
+// when it is continued: the walk plays commands that run before it.
+func (r *rig) pauseDaemon() error {
+	if r.daemon == nil || r.paused {
+		return nil
+	}
+	dir, err := r.stateDir()
+	if err != nil {
+		return err
+	}
+	// Opened, never made: the daemon made it on its first pass, with the
+	// owner a service user needs.
+	fd, err := syscall.Open(filepath.Join(dir, writerLock), syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err == nil {
+		defer syscall.Close(fd)
+		for limit := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+			if err == nil {
+				break
+			}
+			if err != syscall.EWOULDBLOCK || time.Now().After(limit) {
+				return fmt.Errorf("take the writer lock to pause the daemon: %v", err)
+			}
+		}
+	} else if !os.IsNotExist(err) {
+		return err
+	}
+	if err := syscall.Kill(-r.daemon.Process.Pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pause the daemon: %v", err)
+	}
+	r.paused = true
+	return nil
+}
+
+// resumeDaemon continues a paused daemon.
+func (r *rig) resumeDaemon() error {
+	if r.daemon == nil || !r.paused {
+		return nil
+	}
+	r.paused, r.resumedAt = false, time.Now()
+	return syscall.Kill(-r.daemon.Process.Pid, syscall.SIGCONT)
+}
+
 // stopDaemon stops the daemon with sig and waits for it.
 func (r *rig) stopDaemon(sig syscall.Signal) error {
 	if r.daemon == nil {
@@ -507,6 +561,11 @@ func (r *rig) stopDaemon(sig syscall.Signal) error {
 	}
 	pid := r.daemon.Process.Pid
 	_ = syscall.Kill(pid, sig)
+	if r.paused {
+		// A stopped process acts on SIGTERM once continued.
+		_ = syscall.Kill(-pid, syscall.SIGCONT)
+		r.paused = false
+	}
 	select {
 	case <-r.dwait:
 	case <-time.After(30 * time.Second):

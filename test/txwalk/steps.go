@@ -48,9 +48,15 @@ const (
 	opSleep       = "sleep"        // let time pass
 	opDaemonStart = "daemon-start" // netreconcile run
 	opDaemonStop  = "daemon-stop"  //
-	opHand        = "hand"         // the kernel edited by hand
-	opHolderExit  = "holder-exit"  // the process --netns /proc/PID/ns/net names exits
-	opReboot      = "reboot"       // a new boot id
+	// opDaemonPause stops the daemon (SIGSTOP) between two passes and
+	// opDaemonResume continues it: the commands between run before the
+	// daemon's next pass (a confirm and the next begin, say, which a
+	// daemon that wakes at once usually separates).
+	opDaemonPause  = "daemon-pause"
+	opDaemonResume = "daemon-resume"
+	opHand         = "hand"        // the kernel edited by hand
+	opHolderExit   = "holder-exit" // the process --netns /proc/PID/ns/net names exits
+	opReboot       = "reboot"      // a new boot id
 	// opBadCand is apply --confirm-within with an invalid --candidate:
 	// refused, naming the candidate's own line and column, and nothing
 	// changes (no transaction begun or extended).
@@ -149,8 +155,10 @@ type drawer struct {
 	r *rand.Rand
 	g *walk.Gen
 	// bad draws the invalid candidates from a sequence of its own, so
-	// that a seed's other steps stay as they were.
+	// that a seed's other steps stay as they were; hold, likewise, the
+	// daemon's pauses before a confirm and the long windows.
 	bad  *rand.Rand
+	hold *rand.Rand
 	seq  *Sequence
 	mode Mode
 	// What the drawer expects, to make likely sequences (the run
@@ -158,9 +166,17 @@ type drawer struct {
 	// the daemon runs, the version on the disk.
 	pending bool
 	daemon  bool
+	paused  bool
 	disk    int
 	adopt   bool
+	// lastBegin is the index of the last begin step drawn (-1: none).
+	lastBegin int
 }
+
+// longWindow is the window of a begin whose files the drawer edits in the
+// window while a daemon runs: long enough for a confirm in time after the
+// daemon applied the edit, on a loaded machine.
+const longWindow = 30 * time.Second
 
 func (d *drawer) newVersion(from *Version) *Version {
 	c := from.C.Clone()
@@ -236,6 +252,10 @@ func (d *drawer) step() Step {
 			k, w := d.kill()
 			d.pending = k > 0
 			return Step{Op: opRollback, ID: d.idArg(), Kill: k, KillWhat: w}
+		case x < 44 && d.paused:
+			// A paused daemon holds no deadline: it goes on first.
+			d.paused = false
+			return Step{Op: opDaemonResume}
 		case x < 44:
 			d.pending = false
 			return Step{Op: opDeadline}
@@ -264,6 +284,9 @@ func (d *drawer) step() Step {
 		v := d.add(d.newVersion(disk))
 		d.disk = v
 		return Step{Op: opEdit, V: v, Edit: edit(d.r.Intn(3))}
+	case x < 78 && d.paused:
+		d.paused = false
+		return Step{Op: opDaemonResume}
 	case x < 78:
 		d.daemon = !d.daemon
 		if d.daemon {
@@ -275,6 +298,7 @@ func (d *drawer) step() Step {
 	case x < 90 && (d.mode.Form == formProc || d.mode.Form == formProcAno):
 		return Step{Op: opHolderExit}
 	case x < 93:
+		d.paused = false
 		return Step{Op: opReboot}
 	}
 	return Step{Op: opSleep, Sleep: time.Duration(100+d.r.Intn(900)) * time.Millisecond}

@@ -113,7 +113,7 @@ func TestTxWalk(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	var steps, checks, kills, walks int
+	var steps, checks, kills, walks, inForce, held int
 	var failed, used []string
 	var lat []time.Duration
 	modes := map[string]int{}
@@ -153,6 +153,8 @@ func TestTxWalk(t *testing.T) {
 		steps += rep.Steps
 		checks += rep.Checks
 		kills += rep.Kills
+		inForce += rep.InForce
+		held += rep.Held
 		lat = append(lat, rep.Latencies...)
 		modes[rep.Mode.String()]++
 		used = append(used, strconv.FormatInt(seed, 10))
@@ -172,8 +174,10 @@ func TestTxWalk(t *testing.T) {
 	for _, l := range lat {
 		worst = max(worst, l)
 	}
-	t.Logf("txwalk: %d walks (seeds %s; modes %v), %d steps, %d checks, %d commands killed, %d rollbacks at the deadline (the latest %s after it), %s, %d failures %s",
-		walks, strings.Join(used, " "), modes, steps, checks, kills, len(lat), worst.Round(time.Millisecond), time.Since(start).Round(time.Second), len(failed), strings.Join(failed, " "))
+	t.Logf("txwalk: %d walks (seeds %s; modes %v), %d steps, %d checks, %d commands killed, %d rollbacks at the deadline (the latest %s after it), "+
+		"%d confirms of files the daemon applied in the window, %d transactions begun before the daemon's pass after a confirm, %s, %d failures %s",
+		walks, strings.Join(used, " "), modes, steps, checks, kills, len(lat), worst.Round(time.Millisecond), inForce, held,
+		time.Since(start).Round(time.Second), len(failed), strings.Join(failed, " "))
 }
 
 // parseMode reads a Mode as Mode.String prints it.

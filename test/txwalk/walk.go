@@ -2,7 +2,8 @@
 // sequences of safe-apply steps (apply --confirm-within with and without
 // --candidate, extensions, confirm in time and late, rollback, the deadline
 // passing, commands SIGKILLed at random points, the daemon stopped and
-// started, the kernel edited by hand in the window, the namespace's holder
+// started or paused between two passes, the kernel edited by hand in the
+// window, the namespace's holder
 // exiting, a reboot) run with the built command on a fresh namespace, over a
 // file layout drawn from the seed (drop-ins, a symlinked main file,
 // symlinked fragments and side files, group-readable modes), as root with
@@ -80,6 +81,10 @@ type Report struct {
 	Steps  int
 	Checks int
 	Kills  int
+	// InForce counts the confirms that recorded files edited in the
+	// window which the daemon applied; Held the transactions begun while
+	// the daemon, paused, had not passed since a confirm.
+	InForce, Held int
 	// Latencies are how long after their deadlines the timers rolled
 	// transactions back.
 	Latencies []time.Duration
@@ -123,7 +128,8 @@ func Draw(opts *Options) (*Sequence, error) {
 		mode = *opts.Mode
 	}
 	seq := &Sequence{Mode: mode, Layout: drawLayout(r, mode), PeerNS: g.PeerNS, Foreign: walk.ForeignPlan(r, walk.Defects{})}
-	d := &drawer{r: r, g: g, seq: seq, mode: mode, adopt: opts.Adopt, bad: rand.New(rand.NewSource(opts.Seed ^ 0x5eed))}
+	d := &drawer{r: r, g: g, seq: seq, mode: mode, adopt: opts.Adopt, bad: rand.New(rand.NewSource(opts.Seed ^ 0x5eed)),
+		hold: rand.New(rand.NewSource(opts.Seed ^ 0x401d)), lastBegin: -1}
 	c := g.Initial()
 	for i := 0; i < 3; i++ {
 		c, _ = g.Next(c)
@@ -141,7 +147,22 @@ func Draw(opts *Options) (*Sequence, error) {
 			// The same change with a mistake first.
 			seq.Steps = append(seq.Steps, Step{Op: opBadCand})
 		}
+		if s.Op == opEdit && d.pending && d.daemon && d.lastBegin >= 0 && d.hold.Intn(2) == 0 {
+			// Files edited in the window for the daemon to apply: a
+			// window of a second or two mostly passes before the
+			// confirm comes, so the begin gets a longer one.
+			seq.Steps[d.lastBegin].Window = longWindow
+		}
+		if s.Op == opConfirm && d.daemon && !d.paused && d.hold.Intn(2) == 0 {
+			// The confirm, and what follows until the daemon goes
+			// on, before the daemon's next pass.
+			seq.Steps = append(seq.Steps, Step{Op: opDaemonPause})
+			d.paused = true
+		}
 		seq.Steps = append(seq.Steps, s)
+		if s.Op == opBegin {
+			d.lastBegin = len(seq.Steps) - 1
+		}
 	}
 	seq.Steps = seq.Steps[:opts.Steps]
 	return seq, nil
@@ -162,6 +183,7 @@ func Walk(opts Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Steps, rep.Checks, rep.Kills, rep.Latencies = st.steps, st.checks, st.kills, st.latencies
+	rep.InForce, rep.Held = st.inForce, st.held
 	if f == nil {
 		return rep, nil
 	}
@@ -174,6 +196,7 @@ func Walk(opts Options) (*Report, error) {
 // stats count what a run did.
 type stats struct {
 	steps, checks, kills int
+	inForce, held        int
 	latencies            []time.Duration
 }
 
