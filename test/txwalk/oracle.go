@@ -396,7 +396,12 @@ func (w *runner) doApply(s Step) *Failure {
 		// timer held to roll back: the transaction had ended when the
 		// apply took it, and the apply applied the restored files.
 		pending = false
-		w.m.confirmed = append(before.confirmed, w.diskCfg())
+		if w.rig.daemon != nil {
+			// Without a daemon, observe has already narrowed the
+			// confirmed configuration to the one recorded (the
+			// restored files, which the apply confirmed again).
+			w.m.confirmed = append(before.confirmed, w.diskCfg())
+		}
 	}
 	switch {
 	case pending && res.code == 0:
