@@ -197,6 +197,74 @@ func TestWalkFinding104LeftOutStaticAddressIsNoAllocation(t *testing.T) {
 	}
 }
 
+// 110. The oracle's record of what a left-out link's addresses are (the
+// file's own or from a pool) was kept only for the pools of the step's
+// file: a pool that left the file for a few steps and came back found the
+// static address a left-out link keeps in its subnet unrecorded, took it
+// for one the pool handed out and wanted its block exported. The pool
+// holds no block for it (it reserves it, as what the link keeps), so no
+// export route is due. Host soak seed 67038541241806, step 78 (p9c static
+// 10.99.0.4/24 from step 14, left out from step 19 with foreign vxlans on
+// it; pool pw out of the file at steps 75-77, back at 78): "export route
+// missing: table 119 10.99.0.4/30 dev lo".
+func TestWalkFinding110LeftOutStaticAddressOutlivesItsPoolsAbsence(t *testing.T) {
+	pool := &Pool{Name: "pw", Subnet: "10.99.0.0/24", Bits: 2, Table: 119}
+	declared := &Config{Protocol: 245, Pools: []*Pool{pool}, Links: map[string]*Link{
+		"p9c": {Name: "p9c", Kind: "veth", Addrs: []*Addr{{CIDR: "10.99.0.4/24"}}},
+	}}
+	withoutPool := &Config{Protocol: 245, Links: map[string]*Link{}}
+	back := &Config{Protocol: 245, Pools: []*Pool{pool}, Links: map[string]*Link{
+		"p9b": {Name: "p9b", Kind: "veth", Addrs: []*Addr{{Pool: "pw"}}},
+	}}
+	kernel := func(addrs string, exported ...string) *Kernel {
+		var links []*kAddrLink
+		if err := json.Unmarshal([]byte(addrs), &links); err != nil {
+			t.Fatal(err)
+		}
+		k := &Kernel{Addrs: map[string]*kAddrLink{}}
+		for _, l := range links {
+			k.Addrs[l.Name] = l
+		}
+		for _, dst := range exported {
+			k.Routes = append(k.Routes, kRoute{Type: "unicast", Dst: dst, Dev: "lo", Table: "119", Protocol: "245"})
+		}
+		return k
+	}
+	p9c := `{"ifname": "p9c", "addr_info": [{"family": "inet", "local": "10.99.0.4", "prefixlen": 24}]}`
+	before := kernel("[" + p9c + "]")
+	skip := map[string]bool{"p9c": true}
+	prev := heldPoolAddrs(declared, before, nil, nil)
+	prev = heldPoolAddrs(withoutPool, before, skip, prev) // p9c left out, pw gone
+	prev = heldPoolAddrs(withoutPool, before, skip, prev) // and again
+	if held, seen := prev["p9c 10.99.0.4"]; !seen || held {
+		t.Errorf("while pw is out of the file: p9c's static address recorded as %v (seen %v), want the file's own", held, seen)
+	}
+	check := func(k *Kernel) []string {
+		var diffs []string
+		bad := func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) }
+		compareExports(back, k, nil, skip, prev, bad)
+		compareNewBlocks(back, k, skip, prev, bad)
+		return diffs
+	}
+	p9b := `{"ifname": "p9b", "addr_info": [{"family": "inet", "local": "10.99.0.0", "prefixlen": 28}]}`
+	if diffs := check(kernel("["+p9c+", "+p9b+"]", "10.99.0.0/30")); len(diffs) != 0 {
+		t.Errorf("pw back, p9b given block 0, p9c left out with its static address: %s", strings.Join(diffs, "; "))
+	}
+	// What is wrong is still found: p9b's block not exported, and p9b
+	// given the address p9c keeps.
+	if diffs := check(kernel("[" + p9c + ", " + p9b + "]")); len(diffs) != 1 || !strings.Contains(diffs[0], "10.99.0.0/30") {
+		t.Errorf("p9b's block not exported: %q, want its route missing", diffs)
+	}
+	p9bOnP9c := `{"ifname": "p9b", "addr_info": [{"family": "inet", "local": "10.99.0.4", "prefixlen": 28}]}`
+	if diffs := check(kernel("["+p9c+", "+p9bOnP9c+"]", "10.99.0.4/30")); len(diffs) != 1 || !strings.Contains(diffs[0], "on links p9b, p9c") {
+		t.Errorf("p9b given p9c's address: %q, want it on two links", diffs)
+	}
+	// An address the link no longer shows is not carried.
+	if prev := heldPoolAddrs(withoutPool, kernel(`[{"ifname": "p9c", "addr_info": []}]`), skip, prev); len(prev) != 0 {
+		t.Errorf("p9c without the address: record %v kept", prev)
+	}
+}
+
 // A pool's new block size refused by diff and apply alike, while a link
 // that left the file in an earlier step, its delete a conflict, still holds
 // an address of the pool: the refusal is as documented (held blocks are in
