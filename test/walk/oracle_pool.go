@@ -195,9 +195,25 @@ func compareNewBlocks(c *Config, k *Kernel, skip, prev map[string]bool, bad func
 
 // heldPoolAddrs are the addresses of the pools' subnets the links hold
 // ("LINK ADDR"): true for those from a pool (poolHolders, as
-// compareNewBlocks takes them), false for the file's own.
+// compareNewBlocks takes them), false for the file's own. A link in
+// conflict (skip) keeps what the last step recorded of the file's own
+// while the kernel shows it there, also where no pool of this step's file
+// holds the address: its pool, out of the file for a while and back,
+// finds it the file's own still (the pool reserves it, as what the link
+// keeps, and holds no block for it).
 func heldPoolAddrs(c *Config, k *Kernel, skip, prev map[string]bool) map[string]bool {
 	out := map[string]bool{}
+	for key, fromPool := range prev {
+		link, addr, _ := strings.Cut(key, " ")
+		if fromPool || !skip[link] || k.Addrs[link] == nil {
+			continue
+		}
+		for _, a := range k.Addrs[link].Addrs {
+			if a.Local == addr {
+				out[key] = false
+			}
+		}
+	}
 	for _, p := range c.Pools {
 		held, own := poolAddrs(c, k, p, skip, prev)
 		for link, as := range own {
