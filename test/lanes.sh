@@ -1,11 +1,9 @@
 #!/bin/bash
 # lanes.sh "A TARGETS..." "B TARGETS..." ...: make test's runner. Each
 # argument is a lane: a name, then make targets run one after the other;
-# the lanes run side by side. make test puts the targets that mostly wait
-# (Ansible's confirm windows and deadlines, the systemd guest's timers) in
-# a lane of their own beside the ones that keep both cores busy: measured
-# on 2 cores, the waiting lane used a fifth of the CPU, and run one after
-# the other make test took 30 minutes.
+# the lanes run side by side. make test runs three (the Makefile says
+# which and why): run one after the other, its targets took 30 minutes on
+# 2 cores, and none of them keeps both cores busy.
 #
 # Every line is prefixed with its lane's name. A lane stops at its first
 # failing target; the others run on. At the end, a table of each target's
