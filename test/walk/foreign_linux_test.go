@@ -1,11 +1,8 @@
 package walk
 
 import (
-	"math/rand"
 	"strings"
 	"testing"
-
-	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // A family-wide key that sets IPv6 up afresh reaches every link, foreign
@@ -18,18 +15,8 @@ import (
 // write the key pass; a change of that set-up in a step that writes no such
 // key is still a failure.
 func TestWalkFinding106FamilyWideKeyRemakesIPv6OnForeignLinks(t *testing.T) {
-	nettest.RequireRoot(t)
-	nettest.RequireTool(t, "nft")
-	g, err := NewGen(rand.New(rand.NewSource(1)), Caps{}, Defects{}, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	foreign := []string{"ip link add fv9a type veth peer name fv9b", "ip link set fv9a up"}
-	r, err := newRunner(g, foreign, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.close()
+	r := kernelRunner(t, foreign)
 	const mroute = "route multicast ff00::/8 dev fv9a table local"
 	if contains(r.auto0, mroute) {
 		t.Fatalf("fv9a, without its carrier, has its IPv6 set-up before the key is written: %q", r.auto0)

@@ -1,10 +1,7 @@
 package walk
 
 import (
-	"math/rand"
 	"testing"
-
-	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // TestWalkFinding103RunnerAgreesOnAKeptLink runs the walk's runner on a
@@ -14,23 +11,13 @@ import (
 // refusal names the link it finds kept), and the step after, without the
 // key, converges with the oracle expecting no IPv6 on the link.
 func TestWalkFinding103RunnerAgreesOnAKeptLink(t *testing.T) {
-	nettest.RequireRoot(t)
-	nettest.RequireTool(t, "nft")
-	g, err := NewGen(rand.New(rand.NewSource(1)), Caps{}, Defects{}, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	pair := func(mtu int, keys map[string]string) *Config {
 		return &Config{Protocol: 245, Links: map[string]*Link{
 			"v0": {Name: "v0", Kind: "veth", Peer: "v1", MTU: mtu, Sysctls: keys},
 			"v1": {Name: "v1", Kind: "veth", Peer: "v0"},
 		}}
 	}
-	r, err := newRunner(g, nil, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.close()
+	r := kernelRunner(t, nil)
 	for i, s := range []struct {
 		c       *Config
 		refused bool
