@@ -63,16 +63,8 @@ func (e *env) registries() string {
 // its block's export route, and would have handed the address out again.
 // Walk finding 68 (host seed 90934393032559, step 8; shrunk to 4 steps).
 func TestWalkFinding68PoolAddressOfALinkLeftOut(t *testing.T) {
-	e := newEnv(t)
-	e.ip("link", "set", "lo", "up")
-	pools := "pools:\n  p: {subnets: [10.98.0.0/24], block-size-bits: 0, export-table: 120, reuse-delay: 0s}\n"
-	e.apply(e.file("a.yaml", "version: 1\n"+pools+"links:\n  lo: {kind: device, state: up}\n  b0: {kind: bridge, addresses: [{pool: p}]}\n"))
-	e.ip("link", "add", "fp0", "type", "veth", "peer", "name", "fp1")
-	e.ip("link", "set", "fp0", "master", "b0")
-	f := e.file("b.yaml", "version: 1\n"+pools+"links:\n  lo: {kind: device, state: up}\n  b1: {kind: bridge, addresses: [{pool: p}]}\n")
-	if r := e.cli("apply", "-c", f); r.Code == 0 || !strings.Contains(r.Stderr, "cannot be deleted") {
-		t.Fatalf("apply: exit %d, want the conflict of b0\n%s%s", r.Code, r.Stdout, r.Stderr)
-	}
+	e := bridgeWithForeignPort(t, "{pool: p}")
+	f := b1TakesFromThePool(e, "b.yaml")
 	if got := e.ip("-4", "addr", "show", "dev", "b0"); !strings.Contains(got, "10.98.0.0/32") {
 		t.Fatalf("b0 lost its address:\n%s", got)
 	}
@@ -94,20 +86,12 @@ func TestWalkFinding68PoolAddressOfALinkLeftOut(t *testing.T) {
 // Walk finding 160 (host soak seed 109420441245139, step 53; shrunk to 7
 // steps).
 func TestWalkFinding160LeftOutLinkKeepsOnlyWhatItCarries(t *testing.T) {
-	e := newEnv(t)
-	e.ip("link", "set", "lo", "up")
-	pools := "pools:\n  p: {subnets: [10.98.0.0/24], block-size-bits: 0, export-table: 120, reuse-delay: 0s}\n"
-	e.apply(e.file("a.yaml", "version: 1\n"+pools+"links:\n  lo: {kind: device, state: up}\n  b0: {kind: bridge, addresses: [{pool: p}]}\n"))
-	e.ip("link", "add", "fp0", "type", "veth", "peer", "name", "fp1")
-	e.ip("link", "set", "fp0", "master", "b0")
+	e := bridgeWithForeignPort(t, "{pool: p}")
 	e.apply(e.file("b.yaml", "version: 1\nlinks:\n  lo: {kind: device, state: up}\n  b0: {kind: bridge}\n"))
 	if got := e.ip("-4", "addr", "show", "dev", "b0"); strings.Contains(got, "10.98.0.") {
 		t.Fatalf("b0 kept its pool's address when the pool left the file:\n%s", got)
 	}
-	f := e.file("c.yaml", "version: 1\n"+pools+"links:\n  lo: {kind: device, state: up}\n  b1: {kind: bridge, addresses: [{pool: p}]}\n")
-	if r := e.cli("apply", "-c", f); r.Code == 0 || !strings.Contains(r.Stderr, "cannot be deleted") {
-		t.Fatalf("apply: exit %d, want the conflict of b0\n%s%s", r.Code, r.Stdout, r.Stderr)
-	}
+	f := b1TakesFromThePool(e, "c.yaml")
 	if got := e.ipam("list", "-c", f); strings.Contains(got, "config:link/b0") {
 		t.Errorf("the registry keeps an address for b0, which carries none:\n%s", got)
 	}
@@ -134,16 +118,8 @@ func TestWalkFinding160LeftOutLinkKeepsOnlyWhatItCarries(t *testing.T) {
 // the left-out link's static addresses for allocations and wanted their
 // blocks exported; the hand-out was found analysing it).
 func TestWalkFinding104PoolReservesWhatALeftOutLinkKeeps(t *testing.T) {
-	e := newEnv(t)
-	e.ip("link", "set", "lo", "up")
-	pools := "pools:\n  p: {subnets: [10.98.0.0/24], block-size-bits: 0, export-table: 120, reuse-delay: 0s}\n"
-	e.apply(e.file("a.yaml", "version: 1\n"+pools+"links:\n  lo: {kind: device, state: up}\n  b0: {kind: bridge, addresses: [10.98.0.0/24]}\n"))
-	e.ip("link", "add", "fp0", "type", "veth", "peer", "name", "fp1")
-	e.ip("link", "set", "fp0", "master", "b0")
-	f := e.file("b.yaml", "version: 1\n"+pools+"links:\n  lo: {kind: device, state: up}\n  b1: {kind: bridge, addresses: [{pool: p}]}\n")
-	if r := e.cli("apply", "-c", f); r.Code == 0 || !strings.Contains(r.Stderr, "cannot be deleted") {
-		t.Fatalf("apply: exit %d, want the conflict of b0\n%s%s", r.Code, r.Stdout, r.Stderr)
-	}
+	e := bridgeWithForeignPort(t, "10.98.0.0/24")
+	f := b1TakesFromThePool(e, "b.yaml")
 	if got := e.ip("-4", "addr", "show", "dev", "b0"); !strings.Contains(got, "10.98.0.0/24") {
 		t.Fatalf("b0 lost the address it keeps:\n%s", got)
 	}
@@ -397,4 +373,32 @@ func TestWalkFinding102VethPeerWithoutMTUStartsAtTheDefault(t *testing.T) {
 		t.Errorf("p9b's IPv6 address:\n%s", got)
 	}
 	e.converged(f)
+}
+
+// leftOutPools is the pool of the tests of a link left out for a conflict:
+// one address a block, exported to table 120.
+const leftOutPools = "pools:\n  p: {subnets: [10.98.0.0/24], block-size-bits: 0, export-table: 120, reuse-delay: 0s}\n"
+
+// bridgeWithForeignPort applies a file with pool p and bridge b0 holding
+// addrs (the items of its addresses list), then gives b0 a port of
+// someone else's: from then on its delete is a conflict.
+func bridgeWithForeignPort(t *testing.T, addrs string) *env {
+	e := newEnv(t)
+	e.ip("link", "set", "lo", "up")
+	e.apply(e.file("a.yaml", "version: 1\n"+leftOutPools+"links:\n  lo: {kind: device, state: up}\n  b0: {kind: bridge, addresses: ["+addrs+"]}\n"))
+	e.ip("link", "add", "fp0", "type", "veth", "peer", "name", "fp1")
+	e.ip("link", "set", "fp0", "master", "b0")
+	return e
+}
+
+// b1TakesFromThePool applies the file name, in which b0 left the file and
+// b1 takes an address from pool p, and requires the apply to report b0's
+// conflict. It returns the file.
+func b1TakesFromThePool(e *env, name string) string {
+	e.t.Helper()
+	f := e.file(name, "version: 1\n"+leftOutPools+"links:\n  lo: {kind: device, state: up}\n  b1: {kind: bridge, addresses: [{pool: p}]}\n")
+	if r := e.cli("apply", "-c", f); r.Code == 0 || !strings.Contains(r.Stderr, "cannot be deleted") {
+		e.t.Fatalf("apply: exit %d, want the conflict of b0\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	return f
 }
