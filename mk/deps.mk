@@ -1,5 +1,5 @@
 # Tools the tests drive, from Debian's packages. Installed only when missing.
-TEST_TOOLS := ip:iproute2 nft:nftables wg:wireguard-tools wireguard-go:wireguard-go jq:jq
+TEST_TOOLS += ip:iproute2 nft:nftables wg:wireguard-tools wireguard-go:wireguard-go jq:jq
 STATICCHECK_VERSION := v0.8.2
 
 .PHONY: test-deps test-tools staticcheck-tool promtool-tool
