@@ -244,8 +244,29 @@ func (r *ipamRun) prepare(cmd *ipamCommand, g *globals) error {
 		}
 		r.close = func() { unlock(); st.close() }
 	}
+	if cmd.name == "allocate" && len(r.pools) > 0 {
+		if r.pools, err = g.reserveShown(r.pools); err != nil {
+			return err
+		}
+	}
 	r.reg, err = ipam.OpenIn(st.dir, r.pools, ipamClock)
 	return err
+}
+
+// reserveShown adds to the pools' reserved addresses those the kernel
+// shows in the namespace (engine.ReserveShown): read under the writer
+// lock, so no apply changes them in between.
+func (g *globals) reserveShown(pools []model.PoolSpec) ([]model.PoolSpec, error) {
+	k, err := kernel.Open(g.nsPath())
+	if err != nil {
+		return nil, err
+	}
+	defer k.Close()
+	addrs, err := k.Addresses()
+	if err != nil {
+		return nil, fmt.Errorf("read the addresses in use: %w", err)
+	}
+	return engine.ReserveShown(pools, addrs), nil
 }
 
 // poolName picks the pool allocate and release work on: the one given, or the only one there is.

@@ -2,10 +2,8 @@ package desired
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -288,8 +286,11 @@ const (
 // macvlan, vlan or ipvlan takes its parent's when it has none, and is
 // lowered to it when the parent's is lowered (macvlan_device_event,
 // vlan_device_event, ipvlan_device_event; above it, the kernel refuses);
-// a bond's member takes the bond's; a bridge with no mtu of its own takes
-// the smallest of its ports' (br_mtu_auto_adjust). raise says how to lift
+// a bond's member takes the bond's. A bridge with no mtu of its own is
+// not held by its ports: the kernel would move it to their smallest
+// (br_mtu_auto_adjust), but apply sets it back whenever a port it adds,
+// removes or changes moves it, so it keeps the MTU it has (1500 when apply
+// makes it), which only the kernel can tell. raise says how to lift
 // a held MTU to IPv6's minimum. seen guards against a cycle of references,
 // which linkCycles reports.
 func (b *builder) kernelMTU(name string, seen map[string]bool) (mtu int, why, raise string) {
@@ -335,20 +336,6 @@ func (b *builder) kernelMTU(name string, seen map[string]bool) (mtu int, why, ra
 			return m, "its parent " + parent + "'s", fmt.Sprintf("give %s an MTU of %d or more", parent, ipv6MinMTU)
 		}
 		return own, "", ""
-	}
-	if lc.Kind == model.KindBridge && own == 0 {
-		small, port := 0, ""
-		for _, pn := range slices.Sorted(maps.Keys(b.links)) {
-			if b.links[pn].Master != name {
-				continue
-			}
-			if m, _, _ := b.kernelMTU(pn, seen); m != 0 && (small == 0 || m < small) {
-				small, port = m, pn
-			}
-		}
-		if small != 0 {
-			return small, "its port " + port + "'s, the smallest", fmt.Sprintf("give the bridge an MTU of %d or more", ipv6MinMTU)
-		}
 	}
 	return own, "", ""
 }

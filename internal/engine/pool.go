@@ -408,6 +408,28 @@ func keptPools(pools []model.PoolSpec, kept map[string]map[netip.Addr]bool) []mo
 	return out
 }
 
+// ReserveShown returns pools with each also reserving every address inside
+// its subnets that the kernel shows on a link (addrs, from
+// kernel.Reader.Addresses), pools itself when none is. It is for a command
+// that hands out addresses without planning (ipam allocate): it cannot tell
+// which links a plan would leave as they are, and an address the kernel
+// shows here is in use until a plan takes it off, whoever holds it: a
+// left-out link keeping a static address the file no longer gives it, a
+// link the next apply will delete, a foreign one.
+func ReserveShown(pools []model.PoolSpec, addrs []model.Address) []model.PoolSpec {
+	shown := map[string]map[netip.Addr]bool{}
+	for _, a := range addrs {
+		if shown[a.Link] == nil {
+			shown[a.Link] = map[netip.Addr]bool{}
+		}
+		shown[a.Link][a.Prefix.Addr()] = true
+	}
+	if kept := keptPools(pools, shown); kept != nil {
+		return kept
+	}
+	return pools
+}
+
 // ErrRegistryLost: a pool's registry is missing while the kernel holds what
 // it handed out.
 var ErrRegistryLost = errors.New("ipam registry lost")

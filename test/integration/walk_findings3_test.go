@@ -402,3 +402,24 @@ func b1TakesFromThePool(e *env, name string) string {
 	}
 	return f
 }
+
+// ipam allocate makes no plan, so it reserved only the file's addresses:
+// the address a link left out for a conflict keeps (b0's 10.98.0.0, which
+// the file no longer gives it) was handed to a container while b0 still
+// held it. It reserves whatever the kernel shows in the namespace.
+func TestIPAMAllocateReservesWhatALeftOutLinkKeeps(t *testing.T) {
+	e := bridgeWithForeignPort(t, "10.98.0.0/24")
+	f := b1TakesFromThePool(e, "b.yaml")
+	for _, owner := range []string{"c1", "c2"} {
+		got := strings.TrimSpace(e.ipam("allocate", "-c", f, "--owner", owner))
+		if got == "10.98.0.0/32" || got == "10.98.0.0" {
+			t.Errorf("ipam allocate gave %s 10.98.0.0, which b0 still holds", owner)
+		}
+	}
+	// The conflict gone, b0 goes, and the address is free again.
+	e.ip("link", "del", "fp0")
+	e.apply(f)
+	if got := e.ipam("allocate", "-c", f, "--owner", "c3"); !strings.Contains(got, "10.98.0.0") {
+		t.Errorf("ipam allocate after b0 went gave %q, want 10.98.0.0", got)
+	}
+}

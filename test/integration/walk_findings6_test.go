@@ -101,3 +101,42 @@ func TestWalkFinding103IPv6OnALinkTheKernelKeepsBelow1280(t *testing.T) {
 		})
 	}
 }
+
+// A bridge the file gives no mtu keeps the MTU it is made with when ports
+// below IPv6's minimum join it or are lowered in it: apply sets it back
+// whenever a port it adds or changes moves it. Validation took it to
+// follow its ports (br_mtu_auto_adjust) and refused IPv6 on it, a file the
+// kernel holds.
+func TestBridgeWithoutMTUKeepsIPv6BesideSmallPorts(t *testing.T) {
+	e := newEnv(t)
+	f := e.file("a.yaml", `version: 1
+links:
+  br: {kind: bridge, addresses: ["2001:db8:5::1/64"]}
+  p0: {kind: veth, mtu: 1200, master: br, veth: {peer: p1}}
+  p1: {kind: veth, mtu: 1200, veth: {peer: p0}}
+routes:
+  - {to: "2001:db8:6::/48", via: "2001:db8:5::9", dev: br}
+`)
+	if r := e.cli("validate", "-c", f); r.Code != 0 {
+		t.Fatalf("validate: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	e.apply(f)
+	check := func(when string) {
+		t.Helper()
+		if out := e.ip("link", "show", "br"); !strings.Contains(out, "mtu 1500 ") {
+			t.Errorf("%s: the bridge moved to its ports' MTU:\n%s", when, out)
+		}
+		if out := e.ip("-6", "addr", "show", "dev", "br"); !strings.Contains(out, "2001:db8:5::1/64") {
+			t.Errorf("%s: the bridge lost its IPv6 address:\n%s", when, out)
+		}
+		if out := e.ip("-6", "route", "show", "2001:db8:6::/48"); !strings.Contains(out, "dev br") {
+			t.Errorf("%s: the IPv6 route through the bridge is missing:\n%s", when, out)
+		}
+	}
+	check("made")
+	e.converged(f)
+	g := e.file("b.yaml", strings.ReplaceAll(readFile(t, f), "mtu: 1200", "mtu: 1100"))
+	e.apply(g)
+	check("ports lowered")
+	e.converged(g)
+}

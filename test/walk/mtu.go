@@ -16,8 +16,10 @@ const ipv6MinMTU = 1280
 // device's MTU less its encapsulation (50 bytes over IPv4, 70 over IPv6),
 // whatever the file says; a macvlan, vlan or ipvlan at most its parent's,
 // and its parent's when the file gives none; a bond's member the bond's; a
-// bridge with no MTU of its own the smallest of its ports'; a link of
-// another kind its own, or its kind's first. A link the runner found the
+// link of another kind its own, or its kind's first. A bridge with no MTU
+// of its own is one of those: apply sets it back when a port it adds,
+// removes or changes moves it (br_mtu_auto_adjust), so it keeps the MTU it
+// was made with. A link the runner found the
 // kernel keeping below 1280 (Config.KeptLow) is at that MTU.
 func kernelMTU(c *Config, n string) int { return kernelMTUSeen(c, n, map[string]bool{}) }
 
@@ -50,18 +52,6 @@ func kernelMTUSeen(c *Config, n string, seen map[string]bool) int {
 			return p
 		}
 		return l.MTU
-	case l.Kind == "bridge" && l.MTU == 0:
-		small := 0
-		for _, pn := range c.LinkNames() {
-			if c.Links[pn].Master == n {
-				if m := kernelMTUSeen(c, pn, seen); m != 0 && (small == 0 || m < small) {
-					small = m
-				}
-			}
-		}
-		if small != 0 {
-			return small
-		}
 	}
 	if l.MTU != 0 {
 		return l.MTU
