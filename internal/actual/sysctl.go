@@ -30,6 +30,14 @@ func SysctlKeys(desired []model.Sysctl, owned map[string]string) []string {
 		// The plan's warning about router advertisements (diff.Warning)
 		// judges forwarding and accept_ra together: a file that declares
 		// one has the other read beside it, and the default's.
+		// A link's IPv6 MTU is set to its MTU when its IPv6 is turned
+		// back on (diff.mtuAfterIPv6On): whether the plan does so, by the
+		// link's own key or by all's, needs the link's disable_ipv6.
+		if link, short, _, ok := model.SysctlLink(s.Key); ok && short == "ipv6.mtu" {
+			if k, ok := model.PerLinkSysctl(link, "ipv6.disable_ipv6"); ok {
+				add(k)
+			}
+		}
 		if pre, ok := raKeyPrefix(s.Key); ok {
 			for _, k := range []string{pre + "forwarding", pre + "accept_ra", "net.ipv6.conf.default.forwarding", "net.ipv6.conf.default.accept_ra"} {
 				if pre != "net.ipv6.conf.all." || !strings.HasSuffix(k, "all.accept_ra") {

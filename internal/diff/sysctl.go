@@ -3,6 +3,8 @@ package diff
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +31,7 @@ const KindSysctl Kind = "sysctl"
 // link, so the file's other keys they set are written again after a master
 // key is (forwardingMasters).
 func (c *computer) sysctls() {
+	start := len(c.plan.Ops)
 	order := make([]*model.Sysctl, 0, len(c.d.Sysctls))
 	for pass := 0; pass < 3; pass++ {
 		for i := range c.d.Sysctls {
@@ -115,7 +118,90 @@ func (c *computer) sysctls() {
 		}
 		c.del(op)
 	}
+	c.mtuAfterIPv6On(start)
 	c.ipv6Flushes()
+}
+
+// mtuAfterIPv6On writes a declared net.ipv6.conf.LINK.mtu after the last
+// sysctl write of the plan (from index start of its ops) that turns the
+// link's IPv6 back on: disable_ipv6 from 1 to 0, by the link's own key or
+// by net.ipv6.conf.all.disable_ipv6, which sets every link's
+// (addrconf_disable_change). The kernel then brings the link's IPv6 up
+// again (dev_disable_change: NETDEV_UP) and, on a link that is up with
+// carrier, sets that key to the link's MTU: a write of it before is lost,
+// and a key the kernel held at the file's value needs writing again. A
+// write planned before moves after; none is needed where the link's MTU
+// is the file's value.
+func (c *computer) mtuAfterIPv6On(start int) {
+	disabled := map[string]bool{} // as the ops so far leave each link
+	isDisabled := func(link string) bool {
+		if d, ok := disabled[link]; ok {
+			return d
+		}
+		key, _ := model.PerLinkSysctl(link, "ipv6.disable_ipv6")
+		h := model.FindSysctl(c.a.Sysctls, key)
+		return h != nil && h.Value != "0"
+	}
+	on := map[string]int{} // link: the index of the last op turning its IPv6 on
+	for i := start; i < len(c.plan.Ops); i++ {
+		op := &c.plan.Ops[i]
+		if op.Kind != KindSysctl || op.Sysctl == nil || op.Changes == nil {
+			continue
+		}
+		links := []string{}
+		if op.ID == "net.ipv6.conf.all.disable_ipv6" {
+			links = c.a.SortedLinkNames()
+		} else if link, short, _, ok := model.SysctlLink(op.ID); ok && short == "ipv6.disable_ipv6" {
+			links = append(links, link)
+		}
+		off := op.Sysctl.Value != "0"
+		for _, link := range links {
+			if !off && isDisabled(link) {
+				on[link] = i
+			}
+			disabled[link] = off
+		}
+	}
+	drop := map[int]bool{}
+	var again []Op
+	for _, link := range slices.Sorted(maps.Keys(on)) {
+		key, _ := model.PerLinkSysctl(link, "ipv6.mtu")
+		w := model.FindSysctl(c.d.Sysctls, key)
+		dl, al := c.d.Links[link], c.a.Links[link]
+		if w == nil || dl == nil || al == nil || c.recreated[link] || c.blocked[link] || c.ipv6Crossing(link) != 0 {
+			continue
+		}
+		to := al.MTU
+		if dl.MTU != 0 {
+			to = dl.MTU
+		}
+		if to < ipv6MinMTU {
+			continue
+		}
+		at := slices.IndexFunc(c.plan.Ops[start:], func(op Op) bool { return op.Kind == KindSysctl && op.ID == key })
+		if at >= 0 && start+at > on[link] {
+			continue
+		}
+		if at >= 0 {
+			drop[start+at] = true
+		}
+		if strconv.Itoa(to) == w.Value {
+			continue
+		}
+		was := c.sysctlBefore(w)
+		again = append(again, Op{Action: Update, Kind: KindSysctl, ID: key, Changes: []Change{{"value", was + " (set to " + strconv.Itoa(to) + ", " + link + "'s MTU)", w.Value}},
+			Reason: "written again: IPv6 turned back on on " + link + " sets it", Sysctl: w, SysctlWas: was})
+	}
+	if len(drop) > 0 {
+		kept := c.plan.Ops[:0]
+		for i, op := range c.plan.Ops {
+			if !drop[i] {
+				kept = append(kept, op)
+			}
+		}
+		c.plan.Ops = kept
+	}
+	c.plan.Ops = append(c.plan.Ops, again...)
 }
 
 // ipv6Returns reports whether key is an IPv6 key of an existing link that

@@ -234,3 +234,34 @@ func TestIPForwardKeepsDeclaredAcceptRedirects(t *testing.T) {
 		t.Fatalf("second apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// IPv6 turned back on on a link that is up with carrier (disable_ipv6 from 1
+// to 0) sets the link's IPv6 MTU to the link's MTU (NETDEV_UP): the file's
+// ipv6.mtu, which the kernel held, was lost in the apply that turned IPv6
+// on, and the next pass wrote it (walk seed 424242, step 28: p1b's 1280
+// became 1500). Turned on by the link's key, by the key given back when the
+// file drops it, and by net.ipv6.conf.all.disable_ipv6.
+func TestIPv6TurnedBackOnKeepsTheDeclaredIPv6MTU(t *testing.T) {
+	const pair = "  p0: {kind: veth, veth: {peer: p1}, sysctls: {SYSCTLS}}\n  p1: {kind: veth, veth: {peer: p0}}\n"
+	links := func(sysctls string) string { return strings.Replace(pair, "SYSCTLS", sysctls, 1) }
+	for _, c := range []struct{ name, off, on string }{
+		{"own key", "version: 1\nlinks:\n" + links("ipv6.disable_ipv6: 1, ipv6.mtu: 1280"),
+			"version: 1\nlinks:\n" + links("ipv6.disable_ipv6: 0, ipv6.mtu: 1280")},
+		{"key given back", "version: 1\nlinks:\n" + links("ipv6.disable_ipv6: 1, ipv6.mtu: 1280"),
+			"version: 1\nlinks:\n" + links("ipv6.mtu: 1280")},
+		{"all", "version: 1\nsysctls:\n  net.ipv6.conf.all.disable_ipv6: 1\nlinks:\n" + links("ipv6.mtu: 1280"),
+			"version: 1\nsysctls:\n  net.ipv6.conf.all.disable_ipv6: 0\nlinks:\n" + links("ipv6.mtu: 1280")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			off, on := e.file("off.yaml", c.off), e.file("on.yaml", c.on)
+			e.apply(off)
+			e.wantSysctl("net.ipv6.conf.p0.disable_ipv6", "1")
+			e.wantSysctl("net.ipv6.conf.p0.mtu", "1280")
+			e.apply(on)
+			e.wantSysctl("net.ipv6.conf.p0.disable_ipv6", "0")
+			e.wantSysctl("net.ipv6.conf.p0.mtu", "1280")
+			e.converged(on)
+		})
+	}
+}
