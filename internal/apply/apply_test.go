@@ -321,3 +321,37 @@ func TestGatewayCheckRetriedUnderGuardRule(t *testing.T) {
 		t.Errorf("rules left: %v", rs)
 	}
 }
+
+// An IPv6 gateway route still refused under the guard rule (its link has
+// no carrier, and the kernel's lookup through the rules leaves out that
+// link's routes) is retried beside a guard route in its own table, where
+// the kernel's first lookup finds the gateway, deleted at once; only
+// where main has the gateway directly on the route's link: a gateway off
+// the link gets no guard and keeps its error (walk finding 108).
+func TestGatewayCheckRetriedBesideGuardRoute(t *testing.T) {
+	k := kerneltest.New()
+	k.PutLink(&model.Link{Name: "v0", Kind: model.KindVeth, Owned: true})
+	k.PutRoute(model.Route{Table: 254, Dst: netip.MustParsePrefix("fd00:61::/64"), Type: model.RouteUnicast, Dev: "v0", Metric: 256, Protocol: 2})
+	k.PutRoute(model.Route{Table: 254, Dst: netip.MustParsePrefix("fd00:69::/64"), Type: model.RouteUnicast, Gateway: netip.MustParseAddr("fd00:61::1"), Dev: "v0", Metric: 1024, Protocol: 3})
+	on := &model.Route{Table: 100, Dst: netip.MustParsePrefix("2001:db8:5::/64"), Type: model.RouteUnicast, Gateway: netip.MustParseAddr("fd00:61::c9"), Dev: "v0", Metric: 100}
+	off := &model.Route{Table: 100, Dst: netip.MustParsePrefix("2001:db8:9::/64"), Type: model.RouteUnicast, Gateway: netip.MustParseAddr("fd00:69::c9"), Dev: "v0", Metric: 100}
+	plan := &diff.Plan{Protocol: 245, Ops: []diff.Op{
+		{Action: diff.Create, Kind: diff.KindRoute, ID: on.Key().String(), Route: on},
+		{Action: diff.Create, Kind: diff.KindRoute, ID: off.Key().String(), Route: off},
+	}}
+	k.FailOn(kerneltest.CallAddRoute, off.Key().String(), syscall.EHOSTUNREACH)
+	k.FailNext(kerneltest.CallAddRoute, syscall.EHOSTUNREACH)                    // the first write
+	k.FailOnce(kerneltest.CallAddRoute, on.Key().String(), syscall.EHOSTUNREACH) // under the guard rule
+	res := apply.Apply(context.Background(), k, plan, apply.Hooks{})
+	if len(res.Done) != 1 || res.Done[0].Route != on || len(res.Failed) != 1 || res.Failed[0].Op.Route != off || !errors.Is(res.Failed[0].Err, syscall.EHOSTUNREACH) {
+		t.Fatalf("done %v, failed %v: want the route via fd00:61::c9 done, the one via fd00:69::c9 failed with EHOSTUNREACH", res.Done, res.Failed)
+	}
+	guard := "fd00:61::c9/128 table 100 metric 4294967295"
+	want := []string{"AddRoute " + guard, "AddRoute " + on.Key().String(), "DeleteRoute " + guard}
+	if got := strings.Join(k.Log, "\n"); !strings.Contains(got, strings.Join(want, "\n")) || strings.Contains(got, "Route fd00:69::c9/128") {
+		t.Errorf("writes:\n%s\nwant, in order:\n%s\nand no guard for fd00:69::c9", got, strings.Join(want, "\n"))
+	}
+	if rs, _ := k.TableRoutes(100, 0); len(rs) != 1 || rs[0].Key() != on.Key() {
+		t.Errorf("table 100: %v, want only %s", rs, on.Key())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 
 	"golang.org/x/sys/unix"
@@ -162,7 +163,144 @@ func retryGatewayChecks(k kernel.Interface, proto int, ws []kernel.RouteWrite, a
 			failed = append(failed, Failure{diff.Op{Action: diff.Delete, Kind: diff.KindRule, ID: g.String(), Rule: g, Reason: "guard of a gateway check"}, err})
 		}
 	}
+	return append(failed, retryLinkDownGateways(k, proto, links, retry, retryAt, errs)...)
+}
+
+// guardMetric is the metric of the guard routes of retryLinkDownGateways:
+// the highest there is, so that any other route to the gateway in the
+// table comes first.
+const guardMetric = math.MaxUint32
+
+// retryLinkDownGateways adds again, each beside guard routes, the IPv6
+// route writes still refused in the kernel's gateway check although the
+// gateway is on the route's link.
+//
+// IPv6's check (ip6_route_check_nh) looks the gateway up in the route's
+// own table ignoring link state; only if that finds nothing does it look
+// through the rules, and that lookup leaves out the routes of a link
+// without carrier whose ignore_routes_with_linkdown is set, the gateway's
+// connected route with them. A route through such a link, in a table
+// without that connected route, is refused (EHOSTUNREACH) until carrier
+// comes; once added it is kept while carrier goes and comes back, ignored
+// by lookups without it, as the key asks. IPv4's check ignores link
+// state. The write is retried beside a guard route of ours in the
+// route's table, "GATEWAY/128 dev DEV metric guardMetric", which the first
+// lookup finds, and the guard is deleted at once. A guard is added only
+// where the table the second lookup searches (main, or the vrf's:
+// guardTable) has the gateway directly on DEV, ignoring link state: where
+// the kernel would take the route with carrier, so that no gateway off
+// the link is made valid. A next hop without a dev gets the link the
+// kernel would pick. On a link without carrier the guard is ignored by
+// lookups like every route of the link; with carrier it sends what the
+// table has for the gateway out of the link the gateway is on.
+//
+// The table the second lookup searches is read whole, once, and only for
+// writes the kernel has refused twice.
+//
+// It returns the failures to delete a guard (left for the next pass,
+// which deletes it as a stale route of ours).
+func retryLinkDownGateways(k kernel.Interface, proto int, links map[string]*model.Link, ws []kernel.RouteWrite, at []int, errs []error) []Failure {
+	var retry []kernel.RouteWrite
+	var retryAt []int
+	var guards []kernel.RouteWrite
+	seen := map[model.RouteKey]bool{}
+	tables := map[int][]model.Route{}
+	for n, w := range ws {
+		r := w.Route
+		if err := errs[at[n]]; err == nil || !gatewayCheckErr(err) || !r.Dst.Addr().Is6() || r.Table == model.TableMain {
+			continue
+		}
+		hops := []model.NextHop{{Gateway: r.Gateway, Dev: r.Dev}}
+		if len(r.NextHops) > 0 {
+			hops = r.NextHops
+		}
+		var gs []kernel.RouteWrite
+		for _, h := range hops {
+			// The kernel checks no link-local gateway.
+			if !h.Gateway.Is6() || h.Gateway.IsLinkLocalUnicast() {
+				continue
+			}
+			table, _ := guardTable(links, h.Dev)
+			rs, ok := tables[table]
+			if !ok {
+				rs, _ = k.TableRoutes(table, 0) // unread, it guards nothing
+				tables[table] = rs
+			}
+			dev := connectedDev(rs, h.Gateway, h.Dev)
+			if dev == "" {
+				gs = nil
+				break
+			}
+			g := &model.Route{Table: r.Table, Dst: netip.PrefixFrom(h.Gateway, 128), Dev: dev, Metric: guardMetric, Type: model.RouteUnicast}
+			gs = append(gs, kernel.RouteWrite{Action: kernel.RouteAdd, Route: g})
+		}
+		if len(gs) == 0 {
+			continue
+		}
+		for _, g := range gs {
+			if !seen[g.Route.Key()] {
+				seen[g.Route.Key()] = true
+				guards = append(guards, g)
+			}
+		}
+		retry = append(retry, w)
+		retryAt = append(retryAt, at[n])
+	}
+	if len(retry) == 0 {
+		return nil
+	}
+	var added []kernel.RouteWrite
+	for n, err := range k.WriteRoutes(guards, proto) {
+		// EEXIST: someone's route with the guard's key; left alone.
+		if err == nil {
+			added = append(added, kernel.RouteWrite{Action: kernel.RouteDelete, Route: guards[n].Route})
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	for n, err := range k.WriteRoutes(retry, proto) {
+		if err == nil {
+			errs[retryAt[n]] = nil
+		}
+	}
+	var failed []Failure
+	for n, err := range k.WriteRoutes(added, proto) {
+		if err = goneIsDone(err); err != nil {
+			g := added[n].Route
+			failed = append(failed, Failure{diff.Op{Action: diff.Delete, Kind: diff.KindRoute, ID: g.Key().String(), Route: g, Reason: "guard of a gateway check"}, err})
+		}
+	}
 	return failed
+}
+
+// connectedDev returns the link on which rs, the routes of one table,
+// have gw directly, as the kernel's lookup of gw out of dev (out of any
+// link when dev is "") finds it ignoring link state: the link of the most
+// specific route covering gw out of that link (the lowest metric among
+// equals), when that route is unicast without a gateway; "" otherwise.
+func connectedDev(rs []model.Route, gw netip.Addr, dev string) string {
+	var best *model.Route
+	for i := range rs {
+		r := &rs[i]
+		if !r.Dst.Contains(gw) {
+			continue
+		}
+		on := r.Dev != "" && (dev == "" || r.Dev == dev)
+		for _, h := range r.NextHops {
+			on = on || h.Dev != "" && (dev == "" || h.Dev == dev)
+		}
+		if !on {
+			continue
+		}
+		if best == nil || r.Dst.Bits() > best.Dst.Bits() || r.Dst.Bits() == best.Dst.Bits() && r.Metric < best.Metric {
+			best = r
+		}
+	}
+	if best == nil || best.Type != model.RouteUnicast || best.Gateway.IsValid() || len(best.NextHops) > 0 {
+		return ""
+	}
+	return best.Dev
 }
 
 // guardTable is where the kernel's own lookup of a gateway out of dev

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // 101. An on-link IPv4 route whose gateway the kernel's local table types
@@ -98,4 +101,85 @@ func TestWalkFinding101OnLinkGatewayTheKernelTakesAsLocal(t *testing.T) {
 		}
 	}
 	t.Logf("%d gateways: the kernel and validate refuse %d", len(gws), len(kernelRefuses))
+}
+
+// 108. IPv6's gateway check looks the gateway up in the route's own table
+// ignoring link state, then, if that finds nothing, through the rules,
+// leaving out the routes of a link without carrier whose
+// ignore_routes_with_linkdown is set (measured on 6.18: "ip -6 route add
+// 2001:db8:5::/64 via fd00:61::c9 dev p9a table 100" is refused with no
+// route to host until p9a has carrier; in main, where the connected route
+// is, it is taken; IPv4 takes both). A route in another table through such
+// a link failed the apply, on every pass until carrier came. Walk finding
+// 108 (host seed 10660574966138, step 73: a veth whose peer in another
+// namespace is down, all.ignore_routes_with_linkdown: 1, a route via a
+// gateway of its subnet in table 100).
+//
+// The route is taken now, as the kernel takes it with carrier and keeps it
+// without; a gateway off the link is still refused, as with carrier, and
+// no guard is left behind.
+func TestWalkFinding108IPv6GatewayRouteOnALinkWithoutCarrier(t *testing.T) {
+	e := &env{t: t, ns: nettest.NewNetNSPrefixed(t, "fa-linkdown"), state: t.TempDir(), dir: t.TempDir()}
+	file := func(name, v0, v1, keys, routes string) string {
+		return e.file(name, "version: 1\n"+keys+"links:\n"+
+			"  v0: {kind: veth, veth: {peer: v1}, addresses: [\"fd00:61::4/64\", 10.97.0.3/24]"+v0+"}\n"+
+			"  v1: {kind: veth, veth: {peer: v0}"+v1+"}\n"+
+			"  v2: {kind: veth, veth: {peer: v3}, addresses: [\"fd00:62::4/64\"]}\n"+
+			"  v3: {kind: veth, veth: {peer: v2}}\n"+
+			"routes:"+cmp.Or(routes, " []\n"))
+	}
+	routes := "\n  - {to: \"2001:db8:5::/64\", via: \"fd00:61::c9\", dev: v0, table: 100, metric: 100}\n" +
+		"  - {to: \"2001:db8:6::/64\", via: \"fd00:61::c9\", table: 100}\n" +
+		"  - {to: \"2001:db8:7::/64\", nexthops: [{via: \"fd00:61::c9\", dev: v0}, {via: \"fd00:62::c9\", dev: v2}], table: 101}\n" +
+		"  - {to: 10.5.0.0/16, via: 10.97.0.201, dev: v0, table: 100}\n"
+	all := "sysctls: {net.ipv6.conf.all.ignore_routes_with_linkdown: 1}\n"
+	guards := func(when string) {
+		t.Helper()
+		if got := e.ip("-6", "route", "show", "table", "all", "metric", "4294967295"); got != "" {
+			t.Errorf("%s: guard routes left:\n%s", when, got)
+		}
+	}
+	// The walk's case: all.'s key, and v1 down, which leaves v0 without carrier.
+	noCarrier := file("nocarrier.yaml", "", ", state: down", all, routes)
+	e.apply(noCarrier)
+	e.converged(noCarrier)
+	if got := e.ip("link", "show", "v0"); !strings.Contains(got, "NO-CARRIER") {
+		t.Fatalf("v0 has carrier; the test needs it without:\n%s", got)
+	}
+	e.wantSysctl("net.ipv6.conf.v0.ignore_routes_with_linkdown", "1")
+	for _, want := range []string{"2001:db8:5::/64 via fd00:61::c9 dev v0 table 100 proto 245 metric 100 ", "2001:db8:6::/64 via fd00:61::c9 dev v0 table 100 proto 245 ", "10.5.0.0/16 via 10.97.0.201 dev v0 table 100 proto 245 "} {
+		if got := e.ip("route", "show", "table", "all"); !strings.Contains(got, want) {
+			t.Errorf("no %q:\n%s", want, got)
+		}
+	}
+	if got := e.ip("-6", "route", "show", "table", "101"); !strings.Contains(got, "nexthop via fd00:61::c9 dev v0") || !strings.Contains(got, "nexthop via fd00:62::c9 dev v2") {
+		t.Errorf("table 101 has not the multipath route:\n%s", got)
+	}
+	guards("all.'s key")
+	// Carrier comes, and goes again: the routes stay as they are.
+	withCarrier := file("carrier.yaml", "", "", all, routes)
+	e.apply(withCarrier)
+	e.converged(withCarrier)
+	e.apply(noCarrier)
+	e.converged(noCarrier)
+
+	// The link's own key alone, the routes made afresh.
+	own := ", sysctls: {ipv6.ignore_routes_with_linkdown: 1}"
+	allOff := "sysctls: {net.ipv6.conf.all.ignore_routes_with_linkdown: 0}\n"
+	e.apply(file("none.yaml", own, ", state: down", allOff, ""))
+	ownKey := file("own.yaml", own, ", state: down", allOff, routes)
+	e.apply(ownKey)
+	e.converged(ownKey)
+	e.wantSysctl("net.ipv6.conf.all.ignore_routes_with_linkdown", "0")
+	e.wantSysctl("net.ipv6.conf.v0.ignore_routes_with_linkdown", "1")
+	guards("the link's own key")
+
+	// A gateway off the link is refused, without carrier as with it.
+	for _, v1 := range []string{", state: down", ""} {
+		off := file("off.yaml", "", v1, all, "\n  - {to: \"2001:db8:9::/64\", via: \"fd00:69::c9\", dev: v0, table: 100}\n")
+		if r := e.cli("apply", "-c", off); r.Code == 0 || !strings.Contains(r.Stderr, "no route to host") {
+			t.Errorf("apply of a route via a gateway off its link (v1%s): exit %d, want no route to host\n%s%s", v1, r.Code, r.Stdout, r.Stderr)
+		}
+		guards("a gateway off the link")
+	}
 }
