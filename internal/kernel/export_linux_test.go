@@ -107,3 +107,10 @@ func SetNFTSockBuf(n int) (restore func()) {
 
 // WriteSysctl is writeSysctl, with the write and the read back given.
 var WriteSysctl = writeSysctl
+
+// NFTCarried reports whether the next read of a table takes it as our last
+// batch left it (nft_carry_linux.go) rather than dumping it.
+func NFTCarried(k *Netlink, key model.NftTableKey) bool {
+	r := k.nftReads[key]
+	return r != nil && r.carried
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/nftwire"
 )
 
@@ -37,6 +38,7 @@ type Netlink struct {
 	nftConn  *nftwire.Conn // opened on first nftables call (nft_linux.go)
 	nftElems nftElemCache
 	nftRules ruleMemos // by table, for the next read
+	nftReads map[model.NftTableKey]*nftTableRead
 	byName   map[string]int
 	byIndex  map[int]string
 

@@ -160,15 +160,19 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	if !k.nftElems.valid || k.nftElems.gen != gen {
 		k.nftElems.reset(gen)
 	}
+	if k.nftRules == nil {
+		k.nftRules = ruleMemos{}
+	}
+	if t := k.carriedNFTTable(c, fam, key, gen); t != nil {
+		return t, nil
+	}
+	delete(k.nftReads, key)
 	var d *nftwire.TableDump
 	// The sets a rule changes from the packet path (add @s, update @s,
 	// delete @s) change without a commit, whatever their flags (the
 	// kernel takes such a rule on a set without the dynamic flag).
 	fromPackets := map[string]bool{}
 	cached := map[string][]model.NftElem{}
-	if k.nftRules == nil {
-		k.nftRules = ruleMemos{}
-	}
 	last := k.nftRules[key]
 	memo := newRuleMemo(last, len(last.nextOrNil()))
 	for attempt := 0; ; attempt++ {
@@ -266,10 +270,17 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 		t.Objects = append(t.Objects, model.NftObject{Name: o.Name, Raw: raw})
 	}
 	read := map[nftSetKey][]model.NftElem{}
+	// Whether anything in the table changes without a commit (elements
+	// that expire or come from the packet path): such a table is never
+	// carried past our batch (keepNFTRead).
+	stable := len(fromPackets) == 0
 	for i := range d.Sets {
 		s := &d.Sets[i]
 		if s.Anonymous() {
 			continue
+		}
+		if s.Flags&(nftwire.SetTimeout|nftwire.SetEval) != 0 {
+			stable = false
 		}
 		if fromPackets[s.Name] {
 			// The kernel gave it a size when our rule was added: it
@@ -311,6 +322,7 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 		for sk, es := range read {
 			k.nftElems.sets[sk] = es
 		}
+		k.keepNFTRead(key, gen, t, stable)
 	} else {
 		k.nftElems.valid = false
 	}
@@ -613,6 +625,7 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 	}
 	if err := c.Send(&b); err != nil {
 		k.nftElems.valid = false
+		k.forgetNFTReads()
 		var be *nftwire.BatchError
 		if errors.As(err, &be) && be.Index >= 0 {
 			i := sort.SearchInts(ends, be.Index+1)
@@ -624,8 +637,10 @@ func (k *Netlink) NFTApply(ops []model.NftOp) error {
 	}
 	if gen, err := c.Gen(); err == nil {
 		k.nftElems.applied(ops, fromPackets, before, gen)
+		k.carryNFTReads(ops, before, gen)
 	} else {
 		k.nftElems.valid = false
+		k.forgetNFTReads()
 	}
 	return nil
 }

@@ -165,3 +165,54 @@ func (n *Conn) EachElement(family byte, table, set string, fn func(elem []byte) 
 	}
 	return nil
 }
+
+// GetRule returns the rule of a handle in a table's chain; ok is false when
+// the table, the chain or the rule does not exist.
+func (n *Conn) GetRule(family byte, table, chain string, handle uint64) (r Rule, ok bool, err error) {
+	ae := enc()
+	ae.String(nftaRuleTable, table)
+	ae.String(nftaRuleChain, chain)
+	ae.Uint64(nftaRuleHandle, handle)
+	msgs, err := n.Get(MsgGetRule, family, encode(ae))
+	if errors.Is(err, unix.ENOENT) {
+		return Rule{}, false, nil
+	}
+	if err != nil {
+		return Rule{}, false, fmt.Errorf("get rule %d of chain %s in nftables table %s %s: %w", handle, chain, FamilyName(family), table, err)
+	}
+	for _, m := range msgs {
+		r, err := DecodeRule(m)
+		if err != nil {
+			return Rule{}, false, fmt.Errorf("get rule %d of chain %s in nftables table %s %s: %w", handle, chain, FamilyName(family), table, err)
+		}
+		if r.Table == table && r.Chain == chain && r.Handle == handle {
+			return r, true, nil
+		}
+	}
+	return Rule{}, false, nil
+}
+
+// GetSet returns a set of a table by name (an anonymous one too); ok is
+// false when it does not exist.
+func (n *Conn) GetSet(family byte, table, name string) (s Set, ok bool, err error) {
+	ae := enc()
+	ae.String(nftaSetTable, table)
+	ae.String(nftaSetName, name)
+	msgs, err := n.Get(MsgGetSet, family, encode(ae))
+	if errors.Is(err, unix.ENOENT) {
+		return Set{}, false, nil
+	}
+	if err != nil {
+		return Set{}, false, fmt.Errorf("get set %s of nftables table %s %s: %w", name, FamilyName(family), table, err)
+	}
+	for _, m := range msgs {
+		s, err := DecodeSet(m)
+		if err != nil {
+			return Set{}, false, fmt.Errorf("get set %s of nftables table %s %s: %w", name, FamilyName(family), table, err)
+		}
+		if s.Table == table && s.Name == name {
+			return s, true, nil
+		}
+	}
+	return Set{}, false, nil
+}
