@@ -19,7 +19,7 @@ import (
 // The read that follows our own batch of rule replaces and deletes takes
 // the table as the read before it plus that batch, the replaced rules read
 // back by handle (an apply's verification re-read the 1,000 rules of a
-// table to check one: bench-nft, issue 31). It must list what a whole read
+// table to check one: bench-nft). It must list what a whole read
 // lists, once; a commit of someone else's in between, a batch that adds a
 // rule, or a rule the kernel holds otherwise than written make it a whole
 // read.
