@@ -41,6 +41,8 @@ type Engine struct {
 	// compiledDecls are the tables' declarations compiled in the last
 	// pass, by declKey.
 	compiledDecls map[string]*compiledDecls
+	// ruleKeys are the compile keys of the last pass's rules.
+	ruleKeys nftcompile.Keys
 	// MaxDisruption, when set, makes every plan hold back the changes
 	// that disrupt more (diff.Inputs.MaxDisruption): the daemon's
 	// max-disruption. The command line never sets it: apply refuses such

@@ -147,8 +147,10 @@ func (e *Engine) resolveRules(desired, act *model.State) error {
 	declMemo := map[string]*compiledDecls{}
 	req := &nftcompile.Request{Links: links}
 	declKeys := map[*model.NftTable]string{}
+	e.ruleKeys.Begin()
 	for i := range desired.NFTables {
 		t := &desired.NFTables[i]
+		tctx := nftcompile.TableContext(version, t, links)
 		if hasDecls(t) {
 			k := declKey(version, t)
 			if cd := e.compiledDecls[k]; cd != nil {
@@ -170,7 +172,7 @@ func (e *Engine) resolveRules(desired, act *model.State) error {
 			ch := &t.Chains[j]
 			for k := range ch.Rules {
 				r := &ch.Rules[k]
-				r.Key = nftcompile.Key(version, t, ch, r.Text, links)
+				r.Key = e.ruleKeys.Key(tctx, version, t, ch, r.Text, links)
 				switch comp, fp := e.compiled[r.Key], intact[t.Key()][r.Key]; {
 				case comp != nil:
 					r.Compiled, r.Fingerprint = comp, comp.Fingerprint
