@@ -156,7 +156,7 @@ func (b *builder) wireguard(path string, wc *wireguardConf, l *model.Link) {
 	}
 	// Sized once: a device may declare ten thousand peers.
 	seen := make(map[model.Key]Pos, len(wc.Peers))
-	routed := map[netip.Prefix]Pos{}
+	routed := make(map[netip.Prefix]Pos, len(wc.Peers))
 	if len(wc.Peers) > 0 {
 		w.Peers = make([]model.WireGuardPeer, 0, len(wc.Peers))
 	}
@@ -204,7 +204,8 @@ func (b *builder) wireguard(path string, wc *wireguardConf, l *model.Link) {
 }
 
 func (b *builder) wgPeer(path string, pc *wgPeerConf) (model.WireGuardPeer, bool) {
-	p := model.WireGuardPeer{Origin: pc.Pos.String(), EndpointCandidate: -1}
+	// The arena's text: one allocation for many peers, not one each.
+	p := model.WireGuardPeer{Origin: b.origins.String(pc.Pos), EndpointCandidate: -1}
 	ok := true
 	if pc.PublicKey == "" {
 		b.errs.add(pc.Pos, path+".public-key", "missing; expected the peer's public key (44 characters of base64, from wg pubkey)")

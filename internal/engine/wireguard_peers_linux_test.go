@@ -329,7 +329,8 @@ func TestPeerStatesAgreeWithARead(t *testing.T) {
 }
 
 // A pass that changes one peer of many sends one message to the device,
-// and a pass with nothing to change sends none and writes nothing (on
+// and a pass with nothing to change reads the device once and sends
+// nothing and writes nothing (on
 // wireguard-go a message is a request on its control socket; test/e2e's
 // TestWireGuardOnePeerOneMessage counts netlink messages on the kernel
 // module, where configuring the peers took several).
@@ -359,9 +360,11 @@ func TestOnePeerChangeIsOneMessage(t *testing.T) {
 	cfg, eng := longLived(t, n, conf(""))
 	k := eng.Kernel.(*kernel.Netlink)
 	var ops []string
+	var reads uint64
 	pass := func(st *desired.Config) (msgs, writes uint64) {
 		t.Helper()
-		m0, w0 := k.WireGuardMessages(), k.Writes()
+		m0, w0, r0 := k.WireGuardMessages(), k.Writes(), k.WireGuardReads()
+		defer func() { reads = k.WireGuardReads() - r0 }()
 		plan, err := eng.Plan(st.State)
 		if err != nil {
 			t.Fatal(err)
@@ -381,20 +384,20 @@ func TestOnePeerChangeIsOneMessage(t *testing.T) {
 	}
 	pass(cfg) // the link
 	pass(cfg) // the device and its peers
-	if m, w := pass(cfg); m != 0 || w != 0 {
-		t.Errorf("a pass with nothing to change: %d messages, %d writes; want none", m, w)
+	if m, w := pass(cfg); m != 0 || w != 0 || reads != 1 {
+		t.Errorf("a pass with nothing to change: %d messages, %d writes, %d reads of the device; want none, none, one", m, w, reads)
 	}
 	changed, err := desired.Parse([]desired.Source{{Name: n.dir + "/netreconcile.yaml", Data: []byte(conf("10.250.0.0/24"))}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := pass(changed); m != 1 || len(ops) != 1 || ops[0] != "update wireguard peer" {
-		t.Errorf("one peer changed of %d: %d messages of %v, want 1 of one peer update", peers, m, ops)
+	if m, _ := pass(changed); m != 1 || len(ops) != 1 || ops[0] != "update wireguard peer" || reads != 1 {
+		t.Errorf("one peer changed of %d: %d messages of %v after %d reads of the device, want 1 of one peer update after one read", peers, m, ops, reads)
 	}
 	if got := nettest.InNS(t, n.ns, "wg", "show", n.dev, "allowed-ips"); !strings.Contains(got, "10.250.0.0/24") {
 		t.Errorf("the change is not on the device:\n%s", got)
 	}
-	if m, w := pass(changed); m != 0 || w != 0 {
-		t.Errorf("the pass after: %d messages, %d writes; want none", m, w)
+	if m, w := pass(changed); m != 0 || w != 0 || reads != 1 {
+		t.Errorf("the pass after: %d messages, %d writes, %d reads of the device; want none, none, one", m, w, reads)
 	}
 }

@@ -120,6 +120,7 @@ func (k *Netlink) kernelWireGuardDevice(name string) (*model.WireGuard, error) {
 		if err != nil {
 			return err
 		}
+		k.wg.reads.Add(1)
 		gm, nm, err := c.Receive()
 		if err != nil {
 			return err

@@ -46,6 +46,10 @@ type wgState struct {
 	// msgs counts the messages sent to devices: netlink messages to the
 	// kernel module, requests on wireguard-go's control socket.
 	msgs atomic.Uint64
+	// reads counts the reads of devices: dump requests to the kernel
+	// module (one more for each dump a change interrupted), reads asked
+	// of wgctrl (a get request on wireguard-go's control socket).
+	reads atomic.Uint64
 }
 
 func (k *Netlink) wgClient() (*wgctrl.Client, error) {
@@ -66,6 +70,10 @@ func (k *Netlink) wgClient() (*wgctrl.Client, error) {
 // netlink messages to the kernel module's (a patch of many peers takes
 // several), requests to wireguard-go's (one per patch).
 func (k *Netlink) WireGuardMessages() uint64 { return k.wg.msgs.Load() }
+
+// WireGuardReads counts the reads of WireGuard devices so far: dump
+// requests to the kernel module, get requests to wireguard-go.
+func (k *Netlink) WireGuardReads() uint64 { return k.wg.reads.Load() }
 
 // isUserspace reports whether name was last read from wireguard-go.
 func (k *Netlink) isUserspace(name string) bool {
@@ -105,6 +113,7 @@ func (k *Netlink) WireGuardDevice(name string) (*model.WireGuard, error) {
 		return nil, err
 	}
 	var d *wgtypes.Device
+	k.wg.reads.Add(1)
 	err = k.InNamespace(func() (err error) { d, err = c.Device(name); return })
 	if errors.Is(err, os.ErrNotExist) {
 		k.setUserspace(name, false)

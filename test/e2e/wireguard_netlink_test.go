@@ -105,10 +105,13 @@ func compareDumps(t *testing.T, what string, got, want map[string]wgDumpPeer) {
 }
 
 // nlmonCounter counts the WireGuard SET_DEVICE requests sent in a namespace,
-// from an nlmon device's copy of every netlink message there.
+// from an nlmon device's copy of every netlink message there, and the
+// GET_DEVICE requests (reads: each is one dump).
 type nlmonCounter struct {
 	fd     int
 	family uint16
+	// gets is the GET_DEVICE requests of the last take.
+	gets int
 }
 
 func newNlmonCounter(t *testing.T, ns *NetNS) *nlmonCounter {
@@ -160,9 +163,10 @@ func newNlmonCounter(t *testing.T, ns *NetNS) *nlmonCounter {
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // take returns the SET_DEVICE requests captured since the last call, and
-// the sizes of their messages.
+// the sizes of their messages; c.gets is then the GET_DEVICE requests.
 func (c *nlmonCounter) take(t *testing.T) (n int, sizes []int) {
 	t.Helper()
+	c.gets = 0
 	buf := make([]byte, 1<<17)
 	for {
 		m, _, err := unix.Recvfrom(c.fd, buf, 0)
@@ -190,9 +194,14 @@ func (c *nlmonCounter) take(t *testing.T) (n int, sizes []int) {
 			if l < unix.NLMSG_HDRLEN || l > len(b) {
 				break
 			}
-			if typ == c.family && flags&unix.NLM_F_REQUEST != 0 && b[unix.NLMSG_HDRLEN] == unix.WG_CMD_SET_DEVICE {
-				n++
-				sizes = append(sizes, l)
+			if typ == c.family && flags&unix.NLM_F_REQUEST != 0 {
+				switch b[unix.NLMSG_HDRLEN] {
+				case unix.WG_CMD_SET_DEVICE:
+					n++
+					sizes = append(sizes, l)
+				case unix.WG_CMD_GET_DEVICE:
+					c.gets++
+				}
 			}
 			b = b[min(len(b), (l+3)&^3):]
 		}
@@ -448,7 +457,8 @@ func TestWireGuardNetlinkAgainstWG(t *testing.T) {
 
 // Through the engine, on the kernel module: 800 peers configure in two
 // messages (about 108 bytes each, 600 to a message); a pass that changes one peer sends one message (on the wire
-// too), and a pass with nothing to change sends none.
+// too), and a pass with nothing to change sends none; each reads the
+// device once (one dump request on the wire).
 func TestWireGuardOnePeerOneMessage(t *testing.T) {
 	requireModules(t, "wireguard")
 	ns := newNetNS(t, "wg1")
@@ -489,9 +499,11 @@ func TestWireGuardOnePeerOneMessage(t *testing.T) {
 	}
 	eng := &engine.Engine{Kernel: k, Ledger: led}
 	var ops []string
+	var reads, gets uint64
 	pass := func(st *model.State) (msgs, writes uint64, wire int) {
 		t.Helper()
-		m0, w0 := k.WireGuardMessages(), k.Writes()
+		mon.take(t) // what wg(8) asked since the last pass
+		m0, w0, r0 := k.WireGuardMessages(), k.Writes(), k.WireGuardReads()
 		plan, err := eng.Plan(st)
 		if err != nil {
 			t.Fatal(err)
@@ -508,6 +520,7 @@ func TestWireGuardOnePeerOneMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 		wire, _ = mon.take(t)
+		reads, gets = k.WireGuardReads()-r0, uint64(mon.gets)
 		return k.WireGuardMessages() - m0, k.Writes() - w0, wire
 	}
 	st := conf("")
@@ -517,17 +530,17 @@ func TestWireGuardOnePeerOneMessage(t *testing.T) {
 	if m < 2 || m > 3 || int(m) != wire {
 		t.Errorf("%d peers: %d messages counted, %d on the wire; want 2 or 3, the same", peers, m, wire)
 	}
-	if m, w, wire := pass(st); m != 0 || w != 0 || wire != 0 {
-		t.Errorf("a pass with nothing to change: %d messages, %d writes, %d on the wire; want none", m, w, wire)
+	if m, w, wire := pass(st); m != 0 || w != 0 || wire != 0 || reads != 1 || gets != 1 {
+		t.Errorf("a pass with nothing to change: %d messages, %d writes, %d on the wire, %d reads (%d dump requests on the wire); want none and one read", m, w, wire, reads, gets)
 	}
 	changed := conf("10.250.0.0/24")
-	if m, _, wire := pass(changed); m != 1 || wire != 1 || len(ops) != 1 || ops[0] != "update wireguard peer" {
-		t.Errorf("one peer changed of %d: %d messages (%d on the wire) for %v; want 1 for one peer update", peers, m, wire, ops)
+	if m, _, wire := pass(changed); m != 1 || wire != 1 || len(ops) != 1 || ops[0] != "update wireguard peer" || reads != 1 || gets != 1 {
+		t.Errorf("one peer changed of %d: %d messages (%d on the wire) for %v after %d reads (%d dump requests on the wire); want 1 for one peer update after one read", peers, m, wire, ops, reads, gets)
 	}
 	if got := ns.WG(t, "show", "wg1", "allowed-ips"); !strings.Contains(got, "10.250.0.0/24") {
 		t.Errorf("the change is not on the device")
 	}
-	if m, w, wire := pass(changed); m != 0 || w != 0 || wire != 0 {
-		t.Errorf("the pass after: %d messages, %d writes, %d on the wire; want none", m, w, wire)
+	if m, w, wire := pass(changed); m != 0 || w != 0 || wire != 0 || reads != 1 || gets != 1 {
+		t.Errorf("the pass after: %d messages, %d writes, %d on the wire, %d reads (%d dump requests on the wire); want none and one read", m, w, wire, reads, gets)
 	}
 }

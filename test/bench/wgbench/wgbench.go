@@ -21,7 +21,13 @@
 //     already loaded, as the daemon holds it between edits; and the same
 //     woken by a route, which takes the devices from the last read;
 //   - read: one read of the device (what every pass costs), against
-//     `wg show DEV dump`.
+//     `wg show DEV dump`;
+//   - the configure's CPU time, each tool's with its device's: ours is
+//     the test process's (netreconcile runs in it) and wg's its
+//     process's, user and system (the kernel module does its work in the
+//     writer's system calls), each plus its wireguard-go daemon's. Wall
+//     times on a loaded machine wander with the scheduler; CPU times do
+//     not, so this ratio is the one to trust when the load is high.
 //
 // The notes give the WireGuard messages netreconcile sent (netlink messages
 // on the kernel module, control socket requests on wireguard-go) and the
@@ -41,7 +47,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,6 +107,12 @@ func Run(t testing.TB, o Options) {
 	impl := "wireguard-go"
 	if o.Kernel {
 		impl = "the kernel module"
+	} else {
+		for _, s := range []*side{ours, theirs} {
+			if s.daemon, err = daemonPID(s.dev); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	g := growth.Bench{Name: "bench-wg", Unit: "peers", Sizes: o.Sizes,
 		Detail: fmt.Sprintf("%s; median of %d rounds, the tools taking turns", impl, o.Rounds)}
@@ -114,6 +128,8 @@ type side struct {
 	ns, dev, dir, keyFile string
 	priv                  wgtypes.Key
 	k                     *kernel.Netlink
+	// daemon is the device's wireguard-go process (0: the kernel module).
+	daemon int
 }
 
 func newSide(t testing.TB, kernelDev bool, c byte) *side {
@@ -204,27 +220,101 @@ func (b *bench) wgConf(keys []wgtypes.Key, change int) string {
 // (load, read, diff, apply), returning its time and the messages it sent.
 func (b *bench) reconcile(conf string) (time.Duration, uint64) {
 	b.t.Helper()
-	d, _, sent := b.reconcileTimed(conf)
-	return d, sent
+	r := b.reconcileTimed(conf)
+	return r.total, r.sent
+}
+
+// timed is one timed pass of ours.
+type timed struct {
+	// load is the load's share of total (parse and validate the file),
+	// which wg's own parse of its INI file has no counterpart of worth
+	// measuring.
+	total, load time.Duration
+	// cpu is the CPU time of the pass and of the device's daemon.
+	cpu  time.Duration
+	sent uint64
 }
 
 // reconcileTimed is reconcile that also returns the load's share of the
-// time (parse and validate the file), which wg's own parse of its INI file
-// has no counterpart of worth measuring.
-func (b *bench) reconcileTimed(conf string) (total, load time.Duration, sent uint64) {
+// time and the CPU time.
+func (b *bench) reconcileTimed(conf string) timed {
 	b.t.Helper()
 	if err := os.WriteFile(b.confFile, []byte(conf), 0o644); err != nil {
 		b.t.Fatal(err)
 	}
 	sent0 := b.messages()
+	cpu0 := selfCPU(b.t) + daemonCPU(b.t, b.ours.daemon)
 	start := time.Now()
 	cfg, err := desired.Load(b.confFile, "")
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	load = time.Since(start)
+	load := time.Since(start)
 	b.pass(cfg)
-	return time.Since(start), load, b.messages() - sent0
+	total := time.Since(start)
+	cpu := selfCPU(b.t) + daemonCPU(b.t, b.ours.daemon) - cpu0
+	return timed{total: total, load: load, cpu: cpu, sent: b.messages() - sent0}
+}
+
+// selfCPU is the CPU time of this process so far, user and system: every
+// thread's, the garbage collector's included.
+func selfCPU(t testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// clockTick is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on
+// every Linux architecture this runs on).
+const clockTick = 10 * time.Millisecond
+
+// daemonCPU is the CPU time of process pid so far (0: none).
+func daemonCPU(t testing.TB, pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command's name, which may hold spaces: state
+	// is the first, utime the 12th, stime the 13th.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		t.Fatalf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
+	}
+	return time.Duration(u+s) * clockTick
+}
+
+// daemonPID finds the wireguard-go process of device dev: the one whose
+// command line is the program and the name.
+func daemonPID(dev string) (int, error) {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile("/proc/" + p.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
+		if len(args) == 2 && filepath.Base(args[0]) == "wireguard-go" && args[1] == dev {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no wireguard-go process of %s", dev)
 }
 
 // pass reads, diffs and applies cfg: the daemon's pass.
@@ -253,6 +343,14 @@ func (b *bench) messages() uint64 {
 // wg runs wg with a file of conf (when cmd takes one) in their namespace.
 func (b *bench) wg(cmd, conf string) time.Duration {
 	b.t.Helper()
+	d, _ := b.wgTimed(cmd, conf)
+	return d
+}
+
+// wgTimed is wg that also returns the CPU time of wg and of the device's
+// daemon.
+func (b *bench) wgTimed(cmd, conf string) (time.Duration, time.Duration) {
+	b.t.Helper()
 	args := []string{cmd, b.theirs.dev}
 	if conf != "" {
 		if err := os.WriteFile(b.wgFile, []byte(conf), 0o600); err != nil {
@@ -262,23 +360,32 @@ func (b *bench) wg(cmd, conf string) time.Duration {
 	} else {
 		args = append(args, "dump")
 	}
+	cpu0 := daemonCPU(b.t, b.theirs.daemon)
 	start := time.Now()
-	b.inNS(b.theirs, "wg", args...)
-	return time.Since(start)
+	cpu := b.inNS(b.theirs, "wg", args...)
+	d := time.Since(start)
+	return d, cpu + daemonCPU(b.t, b.theirs.daemon) - cpu0
 }
 
-// inNS runs a program in s's namespace: forked from a thread inside it.
-func (b *bench) inNS(s *side, prog string, args ...string) {
+// inNS runs a program in s's namespace, forked from a thread inside it,
+// and returns its CPU time.
+func (b *bench) inNS(s *side, prog string, args ...string) time.Duration {
 	b.t.Helper()
 	var out []byte
+	var cpu time.Duration
 	err := s.k.InNamespace(func() error {
+		cmd := exec.Command(prog, args...)
 		var err error
-		out, err = exec.Command(prog, args...).CombinedOutput()
+		out, err = cmd.CombinedOutput()
+		if cmd.ProcessState != nil {
+			cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		}
 		return err
 	})
 	if err != nil {
 		b.t.Fatalf("%s %s in %s: %v: %s", prog, strings.Join(args, " "), s.ns, err, out)
 	}
+	return cpu
 }
 
 // empty removes every peer of both devices (not timed): wg setconf with
@@ -319,20 +426,24 @@ func (b *bench) size(n int) ([]growth.Measure, error) {
 	wgc, wgChanged := b.wgConf(keys, -1), b.wgConf(keys, changed)
 	profile := b.o.CPUProfile != "" && n == b.o.Sizes[len(b.o.Sizes)-1]
 
-	var cfgO, cfgT, cfgLoad, cfgPass, oneO, oneT, noO, noT, passO, routeO, readO, readT []time.Duration
+	var cfgO, cfgT, cfgLoad, cfgPass, cfgCPUO, cfgCPUT, oneO, oneT, noO, noT, passO, routeO, readO, readT []time.Duration
 	var cfgSent, oneSent, noSent, passSent uint64
 	var passAllocs, readAllocs float64
 	for r := 0; r < b.o.Rounds; r++ {
 		b.empty()
-		var d, load time.Duration
+		var ours timed
+		var theirs, theirsCPU time.Duration
 		if r%2 == 0 {
-			d, load, cfgSent = b.reconcileTimed(conf)
-			cfgT = append(cfgT, b.wg("setconf", wgc))
+			ours = b.reconcileTimed(conf)
+			theirs, theirsCPU = b.wgTimed("setconf", wgc)
 		} else {
-			cfgT = append(cfgT, b.wg("setconf", wgc))
-			d, load, cfgSent = b.reconcileTimed(conf)
+			theirs, theirsCPU = b.wgTimed("setconf", wgc)
+			ours = b.reconcileTimed(conf)
 		}
-		cfgO, cfgLoad, cfgPass = append(cfgO, d), append(cfgLoad, load), append(cfgPass, d-load)
+		cfgSent = ours.sent
+		cfgO, cfgLoad, cfgPass = append(cfgO, ours.total), append(cfgLoad, ours.load), append(cfgPass, ours.total-ours.load)
+		cfgT, cfgCPUO, cfgCPUT = append(cfgT, theirs), append(cfgCPUO, ours.cpu), append(cfgCPUT, theirsCPU)
+		var d time.Duration
 		if got, gotT := b.peers(b.ours), b.peers(b.theirs); got != n || gotT != n {
 			return nil, fmt.Errorf("configured %d peers (wg: %d), want %d", got, gotT, n)
 		}
@@ -396,6 +507,7 @@ func (b *bench) size(n int) ([]growth.Measure, error) {
 		{Name: "configure N peers", Ours: med(cfgO), Peer: "wg setconf", Theirs: med(cfgT), Note: msgs(cfgSent)},
 		{Name: "configure N peers: of which the load of the file (parse, validate)", Ours: med(cfgLoad), Peer: "wg setconf", Theirs: med(cfgT)},
 		{Name: "configure N peers: of which the pass (read, diff, apply; the file loaded)", Ours: med(cfgPass), Peer: "wg setconf", Theirs: med(cfgT)},
+		{Name: "configure N peers: CPU time, each tool's with its device's", Ours: med(cfgCPUO), Peer: "wg setconf", Theirs: med(cfgCPUT)},
 		{Name: "change one peer of N", Ours: med(oneO), Peer: "wg syncconf", Theirs: med(oneT), Note: msgs(oneSent)},
 		{Name: "no change (load the file, read, diff)", Ours: med(noO), Peer: "wg syncconf", Theirs: med(noT), Note: msgs(noSent)},
 		{Name: "the daemon's pass with no change (read, diff; the file loaded)", Ours: med(passO), Note: fmt.Sprintf("%s, %.2f allocations per peer", msgs(passSent), passAllocs)},
