@@ -27,7 +27,7 @@ func runSysctl(k kernel.Interface, op diff.Op, hooks Hooks) error {
 		return nil
 	}
 	if link, short, _, ok := model.SysctlLink(s.Key); ok && short == "ipv6.mtu" {
-		waitLinkSettled(k, link)
+		waitLinkSettled(k, link, op.Carrier)
 	}
 	err := k.SetSysctl(s.Key, s.Value)
 	if op.Action == diff.Delete && errors.Is(err, kernel.ErrNotFound) {
@@ -50,8 +50,11 @@ const settleWait = 1500 * time.Millisecond
 // net.ipv6.conf.LINK.mtu to the link's MTU (addrconf_notify, the link
 // becoming ready), which would undo a write made before. A link without
 // carrier gets it later, from someone else (a veth whose peer comes up):
-// the next pass writes the key again.
-func waitLinkSettled(k kernel.Interface, link string) {
+// the next pass writes the key again. With carrier, the plan gives the
+// link its carrier (a veth's peer, a bridge's port coming up): it waits
+// for that carrier too, which a bridge takes from its port's linkwatch
+// event, not at once.
+func waitLinkSettled(k kernel.Interface, link string, carrier bool) {
 	deadline := time.Now().Add(settleWait)
 	for {
 		ls, err := k.Links()
@@ -61,7 +64,7 @@ func waitLinkSettled(k kernel.Interface, link string) {
 		settling := false
 		for _, l := range ls {
 			if l.Name == link {
-				settling = l.Settling
+				settling = l.Settling || carrier && l.NoCarrier
 			}
 		}
 		if !settling || time.Now().After(deadline) {

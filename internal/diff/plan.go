@@ -138,7 +138,11 @@ type Op struct {
 	// (and the routes through the link) when the primary goes. (Next to
 	// LinkFields and PeerOfPair: the three share one word, and a plan of a
 	// big host holds 100k ops.)
-	Promote bool           `json:"-"`
+	Promote bool `json:"-"`
+	// Carrier is set on the write of a link's net.ipv6.conf.LINK.mtu that
+	// follows the link's getting carrier from this plan: apply waits for
+	// the carrier, which makes the kernel set the key to the link's MTU.
+	Carrier bool           `json:"-"`
 	Address *model.Address `json:"-"`
 	Route   *model.Route   `json:"-"`
 	Rule    *model.Rule    `json:"-"`

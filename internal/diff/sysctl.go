@@ -279,9 +279,10 @@ func isIPv6MTU(key string) bool {
 
 // ipv6MTUReset reports whether this plan makes the kernel set link's
 // net.ipv6.conf.LINK.mtu to the link's MTU, and to what: the kernel does
-// when the MTU changes (NETDEV_CHANGEMTU) and when the link comes up with
-// carrier (NETDEV_UP: the link becoming ready). link is one the plan
-// neither creates nor recreates; why says which write does it.
+// when the MTU changes (NETDEV_CHANGEMTU) and when the link becomes ready:
+// it comes up with carrier (NETDEV_UP), or, up, gets carrier
+// (NETDEV_CHANGE). link is one the plan neither creates nor recreates; why
+// says which write does it.
 func (c *computer) ipv6MTUReset(link string) (mtu, why string, ok bool) {
 	w, h := c.d.Links[link], c.a.Links[link]
 	if w == nil || h == nil || c.recreated[link] || c.blocked[link] {
@@ -296,10 +297,60 @@ func (c *computer) ipv6MTUReset(link string) (mtu, why string, ok bool) {
 		why = "the MTU change of " + link
 	case c.cycledUp[link] || (w.Up && !h.Up && (w.StateSet || w.Kind != model.KindDevice)):
 		why = link + " coming up"
+	case w.Up && h.Up && h.NoCarrier && c.carrierFrom(link) != "":
+		why = link + " getting its carrier from " + c.carrierFrom(link)
 	default:
 		return "", "", false
 	}
 	return strconv.Itoa(to), why, true
+}
+
+// carrierFrom says what gives link, up without carrier, its carrier in
+// this plan, "" for nothing: its veth peer in this namespace coming up, or
+// a port of a bridge that has carrier then. A link that was ready before
+// it lost its carrier stays ready and keeps the key when the carrier
+// comes back, but no dump says which links are (IF_READY): the key is
+// then written again for nothing.
+func (c *computer) carrierFrom(link string) string {
+	w := c.d.Links[link]
+	switch {
+	case w.Veth != nil && w.Veth.PeerNetNS == "" && w.Veth.Peer != "":
+		if p := w.Veth.Peer; c.upAfter(p) && (c.a.Links[p] == nil || !c.a.Links[p].Up) {
+			return "its peer " + p + " coming up"
+		}
+	case w.Kind == model.KindBridge:
+		for _, n := range slices.Sorted(maps.Keys(c.d.Links)) {
+			wp, hp := c.d.Links[n], c.a.Links[n]
+			if wp.Master != link || c.blocked[n] || !wp.Up {
+				continue
+			}
+			if hp != nil && hp.Master == link && hp.Up && !c.recreated[n] {
+				// A port already, up: it brings the carrier only if it
+				// gets its own now.
+				if hp.NoCarrier && c.carrierFrom(n) != "" {
+					return "its port " + n
+				}
+				continue
+			}
+			if c.carrierAfter(n) {
+				return "its port " + n
+			}
+		}
+	}
+	return ""
+}
+
+// carrierAfter reports whether link, declared up, has carrier once this
+// plan ran, as far as the plan tells: a veth whose peer in this namespace
+// is up then. Any other link (a veth whose peer is elsewhere too) is taken
+// to have it: a write again for nothing costs less than a key the kernel
+// sets back after the apply.
+func (c *computer) carrierAfter(link string) bool {
+	w := c.d.Links[link]
+	if w.Veth == nil || w.Veth.PeerNetNS != "" || w.Veth.Peer == "" {
+		return true
+	}
+	return c.upAfter(w.Veth.Peer)
 }
 
 // sysctlNatural is the value a new link's key is recorded to have had
@@ -428,7 +479,7 @@ func (c *computer) sysctl(w *model.Sysctl) bool {
 			return false
 		}
 		c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", h.Value + " (set to " + to + ", " + w.Link + "'s MTU)", w.Value}},
-			Reason: "written again: " + why + " sets it", Sysctl: w, SysctlWas: h.Value})
+			Reason: "written again: " + why + " sets it", Sysctl: w, SysctlWas: h.Value, Carrier: c.a.Links[w.Link].NoCarrier})
 		return true
 	}
 	if h.Value == w.Value {

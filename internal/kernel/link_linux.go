@@ -43,6 +43,7 @@ func (k *Netlink) fromLink(nl netlink.Link) *model.Link {
 	l := &model.Link{Name: a.Name, Kind: nl.Type(), MTU: a.MTU, Up: a.Flags&net.FlagUp != 0, Index: a.Index, Master: k.name(a.MasterIndex)}
 	l.Alias, l.Owned = model.ParseAlias(a.Alias)
 	l.Settling = l.Up && a.RawFlags&unix.IFF_LOWER_UP != 0 && a.RawFlags&unix.IFF_RUNNING == 0
+	l.NoCarrier = l.Up && a.RawFlags&unix.IFF_LOWER_UP == 0
 	if _, veth := nl.(*netlink.Veth); !veth && a.ParentIndex != 0 && a.NetNsID < 0 {
 		l.Lower = k.name(a.ParentIndex)
 	}

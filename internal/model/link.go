@@ -71,6 +71,10 @@ type Link struct {
 	// the link's "ready" event, which sets IPv6 state such as its
 	// net.ipv6.conf.LINK.mtu, later).
 	Settling bool
+	// NoCarrier says the link is up without carrier (IFF_LOWER_UP clear),
+	// so perhaps not yet ready for IPv6: the carrier it gets then makes it
+	// ready, which sets its net.ipv6.conf.LINK.mtu to its MTU.
+	NoCarrier bool
 	// Origin is where the object was declared ("file:line:col"); desired only.
 	Origin string
 }

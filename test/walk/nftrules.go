@@ -440,7 +440,10 @@ func nftDecls(js, text string, t *Table) (map[string]string, error) {
 				continue
 			}
 			delete(v, "handle")
-			zero(v)
+			// A named counter's or quota's values are the object itself
+			// ({"quota": {…, "used": 96}}): zero them as in a rule's
+			// expression, whose key names the kind.
+			zero(map[string]any{kind: v})
 			if es, ok := v["elem"].([]any); ok {
 				sort.Slice(es, func(i, j int) bool {
 					a, _ := json.Marshal(es[i])

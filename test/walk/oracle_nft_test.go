@@ -152,3 +152,53 @@ func TestNftDeclsReadEachKey(t *testing.T) {
 		}
 	}
 }
+
+// 162. The oracle compared the walk's named quotas with what nft makes of
+// the file's words in a fresh namespace, the bytes a quota had used
+// included: the packet path of the walk's namespace had sent 96 bytes
+// through a bridge table's output chain that names quota oq (`quota name
+// "oq"`), which the fresh table had not. What a quota used is the
+// kernel's state, not the file's (apply and show leave it alone). Host soak
+// seed 21101550353391, step 91 ("quota oq: … "used":96 … want (nft -f of
+// the file's words): … "used":0"); step 84, 112 bytes, on a replay: the
+// traffic decides where.
+func TestWalkFinding162NamedQuotaUseIsNotTheFiles(t *testing.T) {
+	tb := &Table{Family: "bridge", Name: "nrwd"}
+	decls := func(used, limit int) map[string]string {
+		js := fmt.Sprintf(`{"nftables": [{"metainfo": {}}, {"table": {"family": "bridge", "name": "nrwd", "handle": 1}},
+			{"quota": {"family": "bridge", "name": "oq", "table": "nrwd", "handle": 2, "bytes": %d, "used": %d, "inv": true}}]}`, limit, used)
+		d, err := nftDecls(js, "", tb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if used, fresh := decls(96, 26214400), decls(0, 26214400); fmt.Sprint(used) != fmt.Sprint(fresh) {
+		t.Errorf("a quota that used 96 bytes reads %v, a fresh one %v", used, fresh)
+	}
+	if other, fresh := decls(0, 1024000), decls(0, 26214400); fmt.Sprint(other) == fmt.Sprint(fresh) {
+		t.Errorf("quotas of 1000 kbytes and 25 mbytes read alike: %v", fresh)
+	}
+}
+
+// 163. The same for a named counter: its packets and bytes, counted by an
+// output chain's `counter name "oc"` in the walk's namespace, were compared
+// with the fresh table's zeros. Host walk seed 56, step 55 ("nftables ip
+// nrwa: counter oc: {"bytes":40,…,"packets":1,…} want (nft -f of the file's
+// words): {"bytes":0,…,"packets":0,…}"), found on another branch, the same
+// on main.
+func TestWalkFinding163NamedCounterValuesAreNotTheFiles(t *testing.T) {
+	tb := &Table{Family: "inet", Name: "nrwd"}
+	decls := func(packets, bytes int) map[string]string {
+		js := fmt.Sprintf(`{"nftables": [{"metainfo": {}}, {"table": {"family": "inet", "name": "nrwd", "handle": 1}},
+			{"counter": {"family": "inet", "name": "oc", "table": "nrwd", "handle": 2, "packets": %d, "bytes": %d}}]}`, packets, bytes)
+		d, err := nftDecls(js, "", tb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if counted, fresh := decls(5, 500), decls(0, 0); fmt.Sprint(counted) != fmt.Sprint(fresh) {
+		t.Errorf("a counter at 5 packets, 500 bytes reads %v, a fresh one %v", counted, fresh)
+	}
+}
