@@ -62,6 +62,9 @@ type Engine struct {
 	rereadSet bool
 	// written is what Apply changed since the last plan read.
 	written actual.Fresh
+	// created are the keys of the routes Apply created since the last
+	// plan read: with prev's, those ours held at last sight (dropHeld).
+	created map[model.RouteKey]bool
 	// prevNft are the nftables tables prev's read covered: the ledger's
 	// and the file's at the time.
 	prevNft map[model.NftTableKey]bool
@@ -93,7 +96,7 @@ func (e *Engine) LastRead() *model.State { return e.lastRead }
 // it before it parses a file again, so that the two are not held at once
 // (a reload of a big host peaked on the old read, the old configuration
 // and the new one's parse together: bench-memory).
-func (e *Engine) ForgetRead() { e.lastRead, e.prev, e.prevNft = nil, nil, nil }
+func (e *Engine) ForgetRead() { e.lastRead, e.prev, e.prevNft, e.created = nil, nil, nil, nil }
 
 // Actual reads the kernel state relevant to desired's protocol.
 // Of the sysctls, it reads those the ledger owns and those of sysctls
@@ -478,6 +481,8 @@ func (e *Engine) Plan(desired *model.State) (*diff.Plan, error) {
 // plan is Plan with the inputs the pools prepared; it adds the WireGuard
 // peers' states.
 func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) {
+	last, created := e.prev, e.created
+	e.created = nil
 	prev, fresh := e.reuse(desired)
 	e.lastRead, e.prev = nil, nil
 	act, err := e.actual(desired.Protocol, false, prev, fresh, desired.Sysctls, routeTablesOf(desired))
@@ -533,6 +538,15 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 	// meet a foreign one with its key: read the tables of the creates, and
 	// if one is there, plan again so that it shows as a conflict. A pass
 	// that creates no route pays nothing for this.
+	//
+	// A route of ours the previous read found, gone now, is a repair: it
+	// is created again without that read, which walks every route of the
+	// table, of every protocol (beside a full Internet table, a quarter of
+	// a million in a shared table: most of a repair's time). Nothing
+	// foreign is at risk: a create is exclusive (NLM_F_EXCL), so a
+	// foreign route that took the key since is refused, not replaced, and
+	// apply says whose it is; the next plan, whose previous read lacks
+	// ours there, reads the table and shows the conflict.
 	var missing map[int]map[model.RouteKey]bool
 	for i := range plan.Ops {
 		op := &plan.Ops[i]
@@ -549,6 +563,7 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 		}
 		missing[t][k] = true
 	}
+	dropHeld(missing, last, created, desired.Protocol)
 	if len(missing) == 0 {
 		return plan, err
 	}
@@ -564,6 +579,31 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 		}
 	}
 	return plan, err
+}
+
+// dropHeld drops from missing (keys by table) those a route of protocol
+// held at last sight: in prev, a previous read, or created since (created),
+// and the tables left without keys.
+func dropHeld(missing map[int]map[model.RouteKey]bool, prev *model.State, created map[model.RouteKey]bool, protocol int) {
+	drop := func(k model.RouteKey) {
+		if keys := missing[int(k.Table)]; keys != nil {
+			delete(keys, k)
+			if len(keys) == 0 {
+				delete(missing, int(k.Table))
+			}
+		}
+	}
+	for k := range created {
+		drop(k)
+	}
+	if len(missing) == 0 || prev == nil || prev.Protocol != protocol {
+		return
+	}
+	for i := range prev.Routes {
+		if r := &prev.Routes[i]; int(r.Protocol) == protocol {
+			drop(r.Key())
+		}
+	}
 }
 
 // routeTablesOf is the tables of desired's routes.
@@ -762,6 +802,14 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 	for k := range intendedSysctls {
 		undoSysctl(k)
 		dirty = true
+	}
+	for _, op := range res.Done {
+		if op.Kind == diff.KindRoute && op.Action == diff.Create && op.Route != nil {
+			if e.created == nil {
+				e.created = map[model.RouteKey]bool{}
+			}
+			e.created[op.Route.Key()] = true
+		}
 	}
 	e.commitRotation(res)
 	// The batch does not return the handles of the tables it created or

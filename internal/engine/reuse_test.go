@@ -146,6 +146,14 @@ func TestReusedRoutesKeepNoForeignRoute(t *testing.T) {
 	foreign := r
 	foreign.Protocol = 12
 	k.PutRoute(foreign)
+	// The first plan takes the key for ours still (the last read and the
+	// apply said so): it creates, exclusively, without reading the table
+	// for foreign routes. The next, which has read the key empty of ours,
+	// shows the conflict.
+	e.SetReread(actual.Fresh{Kinds: actual.Routes})
+	if ops := planOps(t, e, st); ops != "create route 10.2.0.0/24 table 100" {
+		t.Fatalf("the plan after ours went: %q, want it created again", ops)
+	}
 	e.SetReread(actual.Fresh{Kinds: actual.Routes})
 	first := planOps(t, e, st)
 	if !strings.Contains(first, "10.2.0.0/24") {

@@ -23,17 +23,19 @@ const dumpBufSize = 64 << 10
 // ones. n is how many route messages the kernel sent.
 //
 // table, when not 0, asks for the routes of that table only (RTA_TABLE in
-// the request; also filtered in the kernel under strict checking). keep,
+// the request; also filtered in the kernel under strict checking); family,
+// when not 0 (AF_UNSPEC), those of one family: the other's tables are not
+// walked at all. keep,
 // when not nil, says which of the routes read to keep, before they are
 // made model routes: the others cost their decoding only.
-func (k *Netlink) dumpRoutes(protocol, table int, out []model.Route, keep func(*rtnl.Route) bool) (_ []model.Route, n int, err error) {
+func (k *Netlink) dumpRoutes(family uint8, protocol, table int, out []model.Route, keep func(*rtnl.Route) bool) (_ []model.Route, n int, err error) {
 	k.batchMu.Lock()
 	defer k.batchMu.Unlock()
 	if err := k.openBatch(); err != nil {
 		return nil, 0, fmt.Errorf("open netlink: %w", err)
 	}
 	b := k.batch
-	body, err := rtnl.MarshalRoute(&rtnl.Route{Protocol: uint8(protocol), Table: uint32(table)})
+	body, err := rtnl.MarshalRoute(&rtnl.Route{Family: family, Protocol: uint8(protocol), Table: uint32(table)})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -166,6 +167,75 @@ func TestRoutesWithKeys(t *testing.T) {
 		}
 		if !reflect.DeepEqual(ours, wantOurs) && (len(ours) != 0 || len(wantOurs) != 0) {
 			t.Errorf("table %d: TableRoutes lists %d routes of ours, the library %d", table, len(ours), len(wantOurs))
+		}
+	}
+}
+
+// The conflict check's read walks the families of the keys it looks for
+// only: an IPv4 key in a table that also holds IPv6 routes (main, beside a
+// full Internet table: a fifth of it) costs none of the IPv6 ones, and the
+// reverse (issue 34).
+func TestIssue34RoutesWithKeysWalksTheKeysFamily(t *testing.T) {
+	ns := nettest.NewNetNS(t)
+	nettest.IP(t, ns, "link", "add", "nrfam0", "type", "bridge")
+	nettest.IP(t, ns, "link", "set", "nrfam0", "up")
+	var batch strings.Builder
+	const n4, n6 = 300, 500
+	for i := range n4 {
+		fmt.Fprintf(&batch, "route add 10.%d.%d.0/24 dev nrfam0 table 100 proto static\n", i/256, i%256)
+	}
+	for i := range n6 {
+		fmt.Fprintf(&batch, "route add 2001:db8:%x::/48 dev nrfam0 table 100 proto bird\n", i)
+	}
+	f := filepath.Join(t.TempDir(), "routes.batch")
+	if err := os.WriteFile(f, []byte(batch.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nettest.IP(t, ns, "-batch", f)
+	k, err := kernel.Open("/run/netns/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if _, err := k.Links(); err != nil {
+		t.Fatal(err)
+	}
+	// A table the family lacks holds nothing (asked of one family, the
+	// kernel answers ENOENT).
+	for _, key := range []model.RouteKey{
+		{Table: 101, Dst: netip.MustParsePrefix("10.0.7.0/24")},
+		{Table: 101, Dst: netip.MustParsePrefix("2001:db8:7::/48"), Metric: 1024},
+	} {
+		if got, err := k.RoutesWithKeys(101, map[model.RouteKey]bool{key: true}); err != nil || len(got) != 0 {
+			t.Errorf("%s in a table that does not exist: %v, %v", key.Dst, got, err)
+		}
+	}
+	v4 := model.RouteKey{Table: 100, Dst: netip.MustParsePrefix("10.0.7.0/24")}
+	v6 := model.RouteKey{Table: 100, Dst: netip.MustParsePrefix("2001:db8:7::/48"), Metric: 1024}
+	for _, tc := range []struct {
+		name    string
+		keys    []model.RouteKey
+		found   int
+		atMost  int
+		atLeast int
+	}{
+		{"IPv4 key", []model.RouteKey{v4}, 1, n4, n4},
+		{"IPv6 key", []model.RouteKey{v6}, 1, n6 + 10, n6},
+		{"both", []model.RouteKey{v4, v6}, 2, n4 + n6 + 10, n4 + n6},
+	} {
+		keys := map[model.RouteKey]bool{}
+		for _, key := range tc.keys {
+			keys[key] = true
+		}
+		got, err := k.RoutesWithKeys(100, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != tc.found {
+			t.Errorf("%s: found %v, want %d routes", tc.name, got, tc.found)
+		}
+		if m := kernel.RouteMessages(k); m < tc.atLeast || m > tc.atMost {
+			t.Errorf("%s: the kernel sent %d route messages, want %d to %d", tc.name, m, tc.atLeast, tc.atMost)
 		}
 	}
 }

@@ -1,8 +1,11 @@
 package kernel
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/netreconcile/netreconcile/internal/kernel/rtnl"
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -14,7 +17,7 @@ func (k *Netlink) Routes(protocol int) ([]model.Route, error) {
 	var out []model.Route
 	err := retry("routes", func() error {
 		var err error
-		out, _, err = k.dumpRoutes(protocol, 0, make([]model.Route, 0, k.routeHint.Load()), nil)
+		out, _, err = k.dumpRoutes(0, protocol, 0, make([]model.Route, 0, k.routeHint.Load()), nil)
 		return err
 	})
 	if err != nil {
@@ -49,7 +52,7 @@ func (k *Netlink) TableRoutes(table, protocol int) ([]model.Route, error) {
 	}
 	err := retry("routes", func() error {
 		var err error
-		out, _, err = k.dumpRoutes(protocol, table, make([]model.Route, 0, hint), nil)
+		out, _, err = k.dumpRoutes(0, protocol, table, make([]model.Route, 0, hint), nil)
 		return err
 	})
 	if err != nil {
@@ -75,19 +78,39 @@ func (k *Netlink) TableRoutes(table, protocol int) ([]model.Route, error) {
 }
 
 // RoutesWithKeys lists the routes of table, of every protocol, whose keys
-// are in keys. The table is walked whole, but only the routes asked for
-// become model routes: the conflict check of a plan that creates ten
-// routes in a table a routing daemon fills with a million keeps ten.
+// are in keys. The table is walked whole, in the families of the keys
+// only, but only the routes asked for become model routes: the conflict
+// check of a plan that creates ten routes in a table a routing daemon
+// fills with a million keeps ten. The kernel has no lookup of a prefix in
+// a table (a route get looks an address up through the rules), so a walk
+// it is.
 func (k *Netlink) RoutesWithKeys(table int, keys map[model.RouteKey]bool) ([]model.Route, error) {
 	keep := func(rm *rtnl.Route) bool {
 		return int(rm.Table) == table && keys[model.RouteKey{Dst: rm.Dst, Table: rm.Table, Metric: rm.Priority, TOS: rm.TOS}]
 	}
+	var family uint8
+	for key := range keys {
+		f := uint8(unix.AF_INET6)
+		if key.Dst.Addr().Is4() {
+			f = unix.AF_INET
+		}
+		if family != 0 && family != f {
+			family = unix.AF_UNSPEC
+			break
+		}
+		family = f
+	}
 	var out []model.Route
 	err := retry("routes", func() error {
 		var err error
-		out, _, err = k.dumpRoutes(0, table, nil, keep)
+		out, _, err = k.dumpRoutes(family, 0, table, nil, keep)
 		return err
 	})
+	if family != unix.AF_UNSPEC && errors.Is(err, unix.ENOENT) {
+		// Asked of one family, the kernel refuses a table that family
+		// does not have (of every family, it skips it): no route there.
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/desired"
@@ -94,6 +95,16 @@ func foreignGrowth(bin, dir string, owned int, sizes []int, runs int) {
 		}
 		var r result
 		r.sweepCPU = cpuTimed(pass) // no record yet: every table
+		if cpuProfile != "" && foreign > 0 {
+			f, err := os.Create(fmt.Sprintf("%s.foreign-%d", cpuProfile, foreign))
+			check(err)
+			check(pprof.StartCPUProfile(f))
+			for i := 0; i < 10; i++ {
+				pass()
+			}
+			pprof.StopCPUProfile()
+			f.Close()
+		}
 		var ts, cs, cli, clic []time.Duration
 		for i := 0; i < runs; i++ {
 			var c time.Duration

@@ -60,7 +60,9 @@ func main() {
 	flag.StringVar(&nsPrefix, "ns-prefix", "nr-bench", "prefix of the namespaces made")
 	owned := flag.Int("owned", 10000, "routes of ours beside the foreign ones (-foreign)")
 	foreign := flag.String("foreign", "12k,120k,1200k", "foreign route counts (a full Internet table: 1200k); empty: none")
-	only := flag.String("only", "", "run only this part: cold, noop, writer or foreign")
+	only := flag.String("only", "", "run only this part: cold, noop, writer, foreign or full")
+	full := flag.String("full", "1200k", "foreign routes of the full-table measure (pass, apply, RSS, churn, repair); empty: none")
+	trials := flag.Int("trials", 60, "repairs timed without foreign routes (-full; with them: as many as the churn lasts)")
 	flag.Parse()
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "bench-core needs root (fresh network namespaces)")
@@ -95,6 +97,13 @@ func main() {
 		ns, err := growth.ParseSizes(*foreign)
 		check(err)
 		foreignGrowth(*bin, dir, *owned, ns, *runs)
+	}
+	if *full != "" && part("full") {
+		ns, err := growth.ParseSizes(*full)
+		check(err)
+		for _, n := range ns {
+			fullTable(*bin, dir, *owned, n, *runs, *trials)
+		}
 	}
 }
 
