@@ -71,6 +71,13 @@ func runStatus(ctx context.Context, env *Env, args []string) int {
 			"Finish it now: netreconcile rollback%s %s\n\n",
 			inert.String(t.ID), inert.String(string(t.RollingBack)), inert.String(t.Detail), timer, g.nsOptions(), safeapply.IDArg(t.ID))
 	} else if t := txn.Pending; t != nil {
+		if t.Applying {
+			// Set from the record to the end of the apply that began or
+			// extended it, which holds the writer lock all along: this
+			// command, which takes none, cannot tell which it is.
+			fmt.Fprintf(env.Stdout, "The apply of transaction %s has not completed: it is under way, or its process was interrupted; "+
+				"then it can no longer be confirmed, and the next netreconcile writer rolls it back.\n", inert.String(t.ID))
+		}
 		if !now.Before(t.Deadline) {
 			// A confirm now rolls it back instead (it can no longer
 			// be confirmed): no confirm command is offered.

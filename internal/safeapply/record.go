@@ -162,6 +162,16 @@ type Txn struct {
 	// a confirm would then record as the candidate; whoever finds it
 	// next finishes the rollback instead, as for a stale one.
 	RollingBack Cause `json:"rolling_back,omitempty"`
+	// Applying says the apply that began or extended the transaction
+	// has not completed: it is recorded with the transaction, before the
+	// candidate is installed and the kernel written, and cleared once the
+	// apply, its verification and the probes passed. Only the apply's own
+	// process, which holds the writer lock throughout, ever sees it set
+	// while that apply runs; whoever else finds it under the lock finds an
+	// apply that was killed part-way, with the candidate installed or not
+	// and the kernel anywhere between, which a confirm would record as the
+	// candidate: it rolls the transaction back instead, as for a stale one.
+	Applying bool `json:"applying,omitempty"`
 
 	// Set when the transaction ends.
 	Ended  time.Time `json:"ended,omitzero"`
@@ -283,7 +293,7 @@ func (f *File) end(state State, cause Cause, detail string, now time.Time) *Txn 
 	// refused on load for what it recorded, and made one line, as messages
 	// show it.
 	t.State, t.Cause, t.Detail, t.Ended = state, cause, statedir.CleanText(detail, maxTextLen, false), now
-	t.RollingBack = ""
+	t.RollingBack, t.Applying = "", false
 	if state == Confirmed {
 		f.Counts.Confirmed++
 	} else {

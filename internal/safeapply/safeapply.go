@@ -278,8 +278,16 @@ func apply(ctx context.Context, e *engine.Engine, st *model.State, plan *diff.Pl
 // killed.
 const interrupted = "; interrupted, and finished by the next actor"
 
+// interruptedApply is the detail of the rollback of a transaction whose
+// apply did not complete (Txn.Applying).
+const interruptedApply = "the apply that began or extended it did not complete (its process was killed, or the host went down): " +
+	"the candidate and the kernel were left part-way"
+
 // Pending returns the pending transaction, rolling it back first when it is
-// stale (a reboot, a passed deadline). rolled is that rollback's result.
+// stale (a reboot, a passed deadline) or its apply was interrupted. rolled
+// is that rollback's result. The caller holds the writer lock: an apply
+// under way holds it too, so a transaction found applying here is one whose
+// apply was killed.
 func (h *Host) Pending(ctx context.Context) (f *File, rolled *RollbackResult, err error) {
 	f, err = Load(h.Dir)
 	if err != nil {
@@ -288,21 +296,33 @@ func (h *Host) Pending(ctx context.Context) (f *File, rolled *RollbackResult, er
 	if f.Pending == nil {
 		return f, nil, nil
 	}
-	if cause := h.stale(f.Pending); cause != "" {
-		detail := "the deadline passed unconfirmed"
-		switch {
-		case f.Pending.RollingBack != "":
-			detail = f.Pending.Detail
-			if !strings.HasSuffix(detail, interrupted) {
-				detail += interrupted
-			}
-		case cause == CauseReboot:
-			detail = "begun before a reboot (another boot id)"
+	cause, detail := h.stale(f.Pending), "the deadline passed unconfirmed"
+	switch {
+	case f.Pending.RollingBack != "":
+		detail = f.Pending.Detail
+		if !strings.HasSuffix(detail, interrupted) {
+			detail += interrupted
 		}
-		rolled, err = h.rollback(ctx, f, cause, detail)
-		return f, rolled, err
+	case f.Pending.Applying:
+		// Never confirmable: the candidate may not be (all) installed,
+		// and the kernel is anywhere between the two configurations.
+		cause, detail = CauseApply, interruptedApply
+	case cause == CauseReboot:
+		detail = "begun before a reboot (another boot id)"
+	case cause == "":
+		return f, nil, nil
 	}
-	return f, nil, nil
+	rolled, err = h.rollback(ctx, f, cause, detail)
+	return f, rolled, err
+}
+
+// rolledNow says why a transaction a command found was rolled back before
+// anything else: for its messages.
+func rolledNow(t *Txn) string {
+	if strings.HasPrefix(t.Detail, interruptedApply) {
+		return "its apply was interrupted (" + t.Detail + ")"
+	}
+	return "it was due (" + t.Detail + ")"
 }
 
 // RefusePending is the check of a plain apply: it fails with ErrPending,
@@ -323,7 +343,7 @@ func (h *Host) RefusePending(ctx context.Context) (*RollbackResult, error) {
 		h.kept, h.keptStamp = f, stamp
 	}
 	if rolled != nil {
-		return rolled, fmt.Errorf("transaction %s was due (%s) and has been rolled back now; nothing else was applied: check the files and run the command again", rolled.Txn.ID, rolled.Txn.Detail)
+		return rolled, fmt.Errorf("transaction %s has been rolled back now: %s; nothing else was applied: check the files and run the command again", rolled.Txn.ID, rolledNow(rolled.Txn))
 	}
 	if t := f.Pending; t != nil {
 		return nil, fmt.Errorf("%w: %s rolls back at %s (in %s) unless confirmed; "+
@@ -400,8 +420,9 @@ func (r *Recorder) Record(snapshot func() (*Snapshot, error)) error {
 		return h.recordConfirmedIn(f, s)
 	}
 	t := f.Pending
-	if t.RollingBack != "" {
-		// It can only end rolled back: nothing of the window is kept.
+	if t.RollingBack != "" || t.Applying {
+		// It can only end rolled back (an apply found applying under
+		// the lock was killed): nothing of the window is kept.
 		return nil
 	}
 	inForce := t.Applied
@@ -432,7 +453,7 @@ func (h *Host) Confirm(ctx context.Context, id string) (*Txn, *RollbackResult, e
 		return nil, rolled, err
 	}
 	if rolled != nil {
-		return nil, rolled, fmt.Errorf("transaction %s can no longer be confirmed: it was due (%s) and has been rolled back now", rolled.Txn.ID, rolled.Txn.Detail)
+		return nil, rolled, fmt.Errorf("transaction %s can no longer be confirmed: %s, and it has been rolled back now", rolled.Txn.ID, rolledNow(rolled.Txn))
 	}
 	if err := matchPending(f, id); err != nil {
 		return nil, nil, err
@@ -711,7 +732,7 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 		return nil, err
 	}
 	if rolled != nil {
-		return &BeginResult{Rollback: rolled}, fmt.Errorf("transaction %s was due (%s) and has been rolled back now; nothing else was applied: check the files and run the command again", rolled.Txn.ID, rolled.Txn.Detail)
+		return &BeginResult{Rollback: rolled}, fmt.Errorf("transaction %s has been rolled back now: %s; nothing else was applied: check the files and run the command again", rolled.Txn.ID, rolledNow(rolled.Txn))
 	}
 	now := h.now()
 	// What the file records must pass Load's checks (check.go).
@@ -839,6 +860,11 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 	// before it (an edit it read from the files, or replaced by a
 	// --candidate).
 	t.State, t.Deadline, t.Window, t.Applied, t.Converged = Pending, now.Add(req.Window).UTC(), Duration(req.Window), applied, nil
+	// Until this apply completed: a kill from the record on leaves the
+	// candidate installed or not and the kernel anywhere, and whoever
+	// finds the record next rolls it back (Pending) instead of letting a
+	// confirm record what may not be in place.
+	t.Applying = true
 	t.Plans = append(append([]json.RawMessage(nil), t.Plans...), planJSON)
 	t.Probes = nil
 	for _, p := range res.Armed {
@@ -915,7 +941,15 @@ func (h *Host) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error
 		}
 	}
 	if cause == "" {
-		return res, nil
+		// Complete: from here a confirm records what is in place.
+		t.Applying = false
+		err := f.Save(h.Dir)
+		if err == nil {
+			return res, nil
+		}
+		// The record on disk still says applying, which nobody may
+		// confirm: ended here rather than by the next actor.
+		cause, detail = CauseApply, fmt.Sprintf("record that the apply of %s completed: %v", t.ID, err)
 	}
 	rb, err := h.rollback(ctx, f, cause, detail)
 	res.Rollback = rb

@@ -1431,3 +1431,144 @@ func TestTxWalkFinding107ConfirmedWindowEditSurvivesTheNextTransaction(t *testin
 		}
 	}
 }
+
+// killedProbe is a probe whose process is SIGKILLed when it runs after the
+// apply (its second check): the apply and its verification passed, the
+// begin had not yet said so.
+type killedProbe struct{ n int }
+
+func (p *killedProbe) String() string { return "killed" }
+func (p *killedProbe) Check(context.Context) error {
+	if p.n++; p.n > 1 {
+		panic(killed{})
+	}
+	return nil
+}
+
+// beginKilled runs req in a begin SIGKILLed at point: "record" (the
+// transaction recorded, the candidate not installed yet), "kernel" (the
+// candidate installed, at the first route write), "probe" (applied and
+// verified, while the probes run again).
+func (f *fixture) beginKilled(point string, req BeginRequest) {
+	f.t.Helper()
+	e, timer := f.h.Engine, f.h.Timer
+	defer func() { f.h.Engine, f.h.Timer = e, timer }()
+	switch point {
+	case "record":
+		f.h.Timer = func(*Txn) (*Arranged, error) {
+			return &Arranged{Holder: "process:0", Release: func() { panic(killed{}) }}, nil
+		}
+	case "kernel":
+		f.h.Engine = &engine.Engine{Kernel: killedKernel{f.k}, Ledger: e.Ledger, State: e.State}
+	case "probe":
+		req.Probes = []Probe{&killedProbe{}}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(killed); !ok {
+				panic(r)
+			}
+		}
+	}()
+	_, err := f.h.Begin(context.Background(), req)
+	f.t.Fatalf("the begin was not killed at %s: %v", point, err)
+}
+
+// A begin SIGKILLed part-way, after it recorded the transaction (before its
+// candidate was installed, or with the kernel written in part), left a
+// transaction that a confirm then confirmed: the record's applied
+// configuration, the candidate, became the confirmed one while the main file
+// still held the restore point's (or the kernel anything between). Whoever
+// finds it next under the lock rolls it back instead, and a confirm says so.
+// Transaction walk seed 1 (root/name, make test's short walk, load ~30),
+// step 10, shrunk to 10 steps: edit v0, apply, begin-invalid, begin
+// --candidate v1, confirm (SIGKILL 120 ms), apply (SIGKILL 1 ms),
+// daemon-start, deadline, begin --candidate v2 --rollback-timer daemon
+// (SIGKILL 375 ms), confirm: exit 0, the main file not v2.
+func TestTxWalkFinding131KilledBeginIsNeverConfirmed(t *testing.T) {
+	const third = `version: 1
+links:
+  br0:
+    kind: bridge
+    addresses: [10.0.0.1/24]
+routes:
+  - {to: 10.98.0.0/24, via: 10.0.0.3}
+`
+	for _, ext := range []bool{false, true} {
+		for _, point := range []string{"record", "kernel", "probe"} {
+			for _, next := range []string{"confirm", "apply", "begin", "rollback", "due", "record"} {
+				name := point + "/" + next
+				if ext {
+					name = "extension/" + name
+				}
+				t.Run(name, func(t *testing.T) {
+					f := newFixture(t)
+					f.write(goodConf)
+					f.applyPlain()
+					good := f.routes()
+					ctx := context.Background()
+					cand := badConf
+					if ext {
+						if _, err := f.h.Begin(ctx, BeginRequest{Main: f.main, Candidate: []byte(badConf), Window: time.Minute}); err != nil {
+							t.Fatal(err)
+						}
+						cand = third
+					}
+					f.beginKilled(point, BeginRequest{Main: f.main, Candidate: []byte(cand), Window: time.Minute})
+					p := f.load().Pending
+					if p == nil {
+						t.Fatal("the killed begin recorded no transaction")
+					}
+					id := p.ID
+					var err error
+					switch next {
+					case "confirm":
+						_, _, err = f.h.Confirm(ctx, id)
+						if err == nil || !strings.Contains(err.Error(), "interrupted") {
+							t.Errorf("confirm of the interrupted begin: %v", err)
+						}
+					case "apply":
+						_, err = f.h.RefusePending(ctx)
+					case "begin":
+						_, err = f.h.Begin(ctx, BeginRequest{Main: f.main, Window: time.Minute})
+					case "rollback":
+						_, err = f.h.Rollback(ctx, id, CauseManual, "rolled back by netreconcile rollback")
+					case "due":
+						_, _, err = f.h.Due(ctx)
+					case "record":
+						// The daemon's converged pass (under the lock)
+						// records nothing of the window: only a
+						// rollback can end it.
+						snap, serr := ReadSnapshot(f.main, "", f.now, "run")
+						if serr != nil {
+							t.Fatal(serr)
+						}
+						if err := (&Recorder{Dir: f.h.Dir}).Record(func() (*Snapshot, error) { return snap, nil }); err != nil {
+							t.Fatal(err)
+						}
+						if p := f.load().Pending; p == nil || p.Converged != nil {
+							t.Fatalf("the daemon recorded its pass in the interrupted transaction: %+v", p)
+						}
+						_, _, err = f.h.Confirm(ctx, id)
+					}
+					if (err == nil) != (next == "rollback" || next == "due") {
+						t.Errorf("%s after the killed begin: %v", next, err)
+					}
+					file := f.load()
+					if file.Pending != nil || file.Last == nil || file.Last.ID != id || file.Last.State != RolledBack {
+						t.Fatalf("%s after the killed begin left pending %+v, last %+v", next, file.Pending, file.Last)
+					}
+					if want := CauseApply; next != "rollback" && file.Last.Cause != want {
+						t.Errorf("rolled back with cause %s, want %s", file.Last.Cause, want)
+					}
+					if file.Confirmed == nil || string(file.Confirmed.Files[0].Data) != goodConf {
+						t.Errorf("%s after the killed begin: the confirmed configuration is not the restore point", next)
+					}
+					if f.file() != goodConf || f.routes() != good {
+						t.Errorf("%s after the killed begin: file\n%s\nroutes\n%s", next, f.file(), f.routes())
+					}
+				})
+			}
+		}
+	}
+}
