@@ -177,34 +177,62 @@ func (e Error) Place() (file string, line, col int) {
 
 // maskSecrets keeps a key typed where nft's words go out of nft's
 // messages: nft quotes what it refuses, often only part of a word (it
-// splits "k+ey=" at the '+'), which the redaction of the message alone
-// does not recognise as a key. Each piece of 8 or more letters and digits
-// of a word of the file's text that redact.String judges a key is masked
-// in every message.
+// splits "k+ey=" at the '+', drops the padding), which the redaction of
+// the message alone does not recognise as a key. Every stretch of a
+// message of minSecretPiece or more characters that is also a stretch of
+// a word of the file's text that redact.String judges a key is masked,
+// separators included: what is left of the key in a message is pieces
+// shorter than that, between placeholders.
 func maskSecrets(errs Errors, texts []string) {
-	var pieces []string
+	var words []string
 	for _, t := range texts {
-		for _, w := range strings.FieldsFunc(t, func(r rune) bool { return r == ' ' || r == '\t' || r == '"' }) {
-			if redact.String(w) == w {
-				continue
-			}
-			for _, p := range strings.FieldsFunc(w, func(r rune) bool {
-				return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-			}) {
-				if len(p) >= 8 {
-					pieces = append(pieces, p)
-				}
+		for _, w := range strings.FieldsFunc(t, func(r rune) bool { return r == ' ' || r == '\t' || r == '"' || r == ';' }) {
+			if redact.String(w) != w {
+				words = append(words, w)
 			}
 		}
 	}
-	if len(pieces) == 0 {
+	if len(words) == 0 {
 		return
 	}
-	// Longest first: a piece inside another is masked with it.
-	sort.Slice(pieces, func(i, j int) bool { return len(pieces[i]) > len(pieces[j]) })
 	for i := range errs {
-		for _, p := range pieces {
-			errs[i].Msg = strings.ReplaceAll(errs[i].Msg, p, redact.Placeholder)
-		}
+		errs[i].Msg = maskStretches(errs[i].Msg, words)
 	}
+}
+
+// minSecretPiece is the shortest stretch of a key maskSecrets masks: one
+// shorter is as likely in any word of nft's messages.
+const minSecretPiece = 8
+
+// maskStretches replaces in msg, left to right, the longest stretch at
+// each place that also occurs in one of words, where it is minSecretPiece
+// characters or more.
+func maskStretches(msg string, words []string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(msg); {
+		n := 0
+		for _, w := range words {
+			for j := 0; j < len(w); j++ {
+				k := 0
+				for i+k < len(msg) && j+k < len(w) && msg[i+k] == w[j+k] {
+					k++
+				}
+				n = max(n, k)
+			}
+		}
+		if n < minSecretPiece {
+			i++
+			continue
+		}
+		b.WriteString(msg[last:i])
+		b.WriteString(redact.Placeholder)
+		i += n
+		last = i
+	}
+	if last == 0 {
+		return msg
+	}
+	b.WriteString(msg[last:])
+	return b.String()
 }

@@ -172,3 +172,22 @@ func TestMaskSecretsInNftMessages(t *testing.T) {
 		t.Errorf("a word that is no key masked: %s", errs[1].Msg)
 	}
 }
+
+// A key in base64url (its '+' and '/' typed as '-' and '_') that nft
+// quotes whole but for its padding: masking its longest piece of letters
+// and digits alone broke the run the message's own redaction would have
+// hidden, and left "-G2F4H-F_9VAuikc-0we78" shown (TestRedactionJudgesValuesNotOwnNames,
+// with a key drawn at random).
+func TestMaskSecretsLeavesNoStretchOfAKey(t *testing.T) {
+	key := "xZSYJfLxCVfRjlCz1V4Yk-G2F4H-F_9VAuikc-0we78="
+	errs := Errors{{Pos: "f.yaml:5:14", Msg: "unknown datatype " + strings.TrimSuffix(key, "=")}}
+	maskSecrets(errs, []string{"type " + key + ";"})
+	for i := 0; i+minSecretPiece <= len(key); i++ {
+		if strings.Contains(errs[0].Msg, key[i:i+minSecretPiece]) {
+			t.Fatalf("a stretch of the key shown: %s", errs[0].Msg)
+		}
+	}
+	if !strings.HasPrefix(errs[0].Msg, "unknown datatype ") {
+		t.Errorf("the message lost its words: %s", errs[0].Msg)
+	}
+}
