@@ -43,20 +43,7 @@ func TestRoutesDump(t *testing.T) {
 	for i := 0; i < foreign; i++ {
 		fmt.Fprintf(&batch, "route add 10.%d.%d.0/24 dev nrdump0 table 100 proto static\n", 100+i/256, i%256)
 	}
-	f := filepath.Join(t.TempDir(), "foreign.batch")
-	if err := os.WriteFile(f, []byte(batch.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	nettest.IP(t, ns, "-batch", f)
-
-	k, err := kernel.Open("/run/netns/" + ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	if _, err := k.Links(); err != nil {
-		t.Fatal(err)
-	}
+	k := batchOpen(t, ns, batch.String())
 	for _, proto := range []int{model.DefaultProtocol, 0} {
 		got, err := k.Routes(proto)
 		if err != nil {
@@ -82,6 +69,27 @@ func TestRoutesDump(t *testing.T) {
 	}
 }
 
+// batchOpen runs the ip -batch lines of batch in namespace ns, then opens
+// the kernel there with its links read (the route reads name links by
+// index), closed when the test ends.
+func batchOpen(t *testing.T, ns, batch string) *kernel.Netlink {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "routes.batch")
+	if err := os.WriteFile(f, []byte(batch), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nettest.IP(t, ns, "-batch", f)
+	k, err := kernel.Open("/run/netns/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	if _, err := k.Links(); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 func routeLines(rs []model.Route) string {
 	var b strings.Builder
 	for _, r := range rs {
@@ -105,19 +113,7 @@ func TestRoutesWithKeys(t *testing.T) {
 		fmt.Fprintf(&batch, "route add 10.%d.%d.0/24 dev nrkeys0 table %d proto %s metric %d\n", i/256, i%256, table, proto, i%5)
 		fmt.Fprintf(&batch, "route add 2001:db8:%x::/48 dev nrkeys0 table %d proto %s\n", i, table, proto)
 	}
-	f := filepath.Join(t.TempDir(), "routes.batch")
-	if err := os.WriteFile(f, []byte(batch.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	nettest.IP(t, ns, "-batch", f)
-	k, err := kernel.Open("/run/netns/" + ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	if _, err := k.Links(); err != nil {
-		t.Fatal(err)
-	}
+	k := batchOpen(t, ns, batch.String())
 	all, err := kernel.RoutesByLibrary(k, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -187,19 +183,7 @@ func TestIssue34RoutesWithKeysWalksTheKeysFamily(t *testing.T) {
 	for i := range n6 {
 		fmt.Fprintf(&batch, "route add 2001:db8:%x::/48 dev nrfam0 table 100 proto bird\n", i)
 	}
-	f := filepath.Join(t.TempDir(), "routes.batch")
-	if err := os.WriteFile(f, []byte(batch.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	nettest.IP(t, ns, "-batch", f)
-	k, err := kernel.Open("/run/netns/" + ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	if _, err := k.Links(); err != nil {
-		t.Fatal(err)
-	}
+	k := batchOpen(t, ns, batch.String())
 	// A table the family lacks holds nothing (asked of one family, the
 	// kernel answers ENOENT).
 	for _, key := range []model.RouteKey{
