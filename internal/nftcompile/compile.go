@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
 	"os/exec"
 	"path/filepath"
@@ -732,6 +733,18 @@ func usedLinks(rules []Rule, pending []int, links map[string]int) []helperLink {
 	return out
 }
 
+// framed returns a writer of parts to h, each after its length, so that
+// no two sequences of parts hash alike.
+func framed(h hash.Hash) func(parts ...string) {
+	return func(parts ...string) {
+		for _, p := range parts {
+			h.Write([]byte(strconv.Itoa(len(p))))
+			h.Write([]byte{':'})
+			h.Write([]byte(p))
+		}
+	}
+}
+
 // Key is the compile key of a rule: a hash of everything nft's output for
 // it depends on. The text; nft's version; the table's family; the chain's
 // type, hook and priority; and, of the table's declarations and the
@@ -741,13 +754,7 @@ func usedLinks(rules []Rule, pending []int, links map[string]int) []helperLink {
 // to that kernel rule's bytecode, without nft.
 func Key(version string, t *model.NftTable, c *model.NftChain, text string, links map[string]int) string {
 	h := sha256.New()
-	w := func(parts ...string) {
-		for _, p := range parts {
-			h.Write([]byte(strconv.Itoa(len(p))))
-			h.Write([]byte{':'})
-			h.Write([]byte(p))
-		}
-	}
+	w := framed(h)
 	w("nft rule key v1", version, t.Family, c.Type, c.Hook, strconv.Itoa(c.Priority), strconv.FormatBool(c.Base()))
 	for i := range t.Sets {
 		s := &t.Sets[i]
@@ -806,13 +813,7 @@ func (k *Keys) Begin() {
 // their text: every declaration and link Key may look at, whole.
 func TableContext(version string, t *model.NftTable, links map[string]int) string {
 	h := sha256.New()
-	w := func(parts ...string) {
-		for _, p := range parts {
-			h.Write([]byte(strconv.Itoa(len(p))))
-			h.Write([]byte{':'})
-			h.Write([]byte(p))
-		}
-	}
+	w := framed(h)
 	w("nft table context v1", version, t.Family)
 	for i := range t.Sets {
 		w("set", t.Sets[i].Name, setDecl(&t.Sets[i]))
