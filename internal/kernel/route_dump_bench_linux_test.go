@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,19 +37,7 @@ func BenchmarkRoutesDump(b *testing.B) {
 			fmt.Fprintf(&batch, "route add %d.%d.%d.0/24 dev nrbench0 table 100 proto %s\n", v>>24, v>>16&0xff, v>>8&0xff, r.proto)
 		}
 	}
-	f := filepath.Join(b.TempDir(), "routes.batch")
-	if err := os.WriteFile(f, []byte(batch.String()), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	nettest.IP(b, ns, "-batch", f)
-	k, err := kernel.Open("/run/netns/" + ns)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer k.Close()
-	if _, err := k.Links(); err != nil {
-		b.Fatal(err)
-	}
+	k := batchOpen(b, ns, batch.String())
 	for _, bc := range []struct {
 		name string
 		read func() ([]model.Route, error)
@@ -95,19 +82,7 @@ func BenchmarkSharedTable(b *testing.B) {
 			fmt.Fprintf(&batch, "route add %d.%d.%d.0/24 dev nrbench0 table 100 proto 4\n", v>>24, v>>16&0xff, v>>8&0xff)
 		}
 	}
-	f := filepath.Join(b.TempDir(), "routes.batch")
-	if err := os.WriteFile(f, []byte(batch.String()), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	nettest.IP(b, ns, "-batch", f)
-	k, err := kernel.Open("/run/netns/" + ns)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer k.Close()
-	if _, err := k.Links(); err != nil {
-		b.Fatal(err)
-	}
+	k := batchOpen(b, ns, batch.String())
 	keys := map[model.RouteKey]bool{}
 	for _, p := range []string{"1.0.0.0/24", "64.0.5.0/24", "9.9.9.0/24"} {
 		keys[model.RouteKey{Table: 100, Dst: netip.MustParsePrefix(p)}] = true

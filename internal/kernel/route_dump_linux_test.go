@@ -72,7 +72,7 @@ func TestRoutesDump(t *testing.T) {
 // batchOpen runs the ip -batch lines of batch in namespace ns, then opens
 // the kernel there with its links read (the route reads name links by
 // index), closed when the test ends.
-func batchOpen(t *testing.T, ns, batch string) *kernel.Netlink {
+func batchOpen(t testing.TB, ns, batch string) *kernel.Netlink {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "routes.batch")
 	if err := os.WriteFile(f, []byte(batch), 0o644); err != nil {
