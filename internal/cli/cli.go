@@ -85,12 +85,16 @@ type globals struct {
 	lockTimeout time.Duration
 	// allowInsecureConfig: --allow-insecure-config.
 	allowInsecureConfig bool
-	// kept, when set, is the namespace's identity as a rollback timer
-	// found it at its start: its state directory is the transaction's,
-	// whatever names the namespace has gained or lost since (the key of
-	// a namespace with no name then is netns/nsfs-…, netns/NAME once
-	// ip netns attach names it).
+	// kept, when set, is the namespace's identity as the apply that
+	// started a rollback timer identified it (rollback --due-netns): its
+	// state directory is the transaction's, whatever names the namespace
+	// has gained or lost since (the key of a namespace with no name then
+	// is netns/nsfs-…, netns/NAME once ip netns attach names it), also
+	// when it gained one before the timer got to look.
 	kept *statedir.Netns
+	// opened is the identity the last openState found, the one the
+	// command works under.
+	opened statedir.Netns
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -236,6 +240,7 @@ func (g *globals) openState(readOnly bool) (*nsState, error) {
 		id.Key = k.Key
 	}
 	st := &nsState{id: id}
+	g.opened = id
 	st.root, err = statedir.Open(g.stateDir, !readOnly)
 	if readOnly && errors.Is(err, fs.ErrNotExist) {
 		return st, nil

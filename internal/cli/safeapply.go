@@ -60,7 +60,11 @@ func (g *globals) timerArgs() (args []string, netns *os.File, err error) {
 				ns = fmt.Sprintf("/proc/self/fd/%d", safeapply.NetnsFD)
 			}
 		}
-		args = append(args, "--netns", ns)
+		// The state directory this apply records the transaction in: a
+		// timer that identified the namespace itself would look in
+		// another once the namespace gained a name (or one sorting
+		// first) before it looked, find no transaction, and exit.
+		args = append(args, "--netns", ns, "--due-netns", g.opened.Pin())
 	}
 	if g.allowInsecureConfig {
 		args = append(args, "--allow-insecure-config")
@@ -180,6 +184,13 @@ func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 	if err != nil {
 		return failed(fmt.Errorf("find this program for the rollback timer: %w", err))
 	}
+	h, closeFn, err := g.openHost(ctx, env, "apply")
+	if err != nil {
+		return failed(err)
+	}
+	defer closeFn()
+	// After openHost: the timer is pinned to the namespace's identity as
+	// this apply found it.
 	args, netns, err := g.timerArgs()
 	if err != nil {
 		return failed(err)
@@ -187,11 +198,6 @@ func runSafeApply(ctx context.Context, env *Env, g *globals, o *applyOpts) int {
 	if netns != nil {
 		defer netns.Close()
 	}
-	h, closeFn, err := g.openHost(ctx, env, "apply")
-	if err != nil {
-		return failed(err)
-	}
-	defer closeFn()
 	tm := &safeapply.Timer{Mode: mode, Dir: h.Dir, Program: self, Args: args, Netns: netns, Elsewhere: g.netns == "" && !inInitNetns()}
 	h.Timer = tm.Arrange
 	gate := o.gate
@@ -374,7 +380,9 @@ func runRollback(ctx context.Context, env *Env, args []string) int {
 	var due bool
 	fs := g.flags("rollback")
 	outputFlag(fs, &output)
+	var duePin string
 	fs.BoolVar(&due, "due", false, "")
+	fs.StringVar(&duePin, "due-netns", "", "")
 	id, ok, code := parseWithID(env, fs, rollbackHelp, args)
 	if !ok {
 		return code
@@ -394,6 +402,14 @@ func runRollback(ctx context.Context, env *Env, args []string) int {
 		if id == "" {
 			badUsage(env, "rollback", "--due needs the transaction's ID")
 			return ExitUsage
+		}
+		if duePin != "" {
+			pin, err := statedir.ParsePin(duePin)
+			if err != nil {
+				badUsage(env, "rollback", err.Error())
+				return ExitUsage
+			}
+			g.kept = &pin
 		}
 		st, oerr := g.openState(false)
 		if oerr != nil {

@@ -815,25 +815,7 @@ func TestTxWalkFinding122NamespaceNamedDuringTheWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	holder := exec.Command("unshare", "--net", "sleep", "1000")
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
-	pid := holder.Process.Pid
-	own, err := os.Stat("/proc/self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for end := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		if fi, err := os.Stat(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && !os.SameFile(fi, own) && string(comm) == "sleep\n" {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatal("the holder did not enter a namespace of its own")
-		}
-	}
+	pid := unnamedNetns(t)
 	run := func(args ...string) []byte {
 		t.Helper()
 		c := exec.Command(binary, append(args, "--netns", fmt.Sprintf("/proc/%d/ns/net", pid), "-c", conf, "--state-dir", state, "--allow-insecure-config")...)
@@ -869,6 +851,128 @@ func TestTxWalkFinding122NamespaceNamedDuringTheWindow(t *testing.T) {
 			t.Fatal("the timer outlives its transaction")
 		}
 	}
+}
+
+// unnamedNetns starts a process in a network namespace of its own, which no
+// name refers to, and returns its pid: the namespace is /proc/PID/ns/net
+// until the test ends.
+func unnamedNetns(t *testing.T) int {
+	t.Helper()
+	holder := exec.Command("unshare", "--net", "sleep", "1000")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	pid := holder.Process.Pid
+	own, err := os.Stat("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if fi, err := os.Stat(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && !os.SameFile(fi, own) && string(comm) == "sleep\n" {
+			return pid
+		}
+		if time.Now().After(end) {
+			t.Fatal("the holder did not enter a namespace of its own")
+		}
+	}
+}
+
+// The process timer identified the namespace when it started, after the
+// apply that started it had recorded the transaction: on a loaded machine
+// the namespace could be named (ip netns attach) before the timer got to
+// look, and the timer then looked in netns/NAME for a transaction recorded
+// in netns/nsfs-…, found none and exited; the candidate stayed installed
+// and the transaction pending (make test's packaged-host lane, at load 5).
+// The apply hands the timer the namespace's identity as it found it. The
+// test plays the late start: it stops the timer the apply started, names
+// the namespace, and starts the timer's command line again.
+func TestTxWalkFinding164NamespaceNamedBeforeTheTimerLooked(t *testing.T) {
+	nettest.RequireRoot(t)
+	dir := t.TempDir()
+	conf, cand, state := filepath.Join(dir, "nr.yaml"), filepath.Join(dir, "cand.yaml"), filepath.Join(dir, "state")
+	const (
+		good = "version: 1\nlinks:\n  rb0: {kind: bridge}\n"
+		next = "version: 1\nlinks:\n  rb0: {kind: bridge}\n  rb1: {kind: bridge}\n"
+	)
+	for p, c := range map[string]string{conf: good, cand: next} {
+		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pid := unnamedNetns(t)
+	nsPath := fmt.Sprintf("/proc/%d/ns/net", pid)
+	run := func(args ...string) []byte {
+		t.Helper()
+		out, err := exec.Command(binary, append(args, "--netns", nsPath, "-c", conf, "--state-dir", state, "--allow-insecure-config")...).Output()
+		if err != nil {
+			t.Fatalf("netreconcile %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	run("apply", "-q")
+	var out applyOutput
+	if err := json.Unmarshal(run("apply", "-o", "json", "--candidate", cand, "--confirm-within", "4s", "--rollback-timer", "process"), &out); err != nil || out.Transaction == nil {
+		t.Fatalf("apply --confirm-within: %v", err)
+	}
+	id := out.Transaction.ID
+	t.Cleanup(func() { killTimers(id) })
+	var timer []string
+	for _, e := range mustReadDir(t, "/proc") {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(b, []byte("\x00--due\x00")) && bytes.Contains(b, []byte("\x00"+id)) {
+			timer = strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+		}
+	}
+	if timer == nil {
+		t.Fatal("no timer process waits for the transaction")
+	}
+	killTimers(id)
+	for end := time.Now().Add(rollbackBound); timerWaits(id); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the timer did not die")
+		}
+	}
+	name := fmt.Sprintf("sa-l-%d", os.Getpid())
+	if b, err := exec.Command("ip", "netns", "attach", name, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns attach: %v\n%s", err, b)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	// The timer as the apply started it, starting only now: descriptor 3
+	// its gate (no gate variable: it does not wait), 4 the namespace.
+	nsFile, err := os.Open(nsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nsFile.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	late := exec.Command(binary, timer[1:]...)
+	late.ExtraFiles = []*os.File{devnull, nsFile}
+	late.Dir = "/"
+	if b, err := late.CombinedOutput(); err != nil {
+		t.Fatalf("the timer: %v\n%s", err, b)
+	}
+	data, _ := os.ReadFile(conf)
+	if string(data) != good {
+		t.Errorf("the timer exited with the main file holding the candidate:\n%s", data)
+	}
+	if exec.Command("ip", "-n", name, "link", "show", "rb1").Run() == nil {
+		t.Error("the timer exited with the candidate's link in the kernel")
+	}
+}
+
+func mustReadDir(t *testing.T, dir string) []os.DirEntry {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ents
 }
 
 // A namespace deleted during the window (ip netns del) took its kernel

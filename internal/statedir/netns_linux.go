@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -180,4 +181,38 @@ func sockCookie(fd int) (uint64, error) {
 		return 0, fmt.Errorf("SO_NETNS_COOKIE: %w", errno)
 	}
 	return v, nil
+}
+
+// Pin is the namespace's identity as one argument: a process started to act
+// on this namespace later (a rollback timer) is handed it, so that it opens
+// the subdirectory its starter used even if the namespace gained a name in
+// between, which would give it another key (ParsePin, and a caller that
+// takes Key when the identity it finds is the same).
+func (n Netns) Pin() string {
+	return fmt.Sprintf("%d:%d:%d:%s", n.Cookie, n.Dev, n.Ino, n.Key)
+}
+
+// ParsePin reads what Pin wrote. The key must be one IdentifyNetns gives:
+// "" or netns/ and one path component.
+func ParsePin(s string) (Netns, error) {
+	var n Netns
+	parts := strings.SplitN(s, ":", 4)
+	if len(parts) != 4 {
+		return n, fmt.Errorf("namespace pin %q: want COOKIE:DEV:INO:KEY", s)
+	}
+	for i, p := range []*uint64{&n.Cookie, &n.Dev, &n.Ino} {
+		v, err := strconv.ParseUint(parts[i], 10, 64)
+		if err != nil {
+			return n, fmt.Errorf("namespace pin %q: %w", s, err)
+		}
+		*p = v
+	}
+	n.Key = parts[3]
+	if n.Key != "" {
+		name, ok := strings.CutPrefix(n.Key, "netns/")
+		if !ok || name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+			return n, fmt.Errorf("namespace pin %q: bad state subdirectory %q", s, n.Key)
+		}
+	}
+	return n, nil
 }

@@ -71,3 +71,19 @@ func TestNoFollow(t *testing.T) {
 		t.Errorf("a symlink opened as a subdirectory")
 	}
 }
+
+// A pin comes back as it was written, and a key IdentifyNetns would not
+// give (a path out of the state directory among them) is refused.
+func TestPinRoundTripsAndRefusesOtherKeys(t *testing.T) {
+	for _, n := range []Netns{{Key: "netns/nsfs-4-4026532281", Dev: 4, Ino: 4026532281, Cookie: 77}, {Key: "netns/a:b", Cookie: 1}, {}} {
+		got, err := ParsePin(n.Pin())
+		if err != nil || got != n {
+			t.Errorf("ParsePin(%q) = %+v, %v; want %+v", n.Pin(), got, err, n)
+		}
+	}
+	for _, bad := range []string{"", "1:2:3", "x:2:3:netns/a", "1:2:3:netns/", "1:2:3:netns/..", "1:2:3:netns/a/b", "1:2:3:../etc", "1:2:3:/etc", "1:2:3:other/a", "1:2:-3:netns/a"} {
+		if n, err := ParsePin(bad); err == nil {
+			t.Errorf("ParsePin(%q) = %+v, want an error", bad, n)
+		}
+	}
+}
