@@ -282,7 +282,7 @@ func TestUnconfirmedRollsBackAtTheDeadline(t *testing.T) {
 	if r := m.cli("apply"); r.code == 0 || !strings.Contains(r.stderr, "netreconcile confirm") {
 		t.Errorf("a plain apply while pending: exit %d\n%s", r.code, r.stderr)
 	}
-	back, err := m.waitRestored(deadline.Add(time.Second))
+	back, err := m.waitRestored(deadline.Add(rollbackBound))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestUnconfirmedRollsBackAtTheDeadline(t *testing.T) {
 	// The rollback records its end after it verified the kernel, which
 	// may be a moment after the route is back.
 	st := m.status()
-	for end := time.Now().Add(3 * time.Second); st.Transaction != nil && time.Now().Before(end); st = m.status() {
+	for end := time.Now().Add(rollbackBound); st.Transaction != nil && time.Now().Before(end); st = m.status() {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if st.Transaction != nil || st.LastTransaction == nil || st.LastTransaction.Cause == nil || *st.LastTransaction.Cause != string(safeapply.CauseTimeout) || st.Counts.RolledBack[safeapply.CauseTimeout] != 1 {
@@ -462,7 +462,7 @@ func TestDaemonKilledDuringTheWindowRollsBackAtTheDeadline(t *testing.T) {
 	serve(t, m.host, serverAddr)
 	before := m.foreign()
 	d := m.startDaemon()
-	d.waitLog(t, "converged; ready", 10*time.Second)
+	d.waitLog(t, "converged; ready", rollbackBound)
 	// The daemon alone (no fallback timer beside it): the daemon started
 	// again is what rolls back.
 	r := m.cli("apply", "-o", "json", "--candidate", m.bad, "--confirm-within", "3s", "--rollback-timer", "daemon")
@@ -480,7 +480,7 @@ func TestDaemonKilledDuringTheWindowRollsBackAtTheDeadline(t *testing.T) {
 		t.Fatal("rolled back before the deadline")
 	}
 	d2 := m.startDaemon()
-	back, err := m.waitRestored(deadline.Add(time.Second))
+	back, err := m.waitRestored(deadline.Add(rollbackBound))
 	if err != nil {
 		t.Fatalf("%v\ndaemon log:\n%s", err, d2.text())
 	}
@@ -491,7 +491,7 @@ func TestDaemonKilledDuringTheWindowRollsBackAtTheDeadline(t *testing.T) {
 	if after := m.foreign(); after != before {
 		t.Errorf("foreign objects changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
-	d2.waitLog(t, "safe-apply transaction rolled back", time.Second)
+	d2.waitLog(t, "safe-apply transaction rolled back", rollbackBound)
 }
 
 func TestAnotherBootRollsBackBeforeTheFirstConverge(t *testing.T) {
@@ -514,7 +514,7 @@ func TestAnotherBootRollsBackBeforeTheFirstConverge(t *testing.T) {
 	m.setBootID("22222222-2222-2222-2222-222222222222")
 
 	d := m.startDaemon()
-	d.waitLog(t, "converged; ready", 10*time.Second)
+	d.waitLog(t, "converged; ready", rollbackBound)
 	log := d.text()
 	rolled := strings.Index(log, "safe-apply transaction rolled back")
 	loaded := strings.Index(log, "configuration loaded")
@@ -678,7 +678,7 @@ func TestTxWalkFindingDaemonGoneDuringTheWindow(t *testing.T) {
 	m := newMgmt(t)
 	serve(t, m.host, serverAddr)
 	d := m.startDaemon()
-	d.waitLog(t, "converged; ready", 10*time.Second)
+	d.waitLog(t, "converged; ready", rollbackBound)
 	r := m.cli("apply", "-o", "json", "--candidate", m.bad, "--confirm-within", "2s")
 	var out applyOutput
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || out.Transaction == nil {
@@ -703,7 +703,7 @@ func TestTxWalkFindingDaemonGoneDuringTheWindow(t *testing.T) {
 	t.Logf("the daemon SIGKILLed and not started again: restored %s after the deadline", back.Sub(out.Transaction.Deadline).Round(time.Millisecond))
 	// The rollback records its end after it put the kernel and the files
 	// back.
-	for end := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for end := time.Now().Add(rollbackBound); ; time.Sleep(50 * time.Millisecond) {
 		f, err := os.ReadFile(filepath.Join(m.state, "netns", m.host, safeapply.FileName))
 		if err == nil && strings.Contains(string(f), `"cause":"timeout"`) {
 			break
@@ -1136,7 +1136,7 @@ func TestTxWalkFinding125DaemonThatCannotWriteBackPinsAfterItsRollback(t *testin
 		t.Fatal(err)
 	}
 	d := m.startDaemonReadOnlyConf()
-	d.waitLog(t, "converged; ready", 10*time.Second)
+	d.waitLog(t, "converged; ready", rollbackBound)
 	r := m.cli("apply", "-o", "json", "--candidate", m.bad, "--confirm-within", "4s", "--rollback-timer", "daemon")
 	var out applyOutput
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 || out.Transaction == nil {
@@ -1148,9 +1148,9 @@ func TestTxWalkFinding125DaemonThatCannotWriteBackPinsAfterItsRollback(t *testin
 	// Started again during the window, as systemctl restart does.
 	d.kill()
 	d = m.startDaemonReadOnlyConf()
-	d.waitLog(t, "converged; ready", 10*time.Second)
+	d.waitLog(t, "converged; ready", rollbackBound)
 	d.waitLog(t, "safe-apply transaction rolled back", rollbackBound)
-	d.waitLog(t, "enforcing the confirmed configuration", 10*time.Second)
+	d.waitLog(t, "enforcing the confirmed configuration", rollbackBound)
 	if !m.fileIs(mgmtConf(m.client, true)) {
 		t.Fatal("the daemon wrote the read-only main file back")
 	}
@@ -1182,7 +1182,7 @@ func TestTxWalkFinding125DaemonThatCannotWriteBackPinsAfterItsRollback(t *testin
 func TestTxWalkFinding125DaemonRecordsAnEditOfTheWindowAfterTheConfirm(t *testing.T) {
 	m := newMgmt(t)
 	d := m.startDaemon()
-	d.waitLog(t, "converged; ready", 10*time.Second)
+	d.waitLog(t, "converged; ready", rollbackBound)
 	cand := filepath.Join(m.dir, "cand.yaml")
 	writeFile(t, cand, m.good+"  - {to: 10.52.0.0/24, type: blackhole}\n")
 	r := m.cli("apply", "-o", "json", "--candidate", cand, "--confirm-within", "60s", "--rollback-timer", "daemon")
