@@ -812,9 +812,10 @@ type Keys struct {
 
 type keyIn struct{ ctx, chain, text string }
 
-// Begin starts a plan: the keys met in the one before stay known.
-func (k *Keys) Begin() {
-	k.last, k.next = k.next, map[keyIn]string{}
+// Begin starts a plan of about n rules: the keys met in the one before
+// stay known.
+func (k *Keys) Begin(n int) {
+	k.last, k.next = k.next, make(map[keyIn]string, n)
 }
 
 // TableContext is what a table's rules' keys depend on but their chain and

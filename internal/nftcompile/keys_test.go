@@ -20,7 +20,7 @@ func TestKeysRememberedAsComputed(t *testing.T) {
 	var k Keys
 	check := func(step, version string, tb *model.NftTable, links map[string]int) {
 		t.Helper()
-		k.Begin()
+		k.Begin(3)
 		ctx := TableContext(version, tb, links)
 		for _, text := range []string{"ip saddr @s accept", "iifname eth0 accept", "tcp dport 22 accept"} {
 			for i := range tb.Chains {
