@@ -27,6 +27,11 @@ type Options struct {
 	RouteTables []int
 	// OwnedFou lists the FoU ports netreconcile opened (from its ledger).
 	OwnedFou map[model.FouKey]bool
+	// SkipFou leaves the FoU ports unread: a plan for a file that declares
+	// none, with none owned, has nothing to do with them. Listing them
+	// takes a generic netlink family lookup on a socket of its own, then
+	// the dump: two sockets and four messages of every pass.
+	SkipFou bool
 	// Sysctls are the parameters to read (SysctlKeys), and OwnedSysctls
 	// those the ledger owns, with the value each had before netreconcile
 	// first wrote it.
@@ -57,7 +62,7 @@ func Read(k kernel.Reader, opt Options) (*model.State, error) {
 	if err := readRules(k, st); err != nil {
 		return nil, err
 	}
-	if err := readFou(k, st, opt.OwnedFou); err != nil {
+	if err := readFou(k, st, opt); err != nil {
 		return nil, err
 	}
 	if err := readSysctls(k, st, opt.Sysctls, opt.OwnedSysctls); err != nil {

@@ -8,9 +8,13 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
-// readFou lists the open FoU ports; the ledger says which are ours, since
-// the kernel has nowhere to mark one.
-func readFou(k kernel.Reader, st *model.State, owned map[model.FouKey]bool) error {
+// readFou lists the open FoU ports, unless opt.SkipFou; the ledger says
+// which are ours, since the kernel has nowhere to mark one.
+func readFou(k kernel.Reader, st *model.State, opt Options) error {
+	if opt.SkipFou && len(opt.OwnedFou) == 0 {
+		return nil
+	}
+	owned := opt.OwnedFou
 	var err error
 	st.FouPorts, err = k.FouPorts()
 	if errors.Is(err, kernel.ErrUnsupported) {

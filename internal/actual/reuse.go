@@ -147,7 +147,7 @@ func ReadReusing(k kernel.Reader, opt Options, prev *model.State, f Fresh) (*mod
 	} else {
 		st.Rules = prev.Rules
 	}
-	if err := readFou(k, st, opt.OwnedFou); err != nil {
+	if err := readFou(k, st, opt); err != nil {
 		return nil, RoutesRead{}, err
 	}
 	if err := readSysctls(k, st, opt.Sysctls, opt.OwnedSysctls); err != nil {

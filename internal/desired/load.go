@@ -90,10 +90,17 @@ func ReadFile(path string) ([]byte, error) {
 	if fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
 		return nil, fmt.Errorf("%s: %w (%d bytes)", path, errTooLarge, fi.Size())
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
+	// Read into a buffer of the file's size: io.ReadAll grows from 512
+	// bytes, copying (a file of 1,000 rules was read into 350 kB).
+	hint := int64(0)
+	if fi.Mode().IsRegular() {
+		hint = fi.Size()
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, hint+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFileSize+1)); err != nil {
 		return nil, err
 	}
+	data := buf.Bytes()
 	if len(data) > MaxFileSize {
 		return nil, fmt.Errorf("%s: %w", path, errTooLarge)
 	}

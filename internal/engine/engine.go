@@ -102,7 +102,7 @@ func (e *Engine) ForgetRead() { e.lastRead, e.prev, e.prevNft, e.created = nil, 
 // Of the sysctls, it reads those the ledger owns and those of sysctls
 // (show --all passes the file's).
 func (e *Engine) Actual(protocol int, all bool, sysctls ...model.Sysctl) (*model.State, error) {
-	st, err := e.actual(protocol, all, nil, actual.All, sysctls, nil)
+	st, err := e.actual(protocol, all, nil, actual.All, sysctls, nil, true)
 	if err != nil {
 		return nil, err
 	}
@@ -125,9 +125,10 @@ func (e *Engine) Actual(protocol int, all bool, sysctls ...model.Sysctl) (*model
 // actual is Actual reading only the kinds in fresh, the others taken from
 // prev (actual.ReadReusing), the sysctls the ledger owns and desired
 // declares, and of the routes those of the tables the ledger records and
-// of tables (the file's).
-func (e *Engine) actual(protocol int, all bool, prev *model.State, fresh actual.Fresh, desired []model.Sysctl, tables map[int]bool) (*model.State, error) {
-	opt := actual.Options{Protocol: protocol, AllRoutes: all, OwnedFou: e.Ledger.Fou,
+// of tables (the file's). The FoU ports are read when fou says so or the
+// ledger owns some.
+func (e *Engine) actual(protocol int, all bool, prev *model.State, fresh actual.Fresh, desired []model.Sysctl, tables map[int]bool, fou bool) (*model.State, error) {
+	opt := actual.Options{Protocol: protocol, AllRoutes: all, OwnedFou: e.Ledger.Fou, SkipFou: !fou,
 		Sysctls: actual.SysctlKeys(desired, e.Ledger.Sysctls), OwnedSysctls: e.Ledger.Sysctls,
 		RouteTables: e.routeTables(protocol, tables)}
 	st, read, err := actual.ReadReusing(e.Kernel, opt, prev, fresh)
@@ -485,7 +486,9 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 	e.created = nil
 	prev, fresh := e.reuse(desired)
 	e.lastRead, e.prev = nil, nil
-	act, err := e.actual(desired.Protocol, false, prev, fresh, desired.Sysctls, routeTablesOf(desired))
+	// The FoU ports only for a file that declares some (or a ledger that
+	// owns some): nothing else in a plan looks at them.
+	act, err := e.actual(desired.Protocol, false, prev, fresh, desired.Sysctls, routeTablesOf(desired), len(desired.FouPorts) > 0)
 	if err != nil {
 		return nil, fmt.Errorf("read kernel state: %w", err)
 	}

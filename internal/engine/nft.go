@@ -56,6 +56,15 @@ func hasRules(st *model.State) bool {
 	return false
 }
 
+// ruleCount is the number of rules of a table's chains.
+func ruleCount(t *model.NftTable) int {
+	n := 0
+	for j := range t.Chains {
+		n += len(t.Chains[j].Rules)
+	}
+	return n
+}
+
 // hasDecls reports whether a table declares sets or objects nft compiles.
 func hasDecls(t *model.NftTable) bool {
 	if len(t.Objects) > 0 {
@@ -133,7 +142,7 @@ func (e *Engine) resolveRules(desired, act *model.State) error {
 	intact := map[model.NftTableKey]map[string]string{}
 	for i := range act.NFTables {
 		t := &act.NFTables[i]
-		m := map[string]string{}
+		m := make(map[string]string, ruleCount(t))
 		for j := range t.Chains {
 			for _, r := range t.Chains[j].Rules {
 				if r.Intact() && r.Key != "" {
@@ -147,7 +156,11 @@ func (e *Engine) resolveRules(desired, act *model.State) error {
 	declMemo := map[string]*compiledDecls{}
 	req := &nftcompile.Request{Links: links}
 	declKeys := map[*model.NftTable]string{}
-	e.ruleKeys.Begin()
+	n := 0
+	for i := range desired.NFTables {
+		n += ruleCount(&desired.NFTables[i])
+	}
+	e.ruleKeys.Begin(n)
 	for i := range desired.NFTables {
 		t := &desired.NFTables[i]
 		tctx := nftcompile.TableContext(version, t, links)

@@ -37,6 +37,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -46,7 +47,10 @@ const (
 )
 
 var (
-	castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	// Made at the first registry read or write, not at the start of
+	// every command: crc32 builds its CRC-32C tables (9 kB) when asked,
+	// the largest package init of a command that never touches a pool.
+	castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 	// errNewerFormat marks a file written by a newer netreconcile: not damaged, not readable.
 	errNewerFormat  = errors.New("written by a newer netreconcile")
 	errUnknownField = errors.New("unknown field")
@@ -89,7 +93,7 @@ func (s *state) encode() []byte {
 		b = appendTime(b, r.at)
 		b = append(b, '\n')
 	}
-	return fmt.Appendf(b, "checksum crc32c=%08x\n", crc32.Checksum(b, castagnoli))
+	return fmt.Appendf(b, "checksum crc32c=%08x\n", crc32.Checksum(b, castagnoli()))
 }
 
 // appendPair appends the valid ones of v4 and v6 as ipv4= and ipv6= fields.
@@ -434,7 +438,7 @@ func checkChecksum(data []byte) error {
 	if !ok {
 		return errors.New("truncated: the last line is not the checksum")
 	}
-	if got := fmt.Sprintf("%08x", crc32.Checksum(data[:i], castagnoli)); got != want {
+	if got := fmt.Sprintf("%08x", crc32.Checksum(data[:i], castagnoli())); got != want {
 		return fmt.Errorf("checksum mismatch (file says %s, content gives %s): the file was damaged or edited", want, got)
 	}
 	return nil

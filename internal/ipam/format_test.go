@@ -49,7 +49,7 @@ released ipv4=10.2.0.1 ipv6=fd01:203:405:607::1 at=2026-11-22T06:00:01.5Z
 }
 
 func withChecksum(body string) []byte {
-	return fmt.Appendf([]byte(body), "checksum crc32c=%08x\n", crc32.Checksum([]byte(body), castagnoli))
+	return fmt.Appendf([]byte(body), "checksum crc32c=%08x\n", crc32.Checksum([]byte(body), castagnoli()))
 }
 
 func TestCorruptRegistry(t *testing.T) {

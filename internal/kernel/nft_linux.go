@@ -180,6 +180,7 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 		d, err = c.ReadTable(fam, key.Name, func(d *nftwire.TableDump, s *nftwire.Set) bool {
 			if !rulesSeen {
 				rulesSeen = true
+				memo.reserve(len(d.Rules))
 				for _, r := range d.Rules {
 					if rr, err := memo.read(r.Exprs); err == nil {
 						for _, n := range rr.dynsets {

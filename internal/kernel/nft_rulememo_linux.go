@@ -51,6 +51,13 @@ func (m *ruleMemo) nextOrNil() map[string]*ruleRead {
 	return m.next
 }
 
+// reserve sizes the memo for a read of n rules, before the first.
+func (m *ruleMemo) reserve(n int) {
+	if len(m.next) == 0 && n > len(m.last) {
+		m.next = make(map[string]*ruleRead, n)
+	}
+}
+
 // read returns what exprs holds, parsing it when no earlier read met it.
 func (m *ruleMemo) read(exprs []byte) (*ruleRead, error) {
 	if r, ok := m.next[string(exprs)]; ok {

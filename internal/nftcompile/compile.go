@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io/fs"
 	"os/exec"
 	"path/filepath"
@@ -733,15 +732,17 @@ func usedLinks(rules []Rule, pending []int, links map[string]int) []helperLink {
 	return out
 }
 
-// framed returns a writer of parts to h, each after its length, so that
-// no two sequences of parts hash alike.
-func framed(h hash.Hash) func(parts ...string) {
-	return func(parts ...string) {
-		for _, p := range parts {
-			h.Write([]byte(strconv.Itoa(len(p))))
-			h.Write([]byte{':'})
-			h.Write([]byte(p))
-		}
+// framer lays parts out for a hash, each after its length, so that no two
+// sequences of parts hash alike. The parts go into one buffer hashed
+// whole: written to a hash.Hash one by one, each part was a copy, and a
+// table of a thousand rules is a thousand keys.
+type framer struct{ b []byte }
+
+func (f *framer) add(parts ...string) {
+	for _, p := range parts {
+		f.b = strconv.AppendInt(f.b, int64(len(p)), 10)
+		f.b = append(f.b, ':')
+		f.b = append(f.b, p...)
 	}
 }
 
@@ -753,28 +754,33 @@ func framed(h hash.Hash) func(parts ...string) {
 // whose key equals the key in the marker of an intact kernel rule compiles
 // to that kernel rule's bytecode, without nft.
 func Key(version string, t *model.NftTable, c *model.NftChain, text string, links map[string]int) string {
-	h := sha256.New()
-	w := framed(h)
-	w("nft rule key v1", version, t.Family, c.Type, c.Hook, strconv.Itoa(c.Priority), strconv.FormatBool(c.Base()))
+	var f framer
+	return f.key(version, t, c, text, links)
+}
+
+// key is Key, laid out in f's buffer (reused).
+func (f *framer) key(version string, t *model.NftTable, c *model.NftChain, text string, links map[string]int) string {
+	f.b = f.b[:0]
+	f.add("nft rule key v1", version, t.Family, c.Type, c.Hook, strconv.Itoa(c.Priority), strconv.FormatBool(c.Base()))
 	for i := range t.Sets {
 		s := &t.Sets[i]
 		if strings.Contains(text, s.Name) {
-			w("set", s.Name, setDecl(s))
+			f.add("set", s.Name, setDecl(s))
 		}
 	}
 	for i := range t.Objects {
 		o := &t.Objects[i]
 		if strings.Contains(text, o.Name) {
-			w("object", o.Name, o.Decl)
+			f.add("object", o.Name, o.Decl)
 		}
 	}
 	for i := range t.Chains {
 		ch := &t.Chains[i]
 		if strings.Contains(text, ch.Name) {
-			w("chain", ch.Name, ch.Type, ch.Hook, strconv.Itoa(ch.Priority), strconv.FormatBool(ch.Base()))
+			f.add("chain", ch.Name, ch.Type, ch.Hook, strconv.Itoa(ch.Priority), strconv.FormatBool(ch.Base()))
 		}
 	}
-	names := make([]string, 0, len(links))
+	var names []string
 	for n := range links {
 		if strings.Contains(text, n) {
 			names = append(names, n)
@@ -782,10 +788,11 @@ func Key(version string, t *model.NftTable, c *model.NftChain, text string, link
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		w("link", n, strconv.Itoa(links[n]))
+		f.add("link", n, strconv.Itoa(links[n]))
 	}
-	w("text", text)
-	return hex.EncodeToString(h.Sum(nil)[:16])
+	f.add("text", text)
+	sum := sha256.Sum256(f.b)
+	return hex.EncodeToString(sum[:16])
 }
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
@@ -800,30 +807,31 @@ func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 // last plan are kept, so the memo follows the file.
 type Keys struct {
 	last, next map[keyIn]string
+	f          framer
 }
 
 type keyIn struct{ ctx, chain, text string }
 
-// Begin starts a plan: the keys met in the one before stay known.
-func (k *Keys) Begin() {
-	k.last, k.next = k.next, map[keyIn]string{}
+// Begin starts a plan of about n rules: the keys met in the one before
+// stay known.
+func (k *Keys) Begin(n int) {
+	k.last, k.next = k.next, make(map[keyIn]string, n)
 }
 
 // TableContext is what a table's rules' keys depend on but their chain and
 // their text: every declaration and link Key may look at, whole.
 func TableContext(version string, t *model.NftTable, links map[string]int) string {
-	h := sha256.New()
-	w := framed(h)
-	w("nft table context v1", version, t.Family)
+	var f framer
+	f.add("nft table context v1", version, t.Family)
 	for i := range t.Sets {
-		w("set", t.Sets[i].Name, setDecl(&t.Sets[i]))
+		f.add("set", t.Sets[i].Name, setDecl(&t.Sets[i]))
 	}
 	for i := range t.Objects {
-		w("object", t.Objects[i].Name, t.Objects[i].Decl)
+		f.add("object", t.Objects[i].Name, t.Objects[i].Decl)
 	}
 	for i := range t.Chains {
 		ch := &t.Chains[i]
-		w("chain", ch.Name, ch.Type, ch.Hook, strconv.Itoa(ch.Priority), strconv.FormatBool(ch.Base()))
+		f.add("chain", ch.Name, ch.Type, ch.Hook, strconv.Itoa(ch.Priority), strconv.FormatBool(ch.Base()))
 	}
 	names := make([]string, 0, len(links))
 	for n := range links {
@@ -831,9 +839,10 @@ func TableContext(version string, t *model.NftTable, links map[string]int) strin
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		w("link", n, strconv.Itoa(links[n]))
+		f.add("link", n, strconv.Itoa(links[n]))
 	}
-	return string(h.Sum(nil))
+	sum := sha256.Sum256(f.b)
+	return string(sum[:])
 }
 
 // Key is Key for a rule of a table whose context (TableContext) is ctx.
@@ -844,7 +853,7 @@ func (k *Keys) Key(ctx, version string, t *model.NftTable, c *model.NftChain, te
 	}
 	key, ok := k.last[in]
 	if !ok {
-		key = Key(version, t, c, text, links)
+		key = k.f.key(version, t, c, text, links)
 	}
 	if k.next == nil {
 		k.next = map[keyIn]string{}

@@ -1,6 +1,7 @@
 package nftwire
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"syscall"
@@ -167,12 +168,12 @@ func (n *Conn) Dump(typ uint16, family byte, attrs []byte) ([][]byte, error) {
 		if err != nil {
 			return nil, &netlink.OpError{Op: "receive", Err: err}
 		}
-		msgs, err := syscall.ParseNetlinkMessage(b)
-		if err != nil {
+		if err := checkDatagram(b); err != nil {
 			return nil, &netlink.OpError{Op: "receive", Err: err}
 		}
-		for _, m := range msgs {
-			h := m.Header
+		for len(b) >= unix.NLMSG_HDRLEN {
+			h, data, rest := splitMessage(b)
+			b = rest
 			if h.Seq != req.Header.Sequence {
 				return nil, &netlink.OpError{Op: "validate", Err: errors.New("mismatched sequence in netlink reply")}
 			}
@@ -184,20 +185,20 @@ func (n *Conn) Dump(typ uint16, family byte, attrs []byte) ([][]byte, error) {
 			}
 			switch {
 			case h.Type == unix.NLMSG_ERROR || h.Type == unix.NLMSG_DONE && h.Flags&unix.NLM_F_MULTI != 0:
-				if h.Type == unix.NLMSG_DONE && len(m.Data) == 0 {
+				if h.Type == unix.NLMSG_DONE && len(data) == 0 {
 					return dumped(out, interrupted)
 				}
-				if len(m.Data) < 4 {
+				if len(data) < 4 {
 					return nil, &netlink.OpError{Op: "receive", Err: errors.New("not enough data for netlink error code")}
 				}
-				if code := nlenc.Int32(m.Data[:4]); code != 0 {
+				if code := nlenc.Int32(data[:4]); code != 0 {
 					return nil, &netlink.OpError{Op: "receive", Err: syscall.Errno(-code)}
 				}
 				if h.Type == unix.NLMSG_DONE {
 					return dumped(out, interrupted)
 				}
 			default:
-				out = append(out, m.Data)
+				out = append(out, data)
 			}
 			if h.Flags&unix.NLM_F_MULTI == 0 {
 				return dumped(out, interrupted)
@@ -205,6 +206,36 @@ func (n *Conn) Dump(typ uint16, family byte, attrs []byte) ([][]byte, error) {
 		}
 	}
 }
+
+// checkDatagram fails where syscall.ParseNetlinkMessage fails: a message
+// shorter than its header or running past the datagram. Dump reads the
+// messages in place (splitMessage) rather than into the slice that
+// allocates, one per datagram of a dump.
+func checkDatagram(b []byte) error {
+	for len(b) >= unix.NLMSG_HDRLEN {
+		l := binary.NativeEndian.Uint32(b)
+		if l < unix.NLMSG_HDRLEN || nlmAlign(int(l)) > len(b) {
+			return syscall.EINVAL
+		}
+		b = b[nlmAlign(int(l)):]
+	}
+	return nil
+}
+
+// splitMessage returns the first message of a checked datagram, its
+// payload in place, and the rest.
+func splitMessage(b []byte) (h syscall.NlMsghdr, data, rest []byte) {
+	h = syscall.NlMsghdr{
+		Len:   binary.NativeEndian.Uint32(b),
+		Type:  binary.NativeEndian.Uint16(b[4:]),
+		Flags: binary.NativeEndian.Uint16(b[6:]),
+		Seq:   binary.NativeEndian.Uint32(b[8:]),
+		Pid:   binary.NativeEndian.Uint32(b[12:]),
+	}
+	return h, b[unix.NLMSG_HDRLEN:h.Len:h.Len], b[nlmAlign(int(h.Len)):]
+}
+
+func nlmAlign(l int) int { return (l + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_ALIGNTO - 1) }
 
 // dumped is a dump's answers, or the error of an interrupted one.
 func dumped(out [][]byte, interrupted bool) ([][]byte, error) {

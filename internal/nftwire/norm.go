@@ -5,8 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
+	"sync"
 
 	"github.com/netreconcile/netreconcile/internal/model"
 )
@@ -97,9 +101,8 @@ func (e expr) encode(data []attr) ([]byte, error) {
 
 // mapExprs rewrites each expression of a list with f, which returns the
 // expression's new data attributes. Attributes other than NFTA_LIST_ELEM
-// are kept as they are, and so are, undecoded, the expressions whose name
-// touches (when not nil) says f leaves alone.
-func mapExprs(list []byte, touches func(name string) bool, f func(e expr) ([]attr, error)) ([]byte, error) {
+// are kept as they are.
+func mapExprs(list []byte, f func(e expr) ([]attr, error)) ([]byte, error) {
 	as, err := parseAttrs(list)
 	if err != nil {
 		return nil, err
@@ -109,15 +112,6 @@ func mapExprs(list []byte, touches func(name string) bool, f func(e expr) ([]att
 		out[i] = attr{Type: a.Type, Data: a.Data}
 		if kind(a) != nftaListElem {
 			continue
-		}
-		if touches != nil {
-			name, err := exprName(a.Data)
-			if err != nil {
-				return nil, err
-			}
-			if !touches(name) {
-				continue
-			}
 		}
 		e, err := parseExpr(a.Data)
 		if err != nil {
@@ -222,7 +216,7 @@ func RewriteSetRefs(exprs []byte, ids map[string]SetRef) ([]byte, error) {
 	if len(ids) == 0 {
 		return exprs, nil
 	}
-	return mapExprs(exprs, nil, func(e expr) ([]attr, error) {
+	return mapExprs(exprs, func(e expr) ([]attr, error) {
 		n, idAttr, ok := setRef(e.name)
 		if !ok {
 			return e.data, nil
@@ -302,7 +296,7 @@ func WriteObjData(typ uint32, data []byte) ([]byte, error) {
 // same expression from what is left, and dumps it as before: the
 // differential test (nft -f against our batch) holds that.
 func WriteExprs(list []byte) ([]byte, error) {
-	return mapExprs(list, nil, writeExpr)
+	return mapExprs(list, writeExpr)
 }
 
 func writeExpr(e expr) ([]attr, error) {
@@ -376,37 +370,321 @@ func writeExpr(e expr) ([]attr, error) {
 
 // normalExprs is the normal form of an expression list: stateful values
 // zeroed (counters, quota consumed, last use), padding dropped, anonymous
-// sets named by their index in anon.
+// sets named by their index in anon (appendNormalExprs).
+func normalExprs(list []byte, anon []string) ([]byte, error) {
+	return appendNormalExprs(nil, list, anon)
+}
+
+// The normal form is written attribute by attribute into the caller's
+// buffer, in the layout marshal gives the expressions decoded and encoded
+// again: the form the markers in the kernel were written with, which
+// TestNormalFormMatchesDecodedWhole holds it to, errors included. A
+// table's read computes the shape of each of its rules, and decoding
+// allocated every list, expression and attribute again: most of what a
+// one-shot apply of 1,000 rules allocated, each byte a page to fault in.
 //
-// An expression that normalExpr leaves as it is keeps its bytes, undecoded:
-// most of a rule's expressions (payload, cmp, meta, immediate...) are such,
-// and decoding and encoding them again was most of the cost of reading a
-// table of a thousand rules. The bytes are the same either way, since the
-// kernel lays attributes out as the encoder does (TestNormalFormStable,
-// TestNormalExprsSkipsWhatItKeeps).
-func normalExprs(list []byte, anon map[string]int) ([]byte, error) {
-	return mapExprs(list, normalizes, func(e expr) ([]attr, error) { return normalExpr(e, anon) })
+// An expression that the normal form leaves as it is keeps its bytes,
+// undecoded: most of a rule's expressions (payload, cmp, meta,
+// immediate...) are such.
+
+// attrIter steps through a buffer's attributes as walkAttrs does (and so
+// fails where parseAttrs fails), the payloads in place.
+type attrIter struct {
+	b   []byte
+	err error
 }
 
-// normalizes reports whether normalExpr may change an expression of a
-// name: one that names a set, or holds state or padding.
-func normalizes(name string) bool {
-	if _, _, ok := setRef(name); ok {
-		return true
+func (it *attrIter) next() (attr, bool) {
+	if len(it.b) == 0 || it.err != nil {
+		return attr{}, false
 	}
-	switch name {
-	case "counter", "quota", "limit", "last":
-		return true
+	if len(it.b) < nlaHeaderLen {
+		it.err = malformed(errAttr)
+		return attr{}, false
 	}
-	return false
+	a := attr{Length: binary.NativeEndian.Uint16(it.b), Type: binary.NativeEndian.Uint16(it.b[2:])}
+	l := int(a.Length)
+	switch {
+	case l > len(it.b), l != 0 && l < nlaHeaderLen:
+		it.err = malformed(errAttr)
+		return attr{}, false
+	case l == 0:
+		a.Data = it.b[nlaHeaderLen:nlaHeaderLen:nlaHeaderLen]
+	default:
+		a.Data = it.b[nlaHeaderLen:l:l]
+	}
+	it.b = it.b[min(nlaAlign(max(l, nlaHeaderLen)), len(it.b)):]
+	return a, true
 }
 
-// exprName returns an expression's name without decoding its data.
-func exprName(b []byte) (string, error) {
-	name := ""
+// checkAttrs fails where parseAttrs fails.
+func checkAttrs(b []byte) error {
+	it := attrIter{b: b}
+	for _, ok := it.next(); ok; _, ok = it.next() {
+	}
+	return it.err
+}
+
+// nextKept is next without the attributes of length 0, which parseAttrs
+// leaves out.
+func (it *attrIter) nextKept() (attr, bool) {
+	for {
+		a, ok := it.next()
+		if !ok || a.Length != 0 {
+			return a, ok
+		}
+	}
+}
+
+var errAttrTooLarge = errors.New("byte slice is too large to fit in a netlink attribute")
+
+// appendAttr appends an attribute as marshal lays it out.
+func appendAttr(dst []byte, typ uint16, data []byte) ([]byte, error) {
+	if len(data) > math.MaxUint16-nlaHeaderLen {
+		return nil, errAttrTooLarge
+	}
+	dst = binary.NativeEndian.AppendUint16(dst, uint16(nlaHeaderLen+len(data)))
+	dst = binary.NativeEndian.AppendUint16(dst, typ)
+	dst = append(dst, data...)
+	return appendPad(dst, len(data)), nil
+}
+
+func appendPad(dst []byte, n int) []byte {
+	for range nlaAlign(n) - n {
+		dst = append(dst, 0)
+	}
+	return dst
+}
+
+// beginAttr appends the header of an attribute whose payload follows;
+// endAttr, given the header's offset, sets its length.
+func beginAttr(dst []byte, typ uint16) ([]byte, int) {
+	at := len(dst)
+	dst = binary.NativeEndian.AppendUint16(dst, 0)
+	return binary.NativeEndian.AppendUint16(dst, typ), at
+}
+
+func endAttr(dst []byte, at int) ([]byte, error) {
+	n := len(dst) - at - nlaHeaderLen
+	if n > math.MaxUint16-nlaHeaderLen {
+		return nil, errAttrTooLarge
+	}
+	binary.NativeEndian.PutUint16(dst[at:], uint16(nlaHeaderLen+n))
+	return appendPad(dst, n), nil
+}
+
+// appendNormalExprs appends the normal form of an expression list.
+// Attributes other than NFTA_LIST_ELEM are kept as they are, and so are,
+// undecoded, the expressions whose name normalizes says the normal form
+// leaves alone.
+func appendNormalExprs(dst, list []byte, anon []string) ([]byte, error) {
+	it := attrIter{b: list}
+	for a, ok := it.nextKept(); ok; a, ok = it.nextKept() {
+		var err error
+		if kind(a) != nftaListElem {
+			if dst, err = appendAttr(dst, a.Type, a.Data); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		name, err := exprNameBytes(a.Data)
+		if err != nil {
+			return nil, err
+		}
+		if !exprKindOf(name).normalizes() {
+			if dst, err = appendAttr(dst, a.Type, a.Data); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		var at int
+		dst, at = beginAttr(dst, a.Type)
+		if dst, err = appendNormalExpr(dst, a.Data, anon); err != nil {
+			return nil, err
+		}
+		if dst, err = endAttr(dst, at); err != nil {
+			return nil, err
+		}
+	}
+	if it.err != nil {
+		return nil, it.err
+	}
+	return dst, nil
+}
+
+// appendNormalExpr appends the normal form of one expression's attributes
+// (its name and data): each NFTA_EXPR_DATA replaced by the normal form of
+// the last one (parseExpr's data), the others kept.
+func appendNormalExpr(dst, b []byte, anon []string) ([]byte, error) {
+	var name, data []byte
+	it := attrIter{b: b}
+	for a, ok := it.nextKept(); ok; a, ok = it.nextKept() {
+		switch kind(a) {
+		case nftaExprName:
+			name = bytes.TrimRight(a.Data, "\x00")
+		case nftaExprData:
+			data = a.Data
+			if err := checkAttrs(a.Data); err != nil {
+				return nil, fmt.Errorf("expression %s: %w", name, err)
+			}
+		}
+	}
+	if it.err != nil {
+		return nil, it.err
+	}
+	// The normal data, written at the first NFTA_EXPR_DATA and copied at
+	// any other.
+	first, firstEnd := -1, -1
+	it = attrIter{b: b}
+	for a, ok := it.nextKept(); ok; a, ok = it.nextKept() {
+		var err error
+		switch {
+		case kind(a) != nftaExprData:
+			dst, err = appendAttr(dst, a.Type, a.Data)
+		case first >= 0:
+			dst, err = appendAttr(dst, a.Type, dst[first:firstEnd])
+		default:
+			var at int
+			dst, at = beginAttr(dst, a.Type)
+			if dst, err = appendNormalData(dst, exprKindOf(name), data, anon); err != nil {
+				return nil, fmt.Errorf("expression %s: %w", name, err)
+			}
+			first, firstEnd = at+nlaHeaderLen, len(dst)
+			dst, err = endAttr(dst, at)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return dst, nil
+}
+
+// exprKind is an expression's name, for those the normal form reads.
+type exprKind int
+
+const (
+	exprOther exprKind = iota
+	exprLookup
+	exprDynset
+	exprObjref
+	exprCounter
+	exprQuota
+	exprLimit
+	exprLast
+)
+
+func exprKindOf(name []byte) exprKind {
+	switch string(name) {
+	case "lookup":
+		return exprLookup
+	case "dynset":
+		return exprDynset
+	case "objref":
+		return exprObjref
+	case "counter":
+		return exprCounter
+	case "quota":
+		return exprQuota
+	case "limit":
+		return exprLimit
+	case "last":
+		return exprLast
+	}
+	return exprOther
+}
+
+// normalizes reports whether the normal form may change an expression of
+// the kind: one that names a set, or holds state or padding.
+func (x exprKind) normalizes() bool { return x != exprOther }
+
+// setRef is setRef for the kind.
+func (x exprKind) setRef() (nameAttr, idAttr uint16, ok bool) {
+	switch x {
+	case exprLookup:
+		return setRef("lookup")
+	case exprDynset:
+		return setRef("dynset")
+	case exprObjref:
+		return setRef("objref")
+	}
+	return 0, 0, false
+}
+
+// appendNormalData appends the normal form of the data of an expression
+// of a kind.
+func appendNormalData(dst []byte, x exprKind, data []byte, anon []string) ([]byte, error) {
+	nameAttr, idAttr, refers := x.setRef()
+	it := attrIter{b: data}
+	for d, ok := it.nextKept(); ok; d, ok = it.nextKept() {
+		var err error
+		var at int
+		k := kind(d)
+		switch {
+		case refers && k == idAttr:
+			continue
+		case refers && k == nameAttr:
+			i := anonIndex(anon, bytes.TrimRight(d.Data, "\x00"))
+			if i < 0 {
+				dst, err = appendAttr(dst, d.Type, d.Data)
+				break
+			}
+			dst, at = beginAttr(dst, d.Type)
+			dst = strconv.AppendInt(append(dst, "\x00anonymous "...), int64(i), 10)
+			dst, err = endAttr(dst, at)
+		case x == exprCounter && (k == counterBytes || k == counterPackets), x == exprQuota && k == quotaConsumed:
+			dst, err = appendAttr(dst, d.Type, zero64)
+		case x == exprCounter && k == counterPad, x == exprQuota && k == quotaPad,
+			x == exprLimit && k == limitPad, x == exprLast && k == lastPad, x == exprDynset && k == dynsetPad:
+			continue
+		case x == exprQuota && k == quotaFlags && len(d.Data) == 4:
+			dst, at = beginAttr(dst, d.Type)
+			dst = binary.BigEndian.AppendUint32(dst, binary.BigEndian.Uint32(d.Data)&^quotaFDepleted)
+			dst, err = endAttr(dst, at)
+		case x == exprLast && k == lastSet:
+			dst, err = appendAttr(dst, d.Type, zeros(len(d.Data)))
+		case x == exprLast && k == lastMsecs:
+			continue
+		case x == exprDynset && (k == dynsetExpr || k == dynsetExprs):
+			dst, at = beginAttr(dst, d.Type)
+			if k == dynsetExpr {
+				dst, err = appendNormalExpr(dst, d.Data, anon)
+			} else {
+				dst, err = appendNormalExprs(dst, d.Data, anon)
+			}
+			if err == nil {
+				dst, err = endAttr(dst, at)
+			}
+		default:
+			dst, err = appendAttr(dst, d.Type, d.Data)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if it.err != nil {
+		return nil, it.err
+	}
+	return dst, nil
+}
+
+// anonIndex is the index of an anonymous set's name in anon, -1 for none
+// (the last, as a map from names to indexes would hold it).
+func anonIndex(anon []string, name []byte) int {
+	for i := len(anon) - 1; i >= 0; i-- {
+		if anon[i] == string(name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// exprNameBytes returns an expression's name (without its NULs) without
+// decoding its data.
+func exprNameBytes(b []byte) ([]byte, error) {
+	var name []byte
 	err := each(b, func(typ uint16, v []byte) error {
 		if typ == nftaExprName {
-			name = cstring(v)
+			name = bytes.TrimRight(v, "\x00")
 		}
 		return nil
 	})
@@ -415,56 +693,15 @@ func exprName(b []byte) (string, error) {
 
 var zero64 = make([]byte, 8)
 
-func normalExpr(e expr, anon map[string]int) ([]attr, error) {
-	out := make([]attr, 0, len(e.data))
-	nameAttr, idAttr, refers := setRef(e.name)
-	for _, d := range e.data {
-		k := kind(d)
-		switch {
-		case refers && k == idAttr:
-			continue
-		case refers && k == nameAttr:
-			if i, ok := anon[cstring(d.Data)]; ok {
-				d.Data = []byte(fmt.Sprintf("\x00anonymous %d", i))
-			}
-		case e.name == "counter" && (k == counterBytes || k == counterPackets):
-			d.Data = zero64
-		case e.name == "counter" && k == counterPad, e.name == "quota" && k == quotaPad,
-			e.name == "limit" && k == limitPad, e.name == "last" && k == lastPad, e.name == "dynset" && k == dynsetPad:
-			continue
-		case e.name == "quota" && k == quotaFlags:
-			if v, ok := be32(d.Data); ok {
-				d.Data = putBE32(v &^ quotaFDepleted)
-			}
-		case e.name == "quota" && k == quotaConsumed:
-			d.Data = zero64
-		case e.name == "last" && k == lastSet:
-			d.Data = make([]byte, len(d.Data))
-		case e.name == "last" && k == lastMsecs:
-			continue
-		case e.name == "dynset" && k == dynsetExpr:
-			x, err := parseExpr(d.Data)
-			if err != nil {
-				return nil, err
-			}
-			xd, err := normalExpr(x, anon)
-			if err != nil {
-				return nil, err
-			}
-			if d.Data, err = x.encode(xd); err != nil {
-				return nil, err
-			}
-		case e.name == "dynset" && k == dynsetExprs:
-			b, err := normalExprs(d.Data, anon)
-			if err != nil {
-				return nil, err
-			}
-			d.Data = b
-		}
-		out = append(out, d)
+// zeros is n zero bytes, n up to an attribute's payload.
+func zeros(n int) []byte {
+	if n <= len(zeroPayload) {
+		return zeroPayload[:n]
 	}
-	return out, nil
+	return make([]byte, n)
 }
+
+var zeroPayload = make([]byte, 64)
 
 // WriteElem is an element as a batch sends it again: what the kernel dumped,
 // but its expiration (the time left, which is state) and padding.
@@ -487,65 +724,71 @@ func WriteElem(elem []byte) ([]byte, error) {
 // normalElem is an element's normal form: its write form with the state of
 // its expressions (a counter per element) zeroed.
 func normalElem(elem []byte) ([]byte, error) {
-	as, err := parseAttrs(elem)
-	if err != nil {
-		return nil, err
-	}
-	var out []attr
-	for _, a := range as {
+	return appendNormalElem(nil, elem)
+}
+
+func appendNormalElem(dst, elem []byte) ([]byte, error) {
+	it := attrIter{b: elem}
+	for a, ok := it.nextKept(); ok; a, ok = it.nextKept() {
+		var err error
 		switch kind(a) {
 		case nftaSetElemExpiration, nftaSetElemPad:
 			continue
-		case nftaSetElemExpr:
-			if a.Data, err = normalOneExpr(a.Data); err != nil {
-				return nil, err
-			}
-		case nftaSetElemExpressions:
-			if a.Data, err = normalExprs(a.Data, nil); err != nil {
-				return nil, err
-			}
+		case nftaSetElemExpr, nftaSetElemExpressions:
+			dst, err = appendNormalNested(dst, a, kind(a) == nftaSetElemExpr)
+		default:
+			dst, err = appendAttr(dst, a.Type, a.Data)
 		}
-		out = append(out, a)
+		if err != nil {
+			return nil, err
+		}
 	}
-	return marshal(out)
+	if it.err != nil {
+		return nil, it.err
+	}
+	return dst, nil
 }
 
-// normalOneExpr is one expression's normal form (an element's or a set
-// spec's single expression attribute).
-func normalOneExpr(data []byte) ([]byte, error) {
-	x, err := parseExpr(data)
+// appendNormalNested appends an attribute that holds one expression (one)
+// or a list of them, in normal form.
+func appendNormalNested(dst []byte, a attr, one bool) ([]byte, error) {
+	dst, at := beginAttr(dst, a.Type)
+	var err error
+	if one {
+		dst, err = appendNormalExpr(dst, a.Data, nil)
+	} else {
+		dst, err = appendNormalExprs(dst, a.Data, nil)
+	}
 	if err != nil {
 		return nil, err
 	}
-	xd, err := normalExpr(x, nil)
-	if err != nil {
-		return nil, err
-	}
-	return x.encode(xd)
+	return endAttr(dst, at)
 }
 
 // normalSpec is a set spec's normal form: the state of its expressions
 // zeroed.
 func normalSpec(spec []byte) ([]byte, error) {
-	as, err := parseAttrs(spec)
-	if err != nil {
-		return nil, err
-	}
-	var out []attr
-	for _, a := range as {
+	return appendNormalSpec(nil, spec)
+}
+
+func appendNormalSpec(dst, spec []byte) ([]byte, error) {
+	it := attrIter{b: spec}
+	for a, ok := it.nextKept(); ok; a, ok = it.nextKept() {
+		var err error
 		switch kind(a) {
-		case nftaSetExpr:
-			if a.Data, err = normalOneExpr(a.Data); err != nil {
-				return nil, err
-			}
-		case nftaSetExpressions:
-			if a.Data, err = normalExprs(a.Data, nil); err != nil {
-				return nil, err
-			}
+		case nftaSetExpr, nftaSetExpressions:
+			dst, err = appendNormalNested(dst, a, kind(a) == nftaSetExpr)
+		default:
+			dst, err = appendAttr(dst, a.Type, a.Data)
 		}
-		out = append(out, a)
+		if err != nil {
+			return nil, err
+		}
 	}
-	return marshal(out)
+	if it.err != nil {
+		return nil, it.err
+	}
+	return dst, nil
 }
 
 // Fingerprint is the hash of a rule's normal form: its expressions with
@@ -615,39 +858,61 @@ func shapeFingerprint(exprs, udata []byte, sets []model.NftAnonSet) (string, []*
 	return shapeOf(exprs, udata, refs, sets)
 }
 
+// shapeBufs are the buffers shapes are laid out in: a table's read
+// computes one for each of its rules.
+var shapeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// shapeOf is the shape fingerprint, and the anonymous sets of sets that
+// the expressions refer to, in the order of refs. The hash is of each part
+// after its length (the prefix, the normal form of the expressions, the
+// user data, each set's normal spec), laid out in one buffer.
 func shapeOf(exprs, udata []byte, refs []string, sets []model.NftAnonSet) (string, []*model.NftAnonSet, error) {
-	byName := make(map[string]*model.NftAnonSet, len(sets))
-	for i := range sets {
-		byName[sets[i].Name] = &sets[i]
-	}
-	anon := map[string]int{}
 	var order []*model.NftAnonSet
+	// The anonymous sets by their index in the order: the last of a
+	// name in sets, as a map by name would hold them.
+	var anon []string
+	var anonArr [8]string
+	anon = anonArr[:0]
 	for _, r := range refs {
-		if s := byName[r]; s != nil {
-			anon[r] = len(order)
-			order = append(order, s)
+		for i := len(sets) - 1; i >= 0; i-- {
+			if sets[i].Name == r {
+				anon = append(anon, r)
+				order = append(order, &sets[i])
+				break
+			}
 		}
 	}
-	ne, err := normalExprs(exprs, anon)
+	bp := shapeBufs.Get().(*[]byte)
+	defer shapeBufs.Put(bp)
+	b := (*bp)[:0]
+	part := func(b []byte) ([]byte, int) {
+		at := len(b)
+		return append(b, 0, 0, 0, 0), at
+	}
+	end := func(b []byte, at int) []byte {
+		binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+		return b
+	}
+	b, at := part(b)
+	b = end(append(b, "nftables rule shape v1"...), at)
+	b, at = part(b)
+	b, err := appendNormalExprs(b, exprs, anon)
 	if err != nil {
 		return "", nil, err
 	}
-	h := sha256.New()
-	put := func(b []byte) {
-		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(b))))
-		h.Write(b)
-	}
-	put([]byte("nftables rule shape v1"))
-	put(ne)
-	put(udata)
+	b = end(b, at)
+	b, at = part(b)
+	b = end(append(b, udata...), at)
 	for _, s := range order {
-		spec, err := normalSpec(s.Spec)
-		if err != nil {
+		b, at = part(b)
+		if b, err = appendNormalSpec(b, s.Spec); err != nil {
 			return "", nil, fmt.Errorf("anonymous set %s: %w", s.Name, err)
 		}
-		put(spec)
+		b = end(b, at)
 	}
-	return hex.EncodeToString(h.Sum(nil)[:16]), order, nil
+	*bp = b
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16]), order, nil
 }
 
 // specFlags returns a set spec's NFTA_SET_FLAGS.
@@ -741,15 +1006,8 @@ var objExpr = map[uint32]string{1: "counter", 2: "quota", 4: "limit", 5: "connli
 // comment).
 func ObjFingerprint(typ uint32, data, udata []byte) (string, error) {
 	if name, ok := objExpr[typ]; ok {
-		as, err := parseAttrs(data)
-		if err != nil {
-			return "", err
-		}
-		nd, err := normalExpr(expr{name: name, data: as}, nil)
-		if err != nil {
-			return "", err
-		}
-		if data, err = marshal(nd); err != nil {
+		var err error
+		if data, err = appendNormalData(nil, exprKindOf([]byte(name)), data, nil); err != nil {
 			return "", err
 		}
 	}

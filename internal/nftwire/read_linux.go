@@ -87,6 +87,9 @@ func (n *Conn) ReadTable(family byte, name string, elems func(d *TableDump, s *S
 	if msgs, err = n.Dump(MsgGetRule, family, encode(ae)); err != nil {
 		return nil, fmt.Errorf("list rules of %s: %w", what, err)
 	}
+	if len(msgs) > 0 {
+		d.Rules = make([]Rule, 0, len(msgs))
+	}
 	for _, m := range msgs {
 		r, err := DecodeRule(m)
 		if err != nil {
@@ -100,6 +103,9 @@ func (n *Conn) ReadTable(family byte, name string, elems func(d *TableDump, s *S
 	ae.String(nftaSetTable, name)
 	if msgs, err = n.Dump(MsgGetSet, family, encode(ae)); err != nil {
 		return nil, fmt.Errorf("list sets of %s: %w", what, err)
+	}
+	if len(msgs) > 0 {
+		d.Sets = make([]Set, 0, len(msgs))
 	}
 	for _, m := range msgs {
 		s, err := DecodeSet(m)

@@ -10,6 +10,7 @@
 package statedir
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -304,10 +305,13 @@ func ReadRegular(f *os.File, path string, max int64) ([]byte, error) {
 	if st.Size > max {
 		return nil, fmt.Errorf("read %s: larger than %d bytes", path, max)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
+	// Read into a buffer of the file's size: io.ReadAll grows from 512
+	// bytes, copying, and a state file is read by every command.
+	buf := bytes.NewBuffer(make([]byte, 0, st.Size+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(f, max+1)); err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
+	data := buf.Bytes()
 	if int64(len(data)) > max {
 		return nil, fmt.Errorf("read %s: larger than %d bytes", path, max)
 	}
