@@ -73,8 +73,10 @@ func hasDecls(t *model.NftTable) bool {
 }
 
 // declKey is the compile key of a table's declarations: nft's version, the
-// family, every set and object as declared, elements included.
-func declKey(version string, t *model.NftTable) string {
+// family, every set and object as declared, elements included, and the
+// indexes of the links they name (an iface_index set's elements hold them:
+// a link made again gets another).
+func declKey(version string, t *model.NftTable, links map[string]int) string {
 	h := sha256.New()
 	w := func(parts ...string) {
 		for _, p := range parts {
@@ -92,6 +94,16 @@ func declKey(version string, t *model.NftTable) string {
 	}
 	for i := range t.Objects {
 		w("object", t.Objects[i].Name, t.Objects[i].Decl)
+	}
+	names := make([]string, 0, len(links))
+	for n := range links {
+		if nftcompile.DeclaresName(t, n) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		w("link", n, strconv.Itoa(links[n]))
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
@@ -164,7 +176,7 @@ func (e *Engine) resolveRules(desired, act *model.State) (map[model.NftTableKey]
 		}
 		tctx := nftcompile.TableContext(version, t, links)
 		if hasDecls(t) {
-			k := declKey(version, t)
+			k := declKey(version, t, links)
 			if cd := e.compiledDecls[k]; cd != nil {
 				for j := range t.Sets {
 					if t.Sets[j].Decl != "" {
@@ -200,7 +212,7 @@ func (e *Engine) resolveRules(desired, act *model.State) (map[model.NftTableKey]
 	}
 	for _, t := range graphContext(req) {
 		if _, ok := declKeys[t]; !ok && hasDecls(t) && !slices.Contains(req.Decls, t) {
-			declKeys[t] = declKey(version, t)
+			declKeys[t] = declKey(version, t, links)
 			req.Decls = append(req.Decls, t)
 		}
 	}
@@ -301,16 +313,22 @@ func nameByte(b byte) bool {
 }
 
 // compileWithout handles a compile nft refused (err) where the file declares
-// links the kernel does not have. A table whose refused rules and
-// declarations all name one of them waits (added to waiting); what nft took
-// of the others is set (Compiler.Compile) and remembered. When nft refused
-// anything else, that is the file's error, said as validate says it: from
-// a compile of the request with stand-ins for the missing links, whose
-// bytes are never used.
+// links the kernel does not have. The tables of the refused rules and
+// declarations wait (added to waiting) when the refusals came of those
+// links: each refused text names one, or the request compiles with
+// stand-ins for them (a rule of a set nft refused for its element is
+// refused too, and names no link); what nft took of the other tables is
+// set (Compiler.Compile) and remembered. Otherwise the file has an error
+// of its own, said as validate says it: from the compile with stand-ins,
+// whose bytes are never used.
 func (e *Engine) compileWithout(ctx context.Context, c nftcompile.Compiler, req *nftcompile.Request, memo map[string]*model.NftCompiled, missing []string, waiting map[*model.NftTable]string, err error) error {
 	why := map[*model.NftTable]string{}
+	var refused []*model.NftTable
 	other := false
 	note := func(t *model.NftTable, texts ...string) {
+		if !slices.Contains(refused, t) {
+			refused = append(refused, t)
+		}
 		for _, text := range texts {
 			if name := namedMissing(text, missing); name != "" {
 				if why[t] == "" {
@@ -342,14 +360,18 @@ func (e *Engine) compileWithout(ctx context.Context, c nftcompile.Compiler, req 
 		return err
 	}
 	if other {
-		again := &nftcompile.Request{Decls: req.Decls, Rules: req.Rules, Links: withStandIns(req.Links, missing)}
-		if aerr := c.Compile(ctx, again); aerr != nil {
+		restore := keepCompiled(req)
+		aerr := c.Compile(ctx, &nftcompile.Request{Decls: req.Decls, Rules: req.Rules, Links: withStandIns(req.Links, missing)})
+		restore()
+		if aerr != nil {
 			return aerr
 		}
-		return err
 	}
-	for t, w := range why {
-		waiting[t] = w
+	for _, t := range refused {
+		if why[t] == "" {
+			why[t] = waitingFor(strings.Join(missing, ", "))
+		}
+		waiting[t] = why[t]
 	}
 	for _, r := range req.Rules {
 		if r.Rule.Compiled != nil && waiting[r.Table] == "" {
@@ -357,6 +379,45 @@ func (e *Engine) compileWithout(ctx context.Context, c nftcompile.Compiler, req 
 		}
 	}
 	return nil
+}
+
+// keepCompiled saves what a compile sets on a request's rules and
+// declarations, and returns the function that puts it back.
+func keepCompiled(req *nftcompile.Request) (restore func()) {
+	type rule struct {
+		c  *model.NftCompiled
+		fp string
+	}
+	rules := make([]rule, len(req.Rules))
+	for i, r := range req.Rules {
+		rules[i] = rule{r.Rule.Compiled, r.Rule.Fingerprint}
+	}
+	var sets []*model.NftRawSet
+	var objs []*model.NftRawObj
+	for _, t := range req.Decls {
+		for i := range t.Sets {
+			sets = append(sets, t.Sets[i].Raw)
+		}
+		for i := range t.Objects {
+			objs = append(objs, t.Objects[i].Raw)
+		}
+	}
+	return func() {
+		for i, r := range req.Rules {
+			r.Rule.Compiled, r.Rule.Fingerprint = rules[i].c, rules[i].fp
+		}
+		si, oi := 0, 0
+		for _, t := range req.Decls {
+			for i := range t.Sets {
+				t.Sets[i].Raw = sets[si]
+				si++
+			}
+			for i := range t.Objects {
+				t.Objects[i].Raw = objs[oi]
+				oi++
+			}
+		}
+	}
 }
 
 // withStandIns returns links with an index for each of missing, above
