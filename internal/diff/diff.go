@@ -41,6 +41,15 @@ type Inputs struct {
 	// table that would be replaced gets no op. What is held is listed in
 	// Plan.Held; nil holds nothing.
 	MaxDisruption *Disruption
+	// Waiting are the nftables tables whose rules or declarations name a
+	// declared link the kernel does not have yet, with the reason: nft
+	// resolves such a name to the link's index when it compiles (iif,
+	// oif, an iface_index set's element...), so they can only be compiled
+	// once the link exists. A waiting table is left as it is, neither
+	// written nor deleted, and listed in Plan.Pending; Plan.Waiting names
+	// it, so that whoever applies the plan plans it again once the links
+	// are made.
+	Waiting map[model.NftTableKey]string
 }
 
 // held is what a plan leaves as it is for Inputs.MaxDisruption: links and
@@ -113,7 +122,7 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 
 // compute makes the plan; hold, when not nil, names what is held.
 func compute(desired, actual *model.State, in Inputs, hold *held) (*Plan, error) {
-	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{}, v6Flushed: map[string]bool{}, l3Moved: map[string]bool{},
+	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, waiting: in.Waiting, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{}, v6Flushed: map[string]bool{}, l3Moved: map[string]bool{},
 		linkGoes: map[string]bool{}, withLink: map[string][]Op{}, hold: hold}
 	c.plan.Ops = make([]Op, 0, sizeHint(desired, actual))
 	c.links()
@@ -148,6 +157,7 @@ func compute(desired, actual *model.State, in Inputs, hold *held) (*Plan, error)
 	c.warnings()
 	c.listHeld()
 	c.pending(in.Unallocated)
+	c.waitingTables()
 	if len(c.conflicts) > 0 {
 		return c.plan, c.conflicts
 	}
@@ -191,6 +201,9 @@ type computer struct {
 	deletes     []Op // rules, routes, addresses, fou: appended after every create
 	linkDeletes []Op
 	conflicts   Conflicts
+	// waiting are the tables left as they are until the links their rules
+	// name exist (Inputs.Waiting).
+	waiting map[model.NftTableKey]string
 	// recreated names links that are created or replaced by this plan: the
 	// kernel holds none of their addresses or routes afterwards.
 	recreated map[string]bool

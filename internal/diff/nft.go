@@ -164,6 +164,10 @@ func (c *computer) nft() {
 			// Held back (Inputs.MaxDisruption): left as it is.
 			continue
 		}
+		if c.waiting[w.Key()] != "" {
+			// Compiled once its links exist (waitingTables).
+			continue
+		}
 		switch {
 		case h == nil:
 			p.createTable(w, Create, "")
@@ -199,6 +203,32 @@ func (c *computer) nft() {
 		}
 	}
 	c.plan.Ops = p.appendTo(c.plan.Ops)
+}
+
+// waitingTables lists in Pending the declared tables left as they are until
+// the links their rules name exist (Inputs.Waiting), and names them in
+// Plan.Waiting: a create where the kernel has no such table, an update
+// where it has one (its rules hold the index of a link since deleted).
+func (c *computer) waitingTables() {
+	for i := range c.d.NFTables {
+		k := c.d.NFTables[i].Key()
+		why := c.waiting[k]
+		if why == "" {
+			continue
+		}
+		action := Create
+		for j := range c.a.NFTables {
+			if c.a.NFTables[j].Key() == k {
+				action = Update
+				break
+			}
+		}
+		if c.plan.Waiting == nil {
+			c.plan.Waiting = map[model.NftTableKey]string{}
+		}
+		c.plan.Waiting[k] = why
+		c.plan.Pending = append(c.plan.Pending, Op{Action: action, Kind: KindNftTable, ID: tableID(k), Table: k, Reason: why})
+	}
 }
 
 // nftStructural says why a table cannot be changed in place: a set's type or

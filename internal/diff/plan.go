@@ -206,7 +206,8 @@ type Plan struct {
 	// Ops are the operations apply runs, in order; only Compute adds to them.
 	Ops []Op `json:"ops"`
 	// Pending are shown with the plan and never applied: the pool
-	// addresses a dry run cannot name because apply allocates them. They
+	// addresses a dry run cannot name because apply allocates them, and
+	// the nftables tables that wait for a link (Waiting). They
 	// count in Summary (an apply will create them) and in Empty.
 	Pending []Op `json:"pending,omitempty"`
 	// Protocol is the ownership protocol routes and rules are written with.
@@ -229,6 +230,11 @@ type Plan struct {
 	// allocates no pool address for them, so that diff and apply leave out
 	// the same objects.
 	LeftOut map[string]bool `json:"-"`
+	// Waiting names the nftables tables the plan leaves as they are until
+	// the links their rules name exist (Inputs.Waiting), each shown in
+	// Pending: the engine's apply plans them again once the plan's links
+	// are made.
+	Waiting map[model.NftTableKey]string `json:"-"`
 }
 
 // Empty reports whether there is nothing to do.
@@ -247,13 +253,13 @@ func (p *Plan) Counts() map[Action]int {
 }
 
 // Select returns a plan of the operations of p that keep accepts, in the
-// same order, with p's protocol and masters to pin (the daemon holds back
+// same order, with p's protocol, masters to pin and waiting tables (the daemon holds back
 // the ops that wait for a retry). Pending entries are left out. keep is
 // called once per op, in order. When it keeps every op, the result shares
 // p's ops (a pass over 100k routes would otherwise hold two copies of its
 // plan while it applies): neither plan may change them.
 func (p *Plan) Select(keep func(op *Op) bool) *Plan {
-	out := &Plan{Protocol: p.Protocol, PinMTU: p.PinMTU}
+	out := &Plan{Protocol: p.Protocol, PinMTU: p.PinMTU, Waiting: p.Waiting}
 	copied := false
 	for i := range p.Ops {
 		switch {

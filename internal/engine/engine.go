@@ -73,6 +73,13 @@ type Engine struct {
 	// the peers' states now (FreezePeers).
 	lastUp map[string]map[model.Key]bool
 	frozen bool
+	// planned is what the last plan was made from: Apply plans from it
+	// again, once the plan's links are made, for the nftables tables it
+	// left waiting for them (diff.Plan.Waiting).
+	planned struct {
+		desired *model.State
+		in      diff.Inputs
+	}
 }
 
 // FreezePeers makes the plans that follow fill elements-from sets with the
@@ -482,6 +489,7 @@ func (e *Engine) Plan(desired *model.State) (*diff.Plan, error) {
 // plan is Plan with the inputs the pools prepared; it adds the WireGuard
 // peers' states.
 func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) {
+	e.planned.desired, e.planned.in = desired, in
 	last, created := e.prev, e.created
 	e.created = nil
 	prev, fresh := e.reuse(desired)
@@ -526,9 +534,11 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 		e.rot.mu.Unlock()
 	}
 	in.PeersUp = e.lastUp
-	if err := e.resolveRules(desired, act); err != nil {
+	waiting, err := e.resolveRules(desired, act)
+	if err != nil {
 		return nil, err
 	}
+	in.Waiting = waiting
 	in.MaxDisruption = e.MaxDisruption
 	plan, err := diff.ComputeWith(desired, act, in)
 	if plan == nil {
@@ -832,8 +842,42 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 			herr = errors.Join(herr, err)
 		}
 	}
+	if len(plan.Waiting) > 0 && ctx.Err() == nil {
+		herr = errors.Join(herr, e.applyWaiting(ctx, plan, res))
+	}
 	if herr != nil {
 		return res, herr
 	}
 	return res, nil
+}
+
+// applyWaiting plans again, now that the plan's links are made, and applies
+// the ops of the nftables tables the plan left waiting for them, adding
+// what it did to res: one apply converges, the links first, then the rules
+// that name them. A table whose link is still missing (its create failed)
+// waits again, and the next plan shows it. Conflicts were the first plan's
+// to report; only the waiting tables' ops are taken from this one.
+func (e *Engine) applyWaiting(ctx context.Context, plan *diff.Plan, res *apply.Result) error {
+	desired, in := e.planned.desired, e.planned.in
+	if desired == nil {
+		return nil
+	}
+	// The sets fed by peers hold what the first plan wrote: a handshake
+	// meanwhile is the next pass's input.
+	thaw := e.FreezePeers()
+	again, err := e.plan(desired, in)
+	thaw()
+	var conflicts diff.Conflicts
+	if again == nil || err != nil && !errors.As(err, &conflicts) {
+		return fmt.Errorf("plan the nftables tables that waited for their links: %w", err)
+	}
+	waited := again.Select(func(op *diff.Op) bool { return op.Kind.IsNft() && plan.Waiting[op.Table] != "" })
+	waited.Waiting = nil
+	if len(waited.Ops) == 0 {
+		return nil
+	}
+	more, err := e.Apply(ctx, waited)
+	res.Done = append(res.Done, more.Done...)
+	res.Failed = append(res.Failed, more.Failed...)
+	return err
 }

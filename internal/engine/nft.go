@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -79,8 +82,10 @@ func hasDecls(t *model.NftTable) bool {
 }
 
 // declKey is the compile key of a table's declarations: nft's version, the
-// family, every set and object as declared, elements included.
-func declKey(version string, t *model.NftTable) string {
+// family, every set and object as declared, elements included, and the
+// indexes of the links they name (an iface_index set's elements hold them:
+// a link made again gets another).
+func declKey(version string, t *model.NftTable, links map[string]int) string {
 	h := sha256.New()
 	w := func(parts ...string) {
 		for _, p := range parts {
@@ -98,6 +103,16 @@ func declKey(version string, t *model.NftTable) string {
 	}
 	for i := range t.Objects {
 		w("object", t.Objects[i].Name, t.Objects[i].Decl)
+	}
+	names := make([]string, 0, len(links))
+	for n := range links {
+		if nftcompile.DeclaresName(t, n) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		w("link", n, strconv.Itoa(links[n]))
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
@@ -126,19 +141,24 @@ func linkIndexes(act *model.State) map[string]int {
 // text compiles to: no nft needed), or by compiling with nft the rules the
 // kernel does not hold. The sets and objects nft declares are compiled
 // with them (or taken from the memo). A rule nft refuses fails the plan
-// with nft's error at the rule's place in the file.
-func (e *Engine) resolveRules(desired, act *model.State) error {
+// with nft's error at the rule's place in the file, but for the tables it
+// returns, with the reason each waits: those whose rules nft could not
+// compile because they name a declared link the kernel does not have yet
+// (waitingFor), and the plan leaves as they are until it is made.
+func (e *Engine) resolveRules(desired, act *model.State) (map[model.NftTableKey]string, error) {
 	if !hasRules(desired) {
-		return nil
+		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), compileTimeout)
 	defer cancel()
 	c := e.compiler()
 	version, err := e.nftVersion(ctx, c)
 	if err != nil {
-		return fmt.Errorf("nftables rules: %w", err)
+		return nil, fmt.Errorf("nftables rules: %w", err)
 	}
 	links := linkIndexes(act)
+	missing := missingLinks(desired, links)
+	waiting := map[*model.NftTable]string{}
 	intact := map[model.NftTableKey]map[string]string{}
 	for i := range act.NFTables {
 		t := &act.NFTables[i]
@@ -163,9 +183,13 @@ func (e *Engine) resolveRules(desired, act *model.State) error {
 	e.ruleKeys.Begin(n)
 	for i := range desired.NFTables {
 		t := &desired.NFTables[i]
+		if why := deviceWaits(t, missing); why != "" {
+			waiting[t] = why
+			continue
+		}
 		tctx := nftcompile.TableContext(version, t, links)
 		if hasDecls(t) {
-			k := declKey(version, t)
+			k := declKey(version, t, links)
 			if cd := e.compiledDecls[k]; cd != nil {
 				for j := range t.Sets {
 					if t.Sets[j].Decl != "" {
@@ -201,12 +225,22 @@ func (e *Engine) resolveRules(desired, act *model.State) error {
 	}
 	for _, t := range graphContext(req) {
 		if _, ok := declKeys[t]; !ok && hasDecls(t) && !slices.Contains(req.Decls, t) {
-			declKeys[t] = declKey(version, t)
+			declKeys[t] = declKey(version, t, links)
 			req.Decls = append(req.Decls, t)
 		}
 	}
-	if err := e.compile(ctx, c, req, memo); err != nil {
-		return err
+	err = e.compile(ctx, c, req, memo)
+	var refused nftcompile.Errors
+	if errors.As(err, &refused) && len(missing) > 0 {
+		if err = e.compileWithout(ctx, c, req, memo, missing, waiting, err); err != nil {
+			return nil, err
+		}
+		for t := range waiting {
+			delete(declKeys, t)
+		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	for t, k := range declKeys {
 		cd := &compiledDecls{sets: map[string]*model.NftRawSet{}, objs: map[string]*model.NftRawObj{}}
@@ -223,7 +257,201 @@ func (e *Engine) resolveRules(desired, act *model.State) error {
 	// Only this pass's keys are remembered: a daemon's memo follows the
 	// file instead of growing with every text it ever held.
 	e.compiled, e.compiledDecls = memo, declMemo
+	if len(waiting) == 0 {
+		return nil, nil
+	}
+	out := make(map[model.NftTableKey]string, len(waiting))
+	for t, why := range waiting {
+		out[t.Key()] = why
+	}
+	return out, nil
+}
+
+// missingLinks are the links the file declares that the kernel does not
+// have (links: the kernel's, by name): nft resolves a link's name to its
+// index when it compiles iif, oif, meta iif and oif, fib's oif, an
+// iface_index set's elements, fwd and dup, and refuses a name no link has.
+// Such a rule can only be compiled once the plan has made its link.
+func missingLinks(desired *model.State, links map[string]int) []string {
+	var out []string
+	for name := range desired.Links {
+		if _, ok := links[name]; !ok {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// waitingFor is why a table waits for the first of missing its text names.
+func waitingFor(name string) string {
+	return fmt.Sprintf("waits for link %s, which its rules name: compiled once the link exists", name)
+}
+
+// deviceWaits says why a table waits when a netdev chain of it hooks a
+// declared link the kernel does not have yet (before 6.16 the kernel
+// refuses such a chain; the wait costs nothing where it takes it).
+func deviceWaits(t *model.NftTable, missing []string) string {
+	for i := range t.Chains {
+		if d := t.Chains[i].Device; d != "" && slices.Contains(missing, d) {
+			return waitingFor(d)
+		}
+	}
+	return ""
+}
+
+// namedMissing returns the first of missing that text names as a word of
+// its own (a link name's characters on neither side), or "".
+func namedMissing(text string, missing []string) string {
+	for _, name := range missing {
+		for i := 0; ; {
+			j := strings.Index(text[i:], name)
+			if j < 0 {
+				break
+			}
+			j += i
+			end := j + len(name)
+			if (j == 0 || !nameByte(text[j-1])) && (end == len(text) || !nameByte(text[end])) {
+				return name
+			}
+			i = j + 1
+		}
+	}
+	return ""
+}
+
+// nameByte reports whether b may continue a link's name in nft's text.
+func nameByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '-' || b == '.'
+}
+
+// compileWithout handles a compile nft refused (err) where the file declares
+// links the kernel does not have. The tables of the refused rules and
+// declarations wait (added to waiting) when the refusals came of those
+// links: each refused text names one, or the request compiles with
+// stand-ins for them (a rule of a set nft refused for its element is
+// refused too, and names no link); what nft took of the other tables is
+// set (Compiler.Compile) and remembered. Otherwise the file has an error
+// of its own, said as validate says it: from the compile with stand-ins,
+// whose bytes are never used.
+func (e *Engine) compileWithout(ctx context.Context, c nftcompile.Compiler, req *nftcompile.Request, memo map[string]*model.NftCompiled, missing []string, waiting map[*model.NftTable]string, err error) error {
+	why := map[*model.NftTable]string{}
+	var refused []*model.NftTable
+	other := false
+	note := func(t *model.NftTable, texts ...string) {
+		if !slices.Contains(refused, t) {
+			refused = append(refused, t)
+		}
+		for _, text := range texts {
+			if name := namedMissing(text, missing); name != "" {
+				if why[t] == "" {
+					why[t] = waitingFor(name)
+				}
+				return
+			}
+		}
+		other = true
+	}
+	for _, r := range req.Rules {
+		if r.Rule.Compiled == nil {
+			note(r.Table, r.Rule.Text)
+		}
+	}
+	for _, t := range req.Decls {
+		for i := range t.Sets {
+			if s := &t.Sets[i]; s.Decl != "" && s.Raw == nil {
+				note(t, append([]string{s.Decl}, s.ElemTexts...)...)
+			}
+		}
+		for i := range t.Objects {
+			if o := &t.Objects[i]; o.Raw == nil {
+				note(t, o.Decl)
+			}
+		}
+	}
+	if len(why) == 0 {
+		return err
+	}
+	if other {
+		restore := keepCompiled(req)
+		aerr := c.Compile(ctx, &nftcompile.Request{Decls: req.Decls, Rules: req.Rules, Links: withStandIns(req.Links, missing)})
+		restore()
+		if aerr != nil {
+			return aerr
+		}
+	}
+	for _, t := range refused {
+		if why[t] == "" {
+			why[t] = waitingFor(strings.Join(missing, ", "))
+		}
+		waiting[t] = why[t]
+	}
+	for _, r := range req.Rules {
+		if r.Rule.Compiled != nil && waiting[r.Table] == "" {
+			memo[r.Rule.Key] = r.Rule.Compiled
+		}
+	}
 	return nil
+}
+
+// keepCompiled saves what a compile sets on a request's rules and
+// declarations, and returns the function that puts it back.
+func keepCompiled(req *nftcompile.Request) (restore func()) {
+	type rule struct {
+		c  *model.NftCompiled
+		fp string
+	}
+	rules := make([]rule, len(req.Rules))
+	for i, r := range req.Rules {
+		rules[i] = rule{r.Rule.Compiled, r.Rule.Fingerprint}
+	}
+	var sets []*model.NftRawSet
+	var objs []*model.NftRawObj
+	for _, t := range req.Decls {
+		for i := range t.Sets {
+			sets = append(sets, t.Sets[i].Raw)
+		}
+		for i := range t.Objects {
+			objs = append(objs, t.Objects[i].Raw)
+		}
+	}
+	return func() {
+		for i, r := range req.Rules {
+			r.Rule.Compiled, r.Rule.Fingerprint = rules[i].c, rules[i].fp
+		}
+		si, oi := 0, 0
+		for _, t := range req.Decls {
+			for i := range t.Sets {
+				t.Sets[i].Raw = sets[si]
+				si++
+			}
+			for i := range t.Objects {
+				t.Objects[i].Raw = objs[oi]
+				oi++
+			}
+		}
+	}
+}
+
+// withStandIns returns links with an index for each of missing, above
+// every other: a name nft can resolve where only what it makes of the
+// rest matters.
+func withStandIns(links map[string]int, missing []string) map[string]int {
+	next := 0
+	for _, idx := range links {
+		next = max(next, idx)
+	}
+	out := maps.Clone(links)
+	if out == nil {
+		out = map[string]int{}
+	}
+	for _, name := range missing {
+		if _, ok := out[name]; !ok {
+			next++
+			out[name] = next
+		}
+	}
+	return out
 }
 
 // nftVersion is the compiler's version; nft's is kept in the state
@@ -396,10 +624,17 @@ func jumps(t *model.NftTable) bool {
 // CompileAll compiles every rule of a configuration with c (nil: the
 // default), as validate does: nothing is taken from a kernel, every rule
 // goes through nft. links are the names and indexes of the links rules may
-// name (iif, oif). nft's refusals come back as an nftcompile.Errors.
+// name (iif, oif); a link the file declares that is not among them compiles
+// against a stand-in index, above the others': the apply makes it before it
+// compiles the rules that name it (resolveRules), so only a name neither
+// declared nor there is nft's error. nft's refusals come back as an
+// nftcompile.Errors.
 func CompileAll(ctx context.Context, c nftcompile.Compiler, desired *model.State, links map[string]int) error {
 	if !hasRules(desired) {
 		return nil
+	}
+	if missing := missingLinks(desired, links); len(missing) > 0 {
+		links = withStandIns(links, missing)
 	}
 	if c == nil {
 		c = DefaultCompiler

@@ -234,7 +234,7 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 			return fmt.Errorf("compile nftables rules: nft still refused some after %d runs", maxRuns)
 		}
 		s, chains := build(rules, pending, decls, c.renamed, c.alone)
-		in := &helperIn{Nft: c.n.path(), Scripts: s.texts(), Links: usedLinks(rules, pending, c.req.Links)}
+		in := &helperIn{Nft: c.n.path(), Scripts: s.texts(), Links: usedLinks(rules, pending, decls, c.req.Links)}
 		for ti, t := range s.tables {
 			in.Tables = append(in.Tables, helperTable{t.Family, tableName(ti)})
 		}
@@ -412,7 +412,7 @@ func (c *compiling) judgeAlone(ctx context.Context, suspects []int, drop map[int
 		return fmt.Errorf("compile nftables rules: nft still refused some after %d runs", maxRuns)
 	}
 	rules := c.req.Rules
-	in := &helperIn{Nft: c.n.path(), Links: usedLinks(rules, suspects, c.req.Links)}
+	in := &helperIn{Nft: c.n.path(), Links: usedLinks(rules, suspects, nil, c.req.Links)}
 	var prefixes []int
 	for _, i := range suspects {
 		s := &script{renamed: c.renamed}
@@ -713,23 +713,53 @@ func implicitSet(r *nftwire.Rule, d *nftwire.TableDump, t *model.NftTable) strin
 	return ""
 }
 
-// usedLinks returns the links whose names the pending rules' texts hold.
-// The loopback link is in every namespace, with index 1.
-func usedLinks(rules []Rule, pending []int, links map[string]int) []helperLink {
+// usedLinks returns the links whose names the pending rules' texts hold,
+// or the declarations of their tables and of decls, which the script
+// declares with them (an iface_index set's elements name links too, a
+// netdev chain its device). The loopback link is in every namespace, with
+// index 1.
+func usedLinks(rules []Rule, pending []int, decls []*model.NftTable, links map[string]int) []helperLink {
+	tables := slices.Clone(decls)
+	for _, i := range pending {
+		if !slices.Contains(tables, rules[i].Table) {
+			tables = append(tables, rules[i].Table)
+		}
+	}
 	var out []helperLink
 	for name, idx := range links {
 		if name == "lo" && idx == 1 {
 			continue
 		}
-		for _, i := range pending {
-			if strings.Contains(rules[i].Rule.Text, name) {
-				out = append(out, helperLink{Name: name, Index: idx})
-				break
-			}
+		used := slices.ContainsFunc(pending, func(i int) bool { return strings.Contains(rules[i].Rule.Text, name) }) ||
+			slices.ContainsFunc(tables, func(t *model.NftTable) bool { return DeclaresName(t, name) })
+		if used {
+			out = append(out, helperLink{Name: name, Index: idx})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
 	return out
+}
+
+// DeclaresName reports whether a table's declarations hold a name: a set's
+// declaration or elements, an object's, a chain's device.
+func DeclaresName(t *model.NftTable, name string) bool {
+	for i := range t.Sets {
+		s := &t.Sets[i]
+		if strings.Contains(s.Decl, name) || slices.ContainsFunc(s.ElemTexts, func(e string) bool { return strings.Contains(e, name) }) {
+			return true
+		}
+	}
+	for i := range t.Objects {
+		if strings.Contains(t.Objects[i].Decl, name) {
+			return true
+		}
+	}
+	for i := range t.Chains {
+		if t.Chains[i].Device == name {
+			return true
+		}
+	}
+	return false
 }
 
 // framer lays parts out for a hash, each after its length, so that no two
