@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -43,5 +44,43 @@ func TestWalkFindingIPv6NoPrefixRouteChangesInPlace(t *testing.T) {
 			t.Errorf("step %d: prefix route present %v, want %v", i, got, c.route)
 		}
 		e.converged(c.file)
+	}
+}
+
+// A macvlan planned on a parent the kernel will not give it, for links
+// someone else made there, was a plain create, and apply failed with a bare
+// "invalid argument" (or "device or resource busy"): a passthru macvlan
+// beside another macvlan, a macvlan beside a passthru one, and an ipvlan
+// and a macvlan on one parent. diff and apply report each as a conflict
+// now, naming the links in the way, and apply writes nothing. Found by an
+// adversarial review.
+func TestWalkFindingMACVlanOnAParentSomeoneElseHolds(t *testing.T) {
+	for _, c := range []struct {
+		name, foreign, mine string
+	}{
+		{"passthru beside a vepa macvlan", "fm link e11 type macvlan mode vepa", "{kind: macvlan, macvlan: {parent: e11, mode: passthru}}"},
+		{"bridge beside a passthru macvlan", "fm link e11 type macvlan mode passthru", "{kind: macvlan, macvlan: {parent: e11, mode: bridge}}"},
+		{"macvlan beside an ipvlan", "fm link e11 type ipvlan mode l2", "{kind: macvlan, macvlan: {parent: e11}}"},
+		{"ipvlan beside a macvlan", "fm link e11 type macvlan mode bridge", "{kind: ipvlan, ipvlan: {parent: e11}}"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.ip("link", "add", "e11", "type", "veth", "peer", "name", "e11p")
+			if out, err := exec.Command("ip", append([]string{"-n", e.ns, "link", "add"}, strings.Fields(c.foreign)...)...).CombinedOutput(); err != nil {
+				if strings.Contains(string(out), "Unknown device type") {
+					t.Skipf("this kernel has no %s (the guest's has)", strings.Fields(c.foreign)[4])
+				}
+				t.Fatalf("ip link add %s: %v: %s", c.foreign, err, out)
+			}
+			f := e.file("a.yaml", "version: 1\nlinks:\n  e11: {kind: device}\n  pt: "+c.mine+"\n")
+			before := e.links()
+			for _, cmd := range []string{"diff", "apply"} {
+				r := e.cli(cmd, "-c", f)
+				if r.Code != 1 || !strings.Contains(r.Stderr, "link pt cannot be made on e11") || !strings.Contains(r.Stderr, "[fm (") {
+					t.Errorf("%s: exit %d, want 1 with the conflict naming fm\n%s%s", cmd, r.Code, r.Stdout, r.Stderr)
+				}
+			}
+			check(t, "links after the apply", e.links(), before)
+		})
 	}
 }
