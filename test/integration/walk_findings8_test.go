@@ -84,3 +84,35 @@ func TestWalkFindingMACVlanOnAParentSomeoneElseHolds(t *testing.T) {
 		})
 	}
 }
+
+// A route of the file that is one the kernel makes for a declared address
+// (its prefix route, its local route, an IPv4 subnet's broadcast route)
+// validated: apply failed on it (EEXIST, the kernel's route in its place)
+// and every later run reported a conflict. validate refuses it now, saying
+// whose route it is; the same routes under another metric, or the prefix
+// route of an address with noprefixroute, apply and converge. Found by an
+// adversarial review.
+func TestWalkFindingRouteTheKernelMakesForAnAddress(t *testing.T) {
+	e := newEnv(t)
+	links := "version: 1\nlinks:\n  b21: {kind: bridge, addresses: [10.21.0.1/24, \"2001:db8:21::1/64\", {address: 10.23.0.1/24, noprefixroute: true}]}\n"
+	vrf := "  v21: {kind: vrf, vrf: {table: 21}, addresses: [10.24.0.1/24]}\n"
+	for _, route := range []string{
+		"{to: 10.21.0.0/24, dev: b21, scope: link, src: 10.21.0.1}",
+		"{to: 10.21.0.1/32, type: local, dev: b21, table: local}",
+		"{to: 10.21.0.255/32, dev: b21, table: local}",
+		"{to: \"2001:db8:21::/64\", dev: b21, metric: 256}",
+		"{to: 10.24.0.0/24, dev: v21, table: 21}",
+		"{to: 10.24.0.1/32, type: local, dev: v21, table: 21}",
+	} {
+		f := e.file("bad.yaml", links+vrf+"routes:\n  - "+route+"\n")
+		if r := e.cli("validate", "-c", f); r.Code == 0 || !strings.Contains(r.Stderr, "the kernel makes for address") {
+			t.Errorf("validate %s: exit %d, want it refused as the kernel's route\n%s%s", route, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	f := e.file("good.yaml", links+"routes:\n"+
+		"  - {to: 10.21.0.0/24, dev: b21, scope: link, src: 10.21.0.1, metric: 10}\n"+
+		"  - {to: 10.23.0.0/24, dev: b21, scope: link, src: 10.23.0.1}\n"+
+		"  - {to: \"2001:db8:21::/64\", dev: b21}\n")
+	e.apply(f)
+	e.converged(f)
+}
