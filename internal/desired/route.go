@@ -182,7 +182,7 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 			// What `ip route add ... dev X` does: a route without a gateway is on-link.
 			r.Scope = model.ScopeLink
 		}
-		if len(rc.NextHops) > 0 {
+		if len(rc.NextHops) > 0 || rc.has("nexthops") {
 			if !b.nextHops(rc, &r, path) {
 				continue
 			}
@@ -278,6 +278,10 @@ func (b *builder) devName(name string) string {
 // nextHops checks a multipath route's next hops and puts them in r; false
 // when the route is not to be kept.
 func (b *builder) nextHops(rc *routeConf, r *model.Route, path func(string) string) bool {
+	if len(rc.NextHops) == 0 {
+		b.errs.add(rc.at("nexthops"), path(".nexthops"), "is empty; remove it (via and dev on the route give one path) or list two or more next hops")
+		return false
+	}
 	ok := true
 	if rc.Via != nil || rc.Dev != "" {
 		b.errs.add(rc.at("nexthops"), path(".nexthops"), "a route with nexthops takes neither via nor dev of its own; give them in each next hop")
