@@ -42,7 +42,7 @@ type builder struct {
 	// kernelRoutes are the routes the kernel makes for the file's static
 	// addresses, by identity (kernelRouteOf).
 	kernelRoutes map[model.RouteKey]kernelRoute
-	wgKnown  *string
+	wgKnown      *string
 	// ipvlanOn holds the first ipvlan (in name order) on each parent.
 	ipvlanOn map[string]ipvlanAt
 	// origins makes the Origin of routes and addresses.
