@@ -39,7 +39,10 @@ type builder struct {
 	ipvlanParents map[string]string
 	// srcLinks maps each static address to its link (vrfOfSource).
 	srcLinks map[netip.Addr]string
-	wgKnown  *string
+	// kernelRoutes are the routes the kernel makes for the file's static
+	// addresses, by identity (kernelRouteOf).
+	kernelRoutes map[model.RouteKey]kernelRoute
+	wgKnown      *string
 	// ipvlanOn holds the first ipvlan (in name order) on each parent.
 	ipvlanOn map[string]ipvlanAt
 	// origins makes the Origin of routes and addresses.

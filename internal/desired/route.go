@@ -182,7 +182,7 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 			// What `ip route add ... dev X` does: a route without a gateway is on-link.
 			r.Scope = model.ScopeLink
 		}
-		if len(rc.NextHops) > 0 {
+		if len(rc.NextHops) > 0 || rc.has("nexthops") {
 			if !b.nextHops(rc, &r, path) {
 				continue
 			}
@@ -241,6 +241,14 @@ func (b *builder) route(rp routePath, rc *routeConf) {
 			// route's and read as declared twice.
 			continue
 		}
+		if kr, ok := b.kernelRouteOf(r.Key()); ok {
+			fix := "remove it from the file, or give it another metric"
+			if kr.what == "prefix route" {
+				fix += ", or give the address noprefixroute: true and declare the route yourself"
+			}
+			b.errs.add(rc.Pos, path(""), "route %s is the %s the kernel makes for address %s of link %s: the kernel adds it with the address (protocol kernel) and refuses another with its identity (table, destination, tos and metric); %s", r.Key(), kr.what, kr.addr, kr.link, fix)
+			continue
+		}
 		if prev, dup := b.routeAt.find(b.st.Routes, r.Key()); dup {
 			b.errs.add(rc.Pos, path(""), "route %s is declared twice (first at %s); a route is identified by table, destination, tos and metric", r.Key(), b.st.Routes[prev].Origin)
 			continue
@@ -270,6 +278,10 @@ func (b *builder) devName(name string) string {
 // nextHops checks a multipath route's next hops and puts them in r; false
 // when the route is not to be kept.
 func (b *builder) nextHops(rc *routeConf, r *model.Route, path func(string) string) bool {
+	if len(rc.NextHops) == 0 {
+		b.errs.add(rc.at("nexthops"), path(".nexthops"), "is empty; remove it (via and dev on the route give one path) or list two or more next hops")
+		return false
+	}
 	ok := true
 	if rc.Via != nil || rc.Dev != "" {
 		b.errs.add(rc.at("nexthops"), path(".nexthops"), "a route with nexthops takes neither via nor dev of its own; give them in each next hop")
@@ -448,6 +460,64 @@ func (b *builder) vrfOfSource(src netip.Addr) (link, vrf string, table int, ok b
 		return "", "", 0, false
 	}
 	return link, vrf, int(lc.VRF.Table), true
+}
+
+// kernelRoute is a route the kernel makes for an address: which one
+// (prefix route, local route, broadcast route), and for what.
+type kernelRoute struct {
+	what, link string
+	addr       netip.Prefix
+}
+
+// kernelRouteOf finds the route with identity k among those the kernel
+// makes for the file's static addresses (fib_add_ifaddr, addrconf): for an
+// IPv4 address its local route (table local, or its VRF's), its prefix
+// route (table main or its VRF's, the peer's prefix for a point-to-point
+// address; none for a /32 without a peer, nor with noprefixroute) and the
+// broadcast route of a subnet below /31; for an IPv6 address its prefix
+// route (metric 256, with a point-to-point address's to its peer). The index is made on the first route.
+func (b *builder) kernelRouteOf(k model.RouteKey) (kernelRoute, bool) {
+	if b.kernelRoutes == nil {
+		b.kernelRoutes = map[model.RouteKey]kernelRoute{}
+		put := func(what string, a *model.Address, dst netip.Prefix, table, metric uint32) {
+			key := model.RouteKey{Dst: dst, Table: table, Metric: metric}
+			if _, ok := b.kernelRoutes[key]; !ok {
+				b.kernelRoutes[key] = kernelRoute{what, a.Link, a.Prefix}
+			}
+		}
+		for i := range b.st.Addresses {
+			a := &b.st.Addresses[i]
+			local, main := uint32(model.TableLocal), uint32(model.TableMain)
+			if vrf := b.vrfOfLink(a.Link); vrf != "" && b.links[vrf].VRF != nil {
+				local, main = b.links[vrf].VRF.Table, b.links[vrf].VRF.Table
+			}
+			ip := a.Prefix.Addr()
+			subnet := a.Prefix.Masked()
+			if a.Peer.IsValid() {
+				subnet = a.Peer.Masked()
+			}
+			if ip.Is4() {
+				put("local route", a, netip.PrefixFrom(ip, 32), local, 0)
+				if !a.NoPrefixRoute && (subnet.Addr() != ip || subnet.Bits() < 32) {
+					put("prefix route", a, subnet, main, 0)
+				}
+				if subnet.Bits() < 31 {
+					put("broadcast route", a, netip.PrefixFrom(lastAddr(subnet), 32), local, 0)
+				}
+				continue
+			}
+			// The IPv6 local route has metric 0, which no route of the
+			// file has (it is taken as 1024): it cannot be declared.
+			if !a.NoPrefixRoute {
+				put("prefix route", a, a.Prefix.Masked(), main, model.IPv6KernelPrefixMetric)
+				if a.Peer.IsValid() {
+					put("prefix route", a, netip.PrefixFrom(a.Peer.Addr(), 128), main, model.IPv6KernelPrefixMetric)
+				}
+			}
+		}
+	}
+	kr, ok := b.kernelRoutes[k]
+	return kr, ok
 }
 
 // notUnicastGateway says why the kernel's local table gives the IPv4

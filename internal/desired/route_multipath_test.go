@@ -21,6 +21,11 @@ func TestMultipathRouteErrors(t *testing.T) {
 		routes: "  - {to: 10.1.0.0/16, nexthops: [{via: 10.0.0.1}]}\n",
 		want:   "f.yaml:7:33: routes[0].nexthops: expected two or more next hops, found 1; for one path give via and dev on the route",
 	}, {
+		// An adversarial review: an empty list validated, beside a via.
+		name:   "an empty list",
+		routes: "  - {to: 10.0.0.0/8, via: 1.1.1.1, nexthops: []}\n",
+		want:   "f.yaml:7:46: routes[0].nexthops: is empty; remove it (via and dev on the route give one path) or list two or more next hops",
+	}, {
 		name:   "with a top-level via",
 		routes: "  - {to: 10.1.0.0/16, via: 10.0.0.9, nexthops: [{via: 10.0.0.1}, {via: 10.0.1.1}]}\n",
 		want:   "f.yaml:7:48: routes[0].nexthops: a route with nexthops takes neither via nor dev of its own; give them in each next hop",

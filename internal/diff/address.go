@@ -65,7 +65,7 @@ func (c *computer) addresses() {
 			delete(have6, linkAddr{w.Link, w.Prefix.Addr()})
 			want[h6.Key()] = true // changed here, not stale
 			ch := append([]Change{{"prefix-length", strconv.Itoa(h6.Prefix.Bits()), strconv.Itoa(w.Prefix.Bits())}}, addressChanges(w, h6)...)
-			creates = append(creates, Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h6})
+			creates = append(creates, Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h6, Reason: replaceReason(w)})
 			continue
 		}
 		switch {
@@ -85,12 +85,29 @@ func (c *computer) addresses() {
 				scopeEarly = append(scopeEarly, Op{Action: Delete, Kind: KindAddress, ID: h.Key().String(), Reason: "its subnet changes scope", Address: h, Promote: c.promotes(h)})
 				creates = append(creates, Op{Action: Create, Kind: KindAddress, ID: w.Key().String(), Summary: addressSummary(w), Address: w})
 			} else if len(ch) == 0 && c.a.AddressProtocols && h.Protocol == 0 && c.d.Protocol != 0 {
+				u := *w
+				u.KeptFlags = h.KeptFlags
 				creates = append(creates, Op{Action: Update, Kind: KindAddress, ID: w.Key().String(), Reason: "stamped as ours",
-					Changes: []Change{{"protocol", "none", strconv.Itoa(c.d.Protocol)}}, Address: w})
+					Changes: []Change{{"protocol", "none", strconv.Itoa(c.d.Protocol)}}, Address: &u})
+			} else if len(ch) > 0 && changesInPlace(w, ch) {
+				// NLM_F_REPLACE sets an IPv6 address's flags where it is
+				// (inet6_addr_modify, which adds or removes the prefix
+				// route with noprefixroute): a delete and add would send
+				// it through duplicate address detection again, tentative
+				// and unusable as a source meanwhile.
+				if c.a.AddressProtocols && h.Protocol == 0 && c.d.Protocol != 0 {
+					ch = append(ch, Change{"protocol", "none", strconv.Itoa(c.d.Protocol)})
+				}
+				u := *w
+				u.KeptFlags = h.KeptFlags
+				creates = append(creates, Op{Action: Update, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: &u, Old: h})
 			} else if len(ch) > 0 {
-				// The kernel keeps scope and peer at creation: NLM_F_REPLACE
-				// on an address only refreshes lifetimes.
-				op := Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h, Promote: c.promotes(h)}
+				// The kernel keeps scope and peer at creation, and an IPv4
+				// address's flags: NLM_F_REPLACE on an IPv4 address only
+				// refreshes lifetimes. An IPv6 address's peer changed in
+				// place would keep the route to the old peer.
+				op := Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h, Promote: c.promotes(h),
+					Reason: replaceReason(w)}
 				// Replacing a link's only IPv4 address deletes it first,
 				// which flushes the link's IPv4 routes (as in lastIPv4).
 				// It goes before the creates: a new IPv4 address added on
@@ -278,6 +295,30 @@ func addressChanges(w, h *model.Address) []Change {
 		ch = append(ch, Change{"noprefixroute", boolStr(h.NoPrefixRoute), boolStr(w.NoPrefixRoute)})
 	}
 	return ch
+}
+
+// changesInPlace reports whether the kernel takes the changes ch of the
+// address w where it is: an IPv6 address's noprefixroute.
+func changesInPlace(w *model.Address, ch []Change) bool {
+	if !w.Prefix.Addr().Is6() {
+		return false
+	}
+	for _, c := range ch {
+		if c.Field != "noprefixroute" {
+			return false
+		}
+	}
+	return true
+}
+
+// replaceReason says what a replace of the address w costs: it is deleted
+// and added again, and an IPv6 one is tentative until duplicate address
+// detection passes again.
+func replaceReason(w *model.Address) string {
+	if w.Prefix.Addr().Is6() {
+		return "deleted and added again: tentative until duplicate address detection passes"
+	}
+	return "deleted and added again"
 }
 
 // addressSummary lists what an address has beyond its identity.

@@ -343,7 +343,7 @@ func TestReplaceOnlyWhereForced(t *testing.T) {
 		file:   "links:\n  br0: {kind: bridge, addresses: [{address: 10.0.0.1/32, scope: host}]}\n",
 		kernel: newKernel().link(model.Link{Name: "br0", Kind: model.KindBridge, Owned: true, Up: true}).addr("br0", "10.0.0.1/32", 0),
 		plan: `
-± address 10.0.0.1/32 dev br0
+± address 10.0.0.1/32 dev br0: deleted and added again
     scope: global -> host
 `,
 	}, {

@@ -30,7 +30,7 @@ func (c *computer) links() {
 				updates = append(updates, Op{Action: Update, Kind: KindLink, ID: name, Changes: ch, Link: want, LinkFields: f})
 			}
 		case !exists:
-			if c.foreignIPVlanMode(want) {
+			if c.foreignOnParent(want) {
 				continue
 			}
 			op := Op{Action: Create, Kind: KindLink, ID: name, Summary: linkSummary(want), Link: want}
@@ -64,7 +64,7 @@ func (c *computer) links() {
 			c.blockLink(name)
 			c.conflict("link %s exists as kind %s, not %s; only a link of the same kind can be adopted", name, have.Kind, want.Kind)
 		case have.Kind != want.Kind:
-			if c.foreignChildren(name) || c.foreignIPVlanMode(want) {
+			if c.foreignChildren(name) || c.foreignOnParent(want) {
 				continue
 			}
 			c.recreated[name] = true
@@ -79,7 +79,7 @@ func (c *computer) links() {
 					c.conflict("link %s is adopted, not created by netreconcile, and its %s cannot change in place; recreate it yourself or keep its settings", name, reason)
 					continue
 				}
-				if c.foreignChildren(name) || c.foreignIPVlanMode(want) {
+				if c.foreignChildren(name) || c.foreignOnParent(want) {
 					continue
 				}
 				c.recreated[name] = true
@@ -804,6 +804,55 @@ func (c *computer) foreignChildren(name string) bool {
 	if len(ports) > 0 {
 		c.conflict("link %s cannot be deleted or recreated: the kernel would release %v from it, which netreconcile did not enslave; release them first or keep %s as it is", name, ports, name)
 	}
+	return true
+}
+
+// foreignOnParent reports (as a conflict) the links netreconcile neither
+// made nor declares on the parent of the ipvlan or macvlan want that make
+// the kernel refuse want, or that want would change.
+func (c *computer) foreignOnParent(want *model.Link) bool {
+	return c.foreignIPVlanMode(want) || c.foreignParentClaim(want)
+}
+
+// foreignParentClaim reports (as a conflict) the foreign links on the
+// parent of the ipvlan or macvlan want that the kernel will not share it
+// with. A parent has one receive handler, which the ipvlans or the
+// macvlans on it share (EBUSY for the other kind), and a passthru macvlan
+// takes it alone: none is made beside another macvlan, nor another beside
+// it (macvlan_common_newlink, EINVAL).
+func (c *computer) foreignParentClaim(want *model.Link) bool {
+	var parent string
+	switch {
+	case want.IPVlan != nil:
+		parent = want.IPVlan.Parent
+	case want.MACVlan != nil:
+		parent = want.MACVlan.Parent
+	default:
+		return false
+	}
+	var others []string
+	why := ""
+	for _, n := range c.a.SortedLinkNames() {
+		l := c.a.Links[n]
+		if l.Owned || c.d.Links[n] != nil {
+			continue
+		}
+		switch {
+		case l.MACVlan != nil && l.MACVlan.Parent == parent && want.IPVlan != nil,
+			l.IPVlan != nil && l.IPVlan.Parent == parent && want.MACVlan != nil:
+			others = append(others, n+" ("+string(l.Kind)+")")
+			why = "a parent takes ipvlans or macvlans, not both"
+		case l.MACVlan != nil && l.MACVlan.Parent == parent && want.MACVlan != nil &&
+			(want.MACVlan.Mode == model.MACVlanPassthru || l.MACVlan.Mode == model.MACVlanPassthru):
+			others = append(others, n+" (macvlan mode "+l.MACVlan.Mode+")")
+			why = "a passthru macvlan is the only macvlan on its parent"
+		}
+	}
+	if len(others) == 0 {
+		return false
+	}
+	c.blockLink(want.Name)
+	c.conflict("link %s cannot be made on %s: the kernel refuses it beside %v, which netreconcile did not create (%s); delete them, or give %s another parent", want.Name, parent, others, why, want.Name)
 	return true
 }
 

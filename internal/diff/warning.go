@@ -351,9 +351,13 @@ func gatewayReached(g netip.Addr, dev string, rs []reach, local map[netip.Addr]l
 	if g.Is6() && g.IsLinkLocalUnicast() {
 		return dev != ""
 	}
-	if l, ok := local[g]; ok {
-		return g.Is4() && l.up && (dev == "" || dev == l.link)
+	if l, ok := local[g]; ok && (dev == "" || dev == l.link || g.Is6()) {
+		return g.Is4() && l.up
 	}
+	// An IPv4 address of another link, given with dev: the kernel's
+	// lookup through dev passes over that link's local route and finds
+	// dev's own subnet, as for any gateway.
+
 	if bcast[g] {
 		// The broadcast route the kernel adds with an IPv4 address
 		// (fib_add_ifaddr): a gateway that is broadcast is refused.

@@ -276,3 +276,24 @@ func TestChildMadeAboveItsParentGetsItsMTUAfter(t *testing.T) {
 `,
 	}})
 }
+
+// An IPv4 gateway that is an address of another link of the file, given
+// with a dev whose declared subnet holds it, is reached: the kernel takes
+// the route (its lookup through dev finds dev's subnet). The warning said
+// no address on dev reached it. IPv6 refuses a local address as a gateway
+// ("Gateway can not be a local address"): still warned. Found by an
+// adversarial review.
+func TestGatewayThatIsAnAddressOfAnotherLink(t *testing.T) {
+	file := "links:\n  v2a: {kind: veth, veth: {peer: v2b}, addresses: [10.2.0.1/24, 2001:db8:2::1/64]}\n" +
+		"  v2b: {kind: veth, veth: {peer: v2a}, addresses: [10.2.0.2/24, 2001:db8:2::2/64]}\n" +
+		"routes:\n  - {to: 10.9.0.0/16, via: 10.2.0.2, dev: v2a}\n  - {to: 2001:db8:9::/48, via: 2001:db8:2::2, dev: v2a}\n"
+	plan, err := diff.Compute(parse(t, file), newKernel().st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	diff.WriteWarnings(&text, plan.Warnings)
+	if strings.Contains(text.String(), "gateway 10.2.0.2") || !strings.Contains(text.String(), "gateway 2001:db8:2::2") || len(plan.Warnings) != 1 {
+		t.Errorf("warnings:\n%s\nwant one, about the IPv6 gateway only", text.String())
+	}
+}

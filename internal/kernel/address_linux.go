@@ -58,6 +58,9 @@ func (k *Netlink) parseAddress(b []byte) (model.Address, bool, error) {
 	m := model.Address{Link: k.name(int(a.Index)), Scope: int(a.Scope), NoPrefixRoute: a.Flags&unix.IFA_F_NOPREFIXROUTE != 0,
 		Tentative: a.Flags&unix.IFA_F_TENTATIVE != 0, DADFailed: a.Flags&unix.IFA_F_DADFAILED != 0, Secondary: a.Flags&unix.IFA_F_SECONDARY != 0,
 		Protocol: int(a.Protocol)}
+	if a.Family == unix.AF_INET6 {
+		m.KeptFlags = a.Flags & (unix.IFA_F_NODAD | unix.IFA_F_HOMEADDRESS | unix.IFA_F_MANAGETEMPADDR)
+	}
 	switch {
 	case !a.Local.IsValid() || a.Local == a.Address && a.Family == unix.AF_INET:
 		m.Prefix = netip.PrefixFrom(a.Address, int(a.PrefixLen))
@@ -96,6 +99,9 @@ func (k *Netlink) addressRequest(typ, flags int, a *model.Address, protocol int)
 	}
 	if a.NoPrefixRoute {
 		ra.Flags = unix.IFA_F_NOPREFIXROUTE
+	}
+	if typ == unix.RTM_NEWADDR {
+		ra.Flags |= a.KeptFlags
 	}
 	if local.Is4() && !a.Peer.IsValid() && a.Prefix.Bits() < 31 {
 		// RFC 3021: no broadcast address on /31 and /32.

@@ -76,6 +76,9 @@ func AddressesByLibrary(k *Netlink) ([]model.Address, error) {
 		}
 		m := model.Address{Link: k.name(a.LinkIndex), Prefix: p, Scope: a.Scope, NoPrefixRoute: a.Flags&unix.IFA_F_NOPREFIXROUTE != 0,
 			Tentative: a.Flags&unix.IFA_F_TENTATIVE != 0, DADFailed: a.Flags&unix.IFA_F_DADFAILED != 0, Secondary: a.Flags&unix.IFA_F_SECONDARY != 0}
+		if p.Addr().Is6() {
+			m.KeptFlags = uint32(a.Flags) & (unix.IFA_F_NODAD | unix.IFA_F_HOMEADDRESS | unix.IFA_F_MANAGETEMPADDR)
+		}
 		if a.Peer != nil {
 			m.Peer = toPrefix(a.Peer)
 			m.Prefix = netip.PrefixFrom(p.Addr(), m.Peer.Bits())

@@ -18,6 +18,23 @@ import (
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
+// parentRefused says why the kernel may have refused an ipvlan or macvlan
+// with err, by what it refuses one for on its parent: "" for another
+// error. The diff reports these cases as conflicts when it sees the links
+// that cause them; this is for those that came between the read and the
+// write.
+func parentRefused(l *model.Link, err error) string {
+	switch {
+	case l.MACVlan != nil && errors.Is(err, unix.EINVAL):
+		return fmt.Sprintf("the kernel refuses this when %s has a passthru macvlan, or any macvlan and this one is passthru: a passthru macvlan is the only macvlan on its parent", l.MACVlan.Parent)
+	case l.MACVlan != nil && errors.Is(err, unix.EBUSY):
+		return fmt.Sprintf("the kernel refuses this when %s is a bridge port, a bond member or an ipvlan's parent: a macvlan needs its parent's receive handler", l.MACVlan.Parent)
+	case l.IPVlan != nil && errors.Is(err, unix.EBUSY):
+		return fmt.Sprintf("the kernel refuses this when %s is a bridge port, a bond member or a macvlan's parent: an ipvlan needs its parent's receive handler", l.IPVlan.Parent)
+	}
+	return ""
+}
+
 // Links lists every link.
 func (k *Netlink) Links() ([]*model.Link, error) {
 	var ls []netlink.Link
@@ -220,6 +237,9 @@ func (k *Netlink) AddLink(l *model.Link) error {
 	if err := k.h.LinkAdd(nl); err != nil {
 		if errnoUnsupported(err) {
 			return fmt.Errorf("add link %s: kind %s: %w (%v)", l.Name, l.Kind, ErrUnsupported, err)
+		}
+		if why := parentRefused(l, err); why != "" {
+			return fmt.Errorf("add link %s: %w (%s)", l.Name, err, why)
 		}
 		return fmt.Errorf("add link %s: %w", l.Name, err)
 	}

@@ -2,9 +2,13 @@ package kernel_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
@@ -30,5 +34,26 @@ func TestDeleteLinkGoneSinceTheDump(t *testing.T) {
 		if err := k.DeleteLink(name); !errors.Is(err, kernel.ErrNotFound) {
 			t.Errorf("delete %s, gone with the pair: %v, want ErrNotFound", name, err)
 		}
+	}
+}
+
+// The kernel refuses a passthru macvlan beside another macvlan with a bare
+// EINVAL; the error says what it refuses on a parent, for a link made there
+// between the plan's read and its write.
+func TestAddMACVlanRefusedOnItsParentSaysWhy(t *testing.T) {
+	ns := nettest.NewNetNS(t)
+	nettest.IP(t, ns, "link", "add", "e11", "type", "veth", "peer", "name", "e11p")
+	nettest.IP(t, ns, "link", "add", "fm", "link", "e11", "type", "macvlan", "mode", "vepa")
+	k, err := kernel.Open("/run/netns/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if _, err := k.Links(); err != nil {
+		t.Fatal(err)
+	}
+	err = k.AddLink(&model.Link{Name: "pt", Kind: model.KindMACVlan, Up: true, MACVlan: &model.MACVlan{Parent: "e11", Mode: model.MACVlanPassthru}})
+	if !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "a passthru macvlan is the only macvlan on its parent") {
+		t.Errorf("add a passthru macvlan beside another: %v, want EINVAL saying why", err)
 	}
 }

@@ -79,6 +79,11 @@ type Address struct {
 	// subnet on its link (IFA_F_SECONDARY): deleting the primary deletes
 	// the secondaries too unless promote_secondaries is on.
 	Secondary bool
+	// KeptFlags (actual) are the IPv6 address flags (IFA_F_*) the file
+	// has no key for and another program may have set: nodad, home,
+	// mngtmpaddr. A write in place carries them over, since NLM_F_REPLACE
+	// sets an IPv6 address's flags to those the request carries.
+	KeptFlags uint32
 }
 
 // Subnet is the kernel's subnet of an IPv4 address on its link: its masked

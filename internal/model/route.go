@@ -65,6 +65,10 @@ func RouteTypeName(t int) string {
 // IPv6DefaultMetric is what the kernel stores for an IPv6 route given metric 0.
 const IPv6DefaultMetric = 1024
 
+// IPv6KernelPrefixMetric is the metric of the prefix route the kernel makes
+// for an IPv6 address (IP6_RT_PRIO_ADDRCONF).
+const IPv6KernelPrefixMetric = 256
+
 // Route is a route in one table. The fields are as narrow as the kernel's
 // (rtmsg's u8 type, scope, protocol and tos; u32 table, priority and MTU)
 // and the pointers come first: a daemon holds the file's routes and the
