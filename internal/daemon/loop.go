@@ -25,13 +25,17 @@ const (
 func (d *Daemon) Run(ctx context.Context) error {
 	srcCtx, stopSources := context.WithCancel(ctx)
 	defer stopSources()
-	sources := append([]Source{tickerOn(d.clk, "periodic resync", d.opts.Resync), d.secretDirs.source()}, d.opts.Sources...)
+	sources := append([]Source{resyncSource{tickerOn(d.clk, "periodic resync", d.opts.Resync)}, d.secretDirs.source()}, d.opts.Sources...)
 	for _, s := range sources {
-		// Kernel sources mark the kinds their events are about; a
-		// wake-up from any other asks for a full read.
+		// Kernel sources mark the kinds their events are about, the
+		// resync asks for a resync (filter_pass.go); a wake-up from any
+		// other asks for a full read.
 		wake := d.Wake
-		if _, ok := s.(kindMarker); ok {
+		switch s.(type) {
+		case kindMarker:
 			wake = d.wakeLoop
+		case resyncSource:
+			wake = d.resync
 		}
 		go d.runSource(srcCtx, s, wake)
 	}

@@ -52,7 +52,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 	d.stats.objects = st.Objects()
 	d.m.objects.Set(float64(d.stats.objects))
 
-	reread := d.rereadKinds()
+	reread := d.rereadKinds(start)
 	d.eng.setReread(reread)
 	max := d.maxDisruption()
 	plan, planErr := d.eng.plan(ctx, st, max)
@@ -70,6 +70,10 @@ func (d *Daemon) pass(ctx context.Context) error {
 	d.readGen = d.gen
 	if readsWireGuard(reread) {
 		d.wgReadAt = start
+	}
+	d.m.countRouteRead(reread)
+	if readsEveryTable(reread) {
+		d.routesReadAt = start
 	}
 	d.reportConflicts(planErr)
 	d.reportHeld(plan, max)
