@@ -187,6 +187,9 @@ type Daemon struct {
 	// started (filter_pass.go).
 	resyncDue    atomic.Bool
 	routesReadAt time.Time
+	// wokeAt is the first wake-up since the last pass started (zero:
+	// none): the pass's debug line says how long it waited.
+	wokeAt time.Time
 
 	lastConflicts string
 	lastPlan      [sha256.Size]byte

@@ -35,8 +35,10 @@ import (
 //     a filter, no snapshot yet (start), a configuration change (the
 //     snapshot is dropped before the pass reads the kernel) or a pass that
 //     could not read it. A wrong drop costs at most one resync interval
-//     (--resync-interval, 5 min): the periodic full pass stays, whatever the
-//     filter says.
+//     (--resync-interval, 5 min), of a route notification one full resync
+//     interval (--full-resync-interval, 1 h: the resync reads again only
+//     the route tables notifications marked, filter_pass.go): the periodic
+//     resync stays, whatever the filter says.
 //   - The snapshot is rebuilt after every pass that read the kernel, from
 //     the enforced configuration and what the pass read, and swapped whole:
 //     the sources' goroutines read it without a lock.

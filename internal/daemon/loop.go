@@ -93,6 +93,9 @@ func (d *Daemon) handle(ctx context.Context, ev event) error {
 		// a backoff retry 30 s away): otherwise an edit or a drift
 		// would wait for that. A pass already due sooner stays: the
 		// debounce is counted from the first wake-up of a burst.
+		if d.wokeAt.IsZero() {
+			d.wokeAt = d.clk.Now()
+		}
 		d.arm(d.sched.wake(d.clk.Now()))
 	case evReload:
 		d.m.wakeups.Inc()

@@ -308,6 +308,10 @@ func scrape(addr string) map[string]float64 {
 	return out
 }
 
+// daemonLogLevel is the daemons' --log-level (-daemon-log-level): debug
+// logs where each pass's time went.
+var daemonLogLevel = "warn"
+
 // daemonProc is a `netreconcile run` in a namespace.
 type daemonProc struct {
 	cmd  *exec.Cmd
@@ -328,7 +332,7 @@ func startRun(bin, ns, yml, state string, args ...string) *daemonProc {
 	// nice the benchmark runs under (on a shared machine at nice 19 under a
 	// load of 30, a repair waited seconds for a core). nice execs it: the
 	// pid is the daemon's, and every thread of it starts at that priority.
-	cmd := exec.Command("nice", append([]string{"-n", fmt.Sprint(-ownNice()), bin, "run", "--netns", ns, "-c", yml, "--state-dir", state, "--log-level", "warn"}, args...)...)
+	cmd := exec.Command("nice", append([]string{"-n", fmt.Sprint(-ownNice()), bin, "run", "--netns", ns, "-c", yml, "--state-dir", state, "--log-level", daemonLogLevel}, args...)...)
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	check(cmd.Start())
