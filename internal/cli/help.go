@@ -331,7 +331,9 @@ diff, apply. Passes run when something may have changed:
   - the kernel: netlink notifications about links, addresses, routes and
     rules, in the --netns namespace when one is given;
   - SIGHUP (systemctl reload), which also re-reads files that look unchanged;
-  - a periodic full resync (--resync-interval).
+  - a periodic resync (--resync-interval), which reads every kind of state
+    again, of the routes the tables notifications do not vouch for, and
+    every table at the full resync (--full-resync-interval).
 Notifications only wake the loop: a burst of them is coalesced into one pass
 (50 ms after the first), and a pass starts no sooner after the previous one
 ended than 50 ms or that pass's duration, whichever is longer, so a storm
@@ -363,7 +365,10 @@ change is still logged, at debug level). Secrets are never logged.
 
 Options:
       --resync-interval DURATION
-                       period of the full resync (default 5m)
+                       period of the resync (default 5m)
+      --full-resync-interval DURATION
+                       how often a resync reads every route table, also
+                       those the notifications vouch for (default 1h)
       --metrics-listen ADDR
                        serve Prometheus metrics on http://ADDR/metrics, such
                        as 127.0.0.1:9715 (default: off)

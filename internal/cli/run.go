@@ -31,7 +31,7 @@ const serviceLockWait = 10 * time.Second
 
 func runRun(ctx context.Context, env *Env, args []string) int {
 	var g globals
-	var resync time.Duration
+	var resync, fullResync time.Duration
 	var metricsAddr, metricsWebConfig, logLevel, logFormat string
 	var logChanges int
 	var memLimit string
@@ -39,6 +39,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	fs := g.flags("run")
 	fs.Var(&maxDisruption, "max-disruption", "")
 	fs.DurationVar(&resync, "resync-interval", daemon.DefaultResync, "")
+	fs.DurationVar(&fullResync, "full-resync-interval", daemon.DefaultFullResync, "")
 	fs.StringVar(&metricsAddr, "metrics-listen", "", "")
 	fs.StringVar(&metricsWebConfig, "metrics-web-config", "", "")
 	fs.StringVar(&logLevel, "log-level", "info", "")
@@ -65,6 +66,10 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	}
 	if resync <= 0 {
 		badUsage(env, "run", fmt.Sprintf("--resync-interval must be positive, not %s", resync))
+		return ExitUsage
+	}
+	if fullResync <= 0 {
+		badUsage(env, "run", fmt.Sprintf("--full-resync-interval must be positive, not %s", fullResync))
 		return ExitUsage
 	}
 	log, err := newLogger(env, logLevel, logFormat)
@@ -201,6 +206,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		Filter:   filter,
 		Watchdog: watchdog,
 
+		FullResync:          fullResync,
 		AllowInsecureConfig: g.allowInsecureConfig,
 		LogChanges:          logChanges,
 		MemoryLimit:         memoryLimit,

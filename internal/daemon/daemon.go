@@ -35,9 +35,16 @@ const (
 	// whatever their cost (100k routes take seconds), while a small
 	// configuration is repaired within about debounce + one pass.
 	DefaultMinInterval = 50 * time.Millisecond
-	// DefaultResync is the period of the full resync that catches what no
+	// DefaultResync is the period of the resync that catches what no
 	// notification reported.
 	DefaultResync = 5 * time.Minute
+	// DefaultFullResync is how often a resync reads every route table,
+	// also those the notifications vouch for (filter_pass.go): the
+	// backstop for a change the kernel makes without a word that the
+	// daemon does not know of. Beside a full Internet table such a read
+	// walks a million foreign routes (about 0.1 s of the kernel's time per
+	// million): once an hour, not every 5 minutes.
+	DefaultFullResync = time.Hour
 	// DefaultRetryMin and DefaultRetryMax bound the exponential backoff of
 	// failed objects: a transient failure (a link that is being created by
 	// someone else) is retried soon, a permanent one (a missing kernel
@@ -60,6 +67,10 @@ type Options struct {
 	Reload <-chan struct{}
 
 	Debounce, MinInterval, Resync, RetryMin, RetryMax time.Duration
+	// FullResync is how often a resync reads every route table, those
+	// the notifications vouch for included (DefaultFullResync); one no
+	// longer than Resync makes every resync read them.
+	FullResync time.Duration
 
 	Log      *slog.Logger
 	Notifier Notifier
@@ -171,6 +182,14 @@ type Daemon struct {
 	// endpoint rotation reads them again every rotation interval
 	// (filter_pass.go).
 	wgReadAt time.Time
+	// resyncDue is set by the periodic resync for the next pass;
+	// routesReadAt is when the last pass that read every route table
+	// started (filter_pass.go).
+	resyncDue    atomic.Bool
+	routesReadAt time.Time
+	// wokeAt is the first wake-up since the last pass started (zero:
+	// none): the pass's debug line says how long it waited.
+	wokeAt time.Time
 
 	lastConflicts string
 	lastPlan      [sha256.Size]byte
@@ -203,6 +222,7 @@ func newDaemon(opts Options, eng passEngine, clk clock) *Daemon {
 	def(&opts.Debounce, DefaultDebounce)
 	def(&opts.MinInterval, DefaultMinInterval)
 	def(&opts.Resync, DefaultResync)
+	def(&opts.FullResync, DefaultFullResync)
 	def(&opts.RetryMin, DefaultRetryMin)
 	def(&opts.RetryMax, DefaultRetryMax)
 	switch {

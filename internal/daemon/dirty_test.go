@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"syscall"
 	"testing"
 	"time"
 
@@ -248,4 +249,64 @@ func TestWireGuardReadOnItsTimer(t *testing.T) {
 	if e.passes() != before+1 || !e.lastStart().Equal(linkRead.Add(30*time.Second)) {
 		t.Errorf("after a link event: %d passes, the last %v after it; want one at 30 s", e.passes()-before, e.lastStart().Sub(linkRead))
 	}
+}
+
+// The periodic resync reads every kind again, but of the routes only what
+// the notifications do not vouch for: every table while a subscription it
+// depends on is not listening, after one stopped, after a nexthop object
+// changed, and every FullResync; otherwise the tables marked, none when
+// none was. Without subscriptions (no kernel sources) every resync reads
+// every table.
+func TestResyncReadsRoutesNotVouchedFor(t *testing.T) {
+	e := newLoopEnv(t, "version: 1\n")
+	resync := func(what string, want actual.Fresh) {
+		t.Helper()
+		before := e.passes()
+		e.d.resync()
+		e.step()
+		e.run(time.Second)
+		if e.passes() != before+1 {
+			t.Fatalf("%s: %d passes, want 1", what, e.passes()-before)
+		}
+		got := e.lastFresh()
+		if got.Kinds != want.Kinds || (got.RouteTables == nil) != (want.RouteTables == nil) || len(got.RouteTables) != len(want.RouteTables) {
+			t.Errorf("%s: the resync reads %05b of tables %v, want %05b of tables %v (nil: every one)", what, got.Kinds, got.RouteTables, want.Kinds, want.RouteTables)
+		}
+	}
+	notRoutes := actual.Fresh{Kinds: actual.AllKinds &^ actual.Routes}
+	e.start()
+	resync("no kernel sources", actual.All)
+
+	noop := func() {}
+	for _, s := range vouchSources {
+		e.d.f.subscribed(s, noop)
+	}
+	resync("subscriptions made after the last read", actual.All)
+	resync("quiet kernel", notRoutes)
+	e.d.f.judged(srcRoutes, true, 100)
+	resync("a route of table 100 changed", actual.Fresh{Kinds: actual.AllKinds, RouteTables: map[int]bool{100: true}})
+	resync("quiet again", notRoutes)
+	e.d.f.judged(srcAddresses, true, everyTable)
+	resync("an address changed", actual.All)
+
+	e.d.f.decide(srcNexthops, syscall.NetlinkMessage{})
+	resync("a nexthop object changed", actual.All)
+	resync("quiet after the nexthop", notRoutes)
+
+	e.d.f.unsubscribed(srcLinks)
+	resync("the link subscription stopped", actual.All)
+	resync("the link subscription is still down", actual.All)
+	e.d.f.subscribed(srcLinks, noop)
+	resync("the link subscription back", actual.All)
+	resync("quiet after it", notRoutes)
+
+	e.eng.silentDeletes = true
+	resync("the kernel deletes IPv6 routes silently", actual.All)
+	resync("and still does", actual.All)
+	e.eng.silentDeletes = false
+	resync("it does not any more", notRoutes)
+
+	e.run(DefaultFullResync)
+	resync("an hour after the last read of every table", actual.All)
+	resync("quiet after the full read", notRoutes)
 }

@@ -42,6 +42,10 @@ type passEngine interface {
 	// forgetRead drops the last plan's read (engine.ForgetRead): the next
 	// plan reads everything.
 	forgetRead()
+	// silentRouteDeletes reports whether the kernel deletes routes without
+	// a notification where it otherwise sends one: then the notifications
+	// vouch for no route table (filter_pass.go). A failed read says yes.
+	silentRouteDeletes() bool
 	// poolUsage reads the usage of desired's pools from their registry
 	// (nil, nil when it declares none).
 	poolUsage(ctx context.Context, desired *model.State) ([]ipam.Usage, error)
@@ -75,6 +79,22 @@ func (a engineAdapter) lastRead() (*model.State, map[model.NftTableKey]bool) {
 }
 
 func (a engineAdapter) forgetRead() { a.e.ForgetRead() }
+
+// skipNotifyOnDevDown, set to 1, has the kernel delete the IPv6 routes of a
+// link that goes down without a notification. A link that goes down
+// notifies itself, but disable_ipv6 on a link without IPv6 addresses takes
+// its routes and says nothing at all.
+const skipNotifyOnDevDown = "net.ipv6.route.skip_notify_on_dev_down"
+
+func (a engineAdapter) silentRouteDeletes() bool {
+	v, err := a.e.Kernel.Sysctls([]string{skipNotifyOnDevDown})
+	if err != nil {
+		return true
+	}
+	// Absent without IPv6: no IPv6 route to delete.
+	s, ok := v[skipNotifyOnDevDown]
+	return ok && s != "0"
+}
 
 func (a engineAdapter) poolUsage(ctx context.Context, desired *model.State) ([]ipam.Usage, error) {
 	reg, err := a.e.OpenRegistry(desired)

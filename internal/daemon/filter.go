@@ -35,8 +35,10 @@ import (
 //     a filter, no snapshot yet (start), a configuration change (the
 //     snapshot is dropped before the pass reads the kernel) or a pass that
 //     could not read it. A wrong drop costs at most one resync interval
-//     (--resync-interval, 5 min): the periodic full pass stays, whatever the
-//     filter says.
+//     (--resync-interval, 5 min), of a route notification one full resync
+//     interval (--full-resync-interval, 1 h: the resync reads again only
+//     the route tables notifications marked, filter_pass.go): the periodic
+//     resync stays, whatever the filter says.
 //   - The snapshot is rebuilt after every pass that read the kernel, from
 //     the enforced configuration and what the pass read, and swapped whole:
 //     the sources' goroutines read it without a lock.
@@ -65,6 +67,10 @@ type watchSet struct {
 	watched, known map[int32]struct{}
 	// tables are the nftables tables declared or owned.
 	tables map[model.NftTableKey]struct{}
+	// srcs are the preferred sources of the routes declared and of ours:
+	// the kernel deletes (IPv4) or changes (IPv6) a route whose source
+	// address is removed from any link, without a route notification.
+	srcs map[netip.Addr]struct{}
 }
 
 // routeDst is a route's table and masked destination, packed: 24 bytes
@@ -151,6 +157,12 @@ func buildWatchSetWith(want, have *model.State, owned map[model.NftTableKey]bool
 		watched:   map[int32]struct{}{},
 		known:     map[int32]struct{}{},
 		tables:    map[model.NftTableKey]struct{}{},
+		srcs:      map[netip.Addr]struct{}{},
+	}
+	src := func(a netip.Addr) {
+		if a.IsValid() {
+			w.srcs[a.Unmap()] = struct{}{}
+		}
 	}
 	name := func(n string) {
 		if n != "" {
@@ -165,6 +177,7 @@ func buildWatchSetWith(want, have *model.State, owned map[model.NftTableKey]bool
 			dev = r.Dev
 			name(dev)
 		}
+		src(want.Routes[i].Src)
 		for _, h := range want.Routes[i].NextHops {
 			name(h.Dev)
 		}
@@ -204,6 +217,7 @@ func buildWatchSetWith(want, have *model.State, owned map[model.NftTableKey]bool
 				for _, h := range r.NextHops {
 					name(h.Dev)
 				}
+				src(r.Src)
 			}
 		}
 		for _, l := range have.Links {
@@ -244,11 +258,13 @@ type (
 		index, master, lower int32
 		name, alias          string
 	}
-	// addrEvent is an address notification: its link, and its protocol
-	// (IFA_PROTO, Linux 6.3; 0 when absent).
+	// addrEvent is an address notification: its link, its protocol
+	// (IFA_PROTO, Linux 6.3; 0 when absent) and its address (IFA_LOCAL, or
+	// IFA_ADDRESS without it).
 	addrEvent struct {
 		index int32
 		proto uint8
+		addr  netip.Addr
 	}
 	nftEvent struct {
 		table model.NftTableKey
@@ -297,6 +313,9 @@ func (w *watchSet) addr(e addrEvent) bool {
 	if _, ok := w.watched[e.index]; ok {
 		return true
 	}
+	if _, ok := w.srcs[e.addr.Unmap()]; ok && e.addr.IsValid() {
+		return true
+	}
 	// An address of our protocol is ours on any link (IFA_PROTO): one added
 	// or removed behind our back on a link the file does not name is to be
 	// pruned or checked, as a route of ours.
@@ -322,6 +341,7 @@ const (
 	srcRoutes    = "routes"
 	srcRules     = "rules"
 	srcNftables  = "nftables"
+	srcNexthops  = "nexthops"
 )
 
 // EventFilter is shared by the kernel sources (KernelEvents) and the daemon
@@ -346,6 +366,12 @@ type EventFilter struct {
 	// route notifications named. dirtyMu guards it.
 	dirtyMu sync.Mutex
 	dirty   actual.Fresh
+	// live counts the subscriptions of each source that listen now, and
+	// unvouched says something may have changed routes unseen since the
+	// last read of every table (route vouching, filter_pass.go). dirtyMu
+	// guards both.
+	live      map[string]int
+	unvouched bool
 
 	// own are this process's netlink ports: the notifications of its own
 	// writes (filter_own.go).
@@ -369,9 +395,10 @@ func NewEventFilter() *EventFilter {
 		dropped:    map[string]prometheus.Counter{},
 		owned:      map[string]prometheus.Counter{},
 		routeSocks: map[int]bool{},
+		live:       map[string]int{},
 		own:        newOwnPorts(processNetlinkPorts),
 	}
-	for _, s := range []string{srcLinks, srcAddresses, srcRoutes, srcRules, srcNftables} {
+	for _, s := range []string{srcLinks, srcAddresses, srcRoutes, srcRules, srcNftables, srcNexthops} {
 		f.woke[s] = f.count.WithLabelValues(s, "woke")
 		f.dropped[s] = f.count.WithLabelValues(s, "dropped")
 		if ownQuiet[s] {

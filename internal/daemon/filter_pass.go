@@ -50,8 +50,16 @@ func (d *Daemon) filterAfterPass(want *model.State) {
 //     route's table; a link or address notification marks everything,
 //     since the kernel changes routes with them silently;
 //   - everything is read on the first pass, after a configuration change
-//     or a reload, on the periodic resync, after a source failed (ENOBUFS:
-//     events were lost) and after a pass that could not read;
+//     or a reload, after a source failed (ENOBUFS: events were lost) or
+//     subscribed again, and after a pass that could not read;
+//   - the periodic resync reads every kind again, but of the routes only
+//     the tables marked, when the notifications vouch for the others
+//     (routesVouched): beside a full Internet table a dump of a shared
+//     table walks every foreign route in it, so a resync that read them
+//     all would cost what is there, not what is ours. Every
+//     --full-resync-interval one resync reads every table whatever the
+//     notifications say: the backstop for a change the kernel makes
+//     without telling anyone that this list missed;
 //   - a wake-up from any other source (the file watches, a source added by
 //     someone else, Wake) reads everything: when in doubt, read;
 //   - the kinds a pass wrote (or tried to), of routes their tables, are
@@ -77,7 +85,29 @@ func (d *Daemon) filterAfterPass(want *model.State) {
 // link or address change marks everything: the kernel deletes the IPv4
 // routes through a link that goes down or loses the address they use
 // without a notification (TestRepairsDrift saw it), and a netdev chain with
-// its device; links change rarely.
+// its device; links change rarely. What else changes routes silently, and
+// what marks it (TestResyncVouchedRepairsSilentChanges holds each):
+//
+//   - a link deleted, moved to another namespace or enslaved to a VRF (the
+//     kernel cycles it down and up), its MTU or carrier changed: a link
+//     notification of a watched link (the devices of our routes are);
+//   - the last IPv4 address of a link removed (its routes go), an IPv6
+//     address removed (disable_ipv6 removes them all): an address
+//     notification of a watched link;
+//   - an address that is the preferred source of a route of ours removed
+//     from any link (IPv4 deletes the route; IPv6 clears the source of the
+//     routes on the address's own link, a watched one): the filter wakes
+//     on an address of a route's src (watchSet.addr);
+//   - a nexthop object deleted or replaced, which takes or changes the
+//     routes that use it (ours never do, unless someone rewrote them):
+//     its notification breaks the vouching without waking (nexthops);
+//   - disable_ipv6 set on a link without IPv6 addresses takes its IPv6
+//     routes with a route notification, but none at all when
+//     net.ipv6.route.skip_notify_on_dev_down is 1: while it is, nothing
+//     is vouched for (engineAdapter.silentRouteDeletes);
+//   - ignore_routes_with_linkdown changes no route, only lookups; the
+//     linkdown flag a route gets comes with its link's carrier, a link
+//     notification.
 var sourceKinds = map[string]actual.Kinds{
 	srcLinks:     actual.AllKinds,
 	srcAddresses: actual.AllKinds,
@@ -150,13 +180,25 @@ func (f *EventFilter) takeDirty() actual.Fresh {
 	return k
 }
 
-// rereadKinds is what this pass reads again: what notifications marked,
-// or everything after a configuration change; the WireGuard devices when
-// the endpoint rotation is due.
-func (d *Daemon) rereadKinds() actual.Fresh {
+// rereadKinds is what this pass, starting at now, reads again: what
+// notifications marked, or everything after a configuration change; every
+// kind on the periodic resync, of the routes every table unless they are
+// vouched for; the WireGuard devices when the endpoint rotation is due.
+func (d *Daemon) rereadKinds(now time.Time) actual.Fresh {
 	k := d.f.takeDirty()
 	if d.gen != d.readGen {
 		k = actual.All
+	}
+	if d.resyncDue.Swap(false) {
+		k = k.Add(actual.Fresh{Kinds: actual.AllKinds &^ actual.Routes})
+		if !d.f.routesVouched() || !now.Before(d.routesReadAt.Add(d.opts.FullResync)) || d.eng.silentRouteDeletes() {
+			k = actual.All
+		}
+	}
+	if readsEveryTable(k) {
+		// Whatever broke the vouching is caught by this read; a break
+		// during it counts for the next.
+		d.f.vouchRoutes()
 	}
 	if due, ok := d.wgRecheckDue(); ok && !d.clk.Now().Before(due) {
 		k.Kinds |= actual.WireGuard
@@ -176,6 +218,103 @@ func (d *Daemon) wgRecheckDue() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return d.wgReadAt.Add(every), true
+}
+
+// readsEveryTable reports whether a pass that reads f reads the routes of
+// every table.
+func readsEveryTable(f actual.Fresh) bool { return f.Kinds&actual.Routes != 0 && f.RouteTables == nil }
+
+// resync is the periodic resync's wake-up: the next pass reads every kind
+// again (rereadKinds), of the routes what is not vouched for.
+func (d *Daemon) resync() {
+	d.resyncDue.Store(true)
+	d.wakeLoop()
+}
+
+// resyncSource is the periodic resync's source: its wake-ups ask for a
+// resync, not for a read of everything (Wake).
+type resyncSource struct{ SourceFunc }
+
+// Route vouching. Between two reads of every route table, the route
+// notification socket vouches for the tables no notification marked, as
+// long as it, the link and the address sockets have been subscribed the
+// whole time (a subscription that fails marks everything, and so does one
+// made again: what happened while none listened is unknown), and nothing
+// that changes routes without a route notification happened (a nexthop
+// object's change, sourceKinds). Without kernel sources (a daemon given
+// other sources only) nothing vouches: every resync reads every table.
+
+// vouchSources are the subscriptions a vouched table depends on.
+var vouchSources = []string{srcRoutes, srcLinks, srcAddresses}
+
+// subscribed records that src's subscription listens from now on. What
+// happened before it did is unknown: everything is marked, and if a pass
+// read the kernel already (the filter has a snapshot: the subscription
+// came late, or again) wake is called, so that the next pass reads it.
+func (f *EventFilter) subscribed(src string, wake func()) {
+	if f == nil {
+		return
+	}
+	f.dirtyMu.Lock()
+	f.live[src]++
+	f.dirtyMu.Unlock()
+	f.markAll()
+	if f.snapshot() != nil {
+		wake()
+	}
+}
+
+// unsubscribed records that src's subscription stopped listening: until it
+// is back, nothing it would report is vouched for.
+func (f *EventFilter) unsubscribed(src string) {
+	if f == nil {
+		return
+	}
+	f.dirtyMu.Lock()
+	f.live[src]--
+	f.unvouched = true
+	f.dirtyMu.Unlock()
+	f.markAll()
+}
+
+// breakVouch records a change that may have touched routes in any table
+// without a route notification: the next resync reads every table.
+func (f *EventFilter) breakVouch() {
+	if f == nil {
+		return
+	}
+	f.dirtyMu.Lock()
+	f.unvouched = true
+	f.dirtyMu.Unlock()
+}
+
+// vouchRoutes records that a pass reads every table from now on.
+func (f *EventFilter) vouchRoutes() {
+	if f == nil {
+		return
+	}
+	f.dirtyMu.Lock()
+	f.unvouched = false
+	f.dirtyMu.Unlock()
+}
+
+// routesVouched reports whether the route tables no notification marked
+// are as the last read of them left them.
+func (f *EventFilter) routesVouched() bool {
+	if f == nil {
+		return false
+	}
+	f.dirtyMu.Lock()
+	defer f.dirtyMu.Unlock()
+	if f.unvouched {
+		return false
+	}
+	for _, s := range vouchSources {
+		if f.live[s] <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // readsWireGuard reports whether a pass that reads f reads the WireGuard

@@ -25,13 +25,17 @@ const (
 func (d *Daemon) Run(ctx context.Context) error {
 	srcCtx, stopSources := context.WithCancel(ctx)
 	defer stopSources()
-	sources := append([]Source{tickerOn(d.clk, "periodic resync", d.opts.Resync), d.secretDirs.source()}, d.opts.Sources...)
+	sources := append([]Source{resyncSource{tickerOn(d.clk, "periodic resync", d.opts.Resync)}, d.secretDirs.source()}, d.opts.Sources...)
 	for _, s := range sources {
-		// Kernel sources mark the kinds their events are about; a
-		// wake-up from any other asks for a full read.
+		// Kernel sources mark the kinds their events are about, the
+		// resync asks for a resync (filter_pass.go); a wake-up from any
+		// other asks for a full read.
 		wake := d.Wake
-		if _, ok := s.(kindMarker); ok {
+		switch s.(type) {
+		case kindMarker:
 			wake = d.wakeLoop
+		case resyncSource:
+			wake = d.resync
 		}
 		go d.runSource(srcCtx, s, wake)
 	}
@@ -89,6 +93,9 @@ func (d *Daemon) handle(ctx context.Context, ev event) error {
 		// a backoff retry 30 s away): otherwise an edit or a drift
 		// would wait for that. A pass already due sooner stays: the
 		// debounce is counted from the first wake-up of a burst.
+		if d.wokeAt.IsZero() {
+			d.wokeAt = d.clk.Now()
+		}
 		d.arm(d.sched.wake(d.clk.Now()))
 	case evReload:
 		d.m.wakeups.Inc()

@@ -52,6 +52,8 @@ type fakeEngine struct {
 	rereads []actual.Fresh
 	// forgot counts forgetRead calls.
 	forgot int
+	// silentDeletes is what silentRouteDeletes reports.
+	silentDeletes bool
 }
 
 func newFakeEngine(clk *fakeClock) *fakeEngine {
@@ -895,5 +897,6 @@ func TestPeerMetricsFromLastPass(t *testing.T) {
 
 func (f *fakeEngine) lastRead() (*model.State, map[model.NftTableKey]bool) { return nil, nil }
 func (f *fakeEngine) forgetRead()                                          { f.forgot++ }
+func (f *fakeEngine) silentRouteDeletes() bool                             { return f.silentDeletes }
 
 func (f *fakeEngine) setReread(k actual.Fresh) { f.rereads = append(f.rereads, k) }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/buildinfo"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/ipam"
@@ -31,6 +32,7 @@ type Metrics struct {
 	objects     prometheus.Gauge
 	configOK    prometheus.Gauge
 	wakeups     prometheus.Counter
+	routeReads  *prometheus.CounterVec
 	held        *prometheus.GaugeVec
 	parts       *partsCollector
 	scrapes     scrapeRelease
@@ -145,6 +147,10 @@ func NewMetrics() *Metrics {
 			Name: "netreconcile_wakeups_total",
 			Help: "Wake-ups received from every source, before coalescing.",
 		}),
+		routeReads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "netreconcile_route_reads_total",
+			Help: "Passes that read the kernel, by what they read of the routes: every_table (the first pass, a configuration change, a link or address change, a lost notification, the full resync), some_tables (those notifications named), none (taken from the previous read: the notifications vouch for them).",
+		}, []string{"tables"}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "netreconcile_held_changes",
 			Help: "Changes the last pass held back because they disrupt more than max-disruption allows, by their disruption (in_place, table_replaced, link_flapped, link_recreated); they wait for an apply by hand.",
@@ -162,6 +168,9 @@ func NewMetrics() *Metrics {
 	for _, s := range []string{"config", "read", "apply", "conflict"} {
 		m.errors.WithLabelValues(s)
 	}
+	for _, t := range []string{"every_table", "some_tables", "none"} {
+		m.routeReads.WithLabelValues(t)
+	}
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "netreconcile_build_info",
 		Help: "1, with the version and commit the binary was built from and the Go version that built it.",
@@ -172,9 +181,21 @@ func NewMetrics() *Metrics {
 		},
 	})
 	buildInfo.Set(1)
-	r.MustRegister(m.duration, m.passes, m.changes, m.drift, m.errors, m.lastSuccess, m.objects, m.configOK, m.wakeups, m.held, m.parts,
+	r.MustRegister(m.duration, m.passes, m.changes, m.drift, m.errors, m.lastSuccess, m.objects, m.configOK, m.wakeups, m.routeReads, m.held, m.parts,
 		buildInfo, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// countRouteRead counts a pass that read f of the kernel.
+func (m *Metrics) countRouteRead(f actual.Fresh) {
+	switch {
+	case f.Kinds&actual.Routes == 0:
+		m.routeReads.WithLabelValues("none").Inc()
+	case f.RouteTables == nil:
+		m.routeReads.WithLabelValues("every_table").Inc()
+	default:
+		m.routeReads.WithLabelValues("some_tables").Inc()
+	}
 }
 
 // setHeld sets the held-changes gauge: counts by disruption, every level

@@ -48,6 +48,11 @@ func KernelEvents(ns netns.NsHandle, f *EventFilter) []Source {
 		// groups, like the others.
 		src("netlink rules", srcRules, unix.NETLINK_ROUTE, unix.RTNLGRP_IPV4_RULE, unix.RTNLGRP_IPV6_RULE),
 		src("nftables", srcNftables, unix.NETLINK_NETFILTER, nfnlgrpNftables),
+		// Nexthop objects wake nothing: only a route that uses one
+		// changes with it, silently, and ours use none unless someone
+		// rewrote them (sourceKinds). A routing daemon's nexthop churn
+		// costs a decode each.
+		src("netlink nexthops", srcNexthops, unix.NETLINK_ROUTE, unix.RTNLGRP_NEXTHOP),
 	}
 }
 
@@ -62,6 +67,10 @@ func (f *EventFilter) decide(src string, m syscall.NetlinkMessage) bool {
 		if e, ok := decodeRoute(m); ok {
 			table = e.table
 		}
+	}
+	if src == srcNexthops {
+		f.breakVouch()
+		return f.judged(src, false, table)
 	}
 	if w == nil {
 		return f.judged(src, true, table)
@@ -132,6 +141,10 @@ func subscribe(ctx context.Context, ns netns.NsHandle, proto int, groups []uint,
 	}
 	stop := context.AfterFunc(ctx, closeSock)
 	defer stop()
+	// Listening from here: what the kernel changes is reported, until
+	// the subscription fails (route vouching, filter_pass.go).
+	f.subscribed(what, wake)
+	defer f.unsubscribed(what)
 	for {
 		msgs, from, err := r.read()
 		if err != nil {
@@ -281,7 +294,11 @@ func decodeAddr(m syscall.NetlinkMessage) (e addrEvent, ok bool) {
 	if rtnl.DecodeAddress(m.Data, &a) != nil {
 		return e, false
 	}
-	return addrEvent{index: int32(a.Index), proto: a.Protocol}, true
+	addr := a.Local
+	if !addr.IsValid() {
+		addr = a.Address
+	}
+	return addrEvent{index: int32(a.Index), proto: a.Protocol, addr: addr}, true
 }
 
 // nftables message types (linux/netfilter/nf_tables.h), within subsystem

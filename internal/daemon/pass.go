@@ -5,8 +5,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/apply"
 	"github.com/netreconcile/netreconcile/internal/diff"
 )
@@ -15,6 +20,9 @@ import (
 // on (no valid configuration at start).
 func (d *Daemon) pass(ctx context.Context) error {
 	start := d.clk.Now()
+	woke := d.wokeAt
+	d.wokeAt = time.Time{}
+	var locked, planned, applied time.Time
 	d.loadConfig()
 	if d.cfg == nil {
 		return fmt.Errorf("%w: %w", ErrNoConfig, d.cfgErr)
@@ -43,6 +51,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 		return nil
 	}
 	defer unlock()
+	locked = d.clk.Now()
 	// The files are read again under the lock (a few small reads; parsed
 	// only when changed): a writer that held it while this pass waited
 	// may have changed them (apply --candidate installs the file it
@@ -52,10 +61,11 @@ func (d *Daemon) pass(ctx context.Context) error {
 	d.stats.objects = st.Objects()
 	d.m.objects.Set(float64(d.stats.objects))
 
-	reread := d.rereadKinds()
+	reread := d.rereadKinds(start)
 	d.eng.setReread(reread)
 	max := d.maxDisruption()
 	plan, planErr := d.eng.plan(ctx, st, max)
+	planned = d.clk.Now()
 	if plan == nil {
 		d.f.swap(nil) // no read to build a filter from: wake on everything
 		d.f.markAll()
@@ -70,6 +80,10 @@ func (d *Daemon) pass(ctx context.Context) error {
 	d.readGen = d.gen
 	if readsWireGuard(reread) {
 		d.wgReadAt = start
+	}
+	d.m.countRouteRead(reread)
+	if readsEveryTable(reread) {
+		d.routesReadAt = start
 	}
 	d.reportConflicts(planErr)
 	d.reportHeld(plan, max)
@@ -114,6 +128,8 @@ func (d *Daemon) pass(ctx context.Context) error {
 		// are written now, or the failure is reported again.
 		saveErr = d.eng.saveLedger()
 	}
+	applied = d.clk.Now()
+	d.logTimes(woke, start, locked, planned, applied, reread, len(todo.Ops))
 	if ctx.Err() != nil {
 		// Stopping: operations the cancellation skipped are no failures.
 		d.logDone(res.Done, false)
@@ -183,6 +199,29 @@ func (d *Daemon) pass(ctx context.Context) error {
 		d.m.passes.WithLabelValues("failed").Inc()
 	}
 	return nil
+}
+
+// logTimes logs, at debug level, where a pass's time went: waiting since
+// the first wake-up (the debounce, the gap after the last pass), for the
+// namespace's lock, reading and planning, applying; and what it read of
+// the routes.
+func (d *Daemon) logTimes(woke, start, locked, planned, applied time.Time, read actual.Fresh, ops int) {
+	if !d.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	waited := time.Duration(0)
+	if !woke.IsZero() {
+		waited = start.Sub(woke)
+	}
+	routes := "none"
+	switch {
+	case readsEveryTable(read):
+		routes = "every table"
+	case read.Kinds&actual.Routes != 0:
+		routes = fmt.Sprint(slices.Sorted(maps.Keys(read.RouteTables)))
+	}
+	d.log.Debug("pass", "waited", waited, "lock", locked.Sub(start), "plan", planned.Sub(locked), "apply", applied.Sub(planned),
+		"kinds", fmt.Sprintf("%05b", read.Kinds), "route_tables", routes, "ops", ops)
 }
 
 func (d *Daemon) reportConflicts(err error) {

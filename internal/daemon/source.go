@@ -42,7 +42,7 @@ func (s SourceFunc) Run(ctx context.Context, wake func()) error { return s.F(ctx
 // tickerOn wakes the loop every interval of clk: the periodic full resync
 // that repairs whatever no notification reported (a lost event, a change in
 // a subsystem without notifications).
-func tickerOn(clk clock, name string, every time.Duration) Source {
+func tickerOn(clk clock, name string, every time.Duration) SourceFunc {
 	return SourceFunc{name, func(ctx context.Context, wake func()) error {
 		t := clk.NewTicker(every)
 		defer t.Stop()

@@ -62,6 +62,7 @@ func main() {
 	foreign := flag.String("foreign", "12k,120k,1200k", "foreign route counts (a full Internet table: 1200k); empty: none")
 	only := flag.String("only", "", "run only this part: cold, noop, writer, foreign or full")
 	full := flag.String("full", "1200k", "foreign routes of the full-table measure (pass, apply, RSS, churn, repair); empty: none")
+	flag.StringVar(&daemonLogLevel, "daemon-log-level", daemonLogLevel, "--log-level of the daemons run (-full; debug: where each pass's time went, on standard error)")
 	trials := flag.Int("trials", 60, "repairs timed without foreign routes (-full; with them: as many as the churn lasts)")
 	flag.Parse()
 	if os.Geteuid() != 0 {
