@@ -440,9 +440,10 @@ func (k *Netlink) DeleteLink(name string) error {
 	return nil
 }
 
-// ChangeLink writes a macvlan's mode, or a bond's mode and miimon, in one
-// RTM_NEWLINK on the existing link (the library's LinkModify sends the
-// link's common attributes too, which a change must not touch). A bond's
+// ChangeLink writes a macvlan's mode, a bond's mode and miimon, a tunnel's
+// or a vxlan's attributes in one RTM_NEWLINK on the existing link (the
+// library's LinkModify sends the link's common attributes too, which a
+// change must not touch). A bond's
 // mode is refused while the bond is up (BOND_OPTFLAG_IFDOWN), so a bond
 // that is up goes down for the write and comes up again; while it has
 // members the kernel refuses it whatever its state (the diff replaces such
@@ -501,6 +502,27 @@ func (k *Netlink) ChangeLink(l *model.Link) error {
 		data.Uint16(nl.IFLA_IPTUN_ENCAP_TYPE, typ)
 		data.Bytes(nl.IFLA_IPTUN_ENCAP_SPORT, binary.BigEndian.AppendUint16(nil, sport))
 		data.Bytes(nl.IFLA_IPTUN_ENCAP_DPORT, binary.BigEndian.AppendUint16(nil, dport))
+	case l.VXLAN != nil:
+		// The kernel starts from the vxlan's configuration and changes
+		// what the message carries, refusing an id or port even when
+		// unchanged: only what changes in place is sent. An address
+		// taken away is sent as the family's zero (the family itself
+		// cannot change), a dev never (a change of it replaces the link).
+		change.Kind = "vxlan"
+		x := l.VXLAN
+		group, local := uint16(nl.IFLA_VXLAN_GROUP), uint16(nl.IFLA_VXLAN_LOCAL)
+		zero := netip.IPv4Unspecified()
+		if x.Remote.Is6() || x.Local.Is6() {
+			group, local, zero = nl.IFLA_VXLAN_GROUP6, nl.IFLA_VXLAN_LOCAL6, netip.IPv6Unspecified()
+		}
+		data.Bytes(group, cmp.Or(x.Remote, zero).AsSlice())
+		data.Bytes(local, cmp.Or(x.Local, zero).AsSlice())
+		data.Uint8(nl.IFLA_VXLAN_TTL, x.TTL)
+		var learning uint8
+		if x.Learning {
+			learning = 1
+		}
+		data.Uint8(nl.IFLA_VXLAN_LEARNING, learning)
 	default:
 		return fmt.Errorf("change link %s: kind %s has no attribute that changes in place", l.Name, l.Kind)
 	}

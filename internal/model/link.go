@@ -112,8 +112,10 @@ type RemotePeer struct {
 	Unreadable string
 }
 
-// VXLAN attributes. Every one of them is fixed at creation: the kernel's
-// changelink refuses most, so a change replaces the link.
+// VXLAN attributes. The kernel's changelink changes Local, Remote (a
+// unicast one), TTL and Learning in place; it refuses a new ID or Port, or
+// an address of the other family, so such a change replaces the link (as
+// does a new Dev or multicast group: see diff's fixedChange).
 type VXLAN struct {
 	ID       uint32
 	Local    netip.Addr

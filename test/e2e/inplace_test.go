@@ -199,3 +199,58 @@ func TestWalkFinding156AdoptedTunnelKeepsWhatTheFileDoesNotModel(t *testing.T) {
 		t.Errorf("apply after the change is not empty:\n%s", out)
 	}
 }
+
+// TestVXLANInPlace: the kernel's vxlan_changelink changes a vxlan's local,
+// remote, ttl and learning in place (the oldest kernel supported, 6.1, as
+// newer ones), so netreconcile keeps the link (same ifindex), its address
+// and its route, and the kernel reads back each new value; an id, port,
+// family, multicast group or dev change makes it again.
+func TestVXLANInPlace(t *testing.T) {
+	requireModules(t, "vxlan", "veth")
+	ns := newNetNS(t, "")
+	dir, state := t.TempDir(), t.TempDir()
+	file := filepath.Join(dir, "v.yaml")
+	apply := func(vxlan string) string {
+		cfg := "version: 1\nlinks:\n  vx0: {kind: vxlan, addresses: [10.70.0.1/24], vxlan: {" + vxlan + "}}\n" +
+			"  u0: {kind: veth, veth: {peer: u1}}\n  u1: {kind: veth, veth: {peer: u0}}\nroutes:\n  - {to: 10.71.0.0/24, dev: vx0}\n"
+		if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+		runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
+		return out
+	}
+	apply("id: 7, remote: 192.0.2.1, local: 192.0.2.2")
+	first := ifindex(t, ns, "vx0")
+	for i, s := range []struct{ vxlan, show string }{
+		{"id: 7, remote: 192.0.2.3, local: 192.0.2.2", "remote 192.0.2.3 local 192.0.2.2"},
+		{"id: 7, remote: 192.0.2.3, local: 192.0.2.9, ttl: 64", "ttl 64"},
+		{"id: 7, remote: 192.0.2.3, local: 192.0.2.9, ttl: 64, learning: false", "nolearning"},
+		{"id: 7, local: 192.0.2.9", "vxlan id 7 local 192.0.2.9"},
+		{"id: 7", "vxlan id 7 srcport"},
+	} {
+		out := apply(s.vxlan)
+		mustContain(t, fmt.Sprintf("step %d plan", i), out, "~ link vx0")
+		if strings.Contains(out, "address") || strings.Contains(out, "route") {
+			t.Errorf("step %d: an in-place change planned addresses or routes again:\n%s", i, out)
+		}
+		if got := ifindex(t, ns, "vx0"); got != first {
+			t.Errorf("step %d: vx0 was made again (ifindex %s -> %s)", i, first, got)
+		}
+		mustContain(t, fmt.Sprintf("step %d: ip -d link show vx0", i), ns.IP(t, "-d", "link", "show", "vx0"), s.show)
+	}
+	for i, s := range []struct{ vxlan, reason string }{
+		{"id: 8", "vxlan id 7 -> 8"},
+		{"id: 8, port: 4790", "vxlan port 4789 -> 4790"},
+		{"id: 8, port: 4790, remote: '2001:db8::1'", "vxlan family IPv4 -> IPv6"},
+		{"id: 8, port: 4790, remote: 192.0.2.1", "vxlan family IPv6 -> IPv4"},
+		{"id: 8, port: 4790, group: 239.1.1.1, dev: u0", "vxlan group 192.0.2.1 -> 239.1.1.1"},
+		{"id: 8, port: 4790, group: 239.1.1.1, dev: u1", "vxlan dev u0 -> u1"},
+	} {
+		before := ifindex(t, ns, "vx0")
+		mustContain(t, fmt.Sprintf("replace %d plan", i), apply(s.vxlan), "± link vx0", s.reason)
+		if got := ifindex(t, ns, "vx0"); got == before {
+			t.Errorf("replace %d: %s: vx0 was not made again", i, s.reason)
+		}
+	}
+}

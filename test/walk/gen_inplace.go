@@ -1,6 +1,7 @@
 package walk
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/netip"
@@ -23,7 +24,7 @@ func (g *Gen) inPlace(c *Config) string {
 		g.inPlaceMaxDisruption, g.inPlaceAdopt, g.inPlaceExternal, g.inPlaceUserspace,
 		g.inPlaceElemFile, g.inPlaceRouteMTU, g.inPlaceRuleNot, g.inPlaceRuleAction,
 		g.inPlaceBondMode, g.inPlaceWGPeer, g.inPlaceCredential, g.inPlaceHopDev, g.inPlaceOnlink,
-		g.inPlaceRotation, g.inPlaceSetTimeout, g.inPlaceVia,
+		g.inPlaceRotation, g.inPlaceSetTimeout, g.inPlaceVia, g.inPlaceVXLAN,
 	}
 	for _, i := range g.R.Perm(len(events)) {
 		if what := events[i](c); what != "noop" {
@@ -163,6 +164,51 @@ func (g *Gen) inPlaceGroup(c *Config) string {
 		v.Group = otherString(g, []string{"239.1.1.1", "239.1.1.2", "239.1.1.3"}, v.Group)
 	}
 	return "vxlan " + n + " group " + v.Group
+}
+
+// inPlaceVXLAN changes what the kernel changes of a vxlan in place: its
+// remote or local address (another of its family, or none while the other
+// stays, so the family does too), ttl or learning. The oracle holds the
+// ifindex (vxlanInPlace).
+func (g *Gen) inPlaceVXLAN(c *Config) string {
+	n := g.pickLink(c, func(l *Link) bool { return l.VXLAN != nil && l.VXLAN.Group == "" })
+	if n == "" {
+		return "noop"
+	}
+	v := c.Links[n].VXLAN
+	six := strings.Contains(v.Remote+v.Local, ":")
+	addr := func(cur string, v4, v6 string) string {
+		var vs []string
+		for i := 1; i <= 4; i++ {
+			if six {
+				vs = append(vs, fmt.Sprintf(v6, i))
+			} else {
+				vs = append(vs, fmt.Sprintf(v4, i))
+			}
+		}
+		return otherString(g, vs, cur)
+	}
+	switch g.R.Intn(4) {
+	case 0:
+		if v.Local != "" && v.Remote != "" && g.chance(0.3) {
+			v.Remote = ""
+		} else {
+			v.Remote = addr(v.Remote, "198.51.100.%d", "2001:db8:fe::%d")
+		}
+		return "vxlan " + n + " remote " + cmp.Or(v.Remote, "none")
+	case 1:
+		if v.Local != "" && v.Remote != "" && g.chance(0.3) {
+			v.Local = ""
+		} else {
+			v.Local = addr(v.Local, "192.0.2.%d", "2001:db8:ff::%d")
+		}
+		return "vxlan " + n + " local " + cmp.Or(v.Local, "none")
+	case 2:
+		v.TTL = otherInt(g, []int{0, 64, 128, 255}, v.TTL)
+		return fmt.Sprintf("vxlan %s ttl %d", n, v.TTL)
+	}
+	v.NoLearning = !v.NoLearning
+	return fmt.Sprintf("vxlan %s learning %t", n, !v.NoLearning)
 }
 
 // inPlacePSK gives a WireGuard peer the other preshared key file.
@@ -650,7 +696,9 @@ func (g *Gen) inPlaceHopDev(c *Config) string {
 func (g *Gen) inPlaceOnlink(c *Config) string {
 	for _, i := range g.R.Perm(len(c.Routes)) {
 		r := c.Routes[i]
-		if l := c.Links[r.Dev]; l != nil && r.Via != "" && connected(l, r.Via) {
+		// Not on lo: the kernel routes lo's subnets as local, and takes no
+		// on-link gateway there (the file refuses one).
+		if l := c.Links[r.Dev]; l != nil && r.Dev != "lo" && r.Via != "" && connected(l, r.Via) {
 			r.Onlink, r.Explicit = !r.Onlink, true
 			return fmt.Sprintf("route to %s onlink %v", r.To, r.Onlink)
 		}

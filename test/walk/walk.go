@@ -1,6 +1,7 @@
 package walk
 
 import (
+	"cmp"
 	"github.com/netreconcile/netreconcile/test/nettest"
 
 	"bytes"
@@ -364,6 +365,7 @@ type planOp struct {
 	Kind       string `json:"kind"`
 	ID         string `json:"id"`
 	Disruption string `json:"disruption"`
+	Reason     string `json:"reason"`
 	Changes    []struct {
 		Field string `json:"field"`
 	} `json:"changes"`
@@ -628,6 +630,8 @@ func (r *runner) step(i int, c *Config) *Failure {
 			return fail("disruption", "link %s kept ifindex %d but the plan says it is recreated\nplan: %+v", op.ID, a.Index, plan.Ops)
 		case op.Action == "replace" && !rec, op.Action == "update" && rec:
 			return fail("disruption", "link %s: a %s labelled %s\nplan: %+v", op.ID, op.Action, op.Disruption, plan.Ops)
+		case op.Action != "update" && r.applied != nil && vxlanInPlace(r.applied.Links[op.ID], c.Links[op.ID]) && vxlanInPlaceReason(op.Reason):
+			return fail("inplace", "link %s: recreated for %q, which the kernel changes in place\nplan: %+v", op.ID, op.Reason, plan.Ops)
 		}
 	}
 	// In place means the same handle, for the walk's own nftables objects
@@ -1181,4 +1185,29 @@ func walkEnv(key string) string {
 		return "0"
 	}
 	return os.Getenv(key)
+}
+
+// vxlanInPlace reports whether a vxlan declared as was, now as is, differs
+// only in what the kernel changes in place (vxlan_changelink): its remote
+// and local of one family, ttl and learning; not its id, port, dev or
+// multicast group.
+func vxlanInPlace(was, is *Link) bool {
+	if was == nil || is == nil || was.VXLAN == nil || is.VXLAN == nil || was.Kind != is.Kind {
+		return false
+	}
+	a, b := *was.VXLAN, *is.VXLAN
+	six := func(v VXLAN) bool { return strings.Contains(v.Remote+v.Local+v.Group, ":") }
+	port := func(v VXLAN) int { return cmp.Or(v.Port, 4789) }
+	return a != b && a.ID == b.ID && port(a) == port(b) && a.Dev == b.Dev && a.Group == "" && b.Group == "" && six(a) == six(b)
+}
+
+// vxlanInPlaceReason reports whether a replace's reason is a change of a
+// vxlan attribute the kernel changes in place.
+func vxlanInPlaceReason(reason string) bool {
+	for _, a := range []string{"remote", "local", "ttl", "learning"} {
+		if strings.HasPrefix(reason, "vxlan "+a+" ") {
+			return true
+		}
+	}
+	return false
 }

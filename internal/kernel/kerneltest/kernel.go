@@ -635,6 +635,16 @@ func (f *Kernel) ChangeLink(want *model.Link) error {
 				t.Encap = &e
 			}
 			l.Tunnel = &t
+		case l.VXLAN != nil && want.VXLAN != nil:
+			// vxlan_changelink: an address of the other family is
+			// refused (EOPNOTSUPP); the id, port and dev are not sent.
+			h, w := l.VXLAN, want.VXLAN
+			if (h.Remote.Is6() || h.Local.Is6()) != (w.Remote.Is6() || w.Local.Is6()) {
+				return syscall.EOPNOTSUPP
+			}
+			v := *h
+			v.Local, v.Remote, v.TTL, v.Learning = w.Local, w.Remote, w.TTL, w.Learning
+			l.VXLAN = &v
 		default:
 			return syscall.EOPNOTSUPP
 		}
