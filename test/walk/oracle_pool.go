@@ -73,12 +73,7 @@ func (p *Pool) blockAllowed(i uint64) bool {
 }
 
 // poolHolders are the addresses of a pool's subnets that links hold in the
-// kernel (not those the file declares statically there: the pool reserves
-// them), by link. A link in conflict (skip) is left as it is, and so is
-// what its addresses are: one the last step took for the file's own (prev,
-// heldPoolAddrs: false) stays the file's own, also once the file no longer
-// declares it (the link left the file) and the pool reserves it as what
-// the link keeps.
+// kernel from a pool (addrFromPool), by link.
 func poolHolders(c *Config, k *Kernel, p *Pool, skip, prev map[string]bool) map[string][]netip.Addr {
 	held, _ := poolAddrs(c, k, p, skip, prev)
 	return held
@@ -89,14 +84,6 @@ func poolHolders(c *Config, k *Kernel, p *Pool, skip, prev map[string]bool) map[
 func poolAddrs(c *Config, k *Kernel, p *Pool, skip, prev map[string]bool) (held, own map[string][]netip.Addr) {
 	held, own = map[string][]netip.Addr{}, map[string][]netip.Addr{}
 	for name, al := range k.Addrs {
-		static := map[netip.Addr]bool{}
-		if l := c.Links[name]; l != nil {
-			for _, a := range l.Addrs {
-				if a.Pool == "" {
-					static[netip.MustParsePrefix(a.CIDR).Addr()] = true
-				}
-			}
-		}
 		for _, a := range al.Addrs {
 			ip, err := netip.ParseAddr(a.Local)
 			if err != nil {
@@ -105,7 +92,7 @@ func poolAddrs(c *Config, k *Kernel, p *Pool, skip, prev map[string]bool) (held,
 			if _, ok := p.blockIndex(ip); !ok {
 				continue
 			}
-			if wasHeld, seen := prev[name+" "+ip.String()]; static[ip] || skip[name] && seen && !wasHeld {
+			if fromPool, _ := addrFromPool(c, name, ip, skip, prev); !fromPool {
 				own[name] = append(own[name], ip)
 				continue
 			}
@@ -113,6 +100,32 @@ func poolAddrs(c *Config, k *Kernel, p *Pool, skip, prev map[string]bool) (held,
 		}
 	}
 	return held, own
+}
+
+// addrFromPool says whether the address ip that the kernel shows on link
+// name is one a pool handed out (true) or the file's own (false), and
+// whether the oracle knows which (known). A link in conflict (skip) is left
+// as it is, and so is what its addresses are: what an earlier step recorded
+// (prev, heldPoolAddrs) holds, whatever pools this step's file holds. A
+// static address the link keeps stays the file's own once the file no
+// longer declares it (the link left the file; the pool reserves it, as what
+// the link keeps, and holds no block for it), also in a pool that came into
+// the file after the link left it; an address the link holds from a pool
+// stays the pool's while its pool is out of the file and back. A link not
+// in conflict holds as the file's own what the file declares on it, and
+// any other address of a pool's subnets is taken for the pool's (unknown).
+func addrFromPool(c *Config, name string, ip netip.Addr, skip, prev map[string]bool) (fromPool, known bool) {
+	if wasHeld, seen := prev[name+" "+ip.String()]; seen && skip[name] {
+		return wasHeld, true
+	}
+	if l := c.Links[name]; l != nil {
+		for _, a := range l.Addrs {
+			if a.Pool == "" && netip.MustParsePrefix(a.CIDR).Addr() == ip {
+				return false, true
+			}
+		}
+	}
+	return true, false
 }
 
 // compareExports checks every pool's export routes: a route of ours in the
@@ -193,37 +206,28 @@ func compareNewBlocks(c *Config, k *Kernel, skip, prev map[string]bool, bad func
 	}
 }
 
-// heldPoolAddrs are the addresses of the pools' subnets the links hold
-// ("LINK ADDR"): true for those from a pool (poolHolders, as
-// compareNewBlocks takes them), false for the file's own. A link in
-// conflict (skip) keeps what the last step recorded of the file's own
-// while the kernel shows it there, also where no pool of this step's file
-// holds the address: its pool, out of the file for a while and back,
-// finds it the file's own still (the pool reserves it, as what the link
-// keeps, and holds no block for it).
+// heldPoolAddrs records what the addresses the links hold are ("LINK
+// ADDR"): true for those from a pool, false for the file's own
+// (addrFromPool), for every address the file declares statically and every
+// one in the subnets of the file's pools. The record is what the next step
+// takes for a link in conflict (skip): such a link is left as it is, and
+// whether a pool handed out what it keeps is as the last step recorded it,
+// for as long as the kernel shows the address there. The file's static
+// addresses are recorded whatever pools the file holds: a pool that comes
+// into the file, or comes back, after the link left it finds what the link
+// keeps in its subnets the file's own (the pool reserves it, and holds no
+// block for it).
 func heldPoolAddrs(c *Config, k *Kernel, skip, prev map[string]bool) map[string]bool {
 	out := map[string]bool{}
-	for key, fromPool := range prev {
-		link, addr, _ := strings.Cut(key, " ")
-		if fromPool || !skip[link] || k.Addrs[link] == nil {
-			continue
-		}
-		for _, a := range k.Addrs[link].Addrs {
-			if a.Local == addr {
-				out[key] = false
+	for name, al := range k.Addrs {
+		for _, a := range al.Addrs {
+			ip, err := netip.ParseAddr(a.Local)
+			if err != nil {
+				continue
 			}
-		}
-	}
-	for _, p := range c.Pools {
-		held, own := poolAddrs(c, k, p, skip, prev)
-		for link, as := range own {
-			for _, a := range as {
-				out[link+" "+a.String()] = false
-			}
-		}
-		for link, as := range held {
-			for _, a := range as {
-				out[link+" "+a.String()] = true
+			fromPool, known := addrFromPool(c, name, ip, skip, prev)
+			if known || slices.ContainsFunc(c.Pools, func(p *Pool) bool { _, ok := p.blockIndex(ip); return ok }) {
+				out[name+" "+ip.String()] = fromPool
 			}
 		}
 	}
