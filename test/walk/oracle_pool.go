@@ -110,22 +110,36 @@ func poolAddrs(c *Config, k *Kernel, p *Pool, skip, prev map[string]bool) (held,
 // static address the link keeps stays the file's own once the file no
 // longer declares it (the link left the file; the pool reserves it, as what
 // the link keeps, and holds no block for it), also in a pool that came into
-// the file after the link left it; an address the link holds from a pool
-// stays the pool's while its pool is out of the file and back. A link not
-// in conflict holds as the file's own what the file declares on it, and
-// any other address of a pool's subnets is taken for the pool's (unknown).
+// the file after the link left it. An address the link held from a pool is
+// the pool's no longer once the file declares it, on any link: the pool
+// takes it back, as from a link not left out, and the link keeps it as the
+// file's own where the file declares it on the link (compareNewBlocks
+// checks that it left the link otherwise). A link not in conflict holds as
+// the file's own what the file declares on it, and any other address of a
+// pool's subnets is taken for the pool's (unknown).
 func addrFromPool(c *Config, name string, ip netip.Addr, skip, prev map[string]bool) (fromPool, known bool) {
 	if wasHeld, seen := prev[name+" "+ip.String()]; seen && skip[name] {
-		return wasHeld, true
+		return wasHeld && len(declaredOn(c, ip)) == 0, true
 	}
-	if l := c.Links[name]; l != nil {
-		for _, a := range l.Addrs {
+	if slices.Contains(declaredOn(c, ip), name) {
+		return false, true
+	}
+	return true, false
+}
+
+// declaredOn are the links on which the file declares the address ip
+// statically.
+func declaredOn(c *Config, ip netip.Addr) []string {
+	var out []string
+	for _, n := range c.LinkNames() {
+		for _, a := range c.Links[n].Addrs {
 			if a.Pool == "" && netip.MustParsePrefix(a.CIDR).Addr() == ip {
-				return false, true
+				out = append(out, n)
+				break
 			}
 		}
 	}
-	return true, false
+	return out
 }
 
 // compareExports checks every pool's export routes: a route of ours in the
@@ -171,8 +185,11 @@ func compareExports(c *Config, k *Kernel, others map[string][]netip.Addr, skip, 
 
 // compareNewBlocks checks that the pool addresses a link took in this step
 // (not held by it the step before, prev) come from blocks the pool may take,
-// and that no address a link holds from a pool is on another link too (one
-// that a link left out for a conflict keeps, the file's own included).
+// that no address a link holds from a pool is on another link too (one that
+// a link left out for a conflict keeps, the file's own included), and that
+// an address a link left out for a conflict held from a pool left it when
+// the file declares it on another link only: the pool took it back, and
+// what it takes back leaves a link in conflict too.
 func compareNewBlocks(c *Config, k *Kernel, skip, prev map[string]bool, bad func(string, ...any)) {
 	for _, p := range c.Pools {
 		held, own := poolAddrs(c, k, p, skip, prev)
@@ -190,6 +207,13 @@ func compareNewBlocks(c *Config, k *Kernel, skip, prev map[string]bool, bad func
 					links := slices.Clone(on[a])
 					sort.Strings(links)
 					bad("link %s: address %s of pool %s is on links %s", link, a, p.Name, strings.Join(links, ", "))
+				}
+			}
+		}
+		for _, link := range sortedKeys(own) {
+			for _, a := range own[link] {
+				if ds := declaredOn(c, a); skip[link] && prev[link+" "+a.String()] && len(ds) > 0 && !slices.Contains(ds, link) {
+					bad("link %s: address %s, which it held from pool %s, is still on it, the file declaring it on %s", link, a, p.Name, strings.Join(ds, ", "))
 				}
 			}
 		}

@@ -356,6 +356,60 @@ func TestWalkFinding166LeftOutPoolAddressOutlivesItsPoolsAbsence(t *testing.T) {
 	}
 }
 
+// 167. An address a link left out for a conflict holds from a pool, which
+// the file then declares, on that link or on another one: the pool takes
+// it back (no block, no export route), the link keeps it as the file's own
+// where the file declares it on the link, and it leaves the link where the
+// file declares it on another link only. Host soak seed 61660673403130,
+// step 57: the file gave p2b 10.99.0.1/24, which bridge-15bytes0, out of
+// the file with a foreign port in it, held from pool pw (show's output then
+// moved it off bridge-15bytes0).
+func TestWalkFinding167LeftOutLinksPoolAddressDeclaredByTheFile(t *testing.T) {
+	pool := &Pool{Name: "pw", Subnet: "10.99.0.0/24", Bits: 2, Table: 119}
+	taken := &Config{Protocol: 245, Pools: []*Pool{pool}, Links: map[string]*Link{
+		"b0": {Name: "b0", Kind: "bridge", Addrs: []*Addr{{Pool: "pw"}}},
+	}}
+	onB0 := &Config{Protocol: 245, Pools: []*Pool{pool}, Links: map[string]*Link{
+		"b0": {Name: "b0", Kind: "veth", Addrs: []*Addr{{CIDR: "10.99.0.0/24"}}},
+	}}
+	onB2 := &Config{Protocol: 245, Pools: []*Pool{pool}, Links: map[string]*Link{
+		"b2": {Name: "b2", Kind: "bridge", Addrs: []*Addr{{CIDR: "10.99.0.0/24"}}},
+	}}
+	b0 := `{"ifname": "b0", "addr_info": [{"family": "inet", "local": "10.99.0.0", "prefixlen": 32}]}`
+	b0Bare := `{"ifname": "b0", "addr_info": []}`
+	b2 := `{"ifname": "b2", "addr_info": [{"family": "inet", "local": "10.99.0.0", "prefixlen": 24}]}`
+	skip := map[string]bool{"b0": true}
+	prev := heldPoolAddrs(taken, oracleKernel(t, "["+b0+"]", "10.99.0.0/30"), nil, nil)
+	check := func(c *Config, k *Kernel) []string {
+		var diffs []string
+		bad := func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) }
+		compareExports(c, k, nil, skip, prev, bad)
+		compareNewBlocks(c, k, skip, prev, bad)
+		return diffs
+	}
+	for _, tc := range []struct {
+		name   string
+		c      *Config
+		k      *Kernel
+		expect string // "": no difference
+	}{
+		{"declared on b0, pool took it back", onB0, oracleKernel(t, "["+b0+"]"), ""},
+		{"declared on b0, block still exported", onB0, oracleKernel(t, "["+b0+"]", "10.99.0.0/30"), "export route not in the file"},
+		{"declared on b2, moved", onB2, oracleKernel(t, "["+b0Bare+", "+b2+"]"), ""},
+		{"declared on b2, still on b0", onB2, oracleKernel(t, "["+b0+", "+b2+"]"), "is still on it, the file declaring it on b2"},
+		{"declared on b2, block still exported", onB2, oracleKernel(t, "["+b0Bare+", "+b2+"]", "10.99.0.0/30"), "export route not in the file"},
+	} {
+		diffs := check(tc.c, tc.k)
+		if tc.expect == "" && len(diffs) != 0 || tc.expect != "" && (len(diffs) != 1 || !strings.Contains(diffs[0], tc.expect)) {
+			t.Errorf("%s: %q, want %q", tc.name, diffs, tc.expect)
+		}
+	}
+	// The record follows: b0's address the file's own from then on.
+	if held, seen := heldPoolAddrs(onB0, oracleKernel(t, "["+b0+"]"), skip, prev)["b0 10.99.0.0"]; !seen || held {
+		t.Errorf("declared on b0: recorded as %v (seen %v), want the file's own", held, seen)
+	}
+}
+
 // oracleKernel is a kernel of the links' addresses addrs (ip -j addr) and
 // routes of ours (protocol 245) in table 119, dev lo, to exported.
 func oracleKernel(t *testing.T, addrs string, exported ...string) *Kernel {
