@@ -258,6 +258,20 @@ func heldPoolAddrs(c *Config, k *Kernel, skip, prev map[string]bool) map[string]
 	return out
 }
 
+// leftInPools says whether a link in conflict (skip) keeps, in the kernel,
+// an address of the subnets of c's pools that is its own (own) or one a
+// pool handed out (held): how often a walk meets what addrFromPool judges.
+func leftInPools(c *Config, k *Kernel, skip, prev map[string]bool) (own, held bool) {
+	for _, p := range c.Pools {
+		h, o := poolAddrs(c, k, p, skip, prev)
+		for link := range skip {
+			own = own || len(o[link]) > 0
+			held = held || len(h[link]) > 0
+		}
+	}
+	return own, held
+}
+
 // syncOthers makes the other owners' allocations what c says, as a CNI
 // plugin would with `ipam allocate` and `ipam release`: releases with the
 // previous step's files (whose pools hold them), allocations with this
