@@ -97,12 +97,26 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 	for _, pa := range desired.PoolAddresses {
 		wanted[ownerKey{pa.Pool, poolOwner(pa.Link)}] = true
 	}
+	// The file's static addresses: a pool reserves them, so an address a
+	// link holds from a pool and the file now declares statically (on it or
+	// on another link) goes back, and the link takes another.
+	static := map[netip.Addr]string{}
+	for _, ad := range desired.Addresses {
+		static[ad.Prefix.Addr()] = ad.Origin
+	}
+	declared := func(a ipam.Allocation) bool {
+		return slices.ContainsFunc(a.Addrs(), func(ip netip.Addr) bool { _, s := static[ip]; return s })
+	}
 	// Only the addresses of links are the configuration's to give back: other config: owners
 	// may belong to kinds a newer netreconcile hands out.
 	// A link the plan leaves as it is keeps its address, also when it left
-	// the file.
+	// the file; but not as the pool's once the file declares it: the link
+	// keeps it in the kernel, as it keeps any address it has, and the pool
+	// takes it back now, as from any other link (its block is no longer
+	// held for it, and show prints it as the link's own; kept as the pool's,
+	// the file show prints would move it off the link).
 	keeps := func(link string, a ipam.Allocation) bool {
-		if !leftOut[link] {
+		if !leftOut[link] || declared(a) {
 			return false
 		}
 		if onLinks == nil {
@@ -113,7 +127,7 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 	var gone []ipam.Allocation
 	for _, a := range held {
 		link, isLink := strings.CutPrefix(a.Owner, ipam.ConfigOwner("link", ""))
-		if isLink && a.Iface == "" && !wanted[ownerKey{a.Pool, a.Owner}] && !keeps(link, a) {
+		if isLink && a.Iface == "" && (!wanted[ownerKey{a.Pool, a.Owner}] && !keeps(link, a) || leftOut[link] && declared(a)) {
 			gone = append(gone, a)
 		}
 	}
@@ -127,18 +141,13 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 	if _, err := reg.Check(ctx, gone); err != nil {
 		return nil, fmt.Errorf("ipam: %w", err)
 	}
-	// The file's static addresses: a pool reserves them, so an address a
-	// link holds from a pool and the file now declares statically goes
-	// back, and the link takes another.
-	static := map[netip.Addr]string{}
-	for _, ad := range desired.Addresses {
-		static[ad.Prefix.Addr()] = ad.Origin
-	}
+	// A left-out link's address redeclared is in gone already; it takes
+	// no other while the plan leaves it as it is.
 	redeclared := map[ownerKey]bool{}
 	leaving := slices.Clone(gone) // all that goes back in this pass
 	for _, pa := range desired.PoolAddresses {
 		k := ownerKey{pa.Pool, poolOwner(pa.Link)}
-		if a, ok := have[k]; ok && slices.ContainsFunc(a.Addrs(), func(ip netip.Addr) bool { _, s := static[ip]; return s }) {
+		if a, ok := have[k]; ok && declared(a) {
 			redeclared[k] = true
 			if !leftOut[pa.Link] {
 				leaving = append(leaving, a)
@@ -181,11 +190,11 @@ func preparePools(ctx context.Context, reg *ipam.Registry, desired *model.State,
 	}
 	for _, pa := range desired.PoolAddresses {
 		k := ownerKey{pa.Pool, poolOwner(pa.Link)}
-		if !redeclared[k] {
+		if !redeclared[k] || leftOut[pa.Link] {
 			continue
 		}
 		a := have[k]
-		if !dryRun && !leftOut[pa.Link] {
+		if !dryRun {
 			if _, _, err := reg.Release(ctx, a.Pool, a.Owner, ""); err != nil {
 				return nil, fmt.Errorf("ipam: give back the address of link %s, which the file now declares: %w", pa.Link, err)
 			}

@@ -423,3 +423,78 @@ func TestIPAMAllocateReservesWhatALeftOutLinkKeeps(t *testing.T) {
 		t.Errorf("ipam allocate after b0 went gave %q, want 10.98.0.0", got)
 	}
 }
+
+// 166. What the walk's oracle takes of a link left out for a conflict: a
+// static address the file gave it before any pool held the subnet stays no
+// allocation once a pool that holds it comes into the file (the pool
+// reserves it and exports no block for it). The oracle took it for an
+// allocation and wanted its block exported.
+// Walk finding 166 (host soak seed 115288018858865, step 30; shrunk to 8
+// steps).
+func TestWalkFinding166LeftOutStaticAddressAndAPoolThatComesLater(t *testing.T) {
+	e := newEnv(t)
+	e.ip("link", "set", "lo", "up")
+	e.apply(e.file("a.yaml", "version: 1\nlinks:\n  lo: {kind: device, state: up}\n  b0: {kind: bridge, addresses: [10.98.0.1/24]}\n"))
+	e.ip("link", "add", "fp0", "type", "veth", "peer", "name", "fp1")
+	e.ip("link", "set", "fp0", "master", "b0")
+	f := b1TakesFromThePool(e, "b.yaml")
+	if got := e.ip("-4", "addr", "show", "dev", "b0"); !strings.Contains(got, "10.98.0.1/24") {
+		t.Fatalf("b0 lost the address it keeps:\n%s", got)
+	}
+	if got := e.ip("-4", "-o", "addr", "show", "dev", "b1"); !strings.Contains(got, "10.98.0.0/32") {
+		t.Errorf("b1 was not given the pool's first free address, 10.98.0.0:\n%s", got)
+	}
+	if got := strings.TrimSpace(e.table119Of("120")); got != "10.98.0.0 dev lo proto 245" {
+		t.Errorf("export routes of table 120:\n%s\nwant only b1's block", got)
+	}
+	if got := e.ipam("list", "-c", f); strings.Count(got, "config:link/") != 1 {
+		t.Errorf("the registry holds more than b1's address:\n%s", got)
+	}
+	e.roundTrip(f)
+}
+
+// 167. A link left out for a conflict kept as the pool's an address the
+// file then declared itself, on that link or on another link: the pool
+// kept the allocation and its block exported, and show printed the link as
+// taking from the pool, a file that moved the address off the link (the
+// pool gives back what the file declares, and the link takes another), so
+// that show's output planned changes. The pool now takes the address back
+// at once, as from a link not left out: declared on the link, the link
+// keeps it as the file's own; declared on another link, it leaves the
+// left-out link (what the pool takes back leaves a link in conflict too)
+// and the other link gets it, so that it is on one link.
+// Walk finding 167 (host soak seed 61660673403130, step 57: the file gave
+// p2b 10.99.0.1/24, which bridge-15bytes0, out of the file since step 55
+// with a foreign port in it, held from pool pw).
+func TestWalkFinding167LeftOutLinksPoolAddressDeclaredByTheFile(t *testing.T) {
+	for _, tc := range []struct {
+		name, links, want string
+		keeps             bool // b0 keeps 10.98.0.0
+	}{
+		{"on the link", "  b0: {kind: veth, veth: {peer: b0p}, addresses: [10.98.0.0/24]}\n", "address 10.98.0.0/24 dev b0 is left out", true},
+		{"on another link", "  b2: {kind: bridge, addresses: [10.98.0.0/24]}\n", "link b0 cannot be deleted", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := bridgeWithForeignPort(t, "{pool: p}")
+			f := e.file("b.yaml", "version: 1\n"+leftOutPools+"links:\n  lo: {kind: device, state: up}\n"+tc.links)
+			if r := e.cli("apply", "-c", f); r.Code == 0 || !strings.Contains(r.Stderr, tc.want) {
+				t.Fatalf("apply: exit %d, want %q\n%s%s", r.Code, tc.want, r.Stdout, r.Stderr)
+			}
+			if got := e.ip("-4", "addr", "show", "dev", "b0"); strings.Contains(got, "10.98.0.0/32") != tc.keeps {
+				t.Errorf("b0 keeps 10.98.0.0/32: %v, want %v:\n%s", !tc.keeps, tc.keeps, got)
+			}
+			if got := e.ipam("list", "-c", f); strings.Contains(got, "config:link/b0") {
+				t.Errorf("the registry keeps b0's address, which the file declares:\n%s", got)
+			}
+			if got := strings.TrimSpace(e.table119Of("120")); got != "" {
+				t.Errorf("export routes of table 120:\n%s\nwant none", got)
+			}
+			if r := e.cli("diff", "-c", f); !strings.Contains(r.Stdout, "No changes planned") {
+				t.Errorf("diff after the apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if shown := e.roundTrip(f); strings.Contains(shown, "pool: p}") {
+				t.Errorf("show prints b0 as taking from the pool:\n%s", shown)
+			}
+		})
+	}
+}

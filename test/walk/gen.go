@@ -251,6 +251,9 @@ type Gen struct {
 	W *rand.Rand
 	// K draws the keys of gen_keys.go, likewise; nil: seeded with 1.
 	K *rand.Rand
+	// P draws the static addresses in the pools' subnets of
+	// gen_pooladdrs.go, likewise; nil: seeded with 1.
+	P *rand.Rand
 	// NoIPv6Keys leaves those keys out, for a kernel that does not take
 	// IPv6 off a link (the fake).
 	NoIPv6Keys bool
@@ -375,6 +378,9 @@ func (g *Gen) Next(c *Config) (*Config, string) {
 		what = append(what, g.mutate(n))
 	}
 	if w := g.changeKeys(n); w != "" {
+		what = append(what, w)
+	}
+	if w := g.staticInPools(n); w != "" {
 		what = append(what, w)
 	}
 	g.keepLowMTU(c, n)

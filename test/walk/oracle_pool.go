@@ -73,12 +73,7 @@ func (p *Pool) blockAllowed(i uint64) bool {
 }
 
 // poolHolders are the addresses of a pool's subnets that links hold in the
-// kernel (not those the file declares statically there: the pool reserves
-// them), by link. A link in conflict (skip) is left as it is, and so is
-// what its addresses are: one the last step took for the file's own (prev,
-// heldPoolAddrs: false) stays the file's own, also once the file no longer
-// declares it (the link left the file) and the pool reserves it as what
-// the link keeps.
+// kernel from a pool (addrFromPool), by link.
 func poolHolders(c *Config, k *Kernel, p *Pool, skip, prev map[string]bool) map[string][]netip.Addr {
 	held, _ := poolAddrs(c, k, p, skip, prev)
 	return held
@@ -89,14 +84,6 @@ func poolHolders(c *Config, k *Kernel, p *Pool, skip, prev map[string]bool) map[
 func poolAddrs(c *Config, k *Kernel, p *Pool, skip, prev map[string]bool) (held, own map[string][]netip.Addr) {
 	held, own = map[string][]netip.Addr{}, map[string][]netip.Addr{}
 	for name, al := range k.Addrs {
-		static := map[netip.Addr]bool{}
-		if l := c.Links[name]; l != nil {
-			for _, a := range l.Addrs {
-				if a.Pool == "" {
-					static[netip.MustParsePrefix(a.CIDR).Addr()] = true
-				}
-			}
-		}
 		for _, a := range al.Addrs {
 			ip, err := netip.ParseAddr(a.Local)
 			if err != nil {
@@ -105,7 +92,7 @@ func poolAddrs(c *Config, k *Kernel, p *Pool, skip, prev map[string]bool) (held,
 			if _, ok := p.blockIndex(ip); !ok {
 				continue
 			}
-			if wasHeld, seen := prev[name+" "+ip.String()]; static[ip] || skip[name] && seen && !wasHeld {
+			if fromPool, _ := addrFromPool(c, name, ip, skip, prev); !fromPool {
 				own[name] = append(own[name], ip)
 				continue
 			}
@@ -113,6 +100,46 @@ func poolAddrs(c *Config, k *Kernel, p *Pool, skip, prev map[string]bool) (held,
 		}
 	}
 	return held, own
+}
+
+// addrFromPool says whether the address ip that the kernel shows on link
+// name is one a pool handed out (true) or the file's own (false), and
+// whether the oracle knows which (known). A link in conflict (skip) is left
+// as it is, and so is what its addresses are: what an earlier step recorded
+// (prev, heldPoolAddrs) holds, whatever pools this step's file holds. A
+// static address the link keeps stays the file's own once the file no
+// longer declares it (the link left the file; the pool reserves it, as what
+// the link keeps, and holds no block for it), also in a pool that came into
+// the file after the link left it. An address the link held from a pool is
+// the pool's no longer once the file declares it, on any link: the pool
+// takes it back, as from a link not left out, and the link keeps it as the
+// file's own where the file declares it on the link (compareNewBlocks
+// checks that it left the link otherwise). A link not in conflict holds as
+// the file's own what the file declares on it, and any other address of a
+// pool's subnets is taken for the pool's (unknown).
+func addrFromPool(c *Config, name string, ip netip.Addr, skip, prev map[string]bool) (fromPool, known bool) {
+	if wasHeld, seen := prev[name+" "+ip.String()]; seen && skip[name] {
+		return wasHeld && len(declaredOn(c, ip)) == 0, true
+	}
+	if slices.Contains(declaredOn(c, ip), name) {
+		return false, true
+	}
+	return true, false
+}
+
+// declaredOn are the links on which the file declares the address ip
+// statically.
+func declaredOn(c *Config, ip netip.Addr) []string {
+	var out []string
+	for _, n := range c.LinkNames() {
+		for _, a := range c.Links[n].Addrs {
+			if a.Pool == "" && netip.MustParsePrefix(a.CIDR).Addr() == ip {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // compareExports checks every pool's export routes: a route of ours in the
@@ -158,8 +185,11 @@ func compareExports(c *Config, k *Kernel, others map[string][]netip.Addr, skip, 
 
 // compareNewBlocks checks that the pool addresses a link took in this step
 // (not held by it the step before, prev) come from blocks the pool may take,
-// and that no address a link holds from a pool is on another link too (one
-// that a link left out for a conflict keeps, the file's own included).
+// that no address a link holds from a pool is on another link too (one that
+// a link left out for a conflict keeps, the file's own included), and that
+// an address a link left out for a conflict held from a pool left it when
+// the file declares it on another link only: the pool took it back, and
+// what it takes back leaves a link in conflict too.
 func compareNewBlocks(c *Config, k *Kernel, skip, prev map[string]bool, bad func(string, ...any)) {
 	for _, p := range c.Pools {
 		held, own := poolAddrs(c, k, p, skip, prev)
@@ -180,6 +210,13 @@ func compareNewBlocks(c *Config, k *Kernel, skip, prev map[string]bool, bad func
 				}
 			}
 		}
+		for _, link := range sortedKeys(own) {
+			for _, a := range own[link] {
+				if ds := declaredOn(c, a); skip[link] && prev[link+" "+a.String()] && len(ds) > 0 && !slices.Contains(ds, link) {
+					bad("link %s: address %s, which it held from pool %s, is still on it, the file declaring it on %s", link, a, p.Name, strings.Join(ds, ", "))
+				}
+			}
+		}
 		for link, as := range held {
 			for _, a := range as {
 				if prev[link+" "+a.String()] {
@@ -193,41 +230,46 @@ func compareNewBlocks(c *Config, k *Kernel, skip, prev map[string]bool, bad func
 	}
 }
 
-// heldPoolAddrs are the addresses of the pools' subnets the links hold
-// ("LINK ADDR"): true for those from a pool (poolHolders, as
-// compareNewBlocks takes them), false for the file's own. A link in
-// conflict (skip) keeps what the last step recorded of the file's own
-// while the kernel shows it there, also where no pool of this step's file
-// holds the address: its pool, out of the file for a while and back,
-// finds it the file's own still (the pool reserves it, as what the link
-// keeps, and holds no block for it).
+// heldPoolAddrs records what the addresses the links hold are ("LINK
+// ADDR"): true for those from a pool, false for the file's own
+// (addrFromPool), for every address the file declares statically and every
+// one in the subnets of the file's pools. The record is what the next step
+// takes for a link in conflict (skip): such a link is left as it is, and
+// whether a pool handed out what it keeps is as the last step recorded it,
+// for as long as the kernel shows the address there. The file's static
+// addresses are recorded whatever pools the file holds: a pool that comes
+// into the file, or comes back, after the link left it finds what the link
+// keeps in its subnets the file's own (the pool reserves it, and holds no
+// block for it).
 func heldPoolAddrs(c *Config, k *Kernel, skip, prev map[string]bool) map[string]bool {
 	out := map[string]bool{}
-	for key, fromPool := range prev {
-		link, addr, _ := strings.Cut(key, " ")
-		if fromPool || !skip[link] || k.Addrs[link] == nil {
-			continue
-		}
-		for _, a := range k.Addrs[link].Addrs {
-			if a.Local == addr {
-				out[key] = false
+	for name, al := range k.Addrs {
+		for _, a := range al.Addrs {
+			ip, err := netip.ParseAddr(a.Local)
+			if err != nil {
+				continue
 			}
-		}
-	}
-	for _, p := range c.Pools {
-		held, own := poolAddrs(c, k, p, skip, prev)
-		for link, as := range own {
-			for _, a := range as {
-				out[link+" "+a.String()] = false
-			}
-		}
-		for link, as := range held {
-			for _, a := range as {
-				out[link+" "+a.String()] = true
+			fromPool, known := addrFromPool(c, name, ip, skip, prev)
+			if known || slices.ContainsFunc(c.Pools, func(p *Pool) bool { _, ok := p.blockIndex(ip); return ok }) {
+				out[name+" "+ip.String()] = fromPool
 			}
 		}
 	}
 	return out
+}
+
+// leftInPools says whether a link in conflict (skip) keeps, in the kernel,
+// an address of the subnets of c's pools that is its own (own) or one a
+// pool handed out (held): how often a walk meets what addrFromPool judges.
+func leftInPools(c *Config, k *Kernel, skip, prev map[string]bool) (own, held bool) {
+	for _, p := range c.Pools {
+		h, o := poolAddrs(c, k, p, skip, prev)
+		for link := range skip {
+			own = own || len(o[link]) > 0
+			held = held || len(h[link]) > 0
+		}
+	}
+	return own, held
 }
 
 // syncOthers makes the other owners' allocations what c says, as a CNI

@@ -73,6 +73,7 @@ func walkReach(seed int64, d Defects, dir string, steps int) (Reach, error) {
 	}
 	g.W = rand.New(rand.NewSource(seed ^ WordsSeed))
 	g.K = rand.New(rand.NewSource(seed ^ KeysSeed))
+	g.P = rand.New(rand.NewSource(seed ^ PoolAddrsSeed))
 	c := g.Initial()
 	var docs docCache
 	prev, err := docs.fileDoc(c)

@@ -88,6 +88,7 @@ func Walk(opts Options) (*Report, error) {
 	}
 	g.W = rand.New(rand.NewSource(opts.Seed ^ WordsSeed))
 	g.K = rand.New(rand.NewSource(opts.Seed ^ KeysSeed))
+	g.P = rand.New(rand.NewSource(opts.Seed ^ PoolAddrsSeed))
 	// The rules nft takes, judged once by nft itself in a namespace of
 	// its own.
 	nftPools := map[string]map[string][]string{}
@@ -159,8 +160,8 @@ func Walk(opts Options) (*Report, error) {
 		phases = append(phases, fmt.Sprintf("%s %s", k, v.Round(time.Millisecond)))
 	}
 	sort.Strings(phases)
-	opts.Logf("walk seed %d: %d steps (%d refused by diff and apply alike; %d with links the kernel kept below 1280 from before, IPv6 declared on them in %d); time by phase: %s",
-		opts.Seed, rep.Steps, run.refusals, run.keptLow, run.lowIPv6, strings.Join(phases, ", "))
+	opts.Logf("walk seed %d: %d steps (%d refused by diff and apply alike; %d with links the kernel kept below 1280 from before, IPv6 declared on them in %d; %d with a link in conflict keeping its own address in a pool's subnets, %d one a pool handed out); time by phase: %s",
+		opts.Seed, rep.Steps, run.refusals, run.keptLow, run.lowIPv6, run.keptOwn, run.keptPools, strings.Join(phases, ", "))
 	return rep, nil
 }
 
@@ -233,6 +234,10 @@ type runner struct {
 	// gives them no MTU (Config.KeptLow), lowIPv6 those of them that
 	// declared IPv6 on such a link.
 	keptLow, lowIPv6 int
+	// keptOwn and keptPools count the steps in which a link in conflict
+	// keeps an address of the subnets of the file's pools: the file's
+	// own, and one a pool handed out (leftInPools).
+	keptOwn, keptPools int
 	// applied is the configuration the kernel matches: the last step's
 	// that was not refused.
 	applied  *Config
@@ -543,6 +548,13 @@ func (r *runner) step(i int, c *Config) *Failure {
 	bad := func(f string, a ...any) { diffs = append(diffs, fmt.Sprintf(f, a...)) }
 	compareExports(c, after, r.othersByPool(), skip, r.poolAddrs, bad)
 	compareNewBlocks(c, after, skip, r.poolAddrs, bad)
+	own, held := leftInPools(c, after, skip, r.poolAddrs)
+	if own {
+		r.keptOwn++
+	}
+	if held {
+		r.keptPools++
+	}
 	sd, err := CompareSysctls(r.ns, c, r.sysctl0, skip)
 	if err != nil {
 		return fail("oracle", "%v", err)
