@@ -10,9 +10,10 @@ import (
 )
 
 // SysctlKeys are the parameters a read covers: the kernel has thousands,
-// and a read lists only those the file declares, the "default" keys that
-// new links take the file's per-link keys from, and those the ledger owns
-// (with the value to restore, Original).
+// and a read lists only those the file declares, those the ledger owns
+// (with the value to restore, Original), and the "default" keys of the
+// per-link ones among them: new links take their first value from them,
+// and a link netreconcile made gets theirs back.
 func SysctlKeys(desired []model.Sysctl, owned map[string]string) []string {
 	seen := map[string]bool{}
 	var keys []string
@@ -48,6 +49,14 @@ func SysctlKeys(desired []model.Sysctl, owned map[string]string) []string {
 	}
 	for k := range owned {
 		add(k)
+		// A link's key the file no longer declares goes back, on a
+		// link netreconcile made, to its template's value
+		// (diff.sysctlBack): default's as the file leaves it, which a
+		// family-wide key netreconcile wrote or gave back may have
+		// changed since the key was recorded.
+		if _, _, tmpl, ok := model.SysctlLink(k); ok {
+			add(tmpl)
+		}
 	}
 	sort.Strings(keys)
 	return keys

@@ -161,6 +161,12 @@ type Op struct {
 	// the key's old value when the op takes it over.
 	Sysctl    *model.Sysctl `json:"-"`
 	SysctlWas string        `json:"-"`
+	// SysctlRebase: the write follows a master key's (net.ipv4.ip_forward,
+	// net.ipv6.conf.all.ignore_routes_with_linkdown…), which set the key
+	// first; SysctlWas is the master's value, which the ledger records
+	// over the key's old record: the key would have had it, had
+	// netreconcile never written the key itself.
+	SysctlRebase bool `json:"-"`
 }
 
 // OpJSON is an operation as the JSON output shows it (diff, apply, a

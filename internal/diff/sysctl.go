@@ -30,6 +30,14 @@ const KindSysctl Kind = "sysctl"
 // net.ipv6.conf.all.disable_ipv6 and a few more set that key of every
 // link, so the file's other keys they set are written again after a master
 // key is (forwardingMasters).
+//
+// The value a key is owed back is the one it would have had had
+// netreconcile never written it, and a master key netreconcile writes, the
+// file's value or its own given back, changes that: the key would have
+// taken the master's value, as every key of the family the file does not
+// name does. So the keys a master's write sets are recorded again with
+// the master's value (Op.SysctlRebase), and one that leaves the file in
+// the plan that writes its master is left at the master's value.
 func (c *computer) sysctls() {
 	start := len(c.plan.Ops)
 	order := make([]*model.Sysctl, 0, len(c.d.Sysctls))
@@ -42,22 +50,27 @@ func (c *computer) sysctls() {
 			}
 		}
 	}
-	// rewritten holds, by family, the master key this plan writes;
-	// declared, those of them the file declares.
-	rewritten, declared := map[string]string{}, map[string]string{}
+	// rewritten holds, by family, the master key this plan writes, the
+	// file's or given back, and the value.
+	rewritten := map[string]model.Sysctl{}
 	for _, w := range order {
 		planned := c.sysctl(w)
-		if fam, ok := forwardingMasters[w.Key]; ok && planned {
-			rewritten[fam], declared[fam] = w.Key, w.Key
+		fam := sysctlGroup(w.Key)
+		if _, ok := forwardingMasters[w.Key]; ok && planned {
+			rewritten[fam] = *w
 			continue
 		}
-		if planned {
-			continue
-		}
-		if m := rewritten[masterSetsFamily(w.Key)]; m != "" {
-			was := c.sysctlBefore(w)
-			c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", m + "'s", w.Value}},
-				Reason: "written again: " + m + " sets it", Sysctl: w, SysctlWas: was})
+		m := rewritten[fam]
+		v, sets := masterSets(m, w.Key)
+		switch {
+		case planned && sets:
+			// Written after the master, which set it first.
+			if op := &c.plan.Ops[len(c.plan.Ops)-1]; op.Action == Update {
+				op.SysctlWas, op.SysctlRebase = v, true
+			}
+		case !planned && sets:
+			c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", m.Key + "'s", w.Value}},
+				Reason: "written again: " + m.Key + " sets it", Sysctl: w, SysctlWas: v, SysctlRebase: true})
 		}
 	}
 	// Restores, the master keys first too; a master key written back
@@ -78,14 +91,21 @@ func (c *computer) sysctls() {
 				// Nothing to write: the record is dropped.
 				op.Changes, op.Reason = nil, "already at the value found before netreconcile set it"
 			}
-			if m := declared[masterSetsFamily(h.Key)]; !master && m != "" && op.Changes != nil {
-				// The file's master key, written in this plan, sets
-				// this key on every link: written back after it, the
-				// key would undo on this link what the file asks of
-				// all. The record is dropped, the key left at the
-				// master's value.
-				op.Changes, op.Reason = nil, "left to "+m+", which this plan writes and which sets it"
-				back.Value = h.Value // nothing written (runSysctl)
+			fam := sysctlGroup(h.Key)
+			if m := rewritten[fam]; op.Changes != nil {
+				if _, sets := masterSets(m, h.Key); sets {
+					// The master key, written in this plan, sets this
+					// key: written back after it, the key would undo
+					// what the master's value asks of every link (or
+					// what giving it back does). The record is
+					// dropped, the key left at the master's value.
+					how := "writes"
+					if model.FindSysctl(c.d.Sysctls, m.Key) == nil {
+						how = "gives back"
+					}
+					op.Changes, op.Reason = nil, "left to "+m.Key+", which this plan "+how+" and which sets it"
+					back.Value = h.Value // nothing written (runSysctl)
+				}
 			}
 			if c.goesWithLink(h.Link, op) {
 				// Gone with its link; the ledger forgets the key when
@@ -93,15 +113,14 @@ func (c *computer) sysctls() {
 				continue
 			}
 			restores = append(restores, op)
-			if fam := forwardingMasters[h.Key]; master && op.Changes != nil && rewritten[fam] == "" {
-				rewritten[fam] = h.Key
+			if master && op.Changes != nil && rewritten[fam].Key == "" {
+				rewritten[fam] = *back
 				for _, w := range order {
 					// Also a key written above: the restore runs
 					// after it.
-					if masterSetsFamily(w.Key) == fam {
-						was := c.sysctlBefore(w)
+					if v, sets := masterSets(*back, w.Key); sets {
 						restores = append(restores, Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", h.Key + "'s", w.Value}},
-							Reason: "written again: " + h.Key + " sets it", Sysctl: w, SysctlWas: was})
+							Reason: "written again: " + h.Key + " sets it", Sysctl: w, SysctlWas: v, SysctlRebase: true})
 					}
 				}
 			}
@@ -190,7 +209,7 @@ func (c *computer) mtuAfterIPv6On(start int) {
 		}
 		was := c.sysctlBefore(w)
 		again = append(again, Op{Action: Update, Kind: KindSysctl, ID: key, Changes: []Change{{"value", was + " (set to " + strconv.Itoa(to) + ", " + link + "'s MTU)", w.Value}},
-			Reason: "written again: IPv6 turned back on on " + link + " sets it", Sysctl: w, SysctlWas: was})
+			Reason: "written again: IPv6 turned back on on " + link + " sets it", Sysctl: w, SysctlWas: strconv.Itoa(to), SysctlRebase: true})
 	}
 	if len(drop) > 0 {
 		kept := c.plan.Ops[:0]
@@ -383,16 +402,21 @@ func (c *computer) sysctlNatural(key, tmpl string) string {
 // what a link made under this file would start with (sysctlNatural). The
 // record, taken when the link was made, is stale when the template changed
 // since: the file declared net.ipv4.conf.default.X with the link, or drops
-// it with the link's key.
+// it with the link's key, or a master key netreconcile wrote or gave back
+// set it. A link's IPv6 MTU is the kernel's to move (ipv6MTUBack).
 func (c *computer) sysctlBack(h *model.Sysctl) string {
 	if h.Link == "" {
 		return h.Original
 	}
 	l := c.a.Links[h.Link]
-	if l == nil || !l.Owned {
-		return h.Original
-	}
+	made := l != nil && l.Owned
 	if d := c.d.Links[h.Link]; d != nil && d.Adopt {
+		made = false
+	}
+	if isIPv6MTU(h.Key) {
+		return c.ipv6MTUBack(h, made)
+	}
+	if !made {
 		return h.Original
 	}
 	_, _, tmpl, ok := model.SysctlLink(h.Key)
@@ -401,6 +425,36 @@ func (c *computer) sysctlBack(h *model.Sysctl) string {
 	}
 	if v := c.sysctlNatural(h.Key, tmpl); v != "" {
 		return v
+	}
+	return h.Original
+}
+
+// ipv6MTUBack is the value a link's net.ipv6.conf.LINK.mtu that the file
+// no longer declares goes back to. The kernel sets it to the link's MTU
+// when the link gets its IPv6 settings (a new link starts there, not at
+// default's), when the MTU changes and when the link becomes ready, so
+// had netreconcile never written it, the key would hold the link's MTU on
+// a link netreconcile made, and on any link this plan sets it on
+// (ipv6MTUReset). On another link, the recorded value, at most the MTU:
+// the kernel refuses more, and set the key to the MTU when the MTU went
+// below it.
+func (c *computer) ipv6MTUBack(h *model.Sysctl, made bool) string {
+	l := c.a.Links[h.Link]
+	if l == nil {
+		return h.Original
+	}
+	mtu, _, _ := c.mtuHeld(h.Link, nil)
+	if mtu == 0 {
+		mtu = l.MTU
+	}
+	if mtu < ipv6MinMTU {
+		// The key goes with the link's IPv6 (runSysctl: nothing left
+		// to give back).
+		return h.Original
+	}
+	_, _, reset := c.ipv6MTUReset(h.Link)
+	if o, err := strconv.Atoi(h.Original); made || reset || err != nil || o > mtu {
+		return strconv.Itoa(mtu)
 	}
 	return h.Original
 }
@@ -421,6 +475,26 @@ var forwardingMasters = map[string]string{
 	"net.ipv6.conf.all.force_forwarding":            "ipv6 force_forwarding",
 }
 
+// masterSets reports whether a write of master (a forwardingMasters key
+// and the value written; Key "" for none) sets key, and to what: the keys
+// of its group (masterSetsFamily), of every link and of "default", but
+// for default's force_forwarding, which all's leaves (measured on 6.18),
+// and net.ipv4.conf.all.accept_redirects, which the IPv4 forwarding keys
+// set to the opposite (inet_forward_change).
+func masterSets(master model.Sysctl, key string) (string, bool) {
+	g, ok := forwardingMasters[master.Key]
+	if !ok || key == master.Key || masterSetsFamily(key) != g || key == "net.ipv6.conf.default.force_forwarding" {
+		return "", false
+	}
+	if key == "net.ipv4.conf.all.accept_redirects" {
+		if master.Value == "0" {
+			return "1", true
+		}
+		return "0", true
+	}
+	return master.Value, true
+}
+
 // masterSetsFamily is the group (forwardingMasters) whose master keys set
 // key when they are written: a conf key of that name, of any link,
 // "default" or "all", and for IPv4 forwarding
@@ -432,6 +506,15 @@ func masterSetsFamily(key string) string {
 		return "ipv4 forwarding"
 	}
 	return forwardingFamily(key)
+}
+
+// sysctlGroup is the group (forwardingMasters) of a master key, or of the
+// keys a master sets (masterSetsFamily); "" for any other key.
+func sysctlGroup(key string) string {
+	if g, ok := forwardingMasters[key]; ok {
+		return g
+	}
+	return masterSetsFamily(key)
 }
 
 // forwardingFamily is the group of a conf key that a master key writes
@@ -463,8 +546,13 @@ func (c *computer) sysctl(w *model.Sysctl) bool {
 		if was == w.Value && (model.SysctlExactTemplate(w.Key) || isIPv6MTU(w.Key)) {
 			return false
 		}
+		natural := c.sysctlNatural(w.Key, tmpl)
+		if m, _, _ := c.mtuHeld(w.Link, nil); isIPv6MTU(w.Key) && m >= ipv6MinMTU {
+			// The link's IPv6 starts at its MTU (ipv6MTUBack).
+			natural = strconv.Itoa(m)
+		}
 		c.add(Op{Action: Create, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", was, w.Value}},
-			Reason: "link " + w.Link + " is new: it starts with " + from, Sysctl: w, SysctlWas: c.sysctlNatural(w.Key, tmpl)})
+			Reason: "link " + w.Link + " is new: it starts with " + from, Sysctl: w, SysctlWas: natural})
 		return true
 	}
 	h := model.FindSysctl(c.a.Sysctls, w.Key)
@@ -478,8 +566,9 @@ func (c *computer) sysctl(w *model.Sysctl) bool {
 		if to == w.Value {
 			return false
 		}
+		// Owed the MTU back: the kernel set the key to it (ipv6MTUBack).
 		c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", h.Value + " (set to " + to + ", " + w.Link + "'s MTU)", w.Value}},
-			Reason: "written again: " + why + " sets it", Sysctl: w, SysctlWas: h.Value, Carrier: c.a.Links[w.Link].NoCarrier})
+			Reason: "written again: " + why + " sets it", Sysctl: w, SysctlWas: to, SysctlRebase: true, Carrier: c.a.Links[w.Link].NoCarrier})
 		return true
 	}
 	if h.Value == w.Value {

@@ -706,10 +706,11 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 			// The old value is recorded before the first write. A
 			// key recorded already keeps its first value, except on
 			// a link made again (Create): its old value is the new
-			// link's first one.
+			// link's first one; and after a master key's write that
+			// set it (SysctlRebase): it is the master's value.
 			k := op.Sysctl.Key
 			was, had := e.Ledger.Sysctls[k]
-			if had && (op.Action == diff.Update || was == op.SysctlWas) {
+			if had && (was == op.SysctlWas || op.Action == diff.Update && !op.SysctlRebase) {
 				// The write relies on the record: saved touched, so
 				// that a writer that dropped it with a failed save
 				// keeps it on Reload (the value stays owed back).

@@ -2,15 +2,17 @@ package walk
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 )
 
 // GlobalSysctls are the global keys the walk declares, with the values it
-// picks from. None writes through to another key the walk checks
-// (net.ipv4.ip_forward sets every link's forwarding, which the walk leaves
-// alone), and none changes what the other checks read: not
+// picks from. net.ipv4.ip_forward sets every link's forwarding and
+// default's (the oracle compares a link's undeclared key with default's:
+// firstValueKnown); none changes what the other checks read: not
 // net.ipv6.conf.all.forwarding (a router gets subnet-router anycast routes
 // in table local, foreign to the walk), nor all.disable_ipv6 (it takes the
 // IPv6 addresses), nor a "default" key (the oracle takes a link's first
@@ -169,6 +171,26 @@ func readSysctls(ns string, keys []string) (map[string]string, error) {
 	return m, nil
 }
 
+// linkMTUs reads the MTU of every link in the namespace (ip -j link).
+func linkMTUs(ns string) (map[string]int, error) {
+	out, err := exec.Command("ip", "-n", ns, "-j", "link", "show").Output()
+	if err != nil {
+		return nil, fmt.Errorf("ip -n %s -j link show: %w", ns, err)
+	}
+	var links []struct {
+		Name string `json:"ifname"`
+		MTU  int    `json:"mtu"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil {
+		return nil, fmt.Errorf("ip -n %s -j link show: %w", ns, err)
+	}
+	m := map[string]int{}
+	for _, l := range links {
+		m[l.Name] = l.MTU
+	}
+	return m, nil
+}
+
 // namesAny reports whether an error line of sysctl(8) names one of keys,
 // dotted or as its /proc/sys path.
 func namesAny(line string, keys []string) bool {
@@ -195,11 +217,28 @@ func sysctlBaseline(ns string) (map[string]string, error) {
 	return readSysctls(ns, keys)
 }
 
+// firstValueKnown reports whether the oracle knows the value of link l's
+// key short when the file does not declare it: default's (lo's for a
+// neighbour key; the link's MTU for ipv6.mtu). That is the value a link made under the file starts
+// with, and the value netreconcile gives a key back when the file drops
+// it; a family-wide key the walk declares (net.ipv4.ip_forward,
+// net.ipv6.conf.all.ignore_routes_with_linkdown…) sets default's with
+// every link's, so it holds after such a write too, for a link the walk
+// made as for one it found. lo is the one device whose first value is
+// known: the namespace makes it with default's values (the walk's keys;
+// not its IPv6 MTU). Another device, or a link maybe without IPv6 keys,
+// is left out.
+func firstValueKnown(c *Config, l *Link, short string) bool {
+	if l.Name == "lo" {
+		return true
+	}
+	return l.Kind != "device" && (!strings.HasPrefix(short, "ipv6.") || hasIPv6Conf(c, l))
+}
+
 // CompareSysctls checks the walk's keys in the kernel: a declared key has
 // its value; a global key the file does not declare has the value the
-// namespace started with (netreconcile gave it back), and so has a link's
-// key (its link's first value, the "default" one's). Links in skip are
-// left out.
+// namespace started with (netreconcile gave it back), and a link's key
+// that of the "default" one (firstValueKnown). Links in skip are left out.
 func CompareSysctls(ns string, c *Config, base map[string]string, skip map[string]bool) ([]string, error) {
 	keys := sortedKeys(globalSysctls())
 	for _, n := range c.LinkNames() {
@@ -218,6 +257,7 @@ func CompareSysctls(ns string, c *Config, base map[string]string, skip map[strin
 		return nil, err
 	}
 	var diffs []string
+	var mtus map[string]int // the kernel's, read once needed
 	for _, k := range sortedKeys(globalSysctls()) {
 		want, declared := c.Sysctls[k]
 		if !declared {
@@ -236,9 +276,7 @@ func CompareSysctls(ns string, c *Config, base map[string]string, skip map[strin
 		for _, short := range sortedKeys(linkSysctls()) {
 			want, declared := l.Sysctls[short]
 			if !declared {
-				if l.Kind == "device" || strings.HasPrefix(short, "ipv6.") && !hasIPv6Conf(c, l) {
-					// Not made by the walk's file, or maybe without
-					// IPv6: its first value is not known here.
+				if !firstValueKnown(c, l, short) {
 					continue
 				}
 				from := all
@@ -254,15 +292,14 @@ func CompareSysctls(ns string, c *Config, base map[string]string, skip map[strin
 			got, ok := all[key]
 			if !declared && short == "ipv6.mtu" {
 				// The kernel's: the link's MTU, set again as the
-				// link's MTU and state change (docs/config.md); the
-				// oracle compares the link's MTU.
-				continue
-			}
-			if !declared && short == "ipv4.forwarding" {
-				// ip_forward writes every link's forwarding: an
-				// undeclared one is the last ip_forward written, or
-				// its link's first value.
-				continue
+				// link's MTU and state change, and what netreconcile
+				// gives the key back (docs/config.md).
+				if mtus == nil {
+					if mtus, err = linkMTUs(ns); err != nil {
+						return nil, err
+					}
+				}
+				want = strconv.Itoa(mtus[n])
 			}
 			if !declared && short == "ipv4.promote_secondaries" && got == "1" {
 				// netreconcile's own, to delete an address of a link
