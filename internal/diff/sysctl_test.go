@@ -175,7 +175,7 @@ func TestWalkFinding109LinkKeyLeftToTheFilesMasterKey(t *testing.T) {
 	}
 }
 
-// TestWalkFinding164KeyOwedTheMastersValue: the value a key is owed back
+// TestWalkFinding168KeyOwedTheMastersValue: the value a key is owed back
 // is the one it would have had had netreconcile never written it, and a
 // master key netreconcile writes (the file's value, or its own given back)
 // sets the keys of its family: those the plan writes after it are recorded
@@ -183,7 +183,7 @@ func TestWalkFinding109LinkKeyLeftToTheFilesMasterKey(t *testing.T) {
 // same plan are left at it. Host walk seed 128820325505437, step 79:
 // p0c's ignore_routes_with_linkdown, recorded at 1 (all's), went back to
 // 1 after all's was given back to 0.
-func TestWalkFinding164KeyOwedTheMastersValue(t *testing.T) {
+func TestWalkFinding168KeyOwedTheMastersValue(t *testing.T) {
 	const (
 		all     = "net.ipv6.conf.all.ignore_routes_with_linkdown"
 		key     = "net.ipv6.conf.p0c.ignore_routes_with_linkdown"
@@ -262,14 +262,14 @@ func TestWalkFinding164KeyOwedTheMastersValue(t *testing.T) {
 	}
 }
 
-// TestWalkFinding165IPv6MTUOwedTheLinksMTU: a link's IPv6 MTU that leaves
+// TestWalkFinding169IPv6MTUOwedTheLinksMTU: a link's IPv6 MTU that leaves
 // the file goes back to the link's MTU on a link netreconcile made (the
 // kernel starts it there, not at default's) and where the plan changes the
 // MTU (the kernel sets it then); on another link to the recorded value, at
 // most the MTU, above which the kernel refuses it. A write after an MTU
 // change that set the key records the MTU. Host soak seed 108882589530111,
 // step 23: x0's 1380 written back at MTU 1350 (invalid argument).
-func TestWalkFinding165IPv6MTUOwedTheLinksMTU(t *testing.T) {
+func TestWalkFinding169IPv6MTUOwedTheLinksMTU(t *testing.T) {
 	const key = "net.ipv6.conf.x0.mtu"
 	for _, tc := range []struct {
 		name            string

@@ -70,7 +70,7 @@ func TestWalkFinding161IPv6MTUOfALinkThatGetsItsCarrier(t *testing.T) {
 // set, was left at all's. Host walk seed 128820325505437, step 79, shrunk
 // to 20 steps: all.ignore_routes_with_linkdown: 1 with the veth pair
 // p0b/p0c, p0c's key 0, all's dropped, p0c's dropped.
-func TestWalkFinding164KeyOwedTheMastersValue(t *testing.T) {
+func TestWalkFinding168KeyOwedTheMastersValue(t *testing.T) {
 	const linkdown = "ipv6.ignore_routes_with_linkdown"
 	t.Run("a link netreconcile made: default's, which all's given back set", func(t *testing.T) {
 		e := newEnv(t)
@@ -151,7 +151,7 @@ func TestWalkFinding164KeyOwedTheMastersValue(t *testing.T) {
 // 108882589530111, step 23 (found with the oracle of 164, which now
 // compares an undeclared key with the link's MTU), shrunk to 7 steps: the
 // vxlan x0 at 1380, then mtu 1350 with ipv6.mtu 1280, then without the key.
-func TestWalkFinding165IPv6MTUOwedTheLinksMTU(t *testing.T) {
+func TestWalkFinding169IPv6MTUOwedTheLinksMTU(t *testing.T) {
 	t.Run("a link netreconcile made", func(t *testing.T) {
 		e := newEnv(t)
 		file := func(name, own string) string {
