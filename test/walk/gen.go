@@ -865,9 +865,15 @@ func (g *Gen) changeLink(c *Config) string {
 						l.Mode = g.pick(bondModes)
 					}
 				default:
-					if g.chance(0.3) {
-						// Its protocol: a replace.
-						l.Mode = g.pick([]string{"", "802.1ad"})
+					if g.chance(0.5) {
+						// Its protocol or its id: a replace. One pick, so
+						// that the draws after it stay those of before.
+						switch p := g.pick([]string{"", "802.1ad", "id", "id"}); p {
+						case "id":
+							l.VlanID = 1 + (l.VlanID+9)%4094
+						default:
+							l.Mode = p
+						}
 					} else {
 						l.MTU = pickInt(g, []int{0, 1280, 1300})
 					}
