@@ -124,6 +124,7 @@ func (b *builder) sysctls(confs []*fileConf) {
 			}
 		}
 	}
+	b.vxlanOverIPv6Off()
 	// One parameter under two names: the file would set it twice, and the
 	// second write would win at every pass.
 	a, b1 := b.sysctlAt["net.ipv4.ip_forward"], b.sysctlAt["net.ipv4.conf.all.forwarding"]
@@ -180,4 +181,26 @@ func (b *builder) addSysctl(s model.Sysctl, at Pos, path string) {
 	}
 	b.sysctlAt[s.Key] = at
 	b.st.Sysctls = append(b.st.Sysctls, s)
+}
+
+// vxlanOverIPv6Off refuses a vxlan over IPv6 whose dev the file gives IPv6
+// disabled (its own key, or all's without its own back to 0): the kernel
+// refuses to make it (EPERM, "IPv6 support disabled by administrator"), at
+// every pass.
+func (b *builder) vxlanOverIPv6Off() {
+	all := model.FindSysctl(b.st.Sysctls, "net.ipv6.conf.all.disable_ipv6")
+	for _, name := range sortedKeys(b.st.Links) {
+		l := b.st.Links[name]
+		if l.VXLAN == nil || l.VXLAN.Dev == "" || !(l.VXLAN.Local.Is6() || l.VXLAN.Remote.Is6()) {
+			continue
+		}
+		key, _ := model.PerLinkSysctl(l.VXLAN.Dev, "ipv6.disable_ipv6")
+		own := model.FindSysctl(b.st.Sysctls, key)
+		switch {
+		case own != nil && own.Value != "0":
+			b.errs.add(b.sysctlAt[key], "links."+l.VXLAN.Dev+".sysctls.ipv6.disable_ipv6", "disables IPv6 on %s, which vxlan %s runs over IPv6 on (dev); the kernel refuses to make the vxlan then; remove one or the other", l.VXLAN.Dev, name)
+		case own == nil && all != nil && all.Value != "0":
+			b.errs.add(b.sysctlAt[all.Key], "sysctls.net.ipv6.conf.all.disable_ipv6", "disables IPv6 on every link, and vxlan %s runs over IPv6 on %s (dev), which the kernel then refuses; declare ipv6.disable_ipv6: 0 under %s, or remove one or the other", name, l.VXLAN.Dev, l.VXLAN.Dev)
+		}
+	}
 }

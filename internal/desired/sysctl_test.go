@@ -83,6 +83,12 @@ func TestSysctlErrors(t *testing.T) {
 		file: "version: 1\nlinks:\n  br0: {kind: bridge, addresses: [10.0.0.1/24, \"fd00::1/64\"], sysctls: {ipv6.disable_ipv6: 1}}\n  br1: {kind: bridge, addresses: [10.0.1.1/24], sysctls: {ipv6.disable_ipv6: 1}}\n",
 		want: "f.yaml:3:73: links.br0.sysctls.ipv6.disable_ipv6: the link declares IPv6 address fd00::1/64, which the kernel refuses on a link with IPv6 disabled; remove one or the other",
 	}, {
+		// The walk's host seed of make test-walk, step 37: apply failed
+		// with EPERM ("IPv6 support disabled by administrator").
+		name: "IPv6 disabled under an IPv6 vxlan",
+		file: "version: 1\nlinks:\n  br0: {kind: bridge, sysctls: {ipv6.disable_ipv6: 1}}\n  x1: {kind: vxlan, vxlan: {id: 20, local: \"2001:db8::4\", remote: \"2001:db8::5\", dev: br0}}\n  x2: {kind: vxlan, vxlan: {id: 21, local: 10.0.0.1, remote: 10.0.0.2, dev: br0}}\n",
+		want: "f.yaml:3:33: links.br0.sysctls.ipv6.disable_ipv6: disables IPv6 on br0, which vxlan x1 runs over IPv6 on (dev); the kernel refuses to make the vxlan then; remove one or the other",
+	}, {
 		name: "one parameter under two names",
 		file: "version: 1\nsysctls:\n  net.ipv4.ip_forward: 1\n  net.ipv4.conf.all.forwarding: 1\n",
 		want: "f.yaml:4:3: sysctls.net.ipv4.conf.all.forwarding: net.ipv4.ip_forward and net.ipv4.conf.all.forwarding are one parameter (first declared at f.yaml:3:3); declare one",
