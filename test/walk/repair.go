@@ -66,6 +66,22 @@ func (g *Gen) Repair(c *Config) {
 			vnis[[2]int{v.ID, v.Port}] = true
 		}
 	}
+	// The kernel refuses a vxlan over IPv6 on a device whose IPv6 the file
+	// turns off (EPERM), and validate refuses such a file: the vxlan goes
+	// without its device (a group needs it: the device keeps IPv6 then).
+	for _, n := range c.LinkNames() {
+		v := c.Links[n].VXLAN
+		if v == nil || v.Dev == "" || !strings.Contains(v.Local+v.Remote+v.Group, ":") {
+			continue
+		}
+		if d := c.Links[v.Dev]; d != nil && d.Sysctls["ipv6.disable_ipv6"] == "1" {
+			if v.Group == "" {
+				v.Dev = ""
+			} else {
+				delete(d.Sysctls, "ipv6.disable_ipv6")
+			}
+		}
+	}
 	// Likewise a tunnel's kind and endpoints.
 	tunnels := map[string]bool{}
 	for _, n := range c.LinkNames() {
