@@ -143,8 +143,8 @@ Options:
                        changed (docs/plans.md)
       --strict         warnings are errors (exit 1; no plan is saved)
   -o, --output FORMAT  text (default) or json: {"ops": [...], each with its
-                       "disruption" (in_place, table_replaced, link_flapped,
-                       link_recreated), "pending", "protocol", "conflicts",
+                       "disruption" (in_place, table_replaced, readded,
+                       link_flapped, link_recreated), "pending", "protocol", "conflicts",
                        "held_back", "warnings" (each with "keys", "message",
                        "fix"), "plan_file"}, and on failure "error" and
                        "errors" (an invalid file, as validate prints them;
@@ -233,8 +233,8 @@ Plans (docs/plans.md):
       --max-disruption LEVEL
                        refuse a plan with an op that disrupts more than
                        LEVEL (exit 4, nothing changed, the ops named):
-                       in-place < table-replaced < link-flapped <
-                       link-recreated
+                       in-place < table-replaced < readded <
+                       link-flapped < link-recreated
       --strict         refuse a plan with warnings (exit 1, nothing changed)
 
 Options:
@@ -386,8 +386,8 @@ Options:
                        limit)
       --max-disruption LEVEL
                        the most disruptive change a pass applies by itself:
-                       in-place, table-replaced, link-flapped or
-                       link-recreated (default: settings.max-disruption of
+                       in-place, table-replaced, readded, link-flapped
+                       or link-recreated (default: settings.max-disruption of
                        the configuration, else no limit). A change above it
                        is held, with what needs it, until an apply by hand:
                        the status line, the metric

@@ -153,7 +153,7 @@ func NewMetrics() *Metrics {
 		}, []string{"tables"}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "netreconcile_held_changes",
-			Help: "Changes the last pass held back because they disrupt more than max-disruption allows, by their disruption (in_place, table_replaced, link_flapped, link_recreated); they wait for an apply by hand.",
+			Help: "Changes the last pass held back because they disrupt more than max-disruption allows, by their disruption (in_place, table_replaced, readded, link_flapped, link_recreated); they wait for an apply by hand.",
 		}, []string{"disruption"}),
 		parts: &partsCollector{},
 	}

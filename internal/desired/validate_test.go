@@ -343,7 +343,7 @@ func TestMaxDisruptionSetting(t *testing.T) {
 	for _, c := range []struct{ main, frag, want string }{
 		{"version: 1\nsettings: {max-disruption: link-flapped}\n", "version: 1\n", ""},
 		{"version: 1\nsettings: {max-disruption: flapped}\n", "version: 1\n",
-			`main.yaml:2:28: settings.max-disruption: expected one of in-place, table-replaced, link-flapped, link-recreated, found "flapped"`},
+			`main.yaml:2:28: settings.max-disruption: expected one of in-place, table-replaced, readded, link-flapped, link-recreated, found "flapped"`},
 		{"version: 1\nsettings: {max-disruption: in-place}\n", "version: 1\nsettings: {max-disruption: link-recreated}\n",
 			"conf.d/10-a.yaml:2:28: settings.max-disruption: conflicts with in-place set at main.yaml:2:28"},
 	} {

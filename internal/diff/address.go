@@ -64,6 +64,9 @@ func (c *computer) addresses() {
 		if h6 := have6[linkAddr{w.Link, w.Prefix.Addr()}]; !ok && h6 != nil {
 			delete(have6, linkAddr{w.Link, w.Prefix.Addr()})
 			want[h6.Key()] = true // changed here, not stale
+			if c.holds(KindAddress, w.Key().String()) {
+				continue
+			}
 			ch := append([]Change{{"prefix-length", strconv.Itoa(h6.Prefix.Bits()), strconv.Itoa(w.Prefix.Bits())}}, addressChanges(w, h6)...)
 			creates = append(creates, Op{Action: Replace, Kind: KindAddress, ID: w.Key().String(), Changes: ch, Address: w, Old: h6, Reason: replaceReason(w)})
 			continue
@@ -71,6 +74,8 @@ func (c *computer) addresses() {
 		switch {
 		case !ok:
 			creates = append(creates, Op{Action: Create, Kind: KindAddress, ID: w.Key().String(), Summary: addressSummary(w), Address: w})
+		case c.holds(KindAddress, w.Key().String()):
+			// Held back: the kernel's address stays as it is.
 		default:
 			if ch := addressChanges(w, h); len(ch) > 0 && c.deletesOthers(h) {
 				c.conflict("address %s: its %s cannot change in place, and deleting it would delete the other addresses of its subnet on %s with it (it is their primary, and promote_secondaries is not netreconcile's to turn on for a link it does not own); change it by hand or keep it", w.Key(), ch[0].Field, h.Link)

@@ -55,8 +55,9 @@ type Inputs struct {
 // held is what a plan leaves as it is for Inputs.MaxDisruption: links and
 // nftables tables, each with the op that was above the level.
 type held struct {
-	links  map[string]*Op
-	tables map[model.NftTableKey]*Op
+	links   map[string]*Op
+	tables  map[model.NftTableKey]*Op
+	objects map[readdKey]*Op // addresses and FoU ports, by kind and key
 }
 
 // ComputeWith returns the plan that turns actual into desired. Only objects
@@ -94,7 +95,7 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 	// no longer follows a parent that is not cycled), so the plan is made
 	// until none is above, adding to what is held; each round holds one
 	// more object at least, and there are finitely many.
-	h := &held{links: map[string]*Op{}, tables: map[model.NftTableKey]*Op{}}
+	h := &held{links: map[string]*Op{}, tables: map[model.NftTableKey]*Op{}, objects: map[readdKey]*Op{}}
 	for {
 		above := plan.Above(*in.MaxDisruption)
 		if len(above) == 0 {
@@ -108,6 +109,8 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 				h.links[op.ID], grew = &cp, true
 			case op.Kind.IsNft() && h.tables[op.Table] == nil:
 				h.tables[op.Table], grew = &cp, true
+			case readdable[op.Kind] && h.objects[readdKey{op.Kind, op.ID}] == nil:
+				h.objects[readdKey{op.Kind, op.ID}], grew = &cp, true
 			}
 		}
 		if !grew {

@@ -343,7 +343,7 @@ func TestReplaceOnlyWhereForced(t *testing.T) {
 		file:   "links:\n  br0: {kind: bridge, addresses: [{address: 10.0.0.1/32, scope: host}]}\n",
 		kernel: newKernel().link(model.Link{Name: "br0", Kind: model.KindBridge, Owned: true, Up: true}).addr("br0", "10.0.0.1/32", 0),
 		plan: `
-± address 10.0.0.1/32 dev br0: deleted and added again
+± address 10.0.0.1/32 dev br0: deleted and added again [readded]
     scope: global -> host
 `,
 	}, {
@@ -351,7 +351,7 @@ func TestReplaceOnlyWhereForced(t *testing.T) {
 		file:   "fou:\n  - {port: 5555, ipproto: 41}\n",
 		kernel: newKernel().fou(model.FouPort{Port: 5555, IPProto: 4, Owned: true}),
 		plan: `
-± fou fou port 5555 (port 5555 ipproto 41): was port 5555 ipproto 4
+± fou fou port 5555 (port 5555 ipproto 41): was port 5555 ipproto 4 [readded]
 `,
 	}})
 }

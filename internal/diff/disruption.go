@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -31,6 +32,16 @@ const (
 	// goes: counters, quotas, limits and the elements rules added to
 	// sets.
 	TableReplaced
+	// Readded: an address or a FoU port is deleted and added again (a
+	// change the kernel takes only at creation: an address's scope or
+	// peer, an IPv6 prefix length, any IPv4 change but the protocol; a
+	// port's protocol). For a moment it is not there: packets to the
+	// address are dropped, the kernel deletes the routes that take it as
+	// source (the plan adds them again), an IPv6 address goes through
+	// duplicate address detection, tentative and unusable as a source,
+	// and tunnels fed by the port drop what arrives meanwhile. It ranks
+	// above TableReplaced, whose batch is atomic and stops no packet.
+	Readded
 	// LinkFlapped: the link goes down and up (a passthru macvlan's
 	// change of master, a link joining or leaving a bond or a vrf, a
 	// bond's mode): its carrier drops, the kernel deletes its routes and
@@ -48,7 +59,7 @@ var disruptionNames = model.DisruptionNames
 
 // Disruptions lists the levels, least first.
 func Disruptions() []Disruption {
-	return []Disruption{InPlace, TableReplaced, LinkFlapped, LinkRecreated}
+	return []Disruption{InPlace, TableReplaced, Readded, LinkFlapped, LinkRecreated}
 }
 
 // String is the level as the command line, the configuration and the JSON
@@ -68,6 +79,8 @@ func (d Disruption) Lost() string {
 	switch d {
 	case TableReplaced:
 		return "counters, quotas, limits and elements added by rules are reset"
+	case Readded:
+		return "gone for a moment: routes from the address added again, IPv6 duplicate address detection again"
 	case LinkFlapped:
 		return "down and up: carrier lost, routes and IPv6 addresses added again"
 	case LinkRecreated:
@@ -89,7 +102,7 @@ func ParseDisruption(s string) (Disruption, error) {
 
 // MarshalText writes the level as the JSON output, the metrics and the
 // structured logs name it, snake_case as every enumerated value there is:
-// in_place, table_replaced, link_flapped, link_recreated.
+// in_place, table_replaced, readded, link_flapped, link_recreated.
 func (d Disruption) MarshalText() ([]byte, error) {
 	if int(d) >= len(disruptionNames) {
 		return nil, fmt.Errorf("marshal %s", d)
@@ -158,8 +171,10 @@ func (p *Plan) DisruptionSummary() string {
 
 // disruptions labels the ops of the finished plan. It is derived from what
 // the link stage found the kernel will do (cycledByMaster, bondBounced,
-// releasedFromBond, the vlans that follow a cycled parent) and from the
-// nftables stage's replaces; the other kinds change in place.
+// releasedFromBond, the vlans that follow a cycled parent), from the
+// nftables stage's replaces, and from the addresses and FoU ports the plan
+// deletes and adds again (a replace, or a delete and a create of the same
+// key); the other kinds change in place.
 //
 // A link op's flap is noted in its Reason: what takes it down. A link that
 // is down before, or that the file sets down, does not flap: the kernel's
@@ -167,6 +182,7 @@ func (p *Plan) DisruptionSummary() string {
 // that is up (kernel.SetLinkMaster, ChangeLink; the vrf driver's
 // cycle_netdev), and a link set down is the change the file asks for.
 func (c *computer) disruptions() {
+	readded := c.readdedOps()
 	for i := range c.plan.Ops {
 		op := &c.plan.Ops[i]
 		switch {
@@ -184,8 +200,39 @@ func (c *computer) disruptions() {
 			}
 		case op.Kind == KindNftTable && op.Action == Replace:
 			op.Disruption = TableReplaced
+		case readdable[op.Kind] && (op.Action == Replace || readded[readdKey{op.Kind, op.ID}] == 3):
+			op.Disruption = Readded
 		}
 	}
+}
+
+// readdable are the kinds whose delete and create of one key in one plan
+// is the object deleted and added again (Readded); a link's is a recreate,
+// a table's a replace.
+var readdable = map[Kind]bool{KindAddress: true, KindFou: true}
+
+type readdKey struct {
+	kind Kind
+	id   string
+}
+
+// readdedOps marks, per readdable kind and key, whether the plan deletes
+// it (1) and creates it (2).
+func (c *computer) readdedOps() map[readdKey]int {
+	m := map[readdKey]int{}
+	for i := range c.plan.Ops {
+		op := &c.plan.Ops[i]
+		if !readdable[op.Kind] {
+			continue
+		}
+		switch op.Action {
+		case Delete:
+			m[readdKey{op.Kind, op.ID}] |= 1
+		case Create:
+			m[readdKey{op.Kind, op.ID}] |= 2
+		}
+	}
+	return m
 }
 
 // recreatedBelow reports whether a link delete is the first half of a
@@ -274,4 +321,15 @@ func (c *computer) listHeld() {
 	for _, k := range keys {
 		c.plan.Held = append(c.plan.Held, *c.hold.tables[k])
 	}
+	for _, k := range slices.SortedFunc(maps.Keys(c.hold.objects), func(a, b readdKey) int {
+		return cmp.Or(strings.Compare(string(a.kind), string(b.kind)), strings.Compare(a.id, b.id))
+	}) {
+		c.plan.Held = append(c.plan.Held, *c.hold.objects[k])
+	}
+}
+
+// holds reports whether the address or FoU port id of kind is held back
+// (Inputs.MaxDisruption): the stage leaves it as the kernel has it.
+func (c *computer) holds(kind Kind, id string) bool {
+	return c.hold != nil && c.hold.objects[readdKey{kind, id}] != nil
 }

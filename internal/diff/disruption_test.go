@@ -205,7 +205,7 @@ func TestDisruptionNames(t *testing.T) {
 			t.Errorf("parse %s: %v %v", d, p, err)
 		}
 	}
-	if _, err := diff.ParseDisruption("flapped"); err == nil || !strings.Contains(err.Error(), "in-place, table-replaced, link-flapped, link-recreated") {
+	if _, err := diff.ParseDisruption("flapped"); err == nil || !strings.Contains(err.Error(), "in-place, table-replaced, readded, link-flapped, link-recreated") {
 		t.Errorf("a bad level: %v", err)
 	}
 	var d diff.Disruption
@@ -249,5 +249,62 @@ func TestWalkFinding85HeldVethKeepsItsPeer(t *testing.T) {
 	}
 	if !strings.Contains(plan.String(), "± link p9b (veth peer p9c)") {
 		t.Errorf("without a limit:\n%s\nwant the pair made again", plan)
+	}
+}
+
+// An address or FoU port the plan would delete and add again is readded:
+// a limit below that holds it as the kernel has it, lists it as held, and
+// plans the rest; the address keeps the routes that take it as source, and
+// an IPv6 address of another prefix length is not deleted as stale.
+func TestMaxDisruptionHoldsReadded(t *testing.T) {
+	br := model.Link{Name: "br0", Kind: model.KindBridge, Owned: true, Up: true}
+	k := newKernel().link(br).
+		addr("br0", "10.0.0.1/32", 0).
+		addr("br0", "fd00::1/64", 0).
+		addr("br0", "10.1.0.1/24", 0).
+		addr("br0", "10.1.0.2/24", 0).
+		fou(model.FouPort{Port: 5555, IPProto: 4, Owned: true})
+	// 10.1.0.0/24 changes scope with two addresses in the file: each is a
+	// delete and a create of its key rather than one replace.
+	file := "links:\n  br0: {kind: bridge, mtu: 1400, addresses: [{address: 10.0.0.1/32, scope: host}, fd00::1/80, {address: 10.1.0.1/24, scope: link}, {address: 10.1.0.2/24, scope: link}]}\n" +
+		"fou:\n  - {port: 5555, ipproto: 41}\n"
+	all, err := diff.Compute(parse(t, file), k.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readded := map[string]bool{}
+	for _, op := range all.Ops {
+		if op.Disruption == diff.Readded {
+			readded[string(op.Kind)+" "+op.ID] = true
+		}
+	}
+	for _, w := range []string{"address 10.0.0.1/32 dev br0", "address fd00::1/80 dev br0", "address 10.1.0.1/24 dev br0", "address 10.1.0.2/24 dev br0", "fou fou port 5555"} {
+		if !readded[w] {
+			t.Errorf("%s is not readded in the plan:\n%s", w, all)
+		}
+	}
+	for _, max := range []diff.Disruption{diff.InPlace, diff.TableReplaced} {
+		plan, err := diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := plan.String(), "~ link br0\n    mtu: 1500 -> 1400\n"; got != want {
+			t.Errorf("%s: plan:\n%s\nwant:\n%s", max, got, want)
+		}
+		var held []string
+		for _, op := range plan.Held {
+			held = append(held, string(op.Kind)+" "+op.ID)
+		}
+		if len(held) != 5 {
+			t.Errorf("%s: held %q, want the five readded", max, held)
+		}
+	}
+	max := diff.Readded
+	plan, err := diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Held) != 0 || plan.String() != all.String() {
+		t.Errorf("readded holds %v; plan:\n%s\nwant:\n%s", plan.Held, plan, all)
 	}
 }

@@ -21,6 +21,9 @@ func (c *computer) fou() {
 		case !ok:
 			c.add(Op{Action: Create, Kind: KindFou, ID: w.Key().String(), Summary: w.String(), Fou: w})
 		case h.IPProto != w.IPProto || h.GUE != w.GUE:
+			if c.holds(KindFou, w.Key().String()) {
+				continue
+			}
 			if !h.Owned {
 				c.conflict("%s exists with %s, opened by someone else", w.Key(), h)
 				continue

@@ -181,7 +181,7 @@ type OpJSON struct {
 	Changes []Change `json:"changes"`
 	Reason  *string  `json:"reason"`
 	// Disruption is what the op does to traffic and state (in_place,
-	// table_replaced, link_flapped, link_recreated).
+	// table_replaced, readded, link_flapped, link_recreated).
 	Disruption Disruption `json:"disruption"`
 }
 

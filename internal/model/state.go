@@ -41,7 +41,7 @@ type State struct {
 // DisruptionNames are the levels of what an operation disrupts, least
 // first (package diff's Disruption): the words of settings.max-disruption
 // and of --max-disruption.
-var DisruptionNames = []string{"in-place", "table-replaced", "link-flapped", "link-recreated"}
+var DisruptionNames = []string{"in-place", "table-replaced", "readded", "link-flapped", "link-recreated"}
 
 // NewState returns an empty state with the default protocol.
 func NewState() *State {

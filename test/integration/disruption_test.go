@@ -67,6 +67,40 @@ func monitorLinks(t *testing.T, ns string) (stop func() []linkEvent) {
 	}
 }
 
+var addrDeleted = regexp.MustCompile(`^Deleted \d+: (\S+)\s+inet6? ([^/ ]+)`)
+
+// monitorAddrDeletes runs `ip -o monitor address` in ns until stop, which
+// returns the addresses seen deleted, as "IP LINK".
+func monitorAddrDeletes(t *testing.T, ns string) (stop func() map[string]bool) {
+	t.Helper()
+	cmd := exec.Command("ip", "-n", ns, "-o", "monitor", "address")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan map[string]bool, 1)
+	go func() {
+		m := map[string]bool{}
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if g := addrDeleted.FindStringSubmatch(sc.Text()); g != nil {
+				m[g[2]+" "+g[1]] = true
+			}
+		}
+		seen <- m
+	}()
+	time.Sleep(300 * time.Millisecond)
+	return func() map[string]bool {
+		time.Sleep(300 * time.Millisecond)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return <-seen
+	}
+}
+
 // indexes maps link names to ifindexes.
 func (e *env) indexes() map[string]string {
 	e.t.Helper()
@@ -120,8 +154,10 @@ func checkDisruptions(t *testing.T, e *env, file string) map[diff.Disruption]int
 		}
 	}
 	stop := monitorLinks(t, e.ns)
+	stopAddrs := monitorAddrDeletes(t, e.ns)
 	e.apply(file)
 	events := stop()
+	gone := stopAddrs()
 	idx2, handles2 := e.indexes(), e.tableHandles()
 	met := map[diff.Disruption]int{}
 	for _, op := range plan.Ops {
@@ -134,6 +170,15 @@ func checkDisruptions(t *testing.T, e *env, file string) map[diff.Disruption]int
 			replaced := handles[k] != handles2[k]
 			if replaced != (op.Disruption == diff.TableReplaced) {
 				t.Errorf("%s %s says %s; table handle %v -> %v", op.Kind, op.ID, op.Disruption, handles[k], handles2[k])
+			}
+		case op.Kind == diff.KindAddress && op.Action != diff.Create && op.Action != diff.Delete:
+			// The op's id is "ADDR/LEN dev LINK"; ip monitor names an
+			// address by its IP and link.
+			f := strings.Fields(op.ID)
+			ip, _, _ := strings.Cut(f[0], "/")
+			deleted := gone[ip+" "+f[len(f)-1]]
+			if deleted != (op.Disruption == diff.Readded) {
+				t.Errorf("%s %s %s says %s; ip monitor saw it deleted: %v", op.Action, op.Kind, op.ID, op.Disruption, deleted)
 			}
 		case op.Kind.IsNft() && op.Disruption == diff.InPlace:
 			// Its table keeps its handle, unless another op replaces it.
@@ -212,7 +257,7 @@ links:
   up0: {kind: veth, veth: {peer: up1}}
   up1: {kind: veth, veth: {peer: up0}}
   br0: {kind: bridge, mtu: 1500}
-  br1: {kind: bridge}
+  br1: {kind: bridge, addresses: [{address: 10.77.0.1/32, scope: global}, 10.78.0.1/24]}
   d0: {kind: veth, master: br0, alias: a, veth: {peer: d1}}
   d1: {kind: veth, veth: {peer: d0}}
   mv0: {kind: macvlan, macvlan: {parent: up0, mode: passthru}}
@@ -236,6 +281,9 @@ nftables:
 		name: "in place: MTU, alias, a port moving bridges, a macvlan's mode, a set's element",
 		edit: strings.NewReplacer("mtu: 1500", "mtu: 1400", "alias: a", "alias: b", "master: br0", "master: br1", "mode: bridge", "mode: vepa",
 			"u:\n    sets:\n      s: {type: ipv4_addr, elements: [192.0.2.1]}", "u:\n    sets:\n      s: {type: ipv4_addr, elements: [192.0.2.1, 192.0.2.9]}"),
+	}, {
+		name: "readded: an address's scope",
+		edit: strings.NewReplacer("scope: global}", "scope: host}"),
 	}, {
 		name: "flapped: a passthru macvlan that is up joins a bridge",
 		edit: strings.NewReplacer("mode: passthru}}", "mode: passthru}, master: br1}"),

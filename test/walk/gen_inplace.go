@@ -484,7 +484,7 @@ func (g *Gen) inPlaceSuppress(c *Config) string {
 }
 
 // disruptionLevels are the values of settings.max-disruption ("" none).
-var disruptionLevels = []string{"", "in-place", "table-replaced", "link-flapped", "link-recreated"}
+var disruptionLevels = []string{"", "in-place", "table-replaced", "readded", "link-flapped", "link-recreated"}
 
 // inPlaceMaxDisruption gives the service another limit, or none: the
 // runner's service pass holds what is above it (heldPass).

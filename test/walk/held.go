@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
@@ -91,6 +93,13 @@ func (r *runner) heldPass(c *Config, file, confDir string, before *Kernel) error
 			if bs, as := heldLinkText(b), heldLinkText(a); bs != as {
 				bad = append(bad, fmt.Sprintf("link %s: held (%s %s), yet it changed: %s -> %s", op.ID, op.Action, op.Disruption, bs, as))
 			}
+		case diff.KindAddress:
+			if op.Address == nil {
+				continue
+			}
+			if bs, as := heldAddrText(before, op.Address), heldAddrText(after, op.Address); bs != as {
+				bad = append(bad, fmt.Sprintf("address %s: held (%s %s), yet it changed: %s -> %s", op.ID, op.Action, op.Disruption, bs, as))
+			}
 		case diff.KindNftTable:
 			bh, ah := tableHandle(before.NftText, op.ID), tableHandle(after.NftText, op.ID)
 			if bh != ah {
@@ -117,6 +126,22 @@ func heldLinkText(l *kLink) string {
 		return "(gone)"
 	}
 	return fmt.Sprintf("ifindex %d %s link %q mtu %d master %q alias %q up %v", l.Index, l.kind(), l.Link, l.MTU, l.Master, l.Alias, l.up())
+}
+
+// heldAddrText is what a held address must keep, as ip -j addr shows the
+// address of a's link with a's IP: its prefix length, scope, peer and
+// noprefixroute; "(gone)" when the link has no such address.
+func heldAddrText(k *Kernel, a *model.Address) string {
+	l := k.Addrs[a.Link]
+	if l == nil {
+		return "(gone)"
+	}
+	for _, x := range l.Addrs {
+		if ip, err := netip.ParseAddr(x.Local); err == nil && ip == a.Prefix.Addr() {
+			return fmt.Sprintf("/%d scope %s peer %q noprefixroute %v", x.Prefixlen, x.Scope, x.Peer, x.NoPrefixRoute)
+		}
+	}
+	return "(gone)"
 }
 
 // tableHandle is the handle nft -a lists for table id ("FAMILY NAME"),

@@ -138,7 +138,7 @@ options:
         C(in-place) < C(table-replaced) < C(link-flapped) < C(link-recreated).
       - In check mode the plan is only shown, with each operation's C(disruption).
     type: str
-    choices: [in-place, table-replaced, link-flapped, link-recreated]
+    choices: [in-place, table-replaced, readded, link-flapped, link-recreated]
   strict:
     description:
       - Fail, changing nothing, when the plan has warnings (C(--strict)). Without it warnings
@@ -240,7 +240,7 @@ plan:
     disruption:
       description: >-
         What it does to traffic and state: C(in_place), C(table_replaced) (an nftables table
-        rebuilt), C(link_flapped) (down and up), C(link_recreated) (a new ifindex).
+        rebuilt), C(readded) (an address or FoU port deleted and added again), C(link_flapped) (down and up), C(link_recreated) (a new ifindex).
       type: str
       sample: in_place
     changes:
@@ -340,7 +340,7 @@ def main():
         confirm_within=dict(type='str'),
         probes=dict(type='list', elements='str', default=[]),
         plan=dict(type='path'),
-        max_disruption=dict(type='str', choices=['in-place', 'table-replaced', 'link-flapped', 'link-recreated']),
+        max_disruption=dict(type='str', choices=['in-place', 'table-replaced', 'readded', 'link-flapped', 'link-recreated']),
         strict=dict(type='bool', default=False),
     )
     module = AnsibleModule(
