@@ -804,51 +804,90 @@ func TestTxWalkFindingProcNetnsHolderExits(t *testing.T) {
 // found at its start.
 func TestTxWalkFinding122NamespaceNamedDuringTheWindow(t *testing.T) {
 	nettest.RequireRoot(t)
-	dir := t.TempDir()
-	conf, cand, state := filepath.Join(dir, "nr.yaml"), filepath.Join(dir, "cand.yaml"), filepath.Join(dir, "state")
-	const (
-		good = "version: 1\nlinks:\n  rb0: {kind: bridge}\n"
-		next = "version: 1\nlinks:\n  rb0: {kind: bridge}\n  rb1: {kind: bridge}\n"
-	)
-	for p, c := range map[string]string{conf: good, cand: next} {
-		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	pid := unnamedNetns(t)
-	run := func(args ...string) []byte {
-		t.Helper()
-		c := exec.Command(binary, append(args, "--netns", fmt.Sprintf("/proc/%d/ns/net", pid), "-c", conf, "--state-dir", state, "--allow-insecure-config")...)
-		out, err := c.Output()
-		if err != nil {
-			t.Fatalf("netreconcile %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
-	run("apply", "-q")
-	var out applyOutput
-	if err := json.Unmarshal(run("apply", "-o", "json", "--candidate", cand, "--confirm-within", "1s", "--rollback-timer", "process"), &out); err != nil || out.Transaction == nil {
-		t.Fatalf("apply --confirm-within: %v", err)
-	}
-	id := out.Transaction.ID
-	t.Cleanup(func() { killTimers(id) })
+	f := newTxFixture(t, fmt.Sprintf("/proc/%d/ns/net", pid))
+	out := f.begin("1s")
 	name := fmt.Sprintf("sa-n-%d", os.Getpid())
 	if b, err := exec.Command("ip", "netns", "attach", name, strconv.Itoa(pid)).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns attach: %v\n%s", err, b)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	f.waitRolledBack(out, func() (bool, string) {
+		return exec.Command("ip", "-n", name, "link", "show", "rb1").Run() != nil, ""
+	})
+}
+
+// txGood and txNext are the main file and the candidate of a transaction
+// fixture: the candidate adds the bridge rb1.
+const (
+	txGood = "version: 1\nlinks:\n  rb0: {kind: bridge}\n"
+	txNext = "version: 1\nlinks:\n  rb0: {kind: bridge}\n  rb1: {kind: bridge}\n"
+)
+
+// txFixture is a main file holding txGood, a candidate holding txNext and
+// a state directory, in a directory of the test's, and the namespace the
+// commands run in (a name or a /proc/PID/ns/net path).
+type txFixture struct {
+	t                        *testing.T
+	conf, cand, state, netns string
+}
+
+func newTxFixture(t *testing.T, netns string) *txFixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &txFixture{t: t, conf: filepath.Join(dir, "nr.yaml"), cand: filepath.Join(dir, "cand.yaml"), state: filepath.Join(dir, "state"), netns: netns}
+	for p, c := range map[string]string{f.conf: txGood, f.cand: txNext} {
+		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// run runs netreconcile over the fixture and returns its standard output;
+// a failure fails the test.
+func (f *txFixture) run(args ...string) []byte {
+	f.t.Helper()
+	out, err := exec.Command(binary, append(args, "--netns", f.netns, "-c", f.conf, "--state-dir", f.state, "--allow-insecure-config")...).Output()
+	if err != nil {
+		f.t.Fatalf("netreconcile %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// begin applies the main file, then the candidate with a process timer
+// and the deadline within; the timer is killed when the test ends.
+func (f *txFixture) begin(within string) applyOutput {
+	f.t.Helper()
+	f.run("apply", "-q")
+	var out applyOutput
+	if err := json.Unmarshal(f.run("apply", "-o", "json", "--candidate", f.cand, "--confirm-within", within, "--rollback-timer", "process"), &out); err != nil || out.Transaction == nil {
+		f.t.Fatalf("apply --confirm-within: %v", err)
+	}
+	id := out.Transaction.ID
+	f.t.Cleanup(func() { killTimers(id) })
+	return out
+}
+
+// waitRolledBack waits, up to rollbackBound past the deadline, for the main
+// file to hold txGood again and rolled to say the kernel (or the record)
+// is back (with what to show when not); then for no timer to wait.
+func (f *txFixture) waitRolledBack(out applyOutput, rolled func() (bool, string)) {
+	f.t.Helper()
+	id := out.Transaction.ID
 	for end := out.Transaction.Deadline.Add(rollbackBound); ; time.Sleep(50 * time.Millisecond) {
-		data, _ := os.ReadFile(conf)
-		if string(data) == good && exec.Command("ip", "-n", name, "link", "show", "rb1").Run() != nil {
+		data, _ := os.ReadFile(f.conf)
+		ok, more := rolled()
+		if string(data) == txGood && ok {
 			break
 		}
 		if time.Now().After(end) {
-			t.Fatalf("not rolled back %s after the deadline (a timer waits: %v); the main file holds:\n%s", rollbackBound, timerWaits(id), data)
+			f.t.Fatalf("not rolled back %s after the deadline (a timer waits: %v); the main file holds:\n%s%s", rollbackBound, timerWaits(id), data, more)
 		}
 	}
 	for end := time.Now().Add(rollbackBound); timerWaits(id); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(end) {
-			t.Fatal("the timer outlives its transaction")
+			f.t.Fatal("the timer outlives its transaction")
 		}
 	}
 }
@@ -890,34 +929,10 @@ func unnamedNetns(t *testing.T) int {
 // the namespace, and starts the timer's command line again.
 func TestTxWalkFinding164NamespaceNamedBeforeTheTimerLooked(t *testing.T) {
 	nettest.RequireRoot(t)
-	dir := t.TempDir()
-	conf, cand, state := filepath.Join(dir, "nr.yaml"), filepath.Join(dir, "cand.yaml"), filepath.Join(dir, "state")
-	const (
-		good = "version: 1\nlinks:\n  rb0: {kind: bridge}\n"
-		next = "version: 1\nlinks:\n  rb0: {kind: bridge}\n  rb1: {kind: bridge}\n"
-	)
-	for p, c := range map[string]string{conf: good, cand: next} {
-		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	pid := unnamedNetns(t)
 	nsPath := fmt.Sprintf("/proc/%d/ns/net", pid)
-	run := func(args ...string) []byte {
-		t.Helper()
-		out, err := exec.Command(binary, append(args, "--netns", nsPath, "-c", conf, "--state-dir", state, "--allow-insecure-config")...).Output()
-		if err != nil {
-			t.Fatalf("netreconcile %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
-	run("apply", "-q")
-	var out applyOutput
-	if err := json.Unmarshal(run("apply", "-o", "json", "--candidate", cand, "--confirm-within", "4s", "--rollback-timer", "process"), &out); err != nil || out.Transaction == nil {
-		t.Fatalf("apply --confirm-within: %v", err)
-	}
-	id := out.Transaction.ID
-	t.Cleanup(func() { killTimers(id) })
+	f := newTxFixture(t, nsPath)
+	id := f.begin("4s").Transaction.ID
 	var timer []string
 	for _, e := range mustReadDir(t, "/proc") {
 		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
@@ -957,8 +972,8 @@ func TestTxWalkFinding164NamespaceNamedBeforeTheTimerLooked(t *testing.T) {
 	if b, err := late.CombinedOutput(); err != nil {
 		t.Fatalf("the timer: %v\n%s", err, b)
 	}
-	data, _ := os.ReadFile(conf)
-	if string(data) != good {
+	data, _ := os.ReadFile(f.conf)
+	if string(data) != txGood {
 		t.Errorf("the timer exited with the main file holding the candidate:\n%s", data)
 	}
 	if exec.Command("ip", "-n", name, "link", "show", "rb1").Run() == nil {
@@ -983,56 +998,21 @@ func mustReadDir(t *testing.T, dir string) []os.DirEntry {
 // saying the namespace is gone.
 func TestTxWalkFinding128NamespaceDeletedDuringTheWindow(t *testing.T) {
 	nettest.RequireRoot(t)
-	dir := t.TempDir()
-	conf, cand, state := filepath.Join(dir, "nr.yaml"), filepath.Join(dir, "cand.yaml"), filepath.Join(dir, "state")
-	const (
-		good = "version: 1\nlinks:\n  rb0: {kind: bridge}\n"
-		next = "version: 1\nlinks:\n  rb0: {kind: bridge}\n  rb1: {kind: bridge}\n"
-	)
-	for p, c := range map[string]string{conf: good, cand: next} {
-		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	ns := fmt.Sprintf("sa-gone-%d", os.Getpid())
 	if b, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %v\n%s", err, b)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
-	run := func(args ...string) []byte {
-		t.Helper()
-		out, err := exec.Command(binary, append(args, "--netns", ns, "-c", conf, "--state-dir", state, "--allow-insecure-config")...).Output()
-		if err != nil {
-			t.Fatalf("netreconcile %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
-	run("apply", "-q")
-	var out applyOutput
-	if err := json.Unmarshal(run("apply", "-o", "json", "--candidate", cand, "--confirm-within", "1s", "--rollback-timer", "process"), &out); err != nil || out.Transaction == nil {
-		t.Fatalf("apply --confirm-within: %v", err)
-	}
-	id := out.Transaction.ID
-	t.Cleanup(func() { killTimers(id) })
+	f := newTxFixture(t, ns)
+	out := f.begin("1s")
 	if b, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns del: %v\n%s", err, b)
 	}
-	record := filepath.Join(state, "netns", ns, safeapply.FileName)
-	for end := out.Transaction.Deadline.Add(rollbackBound); ; time.Sleep(50 * time.Millisecond) {
-		data, _ := os.ReadFile(conf)
-		f, _ := os.ReadFile(record)
-		if string(data) == good && strings.Contains(string(f), "the namespace is gone") && !strings.Contains(string(f), `"pending"`) {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("not rolled back %s after the deadline (a timer waits: %v); the main file holds:\n%s\nthe record:\n%s", rollbackBound, timerWaits(id), data, f)
-		}
-	}
-	for end := time.Now().Add(rollbackBound); timerWaits(id); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("the timer outlives its transaction")
-		}
-	}
+	record := filepath.Join(f.state, "netns", ns, safeapply.FileName)
+	f.waitRolledBack(out, func() (bool, string) {
+		r, _ := os.ReadFile(record)
+		return strings.Contains(string(r), "the namespace is gone") && !strings.Contains(string(r), `"pending"`), "the record:\n" + string(r)
+	})
 }
 
 // Under ip netns exec (no --netns), the namespace is the command's own,
@@ -1047,17 +1027,8 @@ func TestTxWalkFinding129ExecFormTimerStaysInTheNamespace(t *testing.T) {
 	nettest.RequireRoot(t)
 	nettest.RequireTool(t, "unshare")
 	ns := nettest.NewNetNSPrefixed(t, "sa-ex")
-	dir := t.TempDir()
-	conf, cand, state := filepath.Join(dir, "nr.yaml"), filepath.Join(dir, "cand.yaml"), filepath.Join(dir, "state")
-	const (
-		good = "version: 1\nlinks:\n  rb0: {kind: bridge}\n"
-		next = "version: 1\nlinks:\n  rb0: {kind: bridge}\n  rb1: {kind: bridge}\n"
-	)
-	for p, c := range map[string]string{conf: good, cand: next} {
-		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f := newTxFixture(t, ns)
+	dir, conf, cand, state := t.TempDir(), f.conf, f.cand, f.state
 	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -1086,15 +1057,9 @@ exec ip netns exec "$NS" "$BIN" apply -o json --confirm-within 1s --candidate "$
 	if holder := *out.Transaction.Timer; !strings.HasPrefix(holder, "process:") {
 		t.Fatalf("the deadline is held by %s, which runs in the service manager's namespace", holder)
 	}
-	for end := out.Transaction.Deadline.Add(rollbackBound); ; time.Sleep(50 * time.Millisecond) {
-		data, _ := os.ReadFile(conf)
-		if string(data) == good && exec.Command("ip", "-n", ns, "link", "show", "rb1").Run() != nil {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("not rolled back %s after the deadline; the main file holds:\n%s", rollbackBound, data)
-		}
-	}
+	f.waitRolledBack(out, func() (bool, string) {
+		return exec.Command("ip", "-n", ns, "link", "show", "rb1").Run() != nil, ""
+	})
 }
 
 // A --candidate whose rule nft refuses (found when the rules are compiled,
