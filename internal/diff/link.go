@@ -800,23 +800,7 @@ func (c *computer) willReplace(name string) bool {
 // the kernel would delete, the other end of a veth pair included: an
 // adopted link is never recreated.
 func (c *computer) foreignChildren(name string) bool {
-	ends := map[string]bool{name: true}
-	if l := c.a.Links[name]; l != nil && l.Veth != nil && l.Veth.Peer != "" {
-		ends[l.Veth.Peer] = true
-	}
-	goes := maps.Clone(ends)
-	for grew := true; grew; {
-		grew = false
-		for n, l := range c.a.Links {
-			if goes[n] || !(goes[l.Lower] || l.VXLAN != nil && goes[l.VXLAN.Dev] || goes[l.Parent()]) {
-				continue
-			}
-			goes[n], grew = true, true
-			if l.Veth != nil && l.Veth.Peer != "" {
-				goes[l.Veth.Peer] = true
-			}
-		}
-	}
+	ends, goes := c.goesWith(name)
 	var kids, ports, adoptedKids []string
 	for _, n := range c.a.SortedLinkNames() {
 		l := c.a.Links[n]
@@ -852,6 +836,46 @@ func (c *computer) foreignChildren(name string) bool {
 		c.conflict("link %s cannot be deleted or recreated: the kernel would release %v from it, which netreconcile did not enslave; release them first or keep %s as it is", name, ports, name)
 	}
 	return true
+}
+
+// goesWith returns what the kernel deletes when it deletes the link name:
+// ends is the link and the other end of its veth pair, goes those and the
+// links on them (a vxlan whose device one is, an ipvlan, macvlan or vlan
+// whose lower link one is), and the links on those in turn, with their
+// veth peers.
+func (c *computer) goesWith(name string) (ends, goes map[string]bool) {
+	ends = map[string]bool{name: true}
+	if l := c.a.Links[name]; l != nil && l.Veth != nil && l.Veth.Peer != "" {
+		ends[l.Veth.Peer] = true
+	}
+	goes = maps.Clone(ends)
+	for grew := true; grew; {
+		grew = false
+		for n, l := range c.a.Links {
+			if goes[n] || !(goes[l.Lower] || l.VXLAN != nil && goes[l.VXLAN.Dev] || goes[l.Parent()]) {
+				continue
+			}
+			goes[n], grew = true, true
+			if l.Veth != nil && l.Veth.Peer != "" {
+				goes[l.Veth.Peer] = true
+			}
+		}
+	}
+	return ends, goes
+}
+
+// takenWith lists the other links a delete of the link name changes in
+// the kernel: the links it deletes with it (goesWith), and the ports it
+// and they release from their masters, in name order.
+func (c *computer) takenWith(name string) []string {
+	_, goes := c.goesWith(name)
+	var out []string
+	for _, n := range c.a.SortedLinkNames() {
+		if n != name && (goes[n] || goes[c.a.Links[n].Master]) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // foreignOnParent reports (as a conflict) the links netreconcile neither
