@@ -545,6 +545,52 @@ func (c *computer) deferCreatedMTU(creates, updates []Op) ([]Op, []Op, []Op) {
 			updates = append(updates, op)
 		}
 	}
+	creates, updates, vx = c.deferGroupJoin(raised, creates, updates, vx)
+	return creates, updates, vx
+}
+
+// deferGroupJoin sets up after its device's MTU update a vxlan that joins
+// an IPv6 multicast group on a device this plan raises from below IPv6's
+// minimum MTU: the kernel has no IPv6 on the device until the raise
+// (addrconf_notify), and a vxlan set up joins its group on the device
+// (vxlan_open), which fails there with EINVAL. A vxlan this plan makes is
+// made down and set up in an update after its device's; one it sets up
+// has that update moved there. raised are the devices' MTUs before the
+// plan; vx the vxlans' updates that go after their device's
+// (afterLowerUpdate).
+func (c *computer) deferGroupJoin(raised map[string]int, creates, updates, vx []Op) ([]Op, []Op, []Op) {
+	joins := func(l *model.Link) bool {
+		v := l.VXLAN
+		if v == nil || v.Dev == "" || !v.Remote.Is6() || !v.Remote.IsMulticast() || !l.Up {
+			return false
+		}
+		was, ok := raised[v.Dev]
+		return ok && was < ipv6MinMTU && c.d.Links[v.Dev].MTU >= ipv6MinMTU
+	}
+	up := Change{"state", "down (until its device has IPv6)", "up"}
+	for i := range creates {
+		w := creates[i].Link
+		if !joins(w) {
+			continue
+		}
+		made := *w
+		made.Up = false
+		creates[i].Link = &made
+		j := slices.IndexFunc(vx, func(op Op) bool { return op.ID == w.Name })
+		if j < 0 {
+			vx = append(vx, Op{Action: Update, Kind: KindLink, ID: w.Name, Link: c.d.Links[w.Name]})
+			j = len(vx) - 1
+		}
+		vx[j].LinkFields.State = true
+		vx[j].Changes = append(vx[j].Changes, up)
+	}
+	for i := 0; i < len(updates); i++ {
+		if op := updates[i]; op.LinkFields.State && joins(op.Link) {
+			vx = append(vx, op)
+			updates = slices.Delete(updates, i, i+1)
+			i--
+		}
+	}
 	return creates, updates, vx
 }
 
