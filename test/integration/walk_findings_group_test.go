@@ -65,3 +65,29 @@ func TestWalkFindingVXLANJoinsItsIPv6GroupAfterTheRaise(t *testing.T) {
 		}
 	})
 }
+
+// The same order with IPv6 turned back on by a key: a vxlan over IPv6 made
+// on a device whose ipv6.disable_ipv6 the same apply takes from 1 to 0
+// (given 0, or taken out of the file and given back) failed its create
+// with EPERM (the kernel refuses a vxlan over IPv6 on a device with IPv6
+// disabled), the sysctls being written after the links; the next pass
+// converged. The key's write now goes before the vxlan's create. Found
+// with walk finding F-LNK-1's class.
+func TestWalkFindingVXLANMadeAfterItsDeviceGetsIPv6Back(t *testing.T) {
+	const vxlan = "  x2: {kind: vxlan, vxlan: {id: 5, remote: \"2001:db8::5\", dev: d0}}\n"
+	for _, c := range []struct{ name, after string }{
+		{"given 0", "version: 1\nlinks:\n  d0: {kind: bridge, sysctls: {ipv6.disable_ipv6: 0}}\n" + vxlan},
+		{"given back", "version: 1\nlinks:\n  d0: {kind: bridge}\n" + vxlan},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.apply(e.file("a.yaml", "version: 1\nlinks:\n  d0: {kind: bridge, sysctls: {ipv6.disable_ipv6: 1}}\n"))
+			f := e.file("b.yaml", c.after)
+			e.apply(f)
+			e.converged(f)
+			if !strings.Contains(e.links(), "x2 vxlan") {
+				t.Errorf("x2 not made:\n%s", e.links())
+			}
+		})
+	}
+}
