@@ -264,6 +264,18 @@ func (b *builder) link(name string, lc *linkConf) {
 			}
 		}
 	}
+	if vc := lc.VXLAN; vc != nil && l.Up && vc.Group != nil && vc.Group.A.Is6() && vc.Dev != "" {
+		// A vxlan joins its group on its device when it comes up
+		// (vxlan_open), which the kernel refuses (EINVAL) on a device
+		// without IPv6.
+		if mtu, why, raise := b.kernelMTU(vc.Dev, nil); mtu != 0 && mtu < ipv6MinMTU {
+			has, fix := fmt.Sprintf("MTU %d", mtu), fmt.Sprintf("give %s an MTU of %d or more", vc.Dev, ipv6MinMTU)
+			if why != "" {
+				has, fix = fmt.Sprintf("MTU %d (%s)", mtu, why), raise
+			}
+			b.errs.add(vc.at("group"), path+".vxlan.group", "the vxlan joins IPv6 group %s on its device %s, which the kernel gives %s, below %d, IPv6's minimum: the device has no IPv6 and the kernel refuses to set the vxlan up; %s, or give the vxlan state: down", vc.Group.A, vc.Dev, has, ipv6MinMTU, fix)
+		}
+	}
 	b.st.Links[name] = l
 }
 

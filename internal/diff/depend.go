@@ -62,12 +62,11 @@ func (c *computer) linkNeeds(l *model.Link) []string {
 func (c *computer) opNeeds(op *Op) []string {
 	switch {
 	case op.Kind == KindLink && op.Action == Delete:
-		// The kernel deletes a veth pair whole: deleting an end here
-		// deletes its peer, which a conflict or a hold keeps.
-		if a := c.a.Links[op.ID]; a != nil && a.Veth != nil && a.Veth.Peer != "" && a.Veth.Peer != op.ID {
-			return []string{a.Veth.Peer}
-		}
-		return nil
+		// The kernel deletes a veth pair whole, and with a link the
+		// links on it (a vxlan whose device it is, a macvlan, ipvlan or
+		// vlan on it), and releases its ports: a link in conflict or
+		// held that one of those is must keep it, so the delete waits.
+		return c.takenWith(op.ID)
 	case op.Link != nil:
 		return append([]string{op.Link.Name}, c.linkNeeds(op.Link)...)
 	case op.Address != nil:
@@ -175,7 +174,7 @@ func (c *computer) keepUnblocked(ops []Op) []Op {
 				if c.heldLinks[n] {
 					why = "held"
 				}
-				c.leftOut(n, "link %s is not deleted: the kernel would delete its peer %s with it, which is %s", op.ID, n, why)
+				c.leftOut(n, "link %s is not deleted: the kernel would %s with it, which is %s", op.ID, c.takenHow(op.ID, n), why)
 			case op.Kind == KindLink:
 			case c.heldLinks[n]:
 				c.leftOut(n, "%s %s is held: it needs link %s, which is held", op.Kind, op.ID, n)
@@ -187,6 +186,18 @@ func (c *computer) keepUnblocked(ops []Op) []Op {
 		out = append(out, *op)
 	}
 	return out
+}
+
+// takenHow says what deleting the link name does to the link n, one of
+// takenWith's.
+func (c *computer) takenHow(name, n string) string {
+	if a := c.a.Links[name]; a != nil && a.Veth != nil && a.Veth.Peer == n {
+		return "delete its peer " + n
+	}
+	if _, goes := c.goesWith(name); goes[n] {
+		return "delete " + n
+	}
+	return "release " + n + " from its master"
 }
 
 func (c *computer) blockedNeed(op *Op) string {

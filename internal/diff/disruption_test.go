@@ -308,3 +308,38 @@ func TestMaxDisruptionHoldsReadded(t *testing.T) {
 		t.Errorf("readded holds %v; plan:\n%s\nwant:\n%s", plan.Held, plan, all)
 	}
 }
+
+// A delete that would take a held link with it waits, as the veth pair's
+// other end does (walk finding 85): the delete of the veth pair a held
+// vxlan is on, of a held link's master. Walk finding F-LNK-2 (host soak
+// seed 61494414667499, step 20).
+func TestHeldLinkKeepsItsLowerAndMaster(t *testing.T) {
+	veth := func(name, peer string) model.Link {
+		return model.Link{Name: name, Kind: model.KindVeth, Owned: true, Up: true, Veth: &model.Veth{Peer: peer, PeerNSID: -1}}
+	}
+	k := newKernel().link(veth("p9a", "p9d")).link(veth("p9d", "p9a")).
+		link(model.Link{Name: "b0", Kind: model.KindBridge, Owned: true, Up: true}).
+		link(model.Link{Name: "x0", Kind: model.KindVXLAN, Owned: true, Up: true, Master: "b0", VXLAN: &model.VXLAN{ID: 100, Remote: ip("198.51.100.1"), Port: 4789, Dev: "p9a", Learning: true}})
+	// x0 loses its dev (a recreate, held), and the file drops the pair
+	// it was on and its master.
+	file := "links:\n  x0: {kind: vxlan, vxlan: {id: 100, remote: 198.51.100.1}}\n"
+	max := diff.LinkFlapped
+	plan, err := diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range plan.Ops {
+		if op.Kind == diff.KindLink {
+			t.Errorf("a link op beside the held vxlan: %s %s", op.Action, op.ID)
+		}
+	}
+	if len(plan.Held) != 1 || plan.Held[0].ID != "x0" {
+		t.Errorf("held %v, want link x0", plan.Held)
+	}
+	deps := strings.Join(plan.HeldDependents, "\n")
+	for _, w := range []string{"link b0 is not deleted: the kernel would release x0 from its master with it, which is held", "link p9a is not deleted: the kernel would delete x0 with it, which is held"} {
+		if !strings.Contains(deps, w) {
+			t.Errorf("held dependents:\n%s\nwant %q", deps, w)
+		}
+	}
+}

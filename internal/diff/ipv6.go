@@ -169,6 +169,13 @@ func (c *computer) ipv6On(name string, unallocated []model.PoolAddress) []string
 			what = append(what, at("an IPv6 address from pool "+pa.Pool, pa.Origin))
 		}
 	}
+	// A vxlan joins its IPv6 group on its device when it comes up, which
+	// the kernel refuses on a device without IPv6.
+	for _, n := range c.d.SortedLinkNames() {
+		if l := c.d.Links[n]; l.VXLAN != nil && l.VXLAN.Dev == name && l.Up && l.VXLAN.Remote.Is6() && l.VXLAN.Remote.IsMulticast() && !c.blocked[n] {
+			what = append(what, "vxlan "+n+"'s IPv6 group "+l.VXLAN.Remote.String())
+		}
+	}
 	for i := range c.d.Routes {
 		r := &c.d.Routes[i]
 		v6 := r.IsIPv6() || r.Gateway.Is6() && r.Dev == name

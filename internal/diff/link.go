@@ -545,6 +545,52 @@ func (c *computer) deferCreatedMTU(creates, updates []Op) ([]Op, []Op, []Op) {
 			updates = append(updates, op)
 		}
 	}
+	creates, updates, vx = c.deferGroupJoin(raised, creates, updates, vx)
+	return creates, updates, vx
+}
+
+// deferGroupJoin sets up after its device's MTU update a vxlan that joins
+// an IPv6 multicast group on a device this plan raises from below IPv6's
+// minimum MTU: the kernel has no IPv6 on the device until the raise
+// (addrconf_notify), and a vxlan set up joins its group on the device
+// (vxlan_open), which fails there with EINVAL. A vxlan this plan makes is
+// made down and set up in an update after its device's; one it sets up
+// has that update moved there. raised are the devices' MTUs before the
+// plan; vx the vxlans' updates that go after their device's
+// (afterLowerUpdate).
+func (c *computer) deferGroupJoin(raised map[string]int, creates, updates, vx []Op) ([]Op, []Op, []Op) {
+	joins := func(l *model.Link) bool {
+		v := l.VXLAN
+		if v == nil || v.Dev == "" || !v.Remote.Is6() || !v.Remote.IsMulticast() || !l.Up {
+			return false
+		}
+		was, ok := raised[v.Dev]
+		return ok && was < ipv6MinMTU && c.d.Links[v.Dev].MTU >= ipv6MinMTU
+	}
+	up := Change{"state", "down (until its device has IPv6)", "up"}
+	for i := range creates {
+		w := creates[i].Link
+		if !joins(w) {
+			continue
+		}
+		made := *w
+		made.Up = false
+		creates[i].Link = &made
+		j := slices.IndexFunc(vx, func(op Op) bool { return op.ID == w.Name })
+		if j < 0 {
+			vx = append(vx, Op{Action: Update, Kind: KindLink, ID: w.Name, Link: c.d.Links[w.Name]})
+			j = len(vx) - 1
+		}
+		vx[j].LinkFields.State = true
+		vx[j].Changes = append(vx[j].Changes, up)
+	}
+	for i := 0; i < len(updates); i++ {
+		if op := updates[i]; op.LinkFields.State && joins(op.Link) {
+			vx = append(vx, op)
+			updates = slices.Delete(updates, i, i+1)
+			i--
+		}
+	}
 	return creates, updates, vx
 }
 
@@ -800,23 +846,7 @@ func (c *computer) willReplace(name string) bool {
 // the kernel would delete, the other end of a veth pair included: an
 // adopted link is never recreated.
 func (c *computer) foreignChildren(name string) bool {
-	ends := map[string]bool{name: true}
-	if l := c.a.Links[name]; l != nil && l.Veth != nil && l.Veth.Peer != "" {
-		ends[l.Veth.Peer] = true
-	}
-	goes := maps.Clone(ends)
-	for grew := true; grew; {
-		grew = false
-		for n, l := range c.a.Links {
-			if goes[n] || !(goes[l.Lower] || l.VXLAN != nil && goes[l.VXLAN.Dev] || goes[l.Parent()]) {
-				continue
-			}
-			goes[n], grew = true, true
-			if l.Veth != nil && l.Veth.Peer != "" {
-				goes[l.Veth.Peer] = true
-			}
-		}
-	}
+	ends, goes := c.goesWith(name)
 	var kids, ports, adoptedKids []string
 	for _, n := range c.a.SortedLinkNames() {
 		l := c.a.Links[n]
@@ -852,6 +882,46 @@ func (c *computer) foreignChildren(name string) bool {
 		c.conflict("link %s cannot be deleted or recreated: the kernel would release %v from it, which netreconcile did not enslave; release them first or keep %s as it is", name, ports, name)
 	}
 	return true
+}
+
+// goesWith returns what the kernel deletes when it deletes the link name:
+// ends is the link and the other end of its veth pair, goes those and the
+// links on them (a vxlan whose device one is, an ipvlan, macvlan or vlan
+// whose lower link one is), and the links on those in turn, with their
+// veth peers.
+func (c *computer) goesWith(name string) (ends, goes map[string]bool) {
+	ends = map[string]bool{name: true}
+	if l := c.a.Links[name]; l != nil && l.Veth != nil && l.Veth.Peer != "" {
+		ends[l.Veth.Peer] = true
+	}
+	goes = maps.Clone(ends)
+	for grew := true; grew; {
+		grew = false
+		for n, l := range c.a.Links {
+			if goes[n] || !(goes[l.Lower] || l.VXLAN != nil && goes[l.VXLAN.Dev] || goes[l.Parent()]) {
+				continue
+			}
+			goes[n], grew = true, true
+			if l.Veth != nil && l.Veth.Peer != "" {
+				goes[l.Veth.Peer] = true
+			}
+		}
+	}
+	return ends, goes
+}
+
+// takenWith lists the other links a delete of the link name changes in
+// the kernel: the links it deletes with it (goesWith), and the ports it
+// and they release from their masters, in name order.
+func (c *computer) takenWith(name string) []string {
+	_, goes := c.goesWith(name)
+	var out []string
+	for _, n := range c.a.SortedLinkNames() {
+		if n != name && (goes[n] || goes[c.a.Links[n].Master]) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // foreignOnParent reports (as a conflict) the links netreconcile neither

@@ -139,6 +139,38 @@ func (c *computer) sysctls() {
 	}
 	c.mtuAfterIPv6On(start)
 	c.ipv6Flushes()
+	c.ipv6OnBeforeVXLANs(start)
+}
+
+// ipv6OnBeforeVXLANs moves the write that turns a device's IPv6 back on
+// (its own disable_ipv6 from 1 to 0, written or given back) before the
+// create of a vxlan over IPv6 on it: the kernel refuses to make such a
+// vxlan on a device whose IPv6 is disabled (EPERM, vxlan_config_validate),
+// and the sysctls are written after the links. The ops from index start
+// are the sysctl stage's.
+func (c *computer) ipv6OnBeforeVXLANs(start int) {
+	for i := start; i < len(c.plan.Ops); i++ {
+		op := c.plan.Ops[i]
+		if op.Kind != KindSysctl || op.Sysctl == nil || op.Sysctl.Value != "0" || op.SysctlWas != "1" || op.Changes == nil {
+			continue
+		}
+		dev, short, _, ok := model.SysctlLink(op.ID)
+		if !ok || short != "ipv6.disable_ipv6" || c.a.Links[dev] == nil || c.recreated[dev] {
+			continue
+		}
+		j := slices.IndexFunc(c.plan.Ops[:start], func(o Op) bool {
+			if o.Kind != KindLink || o.Link == nil || o.Link.VXLAN == nil || o.Action != Create && o.Action != Replace {
+				return false
+			}
+			v := o.Link.VXLAN
+			return v.Dev == dev && (v.Remote.Is6() || v.Local.Is6())
+		})
+		if j < 0 {
+			continue
+		}
+		c.plan.Ops = slices.Insert(slices.Delete(c.plan.Ops, i, i+1), j, op)
+		start++
+	}
 }
 
 // mtuAfterIPv6On writes a declared net.ipv6.conf.LINK.mtu after the last

@@ -277,6 +277,38 @@ func TestChildMadeAboveItsParentGetsItsMTUAfter(t *testing.T) {
 	}})
 }
 
+// A vxlan that joins an IPv6 group on a device the plan raises from below
+// 1280 is made down and set up after the raise: the kernel refuses the
+// join (EINVAL) on a device without IPv6. A vxlan over IPv4, or on a device
+// that had IPv6, is set up in its create.
+func TestVXLANJoinsItsIPv6GroupAfterTheRaise(t *testing.T) {
+	low := newKernel().link(model.Link{Name: "d0", Kind: model.KindBridge, Owned: true, Up: true, MTU: 1200})
+	run(t, []tc{{
+		name:   "IPv6 group",
+		file:   "links:\n  d0: {kind: bridge, mtu: 1500}\n  a0: {kind: vxlan, vxlan: {id: 5, group: \"ff05::100\", dev: d0}}\n",
+		kernel: low,
+		plan: `
++ link a0 (vxlan id 5 remote ff05::100 dev d0 dstport 4789)
+~ link d0
+    mtu: 1200 -> 1500
+~ link a0
+    mtu: d0's, when made -> 1430 (d0's, once raised)
+    state: down (until its device has IPv6) -> up
+`,
+	}, {
+		name:   "IPv4 group",
+		file:   "links:\n  d0: {kind: bridge, mtu: 1500}\n  a0: {kind: vxlan, vxlan: {id: 5, group: 239.1.1.1, dev: d0}}\n",
+		kernel: low,
+		plan: `
++ link a0 (vxlan id 5 remote 239.1.1.1 dev d0 dstport 4789)
+~ link d0
+    mtu: 1200 -> 1500
+~ link a0
+    mtu: d0's, when made -> 1450 (d0's, once raised)
+`,
+	}})
+}
+
 // An IPv4 gateway that is an address of another link of the file, given
 // with a dev whose declared subnet holds it, is reached: the kernel takes
 // the route (its lookup through dev finds dev's subnet). The warning said

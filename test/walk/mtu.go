@@ -330,6 +330,13 @@ func wantsIPv6(c *Config, n string) bool {
 			return true
 		}
 	}
+	// A vxlan up joins its IPv6 group on its device, which the kernel
+	// refuses on a device without IPv6.
+	for _, m := range c.LinkNames() {
+		if v := c.Links[m].VXLAN; v != nil && v.Dev == n && strings.Contains(v.Group, ":") && !c.Links[m].Down {
+			return true
+		}
+	}
 	for _, r := range c.Routes {
 		v6 := false
 		for _, d := range r.dsts() {

@@ -57,6 +57,16 @@ func TestWalkFinding103KeptBelowIPv6(t *testing.T) {
 			t.Errorf("wantsIPv6(%s) = %v, want %v", n, got, want)
 		}
 	}
+	// A vxlan up joins its IPv6 group on its device.
+	c.Links["x3"] = &Link{Name: "x3", Kind: "vxlan", VXLAN: &VXLAN{ID: 23, Group: "ff05::100", Dev: "f0"}}
+	if !wantsIPv6(c, "f0") {
+		t.Errorf("f0, the device of vxlan x3's IPv6 group, is taken to need no IPv6")
+	}
+	c.Links["x3"].Down = true
+	if wantsIPv6(c, "f0") {
+		t.Errorf("f0 is taken to need IPv6 for vxlan x3, which is down")
+	}
+	delete(c.Links, "x3")
 	c.KeptLow = map[string]int{"k1": 1200}
 	if !belowIPv6(c, "k1") || hasIPv6Conf(c, c.Links["k1"]) {
 		t.Errorf("k1, which the kernel keeps at 1200, is taken to have IPv6")
