@@ -3,10 +3,14 @@ package nftcorpus
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/test/nettest"
 )
 
 // The reader of nftables' own regression suite, tests/py: its .t files
@@ -290,4 +294,44 @@ func PyTDrift(rs []Result) PyTStats {
 		}
 	}
 	return s
+}
+
+// NftSays runs each case's rule alone in its table through nft -f, in a
+// namespace without tables, and returns the first error nft printed (""
+// where it took the rule): why the host's nft refused what the suite
+// expected its nft to take. Not nft -c: the kernel refuses some rules
+// only at the commit (osf in an ip6 table: EOPNOTSUPP).
+func NftSays(t testing.TB, cases []Case) []string {
+	t.Helper()
+	ns := nettest.NewNetNSPrefixed(t, NetNSPrefix)
+	dir := t.TempDir()
+	out := make([]string, len(cases))
+	for i, c := range cases {
+		s, _ := tableOf(c).Script([]ChainRule{{Chain: c.Chain, Rule: c.Rule}})
+		p := nettest.WriteFile(t, dir, "say.nft", s)
+		msg, err := exec.Command("ip", "netns", "exec", ns, "sh", "-c", `nft flush ruleset && nft -f "$1"`, "sh", p).CombinedOutput()
+		if err == nil {
+			continue
+		}
+		out[i] = "(no message)"
+		for _, l := range strings.Split(string(msg), "\n") {
+			if _, e, ok := strings.Cut(l, "Error: "); ok {
+				out[i] = e
+				break
+			}
+		}
+	}
+	return out
+}
+
+// DriftReason buckets nft's refusal: the kernel's (an expression or
+// module this kernel lacks) or nft's own (its parser or evaluator).
+func DriftReason(msg string) string {
+	if e, ok := strings.CutPrefix(msg, "Could not process rule: "); ok {
+		return "the host's kernel refuses it: " + e
+	}
+	if msg == "" {
+		return "taken alone (refused beside the file's other rules)"
+	}
+	return "the host's nft refuses it"
 }

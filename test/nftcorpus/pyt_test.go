@@ -155,6 +155,21 @@ func TestNftTestsPy(t *testing.T) {
 	drift := PyTDrift(rules)
 	t.Logf("the host's nft against the suite's verdicts (not differences of netreconcile): %d the file says nft takes were refused, %d it says nft refuses were taken",
 		drift.OkButRefused, drift.FailButTaken)
+	var drifted []Case
+	for _, r := range rules {
+		if r.Expect == "ok" && !NftTook(r) {
+			drifted = append(drifted, r.Case)
+		}
+	}
+	said := NftSays(t, drifted)
+	reasons := map[string]int{}
+	for i, c := range drifted {
+		reasons[DriftReason(said[i])]++
+		t.Logf("  the suite expects nft to take %s (%s): %s", c, c.Source, said[i])
+	}
+	for reason, n := range reasons {
+		t.Logf("  %d: %s", n, reason)
+	}
 	classes, byClass := TallyByClass(rules)
 	for _, c := range classes {
 		t.Logf("  [%s] %s", c, byClass[c])
