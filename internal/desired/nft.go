@@ -374,7 +374,7 @@ func (b *builder) nftDeclaredSet(path, name string, sc *nftSetConf, isMap bool) 
 		if d := sc.Timeout.D; d%time.Millisecond != 0 || d <= 0 {
 			b.errs.add(sc.at("timeout"), path+".timeout", "expected a positive whole number of milliseconds, found %s", d)
 		}
-		decl = append(decl, "timeout "+strconv.FormatInt(sc.Timeout.D.Milliseconds(), 10)+"ms;")
+		decl = append(decl, "timeout "+model.NftTime(sc.Timeout.D)+";")
 	}
 	if sc.Size != nil {
 		if *sc.Size <= 0 {

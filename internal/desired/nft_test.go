@@ -145,7 +145,7 @@ nftables:
 	if s := tab.Set("whole"); s == nil || s.DefaultTimeout != day {
 		t.Errorf("whole: %+v", s)
 	}
-	if s := tab.Set("nfts"); s == nil || !strings.Contains(s.Decl, "timeout 864000001ms;") {
+	if s := tab.Set("nfts"); s == nil || !strings.Contains(s.Decl, "timeout 10d1ms;") {
 		t.Errorf("nfts: %+v", s)
 	}
 	for _, bad := range []string{"1.5d", "d3h", "3d-1h", "70000d", "2dd"} {
