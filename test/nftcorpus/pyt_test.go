@@ -110,7 +110,8 @@ func TestParsePyTRefusesWhatItCannotRead(t *testing.T) {
 // tests/py directory of nftables' source) of the families netreconcile
 // has, in every chain of every table of its file, must give the same
 // kernel rule, or be refused by both. NFT_TESTS_PY_DIRS picks the
-// subdirectories (any,inet,ip,ip6 by default), NFT_TESTS_PY_FILES a
+// subdirectories (by default those of the families netreconcile has:
+// any,inet,ip,ip6,arp,bridge,netdev), NFT_TESTS_PY_FILES a
 // regular expression over the files' names (any/ct.t). make test-nftpy
 // fetches the suite. Where the host's nft judges a rule otherwise than
 // the suite's nft did, that is counted apart (PyTDrift): nft is the
@@ -122,7 +123,7 @@ func TestNftTestsPy(t *testing.T) {
 	}
 	nettest.RequireTool(t, "nft")
 	nettest.RequireRoot(t)
-	subdirs := strings.Split(cmp.Or(os.Getenv("NFT_TESTS_PY_DIRS"), "any,inet,ip,ip6"), ",")
+	subdirs := strings.Split(cmp.Or(os.Getenv("NFT_TESTS_PY_DIRS"), "any,inet,ip,ip6,arp,bridge,netdev"), ",")
 	files, err := ReadPyTDir(dir, subdirs)
 	if err != nil {
 		t.Fatal(err)
