@@ -311,8 +311,16 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 
 // nftDeclared reports whether a set is one nft declares and compiles: any
 // but the five types netreconcile makes itself (ipv4_addr, ipv6_addr,
-// inet_service, mark, inet_proto) with flags interval and timeout at most.
+// inet_service, mark, inet_proto) with flags interval and timeout at most,
+// and whose elements do not include nft's catch-all element `*` (one the
+// kernel holds apart from the others, which netreconcile's own element
+// path does not write).
 func nftDeclared(sc *nftSetConf) bool {
+	for _, e := range sc.Elements {
+		if strings.TrimSpace(e.Text) == "*" {
+			return true
+		}
+	}
 	// policy performance is nft's default: the kernel holds nothing of it.
 	if sc.Typeof != "" || sc.Size != nil || sc.Policy != "" && sc.Policy != "performance" || sc.Counter || sc.AutoMerge || sc.Comment != "" ||
 		!contains(model.NftSetTypes, sc.Type) {
