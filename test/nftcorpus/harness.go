@@ -38,6 +38,12 @@ func (c Case) String() string { return fmt.Sprintf("%s %s: %s", c.Family, c.Chai
 // Outcome is what became of a case.
 type Outcome int
 
+// Result kinds other than a rule's.
+const (
+	KindDecl  = "declaration"
+	KindElems = "elements"
+)
+
 // Outcomes.
 const (
 	Identical     Outcome = iota // both took it, the kernel holds the same rule
@@ -57,9 +63,14 @@ type Result struct {
 	Case
 	Outcome Outcome
 	Detail  string
-	// Decl says the result is a declaration's of a table of nftables'
-	// suite (Rule is nft's words for it), not a rule's.
-	Decl bool
+	// Kind is "" for a rule's result; KindDecl for a declaration's of a
+	// table of nftables' suite (Rule is nft's words for it), KindElems
+	// for a line of set elements (Rule is "@SET ELEMENTS").
+	Kind string
+	// Documented, on an outcome other than identical or refused by
+	// both, is the place in docs/config.md that says netreconcile
+	// refuses it by design.
+	Documented string
 }
 
 // Counts tallies results by outcome.
@@ -291,7 +302,7 @@ func runTable(t testing.TB, tab *Table, cases []Case) []Result {
 	}
 
 	// nft -f: the whole script, less the rules it refuses (NftTakes).
-	nsN := nettest.NewNetNSPrefixed(t, NetNSPrefix)
+	nsN := nettest.NewNetNS(t)
 	var out []Result
 	if tab != Standard(fam) {
 		bare := *tab
@@ -352,7 +363,7 @@ func runTable(t testing.TB, tab *Table, cases []Case) []Result {
 					continue
 				}
 				out = append(out, Result{Case: Case{Family: fam, Rule: d.Nft, Class: tab.Label, Table: tab},
-					Outcome: OnlyNftTakes, Detail: "netreconcile: " + refused, Decl: true})
+					Outcome: OnlyNftTakes, Detail: "netreconcile: " + refused, Kind: KindDecl})
 			}
 			if len(kept) == len(bare.Decls) {
 				t.Fatalf("validate of the declarations of %s: errors not at a declaration:\n%s%s", tab.Label, r.Stdout, r.Stderr)
@@ -398,7 +409,7 @@ func runTable(t testing.TB, tab *Table, cases []Case) []Result {
 
 	// netreconcile: validate says which rules it refuses (by field path),
 	// apply writes the others.
-	nsW := nettest.NewNetNSPrefixed(t, NetNSPrefix)
+	nsW := nettest.NewNetNS(t)
 	state := t.TempDir()
 	var weIndex map[ChainRule]int
 	for run := 0; ; run++ {
@@ -459,7 +470,187 @@ func runTable(t testing.TB, tab *Table, cases []Case) []Result {
 		}
 		out = append(out, r)
 	}
+	if len(tab.Elems) > 0 {
+		out = append(out, runElems(t, tab, dir, nsN, nsW, state)...)
+	}
 	return out
+}
+
+// runElems runs a table's element lines, after its rules: through nft, a
+// line at a time into the table as the file declares it (`add element`,
+// as nftables' runner does), and through netreconcile, every line's
+// elements in the set's declaration, less those validate refuses. A line
+// is taken when all its elements are. The sets' elements are then
+// compared as nft lists them, the time left to each aside.
+func runElems(t testing.TB, tab *Table, dir, nsN, nsW, state string) []Result {
+	t.Helper()
+	fam := tab.Family
+	bare := *tab
+	declared := map[string]bool{}
+	for _, d := range tab.Decls {
+		declared[d.Name] = true
+	}
+	script, _ := bare.Script(nil)
+	nettest.InNS(t, nsN, "nft", "flush", "ruleset")
+	nettest.InNS(t, nsN, "nft", "-f", nettest.WriteFile(t, dir, "elems.nft", script))
+	nftTook := make([]bool, len(tab.Elems))
+	for i, l := range tab.Elems {
+		if !declared[l.Set] || l.Early {
+			continue
+		}
+		cmd := fmt.Sprintf("add element %s %s %s { %s }\n", fam, TableName, l.Set, strings.Join(l.Elems, ", "))
+		_, err := exec.Command("ip", "netns", "exec", nsN, "nft", "-f", nettest.WriteFile(t, dir, "elem.nft", cmd)).CombinedOutput()
+		nftTook[i] = err == nil
+	}
+	weTook := make([]bool, len(tab.Elems))
+	weSaid := make([]string, len(tab.Elems))
+	for i, l := range tab.Elems {
+		// A line for a set nft refused to declare (runTable left it
+		// out) is refused by both.
+		weTook[i] = declared[l.Set] && !l.Early
+		switch {
+		case !declared[l.Set]:
+			weSaid[i] = "its set is not declared"
+		case l.Early:
+			weSaid[i] = "before its set's declaration"
+		}
+	}
+	for run := 0; ; run++ {
+		withElems := bare
+		withElems.Decls = nil
+		for _, d := range bare.Decls {
+			// nft's add takes an element the set holds; a file's list
+			// names each once.
+			var es []string
+			for i, l := range tab.Elems {
+				if l.Set == d.Name && weTook[i] {
+					for _, e := range l.Elems {
+						if !slices.Contains(es, e) {
+							es = append(es, e)
+						}
+					}
+				}
+			}
+			if len(es) > 0 {
+				var q []string
+				for _, e := range es {
+					q = append(q, yamlQuote(e))
+				}
+				d.YAML = strings.TrimSuffix(d.YAML, "}") + ", elements: [" + strings.Join(q, ", ") + "]}"
+			}
+			withElems.Decls = append(withElems.Decls, d)
+		}
+		f := nettest.WriteFile(t, dir, fmt.Sprintf("e%d.yaml", run), withElems.YAML(nil))
+		r := nettest.CLI(t, "validate", "-o", "json", "-c", f)
+		if r.Code == 0 {
+			if r := nettest.CLI(t, "apply", "-q", "-c", f, "--netns", nsW, "--state-dir", state); r.Code != 0 {
+				t.Fatalf("apply of the elements validate took: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			break
+		}
+		errs, err := placedErrors(r)
+		if err != nil || run > 40 {
+			t.Fatalf("validate of the elements of %s: %v", tab.Label, err)
+		}
+		dropped := false
+		// The file validate read: indexes are into its lists, whatever
+		// this loop drops.
+		inFile := slices.Clone(weTook)
+		for _, e := range errs {
+			// sets.NAME.elements[k]: the k-th element taken of the set.
+			var k int
+			rest, ok := strings.CutPrefix(e.Path, fmt.Sprintf("nftables.%s %s.sets.", fam, TableName))
+			if !ok {
+				continue
+			}
+			set, idx, ok := strings.Cut(rest, ".elements[")
+			if !ok {
+				// At the set's elements as a whole (an overlap): the
+				// last line with the element the message names first,
+				// else every line of the set.
+				set, _, _ = strings.Cut(rest, ".")
+				k = -1
+				first, _, _ := strings.Cut(e.Message, " ")
+				for i := len(tab.Elems) - 1; i >= 0; i-- {
+					if l := tab.Elems[i]; l.Set == set && inFile[i] && slices.Contains(l.Elems, strings.Trim(first, `"`)) {
+						weTook[i], weSaid[i], dropped = false, e.Message, true
+						break
+					}
+				}
+				if dropped {
+					continue
+				}
+			} else if _, err := fmt.Sscanf(idx, "%d]", &k); err != nil {
+				continue
+			}
+			var seen []string
+			for i, l := range tab.Elems {
+				if l.Set != set || !inFile[i] {
+					continue
+				}
+				hit := k < 0
+				for _, el := range l.Elems {
+					if !slices.Contains(seen, el) {
+						hit = hit || len(seen) == k
+						seen = append(seen, el)
+					}
+				}
+				if hit {
+					weTook[i], weSaid[i], dropped = false, e.Message, true
+				}
+			}
+		}
+		if !dropped {
+			t.Fatalf("validate of the elements of %s: errors not at an element:\n%s%s", tab.Label, r.Stdout, r.Stderr)
+		}
+	}
+	var out []Result
+	setOK := map[string]bool{}
+	for i, l := range tab.Elems {
+		r := Result{Case: Case{Family: fam, Rule: "@" + l.Set + " " + strings.Join(l.Elems, ", "), Class: tab.Label, Table: tab, Source: l.Source, Expect: l.Expect}, Kind: KindElems}
+		switch {
+		case !nftTook[i] && !weTook[i]:
+			r.Outcome = RefusedByBoth
+		case !nftTook[i]:
+			r.Outcome = OnlyWeAccept
+		case !weTook[i]:
+			r.Outcome = OnlyNftTakes
+			r.Detail = "netreconcile: " + weSaid[i]
+			if strings.Contains(weSaid[i], "a set with a default timeout cannot declare elements") {
+				r.Documented = "docs/config.md, sets.NAME.timeout: such a set declares no elements (they would expire)"
+			}
+		default:
+			r.Outcome = Identical
+			setOK[l.Set] = true
+		}
+		out = append(out, r)
+	}
+	// A set whose lines both took: its elements as each kernel holds them.
+	for set := range setOK {
+		n := listElems(t, nsN, fam, set)
+		w := listElems(t, nsW, fam, set)
+		if n == w {
+			continue
+		}
+		for i := range out {
+			if tab.Elems[i].Set == set && out[i].Outcome == Identical {
+				out[i].Outcome = Differ
+				out[i].Detail = fmt.Sprintf("the set's elements: nft -f:\n%s\nnetreconcile:\n%s", n, w)
+			}
+		}
+	}
+	return out
+}
+
+var expiresRE = regexp.MustCompile(` expires [0-9dhms]+`)
+
+// listElems lists a set's elements, the time each has left aside.
+func listElems(t testing.TB, ns, fam, set string) string {
+	t.Helper()
+	l := nettest.InNS(t, ns, "nft", "list", "set", fam, TableName, set)
+	_, es, _ := strings.Cut(l, "elements = ")
+	es, _, _ = strings.Cut(es, "}")
+	return expiresRE.ReplaceAllString(strings.Join(strings.Fields(es), " "), "")
 }
 
 // checkInNS runs nft -c -f on each script apart, in one namespace exec

@@ -40,8 +40,7 @@ type PyTFile struct {
 	Tables []*Table
 	Cases  []Case
 	// Disabled counts the rules the file leaves out (- lines),
-	// Elements the element lines (? lines): a rule's bytecode does not
-	// depend on a named set's elements, so they are not run, and
+	// Elements the element lines (? lines), run after the rules, and
 	// Skipped the rules in tables of families netreconcile has not.
 	Disabled, Elements, Skipped int
 }
@@ -112,7 +111,20 @@ func ParsePyT(name, text string) (*PyTFile, error) {
 			}
 			continue
 		case '?':
+			spec, verdict, _ := strings.Cut(line[1:], ";")
+			set, elems, ok := strings.Cut(spec, " ")
+			if !ok {
+				return nil, fmt.Errorf("%s: an element line is SET ELEMENT, …: %q", at, line)
+			}
+			l := ElemLine{Set: set, Source: at, Expect: strings.TrimSpace(verdict)}
+			for _, e := range strings.Split(elems, ",") {
+				l.Elems = append(l.Elems, strings.TrimSpace(e))
+			}
 			f.Elements++
+			for _, t := range all {
+				l.Early = !slices.ContainsFunc(t.Decls, func(d Decl) bool { return d.Name == set })
+				t.Elems = append(t.Elems, l)
+			}
 			continue
 		case '!', '%':
 			var spec, verdict string
@@ -283,7 +295,7 @@ func NftTook(r Result) bool {
 func PyTDrift(rs []Result) PyTStats {
 	var s PyTStats
 	for _, r := range rs {
-		if r.Decl || r.Expect == "" {
+		if r.Kind != "" || r.Expect == "" {
 			continue
 		}
 		switch took := NftTook(r); {
@@ -303,7 +315,7 @@ func PyTDrift(rs []Result) PyTStats {
 // only at the commit (osf in an ip6 table: EOPNOTSUPP).
 func NftSays(t testing.TB, cases []Case) []string {
 	t.Helper()
-	ns := nettest.NewNetNSPrefixed(t, NetNSPrefix)
+	ns := nettest.NewNetNS(t)
 	dir := t.TempDir()
 	out := make([]string, len(cases))
 	for i, c := range cases {

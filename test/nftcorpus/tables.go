@@ -13,15 +13,9 @@
 package nftcorpus
 
 import (
-	"cmp"
 	"fmt"
-	"os"
 	"strings"
 )
-
-// NetNSPrefix starts the names of the harness's namespaces
-// (NFTDIFF_NETNS_PREFIX, default nrt): jobs sharing a machine keep apart.
-var NetNSPrefix = cmp.Or(os.Getenv("NFTDIFF_NETNS_PREFIX"), "nrt")
 
 // TableName is the table the differential's rules go in, in every family.
 const TableName = "nrcd"
@@ -139,6 +133,19 @@ type Table struct {
 	Decls  []Decl
 	// Label names the table in logs (a test file and its table line).
 	Label string
+	// Elems are lines of elements to add to its sets, in order.
+	Elems []ElemLine
+}
+
+// ElemLine is a line of elements for a set of a Table, and where it was
+// read and what its file says nft makes of it.
+type ElemLine struct {
+	Set            string
+	Elems          []string
+	Source, Expect string
+	// Early says the line comes before its set's declaration in its
+	// file: nft refuses it (no such set), and it is not run.
+	Early bool
 }
 
 // Chain is a chain of a Table; Hook "" is a regular chain.
