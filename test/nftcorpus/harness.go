@@ -31,6 +31,8 @@ type Case struct {
 	// and Expect what that file says nft makes of it ("ok" or "fail"):
 	// what nftables' suite expected of its own version of nft.
 	Source, Expect string
+	// Listing is how the suite's file says its nft lists the rule.
+	Listing string
 }
 
 func (c Case) String() string { return fmt.Sprintf("%s %s: %s", c.Family, c.Chain, c.Rule) }
@@ -71,6 +73,9 @@ type Result struct {
 	// both, is the place in docs/config.md that says netreconcile
 	// refuses it by design.
 	Documented string
+	// Listed is nft's listing of an identical rule (nft list, without
+	// its handle).
+	Listed string
 }
 
 // Counts tallies results by outcome.
@@ -463,6 +468,7 @@ func runTable(t testing.TB, tab *Table, cases []Case) []Result {
 			// harness's failure to read it, never a match.
 			if n == w && n != noRule {
 				r.Outcome = Identical
+				r.Listed = n[strings.LastIndex(n, "\n")+1:]
 			} else {
 				r.Outcome = Differ
 				r.Detail = fmt.Sprintf("nft -f:\n%s\nnetreconcile:\n%s", n, w)

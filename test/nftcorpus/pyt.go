@@ -167,6 +167,10 @@ func ParsePyT(name, text string) (*PyTFile, error) {
 			continue
 		}
 		rule := strings.TrimSpace(fields[0])
+		listing := rule
+		if len(fields) == 3 {
+			listing = strings.TrimSpace(fields[2])
+		}
 		if len(all) == 0 {
 			return nil, fmt.Errorf("%s: a rule before any table", at)
 		}
@@ -176,7 +180,7 @@ func ParsePyT(name, text string) (*PyTFile, error) {
 				continue
 			}
 			for _, c := range t.Chains {
-				f.Cases = append(f.Cases, Case{Family: t.Family, Chain: c.Name, Rule: rule, Class: name, Table: t, Source: at, Expect: want})
+				f.Cases = append(f.Cases, Case{Family: t.Family, Chain: c.Name, Rule: rule, Class: name, Table: t, Source: at, Expect: want, Listing: listing})
 			}
 		}
 	}
@@ -278,11 +282,13 @@ func yamlQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") 
 
 // PyTStats counts where the host's nft judged a rule otherwise than the
 // suite's file expected of its own nft: a rule the file says nft takes
-// that the host's nft refused, and one it says nft refuses that the
-// host's nft took. The differential holds netreconcile to the host's nft;
-// these are the two nfts' difference, counted apart.
+// that the host's nft refused, one it says nft refuses that the host's
+// nft took, and one both took that the host's nft lists otherwise than
+// the file says (words aside, the same kernel rule on both sides: nft's
+// listing changes between versions). The differential holds netreconcile
+// to the host's nft; these are the two nfts' difference, counted apart.
 type PyTStats struct {
-	OkButRefused, FailButTaken int
+	OkButRefused, FailButTaken, ListedOtherwise int
 }
 
 // NftTook says whether the host's nft took a result's rule.
@@ -303,6 +309,8 @@ func PyTDrift(rs []Result) PyTStats {
 			s.OkButRefused++
 		case r.Expect == "fail" && took:
 			s.FailButTaken++
+		case ListedOtherwise(r):
+			s.ListedOtherwise++
 		}
 	}
 	return s
@@ -346,4 +354,36 @@ func DriftReason(msg string) string {
 		return "taken alone (refused beside the file's other rules)"
 	}
 	return "the host's nft refuses it"
+}
+
+// ListedOtherwise says whether nft listed an identical rule otherwise than
+// the suite's file says, as nftables' runner compares: spaces aside, and
+// the elements of a set in any order.
+func ListedOtherwise(r Result) bool {
+	return r.Outcome == Identical && r.Listing != "" && normalListing(r.Listed) != normalListing(r.Listing)
+}
+
+// normalListing is a listing with its spaces made one and the elements of
+// each innermost brace sorted.
+func normalListing(l string) string {
+	var b strings.Builder
+	for {
+		end := strings.Index(l, "}")
+		if end < 0 {
+			break
+		}
+		start := strings.LastIndex(l[:end], "{")
+		if start < 0 {
+			break
+		}
+		var es []string
+		for _, e := range strings.Split(l[start+1:end], ",") {
+			es = append(es, strings.Join(strings.Fields(e), " "))
+		}
+		sort.Strings(es)
+		b.WriteString(l[:start] + "\x00" + strings.Join(es, ",") + "\x01")
+		l = l[end+1:]
+	}
+	b.WriteString(l)
+	return strings.Join(strings.Fields(b.String()), " ")
 }

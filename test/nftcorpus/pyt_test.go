@@ -141,8 +141,8 @@ func TestNftTestsPy(t *testing.T) {
 		elements += f.Elements
 		skipped += f.Skipped
 	}
-	t.Logf("%s: %d files, %d cases (rule, table, chain); not run: %d disabled rules, %d element lines, %d rules in tables of families netreconcile has not",
-		filepath.Clean(dir), nfiles, len(cases), disabled, elements, skipped)
+	t.Logf("%s: %d files, %d cases (rule, table, chain), %d element lines; not run: %d disabled rules, %d rules in tables of families netreconcile has not",
+		filepath.Clean(dir), nfiles, len(cases), elements, disabled, skipped)
 	results := Run(t, cases)
 	var rules, decls, elems []Result
 	for _, r := range results {
@@ -158,8 +158,13 @@ func TestNftTestsPy(t *testing.T) {
 	t.Logf("rules: %s", Tally(rules))
 	t.Logf("element lines: %s", Tally(elems))
 	drift := PyTDrift(rules)
-	t.Logf("the host's nft against the suite's verdicts (not differences of netreconcile): %d the file says nft takes were refused, %d it says nft refuses were taken",
-		drift.OkButRefused, drift.FailButTaken)
+	t.Logf("the host's nft against the suite's verdicts (not differences of netreconcile): %d the file says nft takes were refused, %d it says nft refuses were taken, %d identical ones nft lists otherwise than the file says",
+		drift.OkButRefused, drift.FailButTaken, drift.ListedOtherwise)
+	for _, r := range rules {
+		if ListedOtherwise(r) {
+			t.Logf("  the suite expects nft to list %s (%s) as %q; it lists %q", r.Case, r.Source, r.Listing, r.Listed)
+		}
+	}
 	var drifted []Case
 	for _, r := range rules {
 		if r.Expect == "ok" && !NftTook(r) {
@@ -183,7 +188,9 @@ func TestNftTestsPy(t *testing.T) {
 		t.Errorf("declaration of %s: nft takes it, netreconcile refuses it: %s\n%s", r.Class, r.Rule, r.Detail)
 	}
 	documented := 0
-	defer func() { t.Logf("not identical nor refused by both, which netreconcile refuses by design (docs/config.md): %d", documented) }()
+	defer func() {
+		t.Logf("not identical nor refused by both, which netreconcile refuses by design (docs/config.md): %d", documented)
+	}()
 	for _, r := range append(rules, elems...) {
 		if r.Documented != "" {
 			documented++
@@ -193,6 +200,25 @@ func TestNftTestsPy(t *testing.T) {
 		switch r.Outcome {
 		case Differ, OnlyWeAccept, OnlyNftTakes:
 			t.Errorf("%s (%s, %s): %s\n%s", r.Case, r.Source, tableOf(r.Case).Label, r.Outcome, r.Detail)
+		}
+	}
+}
+
+// Listings compare as nftables' runner compares them: spaces aside, a
+// set's elements in any order; anything else counts.
+func TestNormalListing(t *testing.T) {
+	same := [][2]string{
+		{"tcp dport {22,  80}", "tcp dport { 80, 22 }"},
+		{"meta mark set ct mark map { 1 : 2, 3 : 4}", "meta mark set ct mark map {3 : 4,1 : 2 }"},
+	}
+	for _, p := range same {
+		if normalListing(p[0]) != normalListing(p[1]) {
+			t.Errorf("%q and %q differ: %q, %q", p[0], p[1], normalListing(p[0]), normalListing(p[1]))
+		}
+	}
+	for _, p := range [][2]string{{"tcp dport { 22, 80 }", "tcp dport { 22, 81 }"}, {"ip ttl 3", "ip ttl 03"}, {"{ a }", "a"}} {
+		if normalListing(p[0]) == normalListing(p[1]) {
+			t.Errorf("%q and %q are the same", p[0], p[1])
 		}
 	}
 }
