@@ -26,3 +26,37 @@ NFTDIFF_GENERATED ?= 1000
 test-nftdiff: test-deps
 	NETRECONCILE_NFTDIFF=full NFTDIFF_SEED=$(NFTDIFF_SEED) NFTDIFF_GENERATED=$(NFTDIFF_GENERATED) NETRECONCILE_REQUIRE_PRIVILEGED=1 \
 		$(GO) test -count=1 -run '^TestNftDifferential$$' -v -timeout 60m ./test/integration
+
+# nftables' own regression suite (tests/py) through the same differential:
+# every rule of its .t files, in every chain of every table of its file, of
+# the families netreconcile has (NFTPY_DIRS), through netreconcile and nft -f
+# (needs root). The suite is nftables' text and is never committed here:
+# NFT_TESTS_PY names a tests/py directory, or else Debian's orig tarball of
+# nftables is fetched into .cache/nftpy (when it is reachable, and when the
+# release tarball carries tests/py).
+#   make test-nftpy NFT_TESTS_PY=/tmp/nftables/tests/py
+#   make test-nftpy NFTPY_FILES='^any/ct\.t$$'     one file
+NFT_TESTS_PY ?=
+NFTPY_VERSION ?= 1.0.6
+NFTPY_ORIG ?= https://deb.debian.org/debian/pool/main/n/nftables/nftables_$(NFTPY_VERSION).orig.tar.xz
+NFTPY_DIRS ?= any,inet,ip,ip6,arp,bridge,netdev
+NFTPY_FILES ?=
+
+.PHONY: test-nftpy
+test-nftpy: test-deps
+	@dir='$(NFT_TESTS_PY)'; \
+	if [ -z "$$dir" ]; then \
+		cache=.cache/nftpy/$(NFTPY_VERSION); dir=$$cache/tests/py; \
+		if [ ! -d "$$dir" ]; then \
+			echo "fetching $(NFTPY_ORIG)"; \
+			rm -rf "$$cache" && mkdir -p "$$cache" && \
+			curl -fsSL --max-time 300 -o "$$cache/orig.tar.xz" '$(NFTPY_ORIG)' || { \
+				rm -rf "$$cache"; \
+				echo "$(NFTPY_ORIG) is not reachable: give a tests/py directory of nftables' source as NFT_TESTS_PY=DIR" >&2; exit 1; }; \
+			tar -xJf "$$cache/orig.tar.xz" -C "$$cache" --strip-components=1 --wildcards '*/tests/py' || { \
+				rm -rf "$$cache"; \
+				echo "the tarball of nftables $(NFTPY_VERSION) holds no tests/py: give one as NFT_TESTS_PY=DIR" >&2; exit 1; }; \
+		fi; \
+	fi; \
+	NFT_TESTS_PY="$$(cd "$$dir" && pwd)" NFT_TESTS_PY_DIRS='$(NFTPY_DIRS)' NFT_TESTS_PY_FILES='$(NFTPY_FILES)' NETRECONCILE_REQUIRE_PRIVILEGED=1 \
+		$(GO) test -count=1 -run '^TestNftTestsPy$$' -v -timeout 60m ./test/nftcorpus

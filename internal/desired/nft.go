@@ -311,8 +311,16 @@ func (b *builder) nftTable(key model.NftTableKey, tc *nftTableConf) *model.NftTa
 
 // nftDeclared reports whether a set is one nft declares and compiles: any
 // but the five types netreconcile makes itself (ipv4_addr, ipv6_addr,
-// inet_service, mark, inet_proto) with flags interval and timeout at most.
+// inet_service, mark, inet_proto) with flags interval and timeout at most,
+// and whose elements do not include nft's catch-all element `*` (one the
+// kernel holds apart from the others, which netreconcile's own element
+// path does not write).
 func nftDeclared(sc *nftSetConf) bool {
+	for _, e := range sc.Elements {
+		if strings.TrimSpace(e.Text) == "*" {
+			return true
+		}
+	}
 	// policy performance is nft's default: the kernel holds nothing of it.
 	if sc.Typeof != "" || sc.Size != nil || sc.Policy != "" && sc.Policy != "performance" || sc.Counter || sc.AutoMerge || sc.Comment != "" ||
 		!contains(model.NftSetTypes, sc.Type) {
@@ -374,7 +382,7 @@ func (b *builder) nftDeclaredSet(path, name string, sc *nftSetConf, isMap bool) 
 		if d := sc.Timeout.D; d%time.Millisecond != 0 || d <= 0 {
 			b.errs.add(sc.at("timeout"), path+".timeout", "expected a positive whole number of milliseconds, found %s", d)
 		}
-		decl = append(decl, "timeout "+strconv.FormatInt(sc.Timeout.D.Milliseconds(), 10)+"ms;")
+		decl = append(decl, "timeout "+model.NftTime(sc.Timeout.D)+";")
 	}
 	if sc.Size != nil {
 		if *sc.Size <= 0 {

@@ -3,6 +3,7 @@ package desired
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestNftErrorsPointAtTheText(t *testing.T) {
@@ -113,6 +114,44 @@ nftables:
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("errors lack %q:\n%v", want, err)
+		}
+	}
+}
+
+// A set's timeout may be given in days, as nft writes and lists one
+// (`timeout 2d3h`): nft took such a set and validate refused it (issue 31,
+// nftables' tests/py inet/sets.t). Days go with the other units, for
+// netreconcile's own set types and for sets nft declares alike.
+func TestIssue31NftSetTimeoutInDays(t *testing.T) {
+	src := `version: 1
+nftables:
+  inet t:
+    sets:
+      own: {type: ipv6_addr, timeout: 2d3h0m7s}
+      whole: {type: ipv4_addr, timeout: 1d}
+      nfts: {type: ipv4_addr . inet_service, timeout: 10d1ms}
+    chains:
+      c: {rules: []}
+`
+	cfg, err := Parse([]Source{{Name: "f.yaml", Data: []byte(src)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := cfg.State.NFTables[0]
+	day := 24 * time.Hour
+	if s := tab.Set("own"); s == nil || s.DefaultTimeout != 2*day+3*time.Hour+7*time.Second || !s.Timeout {
+		t.Errorf("own: %+v", s)
+	}
+	if s := tab.Set("whole"); s == nil || s.DefaultTimeout != day {
+		t.Errorf("whole: %+v", s)
+	}
+	if s := tab.Set("nfts"); s == nil || !strings.Contains(s.Decl, "timeout 10d1ms;") {
+		t.Errorf("nfts: %+v", s)
+	}
+	for _, bad := range []string{"1.5d", "d3h", "3d-1h", "70000d", "2dd"} {
+		_, err := Parse([]Source{{Name: "f.yaml", Data: []byte(strings.Replace(src, "timeout: 1d}", "timeout: "+bad+"}", 1))}})
+		if err == nil || !strings.Contains(err.Error(), "nftables.inet t.sets.whole.timeout: expected a duration") {
+			t.Errorf("timeout %s: %v", bad, err)
 		}
 	}
 }

@@ -78,11 +78,12 @@ func (*Table) jsonSchema(string) (string, map[string]any) {
 	}
 }
 
-// Duration.parse: time.ParseDuration, not negative.
+// Duration.parse: whole days, then time.ParseDuration, not negative.
 func (*Duration) jsonSchema(string) (string, map[string]any) {
 	return "duration", map[string]any{
-		"description": "A duration: 30s, 5m, 1h30m, 250ms.",
+		"description": "A duration: 30s, 5m, 1h30m, 250ms, 2d12h.",
 		"anyOf": []any{
+			map[string]any{"type": "string", "pattern": `^[0-9]+d(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))*)$`},
 			map[string]any{"type": "string", "pattern": `^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`},
 			map[string]any{"type": "integer", "enum": []any{0}},
 		},

@@ -3,6 +3,7 @@ package desired
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -139,15 +140,30 @@ func (t *Table) parse(s string) error {
 	return nil
 }
 
-// Duration is a Go duration string such as 30s or 5m.
+// Duration is a Go duration string such as 30s or 5m, which may start
+// with whole days (2d12h), as nft writes a set's timeout: a timeout nft
+// lists or takes is one the file takes.
 type Duration struct{ D time.Duration }
 
 func (d *Duration) parse(s string) error {
-	v, err := time.ParseDuration(s)
-	if err != nil || v < 0 {
-		return fmt.Errorf("expected a duration like 30s, 5m or 1h30m, found %q", s)
+	bad := fmt.Errorf("expected a duration like 30s, 5m, 1h30m or 2d12h, found %q", s)
+	var days time.Duration
+	rest := s
+	if n, after, ok := strings.Cut(s, "d"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+		v, err := strconv.ParseUint(n, 10, 16)
+		if err != nil {
+			return bad
+		}
+		days, rest = time.Duration(v)*24*time.Hour, after
+		if rest == "" {
+			rest = "0"
+		}
 	}
-	d.D = v
+	v, err := time.ParseDuration(rest)
+	if err != nil || v < 0 || v > math.MaxInt64-days {
+		return bad
+	}
+	d.D = days + v
 	return nil
 }
 

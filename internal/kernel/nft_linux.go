@@ -289,9 +289,12 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 			// kernel changes by itself").
 			s.DropDynsetSize()
 		}
-		if !ownSet(s) {
+		if !ownSet(s) || hasCatchall(d.Elems[s.Name]) {
 			// A set nft declared: its bytes, compared with what nft
-			// compiles from the file.
+			// compiles from the file. A set of our own types that
+			// holds nft's catch-all element is one too: the file
+			// declares such a set for nft (desired.nftDeclared), and
+			// our own element path has no key for it.
 			raw, err := nftwire.RawSet(s, d.Elems[s.Name], fromPackets[s.Name])
 			if err != nil {
 				return nil, fmt.Errorf("table %s: %w", key, err)
@@ -393,6 +396,16 @@ func ownSet(s *nftwire.Set) bool {
 		return false
 	}
 	return onlyByteOrder(s.UData) && !s.HasExtras()
+}
+
+// hasCatchall reports whether a set's elements include the catch-all.
+func hasCatchall(raw [][]byte) bool {
+	for _, e := range raw {
+		if _, flags, err := nftwire.ElemKey(e); err == nil && flags&nftwire.ElemCatchall != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // onlyByteOrder reports whether a set's user data holds nothing but the

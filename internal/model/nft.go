@@ -698,3 +698,26 @@ func nftTextProblem(text string, semicolonInBraces bool) (int, string) {
 func isWordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
+
+// NftTime writes a duration as nft writes a time (23d23h59m59s, 1s500ms):
+// whole days, hours, minutes, seconds and milliseconds, the zero ones
+// left out. nft's reader refuses some large counts of one unit
+// (`timeout 2073599000ms`: "value too large"), which it takes in these
+// units; below a millisecond is dropped, as nft keeps milliseconds.
+func NftTime(d time.Duration) string {
+	ms := d.Milliseconds()
+	if ms <= 0 {
+		return "0s"
+	}
+	var b strings.Builder
+	for _, u := range []struct {
+		n    int64
+		name string
+	}{{86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"}} {
+		if ms >= u.n {
+			b.WriteString(strconv.FormatInt(ms/u.n, 10) + u.name)
+			ms %= u.n
+		}
+	}
+	return b.String()
+}

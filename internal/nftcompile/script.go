@@ -248,7 +248,7 @@ func setDecl(set *model.NftSet) string {
 		d += " flags " + strings.Join(flags, ",") + ";"
 	}
 	if set.DefaultTimeout != 0 {
-		d += " timeout " + strconv.FormatInt(set.DefaultTimeout.Milliseconds(), 10) + "ms;"
+		d += " timeout " + model.NftTime(set.DefaultTimeout) + ";"
 	}
 	return d
 }

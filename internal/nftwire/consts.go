@@ -122,6 +122,9 @@ const (
 
 	// ElemIntervalEnd is NFT_SET_ELEM_INTERVAL_END.
 	ElemIntervalEnd = 0x1
+	// ElemCatchall is NFT_SET_ELEM_CATCHALL: nft's `*`, an element
+	// without a key.
+	ElemCatchall = 0x2
 
 	// Netlink header flags.
 	flagRequest = 0x1

@@ -509,3 +509,46 @@ nftables:
 		t.Errorf("diff after the apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// A set of one of netreconcile's own types may hold nft's catch-all
+// element `*` (nft takes `elements = { 192.0.2.1, * }` in a set of
+// ipv4_addr): validate refused it as no address (issue 31, nftables'
+// tests/py ip/sets.t through the differential). Such a set is nft's to
+// declare, and the kernel's set, read back, is taken as nft's too (read as
+// one of our own, its catch-all was a key of no bytes and every apply
+// rebuilt the table). A second apply writes nothing; an element changes
+// alone; without the `*` the set is our own again.
+func TestIssue31CatchallElementInOwnTypeSet(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	e := newEnv(t)
+	const file = `version: 1
+nftables:
+  ip t:
+    sets:
+      peers: {type: ipv4_addr, elements: [198.51.100.7, "*"]}
+    chains:
+      c: {type: filter, hook: input, priority: 0, rules: ["ip saddr @peers counter"]}
+`
+	e.apply(e.file("f.yaml", file))
+	if l := nettest.InNS(t, e.ns, "nft", "list", "set", "ip", "t", "peers"); !strings.Contains(l, "elements = { 198.51.100.7, * }") {
+		t.Fatalf("the kernel's set:\n%s", l)
+	}
+	before := gen(t, e.ns)
+	if out := e.applyOut(e.file("f.yaml", file)); !strings.Contains(out, "No changes") {
+		t.Errorf("second apply changed something:\n%s", out)
+	}
+	if g := gen(t, e.ns); g != before {
+		t.Errorf("the second apply committed %d nftables transactions", g-before)
+	}
+	out := e.applyOut(e.file("g.yaml", strings.Replace(file, "198.51.100.7", "198.51.100.8", 1)))
+	if strings.Contains(out, "replace") || !strings.Contains(out, "1 added") || !strings.Contains(out, "1 deleted") {
+		t.Errorf("an element changed in a set with a catch-all:\n%s", out)
+	}
+	e.apply(e.file("h.yaml", strings.Replace(file, `, "*"]`, "]", 1)))
+	if l := nettest.InNS(t, e.ns, "nft", "list", "set", "ip", "t", "peers"); strings.Contains(l, "*") || !strings.Contains(l, "198.51.100.7") {
+		t.Errorf("the set without its catch-all:\n%s", l)
+	}
+	if out := e.applyOut(e.file("h.yaml", strings.Replace(file, `, "*"]`, "]", 1))); !strings.Contains(out, "No changes") {
+		t.Errorf("second apply of the set without its catch-all changed something:\n%s", out)
+	}
+}

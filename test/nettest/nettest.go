@@ -11,6 +11,7 @@ package nettest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -71,12 +72,16 @@ func RequireTool(t testing.TB, name string) {
 
 var seq atomic.Uint64
 
+// nsPrefix starts the names NewNetNS gives (NETTEST_NETNS_PREFIX, default
+// nrt): jobs sharing a machine keep to names of their own.
+var nsPrefix = cmp.Or(os.Getenv("NETTEST_NETNS_PREFIX"), "nrt")
+
 // NewNetNS creates a fresh named network namespace, deleted when the test ends.
 func NewNetNS(t testing.TB) string {
 	t.Helper()
 	RequireRoot(t)
 	RequireTool(t, "ip")
-	name := fmt.Sprintf("nrt-%d-%d", os.Getpid(), seq.Add(1))
+	name := fmt.Sprintf("%s-%d-%d", nsPrefix, os.Getpid(), seq.Add(1))
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
 	}

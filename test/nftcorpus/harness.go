@@ -21,14 +21,30 @@ import (
 // rule's text.
 type Case struct {
 	Family, Chain, Rule string
-	// Class names the syntax class (corpus) or "generated".
+	// Class names the syntax class (corpus), "generated", or the test
+	// file of nftables' suite.
 	Class string
+	// Table is the table the rule goes in; nil is the family's standard
+	// table.
+	Table *Table
+	// Source is where the rule was read (a test file's name and line),
+	// and Expect what that file says nft makes of it ("ok" or "fail"):
+	// what nftables' suite expected of its own version of nft.
+	Source, Expect string
+	// Listing is how the suite's file says its nft lists the rule.
+	Listing string
 }
 
 func (c Case) String() string { return fmt.Sprintf("%s %s: %s", c.Family, c.Chain, c.Rule) }
 
 // Outcome is what became of a case.
 type Outcome int
+
+// Result kinds other than a rule's.
+const (
+	KindDecl  = "declaration"
+	KindElems = "elements"
+)
 
 // Outcomes.
 const (
@@ -49,6 +65,17 @@ type Result struct {
 	Case
 	Outcome Outcome
 	Detail  string
+	// Kind is "" for a rule's result; KindDecl for a declaration's of a
+	// table of nftables' suite (Rule is nft's words for it), KindElems
+	// for a line of set elements (Rule is "@SET ELEMENTS").
+	Kind string
+	// Documented, on an outcome other than identical or refused by
+	// both, is the place in docs/config.md that says netreconcile
+	// refuses it by design.
+	Documented string
+	// Listed is nft's listing of an identical rule (nft list, without
+	// its handle).
+	Listed string
 }
 
 // Counts tallies results by outcome.
@@ -72,18 +99,28 @@ func Tally(rs []Result) Counts {
 	return c
 }
 
-// Run runs cases through netreconcile and through nft -f, each family in
-// two fresh namespaces, and returns each case's outcome.
+// Run runs cases through netreconcile and through nft -f, each table in
+// two fresh namespaces, and returns each case's outcome: the standard
+// tables first, in the order of Families, then the others in the order
+// of their first case.
 func Run(t testing.TB, cases []Case) []Result {
 	t.Helper()
-	byFam := map[string][]Case{}
+	byTable := map[*Table][]Case{}
+	var order []*Table
+	for _, fam := range Families {
+		order = append(order, Standard(fam))
+	}
 	for _, c := range cases {
-		byFam[c.Family] = append(byFam[c.Family], c)
+		tab := tableOf(c)
+		if _, ok := byTable[tab]; !ok && !slices.Contains(order, tab) {
+			order = append(order, tab)
+		}
+		byTable[tab] = append(byTable[tab], c)
 	}
 	var out []Result
-	for _, fam := range Families {
-		if cs := byFam[fam]; len(cs) > 0 {
-			out = append(out, runFamily(t, fam, cs)...)
+	for _, tab := range order {
+		if cs := byTable[tab]; len(cs) > 0 {
+			out = append(out, runTable(t, tab, cs)...)
 		}
 	}
 	return out
@@ -93,13 +130,13 @@ func Run(t testing.TB, cases []Case) []Result {
 // the order a file lists them (chain by chain): the kernel judges some
 // rules by those before them (a jump that closes a loop is refused, the
 // rule that was there first is not), so both sides add them in one order.
-func perChain(cases []Case, take func(int) bool) ([]ChainRule, map[string][]string, map[ChainRule]int) {
+func perChain(tab *Table, cases []Case, take func(int) bool) ([]ChainRule, map[string][]string, map[ChainRule]int) {
 	var rules []ChainRule
 	byChain := map[string][]string{}
 	index := map[ChainRule]int{}
-	for _, ch := range chains {
+	for _, ch := range tab.Chains {
 		for i, c := range cases {
-			if c.Chain != ch.name || !take(i) {
+			if c.Chain != ch.Name || !take(i) {
 				continue
 			}
 			cr := ChainRule{Chain: c.Chain, Index: len(byChain[c.Chain]), Rule: c.Rule}
@@ -137,8 +174,13 @@ var errNotRun = errors.New("nft did not run")
 // its own from then on (alone).
 //
 // checkF runs nft -c -f on each script apart, in a namespace without
-// tables, and reports which it took.
+// tables, and reports which it took. The cases are of one table (that of
+// the first), or of fam's standard table when there are none.
 func NftTakes(fam string, cases []Case, nftF func(scripts []string) ([]byte, int, error), checkF func(scripts []string) ([]bool, error)) (took, alone []bool, _ error) {
+	tab := Standard(fam)
+	if len(cases) > 0 {
+		tab = tableOf(cases[0])
+	}
 	took = make([]bool, len(cases))
 	alone = make([]bool, len(cases))
 	for i := range took {
@@ -153,8 +195,8 @@ func NftTakes(fam string, cases []Case, nftF func(scripts []string) ([]byte, int
 				failure = fmt.Errorf("nft -f: still refusing after %d runs", runs)
 				return
 			}
-			rules, _, index := perChain(cases, func(i int) bool { return slices.Contains(idx, i) && took[i] })
-			scripts, linesOf := Scripts(fam, rules, func(cr ChainRule) bool { return alone[index[cr]] })
+			rules, _, index := perChain(tab, cases, func(i int) bool { return slices.Contains(idx, i) && took[i] })
+			scripts, linesOf := tab.Scripts(rules, func(cr ChainRule) bool { return alone[index[cr]] })
 			out, failed, err := nftF(scripts)
 			if err == nil {
 				return
@@ -200,7 +242,7 @@ func NftTakes(fam string, cases []Case, nftF func(scripts []string) ([]byte, int
 				runs++
 				var checks []string
 				for _, i := range suspects {
-					s, _ := Script(fam, []ChainRule{{Chain: cases[i].Chain, Rule: cases[i].Rule}})
+					s, _ := tab.Script([]ChainRule{{Chain: cases[i].Chain, Rule: cases[i].Rule}})
 					checks = append(checks, s)
 				}
 				ok, err := checkF(checks)
@@ -221,7 +263,7 @@ func NftTakes(fam string, cases []Case, nftF func(scripts []string) ([]byte, int
 				took[idx[0]] = false
 				return
 			case len(idx) == 0:
-				failure = fmt.Errorf("%w: nft -f refused the standard table of %s:\n%s\n%s", errNotRun, fam, out, strings.Join(scripts, ""))
+				failure = fmt.Errorf("%w: nft -f refused the table %s:\n%s\n%s", errNotRun, tab.Label, out, strings.Join(scripts, ""))
 				return
 			}
 			half := len(idx) / 2
@@ -248,8 +290,14 @@ func NftTakes(fam string, cases []Case, nftF func(scripts []string) ([]byte, int
 	return took, alone, failure
 }
 
-func runFamily(t testing.TB, fam string, cases []Case) []Result {
+// runTable runs a table's cases. A table of nftables' suite declares what
+// its file declares, less what nft refuses (nftables' own test runner adds
+// each declaration alone and goes on after a refusal); a declaration nft
+// takes and netreconcile refuses is a result of its own (Decl), left out
+// of both sides.
+func runTable(t testing.TB, tab *Table, cases []Case) []Result {
 	t.Helper()
+	fam := tab.Family
 	dir := t.TempDir()
 	nftTook := make([]bool, len(cases))
 	weTook := make([]bool, len(cases))
@@ -260,9 +308,82 @@ func runFamily(t testing.TB, fam string, cases []Case) []Result {
 
 	// nft -f: the whole script, less the rules it refuses (NftTakes).
 	nsN := nettest.NewNetNS(t)
-	empty, _ := Script(fam, nil)
+	var out []Result
+	if tab != Standard(fam) {
+		bare := *tab
+		bare.Decls = nil
+		script, _ := bare.Script(nil)
+		if msg, err := exec.Command("ip", "netns", "exec", nsN, "nft", "-c", "-f", nettest.WriteFile(t, dir, "bare.nft", script)).CombinedOutput(); err != nil {
+			// nft refuses the file's chains: every rule is refused, and
+			// netreconcile must refuse the table too.
+			r := nettest.CLI(t, "validate", "-c", nettest.WriteFile(t, dir, "bare.yaml", bare.YAML(nil)))
+			o := RefusedByBoth
+			if r.Code == 0 {
+				o = OnlyWeAccept
+			}
+			for _, c := range cases {
+				out = append(out, Result{Case: c, Outcome: o, Detail: "the table's chains: nft: " + string(msg)})
+			}
+			return out
+		}
+		var scripts []string
+		for _, d := range tab.Decls {
+			one := bare
+			one.Decls = []Decl{d}
+			s, _ := one.Script(nil)
+			scripts = append(scripts, s)
+		}
+		ok, err := checkInNS(nsN, dir, scripts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, d := range tab.Decls {
+			if ok[k] {
+				bare.Decls = append(bare.Decls, d)
+			}
+		}
+		// netreconcile: validate the declarations alone, and leave out
+		// those it refuses.
+		for run := 0; run < 20; run++ {
+			f := nettest.WriteFile(t, dir, fmt.Sprintf("decl%d.yaml", run), bare.YAML(nil))
+			r := nettest.CLI(t, "validate", "-o", "json", "-c", f)
+			if r.Code == 0 {
+				break
+			}
+			errs, err := placedErrors(r)
+			if err != nil {
+				t.Fatalf("validate of the declarations of %s: %v", tab.Label, err)
+			}
+			kept := bare.Decls[:0:0]
+			for _, d := range bare.Decls {
+				prefix := fmt.Sprintf("nftables.%s %s.%s.%s", fam, TableName, d.Kind, d.Name)
+				refused := ""
+				for _, e := range errs {
+					if e.Path == prefix || strings.HasPrefix(e.Path, prefix+".") {
+						refused = e.Message
+					}
+				}
+				if refused == "" {
+					kept = append(kept, d)
+					continue
+				}
+				out = append(out, Result{Case: Case{Family: fam, Rule: d.Nft, Class: tab.Label, Table: tab},
+					Outcome: OnlyNftTakes, Detail: "netreconcile: " + refused, Kind: KindDecl})
+			}
+			if len(kept) == len(bare.Decls) {
+				t.Fatalf("validate of the declarations of %s: errors not at a declaration:\n%s%s", tab.Label, r.Stdout, r.Stderr)
+			}
+			bare.Decls = kept
+		}
+		tab = &bare
+		cases = slices.Clone(cases)
+		for i := range cases {
+			cases[i].Table = tab
+		}
+	}
+	empty, _ := tab.Script(nil)
 	if out, err := exec.Command("ip", "netns", "exec", nsN, "nft", "-f", nettest.WriteFile(t, dir, "empty.nft", empty)).CombinedOutput(); err != nil {
-		t.Fatalf("nft -f refuses the standard table of %s: %v\n%s", fam, err, out)
+		t.Fatalf("nft -f refuses the table %s: %v\n%s", tab.Label, err, out)
 	}
 	took, alone, err := NftTakes(fam, cases, func(scripts []string) ([]byte, int, error) {
 		if out, err := exec.Command("ip", "netns", "exec", nsN, "nft", "flush", "ruleset").CombinedOutput(); err != nil {
@@ -278,28 +399,13 @@ func runFamily(t testing.TB, fam string, cases []Case) []Result {
 			}
 		}
 		return nil, 0, nil
-	}, func(scripts []string) ([]bool, error) {
-		// One namespace exec for all: nft -c commits nothing.
-		var sh strings.Builder
-		for k, script := range scripts {
-			p := filepath.Join(dir, fmt.Sprintf("c%d.nft", k))
-			if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
-				return nil, err
-			}
-			fmt.Fprintf(&sh, "nft -c -f %s >/dev/null 2>&1 && echo ok || echo no\n", p)
-		}
-		out, err := exec.Command("ip", "netns", "exec", nsN, "sh", "-c", "nft flush ruleset\n"+sh.String()).CombinedOutput()
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v: %s", errNotRun, err, out)
-		}
-		return Checked(out, len(scripts))
-	})
+	}, func(scripts []string) ([]bool, error) { return checkInNS(nsN, dir, scripts) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	copy(nftTook, took)
-	rules, _, nftIndex := perChain(cases, func(i int) bool { return nftTook[i] })
-	scripts, _ := Scripts(fam, rules, func(cr ChainRule) bool { return alone[nftIndex[cr]] })
+	rules, _, nftIndex := perChain(tab, cases, func(i int) bool { return nftTook[i] })
+	scripts, _ := tab.Scripts(rules, func(cr ChainRule) bool { return alone[nftIndex[cr]] })
 	nettest.InNS(t, nsN, "nft", "flush", "ruleset")
 	for k, script := range scripts {
 		nettest.InNS(t, nsN, "nft", "-f", nettest.WriteFile(t, dir, fmt.Sprintf("final%d.nft", k), script))
@@ -314,9 +420,9 @@ func runFamily(t testing.TB, fam string, cases []Case) []Result {
 	for run := 0; ; run++ {
 		var byChain map[string][]string
 		var rules []ChainRule
-		rules, byChain, weIndex = perChain(cases, func(i int) bool { return weTook[i] })
+		rules, byChain, weIndex = perChain(tab, cases, func(i int) bool { return weTook[i] })
 		f := filepath.Join(dir, fmt.Sprintf("w%d.yaml", run))
-		if err := os.WriteFile(f, []byte(YAML(fam, byChain)), 0o644); err != nil {
+		if err := os.WriteFile(f, []byte(tab.YAML(byChain)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		r := nettest.CLI(t, "validate", "-o", "json", "-c", f)
@@ -326,17 +432,15 @@ func runFamily(t testing.TB, fam string, cases []Case) []Result {
 			}
 			break
 		}
-		var v struct {
-			Errors []struct{ Path, Message string }
-		}
-		if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil || len(v.Errors) == 0 || run > 40 {
-			t.Fatalf("validate of the standard table of %s: exit %d, errors not placed at rules: %v\n%s%s", fam, r.Code, err, r.Stdout, r.Stderr)
+		errs, err := placedErrors(r)
+		if err != nil || run > 40 {
+			t.Fatalf("validate of the table %s: errors not placed at rules: %v", tab.Label, err)
 		}
 		byPath := map[string]ChainRule{}
 		for _, cr := range rules {
 			byPath[fmt.Sprintf("nftables.%s %s.chains.%s.rules[%d]", fam, TableName, cr.Chain, cr.Index)] = cr
 		}
-		for _, e := range v.Errors {
+		for _, e := range errs {
 			cr, ok := byPath[e.Path]
 			if !ok {
 				t.Fatalf("validate: an error not at a rule: %s: %s", e.Path, e.Message)
@@ -347,7 +451,6 @@ func runFamily(t testing.TB, fam string, cases []Case) []Result {
 	}
 	weRules := readRules(t, nsW, fam)
 
-	var out []Result
 	for i, c := range cases {
 		r := Result{Case: c}
 		switch {
@@ -361,8 +464,11 @@ func runFamily(t testing.TB, fam string, cases []Case) []Result {
 		default:
 			n := nftRules.at(c.Chain, indexOf(nftIndex, i))
 			w := weRules.at(c.Chain, indexOf(weIndex, i))
-			if n == w {
+			// A rule both took and neither listing shows is the
+			// harness's failure to read it, never a match.
+			if n == w && n != noRule {
 				r.Outcome = Identical
+				r.Listed = n[strings.LastIndex(n, "\n")+1:]
 			} else {
 				r.Outcome = Differ
 				r.Detail = fmt.Sprintf("nft -f:\n%s\nnetreconcile:\n%s", n, w)
@@ -370,7 +476,217 @@ func runFamily(t testing.TB, fam string, cases []Case) []Result {
 		}
 		out = append(out, r)
 	}
+	if len(tab.Elems) > 0 {
+		out = append(out, runElems(t, tab, dir, nsN, nsW, state)...)
+	}
 	return out
+}
+
+// runElems runs a table's element lines, after its rules: through nft, a
+// line at a time into the table as the file declares it (`add element`,
+// as nftables' runner does), and through netreconcile, every line's
+// elements in the set's declaration, less those validate refuses. A line
+// is taken when all its elements are. The sets' elements are then
+// compared as nft lists them, the time left to each aside.
+func runElems(t testing.TB, tab *Table, dir, nsN, nsW, state string) []Result {
+	t.Helper()
+	fam := tab.Family
+	bare := *tab
+	declared := map[string]bool{}
+	for _, d := range tab.Decls {
+		declared[d.Name] = true
+	}
+	script, _ := bare.Script(nil)
+	nettest.InNS(t, nsN, "nft", "flush", "ruleset")
+	nettest.InNS(t, nsN, "nft", "-f", nettest.WriteFile(t, dir, "elems.nft", script))
+	nftTook := make([]bool, len(tab.Elems))
+	for i, l := range tab.Elems {
+		if !declared[l.Set] || l.Early {
+			continue
+		}
+		cmd := fmt.Sprintf("add element %s %s %s { %s }\n", fam, TableName, l.Set, strings.Join(l.Elems, ", "))
+		_, err := exec.Command("ip", "netns", "exec", nsN, "nft", "-f", nettest.WriteFile(t, dir, "elem.nft", cmd)).CombinedOutput()
+		nftTook[i] = err == nil
+	}
+	weTook := make([]bool, len(tab.Elems))
+	weSaid := make([]string, len(tab.Elems))
+	for i, l := range tab.Elems {
+		// A line for a set nft refused to declare (runTable left it
+		// out) is refused by both.
+		weTook[i] = declared[l.Set] && !l.Early
+		switch {
+		case !declared[l.Set]:
+			weSaid[i] = "its set is not declared"
+		case l.Early:
+			weSaid[i] = "before its set's declaration"
+		}
+	}
+	for run := 0; ; run++ {
+		withElems := bare
+		withElems.Decls = nil
+		for _, d := range bare.Decls {
+			// nft's add takes an element the set holds; a file's list
+			// names each once.
+			var es []string
+			for i, l := range tab.Elems {
+				if l.Set == d.Name && weTook[i] {
+					for _, e := range l.Elems {
+						if !slices.Contains(es, e) {
+							es = append(es, e)
+						}
+					}
+				}
+			}
+			if len(es) > 0 {
+				var q []string
+				for _, e := range es {
+					q = append(q, yamlQuote(e))
+				}
+				d.YAML = strings.TrimSuffix(d.YAML, "}") + ", elements: [" + strings.Join(q, ", ") + "]}"
+			}
+			withElems.Decls = append(withElems.Decls, d)
+		}
+		f := nettest.WriteFile(t, dir, fmt.Sprintf("e%d.yaml", run), withElems.YAML(nil))
+		r := nettest.CLI(t, "validate", "-o", "json", "-c", f)
+		if r.Code == 0 {
+			if r := nettest.CLI(t, "apply", "-q", "-c", f, "--netns", nsW, "--state-dir", state); r.Code != 0 {
+				t.Fatalf("apply of the elements validate took: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			break
+		}
+		errs, err := placedErrors(r)
+		if err != nil || run > 40 {
+			t.Fatalf("validate of the elements of %s: %v", tab.Label, err)
+		}
+		dropped := false
+		// The file validate read: indexes are into its lists, whatever
+		// this loop drops.
+		inFile := slices.Clone(weTook)
+		for _, e := range errs {
+			// sets.NAME.elements[k]: the k-th element taken of the set.
+			var k int
+			rest, ok := strings.CutPrefix(e.Path, fmt.Sprintf("nftables.%s %s.sets.", fam, TableName))
+			if !ok {
+				continue
+			}
+			set, idx, ok := strings.Cut(rest, ".elements[")
+			if !ok {
+				// At the set's elements as a whole (an overlap): the
+				// last line with the element the message names first,
+				// else every line of the set.
+				set, _, _ = strings.Cut(rest, ".")
+				k = -1
+				first, _, _ := strings.Cut(e.Message, " ")
+				for i := len(tab.Elems) - 1; i >= 0; i-- {
+					if l := tab.Elems[i]; l.Set == set && inFile[i] && slices.Contains(l.Elems, strings.Trim(first, `"`)) {
+						weTook[i], weSaid[i], dropped = false, e.Message, true
+						break
+					}
+				}
+				if dropped {
+					continue
+				}
+			} else if _, err := fmt.Sscanf(idx, "%d]", &k); err != nil {
+				continue
+			}
+			var seen []string
+			for i, l := range tab.Elems {
+				if l.Set != set || !inFile[i] {
+					continue
+				}
+				hit := k < 0
+				for _, el := range l.Elems {
+					if !slices.Contains(seen, el) {
+						hit = hit || len(seen) == k
+						seen = append(seen, el)
+					}
+				}
+				if hit {
+					weTook[i], weSaid[i], dropped = false, e.Message, true
+				}
+			}
+		}
+		if !dropped {
+			t.Fatalf("validate of the elements of %s: errors not at an element:\n%s%s", tab.Label, r.Stdout, r.Stderr)
+		}
+	}
+	var out []Result
+	setOK := map[string]bool{}
+	for i, l := range tab.Elems {
+		r := Result{Case: Case{Family: fam, Rule: "@" + l.Set + " " + strings.Join(l.Elems, ", "), Class: tab.Label, Table: tab, Source: l.Source, Expect: l.Expect}, Kind: KindElems}
+		switch {
+		case !nftTook[i] && !weTook[i]:
+			r.Outcome = RefusedByBoth
+		case !nftTook[i]:
+			r.Outcome = OnlyWeAccept
+		case !weTook[i]:
+			r.Outcome = OnlyNftTakes
+			r.Detail = "netreconcile: " + weSaid[i]
+			if strings.Contains(weSaid[i], "a set with a default timeout cannot declare elements") {
+				r.Documented = "docs/config.md, sets.NAME.timeout: such a set declares no elements (they would expire)"
+			}
+		default:
+			r.Outcome = Identical
+			setOK[l.Set] = true
+		}
+		out = append(out, r)
+	}
+	// A set whose lines both took: its elements as each kernel holds them.
+	for set := range setOK {
+		n := listElems(t, nsN, fam, set)
+		w := listElems(t, nsW, fam, set)
+		if n == w {
+			continue
+		}
+		for i := range out {
+			if tab.Elems[i].Set == set && out[i].Outcome == Identical {
+				out[i].Outcome = Differ
+				out[i].Detail = fmt.Sprintf("the set's elements: nft -f:\n%s\nnetreconcile:\n%s", n, w)
+			}
+		}
+	}
+	return out
+}
+
+var expiresRE = regexp.MustCompile(` expires [0-9dhms]+`)
+
+// listElems lists a set's elements, the time each has left aside.
+func listElems(t testing.TB, ns, fam, set string) string {
+	t.Helper()
+	l := nettest.InNS(t, ns, "nft", "list", "set", fam, TableName, set)
+	_, es, _ := strings.Cut(l, "elements = ")
+	es, _, _ = strings.Cut(es, "}")
+	return expiresRE.ReplaceAllString(strings.Join(strings.Fields(es), " "), "")
+}
+
+// checkInNS runs nft -c -f on each script apart, in one namespace exec
+// (nft -c commits nothing), and reports which nft took.
+func checkInNS(ns, dir string, scripts []string) ([]bool, error) {
+	var sh strings.Builder
+	for k, script := range scripts {
+		p := filepath.Join(dir, fmt.Sprintf("c%d.nft", k))
+		if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&sh, "nft -c -f %s >/dev/null 2>&1 && echo ok || echo no\n", p)
+	}
+	out, err := exec.Command("ip", "netns", "exec", ns, "sh", "-c", "nft flush ruleset\n"+sh.String()).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v: %s", errNotRun, err, out)
+	}
+	return Checked(out, len(scripts))
+}
+
+// placedError is an error of validate -o json, at a field path.
+type placedError struct{ Path, Message string }
+
+// placedErrors reads the errors of a failed validate -o json.
+func placedErrors(r nettest.Result) ([]placedError, error) {
+	var v struct{ Errors []placedError }
+	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil || len(v.Errors) == 0 {
+		return nil, fmt.Errorf("exit %d, no errors read (%v):\n%s%s", r.Code, err, r.Stdout, r.Stderr)
+	}
+	return v.Errors, nil
 }
 
 // Checked reads the "ok" or "no" lines of a run of n checks.
@@ -395,6 +711,9 @@ func indexOf(index map[ChainRule]int, i int) int {
 	return -1
 }
 
+// noRule stands for a rule a listing lacks.
+const noRule = "(no rule)"
+
 // ruleset is a table's rules as the kernel holds them: per chain, each
 // rule's bytecode (nft --debug=netlink, anonymous sets by content) and its
 // words (nft list).
@@ -402,7 +721,7 @@ type ruleset map[string][]string
 
 func (rs ruleset) at(chain string, i int) string {
 	if i < 0 || i >= len(rs[chain]) {
-		return "(no rule)"
+		return noRule
 	}
 	return rs[chain][i]
 }

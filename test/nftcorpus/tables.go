@@ -123,51 +123,119 @@ func Chains(family string) []string {
 	return out
 }
 
-// YAML is the standard table of a family with rules in its chains, as a
-// netreconcile file.
-func YAML(family string, rules map[string][]string) string {
+// Table is a table the differential's rules go in: its family, its chains
+// and its sets, maps and objects. Each family has a standard one
+// (Standard); a test file of nftables' own suite makes its own (ReadT).
+// Cases are run table by table, a table per pair of namespaces.
+type Table struct {
+	Family string
+	Chains []Chain
+	Decls  []Decl
+	// Label names the table in logs (a test file and its table line).
+	Label string
+	// Elems are lines of elements to add to its sets, in order.
+	Elems []ElemLine
+}
+
+// ElemLine is a line of elements for a set of a Table, and where it was
+// read and what its file says nft makes of it.
+type ElemLine struct {
+	Set            string
+	Elems          []string
+	Source, Expect string
+	// Early says the line comes before its set's declaration in its
+	// file: nft refuses it (no such set), and it is not run.
+	Early bool
+}
+
+// Chain is a chain of a Table; Hook "" is a regular chain.
+type Chain struct {
+	Name, Type, Hook, Prio, Device string
+}
+
+// Decl is a set, map or object of a Table, in the file's words and in
+// nft's (a line of a table block).
+type Decl struct {
+	Kind, Name string // Kind: "sets", "maps", "objects"
+	YAML, Nft  string
+}
+
+var standard = map[string]*Table{}
+
+func init() {
+	for _, fam := range Families {
+		t := &Table{Family: fam, Label: "standard " + fam}
+		for _, c := range chains {
+			if !has(c.fams, fam) {
+				continue
+			}
+			ch := Chain{Name: c.name, Type: c.typ, Hook: c.hook, Prio: c.prio}
+			if fam == "netdev" && c.hook != "" {
+				ch.Device = "lo"
+			}
+			t.Chains = append(t.Chains, ch)
+		}
+		for _, d := range decls {
+			if has(d.fams, fam) {
+				t.Decls = append(t.Decls, Decl{Kind: d.kind, Name: d.name, YAML: d.yaml, Nft: d.nft})
+			}
+		}
+		standard[fam] = t
+	}
+}
+
+// Standard returns a family's standard table.
+func Standard(family string) *Table { return standard[family] }
+
+// tableOf is the table a case's rule goes in.
+func tableOf(c Case) *Table {
+	if c.Table != nil {
+		return c.Table
+	}
+	return Standard(c.Family)
+}
+
+// YAML is the table with rules in its chains, as a netreconcile file.
+func (t *Table) YAML(rules map[string][]string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "version: 1\nnftables:\n  %s %s:\n", family, TableName)
+	fmt.Fprintf(&b, "version: 1\nnftables:\n  %s %s:\n", t.Family, TableName)
 	for _, kind := range []string{"sets", "maps", "objects"} {
 		first := true
-		for _, d := range decls {
-			if d.kind != kind || !has(d.fams, family) {
+		for _, d := range t.Decls {
+			if d.Kind != kind {
 				continue
 			}
 			if first {
 				fmt.Fprintf(&b, "    %s:\n", kind)
 				first = false
 			}
-			fmt.Fprintf(&b, "      %s: %s\n", d.name, d.yaml)
+			fmt.Fprintf(&b, "      %s: %s\n", d.Name, d.YAML)
 		}
 	}
 	b.WriteString("    chains:\n")
-	for _, c := range chains {
-		if !has(c.fams, family) {
-			continue
-		}
-		fmt.Fprintf(&b, "      %s:\n", c.name)
-		if c.hook != "" {
-			fmt.Fprintf(&b, "        type: %s\n        hook: %s\n        priority: %s\n", c.typ, c.hook, c.prio)
-			if family == "netdev" {
-				b.WriteString("        device: lo\n")
+	for _, c := range t.Chains {
+		fmt.Fprintf(&b, "      %s:\n", c.Name)
+		if c.Hook != "" {
+			fmt.Fprintf(&b, "        type: %s\n        hook: %s\n        priority: %s\n", c.Type, c.Hook, c.Prio)
+			if c.Device != "" {
+				fmt.Fprintf(&b, "        device: %s\n", c.Device)
 			}
 		}
 		b.WriteString("        rules:\n")
-		for _, r := range rules[c.name] {
+		for _, r := range rules[c.Name] {
 			fmt.Fprintf(&b, "          - %q\n", r)
 		}
-		if len(rules[c.name]) == 0 {
+		if len(rules[c.Name]) == 0 {
 			b.WriteString("          []\n")
 		}
 	}
 	return strings.ReplaceAll(b.String(), "        rules:\n          []\n", "        rules: []\n")
 }
 
-// Script is the standard table of a family as an nft script, and the
-// rules as `add rule` lines after it: line[i] is the rule's (chain, index)
-// for the lines that are rules.
-func Script(family string, rules []ChainRule) (string, map[int]ChainRule) {
+// Script is the table as an nft script, and the rules as `add rule` lines
+// after it: line[i] is the rule's (chain, index) for the lines that are
+// rules.
+func (t *Table) Script(rules []ChainRule) (string, map[int]ChainRule) {
 	var b strings.Builder
 	lines := map[int]ChainRule{}
 	n := 0
@@ -176,31 +244,28 @@ func Script(family string, rules []ChainRule) (string, map[int]ChainRule) {
 		b.WriteByte('\n')
 		n++
 	}
-	w(fmt.Sprintf("table %s %s {", family, TableName))
+	w(fmt.Sprintf("table %s %s {", t.Family, TableName))
 	for _, kind := range []string{"objects", "sets", "maps"} {
-		for _, d := range decls {
-			if d.kind == kind && has(d.fams, family) {
-				w("\t" + d.nft)
+		for _, d := range t.Decls {
+			if d.Kind == kind {
+				w("\t" + d.Nft)
 			}
 		}
 	}
-	for _, c := range chains {
-		if !has(c.fams, family) {
-			continue
-		}
-		if c.hook == "" {
-			w("\tchain " + c.name + " { }")
+	for _, c := range t.Chains {
+		if c.Hook == "" {
+			w("\tchain " + c.Name + " { }")
 			continue
 		}
 		dev := ""
-		if family == "netdev" {
-			dev = ` device "lo"`
+		if c.Device != "" {
+			dev = fmt.Sprintf(" device %q", c.Device)
 		}
-		w(fmt.Sprintf("\tchain %s { type %s hook %s%s priority %s; }", c.name, c.typ, c.hook, dev, c.prio))
+		w(fmt.Sprintf("\tchain %s { type %s hook %s%s priority %s; }", c.Name, c.Type, c.Hook, dev, c.Prio))
 	}
 	w("}")
 	for _, r := range rules {
-		w(fmt.Sprintf("add rule %s %s %s %s", family, TableName, r.Chain, r.Rule))
+		w(fmt.Sprintf("add rule %s %s %s %s", t.Family, TableName, r.Chain, r.Rule))
 		lines[n] = r
 	}
 	return b.String(), lines
@@ -210,7 +275,7 @@ func Script(family string, rules []ChainRule) (string, map[int]ChainRule) {
 // a new one at each rule alone says must start one (nft's scanner keeps
 // state from one command to the next in one run: NftTakes). lines[k] is
 // Script's map for script k.
-func Scripts(family string, rules []ChainRule, alone func(ChainRule) bool) ([]string, []map[int]ChainRule) {
+func (t *Table) Scripts(rules []ChainRule, alone func(ChainRule) bool) ([]string, []map[int]ChainRule) {
 	first := len(rules)
 	for i, r := range rules {
 		if alone(r) {
@@ -218,7 +283,7 @@ func Scripts(family string, rules []ChainRule, alone func(ChainRule) bool) ([]st
 			break
 		}
 	}
-	s, l := Script(family, rules[:first])
+	s, l := t.Script(rules[:first])
 	scripts, lines := []string{s}, []map[int]ChainRule{l}
 	for i := first; i < len(rules); i++ {
 		if i == first || alone(rules[i]) {
@@ -226,7 +291,7 @@ func Scripts(family string, rules []ChainRule, alone func(ChainRule) bool) ([]st
 		}
 		k := len(scripts) - 1
 		r := rules[i]
-		scripts[k] += fmt.Sprintf("add rule %s %s %s %s\n", family, TableName, r.Chain, r.Rule)
+		scripts[k] += fmt.Sprintf("add rule %s %s %s %s\n", t.Family, TableName, r.Chain, r.Rule)
 		lines[k][strings.Count(scripts[k], "\n")] = r
 	}
 	return scripts, lines
