@@ -39,6 +39,9 @@ test-nftdiff: test-deps
 NFT_TESTS_PY ?=
 NFTPY_VERSION ?= 1.0.6
 NFTPY_ORIG ?= https://deb.debian.org/debian/pool/main/n/nftables/nftables_$(NFTPY_VERSION).orig.tar.xz
+# The tarball's SHA-256, from Debian's nftables_1.0.6-2+deb12u2.dsc: a
+# download that differs is refused.
+NFTPY_SHA256 ?= 2407430ddd82987670e48dc2fda9e280baa8307abec04ab18d609df3db005e4c
 NFTPY_DIRS ?= any,inet,ip,ip6,arp,bridge,netdev
 NFTPY_FILES ?=
 
@@ -53,6 +56,8 @@ test-nftpy: test-deps
 			curl -fsSL --max-time 300 -o "$$cache/orig.tar.xz" '$(NFTPY_ORIG)' || { \
 				rm -rf "$$cache"; \
 				echo "$(NFTPY_ORIG) is not reachable: give a tests/py directory of nftables' source as NFT_TESTS_PY=DIR" >&2; exit 1; }; \
+			echo '$(NFTPY_SHA256)  '"$$cache/orig.tar.xz" | sha256sum -c --quiet - || { \
+				rm -rf "$$cache"; echo "$(NFTPY_ORIG): not the tarball of SHA-256 $(NFTPY_SHA256)" >&2; exit 1; }; \
 			tar -xJf "$$cache/orig.tar.xz" -C "$$cache" --strip-components=1 --wildcards '*/tests/py' || { \
 				rm -rf "$$cache"; \
 				echo "the tarball of nftables $(NFTPY_VERSION) holds no tests/py: give one as NFT_TESTS_PY=DIR" >&2; exit 1; }; \
