@@ -285,9 +285,17 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 				// A name nft cannot write: the chain's rules compile as
 				// well in a chain named otherwise. nft's parser, having
 				// lost its way at a name, gives more errors on the next
-				// chain's line (`unexpected '{'`, then `unexpected '}'`):
-				// that chain is renamed too, and its later errors are
-				// the same confusion's, judged by the next run.
+				// chain's line (`unexpected '{'`; after `ct`, whose
+				// keywords it goes on reading, `unexpected helper`, at
+				// the name): those are the same confusion's, and the
+				// next run, with the first name renamed, judges that
+				// chain again. It keeps its name meanwhile: a rule or a
+				// verdict map's element that jumps to it names it, and
+				// in a script where it is renamed the kernel finds no
+				// such chain (ENOENT).
+				if rename && c.renamed[t][o.name] == "" {
+					continue
+				}
 				if c.renamed[t] == nil {
 					c.renamed[t] = map[string]string{}
 				}

@@ -509,3 +509,54 @@ nftables:
 		t.Errorf("diff after the apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// A chain that a rule or a verdict map's element jumps to, declared after a
+// chain named like one of nft's keywords (fwd, ct): nft's parser, lost at
+// that name, errs on the next chain's line too, and that chain was renamed
+// with the first in the compile's script. The jump then named a chain the
+// script did not hold, and the kernel refused the rule (No such file or
+// directory): validate, diff and apply refused a valid file (walk finding
+// F-NFT-1: host soak seed 77995127744780, step 68, `fwd` with `goto helper`
+// before `helper`; guest soak seed 13, step 40).
+func TestWalkFindingFNFT1JumpToAChainAfterAKeywordNamedChain(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	for _, c := range []struct{ name, tables string }{
+		{"goto from a keyword-named base chain", `  "ip6 t":
+    chains:
+      fwd: {type: filter, hook: forward, priority: "mangle", policy: accept, rules: ["goto helper"]}
+      helper: {rules: ["continue", "counter accept"]}
+`},
+		{"jump past a chain named ct", `  "inet t":
+    chains:
+      ct: {rules: ["counter"]}
+      helper: {rules: ["continue"]}
+      x: {rules: ["jump helper"]}
+`},
+		{"verdict map element", `  "ip t":
+    maps:
+      vm: {typeof: "meta mark : verdict", elements: ["0x1 : jump helper", "0x2 : goto other"]}
+    chains:
+      fwd: {type: filter, hook: forward, priority: "filter", policy: accept, rules: ["meta mark vmap @vm"]}
+      helper: {rules: ["accept"]}
+      other: {rules: ["drop"]}
+`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			f := e.file("f.yaml", "version: 1\nnftables:\n"+c.tables)
+			if r := nettest.CLI(t, "validate", "-c", f); r.Code != 0 {
+				t.Fatalf("validate: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			e.apply(f)
+			if out := e.applyOut(f); !strings.Contains(out, "No changes") {
+				t.Errorf("second apply changed something:\n%s", out)
+			}
+			if r := e.cli("diff", "-c", f); r.Code != 0 {
+				t.Errorf("diff after the apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if got := nettest.InNS(t, e.ns, "nft", "list", "ruleset"); !strings.Contains(got, "chain helper {") || strings.Contains(got, "nrc") {
+				t.Errorf("the kernel's ruleset:\n%s", got)
+			}
+		})
+	}
+}
