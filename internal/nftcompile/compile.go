@@ -313,7 +313,11 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 				// the whole command (nft places those at its start).
 				r := rules[o.rule].Rule
 				if !drop[o.rule] {
-					c.errs = append(c.errs, Error{Pos: r.Source.At(max(0, e.Col-1-o.prefix)), Path: r.Source.Path(), Msg: e.Msg})
+					at, msg := max(0, e.Col-1-o.prefix), e.Msg
+					if off, name, ok := undeclaredJump(t, r.Text, e.Msg); ok {
+						at, msg = off, e.Msg+": "+undeclaredJumpMsg(t, name)
+					}
+					c.errs = append(c.errs, Error{Pos: r.Source.At(at), Path: r.Source.Path(), Msg: msg})
 					r.Compiled, r.Fingerprint = nil, ""
 				}
 				drop[o.rule] = true
@@ -546,7 +550,13 @@ func declError(t *model.NftTable, o origin, e nftError) Error {
 			path += map[bool]string{true: ".maps.", false: ".sets."}[s.Map] + o.name
 			if o.what == "element" && o.rule < len(s.ElemSources) {
 				src := s.ElemSources[o.rule]
-				return Error{Pos: src.At(max(0, e.Col-1-o.prefix)), Path: src.Path(), Msg: e.Msg}
+				at, msg := max(0, e.Col-1-o.prefix), e.Msg
+				if o.rule < len(s.ElemTexts) {
+					if off, name, ok := undeclaredJump(t, s.ElemTexts[o.rule], e.Msg); ok {
+						at, msg = off, e.Msg+": "+undeclaredJumpMsg(t, name)
+					}
+				}
+				return Error{Pos: src.At(at), Path: src.Path(), Msg: msg}
 			}
 		}
 	case "object":

@@ -560,3 +560,41 @@ func TestWalkFindingFNFT1JumpToAChainAfterAKeywordNamedChain(t *testing.T) {
 		})
 	}
 }
+
+// A jump or goto, in a rule, in an anonymous verdict map of a rule or in a
+// verdict map's element, to a chain the table does not declare: the kernel
+// refuses it (ENOENT) and nft 1.0.6 says only "No such file or directory",
+// at the rule's start. validate names the chain, at its name in the file
+// (walk finding F-NFT-2: host soak seed 79831351474037, step 8, a file the
+// walk's generator should not have made: `tcp dport vmap { 22 : accept,
+// 23 : drop, 24 : jump helper }` in a table without chain helper).
+func TestWalkFindingFNFT2JumpToAnUndeclaredChainIsRefusedAtItsName(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	e := newEnv(t)
+	for _, c := range []struct{ name, tables, want string }{
+		{"rule", `  "inet t":
+    chains:
+      x: {rules: ["counter jump nothere"]}
+`, `f.yaml:5:33: nftables.inet t.chains.x.rules[0]: Could not process rule: No such file or directory: chain "nothere" is not declared in table inet t`},
+		{"anonymous verdict map", `  "bridge nrw3":
+    chains:
+      in: {type: filter, hook: input, priority: "filter", policy: accept, rules: ["tcp dport vmap { 22 : accept, 23 : drop, 24 : jump helper }"]}
+`, `f.yaml:5:135: nftables.bridge nrw3.chains.in.rules[0]: Could not process rule: No such file or directory: chain "helper" is not declared in table bridge nrw3`},
+		{"map element", `  "ip t":
+    maps:
+      vm: {typeof: "meta mark : verdict", elements: ["0x1 : accept", "0x2 : goto gone"]}
+    chains:
+      in: {type: filter, hook: input, priority: "filter", policy: accept, rules: ["meta mark vmap @vm"]}
+`, `f.yaml:5:82: nftables.ip t.maps.vm.elements[1]: Could not process rule: No such file or directory: chain "gone" is not declared in table ip t`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := e.file("f.yaml", "version: 1\nnftables:\n"+c.tables)
+			for _, cmd := range []string{"validate", "diff"} {
+				r := e.cli(cmd, "-c", f)
+				if r.Code != 1 || !strings.Contains(r.Stderr, c.want) {
+					t.Errorf("%s: exit %d, want 1 with\n  %s\n%s%s", cmd, r.Code, c.want, r.Stdout, r.Stderr)
+				}
+			}
+		})
+	}
+}
