@@ -611,10 +611,14 @@ func breakStackLoops(c *Config) {
 
 // rulesClash reports whether the kernel would take one of a and b for the
 // other when it is added (model.Rule.AddClashes): the same priority,
-// family, action, table, interfaces and mark, and the from and to of one
+// family, action, table, interfaces, mark and suppress_prefixlength (which
+// rule_exists compares exactly, none being -1), and the from and to of one
 // are those of the other where it sets them (the not flag is not compared).
 func rulesClash(a, b *Rule) bool {
 	if a.Priority != b.Priority || a.Action != b.Action || a.Table != b.Table || a.IIF != b.IIF || a.OIF != b.OIF || a.Fwmark != b.Fwmark {
+		return false
+	}
+	if a.HasSuppress != b.HasSuppress || a.HasSuppress && a.Suppress != b.Suppress {
 		return false
 	}
 	if a.Family != b.Family && a.Family != "" && b.Family != "" {
