@@ -598,3 +598,39 @@ func TestWalkFindingFNFT2JumpToAnUndeclaredChainIsRefusedAtItsName(t *testing.T)
 		})
 	}
 }
+
+// A verdict map whose element jumps to a chain, taken out of the file
+// together with that chain: the batch deleted the chain before the map, and
+// the kernel refuses to delete a chain still jumped to (device or resource
+// busy); the whole table's batch failed on every apply, and the daemon would
+// have retried for ever. Sets are deleted before chains now (walk finding
+// F-NFT-4, found by hand while replaying F-NFT-1, which the soak had
+// reported as a jump to a chain removed in the same batch). A map declared
+// by type and by typeof.
+func TestWalkFindingFNFT4MapJumpingToAChainLeavesWithIt(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	for _, m := range []string{`{type: "mark : verdict", elements: ["0x1 : jump helper", "0x2 : accept"]}`, `{typeof: "meta mark : verdict", elements: ["0x1 : jump helper"]}`} {
+		t.Run(m, func(t *testing.T) {
+			e := newEnv(t)
+			with := e.file("a.yaml", `version: 1
+nftables:
+  "ip t":
+    maps:
+      vm: `+m+`
+    chains:
+      in: {type: filter, hook: input, priority: "filter", policy: accept, rules: ["meta mark vmap @vm"]}
+      helper: {rules: ["accept"]}
+`)
+			without := e.file("b.yaml", `version: 1
+nftables:
+  "ip t":
+    chains:
+      in: {type: filter, hook: input, priority: "filter", policy: accept, rules: ["accept"]}
+`)
+			for _, f := range []string{with, without, with} {
+				e.apply(f)
+				e.converged(f)
+			}
+		})
+	}
+}
