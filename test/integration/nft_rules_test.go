@@ -517,7 +517,7 @@ nftables:
 // script did not hold, and the kernel refused the rule (No such file or
 // directory): validate, diff and apply refused a valid file (walk finding
 // F-NFT-1: host soak seed 77995127744780, step 68, `fwd` with `goto helper`
-// before `helper`; guest soak seed 13, step 40).
+// before `helper`).
 func TestWalkFindingFNFT1JumpToAChainAfterAKeywordNamedChain(t *testing.T) {
 	nettest.RequireTool(t, "nft")
 	for _, c := range []struct{ name, tables string }{
