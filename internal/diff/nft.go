@@ -31,11 +31,13 @@ const (
 //     self;
 //  5. rules: deletes, in-place replaces (by handle), inserts (before the next
 //     kept rule, or appended), chain by chain in the file's order;
-//  6. chains deleted (their rules, deleted in 5, no longer jump anywhere),
-//     then sets (no rule looks them up any more), then objects (no rule
-//     or element names them), then tables.
+//  6. sets deleted (no rule looks them up any more), then chains (their
+//     rules, deleted in 5, no longer jump anywhere, nor does an element of
+//     a verdict map deleted just before: the kernel refuses to delete a
+//     chain still jumped to, EBUSY), then objects (no rule or element
+//     names them), then tables.
 type nftPlan struct {
-	tables, objs, chains, sets, elems, rules, chainDels, setDels, objDels, tableDels []Op
+	tables, objs, chains, sets, elems, rules, setDels, chainDels, objDels, tableDels []Op
 	// filled are the sets created with elements: their element ops follow
 	// the set's op (sets[i]) and are made only when the plan is put
 	// together (appendTo), straight into the plan's array.
@@ -54,7 +56,7 @@ type filledSet struct {
 // they are never held twice: a second copy of the ops of a 100k-element
 // cold load was the first converge's peak (bench-memory).
 func (p *nftPlan) appendTo(ops []Op) []Op {
-	groups := [][]Op{p.tables, p.objs, p.chains, p.sets, p.elems, p.rules, p.chainDels, p.setDels, p.objDels, p.tableDels}
+	groups := [][]Op{p.tables, p.objs, p.chains, p.sets, p.elems, p.rules, p.setDels, p.chainDels, p.objDels, p.tableDels}
 	n := 0
 	for _, g := range groups {
 		n += len(g)

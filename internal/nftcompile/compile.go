@@ -285,9 +285,17 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 				// A name nft cannot write: the chain's rules compile as
 				// well in a chain named otherwise. nft's parser, having
 				// lost its way at a name, gives more errors on the next
-				// chain's line (`unexpected '{'`, then `unexpected '}'`):
-				// that chain is renamed too, and its later errors are
-				// the same confusion's, judged by the next run.
+				// chain's line (`unexpected '{'`; after `ct`, whose
+				// keywords it goes on reading, `unexpected helper`, at
+				// the name): those are the same confusion's, and the
+				// next run, with the first name renamed, judges that
+				// chain again. It keeps its name meanwhile: a rule or a
+				// verdict map's element that jumps to it names it, and
+				// in a script where it is renamed the kernel finds no
+				// such chain (ENOENT).
+				if rename && c.renamed[t][o.name] == "" {
+					continue
+				}
 				if c.renamed[t] == nil {
 					c.renamed[t] = map[string]string{}
 				}
@@ -305,7 +313,11 @@ func (c *compiling) compile(ctx context.Context, pending []int, decls []*model.N
 				// the whole command (nft places those at its start).
 				r := rules[o.rule].Rule
 				if !drop[o.rule] {
-					c.errs = append(c.errs, Error{Pos: r.Source.At(max(0, e.Col-1-o.prefix)), Path: r.Source.Path(), Msg: e.Msg})
+					at, msg := max(0, e.Col-1-o.prefix), e.Msg
+					if off, name, ok := undeclaredJump(t, r.Text, e.Msg); ok {
+						at, msg = off, e.Msg+": "+undeclaredJumpMsg(t, name)
+					}
+					c.errs = append(c.errs, Error{Pos: r.Source.At(at), Path: r.Source.Path(), Msg: msg})
 					r.Compiled, r.Fingerprint = nil, ""
 				}
 				drop[o.rule] = true
@@ -538,7 +550,13 @@ func declError(t *model.NftTable, o origin, e nftError) Error {
 			path += map[bool]string{true: ".maps.", false: ".sets."}[s.Map] + o.name
 			if o.what == "element" && o.rule < len(s.ElemSources) {
 				src := s.ElemSources[o.rule]
-				return Error{Pos: src.At(max(0, e.Col-1-o.prefix)), Path: src.Path(), Msg: e.Msg}
+				at, msg := max(0, e.Col-1-o.prefix), e.Msg
+				if o.rule < len(s.ElemTexts) {
+					if off, name, ok := undeclaredJump(t, s.ElemTexts[o.rule], e.Msg); ok {
+						at, msg = off, e.Msg+": "+undeclaredJumpMsg(t, name)
+					}
+				}
+				return Error{Pos: src.At(at), Path: src.Path(), Msg: msg}
 			}
 		}
 	case "object":

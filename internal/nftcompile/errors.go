@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/redact"
 )
 
@@ -235,4 +236,42 @@ func maskStretches(msg string, words []string) string {
 	}
 	b.WriteString(msg[last:])
 	return b.String()
+}
+
+// enoent ends nft's message for the kernel's ENOENT: for a rule, or a
+// verdict map's element, whose jump or goto names a chain its table lacks,
+// nft 1.0.6 says no more than this, at the start of the rule.
+const enoent = "No such file or directory"
+
+// undeclaredJump finds, in a rule's (or an element's) text that the kernel
+// refused with ENOENT, the first chain a jump or goto names that the table
+// does not declare: its offset in the text and its name. Other causes of
+// ENOENT keep nft's message as it is.
+func undeclaredJump(t *model.NftTable, text, msg string) (int, string, bool) {
+	if !strings.HasSuffix(msg, enoent) {
+		return 0, "", false
+	}
+	off := 0
+	prev := ""
+	for f := range strings.FieldsSeq(text) {
+		at := off + strings.Index(text[off:], f)
+		off = at + len(f)
+		if prev == "jump" || prev == "goto" {
+			name := strings.TrimRight(f, ",;}")
+			if q := strings.Trim(name, `"`); q != name {
+				name, at = q, at+1
+			}
+			if name != "" && t.Chain(name) == nil {
+				return at, name, true
+			}
+		}
+		prev = f
+	}
+	return 0, "", false
+}
+
+// undeclaredJumpMsg says what to change for a jump to a chain the table
+// does not declare.
+func undeclaredJumpMsg(t *model.NftTable, name string) string {
+	return fmt.Sprintf("chain %q is not declared in table %s (jump and goto go to a chain of the same table: declare it under chains)", name, t.Key())
 }

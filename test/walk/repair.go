@@ -547,10 +547,7 @@ func (g *Gen) repairTable(c *Config, t *Table) {
 			if _, n, ok := strings.Cut(r, ` name "`); ok && !objs[strings.TrimSuffix(strings.Fields(n)[0], `"`)] {
 				continue
 			}
-			if f := strings.Fields(r); (f[0] == "jump" || f[0] == "goto") && (!chains[f[1]] || ch.Name == "helper") {
-				continue
-			}
-			if f := strings.Fields(r); len(f) > 2 && (f[len(f)-2] == "jump" || f[len(f)-2] == "goto") && (!chains[f[len(f)-1]] || ch.Name == "helper") {
+			if slices.ContainsFunc(jumpTargets(r), func(to string) bool { return !chains[to] || ch.Name == "helper" }) {
 				continue
 			}
 			rs = append(rs, r)
@@ -614,10 +611,14 @@ func breakStackLoops(c *Config) {
 
 // rulesClash reports whether the kernel would take one of a and b for the
 // other when it is added (model.Rule.AddClashes): the same priority,
-// family, action, table, interfaces and mark, and the from and to of one
+// family, action, table, interfaces, mark and suppress_prefixlength (which
+// rule_exists compares exactly, none being -1), and the from and to of one
 // are those of the other where it sets them (the not flag is not compared).
 func rulesClash(a, b *Rule) bool {
 	if a.Priority != b.Priority || a.Action != b.Action || a.Table != b.Table || a.IIF != b.IIF || a.OIF != b.OIF || a.Fwmark != b.Fwmark {
+		return false
+	}
+	if a.HasSuppress != b.HasSuppress || a.HasSuppress && a.Suppress != b.Suppress {
 		return false
 	}
 	if a.Family != b.Family && a.Family != "" && b.Family != "" {
@@ -688,4 +689,20 @@ func maxBlock(blocks string) int {
 		}
 	}
 	return most
+}
+
+// jumpTargets lists the chains a rule's text jumps or goes to: a verdict
+// of its own, or one of an anonymous verdict map's elements
+// (`tcp dport vmap { 22 : accept, 24 : jump helper }`). A target the table
+// does not declare is a rule the kernel refuses (ENOENT); the regular
+// chain helper, which the others jump to, jumps nowhere (ELOOP).
+func jumpTargets(r string) []string {
+	var out []string
+	f := strings.Fields(r)
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == "jump" || f[i] == "goto" {
+			out = append(out, strings.Trim(strings.TrimRight(f[i+1], ",}"), `"`))
+		}
+	}
+	return out
 }
