@@ -9,7 +9,10 @@ import (
 )
 
 // RouteChange is one route notification of our protocol, as a dump would
-// list the route: a route added, replaced or deleted. The daemon keeps them,
+// list the route: the route its key holds from then on (added, or replacing
+// the one there), or one deleted. A route added beside another of its key
+// (no NLM_F_EXCL, no NLM_F_REPLACE: ip route prepend, append) is no
+// RouteChange: its table is read. The daemon keeps them,
 // per table, in the order the kernel sent them, and a read patches the
 // previous read's table with them instead of dumping the table again
 // (Fresh.RouteChanges). Beside a full Internet table a dump of a shared
@@ -17,10 +20,10 @@ import (
 // hundreds of milliseconds: the repair of one deleted route of ours waited
 // for it.
 type RouteChange struct {
-	// Delete: the route is gone (RTM_DELROUTE); else it was added
-	// (RTM_NEWROUTE), over the route of its key when Replace.
-	Delete, Replace bool
-	Route           model.Route
+	// Delete: the route is gone (RTM_DELROUTE); else its key holds it
+	// (RTM_NEWROUTE).
+	Delete bool
+	Route  model.Route
 }
 
 // patchRoutes returns prev's routes, in key order, with the changes of each
@@ -28,13 +31,14 @@ type RouteChange struct {
 // for certain: those must be read again. prev is not written to.
 //
 // Applied in order, each change says what its key holds after it (the
-// route, or nothing), so changes that came before prev was read, and that
-// prev holds already, leave it as it is: the kernel's last word on a key
+// route, or nothing). The changes are every notification since a moment
+// before prev was read, so those that prev holds already are followed by
+// the later ones of their key, if any: the kernel's last word on a key
 // wins. A change is certain only for a key that holds at most one route of
-// ours, without next hops, before and after it: IPv4 keeps several routes
-// of one key (ip route prepend), IPv6 merges next hops into a route and
+// ours, without next hops: IPv4 keeps several routes of one key (ip route
+// prepend), IPv6 one per device and merges next hops into a route and
 // takes them away one by one, and one notification says too little to
-// follow either. Those tables are read.
+// follow those. Their tables are read.
 func patchRoutes(prev []model.Route, changes map[int][]RouteChange) ([]model.Route, map[int]bool) {
 	var unsure map[int]bool
 	fail := func(t int) {
@@ -102,13 +106,8 @@ func patchTable(run []model.Route, changes []RouteChange) ([]model.Route, bool) 
 			run = slices.Delete(run, at, at+1)
 		case !found:
 			run = slices.Insert(run, at, c.Route)
-		case reflect.DeepEqual(run[at], c.Route):
-			// There already when prev was read.
-		case c.Replace:
-			run[at] = c.Route
 		default:
-			// A second route of the key beside the one read.
-			return nil, false
+			run[at] = c.Route
 		}
 	}
 	return run, true

@@ -161,13 +161,12 @@ func ReadReusing(k kernel.Reader, opt Options, prev *model.State, f Fresh) (*mod
 			}
 			var unsure map[int]bool
 			routes, unsure = patchRoutes(routes, changes)
-			// What a patch gives is what a read would have: the
-			// ledger records the tables it found ours in (RoutesRead).
 			for t := range changes {
 				if !unsure[t] {
-					read.Tables = append(read.Tables, t)
+					read.Patched = append(read.Patched, t)
 				}
 			}
+			slices.Sort(read.Patched)
 			if len(unsure) > 0 {
 				tables = maps.Clone(tables)
 				if tables == nil {
@@ -182,9 +181,8 @@ func ReadReusing(k kernel.Reader, opt Options, prev *model.State, f Fresh) (*mod
 				return nil, RoutesRead{}, err
 			}
 			routes = rs
-			read.Tables = append(read.Tables, slices.Collect(maps.Keys(tables))...)
+			read.Tables = slices.Sorted(maps.Keys(tables))
 		}
-		slices.Sort(read.Tables)
 		st.Routes = routes
 	}
 	if fresh&Rules != 0 {

@@ -897,6 +897,7 @@ func TestPeerMetricsFromLastPass(t *testing.T) {
 
 func (f *fakeEngine) lastRead() (*model.State, map[model.NftTableKey]bool) { return nil, nil }
 func (f *fakeEngine) forgetRead()                                          { f.forgot++ }
+func (f *fakeEngine) routesRead() actual.RoutesRead                        { return actual.RoutesRead{} }
 func (f *fakeEngine) silentRouteDeletes() bool                             { return f.silentDeletes }
 
 func (f *fakeEngine) setReread(k actual.Fresh) { f.rereads = append(f.rereads, k) }
