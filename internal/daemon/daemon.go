@@ -187,6 +187,10 @@ type Daemon struct {
 	// started (filter_pass.go).
 	resyncDue    atomic.Bool
 	routesReadAt time.Time
+	// periodic says the pass was the periodic resync's alone: nothing
+	// else asked for it (rereadKinds). The gap after it is the least
+	// one (schedule.ended).
+	periodic bool
 	// wokeAt is the first wake-up since the last pass started (zero:
 	// none): the pass's debug line says how long it waited.
 	wokeAt time.Time

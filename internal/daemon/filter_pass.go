@@ -224,10 +224,12 @@ func (f *EventFilter) takeDirty() actual.Fresh {
 // vouched for; the WireGuard devices when the endpoint rotation is due.
 func (d *Daemon) rereadKinds(now time.Time) actual.Fresh {
 	k := d.f.takeDirty()
+	d.periodic = false
 	if d.gen != d.readGen {
 		k = actual.All
 	}
 	if d.resyncDue.Swap(false) {
+		d.periodic = k.Kinds == 0 && len(k.RouteChanges) == 0
 		k = k.Add(actual.Fresh{Kinds: actual.AllKinds &^ actual.Routes})
 		if !d.f.routesVouched() || !now.Before(d.routesReadAt.Add(d.opts.FullResync)) || d.eng.silentRouteDeletes() {
 			k = actual.All
