@@ -163,7 +163,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 	}
 
 	d.filterAfterPass(st)
-	d.bigPass = d.isBigPass(reread.Kinds, done+len(res.Failed))
+	d.bigPass = d.isBigPass(garbageKinds(reread), done+len(res.Failed))
 	if d.m.serving {
 		d.refreshParts(ctx, st)
 	}
