@@ -37,34 +37,55 @@ const (
 // every table. A notification names its route's table, so that a pass after
 // one deleted route in a small table does not dump 100k routes of another
 // (a repair under churn must not wait for it).
+//
+// RouteChanges are, by table, the notifications of our routes since the
+// previous read (RouteChange): a table they name and RouteTables does not
+// is that read's, patched with them, not read again. A table whose changes
+// cannot be applied for certain is read.
 type Fresh struct {
-	Kinds       Kinds
-	RouteTables map[int]bool
+	Kinds        Kinds
+	RouteTables  map[int]bool
+	RouteChanges map[int][]RouteChange
 }
 
 // All is a Fresh that reads everything.
 var All = Fresh{Kinds: AllKinds}
 
 // Add returns what f or g reads: the union of their kinds and of their
-// route tables (every table when either reads every one).
+// route tables (every table when either reads every one), and f's route
+// changes followed by g's (g's came later), but for the tables read.
 func (f Fresh) Add(g Fresh) Fresh {
 	out := Fresh{Kinds: f.Kinds | g.Kinds}
-	if out.Kinds&Routes == 0 {
-		return out
+	if out.Kinds&Routes != 0 {
+		a, b := f.routeTables(), g.routeTables()
+		if a == nil && f.Kinds&Routes != 0 || b == nil && g.Kinds&Routes != 0 {
+			return out
+		}
+		out.RouteTables = make(map[int]bool, len(a)+len(b))
+		for t := range a {
+			out.RouteTables[t] = true
+		}
+		for t := range b {
+			out.RouteTables[t] = true
+		}
 	}
-	a, b := f.routeTables(), g.routeTables()
-	if a == nil && f.Kinds&Routes != 0 || b == nil && g.Kinds&Routes != 0 {
-		return out
-	}
-	out.RouteTables = make(map[int]bool, len(a)+len(b))
-	for t := range a {
-		out.RouteTables[t] = true
-	}
-	for t := range b {
-		out.RouteTables[t] = true
+	for _, from := range []map[int][]RouteChange{f.RouteChanges, g.RouteChanges} {
+		for t, cs := range from {
+			if out.RouteTables[t] || len(cs) == 0 {
+				continue
+			}
+			if out.RouteChanges == nil {
+				out.RouteChanges = map[int][]RouteChange{}
+			}
+			out.RouteChanges[t] = append(slices.Clip(out.RouteChanges[t]), cs...)
+		}
 	}
 	return out
 }
+
+// ReadsEveryTable reports whether a read of f reads the routes of every
+// table.
+func (f Fresh) ReadsEveryTable() bool { return f.Kinds&Routes != 0 && f.RouteTables == nil }
 
 // routeTables is the tables f reads routes of: nil for every table (or
 // none, when f has no Routes).
@@ -124,21 +145,45 @@ func ReadReusing(k kernel.Reader, opt Options, prev *model.State, f Fresh) (*mod
 		st.AddressProtocols = prev.AddressProtocols
 	}
 	var read RoutesRead
-	switch {
-	case fresh&Routes != 0 && f.RouteTables == nil:
+	if f.ReadsEveryTable() {
 		var err error
 		if read, err = readRoutes(k, st, opt); err != nil {
 			return nil, RoutesRead{}, err
 		}
-	case fresh&Routes != 0:
-		rs, err := readRouteTables(k, prev.Routes, f.RouteTables, opt.Protocol)
-		if err != nil {
-			return nil, RoutesRead{}, err
+	} else {
+		routes, tables := prev.Routes, f.routeTables()
+		if len(f.RouteChanges) > 0 {
+			changes := make(map[int][]RouteChange, len(f.RouteChanges))
+			for t, cs := range f.RouteChanges {
+				if !tables[t] {
+					changes[t] = cs
+				}
+			}
+			var unsure map[int]bool
+			routes, unsure = patchRoutes(routes, changes)
+			for t := range changes {
+				if !unsure[t] {
+					read.Patched = append(read.Patched, t)
+				}
+			}
+			slices.Sort(read.Patched)
+			if len(unsure) > 0 {
+				tables = maps.Clone(tables)
+				if tables == nil {
+					tables = map[int]bool{}
+				}
+				maps.Copy(tables, unsure)
+			}
 		}
-		st.Routes = rs
-		read.Tables = slices.Sorted(maps.Keys(f.RouteTables))
-	default:
-		st.Routes = prev.Routes
+		if len(tables) > 0 {
+			rs, err := readRouteTables(k, routes, tables, opt.Protocol)
+			if err != nil {
+				return nil, RoutesRead{}, err
+			}
+			routes = rs
+			read.Tables = slices.Sorted(maps.Keys(tables))
+		}
+		st.Routes = routes
 	}
 	if fresh&Rules != 0 {
 		if err := readRules(k, st); err != nil {

@@ -135,3 +135,144 @@ func TestFreshAdd(t *testing.T) {
 		}
 	}
 }
+
+// A read that patches tables with the notifications of our routes equals a
+// full read: seeded random kernels and random adds, replaces and deletes
+// of routes of ours, each recorded as its notification would be; a few of
+// the changes came before the previous read (it holds them already), and
+// a notification of a route beside another of its key (which one change
+// cannot follow) makes the table read instead. The previous read is never
+// written to.
+func TestReadPatchedRouteTablesAgreesWithAFullRead(t *testing.T) {
+	const proto = 245
+	tables := []int{100, 101, 254}
+	patched, readAgain := 0, 0
+	for seed := range uint64(500) {
+		rng := rand.New(rand.NewPCG(seed, 34))
+		k := kerneltest.New()
+		route := func(table int) model.Route {
+			dst := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(rng.IntN(3)), byte(rng.IntN(6)), 0}), 24)
+			if rng.IntN(3) == 0 {
+				dst = netip.PrefixFrom(netip.AddrFrom16([16]byte{0xfd, 0, byte(rng.IntN(3)), byte(rng.IntN(6))}), 64)
+			}
+			r := model.Route{Table: uint32(table), Dst: dst, Type: model.RouteUnicast, Dev: "d0", Scope: model.ScopeLink,
+				Metric: uint32(rng.IntN(2)), Protocol: proto, MTU: uint32(1280 + rng.IntN(3))}
+			if dst.Addr().Is6() {
+				r.Metric += 1024 // as the kernel holds it, and tells it
+			}
+			return r
+		}
+		ours := func() []model.Route {
+			all, _ := k.Routes(proto)
+			return all
+		}
+		var changes map[int][]RouteChange
+		record := func(c RouteChange) {
+			if changes == nil {
+				changes = map[int][]RouteChange{}
+			}
+			changes[int(c.Route.Table)] = append(changes[int(c.Route.Table)], c)
+		}
+		change := func() {
+			in := ours()
+			switch n := rng.IntN(3); {
+			case n == 0 || len(in) == 0:
+				r := route(tables[rng.IntN(len(tables))])
+				k.PutRoute(r)
+				record(RouteChange{Route: r})
+			case n == 1:
+				r := in[rng.IntN(len(in))]
+				if errs := k.WriteRoutes([]kernel.RouteWrite{{Action: kernel.RouteDelete, Route: &r}}, proto); errs[0] != nil {
+					t.Fatal(errs[0])
+				}
+				record(RouteChange{Delete: true, Route: r})
+			default:
+				r := in[rng.IntN(len(in))]
+				r.MTU++
+				k.PutRoute(r)
+				record(RouteChange{Route: r})
+			}
+		}
+		for range rng.IntN(40) {
+			k.PutRoute(route(tables[rng.IntN(len(tables))]))
+		}
+		for range rng.IntN(3) {
+			change() // before the previous read, notified after it
+		}
+		opt := Options{Protocol: proto}
+		prev, err := Read(k, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := slices.Clone(prev.Routes)
+		for range 1 + rng.IntN(6) {
+			change()
+		}
+		dup := -1
+		if rng.IntN(10) == 0 {
+			// Another route of a key than the one read, told gone
+			// (IPv6 keeps one per device).
+			if in := ours(); len(in) > 0 {
+				r := in[rng.IntN(len(in))]
+				r.Dev = "d1"
+				dup = int(r.Table)
+				record(RouteChange{Delete: true, Route: r})
+			}
+		}
+		got, read, err := ReadReusing(k, opt, prev, Fresh{RouteChanges: changes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Read(k, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (len(got.Routes) != 0 || len(want.Routes) != 0) && !reflect.DeepEqual(got.Routes, want.Routes) {
+			t.Fatalf("seed %d, changes %v:\n got %v\nwant %v", seed, changes, got.Routes, want.Routes)
+		}
+		if !reflect.DeepEqual(prev.Routes, kept) {
+			t.Fatalf("seed %d: the previous read changed", seed)
+		}
+		if len(read.Tables)+len(read.Patched) != len(changes) || dup < 0 && len(read.Tables) != 0 {
+			t.Fatalf("seed %d: tables read %v, patched %v, changes in %d", seed, read.Tables, read.Patched, len(changes))
+		}
+		if dup >= 0 {
+			readAgain++
+		} else {
+			patched++
+		}
+	}
+	if patched == 0 || readAgain == 0 {
+		t.Fatalf("patched %d, read again %d: a case never came", patched, readAgain)
+	}
+}
+
+// A table whose changes patchRoutes cannot follow is reported, and only
+// that one: two routes of a key, next hops, a delete of another route of
+// the key.
+func TestPatchRoutesUnsure(t *testing.T) {
+	r := func(table uint32, dst, dev string) model.Route {
+		return model.Route{Table: table, Dst: netip.MustParsePrefix(dst), Dev: dev, Protocol: 245}
+	}
+	prev := []model.Route{r(100, "10.0.0.0/24", "a"), r(101, "10.0.1.0/24", "a")}
+	mp := r(100, "10.0.9.0/24", "")
+	mp.NextHops = []model.NextHop{{Dev: "a"}, {Dev: "b"}}
+	two := slices.Insert(slices.Clone(prev), 1, r(100, "10.0.0.0/24", "b"))
+	for _, c := range []struct {
+		name string
+		prev []model.Route
+		c    RouteChange
+	}{
+		{"two routes of a key", two, RouteChange{Route: r(100, "10.0.0.0/24", "c")}},
+		{"delete of another route of the key", prev, RouteChange{Delete: true, Route: r(100, "10.0.0.0/24", "b")}},
+		{"next hops", prev, RouteChange{Route: mp}},
+	} {
+		out, unsure := patchRoutes(c.prev, map[int][]RouteChange{100: {c.c}, 101: {{Delete: true, Route: prev[1]}}})
+		if !unsure[100] || unsure[101] || len(unsure) != 1 {
+			t.Errorf("%s: unsure %v, want table 100", c.name, unsure)
+		}
+		if want := c.prev[:len(c.prev)-1]; !reflect.DeepEqual(out, want) {
+			t.Errorf("%s: routes %v, want %v (101's delete applied, 100 left to the read)", c.name, out, want)
+		}
+	}
+}

@@ -43,10 +43,11 @@ func AddForeignRoutesInTheWay(k kernel.Reader, act *model.State, missing map[int
 }
 
 // RoutesRead says which route tables a read walked: every one (All), those
-// of Tables, or none.
+// of Tables, or none; and which it took from the previous read patched with
+// the notifications of our routes (Patched: as good as read).
 type RoutesRead struct {
-	All    bool
-	Tables []int
+	All             bool
+	Tables, Patched []int
 }
 
 // readRoutes lists our routes, of our protocol, which the kernel filters for

@@ -187,6 +187,10 @@ type Daemon struct {
 	// started (filter_pass.go).
 	resyncDue    atomic.Bool
 	routesReadAt time.Time
+	// periodic says the pass was the periodic resync's alone: nothing
+	// else asked for it (rereadKinds). The gap after it is the least
+	// one (schedule.ended).
+	periodic bool
 	// wokeAt is the first wake-up since the last pass started (zero:
 	// none): the pass's debug line says how long it waited.
 	wokeAt time.Time
@@ -201,7 +205,10 @@ type Daemon struct {
 	releasePending atomic.Bool
 	// bigPass says the pass that just ran leaves garbage to give back.
 	bigPass bool
-	stats   stats
+	// owed are the notifications the last pass's route writes owe the
+	// next (awaitRouteEchoes).
+	owed  owedEchoes
+	stats stats
 }
 
 // New checks the options and fills in defaults.
@@ -209,6 +216,9 @@ func New(opts Options) (*Daemon, error) {
 	if opts.Engine == nil || opts.Config == "" {
 		return nil, errors.New("daemon: Config and Engine are required")
 	}
+	// The notifications of the pass's route writes patch the tables they
+	// wrote; the daemon marks them read again when none will come.
+	opts.Engine.RouteEchoes = true
 	return newDaemon(opts, engineAdapter{opts.Engine}, wallClock{}), nil
 }
 

@@ -192,11 +192,21 @@ func TestRouteEventsMarkTheirTable(t *testing.T) {
 	// A plan's route writes: their tables; a link write: everything.
 	r := model.Route{Table: 7}
 	d := &Daemon{f: f}
-	d.markWritten(&diff.Plan{Ops: []diff.Op{{Kind: diff.KindRoute, Route: &r}}})
+	d.markWritten(&diff.Plan{Ops: []diff.Op{{Kind: diff.KindRoute, Route: &r}}}, false)
 	take("a route written", 7)
-	d.markWritten(&diff.Plan{Ops: []diff.Op{{Kind: diff.KindRoute, Route: &r}, {Kind: diff.KindLink}}})
+	d.markWritten(&diff.Plan{Ops: []diff.Op{{Kind: diff.KindRoute, Route: &r}, {Kind: diff.KindLink}}}, false)
 	if got := f.takeDirty(); got.Kinds != actual.AllKinds || got.RouteTables != nil {
 		t.Errorf("a route and a link written: %+v, want everything", got)
+	}
+	// Echoed, a route write marks nothing: its notification patches its
+	// table. A link write still marks everything.
+	d.markWritten(&diff.Plan{Ops: []diff.Op{{Kind: diff.KindRoute, Route: &r}}}, true)
+	if got := f.takeDirty(); got.Kinds != 0 || got.RouteTables != nil || got.RouteChanges != nil {
+		t.Errorf("a route written, echoed: %+v, want nothing", got)
+	}
+	d.markWritten(&diff.Plan{Ops: []diff.Op{{Kind: diff.KindRoute, Route: &r}, {Kind: diff.KindLink}}}, true)
+	if got := f.takeDirty(); got.Kinds != actual.AllKinds || got.RouteTables != nil {
+		t.Errorf("a route and a link written, echoed: %+v, want everything", got)
 	}
 }
 

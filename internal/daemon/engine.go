@@ -39,6 +39,9 @@ type passEngine interface {
 	// failed) and the nftables tables the ledger owns: what the event
 	// filter is built from (filter.go). Neither may be changed.
 	lastRead() (*model.State, map[model.NftTableKey]bool)
+	// routesRead is what the last plan read of the routes
+	// (engine.RoutesRead).
+	routesRead() actual.RoutesRead
 	// forgetRead drops the last plan's read (engine.ForgetRead): the next
 	// plan reads everything.
 	forgetRead()
@@ -79,6 +82,8 @@ func (a engineAdapter) lastRead() (*model.State, map[model.NftTableKey]bool) {
 }
 
 func (a engineAdapter) forgetRead() { a.e.ForgetRead() }
+
+func (a engineAdapter) routesRead() actual.RoutesRead { return a.e.RoutesRead() }
 
 // skipNotifyOnDevDown, set to 1, has the kernel delete the IPv6 routes of a
 // link that goes down without a notification. A link that goes down

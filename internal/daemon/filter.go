@@ -67,6 +67,10 @@ type watchSet struct {
 	watched, known map[int32]struct{}
 	// tables are the nftables tables declared or owned.
 	tables map[model.NftTableKey]struct{}
+	// names are the names of the links the last read found, by index: a
+	// notification of a route of ours becomes the route a dump would list
+	// (routeChangeOf).
+	names map[uint32]string
 	// srcs are the preferred sources of the routes declared and of ours:
 	// the kernel deletes (IPv4) or changes (IPv6) a route whose source
 	// address is removed from any link, without a route notification.
@@ -156,6 +160,7 @@ func buildWatchSetWith(want, have *model.State, owned map[model.NftTableKey]bool
 		linkNames: map[string]struct{}{},
 		watched:   map[int32]struct{}{},
 		known:     map[int32]struct{}{},
+		names:     map[uint32]string{},
 		tables:    map[model.NftTableKey]struct{}{},
 		srcs:      map[netip.Addr]struct{}{},
 	}
@@ -222,6 +227,7 @@ func buildWatchSetWith(want, have *model.State, owned map[model.NftTableKey]bool
 		}
 		for _, l := range have.Links {
 			w.known[int32(l.Index)] = struct{}{}
+			w.names[uint32(l.Index)] = l.Name
 			if _, ok := w.linkNames[l.Name]; ok {
 				w.watched[int32(l.Index)] = struct{}{}
 			}
@@ -376,6 +382,11 @@ type EventFilter struct {
 	// own are this process's netlink ports: the notifications of its own
 	// writes (filter_own.go).
 	own *ownPorts
+	// echoes counts the notifications of this process's own route writes,
+	// and echoed is told of each: a pass waits for those of the previous
+	// pass's writes before it takes the dirty kinds (awaitRouteEchoes).
+	echoes atomic.Uint64
+	echoed chan struct{}
 
 	count *prometheus.CounterVec
 	// Cached counters, one per source and result: a notification costs an
@@ -397,6 +408,7 @@ func NewEventFilter() *EventFilter {
 		routeSocks: map[int]bool{},
 		live:       map[string]int{},
 		own:        newOwnPorts(processNetlinkPorts),
+		echoed:     make(chan struct{}, 1),
 	}
 	for _, s := range []string{srcLinks, srcAddresses, srcRoutes, srcRules, srcNftables, srcNexthops} {
 		f.woke[s] = f.count.WithLabelValues(s, "woke")
@@ -481,13 +493,39 @@ func (f *EventFilter) ownWrite(src string, m syscall.NetlinkMessage) bool {
 	}
 	table := everyTable
 	if src == srcRoutes {
+		defer f.echo()
 		if e, ok := decodeRoute(m); ok {
 			table = e.table
+			if c, ok := f.routeChangeOf(m, e); ok {
+				f.markRouteChange(table, c)
+				f.owned[src].Inc()
+				return true
+			}
 		}
 	}
 	f.markSource(src, table)
 	f.owned[src].Inc()
 	return true
+}
+
+// echo counts a notification of an own route write.
+func (f *EventFilter) echo() {
+	f.echoes.Add(1)
+	select {
+	case f.echoed <- struct{}{}:
+	default:
+	}
+}
+
+// routeChangeOf is the change a route notification m (decoded as e) makes
+// to the routes of ours a read lists, when the snapshot in force can tell:
+// a route of our protocol, on links the last read named.
+func (f *EventFilter) routeChangeOf(m syscall.NetlinkMessage, e routeEvent) (actual.RouteChange, bool) {
+	w := f.snapshot()
+	if w == nil || e.protocol != w.protocol {
+		return actual.RouteChange{}, false
+	}
+	return routeChange(m, w.names)
 }
 
 // judged counts a decision and returns it; a wake-up marks the source's

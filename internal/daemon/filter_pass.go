@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/netreconcile/netreconcile/internal/actual"
+	"github.com/netreconcile/netreconcile/internal/apply"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -137,7 +138,7 @@ func (f *EventFilter) mark(k actual.Fresh) {
 	f.dirtyMu.Lock()
 	f.dirty = f.dirty.Add(k)
 	if len(f.dirty.RouteTables) > maxDirtyTables {
-		f.dirty.RouteTables = nil
+		f.dirty.RouteTables, f.dirty.RouteChanges = nil, nil
 	}
 	f.dirtyMu.Unlock()
 }
@@ -153,6 +154,12 @@ func (f *EventFilter) markSource(src string, table int) {
 	}
 	f.dirtyMu.Lock()
 	defer f.dirtyMu.Unlock()
+	f.markTableLocked(table)
+}
+
+// markTableLocked marks a route table to be read again; its changes are
+// in that read. f.dirtyMu is held.
+func (f *EventFilter) markTableLocked(table int) {
 	d := &f.dirty
 	switch {
 	case d.Kinds&actual.Routes != 0 && d.RouteTables == nil:
@@ -166,6 +173,37 @@ func (f *EventFilter) markSource(src string, table int) {
 			d.RouteTables = nil
 		}
 	}
+	if d.RouteTables == nil {
+		d.RouteChanges = nil
+	} else {
+		delete(d.RouteChanges, table)
+	}
+}
+
+// maxRouteChanges is how many notifications of our routes a table keeps
+// for the next pass to patch its last read with; past it, the table is
+// read (a first converge of 100k routes echoes 100k, which one dump
+// reads for less).
+const maxRouteChanges = 1024
+
+// markRouteChange records the notification of a route of ours in table: the
+// next pass patches the table's last read with it, unless it reads the
+// table anyway.
+func (f *EventFilter) markRouteChange(table int, c actual.RouteChange) {
+	f.dirtyMu.Lock()
+	defer f.dirtyMu.Unlock()
+	d := &f.dirty
+	if d.Kinds&actual.Routes != 0 && (d.RouteTables == nil || d.RouteTables[table]) {
+		return
+	}
+	if len(d.RouteChanges[table]) >= maxRouteChanges {
+		f.markTableLocked(table)
+		return
+	}
+	if d.RouteChanges == nil {
+		d.RouteChanges = map[int][]actual.RouteChange{}
+	}
+	d.RouteChanges[table] = append(d.RouteChanges[table], c)
 }
 
 // takeDirty returns what was marked since the last call, and clears it.
@@ -186,10 +224,12 @@ func (f *EventFilter) takeDirty() actual.Fresh {
 // vouched for; the WireGuard devices when the endpoint rotation is due.
 func (d *Daemon) rereadKinds(now time.Time) actual.Fresh {
 	k := d.f.takeDirty()
+	d.periodic = false
 	if d.gen != d.readGen {
 		k = actual.All
 	}
 	if d.resyncDue.Swap(false) {
+		d.periodic = k.Kinds == 0 && len(k.RouteChanges) == 0
 		k = k.Add(actual.Fresh{Kinds: actual.AllKinds &^ actual.Routes})
 		if !d.f.routesVouched() || !now.Before(d.routesReadAt.Add(d.opts.FullResync)) || d.eng.silentRouteDeletes() {
 			k = actual.All
@@ -322,9 +362,90 @@ func (f *EventFilter) routesVouched() bool {
 func readsWireGuard(f actual.Fresh) bool { return f.Kinds&(actual.WireGuard|actual.Links) != 0 }
 
 // markWritten marks what every operation a pass tried may change: kinds,
-// and the tables of the routes.
-func (d *Daemon) markWritten(plan *diff.Plan) {
+// and the tables of the routes unless echoed: then the notifications of
+// the route writes patch those tables (markRouteChange), and the next pass
+// waits for them (awaitRouteEchoes).
+func (d *Daemon) markWritten(plan *diff.Plan, echoed bool) {
+	if echoed {
+		d.f.mark(engine.WrittenBesidesRoutes(plan))
+		return
+	}
 	d.f.mark(engine.Written(plan))
+}
+
+// echoWait is how long a pass waits for the notifications of the previous
+// pass's route writes before it reads their tables instead. The kernel
+// queues them before it answers the write: the wait is for the source's
+// goroutine to take them, unless a write made no change (a delete of a
+// route gone meanwhile counts as done) and sends none.
+const echoWait = 250 * time.Millisecond
+
+// owedEchoes are the notifications a pass's route writes owe the next pass:
+// the count of own route echoes to reach, and the tables to read if they
+// do not come.
+type owedEchoes struct {
+	count  uint64
+	tables map[int]bool
+}
+
+// oweRouteEchoes records, after an apply whose route writes are
+// echoed, what the next pass waits for: one notification per route write
+// done (counted from before, the echoes before the apply). The tables of
+// the route writes that failed are read again: a failed write may have
+// changed something, for all the next pass can tell.
+func (d *Daemon) oweRouteEchoes(res *apply.Result, before uint64) {
+	failed := map[int]bool{}
+	for i := range res.Failed {
+		if op := &res.Failed[i].Op; op.Kind == diff.KindRoute && op.Route != nil {
+			failed[int(op.Route.Table)] = true
+		}
+	}
+	if len(failed) > 0 {
+		d.f.mark(actual.Fresh{Kinds: actual.Routes, RouteTables: failed})
+	}
+	owed := owedEchoes{count: before, tables: map[int]bool{}}
+	for _, op := range res.Done {
+		if op.Kind == diff.KindRoute && op.Route != nil {
+			owed.count++
+			owed.tables[int(op.Route.Table)] = true
+		}
+	}
+	if len(owed.tables) > 0 {
+		d.owed = owed
+	}
+}
+
+// awaitRouteEchoes waits, up to echoWait, until the notifications of the
+// last pass's route writes came (their changes are then marked), and marks
+// the tables of those writes to be read again if they did not. It waits
+// in real time, as the notifications come.
+func (d *Daemon) awaitRouteEchoes() {
+	owed := d.owed
+	d.owed = owedEchoes{}
+	if len(owed.tables) == 0 || d.f.echoes.Load() >= owed.count {
+		return
+	}
+	t := time.NewTimer(echoWait)
+	defer t.Stop()
+	for d.f.echoes.Load() < owed.count {
+		select {
+		case <-d.f.echoed:
+		case <-t.C:
+			d.f.mark(actual.Fresh{Kinds: actual.Routes, RouteTables: owed.tables})
+			return
+		}
+	}
+}
+
+// routesEchoed reports whether the route subscription listens, so that the
+// notifications of a pass's route writes will come.
+func (f *EventFilter) routesEchoed() bool {
+	if f == nil {
+		return false
+	}
+	f.dirtyMu.Lock()
+	defer f.dirtyMu.Unlock()
+	return f.live[srcRoutes] > 0
 }
 
 // kindMarker is a source whose wake-ups mark the kinds of kernel state they

@@ -127,7 +127,7 @@ func (d *Daemon) arm(changed bool) {
 func (d *Daemon) runScheduledPass(ctx context.Context) error {
 	d.sched.started()
 	d.inPass.Store(true)
-	d.bigPass = false
+	d.bigPass, d.periodic = false, false
 	err := d.pass(ctx)
 	d.passesDone.Add(1)
 	d.inPass.Store(false)
@@ -138,7 +138,14 @@ func (d *Daemon) runScheduledPass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.sched.ended(d.clk.Now(), d.stats.lastTook)
+	took := d.stats.lastTook
+	if d.periodic {
+		// The resync's read of every kind is no storm: a repair
+		// that woke during it waits for its end, not for as long
+		// again after it.
+		took = 0
+	}
+	d.sched.ended(d.clk.Now(), took)
 	if ctx.Err() != nil {
 		return nil
 	}

@@ -897,6 +897,49 @@ func TestPeerMetricsFromLastPass(t *testing.T) {
 
 func (f *fakeEngine) lastRead() (*model.State, map[model.NftTableKey]bool) { return nil, nil }
 func (f *fakeEngine) forgetRead()                                          { f.forgot++ }
+func (f *fakeEngine) routesRead() actual.RoutesRead                        { return actual.RoutesRead{} }
 func (f *fakeEngine) silentRouteDeletes() bool                             { return f.silentDeletes }
 
 func (f *fakeEngine) setReread(k actual.Fresh) { f.rereads = append(f.rereads, k) }
+
+// The periodic resync's pass, when nothing else asked for it, leaves the
+// least gap after it, whatever it took: a repair that woke during its read
+// of every table (beside a full Internet table, seconds) runs one debounce
+// after the wake-up or at the resync's end, not as long again after it.
+// A resync that notifications also asked for keeps the gap of its duration.
+func TestRepairNotHeldBehindThePeriodicResync(t *testing.T) {
+	e := newLoopEnv(t, twoBridges)
+	e.start()
+	e.run(time.Second)
+	e.wake() // reads what the first pass wrote
+	e.run(time.Second)
+	e.eng.cost = 3 * time.Second
+	for _, tc := range []struct {
+		name    string
+		marked  bool
+		wantGap time.Duration
+	}{
+		{"the resync alone", false, DefaultDebounce},
+		{"the resync and a route notification", true, 3 * time.Second},
+	} {
+		before := e.passes()
+		if tc.marked {
+			e.d.f.judged(srcRoutes, true, 100)
+		}
+		e.d.resync()
+		e.step()
+		e.run(DefaultDebounce) // the resync's pass runs, and takes 3 s
+		if e.passes() != before+1 {
+			t.Fatalf("%s: %d passes, want 1", tc.name, e.passes()-before)
+		}
+		end := e.clk.Now()
+		e.wake() // a route of ours deleted: woke at the resync's end
+		e.run(10 * time.Second)
+		if e.passes() != before+2 {
+			t.Fatalf("%s: %d passes, want 2", tc.name, e.passes()-before)
+		}
+		if got := e.eng.starts[before+1].Sub(end); got != tc.wantGap {
+			t.Errorf("%s: the repair's pass started %v after the resync's end, want %v", tc.name, got, tc.wantGap)
+		}
+	}
+}

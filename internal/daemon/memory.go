@@ -28,6 +28,17 @@ func (d *Daemon) isBigPass(read actual.Kinds, applied int) bool {
 	return read&(actual.Routes|actual.NFT) != 0 || applied >= releaseBigPass
 }
 
+// garbageKinds are the kinds a pass that read f made anew, the previous
+// ones garbage: those it read, and the routes when it patched a table
+// (a new list of every route of ours; beside a full table, repairs under
+// churn left the daemon's resident memory a third higher without it).
+func garbageKinds(f actual.Fresh) actual.Kinds {
+	if len(f.RouteChanges) > 0 {
+		return f.Kinds | actual.Routes
+	}
+	return f.Kinds
+}
+
 // releaseMemory returns the memory a big pass no longer uses to the system
 // (a collection, then the heap's free pages: debug.FreeOSMemory), once the
 // pass has returned and its plan and readings are garbage. The Go runtime

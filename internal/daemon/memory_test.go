@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/actual"
 )
 
 // The soft memory limit follows Options.MemoryLimit: a size as given, off
@@ -37,5 +39,19 @@ func TestSetMemoryLimit(t *testing.T) {
 	d.setMemoryLimit()
 	if got := debug.SetMemoryLimit(-1); got != memoryLimitFloor {
 		t.Errorf("auto with little live: limit %d, want the floor %d", got, memoryLimitFloor)
+	}
+}
+
+// A pass that patched a route table from notifications made a new list of
+// the routes: it leaves garbage as one that read them.
+func TestPatchedPassLeavesGarbage(t *testing.T) {
+	d := &Daemon{}
+	d.stats.objects = releaseBigPass
+	patched := actual.Fresh{RouteChanges: map[int][]actual.RouteChange{100: {{Delete: true}}}}
+	if !d.isBigPass(garbageKinds(patched), 1) {
+		t.Error("a big configuration's pass that patched a table: no release")
+	}
+	if d.isBigPass(garbageKinds(actual.Fresh{}), 1) {
+		t.Error("a big configuration's pass that read nothing: a release")
 	}
 }

@@ -149,7 +149,7 @@ func NewMetrics() *Metrics {
 		}),
 		routeReads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "netreconcile_route_reads_total",
-			Help: "Passes that read the kernel, by what they read of the routes: every_table (the first pass, a configuration change, a link or address change, a lost notification, the full resync), some_tables (those notifications named), none (taken from the previous read: the notifications vouch for them).",
+			Help: "Passes that read the kernel, by what they read of the routes: every_table (the first pass, a configuration change, a link or address change, a lost notification, the full resync), some_tables (those notifications named), patched (none read: the tables the notifications of our routes named are the previous read's, patched with them), none (taken from the previous read: the notifications vouch for them).",
 		}, []string{"tables"}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "netreconcile_held_changes",
@@ -168,7 +168,7 @@ func NewMetrics() *Metrics {
 	for _, s := range []string{"config", "read", "apply", "conflict"} {
 		m.errors.WithLabelValues(s)
 	}
-	for _, t := range []string{"every_table", "some_tables", "none"} {
+	for _, t := range []string{"every_table", "some_tables", "patched", "none"} {
 		m.routeReads.WithLabelValues(t)
 	}
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -186,15 +186,19 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-// countRouteRead counts a pass that read f of the kernel.
-func (m *Metrics) countRouteRead(f actual.Fresh) {
+// countRouteRead counts a pass that asked for f of the kernel, and whose
+// read took read of the routes (a table whose notifications could not be
+// followed is read: some_tables).
+func (m *Metrics) countRouteRead(f actual.Fresh, read actual.RoutesRead) {
 	switch {
-	case f.Kinds&actual.Routes == 0:
-		m.routeReads.WithLabelValues("none").Inc()
-	case f.RouteTables == nil:
+	case f.ReadsEveryTable():
 		m.routeReads.WithLabelValues("every_table").Inc()
-	default:
+	case f.Kinds&actual.Routes != 0 || len(read.Tables) > 0:
 		m.routeReads.WithLabelValues("some_tables").Inc()
+	case len(read.Patched) > 0:
+		m.routeReads.WithLabelValues("patched").Inc()
+	default:
+		m.routeReads.WithLabelValues("none").Inc()
 	}
 }
 

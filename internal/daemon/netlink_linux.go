@@ -14,6 +14,8 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/netreconcile/netreconcile/internal/actual"
+	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/kernel/rtnl"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
@@ -88,6 +90,13 @@ func (f *EventFilter) decide(src string, m syscall.NetlinkMessage) bool {
 	case srcRoutes:
 		if e, ok := decodeRoute(m); ok {
 			wake = w.route(e)
+			// A route of ours: its notification says what the
+			// table's read would find, without a dump.
+			if c, ok := f.routeChangeOf(m, e); ok && wake {
+				f.markRouteChange(table, c)
+				f.woke[src].Inc()
+				return true
+			}
 		}
 	case srcRules:
 		if e, ok := decodeRule(m); ok {
@@ -256,6 +265,24 @@ func decodeRoute(m syscall.NetlinkMessage) (e routeEvent, ok bool) {
 		return e, false
 	}
 	return routeEvent{protocol: int(r.Protocol), table: int(r.Table), dst: r.Dst.Masked()}, true
+}
+
+// routeChange is the change of a route notification with its links named
+// by names: RTM_DELROUTE, or an RTM_NEWROUTE that took its key whole. ok is
+// false when it cannot be read, names a link names does not know, or adds
+// a route beside another of its key: the kernel tells a create with
+// NLM_F_EXCL and a replace with NLM_F_REPLACE, and clears NLM_F_EXCL for
+// a route it adds beside another (fib_table_insert, fib6_add_rt2node).
+func routeChange(m syscall.NetlinkMessage, names map[uint32]string) (actual.RouteChange, bool) {
+	del := m.Header.Type == unix.RTM_DELROUTE
+	if !del && (m.Header.Flags&(unix.NLM_F_EXCL|unix.NLM_F_REPLACE) == 0 || m.Header.Flags&unix.NLM_F_APPEND != 0) {
+		return actual.RouteChange{}, false
+	}
+	r, ok := kernel.RouteOf(m.Data, func(i uint32) string { return names[i] })
+	if !ok {
+		return actual.RouteChange{}, false
+	}
+	return actual.RouteChange{Delete: del, Route: r}, true
 }
 
 // decodeRule reads protocol and priority from RTM_NEWRULE and RTM_DELRULE

@@ -61,6 +61,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 	d.stats.objects = st.Objects()
 	d.m.objects.Set(float64(d.stats.objects))
 
+	d.awaitRouteEchoes()
 	reread := d.rereadKinds(start)
 	d.eng.setReread(reread)
 	max := d.maxDisruption()
@@ -81,7 +82,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 	if readsWireGuard(reread) {
 		d.wgReadAt = start
 	}
-	d.m.countRouteRead(reread)
+	d.m.countRouteRead(reread, d.eng.routesRead())
 	if readsEveryTable(reread) {
 		d.routesReadAt = start
 	}
@@ -120,8 +121,13 @@ func (d *Daemon) pass(ctx context.Context) error {
 	var res *apply.Result
 	var saveErr error
 	if !todo.Empty() {
-		d.markWritten(todo)
+		echoed := d.f.routesEchoed()
+		d.markWritten(todo, echoed)
+		before := d.f.echoes.Load()
 		res, saveErr = d.eng.apply(ctx, todo)
+		if echoed {
+			d.oweRouteEchoes(res, before)
+		}
 	} else {
 		res = &apply.Result{}
 		// Nothing to apply, but records a failed save left in memory
@@ -157,7 +163,7 @@ func (d *Daemon) pass(ctx context.Context) error {
 	}
 
 	d.filterAfterPass(st)
-	d.bigPass = d.isBigPass(reread.Kinds, done+len(res.Failed))
+	d.bigPass = d.isBigPass(garbageKinds(reread), done+len(res.Failed))
 	if d.m.serving {
 		d.refreshParts(ctx, st)
 	}

@@ -14,7 +14,10 @@ import "time"
 //     or a repair never waits for those;
 //   - a pass starts no sooner after the end of the previous one than
 //     max(minInterval, that pass's duration): under a storm the loop spends
-//     at most half its time in passes, whatever they cost.
+//     at most half its time in passes, whatever they cost. A periodic
+//     resync that nothing else asked for counts as taking no time: it is no
+//     storm, and beside a full table the repair that woke during its read
+//     of every table would wait as long again after it.
 type schedule struct {
 	debounce, minInterval time.Duration
 

@@ -62,6 +62,15 @@ type Engine struct {
 	rereadSet bool
 	// written is what Apply changed since the last plan read.
 	written actual.Fresh
+	// RouteEchoes says the caller (the daemon) patches the route tables
+	// Apply writes from the notifications of those writes
+	// (actual.Fresh.RouteChanges), or marks them read again itself when
+	// it cannot: Apply leaves them out of written. A repair beside a full
+	// table would otherwise cost the next pass a dump of the shared table.
+	RouteEchoes bool
+	// routesRead is what the last plan's read took of the routes
+	// (RoutesRead).
+	routesRead actual.RoutesRead
 	// created are the keys of the routes Apply created since the last
 	// plan read: with prev's, those ours held at last sight (dropHeld).
 	created map[model.RouteKey]bool
@@ -186,6 +195,9 @@ func (e *Engine) routeTables(protocol int, tables map[int]bool) []int {
 // someone else wrote there, which the next pass deletes, is found again),
 // and a read of every table makes the record complete.
 func (e *Engine) recordRouteTables(st *model.State, protocol int, read actual.RoutesRead) {
+	e.routesRead = read
+	// A table patched from notifications is known as well as one read.
+	read.Tables = append(slices.Clip(read.Tables), read.Patched...)
 	if !read.All && len(read.Tables) == 0 {
 		return
 	}
@@ -767,7 +779,7 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 		}
 	}
 	// Whatever the plan touches, the next plan reads again (SetReread).
-	e.written = e.written.Add(Written(plan))
+	e.written = e.written.Add(written(plan, e.RouteEchoes))
 	dirty := false
 	var madeTables []model.NftTableKey
 	res := apply.Apply(ctx, e.Kernel, plan, apply.Hooks{FouChanged: func(k model.FouKey, owned bool) {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/netreconcile/netreconcile/internal/actual"
 	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/kernel/kerneltest"
@@ -88,5 +90,76 @@ func TestIssue34RepairSkipsTheConflictRead(t *testing.T) {
 	got, _ := k.TableRoutes(100, 0)
 	if len(got) != 1 || got[0].Protocol != 12 {
 		t.Errorf("table 100 holds %v, want the foreign route alone", got)
+	}
+}
+
+// The daemon's repair of a route of ours reads no route table: the
+// notification of the delete patches the previous read (SetReread's
+// RouteChanges), and with RouteEchoes the notification of the repair's own
+// create does the same for the plan after it, which writes nothing. A
+// change the patch cannot follow has the table read.
+func TestIssue34RepairFromItsNotification(t *testing.T) {
+	k := kerneltest.New()
+	led, _ := ledger.OpenIn(nil, 0)
+	e := &Engine{Kernel: k, Ledger: led, RouteEchoes: true}
+	st := parseState(t, tablesFile)
+	applyState(t, e, st)
+	held, err := k.TableRoutes(100, model.DefaultProtocol)
+	if err != nil || len(held) != 1 {
+		t.Fatalf("table 100: %v %v, want the route of ours", held, err)
+	}
+	ours := held[0]
+	if plan, err := e.Plan(st); err != nil || len(plan.Ops) != 0 {
+		t.Fatalf("steady plan: %v, %d operations", err, len(plan.Ops))
+	}
+	noReads := func() {
+		for _, c := range []kerneltest.Call{kerneltest.CallRoutes, kerneltest.CallTableRoutes, kerneltest.CallRoutesWithKeys} {
+			k.FailAlways(c, errors.New("a walk of the whole table"))
+		}
+	}
+	noReads()
+	for i := range 3 {
+		if errs := k.WriteRoutes([]kernel.RouteWrite{{Action: kernel.RouteDelete, Route: &ours}}, model.DefaultProtocol); errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+		e.SetReread(actual.Fresh{RouteChanges: map[int][]actual.RouteChange{100: {{Delete: true, Route: ours}}}})
+		plan, err := e.Plan(st)
+		if err != nil {
+			t.Fatalf("repair %d: %v", i+1, err)
+		}
+		if len(plan.Ops) != 1 || plan.Ops[0].Action != diff.Create {
+			t.Fatalf("repair %d: plan %v", i+1, plan.Ops)
+		}
+		if got := e.RoutesRead(); len(got.Tables) != 0 || !slices.Equal(got.Patched, []int{100}) {
+			t.Fatalf("repair %d: routes read %+v, want table 100 patched", i+1, got)
+		}
+		if res, err := e.Apply(context.Background(), plan); err != nil || res.Err() != nil {
+			t.Fatalf("repair %d: %v %v", i+1, err, res.Err())
+		}
+		// The create's own notification.
+		e.SetReread(actual.Fresh{RouteChanges: map[int][]actual.RouteChange{100: {{Route: ours}}}})
+		if plan, err := e.Plan(st); err != nil || len(plan.Ops) != 0 {
+			t.Fatalf("after repair %d: %v, %v", i+1, err, plan.Ops)
+		}
+	}
+
+	// The delete of a route of the key other than the one read: the
+	// table is read.
+	other := ours
+	other.Dev = "elsewhere"
+	e.SetReread(actual.Fresh{RouteChanges: map[int][]actual.RouteChange{100: {{Delete: true, Route: other}}}})
+	if _, err := e.Plan(st); err == nil || !strings.Contains(err.Error(), "a walk of the whole table") {
+		t.Fatalf("a change the patch cannot follow: plan %v, want the table read", err)
+	}
+	k.ClearFailures()
+	if _, err := e.Plan(st); err != nil { // after a failed read: everything
+		t.Fatal(err)
+	}
+	e.SetReread(actual.Fresh{RouteChanges: map[int][]actual.RouteChange{100: {{Delete: true, Route: other}}}})
+	if plan, err := e.Plan(st); err != nil || len(plan.Ops) != 0 {
+		t.Fatalf("a change the patch cannot follow: %v, %v", err, plan.Ops)
+	}
+	if got := e.RoutesRead(); !slices.Equal(got.Tables, []int{100}) || len(got.Patched) != 0 {
+		t.Errorf("routes read %+v, want table 100 read", got)
 	}
 }

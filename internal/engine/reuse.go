@@ -67,10 +67,22 @@ func mapsEqual(a, b map[model.NftTableKey]bool) bool {
 	return true
 }
 
+// RoutesRead is what the last plan read of the routes: the tables it read,
+// and those it patched from the notifications SetReread passed on.
+func (e *Engine) RoutesRead() actual.RoutesRead { return e.routesRead }
+
 // Written is what a plan's operations change in the kernel, the kernel's
 // side effects included: kinds, and the tables of the routes it writes. A
 // kind it does not know reads everything.
-func Written(plan *diff.Plan) actual.Fresh {
+func Written(plan *diff.Plan) actual.Fresh { return written(plan, false) }
+
+// WrittenBesidesRoutes is Written without the route writes: what the
+// notifications of those writes do not tell (the side effects of the
+// others).
+func WrittenBesidesRoutes(plan *diff.Plan) actual.Fresh { return written(plan, true) }
+
+// written is Written, without the route writes when echoed.
+func written(plan *diff.Plan, echoed bool) actual.Fresh {
 	var k actual.Kinds
 	var tables map[int]bool
 	everyTable := false
@@ -78,6 +90,9 @@ func Written(plan *diff.Plan) actual.Fresh {
 		op := &plan.Ops[i]
 		switch op.Kind {
 		case diff.KindRoute:
+			if echoed && op.Route != nil {
+				continue
+			}
 			k |= actual.Routes
 			if op.Route == nil {
 				everyTable = true

@@ -110,6 +110,7 @@ func (k *Netlink) dumpRoutes(family uint8, protocol, table int, out []model.Rout
 // lastName remembers the last link looked up: the routes of a dump mostly
 // share a few links, and each lookup takes the cache's lock.
 type lastName struct {
+	k     *Netlink
 	index int
 	name  string
 }
@@ -121,25 +122,62 @@ func nlmAlign(l int) int { return (l + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_AL
 // model.Route built aside and copied into the dump's slice cost a tenth
 // of a dump.
 func (k *Netlink) fillRoute(r *model.Route, rm *rtnl.Route, dev *lastName) {
+	dev.k = k
+	fillRoute(r, rm, dev)
+}
+
+// linkNamer names links by index, "" for 0 (or one it does not know).
+type linkNamer interface{ of(index uint32) string }
+
+func fillRoute[N linkNamer](r *model.Route, rm *rtnl.Route, dev N) {
 	r.Table, r.Dst, r.TOS, r.Metric, r.Type = rm.Table, rm.Dst, rm.TOS, rm.Priority, rm.Type
-	r.Gateway, r.Dev, r.Src, r.Scope = rm.Gateway, dev.of(k, rm.OIF), rm.PrefSrc, rm.Scope
+	r.Gateway, r.Dev, r.Src, r.Scope = rm.Gateway, dev.of(rm.OIF), rm.PrefSrc, rm.Scope
 	r.OnLink, r.MTU, r.Protocol = rm.Flags&unix.RTNH_F_ONLINK != 0, rm.MTU, rm.Protocol
 	if len(rm.NextHops) > 0 {
 		r.NextHops = make([]model.NextHop, len(rm.NextHops))
 		for i, h := range rm.NextHops {
-			r.NextHops[i] = model.NextHop{Gateway: h.Gateway, Dev: dev.of(k, h.Ifindex), Weight: h.Weight}
+			r.NextHops[i] = model.NextHop{Gateway: h.Gateway, Dev: dev.of(h.Ifindex), Weight: h.Weight}
 		}
 		model.SortNextHops(r.NextHops)
 	}
 }
 
+// namerFunc is a linkNamer of a function.
+type namerFunc func(index uint32) string
+
+func (f namerFunc) of(index uint32) string {
+	if index == 0 {
+		return ""
+	}
+	return f(index)
+}
+
+// RouteOf is the route of a route notification's body (RTM_NEWROUTE,
+// RTM_DELROUTE: the kernel fills it as it fills a dump's), as a dump lists
+// it, with links named by name (index 0 is never asked). ok is false when
+// it does not decode, is a cached clone (RTM_F_CLONED, which no dump of
+// ours lists), or names a link name does not know ("").
+func RouteOf(body []byte, name func(index uint32) string) (r model.Route, ok bool) {
+	var rm rtnl.Route
+	if rtnl.DecodeRoute(body, &rm) != nil || rm.Flags&unix.RTM_F_CLONED != 0 {
+		return r, false
+	}
+	known := true
+	fillRoute(&r, &rm, namerFunc(func(i uint32) string {
+		n := name(i)
+		known = known && n != ""
+		return n
+	}))
+	return r, known
+}
+
 // of is the name of link index, "" for 0.
-func (d *lastName) of(k *Netlink, index uint32) string {
+func (d *lastName) of(index uint32) string {
 	if index == 0 {
 		return ""
 	}
 	if int(index) != d.index {
-		d.index, d.name = int(index), k.name(int(index))
+		d.index, d.name = int(index), d.k.name(int(index))
 	}
 	return d.name
 }
