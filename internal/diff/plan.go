@@ -167,6 +167,12 @@ type Op struct {
 	// over the key's old record: the key would have had it, had
 	// netreconcile never written the key itself.
 	SysctlRebase bool `json:"-"`
+	// SysctlUnowned: the write sets a key the file does not declare, back
+	// to the value it had or to the one a link made under the file starts
+	// with, after a "default" key's write that may have moved it
+	// (computer.defaultSpreads); the key is not taken over, and the
+	// ledger neither records nor forgets it.
+	SysctlUnowned bool `json:"-"`
 }
 
 // OpJSON is an operation as the JSON output shows it (diff, apply, a
