@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -57,4 +58,65 @@ func TestWalkFindingDefaultSysctlSpreadsToLinks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A macvlan without an mtu was left below its bridge's MTU after a port
+// with a smaller MTU joined: the port pulled the bridge down, the kernel
+// lowered the macvlan with it, and apply set the bridge back but not the
+// macvlan; nor did a parent (or a vxlan's device) raised by the file raise
+// its links. The link's MTU told its lower device's history, and a fresh
+// apply of the same file gave another. A macvlan, vlan, ipvlan or vxlan
+// the file gives no mtu is now at its lower device's MTU (less a vxlan's
+// encapsulation), as made. Found by an adversarial review.
+func TestWalkFindingUpperWithoutMTUFollowsItsLowerDevice(t *testing.T) {
+	const (
+		base = "version: 1\nlinks:\n  m0: {kind: macvlan, macvlan: {parent: br0, mode: bridge}}\n  vx: {kind: vxlan, vxlan: {id: 7, remote: 192.0.2.1, dev: br0}}\n"
+		port = "  pa: {kind: veth, mtu: 1400, master: br0, veth: {peer: pb}}\n  pb: {kind: veth, veth: {peer: pa}}\n"
+	)
+	steps := []struct {
+		bridge    string
+		port      bool
+		br, m, vx string
+	}{
+		{"  br0: {kind: bridge}\n", false, "1500", "1500", "1450"},
+		// The port pulls br0 down to 1400 until apply sets it back.
+		{"  br0: {kind: bridge}\n", true, "1500", "1500", "1450"},
+		{"  br0: {kind: bridge, mtu: 1400}\n", true, "1400", "1400", "1350"},
+		{"  br0: {kind: bridge, mtu: 1500}\n", true, "1500", "1500", "1450"},
+	}
+	e := newEnv(t)
+	for i, s := range steps {
+		text := base + s.bridge
+		if s.port {
+			text += port
+		}
+		f := e.file("a.yaml", text)
+		e.apply(f)
+		e.converged(f)
+		check := func(e *env, what string) {
+			for n, want := range map[string]string{"br0": s.br, "m0": s.m, "vx": s.vx} {
+				if got := e.mtu(n); got != want {
+					t.Errorf("step %d%s: %s mtu %s, want %s", i+1, what, n, got, want)
+				}
+			}
+		}
+		check(e, "")
+		// The same file applied afresh.
+		fresh := newEnv(t)
+		fresh.apply(fresh.file("a.yaml", text))
+		check(fresh, " (afresh)")
+	}
+}
+
+// mtu is link n's MTU as ip shows it.
+func (e *env) mtu(n string) string {
+	e.t.Helper()
+	f := strings.Fields(e.ip("-o", "link", "show", "dev", n))
+	for i := range len(f) - 1 {
+		if f[i] == "mtu" {
+			return f[i+1]
+		}
+	}
+	e.t.Fatalf("no mtu for %s in %q", n, f)
+	return ""
 }
