@@ -148,10 +148,11 @@ func (c *computer) sysctls() {
 // link the plan does not write already: the kernel sets it on each link
 // that never wrote it, and no dump tells which. A link's key the file
 // declares is written again (its value is the file's); a link of the file
-// (not a "device") that does not declare it gets default's new value, the
-// one a link made under the file starts with, whatever the link's history;
-// any other link, the file's devices and links left out for a conflict
-// included, keeps its value: written back, not taken over. A link whose
+// (not a "device", nor adopted) that does not declare it gets default's
+// new value, the one a link made under the file starts with, whatever the
+// link's history; any other link, the file's devices, adopted links and
+// links left out for a conflict included, keeps its value: written back,
+// not taken over. A link whose
 // key is already default's new value needs nothing, and neither does one
 // the write cannot reach (a link that goes, or whose key the read did not
 // cover).
@@ -197,7 +198,7 @@ func (c *computer) defaultSpreads(start int) {
 				continue
 			}
 			w := model.FindSysctl(c.d.Sysctls, key)
-			file := dl != nil && dl.Kind != model.KindDevice && !c.blocked[n]
+			file := dl != nil && dl.Kind != model.KindDevice && !dl.Adopt && !c.blocked[n]
 			switch {
 			case w != nil && !c.blocked[n]:
 				if cur == dflt.Value {

@@ -37,9 +37,21 @@ var MoreLinkSysctls = map[string][]string{
 	"ipv6.ignore_routes_with_linkdown": {"0", "1"},
 }
 
+// DefaultSysctls are the "default" keys the walk declares (interact, with
+// a link's own key in the same step): the kernel copies each to every link
+// that never wrote the key, and the plan keeps the links' keys as the file
+// says (the file's value, default's on a link of the file that declares
+// none, a foreign link's own).
+var DefaultSysctls = map[string][]string{
+	"net.ipv4.conf.default.rp_filter":    {"0", "1", "2"},
+	"net.ipv4.conf.default.accept_local": {"0", "1"},
+}
+
 // globalSysctls and linkSysctls are every key of the walk, with its values.
-func globalSysctls() map[string][]string { return sysctlUnion(GlobalSysctls, MoreGlobalSysctls) }
-func linkSysctls() map[string][]string   { return sysctlUnion(LinkSysctls, MoreLinkSysctls) }
+func globalSysctls() map[string][]string {
+	return sysctlUnion(sysctlUnion(GlobalSysctls, MoreGlobalSysctls), DefaultSysctls)
+}
+func linkSysctls() map[string][]string { return sysctlUnion(LinkSysctls, MoreLinkSysctls) }
 
 func sysctlUnion(a, b map[string][]string) map[string][]string {
 	m := map[string][]string{}
