@@ -148,7 +148,8 @@ func (g *Gen) changeKeys(c *Config) string {
 		}
 		return fmt.Sprintf("keys of %s: %v", n, what)
 	case 1:
-		global := kpick(g, sortedKeys(sysctlUnion(nil, MoreGlobalSysctls)))
+		pool := sysctlUnion(sysctlUnion(nil, MoreGlobalSysctls), DefaultSysctls)
+		global := kpick(g, sortedKeys(pool))
 		if c.Sysctls == nil {
 			c.Sysctls = map[string]string{}
 		}
@@ -157,12 +158,19 @@ func (g *Gen) changeKeys(c *Config) string {
 			delete(c.Sysctls, global)
 			what = "drop " + global
 		} else {
-			c.Sysctls[global] = kpick(g, MoreGlobalSysctls[global])
+			c.Sysctls[global] = kpick(g, pool[global])
 			what = global + " " + c.Sysctls[global]
 		}
 		if len(ns) > 0 {
 			n := kpick(g, ns)
-			if l := c.Links[n]; hasIPv6Conf(c, l) {
+			l := c.Links[n]
+			if short := "ipv4." + strings.TrimPrefix(global, "net.ipv4.conf.default."); DefaultSysctls[global] != nil {
+				// default's beside a link's own, which the
+				// kernel's copy of default's must not move.
+				if g.kchance(0.5) {
+					what += ", " + setKey(l, short) + " of " + n
+				}
+			} else if hasIPv6Conf(c, l) {
 				what += ", " + setKey(l, kpick(g, sortedKeys(MoreLinkSysctls))) + " of " + n
 			}
 		}

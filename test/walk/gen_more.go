@@ -201,8 +201,21 @@ func (g *Gen) interact(c *Config) string {
 		}
 		if g.chance(0.2) {
 			delete(c.Sysctls, global)
+		} else if v := g.pick(GlobalSysctls[all]); global != all && c.Sysctls[global] != "" && g.kchance(0.35) {
+			// default's leaves the file too, given back (from K).
+			delete(c.Sysctls, global)
 		} else {
-			c.Sysctls[global] = g.pick(GlobalSysctls[all])
+			if old, had := c.Sysctls[global]; global != all && had && old == v {
+				// A change rather (from K), as changeSysctls makes.
+				var others []string
+				for _, o := range GlobalSysctls[all] {
+					if o != old {
+						others = append(others, o)
+					}
+				}
+				v = kpick(g, others)
+			}
+			c.Sysctls[global] = v
 		}
 		l.Sysctls[short] = g.pick(LinkSysctls[short])
 		return fmt.Sprintf("sysctls %s and %s of %s in one step", global, short, n)
