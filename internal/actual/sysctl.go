@@ -91,9 +91,37 @@ func RAKeysNeeded(desired []model.Sysctl, st *model.State) bool {
 // ReadLinkRAKeys adds every link's IPv6 forwarding and accept_ra to st's
 // sysctls, those read already kept.
 func ReadLinkRAKeys(k kernel.Reader, st *model.State) error {
+	return ReadLinkKeys(k, st, []string{"ipv6.forwarding", "ipv6.accept_ra"})
+}
+
+// SpreadKeysNeeded returns the short keys of the links (ipv4.rp_filter)
+// whose "default" key a plan towards desired may write, the kernel
+// setting them on the links with it (model.SysctlDefaultSpreads): a
+// declared one the kernel holds at another value, or one the ledger owns
+// that left the file and is away from the value owed back. Each link's is
+// then read too (ReadLinkKeys), for the plan to keep or set what the write
+// moves; the read is paid by the pass that writes the default key.
+func SpreadKeysNeeded(desired []model.Sysctl, st *model.State) []string {
+	var shorts []string
+	for _, h := range st.Sysctls {
+		short, ok := model.SysctlDefaultSpreads(h.Key)
+		if !ok {
+			continue
+		}
+		d := model.FindSysctl(desired, h.Key)
+		if d != nil && d.Value != h.Value || d == nil && h.Owned && h.Original != h.Value {
+			shorts = append(shorts, short)
+		}
+	}
+	return shorts
+}
+
+// ReadLinkKeys adds the short keys (ipv4.rp_filter) of every link to st's
+// sysctls, those read already kept; a link without the key is left out.
+func ReadLinkKeys(k kernel.Reader, st *model.State, shorts []string) error {
 	var keys []string
 	for name := range st.Links {
-		for _, short := range []string{"ipv6.forwarding", "ipv6.accept_ra"} {
+		for _, short := range shorts {
 			if key, ok := model.PerLinkSysctl(name, short); ok && model.FindSysctl(st.Sysctls, key) == nil {
 				keys = append(keys, key)
 			}

@@ -14,8 +14,11 @@ import (
 // their ports joined, left or changed (Plan.PinMTU): a change sets the
 // bridge's "MTU set by user" mark, and the kernel stops moving it. One
 // read of the links, and a write only where the MTU moved.
+//
+// Then the links of Plan.FollowMTU, lower devices first, each to its lower
+// device's MTU (less the encapsulation) where the kernel moved it.
 func pinMTUs(k kernel.Interface, plan *diff.Plan, res *Result) {
-	if len(plan.PinMTU) == 0 {
+	if len(plan.PinMTU) == 0 && len(plan.FollowMTU) == 0 {
 		return
 	}
 	ls, err := k.Links()
@@ -39,6 +42,30 @@ func pinMTUs(k kernel.Interface, plan *diff.Plan, res *Result) {
 			res.Failed = append(res.Failed, Failure{op, err})
 			continue
 		}
+		mtu[l.Name] = l.MTU
+		res.Done = append(res.Done, &op)
+	}
+	for _, f := range plan.FollowMTU {
+		have, ok := mtu[f.Link]
+		lower, lok := mtu[f.Lower]
+		if !ok || !lok {
+			continue
+		}
+		to := lower
+		if f.Headroom > 0 {
+			to = max(lower-f.Headroom, 68)
+		}
+		if have == to {
+			continue
+		}
+		l := &model.Link{Name: f.Link, MTU: to}
+		op := diff.Op{Action: diff.Update, Kind: diff.KindLink, ID: f.Link, Link: l, LinkFields: diff.LinkFields{MTU: true},
+			Changes: []diff.Change{{Field: "mtu", From: strconv.Itoa(have), To: strconv.Itoa(to) + " (" + f.Lower + "'s)"}}}
+		if err := k.SetLinkMTU(f.Link, to); err != nil {
+			res.Failed = append(res.Failed, Failure{op, err})
+			continue
+		}
+		mtu[f.Link] = to
 		res.Done = append(res.Done, &op)
 	}
 }

@@ -18,7 +18,7 @@ import (
 func runSysctl(k kernel.Interface, op diff.Op, hooks Hooks) error {
 	s := op.Sysctl
 	note := func(owned bool) {
-		if hooks.SysctlChanged != nil {
+		if hooks.SysctlChanged != nil && !op.SysctlUnowned {
 			hooks.SysctlChanged(s.Key, op.SysctlWas, owned)
 		}
 	}

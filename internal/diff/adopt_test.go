@@ -137,6 +137,9 @@ func adoptKernel(d *model.State) *kernel {
 		l := cloneLink(w)
 		l.Owned, l.Adopt, l.Origin = true, false, ""
 		l.Lower = l.Parent()
+		if l.VXLAN != nil && l.VXLAN.Dev != "" && l.MTU == 0 {
+			l.MTU = 1450 // its device's 1500 less the encapsulation, as made
+		}
 		if l.Veth != nil {
 			l.Veth.PeerNSID = -1
 		}

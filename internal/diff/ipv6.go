@@ -28,12 +28,16 @@ const ipv6MinMTU = 1280
 // an encapsulation takes of that link's MTU. The file's mtu, which the plan
 // writes; for a link the plan keeps and the file gives none, the kernel's,
 // which no write of the plan moves: a bridge keeps its MTU when its ports
-// join, leave or change (the kernel layer puts it back: keepBridgeMTU), a
-// vxlan when its device's changes. Where the kernel moves it by itself: a
-// bond member takes the bond's; a macvlan, vlan or ipvlan is lowered with
-// its parent and made at its parent's (macvlan_device_event,
-// vlan_device_event; above the parent's the kernel refuses it); a vxlan is
-// made at most its device's less the encapsulation (vxlan_config_apply).
+// join, leave or change (the kernel layer puts it back: keepBridgeMTU).
+// Where the kernel moves it by itself: a bond member takes the bond's; a
+// macvlan, vlan or ipvlan is lowered with its parent and made at its
+// parent's (macvlan_device_event, vlan_device_event; above the parent's
+// the kernel refuses it); a vxlan is made at most its device's less the
+// encapsulation (vxlan_config_apply). One of those four without an mtu in
+// the file is at its lower device's MTU (less the encapsulation), made or
+// kept: the plan writes it where the kernel holds it elsewhere
+// (uppersFollow), so that it does not depend on what the lower device had
+// when the link was made; but for an adopted link, which keeps its own.
 func (c *computer) mtuHeld(name string, seen map[string]bool) (mtu int, lower string, headroom int) {
 	w, h := c.d.Links[name], c.a.Links[name]
 	if w == nil || seen[name] {
@@ -53,7 +57,8 @@ func (c *computer) mtuHeld(name string, seen map[string]bool) (mtu int, lower st
 		}
 		return own, "", 0
 	}
-	if v := w.VXLAN; v != nil && v.Dev != "" && (h == nil || c.recreated[name]) {
+	follows := w.MTU == 0 && !w.Adopt
+	if v := w.VXLAN; v != nil && v.Dev != "" && (h == nil || c.recreated[name] || follows) {
 		d, _, _ := c.mtuHeld(v.Dev, seen)
 		if d == 0 {
 			return own, "", 0
@@ -62,13 +67,13 @@ func (c *computer) mtuHeld(name string, seen map[string]bool) (mtu int, lower st
 		if v.Remote.Is6() || v.Local.Is6() {
 			headroom = vxlanHeadroom6
 		}
-		if most := max(d-headroom, 68); own == 0 || own > most {
+		if most := max(d-headroom, 68); own == 0 || follows || own > most {
 			return most, v.Dev, headroom
 		}
 		return own, "", 0
 	}
 	if p := w.Parent(); p != "" {
-		if m, _, _ := c.mtuHeld(p, seen); m != 0 && (own == 0 || own > m) {
+		if m, _, _ := c.mtuHeld(p, seen); m != 0 && (own == 0 || follows || own > m) {
 			return m, p, 0
 		}
 	}

@@ -10,8 +10,8 @@ import (
 
 // TestWalkFinding103IPv6KeptBelow1280 holds the plan's judgement of the MTU
 // a link ends at where the file gives none (walk finding 103): the
-// kernel's, lowered with a parent, a bond's, a new vxlan's device's less
-// the encapsulation. IPv6 on a link left below 1280 refuses the plan, with
+// kernel's, a bond's, a macvlan's parent's, a vxlan's device's less the
+// encapsulation. IPv6 on a link left below 1280 refuses the plan, with
 // the link, what it declares and what to give; a link the plan recreates,
 // or raises, takes it.
 func TestWalkFinding103IPv6KeptBelow1280(t *testing.T) {
@@ -24,10 +24,11 @@ func TestWalkFinding103IPv6KeptBelow1280(t *testing.T) {
 		kernel     *kernel
 		want       string // "" plans
 	}{
-		{"kept", "links:\n" + pair + "  m0: {kind: macvlan, macvlan: {parent: v0}, addresses: [\"fd00::1/64\"]}\n",
+		// A macvlan without an mtu is at its parent's: raised to it.
+		{"below its parent", "links:\n" + pair + "  m0: {kind: macvlan, macvlan: {parent: v0}, addresses: [\"fd00::1/64\"]}\n",
 			newKernel().link(veth("v0", "v1", 1500)).link(veth("v1", "v0", 1500)).
 				link(model.Link{Name: "m0", Kind: model.KindMACVlan, Owned: true, Up: true, MTU: 1200, MACVlan: &model.MACVlan{Parent: "v0", Mode: "bridge"}}),
-			"link m0 has no IPv6: the kernel holds it at MTU 1200, below 1280, IPv6's minimum (the file gives it no mtu, so it stays there); the file declares IPv6 address fd00::1/64 (declared at t.yaml:5:"},
+			""},
 		{"made on a parent kept low", "links:\n" + pair + "  m0: {kind: macvlan, macvlan: {parent: v0}, addresses: [\"fd00::1/64\"]}\n",
 			newKernel().link(veth("v0", "v1", 1200)).link(veth("v1", "v0", 1500)),
 			"link m0 has no IPv6: the kernel makes it at MTU 1200, below 1280, IPv6's minimum (it has its parent v0's); the file declares IPv6 address fd00::1/64 (declared at t.yaml:5:"},

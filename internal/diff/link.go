@@ -235,7 +235,86 @@ func (c *computer) links() {
 	// The releases too: a master they leave may have moved (a port that
 	// leaves its bridge with a new MTU leaves the bridge at that MTU, not
 	// the file's).
-	c.pinMasterMTUs(creates, append(released, updates...), early)
+	touched := c.pinMasterMTUs(creates, append(released, updates...), early)
+	for _, op := range c.uppersFollow(updates, touched) {
+		c.add(op)
+	}
+}
+
+// uppersFollow keeps each macvlan, vlan, ipvlan and vxlan (on a device)
+// that the file gives no mtu at its lower device's MTU, less a vxlan's
+// encapsulation: the MTU such a link is made at (mtuHeld), so that the
+// link's MTU does not tell what its lower device had before. The kernel
+// lowers a macvlan or vlan with its parent and never raises it, and moves
+// a vxlan with its device neither way: a port that pulls its bridge down
+// until apply sets the bridge back left a macvlan on the bridge below it,
+// and a parent raised left its children where they were. A link the
+// kernel holds at another MTU than that is written, after every other
+// link op (its lower device has its new MTU then); and each such link,
+// made or kept, on a lower device whose MTU or ports the plan changes
+// (touched) goes to Plan.FollowMTU, for apply to set again where the
+// kernel moved it on the way. An adopted link keeps the MTU it has (it
+// was someone else's choice). updates are the plan's link updates.
+func (c *computer) uppersFollow(updates []Op, touched map[string]bool) []Op {
+	for _, op := range updates {
+		if op.LinkFields.MTU {
+			touched[op.ID] = true
+		}
+	}
+	var ops []Op
+	uppers := map[string]MTUFollow{}
+	for _, name := range c.d.SortedLinkNames() {
+		w, h := c.d.Links[name], c.a.Links[name]
+		if w.MTU != 0 || w.Adopt || c.blocked[name] || (w.Parent() == "" && (w.VXLAN == nil || w.VXLAN.Dev == "")) {
+			continue
+		}
+		if m := c.d.Links[w.Master]; m != nil && m.Kind == model.KindBond {
+			continue // the bond's MTU
+		}
+		lower, headroom := w.Parent(), 0
+		if v := w.VXLAN; v != nil {
+			lower, headroom = v.Dev, vxlanHeadroom4
+			if v.Remote.Is6() || v.Local.Is6() {
+				headroom = vxlanHeadroom6
+			}
+		}
+		uppers[name] = MTUFollow{Link: name, Lower: lower, Headroom: headroom}
+		mtu, _, _ := c.mtuHeld(name, nil)
+		if h == nil || c.recreated[name] || mtu == 0 || h.MTU == mtu || w.IPVlan != nil && touched[lower] {
+			// An ipvlan takes its parent's new MTU by itself.
+			continue
+		}
+		at := *w
+		at.MTU = mtu
+		ops = append(ops, Op{Action: Update, Kind: KindLink, ID: name, Link: &at, LinkFields: LinkFields{MTU: true},
+			Changes: []Change{{"mtu", strconv.Itoa(h.MTU), fmt.Sprintf("%d (%s's, the file gives %s none)", mtu, lower, name)}}})
+	}
+	// Those on a lower device touched, or on one that follows in turn.
+	follow := map[string]MTUFollow{}
+	for grew := true; grew; {
+		grew = false
+		for n, f := range uppers {
+			if _, ok := follow[n]; !ok && (touched[f.Lower] || follow[f.Lower].Link != "") {
+				follow[n], grew = f, true
+			}
+		}
+	}
+	// Lower devices first: a vlan on a macvlan follows the macvlan.
+	var order func(n string, seen map[string]bool)
+	order = func(n string, seen map[string]bool) {
+		f, ok := follow[n]
+		if !ok || seen[n] {
+			return
+		}
+		seen[n] = true
+		order(f.Lower, seen)
+		c.plan.FollowMTU = append(c.plan.FollowMTU, f)
+	}
+	seen := map[string]bool{}
+	for _, n := range slices.Sorted(maps.Keys(follow)) {
+		order(n, seen)
+	}
+	return ops
 }
 
 // noteCycle records what an update takes from the link in the kernel. A
@@ -648,8 +727,9 @@ func (c *computer) releasedFromBond(op *Op) {
 }
 
 // pinMasterMTUs lists the declared masters with an MTU whose ports this plan adds,
-// removes or changes (see Plan.PinMTU).
-func (c *computer) pinMasterMTUs(creates, updates, early []Op) {
+// removes or changes (see Plan.PinMTU), and returns the masters of those
+// ports, declared MTU or not.
+func (c *computer) pinMasterMTUs(creates, updates, early []Op) map[string]bool {
 	touched := map[string]bool{}
 	for _, op := range creates {
 		touched[op.Link.Master] = true
@@ -670,6 +750,7 @@ func (c *computer) pinMasterMTUs(creates, updates, early []Op) {
 			c.plan.PinMTU = append(c.plan.PinMTU, l)
 		}
 	}
+	return touched
 }
 
 // staleLinks deletes owned links the file no longer names, children first.

@@ -167,6 +167,12 @@ type Op struct {
 	// over the key's old record: the key would have had it, had
 	// netreconcile never written the key itself.
 	SysctlRebase bool `json:"-"`
+	// SysctlUnowned: the write sets a key the file does not declare, back
+	// to the value it had or to the one a link made under the file starts
+	// with, after a "default" key's write that may have moved it
+	// (computer.defaultSpreads); the key is not taken over, and the
+	// ledger neither records nor forgets it.
+	SysctlUnowned bool `json:"-"`
 }
 
 // OpJSON is an operation as the JSON output shows it (diff, apply, a
@@ -224,6 +230,14 @@ type Plan struct {
 	// creation), so apply checks them after the link ops and sets the MTU
 	// again where the kernel moved it.
 	PinMTU []*model.Link `json:"-"`
+	// FollowMTU lists the links without a declared MTU that sit on a
+	// lower device whose MTU or ports this plan changes (a macvlan, vlan
+	// or ipvlan on its parent, a vxlan on its device), lower devices
+	// first: the kernel may move such a link with its lower device on the
+	// way (a port pulls its bridge down until apply sets the bridge back),
+	// so apply sets it again, after the masters of PinMTU, to its lower
+	// device's MTU less Headroom where it differs.
+	FollowMTU []MTUFollow `json:"-"`
 	// Warnings are what the plan makes the kernel do silently (warning.go).
 	Warnings []Warning `json:"warnings,omitempty"`
 	// Held are the ops above Inputs.MaxDisruption that the plan holds
@@ -265,7 +279,7 @@ func (p *Plan) Counts() map[Action]int {
 // p's ops (a pass over 100k routes would otherwise hold two copies of its
 // plan while it applies): neither plan may change them.
 func (p *Plan) Select(keep func(op *Op) bool) *Plan {
-	out := &Plan{Protocol: p.Protocol, PinMTU: p.PinMTU, Waiting: p.Waiting}
+	out := &Plan{Protocol: p.Protocol, PinMTU: p.PinMTU, FollowMTU: p.FollowMTU, Waiting: p.Waiting}
 	copied := false
 	for i := range p.Ops {
 		switch {
@@ -420,3 +434,10 @@ func (f LinkFields) Write(w LinkWriter) error {
 
 // Any reports whether f writes anything.
 func (f LinkFields) Any() bool { return f != LinkFields{} }
+
+// MTUFollow is a link kept at its lower device's MTU less Headroom (the
+// encapsulation of a vxlan), that of a link made now (Plan.FollowMTU).
+type MTUFollow struct {
+	Link, Lower string
+	Headroom    int
+}

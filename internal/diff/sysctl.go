@@ -137,6 +137,7 @@ func (c *computer) sysctls() {
 		}
 		c.del(op)
 	}
+	c.defaultSpreads(start)
 	c.mtuAfterIPv6On(start)
 	c.ipv6Flushes()
 	c.ipv6OnBeforeVXLANs(start)
@@ -170,6 +171,114 @@ func (c *computer) ipv6OnBeforeVXLANs(start int) {
 		}
 		c.plan.Ops = slices.Insert(slices.Delete(c.plan.Ops, i, i+1), j, op)
 		start++
+	}
+}
+
+// defaultSpreads follows each write of a "default" key that the kernel
+// copies to the links (model.SysctlDefaultSpreads), in the plan from index
+// start of its ops or among its deletes, with a write of that key of every
+// link the plan does not write already: the kernel sets it on each link
+// that never wrote it, and no dump tells which. A link's key the file
+// declares is written again (its value is the file's); a link of the file
+// (not a "device", nor adopted) that does not declare it gets default's
+// new value, the one a link made under the file starts with, whatever the
+// link's history; any other link, the file's devices, adopted links and
+// links left out for a conflict included, keeps its value: written back,
+// not taken over. A link whose
+// key is already default's new value needs nothing, and neither does one
+// the write cannot reach (a link that goes, or whose key the read did not
+// cover).
+func (c *computer) defaultSpreads(start int) {
+	written := map[string]bool{}
+	for _, ops := range [][]Op{c.plan.Ops[start:], c.deletes} {
+		for _, op := range ops {
+			if op.Kind == KindSysctl && op.Changes != nil {
+				written[op.ID] = true
+			}
+		}
+	}
+	links := map[string]bool{}
+	for n := range c.a.Links {
+		links[n] = true
+	}
+	for n := range c.d.Links {
+		links[n] = true
+	}
+	names := slices.Sorted(maps.Keys(links))
+	follow := func(dflt *model.Sysctl, short string) []Op {
+		was := model.FindSysctl(c.a.Sysctls, dflt.Key)
+		var ops []Op
+		for _, n := range names {
+			key, ok := model.PerLinkSysctl(n, short)
+			if !ok || written[key] || c.linkGoes[n] {
+				continue
+			}
+			dl := c.d.Links[n]
+			made := c.a.Links[n] == nil || c.recreated[n]
+			if made && (dl == nil || c.blocked[n]) {
+				continue
+			}
+			cur := ""
+			if made {
+				if was == nil {
+					continue
+				}
+				cur = was.Value // the new link copied default's
+			} else if h := model.FindSysctl(c.a.Sysctls, key); h != nil {
+				cur = h.Value
+			} else {
+				continue
+			}
+			w := model.FindSysctl(c.d.Sysctls, key)
+			file := dl != nil && dl.Kind != model.KindDevice && !dl.Adopt && !c.blocked[n]
+			switch {
+			case w != nil && !c.blocked[n]:
+				if cur == dflt.Value {
+					continue
+				}
+				op := Op{Action: Update, Kind: KindSysctl, ID: key, Changes: []Change{{"value", dflt.Key + "'s", w.Value}},
+					Reason: "written again: " + dflt.Key + " sets it where the link never wrote it", Sysctl: w, SysctlWas: cur}
+				if made {
+					_, _, tmpl, _ := model.SysctlLink(key)
+					op.Action, op.SysctlWas = Create, c.sysctlNatural(key, tmpl)
+				}
+				ops = append(ops, op)
+			case file:
+				if cur == dflt.Value && !made {
+					continue
+				}
+				ops = append(ops, Op{Action: Update, Kind: KindSysctl, ID: key, Changes: []Change{{"value", cur, dflt.Value}},
+					Reason: "follows " + dflt.Key + ", as a link made under the file starts with it", Sysctl: &model.Sysctl{Key: key, Value: dflt.Value, Link: n},
+					SysctlWas: cur, SysctlUnowned: true})
+			default:
+				if cur == dflt.Value {
+					continue
+				}
+				ops = append(ops, Op{Action: Update, Kind: KindSysctl, ID: key, Changes: []Change{{"value", dflt.Key + "'s", cur}},
+					Reason: "kept: " + n + " is not the file's, and " + dflt.Key + " sets it where the link never wrote it", Sysctl: &model.Sysctl{Key: key, Value: cur, Link: n},
+					SysctlWas: cur, SysctlUnowned: true})
+			}
+			written[key] = true
+		}
+		return ops
+	}
+	var after []Op
+	for _, op := range c.plan.Ops[start:] {
+		if short, ok := model.SysctlDefaultSpreads(op.ID); ok && op.Kind == KindSysctl && op.Changes != nil && op.Sysctl != nil {
+			after = append(after, follow(op.Sysctl, short)...)
+		}
+	}
+	for _, op := range after {
+		c.add(op)
+	}
+	after = after[:0]
+	for _, op := range c.deletes {
+		if short, ok := model.SysctlDefaultSpreads(op.ID); ok && op.Kind == KindSysctl && op.Changes != nil && op.Sysctl != nil {
+			after = append(after, follow(op.Sysctl, short)...)
+		}
+	}
+	for _, op := range after {
+		c.del(op)
 	}
 }
 

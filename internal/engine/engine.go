@@ -156,6 +156,11 @@ func (e *Engine) actual(protocol int, all bool, prev *model.State, fresh actual.
 			return nil, err
 		}
 	}
+	if shorts := actual.SpreadKeysNeeded(desired, st); len(shorts) > 0 {
+		if err := actual.ReadLinkKeys(e.Kernel, st, shorts); err != nil {
+			return nil, err
+		}
+	}
 	e.recordRouteTables(st, protocol, read)
 	if prev != nil && fresh.Kinds&actual.NFT == 0 {
 		// The tables of the previous read: the ledger's and the
@@ -714,7 +719,7 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 				intendedTables[t] = true
 				e.Ledger.SetRouteTable(plan.Protocol, t, true)
 			}
-		case op.Kind == diff.KindSysctl && op.Sysctl != nil && (op.Action == diff.Create || op.Action == diff.Update):
+		case op.Kind == diff.KindSysctl && op.Sysctl != nil && (op.Action == diff.Create || op.Action == diff.Update) && !op.SysctlUnowned:
 			// The old value is recorded before the first write. A
 			// key recorded already keeps its first value, except on
 			// a link made again (Create): its old value is the new

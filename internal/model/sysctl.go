@@ -117,3 +117,35 @@ func FindSysctl(ss []Sysctl, key string) *Sysctl {
 	}
 	return nil
 }
+
+// SysctlDefaultSpreads returns the short key of the links' key that a write
+// of key, a "default" key, sets on the links the kernel has already: ok is
+// false for any other key. The kernel copies an IPv4 conf key of default
+// to every link whose own key was never written (devinet_conf_proc,
+// devinet_copy_dflt_conf: a bit per key and link, set by any write of the
+// link's key, through /proc or netlink, by an IPv4 address added to the
+// link, which sets them all, and copied from default's when the link is
+// made, so a link made after a write of default's key holds its own), and
+// a neighbour key of default likewise (neigh_proc_update; only the first
+// namespace has those). No dump shows the bits. Not so IPv4's forwarding
+// (all's sets every link's: a master key), nor the keys whose write
+// flushes the route cache instead (disable_xfrm, disable_policy,
+// promote_secondaries, route_localnet), nor any IPv6 conf key of default
+// (measured on 6.18).
+func SysctlDefaultSpreads(key string) (short string, ok bool) {
+	p := strings.Split(key, ".")
+	if len(p) != 5 || p[0] != "net" || p[3] != "default" {
+		return "", false
+	}
+	switch {
+	case p[2] == "neigh" && (p[1] == "ipv4" || p[1] == "ipv6"):
+		return p[1] + ".neigh." + p[4], true
+	case p[1] == "ipv4" && p[2] == "conf":
+		switch p[4] {
+		case "forwarding", "mc_forwarding", "disable_xfrm", "disable_policy", "promote_secondaries", "route_localnet":
+			return "", false
+		}
+		return "ipv4." + p[4], true
+	}
+	return "", false
+}

@@ -46,8 +46,9 @@ func TestWalkFinding103KeysOfALinkThePlanRecreates(t *testing.T) {
 // address failed the apply after the plan's other writes (the device's MTU
 // raised). Both are refused now, before anything is written, with the link,
 // what the file declares on it and what to give; given an mtu of 1280 or
-// more, the same file converges. Likewise a vxlan made on a device the
-// kernel keeps below 1280 less the encapsulation.
+// more, the same file converges. Likewise a vxlan made, or kept, on a
+// device the kernel keeps below 1280 less the encapsulation (a vxlan
+// without an mtu is at its device's, less the encapsulation).
 func TestWalkFinding103IPv6OnALinkTheKernelKeepsBelow1280(t *testing.T) {
 	for _, c := range []struct {
 		name, before, bad, want, good string
@@ -59,8 +60,8 @@ func TestWalkFinding103IPv6OnALinkTheKernelKeepsBelow1280(t *testing.T) {
 			"  v0: {kind: veth, mtu: 1400, veth: {peer: v1}, sysctls: {ipv6.hop_limit: \"33\"}}\n  v1: {kind: veth, veth: {peer: v0}}\n"},
 		{"vxlan",
 			"  b1: {kind: bridge, mtu: 1280}\n  x1: {kind: vxlan, vxlan: {id: 20, local: \"2001:db8:ff::9\", remote: \"2001:db8:fe::9\", dev: b1}}\n",
-			"  b1: {kind: bridge, mtu: 1500}\n  x1: {kind: vxlan, vxlan: {id: 20, local: \"2001:db8:ff::9\", remote: \"2001:db8:fe::9\", dev: b1}, addresses: [\"fd00:aa:9::2/128\"]}\n",
-			"link x1 has no IPv6: the kernel holds it at MTU 1210, below 1280, IPv6's minimum (the file gives it no mtu, so it stays there); the file declares IPv6 address fd00:aa:9::2/128 (declared at ",
+			"  b1: {kind: bridge}\n  x1: {kind: vxlan, vxlan: {id: 20, local: \"2001:db8:ff::9\", remote: \"2001:db8:fe::9\", dev: b1}, addresses: [\"fd00:aa:9::2/128\"]}\n",
+			"link x1 has no IPv6: the kernel holds it at MTU 1210, below 1280, IPv6's minimum (it has its device b1's 1280 less the 70 bytes of VXLAN encapsulation); the file declares IPv6 address fd00:aa:9::2/128 (declared at ",
 			"  b1: {kind: bridge, mtu: 1500}\n  x1: {kind: vxlan, mtu: 1400, vxlan: {id: 20, local: \"2001:db8:ff::9\", remote: \"2001:db8:fe::9\", dev: b1}, addresses: [\"fd00:aa:9::2/128\"]}\n"},
 		{"bridge",
 			"  br: {kind: bridge, mtu: 1200}\n  p0: {kind: veth, veth: {peer: p1}, master: br}\n  p1: {kind: veth, veth: {peer: p0}}\n",

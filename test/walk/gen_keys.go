@@ -37,9 +37,21 @@ var MoreLinkSysctls = map[string][]string{
 	"ipv6.ignore_routes_with_linkdown": {"0", "1"},
 }
 
+// DefaultSysctls are the "default" keys the walk declares (interact, with
+// a link's own key in the same step): the kernel copies each to every link
+// that never wrote the key, and the plan keeps the links' keys as the file
+// says (the file's value, default's on a link of the file that declares
+// none, a foreign link's own).
+var DefaultSysctls = map[string][]string{
+	"net.ipv4.conf.default.rp_filter":    {"0", "1", "2"},
+	"net.ipv4.conf.default.accept_local": {"0", "1"},
+}
+
 // globalSysctls and linkSysctls are every key of the walk, with its values.
-func globalSysctls() map[string][]string { return sysctlUnion(GlobalSysctls, MoreGlobalSysctls) }
-func linkSysctls() map[string][]string   { return sysctlUnion(LinkSysctls, MoreLinkSysctls) }
+func globalSysctls() map[string][]string {
+	return sysctlUnion(sysctlUnion(GlobalSysctls, MoreGlobalSysctls), DefaultSysctls)
+}
+func linkSysctls() map[string][]string { return sysctlUnion(LinkSysctls, MoreLinkSysctls) }
 
 func sysctlUnion(a, b map[string][]string) map[string][]string {
 	m := map[string][]string{}
@@ -136,7 +148,8 @@ func (g *Gen) changeKeys(c *Config) string {
 		}
 		return fmt.Sprintf("keys of %s: %v", n, what)
 	case 1:
-		global := kpick(g, sortedKeys(sysctlUnion(nil, MoreGlobalSysctls)))
+		pool := sysctlUnion(sysctlUnion(nil, MoreGlobalSysctls), DefaultSysctls)
+		global := kpick(g, sortedKeys(pool))
 		if c.Sysctls == nil {
 			c.Sysctls = map[string]string{}
 		}
@@ -145,12 +158,19 @@ func (g *Gen) changeKeys(c *Config) string {
 			delete(c.Sysctls, global)
 			what = "drop " + global
 		} else {
-			c.Sysctls[global] = kpick(g, MoreGlobalSysctls[global])
+			c.Sysctls[global] = kpick(g, pool[global])
 			what = global + " " + c.Sysctls[global]
 		}
 		if len(ns) > 0 {
 			n := kpick(g, ns)
-			if l := c.Links[n]; hasIPv6Conf(c, l) {
+			l := c.Links[n]
+			if short := "ipv4." + strings.TrimPrefix(global, "net.ipv4.conf.default."); DefaultSysctls[global] != nil {
+				// default's beside a link's own, which the
+				// kernel's copy of default's must not move.
+				if g.kchance(0.5) {
+					what += ", " + setKey(l, short) + " of " + n
+				}
+			} else if hasIPv6Conf(c, l) {
 				what += ", " + setKey(l, kpick(g, sortedKeys(MoreLinkSysctls))) + " of " + n
 			}
 		}

@@ -165,7 +165,9 @@ func (g *Gen) changeSettings(c *Config) string {
 // sharedSysctls are keys a link has beside a family-wide one that the
 // kernel combines with it or writes through to it: all.rp_filter and
 // all.accept_local are or'ed with a link's (the larger rp_filter wins),
-// ip_forward sets every link's forwarding.
+// ip_forward sets every link's forwarding. interact draws default's
+// instead of all's half of the time where the walk has it
+// (DefaultSysctls), with the same values.
 var sharedSysctls = map[string]string{
 	"ipv4.rp_filter":    "net.ipv4.conf.all.rp_filter",
 	"ipv4.accept_local": "net.ipv4.conf.all.accept_local",
@@ -190,11 +192,30 @@ func (g *Gen) interact(c *Config) string {
 		if c.Sysctls == nil {
 			c.Sysctls = map[string]string{}
 		}
-		global := sharedSysctls[short]
+		all := sharedSysctls[short]
+		global := all
+		if d := "net.ipv4.conf.default." + strings.TrimPrefix(short, "ipv4."); DefaultSysctls[d] != nil && g.kchance(0.5) {
+			// default's, which the kernel copies to every link that
+			// never wrote the key (drawn from K: R's draws stay).
+			global = d
+		}
 		if g.chance(0.2) {
 			delete(c.Sysctls, global)
+		} else if v := g.pick(GlobalSysctls[all]); global != all && c.Sysctls[global] != "" && g.kchance(0.35) {
+			// default's leaves the file too, given back (from K).
+			delete(c.Sysctls, global)
 		} else {
-			c.Sysctls[global] = g.pick(GlobalSysctls[global])
+			if old, had := c.Sysctls[global]; global != all && had && old == v {
+				// A change rather (from K), as changeSysctls makes.
+				var others []string
+				for _, o := range GlobalSysctls[all] {
+					if o != old {
+						others = append(others, o)
+					}
+				}
+				v = kpick(g, others)
+			}
+			c.Sysctls[global] = v
 		}
 		l.Sysctls[short] = g.pick(LinkSysctls[short])
 		return fmt.Sprintf("sysctls %s and %s of %s in one step", global, short, n)

@@ -295,6 +295,10 @@ func keptBelowIPv6(c *Config, k *Kernel) map[string]int {
 		return kl
 	}
 	for _, n := range c.LinkNames() {
+		if lower, _ := lowerOf(c.Links[n]); lower != "" && !c.Links[n].Adopt {
+			// At its lower device's MTU, kept low only with it (below).
+			continue
+		}
 		if kl := kept(n); kl != nil && kl.MTU < ipv6MinMTU {
 			out[n] = kl.MTU
 		}

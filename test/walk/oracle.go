@@ -289,6 +289,14 @@ func Compare(ns string, c *Config, k *Kernel, skip map[string]bool) []string {
 		}
 		compareLink(l, kl, bad)
 		compareAddrs(c, l, k.Addrs[n], bad)
+		// A macvlan, vlan or vxlan without an mtu is at its lower
+		// device's MTU (less the encapsulation): the one it would be
+		// made at now, whatever its lower device had before.
+		if lower, headroom := lowerOf(l); l.MTU == 0 && !l.Adopt && lower != "" && !skip[lower] && k.Links[lower] != nil {
+			if want := max(k.Links[lower].MTU-headroom, 68); kl.MTU != want {
+				bad("link %s: mtu %d, want %d (%s's less %d: the file gives it none)", n, kl.MTU, want, lower, headroom)
+			}
+		}
 	}
 	for _, kl := range k.Links {
 		if strings.HasPrefix(kl.Alias, "netreconcile") && c.Links[kl.Name] == nil && !skip[kl.Name] {

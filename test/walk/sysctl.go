@@ -276,11 +276,16 @@ func CompareSysctls(ns string, c *Config, base map[string]string, skip map[strin
 		for _, short := range sortedKeys(linkSysctls()) {
 			want, declared := l.Sysctls[short]
 			if !declared {
-				if !firstValueKnown(c, l, short) {
+				if !firstValueKnown(c, l, short) || l.Adopt && spreadByDefault(short) {
+					// An adopted link was someone else's, made
+					// before any write of default's: it keeps its
+					// own value, which the walk does not know.
 					continue
 				}
 				from := all
-				if strings.Contains(short, ".neigh.") {
+				if strings.Contains(short, ".neigh.") || n == "lo" && spreadByDefault(short) {
+					// lo is no link of the file's: it keeps the
+					// value it was made with, default's then.
 					from = base
 				}
 				var ok bool
@@ -308,6 +313,67 @@ func CompareSysctls(ns string, c *Config, base map[string]string, skip map[strin
 			}
 			if !ok || got != want {
 				diffs = append(diffs, fmt.Sprintf("sysctl %s = %q, want %q (declared: %v)", key, got, want, declared))
+			}
+		}
+	}
+	return diffs, nil
+}
+
+// spreadByDefault reports whether a write of the "default" key of a
+// link's key short, one the walk declares (DefaultSysctls), sets the key
+// on the links that never wrote it.
+func spreadByDefault(short string) bool {
+	return DefaultSysctls[linkSysctlDefault(short)] != nil
+}
+
+// foreignSysctls reads, for each link of names, its keys that a write of
+// a "default" key the walk declares may move (spreadByDefault), by link
+// and short key.
+func foreignSysctls(ns string, names []string) (map[string]map[string]string, error) {
+	var keys []string
+	for _, n := range names {
+		for _, short := range sortedKeys(linkSysctls()) {
+			if spreadByDefault(short) {
+				keys = append(keys, linkSysctlPath(n, short))
+			}
+		}
+	}
+	all, err := readSysctls(ns, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]string{}
+	for _, n := range names {
+		out[n] = map[string]string{}
+		for _, short := range sortedKeys(linkSysctls()) {
+			if v, ok := all[linkSysctlPath(n, short)]; ok && spreadByDefault(short) {
+				out[n][short] = v
+			}
+		}
+	}
+	return out, nil
+}
+
+// CompareForeignSysctls checks that the links someone else made (was:
+// their keys as the walk found them, foreignSysctls) still hold those
+// keys where the file names neither the link nor adopts it: netreconcile
+// writes a foreign link's own value back after a write of "default"'s.
+func CompareForeignSysctls(ns string, c *Config, was map[string]map[string]string, adopted map[string]bool) ([]string, error) {
+	var names []string
+	for _, n := range sortedKeys(was) {
+		if c.Links[n] == nil && !adopted[n] {
+			names = append(names, n)
+		}
+	}
+	now, err := foreignSysctls(ns, names)
+	if err != nil {
+		return nil, err
+	}
+	var diffs []string
+	for _, n := range names {
+		for _, short := range sortedKeys(was[n]) {
+			if got, ok := now[n][short]; ok && got != was[n][short] {
+				diffs = append(diffs, fmt.Sprintf("sysctl %s = %q, want %q (a foreign link's, as the walk found it)", linkSysctlPath(n, short), got, was[n][short]))
 			}
 		}
 	}

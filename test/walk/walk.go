@@ -256,7 +256,11 @@ type runner struct {
 	// sysctl0 are the walk's global sysctls as the fresh namespace had
 	// them (CompareSysctls).
 	sysctl0 map[string]string
-	checks  int
+	// fsys0 are the keys of the links found in the namespace (someone
+	// else's, and lo) that a write of a "default" key may move
+	// (CompareForeignSysctls).
+	fsys0  map[string]map[string]string
+	checks int
 	// foreignTables are nftables tables ("FAMILY NAME") someone else
 	// recreated under one of the walk's names (NftTableHandle).
 	foreignTables map[string]bool
@@ -345,6 +349,10 @@ func newRunner(g *Gen, foreign []string, dir string) (*runner, error) {
 		}
 	}
 	if r.sysctl0, err = sysctlBaseline(ns); err != nil {
+		r.close()
+		return nil, err
+	}
+	if r.fsys0, err = foreignSysctls(ns, sortedKeys(k.Links)); err != nil {
 		r.close()
 		return nil, err
 	}
@@ -575,6 +583,11 @@ func (r *runner) step(i int, c *Config) *Failure {
 		return fail("oracle", "%v", err)
 	}
 	diffs = append(diffs, sd...)
+	fd, err := CompareForeignSysctls(r.ns, c, r.fsys0, r.adopted)
+	if err != nil {
+		return fail("oracle", "%v", err)
+	}
+	diffs = append(diffs, fd...)
 	r.lap("oracle")
 	r.checks++
 	if len(diffs) > 0 {
