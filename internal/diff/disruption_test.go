@@ -311,7 +311,7 @@ func TestMaxDisruptionHoldsReadded(t *testing.T) {
 
 // A delete that would take a held link with it waits, as the veth pair's
 // other end does (walk finding 85): the delete of the veth pair a held
-// vxlan is on, of a held link's master. Walk finding F-LNK-2 (host soak
+// vxlan is on, of a held link's master. Walk finding 180 (host soak
 // seed 61494414667499, step 20).
 func TestHeldLinkKeepsItsLowerAndMaster(t *testing.T) {
 	veth := func(name, peer string) model.Link {

@@ -559,9 +559,9 @@ nftables:
 // with the first in the compile's script. The jump then named a chain the
 // script did not hold, and the kernel refused the rule (No such file or
 // directory): validate, diff and apply refused a valid file (walk finding
-// F-NFT-1: host soak seed 77995127744780, step 68, `fwd` with `goto helper`
+// 182: host soak seed 77995127744780, step 68, `fwd` with `goto helper`
 // before `helper`).
-func TestWalkFindingFNFT1JumpToAChainAfterAKeywordNamedChain(t *testing.T) {
+func TestWalkFinding182JumpToAChainAfterAKeywordNamedChain(t *testing.T) {
 	nettest.RequireTool(t, "nft")
 	for _, c := range []struct{ name, tables string }{
 		{"goto from a keyword-named base chain", `  "ip6 t":
@@ -608,10 +608,10 @@ func TestWalkFindingFNFT1JumpToAChainAfterAKeywordNamedChain(t *testing.T) {
 // verdict map's element, to a chain the table does not declare: the kernel
 // refuses it (ENOENT) and nft 1.0.6 says only "No such file or directory",
 // at the rule's start. validate names the chain, at its name in the file
-// (walk finding F-NFT-2: host soak seed 79831351474037, step 8, a file the
+// (walk finding 183: host soak seed 79831351474037, step 8, a file the
 // walk's generator should not have made: `tcp dport vmap { 22 : accept,
 // 23 : drop, 24 : jump helper }` in a table without chain helper).
-func TestWalkFindingFNFT2JumpToAnUndeclaredChainIsRefusedAtItsName(t *testing.T) {
+func TestWalkFinding183JumpToAnUndeclaredChainIsRefusedAtItsName(t *testing.T) {
 	nettest.RequireTool(t, "nft")
 	e := newEnv(t)
 	for _, c := range []struct{ name, tables, want string }{
@@ -647,10 +647,10 @@ func TestWalkFindingFNFT2JumpToAnUndeclaredChainIsRefusedAtItsName(t *testing.T)
 // the kernel refuses to delete a chain still jumped to (device or resource
 // busy); the whole table's batch failed on every apply, and the daemon would
 // have retried for ever. Sets are deleted before chains now (walk finding
-// F-NFT-4, found by hand while replaying F-NFT-1, which the soak had
+// 185, found by hand while replaying 182, which the soak had
 // reported as a jump to a chain removed in the same batch). A map declared
 // by type and by typeof.
-func TestWalkFindingFNFT4MapJumpingToAChainLeavesWithIt(t *testing.T) {
+func TestWalkFinding185MapJumpingToAChainLeavesWithIt(t *testing.T) {
 	nettest.RequireTool(t, "nft")
 	for _, m := range []string{`{type: "mark : verdict", elements: ["0x1 : jump helper", "0x2 : accept"]}`, `{typeof: "meta mark : verdict", elements: ["0x1 : jump helper"]}`} {
 		t.Run(m, func(t *testing.T) {

@@ -72,7 +72,7 @@ func TestWalkFindingVXLANJoinsItsIPv6GroupAfterTheRaise(t *testing.T) {
 // with EPERM (the kernel refuses a vxlan over IPv6 on a device with IPv6
 // disabled), the sysctls being written after the links; the next pass
 // converged. The key's write now goes before the vxlan's create. Found
-// with walk finding F-LNK-1's class.
+// with walk finding 179's class.
 func TestWalkFindingVXLANMadeAfterItsDeviceGetsIPv6Back(t *testing.T) {
 	const vxlan = "  x2: {kind: vxlan, vxlan: {id: 5, remote: \"2001:db8::5\", dev: d0}}\n"
 	for _, c := range []struct{ name, after string }{

@@ -10,9 +10,9 @@ import (
 // without that chain: repair dropped only rules whose verdict is their
 // first or next-to-last word. The file was invalid (the kernel refuses the
 // jump: ENOENT, which validate reports at the rule), and the walk took the
-// refusal for a failure (walk finding F-NFT-2: host soak seed
+// refusal for a failure (walk finding 183: host soak seed
 // 79831351474037, step 8, shrunk to one file).
-func TestWalkFindingFNFT2RuleJumpsOnlyToDeclaredChains(t *testing.T) {
+func TestWalkFinding183RuleJumpsOnlyToDeclaredChains(t *testing.T) {
 	vmap := "tcp dport vmap { 22 : accept, 23 : drop, 24 : jump helper }"
 	for _, c := range []struct {
 		name   string

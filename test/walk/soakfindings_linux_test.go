@@ -2,15 +2,15 @@ package walk
 
 import "testing"
 
-// TestWalkFindingFNFT3SuppressPrefixLengthKeepsARuleClearOfAClash replays
-// walk finding F-NFT-3 (host soak seed 82092114250345, step 12, shrunk to 2
+// TestWalkFinding184SuppressPrefixLengthKeepsARuleClearOfAClash replays
+// walk finding 184 (host soak seed 82092114250345, step 12, shrunk to 2
 // steps) on this kernel: someone else's rule 1000 from 192.168.9.0/24
 // lookup 200 clashes with the file's rule 1000 lookup 200, which the plan
 // leaves out as a conflict; given suppress_prefixlength 32 it no longer
 // clashes (the kernel's rule_exists compares suppress_prefixlength exactly),
 // and apply makes it. The oracle took it for still in conflict and the rule
 // in the kernel for one the file does not hold.
-func TestWalkFindingFNFT3SuppressPrefixLengthKeepsARuleClearOfAClash(t *testing.T) {
+func TestWalkFinding184SuppressPrefixLengthKeepsARuleClearOfAClash(t *testing.T) {
 	conf := func(suppress bool) *Config {
 		return &Config{Protocol: 200,
 			Links: map[string]*Link{},
@@ -31,17 +31,17 @@ func TestWalkFindingFNFT3SuppressPrefixLengthKeepsARuleClearOfAClash(t *testing.
 	}
 }
 
-// TestWalkFindingFNFT5PoolOverAStaticAddressIsRefusedAlike: a pool declared
+// TestWalkFinding186PoolOverAStaticAddressIsRefusedAlike: a pool declared
 // in the step in which a link taking from it drops a static address of its
 // subnet is taken for a lost registry, and diff and apply refuse the file
 // alike (open finding 63). The generator makes that shape since links get
 // static addresses among a pool subnet's first ones; the walk took the
 // refusal for a failure (host seed 79831351474037, step 13, shrunk to 2
-// steps, found by running the seed past F-NFT-2's step). It is a refused
+// steps, found by running the seed past 183's step). It is a refused
 // step now, checked against the walk's own judgement: the pool has no
 // registry, and each trace is an address the last file applied declared on
 // a link that now takes from the pool.
-func TestWalkFindingFNFT5PoolOverAStaticAddressIsRefusedAlike(t *testing.T) {
+func TestWalkFinding186PoolOverAStaticAddressIsRefusedAlike(t *testing.T) {
 	static := &Config{Protocol: 200, Links: map[string]*Link{
 		"b1": {Name: "b1", Kind: "bridge", MTU: 1500, Addrs: []*Addr{{CIDR: "10.99.0.0/24"}}},
 	}}
