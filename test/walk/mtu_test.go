@@ -45,7 +45,9 @@ func TestWalkFinding103KeptBelowIPv6(t *testing.T) {
 		"b2": {Name: "b2", Kind: "bridge", MTU: 1500},
 	}, Routes: []*Route{{To: "2001:db8::/48", Dev: "v0"}}}
 	got := keptBelowIPv6(c, k)
-	if want := map[string]int{"k1": 1200, "x1": 1210, "v0": 1000}; !maps.Equal(got, want) {
+	// x1 sits on b2 without an MTU: at b2's, less the encapsulation, it is
+	// kept low only with b2.
+	if want := map[string]int{"k1": 1200, "v0": 1000}; !maps.Equal(got, want) {
 		t.Errorf("kept below 1280: %v, want %v", got, want)
 	}
 	c.Links["v0"].MTU = 1400

@@ -435,10 +435,10 @@ func (f *Kernel) AddLink(l *model.Link) error {
 	}
 	c := cloneLink(l)
 	c.Owned, c.Up, c.Master, c.Adopt, c.Origin = true, false, "", false, ""
-	if c.MTU == 0 {
-		c.MTU = 1500
-	}
 	c.Lower = c.Parent()
+	if c.MTU == 0 {
+		c.MTU = f.createdMTU(c)
+	}
 	if c.Kind == model.KindWireGuard {
 		// The device's configuration lives apart, as in the kernel: read
 		// with WireGuardDevice, written with ConfigureWireGuard.
@@ -469,6 +469,27 @@ func (f *Kernel) AddLink(l *model.Link) error {
 		return fmt.Errorf("add link %s: %w: %w", l.Name, kernel.ErrUnmarked, err)
 	}
 	return nil
+}
+
+// createdMTU is the MTU the kernel gives a link made without one: a
+// macvlan, ipvlan or vlan takes its parent's (macvlan_common_newlink,
+// ipvlan_link_new, vlan_newlink), a vxlan on a device the device's less
+// the encapsulation, 50 bytes over IPv4 and 70 over IPv6
+// (vxlan_config_apply); any other link 1500.
+func (f *Kernel) createdMTU(l *model.Link) int {
+	if p := f.links[l.Lower]; p != nil && (l.Kind == model.KindMACVlan || l.Kind == model.KindIPVlan || l.Kind == model.KindVLAN) {
+		return p.MTU
+	}
+	if v := l.VXLAN; v != nil && v.Dev != "" {
+		if d := f.links[v.Dev]; d != nil {
+			headroom := 50
+			if v.Remote.Is6() || v.Local.Is6() {
+				headroom = 70
+			}
+			return max(d.MTU-headroom, 68)
+		}
+	}
+	return 1500
 }
 
 // DeleteLink deletes a link with its addresses, routes and veth peer, and

@@ -183,7 +183,10 @@ func (f *Kernel) sysctlLines() []string {
 			if tmpl == "net.ipv6.conf.default.mtu" && v == strconv.Itoa(l.MTU) {
 				continue // a fresh link's, as the kernel sets it (ipv6MTU)
 			}
-			if f.sysctls[tmpl] != v {
+			// Against a fresh kernel's default, not default's value now:
+			// a key of the link's own stays in the dump when default is
+			// written to the same value.
+			if defaultSysctls[tmpl] != v {
 				p := strings.SplitN(tmpl, ".", 5)
 				p[3] = strings.ReplaceAll(n, ".", "/")
 				key := strings.Join(p, ".")
