@@ -99,6 +99,27 @@ var Scenarios = []Scenario{
 			{Name: "the macvlan above its parent", Do: mtu("m", 9001), Fails: true},
 		},
 	},
+	{
+		Name:  "a macvlan and a vxlan made without an MTU take their lower device's",
+		Kinds: []string{model.KindVeth, model.KindMACVlan, model.KindVXLAN},
+		Links: []string{"a", "b", "m", "x", "x6"},
+		Steps: []Step{
+			{Name: "a veth pair of MTU 9000, a macvlan and two vxlans on it without an MTU", Do: seq(noPromote,
+				addLinks(veth("a", "b", 9000), &model.Link{Name: "m", Kind: model.KindMACVlan, MACVlan: &model.MACVlan{Parent: "a", Mode: model.MACVlanBridge}},
+					&model.Link{Name: "x", Kind: model.KindVXLAN, VXLAN: &model.VXLAN{ID: 7, Dev: "a", Port: 4789, Local: mustAddr("10.1.0.1")}},
+					&model.Link{Name: "x6", Kind: model.KindVXLAN, VXLAN: &model.VXLAN{ID: 8, Dev: "a", Port: 4790, Remote: mustAddr("fd00::2")}}))},
+		},
+	},
+	{
+		Name:  "an ipvlan and a vlan made without an MTU take their parent's",
+		Kinds: []string{model.KindDummy, model.KindIPVlan, model.KindVLAN},
+		Links: []string{"d", "iv", "vl"},
+		Steps: []Step{
+			{Name: "a dummy of MTU 9000, an ipvlan and a vlan on it without an MTU", Do: seq(noPromote,
+				addLinks(link("d", model.KindDummy, 9000), &model.Link{Name: "iv", Kind: model.KindIPVlan, IPVlan: &model.IPVlan{Parent: "d", Mode: model.IPVlanL3}},
+					&model.Link{Name: "vl", Kind: model.KindVLAN, VLAN: &model.VLAN{Parent: "d", ID: 10, Protocol: model.VLAN8021Q}}))},
+		},
+	},
 
 	{
 		Name:  "a link's sysctls take default's values when it is made, and keep them",
