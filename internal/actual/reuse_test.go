@@ -1,6 +1,7 @@
 package actual
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
@@ -87,16 +88,7 @@ func TestReadRouteTablesAgreesWithAFullRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := Read(k, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if (len(got.Routes) != 0 || len(want.Routes) != 0) && !reflect.DeepEqual(got.Routes, want.Routes) {
-			t.Fatalf("seed %d, tables %v read again:\n got %v\nwant %v", seed, dirty, got.Routes, want.Routes)
-		}
-		if !reflect.DeepEqual(prev.Routes, kept) {
-			t.Fatalf("seed %d: the previous read changed", seed)
-		}
+		agreesWithARead(t, k, opt, got, prev, kept, fmt.Sprintf("seed %d, tables %v read again", seed, dirty))
 	}
 }
 
@@ -223,16 +215,7 @@ func TestReadPatchedRouteTablesAgreesWithAFullRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := Read(k, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if (len(got.Routes) != 0 || len(want.Routes) != 0) && !reflect.DeepEqual(got.Routes, want.Routes) {
-			t.Fatalf("seed %d, changes %v:\n got %v\nwant %v", seed, changes, got.Routes, want.Routes)
-		}
-		if !reflect.DeepEqual(prev.Routes, kept) {
-			t.Fatalf("seed %d: the previous read changed", seed)
-		}
+		agreesWithARead(t, k, opt, got, prev, kept, fmt.Sprintf("seed %d, changes %v", seed, changes))
 		if len(read.Tables)+len(read.Patched) != len(changes) || dup < 0 && len(read.Tables) != 0 {
 			t.Fatalf("seed %d: tables read %v, patched %v, changes in %d", seed, read.Tables, read.Patched, len(changes))
 		}
@@ -274,5 +257,22 @@ func TestPatchRoutesUnsure(t *testing.T) {
 		if want := c.prev[:len(c.prev)-1]; !reflect.DeepEqual(out, want) {
 			t.Errorf("%s: routes %v, want %v (101's delete applied, 100 left to the read)", c.name, out, want)
 		}
+	}
+}
+
+// agreesWithARead fails the test when got's routes are not what a full
+// read of k gives, or when the read that reused prev changed prev's routes
+// (kept is a copy of them).
+func agreesWithARead(t *testing.T, k kernel.Reader, opt Options, got, prev *model.State, kept []model.Route, what string) {
+	t.Helper()
+	want, err := Read(k, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if (len(got.Routes) != 0 || len(want.Routes) != 0) && !reflect.DeepEqual(got.Routes, want.Routes) {
+		t.Fatalf("%s:\n got %v\nwant %v", what, got.Routes, want.Routes)
+	}
+	if !reflect.DeepEqual(prev.Routes, kept) {
+		t.Fatalf("%s: the previous read changed", what)
 	}
 }

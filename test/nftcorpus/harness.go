@@ -425,16 +425,9 @@ func runTable(t testing.TB, tab *Table, cases []Case) []Result {
 		if err := os.WriteFile(f, []byte(tab.YAML(byChain)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r := nettest.CLI(t, "validate", "-o", "json", "-c", f)
-		if r.Code == 0 {
-			if r := nettest.CLI(t, "apply", "-q", "-c", f, "--netns", nsW, "--state-dir", state); r.Code != 0 {
-				t.Fatalf("apply of what validate took: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
-			}
+		errs, applied := validateApply(t, f, nsW, state, run, "the table "+tab.Label)
+		if applied {
 			break
-		}
-		errs, err := placedErrors(r)
-		if err != nil || run > 40 {
-			t.Fatalf("validate of the table %s: errors not placed at rules: %v", tab.Label, err)
 		}
 		byPath := map[string]ChainRule{}
 		for _, cr := range rules {
@@ -547,16 +540,9 @@ func runElems(t testing.TB, tab *Table, dir, nsN, nsW, state string) []Result {
 			withElems.Decls = append(withElems.Decls, d)
 		}
 		f := nettest.WriteFile(t, dir, fmt.Sprintf("e%d.yaml", run), withElems.YAML(nil))
-		r := nettest.CLI(t, "validate", "-o", "json", "-c", f)
-		if r.Code == 0 {
-			if r := nettest.CLI(t, "apply", "-q", "-c", f, "--netns", nsW, "--state-dir", state); r.Code != 0 {
-				t.Fatalf("apply of the elements validate took: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
-			}
+		errs, applied := validateApply(t, f, nsW, state, run, "the elements of "+tab.Label)
+		if applied {
 			break
-		}
-		errs, err := placedErrors(r)
-		if err != nil || run > 40 {
-			t.Fatalf("validate of the elements of %s: %v", tab.Label, err)
 		}
 		dropped := false
 		// The file validate read: indexes are into its lists, whatever
@@ -607,7 +593,7 @@ func runElems(t testing.TB, tab *Table, dir, nsN, nsW, state string) []Result {
 			}
 		}
 		if !dropped {
-			t.Fatalf("validate of the elements of %s: errors not at an element:\n%s%s", tab.Label, r.Stdout, r.Stderr)
+			t.Fatalf("validate of the elements of %s: errors not at an element: %+v", tab.Label, errs)
 		}
 	}
 	var out []Result
@@ -681,6 +667,26 @@ func checkInNS(ns, dir string, scripts []string) ([]bool, error) {
 type placedError struct{ Path, Message string }
 
 // placedErrors reads the errors of a failed validate -o json.
+// validateApply validates the file f and, when it is valid, applies it in
+// ns; otherwise it returns the errors validate placed, failing the test
+// when they are not placed or the runs (dropping what was refused each
+// time) do not end.
+func validateApply(t testing.TB, f, ns, state string, run int, what string) (errs []placedError, applied bool) {
+	t.Helper()
+	r := nettest.CLI(t, "validate", "-o", "json", "-c", f)
+	if r.Code == 0 {
+		if r := nettest.CLI(t, "apply", "-q", "-c", f, "--netns", ns, "--state-dir", state); r.Code != 0 {
+			t.Fatalf("apply of %s, which validate took: exit %d\n%s%s", what, r.Code, r.Stdout, r.Stderr)
+		}
+		return nil, true
+	}
+	errs, err := placedErrors(r)
+	if err != nil || run > 40 {
+		t.Fatalf("validate of %s: errors not placed at rules: %v", what, err)
+	}
+	return errs, false
+}
+
 func placedErrors(r nettest.Result) ([]placedError, error) {
 	var v struct{ Errors []placedError }
 	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil || len(v.Errors) == 0 {
