@@ -62,3 +62,31 @@ func TestWalkFinding186PoolOverAStaticAddressIsRefusedAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkFinding189AdoptedLinkKeepsItsKeysOnceNoLongerAdopted replays walk
+// finding 189 (host soak seeds 109351684200297, step 55, shrunk to 7 steps,
+// and 12315378314619, step 53): the link the walk adopts is someone else's
+// bridge with an IPv4 address, which marks every IPv4 key of it as written,
+// so a write of net.ipv4.conf.default.rp_filter leaves its rp_filter as it
+// was. Adopted, the oracle skipped that key; once the file dropped adopt
+// (the link is the file's, and the key still not), it wanted default's
+// value, which nothing writes.
+func TestWalkFinding189AdoptedLinkKeepsItsKeysOnceNoLongerAdopted(t *testing.T) {
+	conf := func(adopt bool) *Config {
+		return &Config{Protocol: 200,
+			Sysctls: map[string]string{"net.ipv4.conf.default.rp_filter": "1"},
+			Links: map[string]*Link{
+				AdoptLink: {Name: AdoptLink, Kind: "bridge", MTU: 1500, Adopt: adopt, Addrs: []*Addr{{CIDR: "10.252.0.1/24"}}},
+			},
+		}
+	}
+	r := kernelRunner(t, []string{"ip link add " + AdoptLink + " type bridge; ip link set " + AdoptLink + " up; ip addr add 10.252.0.1/24 dev " + AdoptLink})
+	for k := range oracleChecks {
+		r.proven[k] = true
+	}
+	for i, c := range []*Config{conf(true), conf(false)} {
+		if f := r.step(i, c); f != nil {
+			t.Fatalf("step %d: %v", i+1, f)
+		}
+	}
+}

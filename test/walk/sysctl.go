@@ -276,10 +276,12 @@ func CompareSysctls(ns string, c *Config, base map[string]string, skip map[strin
 		for _, short := range sortedKeys(linkSysctls()) {
 			want, declared := l.Sysctls[short]
 			if !declared {
-				if !firstValueKnown(c, l, short) || l.Adopt && spreadByDefault(short) {
-					// An adopted link was someone else's, made
-					// before any write of default's: it keeps its
-					// own value, which the walk does not know.
+				if !firstValueKnown(c, l, short) || (l.Adopt || n == AdoptLink) && spreadByDefault(short) {
+					// The link the walk adopts was someone else's,
+					// made before any write of default's: it keeps
+					// its own value, which the walk does not know,
+					// adopted and after the file drops adopt alike
+					// (the key is not the file's either way).
 					continue
 				}
 				from := all
