@@ -335,9 +335,11 @@ diff, apply. Passes run when something may have changed:
     again, of the routes the tables notifications do not vouch for, and
     every table at the full resync (--full-resync-interval).
 Notifications only wake the loop: a burst of them is coalesced into one pass
-(50 ms after the first), and a pass starts no sooner after the previous one
-ended than 50 ms or that pass's duration, whichever is longer, so a storm
-cannot make it flap. A lost notification stream is subscribed again and
+(50 ms after the first; 5 ms after a kernel notification of drift, which
+comes with the rest of its burst). Passes spend a budget of pass time, each
+50 ms or its duration, whichever is longer, earned back by the time between
+passes up to half a second: under a storm the loop spends at most half its
+time in passes and cannot flap, while an isolated repair runs at once. A lost notification stream is subscribed again and
 followed by a full resync.
 
 An invalid configuration at start is an error (exit 1). An invalid edit

@@ -29,12 +29,21 @@ const (
 	// from the first wake-up, not the last: a continuous storm delays a pass
 	// by this much, never indefinitely.
 	DefaultDebounce = 50 * time.Millisecond
-	// DefaultMinInterval separates the end of a pass from the start of the
-	// next; the gap grows to the last pass's duration when that is longer,
-	// so that under a storm the loop spends at most half its time in passes
-	// whatever their cost (100k routes take seconds), while a small
-	// configuration is repaired within about debounce + one pass.
+	// DefaultRepairDebounce is the debounce of a kernel notification that
+	// something the file declares drifted: the notifications of one kernel
+	// operation arrive together, so a repair need not wait longer.
+	DefaultRepairDebounce = 5 * time.Millisecond
+	// DefaultMinInterval is the least a pass spends of the loop's budget
+	// of pass time; a longer pass spends its duration. Time between passes
+	// earns the budget back one for one, so that under a storm the loop
+	// spends at most half its time in passes whatever their cost (100k
+	// routes take seconds), and at most one pass per 50 ms when they are
+	// cheap.
 	DefaultMinInterval = 50 * time.Millisecond
+	// DefaultBurst is the most the budget holds: after a quiet spell, half
+	// a second of passes runs without a gap, so a repair is not held back
+	// by the pass just before it, while a storm soon meets the gap.
+	DefaultBurst = 500 * time.Millisecond
 	// DefaultResync is the period of the resync that catches what no
 	// notification reported.
 	DefaultResync = 5 * time.Minute
@@ -66,7 +75,7 @@ type Options struct {
 	// READY=1 as Type=notify-reload expects.
 	Reload <-chan struct{}
 
-	Debounce, MinInterval, Resync, RetryMin, RetryMax time.Duration
+	Debounce, RepairDebounce, MinInterval, Burst, Resync, RetryMin, RetryMax time.Duration
 	// FullResync is how often a resync reads every route table, those
 	// the notifications vouch for included (DefaultFullResync); one no
 	// longer than Resync makes every resync read them.
@@ -126,6 +135,8 @@ type Daemon struct {
 	f    *EventFilter
 	bo   *backoff
 	wake chan struct{}
+	// repair carries the kernel sources' wake-ups (wakeRepair).
+	repair chan struct{}
 
 	// The loop's state (loop.go): when the next pass runs, the timer set to
 	// it, whether READY=1 was sent and whether a reload waits for its pass.
@@ -230,7 +241,9 @@ func newDaemon(opts Options, eng passEngine, clk clock) *Daemon {
 		}
 	}
 	def(&opts.Debounce, DefaultDebounce)
+	def(&opts.RepairDebounce, DefaultRepairDebounce)
 	def(&opts.MinInterval, DefaultMinInterval)
+	def(&opts.Burst, DefaultBurst)
 	def(&opts.Resync, DefaultResync)
 	def(&opts.FullResync, DefaultFullResync)
 	def(&opts.RetryMin, DefaultRetryMin)
@@ -255,15 +268,17 @@ func newDaemon(opts Options, eng passEngine, clk clock) *Daemon {
 	}
 	opts.Metrics.Registry.MustRegister(opts.Filter.count)
 	return &Daemon{
-		opts:  opts,
-		log:   opts.Log,
-		eng:   eng,
-		clk:   clk,
-		m:     opts.Metrics,
-		f:     opts.Filter,
-		bo:    newBackoff(opts.RetryMin, opts.RetryMax),
-		wake:  make(chan struct{}, 1),
-		sched: schedule{debounce: opts.Debounce, minInterval: opts.MinInterval},
+		opts:   opts,
+		log:    opts.Log,
+		eng:    eng,
+		clk:    clk,
+		m:      opts.Metrics,
+		f:      opts.Filter,
+		bo:     newBackoff(opts.RetryMin, opts.RetryMax),
+		wake:   make(chan struct{}, 1),
+		repair: make(chan struct{}, 1),
+		sched: schedule{debounce: opts.Debounce, repairDebounce: opts.RepairDebounce,
+			minInterval: opts.MinInterval, burst: opts.Burst},
 
 		secretDirs: newSecretDirs(),
 	}
@@ -277,11 +292,21 @@ func (d *Daemon) Wake() {
 }
 
 // wakeLoop asks for a pass, which reads the kinds marked dirty
-// (filter_pass.go): the wake of the kernel sources, which mark their kind.
+// (filter_pass.go).
 func (d *Daemon) wakeLoop() {
 	d.m.wakeups.Inc()
 	select {
 	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wakeRepair is the wake of the kernel sources, which mark their kind: a
+// pass after the repair debounce (schedule).
+func (d *Daemon) wakeRepair() {
+	d.m.wakeups.Inc()
+	select {
+	case d.repair <- struct{}{}:
 	default:
 	}
 }

@@ -10,6 +10,7 @@ type event int
 
 const (
 	evWake     event = iota // a source saw a change (Wake)
+	evRepair                // a kernel notification of drift (wakeRepair)
 	evReload                // SIGHUP (Options.Reload)
 	evTimer                 // the scheduled pass is due
 	evWatchdog              // time to tell systemd the loop is alive
@@ -33,7 +34,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		wake := d.Wake
 		switch s.(type) {
 		case kindMarker:
-			wake = d.wakeLoop
+			wake = d.wakeRepair
 		case resyncSource:
 			wake = d.resync
 		}
@@ -64,6 +65,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			ev = evWatchdog
 		case <-d.wake:
 			ev = evWake
+		case <-d.repair:
+			ev = evRepair
 		case <-d.opts.Reload:
 			ev = evReload
 		case <-d.timer.C():
@@ -97,6 +100,12 @@ func (d *Daemon) handle(ctx context.Context, ev event) error {
 			d.wokeAt = d.clk.Now()
 		}
 		d.arm(d.sched.wake(d.clk.Now()))
+	case evRepair:
+		// The same, sooner: see schedule.
+		if d.wokeAt.IsZero() {
+			d.wokeAt = d.clk.Now()
+		}
+		d.arm(d.sched.repair(d.clk.Now()))
 	case evReload:
 		d.m.wakeups.Inc()
 		d.log.Info("reload requested")
@@ -126,6 +135,7 @@ func (d *Daemon) arm(changed bool) {
 // systemd and schedules what the pass left for later.
 func (d *Daemon) runScheduledPass(ctx context.Context) error {
 	d.sched.started()
+	start := d.clk.Now()
 	d.inPass.Store(true)
 	d.bigPass, d.periodic = false, false
 	err := d.pass(ctx)
@@ -138,14 +148,14 @@ func (d *Daemon) runScheduledPass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	took := d.stats.lastTook
+	cost := d.sched.cost(d.stats.lastTook)
 	if d.periodic {
 		// The resync's read of every kind is no storm: a repair
 		// that woke during it waits for its end, not for as long
 		// again after it.
-		took = 0
+		cost = 0
 	}
-	d.sched.ended(d.clk.Now(), took)
+	d.sched.ended(start, d.clk.Now(), cost)
 	if ctx.Err() != nil {
 		return nil
 	}

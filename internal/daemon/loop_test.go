@@ -267,6 +267,8 @@ func (e *loopEnv) step() {
 		select {
 		case <-e.d.wake:
 			ev = evWake
+		case <-e.d.repair:
+			ev = evRepair
 		default:
 			select {
 			case <-e.reload:
@@ -302,6 +304,22 @@ func (e *loopEnv) run(d time.Duration) {
 	}
 	e.clk.set(end)
 	e.step()
+}
+
+// runToPass moves the clock deadline by deadline until more than before
+// passes have run (within limit), and stops at the end of the last.
+func (e *loopEnv) runToPass(before int, limit time.Duration) {
+	e.t.Helper()
+	end := e.clk.Now().Add(limit)
+	e.step()
+	for e.passes() == before {
+		at, ok := e.clk.next()
+		if !ok || at.After(end) {
+			e.t.Fatalf("no pass within %v", limit)
+		}
+		e.clk.set(at)
+		e.step()
+	}
 }
 
 func (e *loopEnv) wake() {
@@ -352,65 +370,116 @@ func TestDebounceCountsFromFirstWake(t *testing.T) {
 		t.Fatalf("passes %d, the last at +%v; want 2, the last at +50ms after the first wake-up", e.passes(), e.lastStart().Sub(first))
 	}
 	// A storm, a wake-up every 10 ms: a pass every 50 ms (the debounce
-	// from the first wake-up after a pass, which the gap overlaps), never
-	// none. With passes of 200 ms the gap grows to 200 ms: the loop spends
-	// half its time in passes, no more.
+	// from the first wake-up after a pass), never none. With passes of
+	// 200 ms, once the burst of the budget is spent, passes start 400 ms
+	// apart: the loop spends half its time in passes, no more.
 	for _, cost := range []time.Duration{0, 200 * time.Millisecond} {
 		e.eng.cost = cost
 		e.run(time.Second)
 		from := e.passes()
-		for range 200 {
+		stormStart := e.clk.Now()
+		for range 300 {
 			e.wake()
 			e.run(10 * time.Millisecond)
 		}
+		storm := e.clk.Now().Sub(stormStart)
 		want := max(DefaultDebounce, 2*cost)
 		gaps := e.gaps(from + 1)
-		if len(gaps) < 4 {
-			t.Fatalf("passes of %v: %d passes during a 2 s storm", cost, len(gaps)+1)
+		if len(gaps) < 6 {
+			t.Fatalf("passes of %v: %d passes during a 3 s storm", cost, len(gaps)+1)
 		}
-		for _, g := range gaps {
+		for _, g := range gaps[len(gaps)/2:] {
 			if g != want {
-				t.Errorf("passes of %v under a storm start %v apart, want %v: %v", cost, g, want, gaps)
+				t.Errorf("passes of %v under a storm start %v apart once the burst is spent, want %v: %v", cost, g, want, gaps)
 				break
 			}
+		}
+		if spent := time.Duration(e.passes()-from) * cost; spent > storm/2+DefaultBurst {
+			t.Errorf("passes of %v: %v in passes during a storm of %v, want at most half of it plus the burst %v", cost, spent, storm, DefaultBurst)
 		}
 	}
 }
 
-// A pass starts no sooner after the previous one ended than max(50 ms, that
-// pass's duration).
+// Passes back to back (reloads, which skip the debounce) spend the budget:
+// the first run without a gap, then each waits max(50 ms, the last pass's
+// duration) after the previous one ends, never longer.
 func TestGapBetweenPasses(t *testing.T) {
-	for _, tc := range []struct {
-		cost, wantGap time.Duration
-	}{
-		{0, DefaultMinInterval},
-		{20 * time.Millisecond, DefaultMinInterval},
-		{200 * time.Millisecond, 200 * time.Millisecond},
-		{3 * time.Second, 3 * time.Second},
-	} {
-		t.Run(tc.cost.String(), func(t *testing.T) {
+	for _, cost := range []time.Duration{0, 20 * time.Millisecond, 200 * time.Millisecond, 3 * time.Second} {
+		t.Run(cost.String(), func(t *testing.T) {
 			e := newLoopEnv(t, twoBridges)
-			e.eng.cost = tc.cost
+			e.eng.cost = cost
 			e.start()
-			end := e.clk.Now() // the first pass moved the clock by cost
-			// A reload skips the debounce: only the gap holds it back.
-			e.sendReload()
-			e.run(tc.wantGap) // the clock stops at the start of that pass
-			if e.passes() != 2 {
-				t.Fatalf("%d passes, want 2", e.passes())
+			spend := max(DefaultMinInterval, cost)
+			var gaps []time.Duration
+			for range 16 {
+				end, before := e.clk.Now(), e.passes()
+				e.sendReload()
+				e.runToPass(before, 10*time.Second)
+				gaps = append(gaps, e.lastStart().Sub(end))
 			}
-			if gap := e.lastStart().Sub(end); gap != tc.wantGap {
-				t.Errorf("pass of %v: the next started %v after its end, want %v", tc.cost, gap, tc.wantGap)
+			free := 0
+			for i, g := range gaps {
+				switch {
+				case g > spend:
+					t.Fatalf("pass of %v: the next started %v after its end, more than %v: %v", cost, g, spend, gaps)
+				case g < spend:
+					free++
+				case i < len(gaps)-1 && gaps[i+1] != spend:
+					t.Fatalf("pass of %v: a gap of %v, then a shorter one: %v", cost, g, gaps)
+				}
 			}
-			// A wake-up right at the end of a pass: the later of debounce
-			// and gap.
-			end = e.clk.Now()
+			if maxFree := int(DefaultBurst/spend) + 1; free > maxFree {
+				t.Errorf("pass of %v: %d passes before the gap, want at most %d (the burst): %v", cost, free, maxFree, gaps)
+			}
+			if gaps[len(gaps)-1] != spend {
+				t.Errorf("pass of %v: passes back to back end %v apart, want %v: %v", cost, gaps[len(gaps)-1], spend, gaps)
+			}
+			// A wake-up right at the end of a pass, the budget spent:
+			// the later of debounce and gap.
+			end, before := e.clk.Now(), e.passes()
 			e.wake()
-			e.run(10 * time.Second)
-			if want := max(tc.wantGap, DefaultDebounce); e.lastStart().Sub(end) != want {
-				t.Errorf("pass of %v: a wake-up at its end ran the next %v later, want %v", tc.cost, e.lastStart().Sub(end), want)
+			e.runToPass(before, 10*time.Second)
+			if want := max(spend, DefaultDebounce); e.lastStart().Sub(end) != want {
+				t.Errorf("pass of %v: a wake-up at its end ran the next %v later, want %v", cost, e.lastStart().Sub(end), want)
 			}
 		})
+	}
+}
+
+// A kernel notification of drift runs its repair one repair debounce
+// (5 ms) after it, not 50 ms; after a quiet spell it waits for no gap after
+// the pass before it, though that pass was slow; and it does not bring a
+// pass inside the debounce of a file's wake-up, so an editor's write and
+// rename stay one pass.
+func TestRepairDebounce(t *testing.T) {
+	e := newLoopEnv(t, twoBridges)
+	e.start()
+	e.run(time.Second)
+	e.eng.cost = 150 * time.Millisecond
+
+	woke, before := e.clk.Now(), e.passes()
+	e.d.wakeRepair()
+	e.runToPass(before, time.Second)
+	if got := e.lastStart().Sub(woke); got != DefaultRepairDebounce {
+		t.Fatalf("a repair ran %v after its notification, want %v", got, DefaultRepairDebounce)
+	}
+	// Right at the end of that 150 ms pass: no gap.
+	end, before := e.clk.Now(), e.passes()
+	e.d.wakeRepair()
+	e.runToPass(before, time.Second)
+	if got := e.lastStart().Sub(end); got != DefaultRepairDebounce {
+		t.Errorf("a repair at the end of a pass of 150 ms ran %v after it, want %v", got, DefaultRepairDebounce)
+	}
+
+	e.run(time.Second)
+	before, woke = e.passes(), e.clk.Now()
+	e.wake() // the editor's write
+	e.run(time.Millisecond)
+	e.d.wakeRepair()
+	e.step()
+	e.run(time.Second)
+	if e.passes() != before+1 || e.lastStart().Sub(woke) != DefaultDebounce {
+		t.Errorf("a file's wake-up, then a repair 1 ms later: %d passes, the first %v after the file's; want 1, at %v", e.passes()-before, e.eng.starts[before].Sub(woke), DefaultDebounce)
 	}
 }
 
@@ -920,7 +989,8 @@ func TestRepairNotHeldBehindThePeriodicResync(t *testing.T) {
 		wantGap time.Duration
 	}{
 		{"the resync alone", false, DefaultDebounce},
-		{"the resync and a route notification", true, 3 * time.Second},
+		// The budget's burst earns back half a second of it.
+		{"the resync and a route notification", true, 3*time.Second - DefaultBurst},
 	} {
 		before := e.passes()
 		if tc.marked {
