@@ -98,6 +98,7 @@ func (c *computer) links() {
 			}
 		}
 	}
+	creates = c.recreatesWait(creates)
 	creates, updates = c.recreateChildren(creates, updates)
 	for i := range updates {
 		c.releasedFromBond(&updates[i])
@@ -880,6 +881,55 @@ func (c *computer) recreateChildren(creates, updates []Op) ([]Op, []Op) {
 		}
 	}
 	return creates, updates
+}
+
+// recreatesWait withdraws each recreate of creates (a change of kind, or
+// of an attribute fixed at creation) that would take with it a link in
+// conflict or held: deleting the old link, the kernel deletes the links on
+// it and the other end of its veth pair, and releases its ports
+// (takenWith), and recreateChildren makes again only those not left as
+// they are. The recreate waits, as a delete does (opNeeds), and the link is
+// left as it is, with what needs it. A link is in conflict for the links
+// it needs too, so what is blocked is spread first, and again after each
+// withdrawal (a link on one withdrawn is left out with it).
+func (c *computer) recreatesWait(creates []Op) []Op {
+	for changed := true; changed; {
+		changed = false
+		c.spreadBlocked()
+		for i := 0; i < len(creates); i++ {
+			op := creates[i]
+			if op.Action != Replace {
+				continue
+			}
+			n := c.takesBlocked(op.ID)
+			if n == "" {
+				continue
+			}
+			creates = slices.Delete(creates, i, i+1)
+			delete(c.recreated, op.ID)
+			i--
+			c.blockLink(op.ID)
+			why := "in conflict"
+			if c.heldLinks[n] {
+				why = "held"
+				c.heldLinks[op.ID] = true
+			}
+			c.leftOut(n, "link %s is not recreated (%s): the kernel would %s with it, which is %s", op.ID, op.Reason, c.takenHow(op.ID, n), why)
+			changed = true
+		}
+	}
+	return creates
+}
+
+// takesBlocked returns a link in conflict or held that deleting the link
+// name would take with it (takenWith), "" when there is none.
+func (c *computer) takesBlocked(name string) string {
+	for _, n := range c.takenWith(name) {
+		if c.blocked[n] {
+			return n
+		}
+	}
+	return ""
 }
 
 // adopted reports whether a declared link is one netreconcile never
