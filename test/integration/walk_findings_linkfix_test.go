@@ -3,6 +3,8 @@ package integration
 import (
 	"strings"
 	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/diff"
 )
 
 // A recreate of a link went ahead beside a link on it that the plan
@@ -43,4 +45,51 @@ func TestWalkFindingRecreateWaitsForTheLinksItTakes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An MTU write to a link whose MTU the kernel passes on changed the links
+// it passes it to, held or not the file's: a macvlan on a link is lowered
+// with it (as a vlan is; an ipvlan follows it both ways, a bond's ports take
+// the bond's). A macvlan held by max-disruption (its move into passthru, a
+// recreate) was lowered by its parent's MTU write, which was in place; one
+// netreconcile did not create, likewise. The write now waits: held with the
+// macvlan, or a conflict for a link not the file's, and the parent keeps
+// its MTU.
+func TestWalkFindingMTUWriteWaitsForTheLinksItLowers(t *testing.T) {
+	pair := "  va: {kind: veth, veth: {peer: vb}}\n  vb: {kind: veth, veth: {peer: va}}\n"
+	lowered := "  va: {kind: veth, mtu: 1400, veth: {peer: vb}}\n  vb: {kind: veth, veth: {peer: va}}\n"
+	t.Run("held macvlan", func(t *testing.T) {
+		e := newEnv(t)
+		e.apply(e.file("a.yaml", "version: 1\nlinks:\n"+pair+"  m0: {kind: macvlan, macvlan: {parent: va, mode: bridge}}\n"))
+		before, indexes := e.links(), e.indexes()
+		f := e.file("b.yaml", "version: 1\nsettings: {max-disruption: link-flapped}\nlinks:\n"+lowered+"  m0: {kind: macvlan, macvlan: {parent: va, mode: passthru}}\n")
+		plan := e.heldPass(f, diff.LinkFlapped)
+		deps := strings.Join(plan.HeldDependents, "\n")
+		after := e.links()
+		if b, a := linkLine(before, "m0"), linkLine(after, "m0"); b != a || indexes["m0"] != e.indexes()["m0"] {
+			t.Errorf("m0 held, yet it changed:\n%s\n-> %s\nthe plan:\n%s\nheld dependents:\n%s", b, a, plan, deps)
+		}
+		if !strings.Contains(deps, "link va keeps its mtu 1500, not 1400") {
+			t.Errorf("held dependents:\n%s\nwant va's MTU write that waits", deps)
+		}
+		// An apply by hand makes the whole file.
+		e.apply(f)
+		e.converged(f)
+	})
+	t.Run("foreign macvlan", func(t *testing.T) {
+		e := newEnv(t)
+		e.apply(e.file("a.yaml", "version: 1\nlinks:\n"+pair))
+		e.ip("link", "add", "fm0", "link", "va", "type", "macvlan")
+		before := e.links()
+		f := e.file("b.yaml", "version: 1\nlinks:\n"+lowered)
+		for _, cmd := range []string{"diff", "apply"} {
+			r := e.cli(cmd, "-c", f)
+			if r.Code != 1 || !strings.Contains(r.Stderr, "link va keeps its mtu 1500, not 1400: the kernel would change the mtu of fm0 with it, which netreconcile did not create") {
+				t.Errorf("%s: exit %d, want 1 with the MTU write that waits\n%s%s", cmd, r.Code, r.Stdout, r.Stderr)
+			}
+		}
+		if b, a := linkLine(before, "fm0"), linkLine(e.links(), "fm0"); b != a {
+			t.Errorf("fm0, not netreconcile's, changed:\n%s\n-> %s", b, a)
+		}
+	})
 }
