@@ -93,3 +93,41 @@ func TestWalkFindingMTUWriteWaitsForTheLinksItLowers(t *testing.T) {
 		}
 	})
 }
+
+// The same with IPv6 turned back on for every link: a vxlan over IPv6 made
+// on a device in the apply that takes net.ipv6.conf.all.disable_ipv6 from 1
+// to 0 (given 0, or taken out of the file and given back), which sets the
+// device's key, failed its create with EPERM, since only the device's own
+// key was written before the create; and a device made in the same apply
+// takes default's disable_ipv6, so default's from 1 to 0 goes before the
+// device's create, and the device's own key, written after its create,
+// before the vxlan's. The device is made by the first file, or by the
+// second with the vxlan.
+func TestWalkFindingVXLANMadeAfterAllOrDefaultGivesIPv6Back(t *testing.T) {
+	const vxlan = "  x2: {kind: vxlan, vxlan: {id: 5, remote: \"2001:db8::5\", dev: d0}}\n"
+	for _, c := range []struct{ name, before, after string }{
+		{"all given 0", "sysctls: {net.ipv6.conf.all.disable_ipv6: 1}\nlinks:\n  d0: {kind: bridge}\n",
+			"sysctls: {net.ipv6.conf.all.disable_ipv6: 0}\nlinks:\n  d0: {kind: bridge}\n" + vxlan},
+		{"all given back", "sysctls: {net.ipv6.conf.all.disable_ipv6: 1}\nlinks:\n  d0: {kind: bridge}\n",
+			"links:\n  d0: {kind: bridge}\n" + vxlan},
+		{"all given 0, device made with the vxlan", "sysctls: {net.ipv6.conf.all.disable_ipv6: 1}\n",
+			"sysctls: {net.ipv6.conf.all.disable_ipv6: 0}\nlinks:\n  d0: {kind: bridge}\n" + vxlan},
+		{"default given 0, device made with the vxlan", "sysctls: {net.ipv6.conf.default.disable_ipv6: 1}\n",
+			"sysctls: {net.ipv6.conf.default.disable_ipv6: 0}\nlinks:\n  d0: {kind: bridge}\n" + vxlan},
+		{"default given back, device made with the vxlan", "sysctls: {net.ipv6.conf.default.disable_ipv6: 1}\n",
+			"links:\n  d0: {kind: bridge}\n" + vxlan},
+		{"own key given 0, device made with the vxlan under default's 1", "sysctls: {net.ipv6.conf.default.disable_ipv6: 1}\n",
+			"sysctls: {net.ipv6.conf.default.disable_ipv6: 1}\nlinks:\n  d0: {kind: bridge, sysctls: {ipv6.disable_ipv6: 0}}\n" + vxlan},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.apply(e.file("a.yaml", "version: 1\n"+c.before))
+			f := e.file("b.yaml", "version: 1\n"+c.after)
+			e.apply(f)
+			e.converged(f)
+			if !strings.Contains(e.links(), "x2 vxlan") {
+				t.Errorf("x2 not made:\n%s", e.links())
+			}
+		})
+	}
+}
