@@ -141,6 +141,18 @@ func (c *computer) sysctls() {
 	c.mtuAfterIPv6On(start)
 	c.ipv6Flushes()
 	c.ipv6OnBeforeVXLANs(start)
+	// A file declares no secret (validation refuses it), but the ledger
+	// may own one from before, given back here: its values are not shown.
+	for _, ops := range [][]Op{c.plan.Ops[start:], c.deletes} {
+		for i := range ops {
+			if ops[i].Kind == KindSysctl && model.SysctlSecret(ops[i].ID) {
+				ops[i].Changes = slices.Clone(ops[i].Changes)
+				for j := range ops[i].Changes {
+					ops[i].Changes[j].From, ops[i].Changes[j].To = model.SecretShown, "the one found before, not shown"
+				}
+			}
+		}
+	}
 }
 
 // ipv6OnBeforeVXLANs moves each write that turns IPv6 back on (a

@@ -131,3 +131,41 @@ func TestWalkFindingVXLANMadeAfterAllOrDefaultGivesIPv6Back(t *testing.T) {
 		})
 	}
 }
+
+// net.ipv6.conf.default.stable_secret was taken as any key: where someone
+// had set it, a file declaring it wrote it, printing the secret in the plan
+// and keeping it in the ledger, and the kernel set every link's
+// addr_gen_mode to 2 with it, those the file does not name too (a write of
+// default's secret reaches every link, with no per-link mark); where it was
+// unset, the read failed (EIO) and so did every plan. The key is refused by
+// validation, default's, all's and a link's, without the value: a secret
+// is kept where secrets are, and nothing here can give an unset one back.
+func TestWalkFindingStableSecretIsRefusedAndNeverShown(t *testing.T) {
+	const secret = "2001:db8::1234"
+	for _, c := range []struct{ name, file string }{
+		{"default's", "sysctls: {net.ipv6.conf.default.stable_secret: \"" + secret + "\"}\nlinks:\n  b0: {kind: bridge}\n"},
+		{"a link's", "links:\n  b0: {kind: bridge, sysctls: {ipv6.stable_secret: \"" + secret + "\"}}\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			// Someone set default's before: the key reads.
+			e.ip("link", "add", "fb0", "type", "bridge")
+			e.setSysctl("net.ipv6.conf.default.stable_secret", "2001:db8::5")
+			e.setSysctl("net.ipv6.conf.fb0.addr_gen_mode", "1")
+			f := e.file("a.yaml", "version: 1\n"+c.file)
+			for _, cmd := range []string{"validate", "diff", "apply"} {
+				r := e.cli(cmd, "-c", f)
+				if r.Code == 0 || !strings.Contains(r.Stderr, "stable_secret is not managed by netreconcile") {
+					t.Errorf("%s: exit %d, want the key refused\n%s%s", cmd, r.Code, r.Stdout, r.Stderr)
+				}
+				for _, v := range []string{secret, "2001:0db8:0000:0000:0000:0000:0000:1234", "2001:db8::5", "2001:0db8:0000:0000:0000:0000:0000:0005"} {
+					if strings.Contains(r.Stdout+r.Stderr, v) {
+						t.Errorf("%s printed the secret %s:\n%s%s", cmd, v, r.Stdout, r.Stderr)
+					}
+				}
+			}
+			e.wantSysctl("net.ipv6.conf.fb0.addr_gen_mode", "1")
+			e.wantSysctl("net.ipv6.conf.default.stable_secret", "2001:0db8:0000:0000:0000:0000:0000:0005")
+		})
+	}
+}
