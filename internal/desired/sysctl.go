@@ -86,6 +86,17 @@ const sysctlKeyRule = model.SysctlKeyRule
 
 func validSysctlKey(key string) bool { return model.ValidSysctlKey(key) }
 
+// secretRefused refuses a stable_secret key, default's, all's or a
+// link's. netreconcile does not manage it: the value is a secret, which a
+// file holds inline and a plan, the ledger and an error would show; the
+// kernel reads an unset secret as an error (EIO) and takes no write that
+// unsets it, so the value found before could not be given back; and a
+// write of default's sets addr_gen_mode on every link of the namespace, the
+// links the file does not name included, with nothing per link to tell
+// which it reached (addrconf_sysctl_stable_secret), and a link made after
+// takes the secret and stable privacy addresses.
+const secretRefused = "stable_secret is not managed by netreconcile: its value is a secret, which the file would hold and a plan would show; the kernel cannot take an unset secret back; and default's sets addr_gen_mode to 2 on every link, those the file does not name too; set it where secrets are kept (a root-only sysctl.d file, at boot) and leave it out of the file"
+
 // sysctls builds the global keys of every file.
 func (b *builder) sysctls(confs []*fileConf) {
 	for _, fc := range confs {
@@ -101,6 +112,10 @@ func (b *builder) sysctls(confs []*fileConf) {
 				continue
 			case !validSysctlKey(e.key):
 				b.errs.add(e.keyAt, path, "not a sysctl key; expected %s, such as net.ipv4.ip_forward", sysctlKeyRule)
+				continue
+			}
+			if model.SysctlSecret(e.key) {
+				b.errs.add(e.keyAt, path, secretRefused)
 				continue
 			}
 			if link, short, _, ok := model.SysctlLink(e.key); ok {
@@ -155,6 +170,10 @@ func (b *builder) linkSysctls(name string, lc *linkConf) {
 		key, ok := model.PerLinkSysctl(name, e.key)
 		if !ok || !validSysctlKey(e.key) {
 			b.errs.add(e.keyAt, path, "expected a key of the link: ipv4.NAME or ipv6.NAME (net.ipv4.conf.%s.NAME), or ipv4.neigh.NAME or ipv6.neigh.NAME, such as ipv4.rp_filter; found %q", name, e.key)
+			continue
+		}
+		if model.SysctlSecret(key) {
+			b.errs.add(e.keyAt, path, secretRefused)
 			continue
 		}
 		if e.key == "ipv6.disable_ipv6" && e.value != "0" {

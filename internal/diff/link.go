@@ -98,7 +98,9 @@ func (c *computer) links() {
 			}
 		}
 	}
+	creates = c.recreatesWait(creates)
 	creates, updates = c.recreateChildren(creates, updates)
+	updates = c.mtuWritesWait(updates)
 	for i := range updates {
 		c.releasedFromBond(&updates[i])
 	}
@@ -236,9 +238,94 @@ func (c *computer) links() {
 	// leaves its bridge with a new MTU leaves the bridge at that MTU, not
 	// the file's).
 	touched := c.pinMasterMTUs(creates, append(released, updates...), early)
-	for _, op := range c.uppersFollow(updates, touched) {
+	for _, op := range c.mtuWritesWait(c.uppersFollow(updates, touched)) {
 		c.add(op)
 	}
+}
+
+// mtuWritesWait takes the MTU write out of each update of updates whose
+// MTU the kernel would pass on to a link the plan leaves as it is: held
+// (Inputs.MaxDisruption), in conflict, or neither declared nor made by
+// netreconcile (mtuMoves). Such a write changes a link the plan may not
+// change, so it waits as a delete that would take one does: the rest of
+// the update goes ahead, and a held change, or a conflict, says why. An
+// update left with no change is dropped.
+func (c *computer) mtuWritesWait(updates []Op) []Op {
+	out := updates[:0]
+	for _, op := range updates {
+		h := c.a.Links[op.ID]
+		if !op.LinkFields.MTU || op.Link.MTU == 0 || h == nil {
+			out = append(out, op)
+			continue
+		}
+		n := ""
+		for _, m := range c.mtuMoves(op.ID, op.Link.MTU, nil) {
+			if l := c.a.Links[m]; c.blocked[m] || !l.Owned && c.d.Links[m] == nil {
+				n = m
+				break
+			}
+		}
+		if n == "" {
+			out = append(out, op)
+			continue
+		}
+		switch {
+		case c.heldLinks[n]:
+			c.leftOut(n, "link %s keeps its mtu %d, not %d: the kernel would change the mtu of %s with it, which is held", op.ID, h.MTU, op.Link.MTU, n)
+		case c.blocked[n]:
+			c.conflict("link %s keeps its mtu %d, not %d: the kernel would change the mtu of %s with it, which is in conflict", op.ID, h.MTU, op.Link.MTU, n)
+		default:
+			c.conflict("link %s keeps its mtu %d, not %d: the kernel would change the mtu of %s with it, which netreconcile did not create; give %s an mtu the kernel leaves it at, or delete %s", op.ID, h.MTU, op.Link.MTU, n, op.ID, n)
+		}
+		op.LinkFields.MTU, op.LinkFields.MTUAfterMaster = false, false
+		op.Changes = slices.DeleteFunc(slices.Clone(op.Changes), func(ch Change) bool { return ch.Field == "mtu" })
+		if len(op.Changes) > 0 {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// mtuMoves lists the links whose MTU the kernel changes when the link name
+// takes the MTU mtu, and those theirs changes in turn: a macvlan or vlan
+// on it is lowered to it when above it (macvlan_device_event,
+// vlan_device_event), an ipvlan on it takes it either way
+// (ipvlan_adjust_mtu), and a bond gives it to each of its ports
+// (bond_change_mtu). A bridge's MTU is its own (its ports keep theirs), and
+// a vxlan keeps its MTU when its device's changes. seen guards against a
+// loop of lower links the kernel would not have made.
+func (c *computer) mtuMoves(name string, mtu int, seen map[string]bool) []string {
+	if seen == nil {
+		seen = map[string]bool{name: true}
+	}
+	bond := c.a.Links[name] != nil && c.a.Links[name].Kind == model.KindBond
+	var out []string
+	for _, n := range c.a.SortedLinkNames() {
+		l := c.a.Links[n]
+		if seen[n] {
+			continue
+		}
+		lower := l.Parent()
+		if lower == "" && (l.Kind == model.KindMACVlan || l.Kind == model.KindVLAN || l.Kind == model.KindIPVlan) {
+			lower = l.Lower
+		}
+		moves := false
+		switch {
+		case lower == name && l.Kind == model.KindIPVlan:
+			moves = l.MTU != mtu
+		case lower == name && (l.Kind == model.KindMACVlan || l.Kind == model.KindVLAN):
+			moves = l.MTU > mtu
+		case bond && l.Master == name:
+			moves = l.MTU != mtu
+		}
+		if !moves {
+			continue
+		}
+		seen[n] = true
+		out = append(out, n)
+		out = append(out, c.mtuMoves(n, mtu, seen)...)
+	}
+	return out
 }
 
 // uppersFollow keeps each macvlan, vlan, ipvlan and vxlan (on a device)
@@ -880,6 +967,55 @@ func (c *computer) recreateChildren(creates, updates []Op) ([]Op, []Op) {
 		}
 	}
 	return creates, updates
+}
+
+// recreatesWait withdraws each recreate of creates (a change of kind, or
+// of an attribute fixed at creation) that would take with it a link in
+// conflict or held: deleting the old link, the kernel deletes the links on
+// it and the other end of its veth pair, and releases its ports
+// (takenWith), and recreateChildren makes again only those not left as
+// they are. The recreate waits, as a delete does (opNeeds), and the link is
+// left as it is, with what needs it. A link is in conflict for the links
+// it needs too, so what is blocked is spread first, and again after each
+// withdrawal (a link on one withdrawn is left out with it).
+func (c *computer) recreatesWait(creates []Op) []Op {
+	for changed := true; changed; {
+		changed = false
+		c.spreadBlocked()
+		for i := 0; i < len(creates); i++ {
+			op := creates[i]
+			if op.Action != Replace {
+				continue
+			}
+			n := c.takesBlocked(op.ID)
+			if n == "" {
+				continue
+			}
+			creates = slices.Delete(creates, i, i+1)
+			delete(c.recreated, op.ID)
+			i--
+			c.blockLink(op.ID)
+			why := "in conflict"
+			if c.heldLinks[n] {
+				why = "held"
+				c.heldLinks[op.ID] = true
+			}
+			c.leftOut(n, "link %s is not recreated (%s): the kernel would %s with it, which is %s", op.ID, op.Reason, c.takenHow(op.ID, n), why)
+			changed = true
+		}
+	}
+	return creates
+}
+
+// takesBlocked returns a link in conflict or held that deleting the link
+// name would take with it (takenWith), "" when there is none.
+func (c *computer) takesBlocked(name string) string {
+	for _, n := range c.takenWith(name) {
+		if c.blocked[n] {
+			return n
+		}
+	}
+	return ""
 }
 
 // adopted reports whether a declared link is one netreconcile never

@@ -141,33 +141,72 @@ func (c *computer) sysctls() {
 	c.mtuAfterIPv6On(start)
 	c.ipv6Flushes()
 	c.ipv6OnBeforeVXLANs(start)
+	// A file declares no secret (validation refuses it), but the ledger
+	// may own one from before, given back here: its values are not shown.
+	for _, ops := range [][]Op{c.plan.Ops[start:], c.deletes} {
+		for i := range ops {
+			if ops[i].Kind == KindSysctl && model.SysctlSecret(ops[i].ID) {
+				ops[i].Changes = slices.Clone(ops[i].Changes)
+				for j := range ops[i].Changes {
+					ops[i].Changes[j].From, ops[i].Changes[j].To = model.SecretShown, "the one found before, not shown"
+				}
+			}
+		}
+	}
 }
 
-// ipv6OnBeforeVXLANs moves the write that turns a device's IPv6 back on
-// (its own disable_ipv6 from 1 to 0, written or given back) before the
-// create of a vxlan over IPv6 on it: the kernel refuses to make such a
-// vxlan on a device whose IPv6 is disabled (EPERM, vxlan_config_validate),
-// and the sysctls are written after the links. The ops from index start
-// are the sysctl stage's.
+// ipv6OnBeforeVXLANs moves each write that turns IPv6 back on (a
+// disable_ipv6 from 1 to 0, written or given back) that a vxlan over IPv6
+// on a device needs before the create of that vxlan: the kernel refuses to
+// make such a vxlan on a device whose IPv6 is disabled (EPERM,
+// vxlan_config_validate), and the sysctls are written after the links.
+// The device's disable_ipv6 is its own key, which
+// net.ipv6.conf.all.disable_ipv6 sets too, on every link and on "default"
+// (addrconf_disable_change), and which a device made by this plan takes
+// from "default" when it is made: the device's own key moves before the
+// vxlan's create (after the device's, which makes it), all's likewise, and
+// default's, which reaches only a device made after it, before the
+// device's create. The ops from index start are the sysctl stage's.
 func (c *computer) ipv6OnBeforeVXLANs(start int) {
 	for i := start; i < len(c.plan.Ops); i++ {
 		op := c.plan.Ops[i]
-		if op.Kind != KindSysctl || op.Sysctl == nil || op.Sysctl.Value != "0" || op.SysctlWas != "1" || op.Changes == nil {
+		if op.Kind != KindSysctl || op.Sysctl == nil || op.Sysctl.Value != "0" || op.SysctlWas == "0" || op.Changes == nil {
 			continue
 		}
 		dev, short, _, ok := model.SysctlLink(op.ID)
-		if !ok || short != "ipv6.disable_ipv6" || c.a.Links[dev] == nil || c.recreated[dev] {
+		if ok && (short != "ipv6.disable_ipv6" || c.a.Links[dev] == nil && !c.recreated[dev]) {
 			continue
+		}
+		if !ok && op.ID != "net.ipv6.conf.all.disable_ipv6" && op.ID != "net.ipv6.conf.default.disable_ipv6" {
+			continue
+		}
+		if ok && op.SysctlWas != "1" && !c.recreated[dev] {
+			continue
+		}
+		made := func(o Op, name string) bool {
+			return o.Kind == KindLink && o.Link != nil && o.ID == name && (o.Action == Create || o.Action == Replace)
 		}
 		j := slices.IndexFunc(c.plan.Ops[:start], func(o Op) bool {
 			if o.Kind != KindLink || o.Link == nil || o.Link.VXLAN == nil || o.Action != Create && o.Action != Replace {
 				return false
 			}
 			v := o.Link.VXLAN
-			return v.Dev == dev && (v.Remote.Is6() || v.Local.Is6())
+			if v.Dev == "" || !v.Remote.Is6() && !v.Local.Is6() {
+				return false
+			}
+			return !ok && op.ID == "net.ipv6.conf.all.disable_ipv6" || v.Dev == dev ||
+				op.ID == "net.ipv6.conf.default.disable_ipv6" && c.recreated[v.Dev]
 		})
 		if j < 0 {
 			continue
+		}
+		if op.ID == "net.ipv6.conf.default.disable_ipv6" {
+			// Before the device's create: the device takes default's
+			// value when it is made.
+			dev := c.plan.Ops[j].Link.VXLAN.Dev
+			if k := slices.IndexFunc(c.plan.Ops[:j], func(o Op) bool { return made(o, dev) }); k >= 0 {
+				j = k
+			}
 		}
 		c.plan.Ops = slices.Insert(slices.Delete(c.plan.Ops, i, i+1), j, op)
 		start++

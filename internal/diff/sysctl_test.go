@@ -37,6 +37,11 @@ func TestSysctlPlan(t *testing.T) {
 		plan: "- sysctl net.ipv4.ip_forward: back to the value found before netreconcile set it\n    value: 1 -> 0\n",
 		was:  []string{"1"},
 	}, {
+		name: "an owned secret given back: the values are not shown",
+		have: []model.Sysctl{{Key: "net.ipv6.conf.default.stable_secret", Value: "2001:0db8:0000:0000:0000:0000:0000:1234", Owned: true, Original: "2001:0db8:0000:0000:0000:0000:0000:0005"}},
+		plan: "- sysctl net.ipv6.conf.default.stable_secret: back to the value found before netreconcile set it\n    value: (a secret, not shown) -> the one found before, not shown\n",
+		was:  []string{"2001:0db8:0000:0000:0000:0000:0000:1234"},
+	}, {
 		name: "owned, gone from the file, already back: the record goes, nothing is written",
 		have: []model.Sysctl{{Key: "net.ipv4.ip_forward", Value: "0", Owned: true, Original: "0"}},
 		plan: "- sysctl net.ipv4.ip_forward: already at the value found before netreconcile set it\n",

@@ -99,7 +99,11 @@ func (k *Netlink) SetSysctl(key, value string) error {
 		return fmt.Errorf("set sysctl %s: %w", key, ErrNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("set sysctl %s = %s: %w", key, value, err)
+		shown := value
+		if model.SysctlSecret(key) {
+			shown = model.SecretShown
+		}
+		return fmt.Errorf("set sysctl %s = %s: %w", key, shown, err)
 	}
 	k.wrote()
 	return nil
@@ -128,6 +132,9 @@ func writeSysctl(key, value string, write func([]byte) (int, error), read func()
 		return fmt.Errorf("the kernel took %d of %d bytes; read back: %w", n, len(b), err)
 	}
 	if model.NormalizeSysctl(got) != model.NormalizeSysctl(value) {
+		if model.SysctlSecret(key) {
+			return fmt.Errorf("the kernel took %d of %d bytes and holds another value", n, len(b))
+		}
 		return fmt.Errorf("the kernel took %d of %d bytes and holds %q", n, len(b), got)
 	}
 	return nil

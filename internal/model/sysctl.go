@@ -118,6 +118,18 @@ func FindSysctl(ss []Sysctl, key string) *Sysctl {
 	return nil
 }
 
+// SysctlSecret reports whether key holds a secret: an IPv6 conf key's
+// stable_secret (default's, all's or a link's), the key from which the
+// kernel derives the stable privacy addresses (RFC 7217). Its value is
+// never printed.
+func SysctlSecret(key string) bool {
+	p := strings.Split(key, ".")
+	return len(p) == 5 && p[0] == "net" && p[1] == "ipv6" && p[2] == "conf" && p[4] == "stable_secret"
+}
+
+// SecretShown is what a message prints in place of a secret's value.
+const SecretShown = "(a secret, not shown)"
+
 // SysctlDefaultSpreads returns the short key of the links' key that a write
 // of key, a "default" key, sets on the links the kernel has already: ok is
 // false for any other key. The kernel copies an IPv4 conf key of default

@@ -14,6 +14,11 @@ import (
 func renderSysctls(ss []model.Sysctl, perLink bool) *yaml.Node {
 	m := mapping()
 	for _, s := range ss {
+		if model.SysctlSecret(s.Key) {
+			// Never printed, and no file declares one: one the ledger
+			// owns from before is given back by the next apply.
+			continue
+		}
 		k := s.Key
 		if perLink {
 			_, k, _, _ = model.SysctlLink(s.Key)

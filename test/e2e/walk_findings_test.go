@@ -346,3 +346,55 @@ func TestWalkFinding105IgnoreRoutesWithLinkdownTakenOnAShortWrite(t *testing.T) 
 		}
 	}
 }
+
+// An MTU write that the kernel passes on to a link netreconcile did not
+// make waits, and the link written keeps its MTU: an ipvlan takes its
+// parent's MTU either way (here raised), and a bond gives its MTU to its
+// ports. The host holds the macvlan case (test/integration,
+// TestWalkFindingMTUWriteWaitsForTheLinksItLowers); these kinds are the
+// guest's. Walk finding F-LF-2 (found by reading, issue 30).
+func TestWalkFindingMTUWriteWaitsForForeignIPVlanAndBondPort(t *testing.T) {
+	requireModules(t, "dummy", "ipvlan", "bonding")
+	for _, c := range []struct {
+		name, before, after, setup, link, foreign, mtu string
+	}{{
+		name:    "ipvlan",
+		before:  "version: 1\nlinks:\n  d0: {kind: dummy, mtu: 1500}\n",
+		after:   "version: 1\nlinks:\n  d0: {kind: dummy, mtu: 9000}\n",
+		setup:   "link add fi0 link d0 type ipvlan mode l2",
+		link:    "d0",
+		foreign: "fi0",
+		mtu:     "1500",
+	}, {
+		name:    "bond port",
+		before:  "version: 1\nlinks:\n  bond0: {kind: bond, mtu: 1500}\n",
+		after:   "version: 1\nlinks:\n  bond0: {kind: bond, mtu: 1400}\n",
+		setup:   "link add fd1 type dummy\nlink set fd1 master bond0",
+		link:    "bond0",
+		foreign: "fd1",
+		mtu:     "1500",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			ns := newNetNS(t, "")
+			dir, state := t.TempDir(), t.TempDir()
+			file := filepath.Join(dir, "m.yaml")
+			if err := os.WriteFile(file, []byte(c.before), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+			for _, line := range strings.Split(c.setup, "\n") {
+				ns.IP(t, strings.Fields(line)...)
+			}
+			if err := os.WriteFile(file, []byte(c.after), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, err := ns.Exec("", netreconcileBin(t), "apply", "-c", file, "--state-dir", state)
+			want := "link " + c.link + " keeps its mtu " + c.mtu
+			if err == nil || !strings.Contains(errOut, want) || !strings.Contains(errOut, c.foreign) {
+				t.Errorf("apply: %v, want a conflict saying %q\nstdout:\n%s\nstderr:\n%s", err, want, out, errOut)
+			}
+			mustContain(t, "ip -o link show "+c.foreign, ns.IP(t, "-o", "link", "show", c.foreign), " mtu "+c.mtu+" ")
+			mustContain(t, "ip -o link show "+c.link, ns.IP(t, "-o", "link", "show", c.link), " mtu "+c.mtu+" ")
+		})
+	}
+}

@@ -1,0 +1,80 @@
+package diff_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/netreconcile/netreconcile/internal/diff"
+	"github.com/netreconcile/netreconcile/internal/model"
+)
+
+// An MTU write the kernel passes on to a link netreconcile neither made nor
+// is given by the file waits: a macvlan or vlan above the new MTU, an
+// ipvlan either way, a bond's ports, and the links on those in turn. The
+// real kernel holds the macvlan case (TestWalkFindingMTUWriteWaitsForTheLinksItLowers);
+// the kinds the host lacks are held here by the model of what the kernel
+// passes on.
+func TestMTUWriteWaitsForForeignLinksItMoves(t *testing.T) {
+	dummy := func(name string, mtu int, master string) model.Link {
+		return model.Link{Name: name, Kind: model.KindDummy, Owned: true, Up: true, MTU: mtu, Master: master}
+	}
+	foreign := func(l model.Link) model.Link { l.Owned = false; return l }
+	ipvlan := model.Link{Name: "ipv0", Kind: model.KindIPVlan, Up: true, MTU: 1500, Lower: "d0", IPVlan: &model.IPVlan{Parent: "d0", Mode: "l2"}}
+	vlan := model.Link{Name: "v5", Kind: model.KindVLAN, Up: true, MTU: 1500, Lower: "d0", VLAN: &model.VLAN{Parent: "d0", ID: 5, Protocol: model.VLAN8021Q}}
+	vlanLow := vlan
+	vlanLow.MTU = 1300
+	bond := model.Link{Name: "bond0", Kind: model.KindBond, Owned: true, Up: true, MTU: 1500, Bond: &model.Bond{Mode: "balance-rr", Miimon: 100}}
+	for _, c := range []struct {
+		name, file string
+		kernel     *kernel
+		waits      string // the link whose MTU stays, "" for none
+	}{{
+		name:   "an ipvlan on a parent raised",
+		file:   "links:\n  d0: {kind: dummy, mtu: 9000}\n",
+		kernel: newKernel().link(dummy("d0", 1500, "")).link(ipvlan),
+		waits:  "d0",
+	}, {
+		name:   "a vlan on a parent lowered below it",
+		file:   "links:\n  d0: {kind: dummy, mtu: 1400}\n",
+		kernel: newKernel().link(dummy("d0", 1500, "")).link(vlan),
+		waits:  "d0",
+	}, {
+		name:   "a vlan below the parent's new MTU is not moved",
+		file:   "links:\n  d0: {kind: dummy, mtu: 1400}\n",
+		kernel: newKernel().link(dummy("d0", 1500, "")).link(vlanLow),
+	}, {
+		name:   "a bond's foreign port",
+		file:   "links:\n  bond0: {kind: bond, mtu: 1400}\n",
+		kernel: newKernel().link(bond).link(foreign(dummy("fd0", 1500, "bond0"))),
+		waits:  "bond0",
+	}, {
+		name:   "a foreign vlan on a bond's port the file names",
+		file:   "links:\n  bond0: {kind: bond, mtu: 1400}\n  d0: {kind: device, master: bond0}\n",
+		kernel: newKernel().link(bond).link(model.Link{Name: "d0", Kind: model.KindDummy, Up: true, MTU: 1500, Master: "bond0"}).link(vlan),
+		waits:  "bond0",
+	}, {
+		name:   "a bond's port the file names, nothing on it",
+		file:   "links:\n  bond0: {kind: bond, mtu: 1400}\n  d0: {kind: device, master: bond0}\n",
+		kernel: newKernel().link(bond).link(model.Link{Name: "d0", Kind: model.KindDummy, Up: true, MTU: 1500, Master: "bond0"}),
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			plan, err := diff.Compute(parse(t, c.file), c.kernel.st)
+			var conflicts diff.Conflicts
+			if c.waits == "" {
+				if err != nil {
+					t.Fatalf("%v\nplan:\n%s", err, plan)
+				}
+				return
+			}
+			if !errors.As(err, &conflicts) || !strings.Contains(err.Error(), "link "+c.waits+" keeps its mtu") {
+				t.Fatalf("err %v, want the MTU write of %s that waits\nplan:\n%s", err, c.waits, plan)
+			}
+			for _, op := range plan.Ops {
+				if op.ID == c.waits && op.LinkFields.MTU {
+					t.Errorf("%s's MTU written:\n%s", c.waits, plan)
+				}
+			}
+		})
+	}
+}
