@@ -352,7 +352,7 @@ func TestWalkFinding105IgnoreRoutesWithLinkdownTakenOnAShortWrite(t *testing.T) 
 // parent's MTU either way (here raised), and a bond gives its MTU to its
 // ports. The host holds the macvlan case (test/integration,
 // TestWalkFindingMTUWriteWaitsForTheLinksItLowers); these kinds are the
-// guest's. Walk finding F-LF-2 (found by reading, issue 30).
+// guest's. Walk finding 191 (found by reading, issue 30).
 func TestWalkFindingMTUWriteWaitsForForeignIPVlanAndBondPort(t *testing.T) {
 	requireModules(t, "dummy", "ipvlan", "bonding")
 	for _, c := range []struct {
