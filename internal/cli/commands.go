@@ -325,6 +325,14 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 	if err := o.gate.before(ctx, eng, snap, cfg); err != nil {
 		return gateFailed(env, &o, err)
 	}
+	// Files other than the ones last applied may hold rules the kernel
+	// lacks: nft starts now, to compile them, while the plan reads the
+	// kernel. Files applied before most likely compile nothing, and start
+	// no nft.
+	if !h.LastConfirmed(snap) {
+		eng.PrestartCompile(cfg.State)
+		defer eng.DropPrestarted()
+	}
 	plan, pools, conflicts := eng.PlanDesired(ctx, cfg.State, false)
 	if plan == nil {
 		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, conflicts), conflicts)

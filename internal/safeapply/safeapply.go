@@ -84,6 +84,15 @@ func (h *Host) loadFile() (*File, error) {
 	return Load(h.Dir)
 }
 
+// LastConfirmed says whether s holds the files transaction.json records as
+// the confirmed configuration, as RefusePending read it: a hint only (the
+// service user writes the file), for what to prepare, never for what to
+// skip.
+func (h *Host) LastConfirmed(s *Snapshot) bool {
+	f := h.keptFile()
+	return f != nil && f.Confirmed != nil && f.Confirmed.Hash == s.Hash
+}
+
 // Pin returns the pin of the namespace's configuration (pin.go), reading
 // transaction.json from what RefusePending read when it is unchanged.
 func (h *Host) Pin() *Pin { return &Pin{Dir: h.Dir, file: h.keptFile} }

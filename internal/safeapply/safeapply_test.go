@@ -1572,3 +1572,37 @@ routes:
 		}
 	}
 }
+
+// LastConfirmed tells files a plain apply recorded as confirmed (as
+// RefusePending read transaction.json) from others: the CLI starts nft
+// ahead of the read only for the others.
+func TestLastConfirmedHint(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	snapOf := func() *Snapshot {
+		s, err := ReadSnapshot(f.main, "", f.now, "apply")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	refuse := func() {
+		if _, err := f.h.RefusePending(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refuse()
+	if f.h.LastConfirmed(snapOf()) {
+		t.Fatal("files never applied read as the confirmed ones")
+	}
+	f.applyPlain()
+	refuse()
+	if !f.h.LastConfirmed(snapOf()) {
+		t.Fatal("the files just applied do not read as the confirmed ones")
+	}
+	f.write(f.file() + "# edited\n")
+	refuse()
+	if f.h.LastConfirmed(snapOf()) {
+		t.Fatal("edited files read as the confirmed ones")
+	}
+}
