@@ -34,10 +34,10 @@ type compilerOf interface {
 
 // PrestartCompile starts nft for the next plan's compile of desired's
 // rules ahead of that plan's read of the kernel (nftcompile.Nft.Prestart),
-// when desired has rules and nft compiles them: for a one-shot command
-// that expects rules it never compiled, the daemon's passes find their
-// rules compiled in memory. The plan ends it when its compile does not
-// take it.
+// when desired has rules and nft compiles them. It is for a one-shot
+// command that expects to compile rules; the daemon, which keeps the rules
+// it compiled in memory, never calls it. The plan ends that nft when its
+// compile does not take it.
 func (e *Engine) PrestartCompile(desired *model.State) {
 	if n, ok := e.compiler().(*nftcompile.Nft); ok && hasRules(desired) {
 		n.Prestart()
