@@ -325,6 +325,18 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 	if err := o.gate.before(ctx, eng, snap, cfg); err != nil {
 		return gateFailed(env, &o, err)
 	}
+	// Files other than the ones last applied may hold rules the kernel
+	// lacks: nft starts now, to compile them, while the plan reads the
+	// kernel. Files applied before most likely compile nothing, and start
+	// no nft.
+	if !h.LastConfirmed(snap) {
+		eng.PrestartCompile(cfg.State)
+		defer eng.DropPrestarted()
+	}
+	// The record of the files as confirmed is written and flushed while
+	// they are applied, and put in place once the kernel is verified.
+	staged := h.StageConfirmed(snap)
+	defer staged.Discard()
 	plan, pools, conflicts := eng.PlanDesired(ctx, cfg.State, false)
 	if plan == nil {
 		return failJSON(env, "apply", o.output, env.applyReport(nil, nil, conflicts), conflicts)
@@ -357,7 +369,7 @@ func runApply(ctx context.Context, env *Env, args []string) int {
 	if err == nil && verr == nil {
 		// Not a failure of the apply: the kernel is right. Only the next
 		// apply --confirm-within lacks this restore point.
-		if rerr := h.RecordConfirmed(snap); rerr != nil {
+		if rerr := h.RecordConfirmedStaged(snap, staged); rerr != nil {
 			warnings = append(warnings, "not recorded as the confirmed configuration: "+rerr.Error())
 			fmt.Fprintf(env.Stderr, "netreconcile apply: warning: not recorded as the confirmed configuration: %v\n", redact.Error(rerr))
 		}

@@ -32,6 +32,26 @@ type compilerOf interface {
 	NFTCompiler() nftcompile.Compiler
 }
 
+// PrestartCompile starts nft for the next plan's compile of desired's
+// rules ahead of that plan's read of the kernel (nftcompile.Nft.Prestart),
+// when desired has rules and nft compiles them. It is for a one-shot
+// command that expects to compile rules; the daemon, which keeps the rules
+// it compiled in memory, never calls it. The plan ends that nft when its
+// compile does not take it.
+func (e *Engine) PrestartCompile(desired *model.State) {
+	if n, ok := e.compiler().(*nftcompile.Nft); ok && hasRules(desired) {
+		n.Prestart()
+	}
+}
+
+// DropPrestarted ends the nft PrestartCompile started, if no compile took
+// it: for a command whose plan failed before it compiled.
+func (e *Engine) DropPrestarted() {
+	if n, ok := e.compiler().(*nftcompile.Nft); ok {
+		n.DropSpare()
+	}
+}
+
 func (e *Engine) compiler() nftcompile.Compiler {
 	if e.Compiler != nil {
 		return e.Compiler
@@ -146,12 +166,16 @@ func linkIndexes(act *model.State) map[string]int {
 // compile because they name a declared link the kernel does not have yet
 // (waitingFor), and the plan leaves as they are until it is made.
 func (e *Engine) resolveRules(desired, act *model.State) (map[model.NftTableKey]string, error) {
+	c := e.compiler()
+	if n, ok := c.(*nftcompile.Nft); ok {
+		// A Prestart's nft is for this pass's compile only.
+		defer n.DropSpare()
+	}
 	if !hasRules(desired) {
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), compileTimeout)
 	defer cancel()
-	c := e.compiler()
 	version, err := e.nftVersion(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("nftables rules: %w", err)

@@ -154,7 +154,7 @@ func (k *Netlink) readBackRule(c *nftwire.Conn, fam byte, key model.NftTableKey,
 			d.Sets = append(d.Sets, s)
 		}
 	}
-	mr, err := k.readRule(c, fam, key, d, &r, memo)
+	mr, err := k.readRule(c, fam, key, d, &r, memo, nil)
 	if err != nil {
 		return model.NftRule{}, false
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -175,18 +176,25 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 	cached := map[string][]model.NftElem{}
 	last := k.nftRules[key]
 	memo := newRuleMemo(last, len(last.nextOrNil()))
+	// What the memo found for each rule, by its index in the dump: the
+	// rules are read again below.
+	var reads []*ruleRead
 	for attempt := 0; ; attempt++ {
 		rulesSeen := false
+		reads = reads[:0]
 		d, err = c.ReadTable(fam, key.Name, func(d *nftwire.TableDump, s *nftwire.Set) bool {
 			if !rulesSeen {
 				rulesSeen = true
 				memo.reserve(len(d.Rules))
+				reads = slices.Grow(reads, len(d.Rules))
 				for _, r := range d.Rules {
-					if rr, err := memo.read(r.Exprs); err == nil {
+					rr, err := memo.read(r.Exprs)
+					if err == nil {
 						for _, n := range rr.dynsets {
 							fromPackets[n] = true
 						}
 					}
+					reads = append(reads, rr)
 				}
 			}
 			if s.Anonymous() {
@@ -256,7 +264,11 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 		if !ok {
 			continue
 		}
-		mr, err := k.readRule(c, fam, key, d, r, memo)
+		var rr *ruleRead
+		if len(reads) == len(d.Rules) {
+			rr = reads[i]
+		}
+		mr, err := k.readRule(c, fam, key, d, r, memo, rr)
 		if err != nil {
 			return nil, fmt.Errorf("read rule %d of chain %s in table %s: %w", r.Handle, r.Chain, key, err)
 		}
@@ -339,12 +351,14 @@ func (k *Netlink) NFTTable(key model.NftTableKey) (*model.NftTable, error) {
 // its marker records has the elements written, since an anonymous set of
 // nft's takes none once its rule holds it. A table of a thousand rules
 // with anonymous sets is otherwise a thousand dumps a pass.
-func (k *Netlink) readRule(c *nftwire.Conn, fam byte, key model.NftTableKey, d *nftwire.TableDump, r *nftwire.Rule, memo *ruleMemo) (model.NftRule, error) {
+func (k *Netlink) readRule(c *nftwire.Conn, fam byte, key model.NftTableKey, d *nftwire.TableDump, r *nftwire.Rule, memo *ruleMemo, rr *ruleRead) (model.NftRule, error) {
 	ud, m := nftwire.SplitUData(r.UData)
 	mr := model.NftRule{Handle: r.Handle, Key: m.Key, Marked: m.Fingerprint, Text: m.Text}
-	rr, err := memo.read(r.Exprs)
-	if err != nil {
-		return mr, err
+	if rr == nil {
+		var err error
+		if rr, err = memo.read(r.Exprs); err != nil {
+			return mr, err
+		}
 	}
 	var specs []model.NftAnonSet
 	for _, n := range rr.refs {

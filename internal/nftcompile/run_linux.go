@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -108,7 +109,7 @@ func run(ctx context.Context, in *helperIn) (*helperOut, error) {
 		var started bool
 		var err error
 		if direct {
-			ho, started, err = runDirect(ctx, in, ws[i])
+			ho, started, err = runDirect(ctx, in, i, ws[i])
 		} else {
 			ho, started, err = runChild(ctx, req, ws[i])
 		}
@@ -153,52 +154,72 @@ func runChild(ctx context.Context, req []byte, w nsWay) (out *helperOut, started
 // and hands nft the script; once nft has exited, root dumps what it made
 // there, as the child would. One program started instead of two (the
 // child, a Go program, then nft): this is the path of a change of a few
-// rules. started says whether nft started.
-func runDirect(ctx context.Context, in *helperIn, w nsWay) (out *helperOut, started bool, err error) {
+// rules. An nft Prestart started the same way is taken instead of a new
+// one. started says whether nft started.
+func runDirect(ctx context.Context, in *helperIn, way int, w nsWay) (out *helperOut, started bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, true, fmt.Errorf("compile nftables rules: %w", err)
 	}
+	d := takeSpare(ctx, in.Nft, way)
+	if d == nil {
+		if d, started, err = startDirect(ctx, in.Nft, w); err != nil {
+			return nil, started, err
+		}
+	}
+	out, err = d.finish(ctx, in)
+	return out, true, err
+}
+
+// directNft is nft started alone in a namespace of its own (runDirect),
+// waiting for its script on its standard input, with the namespace checked
+// fresh and a connection to it open.
+type directNft struct {
+	prog string
+	cmd  *exec.Cmd
+	pw   *os.File
+	errb *bytes.Buffer
+	ns   *os.File
+	conn *nftwire.Conn
+}
+
+// startDirect starts nft (prog) the way w and checks its namespace; the
+// context ends nft while it starts (Prestart's: never). started says
+// whether nft started; the error of one that did is a compile's.
+func startDirect(ctx context.Context, prog string, w nsWay) (d *directNft, started bool, err error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, true, fmt.Errorf("compile nftables rules: %w", err)
 	}
-	defer pw.Close()
-	cmd := nftCommand(ctx, in.Nft)
+	cmd := nftCommand(ctx, prog)
 	cmd.SysProcAttr = w.attrs()
 	cmd.Stdin = pr
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
+	d = &directNft{prog: prog, cmd: cmd, pw: pw, errb: &bytes.Buffer{}}
+	cmd.Stderr = d.errb
 	err = cmd.Start()
 	pr.Close()
 	if err != nil {
+		pw.Close()
 		if isNotExist(err) {
-			return nil, true, fmt.Errorf("%w (%s: not found)", ErrNoNft, in.Nft)
+			return nil, true, fmt.Errorf("%w (%s: not found)", ErrNoNft, prog)
 		}
 		return nil, false, err
 	}
-	waited := false
-	defer func() {
-		if !waited {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	}()
-	fail := func(err error) (*helperOut, bool, error) {
+	fail := func(err error) (*directNft, bool, error) {
+		d.close()
 		return nil, true, fmt.Errorf("compile nftables rules: %w", err)
 	}
-	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid))
+	d.ns, err = os.Open(fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid))
 	if err != nil {
 		// nft exited before it read a line (it could not start): what
 		// it said says why.
 		_ = cmd.Process.Kill()
 		werr := cmd.Wait()
-		waited = true
-		return fail(fmt.Errorf("open nft's network namespace: %w (nft: %v: %s)", err, werr, strings.TrimSpace(errb.String())))
+		pw.Close()
+		return nil, true, fmt.Errorf("compile nftables rules: open nft's network namespace: %w (nft: %v: %s)", err, werr, strings.TrimSpace(d.errb.String()))
 	}
-	defer ns.Close()
 	// Only ever a namespace of nft's own: nft -f there writes tables.
 	var theirs, ours unix.Stat_t
-	if err := unix.Fstat(int(ns.Fd()), &theirs); err != nil {
+	if err := unix.Fstat(int(d.ns.Fd()), &theirs); err != nil {
 		return fail(fmt.Errorf("stat nft's network namespace: %w", err))
 	}
 	if err := unix.Stat("/proc/self/ns/net", &ours); err != nil {
@@ -207,16 +228,43 @@ func runDirect(ctx context.Context, in *helperIn, w nsWay) (out *helperOut, star
 	if theirs.Ino == ours.Ino && theirs.Dev == ours.Dev {
 		return fail(errors.New("nft runs in our own network namespace: refusing to give it the script"))
 	}
-	conn, err := nftwire.Dial(int(ns.Fd()))
-	if err != nil {
+	if d.conn, err = nftwire.Dial(int(d.ns.Fd())); err != nil {
 		return fail(err)
 	}
-	defer conn.Close()
-	if err := checkFresh(conn); err != nil {
+	if err := checkFresh(d.conn); err != nil {
 		return fail(err)
 	}
+	return d, true, nil
+}
+
+// close ends nft, unless finish waited for it, and releases what it held.
+func (d *directNft) close() {
+	if d.cmd != nil {
+		_ = d.cmd.Process.Kill()
+		_ = d.cmd.Wait()
+		d.cmd = nil
+	}
+	d.pw.Close()
+	if d.conn != nil {
+		d.conn.Close()
+	}
+	if d.ns != nil {
+		d.ns.Close()
+	}
+}
+
+// finish makes the request's links in nft's namespace, hands nft the
+// script, and once nft has exited dumps what it made. The context ends nft.
+func (d *directNft) finish(ctx context.Context, in *helperIn) (*helperOut, error) {
+	defer d.close()
+	fail := func(err error) (*helperOut, error) {
+		return nil, fmt.Errorf("compile nftables rules: %w", err)
+	}
+	cmd := d.cmd
+	stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() })
+	defer stop()
 	if len(in.Links) > 0 {
-		h, err := netlink.NewHandleAt(netns.NsHandle(ns.Fd()), unix.NETLINK_ROUTE)
+		h, err := netlink.NewHandleAt(netns.NsHandle(d.ns.Fd()), unix.NETLINK_ROUTE)
 		if err != nil {
 			return fail(fmt.Errorf("open a route socket in nft's network namespace: %w", err))
 		}
@@ -228,27 +276,142 @@ func runDirect(ctx context.Context, in *helperIn, w nsWay) (out *helperOut, star
 		}
 	}
 	// nft may die before it reads it all: its exit says why.
-	_, _ = io.WriteString(pw, in.Scripts[0])
-	pw.Close()
-	waited = true
+	_, _ = io.WriteString(d.pw, in.Scripts[0])
+	d.pw.Close()
+	d.cmd = nil
 	werr := cmd.Wait()
 	if err := ctx.Err(); err != nil {
 		// Killed for the compile's timeout, or the command's end: no
 		// answer of nft's.
 		return fail(err)
 	}
-	said, err := nftSaid(in.Nft, werr, &errb)
+	said, err := nftSaid(in.Nft, werr, d.errb)
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
 	if said != "" {
-		return &helperOut{Refused: true, Failed: 0, Stderr: said}, true, nil
+		return &helperOut{Refused: true, Failed: 0, Stderr: said}, nil
 	}
-	dumps, err := dumpTables(conn, in.Tables)
+	dumps, err := dumpTables(d.conn, in.Tables)
 	if err != nil {
 		return fail(err)
 	}
-	return &helperOut{Dumps: dumps}, true, nil
+	return &helperOut{Dumps: dumps}, nil
+}
+
+// spareNft is an nft Prestart starts before a compile needs it.
+type spareNft struct {
+	prog string
+	// done is closed when the start is over: then way is the index in
+	// ways() nft was started with, and d nil if it did not start.
+	done chan struct{}
+	way  int
+	d    *directNft
+}
+
+var (
+	spareMu sync.Mutex
+	spare   *spareNft
+)
+
+// Prestart starts nft as root's compile of one script runs it (runDirect),
+// in the background, to wait for a script there: a one-shot command that
+// expects to compile rules calls it before it reads the kernel, so that
+// nft's start (its namespace, its libraries) overlaps that read instead of
+// following it. The next such compile with the same program takes it; one
+// that needs the compile child, or none, leaves it to DropSpare. It does
+// nothing but for root, and while one is started.
+func (n *Nft) Prestart() {
+	prog := n.path()
+	if os.Geteuid() != 0 || !filepath.IsAbs(prog) {
+		return
+	}
+	if d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err == nil && d == 0 {
+		return
+	}
+	spareMu.Lock()
+	defer spareMu.Unlock()
+	if spare != nil {
+		return
+	}
+	s := &spareNft{prog: prog, done: make(chan struct{})}
+	spare = s
+	go func() {
+		defer close(s.done)
+		wayMu.Lock()
+		first := wayFound
+		wayMu.Unlock()
+		for i, w := range ways() {
+			if first >= 0 && i != first {
+				continue
+			}
+			// Errors are left to the compile, which starts its own nft
+			// and says why that one failed.
+			d, started, err := startDirect(context.Background(), prog, w)
+			if !started {
+				continue
+			}
+			if err == nil {
+				s.way, s.d = i, d
+			}
+			return
+		}
+	}()
+}
+
+// DropSpare ends the nft Prestart started, if no compile took it.
+func (n *Nft) DropSpare() {
+	spareMu.Lock()
+	s := spare
+	spare = nil
+	spareMu.Unlock()
+	if s != nil {
+		go func() {
+			<-s.done
+			if s.d != nil {
+				s.d.close()
+			}
+		}()
+	}
+}
+
+// takeSpare returns the nft Prestart started, once started, when it runs
+// prog the way way; nil when there is none (one of another program, or
+// started another way, is ended).
+func takeSpare(ctx context.Context, prog string, way int) *directNft {
+	spareMu.Lock()
+	s := spare
+	if s == nil || s.prog != prog {
+		spareMu.Unlock()
+		return nil
+	}
+	spare = nil
+	spareMu.Unlock()
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		go func() {
+			<-s.done
+			if s.d != nil {
+				s.d.close()
+			}
+		}()
+		return nil
+	}
+	if s.d != nil && s.way != way {
+		// Kept for the way it was started: the compile tries that one
+		// next, after this one fails to start.
+		spareMu.Lock()
+		if spare == nil {
+			spare, s = s, nil
+		}
+		spareMu.Unlock()
+		if s != nil {
+			s.d.close()
+		}
+		return nil
+	}
+	return s.d
 }
 
 // relay runs the request through a relay child (see run).

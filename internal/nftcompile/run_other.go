@@ -11,3 +11,9 @@ import (
 var ErrNoNamespace = errors.New("compiling nftables rules needs Linux network namespaces")
 
 func run(ctx context.Context, in *helperIn) (*helperOut, error) { return nil, ErrNoNamespace }
+
+// Prestart does nothing where nft runs in no namespace of its own.
+func (n *Nft) Prestart() {}
+
+// DropSpare does nothing: Prestart started nothing.
+func (n *Nft) DropSpare() {}

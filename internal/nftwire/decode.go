@@ -291,17 +291,37 @@ func (s *Set) DropDynsetSize() bool {
 // NFTA_SET_COUNT), which a kernel to come may add to: the list is of what
 // to keep.
 func (s *Set) Spec() []byte {
-	var keep []attr
+	// Laid out as marshal would the attributes kept, in one allocation:
+	// a table's read takes the spec of each anonymous set its rules use.
+	n := 0
 	for _, a := range s.attrs {
-		switch kind(a) {
-		case nftaSetFlags, nftaSetKeyType, nftaSetKeyLen, nftaSetDataType, nftaSetDataLen, nftaSetPolicy, nftaSetDesc,
-			nftaSetTimeout, nftaSetGCInterval, nftaSetUserdata, nftaSetObjType, nftaSetExpr, nftaSetExpressions:
-			keep = append(keep, attr{Type: a.Type, Data: a.Data})
+		if specAttr(a) {
+			n += nlaHeaderLen + nlaAlign(len(a.Data))
 		}
 	}
-	// The attributes were decoded from one message: each fits again.
-	out, _ := marshal(keep)
+	out := make([]byte, n)
+	i := 0
+	for _, a := range s.attrs {
+		if !specAttr(a) {
+			continue
+		}
+		// The attributes were decoded from one message: each fits again.
+		binary.NativeEndian.PutUint16(out[i:], uint16(nlaHeaderLen+len(a.Data)))
+		binary.NativeEndian.PutUint16(out[i+2:], a.Type)
+		copy(out[i+nlaHeaderLen:], a.Data)
+		i += nlaHeaderLen + nlaAlign(len(a.Data))
+	}
 	return out
+}
+
+// specAttr reports whether a set's attribute is part of its Spec.
+func specAttr(a attr) bool {
+	switch kind(a) {
+	case nftaSetFlags, nftaSetKeyType, nftaSetKeyLen, nftaSetDataType, nftaSetDataLen, nftaSetPolicy, nftaSetDesc,
+		nftaSetTimeout, nftaSetGCInterval, nftaSetUserdata, nftaSetObjType, nftaSetExpr, nftaSetExpressions:
+		return true
+	}
+	return false
 }
 
 // DecodeElems decodes a NEWSETELEM message's payload: the set's name, and

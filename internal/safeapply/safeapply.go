@@ -84,6 +84,15 @@ func (h *Host) loadFile() (*File, error) {
 	return Load(h.Dir)
 }
 
+// LastConfirmed says whether s holds the files transaction.json records as
+// the confirmed configuration, as RefusePending read it: a hint only (the
+// service user writes the file), for what to prepare, never for what to
+// skip.
+func (h *Host) LastConfirmed(s *Snapshot) bool {
+	f := h.keptFile()
+	return f != nil && f.Confirmed != nil && f.Confirmed.Hash == s.Hash
+}
+
 // Pin returns the pin of the namespace's configuration (pin.go), reading
 // transaction.json from what RefusePending read when it is unchanged.
 func (h *Host) Pin() *Pin { return &Pin{Dir: h.Dir, file: h.keptFile} }
@@ -390,6 +399,72 @@ func (h *Host) recordConfirmedIn(f *File, s *Snapshot) error {
 	h.kept = nil
 	f.Confirmed = s
 	return f.Save(h.Dir)
+}
+
+// StagedRecord is transaction.json as RecordConfirmed would write it for a
+// snapshot, staged (statedir.Staged) while the command applies it.
+type StagedRecord struct {
+	kept *File
+	snap *Snapshot
+	hash string        // the snapshot's Hash when staged
+	done chan struct{} // closed once staged (or failed to)
+	s    *statedir.Staged
+}
+
+// StageConfirmed starts writing, in the background, what RecordConfirmed(s)
+// will write, from transaction.json as RefusePending read it: a plain apply
+// stages it after the parse, so that the flush to the disk overlaps the
+// apply. nil when RecordConfirmed would write nothing, or the file is not
+// the one RefusePending read.
+func (h *Host) StageConfirmed(s *Snapshot) *StagedRecord {
+	if h.Dir == nil {
+		return nil
+	}
+	f := h.keptFile()
+	if f == nil || f.Pending != nil || f.Confirmed != nil && f.Confirmed.Hash == s.Hash && sameModes(f.Confirmed, s) {
+		return nil
+	}
+	r := &StagedRecord{kept: f, snap: s, hash: s.Hash, done: make(chan struct{})}
+	rec := *f
+	rec.Confirmed = s
+	go func() {
+		defer close(r.done)
+		if data, err := rec.Encode(); err == nil {
+			// A failure leaves it to RecordConfirmed, which says why.
+			r.s, _ = h.Dir.Stage(FileName, data, 0o600)
+		}
+	}()
+	return r
+}
+
+// Discard drops what StageConfirmed staged, unless RecordConfirmedStaged
+// put it in place.
+func (r *StagedRecord) Discard() {
+	if r == nil {
+		return
+	}
+	<-r.done
+	r.s.Discard()
+}
+
+// RecordConfirmedStaged is RecordConfirmed(s) that puts in place what
+// StageConfirmed(s) staged (r, nil for none), when transaction.json is
+// still the file it was staged from; otherwise it writes it as
+// RecordConfirmed does.
+func (h *Host) RecordConfirmedStaged(s *Snapshot, r *StagedRecord) error {
+	if r == nil {
+		return h.RecordConfirmed(s)
+	}
+	<-r.done
+	if r.s == nil || r.snap != s || r.hash != s.Hash || h.keptFile() != r.kept {
+		r.s.Discard()
+		return h.RecordConfirmed(s)
+	}
+	h.kept = nil
+	if err := r.s.Commit(); err != nil {
+		return fmt.Errorf("save transaction: %w", err)
+	}
+	return nil
 }
 
 // Recorder records the daemon's converged configurations: as the last

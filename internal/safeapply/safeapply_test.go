@@ -1572,3 +1572,120 @@ routes:
 		}
 	}
 }
+
+// LastConfirmed tells files a plain apply recorded as confirmed (as
+// RefusePending read transaction.json) from others: the CLI starts nft
+// ahead of the read only for the others.
+func TestLastConfirmedHint(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	snapOf := func() *Snapshot {
+		s, err := ReadSnapshot(f.main, "", f.now, "apply")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	refuse := func() {
+		if _, err := f.h.RefusePending(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refuse()
+	if f.h.LastConfirmed(snapOf()) {
+		t.Fatal("files never applied read as the confirmed ones")
+	}
+	f.applyPlain()
+	refuse()
+	if !f.h.LastConfirmed(snapOf()) {
+		t.Fatal("the files just applied do not read as the confirmed ones")
+	}
+	f.write(f.file() + "# edited\n")
+	refuse()
+	if f.h.LastConfirmed(snapOf()) {
+		t.Fatal("edited files read as the confirmed ones")
+	}
+}
+
+// A record staged while the files are applied (StageConfirmed) ends as
+// transaction.json as RecordConfirmed writes it; one staged from a
+// transaction.json rewritten since is dropped, and the record is made from
+// the file as it is then; a dropped one leaves nothing in the directory.
+func TestStagedConfirmedRecord(t *testing.T) {
+	f := newFixture(t)
+	f.write(goodConf)
+	f.applyPlain()
+	stateFiles := func() []string {
+		es, err := os.ReadDir(f.h.Dir.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+	before := stateFiles()
+	readSnap := func() *Snapshot {
+		s, err := ReadSnapshot(f.main, "", f.now, "apply")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.h.RefusePending(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Parse(true); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// The files applied before: nothing to stage.
+	if r := f.h.StageConfirmed(readSnap()); r != nil {
+		t.Fatal("staged a record of the files confirmed already")
+	}
+	f.write(goodConf + "# edited\n")
+	snap := readSnap()
+	r := f.h.StageConfirmed(snap)
+	if r == nil {
+		t.Fatal("nothing staged for edited files")
+	}
+	if err := f.h.RecordConfirmedStaged(snap, r); err != nil {
+		t.Fatal(err)
+	}
+	r.Discard()
+	if got := f.load().Confirmed; got == nil || got.Hash != snap.Hash {
+		t.Fatalf("confirmed after the staged record: %+v", got)
+	}
+	if got := stateFiles(); !slices.Equal(got, before) {
+		t.Errorf("state directory after the staged record: %v, before %v", got, before)
+	}
+	// transaction.json rewritten after the stage (its counts changed):
+	// the record keeps what the rewrite wrote.
+	f.write(goodConf + "# edited again\n")
+	snap = readSnap()
+	r = f.h.StageConfirmed(snap)
+	file := f.load()
+	file.Counts.Confirmed = 42
+	time.Sleep(10 * time.Millisecond) // another modification time
+	if err := file.Save(f.h.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.h.RecordConfirmedStaged(snap, r); err != nil {
+		t.Fatal(err)
+	}
+	r.Discard()
+	if got := f.load(); got.Confirmed == nil || got.Confirmed.Hash != snap.Hash || got.Counts.Confirmed != 42 {
+		t.Fatalf("after a rewrite: confirmed %+v, counts %+v", got.Confirmed, got.Counts)
+	}
+	// Staged, then the apply fails: dropped.
+	f.write(goodConf + "# once more\n")
+	r = f.h.StageConfirmed(readSnap())
+	r.Discard()
+	if got := stateFiles(); !slices.Equal(got, before) {
+		t.Errorf("state directory after a dropped record: %v, before %v", got, before)
+	}
+	if got := f.load().Confirmed; got == nil || got.Hash != snap.Hash {
+		t.Errorf("a dropped record changed the confirmed one: %+v", got)
+	}
+}

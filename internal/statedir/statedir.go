@@ -325,11 +325,10 @@ func ReadRegular(f *os.File, path string, max int64) ([]byte, error) {
 // mode perm whatever the umask.
 func (d *Dir) WriteFile(name string, data []byte, perm uint32) error {
 	p := filepath.Join(d.path, name)
-	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
+	tmp, err := tempName(name)
+	if err != nil {
 		return fmt.Errorf("write %s: %w", p, err)
 	}
-	tmp := "." + name + ".tmp-" + hex.EncodeToString(rnd[:])
 	fd, err := unix.Openat(d.fd(), tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", p, err)
@@ -496,4 +495,105 @@ func flock(fd, how int) error {
 			return err
 		}
 	}
+}
+
+// Staged is a file WriteFile would write, written and flushed ahead of the
+// moment it is to replace the one in place (Commit), or dropped (Discard):
+// a command stages its record while it works, and the flush, the slow part
+// of a write on a disk, overlaps that work instead of following it.
+type Staged struct {
+	d    *Dir
+	name string
+	data []byte
+	perm uint32
+	f    *os.File // the staged content; nil once committed or discarded
+	// tmp is the file's temporary name, "" while it has none: an unnamed
+	// file (O_TMPFILE) leaves nothing behind when the process dies first.
+	tmp string
+}
+
+// Stage writes data for name as WriteFile would, and flushes it, without
+// putting it in place.
+func (d *Dir) Stage(name string, data []byte, perm uint32) (*Staged, error) {
+	p := filepath.Join(d.path, name)
+	s := &Staged{d: d, name: name, data: data, perm: perm}
+	fd, err := openUnnamed(d.fd(), perm)
+	if err != nil {
+		s.tmp, err = tempName(name)
+		if err != nil {
+			return nil, fmt.Errorf("write %s: %w", p, err)
+		}
+		fd, err = unix.Openat(d.fd(), s.tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+		if err != nil {
+			return nil, fmt.Errorf("write %s: %w", p, err)
+		}
+	}
+	s.f = os.NewFile(uintptr(fd), name)
+	err = s.f.Chmod(os.FileMode(perm))
+	if err == nil {
+		_, err = s.f.Write(data)
+	}
+	if err == nil {
+		err = s.f.Sync()
+	}
+	if err != nil {
+		s.Discard()
+		return nil, fmt.Errorf("write %s: %w", p, err)
+	}
+	return s, nil
+}
+
+// Commit puts the staged file in place of name, as WriteFile does. When an
+// unnamed file cannot be given a name (no /proc), the content is written
+// again by WriteFile.
+func (s *Staged) Commit() error {
+	if s.f == nil {
+		return fmt.Errorf("write %s: nothing staged", filepath.Join(s.d.path, s.name))
+	}
+	d, f := s.d, s.f
+	s.f = nil
+	defer f.Close()
+	if s.tmp == "" {
+		tmp, err := tempName(s.name)
+		if err == nil {
+			// linkat cannot replace name: the file gets a temporary
+			// name first, then takes name's place by rename.
+			err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), d.fd(), tmp, unix.AT_SYMLINK_FOLLOW)
+		}
+		if err != nil {
+			return d.WriteFile(s.name, s.data, s.perm)
+		}
+		s.tmp = tmp
+	}
+	p := filepath.Join(d.path, s.name)
+	if err := unix.Renameat(d.fd(), s.tmp, d.fd(), s.name); err != nil {
+		_ = unix.Unlinkat(d.fd(), s.tmp, 0)
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := d.f.Sync(); err != nil {
+		return fmt.Errorf("write %s: sync directory: %w", p, err)
+	}
+	return nil
+}
+
+// Discard drops what Stage wrote; after Commit it does nothing.
+func (s *Staged) Discard() {
+	if s == nil || s.f == nil {
+		return
+	}
+	if s.tmp != "" {
+		_ = unix.Unlinkat(s.d.fd(), s.tmp, 0)
+	}
+	s.f.Close()
+	s.f = nil
+}
+
+// tempName is a fresh temporary name for name, unpredictable, as
+// WriteFile's.
+func tempName(name string) (string, error) {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", err
+	}
+	return "." + name + ".tmp-" + hex.EncodeToString(rnd[:]), nil
 }

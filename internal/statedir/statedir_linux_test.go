@@ -87,3 +87,80 @@ func TestPinRoundTripsAndRefusesOtherKeys(t *testing.T) {
 		}
 	}
 }
+
+// A staged file is nowhere to be seen until Commit puts it in place of the
+// old one (through a symlink planted at the name, never into its target),
+// with WriteFile's mode; Discard leaves the directory as it was, and so
+// does a process that never commits (the file has no name meanwhile).
+func TestStageCommitDiscard(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	entries := func() []string {
+		es, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+	if err := d.WriteFile("f", []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.Stage("f", []byte("new"), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := entries(); len(got) != 1 {
+		t.Errorf("staged, the directory holds %v", got)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "f")); string(data) != "old" {
+		t.Errorf("f before Commit: %q", data)
+	}
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	s.Discard()
+	if data, _ := os.ReadFile(filepath.Join(dir, "f")); string(data) != "new" {
+		t.Errorf("f after Commit: %q", data)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "f")); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Errorf("f after Commit: %v %v", fi, err)
+	}
+	if got := entries(); len(got) != 1 {
+		t.Errorf("committed, the directory holds %v", got)
+	}
+	s, err = d.Stage("f", []byte("dropped"), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Discard()
+	if data, _ := os.ReadFile(filepath.Join(dir, "f")); string(data) != "new" || len(entries()) != 1 {
+		t.Errorf("after Discard: f %q, entries %v", data, entries())
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, "l")); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = d.Stage("l", []byte("over"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "keep" {
+		t.Errorf("the symlink's target was written: %q", data)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "l")); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o640 {
+		t.Errorf("l after Commit: %v %v", fi, err)
+	}
+}
