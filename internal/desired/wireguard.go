@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -230,7 +231,9 @@ func (b *builder) wgPeer(path string, pc *wgPeerConf) (model.WireGuardPeer, bool
 			p.PresharedKey = k
 		}
 	}
-	seen := map[netip.Prefix]bool{}
+	if len(pc.AllowedIPs) > 0 {
+		p.AllowedIPs = make([]netip.Prefix, 0, len(pc.AllowedIPs))
+	}
 	for i, a := range pc.AllowedIPs {
 		if a == nil {
 			continue
@@ -245,12 +248,14 @@ func (b *builder) wgPeer(path string, pc *wgPeerConf) (model.WireGuardPeer, bool
 			b.errs.add(pc.at("allowed-ips"), fmt.Sprintf("%s.allowed-ips[%d]", path, i), "%s is an IPv4-mapped IPv6 prefix, which WireGuard cannot take: write the IPv4 prefix", a.P)
 			continue
 		}
-		if !seen[a.P] {
-			seen[a.P] = true
-			p.AllowedIPs = append(p.AllowedIPs, a.P)
-		}
+		p.AllowedIPs = append(p.AllowedIPs, a.P)
 	}
+	// A prefix given twice is kept once: sorted, the second is next to
+	// the first (no map per peer, for a list of one or two).
 	model.SortPrefixes(p.AllowedIPs)
+	if p.AllowedIPs = slices.Compact(p.AllowedIPs); len(p.AllowedIPs) == 0 {
+		p.AllowedIPs = nil
+	}
 	if k := pc.PersistentKeepalive; k != nil {
 		if k.D%time.Second != 0 || k.D > maxKeepalive {
 			b.errs.add(pc.at("persistent-keepalive"), path+".persistent-keepalive", "expected whole seconds from 0 (off) to 65535s, found %s", k.D)
