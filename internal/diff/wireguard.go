@@ -182,6 +182,11 @@ func (c *computer) wgPeers(name string, w, h *model.WireGuard, owned bool) {
 		return Op{Kind: KindWGPeer, ID: peerOpID(p.PublicKey, name), WireGuard: &WireGuardOp{Link: name, Device: w, Peer: p}}
 	}
 	var deletes, updates, creates []Op
+	if n := len(w.Peers) - len(hp); n > 0 {
+		// At least this many creates: a device configured from empty
+		// gets its ten thousand ops without growing the list.
+		creates = make([]Op, 0, n)
+	}
 	matchPeers(w.Peers, hp, func(p, q *model.WireGuardPeer) {
 		switch {
 		case q == nil:
@@ -210,6 +215,23 @@ func (c *computer) wgPeers(name string, w, h *model.WireGuard, owned bool) {
 			c.add(op)
 		}
 	}
+}
+
+// coldPeers is how many more WireGuard peers d declares than a's devices
+// hold: at least that many peer creates (a plan's sizeHint).
+func coldPeers(d, a *model.State) int {
+	n := 0
+	for name, l := range d.Links {
+		if l.WireGuard == nil {
+			continue
+		}
+		have := 0
+		if al := a.Links[name]; al != nil && al.WireGuard != nil {
+			have = len(al.WireGuard.Peers)
+		}
+		n += max(0, len(l.WireGuard.Peers)-have)
+	}
+	return n
 }
 
 // matchPeers calls f with every desired peer and the actual one of the
