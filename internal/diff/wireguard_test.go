@@ -137,3 +137,12 @@ func TestColdPeersSizeThePlan(t *testing.T) {
 		t.Errorf("size hint %d for a device that holds every peer", hint)
 	}
 }
+
+// A duration in a peer's summary reads as durStr writes it.
+func TestAppendDurIsDurStr(t *testing.T) {
+	for _, d := range []time.Duration{0, time.Second, 25 * time.Second, 59 * time.Second, time.Minute, 90 * time.Second, 1500 * time.Millisecond, 65535 * time.Second, -time.Second} {
+		if got, want := string(appendDur([]byte("x "), d)), "x "+durStr(d); got != want {
+			t.Errorf("%v: %q, want %q", d, got, want)
+		}
+	}
+}
