@@ -241,3 +241,24 @@ func TestPeerAllowedIPsKeptOnce(t *testing.T) {
 		}
 	}
 }
+
+// A peer given twice names where it was first given: the peer before it
+// in the list, not the one at the same index of another list.
+func TestPeerGivenTwiceNamesTheFirst(t *testing.T) {
+	dir := t.TempDir()
+	good := writeKey(t, dir, "good.key", testKey+"\n", 0o600)
+	const other = "oZLW/RRDJQj/xqiOyu46uGJk8mqUBu6P/TB/zuauHX4="
+	_, err := parseWG(t, dir, "      private-key-file: "+good+"\n      peers:\n"+
+		"        - {public-key: "+other+"}\n"+
+		"        - {public-key: "+peerKey+"}\n"+
+		"        - {public-key: "+other+"}\n"+
+		"        - {public-key: "+peerKey+"}\n")
+	for _, want := range []string{
+		"netreconcile.yaml:11:24: links.kubespan.wireguard.peers[2].public-key: peer given twice (first at " + dir + "/netreconcile.yaml:9:11)",
+		"netreconcile.yaml:12:24: links.kubespan.wireguard.peers[3].public-key: peer given twice (first at " + dir + "/netreconcile.yaml:10:11)",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want %q", err, want)
+		}
+	}
+}
