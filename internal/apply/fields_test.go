@@ -25,7 +25,7 @@ func TestFieldsAreWritten(t *testing.T) {
 		{diff.PeerFields{PresharedKey: true}, func(pp kernel.PeerPatch) bool { return pp.PresharedKey != nil }},
 		{diff.PeerFields{Endpoint: true}, func(pp kernel.PeerPatch) bool { return pp.Endpoint == p.Endpoint }},
 	} {
-		pp := peerPatch(diff.Op{Action: diff.Update, Kind: diff.KindWGPeer, WireGuard: &diff.WireGuardOp{Link: "wg0", Peer: p, PeerFields: c.f}})
+		pp := peerPatch(&diff.Op{Action: diff.Update, Kind: diff.KindWGPeer, WireGuard: &diff.WireGuardOp{Link: "wg0", Peer: p, PeerFields: c.f}})
 		if !c.check(pp) || !pp.UpdateOnly {
 			t.Errorf("%+v: patch %+v", c.f, pp)
 		}

@@ -30,18 +30,21 @@ func (d deviceConfig) FwMark()     { m := d.w.FwMark; d.cfg.FwMark = &m }
 
 // peerPatch turns one peer operation into a wgctrl patch: only what the op
 // writes.
-func peerPatch(op diff.Op) kernel.PeerPatch {
-	p := op.WireGuard.Peer
-	pp := kernel.PeerPatch{PublicKey: p.PublicKey}
-	switch op.Action {
-	case diff.Delete:
-		pp.Remove = true
-		return pp
-	case diff.Update:
-		pp.UpdateOnly = true
-	}
-	op.WireGuard.PeerFields.Write(peerConfig{&pp, p})
+func peerPatch(op *diff.Op) kernel.PeerPatch {
+	var pp kernel.PeerPatch
+	(&peerConfig{}).fill(&pp, op)
 	return pp
+}
+
+// peerPatches fills dst with the patches of ops (as many), through one
+// writer: a device configured from empty patches ten thousand peers, and a
+// writer or a patch of their own made each one escape (two allocations a
+// peer).
+func peerPatches(dst []kernel.PeerPatch, ops []diff.Op) {
+	c := &peerConfig{}
+	for i := range ops {
+		c.fill(&dst[i], &ops[i])
+	}
 }
 
 // peerConfig fills a peer patch from the desired peer.
@@ -50,16 +53,34 @@ type peerConfig struct {
 	p  *model.WireGuardPeer
 }
 
-var _ diff.PeerWriter = peerConfig{}
+var _ diff.PeerWriter = (*peerConfig)(nil)
 
-func (c peerConfig) AllowedIPs() { c.pp.ReplaceAllowedIPs, c.pp.AllowedIPs = true, c.p.AllowedIPs }
-func (c peerConfig) Keepalive()  { ka := c.p.Keepalive; c.pp.Keepalive = &ka }
+// fill makes pp the patch of op.
+func (c *peerConfig) fill(pp *kernel.PeerPatch, op *diff.Op) {
+	p := op.WireGuard.Peer
+	*pp = kernel.PeerPatch{PublicKey: p.PublicKey}
+	switch op.Action {
+	case diff.Delete:
+		pp.Remove = true
+		return
+	case diff.Update:
+		pp.UpdateOnly = true
+	}
+	c.pp, c.p = pp, p
+	op.WireGuard.PeerFields.Write(c)
+}
+
+func (c *peerConfig) AllowedIPs() { c.pp.ReplaceAllowedIPs, c.pp.AllowedIPs = true, c.p.AllowedIPs }
+
+// Keepalive points at the desired peer's (read only, while the patch is
+// sent): no copy of its own for each of ten thousand peers.
+func (c *peerConfig) Keepalive() { c.pp.Keepalive = &c.p.Keepalive }
 
 // PresharedKey writes the key; a zero Secret clears it.
-func (c peerConfig) PresharedKey() { psk := c.p.PresharedKey; c.pp.PresharedKey = &psk }
+func (c *peerConfig) PresharedKey() { psk := c.p.PresharedKey; c.pp.PresharedKey = &psk }
 
 // Endpoint writes the endpoint (the kernel side writes it when valid).
-func (c peerConfig) Endpoint() { c.pp.Endpoint = c.p.Endpoint }
+func (c *peerConfig) Endpoint() { c.pp.Endpoint = c.p.Endpoint }
 
 // runWGPeers applies consecutive peer operations of one device in one
 // ConfigureDevice call. If the call fails, each operation is retried alone,
@@ -67,9 +88,7 @@ func (c peerConfig) Endpoint() { c.pp.Endpoint = c.p.Endpoint }
 func runWGPeers(k kernel.Interface, ops []diff.Op, res *Result) {
 	link := ops[0].WireGuard.Link
 	cfg := &kernel.WireGuardConfig{Peers: make([]kernel.PeerPatch, len(ops))}
-	for i, op := range ops {
-		cfg.Peers[i] = peerPatch(op)
-	}
+	peerPatches(cfg.Peers, ops)
 	if err := k.ConfigureWireGuard(link, cfg); err == nil {
 		for i := range ops {
 			res.Done = append(res.Done, &ops[i])
@@ -82,7 +101,7 @@ func runWGPeers(k kernel.Interface, ops []diff.Op, res *Result) {
 		return
 	}
 	for i, op := range ops {
-		err := k.ConfigureWireGuard(link, &kernel.WireGuardConfig{Peers: []kernel.PeerPatch{peerPatch(op)}})
+		err := k.ConfigureWireGuard(link, &kernel.WireGuardConfig{Peers: []kernel.PeerPatch{peerPatch(&op)}})
 		if err != nil {
 			res.Failed = append(res.Failed, Failure{op, fmt.Errorf("%s %s %s: %w", op.Action, op.Kind, op.Name(), err)})
 			continue

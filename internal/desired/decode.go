@@ -218,6 +218,10 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) {
 			v.Set(reflect.ValueOf(d.decodeRoutes(n, path)))
 			return
 		}
+		if v.Type() == wgPeerConfsType {
+			v.Set(reflect.ValueOf(d.decodePeers(n, path)))
+			return
+		}
 		if v.Type() == posTextsType {
 			v.Set(reflect.ValueOf(d.decodeTexts(n, path)))
 			return

@@ -1,9 +1,12 @@
 package desired
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -84,5 +87,45 @@ func BenchmarkParseFile(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_, _ = Parse([]Source{{Name: name, Data: data}})
+	}
+}
+
+// peersFile is a file of one WireGuard device of n peers, as make bench-wg
+// writes it (test/bench/wgbench), with its key in dir.
+func peersFile(b *testing.B, dir string, n int) []byte {
+	b.Helper()
+	key := filepath.Join(dir, "wg.key")
+	if err := os.WriteFile(key, []byte(testKey+"\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "version: 1\nlinks:\n  wg0:\n    kind: wireguard\n    state: down\n    wireguard:\n      private-key-file: %s\n      listen-port: 51820\n      peers:\n", key)
+	for i := 0; i < n; i++ {
+		var k [32]byte
+		binary.BigEndian.PutUint64(k[:], uint64(i)*0x9e3779b97f4a7c15+1)
+		binary.BigEndian.PutUint64(k[8:], uint64(i))
+		fmt.Fprintf(&s, "        - {public-key: %s, allowed-ips: [10.%d.%d.%d/32], persistent-keepalive: 25s, endpoints: [\"192.0.2.%d:%d\"]}\n",
+			base64.StdEncoding.EncodeToString(k[:]), 100+i/62500, i/250%250, 1+i%250, 1+i%250, 51820+i/250)
+	}
+	return []byte(s.String())
+}
+
+func BenchmarkParseWireGuardPeers(b *testing.B) {
+	for _, n := range []int{1000, 5000, 10000} {
+		dir := b.TempDir()
+		name := filepath.Join(dir, "netreconcile.yaml")
+		data := peersFile(b, dir, n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				cfg, err := Parse([]Source{{Name: name, Data: data}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got := len(cfg.State.Links["wg0"].WireGuard.Peers); got != n {
+					b.Fatalf("%d peers", got)
+				}
+			}
+		})
 	}
 }

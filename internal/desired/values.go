@@ -146,13 +146,17 @@ func (t *Table) parse(s string) error {
 type Duration struct{ D time.Duration }
 
 func (d *Duration) parse(s string) error {
-	bad := fmt.Errorf("expected a duration like 30s, 5m, 1h30m or 2d12h, found %q", s)
+	// Made only for a bad one: ten thousand peers have ten thousand
+	// keepalives.
+	bad := func() error {
+		return fmt.Errorf("expected a duration like 30s, 5m, 1h30m or 2d12h, found %q", s)
+	}
 	var days time.Duration
 	rest := s
 	if n, after, ok := strings.Cut(s, "d"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
 		v, err := strconv.ParseUint(n, 10, 16)
 		if err != nil {
-			return bad
+			return bad()
 		}
 		days, rest = time.Duration(v)*24*time.Hour, after
 		if rest == "" {
@@ -161,7 +165,7 @@ func (d *Duration) parse(s string) error {
 	}
 	v, err := time.ParseDuration(rest)
 	if err != nil || v < 0 || v > math.MaxInt64-days {
-		return bad
+		return bad()
 	}
 	d.D = days + v
 	return nil

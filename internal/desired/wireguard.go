@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -154,9 +155,11 @@ func (b *builder) wireguard(path string, wc *wireguardConf, l *model.Link) {
 			b.errs.add(rc.Pos, path+".rotation.down-after", "must not be shorter than connect-timeout (%s)", w.Rotation.ConnectTimeout)
 		}
 	}
-	// Sized once: a device may declare ten thousand peers.
-	seen := make(map[model.Key]Pos, len(wc.Peers))
-	routed := make(map[netip.Prefix]Pos, len(wc.Peers))
+	// Sized once: a device may declare ten thousand peers. Each names
+	// the peer by its index in the list, not its Pos: a map without a
+	// string to scan, a fraction of the size.
+	seen := make(map[model.Key]int32, len(wc.Peers))
+	routed := make(map[netip.Prefix]int32, len(wc.Peers))
 	if len(wc.Peers) > 0 {
 		w.Peers = make([]model.WireGuardPeer, 0, len(wc.Peers))
 	}
@@ -174,25 +177,25 @@ func (b *builder) wireguard(path string, wc *wireguardConf, l *model.Link) {
 			continue
 		}
 		if prev, dup := seen[p.PublicKey]; dup {
-			b.errs.add(pc.at("public-key"), pp+".public-key", "peer given twice (first at %s)", prev)
+			b.errs.add(pc.at("public-key"), pp+".public-key", "peer given twice (first at %s)", wc.Peers[prev].Pos)
 			continue
 		}
 		if p.PublicKey == w.PublicKey && !w.PublicKey.IsZero() {
 			b.errs.add(pc.at("public-key"), pp+".public-key", "is this device's own public key")
 			continue
 		}
-		seen[p.PublicKey] = pc.Pos
+		seen[p.PublicKey] = int32(i)
 		shared := false
 		for _, a := range p.AllowedIPs {
 			if prev, dup := routed[a]; dup {
 				// The kernel's table of allowed IPs routes a prefix to one
 				// peer: it moves it to whichever peer was given it last,
 				// and the other would be given it back on every pass.
-				b.errs.add(pc.at("allowed-ips"), pp+".allowed-ips", "%s is an allowed IP of the peer at %s too: WireGuard routes a prefix to one peer of a device (the kernel moves it to the peer given it last); give it to one", a, prev)
+				b.errs.add(pc.at("allowed-ips"), pp+".allowed-ips", "%s is an allowed IP of the peer at %s too: WireGuard routes a prefix to one peer of a device (the kernel moves it to the peer given it last); give it to one", a, wc.Peers[prev].Pos)
 				shared = true
 				continue
 			}
-			routed[a] = pc.Pos
+			routed[a] = int32(i)
 		}
 		if shared {
 			continue
@@ -230,7 +233,9 @@ func (b *builder) wgPeer(path string, pc *wgPeerConf) (model.WireGuardPeer, bool
 			p.PresharedKey = k
 		}
 	}
-	seen := map[netip.Prefix]bool{}
+	if len(pc.AllowedIPs) > 0 {
+		p.AllowedIPs = make([]netip.Prefix, 0, len(pc.AllowedIPs))
+	}
 	for i, a := range pc.AllowedIPs {
 		if a == nil {
 			continue
@@ -245,12 +250,14 @@ func (b *builder) wgPeer(path string, pc *wgPeerConf) (model.WireGuardPeer, bool
 			b.errs.add(pc.at("allowed-ips"), fmt.Sprintf("%s.allowed-ips[%d]", path, i), "%s is an IPv4-mapped IPv6 prefix, which WireGuard cannot take: write the IPv4 prefix", a.P)
 			continue
 		}
-		if !seen[a.P] {
-			seen[a.P] = true
-			p.AllowedIPs = append(p.AllowedIPs, a.P)
-		}
+		p.AllowedIPs = append(p.AllowedIPs, a.P)
 	}
+	// A prefix given twice is kept once: sorted, the second is next to
+	// the first (no map per peer, for a list of one or two).
 	model.SortPrefixes(p.AllowedIPs)
+	if p.AllowedIPs = slices.Compact(p.AllowedIPs); len(p.AllowedIPs) == 0 {
+		p.AllowedIPs = nil
+	}
 	if k := pc.PersistentKeepalive; k != nil {
 		if k.D%time.Second != 0 || k.D > maxKeepalive {
 			b.errs.add(pc.at("persistent-keepalive"), path+".persistent-keepalive", "expected whole seconds from 0 (off) to 65535s, found %s", k.D)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -206,5 +207,58 @@ func TestWalkFinding155WireGuardListenPortTaken(t *testing.T) {
 	}
 	if err != nil && (strings.Contains(err.Error(), "links.wc") || strings.Contains(err.Error(), "fou[1]")) {
 		t.Errorf("a device that is down, or another port, refused: %v", err)
+	}
+}
+
+// A prefix a peer lists twice is kept once, the list sorted, whatever the
+// order it was written in; a peer without allowed IPs has none.
+func TestPeerAllowedIPsKeptOnce(t *testing.T) {
+	dir := t.TempDir()
+	key := writeKey(t, dir, "wg.key", testKey+"\n", 0o600)
+	other := base64.StdEncoding.EncodeToString([]byte("abcdefghijklmnopqrstuvwxyz012345"))
+	cfg, err := parseWG(t, dir, fmt.Sprintf(`      private-key-file: %s
+      peers:
+        - {public-key: %s, allowed-ips: [10.0.0.2/32, "fd00::1/128", 10.0.0.1/32, 10.0.0.2/32, "fd00::1/128", 10.0.0.2/32]}
+        - {public-key: %s}
+`, key, peerKey, other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range cfg.State.Links["kubespan"].WireGuard.Peers {
+		var got []string
+		for _, a := range p.AllowedIPs {
+			got = append(got, a.String())
+		}
+		want := []string{"10.0.0.1/32", "10.0.0.2/32", "fd00::1/128"}
+		if p.PublicKey.String() == other {
+			want = nil
+			if p.AllowedIPs != nil {
+				t.Errorf("peer without allowed IPs: %#v", p.AllowedIPs)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("peer %s: allowed IPs %v, want %v", p.PublicKey, got, want)
+		}
+	}
+}
+
+// A peer given twice names where it was first given: the peer before it
+// in the list, not the one at the same index of another list.
+func TestPeerGivenTwiceNamesTheFirst(t *testing.T) {
+	dir := t.TempDir()
+	good := writeKey(t, dir, "good.key", testKey+"\n", 0o600)
+	const other = "oZLW/RRDJQj/xqiOyu46uGJk8mqUBu6P/TB/zuauHX4="
+	_, err := parseWG(t, dir, "      private-key-file: "+good+"\n      peers:\n"+
+		"        - {public-key: "+other+"}\n"+
+		"        - {public-key: "+peerKey+"}\n"+
+		"        - {public-key: "+other+"}\n"+
+		"        - {public-key: "+peerKey+"}\n")
+	for _, want := range []string{
+		"netreconcile.yaml:11:24: links.kubespan.wireguard.peers[2].public-key: peer given twice (first at " + dir + "/netreconcile.yaml:9:11)",
+		"netreconcile.yaml:12:24: links.kubespan.wireguard.peers[3].public-key: peer given twice (first at " + dir + "/netreconcile.yaml:10:11)",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want %q", err, want)
+		}
 	}
 }

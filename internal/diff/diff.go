@@ -183,6 +183,7 @@ func sizeHint(d, a *model.State) int {
 		}
 	}
 	cold += max(0, len(d.Routes)-ours)
+	cold += coldPeers(d, a)
 	if cold < sizeHintMin {
 		return 0
 	}

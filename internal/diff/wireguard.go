@@ -178,10 +178,24 @@ func (c *computer) wgPeers(name string, w, h *model.WireGuard, owned bool) {
 	if h != nil {
 		hp = h.Peers
 	}
+	// The ops' objects in chunks: one allocation for many, where a device
+	// configured from empty makes ten thousand.
+	var chunk []WireGuardOp
 	peerOp := func(p *model.WireGuardPeer) Op {
-		return Op{Kind: KindWGPeer, ID: peerOpID(p.PublicKey, name), WireGuard: &WireGuardOp{Link: name, Device: w, Peer: p}}
+		if len(chunk) == 0 {
+			chunk = make([]WireGuardOp, min(max(len(w.Peers)-len(hp), 8), 256))
+		}
+		wo := &chunk[0]
+		chunk = chunk[1:]
+		*wo = WireGuardOp{Link: name, Device: w, Peer: p}
+		return Op{Kind: KindWGPeer, ID: peerOpID(p.PublicKey, name), WireGuard: wo}
 	}
 	var deletes, updates, creates []Op
+	if n := len(w.Peers) - len(hp); n > 0 {
+		// At least this many creates: a device configured from empty
+		// gets its ten thousand ops without growing the list.
+		creates = make([]Op, 0, n)
+	}
 	matchPeers(w.Peers, hp, func(p, q *model.WireGuardPeer) {
 		switch {
 		case q == nil:
@@ -210,6 +224,23 @@ func (c *computer) wgPeers(name string, w, h *model.WireGuard, owned bool) {
 			c.add(op)
 		}
 	}
+}
+
+// coldPeers is how many more WireGuard peers d declares than a's devices
+// hold: at least that many peer creates (a plan's sizeHint).
+func coldPeers(d, a *model.State) int {
+	n := 0
+	for name, l := range d.Links {
+		if l.WireGuard == nil {
+			continue
+		}
+		have := 0
+		if al := a.Links[name]; al != nil && al.WireGuard != nil {
+			have = len(al.WireGuard.Peers)
+		}
+		n += max(0, len(l.WireGuard.Peers)-have)
+	}
+	return n
 }
 
 // matchPeers calls f with every desired peer and the actual one of the
@@ -312,7 +343,7 @@ func peerSummary(p *model.WireGuardPeer) string {
 	b = appendPrefixes(b, p.AllowedIPs)
 	if p.Keepalive != 0 {
 		b = append(b, ", persistent-keepalive "...)
-		b = append(b, durStr(p.Keepalive)...)
+		b = appendDur(b, p.Keepalive)
 	}
 	if p.Endpoint.IsValid() {
 		b = append(b, ", endpoint "...)
@@ -347,6 +378,15 @@ func markStr(m uint32) string {
 		return "none"
 	}
 	return fmt.Sprintf("%#x", m)
+}
+
+// appendDur appends durStr(d), without a string of its own for whole
+// seconds under a minute (a keepalive's usual value).
+func appendDur(b []byte, d time.Duration) []byte {
+	if d > 0 && d < time.Minute && d%time.Second == 0 {
+		return append(strconv.AppendInt(b, int64(d/time.Second), 10), 's')
+	}
+	return append(b, durStr(d)...)
 }
 
 func durStr(d time.Duration) string {

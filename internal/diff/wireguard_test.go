@@ -111,3 +111,38 @@ func TestWireGuardDevicePlan(t *testing.T) {
 		t.Errorf("plan for an equal device:\n%s", plan)
 	}
 }
+
+// A device configured from empty plans its peers into a plan sized for
+// them: the ops array is made once, not grown (ten thousand ops of a few
+// hundred bytes each were copied about twice over), and a device that
+// already holds them sizes nothing.
+func TestColdPeersSizeThePlan(t *testing.T) {
+	const n = 2000
+	w := &model.WireGuard{PublicKey: model.Key{0xff}}
+	for i := range n {
+		w.Peers = append(w.Peers, model.WireGuardPeer{PublicKey: model.Key{byte(i >> 8), byte(i)}, AllowedIPs: pfx(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}).String() + "/32")})
+	}
+	empty := &model.WireGuard{PublicKey: w.PublicKey}
+	plan, err := Compute(wgState(w, true), wgState(empty, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hint := sizeHint(wgState(w, true), wgState(empty, true)); hint < len(plan.Ops) {
+		t.Errorf("size hint %d for a plan of %d ops", hint, len(plan.Ops))
+	}
+	if len(plan.Ops) != n {
+		t.Errorf("%d ops, want %d", len(plan.Ops), n)
+	}
+	if hint := sizeHint(wgState(w, true), wgState(w, true)); hint != 0 {
+		t.Errorf("size hint %d for a device that holds every peer", hint)
+	}
+}
+
+// A duration in a peer's summary reads as durStr writes it.
+func TestAppendDurIsDurStr(t *testing.T) {
+	for _, d := range []time.Duration{0, time.Second, 25 * time.Second, 59 * time.Second, time.Minute, 90 * time.Second, 1500 * time.Millisecond, 65535 * time.Second, -time.Second} {
+		if got, want := string(appendDur([]byte("x "), d)), "x "+durStr(d); got != want {
+			t.Errorf("%v: %q, want %q", d, got, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -163,17 +164,25 @@ func (e *Engine) decide(desired, act *model.State) (*model.State, []pendingDecis
 		if judged == nil {
 			judged = make([]judgedPeer, 0, len(nw.Peers))
 		}
+		if n := len(nw.Peers) - len(hw); n > 0 {
+			// A peer the device lacks gets its endpoint written: at
+			// least this many decisions (ten thousand on a new device).
+			decisions = slices.Grow(decisions, n)
+		}
 		// Both lists are in the model's order, by public key: the device's
 		// peer of each declared one is found by walking them together,
 		// with no map of ten thousand entries.
 		find := peerFinder(hw)
+		// Every peer of the device judged at one time: before any
+		// endpoint is written, as each decision must be.
+		now := t.Now()
 		for i := range nw.Peers {
 			p := &nw.Peers[i]
 			in := wgpeer.Input{Device: name, PublicKey: p.PublicKey, Candidates: p.Endpoints, Rotation: nw.Rotation}
 			if hp := find(p.PublicKey); hp != nil {
 				in.Current, in.LastHandshake = hp.Endpoint, hp.LastHandshake
 			}
-			d := t.Decide(in)
+			d := t.DecideAt(in, now)
 			up.set(name, p.PublicKey, d.State)
 			judged = append(judged, judgedPeer{PeerState{name, p.PublicKey, d.State}, in.LastHandshake, nw.Rotation})
 			p.EndpointCandidate = d.Candidate
@@ -279,14 +288,15 @@ func (e *Engine) commitRotation(res *apply.Result) {
 		link string
 		pub  model.Key
 	}
-	done := map[peerKey]bool{}
+	// Sized once: a new device commits ten thousand decisions.
+	done := make(map[peerKey]bool, len(pending))
 	for _, op := range res.Done {
 		if op.Kind == diff.KindWGPeer {
 			done[peerKey{op.WireGuard.Link, op.WireGuard.Peer.PublicKey}] = true
 		}
 	}
 	t := e.Tracker()
-	var written []pendingDecision
+	written := make([]pendingDecision, 0, len(pending))
 	for _, p := range pending {
 		if done[peerKey{p.link, p.pub}] {
 			t.Commit(p.link, p.pub, p.d)
@@ -314,13 +324,14 @@ func (e *Engine) judgeAgain(t *wgpeer.Tracker, written []pendingDecision) {
 	for i, j := range e.rot.judged {
 		at[peer{j.Link, j.PublicKey}] = i
 	}
+	now := t.Now()
 	for _, p := range written {
 		i, ok := at[peer{p.link, p.pub}]
 		if !ok {
 			continue
 		}
 		j := &e.rot.judged[i]
-		j.State = t.Decide(wgpeer.Input{Device: p.link, PublicKey: p.pub, Current: p.d.Addr, LastHandshake: j.handshake, Rotation: j.rotation}).State
+		j.State = t.DecideAt(wgpeer.Input{Device: p.link, PublicKey: p.pub, Current: p.d.Addr, LastHandshake: j.handshake, Rotation: j.rotation}, now).State
 	}
 }
 
