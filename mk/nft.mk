@@ -1,5 +1,6 @@
 # nftables benchmark: interval and hash sets of 10k, 100k and 1M elements
-# (NETRECONCILE_BENCH_NFT_SIZES=10k,100k,1M) loaded, grown by one element and
+# (NETRECONCILE_BENCH_NFT_SIZES=10k,100k,1M; NETRECONCILE_BENCH_NFT_KINDS=hash
+# or interval for one kind) loaded, grown by one element and
 # shrunk by one, by the daemon's engine, by apply and by nft -f in one run,
 # printed as growth tables, and one rule changed among 1,000 of a chain,
 # by the engine, by apply in this process and by the binary it builds,

@@ -22,7 +22,8 @@ import (
 
 // TestBenchNft compares netreconcile with `nft -f` on interval and hash
 // sets at several sizes (NETRECONCILE_BENCH_NFT_SIZES, default 10k, 100k,
-// 1M): loading a set into an empty namespace, adding one element, and
+// 1M; NETRECONCILE_BENCH_NFT_KINDS=interval or hash runs one kind): loading
+// a set into an empty namespace, adding one element, and
 // removing it, as the daemon does (one engine kept between passes) and as
 // one command per change (the CLI). It runs only under `make bench-nft`
 // (NETRECONCILE_BENCH=nft) and prints growth tables; it asserts
@@ -34,10 +35,14 @@ func TestBenchNft(t *testing.T) {
 	nettest.RequireTool(t, "nft")
 	sizes := growth.Sizes("NETRECONCILE_BENCH_NFT_SIZES", 10000, 100000, 1000000)
 	rounds := 3
+	only := os.Getenv("NETRECONCILE_BENCH_NFT_KINDS")
 	for _, interval := range []bool{true, false} {
-		kind := "hash set of ipv4 addresses"
+		kind, short := "hash set of ipv4 addresses", "hash"
 		if interval {
-			kind = "interval set of ipv4 /30s"
+			kind, short = "interval set of ipv4 /30s", "interval"
+		}
+		if only != "" && only != short {
+			continue
 		}
 		b := growth.Bench{Name: "nftables " + kind, Unit: "elements", Sizes: sizes,
 			Detail: "load, one element added, that element removed; median of 3 for the daemon"}
