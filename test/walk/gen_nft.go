@@ -89,8 +89,22 @@ func (t *Table) obj(name string) (int, *Obj) {
 // objects in nft's words, or one key of one.
 func (g *Gen) changeNftWords(c *Config) string {
 	t := c.Tables[g.w().Intn(len(c.Tables))]
+	d := g.changeTableWords(c, t)
+	if _, vm := t.nset("vm"); vm != nil && g.wchance(0.7) && slices.ContainsFunc(append(slices.Clone(vm.Elements), vm.FileElements...), func(e string) bool { return len(jumpTargets(e)) > 0 }) {
+		// The map's jumps go to the regular chain helper: made where the
+		// table lacks it, else they are dropped (repairTable).
+		if !slices.ContainsFunc(t.Chains, func(ch *Chain) bool { return ch.Name == "helper" }) {
+			t.Chains = append(t.Chains, &Chain{Name: "helper", Rules: []string{"counter"}})
+			d += "; add chain helper to " + t.Family + " " + t.Name + " for vm's jumps"
+		}
+	}
+	return d
+}
+
+// changeTableWords is changeNftWords on table t.
+func (g *Gen) changeTableWords(c *Config, t *Table) string {
 	id := t.Family + " " + t.Name
-	if g.wchance(0.15) {
+	if g.wchance(0.3) {
 		return g.changeLinkRules(c, t, id)
 	}
 	if g.wchance(0.3) {
