@@ -379,7 +379,7 @@ var linkRules = []string{
 // changeLinkRules adds a rule naming one of the file's links to a chain of
 // the table, or removes one.
 func (g *Gen) changeLinkRules(c *Config, t *Table, id string) string {
-	if len(t.Chains) == 0 || len(c.Links) == 0 {
+	if len(t.Chains) == 0 {
 		return "noop"
 	}
 	ch := t.Chains[g.w().Intn(len(t.Chains))]
@@ -389,8 +389,12 @@ func (g *Gen) changeLinkRules(c *Config, t *Table, id string) string {
 			return "remove rule " + r + " of " + id + " chain " + ch.Name
 		}
 	}
-	n := g.wpick(c.LinkNames())
-	r := fmt.Sprintf(g.wpick(linkRules), n)
+	// Not lo, which the rules' sets and maps name beside it.
+	names := slices.DeleteFunc(c.LinkNames(), func(n string) bool { return n == "lo" })
+	if len(names) == 0 {
+		return "noop"
+	}
+	r := fmt.Sprintf(g.wpick(linkRules), g.wpick(names))
 	ch.Rules = append(ch.Rules, r)
 	return "add rule " + r + " to " + id + " chain " + ch.Name
 }

@@ -559,7 +559,7 @@ func (g *Gen) repairTable(c *Config, t *Table) {
 	for _, ch := range t.Chains {
 		var rs []string
 		for _, r := range ch.Rules {
-			if n := linkRuleName(r); n != "" && c.Links[n] == nil {
+			if n := linkRuleName(r); n != "" && n != "lo" && c.Links[n] == nil {
 				// iif and oif name a link that must exist: only the
 				// file's links are sure to.
 				continue
