@@ -379,7 +379,12 @@ func nftMakes(t *Table, links map[string]int) (*nftMade, error) {
 	standIns := ""
 	for _, n := range sortedKeys(links) {
 		if n != "lo" && tableNames(t, n) {
-			standIns += fmt.Sprintf("ip link add %s index %d type bridge && ", n, links[n])
+			// Under its index where that is free: a fresh namespace
+			// holds the fallback devices of the tunnel modules loaded
+			// (tunl0, ip6tnl0…) at the first indexes, which the walk's
+			// namespace, made before some were loaded, gave its own
+			// links. The listings name a link by its name either way.
+			standIns += fmt.Sprintf("{ %[1]s link add %[2]s index %[3]d type bridge 2>/dev/null || %[1]s link add %[2]s type bridge; } && ", ipProgram(), n, links[n])
 		}
 	}
 	out, err := inNewNetNS(standIns+"nft -f - && "+list, script)
@@ -418,6 +423,16 @@ func nftMakes(t *Table, links map[string]int) (*nftMade, error) {
 	}
 	return &nftMade{rules: byName, decls: decls}, nil
 }
+
+// ipProgram is iproute2's ip as the walk runs it: the guest's shell is
+// busybox's, which runs its own ip applet before $PATH's, and that one
+// takes "index N" for the link's name.
+var ipProgram = sync.OnceValue(func() string {
+	if p, err := exec.LookPath("ip"); err == nil {
+		return p
+	}
+	return "ip"
+})
 
 // tableNames reports whether a rule or element of t names link n, quoted
 // as nft takes a name ("b0").
