@@ -546,10 +546,10 @@ func (g *Gen) repairTable(c *Config, t *Table) {
 		if !s.Map {
 			continue
 		}
-		keep := func(e string) bool {
+		dangling := func(e string) bool {
 			return slices.ContainsFunc(jumpTargets(e), func(to string) bool { return !chains[to] })
 		}
-		s.Elements, s.FileElements = slices.DeleteFunc(s.Elements, keep), slices.DeleteFunc(s.FileElements, keep)
+		s.Elements, s.FileElements = slices.DeleteFunc(s.Elements, dangling), slices.DeleteFunc(s.FileElements, dangling)
 		for _, e := range append(slices.Clone(s.Elements), s.FileElements...) {
 			if len(jumpTargets(e)) > 0 {
 				jumpingMaps[s.Name] = true
