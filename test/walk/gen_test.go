@@ -134,3 +134,21 @@ func TestGenDrawsLinkRulesMapJumpsAndUppersOnBridges(t *testing.T) {
 		}
 	}
 }
+
+// A set sw the peers cannot feed (without flags [interval]) stays the only
+// sw of its table: the feed goes to another table or nowhere (host seed
+// 2026's second walk, 91019493466812, step 63: "name given twice").
+func TestGenFeedsNoSecondSetOfAName(t *testing.T) {
+	g, err := NewGen(rand.New(rand.NewSource(3)), Caps{}, Defects{}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		c := &Config{Links: map[string]*Link{"wg0": {Name: "wg0", Kind: "wireguard", WG: &WG{}}},
+			Tables: []*Table{{Family: "inet", Name: "nrw0", Sets: []*Set{{Name: "sw", Type: "ipv4_addr"}}}}}
+		g.inPlaceSetFeed(c)
+		if n := len(c.Tables[0].Sets); n != 1 {
+			t.Fatalf("draw %d: %d sets in inet nrw0, want the one sw", i, n)
+		}
+	}
+}
