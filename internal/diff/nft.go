@@ -166,6 +166,14 @@ func (c *computer) nft() {
 			// Held back (Inputs.MaxDisruption): left as it is.
 			continue
 		}
+		if foreignTable(w, h) {
+			// Taking it over would delete its sets, chains and rules: the
+			// same rule as for a foreign link of a declared name. Said
+			// even while its rules wait for a link: the apply that made
+			// the link would leave the table as it is and say nothing.
+			c.conflict("nftables table %s exists and netreconcile did not create it (the ownership ledger does not list it); add \"adopt: true\" to the table to take it over whole, or choose another name", w.Key())
+			continue
+		}
 		if c.waiting[w.Key()] != "" {
 			// Compiled once its links exist (waitingTables).
 			continue
@@ -173,10 +181,6 @@ func (c *computer) nft() {
 		switch {
 		case h == nil:
 			p.createTable(w, Create, "")
-		case !h.Owned && !w.Adopt:
-			// Taking it over would delete its sets, chains and rules: the
-			// same rule as for a foreign link of a declared name.
-			c.conflict("nftables table %s exists and netreconcile did not create it (the ownership ledger does not list it); add \"adopt: true\" to the table to take it over whole, or choose another name", w.Key())
 		default:
 			if !h.Owned {
 				p.tables = append(p.tables, Op{Action: Update, Kind: KindNftTable, ID: w.Key().String(), Table: w.Key(),
@@ -213,7 +217,8 @@ func (c *computer) nft() {
 // where it has one (its rules hold the index of a link since deleted).
 func (c *computer) waitingTables() {
 	for i := range c.d.NFTables {
-		k := c.d.NFTables[i].Key()
+		w := &c.d.NFTables[i]
+		k := w.Key()
 		why := c.waiting[k]
 		if why == "" {
 			continue
@@ -222,8 +227,15 @@ func (c *computer) waitingTables() {
 		for j := range c.a.NFTables {
 			if c.a.NFTables[j].Key() == k {
 				action = Update
+				if foreignTable(w, &c.a.NFTables[j]) {
+					// In conflict (nft), not waiting.
+					action = ""
+				}
 				break
 			}
+		}
+		if action == "" {
+			continue
 		}
 		if c.plan.Waiting == nil {
 			c.plan.Waiting = map[model.NftTableKey]string{}
@@ -232,6 +244,10 @@ func (c *computer) waitingTables() {
 		c.plan.Pending = append(c.plan.Pending, Op{Action: action, Kind: KindNftTable, ID: tableID(k), Table: k, Reason: why})
 	}
 }
+
+// foreignTable reports whether the kernel's table h of a declared table w
+// is someone else's, which the file does not adopt.
+func foreignTable(w, h *model.NftTable) bool { return h != nil && !h.Owned && !w.Adopt }
 
 // nftStructural says why a table cannot be changed in place: a set's type or
 // flags, or a chain's type, hook, priority or device changed. The kernel changes

@@ -174,6 +174,23 @@ func TestNftForeignTableConflict(t *testing.T) {
 	}
 }
 
+// A foreign table of a declared name is a conflict even while the file's
+// rules of it wait for a link (Inputs.Waiting): not a pending table, which
+// the apply that makes the link would leave as it is without a word.
+func TestWalkFindingFWK2WaitingTableOfSomeoneElseIsAConflict(t *testing.T) {
+	d := parseFull(t, strings.Replace(nftBase, "- counter", "- counter\n          - accept", 1))
+	a := kernelOf(parseFull(t, nftBase))
+	a.NFTables[0].Owned = false
+	k := a.NFTables[0].Key()
+	p, err := diff.ComputeWith(d, a, diff.Inputs{Waiting: map[model.NftTableKey]string{k: "waits for link p9a"}})
+	if err == nil || !strings.Contains(err.Error(), "nftables table inet t exists and netreconcile did not create it") {
+		t.Errorf("err = %v, want the conflict", err)
+	}
+	if p == nil || len(p.Pending) > 0 || len(p.Waiting) > 0 || p.String() != "" {
+		t.Errorf("plan waits for or touches the foreign table: %+v", p)
+	}
+}
+
 // A cold start (routes and set elements the kernel holds none of) makes
 // the plan's array once, at its size: a growing one holds the old array
 // and the new at once, which the first converge of a big host peaked on

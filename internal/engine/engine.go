@@ -561,6 +561,12 @@ func (e *Engine) plan(desired *model.State, in diff.Inputs) (*diff.Plan, error) 
 	if plan == nil {
 		return plan, err
 	}
+	if more := waitForNewIndexes(desired, act, plan, in.Waiting); more != nil {
+		in.Waiting = more
+		if plan, err = diff.ComputeWith(desired, act, in); plan == nil {
+			return plan, err
+		}
+	}
 	if err := e.compileWrites(plan, desired, act); err != nil {
 		return nil, err
 	}

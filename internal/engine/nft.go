@@ -312,6 +312,80 @@ func waitingFor(name string) string {
 	return fmt.Sprintf("waits for link %s, which its rules name: compiled once the link exists", name)
 }
 
+// waitForNewIndexes returns waiting with the tables added whose rules or
+// declarations name a link that the plan makes under a name the kernel
+// holds now (a link replaced, or one made where another is renamed away),
+// or nil when there are none. Such a link gets another index, and their
+// rules were compiled to the index it has now: written as they are, iif
+// and oif would name an index no link has after the plan, and the next
+// pass would write them again. They wait, as for a link the kernel lacks,
+// and the same apply compiles and writes them once the link is made.
+func waitForNewIndexes(desired, act *model.State, plan *diff.Plan, waiting map[model.NftTableKey]string) map[model.NftTableKey]string {
+	var renewed []string
+	for i := range plan.Ops {
+		op := &plan.Ops[i]
+		if op.Kind != diff.KindLink || (op.Action != diff.Replace && op.Action != diff.Create) {
+			continue
+		}
+		if l := act.Links[op.ID]; l != nil && l.Index > 0 {
+			renewed = append(renewed, op.ID)
+		}
+	}
+	if len(renewed) == 0 {
+		return nil
+	}
+	sort.Strings(renewed)
+	var out map[model.NftTableKey]string
+	for i := range desired.NFTables {
+		t := &desired.NFTables[i]
+		k := t.Key()
+		if waiting[k] != "" {
+			continue
+		}
+		name := namedIn(t, renewed)
+		if name == "" {
+			continue
+		}
+		if out == nil {
+			out = make(map[model.NftTableKey]string, len(waiting)+1)
+			for k, why := range waiting {
+				out[k] = why
+			}
+		}
+		out[k] = fmt.Sprintf("waits for link %s, which its rules name and this plan makes again: compiled to its new index once it exists", name)
+	}
+	return out
+}
+
+// namedIn returns the first of names that a rule, set or object of t names
+// (namedMissing), or "".
+func namedIn(t *model.NftTable, names []string) string {
+	for i := range t.Chains {
+		for _, r := range t.Chains[i].Rules {
+			if n := namedMissing(r.Text, names); n != "" {
+				return n
+			}
+		}
+	}
+	for i := range t.Sets {
+		s := &t.Sets[i]
+		if s.Decl == "" {
+			continue
+		}
+		for _, text := range append([]string{s.Decl}, s.ElemTexts...) {
+			if n := namedMissing(text, names); n != "" {
+				return n
+			}
+		}
+	}
+	for i := range t.Objects {
+		if n := namedMissing(t.Objects[i].Decl, names); n != "" {
+			return n
+		}
+	}
+	return ""
+}
+
 // deviceWaits says why a table waits when a netdev chain of it hooks a
 // declared link the kernel does not have yet (before 6.16 the kernel
 // refuses such a chain; the wait costs nothing where it takes it).

@@ -532,9 +532,12 @@ func (g *Gen) newLink(c *Config, name, kind string) *Link {
 	return l
 }
 
-// lowerParents are the kinds a vlan or macvlan goes on in the walk.
+// lowerParent reports whether a vlan or macvlan goes on m in the walk: a
+// veth, dummy, bond or bridge (an upper of a bridge is no port of it: the
+// bridge's MTU does not follow the upper's, the upper's without an MTU
+// follows the bridge's).
 func lowerParent(m *Link) bool {
-	return m.Kind == "veth" && m.PeerNS == "" || m.Kind == "dummy" || m.Kind == "bond"
+	return m.Kind == "veth" && m.PeerNS == "" || m.Kind == "dummy" || m.Kind == "bond" || m.Kind == "bridge"
 }
 
 // newLowerOrMaster draws the attributes of a macvlan, vlan, vrf or bond.

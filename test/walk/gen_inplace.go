@@ -298,7 +298,9 @@ func (g *Gen) inPlaceSetFeed(c *Config) string {
 	perm := g.R.Perm(len(c.Tables))
 	sort.SliceStable(perm, func(i, j int) bool { return c.Tables[perm[i]].Family == "inet" && c.Tables[perm[j]].Family != "inet" })
 	for _, i := range perm {
-		if t := c.Tables[i]; t.Family == "ip" || t.Family == "inet" {
+		if t := c.Tables[i]; (t.Family == "ip" || t.Family == "inet") && !slices.ContainsFunc(t.Sets, func(s *Set) bool { return s.Name == "sw" }) {
+			// Not where a set sw is already, one the peers cannot feed
+			// (without flags [interval]): a name given twice.
 			// Mostly fed by all its peers: what the oracle sees of the
 			// feed where no peer shakes hands (wireguard-go here).
 			t.Sets = append(t.Sets, &Set{Name: "sw", Type: setTypes["sw"], Interval: true, FromWG: wg, FromPeers: g.pick([]string{"", "up", "all", "all"}), Elements: g.elements("ipv4_addr")})

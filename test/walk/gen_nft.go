@@ -35,7 +35,8 @@ var objDecls = map[string][]string{
 // ranges go in an interval set only.
 var nsetElements = map[string][2][]string{
 	"nd": {{"0x00000020", "0x00000040", "0x00000060", "0x00000100-0x000001ff"}, {"1:2", "1:3", "2:1"}},
-	"vm": {{"0x00000020 : accept", "0x00000030 : drop", "0x00000050 : continue", "0x00000100-0x000001ff : accept"}, {"1:2 : accept", "1:3 : drop"}},
+	"vm": {{"0x00000020 : accept", "0x00000030 : drop", "0x00000050 : continue", "0x00000100-0x000001ff : accept", "0x00000060 : jump helper", "0x00000070 : goto helper"},
+		{"1:2 : accept", "1:3 : drop", "1:4 : jump helper", "2:2 : goto helper"}},
 	"dm": {{"0x00000020 : 0x00000021", "0x00000040 : 0x00000041", "0x00000100-0x000001ff : 0x00000007"}, {"1:2 : 0x00000021", "2:1 : 0x00000041"}},
 }
 
@@ -88,7 +89,24 @@ func (t *Table) obj(name string) (int, *Obj) {
 // objects in nft's words, or one key of one.
 func (g *Gen) changeNftWords(c *Config) string {
 	t := c.Tables[g.w().Intn(len(c.Tables))]
+	d := g.changeTableWords(c, t)
+	if _, vm := t.nset("vm"); vm != nil && g.wchance(0.7) && slices.ContainsFunc(append(slices.Clone(vm.Elements), vm.FileElements...), func(e string) bool { return len(jumpTargets(e)) > 0 }) {
+		// The map's jumps go to the regular chain helper: made where the
+		// table lacks it, else they are dropped (repairTable).
+		if !slices.ContainsFunc(t.Chains, func(ch *Chain) bool { return ch.Name == "helper" }) {
+			t.Chains = append(t.Chains, &Chain{Name: "helper", Rules: []string{"counter"}})
+			d += "; add chain helper to " + t.Family + " " + t.Name + " for vm's jumps"
+		}
+	}
+	return d
+}
+
+// changeTableWords is changeNftWords on table t.
+func (g *Gen) changeTableWords(c *Config, t *Table) string {
 	id := t.Family + " " + t.Name
+	if g.wchance(0.3) {
+		return g.changeLinkRules(c, t, id)
+	}
 	if g.wchance(0.3) {
 		return g.changeObjects(t, id)
 	}
@@ -338,6 +356,58 @@ func (g *Gen) use(t *Table, name string) {
 		k = s.Kind
 	}
 	ch.Rules = append(ch.Rules, nftWordsUse[name][k])
+}
+
+// linkRules are rules that name a link of the file, %s its name: iif and
+// oif compile to the link's index where the rules are applied, iifname and
+// oifname match its name. A link the file renames or drops takes its rules
+// with it (repairTable), and a link it recreates gets another index, which
+// the rules must follow.
+var linkRules = []string{
+	`iif "%s" accept`,
+	`oif "%s" counter accept`,
+	`meta iif "%s" counter drop`,
+	`meta oif != "%s" counter`,
+	`iif { "%s", "lo" } counter accept`,
+	`iifname "%s" accept`,
+	`oifname "%s" counter drop`,
+	`iif "%s" jump helper`,
+	`iifname vmap { "%s" : jump helper, "lo" : accept }`,
+	`oif vmap { "%s" : goto helper, "lo" : continue }`,
+}
+
+// changeLinkRules adds a rule naming one of the file's links to a chain of
+// the table, or removes one.
+func (g *Gen) changeLinkRules(c *Config, t *Table, id string) string {
+	if len(t.Chains) == 0 {
+		return "noop"
+	}
+	ch := t.Chains[g.w().Intn(len(t.Chains))]
+	for i, r := range ch.Rules {
+		if linkRuleName(r) != "" && g.wchance(0.3) {
+			ch.Rules = append(ch.Rules[:i:i], ch.Rules[i+1:]...)
+			return "remove rule " + r + " of " + id + " chain " + ch.Name
+		}
+	}
+	// Not lo, which the rules' sets and maps name beside it.
+	names := slices.DeleteFunc(c.LinkNames(), func(n string) bool { return n == "lo" })
+	if len(names) == 0 {
+		return "noop"
+	}
+	r := fmt.Sprintf(g.wpick(linkRules), g.wpick(names))
+	ch.Rules = append(ch.Rules, r)
+	return "add rule " + r + " to " + id + " chain " + ch.Name
+}
+
+// linkRuleName is the link a rule of linkRules names, or "".
+func linkRuleName(r string) string {
+	for _, f := range linkRules {
+		pre, post, _ := strings.Cut(f, "%s")
+		if strings.HasPrefix(r, pre) && strings.HasSuffix(r, post) && len(r) > len(pre)+len(post) {
+			return r[len(pre) : len(r)-len(post)]
+		}
+	}
+	return ""
 }
 
 // WordsSeed turns a walk's seed into the seed of its W sequence.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -255,11 +256,16 @@ func nftScript(t *Table) (script string, names map[string]string) {
 	named := map[string]bool{}
 	for _, ch := range t.Chains {
 		for _, r := range ch.Rules {
-			f := strings.Fields(r)
-			for i := 0; i+1 < len(f); i++ {
-				if f[i] == "jump" || f[i] == "goto" {
-					named[f[i+1]] = true
-				}
+			for _, to := range jumpTargets(r) {
+				named[to] = true
+			}
+		}
+	}
+	// A verdict map's elements jump too.
+	for _, s := range t.NSets {
+		for _, e := range append(slices.Clone(s.Elements), s.FileElements...) {
+			for _, to := range jumpTargets(e) {
+				named[to] = true
 			}
 		}
 	}
@@ -361,11 +367,27 @@ type nftMade struct {
 const listMark = "--- nft list ---"
 
 // nftMakes is what nft makes of the walk's table, from nft -f in a
-// namespace of its own.
-func nftMakes(t *Table) (*nftMade, error) {
+// namespace of its own. links are the kernel's links by name and index
+// (ip -j link): a link the table's rules name (iif, oif) is made there
+// under its name and index first, a bridge, since nft compiles the name to
+// the index it finds and lists an index by the name it finds. The walk's
+// listing (nft in the walk's namespace) and this one then name the same
+// link only where the kernel's rule holds the index the link has now.
+func nftMakes(t *Table, links map[string]int) (*nftMade, error) {
 	script, names := nftScript(t)
 	list := fmt.Sprintf("nft -j list table %s %s && echo '%s' && nft list table %s %s", t.Family, t.Name, listMark, t.Family, t.Name)
-	out, err := inNewNetNS("nft -f - && "+list, script)
+	standIns := ""
+	for _, n := range sortedKeys(links) {
+		if n != "lo" && tableNames(t, n) {
+			// Under its index where that is free: a fresh namespace
+			// holds the fallback devices of the tunnel modules loaded
+			// (tunl0, ip6tnl0…) at the first indexes, which the walk's
+			// namespace, made before some were loaded, gave its own
+			// links. The listings name a link by its name either way.
+			standIns += fmt.Sprintf("{ %[1]s link add %[2]s index %[3]d type bridge 2>/dev/null || %[1]s link add %[2]s type bridge; } && ", ipProgram(), n, links[n])
+		}
+	}
+	out, err := inNewNetNS(standIns+"nft -f - && "+list, script)
 	if err != nil {
 		// nft's scanner keeps state from one command to the next in one
 		// run (nftcompile's syntaxErrorPrefix): rules it takes each alone
@@ -380,7 +402,7 @@ func nftMakes(t *Table) (*nftMade, error) {
 			}
 		}
 		var again []byte
-		again, err = inNewNetNS(`while IFS= read -r f; do printf '%s\n' "$f" | tr '\001' '\n' | nft -f - || exit 1; done && `+list, joinParts(parts))
+		again, err = inNewNetNS(standIns+`while IFS= read -r f; do printf '%s\n' "$f" | tr '\001' '\n' | nft -f - || exit 1; done && `+list, joinParts(parts))
 		if err != nil {
 			return nil, fmt.Errorf("nft -f of table %s %s: %v: %s (rule by rule: %s)", t.Family, t.Name, err, out, again)
 		}
@@ -400,6 +422,37 @@ func nftMakes(t *Table) (*nftMade, error) {
 		return nil, err
 	}
 	return &nftMade{rules: byName, decls: decls}, nil
+}
+
+// ipProgram is iproute2's ip as the walk runs it: the guest's shell is
+// busybox's, which runs its own ip applet before $PATH's, and that one
+// takes "index N" for the link's name.
+var ipProgram = sync.OnceValue(func() string {
+	if p, err := exec.LookPath("ip"); err == nil {
+		return p
+	}
+	return "ip"
+})
+
+// tableNames reports whether a rule or element of t names link n, quoted
+// as nft takes a name ("b0").
+func tableNames(t *Table, n string) bool {
+	q := `"` + n + `"`
+	for _, ch := range t.Chains {
+		for _, r := range ch.Rules {
+			if strings.Contains(r, q) {
+				return true
+			}
+		}
+	}
+	for _, s := range t.NSets {
+		for _, e := range append(slices.Clone(s.Elements), s.FileElements...) {
+			if strings.Contains(e, q) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // nftDecls reads a table's sets, maps and objects in nft's words from nft's

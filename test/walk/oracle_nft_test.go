@@ -74,7 +74,7 @@ func TestNftMakesChainsNamedByKeywords(t *testing.T) {
 		{Name: "fwd", Type: "filter", Hook: "forward", Priority: "security", Policy: "drop", Rules: []string{"jump helper", "accept"}},
 		{Name: "helper", Rules: []string{"counter accept"}},
 	}}
-	made, err := nftMakes(tb)
+	made, err := nftMakes(tb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestNftMakesRulesAfterScannerState(t *testing.T) {
 		{Name: "natpost", Type: "nat", Hook: "postrouting", Priority: "srcnat", Policy: "accept", Rules: []string{"goto helper"}},
 		{Name: "helper", Rules: []string{"counter accept"}},
 	}}
-	made, err := nftMakes(tb)
+	made, err := nftMakes(tb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestNftDeclsReadEachKey(t *testing.T) {
 		}, Objects: []*Obj{{Name: "oq", Decl: "quota over 25 mbytes"}},
 			Chains: []*Chain{{Name: "in", Type: "filter", Hook: "input", Priority: "filter", Policy: "accept", Rules: []string{"meta mark @nd accept", `quota name "oq"`, "meta priority vmap @vm"}}}}
 	}
-	made, err := nftMakes(tb())
+	made, err := nftMakes(tb(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestNftDeclsReadEachKey(t *testing.T) {
 	} {
 		x := tb()
 		mutate(x)
-		m, err := nftMakes(x)
+		m, err := nftMakes(x, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

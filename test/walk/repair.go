@@ -538,9 +538,35 @@ func (g *Gen) repairTable(c *Config, t *Table) {
 	for _, ch := range t.Chains {
 		chains[ch.Name] = true
 	}
+	// A verdict map's jump to a chain the table lacks is an element the
+	// kernel refuses (ENOENT); a map that jumps to helper is a loop when
+	// helper's own rules look it up (ELOOP).
+	jumpingMaps := map[string]bool{}
+	for _, s := range t.NSets {
+		if !s.Map {
+			continue
+		}
+		dangling := func(e string) bool {
+			return slices.ContainsFunc(jumpTargets(e), func(to string) bool { return !chains[to] })
+		}
+		s.Elements, s.FileElements = slices.DeleteFunc(s.Elements, dangling), slices.DeleteFunc(s.FileElements, dangling)
+		for _, e := range append(slices.Clone(s.Elements), s.FileElements...) {
+			if len(jumpTargets(e)) > 0 {
+				jumpingMaps[s.Name] = true
+			}
+		}
+	}
 	for _, ch := range t.Chains {
 		var rs []string
 		for _, r := range ch.Rules {
+			if n := linkRuleName(r); n != "" && n != "lo" && c.Links[n] == nil {
+				// iif and oif name a link that must exist: only the
+				// file's links are sure to.
+				continue
+			}
+			if i := strings.Index(r, "@"); i >= 0 && ch.Name == "helper" && jumpingMaps[strings.Fields(r[i+1:])[0]] {
+				continue
+			}
 			if i := strings.Index(r, "@"); i >= 0 && !sets[strings.Fields(r[i+1:])[0]] {
 				continue
 			}
