@@ -177,7 +177,7 @@ func TestNftForeignTableConflict(t *testing.T) {
 // A foreign table of a declared name is a conflict even while the file's
 // rules of it wait for a link (Inputs.Waiting): not a pending table, which
 // the apply that makes the link would leave as it is without a word.
-func TestWalkFindingFWK2WaitingTableOfSomeoneElseIsAConflict(t *testing.T) {
+func TestWalkFinding195WaitingTableOfSomeoneElseIsAConflict(t *testing.T) {
 	d := parseFull(t, strings.Replace(nftBase, "- counter", "- counter\n          - accept", 1))
 	a := kernelOf(parseFull(t, nftBase))
 	a.NFTables[0].Owned = false

@@ -2,7 +2,7 @@ package walk
 
 import "testing"
 
-// TestWalkFindingFWK1RuleNamingARecreatedLinkFollowsItsIndex replays the walk
+// TestWalkFinding194RuleNamingARecreatedLinkFollowsItsIndex replays the walk
 // finding of host seed 49737547370500, step 29 (a walk of the run of seed
 // 90934393032559): a veth whose peer the file renames is recreated, and the
 // vxlan on it with it; the rules of a table that name them (iif "p2a",
@@ -10,7 +10,7 @@ import "testing"
 // plan, written as they were, and named indexes no link had after it (the
 // next pass wrote them again). They wait for the links now, and the same
 // apply writes them with the new indexes.
-func TestWalkFindingFWK1RuleNamingARecreatedLinkFollowsItsIndex(t *testing.T) {
+func TestWalkFinding194RuleNamingARecreatedLinkFollowsItsIndex(t *testing.T) {
 	conf := func(peer string) *Config {
 		return &Config{Protocol: 200,
 			Links: map[string]*Link{
