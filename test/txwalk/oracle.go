@@ -1297,7 +1297,7 @@ func (w *runner) compare(k *walk.Kernel, v *Version) []string {
 		return []string{err.Error()}
 	}
 	diffs = append(diffs, nd...)
-	sd, err := walk.CompareSysctls(w.rig.ns, v.C, w.sysctl0, nil)
+	sd, err := walk.CompareSysctls(w.rig.ns, v.C, w.sysctl0, nil, nil)
 	if err != nil {
 		return []string{err.Error()}
 	}

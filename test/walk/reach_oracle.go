@@ -588,7 +588,7 @@ func (r *runner) oracleFinds(c *Config, k *Kernel, skip map[string]bool) (bool, 
 		}
 		diffs = append(diffs, fd...)
 	}
-	sd, err := CompareSysctls(r.ns, c, r.sysctl0, skip)
+	sd, err := CompareSysctls(r.ns, c, r.sysctl0, skip, r.pinned)
 	if err != nil {
 		return false, err
 	}

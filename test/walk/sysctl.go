@@ -238,8 +238,10 @@ func firstValueKnown(c *Config, l *Link, short string) bool {
 // CompareSysctls checks the walk's keys in the kernel: a declared key has
 // its value; a global key the file does not declare has the value the
 // namespace started with (netreconcile gave it back), and a link's key
-// that of the "default" one (firstValueKnown). Links in skip are left out.
-func CompareSysctls(ns string, c *Config, base map[string]string, skip map[string]bool) ([]string, error) {
+// that of the "default" one (firstValueKnown), but for the keys "default"
+// spreads on the links pinned (the runner's notePinned), which hold a value
+// of their own. Links in skip are left out.
+func CompareSysctls(ns string, c *Config, base map[string]string, skip, pinned map[string]bool) ([]string, error) {
 	keys := sortedKeys(globalSysctls())
 	for _, n := range c.LinkNames() {
 		if skip[n] {
@@ -276,12 +278,14 @@ func CompareSysctls(ns string, c *Config, base map[string]string, skip map[strin
 		for _, short := range sortedKeys(linkSysctls()) {
 			want, declared := l.Sysctls[short]
 			if !declared {
-				if !firstValueKnown(c, l, short) || (l.Adopt || n == AdoptLink) && spreadByDefault(short) {
+				if !firstValueKnown(c, l, short) || (l.Adopt || n == AdoptLink || pinned[n]) && spreadByDefault(short) {
 					// The link the walk adopts was someone else's,
 					// made before any write of default's: it keeps
 					// its own value, which the walk does not know,
 					// adopted and after the file drops adopt alike
-					// (the key is not the file's either way).
+					// (the key is not the file's either way). So
+					// does a link left in the kernel undeclared
+					// while default's was written.
 					continue
 				}
 				from := all

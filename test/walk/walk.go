@@ -269,6 +269,9 @@ type runner struct {
 	// adopted are the foreign links a step adopted: ours from then on,
 	// out of the foreign objects' dump.
 	adopted map[string]bool
+	// pinned are the links that were in the kernel while the file, not
+	// declaring them, wrote a "default" key (notePinned).
+	pinned map[string]bool
 	// prev is the reading of the last step's checks.
 	prev *Kernel
 	// spent is the time each phase took, for the report.
@@ -323,7 +326,7 @@ func newRunner(g *Gen, foreign []string, dir string) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{g: g, ns: ns, dir: dir, state: state, adopted: map[string]bool{}, others: map[string][]netip.Addr{}, proven: map[string]bool{}}
+	r := &runner{g: g, ns: ns, dir: dir, state: state, adopted: map[string]bool{}, pinned: map[string]bool{}, others: map[string][]netip.Addr{}, proven: map[string]bool{}}
 	for _, cmd := range foreign {
 		if err := shell(ns, cmd); err != nil {
 			r.close()
@@ -578,11 +581,12 @@ func (r *runner) step(i int, c *Config) *Failure {
 	if held {
 		r.keptPools++
 	}
-	sd, err := CompareSysctls(r.ns, c, r.sysctl0, skip)
+	sd, err := CompareSysctls(r.ns, c, r.sysctl0, skip, r.pinned)
 	if err != nil {
 		return fail("oracle", "%v", err)
 	}
 	diffs = append(diffs, sd...)
+	r.notePinned(c, after)
 	fd, err := CompareForeignSysctls(r.ns, c, r.fsys0, r.adopted)
 	if err != nil {
 		return fail("oracle", "%v", err)
@@ -1303,4 +1307,33 @@ func vxlanInPlaceReason(reason string) bool {
 		}
 	}
 	return false
+}
+
+// notePinned records the links in the kernel (k) that the file c does not
+// declare, when c writes a "default" key that spreads (spreadByDefault):
+// netreconcile writes such a link's own value back after the write
+// (docs/config.md), so from then on the key is the link's own, not
+// default's, also once a later file declares the link again without it.
+// A link gone from the kernel is forgotten: made again, it follows
+// default's.
+func (r *runner) notePinned(c *Config, k *Kernel) {
+	for n := range r.pinned {
+		if k.Links[n] == nil {
+			delete(r.pinned, n)
+		}
+	}
+	writesDefault := false
+	for key := range DefaultSysctls {
+		if _, ok := c.Sysctls[key]; ok {
+			writesDefault = true
+		}
+	}
+	if !writesDefault {
+		return
+	}
+	for n := range k.Links {
+		if c.Links[n] == nil {
+			r.pinned[n] = true
+		}
+	}
 }
