@@ -45,10 +45,11 @@ func (e *Engine) PrestartCompile(desired *model.State) {
 }
 
 // DropPrestarted ends the nft PrestartCompile started, if no compile took
-// it: for a command whose plan failed before it compiled.
+// it (a command whose plan failed before it compiled), and waits until it
+// is gone: the command leaves no process behind (nftcompile.Nft.Settle).
 func (e *Engine) DropPrestarted() {
 	if n, ok := e.compiler().(*nftcompile.Nft); ok {
-		n.DropSpare()
+		n.Settle()
 	}
 }
 

@@ -312,7 +312,22 @@ type spareNft struct {
 var (
 	spareMu sync.Mutex
 	spare   *spareNft
+	// ending counts the spares being ended in the background (endLater),
+	// which Settle waits for.
+	ending sync.WaitGroup
 )
+
+// endLater ends s once its start is over, without waiting for it.
+func endLater(s *spareNft) {
+	ending.Add(1)
+	go func() {
+		defer ending.Done()
+		<-s.done
+		if s.d != nil {
+			s.d.close()
+		}
+	}()
+}
 
 // Prestart starts nft as root's compile of one script runs it (runDirect),
 // in the background, to wait for a script there: a one-shot command that
@@ -366,13 +381,18 @@ func (n *Nft) DropSpare() {
 	spare = nil
 	spareMu.Unlock()
 	if s != nil {
-		go func() {
-			<-s.done
-			if s.d != nil {
-				s.d.close()
-			}
-		}()
+		endLater(s)
 	}
+}
+
+// Settle ends the nft Prestart started, if no compile took it, and waits
+// until every such nft is gone: a command calls it before it returns, so
+// that no start of nft (whose child, between its fork and its exec, holds
+// a copy of every open file, the state directory's among them) and no nft
+// outlives the command.
+func (n *Nft) Settle() {
+	n.DropSpare()
+	ending.Wait()
 }
 
 // takeSpare returns the nft Prestart started, once started, when it runs
@@ -390,12 +410,7 @@ func takeSpare(ctx context.Context, prog string, way int) *directNft {
 	select {
 	case <-s.done:
 	case <-ctx.Done():
-		go func() {
-			<-s.done
-			if s.d != nil {
-				s.d.close()
-			}
-		}()
+		endLater(s)
 		return nil
 	}
 	if s.d != nil && s.way != way {

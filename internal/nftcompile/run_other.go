@@ -17,3 +17,6 @@ func (n *Nft) Prestart() {}
 
 // DropSpare does nothing: Prestart started nothing.
 func (n *Nft) DropSpare() {}
+
+// Settle does nothing: Prestart started nothing.
+func (n *Nft) Settle() {}
