@@ -42,6 +42,9 @@ type Meta struct {
 	notMapping bool
 }
 
+// setPos sets where the struct is in the file (decodeMappings).
+func (m *Meta) setPos(p Pos) { m.Pos = p }
+
 // keyPos is a key of a mapping and where its value is.
 type keyPos struct {
 	name      string

@@ -1,7 +1,6 @@
 package desired
 
 import (
-	"fmt"
 	"reflect"
 	"strconv"
 
@@ -24,37 +23,9 @@ var routeConfsType = reflect.TypeOf([]*routeConf(nil))
 // decodeRoutes decodes a list of routes, as the generic decoder decodes a
 // list of mappings.
 func (d *decoder) decodeRoutes(n *yaml.Node, path string) []*routeConf {
-	rs := make([]*routeConf, len(n.Content))
-	// The routes decoded at once, in chunks: one allocation for many.
-	var chunk []routeConf
-	for i, c := range n.Content {
-		d.releaseItem(n, i)
-		if c.Kind == yaml.AliasNode {
-			c = c.Alias
-		}
-		switch {
-		case c.Kind == yaml.SequenceNode || c.Kind == yaml.ScalarNode && c.Tag != "!!null":
-			// What decodeStruct reports for it, lazily.
-			d.errs.addLazy(d.pos(c), func() (string, string) {
-				return path + "[" + strconv.Itoa(i) + "]", fmt.Sprintf("expected a mapping, found %s", kindWord(c))
-			})
-			rs[i] = d.notMapping(routeConfsType.Elem()).Interface().(*routeConf)
-		case c.Kind == yaml.ScalarNode:
-			// A half-typed "- ": an error, and an empty route at its
-			// position, which the checks of meaning report nothing of.
-			d.fail(c, path+"["+strconv.Itoa(i)+"]", "empty list item; expected a mapping")
-			rs[i] = &routeConf{Meta: Meta{Pos: d.pos(c)}}
-		default:
-			if len(chunk) == 0 {
-				chunk = make([]routeConf, min(len(n.Content)-i, 256))
-			}
-			rc := &chunk[0]
-			chunk = chunk[1:]
-			d.decodeRoute(c, path, i, rc)
-			rs[i] = rc
-		}
-	}
-	return rs
+	return decodeMappings(d, n, path, routeConfsType, func(c *yaml.Node, i int, rc *routeConf) {
+		d.decodeRoute(c, path, i, rc)
+	})
 }
 
 // decodeRoute decodes route i of the list at path from n, as decodeStruct

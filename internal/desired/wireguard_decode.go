@@ -42,9 +42,23 @@ func (p itemPath) item(k string, i int) string {
 // decodePeers decodes a list of peers, as the generic decoder decodes a
 // list of mappings.
 func (d *decoder) decodePeers(n *yaml.Node, path string) []*wgPeerConf {
-	ps := make([]*wgPeerConf, len(n.Content))
-	// The peers decoded at once, in chunks: one allocation for many.
-	var chunk []wgPeerConf
+	return decodeMappings(d, n, path, wgPeerConfsType, func(c *yaml.Node, i int, pc *wgPeerConf) {
+		d.decodePeer(c, itemPath{path, i}, pc)
+	})
+}
+
+// decodeMappings decodes the list n at path of mappings into *T, each by
+// one, as the generic decoder decodes a list of mappings (list, its type):
+// an item that is no mapping is an error and a T of the generic decoder's
+// at its place, a half-typed "- " an error and an empty T there, which the
+// checks of meaning report nothing of. The Ts are allocated in chunks: one
+// allocation for many.
+func decodeMappings[T any, PT interface {
+	*T
+	setPos(Pos)
+}](d *decoder, n *yaml.Node, path string, list reflect.Type, one func(c *yaml.Node, i int, dst PT)) []PT {
+	out := make([]PT, len(n.Content))
+	var chunk []T
 	for i, c := range n.Content {
 		d.releaseItem(n, i)
 		if c.Kind == yaml.AliasNode {
@@ -56,23 +70,21 @@ func (d *decoder) decodePeers(n *yaml.Node, path string) []*wgPeerConf {
 			d.errs.addLazy(d.pos(c), func() (string, string) {
 				return itemPath{path, i}.String(), fmt.Sprintf("expected a mapping, found %s", kindWord(c))
 			})
-			ps[i] = d.notMapping(wgPeerConfsType.Elem()).Interface().(*wgPeerConf)
+			out[i] = d.notMapping(list.Elem()).Interface().(PT)
 		case c.Kind == yaml.ScalarNode:
-			// A half-typed "- ": an error, and an empty peer at its
-			// position, which the checks of meaning report nothing of.
 			d.fail(c, itemPath{path, i}.String(), "empty list item; expected a mapping")
-			ps[i] = &wgPeerConf{Meta: Meta{Pos: d.pos(c)}}
+			out[i] = PT(new(T))
+			out[i].setPos(d.pos(c))
 		default:
 			if len(chunk) == 0 {
-				chunk = make([]wgPeerConf, min(len(n.Content)-i, 256))
+				chunk = make([]T, min(len(n.Content)-i, 256))
 			}
-			pc := &chunk[0]
+			out[i] = PT(&chunk[0])
 			chunk = chunk[1:]
-			d.decodePeer(c, itemPath{path, i}, pc)
-			ps[i] = pc
+			one(c, i, out[i])
 		}
 	}
-	return ps
+	return out
 }
 
 // decodePeer decodes the peer at from the mapping n, as decodeStruct would.
