@@ -50,20 +50,30 @@ func TestRouteDecoderAgreesWithGeneric(t *testing.T) {
 		if seq.Kind != yaml.SequenceNode {
 			continue
 		}
-		own, generic := &errList{}, &errList{}
-		got := (&decoder{file: "f.yaml", errs: own}).decodeRoutes(seq, "routes")
-		var want []*plainRoute
-		(&decoder{file: "f.yaml", errs: generic}).decode(seq, "routes", reflect.ValueOf(&want).Elem())
-		if len(got) != len(want) {
-			t.Fatalf("round %d: %d routes, generic %d", round, len(got), len(want))
+		agreesWithGeneric(t, fmt.Sprintf("round %d, file\n%s\n", round, b.String()), seq, "routes", (*decoder).decodeRoutes,
+			func(p *plainRoute) *routeConf { return (*routeConf)(p) })
+	}
+}
+
+// agreesWithGeneric fails t unless a list's own decoder (own) gives for the
+// list seq at path what the generic decoder gives for it decoded as a list
+// of Plain, a type of the same fields without the own decoder (as, its
+// conversion): the same items and the same errors at the same positions.
+func agreesWithGeneric[Own, Plain any](t *testing.T, what string, seq *yaml.Node, path string, own func(*decoder, *yaml.Node, string) []*Own, as func(*Plain) *Own) {
+	t.Helper()
+	ownErrs, genericErrs := &errList{}, &errList{}
+	got := own(&decoder{file: "f.yaml", errs: ownErrs}, seq, path)
+	var want []*Plain
+	(&decoder{file: "f.yaml", errs: genericErrs}).decode(seq, path, reflect.ValueOf(&want).Elem())
+	if len(got) != len(want) {
+		t.Fatalf("%s%d items, generic %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if !reflect.DeepEqual(got[i], as(want[i])) {
+			t.Fatalf("%sitem %d: %+v\ngeneric: %+v", what, i, got[i], want[i])
 		}
-		for i := range got {
-			if !reflect.DeepEqual(got[i], (*routeConf)(want[i])) {
-				t.Fatalf("round %d, file\n%s\nroute %d: %+v\ngeneric: %+v", round, b.String(), i, got[i], want[i])
-			}
-		}
-		if g, w := own.err(), generic.err(); !reflect.DeepEqual(g, w) {
-			t.Fatalf("round %d, file\n%s\nerrors\n%v\ngeneric\n%v", round, b.String(), g, w)
-		}
+	}
+	if g, w := ownErrs.err(), genericErrs.err(); !reflect.DeepEqual(g, w) {
+		t.Fatalf("%serrors\n%v\ngeneric\n%v", what, g, w)
 	}
 }

@@ -3,7 +3,6 @@ package desired
 import (
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -45,20 +44,7 @@ func TestPeerDecoderAgreesWithGeneric(t *testing.T) {
 		if seq.Kind != yaml.SequenceNode {
 			continue
 		}
-		own, generic := &errList{}, &errList{}
-		got := (&decoder{file: "f.yaml", errs: own}).decodePeers(seq, "links.wg0.wireguard.peers")
-		var want []*plainPeer
-		(&decoder{file: "f.yaml", errs: generic}).decode(seq, "links.wg0.wireguard.peers", reflect.ValueOf(&want).Elem())
-		if len(got) != len(want) {
-			t.Fatalf("round %d: %d peers, generic %d", round, len(got), len(want))
-		}
-		for i := range got {
-			if !reflect.DeepEqual(got[i], (*wgPeerConf)(want[i])) {
-				t.Fatalf("round %d, file\n%s\npeer %d: %+v\ngeneric: %+v", round, b.String(), i, got[i], want[i])
-			}
-		}
-		if g, w := own.err(), generic.err(); !reflect.DeepEqual(g, w) {
-			t.Fatalf("round %d, file\n%s\nerrors\n%v\ngeneric\n%v", round, b.String(), g, w)
-		}
+		agreesWithGeneric(t, fmt.Sprintf("round %d, file\n%s\n", round, b.String()), seq, "links.wg0.wireguard.peers", (*decoder).decodePeers,
+			func(p *plainPeer) *wgPeerConf { return (*wgPeerConf)(p) })
 	}
 }
