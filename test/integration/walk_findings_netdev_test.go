@@ -55,3 +55,43 @@ func TestWalkFindingFND1NetdevChainOnARecreatedLink(t *testing.T) {
 		})
 	}
 }
+
+// The MTUs apply sets again after the link ops, where the kernel moved
+// them on the way (a master's declared MTU when its ports change, a link
+// without an MTU following its lower device), obey the rule the plan's
+// MTU writes do: a write the kernel would pass on to a link netreconcile
+// did not create waits. A bridge's MTU write that waited for a foreign
+// macvlan on it was made anyway once a port joined the bridge, and a
+// vxlan's that waited for a foreign macvlan on it once its device's MTU
+// changed; each lowered the macvlan.
+// Walk finding F-ND-2 (found by reading, issue 30).
+func TestWalkFindingFND2MTUWrittenAfterTheLinkOpsWaitsToo(t *testing.T) {
+	for _, c := range []struct{ name, before, after, on, link string }{{
+		name:   "a bridge's MTU pinned when a port joins",
+		before: "  b0: {kind: bridge, mtu: 1500}\n",
+		after:  "  b0: {kind: bridge, mtu: 1400}\n  pa: {kind: veth, veth: {peer: pb}}\n  pb: {kind: veth, master: b0, veth: {peer: pa}}\n",
+		on:     "b0",
+		link:   "link b0 keeps its mtu 1500, not 1400",
+	}, {
+		name:   "a vxlan following its device",
+		before: "  b0: {kind: bridge, mtu: 1500}\n  x0: {kind: vxlan, vxlan: {id: 5, dev: b0}}\n",
+		after:  "  b0: {kind: bridge, mtu: 1400}\n  x0: {kind: vxlan, vxlan: {id: 5, dev: b0}}\n",
+		on:     "x0",
+		link:   "link x0 keeps its mtu 1450, not 1350",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.apply(e.file("a.yaml", "version: 1\nlinks:\n"+c.before))
+			e.ip("link", "add", "fm0", "link", c.on, "type", "macvlan")
+			before := e.mtu("fm0")
+			f := e.file("b.yaml", "version: 1\nlinks:\n"+c.after)
+			r := e.cli("apply", "-c", f)
+			if r.Code != 1 || !strings.Contains(r.Stderr, c.link+": the kernel would change the mtu of fm0 with it, which netreconcile did not create") {
+				t.Errorf("apply: exit %d, want 1 with the MTU write that waits\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if after := e.mtu("fm0"); after != before {
+				t.Errorf("fm0, not netreconcile's, changed its mtu: %s -> %s\n%s", before, after, r.Stdout)
+			}
+		})
+	}
+}
