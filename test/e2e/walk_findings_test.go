@@ -373,6 +373,17 @@ func TestWalkFindingMTUWriteWaitsForForeignIPVlanAndBondPort(t *testing.T) {
 		link:    "bond0",
 		foreign: "fd1",
 		mtu:     "1500",
+	}, {
+		// A port of ours joins in the same apply: apply sets a master's
+		// declared MTU again after the link ops, and did so here
+		// whatever the plan had held back (walk finding F-ND-2).
+		name:    "bond port, a port joins (FND2)",
+		before:  "version: 1\nlinks:\n  bond0: {kind: bond, mtu: 1500}\n",
+		after:   "version: 1\nlinks:\n  bond0: {kind: bond, mtu: 1400}\n  d2: {kind: dummy, master: bond0}\n",
+		setup:   "link add fd1 type dummy\nlink set fd1 master bond0",
+		link:    "bond0",
+		foreign: "fd1",
+		mtu:     "1500",
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			ns := newNetNS(t, "")
