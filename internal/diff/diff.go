@@ -242,6 +242,10 @@ type computer struct {
 	// need a held link included (blocked has them too).
 	hold      *held
 	heldLinks map[string]bool
+	// mtuWaited names the links whose MTU write waits for a link the
+	// kernel would move with it (mtuWritesWait): apply's own MTU writes
+	// (Plan.PinMTU, Plan.FollowMTU) leave them alone too.
+	mtuWaited map[string]bool
 	// written are the sysctls the plan writes, with their values, and
 	// touched the links it creates or whose MTU or master it writes
 	// (warnings).

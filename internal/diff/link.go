@@ -241,6 +241,8 @@ func (c *computer) links() {
 	for _, op := range c.mtuWritesWait(c.uppersFollow(updates, touched)) {
 		c.add(op)
 	}
+	c.plan.PinMTU = slices.DeleteFunc(c.plan.PinMTU, func(l *model.Link) bool { return c.mtuWaited[l.Name] })
+	c.plan.FollowMTU = slices.DeleteFunc(c.plan.FollowMTU, func(f MTUFollow) bool { return c.mtuWaited[f.Link] })
 }
 
 // mtuWritesWait takes the MTU write out of each update of updates whose
@@ -249,7 +251,10 @@ func (c *computer) links() {
 // netreconcile (mtuMoves). Such a write changes a link the plan may not
 // change, so it waits as a delete that would take one does: the rest of
 // the update goes ahead, and a held change, or a conflict, says why. An
-// update left with no change is dropped.
+// update left with no change is dropped. The link goes to mtuWaited: the
+// MTU apply sets again where the kernel moved it on the way (a master's
+// declared MTU, an upper's to follow its lower device) is the same write,
+// and moves the same links.
 func (c *computer) mtuWritesWait(updates []Op) []Op {
 	out := updates[:0]
 	for _, op := range updates {
@@ -277,6 +282,10 @@ func (c *computer) mtuWritesWait(updates []Op) []Op {
 		default:
 			c.conflict("link %s keeps its mtu %d, not %d: the kernel would change the mtu of %s with it, which netreconcile did not create; give %s an mtu the kernel leaves it at, or delete %s", op.ID, h.MTU, op.Link.MTU, n, op.ID, n)
 		}
+		if c.mtuWaited == nil {
+			c.mtuWaited = map[string]bool{}
+		}
+		c.mtuWaited[op.ID] = true
 		op.LinkFields.MTU, op.LinkFields.MTUAfterMaster = false, false
 		op.Changes = slices.DeleteFunc(slices.Clone(op.Changes), func(ch Change) bool { return ch.Field == "mtu" })
 		if len(op.Changes) > 0 {

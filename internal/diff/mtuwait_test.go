@@ -54,6 +54,19 @@ func TestMTUWriteWaitsForForeignLinksItMoves(t *testing.T) {
 		kernel: newKernel().link(bond).link(model.Link{Name: "d0", Kind: model.KindDummy, Up: true, MTU: 1500, Master: "bond0"}).link(vlan),
 		waits:  "bond0",
 	}, {
+		// The port's join puts the bond in Plan.PinMTU, which apply
+		// would write whatever the bond's MTU update was left as.
+		name:   "a bond's foreign port, and a port joins (FND2)",
+		file:   "links:\n  bond0: {kind: bond, mtu: 1400}\n  d1: {kind: device, master: bond0}\n",
+		kernel: newKernel().link(bond).link(foreign(dummy("fd0", 1500, "bond0"))).link(model.Link{Name: "d1", Kind: model.KindDummy, Up: true, MTU: 1500}),
+		waits:  "bond0",
+	}, {
+		// The device's new MTU puts the vxlan in Plan.FollowMTU.
+		name:   "a foreign macvlan on a vxlan that follows its device (FND2)",
+		file:   "links:\n  d0: {kind: dummy, mtu: 1400}\n  x0: {kind: vxlan, vxlan: {id: 5, dev: d0}}\n",
+		kernel: newKernel().link(dummy("d0", 1500, "")).link(model.Link{Name: "x0", Kind: model.KindVXLAN, Owned: true, Up: true, MTU: 1450, VXLAN: &model.VXLAN{ID: 5, Port: 4789, Dev: "d0", Learning: true}}).link(model.Link{Name: "fm0", Kind: model.KindMACVlan, Up: true, MTU: 1450, Lower: "x0", MACVlan: &model.MACVlan{Parent: "x0", Mode: model.MACVlanBridge}}),
+		waits:  "x0",
+	}, {
 		name:   "a bond's port the file names, nothing on it",
 		file:   "links:\n  bond0: {kind: bond, mtu: 1400}\n  d0: {kind: device, master: bond0}\n",
 		kernel: newKernel().link(bond).link(model.Link{Name: "d0", Kind: model.KindDummy, Up: true, MTU: 1500, Master: "bond0"}),
@@ -73,6 +86,17 @@ func TestMTUWriteWaitsForForeignLinksItMoves(t *testing.T) {
 			for _, op := range plan.Ops {
 				if op.ID == c.waits && op.LinkFields.MTU {
 					t.Errorf("%s's MTU written:\n%s", c.waits, plan)
+				}
+			}
+			// Nor does apply write it, or a link's on it, once the link ops are done.
+			for _, l := range plan.PinMTU {
+				if l.Name == c.waits {
+					t.Errorf("%s's MTU pinned after the link ops", c.waits)
+				}
+			}
+			for _, f := range plan.FollowMTU {
+				if f.Link == c.waits {
+					t.Errorf("%s follows %s after the link ops", f.Link, f.Lower)
 				}
 			}
 		})

@@ -316,11 +316,14 @@ func waitingFor(name string) string {
 // waitForNewIndexes returns waiting with the tables added whose rules or
 // declarations name a link that the plan makes under a name the kernel
 // holds now (a link replaced, or one made where another is renamed away),
-// or nil when there are none. Such a link gets another index, and their
-// rules were compiled to the index it has now: written as they are, iif
-// and oif would name an index no link has after the plan, and the next
-// pass would write them again. They wait, as for a link the kernel lacks,
-// and the same apply compiles and writes them once the link is made.
+// or whose netdev chain hooks such a link, or nil when there are none.
+// Such a link gets another index, and their rules were compiled to the
+// index it has now: written as they are, iif and oif would name an index
+// no link has after the plan, and the next pass would write them again.
+// A kernel before 6.16 deletes a netdev base chain, rules and all, with
+// the last device it hooks, so the chain the plan leaves as it is would
+// be gone after the apply. They wait, as for a link the kernel lacks, and
+// the same apply compiles and writes them once the link is made.
 func waitForNewIndexes(desired, act *model.State, plan *diff.Plan, waiting map[model.NftTableKey]string) map[model.NftTableKey]string {
 	var renewed []string
 	for i := range plan.Ops {
@@ -343,8 +346,12 @@ func waitForNewIndexes(desired, act *model.State, plan *diff.Plan, waiting map[m
 		if waiting[k] != "" {
 			continue
 		}
-		name := namedIn(t, renewed)
-		if name == "" {
+		why := ""
+		if name := hookedIn(t, renewed); name != "" {
+			why = fmt.Sprintf("waits for link %s, which a netdev chain of it hooks and this plan makes again: written once the link exists", name)
+		} else if name := namedIn(t, renewed); name != "" {
+			why = fmt.Sprintf("waits for link %s, which its rules name and this plan makes again: compiled to its new index once it exists", name)
+		} else {
 			continue
 		}
 		if out == nil {
@@ -353,9 +360,19 @@ func waitForNewIndexes(desired, act *model.State, plan *diff.Plan, waiting map[m
 				out[k] = why
 			}
 		}
-		out[k] = fmt.Sprintf("waits for link %s, which its rules name and this plan makes again: compiled to its new index once it exists", name)
+		out[k] = why
 	}
 	return out
+}
+
+// hookedIn returns the first of names that a netdev chain of t hooks, or "".
+func hookedIn(t *model.NftTable, names []string) string {
+	for i := range t.Chains {
+		if d := t.Chains[i].Device; d != "" && slices.Contains(names, d) {
+			return d
+		}
+	}
+	return ""
 }
 
 // namedIn returns the first of names that a rule, set or object of t names

@@ -373,6 +373,17 @@ func TestWalkFindingMTUWriteWaitsForForeignIPVlanAndBondPort(t *testing.T) {
 		link:    "bond0",
 		foreign: "fd1",
 		mtu:     "1500",
+	}, {
+		// A port of ours joins in the same apply: apply sets a master's
+		// declared MTU again after the link ops, and did so here
+		// whatever the plan had held back (walk finding F-ND-2).
+		name:    "bond port, a port joins (FND2)",
+		before:  "version: 1\nlinks:\n  bond0: {kind: bond, mtu: 1500}\n",
+		after:   "version: 1\nlinks:\n  bond0: {kind: bond, mtu: 1400}\n  d2: {kind: dummy, master: bond0}\n",
+		setup:   "link add fd1 type dummy\nlink set fd1 master bond0",
+		link:    "bond0",
+		foreign: "fd1",
+		mtu:     "1500",
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			ns := newNetNS(t, "")
@@ -395,6 +406,57 @@ func TestWalkFindingMTUWriteWaitsForForeignIPVlanAndBondPort(t *testing.T) {
 			}
 			mustContain(t, "ip -o link show "+c.foreign, ns.IP(t, "-o", "link", "show", c.foreign), " mtu "+c.mtu+" ")
 			mustContain(t, "ip -o link show "+c.link, ns.IP(t, "-o", "link", "show", c.link), " mtu "+c.mtu+" ")
+		})
+	}
+}
+
+// A netdev base chain hooks its device again when the apply makes the
+// device again: before 6.16 the kernel deletes a base chain, rules and
+// all, with the last device it hooks, so the table waits for the link
+// and the same apply writes the chain back. The host's kernel keeps the
+// hook by name (test/integration holds that case).
+// Walk finding F-ND-1 (found by reading, issue 30).
+func TestWalkFindingFND1NetdevChainOnARecreatedLink(t *testing.T) {
+	requireModules(t, "vxlan", "veth", "nf_tables")
+	for _, c := range []struct{ name, before, after, dev string }{{
+		name:   "vxlan id",
+		before: "  vx0: {kind: vxlan, vxlan: {id: 7}}\n",
+		after:  "  vx0: {kind: vxlan, vxlan: {id: 8}}\n",
+		dev:    "vx0",
+	}, {
+		name:   "veth peer",
+		before: "  v0: {kind: veth, veth: {peer: v1}}\n  v1: {kind: veth, veth: {peer: v0}}\n",
+		after:  "  v0: {kind: veth, veth: {peer: v2}}\n  v2: {kind: veth, veth: {peer: v0}}\n",
+		dev:    "v0",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			ns := newNetNS(t, "")
+			dir, state := t.TempDir(), t.TempDir()
+			file := filepath.Join(dir, "n.yaml")
+			write := func(links string) {
+				cfg := "version: 1\nlinks:\n" + links +
+					"nftables:\n  netdev t:\n    chains:\n      in: {type: filter, hook: ingress, device: " + c.dev + ", priority: 0, rules: [counter accept]}\n"
+				if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write(c.before)
+			runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+			before := ifindex(t, ns, c.dev)
+			write(c.after)
+			runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
+			if after := ifindex(t, ns, c.dev); after == before {
+				t.Fatalf("%s was not made again (ifindex %s)", c.dev, after)
+			}
+			mustContain(t, "nft list table netdev t", ns.Nft(t, "list", "table", "netdev", "t"), `device "`+c.dev+`"`, "counter")
+			// A second diff exits 0 (runNetreconcile fails the test otherwise).
+			runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
+			shown := runNetreconcile(t, ns, "show", "-c", file, "--state-dir", state)
+			mustContain(t, "show", shown, "device: "+c.dev)
+			if err := os.WriteFile(file, []byte(shown), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			runNetreconcile(t, ns, "diff", "-c", file, "--state-dir", state)
 		})
 	}
 }
