@@ -56,13 +56,13 @@ func TestMTUWriteWaitsForForeignLinksItMoves(t *testing.T) {
 	}, {
 		// The port's join puts the bond in Plan.PinMTU, which apply
 		// would write whatever the bond's MTU update was left as.
-		name:   "a bond's foreign port, and a port joins (FND2)",
+		name:   "a bond's foreign port, and a port joins (199)",
 		file:   "links:\n  bond0: {kind: bond, mtu: 1400}\n  d1: {kind: device, master: bond0}\n",
 		kernel: newKernel().link(bond).link(foreign(dummy("fd0", 1500, "bond0"))).link(model.Link{Name: "d1", Kind: model.KindDummy, Up: true, MTU: 1500}),
 		waits:  "bond0",
 	}, {
 		// The device's new MTU puts the vxlan in Plan.FollowMTU.
-		name:   "a foreign macvlan on a vxlan that follows its device (FND2)",
+		name:   "a foreign macvlan on a vxlan that follows its device (199)",
 		file:   "links:\n  d0: {kind: dummy, mtu: 1400}\n  x0: {kind: vxlan, vxlan: {id: 5, dev: d0}}\n",
 		kernel: newKernel().link(dummy("d0", 1500, "")).link(model.Link{Name: "x0", Kind: model.KindVXLAN, Owned: true, Up: true, MTU: 1450, VXLAN: &model.VXLAN{ID: 5, Port: 4789, Dev: "d0", Learning: true}}).link(model.Link{Name: "fm0", Kind: model.KindMACVlan, Up: true, MTU: 1450, Lower: "x0", MACVlan: &model.MACVlan{Parent: "x0", Mode: model.MACVlanBridge}}),
 		waits:  "x0",

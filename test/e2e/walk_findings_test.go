@@ -376,8 +376,8 @@ func TestWalkFindingMTUWriteWaitsForForeignIPVlanAndBondPort(t *testing.T) {
 	}, {
 		// A port of ours joins in the same apply: apply sets a master's
 		// declared MTU again after the link ops, and did so here
-		// whatever the plan had held back (walk finding F-ND-2).
-		name:    "bond port, a port joins (FND2)",
+		// whatever the plan had held back (walk finding 199).
+		name:    "bond port, a port joins (199)",
 		before:  "version: 1\nlinks:\n  bond0: {kind: bond, mtu: 1500}\n",
 		after:   "version: 1\nlinks:\n  bond0: {kind: bond, mtu: 1400}\n  d2: {kind: dummy, master: bond0}\n",
 		setup:   "link add fd1 type dummy\nlink set fd1 master bond0",
@@ -415,8 +415,8 @@ func TestWalkFindingMTUWriteWaitsForForeignIPVlanAndBondPort(t *testing.T) {
 // all, with the last device it hooks, so the table waits for the link
 // and the same apply writes the chain back. The host's kernel keeps the
 // hook by name (test/integration holds that case).
-// Walk finding F-ND-1 (found by reading, issue 30).
-func TestWalkFindingFND1NetdevChainOnARecreatedLink(t *testing.T) {
+// Walk finding 198 (found by reading, issue 30).
+func TestWalkFinding198NetdevChainOnARecreatedLink(t *testing.T) {
 	requireModules(t, "vxlan", "veth", "nf_tables")
 	for _, c := range []struct{ name, before, after, dev string }{{
 		name:   "vxlan id",

@@ -13,8 +13,8 @@ import (
 // writes nothing, and show round-trips. The table waits for the link, and
 // the same apply writes it: kernels before 6.16 delete a base chain with
 // the last device it hooks (test/e2e holds that case).
-// Walk finding F-ND-1 (found by reading, issue 30).
-func TestWalkFindingFND1NetdevChainOnARecreatedLink(t *testing.T) {
+// Walk finding 198 (found by reading, issue 30).
+func TestWalkFinding198NetdevChainOnARecreatedLink(t *testing.T) {
 	nettest.RequireTool(t, "nft")
 	for _, c := range []struct{ name, before, after, dev string }{{
 		name:   "vxlan id",
@@ -64,8 +64,8 @@ func TestWalkFindingFND1NetdevChainOnARecreatedLink(t *testing.T) {
 // macvlan on it was made anyway once a port joined the bridge, and a
 // vxlan's that waited for a foreign macvlan on it once its device's MTU
 // changed; each lowered the macvlan.
-// Walk finding F-ND-2 (found by reading, issue 30).
-func TestWalkFindingFND2MTUWrittenAfterTheLinkOpsWaitsToo(t *testing.T) {
+// Walk finding 199 (found by reading, issue 30).
+func TestWalkFinding199MTUWrittenAfterTheLinkOpsWaitsToo(t *testing.T) {
 	for _, c := range []struct{ name, before, after, on, link string }{{
 		name:   "a bridge's MTU pinned when a port joins",
 		before: "  b0: {kind: bridge, mtu: 1500}\n",
