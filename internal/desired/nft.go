@@ -513,9 +513,12 @@ func (b *builder) nftSet(path, name string, sc *nftSetConf) *model.NftSet {
 		}
 	}
 	if s.Timeout && s.Interval {
-		// The kernel's interval sets expire the start and end elements
-		// separately; nft refuses the pair as well.
-		b.errs.add(sc.at("flags"), path+".flags", "a set cannot have both interval and timeout")
+		// nft takes the pair, but the kernel holds an interval as two
+		// elements, a start and an end, and the element path's rule for
+		// expiring elements (others' are left alone) works element by
+		// element: tried, the end of an interval someone else added with
+		// a timeout was planned for deletion.
+		b.errs.add(sc.at("flags"), path+".flags", "flags interval and timeout together are not supported (nft takes them): an interval is two kernel elements, a start and an end, and expiring intervals others add are not told apart from stale ones; use one of the two")
 		return nil
 	}
 	if sc.Timeout != nil && (len(sc.Elements) > 0 || sc.ElementsFile != "") {

@@ -155,3 +155,20 @@ nftables:
 		}
 	}
 }
+
+// A set of netreconcile's own types with flags interval and timeout is
+// refused at its flags, saying that nft takes the pair and why this does
+// not: the interval's two elements.
+func TestNftSetIntervalWithTimeoutRefusedWithTheReason(t *testing.T) {
+	for _, set := range []string{
+		"{type: ipv4_addr, flags: [interval, timeout]}",
+		"{type: ipv6_addr, flags: [interval], timeout: 1h}",
+	} {
+		src := "version: 1\nnftables:\n  inet t:\n    sets:\n      s: " + set + "\n"
+		_, err := Parse([]Source{{Name: "f.yaml", Data: []byte(src)}})
+		want := "f.yaml:5:"
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "nftables.inet t.sets.s.flags: flags interval and timeout together are not supported (nft takes them): an interval is two kernel elements") {
+			t.Errorf("%s: %v, want the refusal at its flags", set, err)
+		}
+	}
+}

@@ -275,10 +275,13 @@ func (c *computer) warnMTU() {
 }
 
 // reach is where a declared address or route lets the kernel reach a
-// gateway: its subnet, on a link.
+// gateway: its subnet, on a link; while the link is down the kernel holds
+// no route to that subnet, so it reaches nothing, but it names the cause
+// of a gateway's refusal better than "no address".
 type reach struct {
 	p    netip.Prefix
 	link string
+	up   bool
 }
 
 // localAddr is a declared address's link, and whether that is up.
@@ -288,23 +291,22 @@ type localAddr struct {
 }
 
 // reaches lists the declared subnets through which the kernel resolves a
-// gateway: those of addresses (with a prefix route, on a link that will
-// be up: the kernel takes a prefix route of any scope), a point-to-point address's peer, the
+// gateway: those of addresses (with a prefix route: the kernel takes a
+// prefix route of any scope), a point-to-point address's peer, the
 // subnets of the pools a link takes addresses from, and the declared
-// routes without a gateway (a device route).
+// routes without a gateway (a device route); each marked with whether its
+// link will be up, which the kernel needs of it.
 func (c *computer) reaches() []reach {
 	up := c.upAfter
 	var out []reach
 	for i := range c.d.Addresses {
 		a := &c.d.Addresses[i]
-		if !up(a.Link) {
-			continue
-		}
+		u := up(a.Link)
 		if a.Peer.IsValid() {
-			out = append(out, reach{a.Peer.Masked(), a.Link})
+			out = append(out, reach{a.Peer.Masked(), a.Link, u})
 		}
 		if !a.NoPrefixRoute {
-			out = append(out, reach{a.Prefix.Masked(), a.Link})
+			out = append(out, reach{a.Prefix.Masked(), a.Link, u})
 		}
 	}
 	pools := map[string]*model.Pool{}
@@ -312,11 +314,11 @@ func (c *computer) reaches() []reach {
 		pools[c.d.Pools[i].Name] = &c.d.Pools[i]
 	}
 	for _, pa := range c.d.PoolAddresses {
-		if p := pools[pa.Pool]; p != nil && up(pa.Link) && !pa.NoPrefixRoute {
+		if p := pools[pa.Pool]; p != nil && !pa.NoPrefixRoute {
 			for _, s := range p.Subnets {
 				for _, pr := range []netip.Prefix{s.IPv4, s.IPv6} {
 					if pr.IsValid() {
-						out = append(out, reach{pr, pa.Link})
+						out = append(out, reach{pr, pa.Link, up(pa.Link)})
 					}
 				}
 			}
@@ -324,8 +326,8 @@ func (c *computer) reaches() []reach {
 	}
 	for i := range c.d.Routes {
 		r := &c.d.Routes[i]
-		if (r.Type == model.RouteUnicast || r.Type == 0) && !r.Gateway.IsValid() && len(r.NextHops) == 0 && r.Dev != "" && up(r.Dev) {
-			out = append(out, reach{r.Dst, r.Dev})
+		if (r.Type == model.RouteUnicast || r.Type == 0) && !r.Gateway.IsValid() && len(r.NextHops) == 0 && r.Dev != "" {
+			out = append(out, reach{r.Dst, r.Dev, up(r.Dev)})
 		}
 	}
 	return out
@@ -346,13 +348,19 @@ func (c *computer) upAfter(link string) bool {
 // refuses it: ip6_validate_gw); an IPv4 one that is an address of the host
 // by the local route the kernel adds for every address, whatever its flags
 // (fib_add_ifaddr; fib_check_nh takes RTN_LOCAL), when its link is up
-// (else ENETDOWN); another through a declared subnet that holds it.
-func gatewayReached(g netip.Addr, dev string, rs []reach, local map[netip.Addr]localAddr, bcast map[netip.Addr]bool) bool {
+// (else ENETDOWN); another through a declared subnet that holds it, on a
+// link that will be up. When a declared subnet holds it on a link that
+// will be down, down names that link: the gateway is declared, the link's
+// state is what the kernel refuses.
+func gatewayReached(g netip.Addr, dev string, rs []reach, local map[netip.Addr]localAddr, bcast map[netip.Addr]bool) (ok bool, down string) {
 	if g.Is6() && g.IsLinkLocalUnicast() {
-		return dev != ""
+		return dev != "", ""
 	}
 	if l, ok := local[g]; ok && (dev == "" || dev == l.link || g.Is6()) {
-		return g.Is4() && l.up
+		if g.Is4() && !l.up {
+			return false, l.link
+		}
+		return g.Is4() && l.up, ""
 	}
 	// An IPv4 address of another link, given with dev: the kernel's
 	// lookup through dev passes over that link's local route and finds
@@ -361,14 +369,19 @@ func gatewayReached(g netip.Addr, dev string, rs []reach, local map[netip.Addr]l
 	if bcast[g] {
 		// The broadcast route the kernel adds with an IPv4 address
 		// (fib_add_ifaddr): a gateway that is broadcast is refused.
-		return false
+		return false, ""
 	}
 	for _, r := range rs {
 		if (dev == "" || r.link == dev) && r.p.Contains(g) {
-			return true
+			if r.up {
+				return true, ""
+			}
+			if down == "" {
+				down = r.link
+			}
 		}
 	}
-	return false
+	return false, down
 }
 
 // warnGateways warns about the routes the plan writes through a gateway
@@ -386,8 +399,12 @@ func (c *computer) warnGateways() {
 		g   netip.Addr
 		dev string
 	}
+	type verdict struct {
+		ok   bool
+		down string
+	}
 	// A big host's routes share a few gateways: each is judged once.
-	known := map[hop]bool{}
+	known := map[hop]verdict{}
 	for i := range c.plan.Ops {
 		op := &c.plan.Ops[i]
 		if op.Kind != KindRoute || op.Route == nil || op.Action == Delete || op.Route.OnLink {
@@ -418,16 +435,45 @@ func (c *computer) warnGateways() {
 				}
 			}
 		}
-		var bad []string
+		var bad, downs, downGws []string
 		for _, h := range hops {
-			ok, seen := known[h]
+			v, seen := known[h]
 			if !seen {
-				ok = gatewayReached(h.g, h.dev, rs, local, bcast)
-				known[h] = ok
+				v.ok, v.down = gatewayReached(h.g, h.dev, rs, local, bcast)
+				known[h] = v
 			}
-			if !ok {
+			switch {
+			case v.ok:
+			case v.down != "":
+				downs = append(downs, h.g.String()+" on "+v.down)
+				downGws = append(downGws, h.g.String())
+			default:
 				bad = append(bad, h.g.String())
 			}
+		}
+		if len(bad) == 0 && len(downs) == 0 {
+			continue
+		}
+		key := func(gws []string) []string {
+			return []string{at("route "+r.Key().String()+" via "+strings.Join(gws, ", "), r.Origin.String())}
+		}
+		if len(downs) > 0 {
+			// A gateway in a declared subnet of a link that stays down: the
+			// kernel holds no route to that subnet while the link is down,
+			// and refuses the route (network is unreachable).
+			sort.Strings(downs)
+			sort.Strings(downGws)
+			var links []string
+			for _, d := range downs {
+				links = append(links, d[strings.LastIndex(d, " ")+1:])
+			}
+			slices.Sort(links)
+			links = slices.Compact(links)
+			c.plan.Warnings = append(c.plan.Warnings, Warning{
+				Keys:    key(downGws),
+				Message: "gateway " + strings.Join(downs, ", ") + " is in a subnet of a link that will be down: the kernel holds no route to a down link's subnets, and refuses the route (network is unreachable)",
+				Fix:     "bring " + strings.Join(links, ", ") + " up (state: up), or route through a link that is up",
+			})
 		}
 		if len(bad) == 0 {
 			continue
@@ -439,7 +485,7 @@ func (c *computer) warnGateways() {
 			on = " on " + r.Dev
 		}
 		c.plan.Warnings = append(c.plan.Warnings, Warning{
-			Keys: []string{at("route "+r.Key().String()+" via "+gw, r.Origin.String())},
+			Keys: key(bad),
 			Message: "no address the file declares" + on + " reaches gateway " + gw +
 				": the kernel takes the route only while an address or route that is not in the file (one DHCP gave, someone else's) reaches it, and refuses it otherwise",
 			Fix: "declare an address" + on + " in a subnet that holds " + gw + ", a device route to it, or onlink: true if it is on the link without a subnet",

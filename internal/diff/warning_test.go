@@ -329,3 +329,42 @@ func TestGatewayThatIsAnAddressOfAnotherLink(t *testing.T) {
 		t.Errorf("warnings:\n%s\nwant one, about the IPv6 gateway only", text.String())
 	}
 }
+
+// A gateway in a declared subnet of a link that stays down is refused by
+// the kernel (no route to a down link's subnets): the warning says so and
+// names the link, rather than that no address reaches it; the same route
+// once the link is up warns about nothing.
+func TestGatewayOnALinkThatStaysDown(t *testing.T) {
+	k := newKernel().link(model.Link{Name: "eth0", Kind: model.KindDevice})
+	file := func(state string) string {
+		return "links:\n  eth0: {kind: device" + state + ", addresses: [10.1.0.1/24]}\n" +
+			"routes:\n  - {to: 10.50.0.0/16, via: 10.1.0.254, table: 100}\n  - {to: 10.60.0.0/16, via: 10.9.0.1}\n"
+	}
+	plan, err := diff.Compute(parse(t, file("")), k.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	diff.WriteWarnings(&text, plan.Warnings)
+	for _, w := range []string{
+		"warning: route 10.50.0.0/16 table 100 via 10.1.0.254 (t.yaml:5:5): gateway 10.1.0.254 on eth0 is in a subnet of a link that will be down",
+		"fix: bring eth0 up (state: up)",
+		"warning: route 10.60.0.0/16 table main via 10.9.0.1 (t.yaml:6:5): no address the file declares reaches gateway 10.9.0.1",
+	} {
+		if !strings.Contains(text.String(), w) {
+			t.Errorf("warnings:\n%s\nwant %q", text.String(), w)
+		}
+	}
+	if len(plan.Warnings) != 2 {
+		t.Errorf("%d warnings, want 2:\n%s", len(plan.Warnings), text.String())
+	}
+	plan, err = diff.Compute(parse(t, file(", state: up")), k.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text.Reset()
+	diff.WriteWarnings(&text, plan.Warnings)
+	if strings.Contains(text.String(), "10.1.0.254") || len(plan.Warnings) != 1 {
+		t.Errorf("eth0 up: warnings:\n%s\nwant one, about 10.9.0.1 only", text.String())
+	}
+}

@@ -26,7 +26,12 @@ import (
 func parentRefused(l *model.Link, err error) string {
 	switch {
 	case l.MACVlan != nil && errors.Is(err, unix.EINVAL):
-		return fmt.Sprintf("the kernel refuses this when %s has a passthru macvlan, or any macvlan and this one is passthru: a passthru macvlan is the only macvlan on its parent", l.MACVlan.Parent)
+		// The kernel gives no message with it: both causes are named.
+		mtu := ""
+		if l.MTU != 0 {
+			mtu = fmt.Sprintf("its MTU %d is above %s's, or ", l.MTU, l.MACVlan.Parent)
+		}
+		return fmt.Sprintf("the kernel refuses this when %s%s has a passthru macvlan, or any macvlan and this one is passthru: a passthru macvlan is the only macvlan on its parent", mtu, l.MACVlan.Parent)
 	case l.MACVlan != nil && errors.Is(err, unix.EBUSY):
 		return fmt.Sprintf("the kernel refuses this when %s is a bridge port, a bond member or an ipvlan's parent: a macvlan needs its parent's receive handler", l.MACVlan.Parent)
 	case l.IPVlan != nil && errors.Is(err, unix.EBUSY):

@@ -57,3 +57,22 @@ func TestAddMACVlanRefusedOnItsParentSaysWhy(t *testing.T) {
 		t.Errorf("add a passthru macvlan beside another: %v, want EINVAL saying why", err)
 	}
 }
+
+// The kernel refuses a macvlan above its parent's MTU with a bare EINVAL
+// too; with an MTU declared, the error names that cause first.
+func TestAddMACVlanAboveItsParentsMTUSaysWhy(t *testing.T) {
+	ns := nettest.NewNetNS(t)
+	nettest.IP(t, ns, "link", "add", "e12", "mtu", "1280", "type", "veth", "peer", "name", "e12p")
+	k, err := kernel.Open("/run/netns/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if _, err := k.Links(); err != nil {
+		t.Fatal(err)
+	}
+	err = k.AddLink(&model.Link{Name: "m0", Kind: model.KindMACVlan, MTU: 1300, Up: true, MACVlan: &model.MACVlan{Parent: "e12", Mode: model.MACVlanBridge}})
+	if !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "its MTU 1300 is above e12's") {
+		t.Errorf("add a macvlan above its parent's MTU: %v, want EINVAL saying why", err)
+	}
+}

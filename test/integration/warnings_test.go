@@ -55,11 +55,12 @@ func TestWarnGatewayGeneratedKernelOracle(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 2))
 	e := newEnv(t)
 	links := []string{"g0", "g1", "g2", "g3"}
-	checked, warned := 0, 0
+	checked, warned, blamedDown := 0, 0, 0
 	for n := 0; n < 24; n++ {
 		var y strings.Builder
 		y.WriteString("version: 1\nlinks:\n")
 		var prefixes []netip.Prefix
+		var onDown []netip.Prefix // g3's, the link that stays down
 		for i, l := range links {
 			peer := l + "p"
 			state := ""
@@ -75,6 +76,9 @@ func TestWarnGatewayGeneratedKernelOracle(t *testing.T) {
 					p = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(n), byte(16*i + r.IntN(16)), byte(1 + r.IntN(254))}), 20+r.IntN(11))
 				}
 				prefixes = append(prefixes, p)
+				if i == 3 {
+					onDown = append(onDown, p)
+				}
 				a := fmt.Sprintf("{address: %s", p)
 				switch r.IntN(6) {
 				case 0:
@@ -136,8 +140,23 @@ func TestWarnGatewayGeneratedKernelOracle(t *testing.T) {
 		warnedRoutes := map[string]bool{}
 		for _, w := range d.Warnings {
 			for _, k := range w.Keys {
-				if strings.HasPrefix(k, "route ") {
-					warnedRoutes[strings.SplitN(strings.TrimPrefix(k, "route "), " via ", 2)[0]] = true
+				if !strings.HasPrefix(k, "route ") {
+					continue
+				}
+				dst, via, _ := strings.Cut(strings.TrimPrefix(k, "route "), " via ")
+				warnedRoutes[dst] = true
+				// A warning that blames a link that stays down names g3,
+				// and a gateway that one of g3's addresses holds.
+				if strings.Contains(w.Message, "link that will be down") {
+					blamedDown++
+					g := netip.MustParseAddr(strings.TrimSuffix(strings.Fields(via)[0], ","))
+					in := false
+					for _, p := range onDown {
+						in = in || p.Contains(g)
+					}
+					if !in || !strings.Contains(w.Fix, "bring g3 up") || strings.Contains(w.Message, " on g0") || strings.Contains(w.Message, " on g1") || strings.Contains(w.Message, " on g2") {
+						t.Errorf("case %d: %s: blames a link that is down, but gateway %s is in none of g3's subnets %v", n, w, g, onDown)
+					}
 				}
 			}
 		}
@@ -169,10 +188,10 @@ func TestWarnGatewayGeneratedKernelOracle(t *testing.T) {
 		}
 		e.apply(e.file("empty.yaml", "version: 1\n"))
 	}
-	if warned == 0 || warned == checked {
-		t.Fatalf("%d of %d routes warned: the cases test little", warned, checked)
+	if warned == 0 || warned == checked || blamedDown == 0 {
+		t.Fatalf("%d of %d routes warned, %d for a link that stays down: the cases test little", warned, checked, blamedDown)
 	}
-	t.Logf("%d routes, %d warned and refused, %d taken", checked, warned, checked-warned)
+	t.Logf("%d routes, %d warned and refused (%d for a link that stays down), %d taken", checked, warned, blamedDown, checked-warned)
 }
 
 func TestWarnMTUGeneratedKernelOracle(t *testing.T) {

@@ -281,19 +281,7 @@ func keptBelowIPv6(c *Config, k *Kernel) map[string]int {
 	if k == nil {
 		return out
 	}
-	kept := func(n string) *kLink {
-		l, kl := c.Links[n], k.Links[n]
-		if kl == nil || l.MTU != 0 || kl.kind() != l.Kind || !strings.HasPrefix(kl.Alias, "netreconcile") {
-			return nil
-		}
-		switch {
-		case l.VXLAN != nil && kl.data("id") != strconv.Itoa(l.VXLAN.ID),
-			l.Kind == "veth" && kl.Link != l.Peer,
-			l.Kind == "macvlan" && kl.Link != l.Parent:
-			return nil
-		}
-		return kl
-	}
+	kept := func(n string) *kLink { return keptLink(c, k, n) }
 	for _, n := range c.LinkNames() {
 		if lower, _ := lowerOf(c.Links[n]); lower != "" && !c.Links[n].Adopt {
 			// At its lower device's MTU, kept low only with it (below).
@@ -356,4 +344,62 @@ func wantsIPv6(c *Config, n string) bool {
 		}
 	}
 	return false
+}
+
+// keptLink is link n of the kernel k when the file c gives it no MTU and
+// apply keeps it as it is (ours, of the same kind and identity): the
+// kernel then keeps its MTU from before the step, which the file does not
+// say. Nil otherwise.
+func keptLink(c *Config, k *Kernel, n string) *kLink {
+	l, kl := c.Links[n], k.Links[n]
+	if l == nil || kl == nil || l.MTU != 0 || kl.kind() != l.Kind || !strings.HasPrefix(kl.Alias, "netreconcile") {
+		return nil
+	}
+	switch {
+	case l.VXLAN != nil && kl.data("id") != strconv.Itoa(l.VXLAN.ID),
+		l.Kind == "veth" && kl.Link != l.Peer,
+		l.Kind == "macvlan" && kl.Link != l.Parent:
+		return nil
+	}
+	return kl
+}
+
+// fitKeptLowers lowers the MTU c gives a macvlan, vlan or ipvlan, or a
+// vxlan on a device, to what its lower device will have when the file gives
+// that device no MTU and the kernel keeps the one an earlier step gave it
+// (an MTU key dropped from the file is not reset): the generator, working
+// from the files, takes such a device for its kind's default (kernelMTU),
+// and the kernel refuses a child above its parent, which the plan warns of
+// (tested against the kernel apart). The runner calls it with the kernel
+// it read before the step, before the step's file is written.
+func fitKeptLowers(c *Config, k *Kernel) {
+	if k == nil {
+		return
+	}
+	view := *c
+	view.KeptLow = map[string]int{}
+	for _, n := range c.LinkNames() {
+		if kl := keptLink(c, k, n); kl != nil && kl.MTU != 0 {
+			view.KeptLow[n] = kl.MTU
+		}
+	}
+	if len(view.KeptLow) == 0 {
+		return
+	}
+	for _, n := range c.LinkNames() {
+		l := c.Links[n]
+		lower, headroom := lowerOf(l)
+		if l.Kind == "ipvlan" {
+			lower = l.Parent
+		}
+		if lower == "" || l.MTU == 0 {
+			continue
+		}
+		if _, kept := view.KeptLow[lower]; !kept {
+			continue
+		}
+		if most := kernelMTU(&view, lower) - headroom; most > 0 && l.MTU > most {
+			l.MTU = most
+		}
+	}
 }

@@ -393,6 +393,7 @@ func (r *runner) step(i int, c *Config) *Failure {
 	fail := func(check, f string, a ...any) *Failure {
 		return &Failure{Step: i, Check: check, Msg: fmt.Sprintf(f, a...)}
 	}
+	fitKeptLowers(c, r.prev)
 	file, confDir, err := writeFiles(r.dir, fmt.Sprintf("step-%04d", i+1), c)
 	if err != nil {
 		return fail("setup", "%v", err)
