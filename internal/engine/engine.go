@@ -488,10 +488,12 @@ func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun b
 		}
 	}
 	if !dryRun {
-		if err := e.dropStaticAddrs(desired, leftOut); err != nil {
+		dropped, err := e.dropStaticAddrs(desired, leftOut)
+		if err != nil {
 			return nil, nil, err
 		}
 		if pools, err = preparePools(ctx, reg, desired, false, leftOut, onLinks, false); err != nil {
+			e.restoreStaticAddrs(reg, desired, dropped)
 			return nil, nil, err
 		}
 	}
@@ -896,14 +898,23 @@ func (e *Engine) recordStaticAddrs(pooled map[string]map[netip.Addr]bool, done [
 		return false
 	}
 	changed := false
+	// A link's records go first, in one pass over them: the addresses of
+	// a link made again are created after it, and recorded below.
+	gone := map[string]bool{}
+	for _, op := range done {
+		if op.Kind == diff.KindLink && op.Link != nil && (op.Action == diff.Delete || op.Action == diff.Replace) {
+			gone[op.Link.Name] = true
+		}
+	}
+	if len(gone) > 0 {
+		for k := range e.Ledger.StaticAddrs {
+			if gone[k.Link] {
+				changed = e.Ledger.SetStaticAddr(k, false) || changed
+			}
+		}
+	}
 	for _, op := range done {
 		switch {
-		case op.Kind == diff.KindLink && op.Link != nil && (op.Action == diff.Delete || op.Action == diff.Replace):
-			for k := range e.Ledger.StaticAddrs {
-				if k.Link == op.Link.Name {
-					changed = e.Ledger.SetStaticAddr(k, false) || changed
-				}
-			}
 		case op.Kind != diff.KindAddress || op.Address == nil:
 		case op.Action == diff.Delete:
 			changed = e.Ledger.SetStaticAddr(op.Address.Key(), false) || changed

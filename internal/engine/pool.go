@@ -447,10 +447,10 @@ func ReserveShown(pools []model.PoolSpec, addrs []model.Address) []model.PoolSpe
 // drop is saved first: a record left behind would later forgive, as the
 // file's own, an address a pool handed out under the same key, and a lost
 // registry would then start empty while the address is still handed out
-// (checkLostRegistries).
-func (e *Engine) dropStaticAddrs(desired *model.State, leftOut map[string]bool) error {
+// (checkLostRegistries). It returns the records dropped.
+func (e *Engine) dropStaticAddrs(desired *model.State, leftOut map[string]bool) ([]model.AddressKey, error) {
 	if e.Ledger == nil || e.Ledger.ReadOnly || len(e.Ledger.StaticAddrs) == 0 {
-		return nil
+		return nil, nil
 	}
 	takers := map[string]bool{}
 	for _, pa := range desired.PoolAddresses {
@@ -460,19 +460,51 @@ func (e *Engine) dropStaticAddrs(desired *model.State, leftOut map[string]bool) 
 	for i := range desired.Addresses {
 		declared[desired.Addresses[i].Key()] = true
 	}
-	dropped := false
+	var dropped []model.AddressKey
 	for k := range e.Ledger.StaticAddrs {
 		if takers[k.Link] && !declared[k] {
-			dropped = e.Ledger.SetStaticAddr(k, false) || dropped
+			e.Ledger.SetStaticAddr(k, false)
+			dropped = append(dropped, k)
 		}
 	}
-	if !dropped {
-		return nil
+	if len(dropped) == 0 {
+		return nil, nil
 	}
 	if err := e.saveLedger(); err != nil {
-		return fmt.Errorf("record in the ledger that the file no longer declares addresses of links that take from pools, before the pools hand out any: %w; nothing was changed", err)
+		return nil, fmt.Errorf("record in the ledger that the file no longer declares addresses of links that take from pools, before the pools hand out any: %w; nothing was changed", err)
 	}
-	return nil
+	return dropped, nil
+}
+
+// restoreStaticAddrs records again what dropStaticAddrs dropped, for a pass
+// that failed to resolve the pools: those of a link each of whose pools is
+// still without a registry, which has handed out nothing, to it or anyone.
+// Without that, a pass that failed (a pool exhausted) would make the next,
+// the file mended, refuse the new pool as a lost registry. A crash in
+// between leaves them dropped: a refusal that need not be, never one
+// missed.
+func (e *Engine) restoreStaticAddrs(reg *ipam.Registry, desired *model.State, dropped []model.AddressKey) {
+	if len(dropped) == 0 || reg == nil {
+		return
+	}
+	restored := false
+	for _, k := range dropped {
+		fresh := true
+		for _, pa := range desired.PoolAddresses {
+			if pa.Link != k.Link {
+				continue
+			}
+			if ok, err := reg.Exists(pa.Pool); ok || err != nil {
+				fresh = false
+			}
+		}
+		if fresh {
+			restored = e.Ledger.SetStaticAddr(k, true) || restored
+		}
+	}
+	if restored {
+		_ = e.saveLedger() // on failure: a refusal that need not be, as after a crash
+	}
 }
 
 // ErrRegistryLost: a pool's registry is missing while the kernel holds what

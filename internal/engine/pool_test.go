@@ -254,7 +254,7 @@ func TestWalkFinding63StaticAddressRecords(t *testing.T) {
 	desired.PoolAddresses = []model.PoolAddress{{Link: "a", Pool: "p", IPv4Bits: 24}}
 	desired.Addresses = []model.Address{{Link: "a", Prefix: netip.MustParsePrefix("10.2.0.2/24")}}
 	desired.PoolAddresses = append(desired.PoolAddresses, model.PoolAddress{Link: "b", Pool: "p", IPv4Bits: 24})
-	if err := e.dropStaticAddrs(desired, map[string]bool{"b": true}); err != nil {
+	if _, err := e.dropStaticAddrs(desired, map[string]bool{"b": true}); err != nil {
 		t.Fatal(err)
 	}
 	if want := map[model.AddressKey]bool{key("a", "10.2.0.2/24"): true, key("b", "10.2.0.3/24"): true}; !maps.Equal(l.StaticAddrs, want) {

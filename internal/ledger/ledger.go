@@ -548,9 +548,11 @@ func (l *Ledger) SetRouteTablesSwept(protocol int, tables map[int]bool) bool {
 
 // SetStaticAddr records an address a pass added as the file's static
 // address (Ledger.StaticAddrs), or drops the record; it reports whether
-// that changed the record.
+// that changed the record. Past maxRecords, an address is not recorded: the
+// file would be refused on load, and an address not recorded costs no more
+// than a lost registry's refusal that need not be.
 func (l *Ledger) SetStaticAddr(k model.AddressKey, static bool) bool {
-	if l.StaticAddrs[k] == static {
+	if l.StaticAddrs[k] == static || static && len(l.StaticAddrs) >= maxRecords {
 		return false
 	}
 	l.touch(staticKey(k))

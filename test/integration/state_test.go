@@ -596,3 +596,39 @@ links:
 		})
 	}
 }
+
+// An apply of the new pool that fails before the pool hands anything out
+// (exhausted: two links take from a pool of one address) leaves the record
+// of the link's static address: the file mended, the next apply makes the
+// pool, not a lost registry's refusal.
+func TestWalkFinding63NewPoolAfterAFailedApply(t *testing.T) {
+	pooled := func(links string) string {
+		return `version: 1
+pools:
+  pw:
+    subnets: [{ipv4: 10.99.0.0/24}]
+    block-size-bits: 0
+    blocks: "0"
+    export-table: 120
+links:
+  lo: {kind: device, state: up}
+` + links
+	}
+	const taker = `    kind: bridge
+    addresses:
+      - pool: pw
+        ipv4-prefix-length: 24
+`
+	e := newEnv(t)
+	e.apply(e.file("static.yaml", "version: 1\nlinks:\n  p9c: {kind: bridge, addresses: [10.99.0.0/24]}\n"))
+	two := e.file("two.yaml", pooled("  p9c:\n"+taker+"  p9d:\n"+taker))
+	if r := e.cli("apply", "-c", two); r.Code != 1 || !strings.Contains(r.Stderr, "pool exhausted") {
+		t.Fatalf("apply with two takers: exit %d, want the pool exhausted\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	one := e.file("one.yaml", pooled("  p9c:\n"+taker))
+	e.apply(one)
+	if got := e.ip("-4", "-o", "addr", "show", "dev", "p9c"); !strings.Contains(got, "10.99.0.0/24") {
+		t.Errorf("p9c after the apply:\n%s", got)
+	}
+	e.noChanges(one)
+}
