@@ -15,6 +15,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/inert"
 	"github.com/netreconcile/netreconcile/internal/ipam"
 	"github.com/netreconcile/netreconcile/internal/kernel"
+	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/redact"
 	"github.com/netreconcile/netreconcile/internal/render"
@@ -504,5 +505,11 @@ func (g *globals) checkRegistries(st *nsState, desired *model.State) error {
 		return err
 	}
 	defer k.Close()
-	return engine.CheckLostRegistries(k, reg, desired)
+	// The records of the static addresses of ours, as apply reads them:
+	// the ipam commands refuse what apply refuses, and no more.
+	l, err := ledger.OpenIn(st.dir, st.id.Cookie)
+	if err != nil {
+		return err
+	}
+	return engine.CheckLostRegistries(k, reg, desired, l.StaticAddrs)
 }

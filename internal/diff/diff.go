@@ -125,7 +125,7 @@ func ComputeWith(desired, actual *model.State, in Inputs) (*Plan, error) {
 
 // compute makes the plan; hold, when not nil, names what is held.
 func compute(desired, actual *model.State, in Inputs, hold *held) (*Plan, error) {
-	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol}, waiting: in.Waiting, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{}, v6Flushed: map[string]bool{}, l3Moved: map[string]bool{},
+	c := &computer{d: desired, a: actual, plan: &Plan{Protocol: desired.Protocol, PoolAddrs: in.PoolAddrs}, waiting: in.Waiting, recreated: map[string]bool{}, flushed4: map[string]bool{}, downed: map[string]bool{}, v6Flushed: map[string]bool{}, l3Moved: map[string]bool{},
 		linkGoes: map[string]bool{}, withLink: map[string][]Op{}, hold: hold}
 	c.plan.Ops = make([]Op, 0, sizeHint(desired, actual))
 	c.links()

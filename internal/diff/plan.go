@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 	"strings"
 
 	"github.com/netreconcile/netreconcile/internal/inert"
@@ -255,6 +256,10 @@ type Plan struct {
 	// Pending: the engine's apply plans them again once the plan's links
 	// are made.
 	Waiting map[model.NftTableKey]string `json:"-"`
+	// PoolAddrs are the addresses the pools handed each link
+	// (Inputs.PoolAddrs): the engine records the other addresses the
+	// plan creates as the file's static ones (ledger.Ledger.StaticAddrs).
+	PoolAddrs map[string]map[netip.Addr]bool `json:"-"`
 }
 
 // Empty reports whether there is nothing to do.
@@ -279,7 +284,7 @@ func (p *Plan) Counts() map[Action]int {
 // p's ops (a pass over 100k routes would otherwise hold two copies of its
 // plan while it applies): neither plan may change them.
 func (p *Plan) Select(keep func(op *Op) bool) *Plan {
-	out := &Plan{Protocol: p.Protocol, PinMTU: p.PinMTU, FollowMTU: p.FollowMTU, Waiting: p.Waiting}
+	out := &Plan{Protocol: p.Protocol, PinMTU: p.PinMTU, FollowMTU: p.FollowMTU, Waiting: p.Waiting, PoolAddrs: p.PoolAddrs}
 	copied := false
 	for i := range p.Ops {
 		switch {

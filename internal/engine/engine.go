@@ -488,7 +488,12 @@ func (e *Engine) PlanDesired(ctx context.Context, desired *model.State, dryRun b
 		}
 	}
 	if !dryRun {
+		dropped, err := e.dropStaticAddrs(desired, leftOut)
+		if err != nil {
+			return nil, nil, err
+		}
 		if pools, err = preparePools(ctx, reg, desired, false, leftOut, onLinks, false); err != nil {
+			e.restoreStaticAddrs(reg, desired, dropped)
 			return nil, nil, err
 		}
 	}
@@ -840,6 +845,9 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 		undoSysctl(k)
 		dirty = true
 	}
+	if e.recordStaticAddrs(plan.PoolAddrs, res.Done) {
+		dirty = true
+	}
 	for _, op := range res.Done {
 		if op.Kind == diff.KindRoute && op.Action == diff.Create && op.Route != nil {
 			if e.created == nil {
@@ -873,6 +881,49 @@ func (e *Engine) Apply(ctx context.Context, plan *diff.Plan) (*apply.Result, err
 		return res, herr
 	}
 	return res, nil
+}
+
+// recordStaticAddrs keeps the ledger's record of the static addresses a
+// pass added (Ledger.StaticAddrs) from the ops done: an address created (or
+// made again) that no pool handed out (pooled, diff.Plan.PoolAddrs) is recorded; one deleted, or on a link
+// deleted or made again, is not any more. Recorded after the write, not
+// before: a record missing for an address made is a lost registry's
+// refusal that need not be, one standing for an address not made could
+// forgive what a pool hands out later under its key. An address that was
+// in the kernel before and that the file now declares (someone else's, or
+// one a pool handed out) is not recorded: netreconcile did not put it there
+// as the file's. It reports whether the record changed.
+func (e *Engine) recordStaticAddrs(pooled map[string]map[netip.Addr]bool, done []*diff.Op) bool {
+	if e.Ledger == nil {
+		return false
+	}
+	changed := false
+	// A link's records go first, in one pass over them: the addresses of
+	// a link made again are created after it, and recorded below.
+	gone := map[string]bool{}
+	for _, op := range done {
+		if op.Kind == diff.KindLink && op.Link != nil && (op.Action == diff.Delete || op.Action == diff.Replace) {
+			gone[op.Link.Name] = true
+		}
+	}
+	if len(gone) > 0 {
+		for k := range e.Ledger.StaticAddrs {
+			if gone[k.Link] {
+				changed = e.Ledger.SetStaticAddr(k, false) || changed
+			}
+		}
+	}
+	for _, op := range done {
+		switch {
+		case op.Kind != diff.KindAddress || op.Address == nil:
+		case op.Action == diff.Delete:
+			changed = e.Ledger.SetStaticAddr(op.Address.Key(), false) || changed
+		case op.Action == diff.Create || op.Action == diff.Replace:
+			static := !pooled[op.Address.Link][op.Address.Prefix.Addr()]
+			changed = e.Ledger.SetStaticAddr(op.Address.Key(), static) || changed
+		}
+	}
+	return changed
 }
 
 // applyWaiting plans again, now that the plan's links are made, and applies

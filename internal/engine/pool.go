@@ -439,6 +439,74 @@ func ReserveShown(pools []model.PoolSpec, addrs []model.Address) []model.PoolSpe
 	return pools
 }
 
+// dropStaticAddrs drops the ledger's record of the static addresses that a
+// pool may hand out to their link in a pass of desired: those of a link that
+// takes from a pool, which desired does not declare (a declared one is
+// reserved in every pool), unless the plan leaves the link out (leftOut: it
+// is given nothing). It is called before a pass hands out anything, and the
+// drop is saved first: a record left behind would later forgive, as the
+// file's own, an address a pool handed out under the same key, and a lost
+// registry would then start empty while the address is still handed out
+// (checkLostRegistries). It returns the records dropped.
+func (e *Engine) dropStaticAddrs(desired *model.State, leftOut map[string]bool) ([]model.AddressKey, error) {
+	if e.Ledger == nil || e.Ledger.ReadOnly || len(e.Ledger.StaticAddrs) == 0 {
+		return nil, nil
+	}
+	takers := map[string]bool{}
+	for _, pa := range desired.PoolAddresses {
+		takers[pa.Link] = !leftOut[pa.Link]
+	}
+	declared := map[model.AddressKey]bool{}
+	for i := range desired.Addresses {
+		declared[desired.Addresses[i].Key()] = true
+	}
+	var dropped []model.AddressKey
+	for k := range e.Ledger.StaticAddrs {
+		if takers[k.Link] && !declared[k] {
+			e.Ledger.SetStaticAddr(k, false)
+			dropped = append(dropped, k)
+		}
+	}
+	if len(dropped) == 0 {
+		return nil, nil
+	}
+	if err := e.saveLedger(); err != nil {
+		return nil, fmt.Errorf("record in the ledger that the file no longer declares addresses of links that take from pools, before the pools hand out any: %w; nothing was changed", err)
+	}
+	return dropped, nil
+}
+
+// restoreStaticAddrs records again what dropStaticAddrs dropped, for a pass
+// that failed to resolve the pools: those of a link each of whose pools is
+// still without a registry, which has handed out nothing, to it or anyone.
+// Without that, a pass that failed (a pool exhausted) would make the next,
+// the file mended, refuse the new pool as a lost registry. A crash in
+// between leaves them dropped: a refusal that need not be, never one
+// missed.
+func (e *Engine) restoreStaticAddrs(reg *ipam.Registry, desired *model.State, dropped []model.AddressKey) {
+	if len(dropped) == 0 || reg == nil {
+		return
+	}
+	restored := false
+	for _, k := range dropped {
+		fresh := true
+		for _, pa := range desired.PoolAddresses {
+			if pa.Link != k.Link {
+				continue
+			}
+			if ok, err := reg.Exists(pa.Pool); ok || err != nil {
+				fresh = false
+			}
+		}
+		if fresh {
+			restored = e.Ledger.SetStaticAddr(k, true) || restored
+		}
+	}
+	if restored {
+		_ = e.saveLedger() // on failure: a refusal that need not be, as after a crash
+	}
+}
+
 // ErrRegistryLost: a pool's registry is missing while the kernel holds what
 // it handed out.
 var ErrRegistryLost = errors.New("ipam registry lost")
@@ -457,27 +525,45 @@ var ErrRegistryLost = errors.New("ipam registry lost")
 // the file from a backup, or removes what the kernel lists (the message says
 // what) to start the pool empty. A pool without a registry and without such
 // traces is new, and starts empty as before.
+//
+// An address the ledger records as one a pass of ours added as the file's
+// static address (Ledger.StaticAddrs) is no trace: netreconcile put it
+// there, not a registry, and every pass in which its link takes from a
+// pool drops the record before the pool hands anything out
+// (dropStaticAddrs), so a record never stands for an address a pool could
+// have handed to that link. The ledger is the service user's input when
+// root runs the command: a forged record can only make a pool start
+// empty over an address of that link, which the same user can do without
+// it by writing an empty registry file in the missing one's place (it
+// writes the registries), or by deleting the address (it holds
+// CAP_NET_ADMIN). An export route is always a trace, whatever the ledger
+// says.
 func (e *Engine) checkLostRegistries(reg *ipam.Registry, desired *model.State) error {
 	if e.Kernel == nil {
 		return nil
 	}
-	return lostRegistries(reg, desired, func() (*model.State, error) { return e.Actual(desired.Protocol, false) })
+	var ours map[model.AddressKey]bool
+	if e.Ledger != nil {
+		ours = e.Ledger.StaticAddrs
+	}
+	return lostRegistries(reg, desired, func() (*model.State, error) { return e.Actual(desired.Protocol, false) }, ours)
 }
 
 // CheckLostRegistries is the same check for the ipam commands (allocate,
 // release, gc), which change a registry without an engine: run under the
 // namespace's writer lock before the registry is opened for writing, it
 // keeps them from making a fresh registry, and handing out an address
-// still in use, where apply would refuse. It reads k itself.
-func CheckLostRegistries(k kernel.Reader, reg *ipam.Registry, desired *model.State) error {
+// still in use, where apply would refuse. It reads k itself; ours are the
+// ledger's static addresses (Ledger.StaticAddrs; nil: none is forgiven).
+func CheckLostRegistries(k kernel.Reader, reg *ipam.Registry, desired *model.State, ours map[model.AddressKey]bool) error {
 	return lostRegistries(reg, desired, func() (*model.State, error) {
 		return actual.Read(k, actual.Options{Protocol: desired.Protocol})
-	})
+	}, ours)
 }
 
 // lostRegistries is checkLostRegistries over read, called once, and only
-// when a registry is missing.
-func lostRegistries(reg *ipam.Registry, desired *model.State, read func() (*model.State, error)) error {
+// when a registry is missing; ours are the addresses that are no trace.
+func lostRegistries(reg *ipam.Registry, desired *model.State, read func() (*model.State, error), ours map[model.AddressKey]bool) error {
 	if reg == nil {
 		return nil
 	}
@@ -522,9 +608,11 @@ func lostRegistries(reg *ipam.Registry, desired *model.State, read func() (*mode
 		}
 		// Only links that take from the pool count: an owned link with a
 		// static address in the pool's subnets (a pool declared after it)
-		// holds nothing the registry handed out.
+		// holds nothing the registry handed out; nor does a link that
+		// takes from it now, of an address the file declared before
+		// (ours).
 		for _, a := range act.Addresses {
-			if takers[a.Link] && in(a.Prefix.Addr()) && !static[model.AddressKey{Link: a.Link, Prefix: a.Prefix}] {
+			if k := a.Key(); takers[a.Link] && in(a.Prefix.Addr()) && !static[k] && !ours[k] {
 				traces = append(traces, fmt.Sprintf("address %s on %s", a.Prefix, a.Link))
 			}
 		}

@@ -3,12 +3,15 @@ package engine
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/netreconcile/netreconcile/internal/diff"
 	"github.com/netreconcile/netreconcile/internal/ipam"
+	"github.com/netreconcile/netreconcile/internal/ledger"
 	"github.com/netreconcile/netreconcile/internal/model"
 )
 
@@ -180,5 +183,95 @@ func TestKeptPoolsReserveWhatLeftOutLinksKeep(t *testing.T) {
 	}
 	if got := keptPools(pools, map[string]map[netip.Addr]bool{"b2": {a("fe80::1"): true}}); got != nil {
 		t.Errorf("nothing kept in a pool's subnets: %+v", got)
+	}
+}
+
+// Walk finding 63: an address the ledger records as one a pass added as the
+// file's static address is no trace of a lost registry on a link that now
+// takes from the pool (the pool is new); the same address without the
+// record, another length or another link's record, and an export route,
+// whatever the ledger says, still are.
+func TestWalkFinding63LostRegistryForgivesOnlyOurStaticAddresses(t *testing.T) {
+	pool := model.DefaultPoolSpec("p", model.PoolSubnet{IPv4: netip.MustParsePrefix("10.2.0.0/24")})
+	reg, err := ipam.Open(t.TempDir(), []ipam.Pool{pool}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desired := model.NewState()
+	desired.Pools = []model.Pool{{PoolSpec: pool}}
+	desired.PoolAddresses = []model.PoolAddress{{Link: "a", Pool: "p", IPv4Bits: 24}}
+	addr := func(link, p string) model.Address { return model.Address{Link: link, Prefix: netip.MustParsePrefix(p)} }
+	key := func(link, p string) model.AddressKey {
+		return model.AddressKey{Link: link, Prefix: netip.MustParsePrefix(p)}
+	}
+	export := model.Route{Table: pool.ExportTable, Dst: netip.MustParsePrefix("10.2.0.0/30"), Dev: ExportDev}
+	for _, tc := range []struct {
+		name   string
+		addrs  []model.Address
+		routes []model.Route
+		ours   map[model.AddressKey]bool
+		traces string // "": accepted
+	}{
+		{"recorded", []model.Address{addr("a", "10.2.0.0/24")}, nil, map[model.AddressKey]bool{key("a", "10.2.0.0/24"): true}, ""},
+		{"not recorded", []model.Address{addr("a", "10.2.0.0/24")}, nil, nil, "address 10.2.0.0/24 on a"},
+		{"recorded at another length", []model.Address{addr("a", "10.2.0.0/24")}, nil, map[model.AddressKey]bool{key("a", "10.2.0.0/25"): true}, "address 10.2.0.0/24 on a"},
+		{"recorded on another link", []model.Address{addr("a", "10.2.0.0/24")}, nil, map[model.AddressKey]bool{key("b", "10.2.0.0/24"): true}, "address 10.2.0.0/24 on a"},
+		{"an export route", []model.Address{addr("a", "10.2.0.0/24")}, []model.Route{export}, map[model.AddressKey]bool{key("a", "10.2.0.0/24"): true}, "(route 10.2.0.0/30 table 119)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			act := model.NewState()
+			act.Addresses, act.Routes = tc.addrs, tc.routes
+			err := lostRegistries(reg, desired, func() (*model.State, error) { return act, nil }, tc.ours)
+			switch {
+			case tc.traces == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.traces != "" && (!errors.Is(err, ErrRegistryLost) || !strings.Contains(err.Error(), tc.traces)):
+				t.Errorf("got %v, want a lost registry with %s", err, tc.traces)
+			}
+		})
+	}
+}
+
+// The record of a static address is dropped before a pass in which its link
+// takes from a pool without declaring it (the pool may hand it out under
+// the same key), and kept otherwise, also for a link the plan leaves out
+// (it is given nothing); Apply records the static addresses it
+// made, not the pools', and forgets those it deleted, and those of a link
+// it deleted or made again.
+func TestWalkFinding63StaticAddressRecords(t *testing.T) {
+	l, err := ledger.OpenIn(nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(link, p string) model.AddressKey {
+		return model.AddressKey{Link: link, Prefix: netip.MustParsePrefix(p)}
+	}
+	e := &Engine{Ledger: l}
+	for _, k := range []model.AddressKey{key("a", "10.2.0.1/24"), key("a", "10.2.0.2/24"), key("b", "10.2.0.3/24")} {
+		l.SetStaticAddr(k, true)
+	}
+	desired := model.NewState()
+	desired.PoolAddresses = []model.PoolAddress{{Link: "a", Pool: "p", IPv4Bits: 24}}
+	desired.Addresses = []model.Address{{Link: "a", Prefix: netip.MustParsePrefix("10.2.0.2/24")}}
+	desired.PoolAddresses = append(desired.PoolAddresses, model.PoolAddress{Link: "b", Pool: "p", IPv4Bits: 24})
+	if _, err := e.dropStaticAddrs(desired, map[string]bool{"b": true}); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[model.AddressKey]bool{key("a", "10.2.0.2/24"): true, key("b", "10.2.0.3/24"): true}; !maps.Equal(l.StaticAddrs, want) {
+		t.Errorf("after the drop: %v, want %v", l.StaticAddrs, want)
+	}
+
+	pooled := map[string]map[netip.Addr]bool{"c": {netip.MustParseAddr("10.2.0.9"): true}}
+	a := func(link, p string) *model.Address {
+		return &model.Address{Link: link, Prefix: netip.MustParsePrefix(p)}
+	}
+	e.recordStaticAddrs(pooled, []*diff.Op{
+		{Action: diff.Create, Kind: diff.KindAddress, Address: a("c", "10.2.0.9/24")},
+		{Action: diff.Create, Kind: diff.KindAddress, Address: a("c", "10.2.0.8/24")},
+		{Action: diff.Delete, Kind: diff.KindAddress, Address: a("a", "10.2.0.2/24")},
+		{Action: diff.Delete, Kind: diff.KindLink, Link: &model.Link{Name: "b"}},
+	})
+	if want := map[model.AddressKey]bool{key("c", "10.2.0.8/24"): true}; !maps.Equal(l.StaticAddrs, want) {
+		t.Errorf("after the ops: %v, want %v", l.StaticAddrs, want)
 	}
 }

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ const maxSysctlValue = 4096
 
 func (f *fileFormat) check() error {
 	if len(f.FouPorts) > maxRecords || len(f.NFTables) > maxRecords || len(f.PendingLinks) > maxRecords ||
-		len(f.Sysctls) > maxRecords || len(f.RouteTables) > 256 || len(f.Seqs) > 5*maxRecords {
+		len(f.Sysctls) > maxRecords || len(f.RouteTables) > 256 || len(f.StaticAddrs) > maxRecords || len(f.Seqs) > 6*maxRecords {
 		return fmt.Errorf("more than %d records of a kind", maxRecords)
 	}
 	for i, p := range f.FouPorts {
@@ -71,6 +72,14 @@ func (f *fileFormat) check() error {
 			}
 		}
 	}
+	for i, a := range f.StaticAddrs {
+		if !model.ValidIfname(a.Link) {
+			return fmt.Errorf("static_addresses[%d].link: not a link name (%s)", i, model.IfnameRule)
+		}
+		if !validPrefix(a.Prefix) {
+			return fmt.Errorf("static_addresses[%d].prefix: not an address with its prefix length as netreconcile writes it", i)
+		}
+	}
 	// The counter is bumped by every save: one near the top would wrap.
 	if f.Seq > 1<<62 {
 		return fmt.Errorf("seq: out of range")
@@ -108,8 +117,18 @@ func validRecKey(k string) bool {
 		tn, err2 := strconv.Atoi(t)
 		return ok && err1 == nil && err2 == nil && strconv.Itoa(pn) == p && strconv.Itoa(tn) == t &&
 			validProtocol(pn) && (tn == 0 || validTable(tn))
+	case "addr":
+		link, prefix, ok := strings.Cut(rest, " ")
+		return ok && model.ValidIfname(link) && validPrefix(prefix)
 	}
 	return false
+}
+
+// validPrefix: an interface address with its prefix length, in the one
+// form netip writes it (so that the file is written back byte for byte).
+func validPrefix(s string) bool {
+	p, err := netip.ParsePrefix(s)
+	return err == nil && p.String() == s
 }
 
 // validProtocol: a route protocol a route of ours may carry (rtm_protocol

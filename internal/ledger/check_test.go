@@ -71,6 +71,12 @@ func TestLedgerRefusesForgedRecords(t *testing.T) {
 		{"route_tables[1].tables[0]", func(f map[string]any) { routeTables(f)["tables"].([]any)[0] = -5 }},
 		{"seqs", func(f map[string]any) { f["seqs"].(map[string]any)["routes 245 0100"] = 1 }},
 		{"seqs", func(f map[string]any) { f["seqs"].(map[string]any)["routes 0 100"] = 1 }},
+		{"static_addresses[0].link", func(f map[string]any) { static(f)["link"] = evil }},
+		{"static_addresses[0].link", func(f map[string]any) { static(f)["link"] = "br0 up" }},
+		{"static_addresses[0].prefix", func(f map[string]any) { static(f)["prefix"] = "10.99.0.0" }},
+		{"static_addresses[0].prefix", func(f map[string]any) { static(f)["prefix"] = "10.99.0.00/24" }},
+		{"static_addresses[0].prefix", func(f map[string]any) { static(f)["prefix"] = "fe80::1%eth0/64" }},
+		{"seqs", func(f map[string]any) { f["seqs"].(map[string]any)["addr br0 10.99.0.0"] = 1 }},
 	} {
 		var f map[string]any
 		if err := json.Unmarshal(b, &f); err != nil {
@@ -94,6 +100,9 @@ func TestLedgerRefusesForgedRecords(t *testing.T) {
 
 func sysctl(f map[string]any) map[string]any { return f["sysctls"].([]any)[0].(map[string]any) }
 func table(f map[string]any) map[string]any  { return f["nftables"].([]any)[0].(map[string]any) }
+func static(f map[string]any) map[string]any {
+	return f["static_addresses"].([]any)[0].(map[string]any)
+}
 func routeTables(f map[string]any) map[string]any {
 	return f["route_tables"].([]any)[1].(map[string]any)
 }

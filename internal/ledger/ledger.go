@@ -6,7 +6,9 @@
 // create request), and the sysctls netreconcile set, with the value each had
 // before (restored when the key leaves the file). Routes, rules and links carry their mark in the kernel;
 // the ledger records which routing tables hold routes of ours, so that a
-// read walks those tables only (RouteTables).
+// read walks those tables only (RouteTables), and which addresses a pass
+// added as static ones (StaticAddrs), which the kernel does not tell from
+// those a pool handed out.
 //
 // The ledger is small and rewritten whole: temporary file, fsync, rename,
 // fsync of the directory, so a crash leaves either the old or the new file.
@@ -15,12 +17,15 @@
 package ledger
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/netip"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/netreconcile/netreconcile/internal/model"
@@ -85,6 +90,16 @@ type Ledger struct {
 	// record is complete for that protocol: a read of every table (a
 	// sweep) set it; without it, the next read sweeps.
 	RouteTables map[RouteTable]bool
+	// StaticAddrs are addresses a pass added as static addresses of the
+	// file (not from a pool), and that no pass has since deleted or made
+	// a candidate for a pool's allocation (a pass in which their link
+	// takes from a pool without declaring them is one: it drops them
+	// before it allocates, Engine.PlanDesired). The addresses carry no
+	// mark of their own that tells a static address from one a pool
+	// handed out under the same key: a pool's registry missing while the
+	// kernel shows such an address on a link that now takes from it is
+	// no trace of a lost registry (engine.lostRegistries).
+	StaticAddrs map[model.AddressKey]bool
 
 	// synced is the records as the file held them at the last load or
 	// successful save: what Reload tells this process's unsaved changes
@@ -118,6 +133,7 @@ type records struct {
 	pending map[string]bool
 	sysctls map[string]string
 	routes  map[RouteTable]bool
+	static  map[model.AddressKey]bool
 	// seqs is each record's sequence number in the file (recKey): the
 	// file's counter when a writer last saved it touched. seq is the
 	// counter.
@@ -130,16 +146,17 @@ func (l *Ledger) records() records {
 	for k := range l.NFTables {
 		nft[k] = l.NFTHandles[k]
 	}
-	return records{maps.Clone(l.Fou), nft, maps.Clone(l.PendingLinks), maps.Clone(l.Sysctls), maps.Clone(l.RouteTables), maps.Clone(l.synced.seqs), l.synced.seq}
+	return records{maps.Clone(l.Fou), nft, maps.Clone(l.PendingLinks), maps.Clone(l.Sysctls), maps.Clone(l.RouteTables), maps.Clone(l.StaticAddrs), maps.Clone(l.synced.seqs), l.synced.seq}
 }
 
 // recKey names a record across kinds, for sequence numbers and touches.
-func fouKey(k model.FouKey) string      { return fmt.Sprintf("fou %d %v", k.Port, k.IPv6) }
-func nftKey(k model.NftTableKey) string { return "nft " + k.Family + " " + k.Name }
-func pendingKey(name string) string     { return "link " + name }
-func sysctlKey(key string) string       { return "sysctl " + key }
-func routesKey(t RouteTable) string     { return fmt.Sprintf("routes %d %d", t.Protocol, t.Table) }
-func (l *Ledger) touch(recKey string)   { l.touched[recKey] = true }
+func fouKey(k model.FouKey) string        { return fmt.Sprintf("fou %d %v", k.Port, k.IPv6) }
+func nftKey(k model.NftTableKey) string   { return "nft " + k.Family + " " + k.Name }
+func pendingKey(name string) string       { return "link " + name }
+func sysctlKey(key string) string         { return "sysctl " + key }
+func routesKey(t RouteTable) string       { return fmt.Sprintf("routes %d %d", t.Protocol, t.Table) }
+func staticKey(k model.AddressKey) string { return "addr " + k.Link + " " + k.Prefix.String() }
+func (l *Ledger) touch(recKey string)     { l.touched[recKey] = true }
 
 // fileFormat is the ledger on disk. New fields are added with omitempty, so
 // older records read unchanged; the version changes only when a reader that
@@ -157,6 +174,10 @@ type fileFormat struct {
 	// netreconcile) reads every table, and its save leaves it out: the
 	// next read sweeps.
 	RouteTables []routeTablesJSON `json:"route_tables,omitempty"`
+	// StaticAddrs: see Ledger.StaticAddrs. A reader that ignores it (an
+	// older netreconcile) leaves it out of its save: a missing registry
+	// is then judged by the kernel alone, as before.
+	StaticAddrs []staticAddrJSON `json:"static_addresses,omitempty"`
 	// Seq counts the saves that touched a record; Seqs holds each
 	// record's last (Ledger.touched). Older readers ignore both.
 	Seq  uint64            `json:"seq,omitempty"`
@@ -166,6 +187,11 @@ type fileFormat struct {
 type sysctlJSON struct {
 	Key      string `json:"key"`
 	Original string `json:"original"`
+}
+
+type staticAddrJSON struct {
+	Link   string `json:"link"`
+	Prefix string `json:"prefix"`
 }
 
 type routeTablesJSON struct {
@@ -188,7 +214,7 @@ type fouJSON struct {
 }
 
 func newLedger(dir *statedir.Dir, cookie uint64) *Ledger {
-	return &Ledger{dir: dir, cookie: cookie, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}, PendingLinks: map[string]bool{}, NFTHandles: map[model.NftTableKey]uint64{}, Sysctls: map[string]string{}, RouteTables: map[RouteTable]bool{}, touched: map[string]bool{}}
+	return &Ledger{dir: dir, cookie: cookie, Fou: map[model.FouKey]bool{}, NFTables: map[model.NftTableKey]bool{}, PendingLinks: map[string]bool{}, NFTHandles: map[model.NftTableKey]uint64{}, Sysctls: map[string]string{}, RouteTables: map[RouteTable]bool{}, StaticAddrs: map[model.AddressKey]bool{}, touched: map[string]bool{}}
 }
 
 // OpenIn loads the ledger of the namespace whose state directory is dir (nil:
@@ -271,6 +297,10 @@ func (l *Ledger) load(f *fileFormat) {
 			l.RouteTables[RouteTable{r.Protocol, t}] = true
 		}
 	}
+	for _, a := range f.StaticAddrs {
+		// check proved it parses.
+		l.StaticAddrs[model.AddressKey{Link: a.Link, Prefix: netip.MustParsePrefix(a.Prefix)}] = true
+	}
 	l.synced = l.records()
 	l.synced.seqs, l.synced.seq = f.Seqs, f.Seq
 }
@@ -318,6 +348,7 @@ func (l *Ledger) Reload() error {
 	l.PendingLinks = merge(&m, ours.pending, base.pending, theirs.pending, pendingKey)
 	l.Sysctls = merge(&m, ours.sysctls, base.sysctls, theirs.sysctls, sysctlKey)
 	l.RouteTables = merge(&m, ours.routes, base.routes, theirs.routes, routesKey)
+	l.StaticAddrs = merge(&m, ours.static, base.static, theirs.static, staticKey)
 	// A protocol's tables without its completeness mark (another writer
 	// dropped the mark while this process added a table) are no complete
 	// record: they stay as hints, and the next read sweeps.
@@ -515,6 +546,24 @@ func (l *Ledger) SetRouteTablesSwept(protocol int, tables map[int]bool) bool {
 	return l.SetRouteTable(protocol, 0, true) || changed
 }
 
+// SetStaticAddr records an address a pass added as the file's static
+// address (Ledger.StaticAddrs), or drops the record; it reports whether
+// that changed the record. Past maxRecords, an address is not recorded: the
+// file would be refused on load, and an address not recorded costs no more
+// than a lost registry's refusal that need not be.
+func (l *Ledger) SetStaticAddr(k model.AddressKey, static bool) bool {
+	if l.StaticAddrs[k] == static || static && len(l.StaticAddrs) >= maxRecords {
+		return false
+	}
+	l.touch(staticKey(k))
+	if static {
+		l.StaticAddrs[k] = true
+	} else {
+		delete(l.StaticAddrs, k)
+	}
+	return true
+}
+
 // Touched reports whether records were touched since the last save.
 func (l *Ledger) Touched() bool { return len(l.touched) > 0 }
 
@@ -584,6 +633,12 @@ func (l *Ledger) encode() (*fileFormat, []byte, error) {
 		f.RouteTables = append(f.RouteTables, *r)
 	}
 	sort.Slice(f.RouteTables, func(i, j int) bool { return f.RouteTables[i].Protocol < f.RouteTables[j].Protocol })
+	statics := slices.SortedFunc(maps.Keys(l.StaticAddrs), func(a, b model.AddressKey) int {
+		return cmp.Or(cmp.Compare(a.Link, b.Link), a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()))
+	})
+	for _, k := range statics {
+		f.StaticAddrs = append(f.StaticAddrs, staticAddrJSON{k.Link, k.Prefix.String()})
+	}
 	// A record touched, or changed by a direct write of the maps, gets the
 	// next sequence number; the others keep theirs.
 	now, synced := l.records(), l.synced
@@ -616,6 +671,9 @@ func (l *Ledger) encode() (*fileFormat, []byte, error) {
 	for k := range now.routes {
 		keep(routesKey(k), !synced.routes[k])
 	}
+	for k := range now.static {
+		keep(staticKey(k), !synced.static[k])
+	}
 	// A record dropped leaves its number behind (a tombstone): without it,
 	// a record one writer added and another dropped since would look
 	// unchanged to a third, which would bring its own stale copy back.
@@ -644,5 +702,5 @@ const tombstoneSaves = 10000
 
 // recordsEqual compares the records' values (not their sequence numbers).
 func recordsEqual(a, b records) bool {
-	return maps.Equal(a.fou, b.fou) && maps.Equal(a.nft, b.nft) && maps.Equal(a.pending, b.pending) && maps.Equal(a.sysctls, b.sysctls) && maps.Equal(a.routes, b.routes)
+	return maps.Equal(a.fou, b.fou) && maps.Equal(a.nft, b.nft) && maps.Equal(a.pending, b.pending) && maps.Equal(a.sysctls, b.sysctls) && maps.Equal(a.routes, b.routes) && maps.Equal(a.static, b.static)
 }

@@ -3,6 +3,7 @@ package ledger
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"path/filepath"
 	"testing"
 
@@ -34,17 +35,22 @@ func mergeWalk(t *testing.T, seed uint64, steps int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := records{fou: map[model.FouKey]bool{}, nft: map[model.NftTableKey]uint64{}, pending: map[string]bool{}, sysctls: map[string]string{}, routes: map[RouteTable]bool{}}
+	want := records{fou: map[model.FouKey]bool{}, nft: map[model.NftTableKey]uint64{}, pending: map[string]bool{}, sysctls: map[string]string{}, routes: map[RouteTable]bool{}, static: map[model.AddressKey]bool{}}
 	routeTabs := []RouteTable{{245, 0}, {245, 100}}
 	fous := []model.FouKey{{Port: 5555}, {Port: 5556, IPv6: true}}
 	tables := []model.NftTableKey{{Family: "inet", Name: "a"}, {Family: "ip", Name: "b"}}
 	names := []string{"l0", "l1"}
 	keys := []string{"net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding"}
+	addrs := []model.AddressKey{{Link: "l0", Prefix: netip.MustParsePrefix("10.99.0.0/24")}, {Link: "l1", Prefix: netip.MustParsePrefix("fd99::1/64")}}
 	// change makes one change to a record of l, or relies on a sysctl's,
 	// and returns what it did and the record (kind and index).
 	change := func(l *Ledger) (string, [2]int) {
-		kind, i := rng.IntN(5), rng.IntN(2)
+		kind, i := rng.IntN(6), rng.IntN(2)
 		switch kind {
+		case 5:
+			k := addrs[i]
+			l.SetStaticAddr(k, !l.StaticAddrs[k])
+			return fmt.Sprintf("static address %v %v", k, l.StaticAddrs[k]), [2]int{kind, i}
 		case 4:
 			k := routeTabs[i]
 			l.SetRouteTable(k.Protocol, k.Table, !l.RouteTables[k])
@@ -116,6 +122,8 @@ func mergeWalk(t *testing.T, seed uint64, steps int) {
 				setOrDrop(want.pending, names[i], l.PendingLinks)
 			case 4:
 				setOrDrop(want.routes, routeTabs[i], l.RouteTables)
+			case 5:
+				setOrDrop(want.static, addrs[i], l.StaticAddrs)
 			default:
 				setOrDrop(want.sysctls, keys[i], l.Sysctls)
 			}
@@ -125,7 +133,7 @@ func mergeWalk(t *testing.T, seed uint64, steps int) {
 		t.Helper()
 		got := l.records()
 		if !recordsEqual(got, want) {
-			t.Fatalf("seed %d, %s, after:\n%v\n got  %v %v %v %v %v\n want %v %v %v %v %v", seed, what, log, got.fou, got.nft, got.pending, got.sysctls, got.routes, want.fou, want.nft, want.pending, want.sysctls, want.routes)
+			t.Fatalf("seed %d, %s, after:\n%v\n got  %v %v %v %v %v %v\n want %v %v %v %v %v %v", seed, what, log, got.fou, got.nft, got.pending, got.sysctls, got.routes, got.static, want.fou, want.nft, want.pending, want.sysctls, want.routes, want.static)
 		}
 	}
 	for step := range steps {

@@ -438,16 +438,17 @@ func TestIPAMLostRegistry(t *testing.T) {
 	}
 }
 
-// Walk finding 63 stays open: a file that drops a static address and
-// declares a pool over it for the same link is refused as a lost
-// registry. Whatever fixes it must keep these two histories refused, where
-// the address the kernel shows was handed out by a pool under the same key
-// as the static one the confirmed file declares (an adversarial review's
-// reproductions against a reverted fix, which forgave what the last
-// confirmed file declared statically): a pool renamed inside a pending
-// transaction, and a failed apply of the pool whose registry is then lost.
-// Either way a fresh pool would hand out the address an `ipam allocate`
-// owner still holds.
+// A file that drops a static address and declares a pool over it for the
+// same link makes a new pool (walk finding 63,
+// TestWalkFinding63NewPoolOverADroppedStaticAddress), but these histories
+// stay refused, where the address the kernel shows was handed out by a
+// pool under the same key as the static one a file of ours declared (an
+// adversarial review's reproductions against reverted fixes, which forgave
+// what the last confirmed file declared statically): a pool renamed inside
+// a pending transaction, a failed apply of the pool whose registry is then
+// lost, and a pool's address kept as a static one while the pool was out of
+// the file. Each time a fresh pool would hand out the address an `ipam
+// allocate` owner still holds.
 func TestLostRegistryRefusedAfterAStaticAddress(t *testing.T) {
 	const static = `version: 1
 links:
@@ -496,13 +497,22 @@ links:
 			}
 			return "pw"
 		}, nil},
+		{"pool's address kept as a static one, registry lost", func(t *testing.T, e *env) string {
+			pw := e.file("pw.yaml", pooled("pw", loUp))
+			e.apply(pw)
+			e.ipam("allocate", "-c", pw, "--owner", "ctr1")
+			// The pool leaves the file; the link keeps its address as
+			// the file's own, which netreconcile did not add.
+			e.apply(e.file("static.yaml", static))
+			if err := os.Remove(filepath.Join(e.state, "netns", e.ns, "ipam", "pw.registry")); err != nil {
+				t.Fatal(err)
+			}
+			return "pw"
+		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.apply(e.file("static.yaml", static))
-			// By hand: the finding's own step is refused today, and
-			// these histories start after it.
-			e.ip("addr", "del", "10.99.0.0/24", "dev", "p9c")
 			pool := tc.history(t, e)
 			f := e.file("new.yaml", pooled(pool, loUp))
 			for _, args := range [][]string{{"diff", "-c", f}, append([]string{"apply", "-c", f}, tc.apply...), {"ipam", "allocate", "-c", f, "--owner", "ctr2"}} {
@@ -513,4 +523,112 @@ links:
 			}
 		})
 	}
+}
+
+// Walk finding 63 (guest soak seed 102553283053201, step 42; host soak seed
+// 79831351474037, step 13): a file that drops a static address of a link
+// and declares a new pool over its subnet, from which the link now takes,
+// was refused as a lost registry: the pool had no registry, and the
+// address on the link looked handed out. netreconcile added it itself as
+// the file's (the ledger says so): the pool is new and takes the link as it
+// takes any new link, as it would with an empty registry. Where the pool
+// hands out the very address, it stays on the link, now the pool's; where
+// it hands out another, the old one goes. diff and apply agree, and a
+// second apply writes nothing. Once the address is the pool's, a registry
+// lost is refused again, on the address alone.
+func TestWalkFinding63NewPoolOverADroppedStaticAddress(t *testing.T) {
+	static := func(addr string) string {
+		return "version: 1\nlinks:\n  p9c: {kind: bridge, addresses: [" + addr + "]}\n"
+	}
+	const pooled = `version: 1
+pools:
+  pw:
+    subnets: [{ipv4: 10.99.0.0/24}]
+    export-table: 120
+links:
+  lo: {kind: device, state: up}
+  p9c:
+    kind: bridge
+    addresses:
+      - pool: pw
+        ipv4-prefix-length: 24
+`
+	for _, tc := range []struct{ static, gone string }{
+		{"10.99.0.0/24", ""},             // what the pool hands out first
+		{"10.99.0.5/24", "10.99.0.5/24"}, // another: it goes
+	} {
+		t.Run(tc.static, func(t *testing.T) {
+			e := newEnv(t)
+			e.apply(e.file("static.yaml", static(tc.static)))
+			index := e.ifindex("p9c")
+			f := e.file("pooled.yaml", pooled)
+			if r := e.cli("diff", "-c", f); r.Code != 2 || !strings.Contains(r.Stdout, "+ address (from pool pw) dev p9c: allocated by apply") {
+				t.Fatalf("diff: exit %d, want the pool's address planned\n%s%s", r.Code, r.Stdout, r.Stderr)
+			} else {
+				t.Logf("diff:\n%s", r.Stdout)
+			}
+			e.apply(f)
+			if got := e.ip("-4", "-o", "addr", "show", "dev", "p9c"); !strings.Contains(got, "10.99.0.0/24") || tc.gone != "" && strings.Contains(got, tc.gone) {
+				t.Errorf("p9c after the apply:\n%s", got)
+			}
+			if e.ifindex("p9c") != index {
+				t.Errorf("p9c was recreated")
+			}
+			if got := e.ipam("list", "-c", f); !strings.Contains(got, "config:link/p9c") || !strings.Contains(got, "10.99.0.0") {
+				t.Errorf("the registry:\n%s", got)
+			}
+			if got := e.table119Of("120"); !strings.Contains(got, "10.99.0.0/") || !strings.Contains(got, "dev lo") {
+				t.Errorf("export routes of table 120:\n%s", got)
+			}
+			e.noChanges(f)
+			if r := e.cli("diff", "-c", f); r.Code != 0 || !strings.HasPrefix(r.Stdout, "No changes: the kernel matches the configuration.") {
+				t.Errorf("diff after the apply: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			// The address is the pool's now: lost with the registry
+			// (and the export route gone), it is a trace.
+			e.ip("route", "flush", "table", "120")
+			if err := os.Remove(filepath.Join(e.state, "netns", e.ns, "ipam", "pw.registry")); err != nil {
+				t.Fatal(err)
+			}
+			if r := e.cli("apply", "-c", f); r.Code != 1 || !strings.Contains(r.Stderr, "ipam registry lost: pool pw") || !strings.Contains(r.Stderr, "address 10.99.0.0/24 on p9c") {
+				t.Errorf("apply with the registry lost: exit %d, want it refused\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+		})
+	}
+}
+
+// An apply of the new pool that fails before the pool hands anything out
+// (exhausted: two links take from a pool of one address) leaves the record
+// of the link's static address: the file mended, the next apply makes the
+// pool, not a lost registry's refusal.
+func TestWalkFinding63NewPoolAfterAFailedApply(t *testing.T) {
+	pooled := func(links string) string {
+		return `version: 1
+pools:
+  pw:
+    subnets: [{ipv4: 10.99.0.0/24}]
+    block-size-bits: 0
+    blocks: "0"
+    export-table: 120
+links:
+  lo: {kind: device, state: up}
+` + links
+	}
+	const taker = `    kind: bridge
+    addresses:
+      - pool: pw
+        ipv4-prefix-length: 24
+`
+	e := newEnv(t)
+	e.apply(e.file("static.yaml", "version: 1\nlinks:\n  p9c: {kind: bridge, addresses: [10.99.0.0/24]}\n"))
+	two := e.file("two.yaml", pooled("  p9c:\n"+taker+"  p9d:\n"+taker))
+	if r := e.cli("apply", "-c", two); r.Code != 1 || !strings.Contains(r.Stderr, "pool exhausted") {
+		t.Fatalf("apply with two takers: exit %d, want the pool exhausted\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	one := e.file("one.yaml", pooled("  p9c:\n"+taker))
+	e.apply(one)
+	if got := e.ip("-4", "-o", "addr", "show", "dev", "p9c"); !strings.Contains(got, "10.99.0.0/24") {
+		t.Errorf("p9c after the apply:\n%s", got)
+	}
+	e.noChanges(one)
 }

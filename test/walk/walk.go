@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"math/rand"
 	"net/netip"
@@ -417,20 +416,6 @@ func (r *runner) step(i int, c *Config) *Failure {
 		// in an earlier step holds one, which the file cannot show.
 		if r.heldOutside(c, errs) == "" {
 			return fail("diff", "exit %d: a pool's new definition refused, but no link left out before holds an address of it\n%s%s", code, out, errs)
-		}
-		if err := r.refusedStep(c, file, confDir, errs); err != nil {
-			return fail("refused", "%v", err)
-		}
-		r.refused = true
-		r.refusals++
-		return nil
-	}
-	if code == cli.ExitError && strings.Contains(errs, engine.ErrRegistryLost.Error()) {
-		// A pool declared in the step in which a link taking from it
-		// drops a static address of its subnets is taken for a lost
-		// registry (open finding 63): refused alike, and only so.
-		if err := r.lostRegistryExpected(c, errs); err != nil {
-			return fail("diff", "exit %d: %v\n%s%s", code, err, out, errs)
 		}
 		if err := r.refusedStep(c, file, confDir, errs); err != nil {
 			return fail("refused", "%v", err)
@@ -977,59 +962,6 @@ func (r *runner) heldOutside(c *Config, errs string) string {
 		}
 	}
 	return ""
-}
-
-// lostRegistryRe finds a pool refused for a lost registry, and the traces
-// diff lists.
-var lostRegistryRe = regexp.MustCompile(`pool (\S+): its registry \S+ is missing, but the kernel holds what it handed out \(([^)]*)\)`)
-
-// lostRegistryExpected checks a refusal for a pool's lost registry against
-// the walk's own judgement: the pool has no registry in the state
-// directory, and each trace diff lists is an address the last file applied
-// declared statically on a link that now takes from the pool and no
-// longer declares it (docs/walk-findings.md, open finding 63: safe, but
-// wrong). Anything else the walk made never lost a registry.
-func (r *runner) lostRegistryExpected(c *Config, errs string) error {
-	ms := lostRegistryRe.FindAllStringSubmatch(errs, -1)
-	if len(ms) == 0 {
-		return fmt.Errorf("a pool refused for a lost registry, but no pool and traces named")
-	}
-	if r.applied == nil {
-		return fmt.Errorf("a pool refused for a lost registry before any file was applied")
-	}
-	static := func(cf *Config, link string, p netip.Prefix) bool {
-		l := cf.Links[link]
-		if l == nil {
-			return false
-		}
-		for _, a := range l.Addrs {
-			if q, err := netip.ParsePrefix(a.CIDR); a.Pool == "" && err == nil && q == p {
-				return true
-			}
-		}
-		return false
-	}
-	for _, m := range ms {
-		pool := m[1]
-		if _, err := os.Stat(filepath.Join(r.state, "netns", r.ns, "ipam", pool+".registry")); !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("pool %s refused for a lost registry, but its registry is there (%v)", pool, err)
-		}
-		for _, tr := range strings.Split(m[2], "; ") {
-			var addr, link string
-			if _, err := fmt.Sscanf(tr, "address %s on %s", &addr, &link); err != nil {
-				return fmt.Errorf("pool %s: trace %q is none the walk made", pool, tr)
-			}
-			p, err := netip.ParsePrefix(addr)
-			if err != nil {
-				return fmt.Errorf("pool %s: trace %q: %w", pool, tr, err)
-			}
-			takes := c.Links[link] != nil && slices.ContainsFunc(c.Links[link].Addrs, func(a *Addr) bool { return a.Pool == pool })
-			if !takes || !static(r.applied, link, p) || static(c, link, p) {
-				return fmt.Errorf("pool %s: trace %q is not a static address the last file gave %s, which now takes from the pool and drops it", pool, tr, link)
-			}
-		}
-	}
-	return nil
 }
 
 // ipv6KeptRefusal is how diff and apply begin to refuse IPv6 on links the
