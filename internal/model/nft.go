@@ -312,6 +312,14 @@ type NftRawSet struct {
 	Spec []byte
 	// SpecFP is the hash of the spec's normal form.
 	SpecFP string
+	// FedSpecFP is SpecFP of the spec as the kernel reader takes it when
+	// a rule feeds the set from the packet path: the size 65535 the
+	// kernel gives such a set, if the spec has that size alone, taken
+	// out (nftwire.Set.DropDynsetSize). The kernel cannot tell that size
+	// from the same size declared (`size 65535`, as firewalls often
+	// write it): a declared set is the kernel's fed one when either
+	// fingerprint is the kernel's (SameSpec).
+	FedSpecFP string
 	// Elems are each element's attributes as a batch writes them, and
 	// ElemFPs the hash of each one's normal form, in the same order.
 	Elems   [][]byte
@@ -345,6 +353,15 @@ type NftRawObj struct {
 	// Fingerprint is the hash of the normal form (counters' values,
 	// quotas' use zeroed).
 	Fingerprint string
+}
+
+// SameSpec reports whether declared set w and kernel set h have the same
+// definition (everything but elements).
+func SameSpec(w, h *NftSet) bool {
+	if w.Spec() == h.Spec() {
+		return true
+	}
+	return h.FromPackets && w.Raw != nil && h.Raw != nil && w.Raw.FedSpecFP != "" && w.Raw.FedSpecFP == h.Raw.SpecFP
 }
 
 // Spec renders the set's definition (everything but elements).
