@@ -50,6 +50,10 @@ func TestNftFirewalls(t *testing.T) {
 			addFirewallLinks(t, e.ns)
 			nsN := nettest.NewNetNS(t)
 			addFirewallLinks(t, nsN)
+			if strings.Contains(string(text), "\nlinks:\n") {
+				// The links a firewall declares are the veth pair v0, v0p.
+				nettest.IP(t, nsN, "link", "add", "v0", "type", "veth", "peer", "name", "v0p")
+			}
 			nettest.InNS(t, nsN, "nft", "-f", e.file("fw.nft", script))
 			f := e.file("fw.yaml", string(text))
 			e.apply(f)
@@ -169,4 +173,29 @@ nftables:
 		t.Errorf("nft -f:\n%s\nnetreconcile:\n%s", n, w)
 	}
 	e.settled(f, keys[0])
+}
+
+// TestNftFinding31OwnSetElementNumbers: an element of a set of
+// netreconcile's own types with a leading zero (a port list copied from a
+// file that pads them) was read in decimal, where nft reads octal: the set
+// held 10 where nft -f of the same text holds 8. It is refused now, at
+// its place in the file, and the set written in decimal is nft's.
+func TestNftFinding31OwnSetElementNumbers(t *testing.T) {
+	nettest.RequireTool(t, "nft")
+	e := newEnv(t)
+	bad := e.file("bad.yaml", "version: 1\nnftables:\n  inet t:\n    sets:\n      ports: {type: inet_service, elements: [22, 010]}\n")
+	if r := e.cli("validate", "-c", bad); r.Code != 1 || !strings.Contains(r.Stderr, "bad.yaml:5:50: nftables.inet t.sets.ports.elements[1]") || !strings.Contains(r.Stderr, "octal") {
+		t.Errorf("validate: exit %d, want 1 and the element's place and nft's octal\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out := e.nftIn("list", "ruleset"); out != "" {
+		t.Errorf("a refused file wrote:\n%s", out)
+	}
+	f := e.file("f.yaml", "version: 1\nnftables:\n  inet t:\n    sets:\n      ports: {type: inet_service, elements: [22, 8]}\n      protos: {type: inet_proto, elements: [8, ipip]}\n      marks: {type: mark, elements: [010, 0x10]}\n")
+	e.apply(f)
+	nsN := nettest.NewNetNS(t)
+	nettest.InNS(t, nsN, "nft", "-f", e.file("f.nft", "table inet t {\n\tset ports { type inet_service; elements = { 22, 010 }; }\n\tset protos { type inet_proto; elements = { 010, ipip }; }\n\tset marks { type mark; elements = { 010, 0x10 }; }\n}\n"))
+	if n, w := nftcorpus.ReadTable(t, nsN, "inet t"), nftcorpus.ReadTable(t, e.ns, "inet t"); n != w {
+		t.Errorf("nft -f:\n%s\nnetreconcile:\n%s", n, w)
+	}
+	e.settled(f, "inet t")
 }
