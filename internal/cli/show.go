@@ -144,8 +144,9 @@ type inNamespace interface {
 
 // listedRules gives the rules of the state's nftables tables their text as
 // nft lists them, and the sets, maps and objects nft declares their words:
-// what show prints, and what nft reads back to the same objects. Tables
-// with none of these need no nft.
+// what show prints, and what the diff takes for the same objects (a rule
+// nft lists shorter than it compiles is judged by its listing: engine's
+// listedAlike). Tables with none of these need no nft.
 func listedRules(ctx context.Context, eng *engine.Engine, st *model.State) error {
 	var out string
 	for i := range st.NFTables {

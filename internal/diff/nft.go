@@ -262,7 +262,7 @@ func nftStructural(w, h *model.NftTable) string {
 	}
 	for i := range w.Sets {
 		ws := &w.Sets[i]
-		if hs := h.Set(ws.Name); hs != nil && hs.Spec() != ws.Spec() {
+		if hs := h.Set(ws.Name); hs != nil && !model.SameSpec(ws, hs) {
 			return fmt.Sprintf("set %s changes from %q to %q", ws.Name, hs.Spec(), ws.Spec())
 		}
 	}

@@ -41,6 +41,10 @@ type Engine struct {
 	// compiledDecls are the tables' declarations compiled in the last
 	// pass, by declKey.
 	compiledDecls map[string]*compiledDecls
+	// listedAs are the declared rules of the last pass that nft lists as
+	// a kernel rule of other bytecode: the kernel rule's fingerprint, by
+	// the declared rule's key (listedAlike).
+	listedAs map[string]string
 	// ruleKeys are the compile keys of the last pass's rules.
 	ruleKeys nftcompile.Keys
 	// MaxDisruption, when set, makes every plan hold back the changes

@@ -282,6 +282,7 @@ func (e *Engine) resolveRules(desired, act *model.State) (map[model.NftTableKey]
 	// Only this pass's keys are remembered: a daemon's memo follows the
 	// file instead of growing with every text it ever held.
 	e.compiled, e.compiledDecls = memo, declMemo
+	e.listedAlike(ctx, c, desired, act)
 	if len(waiting) == 0 {
 		return nil, nil
 	}

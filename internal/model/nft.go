@@ -312,6 +312,14 @@ type NftRawSet struct {
 	Spec []byte
 	// SpecFP is the hash of the spec's normal form.
 	SpecFP string
+	// FedSpecFP is SpecFP of the spec as the kernel reader takes it when
+	// a rule feeds the set from the packet path: the size 65535 the
+	// kernel gives such a set, if the spec has that size alone, taken
+	// out (nftwire.Set.DropDynsetSize). The kernel cannot tell that size
+	// from the same size declared (`size 65535`, as firewalls often
+	// write it): a declared set is the kernel's fed one when either
+	// fingerprint is the kernel's (SameSpec).
+	FedSpecFP string
 	// Elems are each element's attributes as a batch writes them, and
 	// ElemFPs the hash of each one's normal form, in the same order.
 	Elems   [][]byte
@@ -345,6 +353,15 @@ type NftRawObj struct {
 	// Fingerprint is the hash of the normal form (counters' values,
 	// quotas' use zeroed).
 	Fingerprint string
+}
+
+// SameSpec reports whether declared set w and kernel set h have the same
+// definition (everything but elements).
+func SameSpec(w, h *NftSet) bool {
+	if w.Spec() == h.Spec() {
+		return true
+	}
+	return h.FromPackets && w.Raw != nil && h.Raw != nil && w.Raw.FedSpecFP != "" && w.Raw.FedSpecFP == h.Raw.SpecFP
 }
 
 // Spec renders the set's definition (everything but elements).
@@ -430,22 +447,22 @@ func ParseNftElem(typ string, interval bool, s string) (NftElem, error) {
 			return p.Addr().AsSlice(), p.Bits(), nil
 		case NftService:
 			n, err := strconv.ParseUint(v, 10, 16)
-			if err != nil {
-				return nil, 0, fmt.Errorf("expected a port 0-65535 or a range a-b, found %q", v)
+			if err != nil || !nftDecimal(v) {
+				return nil, 0, fmt.Errorf("expected a port 0-65535 in decimal or a range a-b, found %q%s", v, numberProblem(v))
 			}
 			return binary.BigEndian.AppendUint16(nil, uint16(n)), 16, nil
 		case NftMark:
 			n, err := strconv.ParseUint(v, 0, 32)
-			if err != nil {
-				return nil, 0, fmt.Errorf("expected a 32-bit mark such as 0x40, found %q", v)
+			if err != nil || !nftNumber(v) {
+				return nil, 0, fmt.Errorf("expected a 32-bit mark such as 0x40, found %q%s", v, numberProblem(v))
 			}
 			return binary.NativeEndian.AppendUint32(nil, uint32(n)), 32, nil
 		case NftProto:
 			// Names are resolved by the caller (desired, from
 			// /etc/protocols, as nft does).
 			n, err := strconv.ParseUint(v, 10, 8)
-			if err != nil {
-				return nil, 0, fmt.Errorf("expected a protocol name or number, found %q", v)
+			if err != nil || !nftDecimal(v) {
+				return nil, 0, fmt.Errorf("expected a protocol name or number in decimal, found %q%s", v, numberProblem(v))
 			}
 			return []byte{byte(n)}, 8, nil
 		}
@@ -479,6 +496,65 @@ func ParseNftElem(typ string, interval bool, s string) (NftElem, error) {
 		return NftElem{}, fmt.Errorf("expected a range low-high of single values, low first, found %q", s)
 	}
 	return NftElem{Key: string(a), End: string(rangeEnd(b, len(b)*8))}, nil
+}
+
+// nftDecimal reports whether v is a decimal number nft reads as such:
+// digits with no leading zero (nft reads 010 as octal, 8; strconv as 10).
+// The element parsers of netreconcile's own types take only numbers that
+// nft and they read alike, and refuse the others (numberProblem says
+// why), never reading one as something else than nft would.
+func nftDecimal(v string) bool {
+	if v == "" || len(v) > 1 && v[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// nftNumber reports whether v is a number nft and strconv's base 0 read
+// alike: digits (octal with a leading 0 for both) or hexadecimal with 0x;
+// not Go's 0o, 0b and _ forms, which nft refuses.
+func nftNumber(v string) bool {
+	if h, ok := strings.CutPrefix(strings.ToLower(v), "0x"); ok {
+		if h == "" {
+			return false
+		}
+		for i := 0; i < len(h); i++ {
+			if (h[i] < '0' || h[i] > '9') && (h[i] < 'a' || h[i] > 'f') {
+				return false
+			}
+		}
+		return true
+	}
+	if v == "" {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// numberProblem says why a number the element parsers refuse is not
+// taken, when it is one: "" otherwise.
+func numberProblem(v string) string {
+	if _, err := strconv.ParseUint(v, 0, 64); err != nil {
+		return ""
+	}
+	if len(v) > 1 && v[0] == '0' && v[1] >= '0' && v[1] <= '9' {
+		return " (nft reads a number with a leading zero as octal: write it in decimal without one)"
+	}
+	if nftNumber(v) {
+		// Hexadecimal, which this type's parser does not take.
+		return " (write it in decimal)"
+	}
+	return " (not a number in nft's syntax)"
 }
 
 // rangeEnd returns the first value after a prefix of plen bits starting at k,

@@ -14,9 +14,10 @@ import (
 // List runs `nft -a -s list ruleset` in the caller's namespace (the caller
 // arranges the thread's): every table as nft lists it, with handles and
 // without counters' values. show prints rules, and the sets and objects
-// nft declares, as nft lists them; nft reads that text back to the same
-// bytecode. The whole ruleset, not `list table`: nft cannot name some
-// tables in a command (one named like a keyword, "rt", "ct"…).
+// nft declares, as nft lists them (most read back to the same bytecode;
+// the diff judges the others by this listing). The whole ruleset, not
+// `list table`: nft cannot name some tables in a command (one named like
+// a keyword, "rt", "ct"…).
 func (n *Nft) List(ctx context.Context) (string, error) {
 	if _, err := n.Version(ctx); err != nil {
 		return "", err

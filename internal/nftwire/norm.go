@@ -1025,6 +1025,12 @@ func RawSet(s *Set, elems [][]byte, keys bool) (*model.NftRawSet, error) {
 	if r.SpecFP, err = SpecFingerprint(r.Spec); err != nil {
 		return nil, fmt.Errorf("set %s: %w", s.Name, err)
 	}
+	r.FedSpecFP = r.SpecFP
+	if fed := *s; fed.DropDynsetSize() {
+		if r.FedSpecFP, err = SpecFingerprint(fed.Spec()); err != nil {
+			return nil, fmt.Errorf("set %s: %w", s.Name, err)
+		}
+	}
 	keys = keys || s.Flags&(SetTimeout|SetEval) != 0
 	if keys {
 		r.Keys = make([]string, 0, len(elems))

@@ -740,10 +740,13 @@ var (
 )
 
 // readRules reads the standard table's rules in a namespace.
-func readRules(t testing.TB, ns, fam string) ruleset {
+func readRules(t testing.TB, ns, fam string) ruleset { return readTableRules(t, ns, fam, TableName) }
+
+// readTableRules reads a table's rules in a namespace.
+func readTableRules(t testing.TB, ns, fam, name string) ruleset {
 	t.Helper()
-	debug := nettest.InNS(t, ns, "nft", "--debug=netlink", "list", "table", fam, TableName)
-	list := nettest.InNS(t, ns, "nft", "-a", "list", "table", fam, TableName)
+	debug := nettest.InNS(t, ns, "nft", "--debug=netlink", "list", "table", fam, name)
+	list := nettest.InNS(t, ns, "nft", "-a", "list", "table", fam, name)
 	type block struct {
 		chain string
 		lines []string
