@@ -6,7 +6,22 @@ import (
 
 	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/internal/nftcompile"
+	"github.com/netreconcile/netreconcile/internal/nftwire"
 )
+
+// chainPair is a chain's declared rules that match no kernel rule of it by
+// bytecode, and its kernel rules that match no declared one.
+type chainPair struct {
+	table       *model.NftTable
+	chain       string
+	want, unmet []*model.NftRule // declared rules unmatched; kernel rules unmatched
+}
+
+// ruleForms is a kernel that reads a rule's dependency-free form
+// (nftwire.DependencyFree) by its handle.
+type ruleForms interface {
+	NFTRuleDependencyFree(key model.NftTableKey, chain string, handle uint64) ([]byte, bool, error)
+}
 
 // inNamespace is a kernel that can run a program in its namespace.
 type inNamespace interface {
@@ -37,11 +52,6 @@ type inNamespace interface {
 // rule's fingerprint, so the daemon lists such a rule once, not at every
 // pass.
 func (e *Engine) listedAlike(ctx context.Context, c nftcompile.Compiler, desired, act *model.State) {
-	type chainPair struct {
-		table       *model.NftTable
-		chain       string
-		want, unmet []*model.NftRule // declared rules unmatched; kernel rules unmatched
-	}
 	var pairs []chainPair
 	kernel := make(map[model.NftTableKey]*model.NftTable, len(act.NFTables))
 	for i := range act.NFTables {
@@ -124,6 +134,9 @@ func (e *Engine) listedAlike(ctx context.Context, c nftcompile.Compiler, desired
 	if left == 0 || !ok || !nsOK {
 		return
 	}
+	if left = e.mayListAlike(pairs); left == 0 {
+		return
+	}
 	var out string
 	if err := ns.InNamespace(func() error {
 		var err error
@@ -146,4 +159,71 @@ func (e *Engine) listedAlike(ctx context.Context, c nftcompile.Compiler, desired
 			return ok && text != "" && text == strings.TrimSpace(d.Text)
 		})
 	}
+}
+
+// mayListAlike keeps, of each chain's unmatched declared rules, those that
+// nft could list as one of the chain's unmatched kernel rules: those whose
+// bytecode is the kernel rule's but for protocol dependencies
+// (nftwire.DependencyFree), the only matches nft leaves out of a listing.
+// A change of one rule among a thousand (another port) is then judged
+// without listing the ruleset, which costs about what nft -f of the change
+// does. A rule whose form cannot be had (not compiled here, a kernel that
+// reads no forms) stays, for the listing to judge. It returns how many
+// stay.
+func (e *Engine) mayListAlike(pairs []chainPair) (left int) {
+	k, ok := e.Kernel.(ruleForms)
+	for i := range pairs {
+		p := &pairs[i]
+		if !ok {
+			left += len(p.want)
+			continue
+		}
+		forms := make(map[string]bool, len(p.unmet))
+		unknown := false
+		for _, r := range p.unmet {
+			if r == nil {
+				continue
+			}
+			f, found, err := k.NFTRuleDependencyFree(p.table.Key(), p.chain, r.Handle)
+			switch {
+			case err != nil:
+				unknown = true
+			case found:
+				forms[string(f)] = true
+			}
+		}
+		kept := p.want[:0]
+		for _, d := range p.want {
+			f, known := declaredForm(d)
+			if unknown || !known || forms[string(f)] {
+				kept = append(kept, d)
+			}
+		}
+		p.want = kept
+		left += len(kept)
+	}
+	return left
+}
+
+// declaredForm is a compiled declared rule's dependency-free form, its
+// anonymous sets named by their order of reference as the kernel's are.
+func declaredForm(d *model.NftRule) ([]byte, bool) {
+	if d.Compiled == nil {
+		return nil, false
+	}
+	refs, err := nftwire.ReferencedSets(d.Compiled.Exprs)
+	if err != nil {
+		return nil, false
+	}
+	var anon []string
+	for _, n := range refs {
+		for _, s := range d.Compiled.Sets {
+			if s.Name == n {
+				anon = append(anon, n)
+				break
+			}
+		}
+	}
+	f, err := nftwire.DependencyFree(d.Compiled.Exprs, anon)
+	return f, err == nil
 }

@@ -677,3 +677,41 @@ func isFamily(name string) bool {
 	_, ok := nftwire.Family(name)
 	return ok
 }
+
+// NFTRuleDependencyFree reads a rule by its handle and returns its
+// expressions' dependency-free form (nftwire.DependencyFree), the anonymous
+// sets it refers to named by their order; ok is false when the rule is
+// gone.
+func (k *Netlink) NFTRuleDependencyFree(key model.NftTableKey, chain string, handle uint64) (form []byte, ok bool, err error) {
+	c, err := k.nft()
+	if err != nil {
+		return nil, false, err
+	}
+	fam, known := nftwire.Family(key.Family)
+	if !known {
+		return nil, false, fmt.Errorf("nftables table %s: unknown family", key)
+	}
+	r, ok, err := c.GetRule(fam, key.Name, chain, handle)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	refs, err := nftwire.ReferencedSets(r.Exprs)
+	if err != nil {
+		return nil, false, fmt.Errorf("rule %d of chain %s in nftables table %s: %w", handle, chain, key, err)
+	}
+	var anon []string
+	for _, n := range refs {
+		s, found, err := c.GetSet(fam, key.Name, n)
+		if err != nil {
+			return nil, false, err
+		}
+		if found && s.Anonymous() {
+			anon = append(anon, n)
+		}
+	}
+	form, err = nftwire.DependencyFree(r.Exprs, anon)
+	if err != nil {
+		return nil, false, fmt.Errorf("rule %d of chain %s in nftables table %s: %w", handle, chain, key, err)
+	}
+	return form, true, nil
+}
