@@ -125,6 +125,18 @@ const everyTable = -1
 // pass reads every table (one dump costs less than many).
 const maxDirtyTables = 16
 
+// marksAll reports whether the next pass is to read everything so far: a
+// wake-up from the configuration's watch, a link or address change, a lost
+// notification (markAll).
+func (f *EventFilter) marksAll() bool {
+	if f == nil {
+		return true
+	}
+	f.dirtyMu.Lock()
+	defer f.dirtyMu.Unlock()
+	return f.dirty.Kinds == actual.AllKinds && f.dirty.RouteTables == nil
+}
+
 // markAll asks the next pass to read everything.
 func (f *EventFilter) markAll() {
 	f.mark(actual.All)

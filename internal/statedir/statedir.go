@@ -437,9 +437,7 @@ func (d *Dir) Lock(ctx context.Context, name string, opts LockOptions) (unlock f
 	}
 	got := func() (func(), error) {
 		if opts.RecordPID {
-			// Best effort: the pid only makes a waiter's message better.
-			_ = f.Truncate(0)
-			_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+			recordPID(f)
 		}
 		return func() { f.Close() }, nil
 	}
@@ -483,6 +481,25 @@ func (d *Dir) Lock(ctx context.Context, name string, opts LockOptions) (unlock f
 			return nil, fmt.Errorf("lock %s, held by pid %d: %w", p, holder, context.Cause(ctx))
 		}
 		return nil, fmt.Errorf("lock %s: %w", p, context.Cause(ctx))
+	}
+}
+
+// recordPID writes this process's pid into the held lock file, best effort:
+// the pid only makes a waiter's message better. A file that holds it
+// already (the daemon takes the lock on every pass) is left alone, and one
+// that holds another is written over before it is cut, never cut to empty
+// first: freeing the file's block makes ext4 mounted with discard wait for
+// the disk's discard, tens of milliseconds on a busy disk, which a pass
+// spent before it could repair anything.
+func recordPID(f *os.File) {
+	want := []byte(strconv.Itoa(os.Getpid()) + "\n")
+	var buf [32]byte
+	n, _ := f.ReadAt(buf[:], 0)
+	if bytes.Equal(buf[:n], want) {
+		return
+	}
+	if _, err := f.WriteAt(want, 0); err == nil {
+		_ = f.Truncate(int64(len(want)))
 	}
 }
 

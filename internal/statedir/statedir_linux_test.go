@@ -4,8 +4,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The caller's own namespace is identified without setns: the packaged
@@ -162,5 +164,43 @@ func TestStageCommitDiscard(t *testing.T) {
 	}
 	if fi, err := os.Lstat(filepath.Join(dir, "l")); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o640 {
 		t.Errorf("l after Commit: %v %v", fi, err)
+	}
+}
+
+// The daemon takes the lock on every pass: a lock file that holds the
+// holder's pid already is not written again (on ext4 with discard, cutting
+// it to empty waited for the disk in a pass that was to repair a route),
+// and one that holds another's is written over, whatever was there.
+func TestLockRewritesNoPIDItHolds(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	p := filepath.Join(dir, "l")
+	if err := os.WriteFile(p, []byte("4194304999\nleft by another writer\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := strconv.Itoa(os.Getpid()) + "\n"
+	lock := func() {
+		t.Helper()
+		unlock, err := d.Lock(t.Context(), "l", LockOptions{RecordPID: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		unlock()
+		if data, err := os.ReadFile(p); err != nil || string(data) != want {
+			t.Fatalf("lock file holds %q (%v), want %q", data, err, want)
+		}
+	}
+	lock()
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	lock()
+	if fi, err := os.Stat(p); err != nil || !fi.ModTime().Equal(old) {
+		t.Errorf("lock file holding our pid was written again: modified %v (%v)", fi.ModTime(), err)
 	}
 }
