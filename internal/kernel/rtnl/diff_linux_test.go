@@ -63,7 +63,36 @@ func diffNS(t *testing.T) string {
 	}
 	nettest.IP(t, ns, "addr", "add", "10.200.0.1/24", "dev", "nrd0")
 	nettest.IP(t, ns, "addr", "add", "2001:db8:200::1/64", "dev", "nrd0")
+	settleIPv6(t, ns, "nrd0", "nrd1")
 	return ns
+}
+
+// settleIPv6 waits until each link has its link-local address and the
+// kernel's local route for it: the kernel makes them from a work queue once
+// the veth's carrier is up, which a loaded machine runs late, so a read
+// before and one after would differ by routes neither side made.
+func settleIPv6(t *testing.T, ns string, links ...string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		local := nettest.IP(t, ns, "-6", "route", "show", "table", "local")
+		ready := true
+		for _, l := range links {
+			addr := nettest.IP(t, ns, "-6", "-br", "addr", "show", "dev", l, "scope", "link")
+			f := strings.Fields(addr)
+			if len(f) < 3 || !strings.HasPrefix(f[2], "fe80::") || strings.Contains(addr, "tentative") ||
+				!strings.Contains(local, "local "+strings.TrimSuffix(f[2], "/64")+" dev "+l) {
+				ready = false
+			}
+		}
+		if ready {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the kernel made no link-local address and route on %v in 10 s:\n%s", links, local)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // batch runs lines with `ip -force -batch` (and options, such as -6):
