@@ -1,8 +1,11 @@
 package apply
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/netreconcile/netreconcile/internal/diff"
@@ -17,14 +20,17 @@ import (
 //
 // Then the links of Plan.FollowMTU, lower devices first, each to its lower
 // device's MTU (less the encapsulation) where the kernel moved it.
-func pinMTUs(k kernel.Interface, plan *diff.Plan, res *Result) {
+//
+// It returns the links whose MTU it set, each to its MTU now.
+func pinMTUs(k kernel.Interface, plan *diff.Plan, res *Result) map[string]int {
 	if len(plan.PinMTU) == 0 && len(plan.FollowMTU) == 0 {
-		return
+		return nil
 	}
 	ls, err := k.Links()
 	if err != nil {
-		return // the next pass sees the MTU and sets it
+		return nil // the next pass sees the MTU and sets it
 	}
+	set := map[string]int{}
 	mtu := map[string]int{}
 	for _, l := range ls {
 		mtu[l.Name] = l.MTU
@@ -43,6 +49,7 @@ func pinMTUs(k kernel.Interface, plan *diff.Plan, res *Result) {
 			continue
 		}
 		mtu[l.Name] = l.MTU
+		set[l.Name] = l.MTU
 		res.Done = append(res.Done, &op)
 	}
 	for _, f := range plan.FollowMTU {
@@ -66,6 +73,53 @@ func pinMTUs(k kernel.Interface, plan *diff.Plan, res *Result) {
 			continue
 		}
 		mtu[f.Link] = to
+		set[f.Link] = to
+		res.Done = append(res.Done, &op)
+	}
+	return set
+}
+
+// ipv6MTUsAfterPins writes the declared net.ipv6.conf.LINK.mtu of the
+// links of Plan.IPv6MTU after the pins: the planned writes (the ops at
+// indexes ops of the plan, held back until now), and the key again on a
+// link whose MTU a pin set (moved): the kernel set the key to the MTU
+// (addrconf_notify), with the port that pulled the link away first. The
+// key had the file's value before the apply (else a write was planned):
+// written back, it is not taken over, as nothing moved it for good.
+func ipv6MTUsAfterPins(ctx context.Context, k kernel.Interface, plan *diff.Plan, ops []int, moved map[string]int, failedLinks map[string]bool, hooks Hooks, res *Result) {
+	planned := map[string]bool{}
+	for _, i := range ops {
+		op := plan.Ops[i]
+		planned[op.Sysctl.Link] = true
+		var err error
+		if cerr := ctx.Err(); cerr != nil {
+			err = fmt.Errorf("%s %s %s: %w", op.Action, op.Kind, op.ID, cerr)
+		} else if dep := dependsOn(op, failedLinks); dep != "" {
+			err = fmt.Errorf("%s %s %s: skipped: link %s failed", op.Action, op.Kind, op.ID, dep)
+		} else {
+			err = run(k, plan.Protocol, op, hooks)
+		}
+		if err != nil {
+			res.Failed = append(res.Failed, Failure{op, err})
+			continue
+		}
+		res.Done = append(res.Done, &plan.Ops[i])
+	}
+	for _, link := range slices.Sorted(maps.Keys(moved)) {
+		w := plan.IPv6MTU[link]
+		if w == nil || planned[link] || failedLinks[link] {
+			continue
+		}
+		mtu := strconv.Itoa(moved[link])
+		if mtu == w.Value {
+			continue
+		}
+		op := diff.Op{Action: diff.Update, Kind: diff.KindSysctl, ID: w.Key, Sysctl: w, SysctlWas: mtu, SysctlUnowned: true,
+			Changes: []diff.Change{{Field: "value", From: mtu + " (" + link + "'s MTU)", To: w.Value}}, Reason: "written again: the MTU set again sets it"}
+		if err := runSysctl(k, op, hooks); err != nil {
+			res.Failed = append(res.Failed, Failure{op, err})
+			continue
+		}
 		res.Done = append(res.Done, &op)
 	}
 }

@@ -239,6 +239,11 @@ type Plan struct {
 	// so apply sets it again, after the masters of PinMTU, to its lower
 	// device's MTU less Headroom where it differs.
 	FollowMTU []MTUFollow `json:"-"`
+	// IPv6MTU holds, by link, the declared net.ipv6.conf.LINK.mtu of the
+	// links of PinMTU and FollowMTU: the kernel sets the key to the
+	// link's MTU whenever that moves, so apply writes the key after the
+	// pins, a planned write of it included.
+	IPv6MTU map[string]*model.Sysctl `json:"-"`
 	// Warnings are what the plan makes the kernel do silently (warning.go).
 	Warnings []Warning `json:"warnings,omitempty"`
 	// Held are the ops above Inputs.MaxDisruption that the plan holds
@@ -284,7 +289,7 @@ func (p *Plan) Counts() map[Action]int {
 // p's ops (a pass over 100k routes would otherwise hold two copies of its
 // plan while it applies): neither plan may change them.
 func (p *Plan) Select(keep func(op *Op) bool) *Plan {
-	out := &Plan{Protocol: p.Protocol, PinMTU: p.PinMTU, FollowMTU: p.FollowMTU, Waiting: p.Waiting, PoolAddrs: p.PoolAddrs}
+	out := &Plan{Protocol: p.Protocol, PinMTU: p.PinMTU, FollowMTU: p.FollowMTU, IPv6MTU: p.IPv6MTU, Waiting: p.Waiting, PoolAddrs: p.PoolAddrs}
 	copied := false
 	for i := range p.Ops {
 		switch {

@@ -141,6 +141,7 @@ func (c *computer) sysctls() {
 	c.mtuAfterIPv6On(start)
 	c.ipv6Flushes()
 	c.ipv6OnBeforeVXLANs(start)
+	c.ipv6MTUAfterPins()
 	// A file declares no secret (validation refuses it), but the ledger
 	// may own one from before, given back here: its values are not shown.
 	for _, ops := range [][]Op{c.plan.Ops[start:], c.deletes} {
@@ -468,6 +469,33 @@ func (c *computer) sysctlBefore(w *model.Sysctl) string {
 	return ""
 }
 
+// ipv6MTUAfterPins lists the declared net.ipv6.conf.LINK.mtu of the links
+// whose MTU apply may set after the ops (Plan.PinMTU, Plan.FollowMTU): the
+// kernel sets the key to the link's MTU at each change of it, the port
+// that pulled a bridge down and the pin that sets it back alike, and
+// neither is known before the ops ran. So apply writes the key after the
+// pins (Plan.IPv6MTU).
+func (c *computer) ipv6MTUAfterPins() {
+	add := func(link string) {
+		key, ok := model.PerLinkSysctl(link, "ipv6.mtu")
+		if !ok {
+			return
+		}
+		if w := model.FindSysctl(c.d.Sysctls, key); w != nil {
+			if c.plan.IPv6MTU == nil {
+				c.plan.IPv6MTU = map[string]*model.Sysctl{}
+			}
+			c.plan.IPv6MTU[link] = w
+		}
+	}
+	for _, l := range c.plan.PinMTU {
+		add(l.Name)
+	}
+	for _, f := range c.plan.FollowMTU {
+		add(f.Link)
+	}
+}
+
 // isIPv6MTU reports whether key is a link's net.ipv6.conf.LINK.mtu, which
 // the kernel sets to the link's MTU when the link gets its IPv6 settings
 // and whenever its MTU changes.
@@ -487,9 +515,12 @@ func (c *computer) ipv6MTUReset(link string) (mtu, why string, ok bool) {
 	if w == nil || h == nil || c.recreated[link] || c.blocked[link] {
 		return "", "", false
 	}
+	// The MTU the link holds after the plan: the file's, or, without one,
+	// its lower device's or bond's that it follows (uppersFollow), unless
+	// the write waits (mtuWritesWait).
 	to := h.MTU
-	if w.MTU != 0 {
-		to = w.MTU
+	if m, _, _ := c.mtuHeld(link, nil); m != 0 && !c.mtuWaited[link] {
+		to = m
 	}
 	switch {
 	case to != h.MTU:

@@ -738,6 +738,11 @@ func (k *Netlink) peerMasterOf(name string) int {
 // by the user, and the kernel leaves it alone from then on. A bridge the
 // file does not own keeps its MTU too: netreconcile changes nothing it was
 // not asked to.
+//
+// The kernel sets the bridge's net.ipv6.conf.BRIDGE.mtu to the MTU at each
+// move (addrconf_notify, NETDEV_CHANGEMTU), the move back included: the
+// key is put back too, else a value below the MTU, the file's or someone
+// else's, was lost to a port joining.
 func (k *Netlink) keepBridgeMTU(master int, f func() error) error {
 	if master == 0 {
 		return f()
@@ -746,6 +751,8 @@ func (k *Netlink) keepBridgeMTU(master int, f func() error) error {
 	if err != nil || br.Type() != "bridge" {
 		return f()
 	}
+	key, _ := model.PerLinkSysctl(br.Attrs().Name, "ipv6.mtu")
+	v6, _ := k.Sysctls([]string{key}) // none without IPv6 on the bridge
 	if err := f(); err != nil {
 		return err
 	}
@@ -756,6 +763,13 @@ func (k *Netlink) keepBridgeMTU(master int, f func() error) error {
 	k.wrote()
 	if err := k.h.LinkSetMTU(now, br.Attrs().MTU); err != nil {
 		return fmt.Errorf("keep the mtu of bridge %s: %w", br.Attrs().Name, err)
+	}
+	if was, ok := v6[key]; ok {
+		if got, _ := k.Sysctls([]string{key}); got[key] != was {
+			if err := k.SetSysctl(key, was); err != nil && !errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("keep the ipv6 mtu of bridge %s: %w", br.Attrs().Name, err)
+			}
+		}
 	}
 	return nil
 }

@@ -1,0 +1,120 @@
+package walk
+
+import "testing"
+
+// TestWalkFinding200BridgeIPv6MTUWhenAPortJoins replays walk finding 200,
+// the carrier case: bridge b5, made without an MTU and without ports, is
+// declared at 1500 with ipv6.mtu 1280 in the apply in which veth p0 of
+// MTU 1280 joins it. The port pulls the bridge's MTU down, the pin sets it
+// back, and the port's carrier reaches the bridge through linkwatch: each
+// sets the bridge's net.ipv6.conf.b5.mtu to its MTU.
+func TestWalkFinding200BridgeIPv6MTUWhenAPortJoins(t *testing.T) {
+	bridge := func(mtu int, v6 string) *Link {
+		l := &Link{Name: "b5", Kind: "bridge", MTU: mtu, Addrs: []*Addr{{CIDR: "10.76.5.2/24"}}}
+		if v6 != "" {
+			l.Sysctls = map[string]string{"ipv6.mtu": v6}
+		}
+		return l
+	}
+	steps := []*Config{
+		{Protocol: 200, Links: map[string]*Link{"b5": bridge(0, "")}},
+		{Protocol: 200, Links: map[string]*Link{"b5": bridge(1500, "1280")}},
+		{Protocol: 200, Links: map[string]*Link{"b5": bridge(1500, "1280"),
+			"p0": {Name: "p0", Kind: "veth", Peer: "p1", MTU: 1280, Master: "b5"},
+			"p1": {Name: "p1", Kind: "veth", Peer: "p0", MTU: 1280}}},
+	}
+	r := kernelRunner(t, nil)
+	for k := range oracleChecks {
+		r.proven[k] = true
+	}
+	for i, c := range steps {
+		if f := r.step(i, c); f != nil {
+			t.Fatalf("step %d: %v", i+1, f)
+		}
+		if r.refused {
+			t.Fatalf("step %d: refused", i+1)
+		}
+	}
+}
+
+// TestWalkFinding200AdoptedBridgeIPv6MTUWhenAPortJoins replays walk
+// finding 200 as the soak found it (host soak seed 88101483153468, step 40,
+// shrunk to 2 steps): someone else's bridge, adopted at 1500 with
+// ipv6.mtu 1280, gains a vxlan port of 1280. The bridge, whose MTU nobody
+// set since it was made, follows the port down and is set back.
+func TestWalkFinding200AdoptedBridgeIPv6MTUWhenAPortJoins(t *testing.T) {
+	bridge := func() *Link {
+		return &Link{Name: AdoptLink, Kind: "bridge", MTU: 1500, Adopt: true, Sysctls: map[string]string{"ipv6.mtu": "1280"}}
+	}
+	steps := []*Config{
+		{Protocol: 200, Links: map[string]*Link{AdoptLink: bridge()}},
+		{Protocol: 200, Links: map[string]*Link{AdoptLink: bridge(),
+			"x0": {Name: "x0", Kind: "vxlan", MTU: 1280, Master: AdoptLink, VXLAN: &VXLAN{ID: 42, Local: "10.9.0.1", Remote: "10.9.0.2"}}}},
+	}
+	r := kernelRunner(t, []string{"ip link add " + AdoptLink + " type bridge; ip link set " + AdoptLink + " up"})
+	for k := range oracleChecks {
+		r.proven[k] = true
+	}
+	for i, c := range steps {
+		if f := r.step(i, c); f != nil {
+			t.Fatalf("step %d: %v", i+1, f)
+		}
+		if r.refused {
+			t.Fatalf("step %d: refused", i+1)
+		}
+	}
+}
+
+// TestWalkFinding200FollowerKeepsItsIPv6MTU: a macvlan without an MTU of
+// its own follows its bridge, raised by the file, and the kernel sets the
+// macvlan's net.ipv6.conf.LINK.mtu to its new MTU: the file's is written
+// after the follow.
+func TestWalkFinding200FollowerKeepsItsIPv6MTU(t *testing.T) {
+	conf := func(mtu int) *Config {
+		return &Config{Protocol: 200, Links: map[string]*Link{
+			"b6": {Name: "b6", Kind: "bridge", MTU: mtu, Addrs: []*Addr{{CIDR: "10.76.6.1/24"}}},
+			"m6": {Name: "m6", Kind: "macvlan", Parent: "b6", Mode: "bridge", Sysctls: map[string]string{"ipv6.mtu": "1280"}},
+		}}
+	}
+	r := kernelRunner(t, nil)
+	for k := range oracleChecks {
+		r.proven[k] = true
+	}
+	for i, c := range []*Config{conf(1400), conf(1500), conf(1450)} {
+		if f := r.step(i, c); f != nil {
+			t.Fatalf("step %d: %v", i+1, f)
+		}
+		if r.refused {
+			t.Fatalf("step %d: refused", i+1)
+		}
+	}
+}
+
+// TestWalkFinding200FollowerOfABridgeAPortPulledDown: a port of 1280 joins
+// bridge b7 and pulls it down, with the macvlan on it; the bridge is set
+// back at once, and the macvlan, which the file gives no MTU, follows it
+// back after the ops: the kernel sets the macvlan's IPv6 MTU twice on the
+// way, and the file's is written after.
+func TestWalkFinding200FollowerOfABridgeAPortPulledDown(t *testing.T) {
+	links := func() map[string]*Link {
+		return map[string]*Link{
+			"b7": {Name: "b7", Kind: "bridge", Addrs: []*Addr{{CIDR: "10.76.7.1/24"}}},
+			"m7": {Name: "m7", Kind: "macvlan", Parent: "b7", Mode: "bridge", Sysctls: map[string]string{"ipv6.mtu": "1300"}},
+		}
+	}
+	port := links()
+	port["p7"] = &Link{Name: "p7", Kind: "veth", Peer: "p8", MTU: 1280, Master: "b7"}
+	port["p8"] = &Link{Name: "p8", Kind: "veth", Peer: "p7", MTU: 1280}
+	r := kernelRunner(t, nil)
+	for k := range oracleChecks {
+		r.proven[k] = true
+	}
+	for i, c := range []*Config{{Protocol: 200, Links: links()}, {Protocol: 200, Links: port}} {
+		if f := r.step(i, c); f != nil {
+			t.Fatalf("step %d: %v", i+1, f)
+		}
+		if r.refused {
+			t.Fatalf("step %d: refused", i+1)
+		}
+	}
+}
