@@ -400,6 +400,13 @@ func fitKeptLowers(c *Config, k *Kernel) {
 		}
 		if most := kernelMTU(&view, lower) - headroom; most > 0 && l.MTU > most {
 			l.MTU = most
+			if most < ipv6MinMTU && wantsIPv6(c, n) {
+				// Declared, such an MTU with IPv6 on the link is
+				// refused by validation: left out, the kernel makes
+				// the link below 1280 by itself, and lowByKernel
+				// expects diff and apply to refuse it.
+				l.MTU = 0
+			}
 		}
 	}
 }
