@@ -86,12 +86,12 @@ func Apply(ctx context.Context, k kernel.Interface, plan *diff.Plan, hooks Hooks
 	failedLinks := map[string]bool{}
 	promoted := map[string]bool{} // links whose promote_secondaries this run set
 	nftDone := false
-	var afterPins []int // writes of net.ipv6.conf.LINK.mtu that go after the pins
+	var deferred []int // writes of net.ipv6.conf.LINK.mtu that go after the pins
 	for i := 0; i < len(plan.Ops); i++ {
 		op := plan.Ops[i]
 		opp := &plan.Ops[i]
-		if op.Kind == diff.KindSysctl && op.Action != diff.Delete && plan.IPv6MTU[op.Sysctl.Link] != nil && op.Sysctl.Key == plan.IPv6MTU[op.Sysctl.Link].Key {
-			afterPins = append(afterPins, i)
+		if op.Kind == diff.KindSysctl && afterPins(plan, op.Sysctl) {
+			deferred = append(deferred, i)
 			continue
 		}
 		if op.Kind == diff.KindRoute {
@@ -153,7 +153,7 @@ func Apply(ctx context.Context, k kernel.Interface, plan *diff.Plan, hooks Hooks
 		res.Done = append(res.Done, opp)
 	}
 	moved := pinMTUs(k, plan, res)
-	ipv6MTUsAfterPins(ctx, k, plan, afterPins, moved, failedLinks, hooks, res)
+	ipv6MTUsAfterPins(ctx, k, plan, deferred, moved, failedLinks, hooks, res)
 	for i := range res.Failed {
 		if at := origin(res.Failed[i].Op); at != "" {
 			res.Failed[i].Err = fmt.Errorf("%w (declared at %s)", res.Failed[i].Err, at)

@@ -79,12 +79,25 @@ func pinMTUs(k kernel.Interface, plan *diff.Plan, res *Result) map[string]int {
 	return set
 }
 
+// afterPins reports whether the write of s waits for the pins: the
+// net.ipv6.conf.LINK.mtu of a link of Plan.IPv6MTU.
+func afterPins(plan *diff.Plan, s *model.Sysctl) bool {
+	if s == nil || s.Link == "" {
+		return false
+	}
+	if _, ok := plan.IPv6MTU[s.Link]; !ok {
+		return false
+	}
+	_, short, _, ok := model.SysctlLink(s.Key)
+	return ok && short == "ipv6.mtu"
+}
+
 // ipv6MTUsAfterPins writes the declared net.ipv6.conf.LINK.mtu of the
 // links of Plan.IPv6MTU after the pins: the planned writes (the ops at
 // indexes ops of the plan, held back until now), and the key again on a
 // link whose MTU a pin set (moved): the kernel set the key to the MTU
 // (addrconf_notify), with the port that pulled the link away first. The
-// key had the file's value before the apply (else a write was planned):
+// key had the file's value when the plan was made (IPv6MTUAfterPins.Kept):
 // written back, it is not taken over, as nothing moved it for good.
 func ipv6MTUsAfterPins(ctx context.Context, k kernel.Interface, plan *diff.Plan, ops []int, moved map[string]int, failedLinks map[string]bool, hooks Hooks, res *Result) {
 	planned := map[string]bool{}
@@ -106,8 +119,9 @@ func ipv6MTUsAfterPins(ctx context.Context, k kernel.Interface, plan *diff.Plan,
 		res.Done = append(res.Done, &plan.Ops[i])
 	}
 	for _, link := range slices.Sorted(maps.Keys(moved)) {
-		w := plan.IPv6MTU[link]
-		if w == nil || planned[link] || failedLinks[link] {
+		after := plan.IPv6MTU[link]
+		w := after.Sysctl
+		if w == nil || !after.Kept || planned[link] || failedLinks[link] || ctx.Err() != nil {
 			continue
 		}
 		mtu := strconv.Itoa(moved[link])

@@ -239,11 +239,12 @@ type Plan struct {
 	// so apply sets it again, after the masters of PinMTU, to its lower
 	// device's MTU less Headroom where it differs.
 	FollowMTU []MTUFollow `json:"-"`
-	// IPv6MTU holds, by link, the declared net.ipv6.conf.LINK.mtu of the
-	// links of PinMTU and FollowMTU: the kernel sets the key to the
-	// link's MTU whenever that moves, so apply writes the key after the
-	// pins, a planned write of it included.
-	IPv6MTU map[string]*model.Sysctl `json:"-"`
+	// IPv6MTU holds the links of PinMTU and FollowMTU, each with its
+	// declared net.ipv6.conf.LINK.mtu: the kernel sets the key to the
+	// link's MTU whenever that moves, so apply runs the plan's writes of
+	// the key (a give-back included) after the pins, and writes a
+	// declared one again where a pin moved the MTU.
+	IPv6MTU map[string]IPv6MTUAfterPins `json:"-"`
 	// Warnings are what the plan makes the kernel do silently (warning.go).
 	Warnings []Warning `json:"warnings,omitempty"`
 	// Held are the ops above Inputs.MaxDisruption that the plan holds
@@ -280,6 +281,17 @@ func (p *Plan) Counts() map[Action]int {
 		}
 	}
 	return c
+}
+
+// IPv6MTUAfterPins is a link's declared net.ipv6.conf.LINK.mtu (Sysctl,
+// nil: none) and whether the kernel held the file's value when the plan
+// was made (Kept): only then does apply write it again, unowned, after a
+// pin moved the MTU. Otherwise the plan's write does, which records the
+// key's old value first; a pass that leaves that write out (Select) leaves
+// the key to the next.
+type IPv6MTUAfterPins struct {
+	Sysctl *model.Sysctl
+	Kept   bool
 }
 
 // Select returns a plan of the operations of p that keep accepts, in the

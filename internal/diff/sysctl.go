@@ -474,19 +474,23 @@ func (c *computer) sysctlBefore(w *model.Sysctl) string {
 // kernel sets the key to the link's MTU at each change of it, the port
 // that pulled a bridge down and the pin that sets it back alike, and
 // neither is known before the ops ran. So apply writes the key after the
-// pins (Plan.IPv6MTU).
+// pins (Plan.IPv6MTU), and gives it back after them when the file drops
+// it: the value given back is the link's MTU after the plan, which the
+// kernel refuses below the pinned one.
 func (c *computer) ipv6MTUAfterPins() {
 	add := func(link string) {
 		key, ok := model.PerLinkSysctl(link, "ipv6.mtu")
 		if !ok {
 			return
 		}
-		if w := model.FindSysctl(c.d.Sysctls, key); w != nil {
-			if c.plan.IPv6MTU == nil {
-				c.plan.IPv6MTU = map[string]*model.Sysctl{}
-			}
-			c.plan.IPv6MTU[link] = w
+		if c.plan.IPv6MTU == nil {
+			c.plan.IPv6MTU = map[string]IPv6MTUAfterPins{}
 		}
+		// Sysctl is nil where the file does not declare the key: a
+		// give-back of it waits for the pins too.
+		w := model.FindSysctl(c.d.Sysctls, key)
+		h := model.FindSysctl(c.a.Sysctls, key)
+		c.plan.IPv6MTU[link] = IPv6MTUAfterPins{Sysctl: w, Kept: w != nil && h != nil && h.Value == w.Value}
 	}
 	for _, l := range c.plan.PinMTU {
 		add(l.Name)
@@ -515,12 +519,19 @@ func (c *computer) ipv6MTUReset(link string) (mtu, why string, ok bool) {
 	if w == nil || h == nil || c.recreated[link] || c.blocked[link] {
 		return "", "", false
 	}
-	// The MTU the link holds after the plan: the file's, or, without one,
-	// its lower device's or bond's that it follows (uppersFollow), unless
-	// the write waits (mtuWritesWait).
+	// The MTU the kernel moves the link to through a change of it: the
+	// plan's write (the file's MTU, or the lower device's that a link
+	// without one follows: uppersFollow), or a bond's that its port takes;
+	// a write that waits (mtuWritesWait) is no write. An ipvlan takes
+	// its parent's MTU without the change (ipvlan_adjust_mtu): the key
+	// stays.
 	to := h.MTU
-	if m, _, _ := c.mtuHeld(link, nil); m != 0 && !c.mtuWaited[link] {
+	if m, ok := c.plannedMTU(link); ok {
 		to = m
+	} else if b := c.d.Links[w.Master]; b != nil && b.Kind == model.KindBond {
+		if m, ok := c.plannedMTU(w.Master); ok {
+			to = m
+		}
 	}
 	switch {
 	case to != h.MTU:
@@ -533,6 +544,17 @@ func (c *computer) ipv6MTUReset(link string) (mtu, why string, ok bool) {
 		return "", "", false
 	}
 	return strconv.Itoa(to), why, true
+}
+
+// plannedMTU is the MTU the plan's update of link writes, if it writes one.
+func (c *computer) plannedMTU(link string) (int, bool) {
+	for i := range c.plan.Ops {
+		op := &c.plan.Ops[i]
+		if op.Kind == KindLink && op.Action == Update && op.ID == link && op.LinkFields.MTU && op.Link != nil {
+			return op.Link.MTU, true
+		}
+	}
+	return 0, false
 }
 
 // carrierFrom says what gives link, up without carrier, its carrier in

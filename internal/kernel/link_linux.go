@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 
 	mdnl "github.com/mdlayher/netlink"
 	"github.com/vishvananda/netlink"
@@ -740,9 +742,11 @@ func (k *Netlink) peerMasterOf(name string) int {
 // not asked to.
 //
 // The kernel sets the bridge's net.ipv6.conf.BRIDGE.mtu to the MTU at each
-// move (addrconf_notify, NETDEV_CHANGEMTU), the move back included: the
-// key is put back too, else a value below the MTU, the file's or someone
-// else's, was lost to a port joining.
+// move (addrconf_notify, NETDEV_CHANGEMTU), the move back included, and
+// lowers the macvlans and vlans on the bridge with it but never raises
+// them (macvlan_device_event, vlan_device_event): those are put back too,
+// with their keys, else a port joining lost the file's values, or someone
+// else's, until the next pass, and someone else's macvlan stayed low.
 func (k *Netlink) keepBridgeMTU(master int, f func() error) error {
 	if master == 0 {
 		return f()
@@ -751,8 +755,21 @@ func (k *Netlink) keepBridgeMTU(master int, f func() error) error {
 	if err != nil || br.Type() != "bridge" {
 		return f()
 	}
-	key, _ := model.PerLinkSysctl(br.Attrs().Name, "ipv6.mtu")
-	v6, _ := k.Sysctls([]string{key}) // none without IPv6 on the bridge
+	uppers := map[int]netlink.LinkAttrs{}
+	if ls, err := k.h.LinkList(); err == nil {
+		for _, l := range ls {
+			if a := l.Attrs(); a.ParentIndex == master && a.NetNsID < 0 && (l.Type() == "macvlan" || l.Type() == "macvtap" || l.Type() == "vlan") {
+				uppers[a.Index] = *a
+			}
+		}
+	}
+	var keys []string
+	for _, name := range append([]string{br.Attrs().Name}, upperNames(uppers)...) {
+		if key, ok := model.PerLinkSysctl(name, "ipv6.mtu"); ok {
+			keys = append(keys, key)
+		}
+	}
+	v6, _ := k.Sysctls(keys) // none of a link without IPv6
 	if err := f(); err != nil {
 		return err
 	}
@@ -764,14 +781,35 @@ func (k *Netlink) keepBridgeMTU(master int, f func() error) error {
 	if err := k.h.LinkSetMTU(now, br.Attrs().MTU); err != nil {
 		return fmt.Errorf("keep the mtu of bridge %s: %w", br.Attrs().Name, err)
 	}
-	if was, ok := v6[key]; ok {
-		if got, _ := k.Sysctls([]string{key}); got[key] != was {
+	for _, idx := range slices.Sorted(maps.Keys(uppers)) {
+		was := uppers[idx]
+		l, err := k.h.LinkByIndex(idx)
+		if err != nil || l.Attrs().MTU >= was.MTU {
+			continue
+		}
+		k.wrote()
+		if err := k.h.LinkSetMTU(l, was.MTU); err != nil {
+			return fmt.Errorf("keep the mtu of %s on bridge %s: %w", was.Name, br.Attrs().Name, err)
+		}
+	}
+	got, _ := k.Sysctls(keys)
+	for _, key := range keys {
+		if was, ok := v6[key]; ok && got[key] != was {
 			if err := k.SetSysctl(key, was); err != nil && !errors.Is(err, ErrNotFound) {
-				return fmt.Errorf("keep the ipv6 mtu of bridge %s: %w", br.Attrs().Name, err)
+				return fmt.Errorf("keep %s with the mtu of bridge %s: %w", key, br.Attrs().Name, err)
 			}
 		}
 	}
 	return nil
+}
+
+func upperNames(uppers map[int]netlink.LinkAttrs) []string {
+	var names []string
+	for _, a := range uppers {
+		names = append(names, a.Name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // SetLinkAlias writes the alias, with the marker when owned.

@@ -1,6 +1,10 @@
 package walk
 
-import "testing"
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
 
 // TestWalkFinding200BridgeIPv6MTUWhenAPortJoins replays walk finding 200,
 // the carrier case: bridge b5, made without an MTU and without ports, is
@@ -116,5 +120,81 @@ func TestWalkFinding200FollowerOfABridgeAPortPulledDown(t *testing.T) {
 		if r.refused {
 			t.Fatalf("step %d: refused", i+1)
 		}
+	}
+}
+
+// TestWalkFinding200KeysDroppedWhileAPortPullsTheBridgeDown: the file drops
+// the ipv6.mtu of a bridge and of the macvlan on it in the apply in which
+// a port of 1280 joins the bridge. The macvlan, lowered with the bridge,
+// is set back after the ops: its key given back before then (the link's
+// MTU after the plan, 1500) was above its MTU of the moment, which the
+// kernel refuses; the give-back now runs after the pins.
+func TestWalkFinding200KeysDroppedWhileAPortPullsTheBridgeDown(t *testing.T) {
+	links := func(keys bool) map[string]*Link {
+		ls := map[string]*Link{
+			"b8": {Name: "b8", Kind: "bridge", Addrs: []*Addr{{CIDR: "10.76.8.1/24"}}},
+			"m8": {Name: "m8", Kind: "macvlan", Parent: "b8", Mode: "bridge"},
+		}
+		if keys {
+			ls["b8"].Sysctls = map[string]string{"ipv6.mtu": "1300"}
+			ls["m8"].Sysctls = map[string]string{"ipv6.mtu": "1290"}
+		}
+		return ls
+	}
+	port := links(false)
+	port["p8"] = &Link{Name: "p8", Kind: "veth", Peer: "p9", MTU: 1280, Master: "b8"}
+	port["p9"] = &Link{Name: "p9", Kind: "veth", Peer: "p8", MTU: 1280}
+	r := kernelRunner(t, nil)
+	for k := range oracleChecks {
+		r.proven[k] = true
+	}
+	for i, c := range []*Config{{Protocol: 200, Links: links(true)}, {Protocol: 200, Links: port}} {
+		if f := r.step(i, c); f != nil {
+			t.Fatalf("step %d: %v", i+1, f)
+		}
+		if r.refused {
+			t.Fatalf("step %d: refused", i+1)
+		}
+	}
+}
+
+// TestWalkFinding200MacvlansOnABridgeAPortPulledDown: a port of 1280 joins
+// bridge b9, which follows it down with the macvlans on it, ours (declared
+// at 1500 with ipv6.mtu 1400) and someone else's; the bridge is set back,
+// and the kernel never raises a macvlan by itself: both are put back, with
+// their keys.
+func TestWalkFinding200MacvlansOnABridgeAPortPulledDown(t *testing.T) {
+	links := func() map[string]*Link {
+		return map[string]*Link{
+			"b9": {Name: "b9", Kind: "bridge", Addrs: []*Addr{{CIDR: "10.76.9.1/24"}}},
+			"m9": {Name: "m9", Kind: "macvlan", Parent: "b9", Mode: "bridge", MTU: 1500, Sysctls: map[string]string{"ipv6.mtu": "1400"}},
+		}
+	}
+	port := links()
+	port["p9"] = &Link{Name: "p9", Kind: "veth", Peer: "q9", MTU: 1280, Master: "b9"}
+	port["q9"] = &Link{Name: "q9", Kind: "veth", Peer: "p9", MTU: 1280}
+	r := kernelRunner(t, nil)
+	for k := range oracleChecks {
+		r.proven[k] = true
+	}
+	steps := []*Config{
+		{Protocol: 200, Links: links()},
+		{Protocol: 200, Links: links(), Meddled: true, Meddle: []string{"ip link add fm9 link b9 type macvlan mode bridge; sysctl -qw net.ipv6.conf.fm9.mtu=1300"}},
+		{Protocol: 200, Links: port},
+	}
+	for i, c := range steps {
+		if f := r.step(i, c); f != nil {
+			t.Fatalf("step %d: %v", i+1, f)
+		}
+		if r.refused {
+			t.Fatalf("step %d: refused", i+1)
+		}
+	}
+	out, err := exec.Command("ip", "netns", "exec", r.ns, "sh", "-c", "cat /sys/class/net/fm9/mtu /proc/sys/net/ipv6/conf/fm9/mtu").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(out)); len(got) != 2 || got[0] != "1500" || got[1] != "1300" {
+		t.Errorf("someone else's fm9: mtu and ipv6 mtu %q, want 1500 and 1300, as before", got)
 	}
 }
