@@ -427,8 +427,8 @@ func (k *Netlink) DeleteLink(name string) error {
 		return fmt.Errorf("delete link: %w", err)
 	}
 	// A veth takes its peer with it: the bridges of both ends lose a port.
-	err = k.keepBridgeMTU(k.masterOf(name), func() error {
-		return k.keepBridgeMTU(k.peerMasterOf(name), func() error {
+	err = k.keepBridgeMTU(k.masterOf(name), 0, func() error {
+		return k.keepBridgeMTU(k.peerMasterOf(name), 0, func() error {
 			k.wrote()
 			err := k.h.LinkDel(ref)
 			k.forget(name)
@@ -622,7 +622,7 @@ var macvlanModeBits = map[netlink.MacvlanMode]uint32{
 // one changes, as when one joins or leaves (keepBridgeMTU): a bridge of
 // 1500 would otherwise follow a port raised to 9000.
 func (k *Netlink) SetLinkMTU(name string, mtu int) error {
-	return k.keepBridgeMTU(k.masterOf(name), func() error {
+	return k.keepBridgeMTU(k.masterOf(name), mtu, func() error {
 		return k.set("set mtu", name, func(l netlink.Link) error { return k.h.LinkSetMTU(l, mtu) })
 	})
 }
@@ -640,7 +640,7 @@ func (k *Netlink) SetLinkMaster(name, master string) error {
 	old := k.masterOf(name)
 	if master == "" {
 		return k.downForPassthru(name, func() error {
-			return k.keepBridgeMTU(old, func() error { return k.set("release from master", name, k.h.LinkSetNoMaster) })
+			return k.keepBridgeMTU(old, 0, func() error { return k.set("release from master", name, k.h.LinkSetNoMaster) })
 		})
 	}
 	mi, err := k.index(master)
@@ -650,9 +650,13 @@ func (k *Netlink) SetLinkMaster(name, master string) error {
 	if err := k.downForBond(name, mi); err != nil {
 		return err
 	}
+	port := 0
+	if l, err := k.h.LinkByName(name); err == nil {
+		port = l.Attrs().MTU
+	}
 	return k.downForPassthru(name, func() error {
-		return k.keepBridgeMTU(old, func() error {
-			return k.keepBridgeMTU(mi, func() error {
+		return k.keepBridgeMTU(old, 0, func() error {
+			return k.keepBridgeMTU(mi, port, func() error {
 				return k.set("set master "+master, name, func(l netlink.Link) error { return k.h.LinkSetMasterByIndex(l, mi) })
 			})
 		})
@@ -747,7 +751,16 @@ func (k *Netlink) peerMasterOf(name string) int {
 // them (macvlan_device_event, vlan_device_event): those are put back too,
 // with their keys, else a port joining lost the file's values, or someone
 // else's, until the next pass, and someone else's macvlan stayed low.
-func (k *Netlink) keepBridgeMTU(master int, f func() error) error {
+//
+// A port below 1280, IPv6's minimum, would take the bridge there, where the
+// kernel takes IPv6 off it (addrconf_ifdown: its addresses, routes and
+// keys; they come back with default's keys, not the ones it had), and off
+// its macvlans and vlans: port is the MTU the port has in the bridge (0:
+// none joins nor changes), and for such a port the bridge's MTU is marked
+// as set first (pinBridgeMTU), so that the kernel does not move it at all.
+// That bridge then no longer follows its ports, someone else's too: less
+// than losing its IPv6.
+func (k *Netlink) keepBridgeMTU(master, port int, f func() error) error {
 	if master == 0 {
 		return f()
 	}
@@ -770,16 +783,26 @@ func (k *Netlink) keepBridgeMTU(master int, f func() error) error {
 		}
 	}
 	v6, _ := k.Sysctls(keys) // none of a link without IPv6
+	pinned := false
+	if mtu := br.Attrs().MTU; port != 0 && port < ipv6MinMTU && mtu >= ipv6MinMTU {
+		if err := k.pinBridgeMTU(br.Attrs().Name, mtu); err != nil {
+			return err
+		}
+		pinned = true
+	}
 	if err := f(); err != nil {
 		return err
 	}
 	now, err := k.h.LinkByIndex(master)
-	if err != nil || now.Attrs().MTU == br.Attrs().MTU {
+	moved := err == nil && now.Attrs().MTU != br.Attrs().MTU
+	if !moved && !pinned {
 		return nil
 	}
-	k.wrote()
-	if err := k.h.LinkSetMTU(now, br.Attrs().MTU); err != nil {
-		return fmt.Errorf("keep the mtu of bridge %s: %w", br.Attrs().Name, err)
+	if moved {
+		k.wrote()
+		if err := k.h.LinkSetMTU(now, br.Attrs().MTU); err != nil {
+			return fmt.Errorf("keep the mtu of bridge %s: %w", br.Attrs().Name, err)
+		}
 	}
 	for _, idx := range slices.Sorted(maps.Keys(uppers)) {
 		was := uppers[idx]
@@ -802,6 +825,10 @@ func (k *Netlink) keepBridgeMTU(master int, f func() error) error {
 	}
 	return nil
 }
+
+// ipv6MinMTU is IPv6's minimum MTU: below it the kernel takes IPv6 off a
+// link.
+const ipv6MinMTU = 1280
 
 func upperNames(uppers map[int]netlink.LinkAttrs) []string {
 	var names []string

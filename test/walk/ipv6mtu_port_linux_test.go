@@ -198,3 +198,33 @@ func TestWalkFinding200MacvlansOnABridgeAPortPulledDown(t *testing.T) {
 		t.Errorf("someone else's fm9: mtu and ipv6 mtu %q, want 1500 and 1300, as before", got)
 	}
 }
+
+// TestWalkFinding200PortBelowIPv6KeepsTheBridgesIPv6: a port of 1200 joins
+// someone else's bridge, which follows its ports and would go below 1280
+// with it, where the kernel takes IPv6 off the bridge: its address and
+// its keys (they come back with default's). The bridge's MTU is marked as
+// set before the join, so the kernel does not move it at all. (Its MAC is
+// set, so that the port does not give it its own.)
+func TestWalkFinding200PortBelowIPv6KeepsTheBridgesIPv6(t *testing.T) {
+	r := kernelRunner(t, []string{"ip link add fbz type bridge; ip link add fpz type veth peer name fqz; ip link set fpz master fbz; " +
+		"ip link set fpz up; ip link set fqz up; ip link set fbz address 02:00:00:00:00:01; ip link set fbz up; ip -6 addr add 2001:db8:7::1/64 dev fbz nodad; sysctl -qw net.ipv6.conf.fbz.accept_ra=0 net.ipv6.conf.fbz.mtu=1300"})
+	for k := range oracleChecks {
+		r.proven[k] = true
+	}
+	links := map[string]*Link{
+		"fbz": {Name: "fbz", Kind: "device"},
+		"p7":  {Name: "p7", Kind: "veth", Peer: "q7", MTU: 1200, Master: "fbz"},
+		"q7":  {Name: "q7", Kind: "veth", Peer: "p7", MTU: 1200},
+	}
+	if f := r.step(0, &Config{Protocol: 200, Links: links}); f != nil {
+		t.Fatalf("step 1: %v", f)
+	}
+	out, err := exec.Command("ip", "netns", "exec", r.ns, "sh", "-c",
+		"cat /sys/class/net/fbz/mtu /proc/sys/net/ipv6/conf/fbz/accept_ra /proc/sys/net/ipv6/conf/fbz/mtu; ip -6 -o addr show dev fbz scope global").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(out)); len(got) < 7 || got[0] != "1500" || got[1] != "0" || got[2] != "1300" || got[6] != "2001:db8:7::1/64" {
+		t.Errorf("someone else's fbz after a port of 1200 joined: %q, want mtu 1500, accept_ra 0, ipv6 mtu 1300 and 2001:db8:7::1/64, as before", got)
+	}
+}
