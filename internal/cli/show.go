@@ -142,8 +142,9 @@ type inNamespace interface {
 	InNamespace(f func() error) error
 }
 
-// listedRules gives the rules of the state's nftables tables their text as
-// nft lists them, and the sets, maps and objects nft declares their words:
+// listedRules gives the rules of the state's nftables tables their text:
+// the one netreconcile wrote, where the rule is still as written
+// (NftRule.Intact), else as nft lists them; and the sets, maps and objects nft declares their words:
 // what show prints, and what the diff takes for the same objects (a rule
 // nft lists shorter than it compiles is judged by its listing: engine's
 // listedAlike). Tables with none of these need no nft.
@@ -183,6 +184,14 @@ func listedRules(ctx context.Context, eng *engine.Engine, st *model.State) error
 		for j := range t.Chains {
 			c := &t.Chains[j]
 			for k := range c.Rules {
+				if r := &c.Rules[k]; r.Intact() && r.Text != "" {
+					// As written: nft's listing of a rule is not always
+					// a text nft compiles back to it ({ 10.0.0.0/8,
+					// 10.0.0.1 } merges into a one-element set, which
+					// nft lists as { 10.0.0.0/8 } and compiles back as
+					// a plain match).
+					continue
+				}
 				c.Rules[k].Text = listed.Rules[c.Name][c.Rules[k].Handle]
 			}
 		}

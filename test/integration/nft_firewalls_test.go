@@ -73,9 +73,11 @@ func TestNftFirewalls(t *testing.T) {
 // echo-request` in an inet table as `icmp type echo-request`), and that
 // shorter text compiles to other bytecode. show printed it, and an apply of
 // show's output rewrote every such rule (diff: "~ nft rule"); nft judges
-// the two the same rule, and so does netreconcile now: the rule as nft -f
-// wrote it stays, its handle too, and daemon passes over show's output
-// write nothing.
+// the two the same rule, and so does netreconcile now: a file in nft's
+// words (as `show` prints a rule it did not write, or as a user copies
+// them from `nft list ruleset`) keeps the rule as nft -f wrote it, its
+// handle too, and daemon passes over it write nothing. show itself prints
+// a rule netreconcile wrote in the file's words.
 func TestNftFinding31ListingReadsBackToOtherBytecode(t *testing.T) {
 	nettest.RequireTool(t, "nft")
 	e := newEnv(t)
@@ -112,13 +114,20 @@ nftables:
 `)
 	e.apply(f)
 	before := e.nftIn("-a", "list", "ruleset")
-	shown := e.roundTrip(f)
-	for _, want := range []string{"- tcp dport 22 accept", "- icmp type echo-request accept", "- icmp type { echo-request, time-exceeded } accept", "- icmpv6 type echo-request accept"} {
-		if !strings.Contains(shown, want) {
-			t.Errorf("show prints no %q, as nft lists it:\n%s", want, shown)
+	e.roundTrip(f)
+	listed := readFile(t, f)
+	for written, words := range map[string]string{
+		"ip protocol tcp tcp dport 22 accept":                                "tcp dport 22 accept",
+		"ip protocol icmp icmp type echo-request accept":                     "icmp type echo-request accept",
+		"meta l4proto icmp icmp type { echo-request, time-exceeded } accept": "icmp type { echo-request, time-exceeded } accept",
+		"meta l4proto ipv6-icmp icmpv6 type echo-request accept":             "icmpv6 type echo-request accept",
+	} {
+		if !strings.Contains(e.nftIn("list", "ruleset"), words) {
+			t.Errorf("nft lists no %q", words)
 		}
+		listed = strings.ReplaceAll(listed, written, words)
 	}
-	s := e.file("shown.yaml", shown)
+	s := e.file("listed.yaml", listed)
 	e.passes(s, 3)
 	if after := e.nftIn("-a", "list", "ruleset"); after != before {
 		t.Errorf("show's output rewrote rules:\n%s\nto:\n%s", before, after)
