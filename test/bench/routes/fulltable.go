@@ -24,6 +24,7 @@ import (
 	"github.com/netreconcile/netreconcile/internal/engine"
 	"github.com/netreconcile/netreconcile/internal/kernel"
 	"github.com/netreconcile/netreconcile/internal/ledger"
+	"github.com/netreconcile/netreconcile/internal/model"
 	"github.com/netreconcile/netreconcile/test/bench/growth"
 )
 
@@ -38,7 +39,11 @@ import (
 //     duration histogram, per pass; and a pass that reads every route
 //     table (the full resync, the first pass after a link change: an
 //     engine whose ledger records our tables, Plan and Apply);
-//   - a one-shot no-op apply (the CLI), CPU and wall;
+//   - a one-shot no-op apply (the CLI), CPU and wall, and beside it the
+//     kernel's dump of our table alone, as `ip route show table T proto P`
+//     reads it: the kernel walks every route of the table, foreign ones
+//     included, to filter ours, and what the foreign routes add to the
+//     two is printed side by side;
 //   - the resident memory of a daemon (netreconcile run) settled after
 //     its start, and again after the churn;
 //   - the daemon's CPU-seconds per 100k foreign events while the whole
@@ -77,6 +82,8 @@ func fullTable(bin, dir string, owned, n, runs, minTrials int) {
 	row("pass reading every route table (wall)", ms(base.pass), ms(full.pass), "ms", "")
 	row("one-shot no-op apply (CLI, CPU)", ms(base.cliCPU), ms(full.cliCPU), "ms", "<= 1.5x")
 	row("one-shot no-op apply (CLI, wall)", ms(base.cli), ms(full.cli), "ms", "<= 1.5x")
+	row(fmt.Sprintf("ip route show table %d proto %d (wall)", table, model.DefaultProtocol), ms(base.ipShow), ms(full.ipShow), "ms", "the kernel's dump")
+	fmt.Printf("  %-48s %14s %14s\n", "what the foreign routes add: apply, ip", fmtVal(ms(full.cli-base.cli), "ms"), fmtVal(ms(full.ipShow-base.ipShow), "ms"))
 	row("daemon steady RSS", base.rss, full.rss, "MiB", "<= 1.2x")
 	row("daemon RSS settled after the churn", base.rss, full.rssAfter, "MiB", "")
 	row("churn: daemon CPU-s per 100k foreign events", -1, full.churnPer100k, "s", "<= 0.1")
@@ -115,6 +122,7 @@ func q(ds []time.Duration, f float64) time.Duration {
 
 type fullResult struct {
 	pass, passCPU, cli, cliCPU time.Duration
+	ipShow                     time.Duration // ip route show of our table and protocol: the kernel's dump alone
 	resync, resyncCPU          time.Duration
 	resyncs, vouched           int
 	rss, rssAfter              float64 // MiB
@@ -166,15 +174,18 @@ func fullSide(bin, dir, yml string, cfg *desired.Config, foreign, runs, minTrial
 		}
 	}
 	pass() // the first: no record of our tables yet
-	var ts, cs, cli, clic []time.Duration
+	var ts, cs, cli, clic, ips []time.Duration
 	for i := 0; i < runs; i++ {
 		var c time.Duration
 		ts = append(ts, timed(func() { c = cpuTimed(pass) }))
 		cs = append(cs, c)
 		cli = append(cli, timed(func() { c = runCPU(bin, "apply", "-q", "--netns", ns, "-c", yml, "--state-dir", state) }))
 		clic = append(clic, c)
+		ips = append(ips, timed(func() {
+			run("ip", "-n", ns, "route", "show", "table", fmt.Sprint(table), "proto", fmt.Sprint(model.DefaultProtocol))
+		}))
 	}
-	r.pass, r.passCPU, r.cli, r.cliCPU = median(ts), median(cs), median(cli), median(clic)
+	r.pass, r.passCPU, r.cli, r.cliCPU, r.ipShow = median(ts), median(cs), median(cli), median(clic), median(ips)
 	k.Close()
 
 	// The daemon's resync, every second: the passes of a window after the
