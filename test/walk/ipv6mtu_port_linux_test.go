@@ -6,6 +6,22 @@ import (
 	"testing"
 )
 
+// converges runs steps on r, each of which must converge, none refused.
+func converges(t *testing.T, r *runner, steps ...*Config) {
+	t.Helper()
+	for k := range oracleChecks {
+		r.proven[k] = true
+	}
+	for i, c := range steps {
+		if f := r.step(i, c); f != nil {
+			t.Fatalf("step %d: %v", i+1, f)
+		}
+		if r.refused {
+			t.Fatalf("step %d: refused", i+1)
+		}
+	}
+}
+
 // TestWalkFinding200BridgeIPv6MTUWhenAPortJoins replays walk finding 200,
 // the carrier case: bridge b5, made without an MTU and without ports, is
 // declared at 1500 with ipv6.mtu 1280 in the apply in which veth p0 of
@@ -28,17 +44,7 @@ func TestWalkFinding200BridgeIPv6MTUWhenAPortJoins(t *testing.T) {
 			"p1": {Name: "p1", Kind: "veth", Peer: "p0", MTU: 1280}}},
 	}
 	r := kernelRunner(t, nil)
-	for k := range oracleChecks {
-		r.proven[k] = true
-	}
-	for i, c := range steps {
-		if f := r.step(i, c); f != nil {
-			t.Fatalf("step %d: %v", i+1, f)
-		}
-		if r.refused {
-			t.Fatalf("step %d: refused", i+1)
-		}
-	}
+	converges(t, r, steps...)
 }
 
 // TestWalkFinding200AdoptedBridgeIPv6MTUWhenAPortJoins replays walk
@@ -56,17 +62,7 @@ func TestWalkFinding200AdoptedBridgeIPv6MTUWhenAPortJoins(t *testing.T) {
 			"x0": {Name: "x0", Kind: "vxlan", MTU: 1280, Master: AdoptLink, VXLAN: &VXLAN{ID: 42, Local: "10.9.0.1", Remote: "10.9.0.2"}}}},
 	}
 	r := kernelRunner(t, []string{"ip link add " + AdoptLink + " type bridge; ip link set " + AdoptLink + " up"})
-	for k := range oracleChecks {
-		r.proven[k] = true
-	}
-	for i, c := range steps {
-		if f := r.step(i, c); f != nil {
-			t.Fatalf("step %d: %v", i+1, f)
-		}
-		if r.refused {
-			t.Fatalf("step %d: refused", i+1)
-		}
-	}
+	converges(t, r, steps...)
 }
 
 // TestWalkFinding200FollowerKeepsItsIPv6MTU: a macvlan without an MTU of
@@ -81,17 +77,7 @@ func TestWalkFinding200FollowerKeepsItsIPv6MTU(t *testing.T) {
 		}}
 	}
 	r := kernelRunner(t, nil)
-	for k := range oracleChecks {
-		r.proven[k] = true
-	}
-	for i, c := range []*Config{conf(1400), conf(1500), conf(1450)} {
-		if f := r.step(i, c); f != nil {
-			t.Fatalf("step %d: %v", i+1, f)
-		}
-		if r.refused {
-			t.Fatalf("step %d: refused", i+1)
-		}
-	}
+	converges(t, r, conf(1400), conf(1500), conf(1450))
 }
 
 // TestWalkFinding200FollowerOfABridgeAPortPulledDown: a port of 1280 joins
@@ -110,17 +96,7 @@ func TestWalkFinding200FollowerOfABridgeAPortPulledDown(t *testing.T) {
 	port["p7"] = &Link{Name: "p7", Kind: "veth", Peer: "p8", MTU: 1280, Master: "b7"}
 	port["p8"] = &Link{Name: "p8", Kind: "veth", Peer: "p7", MTU: 1280}
 	r := kernelRunner(t, nil)
-	for k := range oracleChecks {
-		r.proven[k] = true
-	}
-	for i, c := range []*Config{{Protocol: 200, Links: links()}, {Protocol: 200, Links: port}} {
-		if f := r.step(i, c); f != nil {
-			t.Fatalf("step %d: %v", i+1, f)
-		}
-		if r.refused {
-			t.Fatalf("step %d: refused", i+1)
-		}
-	}
+	converges(t, r, []*Config{{Protocol: 200, Links: links()}, {Protocol: 200, Links: port}}...)
 }
 
 // TestWalkFinding200KeysDroppedWhileAPortPullsTheBridgeDown: the file drops
@@ -145,17 +121,7 @@ func TestWalkFinding200KeysDroppedWhileAPortPullsTheBridgeDown(t *testing.T) {
 	port["p8"] = &Link{Name: "p8", Kind: "veth", Peer: "p9", MTU: 1280, Master: "b8"}
 	port["p9"] = &Link{Name: "p9", Kind: "veth", Peer: "p8", MTU: 1280}
 	r := kernelRunner(t, nil)
-	for k := range oracleChecks {
-		r.proven[k] = true
-	}
-	for i, c := range []*Config{{Protocol: 200, Links: links(true)}, {Protocol: 200, Links: port}} {
-		if f := r.step(i, c); f != nil {
-			t.Fatalf("step %d: %v", i+1, f)
-		}
-		if r.refused {
-			t.Fatalf("step %d: refused", i+1)
-		}
-	}
+	converges(t, r, []*Config{{Protocol: 200, Links: links(true)}, {Protocol: 200, Links: port}}...)
 }
 
 // TestWalkFinding200MacvlansOnABridgeAPortPulledDown: a port of 1280 joins
@@ -174,22 +140,11 @@ func TestWalkFinding200MacvlansOnABridgeAPortPulledDown(t *testing.T) {
 	port["p9"] = &Link{Name: "p9", Kind: "veth", Peer: "q9", MTU: 1280, Master: "b9"}
 	port["q9"] = &Link{Name: "q9", Kind: "veth", Peer: "p9", MTU: 1280}
 	r := kernelRunner(t, nil)
-	for k := range oracleChecks {
-		r.proven[k] = true
-	}
-	steps := []*Config{
+	converges(t, r, []*Config{
 		{Protocol: 200, Links: links()},
 		{Protocol: 200, Links: links(), Meddled: true, Meddle: []string{"ip link add fm9 link b9 type macvlan mode bridge; sysctl -qw net.ipv6.conf.fm9.mtu=1300"}},
 		{Protocol: 200, Links: port},
-	}
-	for i, c := range steps {
-		if f := r.step(i, c); f != nil {
-			t.Fatalf("step %d: %v", i+1, f)
-		}
-		if r.refused {
-			t.Fatalf("step %d: refused", i+1)
-		}
-	}
+	}...)
 	out, err := exec.Command("ip", "netns", "exec", r.ns, "sh", "-c", "cat /sys/class/net/fm9/mtu /proc/sys/net/ipv6/conf/fm9/mtu").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -208,17 +163,11 @@ func TestWalkFinding200MacvlansOnABridgeAPortPulledDown(t *testing.T) {
 func TestWalkFinding200PortBelowIPv6KeepsTheBridgesIPv6(t *testing.T) {
 	r := kernelRunner(t, []string{"ip link add fbz type bridge; ip link add fpz type veth peer name fqz; ip link set fpz master fbz; " +
 		"ip link set fpz up; ip link set fqz up; ip link set fbz address 02:00:00:00:00:01; ip link set fbz up; ip -6 addr add 2001:db8:7::1/64 dev fbz nodad; sysctl -qw net.ipv6.conf.fbz.accept_ra=0 net.ipv6.conf.fbz.mtu=1300"})
-	for k := range oracleChecks {
-		r.proven[k] = true
-	}
-	links := map[string]*Link{
+	converges(t, r, &Config{Protocol: 200, Links: map[string]*Link{
 		"fbz": {Name: "fbz", Kind: "device"},
 		"p7":  {Name: "p7", Kind: "veth", Peer: "q7", MTU: 1200, Master: "fbz"},
 		"q7":  {Name: "q7", Kind: "veth", Peer: "p7", MTU: 1200},
-	}
-	if f := r.step(0, &Config{Protocol: 200, Links: links}); f != nil {
-		t.Fatalf("step 1: %v", f)
-	}
+	}})
 	out, err := exec.Command("ip", "netns", "exec", r.ns, "sh", "-c",
 		"cat /sys/class/net/fbz/mtu /proc/sys/net/ipv6/conf/fbz/accept_ra /proc/sys/net/ipv6/conf/fbz/mtu; ip -6 -o addr show dev fbz scope global").Output()
 	if err != nil {
