@@ -19,18 +19,7 @@ func TestWalkFinding197ChildAboveAParentThatKeptItsMTU(t *testing.T) {
 		{Protocol: 200, Links: map[string]*Link{"b2": bridge(0),
 			"m0": {Name: "m0", Kind: "macvlan", Parent: "b2", MTU: 1300, Addrs: []*Addr{{CIDR: "10.28.0.1/24"}}}}},
 	}
-	r := kernelRunner(t, nil)
-	for k := range oracleChecks {
-		r.proven[k] = true
-	}
-	for i, c := range steps {
-		if f := r.step(i, c); f != nil {
-			t.Fatalf("step %d: %v", i+1, f)
-		}
-		if r.refused {
-			t.Fatalf("step %d: refused", i+1)
-		}
-	}
+	converges(t, kernelRunner(t, nil), steps...)
 	if got := steps[2].Links["m0"].MTU; got != 1280 {
 		t.Errorf("m0's MTU %d, want 1280: b2's, which the kernel kept", got)
 	}
