@@ -793,16 +793,19 @@ func (c *computer) sysctl(w *model.Sysctl) bool {
 		// Missing: checkSysctls or ipv6Kept refuses the plan before it is made.
 		return false
 	}
-	if to, why, ok := c.ipv6MTUReset(w.Link); ok && isIPv6MTU(w.Key) {
-		// The kernel sets the key to the link's MTU (addrconf_notify) when
-		// the link's write runs, before this.
-		if to == w.Value {
-			return false
+	if isIPv6MTU(w.Key) {
+		// (Asked of this key only: ipv6MTUReset looks through the plan's ops.)
+		if to, why, ok := c.ipv6MTUReset(w.Link); ok {
+			// The kernel sets the key to the link's MTU (addrconf_notify)
+			// when the link's write runs, before this.
+			if to == w.Value {
+				return false
+			}
+			// Owed the MTU back: the kernel set the key to it (ipv6MTUBack).
+			c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", h.Value + " (set to " + to + ", " + w.Link + "'s MTU)", w.Value}},
+				Reason: "written again: " + why + " sets it", Sysctl: w, SysctlWas: to, SysctlRebase: true, Carrier: c.a.Links[w.Link].NoCarrier})
+			return true
 		}
-		// Owed the MTU back: the kernel set the key to it (ipv6MTUBack).
-		c.add(Op{Action: Update, Kind: KindSysctl, ID: w.Key, Changes: []Change{{"value", h.Value + " (set to " + to + ", " + w.Link + "'s MTU)", w.Value}},
-			Reason: "written again: " + why + " sets it", Sysctl: w, SysctlWas: to, SysctlRebase: true, Carrier: c.a.Links[w.Link].NoCarrier})
-		return true
 	}
 	if h.Value == w.Value {
 		return false

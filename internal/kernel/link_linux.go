@@ -768,11 +768,16 @@ func (k *Netlink) keepBridgeMTU(master, port int, f func() error) error {
 	if err != nil || br.Type() != "bridge" {
 		return f()
 	}
+	// Only a port below the bridge's MTU pulls it (and its uppers) down: a
+	// port that leaves or is raised never lowers it, and the dump of
+	// every link is spared.
 	uppers := map[int]netlink.LinkAttrs{}
-	if ls, err := k.h.LinkList(); err == nil {
-		for _, l := range ls {
-			if a := l.Attrs(); a.ParentIndex == master && a.NetNsID < 0 && (l.Type() == "macvlan" || l.Type() == "macvtap" || l.Type() == "vlan") {
-				uppers[a.Index] = *a
+	if port != 0 && port < br.Attrs().MTU {
+		if ls, err := k.h.LinkList(); err == nil {
+			for _, l := range ls {
+				if a := l.Attrs(); a.ParentIndex == master && a.NetNsID < 0 && (l.Type() == "macvlan" || l.Type() == "macvtap" || l.Type() == "vlan") {
+					uppers[a.Index] = *a
+				}
 			}
 		}
 	}
