@@ -82,12 +82,19 @@ func (c *computer) opNeeds(op *Op) []string {
 		if l, ok := c.srcLink[r.Src]; ok && r.Src.IsValid() {
 			needs = append(needs, l)
 		}
-		// Without a dev, the kernel reaches the gateway through the link
-		// whose declared subnet holds it.
-		if r.Dev == "" && r.Gateway.IsValid() {
+		// Without a dev, the kernel reaches a gateway (the route's, or a
+		// next hop's) through the link whose declared subnet holds it.
+		gateways := []model.NextHop{{Gateway: r.Gateway, Dev: r.Dev}}
+		if len(r.NextHops) > 0 {
+			gateways = r.NextHops
+		}
+		for _, h := range gateways {
+			if h.Dev != "" || !h.Gateway.IsValid() {
+				continue
+			}
 			best, via := -1, ""
 			for _, s := range c.subnets {
-				if s.p.Bits() > best && s.p.Contains(r.Gateway) {
+				if s.p.Bits() > best && s.p.Contains(h.Gateway) {
 					best, via = s.p.Bits(), s.link
 				}
 			}

@@ -616,6 +616,31 @@ route 10.8.0.0/16 table main is left out
 route 10.9.0.0/16 table main is left out
 `,
 		plan: "+ route 10.7.0.0/16 table main (via 10.2.0.254)\n",
+	}, {
+		// Walk finding 203 (host soak seed 64298721460253, step 73,
+		// shrunk to 1 step): a next hop without a dev, whose gateway is
+		// in the subnet of an address on the link in conflict, failed at
+		// apply (no route to host) instead of leaving its route out.
+		name: "multipath next hop through a link in conflict",
+		file: `
+links:
+  br0: {kind: bridge, addresses: ["fd00:6d:1::1/64"]}
+  ok0: {kind: bridge, addresses: ["fd00:6e:1::1/64"]}
+routes:
+  - {to: "2001:db8:3::/64", nexthops: [{via: "fe80::3", dev: ok0}, {via: "fd00:6d:1::c8", weight: 5}]}
+  - {to: "2001:db8:4::/64", nexthops: [{via: "fe80::3", dev: ok0}, {via: "fd00:6e:1::c8", weight: 5}]}
+`,
+		kernel: newKernel().link(model.Link{Name: "br0", Kind: model.KindBridge, Up: true}),
+		conflict: `
+link br0 exists and netreconcile did not create it
+address fd00:6d:1::1/64 dev br0 is left out: link br0 is in conflict
+route 2001:db8:3::/64 table main metric 1024 is left out: link br0 is in conflict
+`,
+		plan: `
++ link ok0 (bridge)
++ address fd00:6e:1::1/64 dev ok0
++ route 2001:db8:4::/64 table main metric 1024 (nexthop via fd00:6e:1::c8 weight 5 nexthop via fe80::3 dev ok0 weight 1)
+`,
 	}})
 }
 
