@@ -221,7 +221,7 @@ ansible_when_ready() {
 }
 
 kernel_cmdline() {
-	echo "console=ttyS0 quiet panic=-1 systemd.show_status=0 systemd.log_target=console ${VM_APPEND:-}"
+	echo "console=ttyS0 quiet panic=-1 no_timer_check systemd.show_status=0 systemd.log_target=console ${VM_APPEND:-}"
 }
 
 need_deb() {

@@ -410,7 +410,7 @@ cmd_shell() {
 	# shellcheck disable=SC2046
 	exec "$qemu" $(qemu_args) \
 		-kernel "$KERNEL_DIR/boot/vmlinuz-$KVER" -initrd "$work/initrd.img" \
-		-append "console=ttyS0 quiet panic=-1 ${VM_APPEND:-}" \
+		-append "console=ttyS0 quiet panic=-1 no_timer_check ${VM_APPEND:-}" \
 		-serial mon:stdio -serial null
 }
 
@@ -436,7 +436,7 @@ cmd_test() {
 	# shellcheck disable=SC2046
 	timeout --kill-after=10 "$timeout_s" "$qemu" $(qemu_args) \
 		-kernel "$KERNEL_DIR/boot/vmlinuz-$KVER" -initrd "$work/initrd.img" \
-		-append "console=ttyS0 quiet panic=-1 ${VM_APPEND:-}" \
+		-append "console=ttyS0 quiet panic=-1 no_timer_check ${VM_APPEND:-}" \
 		-serial stdio -serial "file:$raw" </dev/null 2>&1 | tee "$console"
 	qrc=${PIPESTATUS[0]}
 	set -e
