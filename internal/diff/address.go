@@ -375,6 +375,16 @@ func (c *computer) poolGiveBacks(ours map[string]map[netip.Addr]bool) {
 		}
 	}
 	planned := map[model.AddressKey]bool{}
+	// A held change (max-disruption) leaves the kernel's address as it
+	// is: an IPv6 address whose prefix length the file changes is the
+	// same address replaced, which the pool still gives the link.
+	if c.hold != nil {
+		for k, op := range c.hold.objects {
+			if k.kind == KindAddress && op.Old != nil {
+				planned[op.Old.Key()] = true
+			}
+		}
+	}
 	links := map[string]bool{} // links whose addresses the kernel handles
 	for _, ops := range [][]Op{c.plan.Ops, c.deletes, c.linkDeletes} {
 		for i := range ops {

@@ -2,6 +2,7 @@ package diff_test
 
 import (
 	"encoding/json"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -340,6 +341,48 @@ func TestHeldLinkKeepsItsLowerAndMaster(t *testing.T) {
 	for _, w := range []string{"link b0 is not deleted: the kernel would release x0 from its master with it, which is held", "link p9a is not deleted: the kernel would delete x0 with it, which is held"} {
 		if !strings.Contains(deps, w) {
 			t.Errorf("held dependents:\n%s\nwant %q", deps, w)
+		}
+	}
+}
+
+// A pool address whose prefix length the file changes is the kernel's
+// address replaced (IPv6 knows an address by the address alone). Held
+// back by max-disruption, it stays as the kernel has it: the pool still
+// gives the link that address, so it is not given back either, on a link
+// netreconcile owns or not. Walk finding 204 (host soak seed
+// 124038022870303, step 15).
+func TestWalkFinding204HeldPoolAddressIsNotGivenBack(t *testing.T) {
+	for _, link := range []model.Link{
+		{Name: "br0", Kind: model.KindBridge, Owned: true, Up: true},
+		{Name: "eth0", Kind: "dummy", Up: true},
+	} {
+		kind := "bridge"
+		if !link.Owned {
+			kind = "device"
+		}
+		k := newKernel().link(link).addr(link.Name, "fd98::1/120", 0).addr(link.Name, "10.98.0.1/24", 0)
+		file := "links:\n  " + link.Name + ": {kind: " + kind + ", addresses: [fd98::1/128, 10.98.0.1/24]}\n"
+		in := func(max diff.Disruption) diff.Inputs {
+			return diff.Inputs{MaxDisruption: &max, PoolAddrs: map[string]map[netip.Addr]bool{
+				link.Name: {netip.MustParseAddr("fd98::1"): true, netip.MustParseAddr("10.98.0.1"): true},
+			}}
+		}
+		plan, err := diff.ComputeWith(parse(t, file), k.st, in(diff.InPlace))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Ops) != 0 {
+			t.Errorf("%s: in-place plans:\n%s\nwant nothing: the replace is held", link.Name, plan)
+		}
+		if len(plan.Held) != 1 || plan.Held[0].ID != "fd98::1/128 dev "+link.Name {
+			t.Errorf("%s: held %v, want the replace of fd98::1/128", link.Name, plan.Held)
+		}
+		plan, err = diff.ComputeWith(parse(t, file), k.st, in(diff.Readded))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Ops) != 1 || plan.Ops[0].Action != diff.Replace || plan.Ops[0].ID != "fd98::1/128 dev "+link.Name {
+			t.Errorf("%s: readded plans:\n%s\nwant the replace of fd98::1/128 alone", link.Name, plan)
 		}
 	}
 }

@@ -121,3 +121,19 @@ func TestWalkFinding196LinkLeftUndeclaredKeepsItsKeysAfterADefaultWrite(t *testi
 		t.Error("b1 was not noted as pinned")
 	}
 }
+
+// TestWalkFinding204HeldPoolAddressStaysOnItsLink replays walk finding 204
+// (host soak seed 124038022870303, step 15, shrunk to 2 steps): the file
+// moves a pool address from /120 to the default /128 under max-disruption
+// in-place. IPv6 knows the address by the address alone, so the change is
+// a replace (readded), which the service's pass holds back; its give-back
+// of the pool's addresses deleted the /120 all the same.
+func TestWalkFinding204HeldPoolAddressStaysOnItsLink(t *testing.T) {
+	pool := &Pool{Name: "pd", Subnet: "10.98.0.0/24", Subnet6: "fd98::/120", Table: 120, Delay: "0s"}
+	conf := func(len6 int) *Config {
+		return &Config{Protocol: 250, MaxDisruption: "in-place", Pools: []*Pool{pool}, Links: map[string]*Link{
+			"b2": {Name: "b2", Kind: "bridge", Addrs: []*Addr{{CIDR: "10.98.0.2/24"}, {Pool: "pd", PrefixLen6: len6}}},
+		}}
+	}
+	converges(t, kernelRunner(t, []string{"ip link set lo up"}), conf(120), conf(0))
+}
