@@ -58,8 +58,30 @@ func (c *computer) addresses() {
 			have6[linkAddr{h.Link, h.Prefix.Addr()}] = h
 		}
 	}
+	// The kernel keeps one scope per IPv4 subnet: an address held back
+	// (max-disruption) keeps its subnet's scope, so another address of
+	// that subnet in a new scope would be refused (EINVAL). It waits with
+	// the held one.
+	keptScope := map[linkSubnet]*model.Address{}
+	if c.hold != nil {
+		for k := range c.hold.objects {
+			if k.kind != KindAddress {
+				continue
+			}
+			for _, h := range have {
+				if h.Key().String() == k.id && h.Prefix.Addr().Is4() {
+					keptScope[linkSubnet{h.Link, h.Subnet()}] = h
+				}
+			}
+		}
+	}
 	for i := range c.d.Addresses {
 		w := &c.d.Addresses[i]
+		if k := keptScope[linkSubnet{w.Link, w.Subnet()}]; k != nil && k.Scope != w.Scope && !c.holds(KindAddress, w.Key().String()) {
+			c.plan.HeldDependents = append(c.plan.HeldDependents, fmt.Sprintf("address %s is held: its subnet keeps scope %s with held address %s", w.Key(), model.ScopeName(k.Scope), k.Key()))
+			want[w.Key()] = true // as the kernel has it, if it has it
+			continue
+		}
 		h, ok := have[w.Key()]
 		if h6 := have6[linkAddr{w.Link, w.Prefix.Addr()}]; !ok && h6 != nil {
 			delete(have6, linkAddr{w.Link, w.Prefix.Addr()})

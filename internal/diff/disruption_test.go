@@ -3,6 +3,7 @@ package diff_test
 import (
 	"encoding/json"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -384,5 +385,36 @@ func TestWalkFinding204HeldPoolAddressIsNotGivenBack(t *testing.T) {
 		if len(plan.Ops) != 1 || plan.Ops[0].Action != diff.Replace || plan.Ops[0].ID != "fd98::1/128 dev "+link.Name {
 			t.Errorf("%s: readded plans:\n%s\nwant the replace of fd98::1/128 alone", link.Name, plan)
 		}
+	}
+}
+
+// The kernel keeps one scope per IPv4 subnet. An address whose scope
+// change max-disruption holds keeps its subnet's scope, so the file's
+// other address of that subnet, in the new scope, waits with it: created
+// beside it, the kernel refuses it (EINVAL) and the service's pass
+// fails. Walk finding 205 (found by reading the fix of 204).
+func TestWalkFinding205AddressWaitsForItsSubnetsHeldScope(t *testing.T) {
+	br := model.Link{Name: "br0", Kind: model.KindBridge, Owned: true, Up: true}
+	k := newKernel().link(br).addr("br0", "10.1.0.1/24", 0).addr("br0", "10.2.0.1/24", 0)
+	file := "links:\n  br0: {kind: bridge, addresses: [{address: 10.1.0.1/24, scope: link}, {address: 10.1.0.2/24, scope: link}, 10.2.0.1/24, 10.2.0.2/24]}\n"
+	max := diff.InPlace
+	plan, err := diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := plan.String(), "+ address 10.2.0.2/24 dev br0\n"; got != want {
+		t.Errorf("plan:\n%s\nwant:\n%s", got, want)
+	}
+	if want := []string{"address 10.1.0.2/24 dev br0 is held: its subnet keeps scope global with held address 10.1.0.1/24 dev br0"}; !slices.Equal(plan.HeldDependents, want) {
+		t.Errorf("held dependents %q, want %q", plan.HeldDependents, want)
+	}
+	// Once the scope is changed, the address comes.
+	max = diff.Readded
+	plan, err = diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan.String(), "+ address 10.1.0.2/24 dev br0 (scope link)") || len(plan.HeldDependents) != 0 {
+		t.Errorf("readded plan:\n%s\nheld dependents %q", plan, plan.HeldDependents)
 	}
 }
