@@ -3,6 +3,7 @@ package diff
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -80,6 +81,10 @@ func (c *computer) addresses() {
 		if k := keptScope[linkSubnet{w.Link, w.Subnet()}]; k != nil && k.Scope != w.Scope && !c.holds(KindAddress, w.Key().String()) {
 			c.plan.HeldDependents = append(c.plan.HeldDependents, fmt.Sprintf("address %s is held: its subnet keeps scope %s with held address %s", w.Key(), model.ScopeName(k.Scope), k.Key()))
 			want[w.Key()] = true // as the kernel has it, if it has it
+			if c.addrWaits == nil {
+				c.addrWaits = map[model.AddressKey]bool{}
+			}
+			c.addrWaits[w.Key()] = true
 			continue
 		}
 		h, ok := have[w.Key()]
@@ -210,6 +215,87 @@ func (c *computer) addresses() {
 	for _, op := range append(flushing, creates...) {
 		c.add(op)
 	}
+}
+
+// heldReach is what the held addresses leave unreached: the prefixes
+// only their new forms route on their links (a prefix route they get, a
+// new peer, a wider IPv6 prefix), with the address as the file has it, and
+// what is reached already: the kernel's routes of its addresses (the held
+// ones' old forms among them), and the file's new addresses'. Until the
+// change is applied the kernel keeps the old form.
+type heldReach struct {
+	news map[netip.Prefix]*model.Address
+	kept []netip.Prefix
+}
+
+// heldReach returns nil when no address is held.
+func (c *computer) heldReach() *heldReach {
+	if c.hold == nil {
+		return nil
+	}
+	r := &heldReach{news: map[netip.Prefix]*model.Address{}}
+	have := map[model.AddressKey]bool{}
+	subnets := map[linkSubnet]bool{}
+	for i := range c.a.Addresses {
+		h := &c.a.Addresses[i]
+		have[h.Key()] = true
+		if h.Prefix.Addr().Is4() {
+			subnets[linkSubnet{h.Link, h.Subnet()}] = true
+			if h.Secondary {
+				// The kernel routes an IPv4 subnet for its primary
+				// alone (fib_add_ifaddr).
+				continue
+			}
+		}
+		r.kept = append(r.kept, addressReach(h)...)
+	}
+	for i := range c.d.Addresses {
+		w := &c.d.Addresses[i]
+		switch {
+		case c.holds(KindAddress, w.Key().String()):
+			for _, p := range addressReach(w) {
+				r.news[p] = w
+			}
+		case have[w.Key()] || c.addrWaits[w.Key()]:
+		case w.Prefix.Addr().Is6() || !subnets[linkSubnet{w.Link, w.Subnet()}]:
+			r.kept = append(r.kept, addressReach(w)...)
+		}
+	}
+	if len(r.news) == 0 {
+		return nil
+	}
+	return r
+}
+
+// waits returns the held address whose new form alone reaches gw, nil if
+// none does.
+func (r *heldReach) waits(gw netip.Addr) *model.Address {
+	if !gw.IsValid() || slices.ContainsFunc(r.kept, func(p netip.Prefix) bool { return p.Contains(gw) }) {
+		return nil
+	}
+	for p, a := range r.news {
+		if p.Contains(gw) {
+			return a
+		}
+	}
+	return nil
+}
+
+// addressReach lists the prefixes the kernel routes on the link of the
+// address a for it (fib_add_ifaddr, addrconf_prefix_route): its subnet, or
+// its peer's, unless noprefixroute.
+func addressReach(a *model.Address) []netip.Prefix {
+	if a.NoPrefixRoute {
+		return nil
+	}
+	if a.Prefix.Addr().Is4() {
+		return []netip.Prefix{a.Subnet()}
+	}
+	out := []netip.Prefix{a.Prefix.Masked()}
+	if a.Peer.IsValid() {
+		out = append(out, netip.PrefixFrom(a.Peer.Addr(), 128))
+	}
+	return out
 }
 
 // linkAddr is an address on a link, whatever its prefix length.

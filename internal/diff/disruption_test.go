@@ -418,3 +418,71 @@ func TestWalkFinding205AddressWaitsForItsSubnetsHeldScope(t *testing.T) {
 		t.Errorf("readded plan:\n%s\nheld dependents %q", plan, plan.HeldDependents)
 	}
 }
+
+// A route whose gateway only the new form of an address reaches (its
+// subnet's prefix route, a new peer, a wider IPv6 prefix) needs that
+// form: max-disruption holds the address as the kernel has it, so the
+// kernel refuses the route ("Nexthop has invalid gateway", "No route to
+// host") and the service's pass fails. The route waits with the address.
+func TestWalkFinding206RouteWaitsForItsGatewaysHeldAddress(t *testing.T) {
+	br := model.Link{Name: "br0", Kind: model.KindBridge, Owned: true, Up: true}
+	for _, tc := range []struct {
+		name, kaddr, addr, route string
+		noprefix                 bool
+	}{
+		{"prefix route", "10.5.0.1/24", "10.5.0.1/24", "{to: 10.99.0.0/24, via: 10.5.0.254, dev: br0}", true},
+		{"prefix route, no dev", "10.5.0.1/24", "10.5.0.1/24", "{to: 10.99.0.0/24, via: 10.5.0.254}", true},
+		{"peer", "10.6.0.1/32", "{address: 10.6.0.1/32, peer: 10.6.0.3/32}", "{to: 10.99.0.0/24, via: 10.6.0.3, dev: br0}", false},
+		{"ipv6 prefix length", "fd00::1/64", "fd00::1/56", "{to: 2001:db8::/64, via: 'fd00:0:0:10::1', dev: br0}", false},
+		// A secondary of the subnet gets no prefix route of its own.
+		{"secondary", "10.5.0.1/24", "10.5.0.1/24, 10.5.0.2/24", "{to: 10.99.0.0/24, via: 10.5.0.254, dev: br0}", true},
+	} {
+		k := newKernel().link(br).addr("br0", tc.kaddr, 0)
+		k.st.Addresses[0].NoPrefixRoute = tc.noprefix
+		if tc.name == "peer" {
+			k.st.Addresses[0].Peer = pfx("10.6.0.2/32")
+		}
+		file := "links:\n  br0: {kind: bridge, addresses: [" + tc.addr + "]}\nroutes:\n  - " + tc.route + "\n"
+		max := diff.InPlace
+		plan, err := diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if strings.Contains(plan.String(), "route") || len(plan.Held) != 1 || len(plan.HeldDependents) != 1 || !strings.Contains(plan.HeldDependents[0], "is held: its gateway") {
+			t.Errorf("%s: in-place plans:\n%s\nheld %d, dependents %q; want the address held and the route waiting", tc.name, plan, len(plan.Held), plan.HeldDependents)
+		}
+		max = diff.Readded
+		plan, err = diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if last := plan.Ops[len(plan.Ops)-1]; last.Kind != diff.KindRoute || last.Action != diff.Create || len(plan.HeldDependents) != 0 {
+			t.Errorf("%s: readded plans:\n%s\ndependents %q; want the replace and the route", tc.name, plan, plan.HeldDependents)
+		}
+	}
+}
+
+// A gateway the held address's old form reaches, or another address of
+// the file, needs nothing held: its route is written.
+func TestWalkFinding206RouteReachedOtherwiseIsWritten(t *testing.T) {
+	br := model.Link{Name: "br0", Kind: model.KindBridge, Owned: true, Up: true}
+	for _, tc := range []struct{ name, kaddrs, addrs, route string }{
+		{"old prefix", "fd00::1/64", "fd00::1/56", "{to: 2001:db8::/64, via: 'fd00::9', dev: br0}"},
+		{"other subnet", "10.5.0.1/24", "10.5.0.1/24, 10.5.1.2/23", "{to: 10.99.0.0/24, via: 10.5.0.254, dev: br0}"},
+	} {
+		k := newKernel().link(br)
+		for _, a := range strings.Split(tc.kaddrs, ", ") {
+			k.addr("br0", a, 0)
+		}
+		k.st.Addresses[0].NoPrefixRoute = tc.name == "other subnet"
+		file := "links:\n  br0: {kind: bridge, addresses: [" + tc.addrs + "]}\nroutes:\n  - " + tc.route + "\n"
+		max := diff.InPlace
+		plan, err := diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(plan.Held) != 1 || len(plan.HeldDependents) != 0 || !strings.Contains(plan.String(), "+ route ") {
+			t.Errorf("%s: in-place plans:\n%s\nheld %d, dependents %q; want the route written", tc.name, plan, len(plan.Held), plan.HeldDependents)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package diff
 
 import (
+	"fmt"
+	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,11 +17,39 @@ import (
 // as the kernel would refuse it (EEXIST; creates use NLM_F_EXCL).
 func (c *computer) routes() {
 	ops, dels := len(c.plan.Ops), len(c.deletes)
-	if c.routesSorted() {
+	if !c.routesSorted() {
+		c.plan.Ops, c.deletes = c.plan.Ops[:ops], c.deletes[:dels]
+		c.routesByMap()
+	}
+	c.gatewaysWait(ops)
+}
+
+// gatewaysWait drops the route writes from the plan's ops at start on
+// whose gateway only the new form of a held address leads (heldReach): the
+// kernel refuses a route whose gateway no route of the link reaches
+// ("Nexthop has invalid gateway", IPv6's "No route to host"), and a held
+// address keeps its old prefix route, peer and prefix length. They wait
+// with it, as held dependents. A route with onlink needs no such route.
+func (c *computer) gatewaysWait(start int) {
+	reach := c.heldReach()
+	if reach == nil {
 		return
 	}
-	c.plan.Ops, c.deletes = c.plan.Ops[:ops], c.deletes[:dels]
-	c.routesByMap()
+	out := c.plan.Ops[:start]
+	for _, op := range c.plan.Ops[start:] {
+		if op.Kind == KindRoute && op.Action != Delete && !op.Route.OnLink {
+			gws := []netip.Addr{op.Route.Gateway}
+			for _, h := range op.Route.NextHops {
+				gws = append(gws, h.Gateway)
+			}
+			if i := slices.IndexFunc(gws, func(gw netip.Addr) bool { return reach.waits(gw) != nil }); i >= 0 {
+				c.plan.HeldDependents = append(c.plan.HeldDependents, fmt.Sprintf("route %s is held: its gateway %s is reached through held address %s", op.ID, gws[i], reach.waits(gws[i]).Key()))
+				continue
+			}
+		}
+		out = append(out, op)
+	}
+	c.plan.Ops = out
 }
 
 func (c *computer) routesByMap() {

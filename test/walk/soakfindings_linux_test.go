@@ -153,3 +153,19 @@ func TestWalkFinding205AddressWaitsForItsSubnetsHeldScope(t *testing.T) {
 	}
 	converges(t, kernelRunner(t, nil), conf("", "", "10.1.0.1/24"), conf("in-place", "link", "10.1.0.1/24", "10.1.0.2/24"))
 }
+
+// TestWalkFinding206RouteWaitsForItsGatewaysHeldAddress: under
+// max-disruption in-place the file drops noprefixroute from 10.5.0.1/24
+// (an IPv4 address replaced: readded) and adds a route via 10.5.0.254,
+// which only the prefix route of the new form reaches. The address is
+// held without its prefix route, and the kernel refused the route
+// ("Nexthop has invalid gateway"), failing the service's pass. Found by
+// reading for the class of 204 and 205.
+func TestWalkFinding206RouteWaitsForItsGatewaysHeldAddress(t *testing.T) {
+	conf := func(max string, noPrefix bool, routes ...*Route) *Config {
+		return &Config{Protocol: 250, MaxDisruption: max, Routes: routes, Links: map[string]*Link{
+			"b2": {Name: "b2", Kind: "bridge", Addrs: []*Addr{{CIDR: "10.5.0.1/24", NoPrefixRoute: noPrefix}}},
+		}}
+	}
+	converges(t, kernelRunner(t, nil), conf("", true), conf("in-place", false, &Route{To: "10.99.0.0/24", Via: "10.5.0.254", Dev: "b2"}))
+}
