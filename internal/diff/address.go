@@ -82,9 +82,9 @@ func (c *computer) addresses() {
 			c.plan.HeldDependents = append(c.plan.HeldDependents, fmt.Sprintf("address %s is held: its subnet keeps scope %s with held address %s", w.Key(), model.ScopeName(k.Scope), k.Key()))
 			want[w.Key()] = true // as the kernel has it, if it has it
 			if c.addrWaits == nil {
-				c.addrWaits = map[model.AddressKey]bool{}
+				c.addrWaits = map[model.AddressKey]*model.Address{}
 			}
-			c.addrWaits[w.Key()] = true
+			c.addrWaits[w.Key()] = k
 			continue
 		}
 		h, ok := have[w.Key()]
@@ -222,10 +222,13 @@ func (c *computer) addresses() {
 // new peer, a wider IPv6 prefix), with the address as the file has it, and
 // what is reached already: the kernel's routes of its addresses (the held
 // ones' old forms among them), and the file's new addresses'. Until the
-// change is applied the kernel keeps the old form.
+// change is applied the kernel keeps the old form. srcs are the local
+// addresses the kernel lacks until then, those of the file that wait with
+// a held address of their subnet, mapped to it.
 type heldReach struct {
 	news map[netip.Prefix]*model.Address
 	kept []netip.Prefix
+	srcs map[netip.Addr]*model.Address
 }
 
 // heldReach returns nil when no address is held.
@@ -233,12 +236,14 @@ func (c *computer) heldReach() *heldReach {
 	if c.hold == nil {
 		return nil
 	}
-	r := &heldReach{news: map[netip.Prefix]*model.Address{}}
+	r := &heldReach{news: map[netip.Prefix]*model.Address{}, srcs: map[netip.Addr]*model.Address{}}
 	have := map[model.AddressKey]bool{}
+	local := map[netip.Addr]bool{}
 	subnets := map[linkSubnet]bool{}
 	for i := range c.a.Addresses {
 		h := &c.a.Addresses[i]
 		have[h.Key()] = true
+		local[h.Prefix.Addr()] = true
 		if h.Prefix.Addr().Is4() {
 			subnets[linkSubnet{h.Link, h.Subnet()}] = true
 			if h.Secondary {
@@ -256,12 +261,16 @@ func (c *computer) heldReach() *heldReach {
 			for _, p := range addressReach(w) {
 				r.news[p] = w
 			}
-		case have[w.Key()] || c.addrWaits[w.Key()]:
+		case c.addrWaits[w.Key()] != nil:
+			if !local[w.Prefix.Addr()] {
+				r.srcs[w.Prefix.Addr()] = c.addrWaits[w.Key()]
+			}
+		case have[w.Key()]:
 		case w.Prefix.Addr().Is6() || !subnets[linkSubnet{w.Link, w.Subnet()}]:
 			r.kept = append(r.kept, addressReach(w)...)
 		}
 	}
-	if len(r.news) == 0 {
+	if len(r.news) == 0 && len(r.srcs) == 0 {
 		return nil
 	}
 	return r

@@ -242,9 +242,10 @@ type computer struct {
 	// need a held link included (blocked has them too).
 	hold      *held
 	heldLinks map[string]bool
-	// addrWaits names the file's addresses that wait with a held
-	// address of their subnet (addresses): the kernel may not have them.
-	addrWaits map[model.AddressKey]bool
+	// addrWaits maps the file's addresses that wait with a held address
+	// of their subnet (addresses) to that held address, as the kernel has
+	// it: the kernel may not have them.
+	addrWaits map[model.AddressKey]*model.Address
 	// mtuWaited names the links whose MTU write waits for a link the
 	// kernel would move with it (mtuWritesWait): apply's own MTU writes
 	// (Plan.PinMTU, Plan.FollowMTU) leave them alone too.

@@ -486,3 +486,33 @@ func TestWalkFinding206RouteReachedOtherwiseIsWritten(t *testing.T) {
 		}
 	}
 }
+
+// An address that waits with a held address of its subnet (205) is not in
+// the kernel, which refuses a route from it ("Invalid prefsrc address"):
+// the route waits too. Walk finding 207.
+func TestWalkFinding207RouteWaitsForItsSourceThatWaits(t *testing.T) {
+	br := model.Link{Name: "br0", Kind: model.KindBridge, Owned: true, Up: true}
+	k := newKernel().link(br).addr("br0", "10.1.0.1/24", 0)
+	file := "links:\n  br0: {kind: bridge, addresses: [{address: 10.1.0.1/24, scope: link}, {address: 10.1.0.2/24, scope: link}]}\n" +
+		"routes:\n  - {to: 10.99.0.0/24, dev: br0, src: 10.1.0.2}\n  - {to: 10.98.0.0/24, dev: br0, src: 10.1.0.1}\n"
+	max := diff.InPlace
+	plan, err := diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := plan.String(), "+ route 10.98.0.0/24 table main (dev br0 src 10.1.0.1 scope link)\n"; got != want {
+		t.Errorf("plan:\n%s\nwant:\n%s", got, want)
+	}
+	if want := "route 10.99.0.0/24 table main is held: its source 10.1.0.2 waits with held address 10.1.0.1/24 dev br0"; !slices.Contains(plan.HeldDependents, want) {
+		t.Errorf("held dependents %q, want %q among them", plan.HeldDependents, want)
+	}
+	// Once it is in the kernel, the route is written.
+	k.addr("br0", "10.1.0.2/24", 0)
+	plan, err = diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan.String(), "+ route 10.99.0.0/24") {
+		t.Errorf("with 10.1.0.2 in the kernel, plan:\n%s\nwant the route", plan)
+	}
+}

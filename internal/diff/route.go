@@ -3,7 +3,6 @@ package diff
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -21,35 +20,53 @@ func (c *computer) routes() {
 		c.plan.Ops, c.deletes = c.plan.Ops[:ops], c.deletes[:dels]
 		c.routesByMap()
 	}
-	c.gatewaysWait(ops)
+	c.heldWait(ops)
 }
 
-// gatewaysWait drops the route writes from the plan's ops at start on
-// whose gateway only the new form of a held address leads (heldReach): the
-// kernel refuses a route whose gateway no route of the link reaches
-// ("Nexthop has invalid gateway", IPv6's "No route to host"), and a held
-// address keeps its old prefix route, peer and prefix length. They wait
-// with it, as held dependents. A route with onlink needs no such route.
-func (c *computer) gatewaysWait(start int) {
+// heldWait drops the route writes from the plan's ops at start that need
+// what a held address keeps from the kernel (heldReach), and lists them as
+// held dependents. A held address keeps its old prefix route, peer and
+// prefix length, and the kernel refuses a route whose gateway no route of
+// the link reaches ("Nexthop has invalid gateway", IPv6's "No route to
+// host"; a route with onlink needs none); an address that waits with it
+// is not there, and the kernel refuses a route from a source it does not
+// have ("Invalid prefsrc address").
+func (c *computer) heldWait(start int) {
 	reach := c.heldReach()
 	if reach == nil {
 		return
 	}
 	out := c.plan.Ops[:start]
 	for _, op := range c.plan.Ops[start:] {
-		if op.Kind == KindRoute && op.Action != Delete && !op.Route.OnLink {
-			gws := []netip.Addr{op.Route.Gateway}
-			for _, h := range op.Route.NextHops {
-				gws = append(gws, h.Gateway)
-			}
-			if i := slices.IndexFunc(gws, func(gw netip.Addr) bool { return reach.waits(gw) != nil }); i >= 0 {
-				c.plan.HeldDependents = append(c.plan.HeldDependents, fmt.Sprintf("route %s is held: its gateway %s is reached through held address %s", op.ID, gws[i], reach.waits(gws[i]).Key()))
+		if op.Kind == KindRoute && op.Action != Delete {
+			if why := reach.route(op.Route); why != "" {
+				c.plan.HeldDependents = append(c.plan.HeldDependents, "route "+op.ID+" is held: "+why)
 				continue
 			}
 		}
 		out = append(out, op)
 	}
 	c.plan.Ops = out
+}
+
+// route says why the route r waits for a held address, "" if it does not.
+func (reach *heldReach) route(r *model.Route) string {
+	if a := reach.srcs[r.Src]; a != nil && r.Src.IsValid() {
+		return fmt.Sprintf("its source %s waits with held address %s", r.Src, a.Key())
+	}
+	if r.OnLink {
+		return ""
+	}
+	gws := []netip.Addr{r.Gateway}
+	for _, h := range r.NextHops {
+		gws = append(gws, h.Gateway)
+	}
+	for _, gw := range gws {
+		if a := reach.waits(gw); a != nil {
+			return fmt.Sprintf("its gateway %s is reached through held address %s", gw, a.Key())
+		}
+	}
+	return ""
 }
 
 func (c *computer) routesByMap() {

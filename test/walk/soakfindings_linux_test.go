@@ -169,3 +169,20 @@ func TestWalkFinding206RouteWaitsForItsGatewaysHeldAddress(t *testing.T) {
 	}
 	converges(t, kernelRunner(t, nil), conf("", true), conf("in-place", false, &Route{To: "10.99.0.0/24", Via: "10.5.0.254", Dev: "b2"}))
 }
+
+// TestWalkFinding207RouteWaitsForItsSourceThatWaits: under max-disruption
+// in-place, 10.1.0.2/24 waits with the held scope change of 10.1.0.1/24
+// (205), and a route from it was written all the same: the kernel refused
+// it ("Invalid prefsrc address"), failing the service's pass. Found by
+// reading the fix of 205.
+func TestWalkFinding207RouteWaitsForItsSourceThatWaits(t *testing.T) {
+	conf := func(max, scope string, routes []*Route, addrs ...string) *Config {
+		l := &Link{Name: "b2", Kind: "bridge"}
+		for _, a := range addrs {
+			l.Addrs = append(l.Addrs, &Addr{CIDR: a, Scope: scope})
+		}
+		return &Config{Protocol: 250, MaxDisruption: max, Routes: routes, Links: map[string]*Link{"b2": l}}
+	}
+	routes := []*Route{{To: "10.99.0.0/24", Dev: "b2", Src: "10.1.0.2"}}
+	converges(t, kernelRunner(t, nil), conf("", "", nil, "10.1.0.1/24"), conf("in-place", "link", routes, "10.1.0.1/24", "10.1.0.2/24"))
+}
