@@ -339,9 +339,11 @@ func (c *computer) devGone(r *model.Route, dev string) bool {
 // changes the MTU of its device, when the kernel moves it there
 // (rt6_mtu_change_route in net/ipv6/route.c: a route MTU at or above the
 // device's new MTU drops to it, and one equal to the old rises with it), so
-// that the route is written again after the link. IPv4 route MTUs stay.
+// that the route is written again after the link. IPv4 route MTUs stay,
+// and so does the MTU of a link whose write waits (mtuWritesWait): written
+// again, the route would be written again on every pass.
 func (c *computer) mtuMoved(r *model.Route) (int, bool) {
-	if r.MTU == 0 || r.Dev == "" || r.Dst.Addr().Is4() || c.recreated[r.Dev] {
+	if r.MTU == 0 || r.Dev == "" || r.Dst.Addr().Is4() || c.recreated[r.Dev] || c.mtuWaited[r.Dev] {
 		return 0, false
 	}
 	w, h := c.d.Links[r.Dev], c.a.Links[r.Dev]

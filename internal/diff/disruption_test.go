@@ -516,3 +516,31 @@ func TestWalkFinding207RouteWaitsForItsSourceThatWaits(t *testing.T) {
 		t.Errorf("with 10.1.0.2 in the kernel, plan:\n%s\nwant the route", plan)
 	}
 }
+
+// A link whose MTU write waits for a held link (the kernel would move the
+// held one's with it) keeps its MTU, and so does the kernel's IPv6 route
+// through it: written again as if moved with the link's, the route was
+// written on every pass. Walk finding 208.
+func TestWalkFinding208RouteMTUStaysWithALinkMTUThatWaits(t *testing.T) {
+	k := newKernel().link(model.Link{Name: "br0", Kind: model.KindBridge, Owned: true, Up: true, MTU: 1500}).
+		link(model.Link{Name: "m0", Kind: model.KindMACVlan, Owned: true, Up: true, MTU: 1500, Lower: "br0", MACVlan: &model.MACVlan{Parent: "br0", Mode: model.MACVlanBridge}}).
+		route(model.Route{Dst: pfx("2001:db8:1::/64"), Dev: "br0", Table: 254, Metric: 1024, MTU: 1300, Protocol: 245})
+	file := "links:\n  br0: {kind: bridge, mtu: 1280}\n  m0: {kind: macvlan, macvlan: {parent: br0, mode: passthru}}\nroutes:\n  - {to: '2001:db8:1::/64', dev: br0, mtu: 1300}\n"
+	max := diff.InPlace
+	plan, err := diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Ops) != 0 || len(plan.Held) != 1 {
+		t.Errorf("in-place plans:\n%s\nheld %d; want nothing, m0 held", plan, len(plan.Held))
+	}
+	// With the link's MTU written, the route is written again after it.
+	max = diff.LinkRecreated
+	plan, err = diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan.String(), "mtu: 1300 (moved to 1280 with br0's) -> 1300") {
+		t.Errorf("link-recreated plans:\n%s\nwant the route written again", plan)
+	}
+}

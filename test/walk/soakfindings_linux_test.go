@@ -186,3 +186,20 @@ func TestWalkFinding207RouteWaitsForItsSourceThatWaits(t *testing.T) {
 	routes := []*Route{{To: "10.99.0.0/24", Dev: "b2", Src: "10.1.0.2"}}
 	converges(t, kernelRunner(t, nil), conf("", "", nil, "10.1.0.1/24"), conf("in-place", "link", routes, "10.1.0.1/24", "10.1.0.2/24"))
 }
+
+// TestWalkFinding208RouteMTUStaysWithALinkMTUThatWaits: under
+// max-disruption in-place the recreate of macvlan m1 (into passthru) is
+// held, so the MTU write of its parent b1 (1500 to 1280) waits: the kernel
+// would lower m1 with it. The IPv6 route through b1 with mtu 1300 was
+// written again as if the kernel had moved its MTU with b1's, on every
+// pass: the service's second pass wrote it again. Found by reading for the
+// class of 204 and 205.
+func TestWalkFinding208RouteMTUStaysWithALinkMTUThatWaits(t *testing.T) {
+	conf := func(max string, mtu int, mode string) *Config {
+		return &Config{Protocol: 250, MaxDisruption: max, Links: map[string]*Link{
+			"b1": {Name: "b1", Kind: "bridge", MTU: mtu},
+			"m1": {Name: "m1", Kind: "macvlan", Parent: "b1", Mode: mode},
+		}, Routes: []*Route{{To: "2001:db8:1::/64", Dev: "b1", MTU: 1300}}}
+	}
+	converges(t, kernelRunner(t, nil), conf("", 1500, "bridge"), conf("in-place", 1280, "passthru"))
+}
