@@ -544,3 +544,32 @@ func TestWalkFinding208RouteMTUStaysWithALinkMTUThatWaits(t *testing.T) {
 		t.Errorf("link-recreated plans:\n%s\nwant the route written again", plan)
 	}
 }
+
+// A link whose MTU write below IPv6's minimum waits for a held link keeps
+// its MTU, and its IPv6 with it: the IPv6 address and route of ours that
+// left the file are deleted, not left to a flush that does not come (they
+// stayed, and the next pass planned nothing for them). Walk finding 209.
+func TestWalkFinding209IPv6StaysWithALinkMTUThatWaits(t *testing.T) {
+	k := newKernel().link(model.Link{Name: "br0", Kind: model.KindBridge, Owned: true, Up: true, MTU: 1500}).
+		link(model.Link{Name: "m0", Kind: model.KindMACVlan, Owned: true, Up: true, MTU: 1500, Lower: "br0", MACVlan: &model.MACVlan{Parent: "br0", Mode: model.MACVlanBridge}}).
+		addr("br0", "fd00::1/64", 0).addr("br0", "10.0.0.1/24", 0).
+		route(model.Route{Dst: pfx("2001:db8:1::/64"), Dev: "br0", Table: 254, Metric: 1024, Protocol: 245})
+	file := "links:\n  br0: {kind: bridge, mtu: 1200, addresses: [10.0.0.1/24]}\n  m0: {kind: macvlan, macvlan: {parent: br0, mode: passthru}}\n"
+	max := diff.InPlace
+	plan, err := diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := plan.String(), "- route 2001:db8:1::/64 table main metric 1024 (dev br0)\n- address fd00::1/64 dev br0\n"; got != want {
+		t.Errorf("in-place plans:\n%s\nwant:\n%s", got, want)
+	}
+	// With the MTU written, the kernel takes them with the link's IPv6.
+	max = diff.LinkRecreated
+	plan, err = diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := plan.String(); strings.Contains(s, "- route") || strings.Contains(s, "- address") {
+		t.Errorf("link-recreated plans:\n%s\nwant no delete: the MTU takes them", plan)
+	}
+}

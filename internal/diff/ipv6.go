@@ -38,10 +38,14 @@ const ipv6MinMTU = 1280
 // kept: the plan writes it where the kernel holds it elsewhere
 // (uppersFollow), so that it does not depend on what the lower device had
 // when the link was made; but for an adopted link, which keeps its own.
+// A link whose MTU write waits (mtuWritesWait) keeps the kernel's.
 func (c *computer) mtuHeld(name string, seen map[string]bool) (mtu int, lower string, headroom int) {
 	w, h := c.d.Links[name], c.a.Links[name]
 	if w == nil || seen[name] {
 		return 0, "", 0
+	}
+	if c.mtuWaited[name] && h != nil && !c.recreated[name] {
+		return h.MTU, "", 0
 	}
 	if seen == nil {
 		seen = map[string]bool{}
@@ -113,7 +117,9 @@ func (c *computer) ipv6Crossing(name string) int {
 func (c *computer) ipv6Kept(unallocated []model.PoolAddress) []error {
 	var errs []error
 	for _, name := range c.d.SortedLinkNames() {
-		if c.blocked[name] {
+		if c.blocked[name] || c.mtuWaited[name] {
+			// A link whose MTU write waits is not where the file puts
+			// it: not a mistake of the file's to refuse.
 			continue
 		}
 		mtu, lower, headroom := c.mtuHeld(name, nil)
