@@ -573,3 +573,33 @@ func TestWalkFinding209IPv6StaysWithALinkMTUThatWaits(t *testing.T) {
 		t.Errorf("link-recreated plans:\n%s\nwant no delete: the MTU takes them", plan)
 	}
 }
+
+// A link whose MTU write waits for a held link keeps its MTU: IPv6 turned
+// back on sets its ipv6.mtu to that one, not the file's, so the key the
+// file gives is written again after. Walk finding 210.
+func TestWalkFinding210IPv6MTUKeyWithALinkMTUThatWaits(t *testing.T) {
+	k := newKernel().link(model.Link{Name: "br0", Kind: model.KindBridge, Owned: true, Up: true, MTU: 1500}).
+		link(model.Link{Name: "m0", Kind: model.KindMACVlan, Owned: true, Up: true, MTU: 1500, Lower: "br0", MACVlan: &model.MACVlan{Parent: "br0", Mode: model.MACVlanBridge}})
+	k.st.Sysctls = []model.Sysctl{
+		{Key: "net.ipv6.conf.br0.disable_ipv6", Value: "1", Link: "br0"},
+		{Key: "net.ipv6.conf.br0.mtu", Value: "1400", Link: "br0"},
+	}
+	file := "links:\n  br0: {kind: bridge, mtu: 1400, sysctls: {ipv6.disable_ipv6: 0, ipv6.mtu: 1400}}\n  m0: {kind: macvlan, macvlan: {parent: br0, mode: passthru}}\n"
+	max := diff.InPlace
+	plan, err := diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan.String(), "value: 1400 (set to 1500, br0's MTU) -> 1400") {
+		t.Errorf("in-place plans:\n%s\nwant net.ipv6.conf.br0.mtu written again after disable_ipv6", plan)
+	}
+	// With the MTU written, the kernel sets the key to the file's value.
+	max = diff.LinkRecreated
+	plan, err = diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plan.String(), "net.ipv6.conf.br0.mtu") {
+		t.Errorf("link-recreated plans:\n%s\nwant no write of net.ipv6.conf.br0.mtu", plan)
+	}
+}

@@ -372,7 +372,9 @@ func (c *computer) mtuAfterIPv6On(start int) {
 			continue
 		}
 		to := al.MTU
-		if dl.MTU != 0 {
+		if dl.MTU != 0 && !c.mtuWaited[link] {
+			// A link whose MTU write waits (mtuWritesWait) keeps the
+			// kernel's.
 			to = dl.MTU
 		}
 		if to < ipv6MinMTU {

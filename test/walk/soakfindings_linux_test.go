@@ -203,3 +203,22 @@ func TestWalkFinding208RouteMTUStaysWithALinkMTUThatWaits(t *testing.T) {
 	}
 	converges(t, kernelRunner(t, nil), conf("", 1500, "bridge"), conf("in-place", 1280, "passthru"))
 }
+
+// TestWalkFinding210IPv6MTUKeyWithALinkMTUThatWaits: under max-disruption
+// in-place the recreate of macvlan m1 (into passthru) is held, so the MTU
+// write of its parent v1 (1500 to 1400) waits. The file turns v1's IPv6
+// back on, and the kernel sets its ipv6.mtu to the MTU v1 keeps, 1500; the
+// plan took the file's 1400 for it, wrote nothing after, and the service's
+// second pass wrote the key again. Found by reading for the class of 204.
+func TestWalkFinding210IPv6MTUKeyWithALinkMTUThatWaits(t *testing.T) {
+	conf := func(max string, mtu int, mode string, keys map[string]string) *Config {
+		return &Config{Protocol: 250, MaxDisruption: max, Links: map[string]*Link{
+			"v1": {Name: "v1", Kind: "veth", Peer: "v2", MTU: mtu, Sysctls: keys},
+			"v2": {Name: "v2", Kind: "veth", Peer: "v1"},
+			"m1": {Name: "m1", Kind: "macvlan", Parent: "v1", Mode: mode},
+		}}
+	}
+	converges(t, kernelRunner(t, nil),
+		conf("", 1500, "bridge", map[string]string{"ipv6.disable_ipv6": "1", "ipv6.mtu": "1400"}),
+		conf("in-place", 1400, "passthru", map[string]string{"ipv6.disable_ipv6": "0", "ipv6.mtu": "1400"}))
+}
