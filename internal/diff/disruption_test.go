@@ -603,3 +603,51 @@ func TestWalkFinding210IPv6MTUKeyWithALinkMTUThatWaits(t *testing.T) {
 		t.Errorf("link-recreated plans:\n%s\nwant no write of net.ipv6.conf.br0.mtu", plan)
 	}
 }
+
+// The file gives an address noprefixroute and declares its prefix route
+// itself (what validation suggests for a route with the prefix route's
+// key). The kernel's prefix route goes with the address's change, which
+// runs before the routes: the route is created, not a conflict with it.
+// Held back by max-disruption, the change leaves the kernel's route as it
+// is, and the route waits with it: a conflict, on every pass, before.
+// Walk finding 211.
+func TestWalkFinding211RouteInPlaceOfAPrefixRouteThatGoes(t *testing.T) {
+	br := model.Link{Name: "br0", Kind: model.KindBridge, Owned: true, Up: true}
+	k := newKernel().link(br).addr("br0", "10.5.0.1/24", 0).addr("br0", "fd00::1/64", 0).
+		route(model.Route{Dst: pfx("10.5.0.0/24"), Dev: "br0", Table: 254, Protocol: 2, Scope: 253}).
+		route(model.Route{Dst: pfx("fd00::/64"), Dev: "br0", Table: 254, Metric: 256, Protocol: 2})
+	file := "links:\n  br0: {kind: bridge, addresses: [{address: 10.5.0.1/24, noprefixroute: true}, {address: 'fd00::1/64', noprefixroute: true}]}\n" +
+		"routes:\n  - {to: 10.5.0.0/24, dev: br0}\n  - {to: 'fd00::/64', dev: br0, metric: 256}\n"
+	plan, err := diff.ComputeWith(parse(t, file), k.st, diff.Inputs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := plan.String(); !strings.Contains(s, "+ route 10.5.0.0/24 table main") || !strings.Contains(s, "+ route fd00::/64 table main metric 256") {
+		t.Errorf("plan:\n%s\nwant both routes created", plan)
+	}
+	// In place, the IPv6 address's change runs (NLM_F_REPLACE), and the
+	// IPv4 one's is held, its route with it.
+	max := diff.InPlace
+	plan, err = diff.ComputeWith(parse(t, file), k.st, diff.Inputs{MaxDisruption: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := plan.String(); strings.Contains(s, "+ route 10.5.0.0/24") || !strings.Contains(s, "+ route fd00::/64 table main metric 256") {
+		t.Errorf("in-place plans:\n%s\nwant the IPv6 route alone", plan)
+	}
+	if want := "route 10.5.0.0/24 table main is held: the kernel's prefix route of held address 10.5.0.1/24 dev br0 has its key"; !slices.Equal(plan.HeldDependents, []string{want}) {
+		t.Errorf("held dependents %q, want %q", plan.HeldDependents, want)
+	}
+	// Another address making the same prefix route keeps it: a conflict;
+	// so does a secondary of the IPv4 subnet, promoted, making it again.
+	sec := newKernel().link(br).addr("br0", "10.5.0.1/24", 0).addr("br0", "10.5.0.9/24", 0).
+		route(model.Route{Dst: pfx("10.5.0.0/24"), Dev: "br0", Table: 254, Protocol: 2, Scope: 253})
+	sec.st.Addresses[1].Secondary = true
+	if _, err := diff.ComputeWith(parse(t, file), sec.st, diff.Inputs{}); err == nil || !strings.Contains(err.Error(), "route 10.5.0.0/24 table main exists with protocol 2") {
+		t.Errorf("with the secondary 10.5.0.9/24: err %v, want the conflict", err)
+	}
+	k.addr("br0", "fd00::2/64", 0)
+	if _, err := diff.ComputeWith(parse(t, file), k.st, diff.Inputs{}); err == nil || !strings.Contains(err.Error(), "route fd00::/64 table main metric 256 exists with protocol 2") {
+		t.Errorf("with fd00::2/64 too: err %v, want the conflict", err)
+	}
+}

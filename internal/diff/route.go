@@ -3,6 +3,7 @@ package diff
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -183,10 +184,66 @@ func (c *computer) routesSorted() bool {
 func (c *computer) createRoute(w, foreign *model.Route) {
 	k := w.Key()
 	if foreign != nil {
+		if a, held := c.prefixRouteGoes(foreign); a != nil {
+			if held {
+				c.plan.HeldDependents = append(c.plan.HeldDependents, fmt.Sprintf("route %s is held: the kernel's prefix route of held address %s has its key", k, a.Key()))
+				return
+			}
+			// The address's op, before the routes', takes it away.
+			c.add(Op{Action: Create, Kind: KindRoute, ID: k.String(), Summary: w.Attrs(), Route: w})
+			return
+		}
 		c.conflict("route %s exists with protocol %s, not ours (%d); the kernel keeps one route per key: remove it, or change the file's route (its metric, for one)", k, model.ProtocolName(int(foreign.Protocol)), c.d.Protocol)
 		return
 	}
 	c.add(Op{Action: Create, Kind: KindRoute, ID: k.String(), Summary: w.Attrs(), Route: w})
+}
+
+// rtprotKernel is the protocol of the routes the kernel makes itself
+// (RTPROT_KERNEL): an address's prefix route among them.
+const rtprotKernel = 2
+
+// prefixRouteGoes reports whether the foreign route f is the prefix route
+// the kernel made for an address whose change in this plan takes it away
+// (noprefixroute given, a new prefix length or peer), with that address
+// as the file has it, and whether that change is held (Inputs.MaxDisruption):
+// then the route stays. The change runs with the addresses, before the
+// routes. Only where that address alone has the prefix: another makes the
+// route too, or, in an IPv4 subnet, is promoted and makes it again.
+func (c *computer) prefixRouteGoes(f *model.Route) (*model.Address, bool) {
+	if f.Protocol != rtprotKernel || f.Dev == "" {
+		return nil, false
+	}
+	var owner *model.Address
+	for i := range c.a.Addresses {
+		h := &c.a.Addresses[i]
+		if h.Link != f.Dev || !(h.Prefix.Addr().Is4() && h.Subnet() == f.Dst || slices.Contains(addressReach(h), f.Dst)) {
+			continue
+		}
+		if owner != nil {
+			return nil, false
+		}
+		owner = h
+	}
+	if owner == nil || !slices.Contains(addressReach(owner), f.Dst) {
+		return nil, false
+	}
+	for i := range c.d.Addresses {
+		w := &c.d.Addresses[i]
+		if w.Link != owner.Link || w.Prefix.Addr() != owner.Prefix.Addr() || slices.Contains(addressReach(w), f.Dst) {
+			continue
+		}
+		if c.holds(KindAddress, w.Key().String()) {
+			return w, true
+		}
+		id := w.Key().String()
+		if slices.ContainsFunc(c.plan.Ops, func(op Op) bool {
+			return op.Kind == KindAddress && op.ID == id && (op.Action == Replace || op.Action == Update)
+		}) {
+			return w, false
+		}
+	}
+	return nil, false
 }
 
 func (c *computer) deleteRoute(h *model.Route) {
