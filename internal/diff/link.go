@@ -251,7 +251,8 @@ func (c *computer) links() {
 // netreconcile (mtuMoves). Such a write changes a link the plan may not
 // change, so it waits as a delete that would take one does: the rest of
 // the update goes ahead, and a held change, or a conflict, says why. An
-// update left with no change is dropped. The link goes to mtuWaited: the
+// update left with no change is dropped; a link the write would raise to
+// IPv6's minimum or above is left out whole. The link goes to mtuWaited: the
 // MTU apply sets again where the kernel moved it on the way (a master's
 // declared MTU, an upper's to follow its lower device) is the same write,
 // and moves the same links.
@@ -286,6 +287,16 @@ func (c *computer) mtuWritesWait(updates []Op) []Op {
 			c.mtuWaited = map[string]bool{}
 		}
 		c.mtuWaited[op.ID] = true
+		if h.MTU < ipv6MinMTU && op.Link.MTU >= ipv6MinMTU {
+			// Kept below IPv6's minimum, the link has no IPv6 for the
+			// file's addresses, routes and keys to go on (the kernel
+			// refuses them): it waits whole, with what needs it.
+			c.blockLink(op.ID)
+			if c.heldLinks[n] {
+				c.heldLinks[op.ID] = true
+			}
+			continue
+		}
 		op.LinkFields.MTU, op.LinkFields.MTUAfterMaster = false, false
 		op.Changes = slices.DeleteFunc(slices.Clone(op.Changes), func(ch Change) bool { return ch.Field == "mtu" })
 		if len(op.Changes) > 0 {

@@ -102,3 +102,52 @@ func TestMTUWriteWaitsForForeignLinksItMoves(t *testing.T) {
 		})
 	}
 }
+
+// A link the kernel holds below 1280 has no IPv6. When its raise to 1280
+// or more waits (an ipvlan on it, held or someone else's, would move with
+// it), its IPv6 cannot come: the link is left as it is, with what needs
+// it, rather than its IPv6 addresses and routes written and refused.
+// Walk finding 212 (found by an adversarial review of the held pass).
+func TestWalkFinding212RaiseToIPv6ThatWaitsLeavesTheLinkOut(t *testing.T) {
+	d0 := model.Link{Name: "d0", Kind: model.KindDummy, Owned: true, Up: true, MTU: 1200}
+	ipvlan := func(owned bool) model.Link {
+		return model.Link{Name: "ipv0", Kind: model.KindIPVlan, Owned: owned, Up: true, MTU: 1200, Lower: "d0", IPVlan: &model.IPVlan{Parent: "d0", Mode: "l2"}}
+	}
+	v6 := "  d0: {kind: dummy, mtu: 1500, addresses: [fd00::1/64, 10.0.0.1/24]}\n"
+	route := "routes:\n  - {to: \"fd00:1::/64\", dev: d0}\n"
+	for _, c := range []struct {
+		name, file string
+		kernel     *kernel
+		max        diff.Disruption
+		held       bool
+	}{{
+		name:   "held ipvlan",
+		file:   "links:\n" + v6 + "  ipv0: {kind: ipvlan, ipvlan: {parent: d0, mode: l3}}\n" + route,
+		kernel: newKernel().link(d0).link(ipvlan(true)),
+		max:    diff.InPlace,
+		held:   true,
+	}, {
+		name:   "someone else's ipvlan",
+		file:   "links:\n" + v6 + route,
+		kernel: newKernel().link(d0).link(ipvlan(false)),
+		max:    diff.LinkRecreated,
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			plan, err := diff.ComputeWith(parse(t, c.file), c.kernel.st, diff.Inputs{MaxDisruption: &c.max})
+			if plan == nil {
+				t.Fatal(err)
+			}
+			if len(plan.Ops) != 0 {
+				t.Errorf("plan:\n%s\nwant nothing: d0 stays at 1200, without IPv6", plan)
+			}
+			var conflicts diff.Conflicts
+			if c.held {
+				if err != nil || len(plan.HeldDependents) == 0 {
+					t.Errorf("err %v, held dependents %q", err, plan.HeldDependents)
+				}
+			} else if !errors.As(err, &conflicts) || !strings.Contains(err.Error(), "link d0 keeps its mtu 1200, not 1500") {
+				t.Errorf("err %v, want d0's MTU write waiting as a conflict", err)
+			}
+		})
+	}
+}
