@@ -70,17 +70,7 @@ func TestWalkFinding200UpperIPv6MTUWhenItsLowerMTUWaits(t *testing.T) {
 	before := "version: 1\nlinks:\n  b0: {kind: bridge, mtu: 1500}\n  m0: {kind: macvlan, macvlan: {parent: b0, mode: bridge}, mtu: 1500, sysctls: {ipv6.mtu: \"1300\"}}\n"
 	after := "version: 1\nlinks:\n  b0: {kind: bridge, mtu: 1400}\n  m0: {kind: macvlan, macvlan: {parent: b0, mode: bridge}, mtu: 1500, sysctls: {ipv6.mtu: \"1400\"}}\n"
 	ns := newNetNS(t, "")
-	dir, state := t.TempDir(), t.TempDir()
-	file := filepath.Join(dir, "m.yaml")
-	if err := os.WriteFile(file, []byte(before), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	runNetreconcile(t, ns, "apply", "-c", file, "--state-dir", state)
-	ns.IP(t, "link", "add", "fm", "link", "b0", "type", "macvlan", "mode", "bridge")
-	if err := os.WriteFile(file, []byte(after), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, errOut, err := ns.Exec("", netreconcileBin(t), "apply", "-c", file, "--state-dir", state)
+	out, errOut, err := applyAround(t, ns, before, after, "link", "add", "fm", "link", "b0", "type", "macvlan", "mode", "bridge")
 	t.Logf("apply (a conflict is expected): err=%v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	if got := strings.TrimSpace(ns.Run(t, "cat", "/proc/sys/net/ipv6/conf/m0/mtu")); got != "1400" {
 		t.Errorf("ipv6 mtu of m0 %s, want 1400 (the file's; m0 stays at 1500)", got)
