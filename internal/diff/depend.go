@@ -121,7 +121,7 @@ func (c *computer) spreadBlocked() {
 	// Spread over the declared links until nothing changes: a chain of
 	// masters and parents is short.
 	for changed := true; changed; {
-		changed = false
+		changed = c.leftOutOnParent()
 		for _, name := range c.d.SortedLinkNames() {
 			if c.blocked[name] {
 				continue
@@ -174,6 +174,11 @@ func (c *computer) keepUnblocked(ops []Op) []Op {
 	out := ops[:0]
 	for i := range ops {
 		op := &ops[i]
+		if op.Kind == KindLink && op.Action == Delete && c.blocked[op.ID] && c.d.Links[op.ID] != nil {
+			// The first half of a recreate of a declared link left out:
+			// the link stays as it is.
+			continue
+		}
 		if n := c.blockedNeed(op); n != "" {
 			switch {
 			case op.Kind == KindLink && op.Action == Delete:

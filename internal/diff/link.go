@@ -1191,15 +1191,8 @@ func (c *computer) foreignParentClaim(want *model.Link) bool {
 		if l.Owned || c.d.Links[n] != nil {
 			continue
 		}
-		switch {
-		case l.MACVlan != nil && l.MACVlan.Parent == parent && want.IPVlan != nil,
-			l.IPVlan != nil && l.IPVlan.Parent == parent && want.MACVlan != nil:
-			others = append(others, n+" ("+string(l.Kind)+")")
-			why = "a parent takes ipvlans or macvlans, not both"
-		case l.MACVlan != nil && l.MACVlan.Parent == parent && want.MACVlan != nil &&
-			(want.MACVlan.Mode == model.MACVlanPassthru || l.MACVlan.Mode == model.MACVlanPassthru):
-			others = append(others, n+" (macvlan mode "+l.MACVlan.Mode+")")
-			why = "a passthru macvlan is the only macvlan on its parent"
+		if r, other := parentRefuses(want, parent, l); r != "" {
+			others, why = append(others, n+" ("+other+")"), r
 		}
 	}
 	if len(others) == 0 {
@@ -1208,6 +1201,62 @@ func (c *computer) foreignParentClaim(want *model.Link) bool {
 	c.blockLink(want.Name)
 	c.conflict("link %s cannot be made on %s: the kernel refuses it beside %v, which netreconcile did not create (%s); delete them, or give %s another parent", want.Name, parent, others, why, want.Name)
 	return true
+}
+
+// parentRefuses says why the kernel refuses to make the ipvlan or macvlan
+// want on parent beside the link l there ("" if it does not), with how l
+// is named in the reason.
+func parentRefuses(want *model.Link, parent string, l *model.Link) (why, other string) {
+	switch {
+	case l.MACVlan != nil && l.MACVlan.Parent == parent && want.IPVlan != nil,
+		l.IPVlan != nil && l.IPVlan.Parent == parent && want.MACVlan != nil:
+		return "a parent takes ipvlans or macvlans, not both", string(l.Kind)
+	case l.MACVlan != nil && l.MACVlan.Parent == parent && want.MACVlan != nil &&
+		(want.MACVlan.Mode == model.MACVlanPassthru || l.MACVlan.Mode == model.MACVlanPassthru):
+		return "a passthru macvlan is the only macvlan on its parent", "macvlan mode " + l.MACVlan.Mode
+	}
+	return "", ""
+}
+
+// leftOutOnParent leaves out, with what needs it, each ipvlan or macvlan the
+// plan makes (or recreates) on a parent that a link left out keeps a claim
+// on: the kernel keeps that link where it is, and refuses the new one
+// beside it. It reports whether it left any out.
+func (c *computer) leftOutOnParent() bool {
+	grew := false
+	for _, name := range c.d.SortedLinkNames() {
+		w := c.d.Links[name]
+		if c.blocked[name] || (c.a.Links[name] != nil && !c.recreated[name]) {
+			continue
+		}
+		parent := ""
+		switch {
+		case w.IPVlan != nil:
+			parent = w.IPVlan.Parent
+		case w.MACVlan != nil:
+			parent = w.MACVlan.Parent
+		default:
+			continue
+		}
+		for _, n := range c.a.SortedLinkNames() {
+			if n == name || !c.blocked[n] {
+				continue
+			}
+			why, _ := parentRefuses(w, parent, c.a.Links[n])
+			if why == "" {
+				continue
+			}
+			c.blockLink(name)
+			delete(c.recreated, name)
+			if c.heldLinks[n] {
+				c.heldLinks[name] = true
+			}
+			c.leftOut(n, "link %s is left out: the kernel refuses it on %s beside %s, which stays there (%s)", name, parent, n, why)
+			grew = true
+			break
+		}
+	}
+	return grew
 }
 
 // adoptedByFile reports whether the link name exists with the marker and

@@ -151,3 +151,32 @@ func TestWalkFinding212RaiseToIPv6ThatWaitsLeavesTheLinkOut(t *testing.T) {
 		})
 	}
 }
+
+// A link left out keeps its place in the kernel: m1, whose move to
+// someone else's bridge fb0 is left out, stays on fa0, so its delete (the
+// first half of the move) is left out too, and so is m0's recreate into
+// passthru, which the kernel refuses beside another macvlan on fa0. The
+// delete went ahead: m1 was gone, and a rule naming it held its old index.
+// Walk finding 213 (host soak seed 48890979181009, step 65).
+func TestWalkFinding213LeftOutLinkKeepsItsParentClaim(t *testing.T) {
+	macvlan := func(name, parent, mode string) model.Link {
+		return model.Link{Name: name, Kind: model.KindMACVlan, Owned: true, Up: true, MTU: 1500, Lower: parent, MACVlan: &model.MACVlan{Parent: parent, Mode: mode}}
+	}
+	k := newKernel().link(model.Link{Name: "fa0", Kind: model.KindBridge, Owned: true, Up: true}).
+		link(model.Link{Name: "fb0", Kind: model.KindBridge, Up: true}).
+		link(macvlan("m0", "fa0", model.MACVlanPrivate)).link(macvlan("m1", "fa0", model.MACVlanBridge))
+	file := "links:\n  fa0: {kind: bridge}\n  fb0: {kind: bridge}\n  m0: {kind: macvlan, macvlan: {parent: fa0, mode: passthru}}\n  m1: {kind: macvlan, macvlan: {parent: fb0}}\n"
+	plan, err := diff.Compute(parse(t, file), k.st)
+	var conflicts diff.Conflicts
+	if !errors.As(err, &conflicts) {
+		t.Fatalf("err %v, want conflicts", err)
+	}
+	for _, op := range plan.Ops {
+		if op.Kind == diff.KindLink && (op.ID == "m0" || op.ID == "m1") {
+			t.Errorf("plan writes %s %s; want m0 and m1 left as they are:\n%s", op.Action, op.ID, plan)
+		}
+	}
+	if !strings.Contains(err.Error(), "link m0") {
+		t.Errorf("conflicts do not say why m0 stays:\n%v", err)
+	}
+}

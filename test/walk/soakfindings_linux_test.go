@@ -222,3 +222,25 @@ func TestWalkFinding210IPv6MTUKeyWithALinkMTUThatWaits(t *testing.T) {
 		conf("", 1500, "bridge", map[string]string{"ipv6.disable_ipv6": "1", "ipv6.mtu": "1400"}),
 		conf("in-place", 1400, "passthru", map[string]string{"ipv6.disable_ipv6": "0", "ipv6.mtu": "1400"}))
 }
+
+// TestWalkFinding213LeftOutLinkKeepsItsParentClaim replays walk finding
+// 213 (host soak seed 48890979181009, step 65, shrunk to 25 steps): m1
+// moves from b3 to someone else's bridge fb0, which leaves it out, while
+// m0 on b3 goes into passthru, which the kernel makes only as the sole
+// macvlan on its parent. The plan deleted m1 anyway (the first half of its
+// move) to make room for m0, and a rule naming m1 was left holding its
+// old index.
+func TestWalkFinding213LeftOutLinkKeepsItsParentClaim(t *testing.T) {
+	conf := func(m0mode, m1parent string) *Config {
+		c := &Config{Protocol: 250, Links: map[string]*Link{
+			"b3": {Name: "b3", Kind: "bridge"},
+			"m0": {Name: "m0", Kind: "macvlan", Parent: "b3", Mode: m0mode},
+			"m1": {Name: "m1", Kind: "macvlan", Parent: m1parent},
+		}, Tables: []*Table{{Family: "netdev", Name: "nrw5", Chains: []*Chain{{Name: "helper", Rules: []string{`iif { "m1", "lo" } counter accept`}}}}}}
+		if m1parent == "fb0" {
+			c.Links["fb0"] = &Link{Name: "fb0", Kind: "bridge"}
+		}
+		return c
+	}
+	converges(t, kernelRunner(t, []string{"ip link add fb0 type bridge"}), conf("private", "b3"), conf("passthru", "fb0"))
+}
