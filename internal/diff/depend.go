@@ -121,7 +121,7 @@ func (c *computer) spreadBlocked() {
 	// Spread over the declared links until nothing changes: a chain of
 	// masters and parents is short.
 	for changed := true; changed; {
-		changed = c.leftOutOnParent()
+		changed = c.leftOutBeside()
 		for _, name := range c.d.SortedLinkNames() {
 			if c.blocked[name] {
 				continue

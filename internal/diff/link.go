@@ -1218,40 +1218,85 @@ func parentRefuses(want *model.Link, parent string, l *model.Link) (why, other s
 	return "", ""
 }
 
-// leftOutOnParent leaves out, with what needs it, each ipvlan or macvlan the
-// plan makes (or recreates) on a parent that a link left out keeps a claim
-// on: the kernel keeps that link where it is, and refuses the new one
-// beside it. It reports whether it left any out.
-func (c *computer) leftOutOnParent() bool {
+// claimRefuses says why the kernel refuses to make the link want beside
+// the link l, which it keeps ("" if it does not), with how l is named in
+// the reason: what a parent gives one ipvlan or macvlan claim
+// (parentRefuses), one vlan per id and protocol on a parent
+// (vlan_check_real_dev: EEXIST), one vxlan per id, port and family in a
+// namespace (vxlan_config_validate: EEXIST).
+func claimRefuses(want, l *model.Link) (why, other string) {
+	switch {
+	case want.IPVlan != nil:
+		return parentRefuses(want, want.IPVlan.Parent, l)
+	case want.MACVlan != nil:
+		return parentRefuses(want, want.MACVlan.Parent, l)
+	case want.VLAN != nil && l.VLAN != nil:
+		if w, h := want.VLAN, l.VLAN; w.Parent == h.Parent && w.ID == h.ID && w.Protocol == h.Protocol {
+			return "a parent takes one vlan of an id", fmt.Sprintf("vlan id %d", h.ID)
+		}
+	case want.VXLAN != nil && l.VXLAN != nil:
+		if w, h := want.VXLAN, l.VXLAN; w.ID == h.ID && vxlanPort(w) == vxlanPort(h) && vxlanIs6(w) == vxlanIs6(h) {
+			return "a namespace takes one vxlan of an id and port", fmt.Sprintf("vxlan id %d dstport %d", h.ID, vxlanPort(h))
+		}
+	}
+	return "", ""
+}
+
+// vxlanPort is the UDP port of v, the kernel's default when it has none.
+func vxlanPort(v *model.VXLAN) uint16 {
+	if v.Port == 0 {
+		return 8472
+	}
+	return v.Port
+}
+
+// keptFor returns the link left out (in conflict or held) that keeps the
+// kernel's link n where it is: n itself, or, for a stale link of ours, a
+// link left out that deleting n would take with it (its delete waits:
+// keepUnblocked). "" when n goes or changes as the plan says.
+func (c *computer) keptFor(n string) string {
+	if c.blocked[n] {
+		return n
+	}
+	if l := c.a.Links[n]; l != nil && l.Owned && c.d.Links[n] == nil {
+		return c.takesBlocked(n)
+	}
+	return ""
+}
+
+// leftOutBeside leaves out, with what needs it, each link the plan makes
+// (or recreates) that the kernel refuses beside a link a left-out link
+// keeps where it is (claimRefuses): the delete that made room for it
+// waits with that link. It reports whether it left any out.
+func (c *computer) leftOutBeside() bool {
 	grew := false
 	for _, name := range c.d.SortedLinkNames() {
 		w := c.d.Links[name]
 		if c.blocked[name] || (c.a.Links[name] != nil && !c.recreated[name]) {
 			continue
 		}
-		parent := ""
-		switch {
-		case w.IPVlan != nil:
-			parent = w.IPVlan.Parent
-		case w.MACVlan != nil:
-			parent = w.MACVlan.Parent
-		default:
-			continue
-		}
 		for _, n := range c.a.SortedLinkNames() {
-			if n == name || !c.blocked[n] {
+			if n == name {
 				continue
 			}
-			why, _ := parentRefuses(w, parent, c.a.Links[n])
+			why, _ := claimRefuses(w, c.a.Links[n])
 			if why == "" {
+				continue
+			}
+			by := c.keptFor(n)
+			if by == "" {
 				continue
 			}
 			c.blockLink(name)
 			delete(c.recreated, name)
-			if c.heldLinks[n] {
+			if c.heldLinks[by] {
 				c.heldLinks[name] = true
 			}
-			c.leftOut(n, "link %s is left out: the kernel refuses it on %s beside %s, which stays there (%s)", name, parent, n, why)
+			stays := "which stays as it is"
+			if by != n {
+				stays = "which stays with " + by
+			}
+			c.leftOut(by, "link %s is left out: the kernel refuses it beside %s, %s (%s)", name, n, stays, why)
 			grew = true
 			break
 		}

@@ -180,3 +180,69 @@ func TestWalkFinding213LeftOutLinkKeepsItsParentClaim(t *testing.T) {
 		t.Errorf("conflicts do not say why m0 stays:\n%v", err)
 	}
 }
+
+// A link left out keeps what the kernel gives one link: a vlan id on its
+// parent, a vxlan id and port in the namespace. v1, moved in the file to
+// someone else's bridge fb0 (or held), stays on fa0 with id 10, so v2,
+// made there with that id, is left out too: with v1's delete dropped, the
+// kernel refuses it (EEXIST). So does a stale vlan kept for a left-out
+// link on it, and a vxlan beside one left out with its id. Walk finding
+// 214.
+func TestWalkFinding214LeftOutLinkKeepsItsIDs(t *testing.T) {
+	bridge := func(name string, owned bool) model.Link {
+		return model.Link{Name: name, Kind: model.KindBridge, Owned: owned, Up: true}
+	}
+	vlan := func(name, parent string, id uint16) model.Link {
+		return model.Link{Name: name, Kind: model.KindVLAN, Owned: true, Up: true, Lower: parent, VLAN: &model.VLAN{Parent: parent, ID: id, Protocol: model.VLAN8021Q}}
+	}
+	flapped := diff.LinkFlapped
+	for _, c := range []struct {
+		name string
+		k    *kernel
+		file string
+		max  *diff.Disruption
+		made string // the link the kernel refuses
+	}{{
+		name: "vlan id of a link in conflict",
+		k:    newKernel().link(bridge("fa0", true)).link(bridge("fb0", false)).link(vlan("v1", "fa0", 10)),
+		file: "links:\n  fa0: {kind: bridge}\n  fb0: {kind: bridge}\n  v1: {kind: vlan, vlan: {parent: fb0, id: 10}}\n  v2: {kind: vlan, vlan: {parent: fa0, id: 10}}\n",
+		made: "v2",
+	}, {
+		name: "vlan id of a held link",
+		k:    newKernel().link(bridge("fa0", true)).link(vlan("v1", "fa0", 10)),
+		file: "links:\n  fa0: {kind: bridge}\n  v1: {kind: vlan, vlan: {parent: fa0, id: 11}}\n  v2: {kind: vlan, vlan: {parent: fa0, id: 10}}\n",
+		max:  &flapped,
+		made: "v2",
+	}, {
+		name: "vlan id of a stale link kept for a link in conflict on it",
+		k: newKernel().link(bridge("fa0", true)).link(bridge("fb0", false)).link(vlan("v0", "fa0", 10)).
+			link(model.Link{Name: "m1", Kind: model.KindMACVlan, Owned: true, Up: true, Lower: "v0", MACVlan: &model.MACVlan{Parent: "v0", Mode: model.MACVlanBridge}}),
+		file: "links:\n  fa0: {kind: bridge}\n  fb0: {kind: bridge}\n  m1: {kind: macvlan, macvlan: {parent: fb0}}\n  v1: {kind: vlan, vlan: {parent: fa0, id: 10}}\n",
+		made: "v1",
+	}, {
+		name: "vxlan id of a link in conflict",
+		k: newKernel().link(bridge("fb0", false)).
+			link(model.Link{Name: "x1", Kind: model.KindVXLAN, Owned: true, Up: true, VXLAN: &model.VXLAN{ID: 42, Port: 4789, Remote: ip("192.0.2.9"), Learning: true}}),
+		file: "links:\n  fb0: {kind: bridge}\n  x1: {kind: vxlan, master: fb0, vxlan: {id: 43, remote: 192.0.2.9}}\n  x2: {kind: vxlan, vxlan: {id: 42, remote: 192.0.2.9}}\n",
+		made: "x2",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			plan, err := diff.ComputeWith(parse(t, c.file), c.k.st, diff.Inputs{MaxDisruption: c.max})
+			if plan == nil {
+				t.Fatal(err)
+			}
+			for _, op := range plan.Ops {
+				if op.Kind == diff.KindLink {
+					t.Errorf("plan writes %s %s; want every link left as it is:\n%s", op.Action, op.ID, plan)
+				}
+			}
+			said := strings.Join(plan.HeldDependents, "\n")
+			if err != nil {
+				said += "\n" + err.Error()
+			}
+			if !strings.Contains(said, "link "+c.made+" is left out: the kernel refuses it beside") {
+				t.Errorf("nothing says why %s is not made:\n%s", c.made, said)
+			}
+		})
+	}
+}
