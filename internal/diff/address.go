@@ -64,15 +64,10 @@ func (c *computer) addresses() {
 	// that subnet in a new scope would be refused (EINVAL). It waits with
 	// the held one.
 	keptScope := map[linkSubnet]*model.Address{}
-	if c.hold != nil {
-		for k := range c.hold.objects {
-			if k.kind != KindAddress {
-				continue
-			}
-			for _, h := range have {
-				if h.Key().String() == k.id && h.Prefix.Addr().Is4() {
-					keptScope[linkSubnet{h.Link, h.Subnet()}] = h
-				}
+	if c.hold != nil && len(c.hold.objects) > 0 {
+		for _, h := range have {
+			if h.Prefix.Addr().Is4() && c.holds(KindAddress, h.Key().String()) {
+				keptScope[linkSubnet{h.Link, h.Subnet()}] = h
 			}
 		}
 	}
